@@ -1,0 +1,60 @@
+"""dualgpu: second-order automatic differentiation for NumPy and CuPy programs.
+
+Trace a function into a graph, transform it (jvp, vjp/grad, hvp = forward-over-reverse) and
+run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
+
+    import numpy as np
+    import dualgpu as dg
+
+    def loss(w, x):
+        return np.sum(dg.nn.sigmoid(x @ w) ** 2)
+
+    hv = dg.hvp(loss)(w, x, v)      # H·v with respect to w
+"""
+from . import nn, numpy_api, rules  # noqa: F401  (registers every rule)
+from . import testing  # noqa: F401
+from .api import (
+    cache_info,
+    clear_cache,
+    grad,
+    grad_and_hvp,
+    hessian,
+    hvp,
+    jit,
+    jvp,
+    set_cache_size,
+    source,
+    trace,
+    value_and_grad,
+    vjp,
+)
+from .errors import (
+    BackendMismatchError,
+    CodegenSafetyError,
+    DualgpuError,
+    EscapedTracerError,
+    IntegerInputError,
+    NonScalarOutputError,
+    SeparabilityError,
+    ShapeMismatchError,
+    TracerControlFlowError,
+    UnsupportedOpError,
+    UnsupportedSparseFormatError,
+)
+from .executor import config
+from .ir import Graph
+from .linalg import HessianOperator, hessp
+from .numpy_api import stop_gradient
+from .primitives import REGISTRY, defprim
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "jvp", "vjp", "grad", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
+    "HessianOperator", "trace", "source", "jit", "nn", "testing", "Graph", "DualgpuError",
+    "defprim", "REGISTRY", "stop_gradient", "config", "cache_info",
+    "clear_cache", "set_cache_size", "BackendMismatchError", "CodegenSafetyError",
+    "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",
+    "ShapeMismatchError", "TracerControlFlowError", "UnsupportedOpError",
+    "UnsupportedSparseFormatError",
+]

@@ -1,0 +1,520 @@
+"""The public transformations: jvp, vjp, grad, value_and_grad, hvp, grad_and_hvp, hessian,
+trace and source. Each traces the function once per argument signature (shapes, dtypes,
+backend, static arguments), transforms the graph, compiles it, and caches the result."""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .backends import array_backend, backend_of
+from .cache import LRUCache
+from .errors import (
+    DualgpuError,
+    IntegerInputError,
+    NonScalarOutputError,
+    ShapeMismatchError,
+)
+from .executor import Executable, config
+from .ir import Aval, Graph
+from .trace import flatten_outputs, trace_to_graph, unflatten_outputs
+from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
+from .transforms.batching import check_separable, sum_output
+
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _is_array(x) -> bool:
+    return array_backend(x) is not None and not array_backend(x).is_sparse(x)
+
+
+def _static_key(x):
+    try:
+        hash(x)
+        return ("static", type(x).__name__, x)
+    except TypeError:
+        return ("static-id", id(x))
+
+
+class Prepared:
+    """One call's arguments split into traced inputs and static values."""
+
+    def __init__(self, args: Sequence[Any], diff_positions: Sequence[int], what: str):
+        self.backend = backend_of(args, what)
+        xp = self.backend.xp
+        self.arrays: list = []
+        self.positions: list[int] = []
+        self.static: dict[int, Any] = {}
+        key = []
+        for i, a in enumerate(args):
+            if i in diff_positions and isinstance(a, _SCALARS) and not isinstance(a, bool):
+                a = xp.asarray(a, dtype=np.float64 if not isinstance(a, np.generic)
+                               else a.dtype)
+            if _is_array(a):
+                self.positions.append(i)
+                self.arrays.append(a)
+                key.append(("array", tuple(a.shape), np.dtype(a.dtype).str))
+            else:
+                if i in diff_positions:
+                    raise DualgpuError(
+                        f"argument {i} is differentiated but is a {type(a).__name__}; pass a "
+                        "NumPy or CuPy array (pytrees are not supported)")
+                self.static[i] = a
+                key.append(_static_key(a))
+        for i in diff_positions:
+            if i >= len(args):
+                raise DualgpuError(f"argnums names argument {i}, but only {len(args)} given")
+            dt = np.dtype(self.arrays[self.positions.index(i)].dtype)
+            if dt.kind not in "fc":
+                raise IntegerInputError(
+                    f"argument {i} has dtype {dt}: only floating-point inputs can be "
+                    "differentiated; convert it with .astype(float)")
+        self.key = (self.backend.name, tuple(key))
+        self.avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in self.arrays]
+
+    def graph_argnums(self, diff_positions: Sequence[int]) -> list[int]:
+        return [self.positions.index(i) for i in diff_positions]
+
+
+def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
+    if isinstance(argnums, int):
+        return (argnums,), False
+    return tuple(argnums), True
+
+
+_GLOBAL_CACHE = LRUCache(config["cache_size"])
+
+
+def cache_info() -> dict:
+    """Sizes and hit counts of the program cache."""
+    return {"size": len(_GLOBAL_CACHE), "maxsize": _GLOBAL_CACHE.maxsize,
+            "hits": _GLOBAL_CACHE.hits, "misses": _GLOBAL_CACHE.misses}
+
+
+def set_cache_size(n: int) -> None:
+    """Bound the number of cached programs (least recently used are dropped)."""
+    _GLOBAL_CACHE.maxsize = int(n)
+    config["cache_size"] = int(n)
+
+
+def clear_cache() -> None:
+    _GLOBAL_CACHE.clear()
+
+
+def _base_graph(fn, prep: Prepared) -> tuple[Graph, Any]:
+    names = _arg_names(fn, prep.positions)
+    return trace_to_graph(fn, prep.avals, prep.backend.xp, static=prep.static,
+                          name=getattr(fn, "__name__", "f"), input_names=names)
+
+
+def _arg_names(fn, positions):
+    try:
+        import inspect
+
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    from .codegen.names import function_name
+
+    if len(params) < max(positions, default=-1) + 1:
+        return None
+    names = [function_name(params[i]) for i in positions]
+    return names if len(set(names)) == len(names) else None
+
+
+class Compiled:
+    """A transformed graph, compiled, with the output structure of the traced function."""
+
+    def __init__(self, graph: Graph, tree, backend):
+        self.graph = graph
+        self.tree = tree
+        self.exe = Executable(graph, backend)
+
+
+# ------------------------------------------------------------------------------ transforms
+class Transformed:
+    """A function transformed by dualgpu. Calling it traces (once per signature) and runs."""
+
+    kind = "abstract"
+
+    def __init__(self, fn: Callable, argnums=0, batch_axes=None):
+        if not callable(fn):
+            raise DualgpuError(f"expected a function, got {type(fn).__name__}")
+        self.fn = fn
+        self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
+        self.batch_axes = None if batch_axes is None else tuple(
+            (batch_axes,) if isinstance(batch_axes, int) else batch_axes)
+        functools.update_wrapper(self, fn)
+
+    # subclasses: split the call's args into function args and extra inputs; build graph
+    def split(self, args):
+        return args, ()
+
+    def build(self, fn, prep: Prepared) -> tuple[Graph, Any]:
+        raise NotImplementedError
+
+    def compiled(self, args) -> tuple[Compiled, Prepared, tuple]:
+        fargs, extra = self.split(args)
+        prep = Prepared(fargs, self.argnums, f"arguments of {self.__name__}")
+        extra_backend = backend_of(list(extra) + prep.arrays[:1], "arguments")
+        del extra_backend
+        key = (self.kind, id(self.fn), self.argnums, self.batch_axes, prep.key)
+
+        def build():
+            graph, tree = self.build(self.fn, prep)
+            return Compiled(graph, tree, prep.backend)
+
+        entry = _GLOBAL_CACHE.get_or_build(key, build)
+        return entry, prep, extra
+
+    def graph(self, *args) -> Graph:
+        return self.compiled(args)[0].graph
+
+    def source(self, *args) -> str:
+        return self.compiled(args)[0].exe.source
+
+    def __call__(self, *args):
+        entry, prep, extra = self.compiled(args)
+        self.check_extra(prep, extra)
+        outs = entry.exe(*prep.arrays, *extra)
+        return self.finish(entry, prep, outs)
+
+    def check_extra(self, prep, extra):
+        pass
+
+    def finish(self, entry, prep, outs):
+        raise NotImplementedError
+
+    def _base(self, fn, prep):
+        graph, tree = _base_graph(fn, prep)
+        if self.batch_axes is not None:
+            gargs = prep.graph_argnums(self.argnums)
+            check_separable(graph, gargs, self.batch_axes)
+            graph = sum_output(graph)
+        return graph, tree
+
+    def _wrap_argnums(self, values):
+        return tuple(values) if self.argnums_tuple else values[0]
+
+    def _check_directions(self, prep, vs, what="direction"):
+        vs = vs if self.argnums_tuple else (vs,)
+        if not isinstance(vs, (tuple, list)) or len(vs) != len(self.argnums):
+            raise ShapeMismatchError(
+                f"expected {len(self.argnums)} {what}(s), one per differentiated argument")
+        out = []
+        for i, v in zip(self.argnums, vs):
+            x = prep.arrays[prep.positions.index(i)]
+            b = array_backend(v)
+            if b is None:
+                raise ShapeMismatchError(f"the {what} for argument {i} must be an array, "
+                                         f"got {type(v).__name__}")
+            if b is not prep.backend:
+                from .errors import BackendMismatchError
+
+                raise BackendMismatchError(
+                    f"the {what} for argument {i} is a {b.name} array but the arguments are "
+                    f"{prep.backend.name} arrays")
+            if tuple(v.shape) != tuple(x.shape):
+                raise ShapeMismatchError(
+                    f"the {what} for argument {i} has shape {tuple(v.shape)}, but the "
+                    f"argument has shape {tuple(x.shape)}")
+            if v.dtype != x.dtype:
+                v = v.astype(x.dtype)
+            out.append(v)
+        return out
+
+
+class _Grad(Transformed):
+    kind = "grad"
+
+    def __init__(self, fn, argnums=0, has_value=False):
+        super().__init__(fn, argnums)
+        self.has_value = has_value
+        if has_value:
+            self.kind = "value_and_grad"
+
+    def build(self, fn, prep):
+        graph, tree = self._base(fn, prep)
+        if tree is not None:
+            raise NonScalarOutputError(
+                f"{self.__name__} returns a tuple; grad needs one scalar output")
+        return grad_graph(graph, prep.graph_argnums(self.argnums)), tree
+
+    def finish(self, entry, prep, outs):
+        grads = self._wrap_argnums(outs[1:])
+        return (outs[0], grads) if self.has_value else grads
+
+
+class _Hvp(Transformed):
+    kind = "hvp"
+
+    def __init__(self, fn, argnums=0, batch_axes=None, returns="hvp"):
+        super().__init__(fn, argnums, batch_axes)
+        self.returns = returns
+        self.kind = "hvp:" + returns
+
+    def split(self, args):
+        if len(args) < 1:
+            raise DualgpuError(f"{self.__name__} needs the arguments followed by the "
+                               "direction v")
+        return args[:-1], args[-1]
+
+    def compiled(self, args):
+        entry, prep, v = super().compiled(args)
+        return entry, prep, tuple(self._check_directions(prep, v))
+
+    def build(self, fn, prep):
+        graph, tree = self._base(fn, prep)
+        if tree is not None:
+            raise NonScalarOutputError(
+                f"{self.__name__} returns a tuple; hvp needs one scalar output")
+        return hvp_graph(graph, prep.graph_argnums(self.argnums)), tree
+
+    def finish(self, entry, prep, outs):
+        k = len(self.argnums)
+        value, grads, hvps = outs[0], outs[1:1 + k], outs[1 + k:]
+        if self.returns == "hvp":
+            return self._wrap_argnums(hvps)
+        result = (self._wrap_argnums(grads), self._wrap_argnums(hvps))
+        if self.returns == "value_grad_hvp":
+            return (value,) + result
+        return result
+
+
+class _Jvp(Transformed):
+    kind = "jvp"
+
+    def build(self, fn, prep):
+        graph, tree = _base_graph(fn, prep)
+        return jvp_graph(graph, [True] * len(graph.inputs)), tree
+
+
+class _Vjp(Transformed):
+    kind = "vjp"
+
+    def split(self, args):
+        return args[:-1], args[-1]
+
+    def build(self, fn, prep):
+        graph, tree = _base_graph(fn, prep)
+        return vjp_graph(graph, [a.dtype.kind in "fc" for a in prep.avals]), tree
+
+
+# ------------------------------------------------------------------------------ public API
+def grad(fn: Callable | None = None, argnums=0):
+    """Gradient of a scalar function: ``grad(f)(*args)``; a tuple when ``argnums`` is.
+
+    Example::
+
+        >>> import numpy as np, dualgpu as dg
+        >>> dg.grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+        array([2., 4.])
+    """
+    if fn is None:
+        return lambda f: grad(f, argnums)
+    return _Grad(fn, argnums)
+
+
+def value_and_grad(fn: Callable | None = None, argnums=0):
+    """``value_and_grad(f)(*args) -> (f(*args), grad)``.
+
+    Example::
+
+        >>> v, g = dg.value_and_grad(lambda x: np.sum(x ** 2))(np.array([3.0]))
+        >>> float(v), g
+        (9.0, array([6.]))
+    """
+    if fn is None:
+        return lambda f: value_and_grad(f, argnums)
+    return _Grad(fn, argnums, has_value=True)
+
+
+def hvp(fn: Callable | None = None, argnums=0, batch_axes=None):
+    """Hessian-vector product by forward-over-reverse: ``hvp(f)(*args, v) -> H·v``.
+
+    With ``batch_axes`` (the instance axes of the differentiated argument), ``f`` returns one
+    value per instance and the result is the per-instance product (the block-diagonal
+    Hessian applied to ``v``); dualgpu first checks on the graph that ``f`` does not couple
+    instances. Usable as a decorator, ``@dg.hvp`` or ``@dg.hvp(argnums=1)``.
+
+    Example::
+
+        >>> f = lambda x: np.sum(x ** 3)
+        >>> dg.hvp(f)(np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+        array([6., 0.])
+    """
+    if fn is None:
+        return lambda f: hvp(f, argnums, batch_axes)
+    return _Hvp(fn, argnums, batch_axes, returns="hvp")
+
+
+def grad_and_hvp(fn: Callable | None = None, argnums=0, batch_axes=None,
+                 return_value: bool = False):
+    """``grad_and_hvp(f)(*args, v) -> (grad, H·v)`` from one program (one pass on the GPU).
+
+    ``return_value=True`` gives ``(value, grad, H·v)``; with ``batch_axes`` the value is
+    the sum over instances.
+
+    Example::
+
+        >>> g, hv = dg.grad_and_hvp(lambda x: np.sum(np.sin(x)))(np.zeros(2), np.ones(2))
+    """
+    if fn is None:
+        return lambda f: grad_and_hvp(f, argnums, batch_axes, return_value)
+    return _Hvp(fn, argnums, batch_axes,
+                returns="value_grad_hvp" if return_value else "grad_hvp")
+
+
+def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+    """Forward mode: ``(f(*primals), J·tangents)``.
+
+    Example::
+
+        >>> dg.jvp(np.sin, (np.zeros(2),), (np.ones(2),))
+        (array([0., 0.]), array([1., 1.]))
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ShapeMismatchError(
+            f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    t = _Jvp(fn, argnums=tuple(range(len(primals))))
+    entry, prep, _ = t.compiled(primals)
+    ts = t._check_directions(prep, tangents, what="tangent")
+    outs = entry.exe(*prep.arrays, *ts)
+    n = len(outs) // 2
+    return unflatten_outputs(entry.tree, outs[:n]), unflatten_outputs(entry.tree, outs[n:])
+
+
+def vjp(fn: Callable, *primals):
+    """Reverse mode: ``(f(*primals), pullback)``; ``pullback(cotangent)`` returns a tuple of
+    cotangents, one per primal.
+
+    Example::
+
+        >>> out, pullback = dg.vjp(np.sin, np.zeros(2))
+        >>> pullback(np.ones(2))
+        (array([1., 1.]),)
+    """
+    fwd = _Jvp(fn, argnums=tuple(range(len(primals))))
+    prep = Prepared(primals, fwd.argnums, "primals")
+    for i in range(len(primals)):
+        if np.dtype(prep.arrays[prep.positions.index(i)].dtype).kind not in "fc":
+            raise IntegerInputError(f"primal {i} has an integer dtype")
+    t = _Vjp(fn, argnums=tuple(range(len(primals))))
+    key = ("vjp", id(fn), prep.key)
+
+    def build():
+        graph, tree = _base_graph(fn, prep)
+        return Compiled(vjp_graph(graph), tree, prep.backend), graph
+
+    entry, base = _GLOBAL_CACHE.get_or_build(key, build)
+    out_key = ("vjp-fwd", id(fn), prep.key)
+    fwd_exe = _GLOBAL_CACHE.get_or_build(out_key, lambda: Executable(simplify(base),
+                                                                     prep.backend))
+    outs = fwd_exe(*prep.arrays)
+    n_out = len(outs)
+
+    def pullback(cotangent):
+        cts = cotangent if entry.tree is not None else (cotangent,)
+        leaves, _ = flatten_outputs(cts) if entry.tree is not None else (list(cts), None)
+        if len(leaves) != n_out:
+            raise ShapeMismatchError(f"pullback expects {n_out} cotangent(s)")
+        fixed = []
+        for c, o in zip(leaves, outs):
+            c = prep.backend.xp.asarray(c)
+            if tuple(c.shape) != tuple(o.shape):
+                raise ShapeMismatchError(
+                    f"cotangent has shape {tuple(c.shape)}, output has {tuple(o.shape)}")
+            fixed.append(c.astype(o.dtype))
+        res = entry.exe(*prep.arrays, *fixed)[n_out:]
+        return tuple(res)
+
+    del t
+    return unflatten_outputs(entry.tree, outs), pullback
+
+
+def hessian(fn: Callable, argnums: int = 0):
+    """Dense Hessian (for small problems): ``hessian(f)(*args)`` has shape
+    ``x.shape + x.shape``. Built column by column from cached HVPs.
+
+    Example::
+
+        >>> dg.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+        array([[ 6.,  0.],
+               [ 0., 12.]])
+    """
+    h = _Hvp(fn, argnums, returns="hvp")
+
+    @functools.wraps(fn)
+    def hess(*args):
+        x = args[argnums]
+        xp = backend_of([x]).xp
+        n = int(np.prod(x.shape))
+        cols = []
+        for i in range(n):
+            e = xp.zeros(n, dtype=x.dtype)
+            e[i] = 1
+            cols.append(h(*args, e.reshape(x.shape)).reshape(-1))
+        H = xp.stack(cols, axis=1)
+        return H.reshape(tuple(x.shape) + tuple(x.shape))
+
+    return hess
+
+
+# ------------------------------------------------------------------------------ inspection
+def trace(fn: Callable, *example_args) -> Graph:
+    """The traced graph of ``fn`` on arguments like ``example_args``.
+
+    Works on transformed functions too: ``dg.trace(dg.hvp(f), x, v)`` is the HVP program.
+
+    Example::
+
+        >>> print(dg.trace(lambda x: np.sum(np.sin(x)), np.ones(3)))
+        { lambda x:float64[3] .
+          t0:float64[3] = sin x
+          t1:float64[] = reduce_sum t0 axes=(0,)
+          in ( t1 ) }
+    """
+    if isinstance(fn, Transformed):
+        return fn.graph(*example_args)
+    prep = Prepared(example_args, (), "example arguments")
+    graph, _ = _base_graph(fn, prep)
+    return simplify(graph)
+
+
+def source(fn: Callable, *example_args) -> str:
+    """Generated source of ``fn`` (a plain or transformed function): Python for NumPy
+    arguments; the fusion plan and CUDA kernels for CuPy arguments.
+
+    Example::
+
+        >>> print(dg.source(dg.grad(lambda x: np.sum(np.sin(x))), np.ones(3)))
+    """
+    if isinstance(fn, Transformed):
+        return fn.source(*example_args)
+    prep = Prepared(example_args, (), "example arguments")
+    graph, _ = _base_graph(fn, prep)
+    return Executable(simplify(graph), prep.backend).source
+
+
+def jit(fn: Callable):
+    """Trace, cache and compile ``fn`` itself (no derivative): NumPy runs generated
+    Python, CuPy runs fused kernels.
+
+    Example::
+
+        >>> fast = dg.jit(lambda x: np.exp(-x ** 2).sum())
+    """
+    return _Jit(fn, argnums=())
+
+
+class _Jit(Transformed):
+    kind = "jit"
+
+    def build(self, fn, prep):
+        graph, tree = _base_graph(fn, prep)
+        return simplify(graph), tree
+
+    def finish(self, entry, prep, outs):
+        return unflatten_outputs(entry.tree, outs)

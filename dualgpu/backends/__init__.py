@@ -1,0 +1,75 @@
+"""Array backends. ``backend_of(arrays)`` picks NumPy or CuPy from the arguments; only
+:mod:`dualgpu.backends.cupy` imports CuPy."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import BackendMismatchError
+
+
+class Backend:
+    """What the executor needs from an array library."""
+
+    name = "abstract"
+    is_cupy = False
+    xp: Any = None
+
+    def is_array(self, x) -> bool:  # dense array of this backend
+        raise NotImplementedError
+
+    def is_sparse(self, x) -> bool:
+        raise NotImplementedError
+
+
+def _is_cupy_object(x) -> bool:
+    mod = type(x).__module__ or ""
+    return mod.startswith("cupy") or mod.startswith("cupyx")
+
+
+def array_backend(x) -> Backend | None:
+    """The backend owning array (or sparse matrix) ``x``, or None for anything else."""
+    from .numpy import NUMPY
+
+    if isinstance(x, np.ndarray) or NUMPY.is_sparse(x):
+        return NUMPY
+    if _is_cupy_object(x):
+        from .cupy import get_cupy_backend
+
+        b = get_cupy_backend()
+        if b.is_array(x) or b.is_sparse(x):
+            return b
+    return None
+
+
+def backend_of(args: Sequence[Any], what: str = "arguments") -> Backend:
+    """The one backend of the array arguments (NumPy when there are none)."""
+    from .numpy import NUMPY
+
+    found: Backend | None = None
+    for a in args:
+        b = array_backend(a)
+        if b is None:
+            continue
+        if found is not None and b is not found:
+            raise BackendMismatchError(
+                f"the {what} mix NumPy and CuPy arrays; move them to one library first "
+                "(cupy.asarray(x) or x.get())")
+        found = b
+    return found or NUMPY
+
+
+def namespace_of(args: Sequence[Any]):
+    """``numpy`` or ``cupy``, for eager evaluation of a primitive."""
+    return backend_of(args).xp
+
+
+def backend_for_xp(xp) -> Backend:
+    from .numpy import NUMPY
+
+    if xp is np:
+        return NUMPY
+    from .cupy import get_cupy_backend
+
+    return get_cupy_backend()

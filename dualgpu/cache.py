@@ -1,0 +1,65 @@
+"""A bounded, thread-safe LRU cache of traced and compiled programs."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+
+class LRUCache:
+    """Least-recently-used cache; ``get_or_build`` builds a missing entry exactly once.
+
+    Example::
+
+        cache = LRUCache(maxsize=2)
+        cache.get_or_build("k", lambda: expensive())
+    """
+
+    def __init__(self, maxsize: int = 128):
+        self.maxsize = maxsize
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.RLock()
+        self._building: dict = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+            event = self._building.get(key)
+            if event is None:
+                event = self._building[key] = threading.Event()
+                owner = True
+            else:
+                owner = False
+        if not owner:
+            event.wait()
+            with self._lock:
+                if key in self._data:
+                    self.hits += 1
+                    return self._data[key]
+            return self.get_or_build(key, build)  # the builder failed: try ourselves
+        try:
+            value = build()
+            with self._lock:
+                self.misses += 1
+                self._data[key] = value
+                self._data.move_to_end(key)
+                while len(self._data) > max(1, self.maxsize):
+                    self._data.popitem(last=False)
+            return value
+        finally:
+            with self._lock:
+                self._building.pop(key, None)
+            event.set()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self.hits = self.misses = 0

@@ -1,0 +1,69 @@
+"""Every error dualgpu raises on purpose derives from :class:`DualgpuError`.
+
+Messages name the op, the user's source line, or the argument at fault, and say what to do.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class DualgpuError(Exception):
+    """Base class of every error dualgpu raises on purpose."""
+
+
+class UnsupportedOpError(DualgpuError, TypeError):
+    """A traced program called a function that has no dualgpu rule."""
+
+
+class TracerControlFlowError(DualgpuError, TypeError):
+    """Python control flow (``if``, ``bool()``, ``float()``) was applied to a traced value."""
+
+
+class EscapedTracerError(DualgpuError, RuntimeError):
+    """A traced value was used after the trace that created it had finished."""
+
+
+class NonScalarOutputError(DualgpuError, ValueError):
+    """``grad``/``hvp`` was given a function whose output is not a scalar."""
+
+
+class IntegerInputError(DualgpuError, TypeError):
+    """A differentiated argument has an integer or boolean dtype."""
+
+
+class ShapeMismatchError(DualgpuError, ValueError):
+    """A tangent, cotangent or direction does not match its primal's shape or dtype."""
+
+
+class BackendMismatchError(DualgpuError, TypeError):
+    """NumPy and CuPy arrays were mixed in one call."""
+
+
+class SeparabilityError(DualgpuError, ValueError):
+    """``hvp(batch_axes=...)`` found an op that couples different instances."""
+
+
+class GraphValidationError(DualgpuError, ValueError):
+    """A graph's recorded shapes or dtypes disagree with its primitives' shape rules."""
+
+
+class UnsupportedSparseFormatError(DualgpuError, TypeError):
+    """A sparse matrix format that dualgpu does not handle."""
+
+
+class CodegenSafetyError(DualgpuError, ValueError):
+    """A user-supplied name or C expression failed validation before code generation."""
+
+
+def user_location() -> str:
+    """Return ``file:line`` of the innermost stack frame outside the dualgpu package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_PACKAGE_DIR + os.sep):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown location>"

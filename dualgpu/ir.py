@@ -1,0 +1,189 @@
+"""The graph IR: variables, literals, equations and graphs.
+
+A :class:`Graph` is a straight-line program: ``inputs`` are :class:`Var`, each equation
+(:class:`Eqn`) applies one primitive to variables, :class:`Const` (closed-over arrays) or
+:class:`Literal` (Python scalars) and binds fresh output variables. ``str(graph)`` prints it
+as a short program; ``graph.nx`` and ``graph.to_dot()`` export it.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .errors import GraphValidationError
+
+
+class Aval(NamedTuple):
+    """Abstract value: what the shape rules know of an array (``weak`` marks Python scalars)."""
+
+    shape: tuple
+    dtype: np.dtype
+    weak: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def str_short(self) -> str:
+        dims = ",".join(str(d) for d in self.shape)
+        return f"{self.dtype.name}[{dims}]"
+
+
+_ids = itertools.count()
+
+
+class Var:
+    """A graph variable (an input or the output of an equation)."""
+
+    __slots__ = ("aval", "id")
+
+    def __init__(self, aval: Aval):
+        self.aval = aval
+        self.id = next(_ids)
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+
+    def __repr__(self) -> str:
+        return f"Var({self.id}:{self.aval.str_short()})"
+
+
+class Const(Var):
+    """A closed-over array (NumPy, CuPy or sparse) baked into the graph."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, aval: Aval):
+        super().__init__(aval)
+        self.value = value
+
+
+class Literal:
+    """A Python scalar used directly by an equation (weakly typed, as in NumPy)."""
+
+    __slots__ = ("value", "aval")
+
+    def __init__(self, value: Any):
+        self.value = value
+        self.aval = Aval((), np.result_type(value), weak=True)
+
+    shape = property(lambda self: ())
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = 0
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+Atom = "Var | Literal"
+
+
+@dataclass
+class Eqn:
+    """One primitive application: ``outs = prim(*inputs, **params)``."""
+
+    prim: Any
+    inputs: list
+    params: dict
+    outs: list
+    source: str | None = None  # user file:line that produced this equation, if known
+
+
+@dataclass
+class Graph:
+    """A traced program. Inputs and outputs are :class:`Var` (outputs may also be literals)."""
+
+    inputs: list
+    outputs: list
+    eqns: list = field(default_factory=list)
+    name: str = "f"
+    input_names: list | None = None
+    xp: Any = None  # numpy or cupy: the array library the graph was traced for
+
+    # ----------------------------------------------------------------- inspection
+    @property
+    def consts(self) -> list:
+        """Constants used by the equations and outputs, in first-use order."""
+        seen: dict[int, Const] = {}
+        for eqn in self.eqns:
+            for a in eqn.inputs:
+                if isinstance(a, Const):
+                    seen.setdefault(a.id, a)
+        for a in self.outputs:
+            if isinstance(a, Const):
+                seen.setdefault(a.id, a)
+        return list(seen.values())
+
+    def primitive_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for eqn in self.eqns:
+            counts[eqn.prim.name] = counts.get(eqn.prim.name, 0) + 1
+        return counts
+
+    def __str__(self) -> str:
+        from .pprint import format_graph
+
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<dualgpu.Graph {self.name}: {len(self.inputs)} inputs, {len(self.eqns)} eqns>"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+    @property
+    def nx(self):
+        """The graph as a ``networkx.DiGraph``: a node per variable and per equation."""
+        from .pprint import to_networkx
+
+        return to_networkx(self)
+
+    def to_dot(self) -> str:
+        """DOT text for Graphviz (``dot -Tsvg``)."""
+        from .pprint import to_dot
+
+        return to_dot(self)
+
+    def render(self, path: str) -> str:
+        """Render through the Graphviz ``dot`` program to ``path`` (format from the suffix)."""
+        from .pprint import render
+
+        return render(self, path)
+
+    def validate(self) -> Graph:
+        """Re-run every primitive's shape rule and check the recorded avals; return self."""
+        validate(self)
+        return self
+
+
+def validate(graph: Graph) -> None:
+    defined: set[int] = {v.id for v in graph.inputs}
+    for i, eqn in enumerate(graph.eqns):
+        for a in eqn.inputs:
+            if isinstance(a, Var) and not isinstance(a, Const) and a.id not in defined:
+                raise GraphValidationError(
+                    f"equation {i} ({eqn.prim.name}) uses a variable defined nowhere before it")
+        avals = eqn.prim.abstract_eval([a.aval for a in eqn.inputs], **eqn.params)
+        if not eqn.prim.multiple_results:
+            avals = [avals]
+        if len(avals) != len(eqn.outs):
+            raise GraphValidationError(f"equation {i} ({eqn.prim.name}): wrong output count")
+        for got, want in zip(eqn.outs, avals):
+            if tuple(got.aval.shape) != tuple(want.shape) or got.aval.dtype != want.dtype:
+                raise GraphValidationError(
+                    f"equation {i} ({eqn.prim.name}): recorded {got.aval.str_short()}, "
+                    f"shape rule gives {want.str_short()}")
+            defined.add(got.id)
+    for a in graph.outputs:
+        if isinstance(a, Var) and not isinstance(a, Const) and a.id not in defined:
+            raise GraphValidationError("a graph output is defined nowhere")

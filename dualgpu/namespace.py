@@ -1,0 +1,300 @@
+"""The tracing namespace and the rebinding of traced functions.
+
+:func:`rebind_function` returns a copy of a function whose references to ``numpy``,
+``cupy``, ``cupyx``, ``scipy.special`` (and to functions imported from them) point at a
+:class:`TracingNamespace`, recursively through the plain Python functions it calls. Calls on
+concrete values fall through to the real library; calls on traced values go to
+:mod:`dualgpu.numpy_api`, and a function with no rule raises :class:`UnsupportedOpError`.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import types
+from typing import Any
+
+import numpy as np
+
+from . import numpy_api as dnp
+from .errors import UnsupportedOpError, user_location
+
+_TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
+
+# Names whose numpy_api counterpart differs, per submodule path.
+_ALIASES = {
+    "special.expit": "logistic", "special.erf": "erf", "special.erfc": "erfc",
+    "special.gammaln": "gammaln", "special.digamma": "digamma", "special.psi": "digamma",
+    "special.logsumexp": "nn_logsumexp", "special.softmax": "nn_softmax",
+    "special.log_softmax": "nn_log_softmax", "special.xlogy": "nn_xlogy",
+    "special.logit": "nn_logit", "linalg.norm": "linalg_norm",
+}
+
+
+def _contains_tracer(args, kwargs) -> bool:
+    from .trace import Tracer
+
+    def check(x):
+        if isinstance(x, Tracer):
+            return True
+        if isinstance(x, (list, tuple)):
+            return any(check(y) for y in x)
+        return False
+
+    return any(check(a) for a in args) or any(check(v) for v in kwargs.values())
+
+
+def _lookup(path: str):
+    """The numpy_api function for a dotted path inside a traced module, or None."""
+    from . import nn, sparse_api
+
+    if path in _ALIASES:
+        name = _ALIASES[path]
+        if name.startswith("nn_"):
+            return getattr(nn, name[3:], None)
+        return getattr(dnp, name, None)
+    head, _, last = path.rpartition(".")
+    if head in ("", "special") and hasattr(dnp, last) and not last.startswith("_"):
+        return getattr(dnp, last)
+    if head.endswith("sparse"):
+        return getattr(sparse_api, last, None)
+    if head == "linalg":
+        return getattr(dnp, "linalg_" + last, None)
+    return None
+
+
+class TracingNamespace(types.ModuleType):
+    """Stands in for an array module (or submodule) inside a traced function."""
+
+    def __init__(self, real, path: str = ""):
+        super().__init__(getattr(real, "__name__", "module"))
+        self._real = real
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        real_attr = getattr(self._real, name)
+        path = f"{self._path}.{name}" if self._path else name
+        if isinstance(real_attr, types.ModuleType):
+            ns = TracingNamespace(real_attr, path)
+            object.__setattr__(self, name, ns)
+            return ns
+        if not callable(real_attr) or isinstance(real_attr, type):
+            return real_attr
+        ours = _lookup(path)
+        wrapper = _dispatcher(real_attr, ours, f"{getattr(self._real, '__name__', '')}.{name}")
+        object.__setattr__(self, name, wrapper)
+        return wrapper
+
+    def __repr__(self) -> str:
+        return f"<dualgpu tracing namespace for {getattr(self._real, '__name__', '?')}>"
+
+
+def _dispatcher(real, ours, qualname: str):
+    @functools.wraps(real)
+    def call(*args, **kwargs):
+        if not _contains_tracer(args, kwargs):
+            return real(*args, **kwargs)
+        if ours is None:
+            raise UnsupportedOpError(
+                f"{qualname} has no dualgpu rule (called on a traced value at "
+                f"{user_location()}). Rewrite it with supported functions, or register a "
+                "primitive for it with dg.defprim (docs/custom_rules.md).")
+        return ours(*args, **kwargs)
+
+    return call
+
+
+_namespaces: dict[int, TracingNamespace] = {}
+_lock = threading.Lock()
+
+
+def _namespace_for_module(mod):
+    with _lock:
+        ns = _namespaces.get(id(mod))
+        if ns is None:
+            name = mod.__name__
+            # the path inside the array library, e.g. "linalg" for numpy.linalg
+            parts = name.split(".")
+            path = ".".join(p for p in parts[1:] if p not in ("scipy",))
+            if parts[0] in ("cupyx", "scipy") and "special" in parts:
+                path = "special"
+            elif "sparse" in parts:
+                path = "sparse"
+            ns = TracingNamespace(mod, path)
+            _namespaces[id(mod)] = ns
+        return ns
+
+
+def _is_array_module(obj) -> bool:
+    return (isinstance(obj, types.ModuleType)
+            and obj.__name__.split(".")[0] in _TRACED_ROOTS
+            and not obj.__name__.startswith("scipy.optimize"))
+
+
+def _is_array_function(obj) -> bool:
+    """A function or ufunc that lives in numpy/cupy/cupyx/scipy.special."""
+    if isinstance(obj, np.ufunc):
+        return True
+    mod = getattr(obj, "__module__", None) or ""
+    root = mod.split(".")[0]
+    if root in ("cupy", "cupyx"):
+        return callable(obj) and not isinstance(obj, type)
+    if root == "scipy":
+        return "special" in mod and callable(obj) and not isinstance(obj, type)
+    return False
+
+
+def _replacement(obj, memo):
+    if _is_array_module(obj):
+        return _namespace_for_module(obj)
+    if isinstance(obj, types.FunctionType) and _is_user_function(obj):
+        return _rebind(obj, memo)
+    if _is_array_function(obj):
+        name = getattr(obj, "__name__", None)
+        if name:
+            mod = getattr(obj, "__module__", "") or ""
+            path = "special." + name if "special" in mod else name
+            ours = _lookup(path)
+            return _dispatcher(obj, ours, f"{mod}.{name}")
+    return obj
+
+
+def _is_user_function(fn) -> bool:
+    mod = getattr(fn, "__module__", None) or ""
+    root = mod.split(".")[0]
+    return root not in _TRACED_ROOTS + ("dualgpu", "builtins", "functools")
+
+
+def _rebind(fn: types.FunctionType, memo: dict):
+    if id(fn) in memo:
+        return memo[id(fn)]
+    code = fn.__code__
+    globs = fn.__globals__
+    new_globals = None
+    names = _all_names(code)
+    changed = {}
+    # Insert a placeholder first so that recursion through globals terminates.
+    clone_box: list = []
+    memo[id(fn)] = _LazyFunction(clone_box)
+    for name in names:
+        if name in globs:
+            rep = _replacement(globs[name], memo)
+            if rep is not globs[name]:
+                changed[name] = rep
+    if changed:
+        new_globals = _GlobalsProxy(globs, changed)
+    closure = fn.__closure__
+    new_closure = None
+    if closure:
+        cells = []
+        any_cell = False
+        for cell in closure:
+            try:
+                val = cell.cell_contents
+            except ValueError:
+                cells.append(cell)
+                continue
+            rep = _replacement(val, memo)
+            if rep is not val:
+                any_cell = True
+                cells.append(types.CellType(rep))
+            else:
+                cells.append(cell)
+        if any_cell:
+            new_closure = tuple(cells)
+    if new_globals is None and new_closure is None:
+        memo[id(fn)] = fn
+        clone_box.append(fn)
+        return fn
+    clone = types.FunctionType(code, new_globals.as_dict() if new_globals else globs,
+                               fn.__name__, fn.__defaults__,
+                               new_closure if new_closure is not None else closure)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__dict__.update(fn.__dict__)
+    clone.__wrapped_by_dualgpu__ = fn
+    memo[id(fn)] = clone
+    clone_box.append(clone)
+    return clone
+
+
+class _LazyFunction:
+    """Placeholder for a function being rebound (for recursive references)."""
+
+    def __init__(self, box):
+        self._box = box
+
+    def __call__(self, *args, **kwargs):
+        return self._box[0](*args, **kwargs)
+
+
+class _GlobalsProxy:
+    """A copy of a module's globals with some names replaced.
+
+    The copy is shallow and taken at trace time: globals assigned later are not seen by the
+    traced program (traces are snapshots, like every tracing AD system's).
+    """
+
+    def __init__(self, globs, changed):
+        self.globs = globs
+        self.changed = changed
+
+    def as_dict(self):
+        d = dict(self.globs)
+        d.update(self.changed)
+        return d
+
+
+def _all_names(code) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _all_names(const)
+    return names
+
+
+def rebind_function(fn):
+    """A copy of ``fn`` that sees tracing namespaces instead of array modules."""
+    if isinstance(fn, functools.partial):
+        return functools.partial(rebind_function(fn.func), *fn.args, **fn.keywords)
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(rebind_function(fn.__func__), fn.__self__)
+    if isinstance(fn, types.FunctionType):
+        return _rebind(fn, {})
+    return fn  # callables of other kinds: NumPy protocols still see the tracers
+
+
+# ------------------------------------------------------------------- NumPy protocol handlers
+def ufunc_handler(ufunc, method, inputs, kwargs):
+    if method == "__call__":
+        f = _lookup(ufunc.__name__)
+        if f is None:
+            raise UnsupportedOpError(
+                f"numpy.{ufunc.__name__} has no dualgpu rule (called on a traced value at "
+                f"{user_location()}); register one with dg.defprim (docs/custom_rules.md)")
+        return f(*inputs, **kwargs)
+    if method == "reduce" and ufunc.__name__ in ("add", "multiply", "maximum", "minimum"):
+        red = {"add": dnp.sum, "multiply": dnp.prod, "maximum": dnp.max,
+               "minimum": dnp.min}[ufunc.__name__]
+        axis = kwargs.pop("axis", 0)
+        return red(inputs[0], axis=axis, **kwargs)
+    raise UnsupportedOpError(
+        f"numpy.{ufunc.__name__}.{method} is not supported on traced values "
+        f"(at {user_location()})")
+
+
+def function_handler(func, args, kwargs):
+    mod = getattr(func, "__module__", "") or ""
+    name = func.__name__
+    path = name
+    if "linalg" in mod:
+        path = "linalg." + name
+    f = _lookup(path)
+    if f is None:
+        raise UnsupportedOpError(
+            f"numpy.{path} has no dualgpu rule (called on a traced value at "
+            f"{user_location()}); register one with dg.defprim (docs/custom_rules.md)")
+    return f(*args, **kwargs)
+
+
+def array_namespace(xp):
+    """The array-API namespace of traced values: the tracing namespace of their library."""
+    return _namespace_for_module(xp)

@@ -1,0 +1,135 @@
+"""Activations and losses, written in registry ops (so they trace, differentiate to any
+order, and fuse on the GPU). Each also works on concrete NumPy/CuPy arrays.
+
+Example::
+
+    >>> import numpy as np, dualgpu as dg
+    >>> dg.nn.softplus(np.array([-1000.0, 0.0, 1000.0]))
+    array([   0.        ,    0.69314718, 1000.        ])
+"""
+from __future__ import annotations
+
+import math
+
+from . import numpy_api as dnp
+
+__all__ = ["sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu", "silu", "swish",
+           "softplus", "mish", "hard_tanh", "softmax", "log_softmax", "logsumexp", "xlogy",
+           "logit", "mse", "cross_entropy", "binary_cross_entropy_with_logits"]
+
+
+def sigmoid(x):
+    """Logistic sigmoid ``1 / (1 + exp(-x))``."""
+    return dnp.logistic(x)
+
+
+def tanh(x):
+    return dnp.tanh(x)
+
+
+def relu(x):
+    """``max(x, 0)``; the derivative at 0 is 0 (as in JAX and PyTorch)."""
+    return dnp.where(dnp.greater(x, 0), x, 0.0)
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    return dnp.where(dnp.greater(x, 0), x, dnp.multiply(negative_slope, x))
+
+
+def elu(x, alpha: float = 1.0):
+    safe = dnp.where(dnp.greater(x, 0), 0.0, x)
+    return dnp.where(dnp.greater(x, 0), x, dnp.multiply(alpha, dnp.expm1(safe)))
+
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+def selu(x):
+    return dnp.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
+
+
+def gelu(x, approximate: bool = False):
+    """Gaussian error linear unit; ``approximate=True`` is the tanh form."""
+    if approximate:
+        inner = dnp.multiply(math.sqrt(2 / math.pi),
+                             dnp.add(x, dnp.multiply(0.044715, dnp.power(x, 3))))
+        return dnp.multiply(dnp.multiply(0.5, x), dnp.add(1.0, dnp.tanh(inner)))
+    return dnp.multiply(dnp.multiply(0.5, x),
+                        dnp.add(1.0, dnp.erf(dnp.multiply(x, 1 / math.sqrt(2)))))
+
+
+def silu(x):
+    """``x * sigmoid(x)`` (also called swish)."""
+    return dnp.multiply(x, dnp.logistic(x))
+
+
+swish = silu
+
+
+def softplus(x):
+    """``log(1 + exp(x))``, stable for any ``|x|``."""
+    return dnp.logaddexp(x, 0.0)
+
+
+def mish(x):
+    return dnp.multiply(x, dnp.tanh(softplus(x)))
+
+
+def hard_tanh(x, lo: float = -1.0, hi: float = 1.0):
+    return dnp.clip(x, lo, hi)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False):
+    """``log(sum(exp(x)))`` along ``axis``, stable for any ``|x|``."""
+    m = dnp.stop_gradient(dnp.max(x, axis=axis, keepdims=True))
+    m = dnp.where(dnp.isfinite(m), m, 0.0)
+    s = dnp.sum(dnp.exp(dnp.subtract(x, m)), axis=axis, keepdims=True)
+    out = dnp.add(dnp.log(s), m)
+    if not keepdims:
+        out = dnp.squeeze(out, axis=_axes_tuple(axis, len(dnp._shape(x))))
+    return out
+
+
+def _axes_tuple(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    return (axis,) if isinstance(axis, int) else tuple(axis)
+
+
+def log_softmax(x, axis=-1):
+    return dnp.subtract(x, logsumexp(x, axis=axis, keepdims=True))
+
+
+def softmax(x, axis=-1):
+    return dnp.exp(log_softmax(x, axis=axis))
+
+
+def xlogy(x, y):
+    """``x * log(y)``, zero where ``x == 0``."""
+    safe_y = dnp.where(dnp.equal(x, 0), 1.0, y)
+    return dnp.where(dnp.equal(x, 0), 0.0, dnp.multiply(x, dnp.log(safe_y)))
+
+
+def logit(p):
+    return dnp.subtract(dnp.log(p), dnp.log1p(dnp.negative(p)))
+
+
+def mse(pred, target):
+    """Mean squared error."""
+    d = dnp.subtract(pred, target)
+    return dnp.mean(dnp.multiply(d, d))
+
+
+def cross_entropy(logits, labels):
+    """Mean cross-entropy of integer ``labels`` (shape (n,)) under ``logits`` (shape (n, k))."""
+    import numpy as np
+
+    n = dnp._shape(logits)[0]
+    picked = dnp.getitem(log_softmax(logits, axis=-1), (np.arange(n), labels))
+    return dnp.negative(dnp.mean(picked))
+
+
+def binary_cross_entropy_with_logits(logits, targets):
+    """Mean of ``softplus(z) - t*z``: stable for any logit."""
+    return dnp.mean(dnp.subtract(softplus(logits), dnp.multiply(targets, logits)))

@@ -1,0 +1,692 @@
+"""NumPy-compatible functions over traced values, written in registry primitives.
+
+This is the namespace a traced function sees in place of ``numpy``/``cupy`` (through
+:mod:`dualgpu.namespace`). Every function also works on concrete arrays, where it computes
+immediately. Rules are written with these functions, so that transforms compose.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .errors import DualgpuError, UnsupportedOpError, user_location
+from .rules._util import normalize_axes
+
+
+def _is_tracer(x) -> bool:
+    from .trace import Tracer
+
+    return isinstance(x, Tracer)
+
+
+def _shape(x) -> tuple:
+    return tuple(np.shape(x)) if not _is_tracer(x) else x.shape
+
+
+def _dtype(x):
+    if _is_tracer(x) or hasattr(x, "dtype"):
+        return x.dtype
+    return np.result_type(x)
+
+
+def _xp_like(*xs):
+    for x in xs:
+        if _is_tracer(x):
+            return x._builder.xp
+    from .backends import namespace_of
+
+    return namespace_of(xs)
+
+
+def _is_literal(x, value) -> bool:
+    if _is_tracer(x):
+        return x.fill_value is not None and x.fill_value == value
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == value
+
+
+def _passes_through(x, other) -> bool:
+    """``x`` can stand for ``op(x, other)`` when other is a neutral fill: same shape/dtype."""
+    if not _is_tracer(x) or x.dtype.kind not in "fc":
+        return False
+    if _is_tracer(other):
+        return (np.broadcast_shapes(x.shape, other.shape) == x.shape
+                and np.result_type(x.dtype, other.dtype) == x.dtype)
+    return True
+
+
+def _fill_to_literal(x):
+    """A tracer known to be filled with one value becomes that Python scalar."""
+    if _is_tracer(x) and x.fill_value is not None:
+        return x.fill_value
+    return x
+
+
+from .rules import elementwise as _ew  # noqa: E402
+from .rules import linalg as _la  # noqa: E402
+from .rules import reductions as _red  # noqa: E402
+from .rules import shape as _sh  # noqa: E402
+
+
+def _unsupported_kwargs(name, kwargs):
+    bad = {k: v for k, v in kwargs.items() if v is not None and k not in ("casting", "order")}
+    if bad:
+        raise UnsupportedOpError(
+            f"np.{name}: argument(s) {', '.join(bad)} are not supported on traced values "
+            f"(at {user_location()})")
+
+
+def _elementwise_function(prim, name):
+    def f(*args, out=None, where=None, dtype=None, **kwargs):
+        _unsupported_kwargs(name, {"out": out, "where": where, **kwargs})
+        result = prim.bind(*args)
+        return result if dtype is None else astype(result, dtype)
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (NumPy semantics, broadcasting)."
+    return f
+
+
+for _name, _prim in _ew.ELEMENTWISE.items():
+    if _name not in ("convert_element_type", "stop_gradient", "where", "logistic"):
+        globals()[_name] = _elementwise_function(_prim, _name)
+
+
+# --------------------------------------------------------------------------- arithmetic with
+# algebraic shortcuts (x*1, x+0) so rules written naturally produce lean graphs.
+def _fold_fill(x, other):
+    """Replace a fill tracer by its scalar when the other operand alone fixes the shape."""
+    if _is_tracer(x) and x.fill_value is not None and _passes_through(other, x):
+        return x.fill_value
+    return x
+
+
+def add(x, y, out=None, **kw):
+    _unsupported_kwargs("add", {"out": out, **kw})
+    if _is_literal(y, 0) and _passes_through(x, y):
+        return x
+    if _is_literal(x, 0) and _passes_through(y, x):
+        return y
+    return _ew.add.bind(_fold_fill(x, y), _fold_fill(y, x))
+
+
+def subtract(x, y, out=None, **kw):
+    _unsupported_kwargs("subtract", {"out": out, **kw})
+    if _is_literal(y, 0) and _passes_through(x, y):
+        return x
+    return _ew.subtract.bind(_fold_fill(x, y), _fold_fill(y, x))
+
+
+def multiply(x, y, out=None, **kw):
+    _unsupported_kwargs("multiply", {"out": out, **kw})
+    if _is_literal(y, 1) and _passes_through(x, y):
+        return x
+    if _is_literal(x, 1) and _passes_through(y, x):
+        return y
+    if _is_literal(x, -1) and _passes_through(y, x):
+        return negative(y)
+    if _is_literal(y, -1) and _passes_through(x, y):
+        return negative(x)
+    return _ew.multiply.bind(_fold_fill(x, y), _fold_fill(y, x))
+
+
+def true_divide(x, y, out=None, **kw):
+    _unsupported_kwargs("true_divide", {"out": out, **kw})
+    if _is_literal(y, 1) and _passes_through(x, y):
+        return x
+    return _ew.true_divide.bind(_fold_fill(x, y), _fold_fill(y, x))
+
+
+def power(x, y, out=None, **kw):
+    _unsupported_kwargs("power", {"out": out, **kw})
+    if _is_literal(y, 1) and _is_tracer(x):
+        return x
+    if _is_literal(y, 2) and _is_tracer(x):
+        return _ew.multiply.bind(x, x)
+    return _ew.power.bind(x, y)
+
+
+divide = true_divide
+abs = absolute = globals()["absolute"]  # noqa: A001
+fabs = absolute
+pow = power  # noqa: A001
+
+
+def where(condition, x=None, y=None):
+    """``np.where(c, x, y)``; the one-argument form (data-dependent shape) is refused."""
+    if x is None or y is None:
+        raise UnsupportedOpError(
+            f"np.where(condition) with one argument has a data-dependent shape "
+            f"(at {user_location()}); use the three-argument form")
+    return _ew.where.bind(condition, x, y)
+
+
+def astype(x, dtype, copy=True):
+    dtype = np.dtype(dtype)
+    if _dtype(x) == dtype:
+        return x
+    return _ew.convert_element_type.bind(x, dtype=dtype.name)
+
+
+def stop_gradient(x):
+    """The value of ``x``, treated as a constant by every derivative."""
+    return _ew.stop_gradient.bind(x)
+
+
+def logistic(x):
+    """The logistic sigmoid ``1 / (1 + exp(-x))``."""
+    return _ew.logistic.bind(x)
+
+
+expit = logistic
+erf, erfc, gammaln, digamma = (globals()[n] for n in ("erf", "erfc", "gammaln", "digamma"))
+
+
+def clip(a, a_min=None, a_max=None, out=None, **kw):
+    _unsupported_kwargs("clip", {"out": out, **kw})
+    r = a
+    if a_min is not None:
+        r = where(less(r, a_min), a_min, r)  # noqa: F821
+    if a_max is not None:
+        r = where(greater(r, a_max), a_max, r)  # noqa: F821
+    return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
+
+
+def conj(x):
+    return x
+
+
+conjugate = conj
+real = conj
+
+
+# --------------------------------------------------------------------------- reductions
+def _reduce(prim, a, axis, keepdims):
+    nd = len(_shape(a))
+    axes = normalize_axes(axis, nd, prim.name)
+    if not axes:
+        r = a
+    else:
+        r = prim.bind(a, axes=axes)
+    if keepdims:
+        r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(_shape(a))))
+    return r
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _unsupported_kwargs("sum", {"out": out, "initial": initial, "where": where})
+    if dtype is not None:
+        a = astype(a, dtype)
+    return _reduce(_red.reduce_sum, a, axis, keepdims)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    _unsupported_kwargs("mean", {"out": out, "where": where})
+    if dtype is not None:
+        a = astype(a, dtype)
+    elif _dtype(a).kind in "biu":
+        a = astype(a, np.float64)
+    axes = normalize_axes(axis, len(_shape(a)), "mean")
+    n = int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+    return true_divide(sum(a, axis=axis, keepdims=keepdims), float(n))
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _unsupported_kwargs("max", {"out": out, "initial": initial, "where": where})
+    return _reduce(_red.reduce_max, a, axis, keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _unsupported_kwargs("min", {"out": out, "initial": initial, "where": where})
+    return _reduce(_red.reduce_min, a, axis, keepdims)
+
+
+amax, amin = max, min
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _unsupported_kwargs("prod", {"out": out, "initial": initial, "where": where})
+    if dtype is not None:
+        a = astype(a, dtype)
+    return _reduce(_red.reduce_prod, a, axis, keepdims)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, **kw):
+    _unsupported_kwargs("var", {"out": out, "where": where, **kw})
+    if dtype is not None:
+        a = astype(a, dtype)
+    axes = normalize_axes(axis, len(_shape(a)), "var")
+    n = int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+    centered = subtract(a, mean(a, axis=axis, keepdims=True))
+    return true_divide(sum(multiply(centered, centered), axis=axis, keepdims=keepdims),
+                       float(n - ddof))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, **kw):
+    return sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,  # noqa: F821
+                    where=where, **kw))
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    _unsupported_kwargs("cumsum", {"out": out})
+    if dtype is not None:
+        a = astype(a, dtype)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _red.cumsum.bind(a, axis=normalize_axes(axis, len(_shape(a)), "cumsum")[0])
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    _unsupported_kwargs("cumprod", {"out": out})
+    if dtype is not None:
+        a = astype(a, dtype)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return _red.cumprod.bind(a, axis=normalize_axes(axis, len(_shape(a)), "cumprod")[0])
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001
+    return equal(min(astype(a, bool), axis=axis, keepdims=keepdims), True)  # noqa: F821
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001
+    return equal(max(astype(a, bool), axis=axis, keepdims=keepdims), True)  # noqa: F821
+
+
+# --------------------------------------------------------------------------- shapes
+def reshape(a, newshape=None, order="C", shape=None):
+    if shape is not None:
+        newshape = shape
+    if order not in ("C", None):
+        raise UnsupportedOpError(f"reshape(order={order!r}) is not supported on traced values")
+    if isinstance(newshape, (int, np.integer)):
+        newshape = (int(newshape),)
+    newshape = [int(d) for d in newshape]
+    size = int(np.prod(_shape(a), dtype=np.int64))
+    if -1 in newshape:
+        known = int(np.prod([d for d in newshape if d != -1], dtype=np.int64))
+        newshape[newshape.index(-1)] = size // known if known else 0
+    newshape = tuple(newshape)
+    if newshape == _shape(a):
+        return a
+    return _sh.reshape.bind(a, new_shape=newshape)
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order=order)
+
+
+flatten = ravel
+
+
+def copy(a, order="K"):
+    return a
+
+
+def array(a, dtype=None, copy=True, **kw):
+    if _is_tracer(a):
+        return a if dtype is None else astype(a, dtype)
+    if isinstance(a, (list, tuple)) and builtins.any(_is_tracer(x) for x in a):
+        return stack([asarray(x) for x in a])
+    return np.array(a, dtype=dtype)
+
+
+def asarray(a, dtype=None, **kw):
+    return array(a, dtype=dtype)
+
+
+def transpose(a, axes=None):
+    nd = len(_shape(a))
+    perm = tuple(range(nd))[::-1] if axes is None else tuple(int(i) % nd for i in axes)
+    if perm == tuple(range(nd)):
+        return a
+    return _sh.transpose.bind(a, perm=perm)
+
+
+def swapaxes(a, axis1, axis2):
+    nd = len(_shape(a))
+    perm = list(range(nd))
+    i, j = axis1 % nd, axis2 % nd
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+    nd = len(_shape(a))
+    src = [s % nd for s in (source if isinstance(source, (tuple, list)) else [source])]
+    dst = [d % nd for d in (destination if isinstance(destination, (tuple, list))
+                            else [destination])]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+def expand_dims(a, axis):
+    shape = list(_shape(a))
+    axes = axis if isinstance(axis, (tuple, list)) else [axis]
+    nd = len(shape) + len(axes)
+    for ax in sorted(x % nd for x in axes):
+        shape.insert(ax, 1)
+    return reshape(a, tuple(shape))
+
+
+def squeeze(a, axis=None):
+    shape = _shape(a)
+    if axis is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    else:
+        axes = normalize_axes(axis, len(shape), "squeeze")
+        for i in axes:
+            if shape[i] != 1:
+                raise DualgpuError(f"squeeze: axis {i} of shape {shape} is not of size 1")
+    return reshape(a, tuple(d for i, d in enumerate(shape) if i not in axes))
+
+
+def broadcast_to(a, shape):
+    shape = tuple(int(d) for d in shape)
+    if _shape(a) == shape:
+        return a
+    if not _is_tracer(a):
+        return _xp_like(a).broadcast_to(a, shape)
+    return _sh.broadcast_to.bind(a, shape=shape)
+
+
+def broadcast_arrays(*args):
+    shape = np.broadcast_shapes(*[_shape(a) for a in args])
+    return [broadcast_to(a, shape) for a in args]
+
+
+def atleast_1d(a):
+    return reshape(a, (1,)) if len(_shape(a)) == 0 else a
+
+
+def atleast_2d(a):
+    s = _shape(a)
+    return reshape(a, (1,) * (2 - len(s)) + s) if len(s) < 2 else a
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None):
+    _unsupported_kwargs("concatenate", {"out": out})
+    arrays = [asarray(a) if not _is_tracer(a) else a for a in arrays]
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    nd = len(_shape(arrays[0]))
+    r = _sh.concatenate.bind(*arrays, axis=axis % nd) if len(arrays) > 1 else arrays[0]
+    return r if dtype is None else astype(r, dtype)
+
+
+def stack(arrays, axis=0, out=None):
+    arrays = list(arrays)
+    nd = len(_shape(arrays[0])) + 1
+    return concatenate([expand_dims(a, axis % nd) for a in arrays], axis=axis % nd, out=out)
+
+
+def hstack(arrays):
+    arrays = [atleast_1d(a) for a in arrays]
+    return concatenate(arrays, axis=0 if len(_shape(arrays[0])) == 1 else 1)
+
+
+def vstack(arrays):
+    return concatenate([atleast_2d(a) for a in arrays], axis=0)
+
+
+def split(a, indices_or_sections, axis=0):
+    n = _shape(a)[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if n % k:
+            raise DualgpuError(f"split: axis of length {n} does not divide into {k} sections")
+        bounds = [i * (n // k) for i in range(k + 1)]
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    nd = len(_shape(a))
+    ax = axis % nd
+    return [getitem(a, (slice(None),) * ax + (slice(lo, hi),))
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def flip(a, axis=None):
+    nd = len(_shape(a))
+    axes = normalize_axes(axis, nd, "flip")
+    return getitem(a, tuple(slice(None, None, -1) if i in axes else slice(None)
+                            for i in range(nd)))
+
+
+def tile(a, reps):
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    shape = _shape(a)
+    nd = builtins.max(len(shape), len(reps))
+    shape = (1,) * (nd - len(shape)) + shape
+    reps = (1,) * (nd - len(reps)) + reps
+    a = reshape(a, shape)
+    expanded = reshape(a, tuple(x for d in shape for x in (1, d)))
+    big = broadcast_to(expanded, tuple(x for r, d in zip(reps, shape) for x in (r, d)))
+    return reshape(big, tuple(r * d for r, d in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None):
+    if axis is None:
+        a, axis = ravel(a), 0
+    n = _shape(a)[axis]
+    idx = np.repeat(np.arange(n), repeats)
+    return take(a, idx, axis=axis)
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    if mode != "constant":
+        raise UnsupportedOpError(f"np.pad(mode={mode!r}) is not supported; use 'constant'")
+    nd = len(_shape(array))
+    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    pw = tuple((int(lo), int(hi)) for lo, hi in pw)
+    return _sh.pad.bind(array, pad_width=pw, value=float(constant_values))
+
+
+def full_like(a, fill_value, dtype=None, **kw):
+    if _is_tracer(a):
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            a = astype(a, dtype)
+        return _ew.fill_like.bind(a, value=fill_value)
+    return _xp_like(a).full(_shape(a), fill_value, dtype=dtype or _dtype(a))
+
+
+def zeros_like(a, dtype=None, **kw):
+    return full_like(a, 0.0 if np.dtype(dtype or _dtype(a)).kind in "fc" else 0, dtype)
+
+
+def ones_like(a, dtype=None, **kw):
+    return full_like(a, 1.0 if np.dtype(dtype or _dtype(a)).kind in "fc" else 1, dtype)
+
+
+def eye(n, m=None, k=0, dtype=float, like=None):
+    xp = _xp_like(like) if like is not None else np
+    return xp.eye(n, m, k, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- indexing
+def _normalize_key(x, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    shape = _shape(x)
+    n_consumed = builtins.sum(
+        1 if k is not None and k is not Ellipsis else 0 for k in key)
+    # boolean masks consume as many dims as they have
+    n_consumed += builtins.sum(
+        len(np.shape(k)) - 1 for k in key
+        if not _is_tracer(k) and np.asarray(k).dtype == bool and np.ndim(k) > 0)
+    if builtins.sum(1 for k in key if k is Ellipsis) > 1:
+        raise DualgpuError("an index can only have a single ellipsis ('...')")
+    out, arrays = [], []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([("slice", None, None, None)] * (len(shape) - n_consumed))
+        elif k is None:
+            out.append(None)
+        elif isinstance(k, slice):
+            out.append(("slice", k.start, k.stop, k.step))
+        elif isinstance(k, (int, np.integer)):
+            out.append(("int", int(k)))
+        elif _is_tracer(k):
+            if k.dtype == bool:
+                raise UnsupportedOpError(
+                    f"indexing with a traced boolean mask at {user_location()} has a "
+                    "data-dependent shape; use np.where(mask, x, 0) instead")
+            if k.dtype.kind not in "iu":
+                raise DualgpuError(f"index arrays must be integers, got {k.dtype}")
+            out.append(("array", len(arrays)))
+            arrays.append(k)
+        else:
+            arr = k if hasattr(k, "dtype") else np.asarray(k)
+            if arr.dtype == bool:
+                for nz in arr.nonzero():
+                    out.append(("array", len(arrays)))
+                    arrays.append(nz)
+            else:
+                if arr.dtype.kind not in "iu":
+                    raise DualgpuError(f"index arrays must be integers, got {arr.dtype}")
+                out.append(("array", len(arrays)))
+                arrays.append(arr)
+    return tuple(out), arrays
+
+
+def getitem(x, key):
+    """``x[key]``: slices (negative steps too), ints, None, ``...``, integer and constant
+    boolean arrays."""
+    nkey, arrays = _normalize_key(x, key)
+    if builtins.all(e is not None and e[0] == "slice" and e[1:] == (None, None, None)
+                    for e in nkey) and len(nkey) <= len(_shape(x)):
+        return x
+    if not _is_tracer(x):
+        return x[_sh.key_to_python(nkey, arrays)]
+    return _sh.getitem.bind(x, *arrays, key=nkey)
+
+
+def take(a, indices, axis=None):
+    if axis is None:
+        a, axis = ravel(a), 0
+    nd = len(_shape(a))
+    return getitem(a, (slice(None),) * (axis % nd) + (indices,))
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    n, m = _shape(a)[-2:]
+    i = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset))
+    return getitem(a, (Ellipsis, i, i + offset))
+
+
+def diag(v, k=0):
+    s = _shape(v)
+    if len(s) == 2:
+        return diagonal(v, k)
+    n = s[0] + builtins.abs(k)
+    i = np.arange(s[0])
+    rows, cols = (i, i + k) if k >= 0 else (i - k, i)
+    return _sh.scatter_add.bind(v, rows, cols, key=(("array", 0), ("array", 1)), shape=(n, n))
+
+
+def trace(a, offset=0, axis1=0, axis2=1):
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1)
+
+
+def tril(m, k=0):
+    n, p = _shape(m)[-2:]
+    return where(np.tri(n, p, k, dtype=bool), m, 0.0)
+
+
+def triu(m, k=0):
+    n, p = _shape(m)[-2:]
+    return where(np.tri(n, p, k - 1, dtype=bool), 0.0, m)
+
+
+# --------------------------------------------------------------------------- linear algebra
+def matmul(a, b, out=None, **kw):
+    _unsupported_kwargs("matmul", {"out": out, **kw})
+    return _la.matmul.bind(a, b)
+
+
+def dot(a, b, out=None):
+    _unsupported_kwargs("dot", {"out": out})
+    na, nb = len(_shape(a)), len(_shape(b))
+    if na == 0 or nb == 0:
+        return multiply(a, b)
+    if nb <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([na - 1], [nb - 2]))
+
+
+def vdot(a, b):
+    return sum(multiply(ravel(a), ravel(b)))
+
+
+def inner(a, b):
+    na, nb = len(_shape(a)), len(_shape(b))
+    if na == 0 or nb == 0:
+        return multiply(a, b)
+    return tensordot(a, b, axes=([na - 1], [nb - 1]))
+
+
+def outer(a, b, out=None):
+    return multiply(reshape(ravel(a), (-1, 1)), ravel(b))
+
+
+def tensordot(a, b, axes=2):
+    na, nb = len(_shape(a)), len(_shape(b))
+    if isinstance(axes, (int, np.integer)):
+        ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
+    else:
+        ax_a, ax_b = axes
+        ax_a = [ax_a] if isinstance(ax_a, int) else list(ax_a)
+        ax_b = [ax_b] if isinstance(ax_b, int) else list(ax_b)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    sa = [next(letters) for _ in range(na)]
+    sb = [next(letters) for _ in range(nb)]
+    for i, j in zip(ax_a, ax_b):
+        sb[j % nb] = sa[i % na]
+    contracted = {sa[i % na] for i in ax_a}
+    out = [c for c in sa if c not in contracted] + [c for c in sb if c not in contracted]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+
+
+def einsum(subscripts, *operands, optimize=None, **kw):
+    _unsupported_kwargs("einsum", kw)
+    spec = _la.normalize_einsum(subscripts, [_shape(o) for o in operands])
+    return _la.einsum.bind(*operands, spec=spec)
+
+
+def linalg_norm(x, ord=None, axis=None, keepdims=False):
+    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and len(_shape(x)) == 2):
+        raise UnsupportedOpError(f"linalg.norm(ord={ord!r}) is not supported; "
+                                 "vector 2-norm and Frobenius norm are")
+    return sqrt(sum(multiply(x, x), axis=axis, keepdims=keepdims))  # noqa: F821
+
+
+# --------------------------------------------------------------------------- constants
+pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
+
+
+# --------------------------------------------------------------------------- introspection
+def shape(a) -> tuple:
+    return _shape(a)
+
+
+def ndim(a) -> int:
+    return len(_shape(a))
+
+
+def size(a, axis=None) -> int:
+    s = _shape(a)
+    return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
+
+
+def result_type(*arrays_and_dtypes):
+    return np.result_type(*[_dtype(a) if _is_tracer(a) else a for a in arrays_and_dtypes])
+
+
+def iscomplexobj(x) -> bool:
+    return _dtype(x).kind == "c"
+
+
+def isscalar(x) -> bool:
+    return False if _is_tracer(x) else np.isscalar(x)

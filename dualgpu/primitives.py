@@ -1,0 +1,94 @@
+"""Primitives and the rule registry.
+
+A :class:`Primitive` carries everything the system knows about one op:
+
+* ``impl(xp, *args, **params)``: the array-namespace-generic implementation (``xp`` is
+  ``numpy`` or ``cupy``);
+* ``abstract_eval(avals, **params)``: the shape/dtype rule;
+* ``jvp(primals, tangents, **params) -> (out, out_tangent)`` and
+  ``vjp(cotangent, primals, ans, **params) -> cotangents``, written in registry ops so that
+  transforms compose (a tangent or cotangent of ``None`` is a symbolic zero);
+* ``py``: a template for the generated Python source, ``c``: a C expression for fused
+  kernels (elementwise ops only), ``batch``: the separability rule used by
+  ``hvp(batch_axes=...)``.
+
+Example -- registering a new primitive (see ``docs/custom_rules.md`` for the whole story)::
+
+    import dualgpu as dg
+    cube = dg.defprim("cube", impl=lambda xp, x: x ** 3,
+                      abstract_eval=dg.primitives.same_as_first,
+                      jvp=lambda primals, tangents: (cube.bind(primals[0]),
+                                                     3 * primals[0] ** 2 * tangents[0]))
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .errors import DualgpuError
+from .ir import Aval
+
+REGISTRY: dict[str, Primitive] = {}
+# Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
+NON_DIFFERENTIABLE: set[str] = set()
+
+
+class Primitive:
+    """One op of the registry (see the module docstring)."""
+
+    def __init__(self, name: str, impl: Callable, abstract_eval: Callable, *,
+                 jvp: Callable | None = None, vjp: Callable | None = None,
+                 multiple_results: bool = False, kind: str = "generic",
+                 py: str | Callable | None = None, c: str | None = None,
+                 batch: Callable | None = None, differentiable: bool = True,
+                 partials: Callable | None = None, doc: str = ""):
+        self.name = name
+        self.impl = impl
+        self.abstract_eval = abstract_eval
+        self.jvp = jvp
+        self.vjp = vjp
+        self.multiple_results = multiple_results
+        self.kind = kind
+        self.py = py
+        self.c = c
+        self.batch = batch
+        self.differentiable = differentiable
+        self.partials = partials
+        self.__doc__ = doc
+
+    def bind(self, *args: Any, **params: Any):
+        """Apply the primitive: record it when an argument is traced, else compute now."""
+        from .trace import bind
+
+        return bind(self, args, params)
+
+    def __call__(self, *args: Any, **params: Any):
+        return self.bind(*args, **params)
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+
+def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -> Primitive:
+    """Create a primitive and add it to the registry.
+
+    Example::
+
+        double = defprim("double", lambda xp, x: 2 * x, same_as_first,
+                         jvp=lambda p, t: (double(p[0]), None if t[0] is None else double(t[0])))
+    """
+    from .codegen.names import check_identifier
+
+    check_identifier(name, what="primitive name")
+    if name in REGISTRY:
+        raise DualgpuError(f"a primitive named {name!r} is already registered")
+    prim = Primitive(name, impl, abstract_eval, **kwargs)
+    REGISTRY[name] = prim
+    if not prim.differentiable:
+        NON_DIFFERENTIABLE.add(name)
+    return prim
+
+
+def same_as_first(avals, **params) -> Aval:
+    """Shape rule for ops whose output is shaped and typed like their first input."""
+    a = avals[0]
+    return Aval(tuple(a.shape), a.dtype, a.weak)

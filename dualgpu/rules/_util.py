@@ -1,0 +1,84 @@
+"""Helpers shared by the rule modules: shape inference, dtype promotion, unbroadcasting."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DualgpuError
+from ..ir import Aval
+
+_WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def promote(avals) -> np.dtype:
+    """NumPy's result type; weak (Python scalar) operands promote as Python scalars do."""
+    parts = []
+    for a in avals:
+        parts.append(_WEAK_EXAMPLE[a.dtype.kind] if a.weak else a.dtype)
+    return np.result_type(*parts)
+
+
+def broadcast_shapes(*shapes, op: str = "op") -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise DualgpuError(
+            f"{op}: shapes {', '.join(str(tuple(s)) for s in shapes)} do not broadcast") from None
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind in "fc"
+
+
+def float_dtype(dtype) -> np.dtype:
+    """The floating type an op like exp gives for ``dtype`` (ints become float64)."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+def normalize_axes(axis, ndim: int, op: str = "op") -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (int(axis),)
+    out = []
+    for a in axis:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise DualgpuError(f"{op}: axis {a} is out of bounds for an array of rank {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise DualgpuError(f"{op}: repeated axis in {axis}")
+    return tuple(sorted(out))
+
+
+def unbroadcast(g, aval: Aval):
+    """Sum ``g`` down to ``aval``'s shape (undoing NumPy broadcasting) and cast to its dtype."""
+    from .. import numpy_api as dnp
+
+    if g is None:
+        return None
+    shape = tuple(aval.shape)
+    gshape = tuple(np.shape(g))
+    if gshape != shape:
+        lead = len(gshape) - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1)
+        if axes:
+            g = dnp.sum(g, axis=axes)
+        if tuple(np.shape(g)) != shape:
+            g = dnp.reshape(g, shape)
+    dt = getattr(g, "dtype", None)
+    if dt is not None and dt != aval.dtype and is_float(aval.dtype):
+        g = dnp.astype(g, aval.dtype)
+    return g
+
+
+def add_any(a, b):
+    """Add two cotangents or tangents, either of which may be a symbolic zero (None)."""
+    from .. import numpy_api as dnp
+
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return dnp.add(a, b)

@@ -1,0 +1,359 @@
+"""Elementwise ops: each declares its value (NumPy name), its partial derivatives (in
+registry ops) and its C expression once; the JVP, the VJP and the fused-kernel body are all
+derived from that declaration (ChainRules' ``@scalar_rule`` idea).
+
+A partial is a function of the primal inputs and the output ``ans``. ``1`` and ``-1`` are
+recognised so that ``add``/``sub`` cost no multiplications.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import numpy_api as dnp
+from ..ir import Aval
+from ..primitives import defprim
+from ._util import broadcast_shapes, float_dtype, promote, unbroadcast
+
+ELEMENTWISE: dict[str, object] = {}
+
+
+def _shape_rule(name: str, result: str):
+    def rule(avals, **params):
+        shape = broadcast_shapes(*[a.shape for a in avals], op=name)
+        dtype = promote(avals)
+        if result == "float":
+            dtype = float_dtype(dtype)
+        elif result == "bool":
+            dtype = np.dtype(bool)
+        weak = all(a.weak for a in avals)
+        return Aval(shape, dtype, weak)
+
+    return rule
+
+
+def _scale(partial, t):
+    if isinstance(partial, (int, float)) and partial == 1:
+        return t
+    if isinstance(partial, (int, float)) and partial == -1:
+        return dnp.negative(t)
+    return dnp.multiply(partial, t)
+
+
+def _fit_shape(t, ans):
+    if tuple(np.shape(t)) != tuple(ans.shape):
+        t = dnp.broadcast_to(t, ans.shape)
+    if t.dtype != ans.dtype:
+        t = dnp.astype(t, ans.dtype)
+    return t
+
+
+def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
+                partials=None, result: str = "same", py: str | None = None,
+                impl=None, differentiable: bool = True, doc: str = ""):
+    """Declare an elementwise primitive from its value, partials and C expression.
+
+    Example::
+
+        elementwise("exp", "exp", 1, c="exp({0})", partials=[lambda x, ans: ans])
+    """
+    if impl is None:
+        def impl(xp, *args, _f=numpy_name):
+            return getattr(xp, _f)(*args)
+
+    prim_box = []
+
+    def jvp(primals, tangents, **params):
+        prim = prim_box[0]
+        ans = prim.bind(*primals, **params)
+        out_t = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            term = _scale(partials[i](*primals, ans), t)
+            out_t = term if out_t is None else dnp.add(out_t, term)
+        return ans, None if out_t is None else _fit_shape(out_t, ans)
+
+    def vjp(g, primals, ans, **params):
+        cts = []
+        for i, x in enumerate(primals):
+            aval = getattr(x, "aval", None)
+            if aval is None or not _needs_ct(x):
+                cts.append(None)
+                continue
+            cts.append(unbroadcast(_scale(partials[i](*primals, ans), g), aval))
+        return tuple(cts)
+
+    prim = defprim(name, impl, _shape_rule(name, result),
+                   jvp=jvp if differentiable else None, vjp=vjp if differentiable else None,
+                   kind="elementwise", c=c, py=py or (f"xp.{numpy_name}(" + ", ".join(
+                       "{%d}" % i for i in range(arity)) + ")"),
+                   differentiable=differentiable, partials=partials, doc=doc)
+    prim.arity = arity
+    prim_box.append(prim)
+    ELEMENTWISE[name] = prim
+    return prim
+
+
+def _needs_ct(x) -> bool:
+    from ..trace import Tracer
+
+    return isinstance(x, Tracer) and x.dtype.kind in "fc"
+
+
+# --------------------------------------------------------------------------- helpers in ops
+def _recip(x):
+    return dnp.true_divide(1.0, x)
+
+
+def _sq(x):
+    return dnp.multiply(x, x)
+
+
+# --------------------------------------------------------------------------- arithmetic
+add = elementwise("add", "add", 2, c="({0} + {1})", py="{0} + {1}",
+                  partials=[lambda x, y, ans: 1, lambda x, y, ans: 1])
+subtract = elementwise("subtract", "subtract", 2, c="({0} - {1})", py="{0} - {1}",
+                       partials=[lambda x, y, ans: 1, lambda x, y, ans: -1])
+multiply = elementwise("multiply", "multiply", 2, c="({0} * {1})", py="{0} * {1}",
+                       partials=[lambda x, y, ans: y, lambda x, y, ans: x])
+true_divide = elementwise(
+    "true_divide", "true_divide", 2, c="({0} / {1})", py="{0} / {1}", result="float",
+    partials=[lambda x, y, ans: _recip(y), lambda x, y, ans: dnp.negative(ans / y)])
+negative = elementwise("negative", "negative", 1, c="(-{0})", py="-{0}",
+                       partials=[lambda x, ans: -1])
+
+
+def _pow_dx(x, y, ans):
+    if isinstance(y, (int, float)):
+        if y == 0:
+            return 0.0
+        if y == 1:
+            return 1
+        if y == 2:
+            return dnp.multiply(2, x)
+        return dnp.multiply(y, dnp.power(x, y - 1))
+    return y * dnp.power(x, y - 1)
+
+
+power = elementwise(
+    "power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}",
+    partials=[_pow_dx, lambda x, y, ans: dnp.multiply(dnp.log(x), ans)])
+square = elementwise("square", "square", 1, c="({0} * {0})",
+                     partials=[lambda x, ans: dnp.multiply(2, x)])
+reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float",
+                         partials=[lambda x, ans: dnp.negative(_sq(ans))])
+absolute = elementwise("absolute", "abs", 1, c="fabs({0})",
+                       partials=[lambda x, ans: dnp.sign(x)])
+sqrt = elementwise("sqrt", "sqrt", 1, c="sqrt({0})", result="float",
+                   partials=[lambda x, ans: dnp.true_divide(0.5, ans)])
+cbrt = elementwise("cbrt", "cbrt", 1, c="cbrt({0})", result="float",
+                   partials=[lambda x, ans: dnp.true_divide(1.0, 3 * _sq(ans))])
+maximum = elementwise(
+    "maximum", "maximum", 2, c="fmax({0}, {1})",
+    doc="Ties send half the derivative to each argument.",
+    partials=[lambda x, y, ans: dnp.where(x > y, 1.0, dnp.where(x == y, 0.5, 0.0)),
+              lambda x, y, ans: dnp.where(y > x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+minimum = elementwise(
+    "minimum", "minimum", 2, c="fmin({0}, {1})",
+    doc="Ties send half the derivative to each argument.",
+    partials=[lambda x, y, ans: dnp.where(x < y, 1.0, dnp.where(x == y, 0.5, 0.0)),
+              lambda x, y, ans: dnp.where(y < x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+fmax = elementwise(
+    "fmax", "fmax", 2, c="fmax({0}, {1})",
+    partials=[lambda x, y, ans: dnp.where(x > y, 1.0, dnp.where(x == y, 0.5, 0.0)),
+              lambda x, y, ans: dnp.where(y > x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+fmin = elementwise(
+    "fmin", "fmin", 2, c="fmin({0}, {1})",
+    partials=[lambda x, y, ans: dnp.where(x < y, 1.0, dnp.where(x == y, 0.5, 0.0)),
+              lambda x, y, ans: dnp.where(y < x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+hypot = elementwise("hypot", "hypot", 2, c="hypot({0}, {1})", result="float",
+                    partials=[lambda x, y, ans: x / ans, lambda x, y, ans: y / ans])
+copysign = elementwise(
+    "copysign", "copysign", 2, c="copysign({0}, {1})", result="float",
+    partials=[lambda x, y, ans: dnp.sign(x) * dnp.sign(ans), lambda x, y, ans: 0.0])
+
+# --------------------------------------------------------------------------- exp and log
+exp = elementwise("exp", "exp", 1, c="exp({0})", result="float",
+                  partials=[lambda x, ans: ans])
+exp2 = elementwise("exp2", "exp2", 1, c="exp2({0})", result="float",
+                   partials=[lambda x, ans: dnp.multiply(math.log(2.0), ans)])
+expm1 = elementwise("expm1", "expm1", 1, c="expm1({0})", result="float",
+                    partials=[lambda x, ans: dnp.add(ans, 1.0)])
+log = elementwise("log", "log", 1, c="log({0})", result="float",
+                  partials=[lambda x, ans: _recip(x)])
+log2 = elementwise("log2", "log2", 1, c="log2({0})", result="float",
+                   partials=[lambda x, ans: dnp.true_divide(1 / math.log(2.0), x)])
+log10 = elementwise("log10", "log10", 1, c="log10({0})", result="float",
+                    partials=[lambda x, ans: dnp.true_divide(1 / math.log(10.0), x)])
+log1p = elementwise("log1p", "log1p", 1, c="log1p({0})", result="float",
+                    partials=[lambda x, ans: _recip(dnp.add(x, 1.0))])
+logaddexp = elementwise(
+    "logaddexp", "logaddexp", 2, c="(fmax({0}, {1}) + log1p(exp(-fabs({0} - {1}))))",
+    result="float",
+    partials=[lambda x, y, ans: dnp.exp(x - ans), lambda x, y, ans: dnp.exp(y - ans)])
+
+# --------------------------------------------------------------------------- trigonometry
+sin = elementwise("sin", "sin", 1, c="sin({0})", result="float",
+                  partials=[lambda x, ans: dnp.cos(x)])
+cos = elementwise("cos", "cos", 1, c="cos({0})", result="float",
+                  partials=[lambda x, ans: dnp.negative(dnp.sin(x))])
+tan = elementwise("tan", "tan", 1, c="tan({0})", result="float",
+                  partials=[lambda x, ans: dnp.add(1.0, _sq(ans))])
+arcsin = elementwise("arcsin", "arcsin", 1, c="asin({0})", result="float",
+                     partials=[lambda x, ans: _recip(dnp.sqrt(1.0 - _sq(x)))])
+arccos = elementwise("arccos", "arccos", 1, c="acos({0})", result="float",
+                     partials=[lambda x, ans: dnp.negative(_recip(dnp.sqrt(1.0 - _sq(x))))])
+arctan = elementwise("arctan", "arctan", 1, c="atan({0})", result="float",
+                     partials=[lambda x, ans: _recip(1.0 + _sq(x))])
+arctan2 = elementwise(
+    "arctan2", "arctan2", 2, c="atan2({0}, {1})", result="float",
+    partials=[lambda y, x, ans: x / (_sq(x) + _sq(y)),
+              lambda y, x, ans: dnp.negative(y / (_sq(x) + _sq(y)))])
+sinh = elementwise("sinh", "sinh", 1, c="sinh({0})", result="float",
+                   partials=[lambda x, ans: dnp.cosh(x)])
+cosh = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float",
+                   partials=[lambda x, ans: dnp.sinh(x)])
+tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
+                   partials=[lambda x, ans: 1.0 - _sq(ans)])
+arcsinh = elementwise("arcsinh", "arcsinh", 1, c="asinh({0})", result="float",
+                      partials=[lambda x, ans: _recip(dnp.sqrt(_sq(x) + 1.0))])
+arccosh = elementwise("arccosh", "arccosh", 1, c="acosh({0})", result="float",
+                      partials=[lambda x, ans: _recip(dnp.sqrt(_sq(x) - 1.0))])
+arctanh = elementwise("arctanh", "arctanh", 1, c="atanh({0})", result="float",
+                      partials=[lambda x, ans: _recip(1.0 - _sq(x))])
+
+# --------------------------------------------------------------------------- special functions
+logistic = elementwise(
+    "logistic", None, 1, c="(1 / (1 + exp(-{0})))", result="float", py="ops.logistic({0})",
+    impl=lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1),
+    partials=[lambda x, ans: ans * (1.0 - ans)], doc="The logistic sigmoid 1/(1+exp(-x)).")
+_SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _special(name):
+    def impl(xp, x):
+        from ..backends import backend_for_xp
+
+        return getattr(backend_for_xp(xp).special, name)(x)
+
+    return impl
+
+
+erf = elementwise("erf", None, 1, c="erf({0})", result="float", py="ops.erf({0})",
+                  impl=_special("erf"),
+                  partials=[lambda x, ans: _SQRT_2_OVER_PI * dnp.exp(-_sq(x))])
+erfc = elementwise("erfc", None, 1, c="erfc({0})", result="float", py="ops.erfc({0})",
+                   impl=_special("erfc"),
+                   partials=[lambda x, ans: -_SQRT_2_OVER_PI * dnp.exp(-_sq(x))])
+gammaln = elementwise("gammaln", None, 1, c="lgamma({0})", result="float",
+                      py="ops.gammaln({0})", impl=_special("gammaln"),
+                      partials=[lambda x, ans: dnp.digamma(x)])
+digamma = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamma({0})",
+                      impl=_special("digamma"), differentiable=False,
+                      doc="psi(x); its derivative (polygamma) is not registered.")
+
+# --------------------------------------------------------------------------- selection
+where = elementwise(
+    "where", "where", 3, c="({0} ? {1} : {2})",
+    partials=[None, lambda c, x, y, ans: dnp.where(c, 1.0, 0.0),
+              lambda c, x, y, ans: dnp.where(c, 0.0, 1.0)])
+
+
+def _where_shape(avals, **params):
+    shape = broadcast_shapes(*[a.shape for a in avals], op="where")
+    return Aval(shape, promote(avals[1:]), avals[1].weak and avals[2].weak)
+
+
+where.abstract_eval = _where_shape
+
+
+def _where_jvp(primals, tangents, **params):
+    c, x, y = primals
+    ans = where.bind(c, x, y)
+    _, tx, ty = tangents
+    if tx is None and ty is None:
+        return ans, None
+    out_t = dnp.where(c, 0.0 if tx is None else tx, 0.0 if ty is None else ty)
+    return ans, _fit_shape(out_t, ans)
+
+
+def _where_vjp(g, primals, ans, **params):
+    c, x, y = primals
+    cx = unbroadcast(dnp.where(c, g, 0.0), x.aval) if _needs_ct(x) else None
+    cy = unbroadcast(dnp.where(c, 0.0, g), y.aval) if _needs_ct(y) else None
+    return None, cx, cy
+
+
+where.jvp, where.vjp = _where_jvp, _where_vjp
+
+# --------------------------------------------------------------------------- non-differentiable
+for _name, _c in [("sign", "(({0} > 0) - ({0} < 0))"), ("floor", "floor({0})"),
+                  ("ceil", "ceil({0})"), ("rint", "rint({0})"), ("trunc", "trunc({0})")]:
+    elementwise(_name, _name, 1, c=_c, differentiable=False)
+for _name, _c in [("less", "({0} < {1})"), ("less_equal", "({0} <= {1})"),
+                  ("greater", "({0} > {1})"), ("greater_equal", "({0} >= {1})"),
+                  ("equal", "({0} == {1})"), ("not_equal", "({0} != {1})"),
+                  ("logical_and", "({0} && {1})"), ("logical_or", "({0} || {1})")]:
+    elementwise(_name, _name, 2, c=_c, result="bool", differentiable=False)
+elementwise("logical_not", "logical_not", 1, c="(!{0})", result="bool", differentiable=False)
+elementwise("isnan", "isnan", 1, c="isnan({0})", result="bool", differentiable=False)
+elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))", result="bool",
+            differentiable=False)
+elementwise("floor_divide", "floor_divide", 2, c="floor({0} / {1})", differentiable=False)
+elementwise("remainder", "remainder", 2, c=None, differentiable=False)
+
+# --------------------------------------------------------------------------- dtype conversion
+
+
+def _convert_shape(avals, dtype):
+    return Aval(tuple(avals[0].shape), np.dtype(dtype))
+
+
+def _convert_jvp(primals, tangents, dtype):
+    ans = convert_element_type.bind(primals[0], dtype=dtype)
+    t = tangents[0]
+    if t is None or np.dtype(dtype).kind not in "fc":
+        return ans, None
+    return ans, convert_element_type.bind(t, dtype=dtype)
+
+
+def _convert_vjp(g, primals, ans, dtype):
+    x = primals[0]
+    if not _needs_ct(x):
+        return (None,)
+    return (convert_element_type.bind(g, dtype=x.dtype),)
+
+
+convert_element_type = defprim(
+    "convert_element_type", lambda xp, x, dtype: xp.asarray(x).astype(dtype), _convert_shape,
+    jvp=_convert_jvp, vjp=_convert_vjp, kind="elementwise", c="(({dtype}){0})",
+    py="{0}.astype(xp.{dtype})")
+convert_element_type.arity = 1
+ELEMENTWISE["convert_element_type"] = convert_element_type
+
+
+def _stop_jvp(primals, tangents):
+    return stop_gradient.bind(primals[0]), None
+
+
+stop_gradient = defprim("stop_gradient", lambda xp, x: x, lambda avals: avals[0],
+                        jvp=_stop_jvp, vjp=lambda g, primals, ans: (None,),
+                        kind="elementwise", c="{0}", py="{0}")
+stop_gradient.arity = 1
+ELEMENTWISE["stop_gradient"] = stop_gradient
+
+
+def _fill_shape(avals, value):
+    a = avals[0]
+    return Aval(tuple(a.shape), a.dtype)
+
+
+fill_like = defprim(
+    "fill_like", lambda xp, x, value: xp.full_like(x, value), _fill_shape,
+    differentiable=False, kind="elementwise", c="{value}",
+    py="xp.full_like({0}, {value})", doc="An array shaped and typed like x, every element "
+    "equal to value (x's values are not read).")
+fill_like.arity = 1
+ELEMENTWISE["fill_like"] = fill_like

@@ -1,0 +1,1 @@
+"""Sparse functions reachable from traced code (``scipy.sparse``/``cupyx.scipy.sparse``)."""

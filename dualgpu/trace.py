@@ -1,0 +1,317 @@
+"""Tracing: run a Python function on :class:`Tracer` values and record a :class:`Graph`.
+
+NumPy calls reach tracers through ``__array_ufunc__``/``__array_function__``. CuPy ufuncs do
+not dispatch on foreign objects (cupy issue 8597), so :func:`trace_function` also rebinds the
+traced function's references to ``numpy``, ``cupy``, ``cupyx`` and ``scipy.special`` (in its
+globals and closure cells, and recursively in the plain Python functions it calls) to a
+tracing namespace (:mod:`dualgpu.namespace`).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import (
+    BackendMismatchError,
+    EscapedTracerError,
+    TracerControlFlowError,
+    UnsupportedOpError,
+    user_location,
+)
+from .ir import Aval, Const, Eqn, Graph, Literal, Var
+
+_SCALAR_TYPES = (bool, int, float, complex)
+
+
+class GraphBuilder:
+    """Collects equations while a function is traced."""
+
+    def __init__(self, xp):
+        self.xp = xp
+        self.eqns: list[Eqn] = []
+        self.consts: dict[int, tuple[Any, Const]] = {}
+        # var id -> the scalar every element of that var equals (from fill_like and the
+        # shape ops applied to it); lets rules written naturally give lean graphs.
+        self.fills: dict[int, Any] = {}
+        self.alive = True
+
+    def new_input(self, aval: Aval) -> Tracer:
+        return Tracer(Var(aval), self)
+
+    def atom(self, value: Any, prim_name: str):
+        if isinstance(value, Tracer):
+            if value._builder is not self:
+                raise EscapedTracerError(
+                    f"{prim_name} received a traced value from another (finished or outer) "
+                    f"trace at {user_location()}. Traced values must not be stored and used "
+                    "after the traced function returns; pass them as arguments instead.")
+            return value._var
+        if isinstance(value, _SCALAR_TYPES) and not isinstance(value, np.generic):
+            return Literal(value)
+        return self.const(value)
+
+    def const(self, value: Any) -> Const:
+        key = id(value)
+        hit = self.consts.get(key)
+        if hit is not None:
+            return hit[1]
+        from .backends import array_backend
+
+        arr = value
+        if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
+            arr = np.asarray(value)
+        backend = array_backend(arr)
+        if backend is None:
+            raise UnsupportedOpError(
+                f"cannot use a value of type {type(value).__name__} inside a traced function "
+                f"(at {user_location()}); pass arrays, sparse matrices or Python scalars")
+        if backend.is_cupy and self.xp is np:
+            raise BackendMismatchError(
+                f"a CuPy array is used inside a function traced with NumPy inputs "
+                f"(at {user_location()}); use one array library per call")
+        c = Const(arr, Aval(tuple(arr.shape), np.dtype(arr.dtype)))
+        self.consts[key] = (value, c)  # keep value alive so that id() stays unique
+        return c
+
+    def record(self, prim, args: Sequence[Any], params: dict):
+        atoms = [self.atom(a, prim.name) for a in args]
+        out_avals = prim.abstract_eval([a.aval for a in atoms], **params)
+        multiple = prim.multiple_results
+        outs = [Var(a) for a in (out_avals if multiple else [out_avals])]
+        self.eqns.append(Eqn(prim, atoms, dict(params), outs, source=user_location()))
+        if prim.name == "fill_like":
+            self.fills[outs[0].id] = params["value"]
+        elif prim.kind == "shape" or prim.name == "broadcast_to":
+            src = atoms[0]
+            if not isinstance(src, Literal) and src.id in self.fills and len(atoms) == 1:
+                self.fills[outs[0].id] = self.fills[src.id]
+        tracers = [Tracer(v, self) for v in outs]
+        return tracers if multiple else tracers[0]
+
+
+_state = threading.local()
+
+
+def bind(prim, args: Sequence[Any], params: dict):
+    builder = None
+    for a in args:
+        if isinstance(a, Tracer):
+            builder = a._builder
+            break
+    if builder is None:
+        from .backends import namespace_of
+
+        result = prim.impl(namespace_of(args), *args, **params)
+        if args and all(isinstance(a, _SCALAR_TYPES) and not isinstance(a, np.generic)
+                        for a in args) and isinstance(result, (np.generic, np.ndarray)):
+            # Python scalars in, Python scalar out: keeps NumPy's weak typing for literals
+            result = result.item() if np.ndim(result) == 0 else result
+        return result
+    if not builder.alive:
+        raise EscapedTracerError(
+            f"{prim.name} was applied at {user_location()} to a traced value whose trace has "
+            "finished: a tracer escaped the traced function (stored in a global, a list or "
+            "an attribute). Return the value from the function instead.")
+    return builder.record(prim, args, params)
+
+
+def _no_concrete(what: str, hint: str):
+    def method(self, *args, **kwargs):
+        raise TracerControlFlowError(
+            f"{what} of a traced value at {user_location()}: the value is not known while "
+            f"dualgpu traces the function. {hint}")
+
+    return method
+
+
+class Tracer:
+    """A stand-in for an array while a function is traced. Supports the ndarray interface."""
+
+    __slots__ = ("_var", "_builder", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, var: Var, builder: GraphBuilder):
+        self._var = var
+        self._builder = builder
+
+    # ------------------------------------------------------------ properties
+    aval = property(lambda self: self._var.aval)
+    fill_value = property(lambda self: self._builder.fills.get(self._var.id))
+    shape = property(lambda self: tuple(self._var.aval.shape))
+    dtype = property(lambda self: self._var.aval.dtype)
+    ndim = property(lambda self: len(self._var.aval.shape))
+    size = property(lambda self: self._var.aval.size)
+    T = property(lambda self: dnp.transpose(self))
+    mT = property(lambda self: dnp.swapaxes(self, -1, -2))
+    real = property(lambda self: self)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d traced array")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"Tracer<{self._var.aval.str_short()}>"
+
+    # ------------------------------------------------------------ refusals
+    __bool__ = _no_concrete(
+        "bool() (an `if`, `while`, `and`/`or` or assert)",
+        "Use np.where(cond, a, b) to select values instead of branching on them.")
+    __float__ = _no_concrete("float()", "Keep the value as an array.")
+    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.")
+    __index__ = __int__
+    __complex__ = _no_concrete("complex()", "Keep the value as an array.")
+    item = _no_concrete(".item()", "Keep the value as an array.")
+    tolist = _no_concrete(".tolist()", "Keep the value as an array.")
+    get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerControlFlowError(
+            f"a traced value was converted to a concrete NumPy array at {user_location()} "
+            "(np.asarray, np.array or a C extension). Use dualgpu-supported NumPy functions "
+            "on traced values instead.")
+
+    def __setitem__(self, key, value):
+        raise UnsupportedOpError(
+            f"in-place assignment x[...] = v on a traced value at {user_location()} is not "
+            "supported: build the new array functionally, e.g. with np.where or "
+            "np.concatenate.")
+
+    def __hash__(self):
+        return id(self)
+
+    # ------------------------------------------------------------ NumPy protocols
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .namespace import ufunc_handler
+
+        return ufunc_handler(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .namespace import function_handler
+
+        return function_handler(func, args, kwargs)
+
+    def __array_namespace__(self, api_version=None):
+        from .namespace import array_namespace
+
+        return array_namespace(self._builder.xp)
+
+
+def _binary(name: str, reflected: bool = False):
+    def op(self, other):
+        f = getattr(dnp, name)
+        return f(other, self) if reflected else f(self, other)
+
+    return op
+
+
+for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                     ("truediv", "true_divide"), ("pow", "power"), ("matmul", "matmul"),
+                     ("floordiv", "floor_divide"), ("mod", "remainder")]:
+    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
+    setattr(Tracer, f"__r{_dunder}__", _binary(_fn, reflected=True))
+for _dunder, _fn in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                     ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal"),
+                     ("and", "logical_and"), ("or", "logical_or")]:
+    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
+Tracer.__neg__ = lambda self: dnp.negative(self)
+Tracer.__pos__ = lambda self: self
+Tracer.__abs__ = lambda self: dnp.abs(self)
+Tracer.__invert__ = lambda self: dnp.logical_not(self)
+Tracer.__getitem__ = lambda self, key: dnp.getitem(self, key)
+
+
+def _method(name: str):
+    def method(self, *args, **kwargs):
+        return getattr(dnp, name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "transpose", "ravel",
+              "astype", "dot", "copy", "squeeze", "swapaxes", "clip", "cumsum", "cumprod",
+              "flatten", "conj", "trace", "diagonal", "repeat", "argmax", "argmin", "all",
+              "any"]:
+    setattr(Tracer, _name, _method(_name))
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return dnp.reshape(self, shape, order=order)
+
+
+Tracer.reshape = _reshape
+
+
+# ---------------------------------------------------------------------------- tracing
+
+
+def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None = None,
+                   static: dict | None = None, input_names: Sequence[str] | None = None
+                   ) -> tuple[Graph, Any]:
+    """Trace ``fn`` on fresh tracers with the given avals.
+
+    ``static`` maps positions to concrete (non-traced) arguments. Returns the graph and the
+    output structure (a tuple tree with ``None`` leaves), flattened outputs in graph.outputs.
+    """
+    from .namespace import rebind_function
+
+    builder = GraphBuilder(xp)
+    static = static or {}
+    n = len(avals) + len(static)
+    args: list[Any] = [None] * n
+    tracers = []
+    it = iter(avals)
+    for i in range(n):
+        if i in static:
+            args[i] = static[i]
+        else:
+            t = builder.new_input(next(it))
+            tracers.append(t)
+            args[i] = t
+    traced_fn = rebind_function(fn)
+    try:
+        out = traced_fn(*args)
+    finally:
+        builder.alive = False
+    leaves, tree = flatten_outputs(out)
+    outs = [builder.atom(leaf, "output") for leaf in leaves]
+    graph = Graph([t._var for t in tracers], outs, builder.eqns,
+                  name=name or getattr(fn, "__name__", "f"),
+                  input_names=list(input_names) if input_names else None, xp=xp)
+    return graph, tree
+
+
+def flatten_outputs(out) -> tuple[list, Any]:
+    """Flatten a (possibly nested) tuple/list of arrays; return leaves and a structure."""
+    if isinstance(out, (tuple, list)):
+        leaves, subtrees = [], []
+        for o in out:
+            lv, st = flatten_outputs(o)
+            leaves += lv
+            subtrees.append(st)
+        return leaves, (type(out), subtrees)
+    return [out], None
+
+
+def unflatten_outputs(tree, leaves: Sequence[Any]):
+    it = iter(leaves)
+
+    def build(t):
+        if t is None:
+            return next(it)
+        kind, subs = t
+        return kind(build(s) for s in subs)
+
+    return build(tree)
+
+
+from . import numpy_api as dnp  # noqa: E402  (the Tracer's operators call into it)

@@ -1,0 +1,39 @@
+"""Second order: the gradient graph and forward-over-reverse Hessian-vector products."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import NonScalarOutputError
+from ..ir import Graph
+from .jvp import jvp_graph
+from .vjp import vjp_graph
+
+
+def grad_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
+    """``(*args) -> (value, *grads)`` for a graph with one scalar output."""
+    if len(graph.outputs) != 1 or tuple(graph.outputs[0].shape) != ():
+        shapes = ", ".join(str(tuple(o.shape)) for o in graph.outputs)
+        raise NonScalarOutputError(
+            f"{graph.name} must return one scalar to be differentiated by grad/hvp, but "
+            f"returns shape(s) {shapes}. Reduce it (e.g. np.sum) or use dg.vjp / "
+            "hvp(batch_axes=...)")
+    wrt = [i in argnums for i in range(len(graph.inputs))]
+    return vjp_graph(graph, wrt, unit_cotangent=True)
+
+
+def hvp_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
+    """``(*args, *vs) -> (value, *grads, *hvps)``: forward-over-reverse.
+
+    The tangent directions ``vs`` are fed into the differentiated arguments of the gradient
+    graph, so one program yields the value, the gradient and ``H·v``.
+    """
+    g = grad_graph(graph, argnums)
+    with_tangent = [i in argnums for i in range(len(graph.inputs))]
+    j = jvp_graph(g, with_tangent)
+    # j outputs: value, grads..., value_dot, grads_dot...; drop value_dot.
+    k = len(argnums)
+    outs = j.outputs
+    j.outputs = outs[: 1 + k] + outs[2 + k:]
+    from .simplify import simplify
+
+    return simplify(j)

@@ -1,0 +1,88 @@
+"""Forward mode: ``jvp_graph(g)`` maps (primals, tangents) to (outputs, output tangents)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import DualgpuError
+from ..interpret import read
+from ..ir import Aval, Graph
+from ..trace import Tracer, trace_to_graph
+from .simplify import simplify
+
+
+def jvp_rule(eqn, primals, tangents):
+    """Apply one equation's JVP rule (tangent ``None`` is a symbolic zero)."""
+    prim = eqn.prim
+    if all(t is None for t in tangents) or not prim.differentiable:
+        outs = prim.bind(*primals, **eqn.params)
+        outs_list = outs if prim.multiple_results else [outs]
+        return outs_list, [None] * len(outs_list)
+    if prim.jvp is None:
+        raise DualgpuError(
+            f"primitive {prim.name} has no JVP rule: forward mode (jvp, hvp) cannot go "
+            "through it. Give it a jvp= or a vjp= (dualgpu derives the JVP from a VJP).")
+    out, out_t = prim.jvp(primals, tangents, **eqn.params)
+    if prim.multiple_results:
+        return list(out), list(out_t)
+    return [out], [out_t]
+
+
+def jvp_graph(graph: Graph, with_tangent: Sequence[bool] | None = None) -> Graph:
+    """A graph computing ``(*outputs, *output_tangents)`` from ``(*primals, *tangents)``.
+
+    Tangent inputs exist only for inputs flagged in ``with_tangent`` (default: all float
+    inputs). Output tangents that are symbolically zero become zeros arrays.
+
+    Example::
+
+        g = dg.trace(lambda x: np.sin(x), np.ones(3))
+        print(jvp_graph(g))    # in0, in1 -> sin(in0), cos(in0) * in1
+    """
+    if with_tangent is None:
+        with_tangent = [v.dtype.kind in "fc" for v in graph.inputs]
+    avals = [v.aval for v in graph.inputs]
+    tangent_avals = [Aval(a.shape, a.dtype) for a, w in zip(avals, with_tangent) if w]
+    n = len(avals)
+
+    def run(*args):
+        primals = args[:n]
+        tangent_iter = iter(args[n:])
+        env, tenv = {}, {}
+        for v, p, w in zip(graph.inputs, primals, with_tangent):
+            env[v.id] = p
+            tenv[v.id] = next(tangent_iter) if w else None
+        for eqn in graph.eqns:
+            ps = [read(env, a) for a in eqn.inputs]
+            ts = [tenv.get(a.id) if isinstance(a, _VarT) else None for a in eqn.inputs]
+            outs, outs_t = jvp_rule(eqn, ps, ts)
+            for v, o, t in zip(eqn.outs, outs, outs_t):
+                env[v.id] = o
+                tenv[v.id] = t
+        outs = [read(env, a) for a in graph.outputs]
+        outs_t = [tenv.get(a.id) if isinstance(a, _VarT) else None for a in graph.outputs]
+        return outs + [_materialize(t, o) for t, o in zip(outs_t, outs)]
+
+    names = None
+    if graph.input_names:
+        names = list(graph.input_names) + [
+            f"{n}_dot" for n, w in zip(graph.input_names, with_tangent) if w]
+    new, _ = trace_to_graph(run, avals + tangent_avals, _xp_of(graph),
+                            name=f"jvp_{graph.name}", input_names=names)
+    return simplify(new)
+
+
+def _materialize(t, o):
+    from .. import numpy_api as dnp
+
+    if t is not None:
+        return t
+    if isinstance(o, Tracer):
+        return dnp.zeros_like(o)
+    return dnp.zeros_like(o) if hasattr(o, "shape") else 0.0
+
+
+def _xp_of(graph: Graph):
+    return getattr(graph, "xp", None) or __import__("numpy")
+
+
+from ..ir import Var as _VarT  # noqa: E402
