@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .backends import array_backend, backend_of
-from .cache import LRUCache
+from .cache import IdentityKey, LRUCache
 from .errors import (
     DualgpuError,
     IntegerInputError,
@@ -26,7 +26,10 @@ _SCALARS = (bool, int, float, complex, np.generic)
 
 
 def _is_array(x) -> bool:
-    return array_backend(x) is not None and not array_backend(x).is_sparse(x)
+    if isinstance(x, np.ndarray):
+        return True
+    b = array_backend(x)
+    return b is not None and not b.is_sparse(x)
 
 
 def _static_key(x):
@@ -34,7 +37,7 @@ def _static_key(x):
         hash(x)
         return ("static", type(x).__name__, x)
     except TypeError:
-        return ("static-id", id(x))
+        return ("static-id", IdentityKey(x))
 
 
 class Prepared:
@@ -159,7 +162,7 @@ class Transformed:
         prep = Prepared(fargs, self.argnums, f"arguments of {self.__name__}")
         extra_backend = backend_of(list(extra) + prep.arrays[:1], "arguments")
         del extra_backend
-        key = (self.kind, id(self.fn), self.argnums, self.batch_axes, prep.key)
+        key = (self.kind, IdentityKey(self.fn), self.argnums, self.batch_axes, prep.key)
 
         def build():
             graph, tree = self.build(self.fn, prep)
@@ -293,12 +296,18 @@ class _Jvp(Transformed):
 class _Vjp(Transformed):
     kind = "vjp"
 
-    def split(self, args):
-        return args[:-1], args[-1]
+    def programs(self, prep: Prepared) -> tuple[Compiled, Executable]:
+        """The pullback program (primals, cotangents) -> (outputs, input cotangents) and
+        the forward program, both cached."""
+        key = (self.kind, id(self.fn), prep.key)
 
-    def build(self, fn, prep):
-        graph, tree = _base_graph(fn, prep)
-        return vjp_graph(graph, [a.dtype.kind in "fc" for a in prep.avals]), tree
+        def build():
+            graph, tree = _base_graph(self.fn, prep)
+            pullback = Compiled(vjp_graph(graph, [True] * len(graph.inputs)), tree,
+                                prep.backend)
+            return pullback, Executable(simplify(graph), prep.backend)
+
+        return _GLOBAL_CACHE.get_or_build(key, build)
 
 
 # ------------------------------------------------------------------------------ public API
@@ -396,41 +405,25 @@ def vjp(fn: Callable, *primals):
         >>> pullback(np.ones(2))
         (array([1., 1.]),)
     """
-    fwd = _Jvp(fn, argnums=tuple(range(len(primals))))
-    prep = Prepared(primals, fwd.argnums, "primals")
-    for i in range(len(primals)):
-        if np.dtype(prep.arrays[prep.positions.index(i)].dtype).kind not in "fc":
-            raise IntegerInputError(f"primal {i} has an integer dtype")
     t = _Vjp(fn, argnums=tuple(range(len(primals))))
-    key = ("vjp", id(fn), prep.key)
-
-    def build():
-        graph, tree = _base_graph(fn, prep)
-        return Compiled(vjp_graph(graph), tree, prep.backend), graph
-
-    entry, base = _GLOBAL_CACHE.get_or_build(key, build)
-    out_key = ("vjp-fwd", id(fn), prep.key)
-    fwd_exe = _GLOBAL_CACHE.get_or_build(out_key, lambda: Executable(simplify(base),
-                                                                     prep.backend))
-    outs = fwd_exe(*prep.arrays)
-    n_out = len(outs)
+    prep = Prepared(primals, t.argnums, "primals")
+    entry, forward = t.programs(prep)
+    outs = forward(*prep.arrays)
 
     def pullback(cotangent):
-        cts = cotangent if entry.tree is not None else (cotangent,)
-        leaves, _ = flatten_outputs(cts) if entry.tree is not None else (list(cts), None)
-        if len(leaves) != n_out:
-            raise ShapeMismatchError(f"pullback expects {n_out} cotangent(s)")
-        fixed = []
+        leaves = flatten_outputs(cotangent)[0] if entry.tree is not None else [cotangent]
+        if len(leaves) != len(outs):
+            raise ShapeMismatchError(f"pullback expects {len(outs)} cotangent(s), "
+                                     f"got {len(leaves)}")
+        cts = []
         for c, o in zip(leaves, outs):
             c = prep.backend.xp.asarray(c)
             if tuple(c.shape) != tuple(o.shape):
                 raise ShapeMismatchError(
                     f"cotangent has shape {tuple(c.shape)}, output has {tuple(o.shape)}")
-            fixed.append(c.astype(o.dtype))
-        res = entry.exe(*prep.arrays, *fixed)[n_out:]
-        return tuple(res)
+            cts.append(c.astype(o.dtype))
+        return tuple(entry.exe(*prep.arrays, *cts)[len(outs):])
 
-    del t
     return unflatten_outputs(entry.tree, outs), pullback
 
 

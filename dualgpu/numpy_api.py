@@ -95,6 +95,26 @@ for _name, _prim in _ew.ELEMENTWISE.items():
 
 # --------------------------------------------------------------------------- arithmetic with
 # algebraic shortcuts (x*1, x+0) so rules written naturally produce lean graphs.
+def _fill_arithmetic(op, x, y):
+    """Fold ``op`` when one operand is a fill tracer and the other a Python scalar or fill:
+    the result is again a fill (no equation on the data), e.g. 0.25 * ones -> 0.25-fill."""
+    fx, fy = _is_tracer(x) and x.fill_value is not None, _is_tracer(y) and y.fill_value is not None
+    if not (fx or fy):
+        return None
+    if (_is_tracer(x) and not fx) or (_is_tracer(y) and not fy):
+        return None
+    if not builtins.all(_is_tracer(a) or isinstance(a, (int, float)) and not isinstance(a, bool)
+               for a in (x, y)):
+        return None
+    base = x if fx else y
+    if fx and fy and x.shape != y.shape:
+        return None
+    value = op(x.fill_value if fx else x, y.fill_value if fy else y)
+    if base.dtype.kind not in "fc" or isinstance(value, complex) and base.dtype.kind != "c":
+        return None
+    return _ew.fill_like.bind(base, value=float(value) if base.dtype.kind == "f" else value)
+
+
 def _fold_fill(x, other):
     """Replace a fill tracer by its scalar when the other operand alone fixes the shape."""
     if _is_tracer(x) and x.fill_value is not None and _passes_through(other, x):
@@ -108,6 +128,9 @@ def add(x, y, out=None, **kw):
         return x
     if _is_literal(x, 0) and _passes_through(y, x):
         return y
+    folded = _fill_arithmetic(lambda a, b: a + b, x, y)
+    if folded is not None:
+        return folded
     return _ew.add.bind(_fold_fill(x, y), _fold_fill(y, x))
 
 
@@ -115,6 +138,9 @@ def subtract(x, y, out=None, **kw):
     _unsupported_kwargs("subtract", {"out": out, **kw})
     if _is_literal(y, 0) and _passes_through(x, y):
         return x
+    folded = _fill_arithmetic(lambda a, b: a - b, x, y)
+    if folded is not None:
+        return folded
     return _ew.subtract.bind(_fold_fill(x, y), _fold_fill(y, x))
 
 
@@ -128,6 +154,9 @@ def multiply(x, y, out=None, **kw):
         return negative(y)
     if _is_literal(y, -1) and _passes_through(x, y):
         return negative(x)
+    folded = _fill_arithmetic(lambda a, b: a * b, x, y)
+    if folded is not None:
+        return folded
     return _ew.multiply.bind(_fold_fill(x, y), _fold_fill(y, x))
 
 
@@ -135,6 +164,9 @@ def true_divide(x, y, out=None, **kw):
     _unsupported_kwargs("true_divide", {"out": out, **kw})
     if _is_literal(y, 1) and _passes_through(x, y):
         return x
+    folded = _fill_arithmetic(lambda a, b: a / b, x, y)
+    if folded is not None:
+        return folded
     return _ew.true_divide.bind(_fold_fill(x, y), _fold_fill(y, x))
 
 

@@ -30,10 +30,12 @@ def _is_cupy_object(x) -> bool:
 
 def array_backend(x) -> Backend | None:
     """The backend owning array (or sparse matrix) ``x``, or None for anything else."""
-    from .numpy import NUMPY
-
-    if isinstance(x, np.ndarray) or NUMPY.is_sparse(x):
-        return NUMPY
+    if isinstance(x, np.ndarray):
+        return _numpy()
+    if isinstance(x, (int, float, complex, bool, str, type(None))):
+        return None
+    if _numpy().is_sparse(x):
+        return _numpy()
     if _is_cupy_object(x):
         from .cupy import get_cupy_backend
 
@@ -43,10 +45,19 @@ def array_backend(x) -> Backend | None:
     return None
 
 
+_NUMPY_BACKEND: list = []
+
+
+def _numpy() -> Backend:
+    if not _NUMPY_BACKEND:
+        from .numpy import NUMPY
+
+        _NUMPY_BACKEND.append(NUMPY)
+    return _NUMPY_BACKEND[0]
+
+
 def backend_of(args: Sequence[Any], what: str = "arguments") -> Backend:
     """The one backend of the array arguments (NumPy when there are none)."""
-    from .numpy import NUMPY
-
     found: Backend | None = None
     for a in args:
         b = array_backend(a)
@@ -57,7 +68,7 @@ def backend_of(args: Sequence[Any], what: str = "arguments") -> Backend:
                 f"the {what} mix NumPy and CuPy arrays; move them to one library first "
                 "(cupy.asarray(x) or x.get())")
         found = b
-    return found or NUMPY
+    return found or _numpy()
 
 
 def namespace_of(args: Sequence[Any]):
@@ -66,10 +77,8 @@ def namespace_of(args: Sequence[Any]):
 
 
 def backend_for_xp(xp) -> Backend:
-    from .numpy import NUMPY
-
     if xp is np:
-        return NUMPY
+        return _numpy()
     from .cupy import get_cupy_backend
 
     return get_cupy_backend()

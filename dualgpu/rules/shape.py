@@ -102,8 +102,6 @@ def key_to_source(key, array_names) -> str:
             parts.append(str(e[1]))
         else:
             parts.append(array_names[e[1]])
-    if len(parts) == 1:
-        return parts[0] + ","
     return ", ".join(parts) if parts else "()"
 
 
