@@ -4,7 +4,8 @@ backend, static arguments), transforms the graph, compiles it, and caches the re
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -5,7 +5,8 @@ current trace (which is how transforms build new graphs).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .ir import Const, Graph, Literal
 

@@ -22,7 +22,8 @@ Example -- registering a new primitive (see ``docs/custom_rules.md`` for the who
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import DualgpuError
 from .ir import Aval

@@ -9,7 +9,8 @@ tracing namespace (:mod:`dualgpu.namespace`).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -2,7 +2,8 @@
 :mod:`dualgpu.backends.cupy` imports CuPy."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -9,7 +9,7 @@ raises :class:`SeparabilityError` naming the op and the source line.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -1,7 +1,7 @@
 """Second order: the gradient graph and forward-over-reverse Hessian-vector products."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import NonScalarOutputError
 from ..ir import Graph

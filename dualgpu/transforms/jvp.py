@@ -1,7 +1,7 @@
 """Forward mode: ``jvp_graph(g)`` maps (primals, tangents) to (outputs, output tangents)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import DualgpuError
 from ..interpret import read

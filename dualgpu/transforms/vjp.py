@@ -4,7 +4,7 @@ rules. Cotangents of ``None`` are symbolic zeros; only equations on a path from 
 differentiated input to the output are transposed."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import DualgpuError
 from ..interpret import read
