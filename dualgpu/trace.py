@@ -72,6 +72,9 @@ class GraphBuilder:
             raise BackendMismatchError(
                 f"a CuPy array is used inside a function traced with NumPy inputs "
                 f"(at {user_location()}); use one array library per call")
+        if not backend.is_cupy and self.xp is not np and not backend.is_sparse(arr):
+            # a closed-over NumPy array in a CuPy program: moved to the device once, here
+            arr = self.xp.asarray(arr)
         c = Const(arr, Aval(tuple(arr.shape), np.dtype(arr.dtype)))
         self.consts[key] = (value, c)  # keep value alive so that id() stays unique
         return c
