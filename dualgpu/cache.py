@@ -6,6 +6,31 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 
+class IdentityKey:
+    """A cache-key part that stands for one object by identity and keeps it alive.
+
+    Keying on ``id(obj)`` alone is unsafe: once ``obj`` is freed, a new object can get the same
+    id and would hit the stale entry (a fresh lambda would run the previous lambda's
+    program). Holding a strong reference makes the id unique for as long as the key exists;
+    the LRU bound keeps the number of objects held finite.
+    """
+
+    __slots__ = ("obj", "_hash")
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+        self._hash = id(obj)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, IdentityKey) and other.obj is self.obj
+
+    def __repr__(self) -> str:
+        return f"IdentityKey({type(self.obj).__name__}@{self._hash:#x})"
+
+
 class LRUCache:
     """Least-recently-used cache; ``get_or_build`` builds a missing entry exactly once.
 
