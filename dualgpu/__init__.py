@@ -28,6 +28,7 @@ from .api import (
     value_and_grad,
     vjp,
 )
+from .custom import custom_op
 from .errors import (
     BackendMismatchError,
     CodegenSafetyError,
@@ -52,7 +53,7 @@ __version__ = "0.1.0"
 __all__ = [
     "jvp", "vjp", "grad", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
     "HessianOperator", "trace", "source", "jit", "nn", "testing", "Graph", "DualgpuError",
-    "defprim", "REGISTRY", "stop_gradient", "config", "cache_info",
+    "defprim", "custom_op", "REGISTRY", "stop_gradient", "config", "cache_info",
     "clear_cache", "set_cache_size", "BackendMismatchError", "CodegenSafetyError",
     "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",
     "ShapeMismatchError", "TracerControlFlowError", "UnsupportedOpError",

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import sparse_api
 from .backends import array_backend, backend_of
 from .cache import IdentityKey, LRUCache
 from .errors import (
@@ -51,8 +52,15 @@ class Prepared:
         self.arrays: list = []
         self.positions: list[int] = []
         self.static: dict[int, Any] = {}
+        self.sparse = sparse_api.SparseArgs()  # sparse arguments enter as their values
         key = []
         for i, a in enumerate(args):
+            if sparse_api.is_sparse(a):
+                data, sparse_key = self.sparse.add(i, a)
+                self.positions.append(i)
+                self.arrays.append(data)
+                key.append(sparse_key)
+                continue
             if i in diff_positions and isinstance(a, _SCALARS) and not isinstance(a, bool):
                 a = xp.asarray(a, dtype=np.float64 if not isinstance(a, np.generic)
                                else a.dtype)
@@ -93,8 +101,7 @@ _GLOBAL_CACHE = LRUCache(config["cache_size"])
 
 def cache_info() -> dict:
     """Sizes and hit counts of the program cache."""
-    return {"size": len(_GLOBAL_CACHE), "maxsize": _GLOBAL_CACHE.maxsize,
-            "hits": _GLOBAL_CACHE.hits, "misses": _GLOBAL_CACHE.misses}
+    return _GLOBAL_CACHE.info()
 
 
 def set_cache_size(n: int) -> None:
@@ -111,6 +118,8 @@ def clear_cache() -> None:
 
 def _base_graph(fn, prep: Prepared) -> tuple[Graph, Any]:
     names = _arg_names(fn, prep.positions)
+    if prep.sparse:
+        fn = prep.sparse.wrap(fn)
     return trace_to_graph(fn, prep.avals, prep.backend.xp, static=prep.static,
                           name=getattr(fn, "__name__", "f"), input_names=names)
 
@@ -265,7 +274,9 @@ class Transformed:
             graph = sum_output(graph)
         return graph, tree
 
-    def _wrap_argnums(self, values):
+    def _wrap_argnums(self, values, prep=None):
+        if prep is not None and prep.sparse:  # sparse arguments: sparse results
+            values = [prep.sparse.repackage(i, v) for i, v in zip(self.argnums, values)]
         return tuple(values) if self.argnums_tuple else values[0]
 
     def _check_directions(self, prep, vs, what="direction"):
@@ -275,6 +286,7 @@ class Transformed:
                 f"expected {len(self.argnums)} {what}(s), one per differentiated argument")
         out = []
         for i, v in zip(self.argnums, vs):
+            v = prep.sparse.direction(i, v)
             x = prep.arrays[prep.positions.index(i)]
             b = array_backend(v)
             if b is None:
@@ -313,7 +325,7 @@ class _Grad(Transformed):
         return grad_graph(graph, prep.graph_argnums(self.argnums)), tree
 
     def finish(self, entry, prep, outs):
-        grads = self._wrap_argnums(outs[1:])
+        grads = self._wrap_argnums(outs[1:], prep)
         return (outs[0], grads) if self.has_value else grads
 
 
@@ -346,8 +358,8 @@ class _Hvp(Transformed):
         k = len(self.argnums)
         value, grads, hvps = outs[0], outs[1:1 + k], outs[1 + k:]
         if self.returns == "hvp":
-            return self._wrap_argnums(hvps)
-        result = (self._wrap_argnums(grads), self._wrap_argnums(hvps))
+            return self._wrap_argnums(hvps, prep)
+        result = (self._wrap_argnums(grads, prep), self._wrap_argnums(hvps, prep))
         if self.returns == "value_grad_hvp":
             return (value,) + result
         return result
@@ -490,7 +502,8 @@ def vjp(fn: Callable, *primals):
                 raise ShapeMismatchError(
                     f"cotangent has shape {tuple(c.shape)}, output has {tuple(o.shape)}")
             cts.append(c.astype(o.dtype))
-        return tuple(entry.exe(*prep.arrays, *cts)[len(outs):])
+        res = entry.exe(*prep.arrays, *cts)[len(outs):]
+        return tuple(prep.sparse.repackage(i, r) for i, r in zip(prep.positions, res))
 
     return unflatten_outputs(entry.tree, outs), pullback
 

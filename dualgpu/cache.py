@@ -41,15 +41,40 @@ class LRUCache:
     """
 
     def __init__(self, maxsize: int = 128):
-        self.maxsize = maxsize
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.RLock()
         self._building: dict = {}
         self.hits = 0
         self.misses = 0
+        self.evictions = 0
+        self.maxsize = maxsize
+
+    @property
+    def maxsize(self) -> int:
+        """The most entries kept (at least one is always kept); lowering it evicts now."""
+        return self._maxsize
+
+    @maxsize.setter
+    def maxsize(self, n: int) -> None:
+        n = int(n)
+        if n < 0:
+            from .errors import DualgpuError
+
+            raise DualgpuError(f"cache size must be >= 0, got {n}")
+        with self._lock:
+            self._maxsize = n
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._data) > max(1, self._maxsize):
+            self._data.popitem(last=False)
+            self.evictions += 1
 
     def __len__(self) -> int:
         return len(self._data)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._data
 
     def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
         with self._lock:
@@ -76,8 +101,7 @@ class LRUCache:
                 self.misses += 1
                 self._data[key] = value
                 self._data.move_to_end(key)
-                while len(self._data) > max(1, self.maxsize):
-                    self._data.popitem(last=False)
+                self._trim()
             return value
         finally:
             with self._lock:
@@ -87,4 +111,10 @@ class LRUCache:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
-            self.hits = self.misses = 0
+            self.hits = self.misses = self.evictions = 0
+
+    def info(self) -> dict:
+        """Size, bound and counters (a consistent snapshot)."""
+        with self._lock:
+            return {"size": len(self._data), "maxsize": self._maxsize, "hits": self.hits,
+                    "misses": self.misses, "evictions": self.evictions}

@@ -137,9 +137,17 @@ class Graph:
         return f"<dualgpu.Graph {self.name}: {len(self.inputs)} inputs, {len(self.eqns)} eqns>"
 
     def _repr_html_(self) -> str:
-        import html
+        """Jupyter: the picture (Graphviz installed) above the listing, else the listing."""
+        from .pprint import to_html
 
-        return f"<pre>{html.escape(str(self))}</pre>"
+        return to_html(self)
+
+    def _repr_svg_(self) -> str | None:
+        """Jupyter: an SVG picture when Graphviz's ``dot`` is installed (else None, and
+        Jupyter falls back to ``_repr_html_``)."""
+        from .pprint import to_svg
+
+        return to_svg(self)
 
     @property
     def nx(self):

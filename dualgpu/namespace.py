@@ -45,8 +45,10 @@ def _contains_tracer(args, kwargs) -> bool:
 
 def _lookup(path: str):
     """The numpy_api function for a dotted path inside a traced module, or None."""
-    from . import nn, sparse_api
+    from . import array_api, nn, sparse_api
 
+    if array_api.lookup(path) is not None:  # array API spellings (acos, concat, ...)
+        return array_api.lookup(path)
     if path in _ALIASES:
         name = _ALIASES[path]
         if name.startswith("nn_"):
@@ -144,6 +146,10 @@ def _is_array_function(obj) -> bool:
 
 
 def _replacement(obj, memo):
+    from .sparse_api import SparseValue, is_sparse
+
+    if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
+        return SparseValue.constant(obj)
     if _is_array_module(obj):
         return _namespace_for_module(obj)
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):

@@ -63,6 +63,7 @@ def _fill_to_literal(x):
     return x
 
 
+from .rules import decompositions as _dec  # noqa: E402
 from .rules import elementwise as _ew  # noqa: E402
 from .rules import linalg as _la  # noqa: E402
 from .rules import reductions as _red  # noqa: E402
@@ -89,7 +90,7 @@ def _elementwise_function(prim, name):
 
 
 for _name, _prim in _ew.ELEMENTWISE.items():
-    if _name not in ("convert_element_type", "stop_gradient", "where", "logistic"):
+    if _name not in ("convert_element_type", "stop_gradient", "where", "logistic", "polygamma"):
         globals()[_name] = _elementwise_function(_prim, _name)
 
 
@@ -151,9 +152,9 @@ def multiply(x, y, out=None, **kw):
     if _is_literal(x, 1) and _passes_through(y, x):
         return y
     if _is_literal(x, -1) and _passes_through(y, x):
-        return negative(y)
+        return negative(y)  # noqa: F821
     if _is_literal(y, -1) and _passes_through(x, y):
-        return negative(x)
+        return negative(x)  # noqa: F821
     folded = _fill_arithmetic(lambda a, b: a * b, x, y)
     if folded is not None:
         return folded
@@ -213,6 +214,27 @@ def logistic(x):
 
 expit = logistic
 erf, erfc, gammaln, digamma = (globals()[n] for n in ("erf", "erfc", "gammaln", "digamma"))
+
+
+def polygamma(n, x):
+    """``scipy.special.polygamma(n, x)`` for a static integer order ``n``."""
+    return _ew.polygamma.bind(x, n=int(n))
+
+
+def round(a, decimals=0, out=None):  # noqa: A001
+    """``np.round``: halves to even, as NumPy; its derivative is zero."""
+    _unsupported_kwargs("round", {"out": out})
+    if decimals == 0:
+        return rint(a)  # noqa: F821
+    scale = 10.0 ** decimals
+    return true_divide(rint(multiply(a, scale)), scale)  # noqa: F821
+
+
+around = round_ = round
+
+
+def logical_xor(x, y):
+    return not_equal(astype(x, bool), astype(y, bool))  # noqa: F821
 
 
 def clip(a, a_min=None, a_max=None, out=None, **kw):
@@ -376,19 +398,29 @@ def transpose(a, axes=None):
     return _sh.transpose.bind(a, perm=perm)
 
 
+def _check_axis(axis, nd: int, op: str) -> int:
+    """``axis`` normalized into ``range(nd)``; out of bounds raises as NumPy does."""
+    axis = int(axis)
+    if not -nd <= axis < nd:
+        raise DualgpuError(f"{op}: axis {axis} is out of bounds for an array of rank {nd} "
+                           f"(at {user_location()})")
+    return axis % nd
+
+
 def swapaxes(a, axis1, axis2):
     nd = len(_shape(a))
     perm = list(range(nd))
-    i, j = axis1 % nd, axis2 % nd
+    i, j = _check_axis(axis1, nd, "swapaxes"), _check_axis(axis2, nd, "swapaxes")
     perm[i], perm[j] = perm[j], perm[i]
     return transpose(a, perm)
 
 
 def moveaxis(a, source, destination):
     nd = len(_shape(a))
-    src = [s % nd for s in (source if isinstance(source, (tuple, list)) else [source])]
-    dst = [d % nd for d in (destination if isinstance(destination, (tuple, list))
-                            else [destination])]
+    src = [_check_axis(s, nd, "moveaxis")
+           for s in (source if isinstance(source, (tuple, list)) else [source])]
+    dst = [_check_axis(d, nd, "moveaxis") for d in (
+        destination if isinstance(destination, (tuple, list)) else [destination])]
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -399,7 +431,7 @@ def expand_dims(a, axis):
     shape = list(_shape(a))
     axes = axis if isinstance(axis, (tuple, list)) else [axis]
     nd = len(shape) + len(axes)
-    for ax in sorted(x % nd for x in axes):
+    for ax in sorted(_check_axis(x, nd, "expand_dims") for x in axes):
         shape.insert(ax, 1)
     return reshape(a, tuple(shape))
 
@@ -501,8 +533,11 @@ def tile(a, reps):
 def repeat(a, repeats, axis=None):
     if axis is None:
         a, axis = ravel(a), 0
-    n = _shape(a)[axis]
-    idx = np.repeat(np.arange(n), repeats)
+    n = _shape(a)[_check_axis(axis, len(_shape(a)), "repeat")]
+    try:
+        idx = np.repeat(np.arange(n), repeats)
+    except ValueError as e:
+        raise DualgpuError(f"repeat: {e} (repeats={repeats!r}, at {user_location()})") from None
     return take(a, idx, axis=axis)
 
 
@@ -510,7 +545,13 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     if mode != "constant":
         raise UnsupportedOpError(f"np.pad(mode={mode!r}) is not supported; use 'constant'")
     nd = len(_shape(array))
-    pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    if nd == 0:  # NumPy pads nothing in a 0-d array
+        return array
+    try:
+        pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
+    except ValueError:
+        raise DualgpuError(f"pad: pad_width {pad_width!r} does not fit an array of rank {nd} "
+                           f"(at {user_location()})") from None
     pw = tuple((int(lo), int(hi)) for lo, hi in pw)
     return _sh.pad.bind(array, pad_width=pw, value=float(constant_values))
 
@@ -537,6 +578,14 @@ def eye(n, m=None, k=0, dtype=float, like=None):
 
 
 # --------------------------------------------------------------------------- indexing
+def _is_bool_mask(k) -> bool:
+    """A concrete boolean index array (NumPy or CuPy: no host conversion of CuPy arrays)."""
+    if _is_tracer(k) or isinstance(k, (slice, type(None), type(Ellipsis))) or np.ndim(k) == 0:
+        return False
+    dtype = k.dtype if hasattr(k, "dtype") else np.asarray(k).dtype
+    return dtype.kind == "b"
+
+
 def _normalize_key(x, key):
     if not isinstance(key, tuple):
         key = (key,)
@@ -544,9 +593,7 @@ def _normalize_key(x, key):
     n_consumed = builtins.sum(
         1 if k is not None and k is not Ellipsis else 0 for k in key)
     # boolean masks consume as many dims as they have
-    n_consumed += builtins.sum(
-        len(np.shape(k)) - 1 for k in key
-        if not _is_tracer(k) and np.asarray(k).dtype == bool and np.ndim(k) > 0)
+    n_consumed += builtins.sum(len(np.shape(k)) - 1 for k in key if _is_bool_mask(k))
     if builtins.sum(1 for k in key if k is Ellipsis) > 1:
         raise DualgpuError("an index can only have a single ellipsis ('...')")
     out, arrays = [], []
@@ -591,7 +638,23 @@ def getitem(x, key):
         return x
     if not _is_tracer(x):
         return x[_sh.key_to_python(nkey, arrays)]
+    if arrays and not builtins.any(_is_tracer(i) for i in arrays):
+        _check_constant_indices(x, nkey, arrays)
     return _sh.getitem.bind(x, *arrays, key=nkey)
+
+
+def _check_constant_indices(x, nkey, arrays):
+    """Constant index arrays are known while tracing: check their bounds now (as NumPy
+    would) rather than fail inside the generated program."""
+    if builtins.any(not isinstance(i, np.ndarray) for i in arrays):
+        return  # device (CuPy) index arrays: checking would copy them to the host
+    dummy = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=bool), shape=x.shape,
+                                            strides=(0,) * len(x.shape))
+    try:
+        dummy[_sh.key_to_python(nkey, [np.asarray(i) for i in arrays])]
+    except IndexError as e:
+        raise DualgpuError(f"getitem on {x.aval.str_short()}: {e} (at {user_location()})"
+                           ) from None
 
 
 def take(a, indices, axis=None):
@@ -633,13 +696,25 @@ def triu(m, k=0):
 
 
 # --------------------------------------------------------------------------- linear algebra
+def _sparse_operand(*xs) -> bool:
+    from .sparse_api import is_sparse_like
+
+    return builtins.any(is_sparse_like(x) for x in xs)
+
+
 def matmul(a, b, out=None, **kw):
     _unsupported_kwargs("matmul", {"out": out, **kw})
+    if _sparse_operand(a, b):
+        from . import sparse_api
+
+        return sparse_api.matmul(a, b)
     return _la.matmul.bind(a, b)
 
 
 def dot(a, b, out=None):
     _unsupported_kwargs("dot", {"out": out})
+    if _sparse_operand(a, b):
+        return matmul(a, b)
     na, nb = len(_shape(a)), len(_shape(b))
     if na == 0 or nb == 0:
         return multiply(a, b)
@@ -692,6 +767,33 @@ def linalg_norm(x, ord=None, axis=None, keepdims=False):
         raise UnsupportedOpError(f"linalg.norm(ord={ord!r}) is not supported; "
                                  "vector 2-norm and Frobenius norm are")
     return sqrt(sum(multiply(x, x), axis=axis, keepdims=keepdims))  # noqa: F821
+
+
+def linalg_solve(a, b):
+    """``np.linalg.solve``: ``x`` with ``a @ x = b`` (``b`` a vector when 1-D)."""
+    return _dec.solve.bind(a, b)
+
+
+def linalg_inv(a):
+    """``np.linalg.inv`` over the last two axes."""
+    return _dec.inv.bind(a)
+
+
+def linalg_det(a):
+    """``np.linalg.det`` over the last two axes."""
+    return _dec.det.bind(a)
+
+
+def linalg_slogdet(a):
+    """``np.linalg.slogdet``: ``(sign, log|det|)``; only the second is differentiable."""
+    sign, logabsdet = _dec.slogdet.bind(a)
+    return sign, logabsdet
+
+
+def linalg_cholesky(a, upper=False):
+    """``np.linalg.cholesky``: the lower factor (``upper=True``: its transpose)."""
+    low = _dec.cholesky.bind(a)
+    return swapaxes(low, -1, -2) if upper else low
 
 
 # --------------------------------------------------------------------------- constants

@@ -112,7 +112,8 @@ def to_networkx(graph: Graph):
 def to_dot(graph: Graph) -> str:
     """DOT text: variables as ellipses (inputs green, outputs blue), equations as boxes."""
     g = to_networkx(graph)
-    lines = [f'digraph "{graph.name}" {{', "  rankdir=TB;", '  node [fontname="Helvetica"];']
+    title = graph.name.replace("\\", "\\\\").replace('"', '\\"')
+    lines = [f'digraph "{title}" {{', "  rankdir=TB;", '  node [fontname="Helvetica"];']
     ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
     for n, data in g.nodes(data=True):
         if data["kind"] == "eqn":
@@ -131,14 +132,72 @@ def to_dot(graph: Graph) -> str:
     return "\n".join(lines)
 
 
-def render(graph: Graph, path: str) -> str:
-    """Write a picture of the graph through Graphviz's ``dot``; returns ``path``."""
+def _dot_program() -> str:
     exe = shutil.which("dot")
     if exe is None:
         raise DualgpuError("rendering needs Graphviz's 'dot' program on PATH "
-                           "(apt-get install graphviz); graph.to_dot() gives the text")
-    fmt = path.rsplit(".", 1)[-1] if "." in path else "svg"
-    subprocess.run([exe, f"-T{fmt}", "-o", path], input=to_dot(graph).encode(), check=True)
+                           "(apt-get install graphviz, brew install graphviz or conda install "
+                           "graphviz); graph.to_dot() gives the DOT text without it")
+    return exe
+
+
+def _run_dot(graph: Graph, fmt: str, path: str | None = None) -> bytes:
+    cmd = [_dot_program(), f"-T{fmt}"] + (["-o", path] if path else [])
+    try:
+        done = subprocess.run(cmd, input=to_dot(graph).encode(), capture_output=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        raise DualgpuError(f"Graphviz took over 60 s to lay out {len(graph.eqns)} "
+                           "equations; render a smaller graph") from None
+    if done.returncode != 0:
+        msg = " ".join(done.stderr.decode(errors="replace").split())
+        raise DualgpuError(f"Graphviz failed to render format {fmt!r}: {msg}")
+    return done.stdout
+
+
+def render(graph: Graph, path: str) -> str:
+    """Write a picture of the graph through Graphviz's ``dot``; returns ``path``.
+
+    The format is the file suffix (``svg``, ``png``, ``pdf``...); ``.dot``/``.gv`` write the
+    DOT text itself and need no Graphviz.
+
+    Example::
+
+        >>> dg.trace(f, x).render("graph.svg")
+        'graph.svg'
+    """
+    fmt = path.rsplit(".", 1)[-1].lower() if "." in path else "svg"
+    if fmt in ("dot", "gv"):
+        with open(path, "w") as fh:
+            fh.write(to_dot(graph) + "\n")
+        return path
+    _run_dot(graph, fmt, path)
     return path
 
 
+# Graphs beyond this many equations are shown as text in notebooks (layout gets slow).
+SVG_MAX_EQNS = 400
+
+
+def to_svg(graph: Graph) -> str | None:
+    """SVG text of the graph through Graphviz, or ``None`` when ``dot`` is not installed,
+    fails, or the graph is too large to lay out quickly (``SVG_MAX_EQNS``)."""
+    if shutil.which("dot") is None or len(graph.eqns) > SVG_MAX_EQNS:
+        return None
+    try:
+        svg = _run_dot(graph, "svg").decode()
+    except DualgpuError:
+        return None
+    start = svg.find("<svg")  # drop the XML prolog and DOCTYPE: embeddable in HTML
+    return svg[start:] if start >= 0 else svg
+
+
+def to_html(graph: Graph) -> str:
+    """HTML for notebooks: the picture (when Graphviz is available) above the listing."""
+    import html
+
+    listing = f"<pre>{html.escape(format_graph(graph))}</pre>"
+    svg = to_svg(graph)
+    if svg is None:
+        return listing
+    return f"<div>{svg}<details><summary>listing</summary>{listing}</details></div>"

@@ -77,9 +77,14 @@ def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -
         double = defprim("double", lambda xp, x: 2 * x, same_as_first,
                          jvp=lambda p, t: (double(p[0]), None if t[0] is None else double(t[0])))
     """
-    from .codegen.names import check_identifier
+    from .codegen.names import check_c_expression, check_identifier, check_py_template
 
     check_identifier(name, what="primitive name")
+    # templates are printed into generated source: check them as we check names
+    if isinstance(kwargs.get("py"), str):
+        check_py_template(kwargs["py"], what=f"Python template of {name}")
+    if kwargs.get("c") is not None:
+        check_c_expression(kwargs["c"], arity=16)
     if name in REGISTRY:
         raise DualgpuError(f"a primitive named {name!r} is already registered")
     prim = Primitive(name, impl, abstract_eval, **kwargs)

@@ -1,1 +1,385 @@
-"""Sparse functions reachable from traced code (``scipy.sparse``/``cupyx.scipy.sparse``)."""
+"""Sparse matrices inside traced functions (``scipy.sparse`` and ``cupyx.scipy.sparse``).
+
+A sparse matrix used by a traced function -- closed over, or passed as an argument -- is
+seen as a :class:`SparseValue`: its values ``data`` (a traced or concrete dense 1-D array)
+and its :class:`Pattern` (format, shape and index arrays, always concrete). Products with
+dense arrays bind the ``spmm`` primitive of :mod:`dualgpu.rules.sparse`; the matrix is never
+densified, and the gradient with respect to a sparse argument comes back as a sparse matrix
+of the same class, format and pattern.
+
+Supported: ``A @ x``, ``x @ A``, ``A.T``, ``A.dot(x)``, ``A.multiply(dense)`` (keeps the
+pattern), ``A * scalar``, ``-A``, ``A.sum(axis)``, ``A.toarray()``, for CSR, CSC and COO
+(both the ``*_matrix`` and ``*_array`` classes of SciPy, and cupyx's matrices).
+
+Example::
+
+    >>> import numpy as np, scipy.sparse as sp, dualgpu as dg
+    >>> A = sp.random(4, 3, density=0.5, format="csc", random_state=1)
+    >>> gA = dg.grad(lambda A, x: np.sum(A @ x))(A, np.ones(3))
+    >>> type(gA).__name__, gA.nnz == A.nnz
+    ('csc_matrix', True)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import DualgpuError, UnsupportedOpError, UnsupportedSparseFormatError
+
+__all__ = ["is_sparse", "SparseValue", "Pattern", "matmul", "as_sparse_value"]
+
+
+def is_sparse(x) -> bool:
+    """True for SciPy and cupyx sparse matrices/arrays (not for :class:`SparseValue`).
+
+    Example::
+
+        >>> is_sparse(scipy.sparse.eye(3)), is_sparse(np.eye(3))
+        (True, False)
+    """
+    from .backends import array_backend
+
+    b = array_backend(x)
+    return b is not None and b.is_sparse(x)
+
+
+def is_sparse_like(x) -> bool:
+    return isinstance(x, SparseValue) or is_sparse(x)
+
+
+def _is_tracer(x) -> bool:
+    from .trace import Tracer
+
+    return isinstance(x, Tracer)
+
+
+class Pattern:
+    """The structure of a sparse matrix: format, shape and (concrete) index arrays.
+
+    ``ind, ptr`` are ``indices, indptr`` for CSR/CSC and ``row, col`` for COO. ``.T`` is the
+    pattern of the transpose (same arrays, CSR <-> CSC), as SciPy's ``A.T`` is.
+    """
+
+    def __init__(self, fmt: str, shape: tuple, ind, ptr, container=None):
+        if fmt not in ("csr", "csc", "coo"):
+            raise UnsupportedSparseFormatError(
+                f"sparse format {fmt!r} is not supported; convert with A.tocsr()")
+        self.fmt = fmt
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.ind = ind
+        self.ptr = ptr
+        self.container = container
+        self._coo = None
+
+    @classmethod
+    def of(cls, a) -> Pattern:
+        fmt = a.format
+        if fmt == "coo":
+            return cls(fmt, a.shape, a.row, a.col, type(a))
+        if fmt in ("csr", "csc"):
+            return cls(fmt, a.shape, a.indices, a.indptr, type(a))
+        raise UnsupportedSparseFormatError(
+            f"sparse format {fmt!r} ({type(a).__name__}) is not supported by dualgpu; "
+            "convert with A.tocsr() (CSR, CSC and COO are)")
+
+    @property
+    def nnz(self) -> int:
+        return int(self.ind.shape[0])
+
+    @property
+    def T(self) -> Pattern:
+        if self.fmt == "coo":
+            return Pattern("coo", self.shape[::-1], self.ptr, self.ind, self.container)
+        return Pattern("csc" if self.fmt == "csr" else "csr", self.shape[::-1], self.ind,
+                       self.ptr, self.container)
+
+    def coo(self):
+        """Row and column index of every stored entry, in data order."""
+        if self._coo is None:
+            from .rules.sparse import coo_indices
+
+            self._coo = coo_indices(self.ind, self.ptr, self.fmt, self.shape)
+        return self._coo
+
+    def params(self) -> dict:
+        return {"fmt": self.fmt, "shape": self.shape}
+
+    def key(self) -> tuple:
+        """A cache key: the pattern's arrays by identity (graphs keep them alive)."""
+        return ("sparse", self.fmt, self.shape, self.nnz, _IdKey(self.ind, self.ptr),
+                np.dtype(self.ind.dtype).str)
+
+    def rebuild(self, data, like=None):
+        """A sparse matrix of the original class with these values (no copy of indices)."""
+        cls = type(like) if like is not None else self.container
+        if cls is None:
+            from .backends import array_backend
+            from .rules.sparse import make_matrix
+
+            return make_matrix(array_backend(self.ptr).xp, data, self.ind, self.ptr,
+                               self.fmt, self.shape)
+        if self.fmt == "coo":
+            return cls((data, (self.ind, self.ptr)), shape=self.shape)
+        return cls((data, self.ind, self.ptr), shape=self.shape)
+
+
+class SparseValue:
+    """A sparse matrix with traced (or concrete) values and a concrete pattern.
+
+    Example::
+
+        A = SparseValue.constant(scipy.sparse.eye(3, format="csr"))
+        A @ x          # binds spmm when x is traced
+    """
+
+    __array_priority__ = 2000  # above Tracer's, so that x @ A reaches our reflected op
+
+    def __init__(self, data, pattern: Pattern):
+        self.data = data
+        self.pattern = pattern
+
+    @classmethod
+    def constant(cls, a) -> SparseValue:
+        return cls(a.data, Pattern.of(a))
+
+    # ---------------------------------------------------------------- attributes
+    shape = property(lambda self: self.pattern.shape)
+    format = property(lambda self: self.pattern.fmt)
+    nnz = property(lambda self: self.pattern.nnz)
+    dtype = property(lambda self: self.data.dtype)
+    ndim = 2
+
+    def __repr__(self) -> str:
+        return (f"<dualgpu SparseValue {self.format} {self.shape[0]}x{self.shape[1]}, "
+                f"nnz={self.nnz}, data={self.data!r}>")
+
+    @property
+    def T(self) -> SparseValue:
+        return SparseValue(self.data, self.pattern.T)
+
+    def transpose(self, axes=None, copy=False) -> SparseValue:
+        return self.T
+
+    # ---------------------------------------------------------------- products
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
+
+    def dot(self, other):
+        return matmul(self, other)
+
+    def multiply(self, other) -> SparseValue:
+        """Elementwise product with a scalar or a dense array broadcastable to the shape;
+        the result keeps this pattern (``other`` is gathered at the stored entries)."""
+        from . import numpy_api as dnp
+
+        if is_sparse_like(other):
+            raise UnsupportedOpError("sparse.multiply(sparse) is not supported on traced "
+                                     "values; multiply by a dense array")
+        shape = dnp._shape(other)
+        if len(shape) == 0:
+            return SparseValue(dnp.multiply(self.data, other), self.pattern)
+        if len(shape) == 1:
+            shape, other = (1,) + shape, dnp.reshape(other, (1,) + shape)
+        if len(shape) != 2 or any(s not in (1, d) for s, d in zip(shape, self.shape)):
+            raise DualgpuError(f"multiply: a dense operand of shape {shape} does not "
+                               f"broadcast to the sparse shape {self.shape}")
+        rows, cols = self.pattern.coo()
+        xp = np if isinstance(rows, np.ndarray) else None
+        key = tuple(_zeros_like_index(idx, xp) if s == 1 else idx
+                    for idx, s in zip((rows, cols), shape))
+        picked = dnp.getitem(other, key)
+        return SparseValue(dnp.multiply(self.data, picked), self.pattern)
+
+    def _matrix_semantics(self, other) -> bool:
+        """``*`` is a matrix product for the ``*_matrix`` classes, elementwise otherwise."""
+        from .numpy_api import _shape
+
+        cls = self.pattern.container
+        return len(_shape(other)) > 0 and cls is not None and "matrix" in cls.__name__
+
+    def __mul__(self, other):
+        return matmul(self, other) if self._matrix_semantics(other) else self.multiply(other)
+
+    def __rmul__(self, other):
+        return matmul(other, self) if self._matrix_semantics(other) else self.multiply(other)
+
+    def __truediv__(self, other):
+        from . import numpy_api as dnp
+
+        return SparseValue(dnp.true_divide(self.data, other), self.pattern)
+
+    def __neg__(self):
+        from . import numpy_api as dnp
+
+        return SparseValue(dnp.negative(self.data), self.pattern)
+
+    def __pos__(self):
+        return self
+
+    # ---------------------------------------------------------------- reductions, dense
+    def sum(self, axis=None):
+        """Sum of the entries (``axis=None``), or along an axis as a dense 1-D array."""
+        from . import numpy_api as dnp
+
+        if axis is None:
+            return dnp.sum(self.data)
+        axis = int(axis) % 2
+        ones = _xp(self).ones(self.shape[axis], dtype=np.dtype(self.dtype))
+        return matmul(ones, self) if axis == 0 else matmul(self, ones)
+
+    def toarray(self):
+        """The dense matrix (this *does* densify: only for small matrices)."""
+        from .rules.shape import scatter_add
+
+        rows, cols = self.pattern.coo()
+        if not _is_tracer(self.data):
+            return self.pattern.rebuild(self.data).toarray()
+        return scatter_add.bind(self.data, rows, cols, key=(("array", 0), ("array", 1)),
+                                shape=self.shape)
+
+    todense = toarray
+
+
+def _xp(sv):
+    from .backends import array_backend
+
+    return array_backend(sv.pattern.ptr).xp
+
+
+def _zeros_like_index(idx, xp):
+    if xp is None:
+        from .backends import array_backend
+
+        xp = array_backend(idx).xp
+    return xp.zeros_like(idx)
+
+
+def as_sparse_value(a) -> SparseValue:
+    return a if isinstance(a, SparseValue) else SparseValue.constant(a)
+
+
+# --------------------------------------------------------------------------- products
+def matmul(a, b):
+    """``a @ b`` where one operand is sparse (a SciPy/cupyx matrix or a SparseValue).
+
+    Dense operands may have any rank NumPy's matmul allows; the sparse one is 2-D. Every
+    case is expressed as ``sparse @ dense`` (what cuSPARSE provides) with transposes.
+
+    Example (inside a traced function, ``A`` sparse and ``x`` traced)::
+
+        y = matmul(x, A)      # spmm(A.data, x.T, transpose=True).T
+    """
+    from . import numpy_api as dnp
+    from .rules.sparse import spmm
+
+    if is_sparse_like(a) and is_sparse_like(b):
+        raise UnsupportedOpError("sparse @ sparse is not supported on traced values")
+    if is_sparse_like(a):
+        A, x = as_sparse_value(a), b
+        if not _is_tracer(x) and not _is_tracer(A.data):
+            return a @ x if not isinstance(a, SparseValue) else _eager(A, x)
+        p = A.pattern
+        shape = dnp._shape(x)
+        if len(shape) <= 2:
+            return spmm.bind(A.data, x, p.ind, p.ptr, **p.params(), transpose=False)
+        # batched: (..., n, k) -> (n, ...*k) -> spmm -> (m, ...*k) -> (..., m, k)
+        xm = dnp.reshape(dnp.moveaxis(x, -2, 0), (shape[-2], -1))
+        y = spmm.bind(A.data, xm, p.ind, p.ptr, **p.params(), transpose=False)
+        y = dnp.reshape(y, (p.shape[0],) + shape[:-2] + shape[-1:])
+        return dnp.moveaxis(y, 0, -2)
+    A, x = as_sparse_value(b), a
+    if not _is_tracer(x) and not _is_tracer(A.data):
+        return x @ b if not isinstance(b, SparseValue) else _eager(A.T, dnp.transpose(x)).T
+    p = A.pattern
+    shape = dnp._shape(x)
+    if len(shape) == 1:
+        return spmm.bind(A.data, x, p.ind, p.ptr, **p.params(), transpose=True)
+    # x @ A = (A.T @ x.T).T, with the leading axes of x flattened
+    xm = dnp.transpose(dnp.reshape(x, (-1, shape[-1])))
+    y = spmm.bind(A.data, xm, p.ind, p.ptr, **p.params(), transpose=True)
+    return dnp.reshape(dnp.transpose(y), shape[:-1] + (p.shape[1],))
+
+
+def _eager(A: SparseValue, x):
+    return A.pattern.rebuild(A.data) @ x
+
+
+# --------------------------------------------------------------------------- arguments
+class SparseArgs:
+    """Sparse arguments of a transformed function (used by :class:`dualgpu.api.Prepared`).
+
+    Each sparse argument enters the graph as its ``data`` array (an ordinary input, which
+    may be differentiated); its pattern is static and part of the cache key. Gradients,
+    HVPs and tangents come back as sparse matrices of the argument's class and pattern.
+    """
+
+    def __init__(self):
+        self.patterns: dict[int, Pattern] = {}
+        self.originals: dict[int, Any] = {}
+
+    def add(self, i: int, a) -> tuple:
+        """Register argument ``i``; returns (its data array, its cache key)."""
+        p = Pattern.of(a)
+        self.patterns[i] = p
+        self.originals[i] = a
+        return a.data, p.key() + (type(a).__name__,)
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def wrap(self, fn):
+        """``fn`` taking the data arrays where it took sparse matrices."""
+        patterns = self.patterns
+
+        def with_sparse_args(*args):
+            args = list(args)
+            for i, p in patterns.items():
+                args[i] = SparseValue(args[i], p)
+            return fn(*args)
+
+        with_sparse_args.__name__ = getattr(fn, "__name__", "f")
+        with_sparse_args.__wrapped__ = fn
+        return with_sparse_args
+
+    def direction(self, i: int, v):
+        """The data array of a direction/tangent for sparse argument ``i``."""
+        if i not in self.patterns:
+            return v
+        p = self.patterns[i]
+        if is_sparse(v):
+            q = Pattern.of(v)
+            if q.fmt != p.fmt or q.shape != p.shape or q.nnz != p.nnz:
+                raise DualgpuError(
+                    f"the direction for sparse argument {i} must have the argument's format "
+                    f"and pattern ({p.fmt}, shape {p.shape}, nnz {p.nnz})")
+            return v.data
+        if tuple(np.shape(v)) == (p.nnz,):
+            return v  # the values of a matrix with the argument's pattern
+        raise DualgpuError(f"the direction for sparse argument {i} must be a sparse matrix "
+                           f"with its pattern, or a vector of its {p.nnz} values")
+
+    def repackage(self, i: int, values):
+        """Values for sparse argument ``i`` as a sparse matrix like the argument."""
+        if i not in self.patterns:
+            return values
+        return self.patterns[i].rebuild(values, like=self.originals[i])
+
+
+class _IdKey:
+    """Hashable by the identity of some arrays, which it keeps alive (so ids stay unique)."""
+
+    __slots__ = ("refs", "ids")
+
+    def __init__(self, *refs):
+        self.refs = refs
+        self.ids = tuple(id(r) for r in refs)
+
+    def __hash__(self) -> int:
+        return hash(self.ids)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _IdKey) and other.ids == self.ids

@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import (
     BackendMismatchError,
+    DualgpuError,
     EscapedTracerError,
     TracerControlFlowError,
     UnsupportedOpError,
@@ -24,6 +25,10 @@ from .errors import (
 from .ir import Aval, Const, Eqn, Graph, Literal, Var
 
 _SCALAR_TYPES = (bool, int, float, complex)
+# Ops whose output is uniformly filled when their first input is (every element of the
+# output is some element of the input). Not scatter_add or pad: they write zeros around.
+_FILL_PRESERVING = frozenset({"reshape", "transpose", "broadcast_to", "getitem",
+                              "stop_gradient"})
 
 
 class GraphBuilder:
@@ -81,15 +86,23 @@ class GraphBuilder:
 
     def record(self, prim, args: Sequence[Any], params: dict):
         atoms = [self.atom(a, prim.name) for a in args]
-        out_avals = prim.abstract_eval([a.aval for a in atoms], **params)
+        try:
+            out_avals = prim.abstract_eval([a.aval for a in atoms], **params)
+        except DualgpuError as e:
+            # a shape error in user code: say where (once)
+            if " (at " not in str(e):
+                raise type(e)(f"{e} (at {user_location()})") from None
+            raise
+        except (ValueError, TypeError, IndexError) as e:
+            raise DualgpuError(f"{prim.name}: {e} (at {user_location()})") from None
         multiple = prim.multiple_results
         outs = [Var(a) for a in (out_avals if multiple else [out_avals])]
         self.eqns.append(Eqn(prim, atoms, dict(params), outs, source=user_location()))
         if prim.name == "fill_like":
             self.fills[outs[0].id] = params["value"]
-        elif prim.kind == "shape" or prim.name == "broadcast_to":
+        elif prim.name in _FILL_PRESERVING:
             src = atoms[0]
-            if not isinstance(src, Literal) and src.id in self.fills and len(atoms) == 1:
+            if not isinstance(src, Literal) and src.id in self.fills:
                 self.fills[outs[0].id] = self.fills[src.id]
         tracers = [Tracer(v, self) for v in outs]
         return tracers if multiple else tracers[0]
@@ -153,7 +166,7 @@ class Tracer:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d traced array")
+            raise UnsupportedOpError(f"len() of a 0-d traced array at {user_location()}")
         return self.shape[0]
 
     def __iter__(self):
@@ -176,6 +189,12 @@ class Tracer:
     get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
 
     def __array__(self, dtype=None, copy=None):
+        if _sparse_probe():
+            # scipy.sparse's A @ x probes x with np.asanyarray and returns NotImplemented
+            # for a 0-d object array, so that our __rmatmul__ runs (sparse support).
+            box = np.empty((), dtype=object)
+            box[()] = self
+            return box
         raise TracerControlFlowError(
             f"a traced value was converted to a concrete NumPy array at {user_location()} "
             "(np.asarray, np.array or a C extension). Use dualgpu-supported NumPy functions "
@@ -205,6 +224,15 @@ class Tracer:
         from .namespace import array_namespace
 
         return array_namespace(self._builder.xp)
+
+
+def _sparse_probe() -> bool:
+    """True when the caller of ``__array__`` is scipy.sparse's operator dispatch."""
+    import sys
+
+    frame = sys._getframe(2)
+    return (frame is not None
+            and str(frame.f_globals.get("__name__", "")).startswith("scipy.sparse"))
 
 
 def _binary(name: str, reflected: bool = False):

@@ -50,3 +50,133 @@ def cupy_available() -> bool:
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
+
+
+class CudaGraphRunner:
+    """Replays a program as a captured CUDA graph once its shapes are known.
+
+    The first call runs eagerly (it compiles the kernels); the second captures the program
+    on a private stream and memory pool, with static input and output buffers; later calls
+    copy the inputs into those buffers, launch the graph on the current stream and copy the
+    outputs out (``config["cuda_graph_outputs"] = "reuse"`` returns the buffers themselves,
+    overwritten by the next call). When capture fails (an op that synchronises with the
+    host, a sparse or non-array value), the program keeps running eagerly.
+
+    Example::
+
+        runner = CudaGraphRunner(program)
+        outs = runner(x, v)      # eager; runner(x, v) again captures; then replays
+    """
+
+    def __init__(self, fn):
+        import threading
+
+        self.fn = fn
+        self.calls = 0
+        self.nbytes = 0
+        self.graph = None
+        self.failed: str | None = None
+        self.replays = 0
+        self._lock = threading.Lock()
+        self._last_stream = None
+
+    def __call__(self, arrays, reuse_outputs: bool = False, max_bytes: int | None = None):
+        if self.failed is not None or self.calls == 0 or (
+                max_bytes is not None and self.nbytes > max_bytes):
+            self.calls += 1
+            outs = self.fn(*arrays)
+            if self.calls == 1:
+                self._check_graphable(arrays, outs)
+            return outs
+        with self._lock:
+            if self.graph is None:
+                try:
+                    self._capture(arrays)
+                except Exception as e:  # noqa: BLE001 - any failure means "run eagerly"
+                    self.failed = f"{type(e).__name__}: {e}"
+                    self.graph = None
+                    return self.fn(*arrays)
+            if cupy_device_id() != self.device:
+                return self.fn(*arrays)
+            return self._replay(arrays, reuse_outputs)
+
+    def _check_graphable(self, arrays, outs):
+        import cupy
+
+        both = list(arrays) + list(outs)
+        if not all(isinstance(a, cupy.ndarray) for a in both):
+            self.failed = "an input or output is not a dense CuPy array"
+            return
+        # replay copies every input and output once: worth it for small, launch-bound calls
+        self.nbytes = sum(a.nbytes for a in both)
+
+    @staticmethod
+    def _copy(dst, src, stream):
+        import cupy
+        from cupy.cuda import runtime
+
+        if src.flags.c_contiguous and src.dtype == dst.dtype:
+            if src.nbytes:
+                runtime.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes,
+                                    runtime.memcpyDeviceToDevice, stream.ptr)
+        else:
+            cupy.copyto(dst, src)
+
+    def _capture(self, arrays):
+        import cupy
+        from cupy.cuda import runtime
+
+        cur = cupy.cuda.get_current_stream()
+        self.device = cupy_device_id()
+        self.static_in = [cupy.empty(a.shape, dtype=a.dtype) for a in arrays]
+        for dst, a in zip(self.static_in, arrays):
+            self._copy(dst, a, cur)
+        self.pool = cupy.cuda.MemoryPool()
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.stream.wait_event(cur.record())
+        mode = getattr(runtime, "streamCaptureModeRelaxed", None)
+        with cupy.cuda.using_allocator(self.pool.malloc), self.stream:
+            warm = self.fn(*self.static_in)  # fills the private pool: no mallocs in capture
+            del warm
+            if mode is None:
+                self.stream.begin_capture()
+            else:
+                self.stream.begin_capture(mode)
+            try:
+                outs = self.fn(*self.static_in)
+            except BaseException:
+                try:
+                    self.stream.end_capture()
+                except Exception:  # noqa: BLE001 - the capture is already broken
+                    pass
+                raise
+            self.graph = self.stream.end_capture()
+        self.static_out = list(outs)
+        cur.wait_event(self.stream.record())
+        self._last_stream = cur
+
+    def _replay(self, arrays, reuse_outputs):
+        import cupy
+
+        cur = cupy.cuda.get_current_stream()
+        if self._last_stream is not None and cur.ptr != self._last_stream.ptr:
+            cur.wait_event(self._last_stream.record())
+        self._last_stream = cur
+        for dst, a in zip(self.static_in, arrays):
+            self._copy(dst, a, cur)
+        self.graph.launch(cur)
+        self.replays += 1
+        if reuse_outputs:
+            return list(self.static_out)
+        outs = []
+        for o in self.static_out:
+            c = cupy.empty(o.shape, dtype=o.dtype)
+            self._copy(c, o, cur)
+            outs.append(c)
+        return outs
+
+
+def cupy_device_id() -> int:
+    import cupy
+
+    return cupy.cuda.runtime.getDevice()

@@ -53,7 +53,9 @@ def emit_equation(eqn, arg_names: list[str]) -> str:
     if tpl is None:
         params = "".join(f", {k}={_param_source(v)}" for k, v in eqn.params.items())
         return f"ops.{prim.name}({', '.join(arg_names)}{params})"
-    fmt_params = {k: (v if isinstance(v, str) else _param_source(v))
+    # a string parameter is printed bare only when it is a plain identifier (a dtype name);
+    # any other string is quoted, so that a parameter value can never become code
+    fmt_params = {k: (v if N.is_plain_identifier(v) else _param_source(v))
                   for k, v in eqn.params.items()}
     return tpl.format(*arg_names, **fmt_params)
 
@@ -74,6 +76,9 @@ def generate_python(graph: Graph, fn_name: str | None = None) -> tuple[str, dict
 
     fn_name = N.function_name(fn_name or graph.name)
     name = Namer(graph)
+    # the user's argument names become parameters: keep them off xp, ops, t0, c0, ...
+    for v, safe in zip(graph.inputs, N.safe_input_names([name(v) for v in graph.inputs])):
+        name.names[v.id] = safe
     consts = {name(c): c.value for c in graph.consts}
     params = ", ".join(name(v) for v in graph.inputs)
     lines = [f"def {fn_name}({params}):"]

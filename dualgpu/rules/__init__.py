@@ -1,2 +1,2 @@
 """The rule registry, grouped by kind of op. Importing this package registers every rule."""
-from . import elementwise, linalg, reductions, shape  # noqa: F401
+from . import decompositions, elementwise, linalg, reductions, shape, sparse  # noqa: F401

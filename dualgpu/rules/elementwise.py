@@ -88,7 +88,7 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
     prim = defprim(name, impl, _shape_rule(name, result),
                    jvp=jvp if differentiable else None, vjp=vjp if differentiable else None,
                    kind="elementwise", c=c, py=py or (f"xp.{numpy_name}(" + ", ".join(
-                       "{%d}" % i for i in range(arity)) + ")"),
+                       f"{{{i}}}" for i in range(arity)) + ")"),
                    differentiable=differentiable, partials=partials, doc=doc)
     prim.arity = arity
     prim_box.append(prim)
@@ -137,9 +137,18 @@ def _pow_dx(x, y, ans):
     return y * dnp.power(x, y - 1)
 
 
+def _pow_dy(x, y, ans):
+    """log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0, as JAX does)."""
+    from ..trace import Tracer
+
+    if not isinstance(x, Tracer):
+        return dnp.multiply(dnp.log(x), ans)
+    safe = dnp.where(dnp.equal(x, 0), 1.0, x)
+    return dnp.multiply(dnp.log(safe), ans)
+
+
 power = elementwise(
-    "power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}",
-    partials=[_pow_dx, lambda x, y, ans: dnp.multiply(dnp.log(x), ans)])
+    "power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}", partials=[_pow_dx, _pow_dy])
 square = elementwise("square", "square", 1, c="({0} * {0})",
                      partials=[lambda x, ans: dnp.multiply(2, x)])
 reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float",
@@ -250,9 +259,43 @@ erfc = elementwise("erfc", None, 1, c="erfc({0})", result="float", py="ops.erfc(
 gammaln = elementwise("gammaln", None, 1, c="lgamma({0})", result="float",
                       py="ops.gammaln({0})", impl=_special("gammaln"),
                       partials=[lambda x, ans: dnp.digamma(x)])
+
+
 digamma = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamma({0})",
-                      impl=_special("digamma"), differentiable=False,
-                      doc="psi(x); its derivative (polygamma) is not registered.")
+                      impl=_special("digamma"),
+                      partials=[lambda x, ans: polygamma.bind(x, n=1)],
+                      doc="psi(x), the derivative of gammaln; its derivative is polygamma(1, x).")
+
+
+def _polygamma_impl(xp, x, n):
+    from ..backends import backend_for_xp
+
+    # cupyx's polygamma needs an array order (it calls n.astype); SciPy takes either
+    x = xp.asarray(x)
+    out = backend_for_xp(xp).special.polygamma(xp.asarray(n), x)
+    return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
+
+
+def _polygamma_jvp(primals, tangents, n):
+    ans = polygamma.bind(primals[0], n=n)
+    t = tangents[0]
+    return ans, None if t is None else dnp.multiply(polygamma.bind(primals[0], n=n + 1), t)
+
+
+def _polygamma_vjp(g, primals, ans, n):
+    x = primals[0]
+    if not _needs_ct(x):
+        return (None,)
+    return (unbroadcast(dnp.multiply(polygamma.bind(x, n=n + 1), g), x.aval),)
+
+
+polygamma = defprim(
+    "polygamma", _polygamma_impl, _shape_rule("polygamma", "float"), jvp=_polygamma_jvp,
+    vjp=_polygamma_vjp, kind="elementwise", c=None, py="ops.polygamma({0}, n={n})",
+    doc="The n-th derivative of digamma (scipy.special.polygamma(n, x)); differentiable to "
+        "any order, so gammaln is.")
+polygamma.arity = 1
+ELEMENTWISE["polygamma"] = polygamma
 
 # --------------------------------------------------------------------------- selection
 where = elementwise(
@@ -263,7 +306,9 @@ where = elementwise(
 
 def _where_shape(avals, **params):
     shape = broadcast_shapes(*[a.shape for a in avals], op="where")
-    return Aval(shape, promote(avals[1:]), avals[1].weak and avals[2].weak)
+    # np.where returns an array even when both branches are Python scalars: the result is
+    # not weakly typed (x32 * where(c, 1.0, 0.0) is float64 in NumPy, and must be here)
+    return Aval(shape, promote(avals[1:]), False)
 
 
 where.abstract_eval = _where_shape

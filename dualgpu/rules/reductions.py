@@ -157,6 +157,8 @@ def _cumprod_jvp(primals, tangents, axis):
 
 def _cumprod_linear(x, t, axis):
     n = x.shape[axis]
+    if n == 0:  # an empty axis (the VJP of a length-1 product takes cumprod of x[:0])
+        return t
     xm = dnp.moveaxis(x, axis, -1)
     tm = dnp.moveaxis(t, axis, -1)
     cols = []
@@ -170,6 +172,8 @@ def _cumprod_linear(x, t, axis):
 def _cumprod_vjp(g, primals, ans, axis):
     x = primals[0]
     n = x.shape[axis]
+    if n == 0:
+        return (g,)
     xm = dnp.moveaxis(x, axis, -1)
     gm = dnp.moveaxis(g, axis, -1)
     # x_bar_j = sum_{k>=j} g_k prod_{i<=k, i!=j} x_i

@@ -174,7 +174,8 @@ def _scatter_py(names, params):
 
 scatter_add = defprim(
     "scatter_add", _scatter_impl, _scatter_shape, jvp=_scatter_jvp, vjp=_scatter_vjp,
-    kind="shape", py=_scatter_py, doc="zeros(shape) with g added at x[key]; repeated indices accumulate.")
+    kind="shape", py=_scatter_py,
+    doc="zeros(shape) with g added at x[key]; repeated indices accumulate.")
 
 
 # --------------------------------------------------------------------------- concatenate

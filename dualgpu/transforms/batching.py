@@ -37,8 +37,9 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
     maps: dict[int, tuple] = {}
     for i in argnums:
         v = graph.inputs[i]
-        axes = tuple(a % v.ndim for a in batch_axes) if v.ndim else ()
-        if len(axes) != len(batch_axes) or not batch_axes:
+        in_range = all(-v.ndim <= a < v.ndim for a in batch_axes)
+        axes = tuple(a % v.ndim for a in batch_axes) if v.ndim and in_range else ()
+        if len(set(axes)) != len(batch_axes) or not batch_axes:
             raise SeparabilityError(f"batch_axes={tuple(batch_axes)} do not fit input {i} "
                                     f"of shape {v.shape}")
         maps[v.id] = axes

@@ -56,6 +56,11 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
                 raise DualgpuError(
                     f"the VJP rule of {prim.name} returned a cotangent of shape "
                     f"{getattr(ct, 'shape', ())} for an input of shape {a.shape}")
+            if getattr(ct, "dtype", a.dtype) != a.dtype and a.dtype.kind in "fc":
+                # a cotangent has its primal's dtype (float32 x @ float64 A: float32 grad)
+                from .. import numpy_api as dnp
+
+                ct = dnp.astype(ct, a.dtype)
             ct_env[a.id] = add_any(ct_env.get(a.id), ct)
     return ct_env
 

@@ -1,0 +1,249 @@
+"""What every workload shares: the run context, the peer imports, input rotation, and
+:func:`measure`, which checks one implementation against a reference and then times it.
+
+A workload never crashes the run: a peer that is not installed, an implementation that
+raises, or one that runs past its time limit becomes a skipped row with a note.
+"""
+from __future__ import annotations
+
+import math
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .report import Row
+from .timing import BenchTimeout, CupyClock, HostClock, TorchClock, jax_sync, time_fn, time_limit
+
+L2_BYTES = 60 * 2**20          # H200 L2; inputs rotate over at least 4x this
+HBM_BYTES_PER_S = 4.3e12       # device-to-device copy measured on an H200 (read + write)
+
+
+class Skip(Exception):
+    """An implementation cannot run here (peer missing, no GPU, unsupported case)."""
+
+
+@dataclass
+class Context:
+    """Options and environment of one benchmark run."""
+
+    gpu: bool = False
+    quick: bool = False
+    compile: bool = True               # try torch.compile where the workload offers it
+    impl_timeout_s: float = 90.0       # per implementation: build + check + timing
+    dualgpu_timeout_s: float | None = None   # a tighter limit for dualgpu rows, if given
+    budget_s: float = 4.0              # timed part of one implementation
+    log: Callable[[str], None] = print
+    debug: Callable[[str], None] = lambda text: None   # tracebacks: the log file only
+    tiny: bool = False                 # CPU smoke-test sizes (tests/test_benchmarks_smoke.py)
+    tf32: bool = False                 # TF32 matmuls for CuPy (CUPY_TF32) and torch
+
+    @property
+    def xp(self):
+        if self.gpu:
+            import cupy
+
+            return cupy
+        import numpy
+
+        return numpy
+
+    def device_clock(self):
+        """The clock for dualgpu and the hand-fused kernels."""
+        return CupyClock() if self.gpu else HostClock()
+
+    def sync(self) -> None:
+        if self.gpu:
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()
+
+    def limit_for(self, impl: str) -> float:
+        """Seconds allowed for one implementation's build, check and timing."""
+        if impl.startswith("dualgpu") and self.dualgpu_timeout_s:
+            return self.dualgpu_timeout_s
+        return self.impl_timeout_s
+
+    def reps(self, full: int, quick: int) -> int:
+        return quick if (self.quick or self.tiny) else full
+
+
+def n_input_sets(bytes_per_set: int, most: int = 4) -> int:
+    """How many input sets to rotate so that together they exceed 4x the L2 cache."""
+    return max(1, min(most, math.ceil(4 * L2_BYTES / max(1, bytes_per_set))))
+
+
+# ------------------------------------------------------------------------------ peers
+def import_jax():
+    """JAX, configured for benchmarking next to CuPy and torch (no preallocation)."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        import jax
+    except Exception as exc:  # noqa: BLE001  (any import failure means "not usable")
+        raise Skip(f"jax not importable ({type(exc).__name__}: {exc})") from None
+    return jax
+
+
+def jax_device(ctx: Context):
+    jax = import_jax()
+    kind = "gpu" if ctx.gpu else "cpu"
+    try:
+        return jax.devices(kind)[0]
+    except Exception as exc:  # noqa: BLE001
+        raise Skip(f"jax has no {kind} device ({exc})") from None
+
+
+def to_jax(ctx: Context, a):
+    """A JAX-owned copy of a CuPy/NumPy array on JAX's device.
+
+    On the GPU the array crosses by DLPack (no host round trip) and is then copied into a
+    buffer of JAX's own allocator: the check run of 2026-11-30 saw JAX's per-call dispatch
+    cost about 130 µs with DLPack-imported arguments, far above its usual cost.
+    """
+    jax = import_jax()
+    if ctx.gpu:
+        return jax.numpy.array(jax.dlpack.from_dlpack(a), copy=True)
+    return jax.device_put(a, jax_device(ctx))
+
+
+def import_torch(ctx: Context):
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001
+        raise Skip(f"torch not importable ({type(exc).__name__}: {exc})") from None
+    if ctx.gpu and not torch.cuda.is_available():
+        raise Skip("torch sees no CUDA device")
+    if ctx.gpu:
+        torch.backends.cuda.matmul.allow_tf32 = ctx.tf32
+    try:
+        import torch.func  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        raise Skip(f"torch.func missing ({exc})") from None
+    return torch
+
+
+def to_torch(ctx: Context, a):
+    torch = import_torch(ctx)
+    if ctx.gpu:
+        return torch.from_dlpack(a)
+    return torch.from_numpy(a)
+
+
+def torch_clock(ctx: Context):
+    return TorchClock() if ctx.gpu else HostClock()
+
+
+def jax_clock():
+    return HostClock(jax_sync, name="host+block_until_ready")
+
+
+def short(exc: BaseException, limit: int = 160) -> str:
+    """One line for a table cell: exception type and the start of its message."""
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------------------ measure
+def measure(ctx: Context, *, workload: str, case: str, impl: str,
+            build: Callable[[], Callable], inputs: Sequence[tuple] | Callable[[], Sequence],
+            check: Callable[[Any], float] | None = None, clock=None, tol: float = 1e-3,
+            reference: bool = False, reps: int | None = None, groups: int | None = None,
+            metric: str = "per call", extra: Callable[[Callable], dict] | None = None) -> Row:
+    """Build one implementation, check its first result, time it, and return its row.
+
+    ``build()`` returns the callable (it may raise :class:`Skip`); ``check(out)`` returns the
+    relative error against the workload's reference. ``inputs`` and ``clock`` may be given as
+    zero-argument factories, called inside the guard (converting inputs to a peer's arrays
+    imports the peer). ``extra(fn)`` may add fields (peak memory, say) after timing.
+    """
+    row = Row(workload=workload, case=case, impl=impl, reference=reference, metric=metric)
+    try:
+        with time_limit(ctx.limit_for(impl)):
+            if callable(inputs):
+                inputs = inputs()
+            if clock is not None and not hasattr(clock, "time_group"):
+                clock = clock()
+            fn = build()
+            out = fn(*inputs[0])
+            row.note = getattr(fn, "bench_note", "")
+            if check is not None:
+                row.rel_err = check(out)
+                if not (row.rel_err <= tol):  # NaN fails too
+                    row.note = f"WRONG: rel err {row.rel_err:.2e} > tol {tol:.0e}; " + row.note
+            del out
+            t = time_fn(fn, inputs, clock or ctx.device_clock(),
+                        warmup=2 if ctx.tiny else 3,
+                        reps=reps or ctx.reps(20, 10), groups=groups or ctx.reps(7, 3),
+                        budget_s=ctx.budget_s)
+            row.time_us = t.median_us
+            row.timing = t.as_dict()
+            row.status = "ok"
+            if extra is not None:
+                row.extra.update(extra(fn))
+    except Skip as exc:
+        row.status, row.note = "skipped", str(exc)
+    except BenchTimeout as exc:
+        row.status, row.note = "skipped", f"timeout: {exc}"
+    except Exception as exc:  # noqa: BLE001  (a failing implementation is a row, not a crash)
+        row.status, row.note = "skipped", f"error: {short(exc)}"
+        ctx.debug(f"[{workload}/{case}/{impl}]\n{traceback.format_exc()}")
+    ctx.log(f"  {workload:<10} {case:<12} {impl:<22} {row.describe()}")
+    return row
+
+
+# ------------------------------------------------------------------------------ checking
+def to_xp(ctx: Context, a):
+    """``a`` (NumPy, CuPy, JAX or torch) as an array of ``ctx.xp``, on the device where the
+    run is, without a host round trip on the GPU."""
+    xp = ctx.xp
+    if not ctx.gpu:
+        from .timing import to_numpy
+
+        return to_numpy(a)
+    if isinstance(a, xp.ndarray):
+        return a
+    try:
+        return xp.from_dlpack(a)
+    except Exception:  # noqa: BLE001  (0-d or exotic arrays: go through the host)
+        from .timing import to_numpy
+
+        return xp.asarray(to_numpy(a))
+
+
+def rel_err(ctx: Context, out, ref) -> float:
+    """``‖out − ref‖ / ‖ref‖`` in float64, computed where the arrays live."""
+    xp = ctx.xp
+    a = to_xp(ctx, out).astype(xp.float64).ravel()
+    b = to_xp(ctx, ref).astype(xp.float64).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"result has {a.size} elements, reference {b.size}")
+    den = float(xp.linalg.norm(b))
+    num = float(xp.linalg.norm(a - b))
+    return num / den if den > 0 else num
+
+
+def max_rel_err(ctx: Context, outs: Sequence, refs: Sequence) -> float:
+    """The largest relative error over matching outputs (a tuple result vs a tuple)."""
+    if len(outs) != len(refs):
+        raise ValueError(f"{len(outs)} outputs, expected {len(refs)}")
+    return max(rel_err(ctx, o, r) for o, r in zip(outs, refs))
+
+
+# ------------------------------------------------------------------------------ inputs
+def normal(rng, xp, shape, scale: float = 1.0):
+    """float32 normal samples from a NumPy or CuPy ``Generator`` (never zeros)."""
+    try:
+        a = rng.standard_normal(shape, dtype=xp.float32)
+    except TypeError:
+        a = rng.standard_normal(shape).astype(xp.float32)
+    return a if scale == 1.0 else (scale * a).astype(xp.float32)
+
+
+def uniform(rng, xp, shape):
+    """float32 uniform samples in [0, 1)."""
+    try:
+        return rng.random(shape, dtype=xp.float32)
+    except TypeError:
+        return rng.random(shape).astype(xp.float32)

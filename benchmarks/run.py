@@ -1,0 +1,148 @@
+"""Drive the benchmarks: ``python -m benchmarks.run [--quick] [--only NAME ...]``.
+
+Runs every workload (or those named), prints the ratio table and DESIGN.md's targets with
+met / not met, and writes ``bench-<time>.json``, ``bench-<time>.png`` and
+``bench-<time>.log`` (plus ``latest.*`` copies) under ``benchmarks/results/``. Without CuPy
+and a CUDA device it runs the tiny CPU sizes (what the smoke test runs), so that the
+harness itself can be tried anywhere.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # before any jax import
+
+from . import dense_tiny, mlp, overhead, scenario2, sparse  # noqa: E402
+from .common import Context  # noqa: E402
+from .report import Report, environment  # noqa: E402
+
+WORKLOADS = {
+    "scenario2": scenario2.run,
+    "mlp": mlp.run,
+    "dense_tiny": dense_tiny.run,
+    "sparse": sparse.run,
+    "overhead": overhead.run,
+    "sweep": scenario2.run_sweep,
+}
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _free_device_memory(gpu: bool) -> None:
+    """Hand pooled memory back between workloads (CuPy pool, torch cache)."""
+    if not gpu:
+        return
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
+    if "torch" in sys.modules:
+        sys.modules["torch"].cuda.empty_cache()
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    p.add_argument("--only", action="append", choices=sorted(WORKLOADS), metavar="NAME",
+                   help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile rows")
+    p.add_argument("--tf32", action="store_true",
+                   help="TF32 matmuls for CuPy (CUPY_TF32=1: dualgpu and the hand-fused "
+                        "kernels) and torch; JAX keeps its default precision either way")
+    p.add_argument("--cpu", action="store_true",
+                   help="tiny NumPy sizes even when a GPU is present (harness check)")
+    p.add_argument("--out", default=RESULTS, help="folder for JSON, PNG and log")
+    p.add_argument("--impl-timeout", type=float, default=90.0,
+                   help="seconds allowed for one implementation (build, check, timing)")
+    p.add_argument("--dualgpu-timeout", type=float, default=None,
+                   help="a tighter per-implementation limit for the dualgpu rows")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds of timed calls per implementation (default 4, quick 1.5)")
+    return p.parse_args(argv)
+
+
+def main(argv=None, progress=None) -> int:
+    """Run the benchmarks; ``progress(done, total, label)`` (``dualgpu bench`` passes a
+    progress bar) is called before and after each workload. Returns the exit status."""
+    args = parse_args(argv)
+    if args.tf32:
+        os.environ["CUPY_TF32"] = "1"        # read by CuPy; must precede its import
+    gpu = gpu_available() and not args.cpu
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, f"bench-{stamp}")
+    log_file = open(base + ".log", "w")
+
+    def log(text: str) -> None:
+        print(text, flush=True)
+        log_file.write(text + "\n")
+        log_file.flush()
+
+    def debug(text: str) -> None:
+        log_file.write(text + "\n")
+        log_file.flush()
+
+    ctx = Context(gpu=gpu, quick=args.quick, compile=not args.no_compile, tiny=not gpu,
+                  tf32=args.tf32,
+                  impl_timeout_s=args.impl_timeout, dualgpu_timeout_s=args.dualgpu_timeout,
+                  budget_s=args.budget or (1.5 if args.quick else 4.0), log=log, debug=debug)
+    if not gpu:
+        log("no CuPy/CUDA device (or --cpu): running the tiny CPU sizes only")
+    names = args.only or list(WORKLOADS)
+    report = Report(env={"gpu": "pending"}, args={"quick": args.quick, "only": names, "gpu": gpu,
+                          "compile": ctx.compile, "tf32": args.tf32,
+                          "budget_s": ctx.budget_s})
+    t_all = time.perf_counter()
+    for i, name in enumerate(names):
+        if progress is not None:
+            progress(i, len(names), name)
+        log(f"== {name}")
+        t0 = time.perf_counter()
+        try:
+            report.add(WORKLOADS[name](ctx))
+        except Exception as exc:  # noqa: BLE001  (a broken workload must not stop the rest)
+            import traceback
+
+            log(f"  workload {name} failed: {type(exc).__name__}: {exc}")
+            debug(traceback.format_exc())
+        report.sections[name] = round(time.perf_counter() - t0, 2)
+        log(f"   ({report.sections[name]:.1f} s)")
+        report.write_json(base + ".json")          # partial results survive a kill
+        _free_device_memory(gpu)
+    if progress is not None:
+        progress(len(names), len(names), "done")
+    report.env = environment(gpu)
+    report.sections["total"] = round(time.perf_counter() - t_all, 2)
+
+    log("\n" + report.table())
+    log("\nDESIGN.md targets\n" + report.targets_table())
+    log(f"\nenvironment: {report.env.get('gpu', 'CPU')}  driver/smi: "
+        f"{report.env.get('nvidia_smi', '-')}  versions: "
+        + ", ".join(f"{k} {v}" for k, v in report.env["versions"].items() if v))
+    paths = [report.write_json(base + ".json")]
+    png = report.plot(base + ".png")
+    if png:
+        paths.append(png)
+    else:
+        log("matplotlib not importable: no plot")
+    log(f"total {report.sections['total']:.1f} s; wrote " + ", ".join(paths))
+    log_file.close()
+    for path in paths + [base + ".log"]:
+        shutil.copyfile(path, os.path.join(args.out, "latest" + os.path.splitext(path)[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

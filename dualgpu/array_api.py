@@ -1,0 +1,114 @@
+"""Array API standard names that NumPy/CuPy spell differently, written in registry ops.
+
+Traced values implement ``__array_namespace__``: the namespace is the tracing namespace of
+their array library, so code written against the array API standard traces and
+differentiates::
+
+    def f(x):
+        xp = x.__array_namespace__()
+        return xp.sum(xp.exp(x) * xp.acos(x / 2))
+
+    dg.grad(f)(np.linspace(0, 1, 5))
+
+:func:`lookup` maps a name (``"acos"``, ``"linalg.vector_norm"``) to its implementation; the
+tracing namespace consults it before the NumPy names of :mod:`dualgpu.numpy_api`.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from . import numpy_api as dnp
+from .errors import UnsupportedOpError
+
+# array API name -> numpy_api name (same signature)
+_RENAMED = {
+    "acos": "arccos", "asin": "arcsin", "atan": "arctan", "atan2": "arctan2",
+    "acosh": "arccosh", "asinh": "arcsinh", "atanh": "arctanh", "pow": "power",
+    "bitwise_invert": "invert", "linalg.matmul": "matmul", "linalg.tensordot": "tensordot",
+    "linalg.outer": "outer", "linalg.trace": "trace", "linalg.diagonal": "diagonal",
+}
+
+
+def concat(arrays, /, *, axis=0):
+    if axis is None:
+        return dnp.concatenate([dnp.reshape(a, (-1,)) for a in arrays], axis=0)
+    return dnp.concatenate(list(arrays), axis=axis)
+
+
+def permute_dims(x, /, axes):
+    return dnp.transpose(x, tuple(axes))
+
+
+def matrix_transpose(x, /):
+    return dnp.swapaxes(x, -1, -2)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    return dnp.sum(dnp.multiply(dnp.conj(x1), x2), axis=axis)
+
+
+def positive(x, /):
+    return x
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    ndim = len(dnp._shape(x))
+    if axis is None:
+        if ndim != 1:
+            raise UnsupportedOpError("cumulative_sum needs axis= for arrays of more than one "
+                                     "dimension")
+        axis = 0
+    out = dnp.cumsum(x, axis=axis, dtype=dtype)
+    if include_initial:
+        axis = axis % ndim
+        first = tuple([slice(None)] * axis + [slice(0, 1)])
+        out = dnp.concatenate([dnp.multiply(dnp.getitem(out, first), 0), out], axis=axis)
+    return out
+
+
+def _norm_axes(x, axis):
+    if axis is None:
+        return tuple(range(len(dnp._shape(x))))
+    return (axis,) if isinstance(axis, int) else tuple(axis)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    axes = _norm_axes(x, axis)
+    a = dnp.abs(x)
+    if ord == 2:
+        return dnp.sqrt(dnp.sum(dnp.multiply(x, x), axis=axes, keepdims=keepdims))
+    if ord == 1:
+        return dnp.sum(a, axis=axes, keepdims=keepdims)
+    if ord == math.inf:
+        return dnp.max(a, axis=axes, keepdims=keepdims)
+    if ord == -math.inf:
+        return dnp.min(a, axis=axes, keepdims=keepdims)
+    if isinstance(ord, (int, float)) and ord > 0:
+        s = dnp.sum(dnp.power(a, ord), axis=axes, keepdims=keepdims)
+        return dnp.power(s, 1.0 / ord)
+    raise UnsupportedOpError(f"vector_norm(ord={ord!r}) is not supported on traced values")
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    if ord != "fro":
+        raise UnsupportedOpError(f"matrix_norm(ord={ord!r}) is not supported on traced values; "
+                                 "only the Frobenius norm is")
+    return dnp.sqrt(dnp.sum(dnp.multiply(x, x), axis=(-2, -1), keepdims=keepdims))
+
+
+_DEFINED: dict[str, Callable] = {
+    "concat": concat, "permute_dims": permute_dims, "matrix_transpose": matrix_transpose,
+    "vecdot": vecdot, "positive": positive, "cumulative_sum": cumulative_sum,
+    "linalg.vector_norm": vector_norm, "linalg.matrix_norm": matrix_norm,
+    "linalg.matrix_transpose": matrix_transpose, "linalg.vecdot": vecdot,
+}
+
+
+def lookup(path: str) -> Callable | None:
+    """The implementation of array-API name ``path`` on traced values, or None."""
+    fn = _DEFINED.get(path)
+    if fn is not None:
+        return fn
+    name = _RENAMED.get(path)
+    return getattr(dnp, name, None) if name else None

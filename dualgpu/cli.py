@@ -1,0 +1,317 @@
+"""The ``dualgpu`` command line: ``demo``, ``inspect`` and ``bench``.
+
+Examples::
+
+    dualgpu demo                                   # the three scenarios of DESIGN.md
+    dualgpu inspect model.py:loss --arg float64[11] --arg float64[10,4] --arg float64[4] --hvp
+    dualgpu inspect model.py:loss --arg float32[3,4] --grad --format python
+    dualgpu bench                                  # benchmarks/run.py, with a progress bar
+
+Bad input (a missing file or function, a bad ``--arg`` spec, an op without a rule, any
+:class:`dualgpu.DualgpuError`) prints one line to stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect as _inspect
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+EXIT_BAD_INPUT = 2
+
+
+class CliError(Exception):
+    """Bad command-line input: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line (and still exit 2)."""
+
+    def error(self, message: str):
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# ----------------------------------------------------------------------------- arg specs
+_SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[\s*([0-9,\s]*)\]\s*$")
+
+
+def parse_spec(spec: str) -> tuple[np.dtype, tuple[int, ...]]:
+    """``"float32[3,4]"`` -> ``(dtype('float32'), (3, 4))``; ``"float64[]"`` is a scalar.
+
+    Example::
+
+        >>> parse_spec("float64[5]")
+        (dtype('float64'), (5,))
+    """
+    m = _SPEC.match(spec)
+    if not m:
+        raise CliError(f"bad --arg spec {spec!r}: expected DTYPE[DIMS], e.g. float64[5] or "
+                       "float32[3,4] (float64[] for a scalar)")
+    name, dims = m.groups()
+    try:
+        dtype = np.dtype(name)
+    except TypeError:
+        raise CliError(f"bad --arg spec {spec!r}: unknown dtype {name!r}") from None
+    if dtype.kind not in "biufc":
+        raise CliError(f"bad --arg spec {spec!r}: dtype {name} is not numeric")
+    parts = [p.strip() for p in dims.split(",")] if dims.strip() else []
+    if any(not p for p in parts):
+        raise CliError(f"bad --arg spec {spec!r}: empty dimension")
+    return dtype, tuple(int(p) for p in parts)
+
+
+def example_array(dtype: np.dtype, shape: tuple[int, ...], seed: int):
+    """A reproducible example value: standard normal floats, small integers, booleans."""
+    rng = np.random.default_rng(seed)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(0, 3, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+# ----------------------------------------------------------------------------- loading
+def load_function(target: str) -> Callable:
+    """``"path/to/file.py:func"`` (or ``file.py:Class.method``) -> the function object."""
+    path, sep, name = target.rpartition(":")
+    if not sep or not path or not name:
+        raise CliError(f"expected FILE.py:FUNCTION, got {target!r}")
+    if not os.path.isfile(path):
+        raise CliError(f"no such file: {path}")
+    mod_name = "_dualgpu_inspect_" + re.sub(r"\W", "_", os.path.splitext(
+        os.path.basename(path))[0])
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot load {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the user's module failed to import
+        raise CliError(f"cannot import {path}: {type(e).__name__}: {_one_line(e)}") from None
+    finally:
+        if sys.path and sys.path[0] == folder:
+            sys.path.pop(0)
+    obj: Any = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            raise CliError(f"{path} has no function {name!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise CliError(f"{path}:{name} is not a function (it is a {type(obj).__name__})")
+    return obj
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_inspect(ns: argparse.Namespace) -> int:
+    import dualgpu as dg
+
+    fn = load_function(ns.target)
+    specs = [parse_spec(s) for s in ns.arg]
+    if not specs:
+        raise CliError("give the example arguments with --arg DTYPE[DIMS], one per argument")
+    args = [example_array(dt, shape, seed=i) for i, (dt, shape) in enumerate(specs)]
+    mode = "hvp" if ns.hvp else "grad" if ns.grad else None
+    if ns.batch_axes is not None and mode != "hvp":
+        raise CliError("--batch-axes goes with --hvp")
+    if mode and not 0 <= ns.argnum < len(args):
+        raise CliError(f"--argnum {ns.argnum} is out of range for {len(args)} argument(s)")
+    if ns.format == "cuda":
+        from .backends.cupy import cupy_available
+
+        if not cupy_available():
+            raise CliError("--format cuda needs CuPy and a CUDA device (none found here); "
+                           "use --format python for the NumPy program")
+        import cupy
+
+        args = [cupy.asarray(a) for a in args]
+    target = fn
+    if mode == "grad":
+        target = dg.grad(fn, argnums=ns.argnum)
+    elif mode == "hvp":
+        target = dg.hvp(fn, argnums=ns.argnum, batch_axes=_batch_axes(ns.batch_axes))
+        x = args[ns.argnum]
+        v = example_array(np.dtype(x.dtype), tuple(x.shape), seed=len(args))
+        args = args + [_to_device(v) if ns.format == "cuda" else v]
+    try:
+        if ns.format in ("text", "dot"):
+            graph = dg.trace(target, *args)
+            text = str(graph) if ns.format == "text" else graph.to_dot()
+        else:
+            text = dg.source(target, *args)
+    except dg.DualgpuError:
+        raise
+    except Exception as e:  # the user's function failed while being traced
+        raise CliError(f"{ns.target} failed while being traced or compiled: {type(e).__name__}: "
+                       f"{_one_line(e)}") from e
+    print(text.rstrip())
+    return 0
+
+
+def _batch_axes(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(a) for a in text.split(","))
+    except ValueError:
+        raise CliError(f"bad --batch-axes {text!r}: expected integers such as 1,2,3") from None
+
+
+def _to_device(a):
+    import cupy
+
+    return cupy.asarray(a)
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    from .demo import run
+
+    return run(use_gpu=False if ns.cpu else None, show_source=not ns.no_source)
+
+
+class ProgressBar:
+    """A one-line text progress bar on stderr: ``bar(done, total, label)``."""
+
+    def __init__(self, stream=None, width: int = 30):
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.start = time.perf_counter()
+
+    def __call__(self, done: int, total: int, label: str = "") -> None:
+        frac = done / total if total else 1.0
+        fill = int(round(frac * self.width))
+        bar = "#" * fill + "-" * (self.width - fill)
+        took = time.perf_counter() - self.start
+        end = "\n" if done >= total else ""
+        self.stream.write(f"\r[{bar}] {done}/{total} {took:5.1f}s {label[:40]:<40}{end}")
+        self.stream.flush()
+
+
+def cmd_bench(ns: argparse.Namespace) -> int:
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        import benchmarks.run as bench
+    except ImportError as e:
+        print(f"dualgpu: benchmarks are not available ({_one_line(e)}); run 'dualgpu bench' "
+              "from the repository root", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    main = getattr(bench, "main", None)
+    if main is None:
+        print("dualgpu: benchmarks.run has no main()", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    kwargs: dict[str, Any] = {}
+    try:
+        params = _inspect.signature(main).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "progress" in params:
+        kwargs["progress"] = ProgressBar()
+    argv = list(ns.bench_args)
+    if params and next(iter(params)) not in ("progress",):
+        result = main(argv, **kwargs)
+    else:
+        result = main(**kwargs)
+    return int(result or 0)
+
+
+# ----------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    p = _Parser(prog="dualgpu", description="Second-order automatic differentiation of "
+                "NumPy/CuPy programs: demo, graph inspection and benchmarks.")
+    p.add_argument("--version", action="version", version=f"dualgpu {__version__}")
+    p.add_argument("--traceback", action="store_true",
+                   help="show the full Python traceback on errors (for bug reports)")
+    sub = p.add_subparsers(dest="command", metavar="{demo,inspect,bench}", parser_class=_Parser)
+
+    d = sub.add_parser("demo", help="run the three user scenarios, checked against finite "
+                       "differences")
+    d.add_argument("--cpu", action="store_true", help="use NumPy even when a GPU is present")
+    d.add_argument("--no-source", action="store_true",
+                   help="do not print the traced graph and generated source")
+    d.set_defaults(run=cmd_demo)
+
+    i = sub.add_parser("inspect", help="print the traced graph or generated program of a "
+                       "function", description="Trace FILE.py:FUNC on example arguments of "
+                       "the given dtypes and shapes and print the graph (or its derivative).")
+    i.add_argument("target", metavar="FILE.py:FUNC")
+    i.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
+                   help="one example argument, e.g. float64[5] or float32[3,4]; repeat "
+                   "for each argument in order")
+    what = i.add_mutually_exclusive_group()
+    what.add_argument("--grad", action="store_true", help="the gradient program")
+    what.add_argument("--hvp", action="store_true",
+                      help="the Hessian-vector product program (forward-over-reverse)")
+    i.add_argument("--argnum", type=int, default=0,
+                   help="which argument --grad/--hvp differentiate (default 0)")
+    i.add_argument("--batch-axes", metavar="AXES",
+                   help="with --hvp: the instance axes of a function returning one value "
+                   "per instance, e.g. 1,2,3 (the per-instance HVP)")
+    i.add_argument("--format", choices=("text", "dot", "python", "cuda"), default="text",
+                   help="text: the graph listing; dot: Graphviz DOT; python: generated "
+                   "NumPy source; cuda: fused CUDA kernels (needs CuPy)")
+    i.set_defaults(run=cmd_inspect)
+
+    b = sub.add_parser("bench", help="run benchmarks/run.py with a progress bar")
+    b.add_argument("bench_args", nargs="*", metavar="ARGS",
+                   help="arguments passed on to benchmarks.run")
+    b.set_defaults(run=cmd_bench)
+    return p
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dualgpu`` script; returns the exit status.
+
+    Example::
+
+        >>> main(["inspect", "model.py:loss", "--arg", "float64[5]", "--grad"])
+    """
+    from .errors import DualgpuError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    show_tb = "--traceback" in argv
+    try:
+        # everything after `bench` goes to benchmarks.run untouched (argparse's REMAINDER
+        # would refuse arguments that look like options)
+        words = [a for a in argv if not a.startswith("-")]
+        rest: list[str] = []
+        if words and words[0] == "bench":
+            at = argv.index("bench")
+            argv, rest = argv[:at + 1], argv[at + 1:]
+        ns = build_parser().parse_args(argv)
+        if ns.command == "bench":
+            ns.bench_args = rest
+        if ns.command is None:
+            raise CliError("choose a command: demo, inspect or bench (see 'dualgpu --help')")
+        return ns.run(ns)
+    except (CliError, DualgpuError) as e:
+        if show_tb:
+            raise
+        kind = "" if isinstance(e, CliError) else f"{type(e).__name__}: "
+        print(f"dualgpu: error: {kind}{_one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("dualgpu: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `dualgpu demo | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

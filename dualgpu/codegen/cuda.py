@@ -1,0 +1,700 @@
+"""CUDA source for fused regions (see :mod:`dualgpu.fusion`), and the CuPy launcher.
+
+Source generation needs neither CuPy nor a GPU: :func:`region_kernels` turns a planned
+region into the text of its kernel(s); only :func:`compile_fused` touches CuPy.
+
+The kernel of a region runs one thread per point of the region's thread axes. Inside a
+thread the code is a list of *sections* and *loops*: section ``k`` computes the per-thread
+values defined after ``k`` in-thread reductions, loop ``k`` walks the reduced axes and
+computes the values that vary along them (accumulating the reductions of loop ``k``). A loop
+over at most ``UNROLL_MAX`` elements is unrolled and keeps the values later loops need in
+local arrays (registers once unrolled); longer loops recompute them. Grid reductions are
+accumulated per thread, reduced per block in shared memory, written as one partial per block
+and finished by a second kernel, in a fixed order (results are deterministic).
+
+Example (a small elementwise chain)::
+
+    plan = plan_graph(dg.trace(lambda x: np.exp(-x * x), np.ones(8, np.float32)))
+    print(region_kernels(plan.regions[0]).source)
+    # extern "C" __global__ void __launch_bounds__(256) dg_fused_...(
+    #     const float* __restrict__ in0, float* __restrict__ out0) {
+    #   const int tid = (int)(blockIdx.x * 256 + threadIdx.x);
+    #   ...
+    #     const float v1 = (in0[i0] * in0[i0]);  // multiply ...
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..fusion import REDUCTIONS, LibraryStep, Region, plan_graph
+from ..ir import Literal, Var
+from ..rules._util import promote
+from . import names as N
+
+BLOCK = 256
+_CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
+           "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
+           "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
+           "float64": "double"}
+
+
+def ctype(dtype) -> str:
+    """The C type of a NumPy dtype (kernel dtypes only)."""
+    return _CTYPES[np.dtype(dtype).name]
+
+
+def c_literal(value, dtype) -> str:
+    """A C literal of ``value`` typed as ``dtype``: ``2.0f`` for float32, ``2.0`` for float64."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return "true" if value else "false"
+    if dt.kind in "iu":
+        v = int(value)
+        suffix = {("i", 8): "LL", ("u", 8): "ULL", ("u", 4): "U"}.get((dt.kind, dt.itemsize), "")
+        if dt.kind == "i" and dt.itemsize == 8 and v == -2 ** 63:
+            return "(-9223372036854775807LL - 1)"
+        if dt.kind == "i" and v == -2 ** 31 and dt.itemsize == 4:
+            return "(-2147483647 - 1)"
+        return f"{v}{suffix}"
+    f = float(value)
+    single = dt.itemsize == 4
+    if math.isnan(f):
+        return "(0.0f / 0.0f)" if single else "(0.0 / 0.0)"
+    if math.isinf(f):
+        inf = "(1.0f / 0.0f)" if single else "(1.0 / 0.0)"
+        return inf if f > 0 else f"(-{inf})"
+    text = str(np.float32(f)) if single else repr(f)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    text = text + "f" if single else text
+    return text if f >= 0 else f"({text})"
+
+
+# C expressions that replace a registry template: NumPy's NaN rule for maximum/minimum, and
+# integer operands for which the C math functions have no overload.
+_ALWAYS = {"maximum": "((({0}) > ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))",
+           "minimum": "((({0}) < ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))"}
+_INTEGER = {"absolute": "(({0}) < 0 ? -({0}) : ({0}))", "floor": "({0})", "ceil": "({0})",
+            "rint": "({0})", "trunc": "({0})",
+            "fmax": "(({0}) > ({1}) ? ({0}) : ({1}))", "fmin": "(({0}) < ({1}) ? ({0}) : ({1}))",
+            "power": "(({T})pow((double)({0}), (double)({1})))",
+            "floor_divide": "((({0}) / ({1})) - (((({0}) % ({1})) != 0) && ((({0}) < 0) != "
+                            "(({1}) < 0))))"}
+
+
+def _identity(op: str, dtype) -> str:
+    dt = np.dtype(dtype)
+    if op == "sum":
+        return c_literal(0, dt)
+    if op == "prod":
+        return c_literal(1, dt)
+    if dt.kind == "f":
+        return c_literal(-np.inf if op == "max" else np.inf, dt)
+    if dt.kind == "b":
+        return c_literal(op == "min", dt)
+    info = np.iinfo(dt)
+    return c_literal(info.min if op == "max" else info.max, dt)
+
+
+def _combine(op: str, a: str, b: str) -> str:
+    if op == "sum":
+        return f"({a} + {b})"
+    if op == "prod":
+        return f"({a} * {b})"
+    cmp = ">" if op == "max" else "<"
+    # NaN wins, as in NumPy's max/min
+    return f"((({b}) {cmp} ({a}) || ({b}) != ({b})) ? ({b}) : ({a}))"
+
+
+@dataclass
+class RegionKernels:
+    """The generated source of one region: the main kernel and, with grid reductions, the
+    kernel that finishes them. ``inputs``/``outputs`` give the argument order."""
+
+    name: str
+    source: str
+    threads: int
+    inputs: list
+    outputs: list
+    grid: list = field(default_factory=list)   # (output Var, op, ctype) per grid reduction
+    finish_name: str | None = None
+    finish_source: str | None = None
+
+    @property
+    def blocks(self) -> int:
+        return max(1, -(-self.threads // BLOCK))
+
+    def full_source(self) -> str:
+        return self.source + ("\n" + self.finish_source if self.finish_source else "")
+
+
+def contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for s in reversed(tuple(shape)):
+        strides.append(acc if s != 1 else 0)
+        acc *= s
+    return tuple(reversed(strides))
+
+
+def _named(template: str, prefix: str) -> tuple[str, str]:
+    digest = hashlib.sha1(template.encode()).hexdigest()[:16]
+    name = N.kernel_name(prefix, digest)
+    return name, template.replace("@KERNEL@", name)
+
+
+class _Emitter:
+    """Builds the body of one region's main kernel."""
+
+    def __init__(self, region: Region, strides: dict):
+        self.r = region
+        self.nd = len(region.domain)
+        self.strides = strides
+        big = int(np.prod(region.domain, dtype=np.int64)) >= 2 ** 31 - 1
+        self.idx = "long long" if big else "int"
+        self.in_names = {v.id: N.input_name(i) for i, v in enumerate(region.inputs)}
+        self.out_names = {v.id: f"out{i}" for i, v in enumerate(region.outputs)}
+        self.grid_names = {e.outs[0].id: f"g{i}" for i, e in enumerate(region.grid)}
+        self.nodes: list = []       # (key, kind, payload, dims, level); in dependency order
+        self.node_of: dict = {}     # var id or load key -> node index
+        self._build_nodes()
+
+    # ------------------------------------------------------------------ nodes
+    def _build_nodes(self):
+        r = self.r
+        for eqn in r.eqns:
+            for a in eqn.inputs:
+                if eqn.prim.name == "fill_like":
+                    break  # reads no element of its input
+                if isinstance(a, Var) and not r.defines(a):
+                    dims = r.load_dims(eqn, a)
+                    key = ("load", a.id, dims)
+                    if key not in self.node_of:
+                        self.node_of[key] = len(self.nodes)
+                        self.nodes.append((key, "load", a, dims, 0))
+            v = eqn.outs[0]
+            self.node_of[v.id] = len(self.nodes)
+            self.nodes.append((v.id, "eqn", eqn, r.dims[v.id], r.level[v.id]))
+
+    def vname(self, k: int) -> str:
+        return N.var_name(k).replace("t", "v", 1)
+
+    def in_loop(self, k: int) -> bool:
+        return self.r.varies_in_loop(self.nodes[k][3])
+
+    def deps(self, k: int) -> list:
+        key, kind, payload, dims, level = self.nodes[k]
+        if kind == "load":
+            return []
+        eqn = payload
+        out = []
+        if eqn.prim.name == "fill_like":
+            return out
+        for a in eqn.inputs:
+            if isinstance(a, Literal):
+                continue
+            if self.r.defines(a):
+                out.append(self.node_of[a.id])
+            else:
+                out.append(self.node_of[("load", a.id, self.r.load_dims(eqn, a))])
+        return out
+
+    def axis(self, d) -> str:
+        return f"i{d + self.nd}"
+
+    def offset(self, dims, strides) -> str:
+        terms = []
+        for d, st in zip(dims, strides):
+            if d is None or st == 0:
+                continue
+            terms.append(self.axis(d) if st == 1 else f"{self.axis(d)} * {st}")
+        return " + ".join(terms) if terms else "0"
+
+    def expr(self, k: int) -> str:
+        """The C expression of node k."""
+        key, kind, payload, dims, level = self.nodes[k]
+        if kind == "load":
+            return f"{self.in_names[payload.id]}[{self.offset(dims, self.strides[payload.id])}]"
+        eqn = payload
+        out = eqn.outs[0]
+        name = eqn.prim.name
+        if name in REDUCTIONS:
+            return f"acc{k}"
+        if name == "reshape":
+            return self.vname(self.deps(k)[0])
+        comp = self.compute_dtype(eqn)
+        args = []
+        deps = iter(self.deps(k))
+        for pos, a in enumerate(eqn.inputs):
+            if name == "fill_like":
+                args.append("")
+                continue
+            want = np.dtype(bool) if (name == "where" and pos == 0) else comp
+            if name == "convert_element_type":
+                want = a.dtype
+            if isinstance(a, Literal):
+                args.append(c_literal(a.value, want))
+                continue
+            s = self.vname(next(deps))
+            if np.dtype(a.dtype) != want and name not in ("broadcast_to", "stop_gradient"):
+                s = f"(({ctype(want)}){s})"
+            args.append(s)
+        params = {}
+        for p, val in eqn.params.items():
+            if p == "dtype":
+                params[p] = ctype(val)
+            elif p == "value":
+                params[p] = c_literal(val, out.dtype)
+            elif p == "shape":
+                params[p] = ""
+            elif isinstance(val, (bool, int, float, np.number)):
+                params[p] = c_literal(val, comp)
+            else:
+                params[p] = str(val)
+        template = _ALWAYS.get(name, eqn.prim.c)
+        if comp.kind in "iub" and name in _INTEGER:
+            template = _INTEGER[name]
+            params["T"] = ctype(comp)
+        return template.format(*args, **params)
+
+    @staticmethod
+    def compute_dtype(eqn):
+        out = eqn.outs[0]
+        name = eqn.prim.name
+        if name == "where":
+            return np.dtype(out.dtype)
+        if out.dtype.kind == "b" and name != "convert_element_type":
+            return promote([a.aval for a in eqn.inputs])
+        return np.dtype(out.dtype)
+
+    # ------------------------------------------------------------------ code
+    def guard(self, dims, in_loop: bool) -> str:
+        have = {d for d in dims if d is not None}
+        conds = []
+        for a in range(self.nd):
+            d = a - self.nd
+            if not in_loop and d in self.r.loop_axes:
+                continue
+            if self.r.domain[a] != 1 and d not in have:
+                conds.append(f"{self.axis(d)} == 0")
+        return " && ".join(conds)
+
+    def write(self, k: int, out) -> str:
+        dims = self.nodes[k][3]
+        st = contiguous_strides(out.shape)
+        line = f"{self.out_names[out.id]}[{self.offset(dims, st)}] = {self.vname(k)};"
+        g = self.guard(dims, self.in_loop(k))
+        return f"if ({g}) {line}" if g else line
+
+    def decl(self, k: int) -> str:
+        key, kind, payload, dims, level = self.nodes[k]
+        dt = payload.dtype if kind == "load" else payload.outs[0].dtype
+        note = "load" if kind == "load" else payload.prim.name
+        return f"const {ctype(dt)} {self.vname(k)} = {self.expr(k)};  // {note}"
+
+    def generate(self) -> str:
+        r = self.r
+        idx = self.idx
+        outputs = {v.id for v in r.outputs}
+        grid_outs = r.grid_outs()
+        threads = r.thread_axes()
+        loop = list(r.loop_axes)
+        extent = r.loop_extent()
+        unrolled = r.unrolled()
+        nthreads = r.thread_count()
+        levels = max([lv for *_, lv in self.nodes], default=0)
+        params = []
+        for v in r.inputs:
+            params.append(f"const {ctype(v.dtype)}* __restrict__ {self.in_names[v.id]}")
+        for v in r.outputs:
+            if v.id in grid_outs:
+                continue
+            params.append(f"{ctype(v.dtype)}* __restrict__ {self.out_names[v.id]}")
+        for e in r.grid:
+            params.append(f"{ctype(e.outs[0].dtype)}* __restrict__ part_"
+                          f"{self.grid_names[e.outs[0].id]}")
+        head = [f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(']
+        head.append("    " + ",\n    ".join(params) + ") {")
+        body = [f"const {idx} tid = ({idx})blockIdx.x * {BLOCK} + ({idx})threadIdx.x;"]
+        for e in r.grid:
+            op = REDUCTIONS[e.prim.name]
+            dt = e.outs[0].dtype
+            body.append(f"{ctype(dt)} {self.grid_names[e.outs[0].id]} = {_identity(op, dt)};")
+        inner = []
+        # thread index -> thread-axis indices (innermost axis fastest)
+        if threads:
+            inner.append(f"{idx} q = tid;")
+            for n, d in enumerate(reversed(threads)):
+                size = r.domain[d]
+                if n == len(threads) - 1:
+                    inner.append(f"const {idx} {self.axis(d)} = q;")
+                else:
+                    inner.append(f"const {idx} {self.axis(d)} = q % {size}; q /= {size};")
+        cached: dict[int, int] = {}   # node -> loop that computed it (unrolled loops only)
+        used_cache: set = set()
+        loop_bodies: dict[int, list] = {}
+        for lv in range(levels + 1):
+            # section lv: per-thread values
+            for k, (_, kind, payload, _, level) in enumerate(self.nodes):
+                if level != lv or self.in_loop(k):
+                    continue
+                if kind == "eqn" and payload.outs[0].id in grid_outs:
+                    if self.in_loop(self.deps(k)[0]):
+                        continue  # accumulated inside the loop
+                    op = REDUCTIONS[payload.prim.name]
+                    g = self.grid_names[payload.outs[0].id]
+                    src = self.vname(self.deps(k)[0])
+                    dt = payload.outs[0].dtype
+                    if self._dtype_of(self.deps(k)[0]) != dt:
+                        src = f"(({ctype(dt)}){src})"
+                    inner.append(f"{g} = {_combine(op, g, src)};")
+                    continue
+                inner.append(self.decl(k))
+                if kind == "eqn" and payload.outs[0].id in outputs:
+                    inner.append(self.write(k, payload.outs[0]))
+            # loop lv: values varying along the loop axes, and the reductions they feed
+            reductions = [k for k, n in enumerate(self.nodes)
+                          if n[1] == "eqn" and n[2].prim.name in REDUCTIONS
+                          and n[2].outs[0].id not in grid_outs and n[4] == lv + 1]
+            roots = [k for k, n in enumerate(self.nodes) if self.in_loop(k) and n[4] == lv
+                     and n[1] == "eqn" and n[2].outs[0].id in outputs]
+            grid_in_loop = [k for k, n in enumerate(self.nodes)
+                            if n[1] == "eqn" and n[2].outs[0].id in grid_outs and n[4] == lv
+                            and self.in_loop(self.deps(k)[0])]
+            roots += [self.deps(k)[0] for k in reductions + grid_in_loop]
+            if not roots:
+                continue
+            need: set = set()
+            stack = list(roots)
+            while stack:
+                k = stack.pop()
+                if k in need:
+                    continue
+                need.add(k)
+                if k in cached:
+                    continue
+                stack.extend(d for d in self.deps(k) if self.in_loop(d))
+            lines = []
+            for k in reductions:
+                e = self.nodes[k][2]
+                dt = e.outs[0].dtype
+                inner.append(f"{ctype(dt)} acc{k} = {_identity(REDUCTIONS[e.prim.name], dt)};")
+            stride = 1
+            for d in reversed(loop):
+                size = r.domain[d]
+                lines.append(f"const {idx} {self.axis(d)} = (r / {stride}) % {size};"
+                             if stride > 1 else f"const {idx} {self.axis(d)} = r % {size};")
+                stride *= size
+            for k in sorted(need):
+                if k in cached:
+                    lines.append(f"const {self._ctype_of(k)} {self.vname(k)} = "
+                                 f"c{k}[r];  // from loop {cached[k]}")
+                    used_cache.add(k)
+                    continue
+                lines.append(self.decl(k))
+                node = self.nodes[k]
+                if node[1] == "eqn" and node[2].outs[0].id in outputs and node[4] == lv:
+                    lines.append(self.write(k, node[2].outs[0]))
+                if unrolled:
+                    cached[k] = lv
+            for k in reductions:
+                e = self.nodes[k][2]
+                op = REDUCTIONS[e.prim.name]
+                src = self.vname(self.deps(k)[0])
+                dt = e.outs[0].dtype
+                if self._dtype_of(self.deps(k)[0]) != dt:
+                    src = f"(({ctype(dt)}){src})"
+                lines.append(f"acc{k} = {_combine(op, f'acc{k}', src)};")
+            for k in grid_in_loop:
+                e = self.nodes[k][2]
+                g = self.grid_names[e.outs[0].id]
+                src = self.vname(self.deps(k)[0])
+                if self._dtype_of(self.deps(k)[0]) != e.outs[0].dtype:
+                    src = f"(({ctype(e.outs[0].dtype)}){src})"
+                lines.append(f"{g} = {_combine(REDUCTIONS[e.prim.name], g, src)};")
+            loop_bodies[lv] = lines
+            inner.append(f"@LOOP{lv}@")
+        # place the loops, with the stores of values that later loops read back
+        text_inner = []
+        for line in inner:
+            if line.startswith("@LOOP"):
+                lv = int(line[5:-1])
+                lines = loop_bodies[lv]
+                stored = [k for k in sorted(used_cache) if cached[k] == lv]
+                text_inner.extend(f"{self._ctype_of(k)} c{k}[{extent}];" for k in stored)
+                stores = [f"c{k}[r] = {self.vname(k)};" for k in stored]
+                if unrolled:
+                    text_inner.append("#pragma unroll")
+                text_inner.append(f"for (int r = 0; r < {extent}; ++r) {{")
+                text_inner.extend("  " + ln for ln in lines + stores)
+                text_inner.append("}")
+            else:
+                text_inner.append(line)
+        body.append(f"if (tid < {nthreads}) {{")
+        body.extend("  " + ln for ln in text_inner)
+        body.append("}")
+        for e in r.grid:
+            body.extend(self._block_reduce(e))
+        return "\n".join(head + ["  " + ln for ln in body] + ["}"]) + "\n"
+
+    def _dtype_of(self, k):
+        key, kind, payload, dims, level = self.nodes[k]
+        return np.dtype(payload.dtype if kind == "load" else payload.outs[0].dtype)
+
+    def _ctype_of(self, k):
+        return ctype(self._dtype_of(k))
+
+    def _block_reduce(self, e) -> list:
+        g = self.grid_names[e.outs[0].id]
+        op = REDUCTIONS[e.prim.name]
+        ct = ctype(e.outs[0].dtype)
+        a, b = f"sh_{g}[threadIdx.x]", f"sh_{g}[threadIdx.x + s]"
+        return [f"__shared__ {ct} sh_{g}[{BLOCK}];",
+                f"sh_{g}[threadIdx.x] = {g};",
+                "__syncthreads();",
+                f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{",
+                f"  if (threadIdx.x < s) {a} = {_combine(op, a, b)};",
+                "  __syncthreads();",
+                "}",
+                f"if (threadIdx.x == 0) part_{g}[blockIdx.x] = sh_{g}[0];"]
+
+
+def _finish_source(region: Region, emitter: _Emitter, blocks: int) -> str:
+    params, body = [], []
+    for i, e in enumerate(region.grid):
+        g = emitter.grid_names[e.outs[0].id]
+        ct = ctype(e.outs[0].dtype)
+        op = REDUCTIONS[e.prim.name]
+        params.append(f"const {ct}* __restrict__ part_{g}")
+        params.append(f"{ct}* __restrict__ {emitter.out_names[e.outs[0].id]}")
+        a, b = f"sh_{g}[threadIdx.x]", f"sh_{g}[threadIdx.x + s]"
+        body += [f"if (blockIdx.x == {i}) {{",
+                 f"  __shared__ {ct} sh_{g}[{BLOCK}];",
+                 f"  {ct} acc = {_identity(op, e.outs[0].dtype)};",
+                 f"  for (int k = threadIdx.x; k < {blocks}; k += {BLOCK}) "
+                 f"acc = {_combine(op, 'acc', f'part_{g}[k]')};",
+                 f"  sh_{g}[threadIdx.x] = acc;",
+                 "  __syncthreads();",
+                 f"  for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{",
+                 f"    if (threadIdx.x < s) {a} = {_combine(op, a, b)};",
+                 "    __syncthreads();",
+                 "  }",
+                 f"  if (threadIdx.x == 0) {emitter.out_names[e.outs[0].id]}[0] = sh_{g}[0];",
+                 "}"]
+    head = [f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+            "    " + ",\n    ".join(params) + ") {"]
+    return "\n".join(head + ["  " + ln for ln in body] + ["}"]) + "\n"
+
+
+def region_kernels(region: Region, strides: dict | None = None) -> RegionKernels:
+    """Generate the CUDA source of a planned region.
+
+    ``strides`` maps each input's var id to its element strides (0 for broadcast axes);
+    by default inputs are C-contiguous. Kernel names are hashes of the sources, so the same
+    region always gives the same text and CuPy's compile cache hits across runs.
+
+    Example::
+
+        rk = region_kernels(plan.regions[0])
+        print(rk.name, rk.blocks)
+        print(rk.full_source())
+    """
+    strides = dict(strides or {})
+    for v in region.inputs:
+        strides.setdefault(v.id, contiguous_strides(v.shape))
+    em = _Emitter(region, strides)
+    name, source = _named(em.generate(), "fused")
+    rk = RegionKernels(name=name, source=source, threads=region.thread_count(),
+                       inputs=list(region.inputs), outputs=list(region.outputs))
+    if region.grid:
+        finish_name, finish = _named(_finish_source(region, em, rk.blocks), "finish")
+        rk.finish_name, rk.finish_source = finish_name, finish
+        rk.grid = [(e.outs[0], REDUCTIONS[e.prim.name], ctype(e.outs[0].dtype))
+                   for e in region.grid]
+    return rk
+
+
+def plan_source(plan, kernels: dict | None = None) -> str:
+    """``dg.source`` text of a plan: the plan, then every generated kernel's source."""
+    kernels = kernels if kernels is not None else {
+        r.index: region_kernels(r) for r in plan.regions}
+    names = {i: rk.name + (f" + {rk.finish_name}" if rk.finish_name else "")
+             for i, rk in kernels.items()}
+    parts = [plan.describe(names), "",
+             "// Generated CUDA (shown for C-contiguous inputs; kernels are specialised on",
+             "// the strides of the arrays they read)."]
+    for r in plan.regions:
+        parts.append(f"// ---- region {r.index}")
+        parts.append(kernels[r.index].full_source())
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- small matmul
+SMALL_MATMUL = 1 << 16  # M*N*K up to which matmul runs as our kernel (capturable, no cuBLAS)
+
+
+def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype) -> tuple[str, str]:
+    """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` (element strides given), one thread
+    per output element: for the tiny products of small networks, where launching cuBLAS
+    costs more than the product, and which CUDA-graph capture cannot hold.
+
+    Example::
+
+        name, src = matmul_kernel(4, 1, 10, (10, 1), (1, 0), np.float64)
+    """
+    ct = ctype(dtype)
+    a0, a1 = a_strides
+    b0, b1 = b_strides
+    template = "\n".join([
+        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+        f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ c) {{",
+        f"  const int t = (int)blockIdx.x * {BLOCK} + (int)threadIdx.x;",
+        f"  if (t >= {m * n}) return;",
+        f"  const int i = t / {max(n, 1)}, j = t % {max(n, 1)};",
+        f"  {ct} acc = {c_literal(0, dtype)};",
+        f"  for (int p = 0; p < {k}; ++p) acc += a[i * {a0} + p * {a1}] * b[p * {b0} + j * {b1}];",
+        "  c[t] = acc;",
+        "}"]) + "\n"
+    return _named(template, "matmul")
+
+
+# --------------------------------------------------------------------------- CuPy launcher
+class FusedProgram:
+    """Runs a plan on CuPy: library steps by their registry impls, regions as kernels.
+
+    Calls are asynchronous: nothing here reads device memory from the host.
+    """
+
+    def __init__(self, graph, backend):
+        self.graph = graph
+        self.backend = backend
+        self.cp = backend.xp
+        self.plan = plan_graph(graph)
+        self.kernels = {r.index: region_kernels(r) for r in self.plan.regions}
+        self.source = plan_source(self.plan, self.kernels)
+        self._compiled: dict = {}
+        # positions, among a region's outputs, of its grid reductions (in region.grid order)
+        self._grid_positions = {
+            r.index: [[v.id for v in r.outputs].index(e.outs[0].id) for e in r.grid]
+            for r in self.plan.regions}
+        self._consts = {c.id: self.cp.asarray(c.value) if not backend.is_sparse(c.value)
+                        else c.value for c in graph.consts}
+
+    def _functions(self, region, arrays):
+        key = (region.index,) + tuple(a.strides for a in arrays)
+        fns = self._compiled.get(key)
+        if fns is None:
+            strides = {}
+            for v, a in zip(region.inputs, arrays):
+                item = a.itemsize
+                strides[v.id] = tuple(0 if n == 1 else s // item
+                                      for n, s in zip(a.shape, a.strides))
+            rk = region_kernels(region, strides)
+            main = self.cp.RawKernel(rk.source, rk.name)
+            finish = self.cp.RawKernel(rk.finish_source, rk.finish_name) \
+                if rk.finish_source else None
+            fns = self._compiled[key] = (rk, main, finish)
+        return fns
+
+    def _run_region(self, region, env):
+        cp = self.cp
+        arrays = [self._as_input(self._read(env, v), v) for v in region.inputs]
+        rk, main, finish = self._functions(region, arrays)
+        if rk.threads == 0:
+            self._eager_region(region, env)
+            return
+        outs = [cp.empty(v.shape, dtype=v.dtype) for v in region.outputs]
+        grid = self._grid_positions[region.index]
+        parts = [cp.empty(rk.blocks, dtype=e.outs[0].dtype) for e in region.grid]
+        main((rk.blocks,), (BLOCK,),
+             tuple(arrays + [o for i, o in enumerate(outs) if i not in grid] + parts))
+        if finish is not None:
+            fargs = []
+            for p, i in zip(parts, grid):
+                fargs += [p, outs[i]]
+            finish((len(parts),), (BLOCK,), tuple(fargs))
+        for v, o in zip(region.outputs, outs):
+            env[v.id] = o
+
+    def _as_input(self, a, v):
+        if not isinstance(a, self.cp.ndarray):
+            a = self.cp.asarray(a)
+        return a if a.dtype == v.dtype else a.astype(v.dtype)
+
+    def _eager_region(self, region, env):
+        for eqn in region.eqns:
+            self._library(eqn, env)
+
+    def _read(self, env, a):
+        if isinstance(a, Literal):
+            return a.value
+        if a.id in self._consts:
+            return self._consts[a.id]
+        return env[a.id]
+
+    def _small_matmul(self, eqn, env):
+        """Our kernel for a tiny 1-D/2-D float matmul, else None (the library does it)."""
+        a, b = (self._read(env, x) for x in eqn.inputs)
+        if not (isinstance(a, self.cp.ndarray) and isinstance(b, self.cp.ndarray)) \
+                or a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
+                or a.dtype.kind != "f" or a.size == 0 or b.size == 0:
+            return None
+        m, k = (1, a.shape[0]) if a.ndim == 1 else a.shape
+        n = 1 if b.ndim == 1 else b.shape[1]
+        if m * n * k > SMALL_MATMUL:
+            return None
+        item = a.itemsize
+        sa = (0, a.strides[0] // item) if a.ndim == 1 else tuple(s // item for s in a.strides)
+        sb = (b.strides[0] // item, 0) if b.ndim == 1 else tuple(s // item for s in b.strides)
+        key = ("matmul", m, n, k, sa, sb, a.dtype.char)
+        fn = self._compiled.get(key)
+        if fn is None:
+            name, src = matmul_kernel(m, n, k, sa, sb, a.dtype)
+            fn = self._compiled[key] = self.cp.RawKernel(src, name)
+        out = self.cp.empty(eqn.outs[0].shape, dtype=a.dtype)
+        fn((max(1, -(-(m * n) // BLOCK)),), (BLOCK,), (a, b, out))
+        return out
+
+    def _library(self, eqn, env):
+        if eqn.prim.name == "matmul":
+            out = self._small_matmul(eqn, env)
+            if out is not None:
+                env[eqn.outs[0].id] = out
+                return
+        outs = eqn.prim.impl(self.cp, *[self._read(env, a) for a in eqn.inputs], **eqn.params)
+        outs = outs if eqn.prim.multiple_results else [outs]
+        for v, o in zip(eqn.outs, outs):
+            env[v.id] = o
+
+    def __call__(self, *arrays):
+        cp = self.cp
+        env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
+        for step in self.plan.steps:
+            if isinstance(step, LibraryStep):
+                self._library(step.eqn, env)
+            else:
+                self._run_region(step, env)
+        res = []
+        for a in self.graph.outputs:
+            if isinstance(a, Literal):
+                res.append(cp.full((), a.value, dtype=a.dtype))
+            else:
+                res.append(self._read(env, a))
+        return res
+
+
+def compile_fused(graph, backend):
+    """Plan ``graph``, generate its kernels and return ``(fn, source_text)``; ``fn(*arrays)``
+    returns the list of outputs (CuPy arrays). Kernels compile on first use, once per input
+    stride pattern.
+
+    Example::
+
+        fn, text = compile_fused(dg.trace(dg.hvp(f), x, v), get_cupy_backend())
+        hv, = fn(x, v)[-1:]
+    """
+    program = FusedProgram(graph, backend)
+    return program, program.source

@@ -1,0 +1,503 @@
+"""The fusion planner: split a (transformed) graph into fused-kernel regions and library calls.
+
+A *region* is a set of equations that one generated CUDA kernel evaluates. Every value of a
+region is a function of a point of the region's *domain* (an iteration shape ``X``): a value
+records, for each of its own axes, the domain axis that indexes it (``None`` for axes of
+size 1). Domain axes are counted from the right (``-1`` is the last), so the domain may grow
+by NumPy broadcasting while the region is built.
+
+A region may reduce over a set of *loop axes* ``R`` of its domain. The kernel then runs one
+thread per point of the remaining *thread axes* and loops over ``R`` inside the thread: the
+pre-reduction chain runs in loop 0, the reduction results feed the per-thread chain after
+it, and values broadcast back over ``R`` (the keepdims + broadcast_to of a gradient) run in
+loop 1, and so on. A reduction of a per-thread value over *all* thread axes (the ``sum`` of
+a loss) is a *grid reduction*: each block writes a partial result, and a second small kernel
+finishes it. Everything else (matmul, einsum, solves, sparse ops, gathers, scatters, views of
+graph inputs) runs as a library call on plain arrays.
+
+Example (scenario 2 of the design, ``x`` of shape ``(3, n, n, n)``)::
+
+    plan = plan_graph(dg.trace(dg.grad_and_hvp(f, batch_axes=(1, 2, 3),
+                                               return_value=True), x, mu, v))
+    plan.kernel_count()   # 2: the fused pass and the finish of the value's sum
+    print(plan.describe())
+
+``emulate(plan, args)`` evaluates a plan with NumPy the way the kernels do (point by point of
+each region's domain), which is how the planner is tested without a GPU.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .ir import Const, Graph, Literal, Var
+
+REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
+              "reduce_prod": "prod"}
+# Ops that move no data in a kernel: they only relabel the axes of a value.
+VIEW_OPS = frozenset({"reshape", "broadcast_to", "stop_gradient"})
+KERNEL_DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
+                          "float32 float64".split())
+UNROLL_MAX = 32        # loops over at most this many reduced elements are fully unrolled
+LOOP_MAX = 1024        # longer in-thread reductions are left to the library
+LOOP_MIN_THREADS = 2048  # ... and so are rolled loops with too few threads to fill the GPU
+
+
+def _dtype_ok(aval) -> bool:
+    return np.dtype(aval.dtype).name in KERNEL_DTYPES
+
+
+def fusible(eqn) -> bool:
+    """Whether ``eqn`` can be evaluated inside a generated kernel."""
+    prim = eqn.prim
+    if prim.multiple_results or len(eqn.outs) != 1:
+        return False
+    if not all(_dtype_ok(a.aval) for a in eqn.inputs) or not _dtype_ok(eqn.outs[0].aval):
+        return False
+    if prim.name in REDUCTIONS:
+        return True
+    if prim.name == "reshape":
+        return True
+    return prim.kind == "elementwise" and prim.c is not None
+
+
+@dataclass
+class Region:
+    """Equations evaluated by one generated kernel (see the module docstring)."""
+
+    domain: tuple = ()
+    loop_axes: tuple = ()          # negative domain axes reduced inside each thread
+    eqns: list = field(default_factory=list)
+    dims: dict = field(default_factory=dict)      # var id -> domain axis per own axis
+    level: dict = field(default_factory=dict)     # var id -> loop index that defines it
+    grid: list = field(default_factory=list)      # grid-reduction equations
+    frozen: bool = False           # no growth of the domain, no new loop axes
+    inputs: list = field(default_factory=list)    # external Vars read, first-use order
+    outputs: list = field(default_factory=list)   # Vars used after the region
+    index: int = 0
+
+    # ------------------------------------------------------------------ queries
+    def defines(self, a) -> bool:
+        return isinstance(a, Var) and a.id in self.dims
+
+    def grid_outs(self) -> set:
+        return {e.outs[0].id for e in self.grid}
+
+    def varies_in_loop(self, dims) -> bool:
+        return any(d in self.loop_axes for d in dims if d is not None)
+
+    def thread_axes(self) -> list:
+        """Negative domain axes of size > 1 that index threads."""
+        nd = len(self.domain)
+        return [a - nd for a in range(nd)
+                if self.domain[a] != 1 and (a - nd) not in self.loop_axes]
+
+    def thread_count(self) -> int:
+        return int(np.prod([self.domain[a] for a in self.thread_axes()], dtype=np.int64))
+
+    def loop_extent(self) -> int:
+        return int(np.prod([self.domain[a] for a in self.loop_axes], dtype=np.int64))
+
+    def unrolled(self) -> bool:
+        return 0 < self.loop_extent() <= UNROLL_MAX
+
+    def kernel_count(self) -> int:
+        return 1 + (1 if self.grid else 0)
+
+    # ------------------------------------------------------------------ building
+    def try_add(self, eqn) -> bool:
+        """Add ``eqn`` if the kernel can compute it; return whether it was added."""
+        if not self.eqns:
+            return self._start(eqn)
+        grid_outs = self.grid_outs()
+        if eqn.prim.name != "fill_like" and any(
+                isinstance(a, Var) and a.id in grid_outs for a in eqn.inputs):
+            return False  # a grid reduction is finished only after the kernel
+        if eqn.prim.name in REDUCTIONS:
+            return self._add_reduction(eqn)
+        if eqn.prim.name == "reshape":
+            return self._add_reshape(eqn)
+        return self._add_elementwise(eqn)
+
+    def _start(self, eqn) -> bool:
+        x = eqn.inputs[0]
+        shape = x.shape if eqn.prim.name in REDUCTIONS else eqn.outs[0].shape
+        self.domain = tuple(shape)
+        if eqn.prim.name == "reshape":
+            return False
+        ok = self.try_add_unchecked(eqn)
+        if not ok:
+            self.domain = ()
+        return ok
+
+    def try_add_unchecked(self, eqn) -> bool:
+        if eqn.prim.name in REDUCTIONS:
+            return self._add_reduction(eqn)
+        return self._add_elementwise(eqn)
+
+    def _in_level(self, eqn) -> int:
+        return max([self.level[a.id] for a in eqn.inputs if self.defines(a)], default=0)
+
+    def _commit(self, eqn, dims, level, domain=None):
+        if domain is not None:
+            self.domain = domain
+        v = eqn.outs[0]
+        self.dims[v.id] = tuple(dims)
+        self.level[v.id] = level
+        self.eqns.append(eqn)
+        return True
+
+    def _default_axis(self, j: int, nd: int, size: int, domain) -> int | None:
+        d = j - nd
+        if -d > len(domain) or domain[d] != size:
+            return None
+        return d
+
+    def _grown(self, shape):
+        """The domain after broadcasting with ``shape``, or None if it may not grow so."""
+        try:
+            new = tuple(np.broadcast_shapes(self.domain, tuple(shape)))
+        except ValueError:
+            return None
+        if new != self.domain and (self.frozen or self.loop_axes):
+            return None
+        return new
+
+    def _add_elementwise(self, eqn) -> bool:
+        out = eqn.outs[0]
+        if eqn.prim.name in VIEW_OPS and not any(self.defines(a) for a in eqn.inputs):
+            return False  # a view of an array made elsewhere: the library does it for free
+        domain = self._grown(out.shape)
+        if domain is None:
+            return False
+        shape = tuple(out.shape)
+        nd = len(shape)
+        dims = []
+        for j in range(nd):
+            cands = set()
+            for a in eqn.inputs:
+                if not self.defines(a):
+                    continue
+                k = j - (nd - len(a.shape))
+                if k >= 0 and self.dims[a.id][k] is not None:
+                    cands.add(self.dims[a.id][k])
+            if len(cands) > 1:
+                return False
+            if cands:
+                d = cands.pop()
+            elif shape[j] == 1:
+                d = None
+            else:
+                d = self._default_axis(j, nd, shape[j], domain)
+                if d is None:
+                    return False
+            if d is not None and domain[d] != shape[j]:
+                return False
+            dims.append(d)
+        used = [d for d in dims if d is not None]
+        if len(set(used)) != len(used):
+            return False
+        return self._commit(eqn, dims, self._in_level(eqn), domain)
+
+    def _add_reshape(self, eqn) -> bool:
+        x = eqn.inputs[0]
+        if not self.defines(x):
+            return False
+        out_shape = tuple(eqn.outs[0].shape)
+        if [s for s in x.shape if s != 1] != [s for s in out_shape if s != 1]:
+            return False
+        it = iter(d for d in self.dims[x.id] if d is not None)
+        dims = [None if s == 1 else next(it) for s in out_shape]
+        return self._commit(eqn, dims, self.level[x.id])
+
+    def _add_reduction(self, eqn) -> bool:
+        x = eqn.inputs[0]
+        axes = tuple(eqn.params["axes"])
+        if not isinstance(x, Var):
+            return False
+        if self.defines(x):
+            xd = self.dims[x.id]
+        else:
+            nd = len(x.shape)
+            xd = []
+            for j, s in enumerate(x.shape):
+                d = None if s == 1 else self._default_axis(j, nd, s, self.domain)
+                if s != 1 and d is None:
+                    return False
+                xd.append(d)
+        reduced = {xd[a] for a in axes if xd[a] is not None}
+        out_dims = [d for i, d in enumerate(xd) if i not in axes]
+        level = self.level.get(x.id, 0)
+        if any(d is not None for d in out_dims) or not self._is_grid(xd, reduced):
+            return self._add_loop_reduction(eqn, xd, reduced, out_dims, level)
+        if eqn.outs[0].dtype.kind not in "fiub":
+            return False
+        self.grid.append(eqn)
+        self.frozen = True
+        return self._commit(eqn, out_dims, level)
+
+    def _is_grid(self, xd, reduced) -> bool:
+        # each (thread, loop step) must hold a distinct element of the reduced value
+        if self.varies_in_loop(xd) and not set(self.loop_axes) <= reduced:
+            return False
+        threads = set(self.thread_axes())
+        return bool(threads) and threads <= reduced
+
+    def _add_loop_reduction(self, eqn, xd, reduced, out_dims, level) -> bool:
+        if not reduced:
+            return False
+        if self.loop_axes:
+            if reduced != set(self.loop_axes):
+                return False
+        else:
+            if self.frozen:
+                return False
+            self.loop_axes = tuple(sorted(reduced))
+            extent, threads = self.loop_extent(), self.thread_count()
+            if extent > UNROLL_MAX and (extent > LOOP_MAX or threads < LOOP_MIN_THREADS):
+                self.loop_axes = ()
+                return False
+        return self._commit(eqn, out_dims, level + 1)
+
+    def load_dims(self, eqn, a) -> tuple:
+        """Domain axes of external array ``a`` as read by ``eqn`` (NumPy broadcasting)."""
+        if eqn.prim.name in REDUCTIONS:
+            n = len(a.shape)
+            return tuple(None if s == 1 else j - n for j, s in enumerate(a.shape))
+        od = self.dims[eqn.outs[0].id]
+        k = len(eqn.outs[0].shape) - len(a.shape)
+        return tuple(None if s == 1 else od[j + k] for j, s in enumerate(a.shape))
+
+    # ------------------------------------------------------------------ finishing
+    def finish(self, used_later: set, graph_outputs: set) -> None:
+        """Work out the region's inputs (external arrays) and outputs (values used later)."""
+        seen = set()
+        self.inputs = []
+        for eqn in self.eqns:
+            for a in eqn.inputs:
+                if isinstance(a, Var) and not self.defines(a) and a.id not in seen:
+                    seen.add(a.id)
+                    self.inputs.append(a)
+        grid = self.grid_outs()  # written by the finishing kernel even if unused
+        self.outputs = [e.outs[0] for e in self.eqns if e.outs[0].id in used_later
+                        or e.outs[0].id in graph_outputs or e.outs[0].id in grid]
+
+
+@dataclass
+class LibraryStep:
+    """One equation run by its registry implementation on plain arrays."""
+
+    eqn: Any
+
+
+@dataclass
+class Plan:
+    """Steps in execution order: :class:`LibraryStep` and :class:`Region`."""
+
+    graph: Graph
+    steps: list
+
+    @property
+    def regions(self) -> list:
+        return [s for s in self.steps if isinstance(s, Region)]
+
+    @property
+    def library_steps(self) -> list:
+        return [s for s in self.steps if isinstance(s, LibraryStep)]
+
+    def kernel_count(self) -> int:
+        """Generated kernels launched per call (library calls not counted)."""
+        return sum(r.kernel_count() for r in self.regions)
+
+    def describe(self, kernel_names: dict | None = None) -> str:
+        """The plan as text: one block per step, naming each equation as ``str(graph)`` does."""
+        from .pprint import Namer
+
+        name = Namer(self.graph)
+        for v in self.graph.inputs:
+            name(v)
+        for e in self.graph.eqns:  # name values in graph order, as str(graph) does
+            for v in e.outs:
+                name(v)
+        lines = [f"# fusion plan of {self.graph.name}: {len(self.regions)} fused region(s), "
+                 f"{self.kernel_count()} generated kernel(s), "
+                 f"{len(self.library_steps)} library call(s)"]
+        for i, step in enumerate(self.steps):
+            if isinstance(step, LibraryStep):
+                lines.append(f"[{i}] library: {_format_eqn(step.eqn, name)}")
+                continue
+            kn = (kernel_names or {}).get(step.index, f"region {step.index}")
+            dom = ",".join(str(d) for d in step.domain)
+            desc = f"[{i}] kernel {kn}: domain ({dom})"
+            if step.loop_axes:
+                nd = len(step.domain)
+                axes = tuple(a + nd for a in step.loop_axes)
+                how = "unrolled" if step.unrolled() else "rolled"
+                desc += (f", one thread per {step.thread_count()} points, loop over axes "
+                         f"{axes} ({step.loop_extent()}, {how})")
+            lines.append(desc)
+            grid = step.grid_outs()
+            for eqn in step.eqns:
+                tag = "   [grid reduction, finished by a second kernel]" \
+                    if eqn.outs[0].id in grid else ""
+                lines.append(f"      {_format_eqn(eqn, name)}{tag}")
+            lines.append("      reads: " + (" ".join(name(v) for v in step.inputs) or "-")
+                         + "; writes: " + (" ".join(name(v) for v in step.outputs) or "-"))
+        return "\n".join(lines)
+
+
+def _format_eqn(eqn, name) -> str:
+    from .pprint import _param_str
+
+    outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outs)
+    args = " ".join(name(a) for a in eqn.inputs)
+    params = " ".join(_param_str(k, v) for k, v in eqn.params.items())
+    return f"{outs} = {eqn.prim.name} {args}" + (f" {params}" if params else "")
+
+
+def plan_graph(graph: Graph) -> Plan:
+    """Partition ``graph`` into fused regions and library steps, in execution order.
+
+    Example::
+
+        plan = plan_graph(dg.trace(dg.hvp(f), x, v))
+        [type(s).__name__ for s in plan.steps]
+    """
+    steps: list = []
+    cur: Region | None = None
+    count = 0
+
+    def close():
+        nonlocal cur
+        if cur is not None and cur.eqns:
+            steps.append(cur)
+        cur = None
+
+    for eqn in graph.eqns:
+        depends = cur is not None and any(cur.defines(a) for a in eqn.inputs)
+        if fusible(eqn):
+            if cur is not None and cur.try_add(eqn):
+                continue
+            if eqn.prim.name in VIEW_OPS and not depends:
+                steps.append(LibraryStep(eqn))
+                continue
+            close()
+            region = Region(index=count)
+            if region.try_add(eqn):
+                cur = region
+                count += 1
+                continue
+            steps.append(LibraryStep(eqn))
+            continue
+        if depends:
+            close()
+        steps.append(LibraryStep(eqn))
+    close()
+
+    # Which values are read after the step that defines them.
+    graph_outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
+    for i, step in enumerate(steps):
+        if isinstance(step, Region):
+            later = set()
+            for other in steps[i + 1:]:
+                eqns = [other.eqn] if isinstance(other, LibraryStep) else other.eqns
+                for e in eqns:
+                    later.update(a.id for a in e.inputs if isinstance(a, Var))
+            step.finish(later, graph_outputs)
+    return Plan(graph, steps)
+
+
+# --------------------------------------------------------------------------- NumPy emulator
+def _to_domain(arr, dims, nd):
+    """An array over the value's own axes -> an array over the domain (size 1 elsewhere)."""
+    arr = np.asarray(arr)
+    own = [j for j, d in enumerate(dims) if d is not None]
+    sub = arr.reshape([arr.shape[j] for j in own]) if own else arr.reshape(())
+    order = sorted(range(len(own)), key=lambda k: dims[own[k]])
+    sub = np.transpose(sub, order)
+    shape = [1] * nd
+    for k in order:
+        shape[dims[own[k]] + nd] = arr.shape[own[k]]
+    return sub.reshape(shape)
+
+
+def _from_domain(arr, dims, shape, domain):
+    """The inverse of :func:`_to_domain`: read the value's elements back from the domain."""
+    nd = len(domain)
+    keep = sorted({d + nd for d in dims if d is not None})
+    arr = np.asarray(arr)
+    arr = np.broadcast_to(arr, tuple(domain[a] if a in keep else arr.shape[a]
+                                     for a in range(nd)))
+    index = tuple(slice(None) if a in keep else 0 for a in range(nd))
+    sub = arr[index] if nd else arr
+    own_order = sorted([d + nd for d in dims if d is not None])
+    perm = [own_order.index(d + nd) for d in dims if d is not None]
+    sub = np.transpose(sub, perm) if perm else sub
+    return np.ascontiguousarray(sub).reshape(shape)
+
+
+def emulate_region(region: Region, env: dict) -> None:
+    """Evaluate ``region`` point by point of its domain, as its kernel does (NumPy)."""
+    from .interpret import read
+
+    nd = len(region.domain)
+    dom: dict[int, Any] = {}
+    threads = region.thread_axes()
+    for eqn in region.eqns:
+        args = []
+        out = eqn.outs[0]
+        for a in eqn.inputs:
+            if isinstance(a, Literal):
+                args.append(a.value)
+            elif region.defines(a):
+                args.append(dom[a.id])
+            else:
+                val = np.asarray(read(env, a))
+                args.append(_to_domain(val, region.load_dims(eqn, a), nd))
+        name = eqn.prim.name
+        if name in VIEW_OPS:
+            res = args[0]
+        elif name in REDUCTIONS:
+            x = args[0]
+            if out.id in region.grid_outs():
+                full = np.broadcast_to(x, region.domain)
+                keep = [(a - nd) in threads or ((a - nd) in region.loop_axes and x.shape[a] > 1)
+                        for a in range(nd)]
+                res = eqn.prim.impl(np, full[tuple(slice(None) if k else slice(0, 1)
+                                                   for k in keep)], axes=tuple(range(nd)))
+                res = np.reshape(res, (1,) * nd)
+            else:
+                loop = tuple(a + nd for a in region.loop_axes)
+                full = np.broadcast_to(x, np.broadcast_shapes(
+                    x.shape, tuple(region.domain[a] if a in loop else 1 for a in range(nd))))
+                res = np.expand_dims(eqn.prim.impl(np, full, axes=loop), loop)
+        else:
+            res = eqn.prim.impl(np, *args, **eqn.params)
+        dom[out.id] = np.asarray(res).astype(out.dtype)
+    for v in region.outputs:
+        env[v.id] = _from_domain(dom[v.id], region.dims[v.id], tuple(v.shape), region.domain)
+
+
+def emulate(plan: Plan, args: Sequence[Any]) -> list:
+    """Run ``plan`` with NumPy: library steps by their impls, regions by
+    :func:`emulate_region`. Only a region's outputs leave it, so a wrong plan fails here."""
+    from .interpret import read
+
+    env: dict[int, Any] = {}
+    for v, a in zip(plan.graph.inputs, args):
+        env[v.id] = np.asarray(a)
+    for c in plan.graph.consts:
+        env[c.id] = np.asarray(c.value)
+    for step in plan.steps:
+        if isinstance(step, LibraryStep):
+            e = step.eqn
+            outs = e.prim.impl(np, *[read(env, a) for a in e.inputs], **e.params)
+            outs = outs if e.prim.multiple_results else [outs]
+            for v, o in zip(e.outs, outs):
+                env[v.id] = o
+        else:
+            emulate_region(step, env)
+    return [read(env, a) if not isinstance(a, Const) else a.value for a in plan.graph.outputs]

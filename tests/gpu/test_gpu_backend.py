@@ -1,0 +1,279 @@
+"""The CuPy backend against the NumPy backend: fused kernels, the generic path, CUDA-graph
+replay, no host synchronisation in cached calls, and the kernel count of scenario 2."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+from dualgpu.executor import config
+
+cp = pytest.importorskip("cupy")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_fusion import dense_loss, fusion_cases, scenario2  # noqa: E402
+
+TOL = {np.float64: 1e-12, np.float32: 1e-5}
+
+
+def _leaves(x):
+    if isinstance(x, (tuple, list)):
+        return [leaf for item in x for leaf in _leaves(item)]
+    return [x]
+
+
+def _to_cupy(args):
+    return tuple(tuple(cp.asarray(b) for b in a) if isinstance(a, tuple) else cp.asarray(a)
+                 for a in args)
+
+
+def _compare(got, want, dtype):
+    got, want = _leaves(got), _leaves(want)
+    assert len(got) == len(want)
+    rtol = TOL[dtype]
+    for g, w in zip(got, want):
+        assert isinstance(g, cp.ndarray), type(g)
+        w = np.asarray(w)
+        assert g.shape == w.shape
+        # NumPy's runtime promotion can widen where the graph's avals do not (e.g. float32
+        # gradients through where(c, 1.0, 0.0)); the CuPy result follows the avals
+        assert g.dtype == w.dtype or (g.dtype.kind == w.dtype.kind == "f")
+        # relative to the result's magnitude (and at least 1): sums in another order differ
+        # by a few ulps of their terms, not of a result that cancels to near zero
+        scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
+        err = float(np.max(np.abs(cp.asnumpy(g).astype(np.float64) - w))) if w.size else 0.0
+        assert err <= rtol * scale, f"max error {err:.3g} > {rtol:g} * {scale:.3g}"
+
+
+@pytest.fixture
+def switches():
+    saved = dict(config)
+    yield config
+    config.clear()
+    config.update(saved)
+    dg.clear_cache()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("name", list(fusion_cases()))
+@pytest.mark.parametrize("mode", ["fused", "generic"])
+def test_case_matches_numpy(name, dtype, mode, switches):
+    switches["fuse"] = mode == "fused"
+    dg.clear_cache()
+    fn, args = fusion_cases(dtype, n=6)[name]
+    want = fn(*args)
+    gargs = _to_cupy(args)
+    for _ in range(4):  # eager, capture, replays
+        _compare(fn(*gargs), want, dtype)
+
+
+def _exe(fn, args):
+    return fn.compiled(args)[0].exe
+
+
+def test_scenario2_runs_in_two_kernels_and_replays(switches):
+    fn, args = fusion_cases(np.float32, n=32)["scenario2"]
+    gargs = _to_cupy(args)
+    want = fn(*args)
+    outs = [fn(*gargs) for _ in range(4)]
+    exe = _exe(fn, gargs)
+    assert exe.plan.kernel_count() <= 2
+    assert exe.graph_runner.failed is None and exe.graph_runner.replays >= 2
+    _compare(outs[-1], want, np.float32)
+    # results are fresh arrays: a later call does not overwrite an earlier result
+    first = outs[-2][1].copy()
+    fn(*gargs)
+    cp.testing.assert_array_equal(outs[-2][1], first)
+    assert "dg_fused_" in dg.source(fn, *gargs)
+
+
+def test_dense_hvp_scenario1(switches):
+    rng = np.random.default_rng(0)
+    p, x, y, v = rng.standard_normal(11), rng.standard_normal((4, 10)), rng.random((4, 1)), \
+        rng.standard_normal(11)
+    want = dg.hvp(dense_loss)(p, x, y, v)
+    h = dg.hvp(dense_loss)
+    g = [cp.asarray(a) for a in (p, x, y, v)]
+    for _ in range(4):
+        _compare(h(*g), want, np.float64)
+    H = dg.HessianOperator(dense_loss, g[0], g[1], g[2])
+    hv = H @ g[3]
+    assert isinstance(hv, cp.ndarray)
+    np.testing.assert_allclose(cp.asnumpy(hv), want, rtol=1e-12)
+    gr = dg.grad(dense_loss)(*g[:3])
+    assert isinstance(gr, cp.ndarray)
+    out, pullback = dg.vjp(lambda p: dense_loss(p, g[1], g[2]), g[0])
+    assert isinstance(pullback(cp.ones(()))[0], cp.ndarray)
+    o, t = dg.jvp(lambda p: dense_loss(p, g[1], g[2]), (g[0],), (g[3],))
+    assert isinstance(o, cp.ndarray) and isinstance(t, cp.ndarray)
+
+
+def test_scenario3_sparse_on_gpu(switches):
+    import cupyx.scipy.sparse as csp
+    import scipy.sparse as sp
+
+    A = sp.random(50, 40, density=0.1, format="csr", random_state=0)
+    x = np.random.default_rng(0).standard_normal((8, 50))
+    want = dg.grad(lambda x: np.sum(np.tanh(x @ A) ** 2))(x)
+    Ag, xg = csp.csr_matrix(A), cp.asarray(x)
+    f = dg.grad(lambda x: np.sum(np.tanh(x @ Ag) ** 2))
+    for _ in range(3):
+        _compare(f(xg), want, np.float64)
+
+
+def test_cached_call_does_not_synchronise(switches):
+    """A cached call captured into a CUDA graph: any host synchronisation breaks capture."""
+    switches["cuda_graphs"] = False
+    fn, args = fusion_cases(np.float32, n=16)["scenario2"]
+    gargs = _to_cupy(args)
+    fn(*gargs)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        fn(*gargs)  # warms the memory pool of this stream
+        stream.begin_capture()
+        try:
+            outs = fn(*gargs)
+        finally:
+            graph = stream.end_capture()
+        graph.launch(stream)
+    stream.synchronize()
+    _compare(outs, fn(*args), np.float32)
+
+
+_SYNC = dg.REGISTRY.get("test_host_roundtrip") or dg.defprim(
+    "test_host_roundtrip",
+    lambda xp, x: xp.asarray(x.get()) if hasattr(x, "get") else x,
+    dg.primitives.same_as_first)
+
+
+def test_capture_failure_falls_back_to_eager(switches):
+    f = dg.jit(lambda x: _SYNC(np.sin(x)) * 2)
+    x = cp.linspace(0, 1, 10)
+    for _ in range(3):
+        cp.testing.assert_allclose(f(x), np.sin(cp.asnumpy(x)) * 2)
+    runner = _exe(f, (x,)).graph_runner
+    assert runner.failed is not None and runner.replays == 0
+
+
+def test_cuda_graph_opt_out_and_reuse(switches):
+    f = dg.jit(lambda x: np.exp(-x * x))
+    x = cp.linspace(0, 1, 100)
+    switches["cuda_graphs"] = False
+    for _ in range(3):
+        f(x)
+    assert _exe(f, (x,)).graph_runner.replays == 0
+    switches["cuda_graphs"] = True
+    switches["cuda_graph_outputs"] = "reuse"
+    outs = [f(x) for _ in range(4)]
+    assert outs[-1].data.ptr == outs[-2].data.ptr  # the static buffer, documented
+    cp.testing.assert_allclose(outs[-1], cp.exp(-x * x))
+
+
+def test_non_contiguous_and_broadcast_inputs(switches):
+    f = dg.jit(lambda a, b: np.sin(a) * b + a)
+    a = cp.arange(30.0).reshape(5, 6)[:, ::2]
+    b = cp.broadcast_to(cp.arange(3.0), (5, 3))
+    want = np.sin(cp.asnumpy(a)) * cp.asnumpy(b) + cp.asnumpy(a)
+    for _ in range(3):
+        np.testing.assert_allclose(cp.asnumpy(f(a, b)), want, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- every registry op
+def _unary_domain(name):
+    return {"arccosh": (1.2, 2.0), "reciprocal": (0.5, 1.5), "digamma": (0.5, 2.0),
+            "gammaln": (0.5, 2.0)}.get(name, (0.2, 0.8))
+
+
+def _elementwise_case(prim, rng, dtype):
+    lo, hi = _unary_domain(prim.name)
+    if prim.name == "where":
+        args = (rng.random((4, 5)) > 0.5, rng.uniform(lo, hi, (4, 5)).astype(dtype),
+                rng.uniform(lo, hi, (5,)).astype(dtype))
+        return (lambda c, x, y: prim.bind(c, x, y)), args
+    params = {"convert_element_type": {"dtype": np.dtype(np.float32)},
+              "fill_like": {"value": 2.5}, "broadcast_to": {"shape": (3, 4, 5)},
+              "polygamma": {"n": 1}}.get(
+        prim.name, {})
+    shapes = [(4, 5), (5,), (4, 1)][:prim.arity]
+    args = tuple(rng.uniform(lo, hi, s).astype(dtype) for s in shapes)
+    return (lambda *a: prim.bind(*a, **params)), args
+
+
+def _library_cases(rng, dtype):
+    a = rng.uniform(0.2, 0.8, (4, 5)).astype(dtype)
+    sq = (rng.uniform(-1, 1, (4, 4)) + 4 * np.eye(4)).astype(dtype)
+    return {
+        "reduce_sum": (lambda x: np.sum(x, axis=0), (a,)),
+        "reduce_max": (lambda x: np.max(x, axis=1), (a,)),
+        "reduce_min": (lambda x: np.min(x), (a,)),
+        "reduce_prod": (lambda x: np.prod(x, axis=0), (a,)),
+        "cumsum": (lambda x: np.cumsum(x, axis=1), (a,)),
+        "cumprod": (lambda x: np.cumprod(x, axis=1), (a,)),
+        "reshape": (lambda x: np.sin(x).reshape(20), (a,)),
+        "transpose": (lambda x: np.sin(x).T * 2, (a,)),
+        "getitem": (lambda x: x[1:3, ::2] * x[0, ::2], (a,)),
+        "scatter_add": (lambda x: np.sum(x[np.array([0, 2, 2])] ** 2), (a,)),
+        "concatenate": (lambda x: np.concatenate([x, x * 2], axis=0), (a,)),
+        "pad": (lambda x: np.pad(x, ((1, 0), (0, 2))), (a,)),
+        "matmul": (lambda x: x @ x.T, (a,)),
+        "einsum": (lambda x: np.einsum("ij,kj->ik", x, x), (a,)),
+        "solve": (lambda m: np.linalg.solve(m, np.ones(4, dtype)), (sq,)),
+        "inv": (lambda m: np.linalg.inv(m), (sq,)),
+        "det": (lambda m: np.linalg.det(m), (sq,)),
+        "slogdet": (lambda m: np.linalg.slogdet(m)[1], (sq,)),
+        "cholesky": (lambda m: np.linalg.cholesky(m @ m.T), (sq,)),
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("name", sorted(dg.REGISTRY))
+def test_registry_op_matches_numpy(name, dtype, switches):
+    prim = dg.REGISTRY[name]
+    rng = np.random.default_rng(1)
+    if prim.kind == "elementwise" and hasattr(prim, "arity"):
+        fn, args = _elementwise_case(prim, rng, dtype)
+    elif name in _library_cases(rng, dtype):
+        fn, args = _library_cases(rng, dtype)[name]
+    else:
+        pytest.skip(f"{name}: no GPU case (sparse ops are covered by the scenario 3 test)")
+    try:
+        want = dg.jit(fn)(*args)
+    except (dg.DualgpuError, TypeError, KeyError) as e:
+        pytest.skip(f"{name}: not supported by the NumPy backend either ({e})")
+    for _ in range(3):
+        _compare(dg.jit(fn)(*_to_cupy(args)), want, dtype)
+    diff = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+    if not prim.differentiable or not diff or prim.name in dg.primitives.NON_DIFFERENTIABLE:
+        return
+    w = None
+
+    def loss(*a):
+        out = fn(*a)
+        return np.sum(out * out) if w is None else np.sum(out * w)
+
+    gh = dg.grad_and_hvp(loss, argnums=diff[0])
+    v = rng.uniform(-1, 1, np.shape(args[diff[0]])).astype(dtype)
+    try:
+        want = gh(*args, v)
+    except dg.DualgpuError as e:
+        pytest.skip(f"{name}: no second derivative on NumPy either ({e})")
+    for _ in range(3):
+        _compare(gh(*_to_cupy(args), cp.asarray(v)), want, dtype)
+
+
+def test_scenario2_full_size_float32(switches):
+    n = 100
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.standard_normal((3, n, n, n)).astype(np.float32))
+    mu = cp.asarray(rng.standard_normal((3, n)).astype(np.float32))
+    v = cp.asarray(rng.standard_normal((3, n, n, n)).astype(np.float32))
+    gh = dg.grad_and_hvp(scenario2, batch_axes=(1, 2, 3), return_value=True)
+    val, g, hv = gh(x, mu, v)
+    d = x - mu[:, None, None, :]
+    e = cp.exp(-cp.sum(d * d, axis=0))
+    cp.testing.assert_allclose(val, cp.sum(e), rtol=1e-4)
+    cp.testing.assert_allclose(g, -2 * d * e, rtol=1e-5, atol=1e-6)
+    dv = cp.sum(d * v, axis=0)
+    cp.testing.assert_allclose(hv, -2 * v * e + 4 * d * dv * e, rtol=1e-4, atol=1e-5)

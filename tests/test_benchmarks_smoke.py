@@ -1,0 +1,194 @@
+"""Smoke tests of the benchmark harness (benchmarks/), on the CPU with tiny sizes.
+
+The real benchmarks need a GPU (``make bench``); here we check that the modules import,
+that the report writer turns fake timings into a table, targets, JSON and a plot, and that
+every workload runs its correctness checks at a tiny NumPy size. Peers (JAX, torch) that are
+not installed must give skipped rows, never a crash.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from benchmarks import common, dense_tiny, mlp, overhead, report, run, scenario2, sparse, timing
+from benchmarks.report import Report, Row
+
+
+def tiny_ctx(**kw) -> common.Context:
+    logs: list[str] = []
+    ctx = common.Context(gpu=False, quick=True, tiny=True, compile=False, budget_s=0.02,
+                         impl_timeout_s=60, log=logs.append, debug=logs.append, **kw)
+    ctx.logs = logs
+    return ctx
+
+
+# ------------------------------------------------------------------------------ report
+def fake_rows(gpu_sizes: bool = True) -> list[Row]:
+    rows = [
+        Row("scenario2", "N=1M", "hand-fused", "ok", 20.0, 1e-7, reference=True),
+        Row("scenario2", "N=1M", "dualgpu", "ok", 24.0, 2e-7),
+        Row("scenario2", "N=1M", "jax jit(jvp(grad))", "ok", 52.0, 3e-7),
+        Row("scenario2", "N=1M", "torch.func", "skipped", note="torch not importable"),
+        Row("scenario2", "N=8M", "hand-fused", "ok", 100.0, reference=True),
+        Row("scenario2", "N=8M", "dualgpu", "ok", 140.0),
+        Row("mlp", "hvp", "dualgpu", "ok", 140.0, extra={"peak_MB": 40.0}),
+        Row("mlp", "hvp", "jax", "ok", 148.0),
+        Row("mlp", "grad", "dualgpu", "ok", 100.0),
+        Row("dense_tiny", "B=4", "dualgpu", "ok", 25.0),
+        Row("overhead", "first call", "dualgpu", "ok", 5e5),
+        Row("sweep", "N=1e4", "hand-fused", "ok", 5.0, reference=True, extra={"N": 10**4}),
+        Row("sweep", "N=1e4", "dualgpu", "ok", 9.0, extra={"N": 10**4}),
+        Row("sweep", "N=1e5", "dualgpu", "ok", 12.0, extra={"N": 10**5}),
+    ]
+    return rows
+
+
+def test_report_ratios_targets_json_and_plot(tmp_path):
+    rep = Report(env={"gpu": "fake"}, args={"gpu": True})
+    rep.add(fake_rows())
+    table = rep.table()
+    assert "1.20" in table                      # 24 / 20 on N=1M
+    assert "skipped" in table and "torch not importable" in table
+    verdicts = {(t["what"]): t["verdict"] for t in rep.targets()}
+    assert verdicts["value+grad+HVP, N=1M"] == "met"              # 1.2x <= 1.25x
+    assert verdicts["value+grad+HVP, N=8M"] == "NOT met"          # 1.4x
+    assert verdicts["MLP 784-512-10 HVP, batch 4096"] == "met"    # <= JAX, 1.4 <= 1.6
+    assert verdicts["Dense(10->1) HVP, batch 4"] == "NOT met"     # 25 us > 20 us
+    assert verdicts["grad sum(tanh(x@A)), nnz 2M"] == "n/a"       # not measured
+    assert verdicts["first call of the MLP HVP"] == "met"
+    assert "NOT met" in rep.targets_table()
+    data = json.loads(open(rep.write_json(str(tmp_path / "r.json"))).read())
+    assert data["rows"][1]["ratio"] == pytest.approx(1.2)
+    assert {t["verdict"] for t in data["targets"]} >= {"met", "NOT met", "n/a"}
+    png = rep.plot(str(tmp_path / "r.png"))
+    if png is not None:                          # matplotlib is optional
+        assert (tmp_path / "r.png").stat().st_size > 0
+
+
+def test_targets_are_not_judged_on_a_cpu_run():
+    rep = Report(args={"gpu": False})
+    rep.add(fake_rows())
+    assert {t["verdict"] for t in rep.targets()} == {"n/a"}
+
+
+def test_fmt_us():
+    assert report.fmt_us(12.34) == "12.3 us"
+    assert report.fmt_us(2500.0) == "2.50 ms"
+    assert report.fmt_us(2.5e6) == "2.50 s"
+    assert report.fmt_us(None) == "-"
+
+
+# ------------------------------------------------------------------------------ timing
+def test_time_fn_and_budget():
+    calls = []
+    t = timing.time_fn(lambda a: calls.append(a), [(1,), (2,)], timing.HostClock(),
+                       warmup=2, reps=5, groups=3, budget_s=10)
+    assert t.reps == 5 and t.groups == 3 and t.median_us >= 0
+    assert set(calls) == {1, 2}                  # inputs rotate
+    assert timing.fit_reps(1.0, 20, 7, 3.0) == (1, 3)
+    assert timing.fit_reps(1e-6, 20, 7, 3.0) == (20, 7)
+
+
+def test_time_limit_interrupts_python_loops():
+    with pytest.raises(timing.BenchTimeout):
+        with timing.time_limit(0.05):
+            while True:
+                time.sleep(0.001)
+
+
+def test_measure_turns_failures_into_skipped_rows():
+    ctx = tiny_ctx()
+
+    def broken():
+        raise RuntimeError("backend unfinished")
+
+    row = common.measure(ctx, workload="w", case="c", impl="dualgpu", build=broken,
+                         inputs=[(1,)])
+    assert row.status == "skipped" and "backend unfinished" in row.note
+
+    def missing():
+        raise common.Skip("jax not importable")
+
+    row = common.measure(ctx, workload="w", case="c", impl="jax", build=missing,
+                         inputs=[(1,)])
+    assert row.status == "skipped" and row.note == "jax not importable"
+    row = common.measure(ctx, workload="w", case="c", impl="id", build=lambda: (lambda a: a),
+                         inputs=[(2.0,)], check=lambda out: abs(out - 2.0))
+    assert row.status == "ok" and row.rel_err == 0.0
+
+
+# ------------------------------------------------------------------------------ workloads
+WORKLOADS = {
+    "scenario2": scenario2.run,
+    "sweep": scenario2.run_sweep,
+    "mlp": mlp.run,
+    "dense_tiny": dense_tiny.run,
+    "sparse": sparse.run,
+    "overhead": overhead.run,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_workload_tiny_numpy(name):
+    rows = WORKLOADS[name](tiny_ctx())
+    assert rows, "a workload returns at least one row"
+    for r in rows:
+        assert r.status in ("ok", "skipped")
+        if r.status == "ok":
+            assert r.time_us is not None and r.time_us >= 0
+            assert not r.note.startswith("WRONG"), f"{r.impl}: {r.note}"
+        else:
+            assert r.note, "a skipped row says why"
+    hand = [r for r in rows if r.impl == "hand-fused"]
+    for r in hand:                                # the NumPy stand-ins always run
+        assert r.status == "ok", r.note
+        if r.rel_err is not None:
+            assert r.rel_err < 1e-5
+
+
+def test_reference_formulas_agree_with_finite_differences():
+    """The closed forms that every implementation is checked against are themselves right."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x, mu, v = scenario2.make_inputs(np, (3, 2, 2, 3), 1)[0]
+    fsum = lambda x: float(np.sum(scenario2.reference(np, x, mu, v)[0]))
+    grad = lambda x: scenario2.reference(np, x, mu, v)[1]
+    _, g, hv = scenario2.reference(np, x, mu, v)
+    eps = 1e-6
+    x64 = x.astype(np.float64)
+    d = rng.standard_normal(x.shape)
+    assert (fsum(x64 + eps * d) - fsum(x64 - eps * d)) / (2 * eps) == pytest.approx(
+        float(np.sum(g * d)), rel=1e-6)
+    fd_hv = (grad(x64 + eps * v) - grad(x64 - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(fd_hv, hv, rtol=1e-5, atol=1e-8)
+
+    dims = mlp.TINY
+    p, X, Y, v = mlp.make_inputs(np, dims, 1)[0]
+    g_of = lambda p: mlp.reference(np, dims, p, X, Y, v)[0]
+    fd = (g_of(p.astype(np.float64) + eps * v) - g_of(p.astype(np.float64) - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(fd, mlp.reference(np, dims, p, X, Y, v)[1], rtol=1e-4,
+                               atol=1e-8)
+
+    p, X, Y, v = dense_tiny.make_inputs(np, 1)[0]
+    loss = lambda q: float(np.mean((1 / (1 + np.exp(-(X.astype(np.float64) @ q[:10, None]
+                                                     + q[10]))) - Y) ** 2))
+    q = p.astype(np.float64)
+    e = np.eye(11)
+    gq = lambda q: np.array([(loss(q + eps * e[i]) - loss(q - eps * e[i])) / (2 * eps)
+                             for i in range(11)])
+    fd = (gq(q + 1e-3 * v) - gq(q - 1e-3 * v)) / 2e-3
+    np.testing.assert_allclose(fd, dense_tiny.reference(np, p, X, Y, v), rtol=1e-3, atol=1e-6)
+
+
+def test_run_main_writes_json_png_and_log(tmp_path, capsys):
+    assert run.main(["--cpu", "--only", "dense_tiny", "--out", str(tmp_path),
+                     "--budget", "0.02"]) == 0
+    out = capsys.readouterr().out
+    assert "DESIGN.md targets" in out and "dense_tiny" in out
+    data = json.loads((tmp_path / "latest.json").read_text())
+    assert data["args"]["only"] == ["dense_tiny"]
+    assert any(r["impl"] == "hand-fused" and r["status"] == "ok" for r in data["rows"])
+    assert (tmp_path / "latest.log").exists()

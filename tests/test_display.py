@@ -1,0 +1,82 @@
+"""Pictures of graphs: DOT text, Graphviz rendering, and rich display in Jupyter."""
+import shutil
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+from dualgpu import pprint
+
+HAS_DOT = shutil.which("dot") is not None
+
+
+def _graph():
+    return dg.trace(dg.hvp(lambda x: np.sum(np.sin(x) ** 2)), np.ones(3), np.ones(3))
+
+
+def test_to_dot_and_networkx_agree():
+    g = _graph()
+    dot = g.to_dot()
+    assert dot.startswith('digraph "') and dot.rstrip().endswith("}")
+    nxg = g.nx
+    assert dot.count("->") == nxg.number_of_edges()
+    assert sum(1 for _, d in nxg.nodes(data=True) if d["kind"] == "eqn") == len(g.eqns)
+
+
+def test_render_dot_text_needs_no_graphviz(tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    path = tmp_path / "g.dot"
+    assert _graph().render(str(path)) == str(path)
+    assert path.read_text().startswith("digraph")
+
+
+def test_render_without_graphviz_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(dg.DualgpuError, match="Graphviz"):
+        _graph().render(str(tmp_path / "g.svg"))
+
+
+def test_notebook_display_without_graphviz(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    g = _graph()
+    assert g._repr_svg_() is None              # Jupyter falls back to _repr_html_
+    html = g._repr_html_()
+    assert html.startswith("<pre>") and "x_dot" in html
+
+
+def test_quotes_in_names_are_escaped():
+    def f(x):
+        return np.sum(x)
+
+    f.__name__ = 'we"ird'
+    dot = dg.trace(f, np.ones(2)).to_dot()
+    assert dot.startswith('digraph "we\\"ird"')
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot")
+def test_render_svg_and_png(tmp_path):
+    g = _graph()
+    svg = tmp_path / "g.svg"
+    g.render(str(svg))
+    assert "<svg" in svg.read_text()
+    png = tmp_path / "g.png"
+    g.render(str(png))
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(dg.DualgpuError, match="format"):
+        g.render(str(tmp_path / "g.notaformat"))
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot")
+def test_notebook_display_with_graphviz():
+    g = _graph()
+    svg = g._repr_svg_()
+    assert svg.startswith("<svg") and "</svg>" in svg
+    html = g._repr_html_()
+    assert "<svg" in html and "<pre>" in html      # picture above the listing
+
+
+def test_large_graphs_display_as_text(monkeypatch):
+    monkeypatch.setattr(pprint, "SVG_MAX_EQNS", 2)
+    g = _graph()
+    assert g._repr_svg_() is None
+    assert g._repr_html_().startswith("<pre>")

@@ -1,0 +1,571 @@
+"""One property test over the whole rule registry.
+
+``SPECS`` maps every primitive of ``dualgpu.primitives.REGISTRY`` (and some public composite
+functions of ``dg.nn`` and ``numpy_api``) to a builder that draws, with hypothesis, a function
+exercising it and arguments inside its domain (broadcastable shapes, axes, index keys, ...).
+For each entry and example:
+
+* JVP against central differences (``check_jvp``),
+* VJP against the JVP by the inner-product identity (``check_vjp``),
+* HVP against central differences of the gradient (``check_hvp``, through ``check_grads``),
+
+in float64, and in float32 with looser tolerances. Non-differentiable primitives are checked
+for their value and for a zero derivative. ``test_registry_is_complete`` fails when a
+primitive has no rules (and is not declared non-differentiable) or no entry here, so a new
+primitive without a test fails CI.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dualgpu as dg
+from dualgpu import numpy_api as dnp
+from dualgpu.primitives import NON_DIFFERENTIABLE, REGISTRY
+from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
+from dualgpu.testing import strategies as dst
+
+F64_EXAMPLES = 15
+F32_EXAMPLES = 5
+
+
+@dataclass
+class Spec:
+    """How to test one op: ``build(data, dtype) -> (f, args)``; ``prim`` must appear in the
+    traced graph of ``f``; ``kind`` is "diff", "nondiff" or a custom check."""
+
+    build: Callable
+    prim: str | None = None
+    kind: str = "diff"
+    order: int = 2
+    f64_tol: dict = field(default_factory=dict)
+    f32: bool = True
+
+
+SPECS: dict[str, Spec] = {}
+
+
+def spec(name, build, **kw):
+    SPECS[name] = Spec(build, prim=kw.pop("prim", name if name in REGISTRY else None), **kw)
+
+
+# --------------------------------------------------------------------------- draw helpers
+def draw_array(data, shape, dtype, low=-2.0, high=2.0, avoid=()):
+    return data.draw(dst.arrays(shape, low, high, dtype=dtype, avoid=avoid))
+
+
+def draw_shapes(data, n, max_dims=3, max_side=3):
+    return data.draw(dst.broadcastable_shapes(num_shapes=n, max_dims=max_dims,
+                                              max_side=max_side))
+
+
+def draw_shape(data, min_dims=0, max_dims=3, max_side=3):
+    return data.draw(dst.shapes(min_dims=min_dims, max_dims=max_dims, max_side=max_side))
+
+
+def distinct_array(data, shape, dtype, spacing=0.3):
+    """Values at least ``spacing`` apart (no ties for max/min and sorting-like ops)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    perm = data.draw(st.permutations(list(range(n))))
+    return ((np.array(perm, dtype=np.float64) - n / 2) * spacing).reshape(shape).astype(dtype)
+
+
+def seed(data):
+    return np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
+
+
+# --------------------------------------------------------------------------- elementwise
+UNARY_DOMAINS = {
+    "negative": (-2, 2), "square": (-2, 2), "exp": (-2, 2), "exp2": (-2, 2),
+    "expm1": (-2, 2), "sin": (-2, 2), "cos": (-2, 2), "tan": (-1.2, 1.2),
+    "sinh": (-2, 2), "cosh": (-2, 2), "tanh": (-2, 2), "arctan": (-2, 2),
+    "arcsinh": (-2, 2), "logistic": (-3, 3), "erf": (-2, 2), "erfc": (-2, 2),
+    "sqrt": (0.3, 3), "log": (0.3, 3), "log2": (0.3, 3), "log10": (0.3, 3),
+    "log1p": (-0.6, 3), "reciprocal": (0.4, 3), "arcsin": (-0.8, 0.8),
+    "arccos": (-0.8, 0.8), "arctanh": (-0.8, 0.8), "arccosh": (1.3, 3),
+    "gammaln": (0.4, 4), "digamma": (0.4, 4), "cbrt": (0.3, 3),
+}
+
+
+def unary(name, low, high, avoid=(), fn=None):
+    def build(data, dtype):
+        x = draw_array(data, draw_shape(data), dtype, low, high, avoid)
+        return (fn or getattr(dnp, name)), (x,)
+
+    return build
+
+
+for _name, (_lo, _hi) in UNARY_DOMAINS.items():
+    spec(_name, unary(_name, _lo, _hi))
+spec("absolute", unary("absolute", -2, 2, avoid=(0.0,)))
+spec("polygamma", unary("polygamma", 0.4, 4, fn=lambda x: dnp.polygamma(1, x)))
+
+
+def binary(name, lo_x=-2.0, hi_x=2.0, lo_y=-2.0, hi_y=2.0, avoid_y=(), fn=None, avoid_x=()):
+    def build(data, dtype):
+        sx, sy = draw_shapes(data, 2)
+        x = draw_array(data, sx, dtype, lo_x, hi_x, avoid_x)
+        y = draw_array(data, sy, dtype, lo_y, hi_y, avoid_y)
+        return (fn or getattr(dnp, name)), (x, y)
+
+    return build
+
+
+for _name in ("add", "subtract", "multiply", "logaddexp"):
+    spec(_name, binary(_name))
+spec("true_divide", binary("true_divide", lo_y=0.4, hi_y=3))
+spec("power", binary("power", 0.4, 2.5), prim="power")
+spec("hypot", binary("hypot", 0.3, 2, 0.3, 2))
+spec("arctan2", binary("arctan2", -2, 2, 0.3, 2))
+spec("copysign", binary("copysign", -2, 2, -2, 2, avoid_y=(0.0,), avoid_x=(0.0,)))
+
+
+def no_ties(name):
+    """x on a grid, y on the grid shifted by a quarter step: never equal."""
+
+    def build(data, dtype):
+        sx, sy = draw_shapes(data, 2)
+        x = np.asarray(np.round(draw_array(data, sx, np.float64) * 2) / 2)
+        y = np.asarray(np.round(draw_array(data, sy, np.float64) * 2) / 2 + 0.25)
+        return getattr(dnp, name), (x.astype(dtype), y.astype(dtype))
+
+    return build
+
+
+for _name in ("maximum", "minimum", "fmax", "fmin"):
+    spec(_name, no_ties(_name))
+
+
+def build_where(data, dtype):
+    sc, sx, sy = draw_shapes(data, 3)
+    cond = seed(data).random(sc) > 0.5
+    return (lambda x, y: dnp.where(cond, x, y)), (draw_array(data, sx, dtype),
+                                                  draw_array(data, sy, dtype))
+
+
+spec("where", build_where)
+
+
+def build_convert(data, dtype):
+    x = draw_array(data, draw_shape(data), dtype)
+    other = np.float32 if dtype == np.float64 else np.float64
+    return (lambda x: dnp.astype(x, other) * 1.5), (x,)
+
+
+spec("convert_element_type", build_convert,
+     f64_tol=dict(eps=1e-3, rtol=1e-3, atol=1e-4, vjp_tol=1e-5, hvp_eps=1e-3))
+
+
+def nondiff(name, arity=1, fn=None, low=-3.0, high=3.0):
+    def build(data, dtype):
+        shapes = draw_shapes(data, arity)
+        args = tuple(draw_array(data, s, dtype, low, high, avoid=(0.0, 0.5, -0.5, 1, -1))
+                     for s in shapes)
+        return (fn or getattr(dnp, name)), args
+
+    return build
+
+
+for _name in ("sign", "floor", "ceil", "rint", "trunc", "isnan", "isfinite",
+              "logical_not"):
+    spec(_name, nondiff(_name), kind="nondiff")
+for _name in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+              "logical_and", "logical_or"):
+    spec(_name, nondiff(_name, 2), kind="nondiff")
+spec("floor_divide", nondiff("floor_divide", 2, low=0.6, high=3), kind="nondiff")
+spec("remainder", nondiff("remainder", 2, low=0.6, high=3), kind="nondiff")
+spec("fill_like", nondiff("fill_like", fn=lambda x: dnp.full_like(x, 2.5)), kind="nondiff")
+spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
+
+
+def build_stop_gradient(data, dtype):
+    x = draw_array(data, draw_shape(data), dtype)
+    return (lambda x: dnp.multiply(dnp.stop_gradient(x), x)), (x,)
+
+
+spec("stop_gradient", build_stop_gradient, kind="stop_gradient")
+
+
+# --------------------------------------------------------------------------- reductions
+def draw_axis(data, ndim):
+    if ndim == 0:
+        return None
+    axes = data.draw(st.lists(st.integers(0, ndim - 1), unique=True, min_size=1,
+                              max_size=ndim))
+    return data.draw(st.sampled_from([None, tuple(axes), axes[0] - ndim]))
+
+
+def reduction(fn, values="any"):
+    def build(data, dtype):
+        shape = draw_shape(data, min_dims=1)
+        x = (distinct_array(data, shape, dtype) if values == "distinct"
+             else draw_array(data, shape, dtype, -1.5, 1.5))
+        axis = draw_axis(data, len(shape))
+        keepdims = data.draw(st.booleans())
+        return (lambda x: fn(x, axis=axis, keepdims=keepdims)), (x,)
+
+    return build
+
+
+spec("reduce_sum", reduction(dnp.sum))
+spec("reduce_prod", reduction(dnp.prod))
+spec("reduce_max", reduction(dnp.max, "distinct"))
+spec("reduce_min", reduction(dnp.min, "distinct"))
+spec("np.mean", reduction(dnp.mean), prim=None)
+spec("np.var", reduction(lambda x, axis, keepdims: dnp.var(x, axis=axis, keepdims=keepdims,
+                                                           ddof=0)), prim=None)
+spec("np.linalg.norm", reduction(lambda x, axis, keepdims: dnp.linalg_norm(
+    x + 3.0, axis=axis, keepdims=keepdims)), prim=None)
+
+
+def build_std(data, dtype):
+    shape = draw_shape(data, min_dims=1, max_side=4)
+    shape = shape[:-1] + (max(shape[-1], 2),)
+    x = distinct_array(data, shape, dtype)
+    return (lambda x: dnp.std(x, axis=-1, ddof=1)), (x,)
+
+
+spec("np.std", build_std, prim=None)
+
+
+def cumulative(fn):
+    def build(data, dtype):
+        shape = draw_shape(data, min_dims=1)
+        axis = data.draw(st.sampled_from([None] + list(range(-len(shape), len(shape)))))
+        x = draw_array(data, shape, dtype, -1.5, 1.5)
+        return (lambda x: fn(x, axis=axis)), (x,)
+
+    return build
+
+
+spec("cumsum", cumulative(dnp.cumsum))
+spec("cumprod", cumulative(dnp.cumprod))
+
+
+# --------------------------------------------------------------------------- shapes
+def build_reshape(data, dtype):
+    shape = draw_shape(data, min_dims=1)
+    x = draw_array(data, shape, dtype)
+    flat = [(-1,)] if len(shape) > 1 else []
+    target = data.draw(st.sampled_from([(1,) + shape, shape + (1,)] + flat))
+    return (lambda x: dnp.reshape(x, target) * 1.0), (x,)
+
+
+def build_transpose(data, dtype):
+    shape = draw_shape(data, min_dims=2)
+    perm = data.draw(st.permutations(list(range(len(shape)))))
+    if perm == sorted(perm):
+        perm = perm[::-1]
+    op = data.draw(st.sampled_from(["transpose", "swapaxes", "moveaxis"]))
+    fn = {"transpose": lambda x: dnp.transpose(x, perm),
+          "swapaxes": lambda x: dnp.swapaxes(x, 0, -1),
+          "moveaxis": lambda x: dnp.moveaxis(x, 0, -1)}[op]
+    return fn, (draw_array(data, shape, dtype),)
+
+
+def build_broadcast(data, dtype):
+    shape = draw_shape(data, max_dims=2)
+    target = (2,) + tuple(3 if d == 1 else d for d in shape)
+    fn = data.draw(st.sampled_from([lambda x: dnp.broadcast_to(x, target),
+                                    lambda x: dnp.tile(x, 2),
+                                    lambda x: dnp.broadcast_to(x, target) * 2.0]))
+    return fn, (draw_array(data, shape, dtype),)
+
+
+def build_getitem(data, dtype):
+    shape = draw_shape(data, min_dims=1, max_side=4)
+    x = draw_array(data, shape, dtype)
+    n = shape[0]
+    rng = seed(data)
+    keys = [
+        (slice(None, None, -1),),
+        (slice(1, None, 2),),
+        rng.integers(0, n, size=5),                       # repeats accumulate
+        (rng.random(shape) > 0.4),                         # constant boolean mask
+        (Ellipsis, None, 0),
+        (0,) if len(shape) == 1 else (slice(None), rng.integers(0, shape[1], size=(2, 3))),
+    ]
+    key = data.draw(st.sampled_from(keys))
+    fn = data.draw(st.sampled_from(["getitem", "take", "flip", "split", "repeat"]))
+    if fn == "take":
+        idx = rng.integers(0, x.size, size=4)
+        return (lambda x: dnp.take(x, idx)), (x,)
+    if fn == "flip":
+        return (lambda x: dnp.flip(x, axis=0)), (x,)
+    if fn == "split" and n > 1:
+        return (lambda x: dnp.split(x, [1], axis=0)[1] * 2.0), (x,)
+    if fn == "repeat":
+        return (lambda x: dnp.repeat(x, 2, axis=0)), (x,)
+    return (lambda x: x[key] * 1.0), (x,)
+
+
+def build_scatter(data, dtype):
+    n = data.draw(st.integers(1, 4))
+    k = data.draw(st.integers(-1, 1))
+    return (lambda v: dnp.diag(v, k)), (draw_array(data, (n,), dtype),)
+
+
+def build_triangles(data, dtype):
+    n = data.draw(st.integers(1, 4))
+    k = data.draw(st.integers(-1, 1))
+    fn = data.draw(st.sampled_from([lambda a: dnp.tril(a, k), lambda a: dnp.triu(a, k),
+                                    lambda a: dnp.diag(a, k)]))
+    return fn, (draw_array(data, (n, n + 1), dtype),)
+
+
+def build_concatenate(data, dtype):
+    shape = draw_shape(data, min_dims=1)
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    count = data.draw(st.integers(2, 3))
+    xs = tuple(draw_array(data, shape, dtype) for _ in range(count))
+    how = data.draw(st.sampled_from(["concatenate", "stack"]))
+    if how == "stack":
+        return (lambda *xs: dnp.stack(xs, axis=axis)), xs
+    return (lambda *xs: dnp.concatenate(xs, axis=axis)), xs
+
+
+def build_pad(data, dtype):
+    shape = draw_shape(data, min_dims=1)
+    widths = tuple((data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2))) for _ in shape)
+    return (lambda x: dnp.pad(x, widths, constant_values=1.5)), (draw_array(data, shape,
+                                                                             dtype),)
+
+
+spec("reshape", build_reshape)
+spec("transpose", build_transpose)
+spec("broadcast_to", build_broadcast)
+spec("getitem", build_getitem)
+spec("scatter_add", build_scatter)
+spec("concatenate", build_concatenate)
+spec("pad", build_pad)
+spec("np.tril/triu/diag", build_triangles, prim=None)
+
+
+# --------------------------------------------------------------------------- linear algebra
+def build_matmul(data, dtype):
+    ra, rb = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    n, m, k = (data.draw(st.integers(1, 3)) for _ in range(3))
+    batch = data.draw(st.sampled_from([(), (2,)]))
+    a_shape = (n,) if ra == 1 else (batch if ra == 3 else ()) + (m, n)
+    b_shape = (n,) if rb == 1 else (batch if rb == 3 else ()) + (n, k)
+    if ra == 3 and rb == 3 and data.draw(st.booleans()):
+        a_shape = (1,) + a_shape[1:]  # broadcasting batch dims
+    fn = data.draw(st.sampled_from([dnp.matmul, dnp.dot if max(ra, rb) <= 2 else dnp.matmul,
+                                    lambda a, b: a @ b]))
+    return fn, (draw_array(data, a_shape, dtype), draw_array(data, b_shape, dtype))
+
+
+EINSUM_SPECS = [
+    ("ij,jk->ik", [(2, 3), (3, 2)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 2)]), ("ij,ij->", [(2, 3), (2, 3)]),
+    ("i,j->ij", [(2,), (3,)]), ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+    ("iij->ij", [(2, 2, 3)]), ("ij->", [(2, 3)]), ("ij,j,k->ik", [(2, 3), (3,), (2,)]),
+    ("i...->...", [(2, 3, 2)]),
+]
+
+
+def build_einsum(data, dtype):
+    subs, shapes = data.draw(st.sampled_from(EINSUM_SPECS))
+    args = tuple(draw_array(data, s, dtype) for s in shapes)
+    return (lambda *ops: dnp.einsum(subs, *ops)), args
+
+
+def build_contractions(data, dtype):
+    which = data.draw(st.sampled_from(["tensordot", "inner", "outer", "vdot", "trace"]))
+    a = draw_array(data, (2, 3), dtype)
+    b = draw_array(data, (3, 2) if which == "tensordot" else (2, 3), dtype)
+    fn = {"tensordot": lambda a, b: dnp.tensordot(a, b, axes=1),
+          "inner": dnp.inner, "outer": dnp.outer, "vdot": dnp.vdot,
+          "trace": lambda a, b: dnp.trace(a @ b.T)}[which]
+    return fn, (a, b)
+
+
+spec("matmul", build_matmul)
+spec("einsum", build_einsum)
+spec("np.tensordot/inner/outer/vdot/trace", build_contractions, prim=None)
+
+
+def well_conditioned(data, dtype, batch=True, spd=False):
+    n = data.draw(st.integers(1, 3))
+    b = data.draw(st.sampled_from([(), (2,)])) if batch else ()
+    a = draw_array(data, b + (n, n), np.float64, -1, 1)
+    a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n) if spd else a + 3 * np.eye(n)
+    return a.astype(dtype)
+
+
+def build_solve(data, dtype):
+    a = well_conditioned(data, dtype)
+    n = a.shape[-1]
+    vector = data.draw(st.booleans())
+    b_shape = (n,) if vector else a.shape[:-2] + (n, data.draw(st.integers(1, 2)))
+    return dnp.linalg_solve, (a, draw_array(data, b_shape, dtype))
+
+
+spec("solve", build_solve)
+spec("inv", lambda data, dtype: (dnp.linalg_inv, (well_conditioned(data, dtype),)))
+spec("det", lambda data, dtype: (dnp.linalg_det, (well_conditioned(data, dtype),)))
+spec("slogdet", lambda data, dtype: (lambda a: dnp.linalg_slogdet(a)[1],
+                                     (well_conditioned(data, dtype),)))
+spec("cholesky", lambda data, dtype: (dnp.linalg_cholesky,
+                                      (well_conditioned(data, dtype, spd=True),)))
+
+
+# --------------------------------------------------------------------------- sparse
+def sparse_pattern(data):
+    import scipy.sparse as sp
+
+    m, n = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    fmt = data.draw(st.sampled_from(["csr", "csc", "coo"]))
+    a = sp.random(m, n, density=0.6, format=fmt, random_state=data.draw(st.integers(0, 99)))
+    return a
+
+
+def build_spmm(data, dtype):
+    from dualgpu.rules.sparse import spmm
+    from dualgpu.sparse_api import Pattern
+
+    a = sparse_pattern(data)
+    p = Pattern.of(a)
+    transpose = data.draw(st.booleans())
+    k = data.draw(st.sampled_from([(), (2,)]))
+    x = draw_array(data, (a.shape[0] if transpose else a.shape[1],) + k, dtype)
+    d = draw_array(data, (a.nnz,), dtype)
+    return (lambda d, x: spmm(d, x, p.ind, p.ptr, fmt=p.fmt, shape=p.shape,
+                              transpose=transpose)), (d, x)
+
+
+def build_sddmm(data, dtype):
+    from dualgpu.rules.sparse import sddmm
+    from dualgpu.sparse_api import Pattern
+
+    a = sparse_pattern(data)
+    p = Pattern.of(a)
+    rows, cols = p.coo()
+    transpose = data.draw(st.booleans())
+    k = data.draw(st.sampled_from([(), (2,)]))
+    m, n = a.shape[::-1] if transpose else a.shape
+    g, x = draw_array(data, (m,) + k, dtype), draw_array(data, (n,) + k, dtype)
+    return (lambda g, x: sddmm(g, x, p.ind, p.ptr, rows, cols, fmt=p.fmt, shape=p.shape,
+                               transpose=transpose)), (g, x)
+
+
+spec("spmm", build_spmm)
+spec("sddmm", build_sddmm)
+
+
+# --------------------------------------------------------------------------- composites
+def composite(fn, low=-2.0, high=2.0, axis=False):
+    def build(data, dtype):
+        shape = draw_shape(data, min_dims=1 if axis else 0)
+        x = draw_array(data, shape, dtype, low, high, avoid=(0.0,))
+        return fn, (x,)
+
+    return build
+
+
+for _name in ("sigmoid", "softplus", "silu", "mish", "gelu", "elu", "selu", "leaky_relu",
+              "relu"):
+    spec(f"nn.{_name}", composite(getattr(dg.nn, _name)))
+spec("nn.gelu_tanh", composite(lambda x: dg.nn.gelu(x, approximate=True)))
+spec("nn.hard_tanh", composite(lambda x: dg.nn.hard_tanh(x * 0.4)))
+for _name in ("softmax", "log_softmax", "logsumexp"):
+    spec(f"nn.{_name}", composite(getattr(dg.nn, _name), axis=True))
+spec("np.clip", composite(lambda x: dnp.clip(x, -0.93, 1.07)))
+spec("nn.xlogy", binary("xlogy", 0.3, 2, 0.3, 2, fn=dg.nn.xlogy))
+
+
+# --------------------------------------------------------------------------- the tests
+def test_registry_is_complete():
+    """Every primitive has both rules or is declared non-differentiable, and has a spec."""
+    builtin = {n: p for n, p in REGISTRY.items() if not getattr(p, "custom", False)}
+    missing_rules = [n for n, p in builtin.items()
+                     if n not in NON_DIFFERENTIABLE and (p.jvp is None or p.vjp is None)]
+    assert not missing_rules, f"primitives without jvp/vjp rules: {missing_rules}"
+    tested = {s.prim for s in SPECS.values()}
+    untested = sorted(set(builtin) - tested)
+    assert not untested, f"primitives with no entry in tests/test_registry.py: {untested}"
+    for name, s in SPECS.items():
+        if s.kind == "nondiff" and s.prim is not None:
+            assert s.prim in NON_DIFFERENTIABLE, name
+
+
+def test_elementwise_ops_have_c_expressions():
+    """The fused kernels need a C template for every elementwise op CUDA has a function for."""
+    no_c = {"digamma", "polygamma", "remainder"}  # no CUDA math function
+    for name, p in REGISTRY.items():
+        if p.kind == "elementwise" and not getattr(p, "custom", False) and name not in no_c:
+            assert p.c, f"elementwise primitive {name} has no C expression"
+
+
+def _check(s: Spec, data, dtype):
+    f, args = s.build(data, dtype)
+    if s.prim is not None:
+        counts = dg.trace(f, *args).primitive_counts()
+        assert s.prim in counts, f"{s.prim} not in the traced graph: {counts}"
+    if s.kind == "nondiff":
+        want = f(*args)
+        got = dg.jit(f)(*args)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        if np.asarray(want).dtype.kind in "fc":
+            _, tangent = dg.jvp(f, args, tuple(np.ones_like(a) for a in args))
+            assert not np.any(tangent)
+        return
+    if s.kind == "stop_gradient":
+        x = args[0]
+        np.testing.assert_allclose(dg.grad(lambda x: dnp.sum(f(x)))(x), x, rtol=1e-6)
+        return
+    if dtype == np.float64:
+        tol = dict(eps=1e-6, rtol=1e-5, atol=1e-6, vjp_tol=1e-9, hvp_eps=1e-5)
+        tol.update(s.f64_tol)
+    else:
+        tol = dict(eps=1e-2, rtol=3e-2, atol=3e-2, vjp_tol=1e-4, hvp_eps=None)
+    check_jvp(f, args, eps=tol["eps"], rtol=tol["rtol"], atol=tol["atol"])
+    check_vjp(f, args, rtol=tol["vjp_tol"], atol=tol["vjp_tol"])
+    if s.order == 2 and tol["hvp_eps"]:
+        ybar = np.random.default_rng(1).standard_normal(np.shape(f(*args)))
+
+        def scalarized(*a):
+            return dnp.sum(dnp.multiply(f(*a), ybar))
+
+        for i in range(len(args)):
+            check_hvp(scalarized, args, argnum=i, eps=tol["hvp_eps"], rtol=tol["rtol"],
+                      atol=tol["atol"])
+
+
+_SETTINGS = dict(deadline=None, derandomize=True, database=None,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                        HealthCheck.data_too_large])
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+@settings(max_examples=F64_EXAMPLES, **_SETTINGS)
+@given(data=st.data())
+def test_rule_float64(name, data):
+    _check(SPECS[name], data, np.float64)
+
+
+F32_NAMES = sorted(n for n, s in SPECS.items() if s.kind == "diff" and s.f32)
+
+
+@pytest.mark.parametrize("name", F32_NAMES)
+@settings(max_examples=F32_EXAMPLES, **_SETTINGS)
+@given(data=st.data())
+def test_rule_float32(name, data):
+    _check(SPECS[name], data, np.float32)
+
+
+def test_prod_with_zeros_and_max_ties():
+    """prod with zeros (exact, no division) and the documented tie rule of max/min."""
+    x = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 5.0], [1.0, 2.0, 4.0]])
+    g = dg.grad(lambda x: np.sum(np.prod(x, axis=1)))(x)
+    np.testing.assert_allclose(g, [[6, 0, 0], [0, 0, 0], [8, 4, 2]])
+    check_grads(lambda x: np.prod(x, axis=1), (x,), order=2)
+    ties = np.array([1.0, 3.0, 3.0, 2.0])
+    np.testing.assert_allclose(dg.grad(np.max)(ties), [0, 0.5, 0.5, 0])
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(np.maximum(x, 3.0)))(ties),
+                               [0, 0.5, 0.5, 0])
