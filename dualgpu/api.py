@@ -36,11 +36,22 @@ def _is_array(x) -> bool:
 
 
 def _static_key(x):
+    """A cache key for a static argument: by value (containers element by element, with
+    types, so that a list mutated in place or ``(1,)`` vs ``(True,)`` trace again), by
+    identity only for objects that have no value to compare."""
     try:
-        hash(x)
-        return ("static", type(x).__name__, x)
+        return ("static", _freeze(x))
     except TypeError:
         return ("static-id", IdentityKey(x))
+
+
+def _freeze(x):
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_freeze(i) for i in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((_freeze(k), _freeze(v)) for k, v in x.items()))
+    hash(x)
+    return (type(x).__name__, x)
 
 
 class Prepared:
@@ -91,9 +102,14 @@ class Prepared:
 
 
 def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
-    if isinstance(argnums, int):
-        return (argnums,), False
-    return tuple(argnums), True
+    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
+    nums = (argnums,) if single else argnums
+    if not isinstance(nums, (tuple, list)) or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0
+            for i in nums):
+        raise DualgpuError(f"argnums must be a non-negative int or a tuple of them, got "
+                           f"{argnums!r}")
+    return tuple(int(i) for i in nums), not single
 
 
 _GLOBAL_CACHE = LRUCache(config["cache_size"])
@@ -463,6 +479,10 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
         >>> dg.jvp(np.sin, (np.zeros(2),), (np.ones(2),))
         (array([0., 0.]), array([1., 1.]))
     """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise ShapeMismatchError(
+            "jvp takes the primals and the tangents as tuples: jvp(f, (x,), (t,)), got "
+            f"{type(primals).__name__} and {type(tangents).__name__}")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ShapeMismatchError(

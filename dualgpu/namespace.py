@@ -82,6 +82,11 @@ class TracingNamespace(types.ModuleType):
         if not callable(real_attr) or isinstance(real_attr, type):
             return real_attr
         ours = _lookup(path)
+        if ours is None and hasattr(real_attr, "reduce") and hasattr(real_attr, "nin"):
+            # a ufunc under another name (np.acos is arccos, np.mod is remainder)
+            canonical = getattr(real_attr, "__name__", "").removeprefix("cupy_")
+            head = path.rpartition(".")[0]
+            ours = _lookup(f"{head}.{canonical}" if head else canonical)
         wrapper = _dispatcher(real_attr, ours, f"{getattr(self._real, '__name__', '')}.{name}")
         object.__setattr__(self, name, wrapper)
         return wrapper
@@ -101,6 +106,25 @@ def _dispatcher(real, ours, qualname: str):
                 f"{user_location()}). Rewrite it with supported functions, or register a "
                 "primitive for it with dg.defprim (docs/custom_rules.md).")
         return ours(*args, **kwargs)
+
+    if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co
+        for method in ("reduce", "accumulate", "reduceat", "outer", "at"):
+            if hasattr(real, method):
+                setattr(call, method, _ufunc_method(real, method))
+        for attr in ("nin", "nout", "nargs", "identity", "ntypes", "types", "signature"):
+            if hasattr(real, attr):
+                setattr(call, attr, getattr(real, attr))
+    return call
+
+
+def _ufunc_method(real, method: str):
+    bound = getattr(real, method)
+
+    @functools.wraps(bound)
+    def call(*args, **kwargs):
+        if not _contains_tracer(args, kwargs):
+            return bound(*args, **kwargs)
+        return ufunc_handler(real, method, args, kwargs)
 
     return call
 
@@ -280,8 +304,15 @@ def ufunc_handler(ufunc, method, inputs, kwargs):
     if method == "reduce" and ufunc.__name__ in ("add", "multiply", "maximum", "minimum"):
         red = {"add": dnp.sum, "multiply": dnp.prod, "maximum": dnp.max,
                "minimum": dnp.min}[ufunc.__name__]
+        x, *rest = inputs  # positional (axis, dtype, out, keepdims), as NumPy takes them
+        kwargs = {**dict(zip(("axis", "dtype", "out", "keepdims"), rest)), **kwargs}
         axis = kwargs.pop("axis", 0)
-        return red(inputs[0], axis=axis, **kwargs)
+        if dnp.ndim(x) == 0 and axis in (0, -1, (), (0,), (-1,)):
+            axis = None  # NumPy reduces a 0-d array over "axis 0" to itself
+        for k in ("dtype", "out"):
+            if kwargs.get(k) is None:
+                kwargs.pop(k, None)
+        return red(x, axis=axis, **kwargs)
     raise UnsupportedOpError(
         f"numpy.{ufunc.__name__}.{method} is not supported on traced values "
         f"(at {user_location()})")

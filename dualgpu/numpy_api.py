@@ -237,8 +237,10 @@ def logical_xor(x, y):
     return not_equal(astype(x, bool), astype(y, bool))  # noqa: F821
 
 
-def clip(a, a_min=None, a_max=None, out=None, **kw):
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # noqa: A002
     _unsupported_kwargs("clip", {"out": out, **kw})
+    a_min = min if a_min is None else a_min  # NumPy 2 also spells the bounds min=, max=
+    a_max = max if a_max is None else a_max
     r = a
     if a_min is not None:
         r = where(less(r, a_min), a_min, r)  # noqa: F821
@@ -589,6 +591,14 @@ def _is_bool_mask(k) -> bool:
 def _normalize_key(x, key):
     if not isinstance(key, tuple):
         key = (key,)
+    if builtins.any(isinstance(k, (bool, np.bool_)) for k in key):
+        # a Python/NumPy bool scalar is a 0-d mask, not the integer 0 or 1: True adds an
+        # axis (like None); False selects nothing
+        if not builtins.all(bool(k) for k in key if isinstance(k, (bool, np.bool_))):
+            raise UnsupportedOpError(
+                f"indexing with a False scalar (an empty selection) at {user_location()} is "
+                "not supported on traced values")
+        key = tuple(None if isinstance(k, (bool, np.bool_)) else k for k in key)
     shape = _shape(x)
     n_consumed = builtins.sum(
         1 if k is not None and k is not Ellipsis else 0 for k in key)

@@ -261,7 +261,12 @@ Tracer.__getitem__ = lambda self, key: dnp.getitem(self, key)
 
 def _method(name: str):
     def method(self, *args, **kwargs):
-        return getattr(dnp, name)(self, *args, **kwargs)
+        fn = getattr(dnp, name, None)
+        if fn is None:
+            raise UnsupportedOpError(
+                f"the method .{name}() has no dualgpu rule (called on a traced value at "
+                f"{user_location()})")
+        return fn(self, *args, **kwargs)
 
     method.__name__ = name
     return method
@@ -281,6 +286,16 @@ def _reshape(self, *shape, order="C"):
 
 
 Tracer.reshape = _reshape
+
+
+def _transpose(self, *axes):
+    """``x.transpose()``, ``x.transpose(1, 0)`` and ``x.transpose((1, 0))``, as ndarray's."""
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        axes = axes[0]
+    return dnp.transpose(self, axes if axes != () else None)
+
+
+Tracer.transpose = _transpose
 
 
 # ---------------------------------------------------------------------------- tracing

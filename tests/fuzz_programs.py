@@ -234,6 +234,9 @@ UNARY = {
                    "dg.nn.xlogy({0}, {0} * {0} + 1.0)"),
     "hard_tanh": ("dg.nn.hard_tanh({0})",
                   lambda v: np.min(np.abs(np.abs(v) - 1.0)) > 0.02, None),
+    "mod_scalar": ("{0} % 0.7",
+                   lambda v: np.min(np.abs(v / 0.7 - np.round(v / 0.7))) > 0.03, None),
+    "acos_alias": ("np.acos({0})", lambda v: _absmax(v) < 0.9, "np.acos(0.9 * np.tanh({0}))"),
     "mul_scalar": ("{0} * 1.7", None, None),
     "rmul_scalar": ("-0.6 * {0}", None, None),
     "add_scalar": ("{0} + 0.3", None, None),
@@ -385,6 +388,7 @@ REDUCTIONS = {
     "std": "np.std({0}{axis}{keepdims})",
     "norm": "np.linalg.norm({0}{axis}{keepdims})",
     "logsumexp": "dg.nn.logsumexp({0}{axis}{keepdims})",
+    "add_reduce": "np.add.reduce({0}{axis}{keepdims})",
 }
 
 
@@ -518,7 +522,7 @@ def _transpose():
         v = ctx.values[a]
         if v.ndim < 2:
             return None
-        kind = draw(st.sampled_from(["T", "perm", "swap", "moveaxis"]))
+        kind = draw(st.sampled_from(["T", "perm", "swap", "moveaxis", "method"]))
         perm = tuple(draw(st.permutations(range(v.ndim))))
         return (a,), (("kind", kind), ("perm", perm))
 
@@ -528,6 +532,8 @@ def _transpose():
             return f"{x}.T"
         if p["kind"] == "perm":
             return f"np.transpose({x}, {perm!r})"
+        if p["kind"] == "method":
+            return f"{x}.transpose{perm!r}" if len(perm) > 1 else f"{x}.transpose()"
         if p["kind"] == "swap":
             return f"np.swapaxes({x}, {perm[0]}, {perm[1] - len(perm)})"
         return f"np.moveaxis({x}, {perm[0]}, {perm[1]})"
@@ -1214,5 +1220,21 @@ def check_program_backend(prog: Program, xp) -> Outcome:
             same(f"hvp[{i}]", dg.hvp(loss, argnums=i)(*dargs, dts[i]),
                  dg.hvp(loss, argnums=i)(*args, ts[i]))
 
+    def run_float32():
+        a32 = tuple(np.asarray(a, dtype=np.float32) for a in args)
+        t32 = ts[0].astype(np.float32)
+        d32 = tuple(xp.asarray(a) for a in a32)
+        for name, t in (("grad", dg.grad(loss)), ("hvp", dg.hvp(loss))):
+            extra = () if name == "grad" else (t32,)
+            got = t(*d32, *(xp.asarray(e) for e in extra))
+            ref = t(*a32, *extra)
+            if got.dtype != ref.dtype:
+                outcome.failures.append((f"float32-{name}", f"{got.dtype} != {ref.dtype}"))
+            elif not _close(_to_numpy(got), ref, 1e-3, 1e-4):
+                outcome.failures.append((f"float32-{name}",
+                                         f"{xp.__name__} != numpy\n  got  "
+                                         f"{_flat(_to_numpy(got))[:6]}\n  want {_flat(ref)[:6]}"))
+
     _guard(xp.__name__, outcome, run_all)
+    _guard(f"{xp.__name__}-float32", outcome, run_float32)
     return outcome

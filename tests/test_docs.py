@@ -42,13 +42,19 @@ def test_docs_exist():
 @pytest.fixture
 def restore_dualgpu_state():
     import dualgpu as dg
+    from dualgpu.primitives import NON_DIFFERENTIABLE
 
     config = dict(dg.config)
+    registered = set(dg.REGISTRY)
+    nondiff = set(NON_DIFFERENTIABLE)
     yield
     dg.config.clear()
     dg.config.update(config)
     dg.set_cache_size(config["cache_size"])
     dg.clear_cache()
+    for name in set(dg.REGISTRY) - registered:  # primitives a page registered for its example
+        del dg.REGISTRY[name]
+    NON_DIFFERENTIABLE.intersection_update(nondiff | set(dg.REGISTRY))
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import gc
 
+import fuzz_programs as fp
 import numpy as np
 import pytest
 import scipy.special as special
 
 import dualgpu as dg
-import fuzz_programs as fp
 from dualgpu.testing import check_grads, check_hvp
-
 
 # --------------------------------------------------------------------------- found by the fuzzer
 FUZZ_FAILURES = {
@@ -195,7 +194,7 @@ def test_where_of_python_scalars_is_not_weakly_typed():
     f = lambda x: x * np.where(x > 0, 1.0, 0.5)  # noqa: E731
     assert dg.trace(f, x).outputs[0].dtype == f(x).dtype == dg.jit(f)(x).dtype
     for op in (np.maximum, np.minimum, np.fmax, np.fmin):
-        _, t = dg.jvp(lambda x, y: op(x, y * y), (x, x[::-1].copy()), (x, x))
+        _, t = dg.jvp(lambda x, y, op=op: op(x, y * y), (x, x[::-1].copy()), (x, x))
         assert t.dtype == np.float32, op.__name__
 
 
@@ -211,3 +210,109 @@ def test_float32_grad_through_a_float64_sparse_matrix():
     assert dg.hvp(f)(x, x).dtype == np.float32
     np.testing.assert_allclose(dg.grad(f)(x), A.T @ np.cos(A @ x.astype(np.float64)),
                                rtol=1e-5)
+
+
+def test_static_list_mutated_in_place_traces_again():
+    """Unhashable static arguments were cached by identity: a list of indices changed in
+    place ran the program traced for its old contents."""
+    x = np.linspace(-1, 1, 4)
+    g = dg.grad(lambda x, idx: np.sum(x[idx] ** 2))
+    idx = [0, 0, 1]
+    np.testing.assert_allclose(g(x, idx), [4 * x[0], 2 * x[1], 0, 0])
+    idx[:] = [3, 3, 3]
+    np.testing.assert_allclose(g(x, idx), [0, 0, 0, 6 * x[3]])
+
+
+def test_static_values_of_different_types_do_not_share_programs():
+    """(1,) == (True,) in Python: static arguments are keyed with their types."""
+    x = np.linspace(-1, 1, 4)
+    g = dg.grad(lambda x, k: np.sum(x[k] ** 2))
+    np.testing.assert_allclose(g(x, (1,)), [0, 2 * x[1], 0, 0])
+    np.testing.assert_allclose(g(x, (True,)), 2 * x)  # x[True] is x[None]
+
+
+def test_bool_scalar_index():
+    """x[True] was read as x[1] (a bool is an int to Python): NumPy reads it as a 0-d mask,
+    which adds an axis."""
+    x = np.linspace(-1, 1, 4)
+    f = lambda x: np.sum(x[True] ** 2 * np.arange(4.0))  # noqa: E731
+    np.testing.assert_allclose(dg.jit(f)(x), f(x))
+    np.testing.assert_allclose(dg.grad(f)(x), 2 * x * np.arange(4.0))
+    with pytest.raises(dg.UnsupportedOpError, match="False"):
+        dg.grad(lambda x: np.sum(x[False]))(x)
+
+
+@pytest.mark.parametrize("argnums", [-1, 1.0, "0", (0, -2), None])
+def test_invalid_argnums(argnums):
+    """A negative argnums failed deep inside argument handling with list.index's
+    ValueError."""
+    with pytest.raises(dg.DualgpuError, match="argnums"):
+        dg.grad(lambda x, y: np.sum(x * y), argnums=argnums)
+
+
+def test_jvp_needs_tuples():
+    """jvp(f, x, t) with bare arrays split them into their rows and called f with them."""
+    with pytest.raises(dg.ShapeMismatchError, match="tuples"):
+        dg.jvp(np.sin, np.ones(4), np.ones(4))
+
+
+# --------------------------------------------------------------------------- NumPy surface
+def test_ndarray_transpose_with_separate_axes():
+    """x.transpose(1, 0) (ndarray's varargs form) raised TypeError on traced values."""
+    x = np.arange(6.0).reshape(2, 3)
+    f = lambda x: np.sum(x.transpose(1, 0) * np.arange(6.0).reshape(3, 2))  # noqa: E731
+    np.testing.assert_allclose(dg.grad(f)(x), np.arange(6.0).reshape(3, 2).T)
+    np.testing.assert_allclose(dg.jit(lambda x: x.transpose())(x), x.T)
+
+
+def test_remainder_is_differentiable():
+    """x % c had a zero derivative (registered as non-differentiable); its slope is 1 in x
+    and -floor(x / y) in y."""
+    x = np.array([0.25, 0.7, 1.3, -0.45])
+    y = np.array([0.4, 0.3, 0.5, 0.35])
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(x % 0.3))(x), np.ones(4))
+    np.testing.assert_allclose(dg.grad(lambda y: np.sum(np.mod(x, y)))(y), -np.floor(x / y))
+    check_grads(lambda x, y: np.sum(np.sin(np.remainder(x, y)) * y), (x, y), order=2)
+
+
+def test_ufunc_methods_inside_traced_functions():
+    """np.maximum.reduce(x) inside a traced function hit the rebound np.maximum, a plain
+    function without .reduce (AttributeError)."""
+    x = np.array([[0.3, -1.0, 2.0], [1.5, 0.2, -0.7]])
+    f = lambda x: np.sum(np.maximum.reduce(x, axis=1)) + np.sum(np.add.reduce(x ** 2))  # noqa: E731
+    np.testing.assert_allclose(dg.jit(f)(x), f(x))
+    want = 2 * x
+    want[0, 2] += 1
+    want[1, 0] += 1
+    np.testing.assert_allclose(dg.grad(f)(x), want)
+    with pytest.raises(dg.UnsupportedOpError, match="logaddexp.reduce"):
+        dg.grad(lambda x: np.sum(np.logaddexp.reduce(x, axis=0)))(x)
+
+
+def test_unsupported_methods_raise_dualgpu_errors():
+    with pytest.raises(dg.UnsupportedOpError, match="argmax"):
+        dg.grad(lambda x: np.sum(x * x.argmax()))(np.ones(3))
+
+
+def test_clip_with_numpy2_keywords():
+    x = np.linspace(-1, 1, 5)
+    f = lambda x: np.sum(np.clip(x, min=-0.5, max=0.6) ** 2)  # noqa: E731
+    np.testing.assert_allclose(dg.jit(f)(x), f(x))
+
+
+def test_numpy2_ufunc_aliases():
+    """np.acos, np.atan2, np.asinh, np.mod (NumPy 2 names of arccos, arctan2, arcsinh,
+    remainder) were 'no dualgpu rule' inside traced functions."""
+    x = np.array([0.2, 0.4])
+    f = lambda x: np.sum(np.acos(x) + np.atan2(x, 1.0) + np.asinh(x) + np.mod(x, 0.3))  # noqa: E731
+    g = lambda x: np.sum(np.arccos(x) + np.arctan2(x, 1.0) + np.arcsinh(x) + x % 0.3)  # noqa: E731
+    np.testing.assert_allclose(dg.grad(f)(x), dg.grad(g)(x), rtol=1e-14)
+
+
+def test_ufunc_reduce_of_a_0d_value_and_positional_axis():
+    """np.add.reduce(s) of a 0-d value is s in NumPy (dualgpu refused axis 0 of rank 0),
+    and the axis may be passed positionally."""
+    x = np.arange(6.0).reshape(2, 3)
+    f = lambda x: np.sum(np.add.reduce(x, 1)) + np.add.reduce(np.sum(x ** 2))  # noqa: E731
+    np.testing.assert_allclose(dg.jit(f)(x), f(x))
+    np.testing.assert_allclose(dg.grad(f)(x), 1 + 2 * x)

@@ -144,6 +144,7 @@ class CudaGraphRunner:
                 self.stream.begin_capture(mode)
             try:
                 outs = self.fn(*self.static_in)
+                self._pack_outputs(outs)
             except BaseException:
                 try:
                     self.stream.end_capture()
@@ -151,9 +152,30 @@ class CudaGraphRunner:
                     pass
                 raise
             self.graph = self.stream.end_capture()
-        self.static_out = list(outs)
+        self.static_out = [self._view(self.block, *layout) for layout in self.layout]
         cur.wait_event(self.stream.record())
         self._last_stream = cur
+
+    def _pack_outputs(self, outs):
+        """Inside the capture: copy every output into one block, so that a replay returns
+        them with one allocation and one copy."""
+        import cupy
+
+        self.layout, offset = [], 0
+        for o in outs:
+            self.layout.append((tuple(o.shape), o.dtype, offset))
+            offset += -(-o.nbytes // 256) * 256
+        self.total = max(offset, 256)
+        self.block = cupy.empty(self.total, dtype=cupy.uint8)
+        for o, (shape, dtype, off) in zip(outs, self.layout):
+            if o.size:
+                cupy.copyto(self._view(self.block, shape, dtype, off), o)
+
+    @staticmethod
+    def _view(block, shape, dtype, offset):
+        import cupy
+
+        return cupy.ndarray(shape, dtype=dtype, memptr=block.data + offset)
 
     def _replay(self, arrays, reuse_outputs):
         import cupy
@@ -168,12 +190,12 @@ class CudaGraphRunner:
         self.replays += 1
         if reuse_outputs:
             return list(self.static_out)
-        outs = []
-        for o in self.static_out:
-            c = cupy.empty(o.shape, dtype=o.dtype)
-            self._copy(c, o, cur)
-            outs.append(c)
-        return outs
+        from cupy.cuda import runtime
+
+        block = cupy.empty(self.total, dtype=cupy.uint8)
+        runtime.memcpyAsync(block.data.ptr, self.block.data.ptr, self.total,
+                            runtime.memcpyDeviceToDevice, cur.ptr)
+        return [self._view(block, *layout) for layout in self.layout]
 
 
 def cupy_device_id() -> int:

@@ -17,10 +17,19 @@ Example (a small elementwise chain)::
     plan = plan_graph(dg.trace(lambda x: np.exp(-x * x), np.ones(8, np.float32)))
     print(region_kernels(plan.regions[0]).source)
     # extern "C" __global__ void __launch_bounds__(256) dg_fused_...(
-    #     const float* __restrict__ in0, float* __restrict__ out0) {
-    #   const int tid = (int)(blockIdx.x * 256 + threadIdx.x);
-    #   ...
-    #     const float v1 = (in0[i0] * in0[i0]);  // multiply ...
+    #     const float* __restrict__ in0,
+    #     float* __restrict__ out0) {
+    #   const int tid = (int)blockIdx.x * 256 + (int)threadIdx.x;
+    #   if (tid < 8) {
+    #     int q = tid;
+    #     const int i0 = q;
+    #     const float v0 = in0[i0];  // load
+    #     const float v1 = (-v0);  // negative
+    #     const float v2 = (v1 * v0);  // multiply
+    #     const float v3 = exp(v2);  // exp
+    #     out0[i0] = v3;
+    #   }
+    # }
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ from ..errors import CodegenSafetyError
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # Tokens a user C expression may contain: numbers, operators, parentheses, commas,
 # placeholders {0} {1} ..., and identifiers from a fixed whitelist of math functions.
-_C_TOKEN = re.compile(r"\s*(\{\d\}|\{[A-Za-z][A-Za-z0-9_]*\}|[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?f?|[A-Za-z_][A-Za-z0-9_]*"
+_C_TOKEN = re.compile(r"\s*(\{\d\}|\{[A-Za-z][A-Za-z0-9_]*\}"
+                      r"|[0-9]+\.?[0-9]*(?:[eE][-+]?[0-9]+)?f?|[A-Za-z_][A-Za-z0-9_]*"
                       r"|\*\*|<=|>=|==|!=|&&|\|\||[-+*/%<>?:(),!])")
 C_FUNCTIONS = frozenset("""
 exp exp2 expm1 log log2 log10 log1p sqrt cbrt rsqrt sin cos tan asin acos atan atan2 sinh cosh

@@ -159,24 +159,31 @@ sqrt = elementwise("sqrt", "sqrt", 1, c="sqrt({0})", result="float",
                    partials=[lambda x, ans: dnp.true_divide(0.5, ans)])
 cbrt = elementwise("cbrt", "cbrt", 1, c="cbrt({0})", result="float",
                    partials=[lambda x, ans: dnp.true_divide(1.0, 3 * _sq(ans))])
+def _win_weight(a, b, ans, larger: bool):
+    """1 where ``a`` wins the max (or min) against ``b``, 1/2 on ties, 0 where it loses;
+    in the output's dtype, so that float32 programs stay float32."""
+    wins = dnp.greater(a, b) if larger else dnp.less(a, b)
+    w = dnp.where(wins, 1.0, dnp.where(dnp.equal(a, b), 0.5, 0.0))
+    return dnp.astype(w, ans.dtype)
+
+
+_TIES = "Ties send half the derivative to each argument."
 maximum = elementwise(
-    "maximum", "maximum", 2, c="fmax({0}, {1})",
-    doc="Ties send half the derivative to each argument.",
-    partials=[lambda x, y, ans: dnp.where(x > y, 1.0, dnp.where(x == y, 0.5, 0.0)),
-              lambda x, y, ans: dnp.where(y > x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+    "maximum", "maximum", 2, c="fmax({0}, {1})", doc=_TIES,
+    partials=[lambda x, y, ans: _win_weight(x, y, ans, True),
+              lambda x, y, ans: _win_weight(y, x, ans, True)])
 minimum = elementwise(
-    "minimum", "minimum", 2, c="fmin({0}, {1})",
-    doc="Ties send half the derivative to each argument.",
-    partials=[lambda x, y, ans: dnp.where(x < y, 1.0, dnp.where(x == y, 0.5, 0.0)),
-              lambda x, y, ans: dnp.where(y < x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+    "minimum", "minimum", 2, c="fmin({0}, {1})", doc=_TIES,
+    partials=[lambda x, y, ans: _win_weight(x, y, ans, False),
+              lambda x, y, ans: _win_weight(y, x, ans, False)])
 fmax = elementwise(
-    "fmax", "fmax", 2, c="fmax({0}, {1})",
-    partials=[lambda x, y, ans: dnp.where(x > y, 1.0, dnp.where(x == y, 0.5, 0.0)),
-              lambda x, y, ans: dnp.where(y > x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+    "fmax", "fmax", 2, c="fmax({0}, {1})", doc=_TIES,
+    partials=[lambda x, y, ans: _win_weight(x, y, ans, True),
+              lambda x, y, ans: _win_weight(y, x, ans, True)])
 fmin = elementwise(
-    "fmin", "fmin", 2, c="fmin({0}, {1})",
-    partials=[lambda x, y, ans: dnp.where(x < y, 1.0, dnp.where(x == y, 0.5, 0.0)),
-              lambda x, y, ans: dnp.where(y < x, 1.0, dnp.where(x == y, 0.5, 0.0))])
+    "fmin", "fmin", 2, c="fmin({0}, {1})", doc=_TIES,
+    partials=[lambda x, y, ans: _win_weight(x, y, ans, False),
+              lambda x, y, ans: _win_weight(y, x, ans, False)])
 hypot = elementwise("hypot", "hypot", 2, c="hypot({0}, {1})", result="float",
                     partials=[lambda x, y, ans: x / ans, lambda x, y, ans: y / ans])
 copysign = elementwise(
@@ -347,7 +354,10 @@ elementwise("isnan", "isnan", 1, c="isnan({0})", result="bool", differentiable=F
 elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))", result="bool",
             differentiable=False)
 elementwise("floor_divide", "floor_divide", 2, c="floor({0} / {1})", differentiable=False)
-elementwise("remainder", "remainder", 2, c=None, differentiable=False)
+# x mod y = x - floor(x / y) * y: slope 1 in x and -floor(x / y) in y (between the jumps)
+elementwise("remainder", "remainder", 2, c="({0} - floor({0} / {1}) * {1})",
+            partials=[lambda x, y, ans: 1,
+                      lambda x, y, ans: dnp.negative(dnp.floor_divide(x, y))])
 
 # --------------------------------------------------------------------------- dtype conversion
 

@@ -127,8 +127,13 @@ def dense_timing():
         for _ in range(3):
             h(p, x, y, v)
         cpu, gpu = _median_us(benchmark(h, (p, x, y, v), n_repeat=2000, n_warmup=20))
+        def exe_only(*a):
+            return exe(*a)
+
+        ecpu, egpu = _median_us(benchmark(exe_only, (p, x, y, v), n_repeat=2000, n_warmup=20))
         print(f"  cuda_graphs={graphs!s:5s} outputs={outputs:5s}: cpu {cpu:7.1f} us per call, "
-              f"gpu {gpu:7.1f} us")
+              f"gpu {gpu:7.1f} us; executable alone (no API layer) cpu {ecpu:7.1f} us, "
+              f"gpu {egpu:7.1f} us")
         # throughput: many calls queued, one synchronisation
         import time
 
