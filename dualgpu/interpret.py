@@ -27,6 +27,12 @@ def eval_graph(graph: Graph, args: Sequence[Any]) -> list:
         g = dg.trace(lambda x: np.sin(x) * 2, np.ones(3))
         eval_graph(g, [np.zeros(3)])   # [array([0., 0., 0.])]
     """
+    env = eval_environment(graph, args)
+    return [read(env, a) for a in graph.outputs]
+
+
+def eval_environment(graph: Graph, args: Sequence[Any]) -> dict:
+    """Evaluate every equation; returns the map from variable id to value."""
     env: dict[int, Any] = {}
     for v, a in zip(graph.inputs, args):
         env[v.id] = a
@@ -37,4 +43,4 @@ def eval_graph(graph: Graph, args: Sequence[Any]) -> list:
             outs = [outs]
         for v, o in zip(eqn.outs, outs):
             env[v.id] = o
-    return [read(env, a) for a in graph.outputs]
+    return env

@@ -316,3 +316,24 @@ def test_library_evaluates_no_user_strings():
     allowed = {(os.path.join("codegen", "python.py"), "exec"),
                (os.path.join("codegen", "python.py"), "compile")}
     assert set(found) <= allowed, sorted(set(found) - allowed)
+
+
+def test_string_parameters_in_cuda_kernels_are_validated():
+    """A parameter printed into a fused CUDA kernel (a user op's ``{k}``) is held to the C
+    whitelist; the kernel source is generated here without a GPU."""
+    from dualgpu.codegen.cuda import region_kernels
+    from dualgpu.fusion import plan_graph
+
+    op = dg.defprim("safety_cuda_param", lambda xp, x, k: x * 2.0,
+                    lambda avals, k: avals[0], kind="elementwise", c="({0} * {k})")
+    op.arity = 1
+    try:
+        def kernels(k):
+            g = dg.trace(lambda x: op.bind(np.sin(x), k=k) + 1.0, np.ones(8))
+            return [region_kernels(r).source for r in plan_graph(g).regions]
+
+        assert "(v1 * 2.0)" in "".join(kernels("2.0"))
+        for payload in ['2.0); asm("trap"); (', "2.0\n#include <x>", "system"]:
+            _raises_safety(lambda payload=payload: kernels(payload))
+    finally:
+        dg.REGISTRY.pop("safety_cuda_param", None)

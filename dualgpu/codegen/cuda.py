@@ -262,7 +262,8 @@ class _Emitter:
             elif isinstance(val, (bool, int, float, np.number)):
                 params[p] = c_literal(val, comp)
             else:
-                params[p] = str(val)
+                # any other parameter is printed into the kernel: hold it to the C whitelist
+                params[p] = N.check_c_expression(str(val), 0)
         template = _ALWAYS.get(name, eqn.prim.c)
         if comp.kind in "iub" and name in _INTEGER:
             template = _INTEGER[name]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import DualgpuError
-from ..interpret import read
+from ..interpret import eval_environment, read
 from ..ir import Aval, Graph, Var
 from ..rules._util import add_any
 from ..trace import trace_to_graph
@@ -65,20 +65,6 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
     return ct_env
 
 
-def forward_pass(graph: Graph, args) -> dict:
-    env: dict[int, object] = {}
-    for v, a in zip(graph.inputs, args):
-        env[v.id] = a
-    for eqn in graph.eqns:
-        ins = [read(env, a) for a in eqn.inputs]
-        outs = eqn.prim.bind(*ins, **eqn.params)
-        if not eqn.prim.multiple_results:
-            outs = [outs]
-        for v, o in zip(eqn.outs, outs):
-            env[v.id] = o
-    return env
-
-
 def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
               unit_cotangent: bool = False) -> Graph:
     """A graph computing ``(*outputs, *cotangents of the wrt inputs)``.
@@ -102,7 +88,7 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
     def run(*args):
         from .. import numpy_api as dnp
 
-        env = forward_pass(graph, args[:n])
+        env = eval_environment(graph, args[:n])
         outs = [read(env, a) for a in graph.outputs]
         if unit_cotangent:
             out_cts = [dnp.ones_like(outs[0])]
