@@ -11,8 +11,12 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 
     hv = dg.hvp(loss)(w, x, v)      # H·v with respect to w
 """
-from . import nn, numpy_api, rules  # noqa: F401  (registers every rule)
-from . import testing  # noqa: F401
+from . import (  # noqa: F401  (registers every rule)
+    nn,
+    numpy_api,
+    rules,
+    testing,  # noqa: F401
+)
 from .api import (
     cache_info,
     clear_cache,
