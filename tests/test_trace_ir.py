@@ -114,3 +114,25 @@ def test_trace_to_graph_with_static_arguments():
 def test_constants_math_module_is_untouched():
     g = dg.trace(lambda x: x * math.pi + np.pi, np.ones(2))
     assert len(g.eqns) == 2
+
+
+def test_slices_of_a_flat_vector_give_one_concatenate():
+    """The gradient of unpacking p[:2], p[2:5], p[5:] is one concatenate, not three
+    scatters into zeros and two adds."""
+    def f(p):
+        return np.sum(p[:2] ** 2) + np.sum(np.sin(p[2:5])) + np.sum(p[5:] ** 3)
+
+    p = np.linspace(-1, 1, 7)
+    counts = dg.trace(dg.grad(f), p).primitive_counts()
+    assert counts.get("concatenate") == 1 and "scatter_add" not in counts
+    want = np.concatenate([2 * p[:2], np.cos(p[2:5]), 3 * p[5:] ** 2])
+    np.testing.assert_allclose(dg.grad(f)(p), want)
+
+
+def test_overlapping_or_partial_slices_keep_their_scatters():
+    f = lambda p: np.sum(p[:4] ** 2) + np.sum(p[2:] ** 2) + np.sum(p[1:3])
+    p = np.linspace(-1, 1, 6)
+    assert "concatenate" not in dg.trace(dg.grad(f), p).primitive_counts()
+    i = np.arange(6)
+    want = 2 * p * ((i < 4).astype(float) + (i >= 2)) + ((i >= 1) & (i < 3))
+    np.testing.assert_allclose(dg.grad(f)(p), want)

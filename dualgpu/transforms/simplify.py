@@ -1,4 +1,5 @@
-"""Graph clean-up: common-subexpression elimination and dead-code elimination."""
+"""Graph clean-up: common-subexpression elimination, dead-code elimination, and the merge
+of cotangent pieces scattered into disjoint slices (the VJP of unpacking a flat vector)."""
 from __future__ import annotations
 
 from ..ir import Const, Eqn, Graph, Literal, Var
@@ -66,11 +67,74 @@ def _replace(graph: Graph, eqns, outputs) -> Graph:
                  input_names=graph.input_names, xp=graph.xp)
 
 
+def _slice_piece(eqn, length):
+    """``(start, stop, value)`` when ``eqn`` scatters ``value`` into ``[start:stop]`` of the
+    first axis of zeros, else None."""
+    if eqn is None or eqn.prim.name != "scatter_add" or len(eqn.inputs) != 1:
+        return None
+    key = eqn.params["key"]
+    if not key or key[0] is None or key[0][0] != "slice" or key[0][3] not in (None, 1):
+        return None
+    if any(e != ("slice", None, None, None) for e in key[1:]):
+        return None
+    start, stop, _ = slice(key[0][1], key[0][2]).indices(length)
+    return (start, stop, eqn.inputs[0]) if stop > start else None
+
+
+def merge_slice_scatters(graph: Graph) -> Graph:
+    """Replace a sum of ``scatter_add`` pieces that tile the first axis exactly by one
+    ``concatenate``.
+
+    The gradient of ``f(p)`` where ``f`` unpacks a flat ``p`` into ``p[:n1]``, ``p[n1:n2]``,
+    ... is the sum of each piece's cotangent scattered into zeros: one zeros array and one
+    add per piece. Concatenating the pieces gives the same array in one op.
+    """
+    from ..rules.shape import concatenate
+
+    producer = {v.id: e for e in graph.eqns for v in e.outs}
+
+    def pieces(atom, shape):
+        if not isinstance(atom, Var) or isinstance(atom, Const):
+            return None
+        eqn = producer.get(atom.id)
+        if eqn is not None and eqn.prim.name == "add" and len(eqn.inputs) == 2:
+            left, right = (pieces(a, shape) for a in eqn.inputs)
+            return None if left is None or right is None else left + right
+        piece = _slice_piece(eqn, shape[0])
+        return None if piece is None else [piece]
+
+    eqns, changed = [], False
+    for eqn in graph.eqns:
+        out = eqn.outs[0]
+        if eqn.prim.name == "add" and out.ndim >= 1 and len(eqn.inputs) == 2:
+            found = None
+            left, right = (pieces(a, out.shape) for a in eqn.inputs)
+            if left is not None and right is not None:
+                found = sorted(left + right, key=lambda p: p[0])
+            if found and _tiles(found, out.shape[0]) and all(
+                    v.dtype == out.dtype for _, _, v in found):
+                eqns.append(Eqn(concatenate, [v for _, _, v in found], {"axis": 0}, [out],
+                                eqn.source))
+                changed = True
+                continue
+        eqns.append(eqn)
+    return _replace(graph, eqns, graph.outputs) if changed else graph
+
+
+def _tiles(found, length) -> bool:
+    pos = 0
+    for start, stop, _ in found:
+        if start != pos:
+            return False
+        pos = stop
+    return pos == length
+
+
 def simplify(graph: Graph) -> Graph:
-    """CSE then DCE.
+    """CSE, the merge of scattered slices, then DCE.
 
     Example::
 
         simplify(dg.trace(lambda x: np.sin(x) + np.sin(x), x))   # one sin
     """
-    return dce(cse(graph))
+    return dce(merge_slice_scatters(cse(graph)))
