@@ -141,7 +141,8 @@ class SparseValue:
 
     @classmethod
     def constant(cls, a) -> SparseValue:
-        return cls(a.data, Pattern.of(a))
+        pattern = Pattern.of(a)  # checks the format before .data is read
+        return cls(a.data, pattern)
 
     # ---------------------------------------------------------------- attributes
     shape = property(lambda self: self.pattern.shape)

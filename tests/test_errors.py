@@ -322,9 +322,7 @@ def _sparse_rules():
 @pytest.mark.parametrize("make, fmt", [
     (sp.dia_matrix, "dia"), (sp.lil_matrix, "lil"), (sp.bsr_matrix, "bsr"),
     (sp.dia_array, "dia"),
-    pytest.param(sp.dok_matrix, "dok", marks=pytest.mark.xfail(
-        reason="sparse_api reads A.data before checking the format (reported)",
-        strict=False)),
+    (sp.dok_matrix, "dok"),
 ])
 def test_unsupported_sparse_formats(make, fmt):
     _sparse_rules()
