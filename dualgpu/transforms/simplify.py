@@ -70,12 +70,16 @@ def _replace(graph: Graph, eqns, outputs) -> Graph:
 def _slice_piece(eqn, length):
     """``(start, stop, value)`` when ``eqn`` scatters ``value`` into ``[start:stop]`` of the
     first axis of zeros, else None."""
-    if eqn is None or eqn.prim.name != "scatter_add" or len(eqn.inputs) != 1:
+    if eqn is None or eqn.prim.name != "scatter_add" or len(eqn.inputs) != 1 \
+            or not isinstance(eqn.inputs[0], Var):
         return None
     key = eqn.params["key"]
-    if not key or key[0] is None or key[0][0] != "slice" or key[0][3] not in (None, 1):
+    if not key or key[0] is None or any(e != ("slice", None, None, None) for e in key[1:]):
         return None
-    if any(e != ("slice", None, None, None) for e in key[1:]):
+    if key[0][0] == "int":  # x[i]: a piece of length one, without its leading axis
+        i = key[0][1] % length
+        return (i, i + 1, eqn.inputs[0])
+    if key[0][0] != "slice" or key[0][3] not in (None, 1):
         return None
     start, stop, _ = slice(key[0][1], key[0][2]).indices(length)
     return (start, stop, eqn.inputs[0]) if stop > start else None
@@ -106,6 +110,15 @@ def merge_slice_scatters(graph: Graph) -> Graph:
     eqns, changed = [], False
     for eqn in graph.eqns:
         out = eqn.outs[0]
+        whole = _slice_piece(eqn, out.shape[0]) if out.ndim >= 1 else None
+        if whole is not None and whole[:2] == (0, out.shape[0]):
+            # a scatter that covers the whole array is a reshape (x[0] of a (1, n) array)
+            from ..rules.shape import reshape
+
+            eqns.append(Eqn(reshape, [whole[2]], {"new_shape": tuple(out.shape)}, [out],
+                            eqn.source))
+            changed = True
+            continue
         if eqn.prim.name == "add" and out.ndim >= 1 and len(eqn.inputs) == 2:
             found = None
             left, right = (pieces(a, out.shape) for a in eqn.inputs)
@@ -113,12 +126,26 @@ def merge_slice_scatters(graph: Graph) -> Graph:
                 found = sorted(left + right, key=lambda p: p[0])
             if found and _tiles(found, out.shape[0]) and all(
                     v.dtype == out.dtype for _, _, v in found):
-                eqns.append(Eqn(concatenate, [v for _, _, v in found], {"axis": 0}, [out],
-                                eqn.source))
+                parts = []
+                for start, stop, v in found:
+                    if v.ndim < out.ndim:  # an x[i] piece: give it back its axis
+                        v = _reshaped(v, (stop - start,) + tuple(out.shape[1:]), eqns,
+                                      eqn.source)
+                    parts.append(v)
+                eqns.append(Eqn(concatenate, parts, {"axis": 0}, [out], eqn.source))
                 changed = True
                 continue
         eqns.append(eqn)
     return _replace(graph, eqns, graph.outputs) if changed else graph
+
+
+def _reshaped(v, shape, eqns, source):
+    from ..ir import Aval
+    from ..rules.shape import reshape
+
+    out = Var(Aval(tuple(shape), v.dtype))
+    eqns.append(Eqn(reshape, [v], {"new_shape": tuple(shape)}, [out], source))
+    return out
 
 
 def _tiles(found, length) -> bool:
