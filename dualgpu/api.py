@@ -230,8 +230,7 @@ class Transformed:
         fargs, extra = self.split(args)
         prep = Prepared(fargs, self.argnums, f"arguments of {self.__name__}")
         extra_leaves = list(extra) if isinstance(extra, (tuple, list)) else [extra]
-        extra_backend = backend_of(extra_leaves + prep.arrays[:1], "arguments")
-        del extra_backend
+        backend_of(extra_leaves + prep.arrays[:1], "arguments")  # raises on NumPy/CuPy mixes
         key = (self.kind, IdentityKey(self.fn), self.argnums, self.batch_axes, prep.key)
 
         def build():
