@@ -290,8 +290,11 @@ class Transformed:
         return graph, tree
 
     def _wrap_argnums(self, values, prep=None):
+        """Per-argument results (computed in argument order) in the order of ``argnums``."""
+        order = sorted(set(self.argnums))
         if prep is not None and prep.sparse:  # sparse arguments: sparse results
-            values = [prep.sparse.repackage(i, v) for i, v in zip(self.argnums, values)]
+            values = [prep.sparse.repackage(i, v) for i, v in zip(order, values)]
+        values = [values[order.index(a)] for a in self.argnums]
         return tuple(values) if self.argnums_tuple else values[0]
 
     def _check_directions(self, prep, vs, what="direction"):
@@ -349,6 +352,9 @@ class _Hvp(Transformed):
 
     def __init__(self, fn, argnums=0, batch_axes=None, returns="hvp"):
         super().__init__(fn, argnums, batch_axes)
+        if len(set(self.argnums)) != len(self.argnums):
+            raise DualgpuError(f"hvp: argnums {self.argnums} names an argument twice; "
+                               "give each argument once (its direction goes with it)")
         self.returns = returns
         self.kind = "hvp:" + returns
 
@@ -360,7 +366,8 @@ class _Hvp(Transformed):
 
     def compiled(self, args):
         entry, prep, v = super().compiled(args)
-        return entry, prep, tuple(self._check_directions(prep, v))
+        vs = self._check_directions(prep, v)  # in argnums order; the program takes them
+        return entry, prep, tuple(vs[self.argnums.index(a)] for a in sorted(self.argnums))
 
     def build(self, fn, prep):
         graph, tree = self._base(fn, prep)

@@ -213,3 +213,19 @@ def test_escaped_tracer():
 def test_unsupported_op_named():
     with pytest.raises(dg.UnsupportedOpError, match="fft"):
         dg.grad(lambda x: np.sum(np.fft.fft(x).real))(np.ones(4))
+
+
+def test_argnums_order_is_the_callers():
+    """Results and directions follow the order of argnums, not the order of the arguments."""
+    g = lambda x, y: np.sum(x ** 2 * 3) + np.sum(y ** 3) + np.sum(x) * np.sum(y)
+    x, y = np.ones(2), 2 * np.ones(3)
+    gy, gx = dg.grad(g, argnums=(1, 0))(x, y)
+    np.testing.assert_allclose(gy, 3 * y ** 2 + 2)
+    np.testing.assert_allclose(gx, 6 * x + 6)
+    hy, hx = dg.hvp(g, argnums=(1, 0))(x, y, (np.ones(3), np.ones(2)))
+    np.testing.assert_allclose(hy, 14 * np.ones(3))
+    np.testing.assert_allclose(hx, 9 * np.ones(2))
+    a, b = dg.grad(g, argnums=(0, 0))(x, y)
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(dg.DualgpuError, match="twice"):
+        dg.hvp(g, argnums=(0, 0))
