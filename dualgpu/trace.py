@@ -164,6 +164,13 @@ class Tracer:
     mT = property(lambda self: dnp.swapaxes(self, -1, -2))
     real = property(lambda self: self)
 
+    @property
+    def device(self):
+        """The array-API device: ``"cpu"`` for NumPy traces, the current CUDA device for
+        CuPy ones (so ``xp.asarray(c, device=x.device)`` traces)."""
+        xp = self._builder.xp
+        return "cpu" if xp is np else xp.cuda.Device()
+
     def __len__(self) -> int:
         if not self.shape:
             raise UnsupportedOpError(f"len() of a 0-d traced array at {user_location()}")

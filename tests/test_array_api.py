@@ -123,3 +123,13 @@ def test_sums_of_several_slices():
     want[2] += 2 * x[2]
     np.testing.assert_allclose(dg.grad(f)(x), want)
     check_grads(f, (x,), order=2)
+
+
+def test_traced_values_have_a_device():
+    def f(x):
+        xp = x.__array_namespace__()
+        c = xp.asarray(np.array([1.0, 2.0, 3.0]), device=x.device)
+        return xp.sum(x * c)
+
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(dg.grad(f)(x), [1.0, 2.0, 3.0])
