@@ -73,6 +73,13 @@ def unbroadcast(g, aval: Aval):
     return g
 
 
+def wants_cotangent(x) -> bool:
+    """True for a traced floating-point primal: the only kind a VJP rule gives a cotangent."""
+    from ..trace import Tracer
+
+    return isinstance(x, Tracer) and x.dtype.kind in "fc"
+
+
 def add_any(a, b):
     """Add two cotangents or tangents, either of which may be a symbolic zero (None)."""
     from .. import numpy_api as dnp

@@ -21,7 +21,7 @@ from .. import numpy_api as dnp
 from ..errors import DualgpuError
 from ..ir import Aval
 from ..primitives import defprim
-from ._util import float_dtype, promote, unbroadcast
+from ._util import float_dtype, promote, unbroadcast, wants_cotangent
 from .linalg import matmul
 
 
@@ -35,10 +35,6 @@ def _square(a: Aval, op: str) -> None:
                            f"{a.str_short()}")
 
 
-def _wants_ct(x) -> bool:
-    from ..trace import Tracer
-
-    return isinstance(x, Tracer) and x.dtype.kind in "fc"
 
 
 # --------------------------------------------------------------------------- inv
@@ -112,10 +108,10 @@ def _solve_vjp(g, primals, ans):
     gm = _as_matrix(g, vector)
     b_bar_m = solve.bind(_mT(a), gm)
     ca = cb = None
-    if _wants_ct(a):
+    if wants_cotangent(a):
         ca = dnp.negative(matmul.bind(b_bar_m, _mT(_as_matrix(ans, vector))))
         ca = unbroadcast(ca, a.aval)
-    if _wants_ct(b):
+    if wants_cotangent(b):
         cb = dnp.squeeze(b_bar_m, -1) if vector else b_bar_m
         cb = unbroadcast(cb, b.aval)
     return ca, cb

@@ -14,7 +14,7 @@ import numpy as np
 from .. import numpy_api as dnp
 from ..ir import Aval
 from ..primitives import defprim
-from ._util import broadcast_shapes, float_dtype, promote, unbroadcast
+from ._util import broadcast_shapes, float_dtype, promote, unbroadcast, wants_cotangent
 
 ELEMENTWISE: dict[str, object] = {}
 
@@ -79,7 +79,7 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
         cts = []
         for i, x in enumerate(primals):
             aval = getattr(x, "aval", None)
-            if aval is None or not _needs_ct(x):
+            if aval is None or not wants_cotangent(x):
                 cts.append(None)
                 continue
             cts.append(unbroadcast(_scale(partials[i](*primals, ans), g), aval))
@@ -96,10 +96,6 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
     return prim
 
 
-def _needs_ct(x) -> bool:
-    from ..trace import Tracer
-
-    return isinstance(x, Tracer) and x.dtype.kind in "fc"
 
 
 # --------------------------------------------------------------------------- helpers in ops
@@ -291,7 +287,7 @@ def _polygamma_jvp(primals, tangents, n):
 
 def _polygamma_vjp(g, primals, ans, n):
     x = primals[0]
-    if not _needs_ct(x):
+    if not wants_cotangent(x):
         return (None,)
     return (unbroadcast(dnp.multiply(polygamma.bind(x, n=n + 1), g), x.aval),)
 
@@ -333,8 +329,8 @@ def _where_jvp(primals, tangents, **params):
 
 def _where_vjp(g, primals, ans, **params):
     c, x, y = primals
-    cx = unbroadcast(dnp.where(c, g, 0.0), x.aval) if _needs_ct(x) else None
-    cy = unbroadcast(dnp.where(c, 0.0, g), y.aval) if _needs_ct(y) else None
+    cx = unbroadcast(dnp.where(c, g, 0.0), x.aval) if wants_cotangent(x) else None
+    cy = unbroadcast(dnp.where(c, 0.0, g), y.aval) if wants_cotangent(y) else None
     return None, cx, cy
 
 
@@ -376,7 +372,7 @@ def _convert_jvp(primals, tangents, dtype):
 
 def _convert_vjp(g, primals, ans, dtype):
     x = primals[0]
-    if not _needs_ct(x):
+    if not wants_cotangent(x):
         return (None,)
     return (convert_element_type.bind(g, dtype=x.dtype),)
 

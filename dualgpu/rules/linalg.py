@@ -11,7 +11,7 @@ from .. import numpy_api as dnp
 from ..errors import DualgpuError
 from ..ir import Aval
 from ..primitives import defprim
-from ._util import add_any, promote, unbroadcast
+from ._util import add_any, promote, unbroadcast, wants_cotangent
 
 
 # --------------------------------------------------------------------------- matmul
@@ -60,21 +60,17 @@ def _matmul_vjp(g, primals, ans):
     if b.ndim == 1:
         g2 = dnp.expand_dims(g2, -1)
     ca = cb = None
-    if _wants_ct(a):
+    if wants_cotangent(a):
         ca = matmul.bind(g2, dnp.swapaxes(b2, -1, -2))
         ca = unbroadcast(ca, Aval(tuple(a2.shape), a.dtype))
         ca = dnp.reshape(ca, a.shape) if a.ndim == 1 else ca
-    if _wants_ct(b):
+    if wants_cotangent(b):
         cb = matmul.bind(dnp.swapaxes(a2, -1, -2), g2)
         cb = unbroadcast(cb, Aval(tuple(b2.shape), b.dtype))
         cb = dnp.reshape(cb, b.shape) if b.ndim == 1 else cb
     return ca, cb
 
 
-def _wants_ct(x) -> bool:
-    from ..trace import Tracer
-
-    return isinstance(x, Tracer) and x.dtype.kind in "fc"
 
 
 matmul = defprim("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape,
@@ -148,7 +144,7 @@ def _einsum_vjp(g, primals, ans, spec):
     in_specs = ins.split(",")
     cts = []
     for i, x in enumerate(primals):
-        if not _wants_ct(x):
+        if not wants_cotangent(x):
             cts.append(None)
             continue
         cts.append(_einsum_operand_ct(g, primals, in_specs, out, i))

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import DualgpuError, UnsupportedSparseFormatError
 from ..ir import Aval
 from ..primitives import defprim
-from ._util import add_any, promote
+from ._util import add_any, promote, wants_cotangent
 
 FORMATS = ("csr", "csc", "coo")
 
@@ -185,28 +185,28 @@ def _spmm_jvp(primals, tangents, fmt, shape, transpose):
 def _spmm_vjp(g, primals, ans, fmt, shape, transpose):
     data, x, ind, ptr = primals
     d_bar = x_bar = None
-    if _wants_ct(x):
+    if wants_cotangent(x):
         x_bar = spmm.bind(data, g, ind, ptr, fmt=fmt, shape=shape, transpose=not transpose)
-    if _wants_ct(data):
+    if wants_cotangent(data):
         rows, cols = coo_indices(ind, ptr, fmt, shape)
         d_bar = sddmm.bind(g, x, ind, ptr, rows, cols, fmt=fmt, shape=shape,
                            transpose=transpose)
     return d_bar, x_bar, None, None
 
 
-def _wants_ct(x) -> bool:
-    from ..trace import Tracer
-
-    return isinstance(x, Tracer) and x.dtype.kind in "fc"
 
 
-def _spmm_py(names, params):
-    return (f"ops.spmm({', '.join(names)}, fmt={params['fmt']!r}, shape={params['shape']}, "
-            f"transpose={params['transpose']})")
+def _sparse_py(name):
+    """The generated-source template shared by the sparse primitives."""
+    def py(names, params):
+        return (f"ops.{name}({', '.join(names)}, fmt={params['fmt']!r}, "
+                f"shape={params['shape']}, transpose={params['transpose']})")
+
+    return py
 
 
 spmm = defprim("spmm", _spmm_impl, _spmm_shape, jvp=_spmm_jvp, vjp=_spmm_vjp,
-               kind="library", py=_spmm_py,
+               kind="library", py=_sparse_py("spmm"),
                doc="A @ x (or A.T @ x) for a sparse A given by (data, ind, ptr, fmt, shape).")
 
 
@@ -299,18 +299,13 @@ def _sddmm_jvp(primals, tangents, **params):
 def _sddmm_vjp(d_bar, primals, ans, fmt, shape, transpose):
     g, x, ind, ptr, rows, cols = primals
     g_bar = x_bar = None
-    if _wants_ct(g):
+    if wants_cotangent(g):
         g_bar = spmm.bind(d_bar, x, ind, ptr, fmt=fmt, shape=shape, transpose=transpose)
-    if _wants_ct(x):
+    if wants_cotangent(x):
         x_bar = spmm.bind(d_bar, g, ind, ptr, fmt=fmt, shape=shape, transpose=not transpose)
     return g_bar, x_bar, None, None, None, None
 
 
-def _sddmm_py(names, params):
-    return (f"ops.sddmm({', '.join(names)}, fmt={params['fmt']!r}, shape={params['shape']}, "
-            f"transpose={params['transpose']})")
-
-
 sddmm = defprim("sddmm", _sddmm_impl, _sddmm_shape, jvp=_sddmm_jvp, vjp=_sddmm_vjp,
-                kind="library", py=_sddmm_py,
+                kind="library", py=_sparse_py("sddmm"),
                 doc="(g @ x.T) sampled at the stored entries of a sparse pattern.")
