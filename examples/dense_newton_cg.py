@@ -10,6 +10,7 @@ Run: ``python examples/dense_newton_cg.py``
 import sys
 
 import numpy as np
+from cubic_newton import cubic_model_min, lanczos  # the example beside this one
 
 import dualgpu as dg
 from dualgpu.backends.cupy import cupy_available
@@ -41,51 +42,12 @@ def check(what, got, want, tol):
 def cubic_step(H, g, sigma):
     """argmin_s g·s + s·Hs/2 + sigma/3 |s|³ over the Krylov space of (H, g).
 
-    Lanczos (one product per vector) reduces H to a tridiagonal T; in T's eigenbasis the
-    model's minimiser is s(lam) = -(T + lam I)^-1 |g| e1 with lam = sigma |s(lam)|, a scalar
-    equation solved by bisection (cubic_model_min).
+    Lanczos (one product per vector) reduces H to a tridiagonal T, and the model is minimised
+    exactly in that small space; both pieces come from the ARC solver in cubic_newton.py.
     """
-    n = g.size
-    Q = xp.zeros((n, n))
-    alpha, beta = [], []
-    q = g / xp.linalg.norm(g)
-    for j in range(n):
-        Q[:, j] = q
-        w = H @ q
-        alpha.append(float(q @ w))
-        scale = float(xp.linalg.norm(w))
-        for _ in range(2):  # full reorthogonalisation, twice
-            w = w - Q[:, :j + 1] @ (Q[:, :j + 1].T @ w)
-        beta.append(float(xp.linalg.norm(w)))
-        if beta[-1] <= 1e-8 * scale:  # invariant subspace
-            break
-        q = w / beta[-1]
-    m = len(alpha)
-    T = np.diag(alpha) + np.diag(beta[:m - 1], 1) + np.diag(beta[:m - 1], -1)
-    y = cubic_model_min(T, float(xp.linalg.norm(g)), sigma)
-    return Q[:, :m] @ xp.asarray(y)
-
-
-def cubic_model_min(T, gnorm, sigma):
-    """argmin_y gnorm·y[0] + y·Ty/2 + sigma/3 |y|³ for a small symmetric T (secular equation
-    in T's eigenbasis, with the "hard case" where g has no weight on the lowest mode)."""
-    theta, U = np.linalg.eigh(T)
-    b = U[0] * gnorm
-    lo = max(0.0, -theta[0]) + 1e-12 * max(1.0, abs(theta[0]))
-    with np.errstate(divide="ignore"):
-        gap = lambda lam: np.linalg.norm(b / (theta + lam)) - lam / sigma
-        if gap(lo) <= 0:
-            lam = max(0.0, -theta[0])
-            z = b[1:] / (theta[1:] + lam)
-            tau = np.sqrt(max((lam / sigma) ** 2 - z @ z, 0.0))
-            return -(U[:, 1:] @ z) + tau * U[:, 0]
-        hi = lo + 1.0
-        while gap(hi) > 0:
-            hi *= 2
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
-        return -(U @ (b / (theta + hi)))
+    Q, T = lanczos(H, g, g.size)
+    y, _ = cubic_model_min(T, float(xp.linalg.norm(g)), sigma)
+    return Q @ xp.asarray(y)
 
 
 def main():
