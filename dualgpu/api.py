@@ -1,104 +1,446 @@
 """The public transformations: jvp, vjp, grad, value_and_grad, hvp, grad_and_hvp, hessian,
-trace and source. Each traces the function once per argument signature (shapes, dtypes,
-backend, static arguments), transforms the graph, compiles it, and caches the result."""
+jit, trace and source.
+
+Each transformation traces the function once per call signature (pytree structure, shapes,
+dtypes, backend, exact static values, aliasing: :mod:`dualgpu.signature`), transforms the
+graph, compiles it and caches the result. A transformation called on traced values (inside
+another transformation) builds the same graph and inlines it into the enclosing trace, so
+transformations compose to any depth: ``grad(grad(f))``, ``jit(hvp(f))``, a gradient
+penalty that calls ``grad`` inside the loss.
+"""
 from __future__ import annotations
 
 import functools
 import threading
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import sparse_api
-from .backends import array_backend, backend_of
-from .cache import IdentityKey, LRUCache
-from .errors import (
-    DualgpuError,
-    IntegerInputError,
-    NonScalarOutputError,
-    ShapeMismatchError,
-)
+from . import tree as T
+from .cache import LRUCache, WeakIdentityKey, identity_key
+from .errors import DualgpuError, NonScalarOutputError, ShapeMismatchError
 from .executor import Executable, config
-from .ir import Aval, Graph
-from .trace import flatten_outputs, trace_to_graph, unflatten_outputs
+from .interpret import eval_graph
+from .ir import Graph
+from .signature import Signature, static_key, unwrap_function
+from .trace import Tracer, trace_to_graph
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output
 
-_SCALARS = (bool, int, float, complex, np.generic)
+_GLOBAL_CACHE = LRUCache(config["cache_size"])
+_generation = [0]
 
 
-def _is_array(x) -> bool:
-    if isinstance(x, np.ndarray):
+def cache_info() -> dict:
+    """Sizes and hit counts of the program cache."""
+    return _GLOBAL_CACHE.info()
+
+
+def set_cache_size(n: int) -> None:
+    """Bound the number of cached programs (least recently used are dropped)."""
+    _GLOBAL_CACHE.maxsize = int(n)
+    config["cache_size"] = int(n)
+    _generation[0] += 1
+
+
+def clear_cache() -> None:
+    """Drop every cached program (the next call of each function traces again)."""
+    _GLOBAL_CACHE.clear()
+    _generation[0] += 1
+    from . import custom
+
+    clear_derived = getattr(custom, "clear_derived_rules", None)
+    if clear_derived is not None:
+        clear_derived()
+
+
+# ------------------------------------------------------------------------------ tracing
+class _FlatCall:
+    """``fn`` as a function of its traced input leaves, returning its output leaves.
+
+    A callable object (not a Python function), so that the tracer's rebinding leaves it
+    alone and rebinds the user's function it holds.
+    """
+
+    def __init__(self, fn, sig: Signature):
+        self.fn = _rebindable(fn)
+        self.sig = sig
+        self.out_tree = None
+        self.__name__ = _name(fn)
+
+    def __call__(self, *values):
+        from .namespace import rebind_function
+        from .sparse_api import SparseValue
+
+        values = list(values)
+        for k, p in self.sig.sparse.patterns.items():
+            values[k] = SparseValue(values[k], p)
+        args, kwargs = self.sig.rebuild(values)
+        out = rebind_function(self.fn)(*args, **kwargs)
+        leaves, self.out_tree = T.flatten(out)
+        return leaves
+
+
+def _rebindable(fn):
+    """``fn``, with a callable object's ``__call__`` bound as a method (so that the tracer
+    rebinds the array modules it uses, as it does for functions)."""
+    if isinstance(fn, (types.FunctionType, types.MethodType, functools.partial)):
+        return fn
+    if isinstance(fn, Transformed) or isinstance(fn, (types.BuiltinFunctionType, np.ufunc)):
+        return fn
+    call = getattr(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        return types.MethodType(call, fn)
+    return fn
+
+
+def _name(fn) -> str:
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        return name
+    if isinstance(fn, functools.partial):
+        return _name(fn.func)
+    return type(fn).__name__
+
+
+class Traced:
+    """A traced function: its graph, output structure and enclosing-trace values read."""
+
+    def __init__(self, fn, sig: Signature, captured: list | None):
+        flat = _FlatCall(fn, sig)
+        self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=_name(fn),
+                                       input_names=sig.input_names(fn), captured=captured)
+        self.out_tree = flat.out_tree
+        self.captured = captured or []
+
+    def split_aux(self, has_aux: bool, what: str) -> tuple[Graph, Graph | None, Any, Any]:
+        """``(main graph, aux graph or None, main tree, aux tree)`` for ``has_aux``."""
+        g, tree = self.graph, self.out_tree
+        if not has_aux:
+            return g, None, tree, None
+        if tree.kind != "tuple" or len(tree.children) != 2:
+            raise DualgpuError(f"{what} has has_aux=True, so the function must return a pair "
+                               f"(output, aux); it returns {tree}")
+        n_main = tree.children[0].num_leaves
+        main = Graph(g.inputs, g.outputs[:n_main], g.eqns, name=g.name,
+                     input_names=g.input_names, xp=g.xp)
+        aux = Graph(g.inputs, g.outputs[n_main:], g.eqns, name=g.name,
+                    input_names=g.input_names, xp=g.xp)
+        return simplify(main), simplify(aux), tree.children[0], tree.children[1]
+
+
+def _with_aux(program: Graph, aux: Graph | None) -> Graph:
+    """``program``'s outputs followed by ``aux``'s (computed from its first inputs), in one
+    graph: the shared forward computation is merged by CSE."""
+    if aux is None or not aux.outputs:
+        return program
+    n = len(aux.inputs)
+
+    def both(*args):
+        return eval_graph(program, args) + eval_graph(aux, args[:n])
+
+    g, _ = trace_to_graph(both, [v.aval for v in program.inputs], program.xp,
+                          name=program.name, input_names=program.input_names)
+    return simplify(g)
+
+
+def _scalar_output(graph: Graph, tree, what: str) -> None:
+    if tree is None or not tree.is_leaf:
+        raise NonScalarOutputError(
+            f"{what} returns {tree}; grad and hvp need one scalar output (use has_aux=True "
+            "to return more, or dg.vjp / dg.jacobian-style transforms)")
+    out = graph.outputs[0]
+    if tuple(out.shape) != ():
+        raise NonScalarOutputError(
+            f"{what} returns an array of shape {tuple(out.shape)}; grad and hvp need one "
+            "scalar output. Reduce it (e.g. np.sum), or use dg.vjp or hvp(batch_axes=...)")
+    if out.dtype.kind != "f":
+        kind = "complex" if out.dtype.kind == "c" else "non-floating"
+        raise NonScalarOutputError(
+            f"{what} returns a {kind} scalar ({out.dtype}); grad and hvp need a real "
+            "floating-point output (take np.real or np.abs of a complex value first)")
+
+
+# ------------------------------------------------------------------------------ programs
+class Compiled:
+    """A transformed graph, compiled, with what is needed to shape its results."""
+
+    __slots__ = ("graph", "exe", "trees", "guards", "keep", "__weakref__")
+
+    def __init__(self, graph: Graph, trees, backend, guards=((), ())):
+        self.graph = graph
+        self.trees = trees
+        self.exe = Executable(graph, backend)
+        self.guards, self.keep = guards
+
+    def guards_hold(self) -> bool:
+        for holder, name, expected in self.guards:
+            try:
+                value = holder.cell_contents if name is None else holder[name]
+            except (ValueError, KeyError):
+                return False
+            if _guard_value(value) != expected:
+                return False
         return True
-    b = array_backend(x)
-    return b is not None and not b.is_sparse(x)
 
 
-def _static_key(x):
-    """A cache key for a static argument: by value (containers element by element, with
-    types, so that a list mutated in place or ``(1,)`` vs ``(True,)`` trace again), by
-    identity only for objects that have no value to compare."""
-    try:
-        return ("static", _freeze(x))
-    except TypeError:
-        return ("static-id", IdentityKey(x))
+# A closed-over or global value that the traced program read is baked into it. Such values
+# (arrays and numbers in the function's closure cells and globals, and in those of the plain
+# functions it calls) are checked on every cached call: reassigned, the program is rebuilt.
+def _guarded(value) -> bool:
+    if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
+        return True
+    from .backends import array_backend
+
+    return array_backend(value) is not None
 
 
-def _freeze(x):
-    if isinstance(x, (list, tuple)):
-        return (type(x).__name__, tuple(_freeze(i) for i in x))
-    if isinstance(x, dict):
-        return ("dict", tuple((_freeze(k), _freeze(v)) for k, v in x.items()))
-    hash(x)
-    return (type(x).__name__, x)
+def _guard_value(value):
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return static_key(value, [])
+    return ("id", id(value))
 
 
-class Prepared:
-    """One call's arguments split into traced inputs and static values."""
-
-    def __init__(self, args: Sequence[Any], diff_positions: Sequence[int], what: str):
-        self.backend = backend_of(args, what)
-        xp = self.backend.xp
-        self.arrays: list = []
-        self.positions: list[int] = []
-        self.static: dict[int, Any] = {}
-        self.sparse = sparse_api.SparseArgs()  # sparse arguments enter as their values
-        key = []
-        for i, a in enumerate(args):
-            if sparse_api.is_sparse(a):
-                data, sparse_key = self.sparse.add(i, a)
-                self.positions.append(i)
-                self.arrays.append(data)
-                key.append(sparse_key)
+def _collect_guards(fn) -> tuple[tuple, tuple]:
+    """``(guards, values kept alive)`` for the function and the plain functions it calls."""
+    guards: list = []
+    keep: list = []
+    seen: set = set()
+    todo = [unwrap_function(fn)]
+    while todo and len(seen) < 64:
+        f = todo.pop()
+        if f is None or id(f) in seen or not isinstance(f, types.FunctionType):
+            continue
+        seen.add(id(f))
+        mod = getattr(f, "__module__", "") or ""
+        if mod.split(".")[0] in ("numpy", "cupy", "cupyx", "scipy", "dualgpu"):
+            continue
+        for cell in f.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
                 continue
-            if i in diff_positions and isinstance(a, _SCALARS) and not isinstance(a, bool):
-                a = xp.asarray(a, dtype=np.float64 if not isinstance(a, np.generic)
-                               else a.dtype)
-            if _is_array(a):
-                self.positions.append(i)
-                self.arrays.append(a)
-                key.append(("array", tuple(a.shape), np.dtype(a.dtype).str))
-            else:
-                if i in diff_positions:
-                    raise DualgpuError(
-                        f"argument {i} is differentiated but is a {type(a).__name__}; pass a "
-                        "NumPy or CuPy array (pytrees are not supported)")
-                self.static[i] = a
-                key.append(_static_key(a))
-        for i in diff_positions:
-            if i >= len(args):
-                raise DualgpuError(f"argnums names argument {i}, but only {len(args)} given")
-            dt = np.dtype(self.arrays[self.positions.index(i)].dtype)
-            if dt.kind not in "fc":
-                raise IntegerInputError(
-                    f"argument {i} has dtype {dt}: only floating-point inputs can be "
-                    "differentiated; convert it with .astype(float)")
-        self.key = (self.backend.name, tuple(key))
-        self.avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in self.arrays]
+            _guard_or_follow(v, cell, None, guards, keep, todo)
+        globs = f.__globals__
+        for name in _code_names(f.__code__):
+            if name in globs:
+                _guard_or_follow(globs[name], globs, name, guards, keep, todo)
+    return tuple(guards), tuple(keep)
 
-    def graph_argnums(self, diff_positions: Sequence[int]) -> list[int]:
-        return [self.positions.index(i) for i in diff_positions]
+
+def _guard_or_follow(v, holder, name, guards, keep, todo):
+    if isinstance(v, types.FunctionType):
+        todo.append(v)
+    elif _guarded(v):
+        guards.append((holder, name, _guard_value(v)))
+        keep.append(v)  # an array guarded by id stays alive, so its id stays its own
+
+
+def _code_names(code) -> set:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def function_key(fn, weak: list):
+    """The identity of a function for the cache: weak where Python allows, structural for
+    transformations, bound methods and partials (so rebuilding ``dg.grad(f)`` hits)."""
+    if isinstance(fn, Transformed):
+        return ("transform", type(fn), fn.spec, function_key(fn.fn, weak))
+    if isinstance(fn, types.MethodType):
+        return ("method", function_key(fn.__self__, weak), function_key(fn.__func__, weak))
+    k = identity_key(fn)
+    if isinstance(k, WeakIdentityKey):
+        weak.append(k)
+    return k
+
+
+# ------------------------------------------------------------------------------ transforms
+class Transformed:
+    """A function transformed by dualgpu. Calling it traces (once per signature) and runs;
+    called on traced values it inlines its program into the enclosing trace."""
+
+    kind = "abstract"
+    _dualgpu_transform = True
+    FAST_SLOTS = 8
+
+    def __init__(self, fn: Callable, argnums=0, *, has_aux: bool = False, batch_axes=None):
+        if not callable(fn):
+            raise DualgpuError(f"dg.{self.kind} expects a function, got "
+                               f"{type(fn).__name__}")
+        self.fn = fn
+        self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
+        if not isinstance(has_aux, bool):
+            raise DualgpuError(f"has_aux must be True or False, got {has_aux!r}")
+        self.has_aux = has_aux
+        self.batch_axes = _normalize_batch_axes(batch_axes)
+        self.__name__ = f"{self.kind}_{_name(fn)}"
+        self.__qualname__ = self.__name__
+        self.__wrapped__ = fn
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._programs: dict = {}
+        self._lock = threading.Lock()
+        self._weak: list = []
+        self._fn_key = function_key(fn, self._weak)
+
+    @property
+    def spec(self) -> tuple:
+        """What, besides the function and the call signature, determines the program."""
+        return (self.kind, self.argnums, self.has_aux, self.batch_axes)
+
+    def __repr__(self) -> str:
+        return f"<dualgpu.{self.kind} of {_name(self.fn)}>"
+
+    # subclasses: split a call's arguments into the function's and extra inputs; build the
+    # graph; prepare the extra inputs; shape the results
+    def split(self, args: tuple) -> tuple[tuple, Any]:
+        return args, None
+
+    def build(self, traced: Traced, sig: Signature) -> tuple[Graph, Any]:
+        raise NotImplementedError
+
+    def extra_inputs(self, sig: Signature, extra) -> list:
+        return []
+
+    def finish(self, compiled, sig: Signature, outs: list):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------------ calling
+    def __call__(self, *args, **kwargs):
+        fargs, extra = self.split(args)
+        sig = Signature(fargs, kwargs, self.argnums, self.__name__)
+        extras = self.extra_inputs(sig, extra)
+        if sig.traced or any(isinstance(e, Tracer) for e in extras):
+            return self._inline(sig, extras)
+        compiled = self.compiled(sig)
+        return self.finish(compiled, sig, compiled.exe(*sig.inputs, *extras))
+
+    def compiled(self, sig: Signature) -> Compiled:
+        """The cached program for this signature (built on a miss or a failed guard)."""
+        local_key = (_generation[0], sig.key)
+        hit = self._programs.get(local_key)
+        if hit is not None and hit.guards_hold():
+            return hit
+        key = (self.spec, self._fn_key, sig.key)
+
+        def build():
+            graph, trees = self.build(Traced(self.fn, sig, None), sig)
+            compiled = Compiled(graph, trees, sig.backend, _collect_guards(self.fn))
+            _evict_on_death(key, self._weak + sig.weak)
+            return compiled
+
+        entry = _GLOBAL_CACHE.get_or_build(key, build)
+        if not entry.guards_hold():
+            _GLOBAL_CACHE.discard_later(key)
+            entry = _GLOBAL_CACHE.get_or_build(key, build)
+        with self._lock:
+            self._programs[local_key] = entry
+            while len(self._programs) > self.FAST_SLOTS:
+                self._programs.pop(next(iter(self._programs)))
+        return entry
+
+    def _inline(self, sig: Signature, extras: list):
+        captured: list = []
+        graph, trees = self.build(Traced(self.fn, sig, captured), sig)
+        outs = eval_graph(graph, list(sig.inputs) + captured + list(extras))
+        return self.finish(_Inlined(graph, trees), sig, outs)
+
+    def graph(self, *args, **kwargs) -> Graph:
+        """The program this call runs (its graph), built afresh and not compiled."""
+        fargs, extra = self.split(args)
+        sig = Signature(fargs, kwargs, self.argnums, self.__name__)
+        self.extra_inputs(sig, extra)
+        graph = self.build(Traced(self.fn, sig, None), sig)[0]
+        return graph[1] if isinstance(graph, tuple) else graph
+
+    def source(self, *args, **kwargs) -> str:
+        fargs, extra = self.split(args)
+        sig = Signature(fargs, kwargs, self.argnums, self.__name__)
+        self.extra_inputs(sig, extra)
+        return self.compiled(sig).exe.source
+
+    # ------------------------------------------------------------------------ helpers
+    def _base(self, traced: Traced, sig: Signature):
+        """The function's graph split into main output and aux, batch-summed if asked."""
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        if self.batch_axes is not None:
+            diff = sig.diff_inputs()
+            check_separable(main, diff, self.batch_axes)
+            main = sum_output(main)
+            tree = T.LEAF
+        return main, aux, tree, aux_tree
+
+    def _per_argnum(self, sig: Signature, values, repackage=True):
+        """Per-leaf results of the differentiated leaves, regrouped per ``argnums``."""
+        values = list(values)
+        per = [sig.per_argument(values, a, repackage) for a in self.argnums]
+        return tuple(per) if self.argnums_tuple else per[0]
+
+    def _directions(self, sig: Signature, vs, what: str) -> list:
+        """The flat direction leaves for the differentiated leaves, checked."""
+        if self.argnums_tuple:
+            if not isinstance(vs, (tuple, list)) or len(vs) != len(self.argnums):
+                raise ShapeMismatchError(
+                    f"{self.__name__}: expected a tuple of {len(self.argnums)} {what}s, one "
+                    f"per differentiated argument {self.argnums}")
+            per_arg = dict(zip(self.argnums, vs))
+        else:
+            per_arg = {self.argnums[0]: vs}
+        out = []
+        for a in sorted(per_arg):
+            leaves, tree = T.flatten(per_arg[a])
+            ks = [k for k, d in enumerate(sig.diff) if d and sig.arg_of_input[k] == a]
+            if tree != sig.arg_trees[a] and sig.arg_trees[a].is_leaf:
+                raise ShapeMismatchError(
+                    f"{self.__name__}: the {what} for argument {a} must be an array like "
+                    f"the argument, got {type(per_arg[a]).__name__}")
+            if tree != sig.arg_trees[a]:
+                raise ShapeMismatchError(
+                    f"{self.__name__}: the {what} for argument {a} has structure {tree}, "
+                    f"but the argument has {sig.arg_trees[a]}")
+            for k, v in zip(ks, leaves):
+                out.append(_check_direction(sig, k, v, a, what))
+        return out
+
+
+class _Inlined:
+    """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled."""
+
+    def __init__(self, graph, trees):
+        self.graph = graph
+        self.trees = trees
+
+
+def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
+    from .backends import array_backend
+    from .errors import BackendMismatchError
+
+    x = sig.inputs[k]
+    v = sig.sparse.direction(k, v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and x.ndim == 0:
+        v = sig.backend.xp.asarray(v, dtype=x.dtype)
+    if isinstance(v, Tracer):
+        b = None
+    else:
+        b = array_backend(v)
+        if b is None:
+            raise ShapeMismatchError(f"the {what} for argument {arg} must be an array, got "
+                                     f"{type(v).__name__}")
+        if b is not sig.backend:
+            raise BackendMismatchError(
+                f"the {what} for argument {arg} is a {b.name} array but the arguments are "
+                f"{sig.backend.name} arrays")
+    if tuple(v.shape) != tuple(x.shape):
+        raise ShapeMismatchError(
+            f"the {what} for argument {arg} has shape {tuple(v.shape)}, but the argument has "
+            f"shape {tuple(x.shape)}")
+    if v.dtype != x.dtype:
+        v = v.astype(x.dtype)
+    return v
 
 
 def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
@@ -112,251 +454,55 @@ def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
     return tuple(int(i) for i in nums), not single
 
 
-_GLOBAL_CACHE = LRUCache(config["cache_size"])
-
-
-def cache_info() -> dict:
-    """Sizes and hit counts of the program cache."""
-    return _GLOBAL_CACHE.info()
-
-
-def set_cache_size(n: int) -> None:
-    """Bound the number of cached programs (least recently used are dropped)."""
-    _GLOBAL_CACHE.maxsize = int(n)
-    config["cache_size"] = int(n)
-
-
-def clear_cache() -> None:
-    """Drop every cached program (the next call of each function traces again)."""
-    _GLOBAL_CACHE.clear()
-    _generation[0] += 1
-
-
-def _base_graph(fn, prep: Prepared) -> tuple[Graph, Any]:
-    names = _arg_names(fn, prep.positions)
-    if prep.sparse:
-        fn = prep.sparse.wrap(fn)
-    return trace_to_graph(fn, prep.avals, prep.backend.xp, static=prep.static,
-                          name=getattr(fn, "__name__", "f"), input_names=names)
-
-
-def _arg_names(fn, positions):
-    try:
-        import inspect
-
-        params = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
+def _normalize_batch_axes(batch_axes):
+    if batch_axes is None:
         return None
-    from .codegen.names import function_name
-
-    if len(params) < max(positions, default=-1) + 1:
-        return None
-    names = [function_name(params[i]) for i in positions]
-    return names if len(set(names)) == len(names) else None
-
-
-class Compiled:
-    """A transformed graph, compiled, with the output structure of the traced function."""
-
-    def __init__(self, graph: Graph, tree, backend):
-        self.graph = graph
-        self.tree = tree
-        self.exe = Executable(graph, backend)
-
-
-# ------------------------------------------------------------------------------ fast path
-# Each transformed function remembers its last few call signatures, so that a cached call
-# costs a tuple comparison, not the whole argument analysis (host overhead matters for tiny
-# GPU problems). Bounded; invalidated by clear_cache().
-FAST_SLOTS = 8
-_FAST_LOCK = threading.Lock()
-_generation = [0]
-_SIMPLE_STATIC = (int, float, bool, str, type(None))
-
-
-def _leaves(args) -> list:
-    out = []
-    for a in args:
-        if type(a) is tuple or type(a) is list:
-            out.extend(a)
-        else:
-            out.append(a)
-    return out
-
-
-def _fast_signature(args):
-    """A cheap, hashable description of the arguments, or None when they are unusual."""
-    sig = []
-    for a in args:
-        t = type(a)
-        if t is tuple or t is list:
-            inner = _fast_signature(a)
-            if inner is None or any(type(x) in (tuple, list) for x in a):
-                return None
-            sig.append((t, inner))
-        elif t in _SIMPLE_STATIC:
-            sig.append((t, a))
-        elif hasattr(a, "shape") and hasattr(a, "dtype") and t.__name__ == "ndarray":
-            sig.append((t, a.shape, a.dtype))
-        else:
-            return None
-    return tuple(sig)
-
-
-# ------------------------------------------------------------------------------ transforms
-class Transformed:
-    """A function transformed by dualgpu. Calling it traces (once per signature) and runs."""
-
-    kind = "abstract"
-
-    def __init__(self, fn: Callable, argnums=0, batch_axes=None):
-        if not callable(fn):
-            raise DualgpuError(f"expected a function, got {type(fn).__name__}")
-        self.fn = fn
-        self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
-        self.batch_axes = None if batch_axes is None else tuple(
-            (batch_axes,) if isinstance(batch_axes, int) else batch_axes)
-        self._fast: dict = {}
-        functools.update_wrapper(self, fn)
-
-    # subclasses: split the call's args into function args and extra inputs; build graph
-    def split(self, args):
-        return args, ()
-
-    def build(self, fn, prep: Prepared) -> tuple[Graph, Any]:
-        raise NotImplementedError
-
-    def compiled(self, args) -> tuple[Compiled, Prepared, tuple]:
-        fargs, extra = self.split(args)
-        prep = Prepared(fargs, self.argnums, f"arguments of {self.__name__}")
-        extra_leaves = list(extra) if isinstance(extra, (tuple, list)) else [extra]
-        backend_of(extra_leaves + prep.arrays[:1], "arguments")  # raises on NumPy/CuPy mixes
-        key = (self.kind, IdentityKey(self.fn), self.argnums, self.batch_axes, prep.key)
-
-        def build():
-            graph, tree = self.build(self.fn, prep)
-            return Compiled(graph, tree, prep.backend)
-
-        entry = _GLOBAL_CACHE.get_or_build(key, build)
-        return entry, prep, extra
-
-    def graph(self, *args) -> Graph:
-        return self.compiled(args)[0].graph
-
-    def source(self, *args) -> str:
-        return self.compiled(args)[0].exe.source
-
-    def __call__(self, *args):
-        sig = _fast_signature(args)
-        hit = self._fast.get(sig) if sig is not None else None
-        if hit is not None and hit[2] == _generation[0]:
-            # A signature seen before: its checks passed then and pass now; skip them.
-            entry, indices, _ = hit
-            leaves = _leaves(args)
-            return self.finish(entry, None, entry.exe(*[leaves[j] for j in indices]))
-        entry, prep, extra = self.compiled(args)
-        self.check_extra(prep, extra)
-        passed = list(prep.arrays) + list(extra)
-        outs = entry.exe(*passed)
-        if sig is not None:
-            self._remember(sig, entry, args, passed)
-        return self.finish(entry, prep, outs)
-
-    def _remember(self, sig, entry, args, passed):
-        leaves = _leaves(args)
-        indices = []
-        for a in passed:
-            j = next((k for k, leaf in enumerate(leaves) if leaf is a), None)
-            if j is None:  # an argument was converted (dtype, Python scalar): no fast path
-                return
-            indices.append(j)
-        with _FAST_LOCK:
-            self._fast[sig] = (entry, tuple(indices), _generation[0])
-            while len(self._fast) > FAST_SLOTS:
-                self._fast.pop(next(iter(self._fast)))
-
-    def check_extra(self, prep, extra):
-        pass
-
-    def finish(self, entry, prep, outs):
-        raise NotImplementedError
-
-    def _base(self, fn, prep):
-        graph, tree = _base_graph(fn, prep)
-        if self.batch_axes is not None:
-            gargs = prep.graph_argnums(self.argnums)
-            check_separable(graph, gargs, self.batch_axes)
-            graph = sum_output(graph)
-        return graph, tree
-
-    def _wrap_argnums(self, values, prep=None):
-        """Per-argument results (computed in argument order) in the order of ``argnums``."""
-        order = sorted(set(self.argnums))
-        if prep is not None and prep.sparse:  # sparse arguments: sparse results
-            values = [prep.sparse.repackage(i, v) for i, v in zip(order, values)]
-        values = [values[order.index(a)] for a in self.argnums]
-        return tuple(values) if self.argnums_tuple else values[0]
-
-    def _check_directions(self, prep, vs, what="direction"):
-        vs = vs if self.argnums_tuple else (vs,)
-        if not isinstance(vs, (tuple, list)) or len(vs) != len(self.argnums):
-            raise ShapeMismatchError(
-                f"expected {len(self.argnums)} {what}(s), one per differentiated argument")
-        out = []
-        for i, v in zip(self.argnums, vs):
-            v = prep.sparse.direction(i, v)
-            x = prep.arrays[prep.positions.index(i)]
-            b = array_backend(v)
-            if b is None:
-                raise ShapeMismatchError(f"the {what} for argument {i} must be an array, "
-                                         f"got {type(v).__name__}")
-            if b is not prep.backend:
-                from .errors import BackendMismatchError
-
-                raise BackendMismatchError(
-                    f"the {what} for argument {i} is a {b.name} array but the arguments are "
-                    f"{prep.backend.name} arrays")
-            if tuple(v.shape) != tuple(x.shape):
-                raise ShapeMismatchError(
-                    f"the {what} for argument {i} has shape {tuple(v.shape)}, but the "
-                    f"argument has shape {tuple(x.shape)}")
-            if v.dtype != x.dtype:
-                v = v.astype(x.dtype)
-            out.append(v)
-        return out
+    axes = (batch_axes,) if isinstance(batch_axes, (int, np.integer)) else batch_axes
+    if not isinstance(axes, (tuple, list)) or not all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axes):
+        raise DualgpuError(f"batch_axes must be an int or a tuple of ints, got "
+                           f"{batch_axes!r}")
+    return tuple(int(a) for a in axes)
 
 
 class _Grad(Transformed):
     kind = "grad"
 
-    def __init__(self, fn, argnums=0, has_value=False):
-        super().__init__(fn, argnums)
-        self.has_value = has_value
+    def __init__(self, fn, argnums=0, has_value=False, has_aux=False):
         if has_value:
             self.kind = "value_and_grad"
+        super().__init__(fn, argnums, has_aux=has_aux)
 
-    def build(self, fn, prep):
-        graph, tree = self._base(fn, prep)
-        if tree is not None:
-            raise NonScalarOutputError(
-                f"{self.__name__} returns a tuple; grad needs one scalar output")
-        return grad_graph(graph, prep.graph_argnums(self.argnums)), tree
+    def build(self, traced, sig):
+        main, aux, tree, aux_tree = self._base(traced, sig)
+        _scalar_output(main, tree, self.__name__)
+        return _with_aux(grad_graph(main, sig.diff_inputs()), aux), aux_tree
 
-    def finish(self, entry, prep, outs):
-        grads = self._wrap_argnums(outs[1:], prep)
-        return (outs[0], grads) if self.has_value else grads
+    def finish(self, compiled, sig, outs):
+        n = sum(sig.diff)
+        value, grads, aux = outs[0], outs[1:1 + n], outs[1 + n:]
+        g = self._per_argnum(sig, grads)
+        if self.has_aux:
+            aux = T.unflatten(compiled.trees, aux)
+            return ((value, aux), g) if self.kind == "value_and_grad" else (g, aux)
+        return (value, g) if self.kind == "value_and_grad" else g
 
 
 class _Hvp(Transformed):
     kind = "hvp"
 
-    def __init__(self, fn, argnums=0, batch_axes=None, returns="hvp"):
-        super().__init__(fn, argnums, batch_axes)
+    def __init__(self, fn, argnums=0, batch_axes=None, returns="hvp", has_aux=False):
+        self.returns = returns
+        self.kind = {"hvp": "hvp", "grad_hvp": "grad_and_hvp",
+                     "value_grad_hvp": "grad_and_hvp"}[returns]
+        super().__init__(fn, argnums, has_aux=has_aux, batch_axes=batch_axes)
         if len(set(self.argnums)) != len(self.argnums):
             raise DualgpuError(f"hvp: argnums {self.argnums} names an argument twice; "
                                "give each argument once (its direction goes with it)")
-        self.returns = returns
-        self.kind = "hvp:" + returns
+
+    @property
+    def spec(self):
+        return super().spec + (self.returns,)
 
     def split(self, args):
         if len(args) < 1:
@@ -364,71 +510,123 @@ class _Hvp(Transformed):
                                "direction v")
         return args[:-1], args[-1]
 
-    def compiled(self, args):
-        entry, prep, v = super().compiled(args)
-        vs = self._check_directions(prep, v)  # in argnums order; the program takes them
-        return entry, prep, tuple(vs[self.argnums.index(a)] for a in sorted(self.argnums))
+    def extra_inputs(self, sig, v):
+        return self._directions(sig, v, "direction")
 
-    def build(self, fn, prep):
-        graph, tree = self._base(fn, prep)
-        if tree is not None:
-            raise NonScalarOutputError(
-                f"{self.__name__} returns a tuple; hvp needs one scalar output")
-        return hvp_graph(graph, prep.graph_argnums(self.argnums)), tree
+    def build(self, traced, sig):
+        main, aux, tree, aux_tree = self._base(traced, sig)
+        _scalar_output(main, tree, self.__name__)
+        return _with_aux(hvp_graph(main, sig.diff_inputs()), aux), aux_tree
 
-    def finish(self, entry, prep, outs):
-        k = len(self.argnums)
-        value, grads, hvps = outs[0], outs[1:1 + k], outs[1 + k:]
+    def finish(self, compiled, sig, outs):
+        n = sum(sig.diff)
+        value, grads, hvps, aux = outs[0], outs[1:1 + n], outs[1 + n:1 + 2 * n], outs[1 + 2 * n:]
+        hv = self._per_argnum(sig, hvps)
         if self.returns == "hvp":
-            return self._wrap_argnums(hvps, prep)
-        result = (self._wrap_argnums(grads, prep), self._wrap_argnums(hvps, prep))
-        if self.returns == "value_grad_hvp":
-            return (value,) + result
-        return result
+            result = (hv,)
+        else:
+            result = (self._per_argnum(sig, grads), hv)
+            if self.returns == "value_grad_hvp":
+                result = (value,) + result
+        if self.has_aux:
+            result = result + (T.unflatten(compiled.trees, aux),)
+        return result[0] if len(result) == 1 else result
+
+
+class _Jit(Transformed):
+    kind = "jit"
+
+    def build(self, traced, sig):
+        return simplify(traced.graph), traced.out_tree
+
+    def finish(self, compiled, sig, outs):
+        return T.unflatten(compiled.trees, outs)
 
 
 class _Jvp(Transformed):
+    """``(f(*primals), J·tangents)``: every leaf of every primal is differentiated."""
+
     kind = "jvp"
 
-    def build(self, fn, prep):
-        graph, tree = _base_graph(fn, prep)
-        return jvp_graph(graph, [True] * len(graph.inputs)), tree
+    def split(self, args):
+        return args[0], args[1]
+
+    def extra_inputs(self, sig, tangents):
+        return self._directions(sig, tuple(tangents), "tangent")
+
+    def build(self, traced, sig):
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        return _with_aux(jvp_graph(main, _flags(sig, main)), aux), (tree, aux_tree)
+
+    def finish(self, compiled, sig, outs):
+        tree, aux_tree = compiled.trees
+        n = tree.num_leaves
+        out = T.unflatten(tree, outs[:n])
+        tangent = T.unflatten(tree, outs[n:2 * n])
+        if self.has_aux:
+            return out, tangent, T.unflatten(aux_tree, outs[2 * n:])
+        return out, tangent
 
 
 class _Vjp(Transformed):
+    """The pullback program ``(primals, output cotangents) -> input cotangents`` and the
+    forward program; :func:`vjp` runs the forward one and returns a pullback."""
+
     kind = "vjp"
 
-    def programs(self, prep: Prepared) -> tuple[Compiled, Executable]:
-        """The pullback program (primals, cotangents) -> (outputs, input cotangents) and
-        the forward program, both cached."""
-        key = (self.kind, id(self.fn), prep.key)
+    def build(self, traced, sig):
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        for o in main.outputs:
+            if o.dtype.kind not in "fc":
+                raise DualgpuError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
+                                   "differentiated by vjp (only floating-point outputs)")
+        pullback = vjp_graph(main, _flags(sig, main))
+        k = len(main.outputs)
+        pullback.outputs = pullback.outputs[k:]  # the pullback returns the cotangents only
+        forward = _with_aux(main, aux)
+        return (forward, simplify(pullback)), (tree, aux_tree)
 
-        def build():
-            graph, tree = _base_graph(self.fn, prep)
-            pullback = Compiled(vjp_graph(graph, [True] * len(graph.inputs)), tree,
-                                prep.backend)
-            return pullback, Executable(simplify(graph), prep.backend)
 
-        return _GLOBAL_CACHE.get_or_build(key, build)
+def _flags(sig: Signature, graph: Graph) -> list[bool]:
+    """The differentiated-input flags of ``graph`` (inputs captured from an enclosing
+    trace come last and are not differentiated)."""
+    return list(sig.diff) + [False] * (len(graph.inputs) - len(sig.diff))
+
+
+class _VjpPrograms:
+    """The two programs of a vjp, compiled (forward and pullback)."""
+
+    def __init__(self, graphs, trees, backend):
+        self.forward = Executable(graphs[0], backend)
+        self.pullback = Executable(graphs[1], backend)
+        self.graph = graphs[1]
+        self.trees = trees
 
 
 # ------------------------------------------------------------------------------ public API
-def grad(fn: Callable | None = None, argnums=0):
+def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False):
     """Gradient of a scalar function: ``grad(f)(*args)``; a tuple when ``argnums`` is.
+
+    Arguments may be pytrees (nested tuples, lists and dicts of arrays): the gradient has the
+    argument's structure. With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the
+    result is ``(grad, aux)``. Keyword arguments are passed through, not differentiated.
 
     Example::
 
         >>> import numpy as np, dualgpu as dg
         >>> dg.grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
         array([2., 4.])
+        >>> dg.grad(lambda p: np.sum(p["w"] * p["b"]))({"w": np.ones(2), "b": np.arange(2.)})
+        {'b': array([1., 1.]), 'w': array([0., 1.])}
     """
     if fn is None:
-        return lambda f: grad(f, argnums)
-    return _Grad(fn, argnums)
+        return lambda f: grad(f, argnums, has_aux)
+    return _Grad(fn, argnums, has_aux=has_aux)
 
 
-def value_and_grad(fn: Callable | None = None, argnums=0):
-    """``value_and_grad(f)(*args) -> (f(*args), grad)``.
+def value_and_grad(fn: Callable | None = None, argnums=0, has_aux: bool = False):
+    """``value_and_grad(f)(*args) -> (f(*args), grad)``; with ``has_aux=True``,
+    ``((value, aux), grad)``.
 
     Example::
 
@@ -437,17 +635,19 @@ def value_and_grad(fn: Callable | None = None, argnums=0):
         (9.0, array([6.]))
     """
     if fn is None:
-        return lambda f: value_and_grad(f, argnums)
-    return _Grad(fn, argnums, has_value=True)
+        return lambda f: value_and_grad(f, argnums, has_aux)
+    return _Grad(fn, argnums, has_value=True, has_aux=has_aux)
 
 
-def hvp(fn: Callable | None = None, argnums=0, batch_axes=None):
+def hvp(fn: Callable | None = None, argnums=0, batch_axes=None, has_aux: bool = False):
     """Hessian-vector product by forward-over-reverse: ``hvp(f)(*args, v) -> H·v``.
 
-    With ``batch_axes`` (the instance axes of the differentiated argument), ``f`` returns one
-    value per instance and the result is the per-instance product (the block-diagonal
-    Hessian applied to ``v``); dualgpu first checks on the graph that ``f`` does not couple
-    instances. Usable as a decorator, ``@dg.hvp`` or ``@dg.hvp(argnums=1)``.
+    ``v`` has the structure of the differentiated argument (a tuple of them when
+    ``argnums`` is a tuple). With ``batch_axes`` (the instance axes of the differentiated
+    argument), ``f`` returns one value per instance and the result is the per-instance
+    product (the block-diagonal Hessian applied to ``v``); dualgpu first checks on the graph
+    that ``f`` does not couple instances. With ``has_aux=True``: ``(H·v, aux)``. Usable as a
+    decorator, ``@dg.hvp`` or ``@dg.hvp(argnums=1)``.
 
     Example::
 
@@ -456,29 +656,31 @@ def hvp(fn: Callable | None = None, argnums=0, batch_axes=None):
         array([6., 0.])
     """
     if fn is None:
-        return lambda f: hvp(f, argnums, batch_axes)
-    return _Hvp(fn, argnums, batch_axes, returns="hvp")
+        return lambda f: hvp(f, argnums, batch_axes, has_aux)
+    return _Hvp(fn, argnums, batch_axes, returns="hvp", has_aux=has_aux)
 
 
 def grad_and_hvp(fn: Callable | None = None, argnums=0, batch_axes=None,
-                 return_value: bool = False):
+                 return_value: bool = False, has_aux: bool = False):
     """``grad_and_hvp(f)(*args, v) -> (grad, H·v)`` from one program (one pass on the GPU).
 
     ``return_value=True`` gives ``(value, grad, H·v)``; with ``batch_axes`` the value is
-    the sum over instances.
+    the sum over instances; ``has_aux=True`` appends ``aux``.
 
     Example::
 
         >>> g, hv = dg.grad_and_hvp(lambda x: np.sum(np.sin(x)))(np.zeros(2), np.ones(2))
     """
     if fn is None:
-        return lambda f: grad_and_hvp(f, argnums, batch_axes, return_value)
+        return lambda f: grad_and_hvp(f, argnums, batch_axes, return_value, has_aux)
     return _Hvp(fn, argnums, batch_axes,
-                returns="value_grad_hvp" if return_value else "grad_hvp")
+                returns="value_grad_hvp" if return_value else "grad_hvp", has_aux=has_aux)
 
 
-def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
-    """Forward mode: ``(f(*primals), J·tangents)``.
+def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """Forward mode: ``(f(*primals), J·tangents)``; each tangent has its primal's structure.
+    With ``has_aux=True``, ``f`` returns ``(out, aux)`` and the result is
+    ``(out, out_tangent, aux)``.
 
     Example::
 
@@ -489,21 +691,17 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
         raise ShapeMismatchError(
             "jvp takes the primals and the tangents as tuples: jvp(f, (x,), (t,)), got "
             f"{type(primals).__name__} and {type(tangents).__name__}")
-    primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
-        raise ShapeMismatchError(
-            f"jvp got {len(primals)} primals but {len(tangents)} tangents")
-    t = _Jvp(fn, argnums=tuple(range(len(primals))))
-    entry, prep, _ = t.compiled(primals)
-    ts = t._check_directions(prep, tangents, what="tangent")
-    outs = entry.exe(*prep.arrays, *ts)
-    n = len(outs) // 2
-    return unflatten_outputs(entry.tree, outs[:n]), unflatten_outputs(entry.tree, outs[n:])
+        raise ShapeMismatchError(f"jvp got {len(primals)} primals but {len(tangents)} "
+                                 "tangents")
+    t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
+    return t(tuple(primals), tuple(tangents))
 
 
-def vjp(fn: Callable, *primals):
+def vjp(fn: Callable, *primals, has_aux: bool = False):
     """Reverse mode: ``(f(*primals), pullback)``; ``pullback(cotangent)`` returns a tuple of
-    cotangents, one per primal.
+    cotangents, one per primal, each with its primal's structure. With ``has_aux=True``:
+    ``(out, pullback, aux)``.
 
     Example::
 
@@ -511,27 +709,83 @@ def vjp(fn: Callable, *primals):
         >>> pullback(np.ones(2))
         (array([1., 1.]),)
     """
-    t = _Vjp(fn, argnums=tuple(range(len(primals))))
-    prep = Prepared(primals, t.argnums, "primals")
-    entry, forward = t.programs(prep)
-    outs = forward(*prep.arrays)
+    t = _Vjp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
+    sig = Signature(primals, {}, t.argnums, t.__name__)
+    if sig.traced:
+        return _vjp_inline(t, sig)
+    programs = _vjp_programs(t, sig)
+    (tree, aux_tree) = programs.trees
+    fwd = programs.forward(*sig.inputs)
+    n = tree.num_leaves
+    outs, aux = fwd[:n], fwd[n:]
 
     def pullback(cotangent):
-        leaves = flatten_outputs(cotangent)[0] if entry.tree is not None else [cotangent]
-        if len(leaves) != len(outs):
-            raise ShapeMismatchError(f"pullback expects {len(outs)} cotangent(s), "
-                                     f"got {len(leaves)}")
-        cts = []
-        for c, o in zip(leaves, outs):
-            c = prep.backend.xp.asarray(c)
-            if tuple(c.shape) != tuple(o.shape):
-                raise ShapeMismatchError(
-                    f"cotangent has shape {tuple(c.shape)}, output has {tuple(o.shape)}")
-            cts.append(c.astype(o.dtype))
-        res = entry.exe(*prep.arrays, *cts)[len(outs):]
-        return tuple(prep.sparse.repackage(i, r) for i, r in zip(prep.positions, res))
+        cts = _cotangents(cotangent, tree, outs, sig)
+        if any(isinstance(c, Tracer) for c in cts):
+            res = eval_graph(programs.pullback.graph, list(sig.inputs) + cts)
+            return _vjp_results(t, sig, res, repackage=False)
+        res = programs.pullback(*sig.inputs, *cts)
+        return _vjp_results(t, sig, res)
 
-    return unflatten_outputs(entry.tree, outs), pullback
+    out = T.unflatten(tree, outs)
+    if has_aux:
+        return out, pullback, T.unflatten(aux_tree, aux)
+    return out, pullback
+
+
+def _vjp_programs(t: _Vjp, sig: Signature) -> _VjpPrograms:
+    key = (t.spec, t._fn_key, sig.key)
+
+    def build():
+        graphs, trees = t.build(Traced(t.fn, sig, None), sig)
+        _evict_on_death(key, t._weak + sig.weak)
+        return _VjpPrograms(graphs, trees, sig.backend)
+
+    return _GLOBAL_CACHE.get_or_build(key, build)
+
+
+def _evict_on_death(key, weak_parts) -> None:
+    """Drop the entry ``key`` when an object it is keyed on (weakly) is freed."""
+    for w in weak_parts:
+        w.on_death(functools.partial(_GLOBAL_CACHE.discard_later, key))
+
+
+def _vjp_inline(t: _Vjp, sig: Signature):
+    captured: list = []
+    (forward, pullback_graph), (tree, aux_tree) = t.build(Traced(t.fn, sig, captured), sig)
+    primal_inputs = list(sig.inputs) + captured
+    fwd = eval_graph(forward, primal_inputs)
+    n = tree.num_leaves
+    outs, aux = fwd[:n], fwd[n:]
+
+    def pullback(cotangent):
+        cts = _cotangents(cotangent, tree, outs, sig)
+        res = eval_graph(pullback_graph, primal_inputs + cts)
+        return _vjp_results(t, sig, res, repackage=False)
+
+    out = T.unflatten(tree, outs)
+    return (out, pullback, T.unflatten(aux_tree, aux)) if t.has_aux else (out, pullback)
+
+
+def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
+    leaves, ct_tree = T.flatten(cotangent)
+    if ct_tree != tree:
+        raise ShapeMismatchError(f"the cotangent has structure {ct_tree}, but the output has "
+                                 f"{tree}")
+    cts = []
+    for c, o in zip(leaves, outs):
+        if not isinstance(c, Tracer):
+            c = sig.backend.xp.asarray(c)
+        if tuple(c.shape) != tuple(o.shape):
+            raise ShapeMismatchError(
+                f"the cotangent has shape {tuple(c.shape)}, but the output has "
+                f"{tuple(o.shape)}")
+        cts.append(c.astype(o.dtype) if c.dtype != o.dtype else c)
+    return cts
+
+
+def _vjp_results(t: _Vjp, sig: Signature, res, repackage=True) -> tuple:
+    return tuple(sig.per_argument(res, a, repackage) for a in range(len(sig.arg_trees)))
 
 
 def hessian(fn: Callable, argnums: int = 0):
@@ -544,26 +798,40 @@ def hessian(fn: Callable, argnums: int = 0):
         array([[ 6.,  0.],
                [ 0., 12.]])
     """
+    if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool):
+        raise DualgpuError(f"hessian: argnums must be one int, got {argnums!r}")
     h = _Hvp(fn, argnums, returns="hvp")
 
     @functools.wraps(fn)
     def hess(*args):
+        if argnums >= len(args):
+            raise DualgpuError(f"hessian: argnums names argument {argnums}, but only "
+                               f"{len(args)} given")
+        args = list(args)
         x = args[argnums]
-        xp = backend_of([x]).xp
+        if isinstance(x, (int, float, np.generic)) and not isinstance(x, bool):
+            x = args[argnums] = np.asarray(x, dtype=np.result_type(x, np.float64))
+        from .backends import array_backend
+
+        b = array_backend(x)
+        if b is None or b.is_sparse(x):
+            raise DualgpuError(f"hessian: argument {argnums} must be a dense array, got "
+                               f"{type(x).__name__}")
+        xp = b.xp
         n = int(np.prod(x.shape))
         cols = []
         for i in range(n):
             e = xp.zeros(n, dtype=x.dtype)
             e[i] = 1
             cols.append(h(*args, e.reshape(x.shape)).reshape(-1))
-        H = xp.stack(cols, axis=1)
+        H = xp.stack(cols, axis=1) if cols else xp.zeros((0, 0), dtype=x.dtype)
         return H.reshape(tuple(x.shape) + tuple(x.shape))
 
     return hess
 
 
 # ------------------------------------------------------------------------------ inspection
-def trace(fn: Callable, *example_args) -> Graph:
+def trace(fn: Callable, *example_args, **example_kwargs) -> Graph:
     """The traced graph of ``fn`` on arguments like ``example_args``.
 
     Works on transformed functions too: ``dg.trace(dg.hvp(f), x, v)`` is the HVP program.
@@ -577,13 +845,11 @@ def trace(fn: Callable, *example_args) -> Graph:
           in ( t1 ) }
     """
     if isinstance(fn, Transformed):
-        return fn.graph(*example_args)
-    prep = Prepared(example_args, (), "example arguments")
-    graph, _ = _base_graph(fn, prep)
-    return simplify(graph)
+        return fn.graph(*example_args, **example_kwargs)
+    return _Jit(fn, argnums=()).graph(*example_args, **example_kwargs)
 
 
-def source(fn: Callable, *example_args) -> str:
+def source(fn: Callable, *example_args, **example_kwargs) -> str:
     """Generated source of ``fn`` (a plain or transformed function): Python for NumPy
     arguments; the fusion plan and CUDA kernels for CuPy arguments.
 
@@ -591,30 +857,19 @@ def source(fn: Callable, *example_args) -> str:
 
         >>> print(dg.source(dg.grad(lambda x: np.sum(np.sin(x))), np.ones(3)))
     """
-    if isinstance(fn, Transformed):
-        return fn.source(*example_args)
-    prep = Prepared(example_args, (), "example arguments")
-    graph, _ = _base_graph(fn, prep)
-    return Executable(simplify(graph), prep.backend).source
+    if not isinstance(fn, Transformed):
+        fn = _Jit(fn, argnums=())
+    return fn.source(*example_args, **example_kwargs)
 
 
-def jit(fn: Callable):
+def jit(fn: Callable | None = None):
     """Trace, cache and compile ``fn`` itself (no derivative): NumPy runs generated
-    Python, CuPy runs fused kernels.
+    Python, CuPy runs fused kernels. Arguments and results may be pytrees.
 
     Example::
 
         >>> fast = dg.jit(lambda x: np.exp(-x ** 2).sum())
     """
+    if fn is None:
+        return jit
     return _Jit(fn, argnums=())
-
-
-class _Jit(Transformed):
-    kind = "jit"
-
-    def build(self, fn, prep):
-        graph, tree = _base_graph(fn, prep)
-        return simplify(graph), tree
-
-    def finish(self, entry, prep, outs):
-        return unflatten_outputs(entry.tree, outs)

@@ -1,7 +1,9 @@
-"""A bounded, thread-safe LRU cache of traced and compiled programs."""
+"""A bounded, thread-safe LRU cache of traced and compiled programs, and the one way to
+key objects by identity (:class:`IdentityKey`, weak where Python allows)."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +34,50 @@ class IdentityKey:
         return f"IdentityKey({type(self.obj).__name__}@{self._hash:#x})"
 
 
+class WeakIdentityKey:
+    """A cache-key part that stands for one object by identity without keeping it alive.
+
+    When the object is freed, every cache entry whose key holds this part is dropped (the
+    caches register with :meth:`on_death`), so a closure's captured arrays are freed with
+    it, and a new object that reuses the id can never meet the old entry.
+    """
+
+    __slots__ = ("ref", "_hash", "_callbacks", "__weakref__")
+
+    def __init__(self, obj: Any):
+        self._hash = id(obj)
+        self._callbacks: list = []
+        self.ref = weakref.ref(obj, self._died)
+
+    def _died(self, _ref) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb()
+
+    def on_death(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, WeakIdentityKey):
+            return False
+        a = self.ref()
+        return a is not None and a is other.ref()
+
+    def __repr__(self) -> str:
+        return f"WeakIdentityKey({self._hash:#x}{'' if self.ref() is not None else ', dead'})"
+
+
+def identity_key(obj: Any) -> WeakIdentityKey | IdentityKey:
+    """The identity key of ``obj``: weak where ``obj`` takes weak references."""
+    try:
+        return WeakIdentityKey(obj)
+    except TypeError:
+        return IdentityKey(obj)
+
+
 class LRUCache:
     """Least-recently-used cache; ``get_or_build`` builds a missing entry exactly once.
 
@@ -45,6 +91,7 @@ class LRUCache:
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.RLock()
         self._building: dict = {}
+        self._dead: list = []  # keys of entries whose objects died (list.append is atomic)
         self.hits = 0
         self.misses = 0
         self.evictions = 0
@@ -72,13 +119,16 @@ class LRUCache:
             self.evictions += 1
 
     def __len__(self) -> int:
-        return len(self._data)
+        with self._lock:
+            self._purge()
+            return len(self._data)
 
     def __contains__(self, key: Any) -> bool:
         return key in self._data
 
     def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
         with self._lock:
+            self._purge()
             if key in self._data:
                 self._data.move_to_end(key)
                 self.hits += 1
@@ -109,6 +159,15 @@ class LRUCache:
                 self._building.pop(key, None)
             event.set()
 
+    def discard_later(self, key: Any) -> None:
+        """Drop ``key`` at the next access. Safe from weakref callbacks, which may run on any
+        thread at any time (taking the lock there could wait on another thread)."""
+        self._dead.append(key)
+
+    def _purge(self) -> None:
+        while self._dead:
+            self._data.pop(self._dead.pop(), None)
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
@@ -117,5 +176,6 @@ class LRUCache:
     def info(self) -> dict:
         """Size, bound and counters (a consistent snapshot)."""
         with self._lock:
+            self._purge()
             return {"size": len(self._data), "maxsize": self._maxsize, "hits": self.hits,
                     "misses": self.misses, "evictions": self.evictions}

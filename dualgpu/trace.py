@@ -34,14 +34,19 @@ _FILL_PRESERVING = frozenset({"reshape", "transpose", "broadcast_to", "getitem",
 class GraphBuilder:
     """Collects equations while a function is traced."""
 
-    def __init__(self, xp):
+    def __init__(self, xp, parent: GraphBuilder | None = None):
         self.xp = xp
+        self.parent = parent  # the trace this one runs inside (a transform called on tracers)
         self.eqns: list[Eqn] = []
         self.consts: dict[int, tuple[Any, Const]] = {}
         # var id -> the scalar every element of that var equals (from fill_like and the
         # shape ops applied to it); lets rules written naturally give lean graphs.
         self.fills: dict[int, Any] = {}
         self.alive = True
+        # traced values of enclosing traces that this trace reads (closures of a function
+        # transformed inside a traced function); None: such reads are errors
+        self.captured: list | None = None
+        self.captured_vars: dict[int, Var] = {}
 
     def new_input(self, aval: Aval) -> Tracer:
         return Tracer(Var(aval), self)
@@ -49,6 +54,8 @@ class GraphBuilder:
     def atom(self, value: Any, prim_name: str):
         if isinstance(value, Tracer):
             if value._builder is not self:
+                if self.captured is not None and self._encloses(value._builder):
+                    return self._capture(value)
                 raise EscapedTracerError(
                     f"{prim_name} received a traced value from another (finished or outer) "
                     f"trace at {user_location()}. Traced values must not be stored and used "
@@ -57,6 +64,22 @@ class GraphBuilder:
         if isinstance(value, _SCALAR_TYPES) and not isinstance(value, np.generic):
             return Literal(value)
         return self.const(value)
+
+    def _encloses(self, other: GraphBuilder) -> bool:
+        b = self.parent
+        while b is not None:
+            if b is other:
+                return other.alive
+            b = b.parent
+        return False
+
+    def _capture(self, outer: Tracer) -> Var:
+        """A traced value of an enclosing trace, read here: an extra input of this graph."""
+        var = self.captured_vars.get(outer._var.id)
+        if var is None:
+            var = self.captured_vars[outer._var.id] = Var(outer._var.aval)
+            self.captured.append(outer)
+        return var
 
     def const(self, value: Any) -> Const:
         key = id(value)
@@ -308,17 +331,27 @@ Tracer.transpose = _transpose
 # ---------------------------------------------------------------------------- tracing
 
 
+def current_builder() -> GraphBuilder | None:
+    """The innermost trace running on this thread, if any."""
+    stack = getattr(_state, "builders", None)
+    return stack[-1] if stack else None
+
+
 def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None = None,
-                   static: dict | None = None, input_names: Sequence[str] | None = None
-                   ) -> tuple[Graph, Any]:
+                   static: dict | None = None, input_names: Sequence[str] | None = None,
+                   captured: list | None = None) -> tuple[Graph, Any]:
     """Trace ``fn`` on fresh tracers with the given avals.
 
     ``static`` maps positions to concrete (non-traced) arguments. Returns the graph and the
     output structure (a tuple tree with ``None`` leaves), flattened outputs in graph.outputs.
+    With a ``captured`` list, traced values of enclosing traces that ``fn`` reads become
+    extra graph inputs (after the others) and are appended to the list; without it, such
+    reads raise :class:`EscapedTracerError`.
     """
     from .namespace import rebind_function
 
-    builder = GraphBuilder(xp)
+    builder = GraphBuilder(xp, parent=current_builder())
+    builder.captured = captured
     static = static or {}
     n = len(avals) + len(static)
     args: list[Any] = [None] * n
@@ -332,15 +365,21 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
             tracers.append(t)
             args[i] = t
     traced_fn = rebind_function(fn)
+    stack = _state.__dict__.setdefault("builders", [])
+    stack.append(builder)
     try:
         out = traced_fn(*args)
+        leaves, tree = flatten_outputs(out)
+        outs = [builder.atom(leaf, "output") for leaf in leaves]
     finally:
         builder.alive = False
-    leaves, tree = flatten_outputs(out)
-    outs = [builder.atom(leaf, "output") for leaf in leaves]
-    graph = Graph([t._var for t in tracers], outs, builder.eqns,
-                  name=name or getattr(fn, "__name__", "f"),
-                  input_names=list(input_names) if input_names else None, xp=xp)
+        stack.pop()
+    inputs = [t._var for t in tracers] + list(builder.captured_vars.values())
+    names = list(input_names) if input_names else None
+    if names and builder.captured_vars:
+        names += [f"outer{i}" for i in range(len(builder.captured_vars))]
+    graph = Graph(inputs, outs, builder.eqns, name=name or getattr(fn, "__name__", "f"),
+                  input_names=names, xp=xp)
     return graph, tree
 
 

@@ -1,0 +1,255 @@
+"""One call's arguments, analysed: which leaves are traced inputs, which are static, and the
+exact cache key of the program they call for.
+
+Arguments are pytrees (:mod:`dualgpu.tree`). Array leaves (NumPy, CuPy, SciPy/cupyx sparse)
+become inputs of the traced graph; in differentiated arguments, Python and NumPy scalars are
+converted to arrays and become inputs too; every other leaf is static and keyed by its exact
+value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no value type we know,
+by identity. The key also holds the pytree structure and which inputs alias each other, so
+two calls share a program only when a fresh build would give the same one.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+
+from . import sparse_api
+from . import tree as T
+from .backends import array_backend, backend_for_xp, backend_of
+from .cache import WeakIdentityKey, identity_key
+from .errors import DualgpuError, IntegerInputError
+from .ir import Aval
+from .trace import Tracer
+
+_NUMBERS = (int, float, complex)
+_BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis), range)
+
+
+def static_key(x: Any, weak: list) -> tuple:
+    """An exact, hashable key for a static value. Identity keys that are weak are appended to
+    ``weak`` (their death must evict the entries that hold them)."""
+    t = type(x)
+    if t is float:
+        return (float, x.hex())  # -0.0 and 0.0 differ; every nan is one key
+    if t is complex:
+        return (complex, x.real.hex(), x.imag.hex())
+    if t in _BY_VALUE:
+        return (t, x)
+    if isinstance(x, np.generic):
+        return (t, x.dtype.str, x.tobytes())
+    if t is tuple or t is list or t is frozenset:
+        return (t, tuple(static_key(i, weak) for i in x))
+    if t is slice:
+        return (slice, static_key(x.start, weak), static_key(x.stop, weak),
+                static_key(x.step, weak))
+    if t is np.dtype or isinstance(x, type):
+        return ("type", x)
+    k = identity_key(x)
+    if isinstance(k, WeakIdentityKey):
+        weak.append(k)
+    return ("id", k)
+
+
+def _is_dense_array(x) -> bool:
+    if type(x) is np.ndarray:
+        return True
+    b = array_backend(x)
+    return b is not None and not b.is_sparse(x)
+
+
+class Signature:
+    """The analysis of one call ``fn(*args, **kwargs)``.
+
+    ``inputs`` are the traced input arrays (or tracers), in leaf order; ``avals`` their
+    abstract values; ``diff`` flags the differentiated ones; ``key`` is the exact cache key.
+    ``traced`` is True when some argument is a tracer of an enclosing trace (the call is
+    then inlined into that trace, never cached).
+    """
+
+    __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
+                 "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
+                 "avals", "argnums")
+
+    def __init__(self, args: tuple, kwargs: dict, argnums: tuple, what: str):
+        self.args = args
+        self.kwargs = kwargs
+        self.argnums = argnums
+        for i in argnums:
+            if i >= len(args):
+                raise DualgpuError(f"argnums names argument {i}, but {what} has only "
+                                   f"{len(args)} positional argument(s)")
+        leaves: list = []
+        arg_trees = []
+        owner: list = []  # per leaf: its argument's position (-1 for keyword arguments)
+        for i, a in enumerate(args):
+            n0 = len(leaves)
+            arg_trees.append(T._flatten(a, leaves, None))
+            owner.extend([i] * (len(leaves) - n0))
+        kw_tree = None
+        if kwargs:
+            n0 = len(leaves)
+            kw_tree = T._flatten(kwargs, leaves, None)
+            owner.extend([-1] * (len(leaves) - n0))
+        self.arg_trees = tuple(arg_trees)
+        self.kw_tree = kw_tree
+        diff_args = set(argnums)
+        weak: list = []
+        keys = []
+        inputs, input_pos, diff, arg_of_input = [], [], [], []
+        sparse = sparse_api.SparseArgs()
+        backends = []
+        traced = False
+        for j, (leaf, i) in enumerate(zip(leaves, owner)):
+            d = i in diff_args
+            if isinstance(leaf, Tracer):
+                traced = True
+                backends.append(backend_for_xp(leaf._builder.xp))
+                key = ("a", leaf.shape, leaf.dtype.str, d)
+            elif sparse_api.is_sparse(leaf):
+                data, skey = sparse.add(len(inputs), leaf)
+                backends.append(array_backend(leaf))
+                key = ("s", skey, d)
+                leaf = data
+            elif _is_dense_array(leaf):
+                backends.append(array_backend(leaf))
+                key = ("a", tuple(leaf.shape), leaf.dtype.str, d)
+            elif d and (isinstance(leaf, np.generic) or (isinstance(leaf, _NUMBERS)
+                                                         and type(leaf) is not bool)):
+                leaf = np.asarray(leaf, dtype=leaf.dtype if isinstance(leaf, np.generic)
+                                  else np.result_type(leaf, np.float64))
+                key = ("c", leaf.dtype.str)  # converted to an array on the call's backend
+            else:
+                if d:
+                    raise DualgpuError(
+                        f"argument {i} of {what} is differentiated, but "
+                        f"{'it' if arg_trees[i].is_leaf else 'a leaf of it'} is a "
+                        f"{type(leaf).__name__}: differentiated arguments hold arrays or "
+                        "numbers (pytrees of them)")
+                keys.append(("v", static_key(leaf, weak)))
+                continue
+            if d:
+                dt = np.dtype(leaf.dtype)
+                if dt.kind not in "fc":
+                    raise IntegerInputError(
+                        f"argument {i} of {what} has dtype {dt}: only floating-point inputs "
+                        "can be differentiated; convert it with .astype(float)")
+            keys.append(key)
+            inputs.append(leaf)
+            input_pos.append(j)
+            diff.append(d)
+            arg_of_input.append(i)
+        self.backend = backend_of_all(backends, what)
+        if self.backend.is_cupy:  # converted scalars live on the call's device
+            inputs = [self.backend.xp.asarray(a) if type(a) is np.ndarray else a
+                      for a in inputs]
+        self.leaves = leaves
+        self.inputs = inputs
+        self.input_pos = input_pos
+        self.diff = diff
+        self.arg_of_input = arg_of_input
+        self.sparse = sparse
+        self.traced = traced
+        self.weak = weak
+        self.avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in inputs]
+        self.key = (self.backend.name, self.arg_trees, kw_tree, tuple(keys),
+                    _alias_pattern(inputs))
+
+    # ------------------------------------------------------------------------------ use
+    def rebuild(self, values) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` with the traced inputs replaced by ``values``."""
+        leaves = list(self.leaves)
+        for j, v in zip(self.input_pos, values):
+            leaves[j] = v
+        it = iter(leaves)
+        args = tuple(T._build(t, it) for t in self.arg_trees)
+        kwargs = T._build(self.kw_tree, it) if self.kw_tree is not None else {}
+        return args, kwargs
+
+    def diff_inputs(self) -> list[int]:
+        """Graph-input indices of the differentiated leaves (in leaf order)."""
+        return [k for k, d in enumerate(self.diff) if d]
+
+    def per_argument(self, values, arg: int, repackage: bool = True):
+        """Results for the differentiated leaves (in leaf order) regrouped as argument
+        ``arg``'s pytree (sparse leaves come back sparse)."""
+        picked = []
+        it = iter(values)
+        for k, d in enumerate(self.diff):
+            if not d:
+                continue
+            v = next(it)
+            if self.arg_of_input[k] == arg:
+                if repackage and self.sparse:
+                    v = self.sparse.repackage(k, v)
+                picked.append(v)
+        return T.unflatten(self.arg_trees[arg], picked)
+
+    def input_names(self, fn) -> list[str] | None:
+        """Readable graph-input names from ``fn``'s parameter names, when they exist."""
+        from .codegen.names import function_name
+
+        try:
+            import inspect
+
+            params = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            return None
+        if any(i >= len(params) or i < 0 for i in self.arg_of_input):
+            return None
+        counts: dict[int, int] = {}
+        for i in self.arg_of_input:
+            counts[i] = counts.get(i, 0) + 1
+        names, seen = [], {}
+        for i in self.arg_of_input:
+            base = function_name(params[i])
+            if counts[i] > 1:
+                seen[i] = seen.get(i, -1) + 1
+                base = f"{base}_{seen[i]}"
+            names.append(base)
+        return names if len(set(names)) == len(names) else None
+
+
+def backend_of_all(backends, what: str):
+    found = None
+    for b in backends:
+        if found is not None and b is not found:
+            from .errors import BackendMismatchError
+
+            raise BackendMismatchError(
+                f"the arguments of {what} mix NumPy and CuPy arrays; move them to one "
+                "library first (cupy.asarray(x) or x.get())")
+        found = b
+    return found or backend_of([])
+
+
+def _alias_pattern(inputs) -> tuple | None:
+    """For each input, the first input that is the same object — None when none alias."""
+    ids = [id(a) for a in inputs]
+    if len(set(ids)) == len(ids):
+        return None
+    first: dict[int, int] = {}
+    return tuple(first.setdefault(i, k) for k, i in enumerate(ids))
+
+
+def unwrap_function(fn):
+    """The plain Python function behind ``fn`` (a partial, bound method or callable
+    object), or None."""
+    import functools
+
+    for _ in range(16):
+        if isinstance(fn, types.FunctionType):
+            return fn
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+        elif isinstance(fn, types.MethodType):
+            fn = fn.__func__
+        elif hasattr(fn, "fn") and getattr(fn, "_dualgpu_transform", False):
+            fn = fn.fn
+        else:
+            call = getattr(type(fn), "__call__", None)
+            if isinstance(call, types.FunctionType):
+                return call
+            return None
+    return None

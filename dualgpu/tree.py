@@ -1,0 +1,218 @@
+"""Pytrees: nested tuples, lists, dicts and namedtuples of arrays, with JAX's conventions.
+
+Containers are nodes, ``None`` is an empty node, and everything else is a leaf. Dict keys
+are visited in sorted order (insertion order when they cannot be sorted), so a gradient
+comes back with the same keys as the parameters. ``ravel`` flattens a tree of arrays into
+one vector, for optimisers and SciPy.
+
+Example::
+
+    >>> import numpy as np, dualgpu as dg
+    >>> leaves, treedef = dg.tree.flatten({"b": np.zeros(2), "W": (np.ones(1), None)})
+    >>> [x.shape for x in leaves]
+    [(1,), (2,)]
+    >>> dg.tree.unflatten(treedef, [1.0, 2.0])
+    {'W': (1.0, None), 'b': 2.0}
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import DualgpuError
+
+__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "tree_map", "ravel"]
+
+
+class TreeDef:
+    """The structure of a pytree, without its leaves. Hashable and comparable.
+
+    ``kind`` is ``"*"`` for a leaf, or one of ``"tuple"``, ``"list"``, ``"dict"``,
+    ``"none"`` and a namedtuple class; ``meta`` holds a dict's keys.
+    """
+
+    __slots__ = ("kind", "meta", "children", "num_leaves", "_hash")
+
+    def __init__(self, kind, meta, children: tuple):
+        self.kind = kind
+        self.meta = meta
+        self.children = children
+        self.num_leaves = 1 if kind == "*" else sum(c.num_leaves for c in children)
+        self._hash = hash((kind, meta, children))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, TreeDef) and self._hash == other._hash
+                and self.kind == other.kind and self.meta == other.meta
+                and self.children == other.children)
+
+    def __repr__(self) -> str:
+        return f"TreeDef({_describe(self)})"
+
+    def __str__(self) -> str:
+        """Words for error messages: ``a tuple (*, *)``; ``*`` marks a leaf."""
+        if self.kind == "*":
+            return "a single array (a leaf)"
+        kind = self.kind if isinstance(self.kind, str) else self.kind.__name__
+        return f"a {kind} {_describe(self)}"
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind == "*"
+
+
+LEAF = TreeDef("*", None, ())
+_NONE = TreeDef("none", None, ())
+
+
+def _describe(t: TreeDef) -> str:
+    if t.kind == "*":
+        return "*"
+    if t.kind == "none":
+        return "None"
+    inner = [_describe(c) for c in t.children]
+    if t.kind == "tuple":
+        return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
+    if t.kind == "list":
+        return "[" + ", ".join(inner) + "]"
+    if t.kind == "dict":
+        return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(t.meta, inner)) + "}"
+    return f"{t.kind.__name__}(" + ", ".join(inner) + ")"
+
+
+def _dict_keys(d: dict) -> tuple:
+    try:
+        return tuple(sorted(d))
+    except TypeError:
+        return tuple(d)
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
+    """The leaves of ``tree`` (left to right) and its structure."""
+    out: list = []
+    return out, _flatten(tree, out, is_leaf)
+
+
+def _flatten(x, out: list, is_leaf) -> TreeDef:
+    if is_leaf is not None and is_leaf(x):
+        out.append(x)
+        return LEAF
+    t = type(x)
+    if t is tuple or t is list:
+        return TreeDef(t.__name__, None, tuple(_flatten(c, out, is_leaf) for c in x))
+    if t is dict:
+        keys = _dict_keys(x)
+        return TreeDef("dict", keys, tuple(_flatten(x[k], out, is_leaf) for k in keys))
+    if x is None:
+        return _NONE
+    if _is_namedtuple(x):
+        return TreeDef(t, None, tuple(_flatten(c, out, is_leaf) for c in x))
+    out.append(x)
+    return LEAF
+
+
+def unflatten(treedef: TreeDef, leaves) -> Any:
+    """The tree of structure ``treedef`` holding ``leaves``."""
+    it = iter(leaves)
+    tree = _build(treedef, it)
+    if next(it, _END) is not _END:
+        raise DualgpuError(f"unflatten: more leaves than the structure "
+                           f"{_describe(treedef)} holds ({treedef.num_leaves})")
+    return tree
+
+
+_END = object()
+
+
+def _build(t: TreeDef, it):
+    kind = t.kind
+    if kind == "*":
+        leaf = next(it, _END)
+        if leaf is _END:
+            raise DualgpuError("unflatten: fewer leaves than the structure holds")
+        return leaf
+    if kind == "none":
+        return None
+    children = [_build(c, it) for c in t.children]
+    if kind == "tuple":
+        return tuple(children)
+    if kind == "list":
+        return children
+    if kind == "dict":
+        return dict(zip(t.meta, children))
+    return kind(*children)
+
+
+def leaves(tree: Any) -> list:
+    """The leaves of ``tree``, left to right."""
+    return flatten(tree)[0]
+
+
+def structure(tree: Any) -> TreeDef:
+    """The structure of ``tree``."""
+    return flatten(tree)[1]
+
+
+def tree_map(fn: Callable, tree: Any, *rest: Any) -> Any:
+    """``fn`` applied leaf by leaf to ``tree`` and trees of the same structure.
+
+    Example::
+
+        >>> dg.tree.tree_map(lambda a, b: a + b, {"w": 1.0}, {"w": 2.0})
+        {'w': 3.0}
+    """
+    flat, treedef = flatten(tree)
+    others = []
+    for i, r in enumerate(rest):
+        lv, td = flatten(r)
+        if td != treedef:
+            raise DualgpuError(f"tree_map: tree {i + 1} has structure {_describe(td)}, "
+                               f"expected {_describe(treedef)}")
+        others.append(lv)
+    return unflatten(treedef, [fn(*xs) for xs in zip(flat, *others)])
+
+
+def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """One flat vector of every leaf of ``tree`` (in the leaves' common dtype), and the
+    function that turns such a vector back into the tree (shapes and dtypes restored).
+
+    Example::
+
+        >>> flat, unravel = dg.tree.ravel({"W": np.ones((2, 2)), "b": np.zeros(2)})
+        >>> flat.shape
+        (6,)
+        >>> unravel(flat)["W"].shape
+        (2, 2)
+    """
+    from .backends import backend_of
+
+    flat, treedef = flatten(tree)
+    xp = backend_of(flat, "leaves of the tree").xp
+    arrays = [xp.asarray(a) for a in flat]
+    shapes = [tuple(a.shape) for a in arrays]
+    dtypes = [a.dtype for a in arrays]
+    sizes = [int(np.prod(s)) for s in shapes]
+    dtype = np.result_type(*dtypes) if dtypes else np.float64
+    vector = (xp.concatenate([a.reshape(-1).astype(dtype) for a in arrays])
+              if arrays else xp.zeros(0, dtype))
+    total = sum(sizes)
+
+    def unravel(v):
+        if tuple(getattr(v, "shape", ())) != (total,):
+            raise DualgpuError(f"unravel: expected a vector of shape ({total},), got "
+                               f"{tuple(getattr(v, 'shape', ()))}")
+        parts, start = [], 0
+        for shape, dt, size in zip(shapes, dtypes, sizes):
+            parts.append(v[start:start + size].reshape(shape).astype(dt))
+            start += size
+        return unflatten(treedef, parts)
+
+    return vector, unravel
