@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (registers every rule)
     numpy_api,
     rules,
     testing,  # noqa: F401
+    tree,  # noqa: F401
 )
 from .api import (
     cache_info,
@@ -56,7 +57,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "jvp", "vjp", "grad", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
-    "HessianOperator", "trace", "source", "jit", "nn", "testing", "Graph", "DualgpuError",
+    "HessianOperator", "trace", "source", "jit", "nn", "tree", "testing", "Graph", "DualgpuError",
     "defprim", "custom_op", "REGISTRY", "stop_gradient", "config", "cache_info",
     "clear_cache", "set_cache_size", "BackendMismatchError", "CodegenSafetyError",
     "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",

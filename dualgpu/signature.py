@@ -156,6 +156,15 @@ class Signature:
         self.key = (self.backend.name, self.arg_trees, kw_tree, tuple(keys),
                     _alias_pattern(inputs))
 
+    def layout(self) -> Signature:
+        """This signature without the call's values: what shaping the results needs, safe to
+        keep (it holds no user arrays). Only for signatures without sparse arguments."""
+        new = Signature.__new__(Signature)
+        for name in Signature.__slots__:
+            setattr(new, name, getattr(self, name))
+        new.args = new.kwargs = new.leaves = new.inputs = new.weak = None
+        return new
+
     # ------------------------------------------------------------------------------ use
     def rebuild(self, values) -> tuple[tuple, dict]:
         """``(args, kwargs)`` with the traced inputs replaced by ``values``."""
@@ -248,8 +257,45 @@ def unwrap_function(fn):
         elif hasattr(fn, "fn") and getattr(fn, "_dualgpu_transform", False):
             fn = fn.fn
         else:
-            call = getattr(type(fn), "__call__", None)
+            call = _class_call(type(fn))
             if isinstance(call, types.FunctionType):
                 return call
             return None
+    return None
+
+
+_QUICK_TYPES = {np.ndarray}
+_QUICK_SCALARS = (int, bool, str, type(None))
+
+
+def quick_key(args: tuple):
+    """A cheap exact key for a call whose positional arguments are all plain arrays (and
+    Python ints, bools, strings, floats or None), or None for any other call. It stands for
+    the same program as the full key: every argument is a leaf, so structure, shapes,
+    dtypes, static values and aliasing are all in it."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t in _QUICK_TYPES:
+            key.append((a.shape, a.dtype))
+        elif t is float:
+            key.append((float, a.hex()))
+        elif t in _QUICK_SCALARS:
+            key.append((t, a))
+        elif t.__name__ == "ndarray" and t.__module__.startswith("cupy"):
+            _QUICK_TYPES.add(t)
+            key.append((a.shape, a.dtype))
+        else:
+            return None
+    ids = {id(a) for a in args}
+    if len(ids) != len(args):
+        key.append(_alias_pattern(args))
+    return tuple(key)
+
+
+def _class_call(cls):
+    """The ``__call__`` a class defines (or inherits), as found on its MRO."""
+    for k in cls.__mro__:
+        if "__call__" in k.__dict__:
+            return k.__dict__["__call__"]
     return None
