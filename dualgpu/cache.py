@@ -160,9 +160,15 @@ class LRUCache:
             event.set()
 
     def discard_later(self, key: Any) -> None:
-        """Drop ``key`` at the next access. Safe from weakref callbacks, which may run on any
-        thread at any time (taking the lock there could wait on another thread)."""
+        """Drop ``key`` now if the lock is free, else at the next access. Safe from weakref
+        callbacks, which may run on any thread at any time (they must never wait on the
+        lock: its holder could be waiting on them)."""
         self._dead.append(key)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._purge()
+            finally:
+                self._lock.release()
 
     def _purge(self) -> None:
         while self._dead:
