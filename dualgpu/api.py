@@ -11,8 +11,10 @@ penalty that calls ``grad`` inside the loss.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +33,11 @@ from .transforms.batching import check_separable, sum_output
 
 _GLOBAL_CACHE = LRUCache(config["cache_size"])
 _generation = [0]
+log = logging.getLogger("dualgpu")
+# builds per (transform, function): a function traced again and again because a static
+# argument keeps changing gets one warning (bounded; reset by clear_cache)
+_builds: dict = {}
+RETRACE_WARNING_AFTER = 8
 
 
 def cache_info() -> dict:
@@ -49,6 +56,7 @@ def clear_cache() -> None:
     """Drop every cached program (the next call of each function traces again)."""
     _GLOBAL_CACHE.clear()
     _generation[0] += 1
+    _builds.clear()
     from . import custom
 
     clear_derived = getattr(custom, "clear_derived_rules", None)
@@ -344,8 +352,11 @@ class Transformed:
         key = (self.spec, self._fn_key, sig.key)
 
         def build():
+            _count_build(self, sig)
             graph, trees = self.build(Traced(self.fn, sig, None), sig)
             compiled = Compiled(graph, trees, sig.backend, _collect_guards(self.fn))
+            log.debug("compiled %s: %d equations on %s", self.__name__, len(graph.eqns),
+                      sig.backend.name)
             _evict_on_death(key, self._weak + sig.weak)
             return compiled
 
@@ -421,6 +432,28 @@ class Transformed:
             for k, v in zip(ks, leaves):
                 out.append(_check_direction(sig, k, v, a, what))
         return out
+
+
+def _count_build(t: Transformed, sig: Signature) -> None:
+    """Log a cache miss; warn once when one function keeps being traced anew for the same
+    shapes (a static argument keeps changing)."""
+    backend, trees, kw_tree, leaf_keys, alias = sig.key
+    key = (t.spec, t._fn_key, backend, trees, kw_tree,
+           tuple(k for k in leaf_keys if k[0] != "v"), alias)
+    n = _builds.get(key, 0) + 1
+    _builds[key] = n
+    while len(_builds) > 1024:
+        _builds.pop(next(iter(_builds)))
+    log.debug("cache miss: tracing %s (build %d of this function)", t.__name__, n)
+    if n == RETRACE_WARNING_AFTER:
+        statics = [f"argument {sig.arg_of_leaf(j)} = {leaf!r:.40}"
+                   for j, leaf in enumerate(sig.leaves) if j not in set(sig.input_pos)]
+        warnings.warn(
+            f"dualgpu: {t.__name__} has been traced {n} times for the same shapes. Each new "
+            "static (non-array) argument value traces and compiles again"
+            + (f"; static values of this call: {', '.join(statics[:4])}" if statics else "")
+            + ". Pass values that change as arrays (np.asarray(v)) so that they become "
+            "inputs of one program.", stacklevel=6)
 
 
 class _Inlined:

@@ -176,6 +176,15 @@ class Signature:
         kwargs = T._build(self.kw_tree, it) if self.kw_tree is not None else {}
         return args, kwargs
 
+    def arg_of_leaf(self, j: int):
+        """The argument (position, or ``"keyword"``) leaf ``j`` belongs to."""
+        n = 0
+        for i, t in enumerate(self.arg_trees):
+            n += t.num_leaves
+            if j < n:
+                return i
+        return "keyword"
+
     def diff_inputs(self) -> list[int]:
         """Graph-input indices of the differentiated leaves (in leaf order)."""
         return [k for k, d in enumerate(self.diff) if d]

@@ -222,3 +222,24 @@ def test_complex_and_integer_outputs_are_refused():
 def test_direction_structure_is_checked():
     with pytest.raises(dg.ShapeMismatchError, match="structure"):
         dg.hvp(lambda p: np.sum(p["a"] ** 3))({"a": x}, {"b": x})
+
+
+def test_changing_static_values_warn_once():
+    g = dg.grad(lambda x, c: np.sum(x * c))
+    with pytest.warns(UserWarning, match="traced 8 times"):
+        for i in range(9):
+            g(x, 0.1 * i)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in range(1, 10):  # new shapes are not a retrace storm
+            dg.grad(lambda x: np.sum(x ** 2))(np.ones(n))
+
+
+def test_debug_log_names_the_transform(caplog):
+    import logging
+
+    with caplog.at_level(logging.DEBUG, logger="dualgpu"):
+        dg.hvp(lambda x: np.sum(x ** 4))(np.ones(2), np.ones(2))
+    assert "hvp_<lambda>" in caplog.text
