@@ -146,7 +146,7 @@ def test_dropped_closures_are_freed():
     refs = []
     for _ in range(20):
         big = np.ones(1000)
-        fn = (lambda big: (lambda x: np.sum(x * big[:3])))(big)
+        fn = (lambda arr: (lambda x: np.sum(x * arr[:3])))(big)
         dg.grad(fn)(x)
         refs.append(weakref.ref(big))
         del fn, big
