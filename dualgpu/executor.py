@@ -1,6 +1,11 @@
 """Turn a graph into a callable for one backend: generated Python on NumPy; on CuPy the
 fused-kernel plan of :mod:`dualgpu.codegen.cuda` (with CUDA-graph replay where safe).
 
+Results are owned by the caller: an output that is (a view of) an argument or a closed-over
+constant, or that repeats another output, is copied (:func:`owned_outputs`); only the
+documented ``"reuse"`` mode of CUDA-graph replay hands out buffers that the next call
+overwrites.
+
 Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (the rest)::
 
     dg.config["fuse"] = False                 # CuPy runs the generated Python, op by op
@@ -38,6 +43,8 @@ class Executable:
         self.backend = backend
         self.plan = None
         self.graph_runner = None
+        # closed-over constants: a result must not be (a view of) one of them either
+        self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
             from .codegen.cuda import compile_fused
 
@@ -62,13 +69,6 @@ class Executable:
         if not self.backend.is_cupy:
             outs = [np.asarray(o) if not isinstance(o, np.ndarray) else o for o in outs]
         return owned_outputs(outs, arrays, self._const_values)
-
-    @property
-    def _const_values(self) -> list:
-        values = self.__dict__.get("_consts")
-        if values is None:
-            values = self._consts = [c.value for c in self.graph.consts]
-        return values
 
 
 def _memory_root(a):

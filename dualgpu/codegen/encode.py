@@ -30,12 +30,14 @@ Examples::
 """
 from __future__ import annotations
 
+import keyword
 import math
 import re
 
 import numpy as np
 
 from ..errors import CodegenSafetyError
+from ..ir import Literal
 
 # --------------------------------------------------------------------------- known types
 _DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -134,6 +136,15 @@ def check_params(op: str, params: dict) -> None:
         check_value(v, what)
 
 
+def check_param_name(op: str, name) -> str:
+    """A parameter name printed as a keyword argument (``ops.f(x, name=...)``)."""
+    if not (type(name) is str and name.isascii() and name.isidentifier()
+            and not keyword.iskeyword(name) and len(name) <= 64):
+        raise CodegenSafetyError(f"{op}: parameter name {str(name)[:40]!r} is not a plain "
+                                 "identifier")
+    return name
+
+
 def check_literal(op: str, position: int, v) -> None:
     """A literal operand must be a plain Python number (a subclass could rewrite itself)."""
     if type(v) not in _PY_NUMBERS:
@@ -144,8 +155,6 @@ def check_literal(op: str, position: int, v) -> None:
 def check_equation(op: str, atoms, params: dict) -> None:
     """The trace-time hook: called when an equation is recorded, before anything is built
     from it. ``atoms`` are the equation's inputs (Literals are checked)."""
-    from ..ir import Literal
-
     for i, a in enumerate(atoms):
         if type(a) is Literal:
             check_literal(op, i, a.value)

@@ -63,7 +63,7 @@ def emit_equation(eqn, arg_names: list[str]) -> str:
     if callable(tpl):
         return tpl(arg_names, E.template_params(prim.name, eqn.params))
     if tpl is None:
-        params = "".join(f", {N.check_identifier(k, 'parameter name')}="
+        params = "".join(f", {E.check_param_name(prim.name, k)}="
                          f"{_param_source(v, f'{prim.name}: parameter {k!r}')}"
                          for k, v in eqn.params.items())
         return f"ops.{prim.name}({', '.join(arg_names)}{params})"
