@@ -306,7 +306,7 @@ def _same(a, b) -> bool:
 
 _floats = st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True)
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10 ** 30), 10 ** 30), _floats,
+    st.none(), st.just(Ellipsis), st.booleans(), st.integers(-(10 ** 30), 10 ** 30), _floats,
     st.builds(complex, _floats, _floats), st.text(max_size=20),
     st.builds(np.float32, st.floats(width=32)), st.builds(np.float16, st.floats(width=16)),
     _floats.map(np.float64), st.integers(-(2 ** 63), 2 ** 63 - 1).map(np.int64),

@@ -7,7 +7,7 @@ fill value, a dtype -- is turned into source text here, and only here, for both 
 The encoder accepts only known types, checked by *exact* type (a ``float`` subclass could
 override ``__repr__``; ``type(v) is float`` cannot be fooled):
 
-* ``None``, ``bool``, ``int``, ``float`` (``inf``, ``nan`` and ``-0.0`` included),
+* ``None``, ``...``, ``bool``, ``int``, ``float`` (``inf``, ``nan`` and ``-0.0`` included),
   ``complex``, ``str`` (printed with ``repr``: a string is data);
 * NumPy scalars of the bool, integer, float and complex types (``np.float32(2.0)``);
 * ``np.dtype`` objects of those types, and the scalar types themselves (``np.float32``);
@@ -58,13 +58,18 @@ NUMBER_PARAMS = frozenset({"value"})
 
 
 def _describe(v) -> str:
-    """A description of a refused value that calls none of its methods."""
+    """A description of a refused value that calls none of its methods (nor its class's:
+    the names are read from the type slots, past any metaclass)."""
     t = type(v)
-    return f"a value of type {t.__module__}.{t.__qualname__}"
+    module = type.__dict__["__module__"].__get__(t)
+    name = type.__dict__["__qualname__"].__get__(t)
+    return f"a value of type {module}.{name}"
 
 
 def _refuse(what: str, v, hint: str = "") -> CodegenSafetyError:
-    if type(v).__name__ == "Tracer":
+    from ..trace import Tracer
+
+    if type(v) is Tracer:
         hint = ("a traced value cannot be a parameter: parameters are fixed when the program "
                 "is built (compute with arrays instead, e.g. x * 0 + v)")
     return CodegenSafetyError(
@@ -102,7 +107,7 @@ def canonical_dtype(v) -> np.dtype | None:
 def check_value(v, what: str = "value", depth: int = 0) -> None:
     """Accept ``v`` if the encoder can write it (see the module docstring), else raise."""
     t = type(v)
-    if v is None or t in _PY_NUMBERS or t is str or t in _NP_SCALARS:
+    if v is None or v is Ellipsis or t in _PY_NUMBERS or t is str or t in _NP_SCALARS:
         return
     if t in _DTYPE_TYPES or (t is type and v in _SCALAR_CLASSES):
         if canonical_dtype(v) is None:
@@ -177,6 +182,8 @@ def py_literal(v, what: str = "value", depth: int = 0) -> str:
     sign, not its payload). Negative numbers come in parentheses, so that the text is one
     operand wherever it is placed. The generated namespace provides ``xp``."""
     t = type(v)
+    if v is Ellipsis:
+        return "..."
     if v is None or t is bool:
         return repr(v)
     if t is int:
