@@ -1,6 +1,11 @@
 """Turn a graph into a callable for one backend: generated Python on NumPy; on CuPy the
 fused-kernel plan of :mod:`dualgpu.codegen.cuda` (with CUDA-graph replay where safe).
 
+Results are owned by the caller: an output that is (a view of) an argument or a closed-over
+constant, or that repeats another output, is copied (:func:`owned_outputs`); only the
+documented ``"reuse"`` mode of CUDA-graph replay hands out buffers that the next call
+overwrites.
+
 Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (the rest)::
 
     dg.config["fuse"] = False                 # CuPy runs the generated Python, op by op
@@ -38,6 +43,8 @@ class Executable:
         self.backend = backend
         self.plan = None
         self.graph_runner = None
+        # closed-over constants: a result must not be (a view of) one of them either
+        self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
             from .codegen.cuda import compile_fused
 
@@ -54,11 +61,46 @@ class Executable:
     def __call__(self, *arrays):
         if self.graph_runner is not None and config["cuda_graphs"]:
             reuse = config.get("cuda_graph_outputs") == "reuse"
-            return list(self.graph_runner(arrays, reuse, config.get("cuda_graph_max_bytes")))
+            outs = self.graph_runner(arrays, reuse, config.get("cuda_graph_max_bytes"))
+            # replayed outputs are the runner's own buffers ("reuse": documented) or a fresh
+            # block; the eager calls of the runner are made to own their results here
+            return owned_outputs(outs, arrays, self._const_values)
         outs = self._fn(*arrays)
         if not self.backend.is_cupy:
             outs = [np.asarray(o) if not isinstance(o, np.ndarray) else o for o in outs]
-        return list(outs)
+        return owned_outputs(outs, arrays, self._const_values)
+
+
+def _memory_root(a):
+    """The object owning ``a``'s memory: ``a`` itself, or the end of its ``.base`` chain."""
+    for _ in range(64):
+        base = getattr(a, "base", None)
+        if base is None:
+            return a
+        a = base
+    return a
+
+
+def owned_outputs(outs, inputs, consts=()) -> list:
+    """Results that alias no input, no constant and no other result: an output that is
+    (or is a view of) an argument or a closed-over constant, or that shares memory with an
+    earlier output (a graph output repeated), is copied -- only those.
+
+    Example::
+
+        outs = owned_outputs([x, y, y], [x])   # [copy of x, y, copy of y]
+    """
+    taken = {id(_memory_root(a)) for a in inputs}
+    taken.update(id(_memory_root(c)) for c in consts)
+    res = []
+    for o in outs:
+        root = id(_memory_root(o))
+        if root in taken and hasattr(o, "copy") and hasattr(o, "shape"):
+            o = o.copy()
+            root = id(o)
+        taken.add(root)
+        res.append(o)
+    return res
 
 
 def python_source(graph: Graph) -> str:

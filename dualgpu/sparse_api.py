@@ -110,18 +110,40 @@ class Pattern:
         return ("sparse", self.fmt, self.shape, self.nnz, _IdKey(self.ind, self.ptr),
                 np.dtype(self.ind.dtype).str)
 
-    def rebuild(self, data, like=None):
-        """A sparse matrix of the original class with these values (no copy of indices)."""
+    def rebuild(self, data, like=None, own: bool = True):
+        """A sparse matrix of the original class with these values.
+
+        With ``own`` (the default: a result handed to the user) the matrix owns copies of
+        the index arrays, so that ``result.eliminate_zeros()`` or ``result.sort_indices()``
+        cannot change the user's matrix; ``own=False`` shares them (internal temporaries)."""
+        ind, ptr = (self.ind.copy(), self.ptr.copy()) if own else (self.ind, self.ptr)
         cls = type(like) if like is not None else self.container
         if cls is None:
             from .backends import array_backend
             from .rules.sparse import make_matrix
 
-            return make_matrix(array_backend(self.ptr).xp, data, self.ind, self.ptr,
-                               self.fmt, self.shape)
+            return make_matrix(array_backend(self.ptr).xp, data, ind, ptr, self.fmt,
+                               self.shape)
         if self.fmt == "coo":
-            return cls((data, (self.ind, self.ptr)), shape=self.shape)
-        return cls((data, self.ind, self.ptr), shape=self.shape)
+            return cls((data, (ind, ptr)), shape=self.shape)
+        return cls((data, ind, ptr), shape=self.shape)
+
+    def same_as(self, other: Pattern) -> bool:
+        """True when ``other`` stores the same entries in the same order (so that their
+        ``data`` arrays line up). Compares the index arrays: on CuPy this waits for the
+        comparison (pass the ``nnz`` values as a plain vector to skip it)."""
+        if (other.fmt != self.fmt or other.shape != self.shape or other.nnz != self.nnz):
+            return False
+        if other.ind is self.ind and other.ptr is self.ptr:
+            return True
+        from .backends import array_backend
+
+        b = array_backend(self.ptr)
+        if array_backend(other.ptr) is not b or array_backend(other.ind) is not b:
+            return False
+        xp = b.xp
+        return bool(xp.array_equal(other.ind, self.ind)) and \
+            bool(xp.array_equal(other.ptr, self.ptr))
 
 
 class SparseValue:
@@ -238,7 +260,7 @@ class SparseValue:
 
         rows, cols = self.pattern.coo()
         if not _is_tracer(self.data):
-            return self.pattern.rebuild(self.data).toarray()
+            return self.pattern.rebuild(self.data, own=False).toarray()
         return scatter_add.bind(self.data, rows, cols, key=(("array", 0), ("array", 1)),
                                 shape=self.shape)
 
@@ -306,7 +328,7 @@ def matmul(a, b):
 
 
 def _eager(A: SparseValue, x):
-    return A.pattern.rebuild(A.data) @ x
+    return A.pattern.rebuild(A.data, own=False) @ x
 
 
 # --------------------------------------------------------------------------- arguments
@@ -356,7 +378,15 @@ class SparseArgs:
             if q.fmt != p.fmt or q.shape != p.shape or q.nnz != p.nnz:
                 raise DualgpuError(
                     f"the direction for sparse argument {i} must have the argument's format "
-                    f"and pattern ({p.fmt}, shape {p.shape}, nnz {p.nnz})")
+                    f"and pattern ({p.fmt}, shape {p.shape}, nnz {p.nnz}); got {q.fmt}, "
+                    f"shape {q.shape}, nnz {q.nnz}")
+            if not p.same_as(q):
+                raise DualgpuError(
+                    f"the direction for sparse argument {i} has another sparsity pattern than "
+                    f"the argument (same format, shape and nnz {p.nnz}, but other "
+                    f"{'row/col' if p.fmt == 'coo' else 'indices/indptr'}): its values would "
+                    "not line up with the argument's. Build it on the argument's pattern, "
+                    "e.g. A.copy() with new .data, or pass the vector of its nnz values")
             return v.data
         if tuple(np.shape(v)) == (p.nnz,):
             return v  # the values of a matrix with the argument's pattern

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .codegen.encode import check_equation
 from .errors import (
     BackendMismatchError,
     DualgpuError,
@@ -110,6 +111,7 @@ class GraphBuilder:
     def record(self, prim, args: Sequence[Any], params: dict):
         atoms = [self.atom(a, prim.name) for a in args]
         try:
+            check_equation(prim.name, atoms, params)  # values are data, never code
             out_avals = prim.abstract_eval([a.aval for a in atoms], **params)
         except DualgpuError as e:
             # a shape error in user code: say where (once)

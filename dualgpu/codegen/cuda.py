@@ -34,53 +34,29 @@ Example (a small elementwise chain)::
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
+from string import Formatter
 
 import numpy as np
 
+from ..errors import CodegenSafetyError
 from ..fusion import REDUCTIONS, LibraryStep, Region, plan_graph
 from ..ir import Literal, Var
 from ..rules._util import promote
+from . import encode as E
 from . import names as N
 
 BLOCK = 256
-_CTYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
-           "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
-           "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
-           "float64": "double"}
 
 
 def ctype(dtype) -> str:
     """The C type of a NumPy dtype (kernel dtypes only)."""
-    return _CTYPES[np.dtype(dtype).name]
+    return E.c_type(dtype)
 
 
-def c_literal(value, dtype) -> str:
-    """A C literal of ``value`` typed as ``dtype``: ``2.0f`` for float32, ``2.0`` for float64."""
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return "true" if value else "false"
-    if dt.kind in "iu":
-        v = int(value)
-        suffix = {("i", 8): "LL", ("u", 8): "ULL", ("u", 4): "U"}.get((dt.kind, dt.itemsize), "")
-        if dt.kind == "i" and dt.itemsize == 8 and v == -2 ** 63:
-            return "(-9223372036854775807LL - 1)"
-        if dt.kind == "i" and v == -2 ** 31 and dt.itemsize == 4:
-            return "(-2147483647 - 1)"
-        return f"{v}{suffix}"
-    f = float(value)
-    single = dt.itemsize == 4
-    if math.isnan(f):
-        return "(0.0f / 0.0f)" if single else "(0.0 / 0.0)"
-    if math.isinf(f):
-        inf = "(1.0f / 0.0f)" if single else "(1.0 / 0.0)"
-        return inf if f > 0 else f"(-{inf})"
-    text = str(np.float32(f)) if single else repr(f)
-    if "e" not in text and "." not in text:
-        text += ".0"
-    text = text + "f" if single else text
-    return text if f >= 0 else f"({text})"
+# A C literal of a value typed as a dtype (``2.0f`` for float32, ``2.0`` for float64): the
+# one encoder writes every number printed into a kernel.
+c_literal = E.c_literal
 
 
 # C expressions that replace a registry template: NumPy's NaN rule for maximum/minimum, and
@@ -251,23 +227,24 @@ class _Emitter:
             if np.dtype(a.dtype) != want and name not in ("broadcast_to", "stop_gradient"):
                 s = f"(({ctype(want)}){s})"
             args.append(s)
-        params = {}
-        for p, val in eqn.params.items():
-            if p == "dtype":
-                params[p] = ctype(val)
-            elif p == "value":
-                params[p] = c_literal(val, out.dtype)
-            elif p == "shape":
-                params[p] = ""
-            elif isinstance(val, (bool, int, float, np.number)):
-                params[p] = c_literal(val, comp)
-            else:
-                # any other parameter is printed into the kernel: hold it to the C whitelist
-                params[p] = N.check_c_expression(str(val), 0)
         template = _ALWAYS.get(name, eqn.prim.c)
         if comp.kind in "iub" and name in _INTEGER:
             template = _INTEGER[name]
-            params["T"] = ctype(comp)
+        E.check_params(name, eqn.params)
+        # only the parameters the C template prints are encoded: every one through the
+        # encoder, as a C type or a number (values are data, never code)
+        params = {}
+        for p in {f for _, f, _, _ in Formatter().parse(template) if f and not f.isdigit()}:
+            if p == "T" and template is _INTEGER.get(name):
+                params[p] = ctype(comp)
+            elif p not in eqn.params:
+                raise CodegenSafetyError(f"{name}: the C template uses {{{p}}}, which is "
+                                           "not a parameter of the equation")
+            elif p == "dtype":
+                params[p] = E.c_type(eqn.params[p], f"{name}: parameter 'dtype'")
+            else:
+                params[p] = E.c_param(name, p, eqn.params[p],
+                                      out.dtype if p == "value" else comp)
         return template.format(*args, **params)
 
     @staticmethod

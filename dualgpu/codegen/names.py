@@ -176,8 +176,3 @@ def check_py_template(tpl: str, what: str = "Python template") -> str:
             "or a placeholder)")
     return tpl
 
-
-def is_plain_identifier(value) -> bool:
-    """True for a string that can be printed into source as it is (a dtype name, say)."""
-    return (isinstance(value, str) and bool(_IDENTIFIER.match(value))
-            and not keyword.iskeyword(value) and not value.startswith("_"))

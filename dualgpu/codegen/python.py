@@ -1,14 +1,16 @@
 """Graph -> readable, standalone Python source (and a compiled function).
 
 The source is built only from the registry's templates and generated names; constants are
-passed in by name, never printed into the code. The same source runs on NumPy and on CuPy
-(``xp`` is bound to the array module).
+passed in by name, never printed into the code, and every literal or parameter value is
+written by the one encoder, :mod:`dualgpu.codegen.encode` (values are data, never code).
+The same source runs on NumPy and on CuPy (``xp`` is bound to the array module).
 """
 from __future__ import annotations
 
-import math
+from string import Formatter
 
 from ..ir import Graph, Literal
+from . import encode as E
 from . import names as N
 
 
@@ -32,30 +34,42 @@ class OpsNamespace:
 
 
 def literal_source(v) -> str:
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "float('nan')"
-        if math.isinf(v):
-            return "float('inf')" if v > 0 else "-float('inf')"
-    return repr(v)
+    """Python source of a literal operand (see :mod:`dualgpu.codegen.encode`)."""
+    return E.py_literal(v, "literal")
 
 
-def _param_source(v) -> str:
-    return repr(v)
+def _param_source(v, what: str = "parameter") -> str:
+    return E.py_literal(v, what)
+
+
+def _attribute_fields(tpl: str) -> set:
+    """Names of the template's ``xp.{name}`` placeholders (filled with a dtype name)."""
+    fields = set()
+    for literal, field, _spec, _conv in Formatter().parse(tpl):
+        if field and not field.isdigit() and literal.endswith("xp."):
+            fields.add(field)
+    return fields
 
 
 def emit_equation(eqn, arg_names: list[str]) -> str:
-    """The right-hand side of one equation, from the primitive's ``py`` template."""
+    """The right-hand side of one equation, from the primitive's ``py`` template.
+
+    Every parameter reaches the source through the encoder: a value is printed as a
+    literal (a string quoted), and a template's ``xp.{dtype}`` only ever receives one of
+    the fixed dtype names."""
     prim = eqn.prim
     tpl = prim.py
+    E.check_params(prim.name, eqn.params)
     if callable(tpl):
-        return tpl(arg_names, eqn.params)
+        return tpl(arg_names, E.template_params(prim.name, eqn.params))
     if tpl is None:
-        params = "".join(f", {k}={_param_source(v)}" for k, v in eqn.params.items())
+        params = "".join(f", {E.check_param_name(prim.name, k)}="
+                         f"{_param_source(v, f'{prim.name}: parameter {k!r}')}"
+                         for k, v in eqn.params.items())
         return f"ops.{prim.name}({', '.join(arg_names)}{params})"
-    # a string parameter is printed bare only when it is a plain identifier (a dtype name);
-    # any other string is quoted, so that a parameter value can never become code
-    fmt_params = {k: (v if N.is_plain_identifier(v) else _param_source(v))
+    attrs = _attribute_fields(tpl)
+    fmt_params = {k: (E.py_dtype_attr(v, f"{prim.name}: parameter {k!r}") if k in attrs
+                      else _param_source(v, f"{prim.name}: parameter {k!r}"))
                   for k, v in eqn.params.items()}
     return tpl.format(*arg_names, **fmt_params)
 
