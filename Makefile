@@ -28,8 +28,13 @@ lint: $(STAMP)
 bench:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.run
 
+# FUZZ_SEEDS: the call-sequence seed range (split it across several `make fuzz` to run them
+# in parallel or to resume: make fuzz FUZZ_SEEDS=10000:20000)
+FUZZ_SEEDS ?= 0:10000
 fuzz: $(STAMP)
-	$(PY) -m pytest tests/test_fuzz.py --fuzz-long
+	$(PY) -m pytest tests/test_fuzz.py tests/test_compose.py --fuzz-long
+	DUALGPU_CALLS_REPORT=$${DUALGPU_CALLS_REPORT:-fuzz-calls-report.txt} \
+	$(PY) -m pytest tests/test_call_sequences.py --fuzz-long --calls-seeds=$(FUZZ_SEEDS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

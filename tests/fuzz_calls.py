@@ -645,11 +645,13 @@ def run_cached(seq: Seq):
                 failures.append(Failure("alias-input", cid,
                                         "the result shares memory with an input array"))
                 break
-    # results never share memory with each other
+    # results never share memory with each other (leaves that share memory with an input
+    # are reported as alias-input already)
     seen = []
+    arrays = [v for v in env.values() if isinstance(v, np.ndarray)]
     for cid, res in originals:
         for leaf in tree_leaves(res):
-            if not isinstance(leaf, np.ndarray):
+            if not isinstance(leaf, np.ndarray) or any(_shares(leaf, a) for a in arrays):
                 continue
             other = next((c for c, prev in seen if _shares(leaf, prev)), None)
             if other is not None:
@@ -803,6 +805,7 @@ class Gen:
 
     def __init__(self, seed: int, family: str, n_programs: int = 40, alias: bool = True):
         self.alias = alias  # False: never the same array object in two positions
+        self.force_new = False  # True: every array of the call is a new one
         self.rnd = random.Random(seed * 7919 + FAMILIES.index(family))
         # static values that compare (or hash) equal but are not the same: mostly these
         self.static_group = self.rnd.choice(STATIC_GROUPS)
@@ -832,13 +835,15 @@ class Gen:
     def pick_array(self, shape, dtype, base, taken) -> str:
         """An array for one position: often one already passed (same object), sometimes
         one passed in another position of this call (aliasing), sometimes new."""
+        if self.force_new:
+            return self.new_array(shape, dtype, base)
         same = [n for n, (s, d, b) in self.arrays.items() if s == shape and d == dtype
                 and (base is None or b == base)]
         r = self.rnd.random()
         in_call = [n for n in taken if n in same]
         if not self.alias:
             same = [n for n in same if n not in taken]
-        if in_call and r < 0.35 and self.alias:
+        if in_call and r < 0.45 and self.alias:
             return self.rnd.choice(in_call)
         if same and r < 0.7:
             return self.rnd.choice(same)
@@ -851,7 +856,7 @@ class Gen:
             taken.append(name)
             return ("arr", name)
         if k == "s":
-            if self.rnd.random() < 0.75:
+            if self.rnd.random() < 0.85:
                 return ("val", self.rnd.choice(self.static_group))
             return ("val", self.rnd.choice(STATIC_VALUES))
         if k in ("list", "tuple"):
@@ -869,7 +874,7 @@ class Gen:
         k = e[0]
         if k == "arr":
             shape = self.arrays[e[1]][0]
-            if self.alias and self.rnd.random() < 0.3:  # the argument itself (aliasing)
+            if self.alias and not self.force_new and self.rnd.random() < 0.4:  # aliasing
                 return e
             return ("arr", self.new_array(shape, dtype))
         if k in ("list", "tuple"):
@@ -883,7 +888,7 @@ class Gen:
         fam = self.family
         arrays_only = ["h_sin", "h_two", "h_vec"]
         if fam == "arrays":
-            return arrays_only + ["prog"] * 3
+            return arrays_only * 2 + ["prog"] * 3
         if fam == "static":
             return ["h_static", "h_static2", "h_sin"]
         if fam == "closures":
@@ -1075,6 +1080,12 @@ class Gen:
             dtype = "float32" if rnd.random() < 0.12 else "float64"
             base_prog = fnspec[1] if fnspec[0] == "prog" else None
             self.call(tspec, how, variant, kw, obj, dtype, base_prog)
+            if obj is not None and rnd.random() < 0.3:
+                # the same call again at once, every array new (same shapes): a cache that
+                # matched arguments by identity, or kept the first call's values, shows here
+                self.force_new = True
+                self.call(tspec, how, variant, kw, obj, dtype, base_prog)
+                self.force_new = False
         for pid in self.pending:
             self.pull(pid)
         self.pending = []
@@ -1131,7 +1142,7 @@ def _replace_fn(t, fnspec):
 def generate(seed: int, family: str = "mixed", n_steps: int | None = None,
              n_programs: int = 40, alias: bool = True) -> Seq:
     rnd = random.Random(seed)
-    n = n_steps if n_steps is not None else rnd.randint(3, 9)
+    n = n_steps if n_steps is not None else rnd.randint(4, 12)
     return Gen(seed, family, n_programs, alias).generate(n)
 
 

@@ -12,11 +12,18 @@ failing call marked, and the failure class:
   without ``jit``; ``hvp`` for ``grad`` of ``<grad f, w>``).
 
 CI runs a few hundred deterministic sequences (seconds). ``pytest
-tests/test_call_sequences.py --fuzz-long`` (``make fuzz``) runs ``DUALGPU_CALLS_SEEDS``
-(``start:stop``, default ``0:10000``) of the mixed family, records every failure (one shrunk
-repro per class), writes ``DUALGPU_CALLS_REPORT`` when set, and can be split across
-processes by seed ranges (each process has its own cache; nothing shared). One sequence
-again: ``DUALGPU_CALLS_SEED=1234 DUALGPU_CALLS_FAMILY=mixed pytest
+tests/test_call_sequences.py --fuzz-long --calls-seeds=START:STOP`` (``make fuzz``; the
+range defaults to ``DUALGPU_CALLS_SEEDS`` or ``0:10000``) runs one sequence per seed, the
+family chosen by the seed, records every failure (one shrunk repro per class), and writes
+``DUALGPU_CALLS_REPORT`` when set (every 500 sequences, so an interrupted run leaves its
+progress: resume with the next range). Seed ranges are independent (each process has its
+own cache, nothing is shared), so a campaign splits across processes::
+
+    pytest tests/test_call_sequences.py -k fuzz_calls --fuzz-long --calls-seeds=0:5000 &
+    pytest tests/test_call_sequences.py -k fuzz_calls --fuzz-long --calls-seeds=5000:10000
+
+The long campaign uses a pool of 160 programs (CI: 40); replay one sequence with
+``DUALGPU_CALLS_SEED=1234 DUALGPU_CALLS_FAMILY=mixed [DUALGPU_CALLS_POOL=160] pytest
 tests/test_call_sequences.py -k one_seed``.
 """
 from __future__ import annotations
@@ -67,7 +74,7 @@ def test_oracle_control():
     works today; it shows the oracle (bitwise equality with a fresh build) does not report
     noise, through clear_cache, set_cache_size, in-place mutation, new transform objects,
     float32/float64 and shape interleavings."""
-    run_family("arrays", range(1000, 1060), NO_ALIAS, alias=False)
+    run_family("arrays", range(1000, 1050), NO_ALIAS, alias=False)
 
 
 def test_oracle_detects_a_stale_cache(monkeypatch):
@@ -246,17 +253,17 @@ def test_known_results_do_not_alias_inputs():
 
 def test_sequences_arrays():
     """Plain transforms on arrays, the same array object in several positions."""
-    run_family("arrays", range(0, 50), NO_ALIAS)
+    run_family("arrays", range(0, 80), NO_ALIAS)
 
 
 def test_sequences_static():
     """Static positional values that compare equal but differ (0.0/-0.0, 1/1.0/True...)."""
-    run_family("static", range(0, 40), NO_ALIAS, alias=False)
+    run_family("static", range(0, 60), NO_ALIAS, alias=False)
 
 
 def test_sequences_closures():
     """Fresh closures per call (ids reused), vjp and pullbacks called later."""
-    run_family("closures", range(0, 40), NO_ALIAS, alias=False)
+    run_family("closures", range(0, 50), NO_ALIAS, alias=False)
 
 
 def test_sequences_containers():
@@ -274,12 +281,13 @@ def test_sequences_results_never_alias():
     run_family("arrays", range(2000, 2040), ("alias",))
 
 
-def test_fuzz_calls(fuzz_long, capsys):
-    """Mixed sequences: CI runs a short deterministic batch; ``--fuzz-long`` a campaign."""
+def test_fuzz_calls(fuzz_long, calls_seeds, capsys):
+    """Mixed sequences: CI runs a short deterministic batch; ``--fuzz-long`` a campaign
+    over every family (seed s runs family ``FAMILIES[s % 6]``), all checks, aliasing on."""
     if not fuzz_long:
         run_family("mixed", range(0, 60), ALL_CHECKS)
         return
-    start, stop = (int(s) for s in os.environ.get("DUALGPU_CALLS_SEEDS", "0:10000").split(":"))
+    start, stop = calls_seeds
     report_path = os.environ.get("DUALGPU_CALLS_REPORT")
     fc.pool(LONG_POOL)
     counts: Counter = Counter()
@@ -287,7 +295,7 @@ def test_fuzz_calls(fuzz_long, capsys):
     t0 = time.monotonic()
     n = 0
     for seed in range(start, stop):
-        seq = fc.generate(seed, "mixed", n_programs=LONG_POOL)
+        seq = fc.generate(seed, fc.FAMILIES[seed % len(fc.FAMILIES)], n_programs=LONG_POOL)
         n += 1
         failures = fc.check(seq, ALL_CHECKS)
         for f in {f.kind: f for f in failures}.values():
