@@ -592,11 +592,10 @@ def run_cached(seq: Seq):
             pid, salt = step[2], step[3]
             if pid not in pid_out:
                 raise Invalid(f"pb{pid}")
+            if pending.get(pid) is None:
+                continue  # its vjp call failed (reported there)
             rec = Record(cid, step, pid_args[pid] + (salt,))
             records.append(rec)
-            if pending.get(pid) is None:
-                rec.error = "the vjp call failed"
-                continue
             try:
                 ct = ct_like(pid_out[pid], salt)
                 res = pending[pid](ct)
@@ -1180,6 +1179,24 @@ def _progs_in(t):
     if t[0] == "fn":
         return [t[1][1]] if t[1][0] == "prog" else []
     return _progs_in(t[1])
+
+
+def failure_key(seq: Seq, failure: Failure) -> tuple:
+    """Groups failures of a campaign into likely-distinct bugs: the class, the call's kind
+    and transform chain (``jit/grad/fn``), the error's type and message head."""
+    step = next((s for s in seq.steps if s[0] in ("call", "jvp", "vjp", "pull")
+                 and s[1] == failure.cid), None)
+    chain = ""
+    if step is not None and step[0] != "pull":
+        t, parts = step[2], []
+        while t[0] != "fn":
+            parts.append(t[0])
+            t = t[1]
+        chain = step[0] + ":" + "/".join(parts + [t[1][0]])
+    elif step is not None:
+        chain = "pull"
+    detail = failure.message.split(" (at ")[0][:70] if failure.kind == "error" else ""
+    return (failure.kind, chain, detail)
 
 
 def report(seq: Seq, failures: list[Failure], shrunk: Seq | None = None,

@@ -300,10 +300,12 @@ def test_fuzz_calls(fuzz_long, calls_seeds, capsys):
         failures = fc.check(seq, ALL_CHECKS)
         for f in {f.kind: f for f in failures}.values():
             counts[f.kind] += 1
-            if f.kind not in first:
+        for f in failures:  # one shrunk repro per likely-distinct bug (at most 60)
+            key = fc.failure_key(seq, f)
+            if key not in first and len(first) < 60:
                 shrunk = fc.shrink(seq, [f], ALL_CHECKS)
                 again = [g for g in fc.check(shrunk, ALL_CHECKS) if g.kind == f.kind]
-                first[f.kind] = fc.report(seq, [f], shrunk, again)
+                first[key] = fc.report(seq, [f], shrunk, again)
         if report_path and (n % 500 == 0 or seed == stop - 1):
             _write(report_path, start, seed + 1, n, counts, first, t0)
     summary = _write(report_path, start, stop, n, counts, first, t0)
@@ -315,7 +317,8 @@ def test_fuzz_calls(fuzz_long, calls_seeds, capsys):
 def _write(path, start, upto, n, counts, first, t0):
     summary = (f"dualgpu call-sequence fuzz: seeds {start}:{upto} ({n} sequences), "
                f"sequences failing per class {dict(counts)}, {time.monotonic() - t0:.0f} s")
-    text = summary + "\n\n" + "\n\n".join(first[k] for k in sorted(first))
+    text = (summary + f", {len(first)} distinct (class, call, transforms, error)\n\n"
+            + "\n\n".join(f"== {k}\n{first[k]}" for k in sorted(first)))
     if path:
         with open(path, "w") as fh:
             fh.write(text + "\n" + fc.HELPERS_TEXT + "\n")
