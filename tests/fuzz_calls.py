@@ -30,7 +30,8 @@ types, dtypes and shapes, bitwise-equal values (NaN == NaN, and -0.0 != 0.0). Be
 Failure classes (the ``kind`` of a :class:`Failure`): ``stale`` (cached result differs from
 a fresh build), ``structure`` (different pytree structure / type / dtype / shape),
 ``error`` (the call raised), ``alias-input``, ``alias-result``, ``compose`` (composition
-differs from its reference).
+differs from its reference), ``pytree`` (a derivative's structure does not mirror the
+differentiated arguments, JAX's convention: ``grad(f)(params_dict, X)`` is a dict...).
 """
 from __future__ import annotations
 
@@ -516,7 +517,7 @@ def ct_like(out, salt):
 
 @dataclass
 class Failure:
-    kind: str       # stale | structure | error | alias-input | alias-result | compose
+    kind: str  # stale | structure | error | alias-input | alias-result | compose | pytree
     cid: int        # the call (r<cid>) where it shows
     message: str
 
@@ -762,6 +763,12 @@ def _check_record(rec: Record, checks) -> list[Failure]:
             out.append(Failure("stale", rec.cid,
                                f"differs from a fresh build (max |diff| {diff:.3g}): "
                                f"got {short(rec.result)}, fresh {short(fresh)}"))
+    if "stale" in checks and rec.step[0] == "call":
+        want = expected_shape(rec.step, rec.args[0])
+        if want is not None and tree_shape(fresh) != want:
+            out.append(Failure("pytree", rec.cid,
+                               f"result {_struct_text(fresh)}: JAX's conventions give the "
+                               f"structure {want}"))
     if "compose" in checks and rec.step[0] == "call":
         args, extra = snapshot(rec.args)
         try:
@@ -775,6 +782,39 @@ def _check_record(rec: Record, checks) -> list[Failure]:
                                f"a fresh build gives {short(fresh)}, but the reference "
                                f"({_ref_name(rec.step[2])}) gives {short(ref)}"))
     return out
+
+
+def tree_shape(x):
+    """Containers (type, keys) with the leaves' shapes: what JAX's pytree conventions fix."""
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, tuple(tree_shape(i) for i in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((k, tree_shape(x[k])) for k in sorted(x, key=repr)))
+    return tuple(np.shape(x))
+
+
+def expected_shape(step, args):
+    """The result structure JAX's conventions give a derivative call (None: not checked):
+    grad mirrors the differentiated arguments (a tuple of them for a tuple argnums)."""
+    if step[0] != "call":
+        return None
+    t = step[2]
+    while t[0] == "jit" and t[1][0] != "fn":
+        t = t[1]
+    if t[0] not in ("grad", "value_and_grad", "hvp", "grad_and_hvp"):
+        return None
+    am = t[2]
+    fargs = args[:-1] if t[0] in ("hvp", "grad_and_hvp") else args
+    g = (tuple(tree_shape(fargs[i]) for i in am) if isinstance(am, tuple)
+         else tree_shape(fargs[am]))
+    g = ("tuple", g) if isinstance(am, tuple) else g
+    if t[0] == "grad":
+        return None if t[3] else g  # has_aux: (grad, aux), aux unchecked
+    if t[0] == "value_and_grad":
+        return None if t[3] else ("tuple", ((), g))
+    if t[0] == "hvp":
+        return g
+    return ("tuple", (g, g))
 
 
 def _ref_name(t) -> str:
