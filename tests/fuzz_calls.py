@@ -278,14 +278,15 @@ CLOSURE_SOURCES = {
 CLOSURE_CONSTS = [0.5, 1.0, -0.0, 0.0, 2.0, 1, 3.0, -1.5]
 
 # --------------------------------------------------------------------------- programs
-_POOL: list = []
+_POOLS: dict = {}
+_CURRENT: dict = {}  # the programs of the sequence being checked (index -> Program)
 
 
 def pool(n: int = 40) -> list:
     """Programs from the program fuzzer (deterministic: hypothesis derandomized), without
-    sparse ops, that the library runs (jit, grad and hvp) on their own."""
-    if len(_POOL) >= n:
-        return _POOL
+    sparse ops, that the library runs (jit, grad and hvp) on their own; one pool per size."""
+    if n in _POOLS:
+        return _POOLS[n]
     from hypothesis import HealthCheck, Phase, given, settings
 
     found: list = []
@@ -304,8 +305,8 @@ def pool(n: int = 40) -> list:
             break
         if _program_runs(prog):
             kept.append(prog)
-    _POOL[:] = kept
-    return _POOL
+    _POOLS[n] = kept
+    return kept
 
 
 def _program_runs(prog) -> bool:
@@ -458,7 +459,7 @@ def make_fn(spec):
         return HAND[spec[1]][0]
     if spec[0] == "closure":
         return CLOSURES[spec[1]][0](spec[2])
-    prog = pool()[spec[1]]
+    prog = _CURRENT[spec[1]]
     f, loss = prog.functions()  # a new function object each time
     return f if spec[2] == "f" else loss
 
@@ -572,7 +573,7 @@ def run_cached(seq: Seq):
         if k == "new":
             _, name, shape, dtype, seed, base = step
             if base is not None:
-                env[name] = near(np.asarray(pool()[base[0]].args()[base[1]]), seed, dtype)
+                env[name] = near(np.asarray(_CURRENT[base[0]].args()[base[1]]), seed, dtype)
             else:
                 env[name] = rand(shape, seed, dtype)
             continue
@@ -717,6 +718,8 @@ def reference(step, args, extra):
 def check(seq: Seq, checks=("stale", "error", "alias", "compose")) -> list[Failure]:
     """Runs ``seq`` with caching, then every call alone on a fresh build; the failures."""
     size = dg.config["cache_size"]
+    _CURRENT.clear()
+    _CURRENT.update(seq.programs)
     try:
         dg.clear_cache()
         records, failures = run_cached(seq)
@@ -1210,8 +1213,8 @@ def shrink(seq: Seq, failures: list[Failure], checks, max_runs: int = 60) -> Seq
             i -= chunk
         if not progressed:
             chunk //= 2
-    used = {p for s in steps if s[0] == "call" or s[0] in ("jvp", "vjp")
-            for p in _progs_in(s[2])}
+    used = {p for s in steps if s[0] in ("call", "jvp", "vjp") for p in _progs_in(s[2])}
+    used |= {s[5][0] for s in steps if s[0] == "new" and s[5] is not None}
     return Seq(seq.seed, seq.family, steps, {i: p for i, p in seq.programs.items() if i in used})
 
 
