@@ -1257,6 +1257,6 @@ def report(seq: Seq, failures: list[Failure], shrunk: Seq | None = None,
     return "\n".join(head) + "\n" + show.text(marks)
 
 
-HELPERS_TEXT = ("# helpers: rand(shape, seed) uniform(-1.2, 1.2); near(x, seed) = x + 0.03 N(0,1);"
-                " sumw(f, salt)(*a) = sum_leaves <f(*a), weights(shape, salt)>;"
-                " ct_like(out, salt) = weights like out (tests/fuzz_calls.py)")
+HELPERS_TEXT = ("# helpers (tests/fuzz_calls.py): h_* functions (HAND); rand(shape, seed) uniform"
+                "(-1.2, 1.2); near(x, seed) = x + 0.03 N(0,1); sumw(f, salt)(*a) = "
+                "sum_leaves <f(*a), weights(shape, salt)>; ct_like(out, salt) = weights like out")

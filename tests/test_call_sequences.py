@@ -62,8 +62,7 @@ def run_family(family, seeds, checks, alias=True, n_programs=CI_POOL):
         seq = fc.generate(seed, family, alias=alias, n_programs=n_programs)
         failures = fc.check(seq, checks)
         if failures:
-            _fail(seq, failures, checks,
-                  "" if alias else "  (generated with alias=False)")
+            _fail(seq, failures, checks, "" if alias else " (with DUALGPU_CALLS_ALIAS=0)")
 
 
 # ----------------------------------------------------------------------------- the harness
@@ -326,13 +325,16 @@ def _write(path, start, upto, n, counts, first, t0):
 
 
 def test_one_seed():
-    """Replays one sequence: DUALGPU_CALLS_SEED, DUALGPU_CALLS_FAMILY (default mixed)."""
+    """Replays one sequence: DUALGPU_CALLS_SEED, DUALGPU_CALLS_FAMILY (default mixed),
+    DUALGPU_CALLS_POOL (40; the long campaign: 160), DUALGPU_CALLS_ALIAS (1; 0 for the
+    static and closures tests)."""
     seed = os.environ.get("DUALGPU_CALLS_SEED")
     if seed is None:
         seed = "3"  # an ordinary sequence when not asked for one
     family = os.environ.get("DUALGPU_CALLS_FAMILY", "mixed")
     n_programs = int(os.environ.get("DUALGPU_CALLS_POOL", CI_POOL))
-    seq = fc.generate(int(seed), family, n_programs=n_programs)
+    alias = os.environ.get("DUALGPU_CALLS_ALIAS", "1") != "0"
+    seq = fc.generate(int(seed), family, n_programs=n_programs, alias=alias)
     failures = fc.check(seq, ALL_CHECKS)
     if failures:
         _fail(seq, failures, ALL_CHECKS)
