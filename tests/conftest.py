@@ -8,6 +8,10 @@ import pytest
 def pytest_addoption(parser):
     parser.addoption("--fuzz-long", action="store_true", default=False,
                      help="run the long fuzzing campaign (make fuzz)")
+    parser.addoption("--calls-seeds", default=None, metavar="START:STOP",
+                     help="seed range of the long call-sequence campaign (default 0:10000, "
+                          "or DUALGPU_CALLS_SEEDS); split it across processes to run in "
+                          "parallel or to resume")
 
 
 def _gpu_available() -> bool:
@@ -30,3 +34,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def fuzz_long(request) -> bool:
     return request.config.getoption("--fuzz-long")
+
+
+@pytest.fixture
+def calls_seeds(request) -> tuple[int, int]:
+    """The seed range of the long call-sequence campaign (tests/test_call_sequences.py)."""
+    import os
+
+    text = (request.config.getoption("--calls-seeds")
+            or os.environ.get("DUALGPU_CALLS_SEEDS") or "0:10000")
+    start, stop = (int(part) for part in text.split(":"))
+    return start, stop
