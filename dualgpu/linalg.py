@@ -1,4 +1,4 @@
-"""Hessians as linear operators, for SciPy and cupyx solvers, and the dense Hessian.
+"""Hessians as linear operators, for SciPy and cupyx solvers.
 
 ``x`` is one flat point: a NumPy or CuPy floating-point array (a Python or NumPy float scalar
 is converted). Bad input -- a list, a string, an integer array, a tuple ``argnums``, a vector
@@ -223,45 +223,3 @@ def hessp(f: Callable, argnums: int = 0):
     hp.__doc__ = f"Hessian-vector product of {getattr(f, '__name__', 'f')}: hp(x, p, *args)."
     return hp
 
-
-def hessian(fn: Callable, argnums: int = 0):
-    """Dense Hessian (for small problems): ``hessian(f)(*args)`` has shape
-    ``x.shape + x.shape`` where ``x = args[argnums]``. Built column by column from cached
-    HVPs. ``x`` must be a floating-point array (a float scalar is converted); an empty ``x``
-    gives an empty Hessian.
-
-    Example::
-
-        >>> dg.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
-        array([[ 6.,  0.],
-               [ 0., 12.]])
-    """
-    import functools
-
-    _check_fn(fn, "hessian")
-    argnums = _check_argnums(argnums, "hessian")
-    h = _Hvp(fn, argnums, returns="hvp")
-
-    def hess(*args):
-        if argnums >= len(args):
-            raise DualgpuError(f"hessian: argnums={argnums} but {len(args)} argument(s) were "
-                               "given")
-        x = _as_point(args[argnums], "hessian", name=f"argument {argnums}")
-        args = args[:argnums] + (x,) + args[argnums + 1:]
-        xp = backend_of([x], "hessian arguments").xp
-        n = int(np.prod(x.shape))
-        shape = tuple(x.shape) + tuple(x.shape)
-        if n == 0:
-            return xp.zeros(shape, dtype=x.dtype)
-        cols = []
-        for i in range(n):
-            e = xp.zeros(n, dtype=x.dtype)
-            e[i] = 1
-            cols.append(h(*args, e.reshape(x.shape)).reshape(-1))
-        return xp.stack(cols, axis=1).reshape(shape)
-
-    try:
-        functools.update_wrapper(hess, fn)
-    except AttributeError:  # a callable object without __name__ etc.
-        pass
-    return hess
