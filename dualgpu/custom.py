@@ -228,6 +228,11 @@ def _arity(name: str, impl) -> int | None:
     return len(positional) - 1
 
 
+def _rule_error(name: str, what: str, e: Exception) -> DualgpuError:
+    msg = " ".join(str(e).split()) or type(e).__name__
+    return DualgpuError(f"the {what} of custom op {name!r} raised {type(e).__name__}: {msg}")
+
+
 def _user_call(name: str, what: str, fn, *args):
     """Call a user-supplied function; its mistakes become one DualgpuError naming the op."""
     try:
@@ -235,31 +240,38 @@ def _user_call(name: str, what: str, fn, *args):
     except (DualgpuError, FloatingPointError, MemoryError):
         raise  # ours, and NumPy's errstate(raise) semantics
     except Exception as e:
-        msg = " ".join(str(e).split()) or type(e).__name__
-        raise DualgpuError(f"the {what} of custom op {name!r} raised {type(e).__name__}: "
-                           f"{msg}") from e
+        raise _rule_error(name, what, e) from e
 
 
 def _checked_impl(name: str, impl, spec: _Spec):
-    """The user's implementation, with its output's shape checked against the shape rule."""
+    """The user's implementation, with its output's shape checked against the shape rule
+    (the expected shape is remembered per input signature: about a microsecond a call)."""
     expected: dict = {}
 
     def run(xp, *args, **params):
-        res = _user_call(name, "impl", impl, xp, *args)
-        key = tuple((tuple(np.shape(a)), str(getattr(a, "dtype", type(a).__name__)))
-                    for a in args)
+        try:
+            res = impl(xp, *args)
+        except (DualgpuError, FloatingPointError, MemoryError):
+            raise
+        except Exception as e:
+            raise _rule_error(name, "impl", e) from e
+        try:
+            key = tuple([(a.shape, a.dtype) for a in args])
+        except AttributeError:  # Python scalars among the operands
+            key = tuple([(np.shape(a), type(a)) for a in args])
         want = expected.get(key)
         if want is None:
             want = tuple(spec.abstract_eval([_aval(a) for a in args]).shape)
             if len(expected) > 256:
                 expected.clear()
             expected[key] = want
-        got = tuple(np.shape(res)) if not hasattr(res, "shape") else tuple(res.shape)
-        if got != want:
+        got = res.shape if hasattr(res, "shape") else np.shape(res)
+        if got != want and tuple(got) != want:
             raise ShapeMismatchError(
-                f"the impl of custom op {name!r} returned shape {got}, but its shape rule "
-                f"gives {want} for inputs of shapes {', '.join(str(k[0]) for k in key)}; "
-                "give custom_op a shape= that matches impl")
+                f"the impl of custom op {name!r} returned shape {tuple(got)}, but its shape "
+                f"rule gives {want} for inputs of shapes "
+                f"{', '.join(str(tuple(np.shape(a))) for a in args)}; give custom_op a "
+                "shape= that matches impl")
         return res
 
     return run
