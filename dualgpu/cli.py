@@ -69,7 +69,14 @@ def parse_spec(spec: str) -> tuple[np.dtype, tuple[int, ...]]:
     parts = [p.strip() for p in dims.split(",")] if dims.strip() else []
     if any(not p for p in parts):
         raise CliError(f"bad --arg spec {spec!r}: empty dimension")
-    return dtype, tuple(int(p) for p in parts)
+    bad = next((p for p in parts if not p.isdigit()), None)
+    if bad is not None:
+        raise CliError(f"bad --arg spec {spec!r}: dimension {bad!r} is not a non-negative "
+                       "integer (separate dimensions with commas)")
+    dims = tuple(int(p) for p in parts)
+    if any(d > np.iinfo(np.intp).max for d in dims):
+        raise CliError(f"bad --arg spec {spec!r}: a dimension is too large")
+    return dtype, dims
 
 
 def example_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> int:

@@ -147,7 +147,8 @@ def test_inspect_cuda_with_gpu(capsys, model):
 
 # ------------------------------------------------------------------------------ errors
 BAD_SPECS = ["float64[5", "float64", "foo[3]", "float64[a]", "float64[3,,4]", "object[2]",
-             "[3]", "float64[-1]"]
+             "[3]", "float64[-1]", "float64[3 4]", "float64[1,]",
+             "float64[99999999999999999999999999999999999999,0]"]
 
 
 @pytest.mark.parametrize("spec", BAD_SPECS)
