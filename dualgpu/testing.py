@@ -74,11 +74,20 @@ def numerical_jvp(f, args, tangents, eps):
     return _tree_map2(lambda p, m: (p - m) / (2 * eps), plus, minus)
 
 
+def _keys(d: dict) -> list:
+    """A dict's keys in one canonical order (sorted when they can be), so that trees that
+    differ only in insertion order line up leaf by leaf."""
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
+
+
 def _tree_map2(fn, a, b):
     if isinstance(a, (tuple, list)):
         return type(a)(_tree_map2(fn, x, y) for x, y in zip(a, b))
     if isinstance(a, dict):
-        return {k: _tree_map2(fn, a[k], b[k]) for k in a}
+        return {k: _tree_map2(fn, a[k], b[k]) for k in _keys(a)}
     return fn(a, b)
 
 
@@ -86,15 +95,25 @@ def _tree_map(fn, a):
     if isinstance(a, (tuple, list)):
         return type(a)(_tree_map(fn, x) for x in a)
     if isinstance(a, dict):
-        return {k: _tree_map(fn, v) for k, v in a.items()}
+        return {k: _tree_map(fn, a[k]) for k in _keys(a)}
     return fn(a)
+
+
+def _rebuild(like, leaves):
+    """A tree shaped like ``like`` whose leaves are taken in order from ``leaves``."""
+    it = iter(leaves)
+    return _tree_map(lambda _: next(it), like)
+
+
+def _random_tree(rng, tree, xp):
+    return _tree_map(lambda a: _random_like(rng, a, xp), tree)
 
 
 def _leaves(x):
     if isinstance(x, (tuple, list)):
         return [y for item in x for y in _leaves(item)]
     if isinstance(x, dict):
-        return [y for item in x.values() for y in _leaves(item)]
+        return [y for k in _keys(x) for y in _leaves(x[k])]
     return [x]
 
 
@@ -157,7 +176,7 @@ def _check_modes(modes) -> tuple[str, ...]:
 
 
 def _random_tangents(rng, args, xp):
-    return tuple(_tree_map(lambda a: _random_like(rng, a, xp), a) for a in args)
+    return tuple(_random_tree(rng, a, xp) for a in args)
 
 
 def check_jvp(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float = 1e-5,
@@ -194,8 +213,7 @@ def check_vjp(f: Callable, args: Sequence, *, rtol: float = 1e-9, atol: float = 
     out, jt = jvp(f, args, ts)
     out2, pullback = vjp(f, *args)
     ybars = [_random_like(rng, o, xp) for o in _leaves(out)]
-    ybar = ybars[0] if not isinstance(out, (tuple, list)) else type(out)(ybars)
-    cts = pullback(ybar)
+    cts = pullback(_rebuild(out, ybars))
     lhs = sum(_vdot(y, j) for y, j in zip(ybars, _leaves(jt)))
     rhs = sum(_vdot(c, t) for c, t in zip(_leaves(cts), _leaves(ts)))
     scale = max(1.0, abs(lhs), abs(rhs))
@@ -222,8 +240,7 @@ def check_vjp_fd(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float 
     ts = _random_tangents(rng, args, xp)
     out, pullback = vjp(f, *args)
     ybars = [_random_like(rng, o, xp) for o in _leaves(out)]
-    ybar = ybars[0] if not isinstance(out, (tuple, list)) else type(out)(ybars)
-    cts = pullback(ybar)
+    cts = pullback(_rebuild(out, ybars))
     fd = _leaves(numerical_jvp(f, args, ts, eps))
     want = sum(_vdot(y, d) for y, d in zip(ybars, fd))
     got = sum(_vdot(c, t) for c, t in zip(_leaves(cts), _leaves(ts)))
@@ -244,17 +261,18 @@ def check_hvp(f: Callable, args: Sequence, *, argnum: int = 0, eps: float = 1e-5
     argnum = _check_argnum(argnum, args, "check_hvp")
     xp = _xp(args)
     rng = _rng(seed)
-    v = _random_like(rng, args[argnum], xp)
+    v = _random_tree(rng, args[argnum], xp)
     got = hvp(f, argnums=argnum)(*args, v)
     g = grad(f, argnums=argnum)
 
     def shifted(s):
         a = list(args)
-        a[argnum] = args[argnum] + s * v
+        a[argnum] = _tree_map2(lambda x, d: x + s * d, args[argnum], v)
         return g(*a)
 
-    want = (shifted(eps) - shifted(-eps)) / (2 * eps)
-    _assert_close(got, want, rtol, atol, f"hvp of {_fname(f)}")
+    want = _tree_map2(lambda p, m: (p - m) / (2 * eps), shifted(eps), shifted(-eps))
+    for gl, wl in zip(_leaves(got), _leaves(want)):
+        _assert_close(gl, wl, rtol, atol, f"hvp of {_fname(f)}")
 
 
 def check_grads(f: Callable, args: Sequence, order: int = 2,
@@ -285,18 +303,18 @@ def check_grads(f: Callable, args: Sequence, order: int = 2,
         hvp_tol = dict(eps=max(eps, 1e-5), rtol=max(rtol, 1e-5), atol=max(atol, 1e-6),
                        seed=seed)
         out = f(*args)
-        if np.ndim(out) == 0 and not isinstance(out, (tuple, list, dict)):
+        if not isinstance(out, (tuple, list, dict)) and np.ndim(out) == 0:
             for i in range(len(args)):
                 check_hvp(f, args, argnum=i, **hvp_tol)
         else:
             # second order of a vector function: the HVP of <f, ybar> for a random ybar
             xp = _xp(args)
-            ybar = _random_like(_rng(seed + 1), out, xp)
+            ybars = [_random_like(_rng(seed + 1), o, xp) for o in _leaves(out)]
 
             def scalarized(*a):
                 from . import numpy_api as dnp
 
-                return dnp.sum(dnp.multiply(f(*a), ybar))
+                return sum(dnp.sum(dnp.multiply(o, y)) for o, y in zip(_leaves(f(*a)), ybars))
 
             for i in range(len(args)):
                 check_hvp(scalarized, args, argnum=i, **hvp_tol)

@@ -223,3 +223,19 @@ def test_no_all_nan_warning_when_nan_is_compared():
                                   1e-6, "t")
         testing._assert_close(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]), 1e-5, 1e-6,
                               "t")
+
+
+def test_check_grads_on_pytrees():
+    """Dict, tuple and nested arguments and results; dict leaves line up by key whatever the
+    insertion order."""
+    params = {"w": np.array([0.3, -0.2]), "b": np.array(0.1)}  # not in sorted order
+    X = np.array([[1.0, 2.0], [0.5, -1.0]])
+    loss = lambda p, X: np.sum(np.tanh(X @ p["w"] + p["b"]) ** 2)  # noqa: E731
+    for modes in [("fwd",), ("rev",), ("fwd", "rev")]:
+        testing.check_grads(loss, (params, X), order=2, modes=modes)
+    two = lambda p: (np.tanh(p["w"]) * p["b"], {"s": np.sin(p["w"])})  # noqa: E731
+    testing.check_grads(two, (params,), order=2)
+    testing.check_grads(lambda t: t[0] * np.sin(t[1]), ((np.ones(2), np.array([2.0, 3.0])),))
+    wrong = lambda p: _wrong_vjp(p["w"]) + p["b"]  # noqa: E731
+    with pytest.raises(AssertionError):
+        testing.check_grads(wrong, (params,), order=1, modes=("rev",))
