@@ -78,22 +78,28 @@ class CustomPrimitive(Primitive):
     custom = True
 
     def __init__(self, name: str, spec: _Spec, doc: str = ""):
-        self.name = name
-        self.multiple_results = False
-        self.py = None
-        self.batch = None
-        self.differentiable = True
-        self.partials = None
         self._spec = spec
-        self.__doc__ = doc
+        # Primitive's own defaults for everything else (the setters below write into spec)
+        super().__init__(name, spec.impl, spec.abstract_eval, jvp=spec.jvp, vjp=spec.vjp,
+                         kind=spec.kind, c=spec.c, doc=doc)
 
-    impl = property(lambda self: self._spec.impl)
-    abstract_eval = property(lambda self: self._spec.abstract_eval)
-    jvp = property(lambda self: self._spec.jvp)
-    vjp = property(lambda self: self._spec.vjp)
-    kind = property(lambda self: self._spec.kind)
-    c = property(lambda self: self._spec.c)
-    arity = property(lambda self: self._spec.arity)
+    def _field(attr: str):  # a property factory, used only in the class body
+        def get(self):
+            return getattr(self._spec, attr)
+
+        def set_(self, value):
+            setattr(self._spec, attr, value)
+
+        return property(get, set_)
+
+    impl = _field("impl")
+    abstract_eval = _field("abstract_eval")
+    jvp = _field("jvp")
+    vjp = _field("vjp")
+    kind = _field("kind")
+    c = _field("c")
+    arity = _field("arity")
+    del _field
 
     def _replace(self, spec: _Spec, doc: str) -> None:
         self._spec = spec
