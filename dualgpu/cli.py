@@ -7,14 +7,17 @@ Examples::
     dualgpu inspect model.py:loss --arg float32[3,4] --grad --format python
     dualgpu bench                                  # benchmarks/run.py, with a progress bar
 
-Bad input (a missing file or function, a bad ``--arg`` spec, an op without a rule, any
-:class:`dualgpu.DualgpuError`) prints one line to stderr and exits with status 2.
+Bad input (a missing file or function, a bad ``--arg`` spec, example arguments too large to
+allocate, a user module that exits or fails at import, a function that raises while being
+traced, an op without a rule, any :class:`dualgpu.DualgpuError`) prints one line to stderr
+and exits with status 2.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import inspect as _inspect
+import math
 import os
 import re
 import sys
@@ -25,6 +28,8 @@ from typing import Any
 import numpy as np
 
 EXIT_BAD_INPUT = 2
+# The example arguments of `inspect` are allocated: refuse shapes that need more than this.
+MAX_EXAMPLE_BYTES = 1 << 30
 
 
 class CliError(Exception):
@@ -64,7 +69,27 @@ def parse_spec(spec: str) -> tuple[np.dtype, tuple[int, ...]]:
     parts = [p.strip() for p in dims.split(",")] if dims.strip() else []
     if any(not p for p in parts):
         raise CliError(f"bad --arg spec {spec!r}: empty dimension")
-    return dtype, tuple(int(p) for p in parts)
+    bad = next((p for p in parts if not p.isdigit()), None)
+    if bad is not None:
+        raise CliError(f"bad --arg spec {spec!r}: dimension {bad!r} is not a non-negative "
+                       "integer (separate dimensions with commas)")
+    dims = tuple(int(p) for p in parts)
+    if any(d > np.iinfo(np.intp).max for d in dims):
+        raise CliError(f"bad --arg spec {spec!r}: a dimension is too large")
+    return dtype, dims
+
+
+def example_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> int:
+    """Bytes of an example array of this dtype and shape (exact, no overflow)."""
+    return math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
 
 
 def example_array(dtype: np.dtype, shape: tuple[int, ...], seed: int):
@@ -97,12 +122,20 @@ def load_function(target: str) -> Callable:
         spec.loader.exec_module(module)
     except Exception as e:  # the user's module failed to import
         raise CliError(f"cannot import {path}: {type(e).__name__}: {_one_line(e)}") from None
+    except SystemExit as e:  # the user's module called sys.exit() (or exit()) at import
+        raise CliError(f"cannot import {path}: it called sys.exit({e.code!r}) while being "
+                       "imported (guard its script part with if __name__ == '__main__':)"
+                       ) from None
     finally:
         if sys.path and sys.path[0] == folder:
             sys.path.pop(0)
     obj: Any = module
     for part in name.split("."):
-        if not hasattr(obj, part):
+        try:
+            found = part.isidentifier() and hasattr(obj, part)
+        except Exception:  # a property of the user's object raised
+            found = False
+        if not found:
             raise CliError(f"{path} has no function {name!r}")
         obj = getattr(obj, part)
     if not callable(obj):
@@ -118,8 +151,15 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
     specs = [parse_spec(s) for s in ns.arg]
     if not specs:
         raise CliError("give the example arguments with --arg DTYPE[DIMS], one per argument")
-    args = [example_array(dt, shape, seed=i) for i, (dt, shape) in enumerate(specs)]
     mode = "hvp" if ns.hvp else "grad" if ns.grad else None
+    need = sum(example_bytes(dt, shape) for dt, shape in specs)
+    if mode == "hvp" and 0 <= ns.argnum < len(specs):
+        need += example_bytes(*specs[ns.argnum])  # the direction v
+    if need > MAX_EXAMPLE_BYTES:
+        raise CliError(f"the example arguments ({', '.join(ns.arg)}) need {_human(need)}, more "
+                       f"than the {_human(MAX_EXAMPLE_BYTES)} inspect allocates; the graph "
+                       "depends only on the shapes' structure: use smaller shapes")
+    args = [example_array(dt, shape, seed=i) for i, (dt, shape) in enumerate(specs)]
     if ns.batch_axes is not None and mode != "hvp":
         raise CliError("--batch-axes goes with --hvp")
     if mode and not 0 <= ns.argnum < len(args):
@@ -147,11 +187,13 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
             text = str(graph) if ns.format == "text" else graph.to_dot()
         else:
             text = dg.source(target, *args)
-    except dg.DualgpuError:
+    except (dg.DualgpuError, MemoryError):
         raise
     except Exception as e:  # the user's function failed while being traced
         raise CliError(f"{ns.target} failed while being traced or compiled: {type(e).__name__}: "
                        f"{_one_line(e)}") from e
+    except SystemExit as e:
+        raise CliError(f"{ns.target} called sys.exit({e.code!r}) while being traced") from None
     print(text.rstrip())
     return 0
 
@@ -303,6 +345,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         kind = "" if isinstance(e, CliError) else f"{type(e).__name__}: "
         print(f"dualgpu: error: {kind}{_one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError as e:
+        if show_tb:
+            raise
+        print(f"dualgpu: error: out of memory ({_one_line(e)}); use smaller --arg shapes",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("dualgpu: interrupted", file=sys.stderr)

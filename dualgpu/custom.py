@@ -30,18 +30,80 @@ Example::
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .cache import IdentityKey, LRUCache
 from .codegen.names import check_c_expression, check_identifier
-from .errors import DualgpuError
+from .errors import DualgpuError, ShapeMismatchError
 from .ir import Aval
-from .primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive
+from .primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
 from .rules._util import broadcast_shapes, float_dtype, promote, unbroadcast
 
-__all__ = ["custom_op", "CustomOp"]
+__all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
+           "derived_rules_info"]
+
+# The graphs of derived rules (the JVP transposed from a VJP-only op, and vice versa), per
+# (rules, input signature): bounded, and emptied by dg.clear_cache() and by re-registration.
+DERIVED_RULES_SIZE = 64
+_DERIVED = LRUCache(DERIVED_RULES_SIZE)
+_BUILDING = threading.local()
+_REGISTER_LOCK = threading.RLock()
+
+
+def clear_derived_rules() -> None:
+    """Drop every cached derived-rule graph (``dg.clear_cache()`` calls this)."""
+    _DERIVED.clear()
+
+
+def derived_rules_info() -> dict:
+    """Size, bound and counters of the derived-rule cache."""
+    return _DERIVED.info()
+
+
+class _Spec:
+    """One definition of a custom op: implementation, shape rule and derivative rules."""
+
+    __slots__ = ("impl", "abstract_eval", "jvp", "vjp", "kind", "c", "arity", "rules")
+
+
+class CustomPrimitive(Primitive):
+    """The registry entry of a custom op. Its whole definition lives in one ``_Spec`` that
+    re-registration swaps in a single assignment, so the implementation and the rules are
+    always those of the same ``custom_op`` call (old handles included)."""
+
+    custom = True
+
+    def __init__(self, name: str, spec: _Spec, doc: str = ""):
+        self._spec = spec
+        # Primitive's own defaults for everything else (the setters below write into spec)
+        super().__init__(name, spec.impl, spec.abstract_eval, jvp=spec.jvp, vjp=spec.vjp,
+                         kind=spec.kind, c=spec.c, doc=doc)
+
+    def _field(attr: str):  # a property factory, used only in the class body
+        def get(self):
+            return getattr(self._spec, attr)
+
+        def set_(self, value):
+            setattr(self._spec, attr, value)
+
+        return property(get, set_)
+
+    impl = _field("impl")
+    abstract_eval = _field("abstract_eval")
+    jvp = _field("jvp")
+    vjp = _field("vjp")
+    kind = _field("kind")
+    c = _field("c")
+    arity = _field("arity")
+    del _field
+
+    def _replace(self, spec: _Spec, doc: str) -> None:
+        self._spec = spec
+        self.__doc__ = doc
 
 
 class CustomOp:
@@ -54,12 +116,16 @@ class CustomOp:
         cube(np.arange(3.0))    # array([0., 1., 8.])
     """
 
-    def __init__(self, prim: Primitive):
+    def __init__(self, prim: CustomPrimitive):
         self.prim = prim
         self.__name__ = prim.name
         self.__doc__ = prim.__doc__
 
     def __call__(self, *args: Any):
+        arity = self.prim.arity
+        if arity is not None and len(args) != arity:
+            raise DualgpuError(f"custom op {self.prim.name!r} takes {arity} operand(s), got "
+                               f"{len(args)}")
         return self.prim.bind(*args)
 
     def __repr__(self) -> str:
@@ -80,8 +146,10 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
     ``{1}``... standing for the operands; it is checked against a whitelist of tokens and
     math functions.
 
-    Re-registering a name that a previous ``custom_op`` call registered replaces it (handy in
-    notebooks); names of built-in primitives are refused.
+    Re-registering a name that a previous ``custom_op`` call registered replaces the whole
+    op at once -- implementation, shape rule and derivative rules, for every handle to it --
+    and clears the program cache (``dg.clear_cache()``), so that no program built with the
+    old definition runs again; names of built-in primitives are refused.
 
     Example::
 
@@ -93,8 +161,16 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
     """
     check_identifier(name, what="custom op name")
     if not callable(impl):
-        raise DualgpuError(f"custom_op {name!r}: impl must be callable")
-    arity = _arity(impl)
+        raise DualgpuError(f"custom_op {name!r}: impl must be callable, got "
+                           f"{type(impl).__name__}")
+    for what, rule in (("shape", shape), ("jvp", jvp), ("vjp", vjp)):
+        if rule is not None and not callable(rule):
+            raise DualgpuError(f"custom_op {name!r}: {what}= must be a function or None, got "
+                               f"{type(rule).__name__}")
+    if not isinstance(doc, str):
+        raise DualgpuError(f"custom_op {name!r}: doc= must be a string, got "
+                           f"{type(doc).__name__}")
+    arity = _arity(name, impl)
     if c is not None:
         if shape is not None:
             raise DualgpuError(f"custom_op {name!r}: a C expression is only for elementwise "
@@ -103,26 +179,48 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
             raise DualgpuError(f"custom_op {name!r}: a C expression needs a fixed number of "
                                "operands (impl(xp, x, y), not impl(xp, *args))")
         check_c_expression(c, arity)
-    existing = REGISTRY.get(name)
-    if existing is not None and not getattr(existing, "custom", False):
-        raise DualgpuError(f"custom_op {name!r}: a built-in primitive has this name")
 
-    prim = Primitive(name, lambda xp, *args: impl(xp, *args), _shape_rule(name, shape),
-                     kind="elementwise" if c is not None else "generic", c=c,
-                     py=None, doc=doc or getattr(impl, "__doc__", None) or "")
-    prim.custom = True
-    prim.arity = arity
-    rules = _Rules(prim, jvp, vjp)
-    if jvp is not None or vjp is not None:
-        prim.jvp = rules.jvp
-        prim.vjp = rules.vjp
+    spec = _Spec()
+    spec.abstract_eval = _shape_rule(name, shape)
+    spec.impl = _checked_impl(name, impl, spec)
+    spec.kind = "elementwise" if c is not None else "generic"
+    spec.c = c
+    spec.arity = arity
+    spec.rules = _Rules(name, jvp, vjp)
+    has_rules = jvp is not None or vjp is not None
     # without rules, differentiating through the op raises (it is not silently constant)
-    REGISTRY[name] = prim
-    NON_DIFFERENTIABLE.discard(name)
+    spec.jvp = spec.rules.jvp if has_rules else None
+    spec.vjp = spec.rules.vjp if has_rules else None
+    doc = doc or getattr(impl, "__doc__", None) or ""
+
+    with _REGISTER_LOCK:
+        existing = REGISTRY.get(name)
+        if existing is not None and not isinstance(existing, CustomPrimitive):
+            raise DualgpuError(f"custom_op {name!r}: a built-in primitive has this name")
+        if existing is None:
+            prim = CustomPrimitive(name, spec, doc)
+            spec.rules.prim = prim
+            REGISTRY[name] = prim
+        else:
+            # replace the whole definition in one assignment, then drop everything built
+            # with the old one: compiled programs and derived-rule graphs
+            prim = existing
+            spec.rules.prim = prim
+            prim._replace(spec, doc)
+            bump_registry_version()
+            _clear_dependent_caches()
+        NON_DIFFERENTIABLE.discard(name)
     return CustomOp(prim)
 
 
-def _arity(impl) -> int | None:
+def _clear_dependent_caches() -> None:
+    clear_derived_rules()
+    from . import api
+
+    api.clear_cache()
+
+
+def _arity(name: str, impl) -> int | None:
     try:
         params = list(inspect.signature(impl).parameters.values())
     except (TypeError, ValueError):
@@ -131,8 +229,58 @@ def _arity(impl) -> int | None:
         return None
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not positional:
-        raise DualgpuError("custom_op: impl must take the array module first: impl(xp, *args)")
+        raise DualgpuError(f"custom_op {name!r}: impl must take the array module first: "
+                           "impl(xp, *args)")
     return len(positional) - 1
+
+
+def _rule_error(name: str, what: str, e: Exception) -> DualgpuError:
+    msg = " ".join(str(e).split()) or type(e).__name__
+    return DualgpuError(f"the {what} of custom op {name!r} raised {type(e).__name__}: {msg}")
+
+
+def _user_call(name: str, what: str, fn, *args):
+    """Call a user-supplied function; its mistakes become one DualgpuError naming the op."""
+    try:
+        return fn(*args)
+    except (DualgpuError, FloatingPointError, MemoryError):
+        raise  # ours, and NumPy's errstate(raise) semantics
+    except Exception as e:
+        raise _rule_error(name, what, e) from e
+
+
+def _checked_impl(name: str, impl, spec: _Spec):
+    """The user's implementation, with its output's shape checked against the shape rule
+    (the expected shape is remembered per input signature: about a microsecond a call)."""
+    expected: dict = {}
+
+    def run(xp, *args, **params):
+        try:
+            res = impl(xp, *args)
+        except (DualgpuError, FloatingPointError, MemoryError):
+            raise
+        except Exception as e:
+            raise _rule_error(name, "impl", e) from e
+        try:
+            key = tuple([(a.shape, a.dtype) for a in args])
+        except AttributeError:  # Python scalars among the operands
+            key = tuple([(np.shape(a), type(a)) for a in args])
+        want = expected.get(key)
+        if want is None:
+            want = tuple(spec.abstract_eval([_aval(a) for a in args]).shape)
+            if len(expected) > 256:
+                expected.clear()
+            expected[key] = want
+        got = res.shape if hasattr(res, "shape") else np.shape(res)
+        if got != want and tuple(got) != want:
+            raise ShapeMismatchError(
+                f"the impl of custom op {name!r} returned shape {tuple(got)}, but its shape "
+                f"rule gives {want} for inputs of shapes "
+                f"{', '.join(str(tuple(np.shape(a))) for a in args)}; give custom_op a "
+                "shape= that matches impl")
+        return res
+
+    return run
 
 
 def _shape_rule(name: str, shape):
@@ -144,15 +292,40 @@ def _shape_rule(name: str, shape):
         return elementwise_rule
 
     def rule(avals, **params):
-        res = shape(*avals)
-        if isinstance(res, Aval):
-            return res
-        if (isinstance(res, tuple) and len(res) == 2 and isinstance(res[0], tuple)
-                and not isinstance(res[1], (int, np.integer))):
-            return Aval(tuple(int(d) for d in res[0]), np.dtype(res[1]))
-        return Aval(tuple(int(d) for d in res), float_dtype(promote(avals)))
+        res = _user_call(name, "shape rule", shape, *avals)
+        return _as_aval(name, res, avals)
 
     return rule
+
+
+def _dims(res) -> tuple | None:
+    if not isinstance(res, (tuple, list)):
+        return None
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+               for d in res):
+        return None
+    return tuple(int(d) for d in res)
+
+
+def _as_aval(name: str, res, avals) -> Aval:
+    """A shape rule's result as an Aval, or one DualgpuError naming the op."""
+    if isinstance(res, Aval):
+        return res
+    if (isinstance(res, tuple) and len(res) == 2 and isinstance(res[0], (tuple, list))
+            and not isinstance(res[1], (int, np.integer))):
+        dims = _dims(res[0])
+        try:
+            dtype = np.dtype(res[1])
+        except TypeError:
+            dtype = None
+        if dims is not None and dtype is not None:
+            return Aval(dims, dtype)
+    else:
+        dims = _dims(res)
+        if dims is not None:
+            return Aval(dims, float_dtype(promote(avals)))
+    raise DualgpuError(f"the shape rule of custom op {name!r} returned {res!r}: expected an "
+                       "Aval, a (shape, dtype) pair or a shape (a tuple of non-negative ints)")
 
 
 def _aval(x) -> Aval:
@@ -171,14 +344,64 @@ def _float(x) -> bool:
     return np.dtype(_aval(x).dtype).kind in "fc"
 
 
-class _Rules:
-    """The JVP and VJP of a custom op, each given or derived from the other."""
+def _wants(x) -> bool:
+    """A traced floating-point input: the only kind that takes a cotangent."""
+    return hasattr(x, "aval") and _float(x)
 
-    def __init__(self, prim: Primitive, jvp, vjp):
-        self.prim = prim
+
+def _is_value(x) -> bool:
+    if hasattr(x, "aval"):
+        return True
+    if isinstance(x, (bool, int, float, complex)):
+        return True
+    return hasattr(x, "shape") and hasattr(x, "dtype") and \
+        np.dtype(x.dtype).kind in "biufc"
+
+
+def _broadcasts_to(src: tuple, dst: tuple) -> bool:
+    """Whether an array of shape ``src`` broadcasts to shape ``dst``."""
+    return len(src) <= len(dst) and all(
+        s == d or s == 1 for s, d in zip(reversed(src), reversed(dst)))
+
+
+def _describe(x) -> str:
+    a = _aval(x)
+    return f"{np.dtype(a.dtype).name}{list(a.shape)}"
+
+
+class _MissingCotangent:
+    """What a VJP's ``None`` becomes for a floating-point input: harmless while that input
+    is not differentiated (reverse mode skips it), one clear error as soon as it is used."""
+
+    __slots__ = ("_message",)
+
+    def __init__(self, message: str):
+        object.__setattr__(self, "_message", message)
+
+    def _refuse(self, *args, **kwargs):
+        raise DualgpuError(object.__getattribute__(self, "_message"))
+
+    def __getattr__(self, name):
+        self._refuse()
+
+    __array__ = __array_ufunc__ = __array_function__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __neg__ = __bool__ = __len__ = __iter__ = _refuse
+    __float__ = __index__ = __getitem__ = _refuse
+
+    def __repr__(self) -> str:
+        return "<missing cotangent>"
+
+
+class _Rules:
+    """The JVP and VJP of a custom op, each given or derived from the other; every result
+    of a user rule is checked (None, shape, dtype) before it enters a graph."""
+
+    def __init__(self, name: str, jvp, vjp):
+        self.name = name
+        self.prim: CustomPrimitive | None = None
         self.user_jvp = jvp
         self.user_vjp = vjp
-        self._transposed: dict = {}
 
     # ------------------------------------------------------------------ user rules
     def _call_jvp(self, primals, tangents, ans):
@@ -186,18 +409,72 @@ class _Rules:
         from .numpy_api import zeros_like
 
         ts = [zeros_like(p) if t is None and _float(p) else t for p, t in zip(primals, tangents)]
-        return rebind_function(self.user_jvp)(tuple(primals), tuple(ts), ans)
+        t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
+                       tuple(primals), tuple(ts), ans)
+        return self._check_tangent(t, ans)
+
+    def _check_tangent(self, t, ans):
+        where = f"the jvp rule of custom op {self.name!r}"
+        shape = tuple(_aval(ans).shape)
+        if t is None:
+            raise DualgpuError(f"{where} returned None: it must return the output's tangent, "
+                               f"an array of the output's shape {shape}")
+        if isinstance(t, (tuple, list)):
+            raise DualgpuError(f"{where} returned a {type(t).__name__}: return one array, the "
+                               f"output's tangent (shape {shape})")
+        if not _is_value(t):
+            raise DualgpuError(f"{where} returned a {type(t).__name__}: return an array, the "
+                               f"output's tangent (shape {shape})")
+        tshape = tuple(_aval(t).shape)
+        if not _broadcasts_to(tshape, shape):
+            raise ShapeMismatchError(f"{where} returned a tangent of shape {tshape}, but the "
+                                     f"output has shape {shape}")
+        self._check_dtype(t, ans, f"{where} returned a tangent", "the output")
+        return _fit(t, ans)
+
+    def _check_dtype(self, t, like, what, of):
+        tk, lk = np.dtype(_aval(t).dtype).kind, np.dtype(_aval(like).dtype).kind
+        if tk == "c" and lk != "c":
+            raise ShapeMismatchError(f"{what} of dtype {np.dtype(_aval(t).dtype).name}, but "
+                                     f"{of} is real ({_describe(like)})")
 
     def _call_vjp(self, g, primals, ans):
         from .namespace import rebind_function
 
-        cts = rebind_function(self.user_vjp)(g, tuple(primals), ans)
+        cts = _user_call(self.name, "vjp rule", rebind_function(self.user_vjp),
+                         g, tuple(primals), ans)
+        n = len(primals)
         if not isinstance(cts, (tuple, list)):
+            if n != 1:
+                raise DualgpuError(
+                    f"the vjp rule of custom op {self.name!r} returned a "
+                    f"{type(cts).__name__}: return a tuple of {n} cotangents, one per input")
             cts = (cts,)
-        if len(cts) != len(primals):
-            raise DualgpuError(f"the vjp of custom op {self.prim.name} returned {len(cts)} "
-                               f"cotangents for {len(primals)} inputs")
-        return cts
+        if len(cts) != n:
+            raise DualgpuError(f"the vjp rule of custom op {self.name!r} returned {len(cts)} "
+                               f"cotangents for {n} inputs: return one per input (None for "
+                               "an input without one)")
+        return list(cts)
+
+    def _check_cotangent(self, ct, x, i):
+        """A cotangent for input ``i``, summed down to its shape and cast to its dtype."""
+        where = f"the vjp rule of custom op {self.name!r}"
+        shape = tuple(_aval(x).shape)
+        if not _is_value(ct) or isinstance(ct, (tuple, list)):
+            raise DualgpuError(f"{where} returned a {type(ct).__name__} for input {i}: return "
+                               f"an array shaped like the input ({_describe(x)})")
+        cshape = tuple(_aval(ct).shape)
+        if not _broadcasts_to(shape, cshape):
+            raise ShapeMismatchError(f"{where} returned a cotangent of shape {cshape} for "
+                                     f"input {i}, which has shape {shape}")
+        self._check_dtype(ct, x, f"{where} returned a cotangent for input {i}",
+                          f"input {i}")
+        return unbroadcast(ct, _aval(x))
+
+    def _missing(self, x, i, why: str) -> str:
+        return (f"the vjp rule of custom op {self.name!r} returned None for input {i} "
+                f"({_describe(x)}), {why}: return its cotangent (np.zeros_like(primals[{i}]) "
+                "if it is truly zero)")
 
     # ------------------------------------------------------------------ registry rules
     def jvp(self, primals, tangents, **params):
@@ -205,7 +482,7 @@ class _Rules:
         if all(t is None for t in tangents):
             return ans, None
         if self.user_jvp is not None:
-            return ans, _fit(self._call_jvp(primals, tangents, ans), ans)
+            return ans, self._call_jvp(primals, tangents, ans)
         return ans, self._derived_jvp(primals, tangents, ans)
 
     def vjp(self, g, primals, ans, **params):
@@ -213,36 +490,53 @@ class _Rules:
             cts = self._call_vjp(g, primals, ans)
         else:
             cts = self._derived_vjp(g, primals, ans)
-        out = []
-        for x, ct in zip(primals, cts):
-            if ct is None or not hasattr(x, "aval") or not _float(x):
+        out: list = []
+        for i, (x, ct) in enumerate(zip(primals, cts)):
+            if not _wants(x):
                 out.append(None)
+            elif ct is None:
+                # an error only if reverse mode needs this input's cotangent
+                out.append(_MissingCotangent(self._missing(x, i, "which is differentiated")))
             else:
-                out.append(unbroadcast(_fit(ct, x, broadcast=False), x.aval))
+                out.append(self._check_cotangent(ct, x, i))
         return tuple(out)
 
     # ------------------------------------------------------------------ transposition
-    def _diff_positions(self, primals):
-        return [i for i, p in enumerate(primals) if _float(p)]
+    def _derived(self, key, build):
+        """A derived-rule graph from the bounded cache; refuses to derive a rule from itself."""
+        full_key = (IdentityKey(self), *key)
+        building = getattr(_BUILDING, "keys", None)
+        if building is None:
+            building = _BUILDING.keys = set()
+        if full_key in building:
+            which = "jvp from its vjp" if key[0] == "jvp" else "vjp from its jvp"
+            raise DualgpuError(f"custom op {self.name!r}: deriving its {which} needs the rule "
+                               "being derived (the given rule applies the op to the "
+                               "tangents or cotangents); give both jvp= and vjp=")
+        building.add(full_key)
+        try:
+            return _DERIVED.get_or_build(full_key, build)
+        finally:
+            building.discard(full_key)
 
     def _derived_jvp(self, primals, tangents, ans):
         """Transpose the pullback: J t = (g -> J^T g)^T t."""
         from .interpret import eval_graph
         from .numpy_api import zeros_like
 
-        diff = self._diff_positions(primals)
+        need = [i for i, p in enumerate(primals) if _float(p) and tangents[i] is not None]
+        if not need:
+            return None
         avals = [_aval(p) for p in primals]
         ans_aval = _aval(ans)
-        key = ("jvp", _aval_key(avals), _aval_key([ans_aval]))
-        graph = self._transposed.get(key)
-        if graph is None:
-            graph = self._transpose_pullback(avals, ans_aval, diff, _xp_of(primals, ans))
-            self._transposed[key] = graph
-        ts = [tangents[i] if tangents[i] is not None else zeros_like(primals[i]) for i in diff]
-        outs = eval_graph(graph, [zeros_like(ans), *primals, ans, *ts])
+        xp = _xp_of(primals, ans)
+        key = ("jvp", tuple(need), _aval_key(avals), _aval_key([ans_aval]),
+               getattr(xp, "__name__", ""))
+        graph = self._derived(key, lambda: self._transpose_pullback(avals, ans_aval, need, xp))
+        outs = eval_graph(graph, [zeros_like(ans), *primals, ans, *[tangents[i] for i in need]])
         return _fit(outs[-1], ans)
 
-    def _transpose_pullback(self, avals, ans_aval, diff, xp):
+    def _transpose_pullback(self, avals, ans_aval, need, xp):
         from .trace import trace_to_graph
         from .transforms.vjp import vjp_graph
 
@@ -251,11 +545,18 @@ class _Rules:
         def pullback(g, *rest):
             primals, ans = rest[:n], rest[n]
             cts = self._call_vjp(g, primals, ans)
-            return tuple(_ct_or_zeros(cts[i], primals[i]) for i in diff)
+            out = []
+            for i in need:
+                if cts[i] is None:
+                    raise DualgpuError(self._missing(
+                        primals[i], i, "but forward mode (jvp, hvp) perturbs that input and "
+                        "its JVP is derived from this rule"))
+                out.append(self._check_cotangent(cts[i], primals[i], i))
+            return tuple(out)
 
         g_aval = Aval(tuple(ans_aval.shape), ans_aval.dtype)
         graph, _ = trace_to_graph(pullback, [g_aval, *avals, ans_aval], xp,
-                                  name=f"{self.prim.name}_pullback")
+                                  name=f"{self.name}_pullback")
         return vjp_graph(graph, [True] + [False] * (n + 1))
 
     def _derived_vjp(self, g, primals, ans):
@@ -263,14 +564,14 @@ class _Rules:
         from .interpret import eval_graph
         from .numpy_api import zeros_like
 
-        diff = self._diff_positions(primals)
+        diff = [i for i, p in enumerate(primals) if _float(p)]
         avals = [_aval(p) for p in primals]
         ans_aval = _aval(ans)
-        key = ("vjp", _aval_key(avals), _aval_key([ans_aval]))
-        graph = self._transposed.get(key)
-        if graph is None:
-            graph = self._transpose_pushforward(avals, ans_aval, diff, _xp_of(primals, ans))
-            self._transposed[key] = graph
+        xp = _xp_of(primals, ans)
+        key = ("vjp", tuple(diff), _aval_key(avals), _aval_key([ans_aval]),
+               getattr(xp, "__name__", ""))
+        graph = self._derived(key, lambda: self._transpose_pushforward(avals, ans_aval, diff,
+                                                                       xp))
         ts = [zeros_like(primals[i]) for i in diff]
         outs = eval_graph(graph, [*ts, *primals, ans, g])
         cts: list = [None] * len(primals)
@@ -289,11 +590,11 @@ class _Rules:
             full: list = [None] * n
             for i, t in zip(diff, ts):
                 full[i] = t
-            return _fit(self._call_jvp(primals, full, ans), ans)
+            return self._call_jvp(primals, full, ans)
 
         t_avals = [Aval(tuple(avals[i].shape), avals[i].dtype) for i in diff]
         graph, _ = trace_to_graph(pushforward, [*t_avals, *avals, ans_aval], xp,
-                                  name=f"{self.prim.name}_pushforward")
+                                  name=f"{self.name}_pushforward")
         return vjp_graph(graph, [True] * k + [False] * (n + 1))
 
 
@@ -308,21 +609,12 @@ def _xp_of(primals, ans):
     return namespace_of(list(primals))
 
 
-def _ct_or_zeros(ct, x):
-    from .numpy_api import zeros_like
-
-    if ct is None:
-        return zeros_like(x)
-    return _fit(ct, x, broadcast=False) if tuple(np.shape(ct)) == tuple(np.shape(x)) else \
-        unbroadcast(ct, _aval(x))
-
-
-def _fit(t, like, broadcast: bool = True):
-    """Give a rule's result the shape (broadcasting) and dtype of ``like``."""
+def _fit(t, like):
+    """Give a tangent the shape (broadcasting) and dtype of ``like``."""
     from . import numpy_api as dnp
 
     shape = tuple(dnp._shape(like))
-    if broadcast and tuple(dnp._shape(t)) != shape:
+    if tuple(dnp._shape(t)) != shape:
         t = dnp.broadcast_to(t, shape)
     dt = dnp._dtype(like)
     if dnp._dtype(t) != dt and np.dtype(dt).kind in "fc":

@@ -1,4 +1,10 @@
-"""Hessians as linear operators, for SciPy and cupyx solvers."""
+"""Hessians as linear operators, for SciPy and cupyx solvers.
+
+``x`` is one flat point: a NumPy or CuPy floating-point array (a Python or NumPy float scalar
+is converted). Bad input -- a list, a string, an integer array, a tuple ``argnums``, a vector
+of the wrong size -- is one :class:`~dualgpu.DualgpuError` naming the argument. An empty ``x``
+(size 0) has an empty Hessian.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -6,12 +12,75 @@ from collections.abc import Callable
 import numpy as np
 
 from .api import _Hvp
-from .backends import backend_of
+from .backends import array_backend, backend_of
+from .errors import BackendMismatchError, DualgpuError, IntegerInputError, ShapeMismatchError
 
 
 def _insert(args: tuple, argnums: int, x) -> tuple:
     """The full argument list of ``f``: ``args`` with ``x`` inserted at ``argnums``."""
     return args[:argnums] + (x,) + args[argnums:]
+
+
+def _check_fn(f, what: str) -> None:
+    if not callable(f):
+        raise DualgpuError(f"{what}: f must be a function, got {type(f).__name__}")
+
+
+def _check_argnums(argnums, what: str) -> int:
+    """``argnums`` of the Hessian helpers: the position of the one flat argument ``x``."""
+    if isinstance(argnums, (bool, np.bool_)) or not isinstance(argnums, (int, np.integer)) \
+            or argnums < 0:
+        hint = (" (one argument only: concatenate several into one flat x)"
+                if isinstance(argnums, (tuple, list)) else "")
+        raise DualgpuError(f"{what}: argnums must be a non-negative int, the position of x, "
+                           f"got {argnums!r}{hint}")
+    return int(argnums)
+
+
+def _as_point(x, what: str, name: str = "x"):
+    """``x`` as a floating-point array: arrays pass, float scalars are converted."""
+    if isinstance(x, (bool, np.bool_)):
+        raise IntegerInputError(f"{what}: {name} is a bool; pass a floating-point array")
+    if isinstance(x, (int, float)) and not isinstance(x, np.generic):
+        return np.asarray(float(x))
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    b = array_backend(x)
+    if b is None or b.is_sparse(x):
+        raise DualgpuError(f"{what}: {name} must be a NumPy or CuPy array (or a float), got "
+                           f"{type(x).__name__}" + ("; use np.asarray(x)"
+                                                    if isinstance(x, (list, tuple)) else ""))
+    kind = np.dtype(x.dtype).kind
+    if kind not in "fc":
+        raise IntegerInputError(f"{what}: {name} has dtype {np.dtype(x.dtype)}: only "
+                                f"floating-point points can be differentiated; convert it "
+                                "with .astype(float)")
+    return x
+
+
+def _as_vector(v, xp, backend, n: int, dtype, what: str, name: str):
+    """A direction given to a Hessian product: numeric, on ``backend``, of ``n`` entries."""
+    b = array_backend(v)
+    if b is not None and b is not backend:
+        raise BackendMismatchError(f"{what}: {name} is a {b.name} array but x is a "
+                                   f"{backend.name} array")
+    if b is None and not isinstance(v, (list, tuple, int, float, complex, np.generic)):
+        raise DualgpuError(f"{what}: {name} must be an array, got {type(v).__name__}")
+    try:
+        v = xp.asarray(v)
+    except (TypeError, ValueError) as e:
+        raise DualgpuError(f"{what}: {name} is not a numeric array "
+                           f"({' '.join(str(e).split())})") from None
+    kind = np.dtype(v.dtype).kind
+    if kind not in "biufc":
+        raise DualgpuError(f"{what}: {name} must be numeric, got dtype {v.dtype}")
+    if kind == "c" and np.dtype(dtype).kind != "c":
+        raise ShapeMismatchError(f"{what}: {name} is complex ({v.dtype}) but x is real "
+                                 f"({np.dtype(dtype)})")
+    if v.size != n:
+        raise ShapeMismatchError(f"{what}: {name} has shape {tuple(v.shape)} ({v.size} "
+                                 f"entries), but x has {n} entries")
+    return v
 
 
 class HessianOperator:
@@ -26,7 +95,9 @@ class HessianOperator:
     directly (``scipy.sparse.linalg.cg(H, b)``, ``minres``, ``gmres``, ``eigsh``);
     ``H.aslinearoperator()`` (also ``H.op``) is a ``scipy.sparse.linalg.LinearOperator`` for
     NumPy inputs and a ``cupyx.scipy.sparse.linalg.LinearOperator`` for CuPy inputs.
-    Vectors are cast to ``x``'s dtype; the product is taken at the fixed point ``x``.
+    Vectors are cast to ``x``'s dtype; the product is taken at the fixed point ``x``. ``x``
+    must be a floating-point array (a float scalar is converted); a vector of the wrong size
+    raises :class:`~dualgpu.ShapeMismatchError`.
 
     Example::
 
@@ -41,10 +112,16 @@ class HessianOperator:
     """
 
     def __init__(self, f: Callable, x, *args, argnums: int = 0):
+        what = "HessianOperator"
+        _check_fn(f, what)
+        self.argnums = _check_argnums(argnums, what)
+        if self.argnums > len(args):
+            raise DualgpuError(f"{what}: argnums={self.argnums} but f gets only "
+                               f"{len(args) + 1} argument(s) (x and {len(args)} more)")
+        x = _as_point(x, what)
         self.f = f
         self.x = x
         self.args = args
-        self.argnums = int(argnums)
         self.backend = backend_of([x, *args], "HessianOperator arguments")
         self.n = int(np.prod(x.shape))
         self.shape = (self.n, self.n)
@@ -56,7 +133,12 @@ class HessianOperator:
     def matvec(self, v):
         """``H @ v`` for a flat (or ``(n, 1)``) vector ``v``; counts one product."""
         xp = self.backend.xp
-        v = xp.asarray(v)
+        v = _as_vector(v, xp, self.backend, self.n, self.dtype, "HessianOperator", "v")
+        if not (v.ndim == 1 or (v.ndim == 2 and v.shape[1] == 1)
+                or tuple(v.shape) == tuple(self.x.shape)):
+            raise ShapeMismatchError(f"HessianOperator: v has shape {tuple(v.shape)}; give a "
+                                     f"flat vector of {self.n} entries (or an ({self.n}, 1) "
+                                     "column)")
         shape = v.shape
         direction = v.reshape(self.x.shape).astype(self.dtype, copy=False)
         out = self._hvp(*_insert(self.args, self.argnums, self.x), direction)
@@ -68,7 +150,15 @@ class HessianOperator:
     def matmat(self, V):
         """``H @ V`` for an ``(n, k)`` matrix: ``k`` products."""
         xp = self.backend.xp
-        V = xp.asarray(V)
+        b = array_backend(V)
+        if b is not None and b is not self.backend:
+            raise BackendMismatchError(f"HessianOperator: V is a {b.name} array but x is a "
+                                       f"{self.backend.name} array")
+        V = xp.asarray(V) if b is not None or isinstance(V, (list, tuple)) else V
+        if getattr(V, "ndim", None) != 2 or V.shape[0] != self.n:
+            raise ShapeMismatchError(
+                f"HessianOperator: V has shape {tuple(getattr(V, 'shape', ()))}, expected "
+                f"({self.n}, k): one column per vector")
         if V.shape[1] == 0:
             return xp.zeros((self.n, 0), dtype=self.dtype)
         return xp.stack([self.matvec(V[:, j]) for j in range(V.shape[1])], axis=1)
@@ -77,7 +167,8 @@ class HessianOperator:
 
     def dot(self, v):
         """``H @ v`` for a vector or a matrix of column vectors."""
-        if getattr(v, "ndim", np.ndim(v)) == 2 and v.shape[1] != 1:
+        if getattr(v, "ndim", np.ndim(v) if isinstance(v, (list, tuple)) else 1) == 2 \
+                and np.shape(v)[1] != 1:
             return self.matmat(v)
         return self.matvec(v)
 
@@ -103,7 +194,8 @@ class HessianOperator:
 def hessp(f: Callable, argnums: int = 0):
     """``hp(x, p, *args) = H(x) @ p``, the signature of ``scipy.optimize.minimize``'s
     ``hessp``. ``f`` is called as ``f(x, *args)``; with ``argnums=k``, ``x`` is inserted as
-    ``f``'s argument ``k``.
+    ``f``'s argument ``k``. ``p`` has ``x.size`` entries (any shape); the result has ``x``'s
+    shape.
 
     Example::
 
@@ -114,12 +206,20 @@ def hessp(f: Callable, argnums: int = 0):
         >>> np.round(res.x, 4)
         array([1., 1., 1., 1.])
     """
-    argnums = int(argnums)
+    _check_fn(f, "hessp")
+    argnums = _check_argnums(argnums, "hessp")
     h = _Hvp(f, argnums=argnums, returns="hvp")
 
     def hp(x, p, *args):
+        if argnums > len(args):
+            raise DualgpuError(f"hessp: argnums={argnums} but hp got only {len(args)} extra "
+                               "argument(s) after x and p")
+        x = _as_point(x, "hessp")
+        backend = backend_of([x], "hessp arguments")
+        p = _as_vector(p, backend.xp, backend, int(np.prod(x.shape)), x.dtype, "hessp", "p")
         return h(*_insert(tuple(args), argnums, x), p.astype(x.dtype).reshape(x.shape))
 
     hp.__name__ = f"hessp_{getattr(f, '__name__', 'f')}"
     hp.__doc__ = f"Hessian-vector product of {getattr(f, '__name__', 'f')}: hp(x, p, *args)."
     return hp
+

@@ -31,6 +31,21 @@ from .ir import Aval
 REGISTRY: dict[str, Primitive] = {}
 # Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
 NON_DIFFERENTIABLE: set[str] = set()
+# Bumped whenever a registered primitive's definition is replaced (custom_op re-registration):
+# a program built under an older version may have used the old definition.
+_VERSION = [0]
+
+
+def registry_version() -> int:
+    """A counter that changes whenever a registered op's definition is replaced; cache keys
+    and long-lived programs can include it to notice a re-registration."""
+    return _VERSION[0]
+
+
+def bump_registry_version() -> int:
+    """Mark the registry as changed (see :func:`registry_version`); returns the new value."""
+    _VERSION[0] += 1
+    return _VERSION[0]
 
 
 class Primitive:
@@ -80,6 +95,15 @@ def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -
     from .codegen.names import check_c_expression, check_identifier, check_py_template
 
     check_identifier(name, what="primitive name")
+    if not callable(impl):
+        raise DualgpuError(f"defprim {name!r}: impl must be callable, got {type(impl).__name__}")
+    if not callable(abstract_eval):
+        raise DualgpuError(f"defprim {name!r}: abstract_eval must be callable, got "
+                           f"{type(abstract_eval).__name__}")
+    for rule in ("jvp", "vjp", "batch"):
+        if kwargs.get(rule) is not None and not callable(kwargs[rule]):
+            raise DualgpuError(f"defprim {name!r}: {rule}= must be callable or None, got "
+                               f"{type(kwargs[rule]).__name__}")
     # templates are printed into generated source: check them as we check names
     if isinstance(kwargs.get("py"), str):
         check_py_template(kwargs["py"], what=f"Python template of {name}")

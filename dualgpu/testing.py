@@ -1,10 +1,16 @@
 """Derivative checks against finite differences, and hypothesis strategies.
 
 ``check_jvp`` compares ``J·t`` with central differences along one random direction;
-``check_vjp`` checks the inner-product identity ``<ȳ, J t> = <Jᵀ ȳ, t>``;
-``check_hvp`` compares ``H·v`` with central differences of the gradient;
+``check_vjp_fd`` compares ``Jᵀ ȳ`` with central differences through the inner product
+``<ȳ, J t> = <Jᵀ ȳ, t>`` (reverse mode only, ``J t`` by differences);
+``check_vjp`` checks the same identity exactly, with ``dg.jvp`` on one side and ``dg.vjp`` on
+the other; ``check_hvp`` compares ``H·v`` with central differences of the gradient;
 ``check_grads(order=2)`` runs all that apply. Tolerances are documented per function and
 meant for float64.
+
+Bad arguments (an unknown mode, ``args`` that is not a tuple, an integer array, an
+``argnum`` out of range) raise a :class:`~dualgpu.DualgpuError` naming the argument; a wrong
+derivative raises ``AssertionError``.
 """
 from __future__ import annotations
 
@@ -12,7 +18,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .errors import DualgpuError
+from .errors import DualgpuError, IntegerInputError
+
+MODES = ("fwd", "rev")
 
 
 def _rng(seed):
@@ -22,7 +30,7 @@ def _rng(seed):
 def _xp(args):
     from .backends import backend_of
 
-    return backend_of(args).xp
+    return backend_of(_leaves(args)).xp
 
 
 def _to_numpy(x):
@@ -37,6 +45,11 @@ def _vdot(a, b) -> float:
     return float(np.sum(_to_numpy(a).astype(np.float64) * _to_numpy(b).astype(np.float64)))
 
 
+def _abs_vdot(a, b) -> float:
+    return float(np.sum(np.abs(_to_numpy(a).astype(np.float64) *
+                               _to_numpy(b).astype(np.float64))))
+
+
 def _assert_close(got, want, rtol, atol, what):
     got = _to_numpy(got).astype(np.float64)
     want = _to_numpy(want).astype(np.float64)
@@ -44,28 +57,126 @@ def _assert_close(got, want, rtol, atol, what):
         raise AssertionError(f"{what}: shape {got.shape} != {want.shape}")
     err = np.abs(got - want)
     tol = atol + rtol * np.abs(want)
-    if not np.all(err <= tol) or np.any(np.isnan(got) != np.isnan(want)):
-        worst = np.nanmax(err - tol) if err.size else 0
-        raise AssertionError(f"{what}: max excess error {worst:.3g} (rtol={rtol}, atol={atol})"
+    nan_mismatch = np.isnan(got) != np.isnan(want)
+    with np.errstate(invalid="ignore"):
+        bad = ~(err <= tol) & ~(np.isnan(got) & np.isnan(want))
+    if np.any(bad) or np.any(nan_mismatch):
+        excess = (err - tol)[np.isfinite(err - tol)]
+        worst = f"max excess error {excess.max():.3g}" if excess.size else "NaN mismatch"
+        raise AssertionError(f"{what}: {worst} (rtol={rtol}, atol={atol})"
                              f"\n got  {got.ravel()[:6]}\n want {want.ravel()[:6]}")
 
 
 def numerical_jvp(f, args, tangents, eps):
-    plus = f(*[a + eps * t for a, t in zip(args, tangents)])
-    minus = f(*[a - eps * t for a, t in zip(args, tangents)])
+    """Central differences of ``f`` at ``args`` along ``tangents``."""
+    plus = f(*[_tree_map2(lambda a, t: a + eps * t, a, t) for a, t in zip(args, tangents)])
+    minus = f(*[_tree_map2(lambda a, t: a - eps * t, a, t) for a, t in zip(args, tangents)])
     return _tree_map2(lambda p, m: (p - m) / (2 * eps), plus, minus)
+
+
+def _keys(d: dict) -> list:
+    """A dict's keys in one canonical order (sorted when they can be), so that trees that
+    differ only in insertion order line up leaf by leaf."""
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
 
 
 def _tree_map2(fn, a, b):
     if isinstance(a, (tuple, list)):
         return type(a)(_tree_map2(fn, x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return {k: _tree_map2(fn, a[k], b[k]) for k in _keys(a)}
     return fn(a, b)
+
+
+def _tree_map(fn, a):
+    if isinstance(a, (tuple, list)):
+        return type(a)(_tree_map(fn, x) for x in a)
+    if isinstance(a, dict):
+        return {k: _tree_map(fn, a[k]) for k in _keys(a)}
+    return fn(a)
+
+
+def _rebuild(like, leaves):
+    """A tree shaped like ``like`` whose leaves are taken in order from ``leaves``."""
+    it = iter(leaves)
+    return _tree_map(lambda _: next(it), like)
+
+
+def _random_tree(rng, tree, xp):
+    return _tree_map(lambda a: _random_like(rng, a, xp), tree)
 
 
 def _leaves(x):
     if isinstance(x, (tuple, list)):
         return [y for item in x for y in _leaves(item)]
+    if isinstance(x, dict):
+        return [y for k in _keys(x) for y in _leaves(x[k])]
     return [x]
+
+
+def _fname(f) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _check_args(f, args, what: str) -> tuple:
+    """``args`` as a tuple of floating-point arrays (float scalars converted), or one
+    DualgpuError naming the argument."""
+    if not callable(f):
+        raise DualgpuError(f"{what}: f must be a function, got {type(f).__name__}")
+    if not isinstance(args, (tuple, list)):
+        raise DualgpuError(f"{what}: args must be a tuple of arguments such as (x,), got "
+                           f"{type(args).__name__}")
+    if not args:
+        raise DualgpuError(f"{what}: args is empty: there is nothing to differentiate")
+    from .backends import array_backend
+
+    def leaf(a, i):
+        if isinstance(a, (bool, np.bool_)):
+            raise IntegerInputError(f"{what}: argument {i} is a bool; pass a floating-point "
+                                    "array")
+        if isinstance(a, (int, float)) and not isinstance(a, np.generic):
+            return np.asarray(float(a))
+        if isinstance(a, np.generic):
+            a = np.asarray(a)
+        b = array_backend(a)
+        if b is None or b.is_sparse(a):
+            raise DualgpuError(f"{what}: argument {i} must be a NumPy or CuPy array (or a "
+                               f"float), got {type(a).__name__}")
+        if np.dtype(a.dtype).kind not in "fc":
+            raise IntegerInputError(f"{what}: argument {i} has dtype {np.dtype(a.dtype)}: "
+                                    "only floating-point arguments can be checked; convert "
+                                    "it with .astype(float)")
+        return a
+
+    return tuple(_tree_map(lambda a, i=i: leaf(a, i), a) for i, a in enumerate(args))
+
+
+def _check_argnum(argnum, args, what: str) -> int:
+    if isinstance(argnum, (bool, np.bool_)) or not isinstance(argnum, (int, np.integer)) \
+            or not 0 <= argnum < len(args):
+        raise DualgpuError(f"{what}: argnum must be an int in [0, {len(args)}), got "
+                           f"{argnum!r}")
+    return int(argnum)
+
+
+def _check_modes(modes) -> tuple[str, ...]:
+    if isinstance(modes, str):
+        modes = (modes,)
+    if not isinstance(modes, (tuple, list, set, frozenset)) or not modes:
+        raise DualgpuError(f"check_grads: modes must be a non-empty tuple of {MODES}, got "
+                           f"{modes!r}")
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise DualgpuError(f"check_grads: unknown mode(s) {unknown!r} in modes; use 'fwd' "
+                           "and/or 'rev'")
+    return tuple(m for m in MODES if m in modes)
+
+
+def _random_tangents(rng, args, xp):
+    return tuple(_random_tree(rng, a, xp) for a in args)
 
 
 def check_jvp(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float = 1e-5,
@@ -78,37 +189,67 @@ def check_jvp(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float = 1
     """
     from .api import jvp
 
-    args = tuple(args)
+    args = _check_args(f, args, "check_jvp")
     xp = _xp(args)
     rng = _rng(seed)
-    ts = tuple(_random_like(rng, a, xp) for a in args)
+    ts = _random_tangents(rng, args, xp)
     _, got = jvp(f, args, ts)
     want = numerical_jvp(f, args, ts, eps)
     for g, w in zip(_leaves(got), _leaves(want)):
-        _assert_close(g, w, rtol, atol, f"jvp of {getattr(f, '__name__', 'f')}")
+        _assert_close(g, w, rtol, atol, f"jvp of {_fname(f)}")
 
 
 def check_vjp(f: Callable, args: Sequence, *, rtol: float = 1e-9, atol: float = 1e-9,
               seed: int = 0) -> None:
     """The inner-product identity ``<ȳ, J t> == <Jᵀ ȳ, t>`` with jvp on one side and vjp
-    on the other (exact up to rounding)."""
+    on the other (exact up to rounding): the two modes agree. ``check_vjp_fd`` checks the
+    VJP against finite differences instead."""
     from .api import jvp, vjp
 
-    args = tuple(args)
+    args = _check_args(f, args, "check_vjp")
     xp = _xp(args)
     rng = _rng(seed)
-    ts = tuple(_random_like(rng, a, xp) for a in args)
+    ts = _random_tangents(rng, args, xp)
     out, jt = jvp(f, args, ts)
     out2, pullback = vjp(f, *args)
     ybars = [_random_like(rng, o, xp) for o in _leaves(out)]
-    ybar = ybars[0] if not isinstance(out, (tuple, list)) else type(out)(ybars)
-    cts = pullback(ybar)
+    cts = pullback(_rebuild(out, ybars))
     lhs = sum(_vdot(y, j) for y, j in zip(ybars, _leaves(jt)))
-    rhs = sum(_vdot(c, t) for c, t in zip(cts, ts))
+    rhs = sum(_vdot(c, t) for c, t in zip(_leaves(cts), _leaves(ts)))
     scale = max(1.0, abs(lhs), abs(rhs))
     if abs(lhs - rhs) > atol + rtol * scale:
-        raise AssertionError(f"vjp of {getattr(f, '__name__', 'f')}: <ybar, J t> = {lhs!r} "
+        raise AssertionError(f"vjp of {_fname(f)}: <ybar, J t> = {lhs!r} "
                              f"but <J^T ybar, t> = {rhs!r}")
+
+
+def check_vjp_fd(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float = 1e-5,
+                 atol: float = 1e-6, seed: int = 0) -> None:
+    """``dg.vjp(f)`` against central differences: ``<Jᵀ ȳ, t>`` from the pullback must
+    equal ``<ȳ, (f(x + εt) - f(x - εt)) / 2ε>`` for a random ``ȳ`` and direction ``t``
+    (float64). Uses reverse mode only.
+
+    Example::
+
+        >>> check_vjp_fd(np.tanh, (np.linspace(-1, 1, 5),))
+    """
+    from .api import vjp
+
+    args = _check_args(f, args, "check_vjp_fd")
+    xp = _xp(args)
+    rng = _rng(seed)
+    ts = _random_tangents(rng, args, xp)
+    out, pullback = vjp(f, *args)
+    ybars = [_random_like(rng, o, xp) for o in _leaves(out)]
+    cts = pullback(_rebuild(out, ybars))
+    fd = _leaves(numerical_jvp(f, args, ts, eps))
+    want = sum(_vdot(y, d) for y, d in zip(ybars, fd))
+    got = sum(_vdot(c, t) for c, t in zip(_leaves(cts), _leaves(ts)))
+    # the per-element tolerance of check_jvp, carried through the inner product
+    tol = atol * sum(float(np.sum(np.abs(_to_numpy(y)))) for y in ybars) + \
+        rtol * sum(_abs_vdot(y, d) for y, d in zip(ybars, fd))
+    if not abs(got - want) <= tol:
+        raise AssertionError(f"vjp of {_fname(f)}: <J^T ybar, t> = {got!r} but finite "
+                             f"differences give <ybar, J t> = {want!r} (tolerance {tol:.3g})")
 
 
 def check_hvp(f: Callable, args: Sequence, *, argnum: int = 0, eps: float = 1e-5,
@@ -116,62 +257,67 @@ def check_hvp(f: Callable, args: Sequence, *, argnum: int = 0, eps: float = 1e-5
     """``dg.hvp(f)`` against central differences of ``dg.grad(f)`` (f scalar-valued)."""
     from .api import grad, hvp
 
-    args = tuple(args)
+    args = _check_args(f, args, "check_hvp")
+    argnum = _check_argnum(argnum, args, "check_hvp")
     xp = _xp(args)
     rng = _rng(seed)
-    v = _random_like(rng, args[argnum], xp)
+    v = _random_tree(rng, args[argnum], xp)
     got = hvp(f, argnums=argnum)(*args, v)
     g = grad(f, argnums=argnum)
 
     def shifted(s):
         a = list(args)
-        a[argnum] = args[argnum] + s * v
+        a[argnum] = _tree_map2(lambda x, d: x + s * d, args[argnum], v)
         return g(*a)
 
-    want = (shifted(eps) - shifted(-eps)) / (2 * eps)
-    _assert_close(got, want, rtol, atol, f"hvp of {getattr(f, '__name__', 'f')}")
+    want = _tree_map2(lambda p, m: (p - m) / (2 * eps), shifted(eps), shifted(-eps))
+    for gl, wl in zip(_leaves(got), _leaves(want)):
+        _assert_close(gl, wl, rtol, atol, f"hvp of {_fname(f)}")
 
 
 def check_grads(f: Callable, args: Sequence, order: int = 2,
-                modes: Sequence[str] = ("fwd", "rev"), *, eps: float = 1e-6,
+                modes: Sequence[str] = MODES, *, eps: float = 1e-6,
                 rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0) -> None:
-    """Check derivatives of ``f`` at ``args`` up to ``order`` (1 or 2) against finite
-    differences. ``"fwd"`` checks jvp, ``"rev"`` checks vjp (and, for scalar ``f`` with
-    ``order=2``, the HVP of every argument).
+    """Check derivatives of ``f`` at ``args`` up to ``order`` (1 or 2) against central
+    finite differences. ``"fwd"`` checks ``dg.jvp`` (``check_jvp``), ``"rev"`` checks
+    ``dg.vjp`` (``check_vjp_fd``); with both, the two modes must also agree exactly
+    (``check_vjp``). ``order=2`` checks the HVP of every argument against differences of the
+    gradient (of ``sum(f * ȳ)`` for a random ``ȳ`` when ``f`` is not scalar). An unknown
+    mode or an order other than 1 and 2 raises ``DualgpuError``.
 
     Example::
 
         >>> dg.testing.check_grads(lambda x: np.sum(np.sin(x) ** 2), (np.ones(3),), order=2)
     """
-    if order not in (1, 2):
-        raise DualgpuError("check_grads supports order 1 and 2")
+    if isinstance(order, bool) or order not in (1, 2):
+        raise DualgpuError(f"check_grads: order must be 1 or 2, got {order!r}")
+    modes = _check_modes(modes)
+    args = _check_args(f, args, "check_grads")
     if "fwd" in modes:
         check_jvp(f, args, eps=eps, rtol=rtol, atol=atol, seed=seed)
     if "rev" in modes:
+        check_vjp_fd(f, args, eps=eps, rtol=rtol, atol=atol, seed=seed)
+    if modes == MODES:
         check_vjp(f, args, seed=seed)
     if order == 2:
+        hvp_tol = dict(eps=max(eps, 1e-5), rtol=max(rtol, 1e-5), atol=max(atol, 1e-6),
+                       seed=seed)
         out = f(*args)
-        if np.ndim(out) == 0 and not isinstance(out, (tuple, list)):
+        if not isinstance(out, (tuple, list, dict)) and np.ndim(out) == 0:
             for i in range(len(args)):
-                check_hvp(f, args, argnum=i, eps=max(eps, 1e-5), rtol=max(rtol, 1e-5),
-                          atol=max(atol, 1e-6), seed=seed)
+                check_hvp(f, args, argnum=i, **hvp_tol)
         else:
-            # second order of a vector function: jvp of its vjp against a random cotangent
-            from .api import vjp as _vjp
-
-            args = tuple(args)
+            # second order of a vector function: the HVP of <f, ybar> for a random ybar
             xp = _xp(args)
-            ybar = _random_like(_rng(seed + 1), out, xp)
+            ybars = [_random_like(_rng(seed + 1), o, xp) for o in _leaves(out)]
 
             def scalarized(*a):
                 from . import numpy_api as dnp
 
-                return dnp.sum(dnp.multiply(f(*a), ybar))
+                return sum(dnp.sum(dnp.multiply(o, y)) for o, y in zip(_leaves(f(*a)), ybars))
 
             for i in range(len(args)):
-                check_hvp(scalarized, args, argnum=i, eps=max(eps, 1e-5),
-                          rtol=max(rtol, 1e-5), atol=max(atol, 1e-6), seed=seed)
-            del _vjp
+                check_hvp(scalarized, args, argnum=i, **hvp_tol)
 
 
 from . import strategies  # noqa: E402,F401

@@ -147,7 +147,8 @@ def test_inspect_cuda_with_gpu(capsys, model):
 
 # ------------------------------------------------------------------------------ errors
 BAD_SPECS = ["float64[5", "float64", "foo[3]", "float64[a]", "float64[3,,4]", "object[2]",
-             "[3]", "float64[-1]"]
+             "[3]", "float64[-1]", "float64[3 4]", "float64[1,]",
+             "float64[99999999999999999999999999999999999999,0]"]
 
 
 @pytest.mark.parametrize("spec", BAD_SPECS)
@@ -300,3 +301,72 @@ def test_demo_skips_scenario_3_cleanly_when_sparse_is_refused(capsys, monkeypatc
     demo.scenario_sparse(np, report)
     assert report.failed == 0
     assert lines[-1] == "scenario 3: skipped (UnsupportedOpError: sparse matmul has no rule (yet))"
+
+
+# ------------------------------------------------------------------------------ hostile input
+@pytest.mark.parametrize("spec", ["float64[100000000000]", "float32[30000,30000]",
+                                  "float64[4000000000,4000000000]"])
+def test_huge_shapes_are_refused_before_allocating(capsys, model, spec):
+    out = run_cli(capsys, "inspect", f"{model}:loss", "--arg", spec, "--hvp")
+    assert_one_line_error(*out)
+    assert "smaller shapes" in out[2] and ("GiB" in out[2] or "PiB" in out[2])
+
+
+def test_out_of_memory_is_one_line(capsys, model, monkeypatch):
+    import dualgpu.cli as cli
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 8.00 GiB")
+
+    monkeypatch.setattr(cli, "example_array", no_memory)
+    out = run_cli(capsys, "inspect", f"{model}:loss", "--arg", "float64[5]")
+    assert_one_line_error(*out)
+    assert "out of memory" in out[2]
+
+
+@pytest.mark.parametrize("body", ["import sys\nsys.exit(7)\n", "raise SystemExit('bye')\n",
+                                  "exit()\n"])
+def test_module_that_exits_at_import(capsys, tmp_path, body):
+    path = tmp_path / "exits.py"
+    path.write_text(body)
+    out = run_cli(capsys, "inspect", f"{path}:f", "--arg", "float64[2]")
+    assert_one_line_error(*out)
+    assert str(path) in out[2] and "sys.exit" in out[2]
+
+
+def test_subprocess_module_that_exits_at_import(tmp_path):
+    path = tmp_path / "exits.py"
+    path.write_text("import sys\nsys.exit(7)\n")
+    done = subprocess.run([sys.executable, "-m", "dualgpu", "inspect", f"{path}:f",
+                           "--arg", "float64[2]"], capture_output=True, text=True,
+                          env=_env(), cwd=tmp_path, timeout=60)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "exits.py" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_function_that_exits_or_raises_while_traced(capsys, tmp_path):
+    path = tmp_path / "fns.py"
+    path.write_text("import sys\n\ndef exits(x):\n    sys.exit(3)\n\n"
+                    "def raises(x):\n    raise ValueError('bad\\nvalue')\n")
+    out = run_cli(capsys, "inspect", f"{path}:exits", "--arg", "float64[2]")
+    assert_one_line_error(*out)
+    assert "sys.exit(3)" in out[2]
+    out = run_cli(capsys, "inspect", f"{path}:raises", "--arg", "float64[2]", "--grad")
+    assert_one_line_error(*out)
+    assert "ValueError: bad value" in out[2]
+
+
+@pytest.mark.parametrize("target, needle", [
+    ("{model}:", "FILE.py:FUNCTION"), (":loss", "FILE.py:FUNCTION"),
+    ("{model}:a..b", "no function"), ("{model}:1abc", "no function"),
+    ("{dir}:loss", "no such file"), ("{txt}:loss", "not a Python file"),
+])
+def test_bad_targets(capsys, model, tmp_path, target, needle):
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hello\n")
+    target = target.replace("{model}", model).replace("{dir}", str(tmp_path))
+    target = target.replace("{txt}", str(txt))
+    out = run_cli(capsys, "inspect", target, "--arg", "float64[3]")
+    assert_one_line_error(*out)
+    assert needle in out[2]
