@@ -26,6 +26,7 @@ from .errors import DualgpuError, NonScalarOutputError, ShapeMismatchError
 from .executor import Executable, config
 from .interpret import eval_graph
 from .ir import Graph
+from .primitives import registry_version
 from .signature import Signature, _class_call, quick_key, static_key, unwrap_function
 from .trace import Tracer, current_builder, trace_to_graph
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
@@ -47,6 +48,8 @@ def cache_info() -> dict:
 
 def set_cache_size(n: int) -> None:
     """Bound the number of cached programs (least recently used are dropped)."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise DualgpuError(f"set_cache_size takes an int >= 0, got {n!r}")
     _GLOBAL_CACHE.maxsize = int(n)
     config["cache_size"] = int(n)
     _generation[0] += 1
@@ -57,11 +60,9 @@ def clear_cache() -> None:
     _GLOBAL_CACHE.clear()
     _generation[0] += 1
     _builds.clear()
-    from . import custom
+    from .custom import clear_derived_rules  # custom sits above api (it calls clear_cache)
 
-    clear_derived = getattr(custom, "clear_derived_rules", None)
-    if clear_derived is not None:
-        clear_derived()
+    clear_derived_rules()
 
 
 # ------------------------------------------------------------------------------ tracing
@@ -113,10 +114,28 @@ def _name(fn) -> str:
     return type(fn).__name__
 
 
+def _check_call(fn, args: tuple, kwargs: dict) -> None:
+    """A clear error for a call that does not fit ``fn``'s parameters (before tracing, so
+    that a TypeError of the user's own code is never mistaken for one)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        params.bind(*args, **kwargs)
+    except TypeError as e:
+        raise DualgpuError(f"{_name(fn)}{params} cannot take these arguments "
+                           f"({len(args)} positional, keywords {sorted(kwargs)}): {e}") from None
+
+
 class Traced:
     """A traced function: its graph, output structure and enclosing-trace values read."""
 
     def __init__(self, fn, sig: Signature, captured: list | None):
+        if not isinstance(fn, Transformed):
+            _check_call(fn, sig.args, sig.kwargs)
         flat = _FlatCall(fn, sig)
         self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=_name(fn),
                                        input_names=sig.input_names(fn), captured=captured)
@@ -278,8 +297,8 @@ class Transformed:
 
     def __init__(self, fn: Callable, argnums=0, *, has_aux: bool = False, batch_axes=None):
         if not callable(fn):
-            raise DualgpuError(f"dg.{self.kind} expects a function, got "
-                               f"{type(fn).__name__}")
+            what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
+            raise DualgpuError(f"{what} expects a function, got {type(fn).__name__}")
         self.fn = fn
         self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
         if not isinstance(has_aux, bool):
@@ -349,7 +368,7 @@ class Transformed:
         hit = self._programs.get(local_key)
         if hit is not None and hit.guards_hold():
             return hit
-        key = (self.spec, self._fn_key, sig.key)
+        key = (self.spec, self._fn_key, sig.key, registry_version())
 
         def build():
             _count_build(self, sig)
@@ -487,6 +506,9 @@ def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
         raise ShapeMismatchError(
             f"the {what} for argument {arg} has shape {tuple(v.shape)}, but the argument has "
             f"shape {tuple(x.shape)}")
+    if np.dtype(v.dtype).kind == "c" and np.dtype(x.dtype).kind != "c":
+        raise ShapeMismatchError(f"the {what} for argument {arg} is complex ({v.dtype}), but "
+                                 f"the argument is real ({x.dtype})")
     if v.dtype != x.dtype:
         v = v.astype(x.dtype)
     return v
@@ -722,6 +744,9 @@ def grad_and_hvp(fn: Callable | None = None, argnums=0, batch_axes=None,
     """
     if fn is None:
         return lambda f: grad_and_hvp(f, argnums, batch_axes, return_value, has_aux)
+    if not isinstance(return_value, bool):
+        raise DualgpuError(f"grad_and_hvp: return_value must be True or False, got "
+                           f"{return_value!r}")
     return _Hvp(fn, argnums, batch_axes,
                 returns="value_grad_hvp" if return_value else "grad_hvp", has_aux=has_aux)
 
@@ -783,7 +808,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
 
 
 def _vjp_programs(t: _Vjp, sig: Signature) -> _VjpPrograms:
-    key = (t.spec, t._fn_key, sig.key)
+    key = (t.spec, t._fn_key, sig.key, registry_version())
 
     def build():
         graphs, trees = t.build(Traced(t.fn, sig, None), sig)
@@ -829,6 +854,9 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
             raise ShapeMismatchError(
                 f"the cotangent has shape {tuple(c.shape)}, but the output has "
                 f"{tuple(o.shape)}")
+        if np.dtype(c.dtype).kind == "c" and np.dtype(o.dtype).kind != "c":
+            raise ShapeMismatchError(f"the cotangent is complex ({c.dtype}), but the output is "
+                                     f"real ({o.dtype})")
         cts.append(c.astype(o.dtype) if c.dtype != o.dtype else c)
     return cts
 
@@ -859,7 +887,8 @@ def hessian(fn: Callable, argnums: int = 0):
         args = list(args)
         x = args[argnums]
         if isinstance(x, (int, float, np.generic)) and not isinstance(x, bool):
-            x = args[argnums] = np.asarray(x, dtype=np.result_type(x, np.float64))
+            dtype = x.dtype if isinstance(x, np.floating) else np.float64
+            x = args[argnums] = np.asarray(x, dtype=dtype)
         from .backends import array_backend
 
         b = array_backend(x)

@@ -21,9 +21,46 @@ import numpy as np
 from .codegen.python import compile_python, generate_python
 from .ir import Graph
 
-# Global switches (see docs/gpu.md).
-config = {"fuse": True, "cuda_graphs": True, "cuda_graph_outputs": "copy",
-          "cuda_graph_max_bytes": 1 << 22, "cache_size": 256}
+class Config(dict):
+    """The global switches (see docs/gpu.md): a dict that refuses unknown keys and values of
+    the wrong kind, so a typo never passes silently.
+
+    Example::
+
+        >>> dg.config["cuda_graphs"] = False
+        >>> dg.config["cuda_graphs"] = True
+    """
+
+    _CHECKS = {
+        "fuse": (lambda v: isinstance(v, bool), "True or False"),
+        "cuda_graphs": (lambda v: isinstance(v, bool), "True or False"),
+        "cuda_graph_outputs": (lambda v: v in ("copy", "reuse"), "'copy' or 'reuse'"),
+        "cuda_graph_max_bytes": (lambda v: isinstance(v, int) and not isinstance(v, bool)
+                                 and v >= 0, "an int >= 0"),
+        "cache_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                       "an int >= 0"),
+    }
+
+    def __setitem__(self, key, value):
+        check = self._CHECKS.get(key)
+        if check is None:
+            from .errors import DualgpuError
+
+            raise DualgpuError(f"dg.config has no switch {key!r}; the switches are "
+                               f"{', '.join(sorted(self._CHECKS))}")
+        if not check[0](value):
+            from .errors import DualgpuError
+
+            raise DualgpuError(f"dg.config[{key!r}] must be {check[1]}, got {value!r}")
+        super().__setitem__(key, value)
+
+    def update(self, *args, **kwargs):
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+
+config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
+                cuda_graph_max_bytes=1 << 22, cache_size=256)
 
 
 class Executable:

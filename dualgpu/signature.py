@@ -93,6 +93,10 @@ class Signature:
             kw_tree = T._flatten(kwargs, leaves, None)
             owner.extend([-1] * (len(leaves) - n0))
         self.arg_trees = tuple(arg_trees)
+        for i in argnums:
+            if arg_trees[i].num_leaves == 0:
+                raise DualgpuError(f"argument {i} of {what} is differentiated but holds no "
+                                   f"arrays ({arg_trees[i]}): there is nothing to differentiate")
         self.kw_tree = kw_tree
         diff_args = set(argnums)
         weak: list = []
@@ -103,6 +107,8 @@ class Signature:
         traced = False
         for j, (leaf, i) in enumerate(zip(leaves, owner)):
             d = i in diff_args
+            if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
+                leaf = _plain_array(leaf, i, what)
             if isinstance(leaf, Tracer):
                 traced = True
                 backends.append(backend_for_xp(leaf._builder.xp))
@@ -227,6 +233,16 @@ class Signature:
                 base = f"{base}_{seen[i]}"
             names.append(base)
         return names if len(set(names)) == len(names) else None
+
+
+def _plain_array(x: np.ndarray, i, what: str) -> np.ndarray:
+    """An ndarray subclass as a plain array, or a refusal where its semantics differ
+    (``np.matrix``'s ``*`` is a matrix product; masked arrays carry a mask)."""
+    if isinstance(x, (np.matrix, np.ma.MaskedArray)):
+        raise DualgpuError(
+            f"argument {i} of {what} is a {type(x).__name__}, whose operators differ from "
+            "ndarray's; pass np.asarray(x) (masked arrays: fill or drop the masked values)")
+    return np.asarray(x)
 
 
 def backend_of_all(backends, what: str):

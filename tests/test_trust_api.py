@@ -243,3 +243,47 @@ def test_debug_log_names_the_transform(caplog):
     with caplog.at_level(logging.DEBUG, logger="dualgpu"):
         dg.hvp(lambda x: np.sum(x ** 4))(np.ones(2), np.ones(2))
     assert "hvp_<lambda>" in caplog.text
+
+
+# ------------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("call, match", [
+    pytest.param(lambda: dg.jit(lambda x: x * x)(np.matrix([[1.0, 2.0], [3.0, 4.0]])), "matrix",
+                 marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
+    (lambda: dg.grad(lambda x: np.sum(x))(np.ma.masked_array([1.0, 2.0])), "MaskedArray"),
+    (lambda: dg.grad(lambda x: np.sum(x))(x, x), "cannot take these arguments"),
+    (lambda: dg.grad(lambda x: np.sum(x))(x, y=3), "cannot take these arguments"),
+    (lambda: dg.jit(lambda x: x)(x, z=2), "cannot take these arguments"),
+    (lambda: dg.trace(lambda x: x), "cannot take these arguments"),
+    (lambda: dg.hvp(lambda x: np.sum(x ** 3))(x, v * 1j), "complex"),
+    (lambda: dg.vjp(lambda x: x * 2, x)[1](v * 1j), "complex"),
+    (lambda: dg.set_cache_size("a"), "int"),
+    (lambda: dg.set_cache_size(2.5), "int"),
+    (lambda: dg.grad(lambda p: 1.0)(None), "nothing to differentiate"),
+    (lambda: dg.trace(3, x), "expects a function"),
+    (lambda: dg.grad_and_hvp(lambda x: np.sum(x), return_value="x"), "True or False"),
+])
+def test_bad_input_is_one_clear_error(call, match):
+    with pytest.raises(dg.DualgpuError, match=match):
+        call()
+
+
+def test_config_refuses_unknown_switches_and_bad_values():
+    with pytest.raises(dg.DualgpuError, match="no switch"):
+        dg.config["fusee"] = True
+    with pytest.raises(dg.DualgpuError, match="must be"):
+        dg.config["cache_size"] = "a"
+
+
+def test_hessian_keeps_a_float32_scalar():
+    H = dg.hessian(lambda t: t ** 3)(np.float32(2.0))
+    assert H.dtype == np.float32 and float(H) == 12.0
+
+
+def test_reregistering_a_custom_op_rebuilds_programs():
+    name = "trust_api_square"
+    op = dg.custom_op(name, lambda xp, x: x * x, vjp=lambda g, primals, ans: (2 * primals[0] * g,))
+    g = dg.grad(lambda x: np.sum(op(x)))
+    np.testing.assert_allclose(g(x), 2 * x)
+    op = dg.custom_op(name, lambda xp, x: x * x * x,
+                      vjp=lambda g, primals, ans: (3 * primals[0] ** 2 * g,))
+    np.testing.assert_allclose(g(x), 3 * x ** 2)
