@@ -21,6 +21,7 @@ import numpy as np
 from .codegen.python import compile_python, generate_python
 from .ir import Graph
 
+
 class Config(dict):
     """The global switches (see docs/gpu.md): a dict that refuses unknown keys and values of
     the wrong kind, so a typo never passes silently.
