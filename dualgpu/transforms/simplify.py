@@ -5,12 +5,12 @@ from __future__ import annotations
 from ..ir import Const, Eqn, Graph, Literal, Var
 
 
-def _atom_key(a, rename):
+def _atom_key(a):
+    """A hashable key of an equation input: variables (and constants) by id, literals by
+    type and value."""
     if isinstance(a, Literal):
         return ("lit", type(a.value).__name__, a.value)
-    if isinstance(a, Const):
-        return ("const", a.id)
-    return ("var", rename.get(a.id, a).id)
+    return a.id  # Var and Const ids come from one counter
 
 
 def _params_key(params):
@@ -28,23 +28,23 @@ def cse(graph: Graph) -> Graph:
     seen: dict = {}
     eqns = []
     for eqn in graph.eqns:
-        inputs = [rename.get(a.id, a) if isinstance(a, Var) and not isinstance(a, Const)
-                  else a for a in eqn.inputs]
+        inputs = eqn.inputs
+        if rename and any(isinstance(a, Var) and a.id in rename for a in inputs):
+            inputs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in inputs]
+            eqn = Eqn(eqn.prim, inputs, eqn.params, eqn.outs, eqn.source)
         pkey = _params_key(eqn.params)
-        key = None
-        if pkey is not None:
-            key = (eqn.prim.name, tuple(_atom_key(a, rename) for a in inputs), pkey)
-            hit = seen.get(key)
-            if hit is not None:
-                for v, w in zip(eqn.outs, hit.outs):
-                    rename[v.id] = w
-                continue
-        new = Eqn(eqn.prim, inputs, eqn.params, eqn.outs, eqn.source)
-        if key is not None:
-            seen[key] = new
-        eqns.append(new)
-    outputs = [rename.get(a.id, a) if isinstance(a, Var) and not isinstance(a, Const) else a
-               for a in graph.outputs]
+        if pkey is None:
+            eqns.append(eqn)
+            continue
+        key = (eqn.prim.name, tuple(map(_atom_key, inputs)), pkey)
+        hit = seen.get(key)
+        if hit is not None:
+            for v, w in zip(eqn.outs, hit.outs):
+                rename[v.id] = w
+            continue
+        seen[key] = eqn
+        eqns.append(eqn)
+    outputs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in graph.outputs]
     return _replace(graph, eqns, outputs)
 
 
