@@ -5,6 +5,7 @@ from collections.abc import Sequence
 
 from ..errors import NonScalarOutputError
 from ..ir import Graph
+from ._gc import collector_paused
 from .jvp import jvp_graph
 from .vjp import vjp_graph
 
@@ -21,6 +22,7 @@ def grad_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
     return vjp_graph(graph, wrt, unit_cotangent=True)
 
 
+@collector_paused()
 def hvp_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
     """``(*args, *vs) -> (value, *grads, *hvps)``: forward-over-reverse.
 
