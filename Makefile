@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-gpu lint bench fuzz clean
+.PHONY: demo test test-gpu lint bench bench-build fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(STAMP)
 
 bench:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.run
+
+# CPU only: build time (trace, transform, codegen) against program length, 1k-100k equations.
+bench-build:
+	PYTHONPATH=. $(PYTHON) -m benchmarks.build_time
 
 fuzz: $(STAMP)
 	$(PY) -m pytest tests/test_fuzz.py --fuzz-long
