@@ -8,6 +8,7 @@ pass that recursed once per equation (or per step of a chain) fails here at once
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import time
 
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
+from benchmarks import build_time
 from dualgpu.codegen.cuda import plan_source
 from dualgpu.fusion import ROLLED_LOOPS_MAX, emulate, plan_graph
 from dualgpu.interpret import eval_graph
@@ -209,3 +211,10 @@ def test_emulated_deep_plans_match_the_unfused_program():
         want = eval_graph(graph, args)
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_build_time_benchmark_runs_at_a_tiny_size(tmp_path):
+    out = tmp_path / "build_time.json"
+    rows = build_time.main(["--sizes", "40", "80", "--modes", "hvp", "--out", str(out)])
+    assert [r["size"] for r in rows] == [40, 80] and rows[1]["built_eqns"] > rows[1]["eqns"]
+    assert json.loads(out.read_text())["rows"][0]["mode"] == "hvp"
