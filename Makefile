@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-gpu lint bench fuzz clean
+.PHONY: demo test test-gpu lint bench bench-build fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(STAMP)
 
 bench:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.run
+
+# CPU only: build time (trace, transform, codegen) against program length, 1k-100k equations.
+bench-build:
+	PYTHONPATH=. $(PYTHON) -m benchmarks.build_time
 
 # The long fuzzing campaigns: random programs (tests/test_fuzz.py) and random call sequences
 # (tests/test_call_sequences.py). FUZZ_SEEDS is the call-sequence seed range; split it across

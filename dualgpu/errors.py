@@ -58,12 +58,21 @@ class CodegenSafetyError(DualgpuError, ValueError):
     """A user-supplied name or C expression failed validation before code generation."""
 
 
+_INSIDE: dict[str, bool] = {}  # co_filename -> inside the package (called per equation)
+
+
+def _inside_package(filename: str) -> bool:
+    inside = _INSIDE.get(filename)
+    if inside is None:
+        inside = _INSIDE[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+    return inside
+
+
 def user_location() -> str:
     """Return ``file:line`` of the innermost stack frame outside the dualgpu package."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_PACKAGE_DIR + os.sep):
+        if not _inside_package(frame.f_code.co_filename):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown location>"

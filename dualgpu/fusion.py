@@ -44,6 +44,11 @@ KERNEL_DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint6
 UNROLL_MAX = 32        # loops over at most this many reduced elements are fully unrolled
 LOOP_MAX = 1024        # longer in-thread reductions are left to the library
 LOOP_MIN_THREADS = 2048  # ... and so are rolled loops with too few threads to fill the GPU
+# A rolled loop recomputes the loop-varying values it needs from earlier loops (an unrolled
+# one keeps them in registers), so a region holds at most this many rolled loops: the kernel
+# text then stays linear in the region's size (a time-stepping loop would otherwise make it
+# quadratic).
+ROLLED_LOOPS_MAX = 8
 
 
 def _dtype_ok(aval) -> bool:
@@ -78,6 +83,7 @@ class Region:
     inputs: list = field(default_factory=list)    # external Vars read, first-use order
     outputs: list = field(default_factory=list)   # Vars used after the region
     index: int = 0
+    _grid_ids: set = field(default_factory=set, repr=False)  # grid_outs() while building
 
     # ------------------------------------------------------------------ queries
     def defines(self, a) -> bool:
@@ -112,9 +118,8 @@ class Region:
         """Add ``eqn`` if the kernel can compute it; return whether it was added."""
         if not self.eqns:
             return self._start(eqn)
-        grid_outs = self.grid_outs()
         if eqn.prim.name != "fill_like" and any(
-                isinstance(a, Var) and a.id in grid_outs for a in eqn.inputs):
+                isinstance(a, Var) and a.id in self._grid_ids for a in eqn.inputs):
             return False  # a grid reduction is finished only after the kernel
         if eqn.prim.name in REDUCTIONS:
             return self._add_reduction(eqn)
@@ -236,6 +241,7 @@ class Region:
         if eqn.outs[0].dtype.kind not in "fiub":
             return False
         self.grid.append(eqn)
+        self._grid_ids.add(eqn.outs[0].id)
         self.frozen = True
         return self._commit(eqn, out_dims, level)
 
@@ -251,6 +257,8 @@ class Region:
             return False
         if self.loop_axes:
             if reduced != set(self.loop_axes):
+                return False
+            if level + 1 > ROLLED_LOOPS_MAX and not self.unrolled():
                 return False
         else:
             if self.frozen:
@@ -397,17 +405,24 @@ def plan_graph(graph: Graph) -> Plan:
         steps.append(LibraryStep(eqn))
     close()
 
-    # Which values are read after the step that defines them.
     graph_outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
+    last_read = _last_reads(steps)
     for i, step in enumerate(steps):
         if isinstance(step, Region):
-            later = set()
-            for other in steps[i + 1:]:
-                eqns = [other.eqn] if isinstance(other, LibraryStep) else other.eqns
-                for e in eqns:
-                    later.update(a.id for a in e.inputs if isinstance(a, Var))
+            later = {e.outs[0].id for e in step.eqns if last_read.get(e.outs[0].id, i) > i}
             step.finish(later, graph_outputs)
     return Plan(graph, steps)
+
+
+def _last_reads(steps: list) -> dict:
+    """Var id -> index of the last step that reads it (one pass over the plan)."""
+    last: dict[int, int] = {}
+    for i, step in enumerate(steps):
+        for e in [step.eqn] if isinstance(step, LibraryStep) else step.eqns:
+            for a in e.inputs:
+                if isinstance(a, Var):
+                    last[a.id] = i
+    return last
 
 
 # --------------------------------------------------------------------------- NumPy emulator
@@ -446,6 +461,7 @@ def emulate_region(region: Region, env: dict) -> None:
     nd = len(region.domain)
     dom: dict[int, Any] = {}
     threads = region.thread_axes()
+    grid_outs = region.grid_outs()
     for eqn in region.eqns:
         args = []
         out = eqn.outs[0]
@@ -462,7 +478,7 @@ def emulate_region(region: Region, env: dict) -> None:
             res = args[0]
         elif name in REDUCTIONS:
             x = args[0]
-            if out.id in region.grid_outs():
+            if out.id in grid_outs:
                 full = np.broadcast_to(x, region.domain)
                 keep = [(a - nd) in threads or ((a - nd) in region.loop_axes and x.shape[a] > 1)
                         for a in range(nd)]

@@ -164,6 +164,14 @@ class _Emitter:
             self.node_of[v.id] = len(self.nodes)
             self.nodes.append((v.id, "eqn", eqn, r.dims[v.id], r.level[v.id]))
 
+    def nodes_by_level(self, levels: int) -> dict:
+        """Level -> node indices of that level, in node order (each level's section and
+        loop then visit only their own nodes: linear in the region's size)."""
+        by_level: dict[int, list] = {lv: [] for lv in range(levels + 1)}
+        for k, node in enumerate(self.nodes):
+            by_level[node[4]].append(k)
+        return by_level
+
     def vname(self, k: int) -> str:
         return N.var_name(k).replace("t", "v", 1)
 
@@ -323,10 +331,12 @@ class _Emitter:
         cached: dict[int, int] = {}   # node -> loop that computed it (unrolled loops only)
         used_cache: set = set()
         loop_bodies: dict[int, list] = {}
+        by_level = self.nodes_by_level(levels)
         for lv in range(levels + 1):
             # section lv: per-thread values
-            for k, (_, kind, payload, _, level) in enumerate(self.nodes):
-                if level != lv or self.in_loop(k):
+            for k in by_level[lv]:
+                _, kind, payload, _, _ = self.nodes[k]
+                if self.in_loop(k):
                     continue
                 if kind == "eqn" and payload.outs[0].id in grid_outs:
                     if self.in_loop(self.deps(k)[0]):
@@ -343,13 +353,14 @@ class _Emitter:
                 if kind == "eqn" and payload.outs[0].id in outputs:
                     inner.append(self.write(k, payload.outs[0]))
             # loop lv: values varying along the loop axes, and the reductions they feed
-            reductions = [k for k, n in enumerate(self.nodes)
-                          if n[1] == "eqn" and n[2].prim.name in REDUCTIONS
-                          and n[2].outs[0].id not in grid_outs and n[4] == lv + 1]
-            roots = [k for k, n in enumerate(self.nodes) if self.in_loop(k) and n[4] == lv
-                     and n[1] == "eqn" and n[2].outs[0].id in outputs]
-            grid_in_loop = [k for k, n in enumerate(self.nodes)
-                            if n[1] == "eqn" and n[2].outs[0].id in grid_outs and n[4] == lv
+            nodes = self.nodes
+            reductions = [k for k in by_level.get(lv + 1, ())
+                          if nodes[k][1] == "eqn" and nodes[k][2].prim.name in REDUCTIONS
+                          and nodes[k][2].outs[0].id not in grid_outs]
+            roots = [k for k in by_level[lv] if self.in_loop(k)
+                     and nodes[k][1] == "eqn" and nodes[k][2].outs[0].id in outputs]
+            grid_in_loop = [k for k in by_level[lv]
+                            if nodes[k][1] == "eqn" and nodes[k][2].outs[0].id in grid_outs
                             and self.in_loop(self.deps(k)[0])]
             roots += [self.deps(k)[0] for k in reductions + grid_in_loop]
             if not roots:
@@ -405,12 +416,15 @@ class _Emitter:
             loop_bodies[lv] = lines
             inner.append(f"@LOOP{lv}@")
         # place the loops, with the stores of values that later loops read back
+        stored_by_loop: dict[int, list] = {}
+        for k in sorted(used_cache):
+            stored_by_loop.setdefault(cached[k], []).append(k)
         text_inner = []
         for line in inner:
             if line.startswith("@LOOP"):
                 lv = int(line[5:-1])
                 lines = loop_bodies[lv]
-                stored = [k for k in sorted(used_cache) if cached[k] == lv]
+                stored = stored_by_loop.get(lv, [])
                 text_inner.extend(f"{self._ctype_of(k)} c{k}[{extent}];" for k in stored)
                 stores = [f"c{k}[r] = {self.vname(k)};" for k in stored]
                 if unrolled:
@@ -565,7 +579,7 @@ class FusedProgram:
         self._compiled: dict = {}
         # positions, among a region's outputs, of its grid reductions (in region.grid order)
         self._grid_positions = {
-            r.index: [[v.id for v in r.outputs].index(e.outs[0].id) for e in r.grid]
+            r.index: _positions(r.outputs, [e.outs[0] for e in r.grid])
             for r in self.plan.regions}
         self._consts = {c.id: self.cp.asarray(c.value) if not backend.is_sparse(c.value)
                         else c.value for c in graph.consts}
@@ -671,6 +685,12 @@ class FusedProgram:
             else:
                 res.append(self._read(env, a))
         return res
+
+
+def _positions(vars_: list, wanted: list) -> list:
+    """Positions in ``vars_`` of each of ``wanted`` (by id)."""
+    where = {v.id: i for i, v in enumerate(vars_)}
+    return [where[v.id] for v in wanted]
 
 
 def compile_fused(graph, backend):

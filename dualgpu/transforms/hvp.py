@@ -5,7 +5,9 @@ from collections.abc import Sequence
 
 from ..errors import NonScalarOutputError
 from ..ir import Graph
+from ._gc import collector_paused
 from .jvp import jvp_graph
+from .simplify import dce
 from .vjp import vjp_graph
 
 
@@ -21,6 +23,7 @@ def grad_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
     return vjp_graph(graph, wrt, unit_cotangent=True)
 
 
+@collector_paused()
 def hvp_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
     """``(*args, *vs) -> (value, *grads, *hvps)``: forward-over-reverse.
 
@@ -34,6 +37,6 @@ def hvp_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
     k = len(argnums)
     outs = j.outputs
     j.outputs = outs[: 1 + k] + outs[2 + k:]
-    from .simplify import simplify
-
-    return simplify(j)
+    # j is simplified already and CSE and the slice merge are idempotent: dropping an output
+    # only leaves dead code
+    return dce(j)

@@ -7,6 +7,7 @@ from ..errors import DualgpuError
 from ..interpret import read
 from ..ir import Aval, Graph
 from ..trace import Tracer, trace_to_graph
+from ._gc import collector_paused
 from .simplify import simplify
 
 
@@ -27,6 +28,7 @@ def jvp_rule(eqn, primals, tangents):
     return [out], [out_t]
 
 
+@collector_paused()
 def jvp_graph(graph: Graph, with_tangent: Sequence[bool] | None = None) -> Graph:
     """A graph computing ``(*outputs, *output_tangents)`` from ``(*primals, *tangents)``.
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from ..ir import Const, Eqn, Graph, Literal, Var
 
 
-def _atom_key(a, rename):
+def _atom_key(a):
+    """A hashable key of an equation input: variables (and constants) by id, literals by
+    type and value."""
     if isinstance(a, Literal):
         return ("lit", type(a.value).__name__, a.value)
-    if isinstance(a, Const):
-        return ("const", a.id)
-    return ("var", rename.get(a.id, a).id)
+    return a.id  # Var and Const ids come from one counter
 
 
 def _params_key(params):
@@ -28,23 +28,23 @@ def cse(graph: Graph) -> Graph:
     seen: dict = {}
     eqns = []
     for eqn in graph.eqns:
-        inputs = [rename.get(a.id, a) if isinstance(a, Var) and not isinstance(a, Const)
-                  else a for a in eqn.inputs]
+        inputs = eqn.inputs
+        if rename and any(isinstance(a, Var) and a.id in rename for a in inputs):
+            inputs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in inputs]
+            eqn = Eqn(eqn.prim, inputs, eqn.params, eqn.outs, eqn.source)
         pkey = _params_key(eqn.params)
-        key = None
-        if pkey is not None:
-            key = (eqn.prim.name, tuple(_atom_key(a, rename) for a in inputs), pkey)
-            hit = seen.get(key)
-            if hit is not None:
-                for v, w in zip(eqn.outs, hit.outs):
-                    rename[v.id] = w
-                continue
-        new = Eqn(eqn.prim, inputs, eqn.params, eqn.outs, eqn.source)
-        if key is not None:
-            seen[key] = new
-        eqns.append(new)
-    outputs = [rename.get(a.id, a) if isinstance(a, Var) and not isinstance(a, Const) else a
-               for a in graph.outputs]
+        if pkey is None:
+            eqns.append(eqn)
+            continue
+        key = (eqn.prim.name, tuple(map(_atom_key, inputs)), pkey)
+        hit = seen.get(key)
+        if hit is not None:
+            for v, w in zip(eqn.outs, hit.outs):
+                rename[v.id] = w
+            continue
+        seen[key] = eqn
+        eqns.append(eqn)
+    outputs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in graph.outputs]
     return _replace(graph, eqns, outputs)
 
 
@@ -85,58 +85,99 @@ def _slice_piece(eqn, length):
     return (start, stop, eqn.inputs[0]) if stop > start else None
 
 
+class _PieceSum:
+    """A sum of scatter pieces, kept as a binary tree so that building the sums of a long
+    chain of adds costs O(1) per add; :meth:`flat` lists the pieces only when needed."""
+
+    __slots__ = ("left", "right", "piece", "length")
+
+    def __init__(self, left=None, right=None, piece=None):
+        self.left, self.right, self.piece = left, right, piece
+        self.length = piece[1] - piece[0] if piece is not None else left.length + right.length
+
+    def flat(self) -> list:
+        """The pieces, left to right (an explicit stack: chains may be very deep)."""
+        out, stack = [], [self]
+        while stack:
+            node = stack.pop()
+            if node.piece is not None:
+                out.append(node.piece)
+            else:
+                stack.append(node.right)
+                stack.append(node.left)
+        return out
+
+
+def _piece_sums(graph: Graph) -> dict:
+    """Var id -> :class:`_PieceSum` for every variable that is a scatter piece, or an add of
+    two such variables of its own shape, in one forward pass."""
+    sums: dict[int, _PieceSum] = {}
+    for eqn in graph.eqns:
+        out = eqn.outs[0] if eqn.outs else None
+        if out is None or out.ndim < 1:
+            continue
+        if eqn.prim.name == "add" and len(eqn.inputs) == 2:
+            same = [_is_var(a) and tuple(a.shape) == tuple(out.shape) for a in eqn.inputs]
+            left, right = (sums.get(a.id) if ok else None for a, ok in zip(eqn.inputs, same))
+            if left is not None and right is not None:
+                sums[out.id] = _PieceSum(left, right)
+            continue
+        piece = _slice_piece(eqn, out.shape[0])
+        if piece is not None:
+            sums[out.id] = _PieceSum(piece=piece)
+    return sums
+
+
+def _is_var(a) -> bool:
+    return isinstance(a, Var) and not isinstance(a, Const)
+
+
 def merge_slice_scatters(graph: Graph) -> Graph:
     """Replace a sum of ``scatter_add`` pieces that tile the first axis exactly by one
     ``concatenate``.
 
     The gradient of ``f(p)`` where ``f`` unpacks a flat ``p`` into ``p[:n1]``, ``p[n1:n2]``,
     ... is the sum of each piece's cotangent scattered into zeros: one zeros array and one
-    add per piece. Concatenating the pieces gives the same array in one op.
+    add per piece. Concatenating the pieces gives the same array in one op. Linear in the
+    number of equations: a sum is listed only when its pieces' lengths add up to the axis.
     """
-    from ..rules.shape import concatenate
-
-    producer = {v.id: e for e in graph.eqns for v in e.outs}
-
-    def pieces(atom, shape):
-        if not isinstance(atom, Var) or isinstance(atom, Const):
-            return None
-        eqn = producer.get(atom.id)
-        if eqn is not None and eqn.prim.name == "add" and len(eqn.inputs) == 2:
-            left, right = (pieces(a, shape) for a in eqn.inputs)
-            return None if left is None or right is None else left + right
-        piece = _slice_piece(eqn, shape[0])
-        return None if piece is None else [piece]
-
+    sums = _piece_sums(graph)
     eqns, changed = [], False
     for eqn in graph.eqns:
-        out = eqn.outs[0]
-        whole = _slice_piece(eqn, out.shape[0]) if out.ndim >= 1 else None
-        if whole is not None and whole[:2] == (0, out.shape[0]):
-            # a scatter that covers the whole array is a reshape (x[0] of a (1, n) array)
-            from ..rules.shape import reshape
-
-            eqns.append(Eqn(reshape, [whole[2]], {"new_shape": tuple(out.shape)}, [out],
-                            eqn.source))
-            changed = True
-            continue
-        if eqn.prim.name == "add" and out.ndim >= 1 and len(eqn.inputs) == 2:
-            found = None
-            left, right = (pieces(a, out.shape) for a in eqn.inputs)
-            if left is not None and right is not None:
-                found = sorted(left + right, key=lambda p: p[0])
-            if found and _tiles(found, out.shape[0]) and all(
-                    v.dtype == out.dtype for _, _, v in found):
-                parts = []
-                for start, stop, v in found:
-                    if v.ndim < out.ndim:  # an x[i] piece: give it back its axis
-                        v = _reshaped(v, (stop - start,) + tuple(out.shape[1:]), eqns,
-                                      eqn.source)
-                    parts.append(v)
-                eqns.append(Eqn(concatenate, parts, {"axis": 0}, [out], eqn.source))
-                changed = True
-                continue
-        eqns.append(eqn)
+        done = eqn.outs and eqn.outs[0].id in sums and _merge_one(eqn, sums, eqns)
+        if not done:
+            eqns.append(eqn)
+        changed = changed or bool(done)
     return _replace(graph, eqns, graph.outputs) if changed else graph
+
+
+def _merge_one(eqn, sums: dict, eqns: list) -> bool:
+    """Append the rewrite of ``eqn`` (a piece, or a sum of pieces) to ``eqns`` if it has
+    one; return whether it did."""
+    from ..rules.shape import concatenate, reshape
+
+    out = eqn.outs[0]
+    n = out.shape[0]
+    total = sums[out.id]
+    if eqn.prim.name != "add":
+        if total.piece[:2] != (0, n):
+            return False
+        # a scatter that covers the whole array is a reshape (x[0] of a (1, n) array)
+        eqns.append(Eqn(reshape, [total.piece[2]], {"new_shape": tuple(out.shape)}, [out],
+                        eqn.source))
+        return True
+    if total.length != n:
+        return False
+    found = sorted(total.flat(), key=lambda p: p[0])
+    if not _tiles(found, n) or any(v.dtype != out.dtype for _, _, v in found):
+        return False
+    parts = []
+    for start, stop, v in found:
+        if v.ndim < out.ndim:  # an x[i] piece: give it back its axis
+            v = _reshaped(v, (stop - start,) + tuple(out.shape[1:]), eqns, eqn.source)
+        parts.append(v)
+    eqns.append(Eqn(concatenate, parts, {"axis": 0}, [out], eqn.source))
+    return True
 
 
 def _reshaped(v, shape, eqns, source):

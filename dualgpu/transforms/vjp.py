@@ -11,6 +11,7 @@ from ..interpret import eval_environment, read
 from ..ir import Aval, Graph, Var
 from ..rules._util import add_any
 from ..trace import trace_to_graph
+from ._gc import collector_paused
 from .simplify import simplify
 
 
@@ -65,6 +66,7 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
     return ct_env
 
 
+@collector_paused()
 def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
               unit_cotangent: bool = False) -> Graph:
     """A graph computing ``(*outputs, *cotangents of the wrt inputs)``.
