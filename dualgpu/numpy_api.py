@@ -809,7 +809,8 @@ def dot(a, b, out=None):
 
 
 def vdot(a, b):
-    return sum(multiply(ravel(a), ravel(b)))
+    """``np.vdot``: conjugates its first argument (complex values)."""
+    return sum(multiply(conj(ravel(a)), ravel(b)))
 
 
 def inner(a, b):
@@ -871,7 +872,7 @@ def _vector_norm(x, ord, axis, keepdims):
         return sum(astype(not_equal(x, 0), ax.dtype), axis=axis, keepdims=keepdims)  # noqa: F821
     if ord == 1:
         return sum(ax, axis=axis, keepdims=keepdims)
-    if ord > 1:
+    if ord > 0:
         s = sum(power(ax, float(ord)), axis=axis, keepdims=keepdims)
         if not _is_tracer(s):
             return power(s, 1.0 / ord)
@@ -879,7 +880,7 @@ def _vector_norm(x, ord, axis, keepdims):
         return where(zero, 0.0, power(where(zero, 1.0, s), 1.0 / ord))
     raise UnsupportedOpError(
         f"linalg.norm(ord={ord!r}) of a vector is not supported on traced values "
-        f"(at {user_location()}): ord must be None, 0, 1, a number > 1, inf or -inf")
+        f"(at {user_location()}): ord must be None, inf, -inf or a number >= 0")
 
 
 def _matrix_norm(x, ord, axes, keepdims):
@@ -895,8 +896,9 @@ def _matrix_norm(x, ord, axes, keepdims):
     elif ord in (2, -2, "nuc"):
         raise UnsupportedOpError(
             f"linalg.norm(ord={ord!r}) of a matrix needs singular values, and dualgpu has no "
-            f"differentiable SVD (at {user_location()}). Use ord='fro' (an upper bound of "
-            "the spectral norm), or a power iteration on x.T @ x written in NumPy.")
+            f"differentiable SVD (at {user_location()}). Use ord='fro' (the Frobenius norm, "
+            "an upper bound of the spectral norm), or a power iteration on x.T @ x written "
+            "in NumPy.")
     else:
         raise DualgpuError(f"linalg.norm: invalid norm order {ord!r} for matrices "
                            f"(at {user_location()})")

@@ -191,16 +191,12 @@ def _nan_skip_weight_second(b, a, ans, larger: bool):
 
 
 _TIES = "Ties send half the derivative to each argument."
-# NumPy's maximum/minimum propagate NaN (C's fmax/fmin do not): the NaN test (x != x, which
-# also compiles for integers) comes first.
 maximum = elementwise(
-    "maximum", "maximum", 2,
-    c="((({0} != {0}) || ({1} != {1})) ? ({0} + {1}) : fmax({0}, {1}))", doc=_TIES,
+    "maximum", "maximum", 2, c="fmax({0}, {1})", doc=_TIES,
     partials=[lambda x, y, ans: _win_weight(x, y, ans, True),
               lambda x, y, ans: _win_weight(y, x, ans, True)])
 minimum = elementwise(
-    "minimum", "minimum", 2,
-    c="((({0} != {0}) || ({1} != {1})) ? ({0} + {1}) : fmin({0}, {1}))", doc=_TIES,
+    "minimum", "minimum", 2, c="fmin({0}, {1})", doc=_TIES,
     partials=[lambda x, y, ans: _win_weight(x, y, ans, False),
               lambda x, y, ans: _win_weight(y, x, ans, False)])
 _FTIES = _TIES + " A NaN argument gets none: the derivative follows the value returned."
