@@ -281,6 +281,17 @@ def imag(x):
     return _ew.imag.bind(x) if _is_tracer(x) else _xp_like(x).imag(x)
 
 
+def angle(z, deg=False):
+    """``np.angle``: ``arctan2(imag(z), real(z))``; on real values 0 or pi, a constant."""
+    if _complex_input(z):
+        r = arctan2(imag(z), real(z))  # noqa: F821
+    else:
+        if _dtype(z).kind in "biu":
+            z = astype(z, np.float64)
+        r = arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)  # noqa: F821
+    return multiply(r, 180.0 / math.pi) if deg else r
+
+
 def _abs2(x):
     """``|x|**2`` elementwise: ``x * x`` on real values, ``real(x * conj(x))`` on complex."""
     if _complex_input(x):

@@ -189,6 +189,18 @@ def test_complex_intermediates(name, fn, deriv):
     check_grads(fn, (X,), order=2)
 
 
+def test_angle():
+    x = np.array([-2.0, -0.0, 0.0, 1.5])
+    np.testing.assert_array_equal(dg.jit(np.angle)(x), np.angle(x))
+    np.testing.assert_array_equal(dg.grad(lambda x: np.sum(np.angle(x, deg=True)))(x), 0)
+
+    def f(x):
+        return np.angle(np.exp(1j * x) * (x + 3))
+
+    np.testing.assert_allclose(dg.jit(f)(X), f(X), rtol=1e-12)
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(f(x)))(X), np.ones(3), rtol=1e-12)
+
+
 def test_complex_abs_at_zero_is_finite():
     g = dg.grad(lambda x: np.sum(np.abs(x * (1 + 1j))))(np.zeros(2))
     np.testing.assert_array_equal(g, np.zeros(2))
