@@ -9,6 +9,7 @@ concrete values fall through to the real library; calls on traced values go to
 from __future__ import annotations
 
 import functools
+import random
 import threading
 import types
 from typing import Any
@@ -141,7 +142,8 @@ _RANDOM_MODULES = ("numpy.random", "cupy.random")
 
 def _is_random_module(mod) -> bool:
     name = getattr(mod, "__name__", "") or ""
-    return any(name == m or name.startswith(m + ".") for m in _RANDOM_MODULES)
+    return name == "random" or any(name == m or name.startswith(m + ".")
+                                   for m in _RANDOM_MODULES)
 
 
 def _random_error(what: str):
@@ -195,9 +197,16 @@ def _is_generator(obj) -> bool:
     """A NumPy/CuPy random Generator, RandomState or BitGenerator instance."""
     if isinstance(obj, type):
         return False
-    if isinstance(obj, (np.random.Generator, np.random.RandomState, np.random.BitGenerator)):
+    if isinstance(obj, (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
+                        random.Random)):  # Python's own random module draws constants too
         return True
     return _in_random_module(type(obj).__module__ or "") and not callable(obj)
+
+
+def _generator_label(obj) -> str:
+    mod = type(obj).__module__.split(".")[0]
+    return f"random.{type(obj).__name__}" if mod == "random" else (
+        f"{mod}.random.{type(obj).__name__}")
 
 
 def _random_replacement(obj):
@@ -206,12 +215,10 @@ def _random_replacement(obj):
     if isinstance(obj, types.ModuleType):
         return RandomRefusal(obj) if _is_random_module(obj) else None
     if _is_generator(obj):
-        return RandomRefusal(obj, f"{type(obj).__module__.split('.')[0]}.random."
-                                  f"{type(obj).__name__}")
+        return RandomRefusal(obj, _generator_label(obj))
     owner = getattr(obj, "__self__", None)
     if owner is not None and _is_generator(owner):
-        return _refusing(f"{type(owner).__module__.split('.')[0]}.random."
-                         f"{type(owner).__name__}.{getattr(obj, '__name__', '?')}")
+        return _refusing(f"{_generator_label(owner)}.{getattr(obj, '__name__', '?')}")
     if callable(obj) and not isinstance(obj, type) and _in_random_module(
             getattr(obj, "__module__", None) or ""):
         return _refusing(f"{obj.__module__.split('.')[0]}.random."

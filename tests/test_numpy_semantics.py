@@ -7,6 +7,7 @@ documented conventions at kinks and removable singularities (docs/limitations.md
 from __future__ import annotations
 
 import math
+import random
 import warnings
 
 import numpy as np
@@ -206,6 +207,12 @@ def test_complex_abs_at_zero_is_finite():
     np.testing.assert_array_equal(g, np.zeros(2))
 
 
+def test_complex_cholesky_is_refused():
+    """Its rules use plain transposes, right for real matrices only."""
+    with pytest.raises(dg.DualgpuError, match="complex"):
+        dg.grad(lambda x: np.real(np.sum(np.linalg.cholesky(np.eye(2) * (x + 0j)))))(1.0)
+
+
 def test_vdot_conjugates_its_first_argument():
     def f(x):
         return np.real(np.vdot(np.exp(1j * x), (x + 1j)))
@@ -316,6 +323,7 @@ def test_negative_axes_in_range_still_work(fn):
 
 # --------------------------------------------------------------------------- np.random
 _global_rng = np.random.default_rng(0)
+_py_rng = random.Random(0)
 
 
 def _helper_draw(shape):
@@ -329,6 +337,8 @@ def _helper_draw(shape):
     ("global generator", lambda x: x * _global_rng.uniform(size=3)),
     ("helper function", lambda x: x * _helper_draw(3)),
     ("seed", lambda x: (np.random.seed(0), x)[1]),
+    ("python random", lambda x: x * random.random()),
+    ("python random.Random", lambda x: x * _py_rng.gauss(0.0, 1.0)),
 ])
 def test_random_draws_inside_traced_functions_are_refused(name, fn):
     """Draws were frozen into the compiled (cached) program as constants."""
