@@ -406,7 +406,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
         a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
-    return _red.cumsum.bind(a, axis=normalize_axes(axis, len(_shape(a)), "cumsum")[0])
+    return _red.cumsum.bind(a, axis=_check_axis(axis, len(_shape(a)), "cumsum"))
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
@@ -415,7 +415,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
         a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
-    return _red.cumprod.bind(a, axis=normalize_axes(axis, len(_shape(a)), "cumprod")[0])
+    return _red.cumprod.bind(a, axis=_check_axis(axis, len(_shape(a)), "cumprod"))
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001

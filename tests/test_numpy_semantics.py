@@ -293,6 +293,16 @@ def test_out_of_range_axes_raise_axis_error(name):
     assert "out of bounds" in msg or "repeated" in msg
 
 
+@pytest.mark.parametrize("fn", [lambda x: np.sum(x, axis=1.5),
+                                lambda x: np.cumsum(x, axis=(0, 1)),
+                                lambda x: np.take(x, [0], axis=(0,))])
+def test_non_integer_axes_raise(fn):
+    with pytest.raises(TypeError):
+        fn(np.ones((2, 3)))  # NumPy itself
+    with pytest.raises(dg.DualgpuError, match="not an integer"):
+        dg.jit(fn)(np.ones((2, 3)))
+
+
 def test_repeated_axes_raise():
     x = np.ones((2, 3))
     for fn in (lambda x: np.sum(x, axis=(0, 0)), lambda x: np.moveaxis(x, (0, 0), (0, 1)),

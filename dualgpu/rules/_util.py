@@ -1,6 +1,8 @@
 """Helpers shared by the rule modules: shape inference, dtype promotion, unbroadcasting."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..errors import DualgpuError
@@ -57,8 +59,8 @@ def check_axis(axis, ndim: int, op: str) -> int:
     from ..errors import user_location
 
     try:
-        a = int(axis)
-    except (TypeError, ValueError):
+        a = operator.index(axis)  # NumPy refuses 1.5 and (0,) where one axis is expected
+    except TypeError:
         raise DualgpuError(f"{op}: axis {axis!r} is not an integer (at {user_location()})"
                            ) from None
     if not -ndim <= a < ndim:
@@ -73,6 +75,8 @@ def normalize_axes(axis, ndim: int, op: str = "op") -> tuple:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
         axis = (int(axis),)
+    elif not isinstance(axis, (tuple, list)):
+        axis = (axis,)  # check_axis refuses what is not an integer
     out = [check_axis(a, ndim, op) for a in axis]
     if len(set(out)) != len(out):
         from ..errors import user_location
