@@ -292,6 +292,26 @@ def angle(z, deg=False):
     return multiply(r, 180.0 / math.pi) if deg else r
 
 
+def sinc(x):
+    """``np.sinc``: ``sin(pi x) / (pi x)``, 1 at 0. Near 0 (``|pi x| < 0.1``) its Maclaurin
+    polynomial (exact to rounding there) is used, so that every derivative at 0 is right
+    (0, -pi**2/3, ...) rather than NaN, as JAX does."""
+    if _dtype(x).kind in "biu":
+        x = astype(x, np.float64)
+    if not _is_tracer(x):
+        return _xp_like(x).sinc(x)
+    px = multiply(x, math.pi)
+    small = less(absolute(px), 0.1)  # noqa: F821
+    # the polynomial part sees only small arguments, the quotient only large ones
+    ps = where(small, px, 0.0)
+    p2 = multiply(ps, ps)
+    poly = 1.0
+    for k in (10, 8, 6, 4, 2):  # 1 - u/3! + u^2/5! - ... in u = (pi x)^2, Horner's form
+        poly = subtract(1.0, true_divide(multiply(p2, poly), float(k * (k + 1))))
+    pl = where(small, 1.0, px)
+    return where(small, poly, true_divide(sin(pl), pl))  # noqa: F821
+
+
 def _abs2(x):
     """``|x|**2`` elementwise: ``x * x`` on real values, ``real(x * conj(x))`` on complex."""
     if _complex_input(x):

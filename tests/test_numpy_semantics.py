@@ -429,3 +429,13 @@ def test_abs_and_sqrt_at_zero():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert np.isinf(dg.grad(np.sqrt)(0.0))
+
+
+def test_sinc_is_smooth_at_zero():
+    """A removable singularity: every derivative at 0 is right (JAX uses a series too)."""
+    x = np.array([0.0, 1e-9, 0.01, 0.0318, 0.0319, 0.5, 2.0, -3.3])
+    np.testing.assert_allclose(dg.jit(np.sinc)(x), np.sinc(x), rtol=1e-15, atol=1e-15)
+    assert dg.grad(np.sinc)(0.0) == 0.0
+    np.testing.assert_allclose(dg.hessian(np.sinc)(np.array(0.0)), -math.pi ** 2 / 3,
+                               rtol=1e-14)
+    check_grads(np.sinc, (x,), order=2)
