@@ -294,8 +294,8 @@ def angle(z, deg=False):
 
 def sinc(x):
     """``np.sinc``: ``sin(pi x) / (pi x)``, 1 at 0. Near 0 (``|pi x| < 0.1``) its Maclaurin
-    polynomial (exact to rounding there) is used, so that every derivative at 0 is right
-    (0, -pi**2/3, ...) rather than NaN, as JAX does."""
+    polynomial (degree 10, exact to rounding there) is used, so that the derivatives at 0
+    are right (0, -pi**2/3, ..., to order 10) rather than NaN, as JAX's are."""
     if _dtype(x).kind in "biu":
         x = astype(x, np.float64)
     if not _is_tracer(x):

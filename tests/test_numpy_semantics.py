@@ -432,7 +432,7 @@ def test_abs_and_sqrt_at_zero():
 
 
 def test_sinc_is_smooth_at_zero():
-    """A removable singularity: every derivative at 0 is right (JAX uses a series too)."""
+    """A removable singularity: the derivatives at 0 are right (JAX uses a series too)."""
     x = np.array([0.0, 1e-9, 0.01, 0.0318, 0.0319, 0.5, 2.0, -3.3])
     np.testing.assert_allclose(dg.jit(np.sinc)(x), np.sinc(x), rtol=1e-15, atol=1e-15)
     assert dg.grad(np.sinc)(0.0) == 0.0
