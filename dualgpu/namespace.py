@@ -194,7 +194,8 @@ def _in_random_module(modname) -> bool:
 
 
 def _is_generator(obj) -> bool:
-    """A NumPy/CuPy random Generator, RandomState or BitGenerator instance."""
+    """A NumPy/CuPy random Generator, RandomState or BitGenerator instance, or a Python
+    ``random.Random``."""
     if isinstance(obj, type):
         return False
     if isinstance(obj, (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
@@ -216,7 +217,8 @@ def _random_replacement(obj):
         return RandomRefusal(obj) if _is_random_module(obj) else None
     if _is_generator(obj):
         return RandomRefusal(obj, _generator_label(obj))
-    owner = getattr(obj, "__self__", None)
+    owner = (obj.__self__ if isinstance(obj, (types.MethodType, types.BuiltinMethodType))
+             else None)
     if owner is not None and _is_generator(owner):
         return _refusing(f"{_generator_label(owner)}.{getattr(obj, '__name__', '?')}")
     if callable(obj) and not isinstance(obj, type) and _in_random_module(

@@ -888,7 +888,7 @@ def einsum(subscripts, *operands, optimize=None, **kw):
 
 
 def _vector_norm(x, ord, axis, keepdims):
-    """NumPy's vector norms of ``x`` along the one axis ``axis`` (a 1-tuple)."""
+    """NumPy's vector norms of ``x`` along ``axis`` (a tuple; several axes are one vector)."""
     if ord is None or ord == 2:
         return _safe_sqrt(sum(_abs2(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
