@@ -344,8 +344,8 @@ def _logaddexp_d(x, y):
 
 logaddexp = elementwise(
     "logaddexp", "logaddexp", 2,
-    c="(({0} == {1}) ? ({0} + 0.6931471805599453) "
-      ": (fmax({0}, {1}) + log1p(exp(-fabs({0} - {1})))))",
+    # x == y takes a difference of 0: also for two equal infinities (inf - inf is NaN)
+    c="(fmax({0}, {1}) + log1p(exp(-fabs((({0}) == ({1})) ? 0 : (({0}) - ({1}))))))",
     result="float", doc="Derivatives are finite at infinities: 1/2 each at (-inf, -inf).",
     partials=[lambda x, y, ans: _logaddexp_d(x, y), lambda x, y, ans: _logaddexp_d(y, x)])
 
