@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
+import subprocess
 import warnings
 
 import numpy as np
@@ -235,7 +237,7 @@ def test_fmax_fmin_gradient_follows_the_non_nan_argument(op):
 
 def test_changed_c_expressions_generate():
     x = np.array([np.nan, 1.0], np.float32)
-    for op in (np.maximum, np.fmax, np.hypot):
+    for op in (np.maximum, np.fmax, np.fmin, np.hypot, np.logaddexp, np.power):
         text = plan_source(plan_graph(dg.trace(dg.grad_and_hvp(
             lambda x, y, op=op: np.sum(op(x, y) * 2)), x, x + 1, x)))
         assert "kernel" in text
@@ -439,3 +441,31 @@ def test_sinc_is_smooth_at_zero():
     np.testing.assert_allclose(dg.hessian(np.sinc)(np.array(0.0)), -math.pi ** 2 / 3,
                                rtol=1e-14)
     check_grads(np.sinc, (x,), order=2)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_kernels_of_changed_ops_compile_with_nvcc(tmp_path):
+    """The fused (value, gradient, HVP) kernels of the ops whose rules changed compile."""
+    from dualgpu.codegen.cuda import region_kernels
+
+    fns = [lambda x, y: np.sum(np.logaddexp(x, y)), lambda x, y: np.sum(np.hypot(x, y)),
+           lambda x, y: np.sum(np.fmax(x, y) * np.fmin(x, y)),
+           lambda x, y: np.sum(np.power(x * x + 1, y)), lambda x, y: np.std(x * y),
+           lambda x, y: np.linalg.norm(x - y), lambda x, y: np.sum(dg.nn.xlogy(x, y)),
+           lambda x, y: np.sum(np.sinc(x) * y)]
+    sources = {}
+    for dtype in (np.float32, np.float64):
+        x = np.linspace(0.1, 1.0, 8).astype(dtype)
+        for fn in fns:
+            graph = dg.trace(dg.grad_and_hvp(fn, argnums=(0, 1)), x, x + 1, (x, x))
+            for region in plan_graph(graph).regions:
+                rk = region_kernels(region)
+                sources[rk.name] = rk.source
+                if rk.finish_name:
+                    sources[rk.finish_name] = rk.finish_source
+    assert len(sources) >= len(fns)
+    cu = tmp_path / "kernels.cu"
+    cu.write_text("\n".join(sources.values()))
+    done = subprocess.run(["nvcc", "--ptx", "-x", "cu", str(cu), "-o", str(tmp_path / "k.ptx")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
