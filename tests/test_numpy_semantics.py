@@ -469,3 +469,17 @@ def test_kernels_of_changed_ops_compile_with_nvcc(tmp_path):
     done = subprocess.run(["nvcc", "--ptx", "-x", "cu", str(cu), "-o", str(tmp_path / "k.ptx")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
+
+
+def test_complex_input_gradient_follows_jax():
+    """JAX's autodiff cookbook: f(z) = x**2 + y**2 with z = x + iy, grad(f)(3 + 4j) is
+    6 - 8j (the conjugate of the usual gradient), and grad(imag)(z) is -1j."""
+    def f(z):
+        x, y = np.real(z), np.imag(z)
+        return x ** 2 + y ** 2
+
+    z = np.array(3.0 + 4.0j)
+    np.testing.assert_allclose(dg.grad(f)(z), 6 - 8j)
+    np.testing.assert_allclose(dg.grad(lambda z: np.abs(z) ** 2)(z), 6 - 8j)
+    np.testing.assert_allclose(dg.grad(np.imag)(z), -1j)
+    np.testing.assert_allclose(dg.grad(np.real)(z), 1)
