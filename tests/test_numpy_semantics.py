@@ -384,7 +384,10 @@ def test_power_derivative_at_x_zero(y, want):
     for yy in (y, np.array(y)):  # a Python literal exponent and an array one
         g = dg.grad(lambda x, yy=yy: np.power(x, yy))(0.0)
         assert g == want
+    h_arr = dg.hessian(lambda x: np.power(x, np.array(y)))(np.array(0.0))
     h = dg.hessian(lambda x: np.power(x, y))(np.array(0.0))
+    if y != 1.5:
+        assert h_arr == h
     if y != 1.5:  # 1.5 * 0.5 * x**-0.5 is inf at 0, also in JAX
         assert h == (2.0 if y == 2.0 else 0.0)
 

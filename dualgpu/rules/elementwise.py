@@ -142,7 +142,10 @@ def _pow_dx(x, y, ans):
         if y == 2:
             return dnp.multiply(2, x)
         return dnp.multiply(y, dnp.power(x, y - 1))
-    return dnp.where(dnp.equal(y, 0), 0.0, y * dnp.power(x, y - 1))
+    y0 = dnp.equal(y, 0)
+    # x is replaced under the where too, so that the derivative of this partial (the HVP)
+    # sees no 0 * inf where y == 0 and x == 0
+    return dnp.where(y0, 0.0, y * dnp.power(dnp.where(y0, 1.0, x), y - 1))
 
 
 def _pow_dy(x, y, ans):
