@@ -207,6 +207,8 @@ def test_angle():
 def test_complex_abs_at_zero_is_finite():
     g = dg.grad(lambda x: np.sum(np.abs(x * (1 + 1j))))(np.zeros(2))
     np.testing.assert_array_equal(g, np.zeros(2))
+    hv = dg.hvp(lambda x: np.sum(np.abs(x * (1 + 1j))))(np.zeros(2), np.ones(2))
+    np.testing.assert_array_equal(hv, np.zeros(2))
 
 
 def test_complex_cholesky_is_refused():

@@ -288,10 +288,11 @@ def _abs_complex_jvp(primals, tangents):
 
 
 def _abs_complex_factor(x, ans):
-    """conj(x) / |x|, 0 where x == 0 (as JAX)."""
+    """conj(x) / |x|, 0 where x == 0 (as JAX), and so is its own derivative (the HVP of
+    abs at 0 is 0, as for real abs and the norms)."""
     zero = dnp.equal(ans, 0)
     safe = dnp.astype(dnp.where(zero, 1.0, ans), x.dtype)
-    return dnp.true_divide(conj.bind(x), safe)
+    return dnp.where(zero, 0.0, dnp.true_divide(conj.bind(x), safe))
 
 
 def _with_complex_rule(prim, jvp_c, vjp_c):
