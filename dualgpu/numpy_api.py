@@ -903,7 +903,7 @@ def _vector_norm(x, ord, axis, keepdims):
         return sum(astype(not_equal(x, 0), ax.dtype), axis=axis, keepdims=keepdims)  # noqa: F821
     if ord == 1:
         return sum(ax, axis=axis, keepdims=keepdims)
-    if ord > 0:
+    if ord > 1:
         s = sum(power(ax, float(ord)), axis=axis, keepdims=keepdims)
         if not _is_tracer(s):
             return power(s, 1.0 / ord)
@@ -911,7 +911,8 @@ def _vector_norm(x, ord, axis, keepdims):
         return where(zero, 0.0, power(where(zero, 1.0, s), 1.0 / ord))
     raise UnsupportedOpError(
         f"linalg.norm(ord={ord!r}) of a vector is not supported on traced values "
-        f"(at {user_location()}): ord must be None, inf, -inf or a number >= 0")
+        f"(at {user_location()}): ord must be None, inf, -inf, 0 or a number >= 1 (below 1 "
+        "it is no norm, and its derivative is infinite at zero elements)")
 
 
 def _matrix_norm(x, ord, axes, keepdims):
