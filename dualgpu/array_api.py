@@ -15,7 +15,6 @@ tracing namespace consults it before the NumPy names of :mod:`dualgpu.numpy_api`
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from . import numpy_api as dnp
@@ -67,34 +66,24 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     return out
 
 
-def _norm_axes(x, axis):
-    if axis is None:
-        return tuple(range(len(dnp._shape(x))))
-    return (axis,) if isinstance(axis, int) else tuple(axis)
-
-
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    axes = _norm_axes(x, axis)
-    a = dnp.abs(x)
-    if ord == 2:
-        return dnp.sqrt(dnp.sum(dnp.multiply(x, x), axis=axes, keepdims=keepdims))
-    if ord == 1:
-        return dnp.sum(a, axis=axes, keepdims=keepdims)
-    if ord == math.inf:
-        return dnp.max(a, axis=axes, keepdims=keepdims)
-    if ord == -math.inf:
-        return dnp.min(a, axis=axes, keepdims=keepdims)
-    if isinstance(ord, (int, float)) and ord > 0:
-        s = dnp.sum(dnp.power(a, ord), axis=axes, keepdims=keepdims)
-        return dnp.power(s, 1.0 / ord)
-    raise UnsupportedOpError(f"vector_norm(ord={ord!r}) is not supported on traced values")
+    """The array API's vector norm: over ``axis`` (all axes when None, several axes as one
+    flattened vector); the same conventions as ``np.linalg.norm`` (gradient 0 at zero)."""
+    nd = len(dnp._shape(x))
+    axes = dnp.normalize_axes(axis, nd, "vector_norm")
+    if isinstance(ord, str) or not isinstance(ord, (int, float)):
+        raise UnsupportedOpError(f"vector_norm(ord={ord!r}) is not a vector norm order")
+    return dnp._vector_norm(x, ord, axes, keepdims)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    if ord != "fro":
-        raise UnsupportedOpError(f"matrix_norm(ord={ord!r}) is not supported on traced values; "
-                                 "only the Frobenius norm is")
-    return dnp.sqrt(dnp.sum(dnp.multiply(x, x), axis=(-2, -1), keepdims=keepdims))
+    """The array API's matrix norm over the last two axes; the spectral (2, -2) and nuclear
+    norms need an SVD and are refused, like ``np.linalg.norm``'s."""
+    nd = len(dnp._shape(x))
+    if nd < 2:
+        raise UnsupportedOpError(f"matrix_norm needs an array of at least 2 dimensions, got "
+                                 f"{nd}")
+    return dnp._matrix_norm(x, ord, (nd - 2, nd - 1), keepdims)
 
 
 _DEFINED: dict[str, Callable] = {

@@ -9,6 +9,7 @@ concrete values fall through to the real library; calls on traced values go to
 from __future__ import annotations
 
 import functools
+import random
 import threading
 import types
 from typing import Any
@@ -16,9 +17,14 @@ from typing import Any
 import numpy as np
 
 from . import numpy_api as dnp
-from .errors import UnsupportedOpError, user_location
+from .errors import DualgpuError, UnsupportedOpError, user_location
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
+
+
+class RandomInTraceError(DualgpuError, RuntimeError):
+    """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
+    function, whose draws would become constants of the compiled program."""
 
 # Names whose numpy_api counterpart differs, per submodule path.
 _ALIASES = {
@@ -76,7 +82,8 @@ class TracingNamespace(types.ModuleType):
         real_attr = getattr(self._real, name)
         path = f"{self._path}.{name}" if self._path else name
         if isinstance(real_attr, types.ModuleType):
-            ns = TracingNamespace(real_attr, path)
+            ns = (RandomRefusal(real_attr) if _is_random_module(real_attr)
+                  else TracingNamespace(real_attr, path))
             object.__setattr__(self, name, ns)
             return ns
         if not callable(real_attr) or isinstance(real_attr, type):
@@ -129,6 +136,98 @@ def _ufunc_method(real, method: str):
     return call
 
 
+# ------------------------------------------------------------------- random numbers
+_RANDOM_MODULES = ("numpy.random", "cupy.random")
+
+
+def _is_random_module(mod) -> bool:
+    name = getattr(mod, "__name__", "") or ""
+    return name == "random" or any(name == m or name.startswith(m + ".")
+                                   for m in _RANDOM_MODULES)
+
+
+def _random_error(what: str):
+    return RandomInTraceError(
+        f"{what} was called inside a traced function (at {user_location()}): its draws "
+        "would be frozen into the compiled program as constants, and every cached call "
+        "would return the same 'random' numbers. Draw the random numbers outside the traced "
+        "function and pass them in as arguments.")
+
+
+def _refusing(name: str):
+    def call(*args, **kwargs):
+        raise _random_error(name)
+
+    call.__name__ = name.rpartition(".")[2] or name
+    call.__qualname__ = name
+    return call
+
+
+class RandomRefusal(types.ModuleType):
+    """Stands in for ``numpy.random``/``cupy.random`` (a module, a Generator or a
+    RandomState) inside a traced function: every call through it raises
+    :class:`RandomInTraceError`; plain attributes (constants) pass through."""
+
+    def __init__(self, real, name: str | None = None):
+        label = name or getattr(real, "__name__", None) or type(real).__name__
+        super().__init__(label)
+        self._real = real
+        self._label = label
+
+    def __getattr__(self, name: str) -> Any:
+        real_attr = getattr(self._real, name)
+        if isinstance(real_attr, types.ModuleType):
+            return RandomRefusal(real_attr, f"{self._label}.{name}")
+        if callable(real_attr):
+            return _refusing(f"{self._label}.{name}")
+        return real_attr
+
+    def __call__(self, *args, **kwargs):
+        raise _random_error(self._label)
+
+    def __repr__(self) -> str:
+        return f"<dualgpu refusal of {self._label} inside a traced function>"
+
+
+def _in_random_module(modname) -> bool:
+    return any(modname == m or modname.startswith(m + ".") for m in _RANDOM_MODULES)
+
+
+def _is_generator(obj) -> bool:
+    """A NumPy/CuPy random Generator, RandomState or BitGenerator instance, or a Python
+    ``random.Random``."""
+    if isinstance(obj, type):
+        return False
+    if isinstance(obj, (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
+                        random.Random)):  # Python's own random module draws constants too
+        return True
+    return _in_random_module(type(obj).__module__ or "") and not callable(obj)
+
+
+def _generator_label(obj) -> str:
+    mod = type(obj).__module__.split(".")[0]
+    return f"random.{type(obj).__name__}" if mod == "random" else (
+        f"{mod}.random.{type(obj).__name__}")
+
+
+def _random_replacement(obj):
+    """A refusing stand-in for ``obj`` when it draws random numbers (a generator, a bound
+    method of one, or a function of numpy.random/cupy.random), else None."""
+    if isinstance(obj, types.ModuleType):
+        return RandomRefusal(obj) if _is_random_module(obj) else None
+    if _is_generator(obj):
+        return RandomRefusal(obj, _generator_label(obj))
+    owner = (obj.__self__ if isinstance(obj, (types.MethodType, types.BuiltinMethodType))
+             else None)
+    if owner is not None and _is_generator(owner):
+        return _refusing(f"{_generator_label(owner)}.{getattr(obj, '__name__', '?')}")
+    if callable(obj) and not isinstance(obj, type) and _in_random_module(
+            getattr(obj, "__module__", None) or ""):
+        return _refusing(f"{obj.__module__.split('.')[0]}.random."
+                         f"{getattr(obj, '__name__', '?')}")
+    return None
+
+
 _namespaces: dict[int, TracingNamespace] = {}
 _lock = threading.Lock()
 
@@ -174,6 +273,9 @@ def _replacement(obj, memo):
 
     if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
         return SparseValue.constant(obj)
+    refusal = _random_replacement(obj)
+    if refusal is not None:
+        return refusal
     if _is_array_module(obj):
         return _namespace_for_module(obj)
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):

@@ -106,9 +106,14 @@ def softmax(x, axis=-1):
 
 
 def xlogy(x, y):
-    """``x * log(y)``, zero where ``x == 0``."""
-    safe_y = dnp.where(dnp.equal(x, 0), 1.0, y)
-    return dnp.where(dnp.equal(x, 0), 0.0, dnp.multiply(x, dnp.log(safe_y)))
+    """``x * log(y)``, zero where ``x == 0`` (also for ``y`` 0, negative or inf, as SciPy).
+
+    Derivatives are JAX's where they are finite: ``log(y)`` in ``x`` and ``x / y`` in ``y``,
+    also at ``x == 0`` (``d/dx xlogy(0, 2) = log 2``); at ``x == 0`` with ``y`` not a
+    positive finite number they are 0 (JAX gives -inf/NaN there)."""
+    y_ok = dnp.logical_and(dnp.greater(y, 0), dnp.isfinite(y))
+    safe_y = dnp.where(dnp.logical_and(dnp.equal(x, 0), dnp.logical_not(y_ok)), 1.0, y)
+    return dnp.multiply(x, dnp.log(safe_y))
 
 
 def logit(p):

@@ -12,6 +12,8 @@ import math
 import numpy as np
 
 from .errors import DualgpuError, UnsupportedOpError, user_location
+from .rules._util import AxisError as _AxisError
+from .rules._util import check_axis as _check_axis
 from .rules._util import normalize_axes
 
 
@@ -90,7 +92,8 @@ def _elementwise_function(prim, name):
 
 
 for _name, _prim in _ew.ELEMENTWISE.items():
-    if _name not in ("convert_element_type", "stop_gradient", "where", "logistic", "polygamma"):
+    if _name not in ("convert_element_type", "stop_gradient", "where", "logistic", "polygamma",
+                     "real", "imag", "conj"):
         globals()[_name] = _elementwise_function(_prim, _name)
 
 
@@ -249,18 +252,87 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
     return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
 
 
-def conj(x):
-    return x
+def _complex_input(x) -> bool:
+    return _dtype(x).kind == "c"
+
+
+def conj(x, out=None, **kw):
+    """``np.conj``: the identity on real values."""
+    _unsupported_kwargs("conj", {"out": out, **kw})
+    if not _complex_input(x):
+        return x
+    return _ew.conj.bind(x) if _is_tracer(x) else _xp_like(x).conj(x)
 
 
 conjugate = conj
-real = conj
+
+
+def real(x):
+    """``np.real``: the identity on real values."""
+    if not _complex_input(x):
+        return x
+    return _ew.real.bind(x) if _is_tracer(x) else _xp_like(x).real(x)
+
+
+def imag(x):
+    """``np.imag``: zeros on real values (a constant: no derivative flows)."""
+    if not _complex_input(x):
+        return zeros_like(x) if _is_tracer(x) else _xp_like(x).zeros_like(x)
+    return _ew.imag.bind(x) if _is_tracer(x) else _xp_like(x).imag(x)
+
+
+def angle(z, deg=False):
+    """``np.angle``: ``arctan2(imag(z), real(z))``; on real values 0 or pi, a constant."""
+    if _complex_input(z):
+        r = arctan2(imag(z), real(z))  # noqa: F821
+    else:
+        if _dtype(z).kind in "biu":
+            z = astype(z, np.float64)
+        r = arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)  # noqa: F821
+    return multiply(r, 180.0 / math.pi) if deg else r
+
+
+def sinc(x):
+    """``np.sinc``: ``sin(pi x) / (pi x)``, 1 at 0. Near 0 (``|pi x| < 0.1``) its Maclaurin
+    polynomial (degree 10, exact to rounding there) is used, so that the derivatives at 0
+    are right (0, -pi**2/3, ..., to order 10) rather than NaN, as JAX's are."""
+    if _dtype(x).kind in "biu":
+        x = astype(x, np.float64)
+    if not _is_tracer(x):
+        return _xp_like(x).sinc(x)
+    px = multiply(x, math.pi)
+    small = less(absolute(px), 0.1)  # noqa: F821
+    # the polynomial part sees only small arguments, the quotient only large ones
+    ps = where(small, px, 0.0)
+    p2 = multiply(ps, ps)
+    poly = 1.0
+    for k in (10, 8, 6, 4, 2):  # 1 - u/3! + u^2/5! - ... in u = (pi x)^2, Horner's form
+        poly = subtract(1.0, true_divide(multiply(p2, poly), float(k * (k + 1))))
+    pl = where(small, 1.0, px)
+    return where(small, poly, true_divide(sin(pl), pl))  # noqa: F821
+
+
+def _abs2(x):
+    """``|x|**2`` elementwise: ``x * x`` on real values, ``real(x * conj(x))`` on complex."""
+    if _complex_input(x):
+        return real(multiply(x, conj(x)))
+    return multiply(x, x)
+
+
+def _safe_sqrt(v):
+    """``sqrt(v)`` whose derivatives (of any order) are 0 where ``v == 0`` rather than
+    ``inf * 0 = nan``: for norm-like values (``std``, ``linalg.norm``) ``v == 0`` is the kink
+    of a norm, and 0 is the subgradient taken there. Concrete values: plain ``sqrt``."""
+    if not _is_tracer(v):
+        return sqrt(v)  # noqa: F821
+    zero = equal(v, 0)  # noqa: F821
+    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))  # noqa: F821
 
 
 # --------------------------------------------------------------------------- reductions
-def _reduce(prim, a, axis, keepdims):
+def _reduce(prim, a, axis, keepdims, name=None):
     nd = len(_shape(a))
-    axes = normalize_axes(axis, nd, prim.name)
+    axes = normalize_axes(axis, nd, name or prim.name)
     if not axes:
         r = a
     else:
@@ -274,7 +346,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     _unsupported_kwargs("sum", {"out": out, "initial": initial, "where": where})
     if dtype is not None:
         a = astype(a, dtype)
-    return _reduce(_red.reduce_sum, a, axis, keepdims)
+    return _reduce(_red.reduce_sum, a, axis, keepdims, "sum")
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -290,12 +362,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     _unsupported_kwargs("max", {"out": out, "initial": initial, "where": where})
-    return _reduce(_red.reduce_max, a, axis, keepdims)
+    return _reduce(_red.reduce_max, a, axis, keepdims, "max")
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     _unsupported_kwargs("min", {"out": out, "initial": initial, "where": where})
-    return _reduce(_red.reduce_min, a, axis, keepdims)
+    return _reduce(_red.reduce_min, a, axis, keepdims, "min")
 
 
 amax, amin = max, min
@@ -305,23 +377,47 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     _unsupported_kwargs("prod", {"out": out, "initial": initial, "where": where})
     if dtype is not None:
         a = astype(a, dtype)
-    return _reduce(_red.reduce_prod, a, axis, keepdims)
+    return _reduce(_red.reduce_prod, a, axis, keepdims, "prod")
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, **kw):
-    _unsupported_kwargs("var", {"out": out, "where": where, **kw})
+def _ddof(name, ddof, correction):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise DualgpuError(f"{name}: ddof and correction cannot both be given "
+                           f"(at {user_location()})")
+    return correction
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
+        correction=None, mean=None, **kw):
+    """``np.var``; complex values give the (real) variance of their modulus, as NumPy's.
+
+    ``ddof`` at least the number of reduced elements is refused: NumPy returns inf or nan
+    with a warning there, and no derivative exists."""
+    _unsupported_kwargs("var", {"out": out, "where": where, "mean": mean, **kw})
+    ddof = _ddof("var", ddof, correction)
     if dtype is not None:
         a = astype(a, dtype)
+    elif _dtype(a).kind in "biu":
+        a = astype(a, np.float64)
     axes = normalize_axes(axis, len(_shape(a)), "var")
     n = int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
-    centered = subtract(a, mean(a, axis=axis, keepdims=True))
-    return true_divide(sum(multiply(centered, centered), axis=axis, keepdims=keepdims),
-                       float(n - ddof))
+    if n - ddof <= 0:
+        raise DualgpuError(
+            f"var/std: ddof={ddof} with {n} element(s) per result leaves no degrees of "
+            f"freedom: NumPy returns inf or nan (with a RuntimeWarning) and there is no "
+            f"derivative; dualgpu refuses it (at {user_location()}). Use ddof < {n}.")
+    centered = subtract(a, globals()["mean"](a, axis=axis, keepdims=True))
+    return true_divide(sum(_abs2(centered), axis=axis, keepdims=keepdims), float(n - ddof))
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, **kw):
-    return sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,  # noqa: F821
-                    where=where, **kw))
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
+        correction=None, mean=None, **kw):
+    """``np.std``: ``sqrt(var)``, with gradient (and HVP) 0 where the variance is 0 (one
+    element, or all equal: the kink of a norm) instead of NaN."""
+    return _safe_sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                          where=where, correction=correction, mean=mean, **kw))
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
@@ -330,7 +426,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
         a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
-    return _red.cumsum.bind(a, axis=normalize_axes(axis, len(_shape(a)), "cumsum")[0])
+    return _red.cumsum.bind(a, axis=_check_axis(axis, len(_shape(a)), "cumsum"))
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
@@ -339,7 +435,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
         a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
-    return _red.cumprod.bind(a, axis=normalize_axes(axis, len(_shape(a)), "cumprod")[0])
+    return _red.cumprod.bind(a, axis=_check_axis(axis, len(_shape(a)), "cumprod"))
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001
@@ -394,19 +490,16 @@ def asarray(a, dtype=None, **kw):
 
 def transpose(a, axes=None):
     nd = len(_shape(a))
-    perm = tuple(range(nd))[::-1] if axes is None else tuple(int(i) % nd for i in axes)
+    if axes is None:
+        perm = tuple(range(nd))[::-1]
+    else:
+        perm = tuple(_check_axis(i, nd, "transpose") for i in axes)
+        if sorted(perm) != list(range(nd)):
+            raise DualgpuError(f"transpose: axes {tuple(axes)} are not a permutation of the "
+                               f"{nd} axes of the array (at {user_location()})")
     if perm == tuple(range(nd)):
         return a
     return _sh.transpose.bind(a, perm=perm)
-
-
-def _check_axis(axis, nd: int, op: str) -> int:
-    """``axis`` normalized into ``range(nd)``; out of bounds raises as NumPy does."""
-    axis = int(axis)
-    if not -nd <= axis < nd:
-        raise DualgpuError(f"{op}: axis {axis} is out of bounds for an array of rank {nd} "
-                           f"(at {user_location()})")
-    return axis % nd
 
 
 def swapaxes(a, axis1, axis2):
@@ -423,6 +516,13 @@ def moveaxis(a, source, destination):
            for s in (source if isinstance(source, (tuple, list)) else [source])]
     dst = [_check_axis(d, nd, "moveaxis") for d in (
         destination if isinstance(destination, (tuple, list)) else [destination])]
+    if len(src) != len(dst):
+        raise DualgpuError("moveaxis: source and destination must have the same number of "
+                           f"elements (at {user_location()})")
+    for name, axes in (("source", src), ("destination", dst)):
+        if len(set(axes)) != len(axes):
+            raise _AxisError(f"moveaxis: repeated axis in `{name}` argument "
+                             f"(at {user_location()})")
     order = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -433,7 +533,7 @@ def expand_dims(a, axis):
     shape = list(_shape(a))
     axes = axis if isinstance(axis, (tuple, list)) else [axis]
     nd = len(shape) + len(axes)
-    for ax in sorted(_check_axis(x, nd, "expand_dims") for x in axes):
+    for ax in normalize_axes(axes, nd, "expand_dims"):
         shape.insert(ax, 1)
     return reshape(a, tuple(shape))
 
@@ -479,14 +579,20 @@ def concatenate(arrays, axis=0, out=None, dtype=None):
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
     nd = len(_shape(arrays[0]))
-    r = _sh.concatenate.bind(*arrays, axis=axis % nd) if len(arrays) > 1 else arrays[0]
+    if nd == 0:
+        raise DualgpuError(f"concatenate: zero-dimensional arrays cannot be concatenated "
+                           f"(at {user_location()})")
+    axis = _check_axis(axis, nd, "concatenate")
+    r = _sh.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else arrays[0]
     return r if dtype is None else astype(r, dtype)
 
 
 def stack(arrays, axis=0, out=None):
     arrays = list(arrays)
-    nd = len(_shape(arrays[0])) + 1
-    return concatenate([expand_dims(a, axis % nd) for a in arrays], axis=axis % nd, out=out)
+    if not arrays:
+        raise DualgpuError(f"stack: need at least one array to stack (at {user_location()})")
+    axis = _check_axis(axis, len(_shape(arrays[0])) + 1, "stack")
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, out=out)
 
 
 def hstack(arrays):
@@ -499,6 +605,8 @@ def vstack(arrays):
 
 
 def split(a, indices_or_sections, axis=0):
+    nd = len(_shape(a))
+    axis = _check_axis(axis, nd, "split")
     n = _shape(a)[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
         k = int(indices_or_sections)
@@ -507,9 +615,7 @@ def split(a, indices_or_sections, axis=0):
         bounds = [i * (n // k) for i in range(k + 1)]
     else:
         bounds = [0] + [int(i) for i in indices_or_sections] + [n]
-    nd = len(_shape(a))
-    ax = axis % nd
-    return [getitem(a, (slice(None),) * ax + (slice(lo, hi),))
+    return [getitem(a, (slice(None),) * axis + (slice(lo, hi),))
             for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
@@ -670,8 +776,8 @@ def _check_constant_indices(x, nkey, arrays):
 def take(a, indices, axis=None):
     if axis is None:
         a, axis = ravel(a), 0
-    nd = len(_shape(a))
-    return getitem(a, (slice(None),) * (axis % nd) + (indices,))
+    axis = _check_axis(axis, len(_shape(a)), "take")
+    return getitem(a, (slice(None),) * axis + (indices,))
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
@@ -734,7 +840,8 @@ def dot(a, b, out=None):
 
 
 def vdot(a, b):
-    return sum(multiply(ravel(a), ravel(b)))
+    """``np.vdot``: conjugates its first argument (complex values)."""
+    return sum(multiply(conj(ravel(a)), ravel(b)))
 
 
 def inner(a, b):
@@ -751,17 +858,25 @@ def outer(a, b, out=None):
 def tensordot(a, b, axes=2):
     na, nb = len(_shape(a)), len(_shape(b))
     if isinstance(axes, (int, np.integer)):
+        if not 0 <= axes <= builtins.min(na, nb):
+            raise _AxisError(f"tensordot: axes={int(axes)} is out of bounds for arrays of "
+                             f"dimension {na} and {nb} (at {user_location()})")
         ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
     else:
         ax_a, ax_b = axes
         ax_a = [ax_a] if isinstance(ax_a, int) else list(ax_a)
         ax_b = [ax_b] if isinstance(ax_b, int) else list(ax_b)
+    if len(ax_a) != len(ax_b):
+        raise DualgpuError(f"tensordot: axes {ax_a} and {ax_b} differ in length "
+                           f"(at {user_location()})")
+    ax_a = [_check_axis(i, na, "tensordot") for i in ax_a]
+    ax_b = [_check_axis(j, nb, "tensordot") for j in ax_b]
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     sa = [next(letters) for _ in range(na)]
     sb = [next(letters) for _ in range(nb)]
     for i, j in zip(ax_a, ax_b):
-        sb[j % nb] = sa[i % na]
-    contracted = {sa[i % na] for i in ax_a}
+        sb[j] = sa[i]
+    contracted = {sa[i] for i in ax_a}
     out = [c for c in sa if c not in contracted] + [c for c in sb if c not in contracted]
     return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
 
@@ -772,11 +887,92 @@ def einsum(subscripts, *operands, optimize=None, **kw):
     return _la.einsum.bind(*operands, spec=spec)
 
 
+def _vector_norm(x, ord, axis, keepdims):
+    """NumPy's vector norms of ``x`` along ``axis`` (a tuple; several axes are one vector)."""
+    if ord is None or ord == 2:
+        return _safe_sqrt(sum(_abs2(x), axis=axis, keepdims=keepdims))
+    if isinstance(ord, str):
+        raise DualgpuError(f"linalg.norm: invalid norm order {ord!r} for vectors "
+                           f"(at {user_location()})")
+    ax = absolute(x)  # noqa: F821
+    if ord == math.inf:
+        return max(ax, axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return min(ax, axis=axis, keepdims=keepdims)
+    if ord == 0:  # the count of nonzero elements: piecewise constant
+        return sum(astype(not_equal(x, 0), ax.dtype), axis=axis, keepdims=keepdims)  # noqa: F821
+    if ord == 1:
+        return sum(ax, axis=axis, keepdims=keepdims)
+    if ord > 1:
+        s = sum(power(ax, float(ord)), axis=axis, keepdims=keepdims)
+        if not _is_tracer(s):
+            return power(s, 1.0 / ord)
+        zero = equal(s, 0)  # noqa: F821  (the kink at the zero vector: subgradient 0)
+        return where(zero, 0.0, power(where(zero, 1.0, s), 1.0 / ord))
+    raise UnsupportedOpError(
+        f"linalg.norm(ord={ord!r}) of a vector is not supported on traced values "
+        f"(at {user_location()}): ord must be None, inf, -inf, 0 or a number >= 1 (below 1 "
+        "it is no norm, and its derivative is infinite at zero elements)")
+
+
+def _matrix_norm(x, ord, axes, keepdims):
+    """NumPy's matrix norms over ``axes`` = (row axis, column axis)."""
+    row, col = axes
+    if ord in (None, "fro", "f"):
+        r = _safe_sqrt(sum(_abs2(x), axis=axes))
+    elif ord in (1, -1, math.inf, -math.inf):
+        inner, outer = (row, col) if ord in (1, -1) else (col, row)
+        sums = sum(absolute(x), axis=inner)  # noqa: F821
+        outer = outer - 1 if outer > inner else outer
+        r = (max if ord > 0 else min)(sums, axis=outer)
+    elif ord in (2, -2, "nuc"):
+        raise UnsupportedOpError(
+            f"linalg.norm(ord={ord!r}) of a matrix needs singular values, and dualgpu has no "
+            f"differentiable SVD (at {user_location()}). Use ord='fro' (the Frobenius norm, "
+            "an upper bound of the spectral norm), or a power iteration on x.T @ x written "
+            "in NumPy.")
+    else:
+        raise DualgpuError(f"linalg.norm: invalid norm order {ord!r} for matrices "
+                           f"(at {user_location()})")
+    if keepdims:
+        shape = list(_shape(x))
+        shape[row] = shape[col] = 1
+        r = reshape(r, tuple(shape))
+    return r
+
+
 def linalg_norm(x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and len(_shape(x)) == 2):
-        raise UnsupportedOpError(f"linalg.norm(ord={ord!r}) is not supported; "
-                                 "vector 2-norm and Frobenius norm are")
-    return sqrt(sum(multiply(x, x), axis=axis, keepdims=keepdims))  # noqa: F821
+    """``np.linalg.norm`` with NumPy's meaning of every (ord, axis) it accepts, except the
+    spectral and nuclear matrix norms (no SVD rule): those are refused.
+
+    The gradient at the zero vector (matrix) is 0, a subgradient, and so is the HVP there,
+    rather than NaN."""
+    nd = len(_shape(x))
+    if _dtype(x).kind in "biu":
+        x = astype(x, np.float64)
+    if axis is None:
+        if ord is None:  # the 2-norm of everything, whatever the rank
+            r = _safe_sqrt(sum(_abs2(x)))
+            return reshape(r, (1,) * nd) if keepdims else r
+        if nd not in (1, 2):
+            raise DualgpuError(f"linalg.norm: improper number of dimensions to norm: "
+                               f"ord={ord!r} with axis=None needs a 1-D or 2-D array, got "
+                               f"{nd}-D (at {user_location()})")
+        axis = tuple(range(nd))
+    elif isinstance(axis, (int, np.integer)):
+        axis = (int(axis),)
+    else:
+        axis = tuple(int(a) for a in axis)
+    if len(axis) == 1:
+        return _vector_norm(x, ord, normalize_axes(axis, nd, "linalg.norm"), keepdims)
+    if len(axis) == 2:
+        axes = tuple(_check_axis(a, nd, "linalg.norm") for a in axis)
+        if axes[0] == axes[1]:
+            raise _AxisError(f"linalg.norm: duplicate axes given: {axis} "
+                             f"(at {user_location()})")
+        return _matrix_norm(x, ord, axes, keepdims)
+    raise DualgpuError(f"linalg.norm: improper number of dimensions to norm: axis={axis} "
+                       f"(at {user_location()})")
 
 
 def linalg_solve(a, b):
@@ -821,7 +1017,8 @@ def ndim(a) -> int:
 
 def size(a, axis=None) -> int:
     s = _shape(a)
-    return int(np.prod(s, dtype=np.int64)) if axis is None else s[axis]
+    return int(np.prod(s, dtype=np.int64)) if axis is None else s[_check_axis(axis, len(s),
+                                                                                "size")]
 
 
 def result_type(*arrays_and_dtypes):

@@ -187,7 +187,8 @@ class Tracer:
     size = property(lambda self: self._var.aval.size)
     T = property(lambda self: dnp.transpose(self))
     mT = property(lambda self: dnp.swapaxes(self, -1, -2))
-    real = property(lambda self: self)
+    real = property(lambda self: dnp.real(self))  # x itself for real dtypes
+    imag = property(lambda self: dnp.imag(self))  # zeros for real dtypes
 
     @property
     def device(self):
@@ -307,7 +308,7 @@ def _method(name: str):
 for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "transpose", "ravel",
               "astype", "dot", "copy", "squeeze", "swapaxes", "clip", "cumsum", "cumprod",
               "flatten", "conj", "trace", "diagonal", "repeat", "argmax", "argmin", "all",
-              "any"]:
+              "any", "conjugate"]:
     setattr(Tracer, _name, _method(_name))
 
 

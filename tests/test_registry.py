@@ -219,8 +219,29 @@ spec("reduce_min", reduction(dnp.min, "distinct"))
 spec("np.mean", reduction(dnp.mean), prim=None)
 spec("np.var", reduction(lambda x, axis, keepdims: dnp.var(x, axis=axis, keepdims=keepdims,
                                                            ddof=0)), prim=None)
-spec("np.linalg.norm", reduction(lambda x, axis, keepdims: dnp.linalg_norm(
-    x + 3.0, axis=axis, keepdims=keepdims)), prim=None)
+def build_norm(data, dtype):
+    """np.linalg.norm: vector norms along one axis, matrix norms over two (values spread
+    out, so that the max/min of the 1/inf norms have no ties), the 2-norm of everything."""
+    shape = draw_shape(data, min_dims=1)
+    x = (seed(data).uniform(-2, 2, size=shape) + 3.0).astype(dtype)
+    nd = len(shape)
+    keepdims = data.draw(st.booleans())
+    kind = data.draw(st.sampled_from(["all", "vector"] + (["matrix"] if nd >= 2 else [])))
+    if kind == "all":
+        return (lambda x: dnp.linalg_norm(x, keepdims=keepdims)), (x,)
+    if kind == "vector":
+        axis = data.draw(st.integers(-nd, nd - 1))
+        ord_ = data.draw(st.sampled_from([None, 2, 1, np.inf, -np.inf, 3, 1.5]))
+        return (lambda x: dnp.linalg_norm(x, ord=ord_, axis=axis, keepdims=keepdims)), (x,)
+    axes = tuple(data.draw(st.permutations(list(range(nd))))[:2])
+    ord_ = data.draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
+    return (lambda x: dnp.linalg_norm(x, ord=ord_, axis=axes, keepdims=keepdims)), (x,)
+
+
+spec("np.linalg.norm", build_norm, prim=None)
+spec("np.var(complex)", lambda data, dtype: (
+    lambda x: dnp.var(dnp.exp(x * 1j) * x, axis=-1, ddof=1),
+    (draw_array(data, draw_shape(data, min_dims=1)[:-1] + (3,), dtype),)), prim=None)
 
 
 def build_std(data, dtype):
@@ -231,6 +252,26 @@ def build_std(data, dtype):
 
 
 spec("np.std", build_std, prim=None)
+
+
+# --------------------------------------------------------------------------- complex parts
+def complex_part(fn):
+    """A real function through a complex intermediate: real in, real out (JAX's
+    conventions for complex tangents and cotangents are checked by the same identities)."""
+    def build(data, dtype):
+        shapes = draw_shapes(data, 2)
+        x = draw_array(data, shapes[0], dtype, -1.5, 1.5)
+        y = draw_array(data, shapes[1], dtype, 0.3, 1.5)
+        return fn, (x, y)
+
+    return build
+
+
+spec("real", complex_part(lambda x, y: dnp.real(dnp.exp(x * 1j) * y)))
+spec("imag", complex_part(lambda x, y: dnp.imag(dnp.exp(x * 1j) * (y + 0.5j))))
+spec("conj", complex_part(lambda x, y: dnp.real(dnp.conj(dnp.exp(x * 1j) * y) * (x + 1j))))
+spec("np.abs(complex)", complex_part(lambda x, y: dnp.abs(dnp.exp(x * 1j) * (y + 0.5j))),
+     prim="absolute")
 
 
 def cumulative(fn):
@@ -496,7 +537,8 @@ def test_registry_is_complete():
 
 def test_elementwise_ops_have_c_expressions():
     """The fused kernels need a C template for every elementwise op CUDA has a function for."""
-    no_c = {"digamma", "polygamma"}  # no CUDA math function
+    no_c = {"digamma", "polygamma",  # no CUDA math function
+            "real", "imag", "conj"}  # complex values: kernels are real-valued only
     for name, p in REGISTRY.items():
         if p.kind == "elementwise" and not getattr(p, "custom", False) and name not in no_c:
             assert p.c, f"elementwise primitive {name} has no C expression"

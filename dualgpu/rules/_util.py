@@ -1,6 +1,8 @@
 """Helpers shared by the rule modules: shape inference, dtype promotion, unbroadcasting."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..errors import DualgpuError
@@ -35,19 +37,51 @@ def float_dtype(dtype) -> np.dtype:
     return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
+def real_dtype(dtype) -> np.dtype:
+    """The real type of ``dtype``'s values: float32 for complex64, float64 for complex128;
+    other dtypes unchanged."""
+    dtype = np.dtype(dtype)
+    return np.empty(0, dtype).real.dtype if dtype.kind == "c" else dtype
+
+
+class AxisError(DualgpuError, np.exceptions.AxisError):
+    """An axis argument out of bounds (or repeated): NumPy raises its ``AxisError`` where
+    dualgpu raises this, which is both a :class:`DualgpuError` and a NumPy ``AxisError``
+    (so a ``ValueError`` and an ``IndexError``)."""
+
+    def __init__(self, message: str):
+        np.exceptions.AxisError.__init__(self, message)
+
+
+def check_axis(axis, ndim: int, op: str) -> int:
+    """``axis`` normalized into ``range(ndim)``; out of bounds raises :class:`AxisError` as
+    NumPy does (negative axes in range count from the end)."""
+    from ..errors import user_location
+
+    try:
+        a = operator.index(axis)  # NumPy refuses 1.5 and (0,) where one axis is expected
+    except TypeError:
+        raise DualgpuError(f"{op}: axis {axis!r} is not an integer (at {user_location()})"
+                           ) from None
+    if not -ndim <= a < ndim:
+        raise AxisError(f"{op}: axis {a} is out of bounds for an array of dimension {ndim} "
+                        f"(at {user_location()})")
+    return a % ndim
+
+
 def normalize_axes(axis, ndim: int, op: str = "op") -> tuple:
+    """A sorted tuple of distinct axes in ``range(ndim)`` (all of them for ``None``)."""
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
         axis = (int(axis),)
-    out = []
-    for a in axis:
-        a = int(a)
-        if not -ndim <= a < ndim:
-            raise DualgpuError(f"{op}: axis {a} is out of bounds for an array of rank {ndim}")
-        out.append(a % ndim)
+    elif not isinstance(axis, (tuple, list)):
+        axis = (axis,)  # check_axis refuses what is not an integer
+    out = [check_axis(a, ndim, op) for a in axis]
     if len(set(out)) != len(out):
-        raise DualgpuError(f"{op}: repeated axis in {axis}")
+        from ..errors import user_location
+
+        raise AxisError(f"{op}: repeated axis in {tuple(axis)} (at {user_location()})")
     return tuple(sorted(out))
 
 
@@ -68,6 +102,10 @@ def unbroadcast(g, aval: Aval):
         if tuple(np.shape(g)) != shape:
             g = dnp.reshape(g, shape)
     dt = getattr(g, "dtype", None)
+    if dt is not None and dt.kind == "c" and aval.dtype.kind == "f":
+        # the cotangent of a real value under a complex op: its real part (JAX's rule)
+        g = dnp.real(g)
+        dt = g.dtype
     if dt is not None and dt != aval.dtype and is_float(aval.dtype):
         g = dnp.astype(g, aval.dtype)
     return g

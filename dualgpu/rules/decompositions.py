@@ -197,6 +197,9 @@ slogdet = defprim("slogdet", _slogdet_impl, _slogdet_shape, jvp=_slogdet_jvp,
 def _chol_shape(avals):
     a = avals[0]
     _square(a, "cholesky")
+    if a.dtype.kind == "c":  # Hermitian factors need conjugate transposes in the rules
+        raise DualgpuError(f"linalg.cholesky of complex matrices ({a.str_short()}) is not "
+                           "supported on traced values")
     return Aval(tuple(a.shape), float_dtype(a.dtype))
 
 

@@ -12,9 +12,17 @@ import math
 import numpy as np
 
 from .. import numpy_api as dnp
+from ..errors import DualgpuError
 from ..ir import Aval
 from ..primitives import defprim
-from ._util import broadcast_shapes, float_dtype, promote, unbroadcast, wants_cotangent
+from ._util import (
+    broadcast_shapes,
+    float_dtype,
+    promote,
+    real_dtype,
+    unbroadcast,
+    wants_cotangent,
+)
 
 ELEMENTWISE: dict[str, object] = {}
 
@@ -25,6 +33,8 @@ def _shape_rule(name: str, result: str):
         dtype = promote(avals)
         if result == "float":
             dtype = float_dtype(dtype)
+        elif result == "real":  # abs of complex values is real
+            dtype = real_dtype(dtype)
         elif result == "bool":
             dtype = np.dtype(bool)
         weak = all(a.weak for a in avals)
@@ -122,6 +132,8 @@ negative = elementwise("negative", "negative", 1, c="(-{0})", py="-{0}",
 
 
 def _pow_dx(x, y, ans):
+    """y * x**(y - 1), taken as 0 where y == 0 (as JAX does: x**0 is constant, also at
+    x == 0 where x**-1 is inf)."""
     if isinstance(y, (int, float)):
         if y == 0:
             return 0.0
@@ -130,15 +142,15 @@ def _pow_dx(x, y, ans):
         if y == 2:
             return dnp.multiply(2, x)
         return dnp.multiply(y, dnp.power(x, y - 1))
-    return y * dnp.power(x, y - 1)
+    y0 = dnp.equal(y, 0)
+    # x is replaced under the where too, so that the derivative of this partial (the HVP)
+    # sees no 0 * inf where y == 0 and x == 0
+    return dnp.where(y0, 0.0, y * dnp.power(dnp.where(y0, 1.0, x), y - 1))
 
 
 def _pow_dy(x, y, ans):
-    """log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0, as JAX does)."""
-    from ..trace import Tracer
-
-    if not isinstance(x, Tracer):
-        return dnp.multiply(dnp.log(x), ans)
+    """log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0, as JAX does), also for
+    a constant base (np.power(0.0, y))."""
     safe = dnp.where(dnp.equal(x, 0), 1.0, x)
     return dnp.multiply(dnp.log(safe), ans)
 
@@ -149,8 +161,11 @@ square = elementwise("square", "square", 1, c="({0} * {0})",
                      partials=[lambda x, ans: dnp.multiply(2, x)])
 reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float",
                          partials=[lambda x, ans: dnp.negative(_sq(ans))])
-absolute = elementwise("absolute", "abs", 1, c="fabs({0})",
-                       partials=[lambda x, ans: dnp.sign(x)])
+absolute = elementwise("absolute", "abs", 1, c="fabs({0})", result="real",
+                       partials=[lambda x, ans: dnp.sign(x)],
+                       doc="The derivative at 0 is 0 (sign(0)). For complex z, d|z| = "
+                           "Re(conj(z) dz) / |z| (0 at z == 0), with JAX's cotangent "
+                           "convention: the cotangent of z is g * conj(z) / |z|.")
 sqrt = elementwise("sqrt", "sqrt", 1, c="sqrt({0})", result="float",
                    partials=[lambda x, ans: dnp.true_divide(0.5, ans)])
 cbrt = elementwise("cbrt", "cbrt", 1, c="cbrt({0})", result="float",
@@ -163,6 +178,21 @@ def _win_weight(a, b, ans, larger: bool):
     return dnp.astype(w, ans.dtype)
 
 
+def _nan_skip_weight(a, b, ans, larger: bool):
+    """fmax/fmin: ``a``'s weight, where a NaN never wins: where exactly one argument is NaN
+    the result is the other one and so is the whole derivative (as in JAX); where both are
+    NaN, the first argument takes it (JAX's choice too)."""
+    w = _win_weight(a, b, ans, larger)
+    w = dnp.where(dnp.isnan(b), 1.0, dnp.where(dnp.isnan(a), 0.0, w))
+    return dnp.astype(w, ans.dtype)
+
+
+def _nan_skip_weight_second(b, a, ans, larger: bool):
+    w = _win_weight(b, a, ans, larger)
+    w = dnp.where(dnp.isnan(b), 0.0, dnp.where(dnp.isnan(a), 1.0, w))
+    return dnp.astype(w, ans.dtype)
+
+
 _TIES = "Ties send half the derivative to each argument."
 maximum = elementwise(
     "maximum", "maximum", 2, c="fmax({0}, {1})", doc=_TIES,
@@ -172,19 +202,127 @@ minimum = elementwise(
     "minimum", "minimum", 2, c="fmin({0}, {1})", doc=_TIES,
     partials=[lambda x, y, ans: _win_weight(x, y, ans, False),
               lambda x, y, ans: _win_weight(y, x, ans, False)])
+_FTIES = _TIES + " A NaN argument gets none: the derivative follows the value returned."
 fmax = elementwise(
-    "fmax", "fmax", 2, c="fmax({0}, {1})", doc=_TIES,
-    partials=[lambda x, y, ans: _win_weight(x, y, ans, True),
-              lambda x, y, ans: _win_weight(y, x, ans, True)])
+    "fmax", "fmax", 2, c="fmax({0}, {1})", doc=_FTIES,
+    partials=[lambda x, y, ans: _nan_skip_weight(x, y, ans, True),
+              lambda x, y, ans: _nan_skip_weight_second(y, x, ans, True)])
 fmin = elementwise(
-    "fmin", "fmin", 2, c="fmin({0}, {1})", doc=_TIES,
-    partials=[lambda x, y, ans: _win_weight(x, y, ans, False),
-              lambda x, y, ans: _win_weight(y, x, ans, False)])
+    "fmin", "fmin", 2, c="fmin({0}, {1})", doc=_FTIES,
+    partials=[lambda x, y, ans: _nan_skip_weight(x, y, ans, False),
+              lambda x, y, ans: _nan_skip_weight_second(y, x, ans, False)])
+def _safe_ratio(x, ans):
+    """x / ans where ans != 0; 0 where ans == 0 (then x == 0 too: the kink of a norm, where
+    0 is the subgradient taken, as for np.linalg.norm)."""
+    zero = dnp.equal(ans, 0)
+    return dnp.where(zero, 0.0, dnp.true_divide(x, dnp.where(zero, 1.0, ans)))
+
+
 hypot = elementwise("hypot", "hypot", 2, c="hypot({0}, {1})", result="float",
-                    partials=[lambda x, y, ans: x / ans, lambda x, y, ans: y / ans])
+                    partials=[lambda x, y, ans: _safe_ratio(x, ans),
+                              lambda x, y, ans: _safe_ratio(y, ans)],
+                    doc="Derivatives at (0, 0) are 0.")
 copysign = elementwise(
     "copysign", "copysign", 2, c="copysign({0}, {1})", result="float",
     partials=[lambda x, y, ans: dnp.sign(x) * dnp.sign(ans), lambda x, y, ans: 0.0])
+
+# --------------------------------------------------------------------------- complex parts
+# real, imag and conj of complex values (on real values numpy_api returns x, zeros and x
+# without binding these). Not holomorphic: their rules are written out, with JAX's
+# conventions. A tangent is pushed forward as real(t), imag(t), conj(t); a cotangent is pulled
+# back by the transposes for the bilinear pairing <a, b> = real(sum(a * b)) that every other
+# rule here uses (the VJP of a holomorphic op multiplies by its derivative, unconjugated):
+# real: g -> g + 0j, imag: g -> -1j * g, conj: g -> conj(g).
+def _complex_shape(to_real: bool):
+    def rule(avals):
+        a = avals[0]
+        if a.dtype.kind != "c":
+            raise DualgpuError(f"internal: complex-part primitive on {a.str_short()}")
+        return Aval(tuple(a.shape), real_dtype(a.dtype) if to_real else a.dtype, a.weak)
+
+    return rule
+
+
+def _complex_part(name, numpy_name, to_real, push, pull, doc):
+    def jvp(primals, tangents):
+        ans = prim.bind(primals[0])
+        t = tangents[0]
+        if t is None:
+            return ans, None
+        if t.dtype.kind != "c":  # a real tangent of a complex primal (a fill, say)
+            t = dnp.astype(t, primals[0].dtype)
+        return ans, push(t)
+
+    def vjp(g, primals, ans):
+        x = primals[0]
+        if not wants_cotangent(x):
+            return (None,)
+        return (dnp.astype(pull(g), x.dtype),)
+
+    prim = defprim(name, lambda xp, x: getattr(xp, numpy_name)(x), _complex_shape(to_real),
+                   jvp=jvp, vjp=vjp, kind="elementwise", c=None,
+                   py=f"xp.{numpy_name}({{0}})", doc=doc)
+    prim.arity = 1
+    ELEMENTWISE[name] = prim
+    return prim
+
+
+real = _complex_part(
+    "real", "real", True, lambda t: real.bind(t), lambda g: g,
+    "The real part of complex values (real inputs never reach it).")
+imag = _complex_part(
+    "imag", "imag", True, lambda t: imag.bind(t), lambda g: dnp.multiply(g, -1j),
+    "The imaginary part of complex values (real inputs never reach it).")
+conj = _complex_part(
+    "conj", "conj", False, lambda t: conj.bind(t), lambda g: conj.bind(g) if g.dtype.kind
+    == "c" else g, "The complex conjugate of complex values (real inputs never reach it).")
+
+
+def _abs_complex_jvp(primals, tangents):
+    x = primals[0]
+    ans = absolute.bind(x)
+    t = tangents[0]
+    if t is None:
+        return ans, None
+    return ans, real.bind(dnp.multiply(_abs_complex_factor(x, ans), t))
+
+
+def _abs_complex_factor(x, ans):
+    """conj(x) / |x|, 0 where x == 0 (as JAX), and so is its own derivative (the HVP of
+    abs at 0 is 0, as for real abs and the norms)."""
+    zero = dnp.equal(ans, 0)
+    safe = dnp.astype(dnp.where(zero, 1.0, ans), x.dtype)
+    return dnp.where(zero, 0.0, dnp.true_divide(conj.bind(x), safe))
+
+
+def _with_complex_rule(prim, jvp_c, vjp_c):
+    jvp_r, vjp_r = prim.jvp, prim.vjp
+
+    def jvp(primals, tangents, **params):
+        x = primals[0]
+        if getattr(x, "dtype", np.dtype(float)).kind == "c":
+            return jvp_c(primals, tangents)
+        return jvp_r(primals, tangents, **params)
+
+    def vjp(g, primals, ans, **params):
+        x = primals[0]
+        if getattr(x, "dtype", np.dtype(float)).kind == "c":
+            return vjp_c(g, primals, ans)
+        return vjp_r(g, primals, ans, **params)
+
+    prim.jvp, prim.vjp = jvp, vjp
+
+
+def _abs_complex_vjp(g, primals, ans):
+    x = primals[0]
+    if not wants_cotangent(x):
+        return (None,)
+    gc = dnp.astype(g, x.dtype)
+    return (unbroadcast(dnp.multiply(_abs_complex_factor(x, ans), gc), x.aval),)
+
+
+_with_complex_rule(absolute, _abs_complex_jvp, _abs_complex_vjp)
+
 
 # --------------------------------------------------------------------------- exp and log
 exp = elementwise("exp", "exp", 1, c="exp({0})", result="float",
@@ -201,10 +339,19 @@ log10 = elementwise("log10", "log10", 1, c="log10({0})", result="float",
                     partials=[lambda x, ans: dnp.true_divide(1 / math.log(10.0), x)])
 log1p = elementwise("log1p", "log1p", 1, c="log1p({0})", result="float",
                     partials=[lambda x, ans: _recip(dnp.add(x, 1.0))])
+def _logaddexp_d(x, y):
+    """d logaddexp / dx = logistic(x - y); where x and y are the same infinity (x - y is
+    NaN), 1/2, the value on the diagonal logaddexp(a, a) = a + log 2."""
+    same_inf = dnp.logical_and(dnp.equal(x, y), dnp.logical_not(dnp.isfinite(x)))
+    return logistic.bind(dnp.where(same_inf, 0.0, dnp.subtract(x, y)))
+
+
 logaddexp = elementwise(
-    "logaddexp", "logaddexp", 2, c="(fmax({0}, {1}) + log1p(exp(-fabs({0} - {1}))))",
-    result="float",
-    partials=[lambda x, y, ans: dnp.exp(x - ans), lambda x, y, ans: dnp.exp(y - ans)])
+    "logaddexp", "logaddexp", 2,
+    # x == y takes a difference of 0: also for two equal infinities (inf - inf is NaN)
+    c="(fmax({0}, {1}) + log1p(exp(-fabs((({0}) == ({1})) ? 0 : (({0}) - ({1}))))))",
+    result="float", doc="Derivatives are finite at infinities: 1/2 each at (-inf, -inf).",
+    partials=[lambda x, y, ans: _logaddexp_d(x, y), lambda x, y, ans: _logaddexp_d(y, x)])
 
 # --------------------------------------------------------------------------- trigonometry
 sin = elementwise("sin", "sin", 1, c="sin({0})", result="float",
