@@ -66,6 +66,27 @@ class Const(Var):
         self.value = value
 
 
+def exact_key(value: Any):
+    """A hashable key under which two values are equal only if they are the same value:
+    ``0.0`` and ``-0.0`` differ, and ``1`` differs from ``1.0`` and ``True``.
+
+    >>> exact_key(0.0) == exact_key(-0.0), exact_key(1) == exact_key(1.0)
+    (False, False)
+    """
+    t = type(value)
+    if t is float:
+        return (float, value.hex())
+    if t is complex:
+        return (complex, value.real.hex(), value.imag.hex())
+    if isinstance(value, np.generic):
+        return (t, value.dtype.str, value.tobytes())
+    if t is tuple or t is list:
+        return (t, tuple(exact_key(v) for v in value))
+    if t is dict:
+        return (dict, tuple(sorted((k, exact_key(v)) for k, v in value.items())))
+    return (t, value)
+
+
 class Literal:
     """A Python scalar used directly by an equation (weakly typed, as in NumPy)."""
 

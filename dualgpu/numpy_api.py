@@ -48,6 +48,15 @@ def _is_literal(x, value) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x == value
 
 
+def _is_zero_of_sign(x, negative: bool) -> bool:
+    """``x`` is a zero literal or fill whose sign is ``negative`` (ints count as +0). Only
+    ``-0.0`` is neutral for ``+`` (``-0.0 + 0.0`` is ``0.0``) and only ``+0`` for ``-``."""
+    v = x.fill_value if _is_tracer(x) else x
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != 0:
+        return False
+    return (math.copysign(1.0, v) < 0) == negative
+
+
 def _passes_through(x, other) -> bool:
     """``x`` can stand for ``op(x, other)`` when other is a neutral fill: same shape/dtype."""
     if not _is_tracer(x) or x.dtype.kind not in "fc":
@@ -128,9 +137,9 @@ def _fold_fill(x, other):
 
 def add(x, y, out=None, **kw):
     _unsupported_kwargs("add", {"out": out, **kw})
-    if _is_literal(y, 0) and _passes_through(x, y):
+    if _is_zero_of_sign(y, True) and _passes_through(x, y):
         return x
-    if _is_literal(x, 0) and _passes_through(y, x):
+    if _is_zero_of_sign(x, True) and _passes_through(y, x):
         return y
     folded = _fill_arithmetic(lambda a, b: a + b, x, y)
     if folded is not None:
@@ -140,7 +149,7 @@ def add(x, y, out=None, **kw):
 
 def subtract(x, y, out=None, **kw):
     _unsupported_kwargs("subtract", {"out": out, **kw})
-    if _is_literal(y, 0) and _passes_through(x, y):
+    if _is_zero_of_sign(y, False) and _passes_through(x, y):
         return x
     folded = _fill_arithmetic(lambda a, b: a - b, x, y)
     if folded is not None:

@@ -494,3 +494,23 @@ def test_complex_input_gradient_follows_jax():
     np.testing.assert_allclose(dg.grad(lambda z: np.abs(z) ** 2)(z), 6 - 8j)
     np.testing.assert_allclose(dg.grad(np.imag)(z), -1j)
     np.testing.assert_allclose(dg.grad(np.real)(z), 1)
+
+
+# --- signed zeros: no rewrite may change the sign of a zero --------------------------------
+
+_SIGNED_ZERO_PROGRAMS = [
+    lambda x: x + 0.0, lambda x: 0.0 + x, lambda x: x + 0, lambda x: x - 0.0,
+    lambda x: x - (-0.0), lambda x: x + -0.0, lambda x: x + np.zeros_like(x),
+    lambda x: x - np.zeros_like(x), lambda x: (x * 0.0, x * -0.0),
+    lambda x: (np.maximum(x, 0.0), np.maximum(x, -0.0)), lambda x: x * 1.0 - 0.0,
+]
+
+
+@pytest.mark.parametrize("k", range(len(_SIGNED_ZERO_PROGRAMS)))
+def test_jit_keeps_the_sign_of_zero(k):
+    f = _SIGNED_ZERO_PROGRAMS[k]
+    x = np.array([-0.0, 0.0, -1.0, 2.0])
+    want, got = f(x), dg.jit(f)(x)
+    for w, g in zip(*(o if isinstance(o, tuple) else (o,) for o in (want, got))):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))

@@ -2,20 +2,20 @@
 of cotangent pieces scattered into disjoint slices (the VJP of unpacking a flat vector)."""
 from __future__ import annotations
 
-from ..ir import Const, Eqn, Graph, Literal, Var
+from ..ir import Const, Eqn, Graph, Literal, Var, exact_key
 
 
 def _atom_key(a):
     """A hashable key of an equation input: variables (and constants) by id, literals by
-    type and value."""
+    their exact value (``x * 0.0`` and ``x * -0.0`` are different equations)."""
     if isinstance(a, Literal):
-        return ("lit", type(a.value).__name__, a.value)
+        return ("lit", exact_key(a.value))
     return a.id  # Var and Const ids come from one counter
 
 
 def _params_key(params):
     try:
-        key = tuple(sorted(params.items()))
+        key = tuple(sorted((name, exact_key(v)) for name, v in params.items()))
         hash(key)
         return key
     except TypeError:
