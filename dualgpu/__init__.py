@@ -35,12 +35,14 @@ from .api import (
 )
 from .custom import custom_op
 from .errors import (
+    AxisError,
     BackendMismatchError,
     CodegenSafetyError,
     DualgpuError,
     EscapedTracerError,
     IntegerInputError,
     NonScalarOutputError,
+    RandomInTraceError,
     SeparabilityError,
     ShapeMismatchError,
     TracerControlFlowError,
@@ -62,5 +64,5 @@ __all__ = [
     "clear_cache", "set_cache_size", "BackendMismatchError", "CodegenSafetyError",
     "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",
     "ShapeMismatchError", "TracerControlFlowError", "UnsupportedOpError",
-    "UnsupportedSparseFormatError",
+    "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
 ]

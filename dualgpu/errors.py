@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
+import numpy as np
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -52,6 +54,20 @@ class GraphValidationError(DualgpuError, ValueError):
 
 class UnsupportedSparseFormatError(DualgpuError, TypeError):
     """A sparse matrix format that dualgpu does not handle."""
+
+
+class AxisError(DualgpuError, np.exceptions.AxisError):
+    """An axis argument out of bounds (or repeated). NumPy raises its ``AxisError`` where
+    dualgpu raises this, which is both a :class:`DualgpuError` and a NumPy ``AxisError``
+    (so a ``ValueError`` and an ``IndexError``)."""
+
+    def __init__(self, message: str):
+        np.exceptions.AxisError.__init__(self, message)
+
+
+class RandomInTraceError(DualgpuError, RuntimeError):
+    """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
+    function, whose draws would become constants of the compiled program."""
 
 
 class CodegenSafetyError(DualgpuError, ValueError):

@@ -17,14 +17,9 @@ from typing import Any
 import numpy as np
 
 from . import numpy_api as dnp
-from .errors import DualgpuError, UnsupportedOpError, user_location
+from .errors import DualgpuError, RandomInTraceError, UnsupportedOpError, user_location
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
-
-
-class RandomInTraceError(DualgpuError, RuntimeError):
-    """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
-    function, whose draws would become constants of the compiled program."""
 
 # Names whose numpy_api counterpart differs, per submodule path.
 _ALIASES = {

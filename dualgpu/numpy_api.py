@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
+from .errors import AxisError as _AxisError
 from .errors import DualgpuError, UnsupportedOpError, user_location
-from .rules._util import AxisError as _AxisError
 from .rules._util import check_axis as _check_axis
 from .rules._util import normalize_axes
 

@@ -5,7 +5,7 @@ import operator
 
 import numpy as np
 
-from ..errors import DualgpuError
+from ..errors import AxisError, DualgpuError
 from ..ir import Aval
 
 _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
@@ -42,15 +42,6 @@ def real_dtype(dtype) -> np.dtype:
     other dtypes unchanged."""
     dtype = np.dtype(dtype)
     return np.empty(0, dtype).real.dtype if dtype.kind == "c" else dtype
-
-
-class AxisError(DualgpuError, np.exceptions.AxisError):
-    """An axis argument out of bounds (or repeated): NumPy raises its ``AxisError`` where
-    dualgpu raises this, which is both a :class:`DualgpuError` and a NumPy ``AxisError``
-    (so a ``ValueError`` and an ``IndexError``)."""
-
-    def __init__(self, message: str):
-        np.exceptions.AxisError.__init__(self, message)
 
 
 def check_axis(axis, ndim: int, op: str) -> int:
