@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import numpy_api as dnp
-from .errors import DualgpuError, RandomInTraceError, UnsupportedOpError, user_location
+from .errors import RandomInTraceError, UnsupportedOpError, user_location
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .cache import IdentityKey
 from .errors import DualgpuError, UnsupportedOpError, UnsupportedSparseFormatError
 
 __all__ = ["is_sparse", "SparseValue", "Pattern", "matmul", "as_sparse_value"]
@@ -107,8 +108,8 @@ class Pattern:
 
     def key(self) -> tuple:
         """A cache key: the pattern's arrays by identity (graphs keep them alive)."""
-        return ("sparse", self.fmt, self.shape, self.nnz, _IdKey(self.ind, self.ptr),
-                np.dtype(self.ind.dtype).str)
+        return ("sparse", self.fmt, self.shape, self.nnz, IdentityKey(self.ind),
+                IdentityKey(self.ptr), np.dtype(self.ind.dtype).str)
 
     def rebuild(self, data, like=None, own: bool = True):
         """A sparse matrix of the original class with these values.
@@ -398,19 +399,3 @@ class SparseArgs:
         if i not in self.patterns:
             return values
         return self.patterns[i].rebuild(values, like=self.originals[i])
-
-
-class _IdKey:
-    """Hashable by the identity of some arrays, which it keeps alive (so ids stay unique)."""
-
-    __slots__ = ("refs", "ids")
-
-    def __init__(self, *refs):
-        self.refs = refs
-        self.ids = tuple(id(r) for r in refs)
-
-    def __hash__(self) -> int:
-        return hash(self.ids)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, _IdKey) and other.ids == self.ids
