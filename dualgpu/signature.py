@@ -301,15 +301,15 @@ def quick_key(args: tuple):
     key = []
     for a in args:
         t = type(a)
-        if t in _QUICK_TYPES:
-            key.append((a.shape, a.dtype))
+        if t in _QUICK_TYPES:  # the type names the backend: NumPy and CuPy never share
+            key.append((t, a.shape, a.dtype))
         elif t is float:
             key.append((float, a.hex()))
         elif t in _QUICK_SCALARS:
             key.append((t, a))
         elif t.__name__ == "ndarray" and t.__module__.startswith("cupy"):
             _QUICK_TYPES.add(t)
-            key.append((a.shape, a.dtype))
+            key.append((t, a.shape, a.dtype))
         else:
             return None
     ids = {id(a) for a in args}

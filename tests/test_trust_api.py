@@ -287,3 +287,16 @@ def test_reregistering_a_custom_op_rebuilds_programs():
     op = dg.custom_op(name, lambda xp, x: x * x * x,
                       vjp=lambda g, primals, ans: (3 * primals[0] ** 2 * g,))
     np.testing.assert_allclose(g(x), 3 * x ** 2)
+
+
+def test_quick_key_tells_numpy_and_cupy_arrays_apart():
+    """The per-function fast path once keyed arrays by shape and dtype alone, so a CuPy call
+    after a NumPy call of the same shape ran the NumPy program (found on the GPU)."""
+    from dualgpu.signature import quick_key
+
+    FakeCupyArray = type("ndarray", (), {"__module__": "cupy._core.core",
+                                         "shape": (3,), "dtype": np.dtype(np.float64)})
+    x = np.zeros(3)
+    assert quick_key((x,)) != quick_key((FakeCupyArray(),))
+    assert quick_key((x, 1.0)) == quick_key((np.ones(3), 1.0))
+    assert quick_key((x, 0.0)) != quick_key((x, -0.0))

@@ -215,9 +215,9 @@ def _kernels(fn, *args) -> str:
 
 
 _C_FORMS = {(math.inf, 4): "(1.0f / 0.0f)", (-math.inf, 4): "(-(1.0f / 0.0f))",
-            (math.nan, 4): "(0.0f / 0.0f)", (-0.0, 4): "(-0.0f)",
+            (math.nan, 4): "__int_as_float(0x7fc00000)", (-0.0, 4): "(-0.0f)",
             (math.inf, 8): "(1.0 / 0.0)", (-math.inf, 8): "(-(1.0 / 0.0))",
-            (math.nan, 8): "(0.0 / 0.0)", (-0.0, 8): "(-0.0)"}
+            (math.nan, 8): "__longlong_as_double(0x7ff8000000000000LL)", (-0.0, 8): "(-0.0)"}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -347,9 +347,12 @@ def _parse_c(text: str, single: bool):
         t = t[1:-1]
         if t.startswith("-"):
             neg, t = not neg, t[1:]
-    if t in ("(0.0f / 0.0f)", "(0.0 / 0.0)", "0.0f / 0.0f", "0.0 / 0.0"):
-        v = math.nan
-    elif t in ("(1.0f / 0.0f)", "(1.0 / 0.0)", "1.0f / 0.0f", "1.0 / 0.0"):
+    if t.startswith(("__int_as_float(", "__longlong_as_double(")):
+        assert single == t.startswith("__int_as_float("), text
+        bits = int(t[t.index("(") + 1:-1].rstrip("L"), 16) % (1 << (32 if single else 64))
+        return np.array(bits, dtype=np.uint32 if single else np.uint64).view(
+            np.float32 if single else np.float64)[()]
+    if t in ("(1.0f / 0.0f)", "(1.0 / 0.0)", "1.0f / 0.0f", "1.0 / 0.0"):
         v = math.inf
     else:
         assert single == t.endswith("f"), text
@@ -373,7 +376,12 @@ def test_c_literals_compile_with_their_types_and_values(tmp_path):
     values = [0.0, -0.0, 1.5, -1.5, 0.1, 1e-45, 3.4028234663852886e38, 1e-310, 1e300,
               -1e300, math.inf, -math.inf, math.nan, 2.0 ** -149, 123456789.0]
     lines = ["#include <cstdio>", "#include <cstring>", "#include <cstdint>",
-             "#include <type_traits>", "int main() {"]
+             "#include <type_traits>",
+             # CUDA's bit-cast intrinsics, as NVRTC defines them
+             "float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }",
+             "double __longlong_as_double(long long i) "
+             "{ double d; std::memcpy(&d, &i, 8); return d; }",
+             "int main() {"]
     want = []
     for i, v in enumerate(values):
         for dt, ct, it in ((np.float32, "float", "uint32_t"), (np.float64, "double", "uint64_t")):
@@ -392,10 +400,8 @@ def test_c_literals_compile_with_their_types_and_values(tmp_path):
                          text=True).stdout.split("\n")
     for line, w in zip(out, want):
         is_nan, bits = (int(s) for s in line.split())
-        if np.isnan(w):
-            assert is_nan
-        else:
-            assert bits == int(w.view(np.uint32 if w.dtype == np.float32 else np.uint64)), (w, line)
+        assert is_nan == bool(np.isnan(w))
+        assert bits == int(w.view(np.uint32 if w.dtype == np.float32 else np.uint64)), (w, line)
 
 
 def test_encoder_refuses_unknown_types():

@@ -25,7 +25,7 @@ Examples::
     py_literal(-0.0)               # "(-0.0)"
     py_literal(np.float32(2.0))    # "xp.float32(2.0)"
     py_literal("x")                # "'x'"
-    c_literal(float("nan"), np.float32)   # "(0.0f / 0.0f)"
+    c_literal(float("nan"), np.float32)   # "__int_as_float(0x7fc00000)"
     c_literal(-0.0, np.float64)           # "(-0.0)"
 """
 from __future__ import annotations
@@ -300,7 +300,9 @@ def c_type(dtype, what: str = "dtype") -> str:
 def c_literal(value, dtype, what: str = "value") -> str:
     """A C literal of ``value`` typed as ``dtype``: ``2.0f`` for float32, ``2.0`` for
     float64, ``3LL`` for int64; negative values in parentheses (``(-0.0f)`` keeps its
-    sign); inf and NaN as constant expressions NVRTC folds: ``(1.0f / 0.0f)``."""
+    sign); inf as a constant expression NVRTC folds, ``(1.0f / 0.0f)``; NaN by its bits,
+    ``__int_as_float(0x7fc00000)`` (``0.0f / 0.0f`` folds to a NaN whose sign bit differs
+    between compilers)."""
     t = type(value)
     if not (t in (bool, int, float) or (t in _NP_SCALARS and np.dtype(t).kind in "biuf")):
         raise _refuse(what, value, "a kernel literal must be a real number")
@@ -332,9 +334,11 @@ def c_literal(value, dtype, what: str = "value") -> str:
         with np.errstate(over="ignore"):
             f = float(np.float32(f))  # round (or overflow) to float32 first
     neg = math.copysign(1.0, f) < 0
-    if math.isnan(f):
-        text = "(0.0f / 0.0f)" if single else "(0.0 / 0.0)"
-        return f"(-{text})" if neg else text
+    if math.isnan(f):  # the quiet NaN of NumPy, with the value's sign
+        if single:
+            return "__int_as_float(-0x400000)" if neg else "__int_as_float(0x7fc00000)"
+        return ("__longlong_as_double(-0x8000000000000LL)" if neg
+                else "__longlong_as_double(0x7ff8000000000000LL)")
     if math.isinf(f):
         text = "(1.0f / 0.0f)" if single else "(1.0 / 0.0)"
         return f"(-{text})" if neg else text
