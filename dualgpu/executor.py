@@ -99,10 +99,11 @@ class Executable:
     def __call__(self, *arrays):
         if self.graph_runner is not None and config["cuda_graphs"]:
             reuse = config.get("cuda_graph_outputs") == "reuse"
-            outs = self.graph_runner(arrays, reuse, config.get("cuda_graph_max_bytes"))
+            outs, replayed = self.graph_runner.run(arrays, reuse,
+                                                   config.get("cuda_graph_max_bytes"))
             # replayed outputs are the runner's own buffers ("reuse": documented) or a fresh
             # block; the eager calls of the runner are made to own their results here
-            return owned_outputs(outs, arrays, self._const_values)
+            return outs if replayed else owned_outputs(outs, arrays, self._const_values)
         outs = self._fn(*arrays)
         if not self.backend.is_cupy:
             outs = [np.asarray(o) if not isinstance(o, np.ndarray) else o for o in outs]
@@ -128,6 +129,14 @@ def owned_outputs(outs, inputs, consts=()) -> list:
 
         outs = owned_outputs([x, y, y], [x])   # [copy of x, y, copy of y]
     """
+    seen = set()
+    for o in outs:  # the common case, checked cheaply: owning arrays, none an input
+        if getattr(o, "base", None) is not None or id(o) in seen:
+            break
+        seen.add(id(o))
+    else:
+        if seen.isdisjoint(map(id, inputs)) and seen.isdisjoint(map(id, consts)):
+            return list(outs)
     taken = {id(_memory_root(a)) for a in inputs}
     taken.update(id(_memory_root(c)) for c in consts)
     res = []

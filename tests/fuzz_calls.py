@@ -470,7 +470,7 @@ def build(t, fns: dict | None = None):
     if k == "fn":
         if fns is None:
             return make_fn(t[1])
-        key = t[1]
+        key = repr(t[1])  # exact: ("closure", "vec", 0.0) == ("closure", "vec", -0.0)
         if key not in fns:
             fns[key] = make_fn(t[1])
         return fns[key]
@@ -1132,8 +1132,8 @@ class Gen:
         return Seq(self.seed, self.family, self.steps, dict(self.programs))
 
     def _obj_for(self, tspec):
-        for oid, t in self.objs:
-            if t == tspec and self.rnd.random() < 0.8:
+        for oid, t in self.objs:  # by repr: -0.0 == 0.0, but they are other closures
+            if repr(t) == repr(tspec) and self.rnd.random() < 0.8:
                 return oid
         oid = self.n_obj
         self.n_obj += 1

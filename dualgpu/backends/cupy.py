@@ -81,13 +81,18 @@ class CudaGraphRunner:
         self._last_stream = None
 
     def __call__(self, arrays, reuse_outputs: bool = False, max_bytes: int | None = None):
+        return self.run(arrays, reuse_outputs, max_bytes)[0]
+
+    def run(self, arrays, reuse_outputs: bool = False, max_bytes: int | None = None):
+        """``(outputs, replayed)``: replayed outputs are views of the runner's buffers
+        (``reuse_outputs``) or of one fresh block, never of an input."""
         if self.failed is not None or self.calls == 0 or (
                 max_bytes is not None and self.nbytes > max_bytes):
             self.calls += 1
             outs = self.fn(*arrays)
             if self.calls == 1:
                 self._check_graphable(arrays, outs)
-            return outs
+            return outs, False
         with self._lock:
             if self.graph is None:
                 try:
@@ -95,10 +100,10 @@ class CudaGraphRunner:
                 except Exception as e:  # noqa: BLE001 - any failure means "run eagerly"
                     self.failed = f"{type(e).__name__}: {e}"
                     self.graph = None
-                    return self.fn(*arrays)
+                    return self.fn(*arrays), False
             if cupy_device_id() != self.device:
-                return self.fn(*arrays)
-            return self._replay(arrays, reuse_outputs)
+                return self.fn(*arrays), False
+            return self._replay(arrays, reuse_outputs), True
 
     def _check_graphable(self, arrays, outs):
         import cupy
