@@ -439,6 +439,25 @@ def test_errstate_raise_is_respected():
         dg.grad(f)(np.array([0.0, 1.0]))
 
 
+def test_axis_error_names_op_axis_and_line():
+    def f(x):
+        return np.sum(np.transpose(x, (0, 5)))
+    with pytest.raises(dg.AxisError) as info:
+        dg.grad(f)(np.ones((2, 2)))
+    msg = str(info.value)
+    assert "transpose" in msg and "axis 5" in msg and "test_errors.py" in msg
+    assert isinstance(info.value, np.exceptions.AxisError)
+
+
+def test_random_in_trace_names_the_call_and_says_what_to_do():
+    def f(x):
+        return np.sum(x * np.random.rand(3))
+    with pytest.raises(dg.RandomInTraceError) as info:
+        dg.grad(f)(np.ones(3))
+    msg = str(info.value)
+    assert "numpy.random.rand" in msg and "test_errors.py" in msg and "pass them in" in msg
+
+
 # --------------------------------------------------------------------------- the catalogue
 # each class and the tests above that check its message
 COVERED = {
@@ -454,6 +473,8 @@ COVERED = {
     "GraphValidationError": "test_graph_validation_error_names_equation",
     "UnsupportedSparseFormatError": "test_unsupported_sparse_formats",
     "CodegenSafetyError": "test_codegen_safety_error",
+    "AxisError": "test_axis_error_names_op_axis_and_line",
+    "RandomInTraceError": "test_random_in_trace_names_the_call_and_says_what_to_do",
 }
 
 
