@@ -33,6 +33,8 @@ from .api import (
     value_and_grad,
     vjp,
 )
+from .core.ir import Graph
+from .core.primitives import REGISTRY, defprim
 from .custom import custom_op
 from .errors import (
     AxisError,
@@ -50,10 +52,8 @@ from .errors import (
     UnsupportedSparseFormatError,
 )
 from .executor import config
-from .ir import Graph
 from .linalg import HessianOperator, hessp
 from .numpy_api import stop_gradient
-from .primitives import REGISTRY, defprim
 
 __version__ = "0.1.0"
 

@@ -22,13 +22,13 @@ import numpy as np
 
 from . import tree as T
 from .cache import LRUCache, WeakIdentityKey, identity_key
+from .core.interpret import eval_graph
+from .core.ir import Graph
+from .core.primitives import registry_version
+from .core.trace import Tracer, current_builder, trace_to_graph
 from .errors import DualgpuError, NonScalarOutputError, ShapeMismatchError
 from .executor import Executable, config
-from .interpret import eval_graph
-from .ir import Graph
-from .primitives import registry_version
 from .signature import Signature, _class_call, quick_key, static_key, unwrap_function
-from .trace import Tracer, current_builder, trace_to_graph
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output
 

@@ -37,10 +37,10 @@ from typing import Any
 import numpy as np
 
 from .cache import IdentityKey, LRUCache
-from .codegen.names import check_c_expression, check_identifier
+from .core.ir import Aval
+from .core.names import check_c_expression, check_identifier
+from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
 from .errors import DualgpuError, ShapeMismatchError
-from .ir import Aval
-from .primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
 from .rules._util import broadcast_shapes, float_dtype, promote, unbroadcast
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
@@ -521,7 +521,7 @@ class _Rules:
 
     def _derived_jvp(self, primals, tangents, ans):
         """Transpose the pullback: J t = (g -> J^T g)^T t."""
-        from .interpret import eval_graph
+        from .core.interpret import eval_graph
         from .numpy_api import zeros_like
 
         need = [i for i, p in enumerate(primals) if _float(p) and tangents[i] is not None]
@@ -537,7 +537,7 @@ class _Rules:
         return _fit(outs[-1], ans)
 
     def _transpose_pullback(self, avals, ans_aval, need, xp):
-        from .trace import trace_to_graph
+        from .core.trace import trace_to_graph
         from .transforms.vjp import vjp_graph
 
         n = len(avals)
@@ -561,7 +561,7 @@ class _Rules:
 
     def _derived_vjp(self, g, primals, ans):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
-        from .interpret import eval_graph
+        from .core.interpret import eval_graph
         from .numpy_api import zeros_like
 
         diff = [i for i, p in enumerate(primals) if _float(p)]
@@ -580,7 +580,7 @@ class _Rules:
         return cts
 
     def _transpose_pushforward(self, avals, ans_aval, diff, xp):
-        from .trace import trace_to_graph
+        from .core.trace import trace_to_graph
         from .transforms.vjp import vjp_graph
 
         n, k = len(avals), len(diff)
@@ -599,7 +599,7 @@ class _Rules:
 
 
 def _xp_of(primals, ans):
-    from .trace import Tracer
+    from .core.trace import Tracer
 
     for x in (*primals, ans):
         if isinstance(x, Tracer):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .codegen.python import compile_python, generate_python
-from .ir import Graph
+from .core.ir import Graph
 
 
 class Config(dict):

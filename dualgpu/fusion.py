@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Const, Graph, Literal, Var
+from .core.ir import Const, Graph, Literal, Var
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
               "reduce_prod": "prod"}
@@ -322,7 +322,7 @@ class Plan:
 
     def describe(self, kernel_names: dict | None = None) -> str:
         """The plan as text: one block per step, naming each equation as ``str(graph)`` does."""
-        from .pprint import Namer
+        from .core.pprint import Namer
 
         name = Namer(self.graph)
         for v in self.graph.inputs:
@@ -358,7 +358,7 @@ class Plan:
 
 
 def _format_eqn(eqn, name) -> str:
-    from .pprint import _param_str
+    from .core.pprint import _param_str
 
     outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outs)
     args = " ".join(name(a) for a in eqn.inputs)
@@ -456,7 +456,7 @@ def _from_domain(arr, dims, shape, domain):
 
 def emulate_region(region: Region, env: dict) -> None:
     """Evaluate ``region`` point by point of its domain, as its kernel does (NumPy)."""
-    from .interpret import read
+    from .core.interpret import read
 
     nd = len(region.domain)
     dom: dict[int, Any] = {}
@@ -500,7 +500,7 @@ def emulate_region(region: Region, env: dict) -> None:
 def emulate(plan: Plan, args: Sequence[Any]) -> list:
     """Run ``plan`` with NumPy: library steps by their impls, regions by
     :func:`emulate_region`. Only a region's outputs leave it, so a wrong plan fails here."""
-    from .interpret import read
+    from .core.interpret import read
 
     env: dict[int, Any] = {}
     for v, a in zip(plan.graph.inputs, args):

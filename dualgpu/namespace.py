@@ -32,7 +32,7 @@ _ALIASES = {
 
 
 def _contains_tracer(args, kwargs) -> bool:
-    from .trace import Tracer
+    from .core.trace import Tracer
 
     def check(x):
         if isinstance(x, Tracer):

@@ -18,7 +18,7 @@ from .rules._util import normalize_axes
 
 
 def _is_tracer(x) -> bool:
-    from .trace import Tracer
+    from .core.trace import Tracer
 
     return isinstance(x, Tracer)
 

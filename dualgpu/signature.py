@@ -19,9 +19,9 @@ from . import sparse_api
 from . import tree as T
 from .backends import array_backend, backend_for_xp, backend_of
 from .cache import WeakIdentityKey, identity_key
+from .core.ir import Aval
+from .core.trace import Tracer
 from .errors import DualgpuError, IntegerInputError
-from .ir import Aval
-from .trace import Tracer
 
 _NUMBERS = (int, float, complex)
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis), range)
@@ -212,7 +212,7 @@ class Signature:
 
     def input_names(self, fn) -> list[str] | None:
         """Readable graph-input names from ``fn``'s parameter names, when they exist."""
-        from .codegen.names import function_name
+        from .core.names import function_name
 
         try:
             import inspect

@@ -50,7 +50,7 @@ def is_sparse_like(x) -> bool:
 
 
 def _is_tracer(x) -> bool:
-    from .trace import Tracer
+    from .core.trace import Tracer
 
     return isinstance(x, Tracer)
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu import custom, primitives
+from dualgpu import custom
+from dualgpu.core import primitives
 
 X = np.array([0.5, -1.5, 2.0])
 

@@ -18,8 +18,8 @@ import pytest
 import dualgpu as dg
 from benchmarks import build_time
 from dualgpu.codegen.cuda import plan_source
+from dualgpu.core.interpret import eval_graph
 from dualgpu.fusion import ROLLED_LOOPS_MAX, emulate, plan_graph
-from dualgpu.interpret import eval_graph
 
 DT = 0.01
 HEADROOM = 400  # frames allowed above the test's own: far below one per step

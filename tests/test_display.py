@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu import pprint
+from dualgpu.core import pprint
 
 HAS_DOT = shutil.which("dot") is not None
 

@@ -42,7 +42,7 @@ def test_docs_exist():
 @pytest.fixture
 def restore_dualgpu_state():
     import dualgpu as dg
-    from dualgpu.primitives import NON_DIFFERENTIABLE
+    from dualgpu.core.primitives import NON_DIFFERENTIABLE
 
     config = dict(dg.config)
     registered = set(dg.REGISTRY)

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 import dualgpu as dg
 from dualgpu import errors
-from dualgpu.ir import Aval
+from dualgpu.core.ir import Aval
 
 HERE = os.path.basename(__file__)
 

@@ -18,8 +18,8 @@ import pytest
 
 import dualgpu as dg
 from dualgpu.codegen.cuda import c_literal, matmul_kernel, plan_source, region_kernels
+from dualgpu.core.interpret import eval_graph
 from dualgpu.fusion import LibraryStep, emulate, plan_graph
-from dualgpu.interpret import eval_graph
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -1,6 +1,6 @@
 """One property test over the whole rule registry.
 
-``SPECS`` maps every primitive of ``dualgpu.primitives.REGISTRY`` (and some public composite
+``SPECS`` maps every primitive of ``dualgpu.core.primitives.REGISTRY`` (and some public composite
 functions of ``dg.nn`` and ``numpy_api``) to a builder that draws, with hypothesis, a function
 exercising it and arguments inside its domain (broadcastable shapes, axes, index keys, ...).
 For each entry and example:
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import dualgpu as dg
 from dualgpu import numpy_api as dnp
-from dualgpu.primitives import NON_DIFFERENTIABLE, REGISTRY
+from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
 from dualgpu.testing import strategies as dst
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.codegen import names as N
-from dualgpu.primitives import same_as_first
+from dualgpu.core import names as N
+from dualgpu.core.primitives import same_as_first
 
 HOSTILE_NAMES = [
     "x; import os",

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.ir import Aval
-from dualgpu.trace import trace_to_graph
+from dualgpu.core.ir import Aval
+from dualgpu.core.trace import trace_to_graph
 
 
 def helper(z):

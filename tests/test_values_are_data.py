@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dualgpu as dg
-from dualgpu.codegen import encode as E
 from dualgpu.codegen.cuda import region_kernels
+from dualgpu.core import encode as E
 from dualgpu.fusion import plan_graph
 
 SPECIALS = [math.inf, -math.inf, math.nan, -0.0]

@@ -2,16 +2,16 @@
 
 The source is built only from the registry's templates and generated names; constants are
 passed in by name, never printed into the code, and every literal or parameter value is
-written by the one encoder, :mod:`dualgpu.codegen.encode` (values are data, never code).
+written by the one encoder, :mod:`dualgpu.core.encode` (values are data, never code).
 The same source runs on NumPy and on CuPy (``xp`` is bound to the array module).
 """
 from __future__ import annotations
 
 from string import Formatter
 
-from ..ir import Graph, Literal
-from . import encode as E
-from . import names as N
+from ..core import encode as E
+from ..core import names as N
+from ..core.ir import Graph, Literal
 
 
 class OpsNamespace:
@@ -21,7 +21,7 @@ class OpsNamespace:
         self._xp = xp
 
     def __getattr__(self, name):
-        from ..primitives import REGISTRY
+        from ..core.primitives import REGISTRY
 
         prim = REGISTRY[name]
         xp = self._xp
@@ -34,7 +34,7 @@ class OpsNamespace:
 
 
 def literal_source(v) -> str:
-    """Python source of a literal operand (see :mod:`dualgpu.codegen.encode`)."""
+    """Python source of a literal operand (see :mod:`dualgpu.core.encode`)."""
     return E.py_literal(v, "literal")
 
 
@@ -86,7 +86,7 @@ def generate_python(graph: Graph, fn_name: str | None = None) -> tuple[str, dict
         #     t1 = t0 * 2
         #     return (t1,)
     """
-    from ..pprint import Namer
+    from ..core.pprint import Namer
 
     fn_name = N.function_name(fn_name or graph.name)
     name = Namer(graph)

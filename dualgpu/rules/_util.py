@@ -5,8 +5,8 @@ import operator
 
 import numpy as np
 
+from ..core.ir import Aval
 from ..errors import AxisError, DualgpuError
-from ..ir import Aval
 
 _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
@@ -104,7 +104,7 @@ def unbroadcast(g, aval: Aval):
 
 def wants_cotangent(x) -> bool:
     """True for a traced floating-point primal: the only kind a VJP rule gives a cotangent."""
-    from ..trace import Tracer
+    from ..core.trace import Tracer
 
     return isinstance(x, Tracer) and x.dtype.kind in "fc"
 

@@ -18,9 +18,9 @@ Example::
 from __future__ import annotations
 
 from .. import numpy_api as dnp
+from ..core.ir import Aval
+from ..core.primitives import defprim
 from ..errors import DualgpuError
-from ..ir import Aval
-from ..primitives import defprim
 from ._util import float_dtype, promote, unbroadcast, wants_cotangent
 from .linalg import matmul
 

@@ -12,9 +12,9 @@ import math
 import numpy as np
 
 from .. import numpy_api as dnp
+from ..core.ir import Aval
+from ..core.primitives import defprim
 from ..errors import DualgpuError
-from ..ir import Aval
-from ..primitives import defprim
 from ._util import (
     broadcast_shapes,
     float_dtype,

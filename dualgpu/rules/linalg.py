@@ -8,9 +8,9 @@ import string
 import numpy as np
 
 from .. import numpy_api as dnp
+from ..core.ir import Aval
+from ..core.primitives import defprim
 from ..errors import DualgpuError
-from ..ir import Aval
-from ..primitives import defprim
 from ._util import add_any, promote, unbroadcast, wants_cotangent
 
 

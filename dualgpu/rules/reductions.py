@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numpy_api as dnp
-from ..ir import Aval
-from ..primitives import defprim
+from ..core.ir import Aval
+from ..core.primitives import defprim
 from ._util import float_dtype
 
 

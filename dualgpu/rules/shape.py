@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numpy_api as dnp
+from ..core.ir import Aval
+from ..core.primitives import defprim
 from ..errors import DualgpuError
-from ..ir import Aval
-from ..primitives import defprim
 from ._util import unbroadcast
 
 

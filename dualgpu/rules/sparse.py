@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.ir import Aval
+from ..core.primitives import defprim
 from ..errors import DualgpuError, UnsupportedSparseFormatError
-from ..ir import Aval
-from ..primitives import defprim
 from ._util import add_any, promote, wants_cotangent
 
 FORMATS = ("csr", "csc", "coo")
@@ -122,7 +122,7 @@ def _spmm_kernel(xp, dtype, itype):
     key = (np.dtype(dtype).name, np.dtype(itype).name)
     kern = _kernels.get(key)
     if kern is None:
-        from ..codegen.names import kernel_name
+        from ..core.names import kernel_name
 
         name = kernel_name("spmm", "_".join(key))
         src = _SPMM_SOURCE.format(name=name, T=_C_TYPES[key[0]], I=_C_TYPES[key[1]])
@@ -254,7 +254,7 @@ def _sddmm_gpu(xp, g, x, gi, xi):
     key = ("sddmm", np.dtype(dtype).name, np.dtype(gi.dtype).name)
     kern = _kernels.get(key)
     if kern is None:
-        from ..codegen.names import kernel_name
+        from ..core.names import kernel_name
 
         name = kernel_name("sddmm", "_".join(key[1:]))
         src = _SDDMM_SOURCE.format(name=name, T=_C_TYPES[key[1]], I=_C_TYPES[key[2]])

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..core.ir import Aval, Eqn, Graph, Var
 from ..errors import SeparabilityError
-from ..ir import Aval, Eqn, Graph, Var
 
 # kinds whose outputs align with their (broadcast) inputs, right-aligned as in NumPy
 _ALIGNED_KINDS = ("elementwise",)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.ir import Graph
 from ..errors import NonScalarOutputError
-from ..ir import Graph
 from ._gc import collector_paused
 from .jvp import jvp_graph
 from .simplify import dce

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.interpret import read
+from ..core.ir import Aval, Graph
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
-from ..interpret import read
-from ..ir import Aval, Graph
-from ..trace import Tracer, trace_to_graph
 from ._gc import collector_paused
 from .simplify import simplify
 
@@ -87,4 +87,4 @@ def _xp_of(graph: Graph):
     return getattr(graph, "xp", None) or __import__("numpy")
 
 
-from ..ir import Var as _VarT  # noqa: E402
+from ..core.ir import Var as _VarT  # noqa: E402

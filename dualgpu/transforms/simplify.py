@@ -2,7 +2,7 @@
 of cotangent pieces scattered into disjoint slices (the VJP of unpacking a flat vector)."""
 from __future__ import annotations
 
-from ..ir import Const, Eqn, Graph, Literal, Var, exact_key
+from ..core.ir import Const, Eqn, Graph, Literal, Var, exact_key
 
 
 def _atom_key(a):
@@ -181,7 +181,7 @@ def _merge_one(eqn, sums: dict, eqns: list) -> bool:
 
 
 def _reshaped(v, shape, eqns, source):
-    from ..ir import Aval
+    from ..core.ir import Aval
     from ..rules.shape import reshape
 
     out = Var(Aval(tuple(shape), v.dtype))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.interpret import eval_environment, read
+from ..core.ir import Aval, Graph, Var
+from ..core.trace import trace_to_graph
 from ..errors import DualgpuError
-from ..interpret import eval_environment, read
-from ..ir import Aval, Graph, Var
 from ..rules._util import add_any
-from ..trace import trace_to_graph
 from ._gc import collector_paused
 from .simplify import simplify
 

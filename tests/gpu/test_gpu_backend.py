@@ -145,7 +145,7 @@ def test_cached_call_does_not_synchronise(switches):
 _SYNC = dg.REGISTRY.get("test_host_roundtrip") or dg.defprim(
     "test_host_roundtrip",
     lambda xp, x: xp.asarray(x.get()) if hasattr(x, "get") else x,
-    dg.primitives.same_as_first)
+    dg.core.primitives.same_as_first)
 _SYNC.custom = True  # a test-only op: not part of the registry's coverage table
 
 
@@ -246,7 +246,7 @@ def test_registry_op_matches_numpy(name, dtype, switches):
     for _ in range(3):
         _compare(dg.jit(fn)(*_to_cupy(args)), want, dtype)
     diff = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
-    if not prim.differentiable or not diff or prim.name in dg.primitives.NON_DIFFERENTIABLE:
+    if not prim.differentiable or not diff or prim.name in dg.core.primitives.NON_DIFFERENTIABLE:
         return
     w = None
 

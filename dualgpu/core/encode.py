@@ -37,7 +37,7 @@ import re
 import numpy as np
 
 from ..errors import CodegenSafetyError
-from ..ir import Literal
+from .ir import Literal
 
 # --------------------------------------------------------------------------- known types
 _DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -67,7 +67,7 @@ def _describe(v) -> str:
 
 
 def _refuse(what: str, v, hint: str = "") -> CodegenSafetyError:
-    from ..trace import Tracer
+    from .trace import Tracer
 
     if type(v) is Tracer:
         hint = ("a traced value cannot be a parameter: parameters are fixed when the program "

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import GraphValidationError
+from ..errors import GraphValidationError
 
 
 class Aval(NamedTuple):

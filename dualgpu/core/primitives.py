@@ -16,7 +16,7 @@ Example -- registering a new primitive (see ``docs/custom_rules.md`` for the who
 
     import dualgpu as dg
     cube = dg.defprim("cube", impl=lambda xp, x: x ** 3,
-                      abstract_eval=dg.primitives.same_as_first,
+                      abstract_eval=dg.core.primitives.same_as_first,
                       jvp=lambda primals, tangents: (cube.bind(primals[0]),
                                                      3 * primals[0] ** 2 * tangents[0]))
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import DualgpuError
+from ..errors import DualgpuError
 from .ir import Aval
 
 REGISTRY: dict[str, Primitive] = {}
@@ -92,7 +92,7 @@ def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -
         double = defprim("double", lambda xp, x: 2 * x, same_as_first,
                          jvp=lambda p, t: (double(p[0]), None if t[0] is None else double(t[0])))
     """
-    from .codegen.names import check_c_expression, check_identifier, check_py_template
+    from .names import check_c_expression, check_identifier, check_py_template
 
     check_identifier(name, what="primitive name")
     if not callable(impl):

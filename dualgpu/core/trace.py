@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .codegen.encode import check_equation
-from .errors import (
+from ..errors import (
     BackendMismatchError,
     DualgpuError,
     EscapedTracerError,
@@ -23,6 +22,7 @@ from .errors import (
     UnsupportedOpError,
     user_location,
 )
+from .encode import check_equation
 from .ir import Aval, Const, Eqn, Graph, Literal, Var
 
 _SCALAR_TYPES = (bool, int, float, complex)
@@ -87,7 +87,7 @@ class GraphBuilder:
         hit = self.consts.get(key)
         if hit is not None:
             return hit[1]
-        from .backends import array_backend
+        from ..backends import array_backend
 
         arr = value
         if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
@@ -143,7 +143,7 @@ def bind(prim, args: Sequence[Any], params: dict):
             builder = a._builder
             break
     if builder is None:
-        from .backends import namespace_of
+        from ..backends import namespace_of
 
         result = prim.impl(namespace_of(args), *args, **params)
         if args and all(isinstance(a, _SCALAR_TYPES) and not isinstance(a, np.generic)
@@ -244,17 +244,17 @@ class Tracer:
 
     # ------------------------------------------------------------ NumPy protocols
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .namespace import ufunc_handler
+        from ..namespace import ufunc_handler
 
         return ufunc_handler(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from .namespace import function_handler
+        from ..namespace import function_handler
 
         return function_handler(func, args, kwargs)
 
     def __array_namespace__(self, api_version=None):
-        from .namespace import array_namespace
+        from ..namespace import array_namespace
 
         return array_namespace(self._builder.xp)
 
@@ -351,7 +351,7 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
     extra graph inputs (after the others) and are appended to the list; without it, such
     reads raise :class:`EscapedTracerError`.
     """
-    from .namespace import rebind_function
+    from ..namespace import rebind_function
 
     builder = GraphBuilder(xp, parent=current_builder())
     builder.captured = captured
@@ -410,4 +410,4 @@ def unflatten_outputs(tree, leaves: Sequence[Any]):
     return build(tree)
 
 
-from . import numpy_api as dnp  # noqa: E402  (the Tracer's operators call into it)
+from .. import numpy_api as dnp  # noqa: E402  (the Tracer's operators call into it)
