@@ -37,11 +37,13 @@ from typing import Any
 import numpy as np
 
 from .cache import IdentityKey, LRUCache
+from .core.axes import broadcast_shapes
+from .core.dtypes import float_dtype, promote
 from .core.ir import Aval
-from .core.names import check_c_expression, check_identifier
 from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
 from .errors import DualgpuError, ShapeMismatchError
-from .rules._util import broadcast_shapes, float_dtype, promote, unbroadcast
+from .names import check_c_expression, check_identifier
+from .rules._util import unbroadcast
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -81,7 +83,7 @@ class CustomPrimitive(Primitive):
         self._spec = spec
         # Primitive's own defaults for everything else (the setters below write into spec)
         super().__init__(name, spec.impl, spec.abstract_eval, jvp=spec.jvp, vjp=spec.vjp,
-                         kind=spec.kind, c=spec.c, doc=doc)
+                         kind=spec.kind, c=spec.c, arity=spec.arity, doc=doc)
 
     def _field(attr: str):  # a property factory, used only in the class body
         def get(self):

@@ -11,10 +11,16 @@ import math
 
 import numpy as np
 
+from .core.axes import check_axis as _check_axis
+from .core.axes import normalize_axes
+from .core.indexing import key_to_python as _key_to_python
 from .errors import AxisError as _AxisError
 from .errors import DualgpuError, UnsupportedOpError, user_location
-from .rules._util import check_axis as _check_axis
-from .rules._util import normalize_axes
+from .ops import decompositions as _dec
+from .ops import elementwise as _ew
+from .ops import linalg as _la
+from .ops import reductions as _red
+from .ops import shape as _sh
 
 
 def _is_tracer(x) -> bool:
@@ -74,11 +80,6 @@ def _fill_to_literal(x):
     return x
 
 
-from .rules import decompositions as _dec  # noqa: E402
-from .rules import elementwise as _ew  # noqa: E402
-from .rules import linalg as _la  # noqa: E402
-from .rules import reductions as _red  # noqa: E402
-from .rules import shape as _sh  # noqa: E402
 
 
 def _unsupported_kwargs(name, kwargs):
@@ -762,7 +763,7 @@ def getitem(x, key):
                     for e in nkey) and len(nkey) <= len(_shape(x)):
         return x
     if not _is_tracer(x):
-        return x[_sh.key_to_python(nkey, arrays)]
+        return x[_key_to_python(nkey, arrays)]
     if arrays and not builtins.any(_is_tracer(i) for i in arrays):
         _check_constant_indices(x, nkey, arrays)
     return _sh.getitem.bind(x, *arrays, key=nkey)
@@ -776,7 +777,7 @@ def _check_constant_indices(x, nkey, arrays):
     dummy = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=bool), shape=x.shape,
                                             strides=(0,) * len(x.shape))
     try:
-        dummy[_sh.key_to_python(nkey, [np.asarray(i) for i in arrays])]
+        dummy[_key_to_python(nkey, [np.asarray(i) for i in arrays])]
     except IndexError as e:
         raise DualgpuError(f"getitem on {x.aval.str_short()}: {e} (at {user_location()})"
                            ) from None

@@ -212,7 +212,7 @@ class Signature:
 
     def input_names(self, fn) -> list[str] | None:
         """Readable graph-input names from ``fn``'s parameter names, when they exist."""
-        from .core.names import function_name
+        from .names import function_name
 
         try:
             import inspect

@@ -3,7 +3,7 @@
 A sparse matrix used by a traced function -- closed over, or passed as an argument -- is
 seen as a :class:`SparseValue`: its values ``data`` (a traced or concrete dense 1-D array)
 and its :class:`Pattern` (format, shape and index arrays, always concrete). Products with
-dense arrays bind the ``spmm`` primitive of :mod:`dualgpu.rules.sparse`; the matrix is never
+dense arrays bind the ``spmm`` primitive of :mod:`dualgpu.ops.sparse`; the matrix is never
 densified, and the gradient with respect to a sparse argument comes back as a sparse matrix
 of the same class, format and pattern.
 
@@ -98,7 +98,7 @@ class Pattern:
     def coo(self):
         """Row and column index of every stored entry, in data order."""
         if self._coo is None:
-            from .rules.sparse import coo_indices
+            from .ops.sparse import coo_indices
 
             self._coo = coo_indices(self.ind, self.ptr, self.fmt, self.shape)
         return self._coo
@@ -121,7 +121,7 @@ class Pattern:
         cls = type(like) if like is not None else self.container
         if cls is None:
             from .backends import array_backend
-            from .rules.sparse import make_matrix
+            from .ops.sparse import make_matrix
 
             return make_matrix(array_backend(self.ptr).xp, data, ind, ptr, self.fmt,
                                self.shape)
@@ -257,7 +257,7 @@ class SparseValue:
 
     def toarray(self):
         """The dense matrix (this *does* densify: only for small matrices)."""
-        from .rules.shape import scatter_add
+        from .ops.shape import scatter_add
 
         rows, cols = self.pattern.coo()
         if not _is_tracer(self.data):
@@ -298,7 +298,7 @@ def matmul(a, b):
         y = matmul(x, A)      # spmm(A.data, x.T, transpose=True).T
     """
     from . import numpy_api as dnp
-    from .rules.sparse import spmm
+    from .ops.sparse import spmm
 
     if is_sparse_like(a) and is_sparse_like(b):
         raise UnsupportedOpError("sparse @ sparse is not supported on traced values")

@@ -314,9 +314,9 @@ def test_graph_validation_error_names_equation():
 # --------------------------------------------------------------------------- sparse formats
 def _sparse_rules():
     try:
-        import dualgpu.rules.sparse  # noqa: F401
+        import dualgpu.ops.sparse  # noqa: F401
     except ImportError:
-        pytest.skip("dualgpu.rules.sparse does not exist yet")
+        pytest.skip("dualgpu.ops.sparse does not exist yet")
 
 
 @pytest.mark.parametrize("make, fmt", [

@@ -467,7 +467,7 @@ def sparse_pattern(data):
 
 
 def build_spmm(data, dtype):
-    from dualgpu.rules.sparse import spmm
+    from dualgpu.ops.sparse import spmm
     from dualgpu.sparse_api import Pattern
 
     a = sparse_pattern(data)
@@ -481,7 +481,7 @@ def build_spmm(data, dtype):
 
 
 def build_sddmm(data, dtype):
-    from dualgpu.rules.sparse import sddmm
+    from dualgpu.ops.sparse import sddmm
     from dualgpu.sparse_api import Pattern
 
     a = sparse_pattern(data)

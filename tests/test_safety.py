@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.core import names as N
+from dualgpu import names as N
 from dualgpu.core.primitives import same_as_first
 
 HOSTILE_NAMES = [

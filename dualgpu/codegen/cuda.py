@@ -39,12 +39,12 @@ from string import Formatter
 
 import numpy as np
 
+from .. import names as N
 from ..core import encode as E
-from ..core import names as N
+from ..core.dtypes import promote
 from ..core.ir import Literal, Var
 from ..errors import CodegenSafetyError
 from ..fusion import REDUCTIONS, LibraryStep, Region, plan_graph
-from ..rules._util import promote
 
 BLOCK = 256
 

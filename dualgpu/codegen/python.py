@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from string import Formatter
 
+from .. import names as N
 from ..core import encode as E
-from ..core import names as N
 from ..core.ir import Graph, Literal
 
 

@@ -36,6 +36,7 @@ import re
 
 import numpy as np
 
+from ..backends.kernels import C_TYPES
 from ..errors import CodegenSafetyError
 from .ir import Literal
 
@@ -49,10 +50,7 @@ _DTYPE_TYPES = frozenset(type(np.dtype(n)) for n in _DTYPE_NAMES)
 _SCALAR_CLASSES = _NP_SCALARS | {bool, int, float, complex}
 _PY_NUMBERS = (bool, int, float, complex)
 _MAX_DEPTH = 32
-_C_TYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
-            "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
-            "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
-            "float64": "double"}
+_C_TYPES = C_TYPES
 # parameters that hold a number, whatever the op: fill values and pad constants
 NUMBER_PARAMS = frozenset({"value"})
 

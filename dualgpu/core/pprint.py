@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 
 from ..errors import DualgpuError
+from .indexing import key_to_source
 from .ir import Graph, Literal, Var
 
 
@@ -51,8 +52,6 @@ def _param_str(k, v) -> str:
     if isinstance(v, np.dtype):
         v = v.name
     if k == "key":
-        from ..rules.shape import key_to_source
-
         return "[" + key_to_source(v, [f"i{j}" for j in range(8)]) + "]"
     return f"{k}={v}"
 

@@ -25,8 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..errors import DualgpuError
+from ..names import check_c_expression, check_identifier, check_py_template
 from .ir import Aval
+from .trace import bind
 
 REGISTRY: dict[str, Primitive] = {}
 # Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
@@ -48,13 +52,38 @@ def bump_registry_version() -> int:
     return _VERSION[0]
 
 
+class Flag:
+    """Properties of primitives that passes ask about (never a primitive's name).
+
+    ``prim.has(Flag.VIEW)``; an op's ``kind`` (elementwise, reduction, scan, shape, library,
+    generic) is one of its flags too.
+    """
+
+    ELEMENTWISE = "elementwise"  # pointwise over broadcast operands; a C form for kernels
+    REDUCTION = "reduction"      # reduces over static ``axes``; ``prim.monoid`` says how
+    SCAN = "scan"                # cumulative along one axis
+    SHAPE = "shape"              # moves or selects elements (reshape, getitem, pad, ...)
+    LIBRARY = "library"          # a library call on plain arrays (BLAS, LAPACK, sparse)
+    VIEW = "view"                # inside a kernel: relabels axes, moves no data
+    SELECTS = "selects"          # every output element is an element of the first input
+    LINEAR = "linear"            # linear in its floating inputs (the JVP is the op itself)
+    IGNORES_VALUES = "ignores_values"  # reads only the shape and dtype of its input
+
+
 class Primitive:
-    """One op of the registry (see the module docstring)."""
+    """One op of the registry (see the module docstring).
+
+    Declared once in :mod:`dualgpu.ops` (implementation, shape rule, Python and C forms,
+    flags); its derivative rules are attached by :mod:`dualgpu.rules` with
+    :func:`defrules`.
+    """
 
     def __init__(self, name: str, impl: Callable, abstract_eval: Callable, *,
                  jvp: Callable | None = None, vjp: Callable | None = None,
                  multiple_results: bool = False, kind: str = "generic",
                  py: str | Callable | None = None, c: str | None = None,
+                 c_int: str | None = None, arity: int | None = None,
+                 flags: frozenset | set | tuple = (), monoid: str | None = None,
                  batch: Callable | None = None, differentiable: bool = True,
                  partials: Callable | None = None, doc: str = ""):
         self.name = name
@@ -64,17 +93,35 @@ class Primitive:
         self.vjp = vjp
         self.multiple_results = multiple_results
         self.kind = kind
+        self._flags = frozenset(flags)
+        self.monoid = monoid
         self.py = py
         self.c = c
+        self.c_int = c_int
+        self.arity = arity
         self.batch = batch
         self.differentiable = differentiable
         self.partials = partials
         self.__doc__ = doc
 
+    @property
+    def flags(self) -> frozenset:
+        """The op's :class:`Flag` properties, its kind included."""
+        return self._flags | {self.kind}
+
+    def has(self, flag: str) -> bool:
+        """Whether the op has a property of :class:`Flag`."""
+        return flag == self.kind or flag in self._flags
+
+    def c_for(self, dtype) -> str | None:
+        """The C template for a kernel computing in ``dtype`` (integer and bool types may
+        have their own form, with ``{T}`` standing for the C type)."""
+        if self.c_int is not None and np.dtype(dtype).kind in "iub":
+            return self.c_int
+        return self.c
+
     def bind(self, *args: Any, **params: Any):
         """Apply the primitive: record it when an argument is traced, else compute now."""
-        from .trace import bind
-
         return bind(self, args, params)
 
     def __call__(self, *args: Any, **params: Any):
@@ -82,6 +129,23 @@ class Primitive:
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
+
+
+def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | None = None,
+             batch: Callable | None = None, partials=None) -> Primitive:
+    """Attach derivative rules (and the separability rule) to a declared primitive.
+
+    The rule modules call this once per op; a rule given as ``None`` is left as it was.
+    """
+    if jvp is not None:
+        prim.jvp = jvp
+    if vjp is not None:
+        prim.vjp = vjp
+    if batch is not None:
+        prim.batch = batch
+    if partials is not None:
+        prim.partials = partials
+    return prim
 
 
 def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -> Primitive:
@@ -92,8 +156,6 @@ def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -
         double = defprim("double", lambda xp, x: 2 * x, same_as_first,
                          jvp=lambda p, t: (double(p[0]), None if t[0] is None else double(t[0])))
     """
-    from .names import check_c_expression, check_identifier, check_py_template
-
     check_identifier(name, what="primitive name")
     if not callable(impl):
         raise DualgpuError(f"defprim {name!r}: impl must be callable, got {type(impl).__name__}")

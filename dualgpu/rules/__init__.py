@@ -1,2 +1,4 @@
-"""The rule registry, grouped by kind of op. Importing this package registers every rule."""
+"""Derivative rules, attached to the ops of :mod:`dualgpu.ops` and written in registry ops
+(:mod:`dualgpu.numpy_api`) so that transforms compose. Importing this package attaches every
+rule."""
 from . import decompositions, elementwise, linalg, reductions, shape, sparse  # noqa: F401

@@ -1,85 +1,18 @@
-"""Helpers shared by the rule modules: shape inference, dtype promotion, unbroadcasting."""
+"""Helpers of the derivative rules, written in registry ops: unbroadcasting cotangents,
+adding symbolic zeros, and which primals get a cotangent."""
 from __future__ import annotations
-
-import operator
 
 import numpy as np
 
+from .. import numpy_api as dnp
+from ..core.dtypes import is_float
 from ..core.ir import Aval
-from ..errors import AxisError, DualgpuError
-
-_WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
-
-
-def promote(avals) -> np.dtype:
-    """NumPy's result type; weak (Python scalar) operands promote as Python scalars do."""
-    parts = []
-    for a in avals:
-        parts.append(_WEAK_EXAMPLE[a.dtype.kind] if a.weak else a.dtype)
-    return np.result_type(*parts)
-
-
-def broadcast_shapes(*shapes, op: str = "op") -> tuple:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise DualgpuError(
-            f"{op}: shapes {', '.join(str(tuple(s)) for s in shapes)} do not broadcast") from None
-
-
-def is_float(dtype) -> bool:
-    return np.dtype(dtype).kind in "fc"
-
-
-def float_dtype(dtype) -> np.dtype:
-    """The floating type an op like exp gives for ``dtype`` (ints become float64)."""
-    dtype = np.dtype(dtype)
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
-
-
-def real_dtype(dtype) -> np.dtype:
-    """The real type of ``dtype``'s values: float32 for complex64, float64 for complex128;
-    other dtypes unchanged."""
-    dtype = np.dtype(dtype)
-    return np.empty(0, dtype).real.dtype if dtype.kind == "c" else dtype
-
-
-def check_axis(axis, ndim: int, op: str) -> int:
-    """``axis`` normalized into ``range(ndim)``; out of bounds raises :class:`AxisError` as
-    NumPy does (negative axes in range count from the end)."""
-    from ..errors import user_location
-
-    try:
-        a = operator.index(axis)  # NumPy refuses 1.5 and (0,) where one axis is expected
-    except TypeError:
-        raise DualgpuError(f"{op}: axis {axis!r} is not an integer (at {user_location()})"
-                           ) from None
-    if not -ndim <= a < ndim:
-        raise AxisError(f"{op}: axis {a} is out of bounds for an array of dimension {ndim} "
-                        f"(at {user_location()})")
-    return a % ndim
-
-
-def normalize_axes(axis, ndim: int, op: str = "op") -> tuple:
-    """A sorted tuple of distinct axes in ``range(ndim)`` (all of them for ``None``)."""
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (int, np.integer)):
-        axis = (int(axis),)
-    elif not isinstance(axis, (tuple, list)):
-        axis = (axis,)  # check_axis refuses what is not an integer
-    out = [check_axis(a, ndim, op) for a in axis]
-    if len(set(out)) != len(out):
-        from ..errors import user_location
-
-        raise AxisError(f"{op}: repeated axis in {tuple(axis)} (at {user_location()})")
-    return tuple(sorted(out))
+from ..core.primitives import defrules
+from ..core.trace import Tracer
 
 
 def unbroadcast(g, aval: Aval):
     """Sum ``g`` down to ``aval``'s shape (undoing NumPy broadcasting) and cast to its dtype."""
-    from .. import numpy_api as dnp
-
     if g is None:
         return None
     shape = tuple(aval.shape)
@@ -104,17 +37,54 @@ def unbroadcast(g, aval: Aval):
 
 def wants_cotangent(x) -> bool:
     """True for a traced floating-point primal: the only kind a VJP rule gives a cotangent."""
-    from ..core.trace import Tracer
-
     return isinstance(x, Tracer) and x.dtype.kind in "fc"
 
 
 def add_any(a, b):
     """Add two cotangents or tangents, either of which may be a symbolic zero (None)."""
-    from .. import numpy_api as dnp
-
     if a is None:
         return b
     if b is None:
         return a
     return dnp.add(a, b)
+
+
+def deflinear(prim, transpose):
+    """Rules of an op linear in its first operand (later operands, index arrays say, are
+    constants): the JVP applies the op to the tangent, the VJP is
+    ``transpose(g, *primals, **params)``, the cotangent of the first operand.
+
+    Example: ``deflinear(reshape, lambda g, x, new_shape: reshape.bind(g, new_shape=x.shape))``.
+    """
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        t = tangents[0]
+        return ans, None if t is None else prim.bind(t, *primals[1:], **params)
+
+    def vjp(g, primals, ans, **params):
+        return (transpose(g, *primals, **params),) + (None,) * (len(primals) - 1)
+
+    return defrules(prim, jvp=jvp, vjp=vjp)
+
+
+def defmultilinear(prim, vjp, linear=(0, 1)):
+    """Rules of an op linear in each of the operands at positions ``linear`` separately
+    (matmul, einsum, the sparse products): the JVP is the sum over those operands of the op
+    with one operand replaced by its tangent; ``vjp`` gives the transposes.
+
+    Example: ``defmultilinear(matmul, _matmul_vjp)``.
+    """
+    def jvp(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        out = None
+        positions = range(len(primals)) if linear is None else linear
+        for i in positions:
+            t = tangents[i]
+            if t is None:
+                continue
+            ops = list(primals)
+            ops[i] = t
+            out = add_any(out, prim.bind(*ops, **params))
+        return ans, out
+
+    return defrules(prim, jvp=jvp, vjp=vjp)

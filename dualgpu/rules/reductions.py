@@ -1,25 +1,15 @@
-"""Reductions over static axes: sum, max, min, prod, cumulative sums and products.
-
-Primitives take ``axes`` (a sorted tuple) and never keep dims; ``keepdims`` is a reshape
-done by :mod:`dualgpu.numpy_api`.
-"""
+"""Derivatives of the reductions and cumulative ops: sums and cumsum are linear (their
+transposes broadcast or reverse-accumulate the cotangent); max/min share ties; products are
+exact with zeros (no division)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import numpy_api as dnp
-from ..core.ir import Aval
-from ..core.primitives import defprim
-from ._util import float_dtype
-
-
-def _reduce_shape(avals, axes, **params):
-    a = avals[0]
-    shape = tuple(d for i, d in enumerate(a.shape) if i not in axes)
-    dtype = a.dtype
-    if dtype.kind == "b":
-        dtype = np.dtype(np.int64)
-    return Aval(shape, dtype)
+from ..core.dtypes import float_dtype
+from ..core.primitives import defrules
+from ..ops.reductions import cumprod, cumsum, reduce_max, reduce_min, reduce_prod, reduce_sum
+from ._util import deflinear
 
 
 def _keep_shape(shape, axes):
@@ -32,24 +22,21 @@ def _expand_back(g, in_shape, axes):
     return dnp.broadcast_to(g, in_shape)
 
 
-# --------------------------------------------------------------------------- sum
-def _sum_jvp(primals, tangents, axes):
-    ans = reduce_sum.bind(primals[0], axes=axes)
-    t = tangents[0]
-    return ans, None if t is None else reduce_sum.bind(t, axes=axes)
-
-
-def _sum_vjp(g, primals, ans, axes):
-    return (_expand_back(g, primals[0].shape, axes),)
-
-
-reduce_sum = defprim(
-    "reduce_sum", lambda xp, x, axes: xp.sum(x, axis=axes), _reduce_shape,
-    jvp=_sum_jvp, vjp=_sum_vjp, kind="reduction", py="xp.sum({0}, axis={axes})")
+deflinear(reduce_sum, lambda g, x, axes: _expand_back(g, x.shape, axes))
+deflinear(cumsum, lambda g, x, axis: dnp.flip(cumsum.bind(dnp.flip(g, axis=axis), axis=axis),
+                                              axis=axis))
 
 
 # --------------------------------------------------------------------------- max and min
-def _extremum(name, numpy_name):
+def _tie_weights(x, ans, axes):
+    """1/k at each of the k positions that attain the extremum, 0 elsewhere."""
+    hit = dnp.equal(x, _expand_back(ans, x.shape, axes))
+    hitf = dnp.astype(hit, float_dtype(x.dtype))
+    count = reduce_sum.bind(hitf, axes=axes)
+    return dnp.true_divide(hitf, _expand_back(count, x.shape, axes))
+
+
+def _extremum_rules(prim):
     def jvp(primals, tangents, axes):
         x = primals[0]
         ans = prim.bind(x, axes=axes)
@@ -64,23 +51,11 @@ def _extremum(name, numpy_name):
         mask = _tie_weights(x, ans, axes)
         return (dnp.multiply(mask, _expand_back(g, x.shape, axes)),)
 
-    prim = defprim(name, lambda xp, x, axes: getattr(xp, numpy_name)(x, axis=axes),
-                   _reduce_shape, jvp=jvp, vjp=vjp, kind="reduction",
-                   py=f"xp.{numpy_name}({{0}}, axis={{axes}})",
-                   doc="Ties share the derivative equally among the tied elements.")
-    return prim
+    defrules(prim, jvp=jvp, vjp=vjp)
 
 
-def _tie_weights(x, ans, axes):
-    """1/k at each of the k positions that attain the extremum, 0 elsewhere."""
-    hit = dnp.equal(x, _expand_back(ans, x.shape, axes))
-    hitf = dnp.astype(hit, float_dtype(x.dtype))
-    count = reduce_sum.bind(hitf, axes=axes)
-    return dnp.true_divide(hitf, _expand_back(count, x.shape, axes))
-
-
-reduce_max = _extremum("reduce_max", "max")
-reduce_min = _extremum("reduce_min", "min")
+_extremum_rules(reduce_max)
+_extremum_rules(reduce_min)
 
 
 # --------------------------------------------------------------------------- prod
@@ -117,32 +92,6 @@ def _prod_others(x, axes):
     right = dnp.concatenate([ones, dnp.cumprod(rev[..., :-1], axis=-1)], axis=-1)[..., ::-1]
     others = dnp.reshape(dnp.multiply(left, right), tuple(xt.shape))
     return dnp.transpose(others, list(np.argsort(perm)))
-
-
-reduce_prod = defprim(
-    "reduce_prod", lambda xp, x, axes: xp.prod(x, axis=axes), _reduce_shape,
-    jvp=_prod_jvp, vjp=_prod_vjp, kind="reduction", py="xp.prod({0}, axis={axes})")
-
-
-# --------------------------------------------------------------------------- cumulative
-def _cum_shape(avals, axis):
-    return Aval(tuple(avals[0].shape), avals[0].dtype)
-
-
-def _cumsum_jvp(primals, tangents, axis):
-    ans = cumsum.bind(primals[0], axis=axis)
-    t = tangents[0]
-    return ans, None if t is None else cumsum.bind(t, axis=axis)
-
-
-def _cumsum_vjp(g, primals, ans, axis):
-    rev = dnp.flip(g, axis=axis)
-    return (dnp.flip(cumsum.bind(rev, axis=axis), axis=axis),)
-
-
-cumsum = defprim("cumsum", lambda xp, x, axis: xp.cumsum(x, axis=axis), _cum_shape,
-                 jvp=_cumsum_jvp, vjp=_cumsum_vjp, kind="scan",
-                 py="xp.cumsum({0}, axis={axis})")
 
 
 def _cumprod_jvp(primals, tangents, axis):
@@ -188,7 +137,5 @@ def _cumprod_vjp(g, primals, ans, axis):
     return (dnp.moveaxis(total, -1, axis),)
 
 
-cumprod = defprim("cumprod", lambda xp, x, axis: xp.cumprod(x, axis=axis), _cum_shape,
-                  jvp=_cumprod_jvp, vjp=_cumprod_vjp, kind="scan",
-                  py="xp.cumprod({0}, axis={axis})",
-                  doc="Derivatives are exact with zeros; cost is O(n^2) along the axis.")
+defrules(reduce_prod, jvp=_prod_jvp, vjp=_prod_vjp)
+defrules(cumprod, jvp=_cumprod_jvp, vjp=_cumprod_vjp)

@@ -151,7 +151,7 @@ def _reshape_map(old, new, m) -> tuple:
 
 
 def _key(eqn, lab):
-    from ..rules.shape import key_to_python
+    from ..core.indexing import key_to_python
 
     arrays = [x.value if hasattr(x, "value") else None for x in eqn.inputs[1:]]
     return key_to_python(eqn.params["key"], arrays)
@@ -225,7 +225,7 @@ def _einsum_map(eqn, dep) -> tuple:
 
 def sum_output(graph: Graph) -> Graph:
     """The same graph with its single output summed to a scalar."""
-    from ..rules.reductions import reduce_sum
+    from ..ops.reductions import reduce_sum
 
     out = graph.outputs[0]
     if out.ndim == 0:

@@ -154,7 +154,7 @@ def merge_slice_scatters(graph: Graph) -> Graph:
 def _merge_one(eqn, sums: dict, eqns: list) -> bool:
     """Append the rewrite of ``eqn`` (a piece, or a sum of pieces) to ``eqns`` if it has
     one; return whether it did."""
-    from ..rules.shape import concatenate, reshape
+    from ..ops.shape import concatenate, reshape
 
     out = eqn.outs[0]
     n = out.shape[0]
@@ -182,7 +182,7 @@ def _merge_one(eqn, sums: dict, eqns: list) -> bool:
 
 def _reshaped(v, shape, eqns, source):
     from ..core.ir import Aval
-    from ..rules.shape import reshape
+    from ..ops.shape import reshape
 
     out = Var(Aval(tuple(shape), v.dtype))
     eqns.append(Eqn(reshape, [v], {"new_shape": tuple(shape)}, [out], source))

@@ -1,0 +1,38 @@
+"""Dtype rules shared by the op declarations: NumPy promotion with weak Python scalars, the
+floating and real types an op gives.
+
+>>> import numpy as np
+>>> from dualgpu.core.dtypes import float_dtype, real_dtype
+>>> float_dtype(np.int32), real_dtype(np.complex64)
+(dtype('float64'), dtype('float32'))
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def promote(avals) -> np.dtype:
+    """NumPy's result type; weak (Python scalar) operands promote as Python scalars do."""
+    parts = []
+    for a in avals:
+        parts.append(_WEAK_EXAMPLE[a.dtype.kind] if a.weak else a.dtype)
+    return np.result_type(*parts)
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind in "fc"
+
+
+def float_dtype(dtype) -> np.dtype:
+    """The floating type an op like exp gives for ``dtype`` (ints become float64)."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+def real_dtype(dtype) -> np.dtype:
+    """The real type of ``dtype``'s values: float32 for complex64, float64 for complex128;
+    other dtypes unchanged."""
+    dtype = np.dtype(dtype)
+    return np.empty(0, dtype).real.dtype if dtype.kind == "c" else dtype

@@ -1,0 +1,45 @@
+"""Normalized index keys: how ``getitem`` and ``scatter_add`` record ``x[key]``.
+
+A normalized key is a tuple of entries: ``("slice", start, stop, step)``, ``("int", i)``,
+``None`` (a new axis), or ``("array", k)`` for the k-th index-array operand. No Ellipsis
+remains. The printer, the code generators and the shape rules read keys only through here.
+
+>>> from dualgpu.core.indexing import key_to_source
+>>> key_to_source((("slice", None, None, None), ("int", 2), None), [])
+':, 2, None'
+"""
+from __future__ import annotations
+
+
+def key_to_python(key, arrays) -> tuple:
+    """Turn a normalized key back into a NumPy indexing tuple."""
+    out = []
+    for e in key:
+        if e is None:
+            out.append(None)
+        elif e[0] == "slice":
+            out.append(slice(e[1], e[2], e[3]))
+        elif e[0] == "int":
+            out.append(e[1])
+        else:
+            out.append(arrays[e[1]])
+    return tuple(out)
+
+
+def key_to_source(key, array_names) -> str:
+    """The key as Python source, index arrays by their names."""
+    parts = []
+    for e in key:
+        if e is None:
+            parts.append("None")
+        elif e[0] == "slice":
+            s = "" if e[1] is None else str(e[1])
+            s += ":" + ("" if e[2] is None else str(e[2]))
+            if e[3] is not None:
+                s += ":" + str(e[3])
+            parts.append(s)
+        elif e[0] == "int":
+            parts.append(str(e[1]))
+        else:
+            parts.append(array_names[e[1]])
+    return ", ".join(parts) if parts else "()"

@@ -1,0 +1,117 @@
+"""Dense linear algebra: ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky`` over the
+last two axes (leading axes are batch axes). Library ops: the implementations call
+``xp.linalg`` (NumPy's LAPACK, or cuSOLVER through CuPy) on plain arrays; the rules are
+written with these same primitives and matmul (:mod:`dualgpu.rules.decompositions`), so they
+differentiate to any order.
+
+Conventions follow NumPy: ``solve(a, b)`` treats ``b`` as a vector when ``b.ndim == 1``,
+else as a stack of matrices; ``cholesky`` returns the lower factor and, like LAPACK,
+reads only the lower triangle of its argument.
+
+Example::
+
+    >>> import numpy as np, dualgpu as dg
+    >>> a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    >>> dg.grad(lambda a: np.linalg.slogdet(a)[1])(a)      # inv(a).T
+    array([[ 0.6, -0.2],
+           [-0.2,  0.4]])
+"""
+from __future__ import annotations
+
+from ..core.dtypes import float_dtype, promote
+from ..core.ir import Aval
+from ..core.primitives import Flag, defprim
+from ..errors import DualgpuError
+
+
+def _square(a: Aval, op: str) -> None:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise DualgpuError(f"linalg.{op}: expected square matrices (..., n, n), got "
+                           f"{a.str_short()}")
+
+
+# --------------------------------------------------------------------------- inv
+def _inv_shape(avals):
+    a = avals[0]
+    _square(a, "inv")
+    return Aval(tuple(a.shape), float_dtype(a.dtype))
+
+
+inv = defprim("inv", lambda xp, a: xp.linalg.inv(a), _inv_shape,
+              kind=Flag.LIBRARY, py="xp.linalg.inv({0})",
+              doc="Matrix inverse over the last two axes.")
+
+
+# --------------------------------------------------------------------------- solve
+def _solve_shape(avals):
+    a, b = avals
+    _square(a, "solve")
+    n = a.shape[-1]
+    if b.ndim == 1:
+        if b.shape[0] != n:
+            raise DualgpuError(f"linalg.solve: {a.str_short()} and {b.str_short()} differ")
+        return Aval(tuple(a.shape[:-1]), float_dtype(promote([a, b])))
+    if b.shape[-2] != n:
+        raise DualgpuError(f"linalg.solve: {a.str_short()} and {b.str_short()} differ")
+    try:
+        import numpy as np
+
+        batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    except ValueError:
+        raise DualgpuError(f"linalg.solve: batch shapes of {a.str_short()} and "
+                           f"{b.str_short()} do not broadcast") from None
+    return Aval(batch + tuple(b.shape[-2:]), float_dtype(promote([a, b])))
+
+
+def _solve_impl(xp, a, b):
+    if b.ndim == 1 and a.ndim > 2:
+        return xp.linalg.solve(a, b[:, None])[..., 0]
+    return xp.linalg.solve(a, b)
+
+
+solve = defprim("solve", _solve_impl, _solve_shape,
+                kind=Flag.LIBRARY, py="ops.solve({0}, {1})",
+                doc="x with a @ x = b (b a vector when 1-D, else a stack of matrices).")
+
+
+# --------------------------------------------------------------------------- det, slogdet
+def _det_shape(avals):
+    a = avals[0]
+    _square(a, "det")
+    return Aval(tuple(a.shape[:-2]), float_dtype(a.dtype))
+
+
+det = defprim("det", lambda xp, a: xp.linalg.det(a), _det_shape,
+              kind=Flag.LIBRARY, py="xp.linalg.det({0})",
+              doc="Determinant over the last two axes.")
+
+
+def _slogdet_shape(avals):
+    a = _det_shape(avals)
+    return [a, a]
+
+
+def _slogdet_impl(xp, a):
+    sign, logabsdet = xp.linalg.slogdet(a)
+    return sign, logabsdet
+
+
+slogdet = defprim("slogdet", _slogdet_impl, _slogdet_shape,
+                  multiple_results=True, kind=Flag.LIBRARY,
+                  py="ops.slogdet({0})",
+                  doc="(sign, log|det|) over the last two axes; the sign has no derivative.")
+
+
+# --------------------------------------------------------------------------- cholesky
+def _chol_shape(avals):
+    a = avals[0]
+    _square(a, "cholesky")
+    if a.dtype.kind == "c":  # Hermitian factors need conjugate transposes in the rules
+        raise DualgpuError(f"linalg.cholesky of complex matrices ({a.str_short()}) is not "
+                           "supported on traced values")
+    return Aval(tuple(a.shape), float_dtype(a.dtype))
+
+
+cholesky = defprim("cholesky", lambda xp, a: xp.linalg.cholesky(a), _chol_shape,
+                   kind=Flag.LIBRARY, py="xp.linalg.cholesky({0})",
+                   doc="Lower Cholesky factor; reads only the lower triangle of a.")

@@ -1,0 +1,191 @@
+"""Sparse x dense products: ``spmm`` (sparse @ dense) and its transpose partner ``sddmm``
+(the dense-dense product sampled at the sparse pattern).
+
+A sparse matrix enters a graph as its values ``data`` (an ordinary dense 1-D array, which
+can be differentiated) and its structure: two constant index arrays ``ind``/``ptr`` plus the
+static params ``fmt`` ("csr", "csc" or "coo") and ``shape``. For CSR ``ind, ptr`` are
+``indices, indptr``; for CSC the same of the column-compressed form; for COO they are
+``row, col``. The matrix is never densified: the kernels are the backend's own sparse
+products (``scipy.sparse`` on the CPU, cuSPARSE through ``cupyx.scipy.sparse`` on the GPU).
+
+* ``spmm(data, x, ind, ptr; fmt, shape, transpose)`` is ``A @ x`` (or ``A.T @ x``) for ``x``
+  of shape ``(k,)`` or ``(k, p)``. It is linear in ``data`` and in ``x``.
+* ``sddmm(g, x, ind, ptr, rows, cols; fmt, shape, transpose)`` is, for each stored entry
+  ``i`` at ``(rows[i], cols[i])``, ``sum_k g[rows[i], k] * x[cols[i], k]`` (rows and cols
+  swapped when ``transpose``): the cotangent of ``data`` in ``spmm``. Rows are gathered;
+  the dense product ``g @ x.T`` is never formed.
+
+The two are each other's transposes, so every derivative of any order stays sparse (the
+rules are in :mod:`dualgpu.rules.sparse`; the GPU kernels in :mod:`dualgpu.backends.kernels`).
+
+Example::
+
+    >>> import numpy as np, scipy.sparse as sp, dualgpu as dg
+    >>> A = sp.random(5, 4, density=0.5, format="csr", random_state=0)
+    >>> dg.grad(lambda x: np.sum(np.tanh(x @ A.T) ** 2))(np.ones((3, 4))).shape
+    (3, 4)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends import array_backend, backend_for_xp, kernels
+from ..core.dtypes import promote
+from ..core.ir import Aval
+from ..core.primitives import Flag, defprim
+from ..errors import DualgpuError, UnsupportedSparseFormatError
+
+FORMATS = ("csr", "csc", "coo")
+
+
+def make_matrix(xp, data, ind, ptr, fmt: str, shape: tuple):
+    """The backend sparse matrix (scipy.sparse or cupyx.scipy.sparse) for a structure."""
+    sparse = backend_for_xp(xp).sparse
+    if fmt == "csr":
+        return sparse.csr_matrix((data, ind, ptr), shape=shape)
+    if fmt == "csc":
+        return sparse.csc_matrix((data, ind, ptr), shape=shape)
+    if fmt == "coo":
+        return sparse.coo_matrix((data, (ind, ptr)), shape=shape)
+    raise UnsupportedSparseFormatError(
+        f"sparse format {fmt!r} is not supported; use one of {', '.join(FORMATS)} "
+        "(convert with A.tocsr())")
+
+
+def _out_rows(shape, transpose):
+    return shape[1] if transpose else shape[0]
+
+
+def _in_rows(shape, transpose):
+    return shape[0] if transpose else shape[1]
+
+
+# --------------------------------------------------------------------------- spmm
+def _spmm_shape(avals, fmt, shape, transpose):
+    data, x = avals[0], avals[1]
+    if x.ndim not in (1, 2):
+        raise DualgpuError(f"spmm: the dense operand must be 1-D or 2-D, got {x.str_short()}")
+    if x.shape[0] != _in_rows(shape, transpose):
+        op = "A.T" if transpose else "A"
+        raise DualgpuError(f"spmm: {op} has shape {shape[::-1] if transpose else shape} but "
+                           f"the dense operand has shape {x.shape}")
+    out = (_out_rows(shape, transpose),) + tuple(x.shape[1:])
+    return Aval(out, promote([data, x]))
+
+
+def _spmm_impl(xp, data, x, ind, ptr, fmt, shape, transpose):
+    if xp is not np and x.ndim == 2 and _kernel_dtype(data, x) is not None:
+        return _spmm_gpu(xp, data, x, ind, ptr, fmt, shape, transpose)
+    a = make_matrix(xp, data, ind, ptr, fmt, shape)
+    if transpose:
+        a = a.T
+    return xp.asarray(a @ x)
+
+
+def _kernel_dtype(data, x):
+    dt = np.result_type(data.dtype, x.dtype)
+    return dt if dt in (np.float32, np.float64) else None
+
+
+def csr_structure(xp, ind, ptr, fmt, shape, transpose):
+    """(perm, indices, indptr) of op(A) in CSR form; ``data[perm]`` are its values (perm is
+    None when op(A) is already CSR). Computed once per pattern and cached."""
+    if (fmt, transpose) in (("csr", False), ("csc", True)):
+        return None, ind, ptr
+    key = (id(ind), id(ptr), fmt, tuple(shape), transpose)
+    hit = _csr_cache.get(key)
+    if hit is not None:
+        return hit[2:]
+    rows, cols = coo_indices(ind, ptr, fmt, shape)
+    nrows = shape[1] if transpose else shape[0]
+    ncols = shape[0] if transpose else shape[1]
+    if transpose:
+        rows, cols = cols, rows
+    order = xp.argsort(rows.astype(xp.int64) * ncols + cols, kind="stable")
+    indices = cols[order].astype(ind.dtype)
+    indptr = xp.searchsorted(rows[order], xp.arange(nrows + 1), side="left").astype(ind.dtype)
+    if len(_csr_cache) > 32:
+        _csr_cache.pop(next(iter(_csr_cache)))
+    _csr_cache[key] = (ind, ptr, order, indices, indptr)  # keeps ind/ptr alive: ids stay valid
+    return order, indices, indptr
+
+
+def _spmm_gpu(xp, data, x, ind, ptr, fmt, shape, transpose):
+    dtype = _kernel_dtype(data, x)
+    perm, indices, indptr = csr_structure(xp, ind, ptr, fmt, shape, transpose)
+    values = (data if perm is None else data[perm]).astype(dtype, copy=False)
+    xc = xp.ascontiguousarray(x, dtype=dtype)
+    nrows, k = (shape[1] if transpose else shape[0]), int(x.shape[1])
+    out = xp.empty((nrows, k), dtype=dtype)
+    if nrows == 0 or k == 0:
+        return out
+    threads = 256
+    blocks = (nrows * 32 + threads - 1) // threads
+    kernels.sparse_kernel(xp, "spmm", dtype, indices.dtype)(
+        (blocks,), (threads,), (values, indices, indptr, xc, out, np.int64(nrows), np.int32(k)))
+    return out
+
+
+def _sparse_py(name):
+    """The generated-source template shared by the sparse primitives."""
+    def py(names, params):
+        return (f"ops.{name}({', '.join(names)}, fmt={params['fmt']!r}, "
+                f"shape={params['shape']}, transpose={params['transpose']})")
+
+    return py
+
+
+spmm = defprim("spmm", _spmm_impl, _spmm_shape, kind=Flag.LIBRARY, py=_sparse_py("spmm"),
+               doc="A @ x (or A.T @ x) for a sparse A given by (data, ind, ptr, fmt, shape).")
+
+
+# --------------------------------------------------------------------------- sddmm
+def coo_indices(ind, ptr, fmt, shape):
+    """Row and column of every stored entry, in data order (concrete arrays)."""
+    if fmt == "coo":
+        return ind, ptr
+    xp = array_backend(ptr).xp
+    nnz = int(ind.shape[0])
+    # the compressed index of entry i is the last j with ptr[j] <= i
+    expanded = (xp.searchsorted(ptr, xp.arange(nnz, dtype=ptr.dtype), side="right") - 1)
+    expanded = expanded.astype(ind.dtype)
+    return (expanded, ind) if fmt == "csr" else (ind, expanded)
+
+
+def _sddmm_shape(avals, fmt, shape, transpose):
+    g, x, ind = avals[0], avals[1], avals[2]
+    if g.ndim != x.ndim or g.shape[1:] != x.shape[1:]:
+        raise DualgpuError(f"sddmm: operands {g.str_short()} and {x.str_short()} differ")
+    return Aval((ind.shape[0],), promote([g, x]))
+
+
+def _sddmm_gpu(xp, g, x, gi, xi):
+    dtype = _kernel_dtype(g, x)
+    kern = kernels.sparse_kernel(xp, "sddmm", dtype, gi.dtype)
+    nnz, k = int(gi.shape[0]), int(g.shape[1])
+    out = xp.empty((nnz,), dtype=dtype)
+    if nnz == 0:
+        return out
+    threads = 256
+    kern(((nnz * 32 + threads - 1) // threads,), (threads,),
+         (xp.ascontiguousarray(g, dtype=dtype), xp.ascontiguousarray(x, dtype=dtype), gi,
+          xi.astype(gi.dtype, copy=False), out, np.int64(nnz), np.int32(k)))
+    return out
+
+
+def _sddmm_impl(xp, g, x, ind, ptr, rows, cols, fmt, shape, transpose):
+    gi, xi = (cols, rows) if transpose else (rows, cols)
+    if g.ndim == 1:
+        return g[gi] * x[xi]
+    if xp is not np and _kernel_dtype(g, x) is not None:
+        return _sddmm_gpu(xp, g, x, gi, xi)
+    out = xp.empty((gi.shape[0],), dtype=xp.result_type(g, x))
+    step = 1 << 16  # bound the gathered temporaries: nnz x p in blocks of rows
+    for lo in range(0, gi.shape[0], step):
+        hi = lo + step
+        out[lo:hi] = (g[gi[lo:hi]] * x[xi[lo:hi]]).sum(axis=1)
+    return out
+
+
+sddmm = defprim("sddmm", _sddmm_impl, _sddmm_shape, kind=Flag.LIBRARY, py=_sparse_py("sddmm"),
+                doc="(g @ x.T) sampled at the stored entries of a sparse pattern.")
