@@ -27,7 +27,8 @@ def _reshape_shape(avals, new_shape):
 
 reshape = defprim(
     "reshape", lambda xp, x, new_shape: xp.reshape(x, new_shape), _reshape_shape,
-    kind=Flag.SHAPE, flags=(Flag.LINEAR, Flag.VIEW, Flag.SELECTS), arity=1, py="xp.reshape({0}, {new_shape})")
+    kind=Flag.SHAPE, flags=(Flag.LINEAR, Flag.VIEW, Flag.SELECTS), arity=1,
+    py="xp.reshape({0}, {new_shape})")
 
 
 # --------------------------------------------------------------------------- transpose

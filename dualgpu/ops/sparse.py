@@ -36,6 +36,7 @@ from ..core.primitives import Flag, defprim
 from ..errors import DualgpuError, UnsupportedSparseFormatError
 
 FORMATS = ("csr", "csc", "coo")
+_csr_cache: dict = {}  # pattern -> its CSR form (GPU kernels), bounded
 
 
 def make_matrix(xp, data, ind, ptr, fmt: str, shape: tuple):
