@@ -16,8 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from . import array_api, nn, sparse_api
 from . import numpy_api as dnp
+from .core.trace import Tracer, install_protocol_handlers
 from .errors import RandomInTraceError, UnsupportedOpError, user_location
+from .sparse_api import SparseValue, is_sparse
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 
@@ -32,8 +35,6 @@ _ALIASES = {
 
 
 def _contains_tracer(args, kwargs) -> bool:
-    from .core.trace import Tracer
-
     def check(x):
         if isinstance(x, Tracer):
             return True
@@ -46,8 +47,6 @@ def _contains_tracer(args, kwargs) -> bool:
 
 def _lookup(path: str):
     """The numpy_api function for a dotted path inside a traced module, or None."""
-    from . import array_api, nn, sparse_api
-
     if array_api.lookup(path) is not None:  # array API spellings (acos, concat, ...)
         return array_api.lookup(path)
     if path in _ALIASES:
@@ -264,8 +263,6 @@ def _is_array_function(obj) -> bool:
 
 
 def _replacement(obj, memo):
-    from .sparse_api import SparseValue, is_sparse
-
     if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
         return SparseValue.constant(obj)
     refusal = _random_replacement(obj)
@@ -432,3 +429,7 @@ def function_handler(func, args, kwargs):
 def array_namespace(xp):
     """The array-API namespace of traced values: the tracing namespace of their library."""
     return _namespace_for_module(xp)
+
+
+install_protocol_handlers(ufunc=ufunc_handler, function=function_handler,
+                          namespace=array_namespace)

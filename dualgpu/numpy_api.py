@@ -11,9 +11,11 @@ import math
 
 import numpy as np
 
+from .backends import namespace_of
 from .core.axes import check_axis as _check_axis
 from .core.axes import normalize_axes
 from .core.indexing import key_to_python as _key_to_python
+from .core.trace import Tracer
 from .errors import AxisError as _AxisError
 from .errors import DualgpuError, UnsupportedOpError, user_location
 from .ops import decompositions as _dec
@@ -24,8 +26,6 @@ from .ops import shape as _sh
 
 
 def _is_tracer(x) -> bool:
-    from .core.trace import Tracer
-
     return isinstance(x, Tracer)
 
 
@@ -43,8 +43,6 @@ def _xp_like(*xs):
     for x in xs:
         if _is_tracer(x):
             return x._builder.xp
-    from .backends import namespace_of
-
     return namespace_of(xs)
 
 
@@ -822,24 +820,34 @@ def triu(m, k=0):
 
 
 # --------------------------------------------------------------------------- linear algebra
-def _sparse_operand(*xs) -> bool:
-    from .sparse_api import is_sparse_like
+# (is_operand, matmul) pairs for operands that are not arrays: dualgpu.sparse_api registers
+# the sparse matrices here at import (it sits above this module)
+_MATMUL_OVERRIDES: list = []
 
-    return builtins.any(is_sparse_like(x) for x in xs)
+
+def register_matmul_override(is_operand, matmul_fn) -> None:
+    """``matmul(a, b)`` calls ``matmul_fn(a, b)`` when ``is_operand`` holds for a or b."""
+    _MATMUL_OVERRIDES.append((is_operand, matmul_fn))
+
+
+def _override(a, b):
+    for is_operand, fn in _MATMUL_OVERRIDES:
+        if is_operand(a) or is_operand(b):
+            return fn
+    return None
 
 
 def matmul(a, b, out=None, **kw):
     _unsupported_kwargs("matmul", {"out": out, **kw})
-    if _sparse_operand(a, b):
-        from . import sparse_api
-
-        return sparse_api.matmul(a, b)
+    fn = _override(a, b)
+    if fn is not None:
+        return fn(a, b)
     return _la.matmul.bind(a, b)
 
 
 def dot(a, b, out=None):
     _unsupported_kwargs("dot", {"out": out})
-    if _sparse_operand(a, b):
+    if _override(a, b) is not None:
         return matmul(a, b)
     na, nb = len(_shape(a)), len(_shape(b))
     if na == 0 or nb == 0:
@@ -1041,3 +1049,75 @@ def iscomplexobj(x) -> bool:
 
 def isscalar(x) -> bool:
     return False if _is_tracer(x) else np.isscalar(x)
+
+
+# --------------------------------------------------------------------------- the Tracer's methods
+# Installed here, above the tracer (JAX's array_methods): core.trace records, it knows no op.
+Tracer.T = property(lambda self: transpose(self))
+Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
+Tracer.real = property(lambda self: real(self))  # x itself for real dtypes
+Tracer.imag = property(lambda self: imag(self))  # zeros for real dtypes
+
+
+def _binary(name: str, reflected: bool = False):
+    def op(self, other):
+        f = globals()[name]
+        return f(other, self) if reflected else f(self, other)
+
+    return op
+
+
+for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                     ("truediv", "true_divide"), ("pow", "power"), ("matmul", "matmul"),
+                     ("floordiv", "floor_divide"), ("mod", "remainder")]:
+    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
+    setattr(Tracer, f"__r{_dunder}__", _binary(_fn, reflected=True))
+for _dunder, _fn in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                     ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal"),
+                     ("and", "logical_and"), ("or", "logical_or")]:
+    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
+_HERE = globals()  # negative, logical_not, ... are generated from the elementwise ops
+Tracer.__neg__ = lambda self: _HERE["negative"](self)
+Tracer.__pos__ = lambda self: self
+Tracer.__abs__ = lambda self: abs(self)
+Tracer.__invert__ = lambda self: _HERE["logical_not"](self)
+Tracer.__getitem__ = lambda self, key: getitem(self, key)
+
+
+def _method(name: str):
+    def method(self, *args, **kwargs):
+        fn = globals().get(name)
+        if fn is None:
+            raise UnsupportedOpError(
+                f"the method .{name}() has no dualgpu rule (called on a traced value at "
+                f"{user_location()})")
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "transpose", "ravel",
+              "astype", "dot", "copy", "squeeze", "swapaxes", "clip", "cumsum", "cumprod",
+              "flatten", "conj", "trace", "diagonal", "repeat", "argmax", "argmin", "all",
+              "any", "conjugate"]:
+    setattr(Tracer, _name, _method(_name))
+
+
+def _reshape(self, *shape, order="C"):
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return reshape(self, shape, order=order)
+
+
+Tracer.reshape = _reshape
+
+
+def _transpose(self, *axes):
+    """``x.transpose()``, ``x.transpose(1, 0)`` and ``x.transpose((1, 0))``, as ndarray's."""
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        axes = axes[0]
+    return transpose(self, axes if axes != () else None)
+
+
+Tracer.transpose = _transpose

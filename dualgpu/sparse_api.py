@@ -25,8 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from . import numpy_api as dnp
+from .backends import array_backend
 from .cache import IdentityKey
+from .core.trace import Tracer
 from .errors import DualgpuError, UnsupportedOpError, UnsupportedSparseFormatError
+from .ops.shape import scatter_add
+from .ops.sparse import coo_indices, make_matrix, spmm
 
 __all__ = ["is_sparse", "SparseValue", "Pattern", "matmul", "as_sparse_value"]
 
@@ -39,8 +44,6 @@ def is_sparse(x) -> bool:
         >>> is_sparse(scipy.sparse.eye(3)), is_sparse(np.eye(3))
         (True, False)
     """
-    from .backends import array_backend
-
     b = array_backend(x)
     return b is not None and b.is_sparse(x)
 
@@ -50,8 +53,6 @@ def is_sparse_like(x) -> bool:
 
 
 def _is_tracer(x) -> bool:
-    from .core.trace import Tracer
-
     return isinstance(x, Tracer)
 
 
@@ -98,8 +99,6 @@ class Pattern:
     def coo(self):
         """Row and column index of every stored entry, in data order."""
         if self._coo is None:
-            from .ops.sparse import coo_indices
-
             self._coo = coo_indices(self.ind, self.ptr, self.fmt, self.shape)
         return self._coo
 
@@ -120,9 +119,6 @@ class Pattern:
         ind, ptr = (self.ind.copy(), self.ptr.copy()) if own else (self.ind, self.ptr)
         cls = type(like) if like is not None else self.container
         if cls is None:
-            from .backends import array_backend
-            from .ops.sparse import make_matrix
-
             return make_matrix(array_backend(self.ptr).xp, data, ind, ptr, self.fmt,
                                self.shape)
         if self.fmt == "coo":
@@ -137,8 +133,6 @@ class Pattern:
             return False
         if other.ind is self.ind and other.ptr is self.ptr:
             return True
-        from .backends import array_backend
-
         b = array_backend(self.ptr)
         if array_backend(other.ptr) is not b or array_backend(other.ind) is not b:
             return False
@@ -198,8 +192,6 @@ class SparseValue:
     def multiply(self, other) -> SparseValue:
         """Elementwise product with a scalar or a dense array broadcastable to the shape;
         the result keeps this pattern (``other`` is gathered at the stored entries)."""
-        from . import numpy_api as dnp
-
         if is_sparse_like(other):
             raise UnsupportedOpError("sparse.multiply(sparse) is not supported on traced "
                                      "values; multiply by a dense array")
@@ -220,10 +212,8 @@ class SparseValue:
 
     def _matrix_semantics(self, other) -> bool:
         """``*`` is a matrix product for the ``*_matrix`` classes, elementwise otherwise."""
-        from .numpy_api import _shape
-
         cls = self.pattern.container
-        return len(_shape(other)) > 0 and cls is not None and "matrix" in cls.__name__
+        return len(dnp._shape(other)) > 0 and cls is not None and "matrix" in cls.__name__
 
     def __mul__(self, other):
         return matmul(self, other) if self._matrix_semantics(other) else self.multiply(other)
@@ -232,13 +222,9 @@ class SparseValue:
         return matmul(other, self) if self._matrix_semantics(other) else self.multiply(other)
 
     def __truediv__(self, other):
-        from . import numpy_api as dnp
-
         return SparseValue(dnp.true_divide(self.data, other), self.pattern)
 
     def __neg__(self):
-        from . import numpy_api as dnp
-
         return SparseValue(dnp.negative(self.data), self.pattern)
 
     def __pos__(self):
@@ -247,8 +233,6 @@ class SparseValue:
     # ---------------------------------------------------------------- reductions, dense
     def sum(self, axis=None):
         """Sum of the entries (``axis=None``), or along an axis as a dense 1-D array."""
-        from . import numpy_api as dnp
-
         if axis is None:
             return dnp.sum(self.data)
         axis = int(axis) % 2
@@ -257,8 +241,6 @@ class SparseValue:
 
     def toarray(self):
         """The dense matrix (this *does* densify: only for small matrices)."""
-        from .ops.shape import scatter_add
-
         rows, cols = self.pattern.coo()
         if not _is_tracer(self.data):
             return self.pattern.rebuild(self.data, own=False).toarray()
@@ -269,15 +251,11 @@ class SparseValue:
 
 
 def _xp(sv):
-    from .backends import array_backend
-
     return array_backend(sv.pattern.ptr).xp
 
 
 def _zeros_like_index(idx, xp):
     if xp is None:
-        from .backends import array_backend
-
         xp = array_backend(idx).xp
     return xp.zeros_like(idx)
 
@@ -297,8 +275,6 @@ def matmul(a, b):
 
         y = matmul(x, A)      # spmm(A.data, x.T, transpose=True).T
     """
-    from . import numpy_api as dnp
-    from .ops.sparse import spmm
 
     if is_sparse_like(a) and is_sparse_like(b):
         raise UnsupportedOpError("sparse @ sparse is not supported on traced values")
@@ -399,3 +375,6 @@ class SparseArgs:
         if i not in self.patterns:
             return values
         return self.patterns[i].rebuild(values, like=self.originals[i])
+
+
+dnp.register_matmul_override(is_sparse_like, matmul)

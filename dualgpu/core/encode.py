@@ -51,6 +51,8 @@ _SCALAR_CLASSES = _NP_SCALARS | {bool, int, float, complex}
 _PY_NUMBERS = (bool, int, float, complex)
 _MAX_DEPTH = 32
 _C_TYPES = C_TYPES
+# the tracer class (dualgpu.core.trace registers it): refused with a hint of its own
+TRACER_TYPES: list = []
 # parameters that hold a number, whatever the op: fill values and pad constants
 NUMBER_PARAMS = frozenset({"value"})
 
@@ -65,9 +67,7 @@ def _describe(v) -> str:
 
 
 def _refuse(what: str, v, hint: str = "") -> CodegenSafetyError:
-    from .trace import Tracer
-
-    if type(v) is Tracer:
+    if type(v) in TRACER_TYPES:
         hint = ("a traced value cannot be a parameter: parameters are fixed when the program "
                 "is built (compute with arrays instead, e.g. x * 0 + v)")
     return CodegenSafetyError(

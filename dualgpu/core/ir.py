@@ -149,45 +149,11 @@ class Graph:
             counts[eqn.prim.name] = counts.get(eqn.prim.name, 0) + 1
         return counts
 
-    def __str__(self) -> str:
-        from .pprint import format_graph
-
-        return format_graph(self)
-
     def __repr__(self) -> str:
         return f"<dualgpu.Graph {self.name}: {len(self.inputs)} inputs, {len(self.eqns)} eqns>"
 
-    def _repr_html_(self) -> str:
-        """Jupyter: the picture (Graphviz installed) above the listing, else the listing."""
-        from .pprint import to_html
-
-        return to_html(self)
-
-    def _repr_svg_(self) -> str | None:
-        """Jupyter: an SVG picture when Graphviz's ``dot`` is installed (else None, and
-        Jupyter falls back to ``_repr_html_``)."""
-        from .pprint import to_svg
-
-        return to_svg(self)
-
-    @property
-    def nx(self):
-        """The graph as a ``networkx.DiGraph``: a node per variable and per equation."""
-        from .pprint import to_networkx
-
-        return to_networkx(self)
-
-    def to_dot(self) -> str:
-        """DOT text for Graphviz (``dot -Tsvg``)."""
-        from .pprint import to_dot
-
-        return to_dot(self)
-
-    def render(self, path: str) -> str:
-        """Render through the Graphviz ``dot`` program to ``path`` (format from the suffix)."""
-        from .pprint import render
-
-        return render(self, path)
+    # str(), the pictures, .nx, .to_dot() and .render() are installed by
+    # dualgpu.core.pprint (the printer sits above the IR it prints)
 
     def validate(self) -> Graph:
         """Re-run every primitive's shape rule and check the recorded avals; return self."""

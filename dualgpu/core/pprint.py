@@ -200,3 +200,41 @@ def to_html(graph: Graph) -> str:
     if svg is None:
         return listing
     return f"<div>{svg}<details><summary>listing</summary>{listing}</details></div>"
+
+
+def _install_on_graph() -> None:
+    """The printer's views of a graph, as its methods."""
+    def _str(self) -> str:
+        return format_graph(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the picture (Graphviz installed) above the listing, else the listing."""
+        return to_html(self)
+
+    def _repr_svg_(self) -> str | None:
+        """Jupyter: an SVG picture when Graphviz's ``dot`` is installed (else None, and
+        Jupyter falls back to ``_repr_html_``)."""
+        return to_svg(self)
+
+    def nx(self):
+        """The graph as a ``networkx.DiGraph``: a node per variable and per equation."""
+        return to_networkx(self)
+
+    def _to_dot(self) -> str:
+        """DOT text for Graphviz (``dot -Tsvg``)."""
+        return to_dot(self)
+
+    def _render(self, path: str) -> str:
+        """Render through the Graphviz ``dot`` program to ``path`` (format from the
+        suffix)."""
+        return render(self, path)
+
+    Graph.__str__ = _str
+    Graph._repr_html_ = _repr_html_
+    Graph._repr_svg_ = _repr_svg_
+    Graph.nx = property(nx)
+    Graph.to_dot = _to_dot
+    Graph.render = _render
+
+
+_install_on_graph()

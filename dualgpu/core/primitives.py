@@ -52,24 +52,6 @@ def bump_registry_version() -> int:
     return _VERSION[0]
 
 
-class Flag:
-    """Properties of primitives that passes ask about (never a primitive's name).
-
-    ``prim.has(Flag.VIEW)``; an op's ``kind`` (elementwise, reduction, scan, shape, library,
-    generic) is one of its flags too.
-    """
-
-    ELEMENTWISE = "elementwise"  # pointwise over broadcast operands; a C form for kernels
-    REDUCTION = "reduction"      # reduces over static ``axes``; ``prim.monoid`` says how
-    SCAN = "scan"                # cumulative along one axis
-    SHAPE = "shape"              # moves or selects elements (reshape, getitem, pad, ...)
-    LIBRARY = "library"          # a library call on plain arrays (BLAS, LAPACK, sparse)
-    VIEW = "view"                # inside a kernel: relabels axes, moves no data
-    SELECTS = "selects"          # every output element is an element of the first input
-    LINEAR = "linear"            # linear in its floating inputs (the JVP is the op itself)
-    IGNORES_VALUES = "ignores_values"  # reads only the shape and dtype of its input
-
-
 class Primitive:
     """One op of the registry (see the module docstring).
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import array_backend, namespace_of
 from ..errors import (
     BackendMismatchError,
     DualgpuError,
@@ -22,14 +23,12 @@ from ..errors import (
     UnsupportedOpError,
     user_location,
 )
-from .encode import check_equation
+from .encode import TRACER_TYPES, check_equation
+from .flags import Flag
 from .ir import Aval, Const, Eqn, Graph, Literal, Var
 
 _SCALAR_TYPES = (bool, int, float, complex)
-# Ops whose output is uniformly filled when their first input is (every element of the
-# output is some element of the input). Not scatter_add or pad: they write zeros around.
-_FILL_PRESERVING = frozenset({"reshape", "transpose", "broadcast_to", "getitem",
-                              "stop_gradient"})
+
 
 
 class GraphBuilder:
@@ -87,8 +86,6 @@ class GraphBuilder:
         hit = self.consts.get(key)
         if hit is not None:
             return hit[1]
-        from ..backends import array_backend
-
         arr = value
         if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
             arr = np.asarray(value)
@@ -123,9 +120,9 @@ class GraphBuilder:
         multiple = prim.multiple_results
         outs = [Var(a) for a in (out_avals if multiple else [out_avals])]
         self.eqns.append(Eqn(prim, atoms, dict(params), outs, source=user_location()))
-        if prim.name == "fill_like":
+        if prim.has(Flag.IGNORES_VALUES):  # fill_like: every element is the value
             self.fills[outs[0].id] = params["value"]
-        elif prim.name in _FILL_PRESERVING:
+        elif prim.has(Flag.SELECTS):  # a uniform input gives a uniform output
             src = atoms[0]
             if not isinstance(src, Literal) and src.id in self.fills:
                 self.fills[outs[0].id] = self.fills[src.id]
@@ -143,8 +140,6 @@ def bind(prim, args: Sequence[Any], params: dict):
             builder = a._builder
             break
     if builder is None:
-        from ..backends import namespace_of
-
         result = prim.impl(namespace_of(args), *args, **params)
         if args and all(isinstance(a, _SCALAR_TYPES) and not isinstance(a, np.generic)
                         for a in args) and isinstance(result, (np.generic, np.ndarray)):
@@ -185,10 +180,8 @@ class Tracer:
     dtype = property(lambda self: self._var.aval.dtype)
     ndim = property(lambda self: len(self._var.aval.shape))
     size = property(lambda self: self._var.aval.size)
-    T = property(lambda self: dnp.transpose(self))
-    mT = property(lambda self: dnp.swapaxes(self, -1, -2))
-    real = property(lambda self: dnp.real(self))  # x itself for real dtypes
-    imag = property(lambda self: dnp.imag(self))  # zeros for real dtypes
+    # T, mT, real, imag, the operators and the ndarray methods are installed by
+    # dualgpu.numpy_api (this module is a leaf: it records, it knows no op)
 
     @property
     def device(self):
@@ -243,20 +236,15 @@ class Tracer:
         return id(self)
 
     # ------------------------------------------------------------ NumPy protocols
+    # (the handlers are installed by dualgpu.namespace: install_protocol_handlers)
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ..namespace import ufunc_handler
-
-        return ufunc_handler(ufunc, method, inputs, kwargs)
+        return _PROTOCOLS["ufunc"](ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from ..namespace import function_handler
-
-        return function_handler(func, args, kwargs)
+        return _PROTOCOLS["function"](func, args, kwargs)
 
     def __array_namespace__(self, api_version=None):
-        from ..namespace import array_namespace
-
-        return array_namespace(self._builder.xp)
+        return _PROTOCOLS["namespace"](self._builder.xp)
 
 
 def _sparse_probe() -> bool:
@@ -268,67 +256,19 @@ def _sparse_probe() -> bool:
             and str(frame.f_globals.get("__name__", "")).startswith("scipy.sparse"))
 
 
-def _binary(name: str, reflected: bool = False):
-    def op(self, other):
-        f = getattr(dnp, name)
-        return f(other, self) if reflected else f(self, other)
-
-    return op
+def _not_installed(*args, **kwargs):
+    raise DualgpuError("internal: the NumPy protocol handlers are not installed "
+                       "(import dualgpu, not dualgpu.core alone)")
 
 
-for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
-                     ("truediv", "true_divide"), ("pow", "power"), ("matmul", "matmul"),
-                     ("floordiv", "floor_divide"), ("mod", "remainder")]:
-    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
-    setattr(Tracer, f"__r{_dunder}__", _binary(_fn, reflected=True))
-for _dunder, _fn in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
-                     ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal"),
-                     ("and", "logical_and"), ("or", "logical_or")]:
-    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
-Tracer.__neg__ = lambda self: dnp.negative(self)
-Tracer.__pos__ = lambda self: self
-Tracer.__abs__ = lambda self: dnp.abs(self)
-Tracer.__invert__ = lambda self: dnp.logical_not(self)
-Tracer.__getitem__ = lambda self, key: dnp.getitem(self, key)
+_PROTOCOLS = {"ufunc": _not_installed, "function": _not_installed,
+              "namespace": _not_installed}
 
 
-def _method(name: str):
-    def method(self, *args, **kwargs):
-        fn = getattr(dnp, name, None)
-        if fn is None:
-            raise UnsupportedOpError(
-                f"the method .{name}() has no dualgpu rule (called on a traced value at "
-                f"{user_location()})")
-        return fn(self, *args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
-for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "transpose", "ravel",
-              "astype", "dot", "copy", "squeeze", "swapaxes", "clip", "cumsum", "cumprod",
-              "flatten", "conj", "trace", "diagonal", "repeat", "argmax", "argmin", "all",
-              "any", "conjugate"]:
-    setattr(Tracer, _name, _method(_name))
-
-
-def _reshape(self, *shape, order="C"):
-    if len(shape) == 1 and not isinstance(shape[0], int):
-        shape = shape[0]
-    return dnp.reshape(self, shape, order=order)
-
-
-Tracer.reshape = _reshape
-
-
-def _transpose(self, *axes):
-    """``x.transpose()``, ``x.transpose(1, 0)`` and ``x.transpose((1, 0))``, as ndarray's."""
-    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
-        axes = axes[0]
-    return dnp.transpose(self, axes if axes != () else None)
-
-
-Tracer.transpose = _transpose
+def install_protocol_handlers(*, ufunc, function, namespace) -> None:
+    """Route NumPy's ``__array_ufunc__``/``__array_function__``/``__array_namespace__``
+    on tracers to the given handlers (:mod:`dualgpu.namespace` does, at import)."""
+    _PROTOCOLS.update(ufunc=ufunc, function=function, namespace=namespace)
 
 
 # ---------------------------------------------------------------------------- tracing
@@ -351,8 +291,6 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
     extra graph inputs (after the others) and are appended to the list; without it, such
     reads raise :class:`EscapedTracerError`.
     """
-    from ..namespace import rebind_function
-
     builder = GraphBuilder(xp, parent=current_builder())
     builder.captured = captured
     static = static or {}
@@ -367,11 +305,10 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
             t = builder.new_input(next(it))
             tracers.append(t)
             args[i] = t
-    traced_fn = rebind_function(fn)
     stack = _state.__dict__.setdefault("builders", [])
     stack.append(builder)
     try:
-        out = traced_fn(*args)
+        out = fn(*args)
         leaves, tree = flatten_outputs(out)
         outs = [builder.atom(leaf, "output") for leaf in leaves]
     finally:
@@ -410,4 +347,6 @@ def unflatten_outputs(tree, leaves: Sequence[Any]):
     return build(tree)
 
 
-from .. import numpy_api as dnp  # noqa: E402  (the Tracer's operators call into it)
+
+
+TRACER_TYPES.append(Tracer)  # the encoder refuses tracers as parameters with a hint

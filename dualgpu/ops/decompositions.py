@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from ..core.dtypes import float_dtype, promote
 from ..core.ir import Aval
-from ..core.primitives import Flag, defprim
+from ..core.flags import Flag
+from ..core.primitives import defprim
 from ..errors import DualgpuError
 
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..core.dtypes import promote
 from ..core.ir import Aval
-from ..core.primitives import Flag, defprim
+from ..core.flags import Flag
+from ..core.primitives import defprim
 from ..errors import DualgpuError
 
 

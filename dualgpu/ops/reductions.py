@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.ir import Aval
-from ..core.primitives import Flag, defprim
+from ..core.flags import Flag
+from ..core.primitives import defprim
 
 
 def _reduce_shape(avals, axes, **params):

@@ -13,7 +13,8 @@ from ..backends import backend_for_xp
 from ..core.dtypes import promote
 from ..core.indexing import key_to_python, key_to_source
 from ..core.ir import Aval
-from ..core.primitives import Flag, defprim
+from ..core.flags import Flag
+from ..core.primitives import defprim
 from ..errors import DualgpuError
 
 

@@ -1,0 +1,27 @@
+"""Properties of primitives, which passes ask about instead of op names (tinygrad's
+``GroupOp`` sets).
+
+>>> from dualgpu.ops.shape import reshape
+>>> from dualgpu.core.flags import Flag
+>>> reshape.has(Flag.VIEW), reshape.has(Flag.LIBRARY)
+(True, False)
+"""
+from __future__ import annotations
+
+
+class Flag:
+    """Properties of primitives that passes ask about (never a primitive's name).
+
+    ``prim.has(Flag.VIEW)``; an op's ``kind`` (elementwise, reduction, scan, shape, library,
+    generic) is one of its flags too.
+    """
+
+    ELEMENTWISE = "elementwise"  # pointwise over broadcast operands; a C form for kernels
+    REDUCTION = "reduction"      # reduces over static ``axes``; ``prim.monoid`` says how
+    SCAN = "scan"                # cumulative along one axis
+    SHAPE = "shape"              # moves or selects elements (reshape, getitem, pad, ...)
+    LIBRARY = "library"          # a library call on plain arrays (BLAS, LAPACK, sparse)
+    VIEW = "view"                # inside a kernel: relabels axes, moves no data
+    SELECTS = "selects"          # every output element is an element of the first input
+    LINEAR = "linear"            # linear in its floating inputs (the JVP is the op itself)
+    IGNORES_VALUES = "ignores_values"  # reads only the shape and dtype of its input
