@@ -389,15 +389,12 @@ class _Emitter:
         node = self.nodes[k]
         source = self.deps(k)[0]
         src = self.vname(source)
-        if self._dtype_of(source) != node.dtype:
+        if self.nodes[source].dtype != node.dtype:
             src = f"(({ctype(node.dtype)}){src})"
         return f"{acc} = {_combine(_reduction_op(node.eqn), acc, src)};"
 
-    def _dtype_of(self, k) -> np.dtype:
-        return self.nodes[k].dtype
-
     def _ctype_of(self, k) -> str:
-        return ctype(self._dtype_of(k))
+        return ctype(self.nodes[k].dtype)
 
     # ------------------------------------------------------------------ kernel
     def generate(self) -> str:
