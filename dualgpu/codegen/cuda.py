@@ -36,13 +36,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from string import Formatter
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .. import names as N
 from ..core import encode as E
 from ..core.dtypes import promote
-from ..core.ir import Literal, Var
+from ..core.ir import Eqn, Literal, Var
 from ..errors import CodegenSafetyError
 from ..fusion import REDUCTIONS, LibraryStep, Region, plan_graph
 
@@ -131,6 +132,73 @@ def _named(template: str, prefix: str) -> tuple[str, str]:
     return name, template.replace("@KERNEL@", name)
 
 
+class Node(NamedTuple):
+    """One value a kernel thread computes, in dependency order: a load of a region input
+    (``eqn`` is None) or the output of one of the region's equations."""
+
+    key: Any            # the var id of an equation's output; ("load", var id, dims) of a load
+    var: Var            # the loaded input, or the equation's output
+    eqn: Eqn | None     # None for a load
+    dims: tuple         # domain axis of each of the value's axes (None: broadcast)
+    level: int          # in-thread reductions computed before this value
+
+    @property
+    def is_load(self) -> bool:
+        return self.eqn is None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.var.dtype)
+
+
+class GridReduction(NamedTuple):
+    """A reduction over the whole grid: accumulated per thread in ``name``, reduced per block
+    into ``part_<name>``, finished by the second kernel into the output ``var``."""
+
+    name: str
+    op: str
+    var: Var
+
+    @property
+    def ctype(self) -> str:
+        return ctype(self.var.dtype)
+
+
+@dataclass
+class _Loop:
+    """Loop ``level`` of a kernel's thread code: the lines of its body, placed (with the stores
+    of the values later loops read back) once every loop is built."""
+
+    level: int
+    body: list
+
+
+def _kernel_text(params: list, body: list) -> str:
+    head = [f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+            "    " + ",\n    ".join(params) + ") {"]
+    return "\n".join(head + _indent(body) + ["}"]) + "\n"
+
+
+def _indent(lines: list) -> list:
+    return ["  " + ln for ln in lines]
+
+
+def _block_reduce(g: GridReduction, value: str, dest: str, prelude: tuple = ()) -> list:
+    """Shared-memory tree reduction of ``value`` over the threads of a block, written to
+    ``dest`` by thread 0; ``prelude`` lines come after the shared array's declaration."""
+    sh = f"sh_{g.name}"
+    a, b = f"{sh}[threadIdx.x]", f"{sh}[threadIdx.x + s]"
+    return [f"__shared__ {g.ctype} {sh}[{BLOCK}];",
+            *prelude,
+            f"{sh}[threadIdx.x] = {value};",
+            "__syncthreads();",
+            f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{",
+            f"  if (threadIdx.x < s) {a} = {_combine(g.op, a, b)};",
+            "  __syncthreads();",
+            "}",
+            f"if (threadIdx.x == 0) {dest} = {sh}[0];"]
+
+
 class _Emitter:
     """Builds the body of one region's main kernel."""
 
@@ -142,9 +210,14 @@ class _Emitter:
         self.idx = "long long" if big else "int"
         self.in_names = {v.id: N.input_name(i) for i, v in enumerate(region.inputs)}
         self.out_names = {v.id: f"out{i}" for i, v in enumerate(region.outputs)}
-        self.grid_names = {e.outs[0].id: f"g{i}" for i, e in enumerate(region.grid)}
-        self.nodes: list = []       # (key, kind, payload, dims, level); in dependency order
-        self.node_of: dict = {}     # var id or load key -> node index
+        self.grid = [GridReduction(f"g{i}", _reduction_op(e), e.outs[0])
+                     for i, e in enumerate(region.grid)]
+        self.grid_names = {g.var.id: g.name for g in self.grid}
+        self.outputs = {v.id for v in region.outputs}
+        self.nodes: list[Node] = []    # in dependency order
+        self.node_of: dict = {}        # Node.key -> node index
+        self.cached: dict[int, int] = {}   # node -> unrolled loop that keeps it in c<k>[]
+        self.used_cache: set = set()       # cached nodes that a later loop reads back
         self._build_nodes()
 
     # ------------------------------------------------------------------ nodes
@@ -156,43 +229,53 @@ class _Emitter:
                     break  # reads no element of its input
                 if isinstance(a, Var) and not r.defines(a):
                     dims = r.load_dims(eqn, a)
-                    key = ("load", a.id, dims)
-                    if key not in self.node_of:
-                        self.node_of[key] = len(self.nodes)
-                        self.nodes.append((key, "load", a, dims, 0))
+                    self._add_node(Node(("load", a.id, dims), a, None, dims, 0))
             v = eqn.outs[0]
-            self.node_of[v.id] = len(self.nodes)
-            self.nodes.append((v.id, "eqn", eqn, r.dims[v.id], r.level[v.id]))
+            self._add_node(Node(v.id, v, eqn, r.dims[v.id], r.level[v.id]))
+
+    def _add_node(self, node: Node):
+        if node.key not in self.node_of:
+            self.node_of[node.key] = len(self.nodes)
+            self.nodes.append(node)
 
     def nodes_by_level(self, levels: int) -> dict:
         """Level -> node indices of that level, in node order (each level's section and
         loop then visit only their own nodes: linear in the region's size)."""
         by_level: dict[int, list] = {lv: [] for lv in range(levels + 1)}
         for k, node in enumerate(self.nodes):
-            by_level[node[4]].append(k)
+            by_level[node.level].append(k)
         return by_level
 
     def vname(self, k: int) -> str:
         return N.var_name(k).replace("t", "v", 1)
 
     def in_loop(self, k: int) -> bool:
-        return self.r.varies_in_loop(self.nodes[k][3])
+        return self.r.varies_in_loop(self.nodes[k].dims)
+
+    def is_output(self, k: int) -> bool:
+        node = self.nodes[k]
+        return not node.is_load and node.var.id in self.outputs
+
+    def is_grid(self, k: int) -> bool:
+        node = self.nodes[k]
+        return not node.is_load and node.var.id in self.grid_names
+
+    def is_reduction(self, k: int) -> bool:
+        node = self.nodes[k]
+        return not node.is_load and node.eqn.prim.name in REDUCTIONS
 
     def deps(self, k: int) -> list:
-        key, kind, payload, dims, level = self.nodes[k]
-        if kind == "load":
+        node = self.nodes[k]
+        if node.is_load or node.eqn.prim.name == "fill_like":
             return []
-        eqn = payload
         out = []
-        if eqn.prim.name == "fill_like":
-            return out
-        for a in eqn.inputs:
+        for a in node.eqn.inputs:
             if isinstance(a, Literal):
                 continue
             if self.r.defines(a):
                 out.append(self.node_of[a.id])
             else:
-                out.append(self.node_of[("load", a.id, self.r.load_dims(eqn, a))])
+                out.append(self.node_of[("load", a.id, self.r.load_dims(node.eqn, a))])
         return out
 
     def axis(self, d) -> str:
@@ -208,17 +291,26 @@ class _Emitter:
 
     def expr(self, k: int) -> str:
         """The C expression of node k."""
-        key, kind, payload, dims, level = self.nodes[k]
-        if kind == "load":
-            return f"{self.in_names[payload.id]}[{self.offset(dims, self.strides[payload.id])}]"
-        eqn = payload
-        out = eqn.outs[0]
+        node = self.nodes[k]
+        if node.is_load:
+            v = node.var
+            return f"{self.in_names[v.id]}[{self.offset(node.dims, self.strides[v.id])}]"
+        eqn = node.eqn
         name = eqn.prim.name
         if name in REDUCTIONS:
             return f"acc{k}"
         if name == "reshape":
             return self.vname(self.deps(k)[0])
         comp = self.compute_dtype(eqn)
+        template = _ALWAYS.get(name, eqn.prim.c)
+        if comp.kind in "iub" and name in _INTEGER:
+            template = _INTEGER[name]
+        return template.format(*self._args(k, comp), **self._params(eqn, template, comp))
+
+    def _args(self, k: int, comp) -> list:
+        """The C operands of node k's template, each cast to the dtype the template reads."""
+        eqn = self.nodes[k].eqn
+        name = eqn.prim.name
         args = []
         deps = iter(self.deps(k))
         for pos, a in enumerate(eqn.inputs):
@@ -235,12 +327,14 @@ class _Emitter:
             if np.dtype(a.dtype) != want and name not in ("broadcast_to", "stop_gradient"):
                 s = f"(({ctype(want)}){s})"
             args.append(s)
-        template = _ALWAYS.get(name, eqn.prim.c)
-        if comp.kind in "iub" and name in _INTEGER:
-            template = _INTEGER[name]
+        return args
+
+    @staticmethod
+    def _params(eqn, template: str, comp) -> dict:
+        """The parameters the C template prints: every one through the encoder, as a C type
+        or a number (values are data, never code)."""
+        name = eqn.prim.name
         E.check_params(name, eqn.params)
-        # only the parameters the C template prints are encoded: every one through the
-        # encoder, as a C type or a number (values are data, never code)
         params = {}
         for p in {f for _, f, _, _ in Formatter().parse(template) if f and not f.isdigit()}:
             if p == "T" and template is _INTEGER.get(name):
@@ -252,8 +346,8 @@ class _Emitter:
                 params[p] = E.c_type(eqn.params[p], f"{name}: parameter 'dtype'")
             else:
                 params[p] = E.c_param(name, p, eqn.params[p],
-                                      out.dtype if p == "value" else comp)
-        return template.format(*args, **params)
+                                      eqn.outs[0].dtype if p == "value" else comp)
+        return params
 
     @staticmethod
     def compute_dtype(eqn):
@@ -265,7 +359,7 @@ class _Emitter:
             return promote([a.aval for a in eqn.inputs])
         return np.dtype(out.dtype)
 
-    # ------------------------------------------------------------------ code
+    # ------------------------------------------------------------------ lines
     def guard(self, dims, in_loop: bool) -> str:
         have = {d for d in dims if d is not None}
         conds = []
@@ -277,217 +371,199 @@ class _Emitter:
                 conds.append(f"{self.axis(d)} == 0")
         return " && ".join(conds)
 
-    def write(self, k: int, out) -> str:
-        dims = self.nodes[k][3]
-        st = contiguous_strides(out.shape)
-        line = f"{self.out_names[out.id]}[{self.offset(dims, st)}] = {self.vname(k)};"
-        g = self.guard(dims, self.in_loop(k))
+    def write(self, k: int) -> str:
+        node = self.nodes[k]
+        st = contiguous_strides(node.var.shape)
+        line = f"{self.out_names[node.var.id]}[{self.offset(node.dims, st)}] = {self.vname(k)};"
+        g = self.guard(node.dims, self.in_loop(k))
         return f"if ({g}) {line}" if g else line
 
     def decl(self, k: int) -> str:
-        key, kind, payload, dims, level = self.nodes[k]
-        dt = payload.dtype if kind == "load" else payload.outs[0].dtype
-        note = "load" if kind == "load" else payload.prim.name
-        return f"const {ctype(dt)} {self.vname(k)} = {self.expr(k)};  // {note}"
+        node = self.nodes[k]
+        note = "load" if node.is_load else node.eqn.prim.name
+        return f"const {self._ctype_of(k)} {self.vname(k)} = {self.expr(k)};  // {note}"
 
+    def accumulate(self, k: int, acc: str) -> str:
+        """``acc = combine(acc, source)`` for reduction node k, the source cast to the
+        reduction's dtype when they differ."""
+        node = self.nodes[k]
+        source = self.deps(k)[0]
+        src = self.vname(source)
+        if self.nodes[source].dtype != node.dtype:
+            src = f"(({ctype(node.dtype)}){src})"
+        return f"{acc} = {_combine(_reduction_op(node.eqn), acc, src)};"
+
+    def _ctype_of(self, k) -> str:
+        return ctype(self.nodes[k].dtype)
+
+    # ------------------------------------------------------------------ kernel
     def generate(self) -> str:
-        r = self.r
-        idx = self.idx
-        outputs = {v.id for v in r.outputs}
-        grid_outs = r.grid_outs()
-        threads = r.thread_axes()
-        loop = list(r.loop_axes)
-        extent = r.loop_extent()
-        unrolled = r.unrolled()
-        nthreads = r.thread_count()
-        levels = max([lv for *_, lv in self.nodes], default=0)
-        params = []
-        for v in r.inputs:
-            params.append(f"const {ctype(v.dtype)}* __restrict__ {self.in_names[v.id]}")
-        for v in r.outputs:
-            if v.id in grid_outs:
-                continue
-            params.append(f"{ctype(v.dtype)}* __restrict__ {self.out_names[v.id]}")
-        for e in r.grid:
-            params.append(f"{ctype(e.outs[0].dtype)}* __restrict__ part_"
-                          f"{self.grid_names[e.outs[0].id]}")
-        head = [f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(']
-        head.append("    " + ",\n    ".join(params) + ") {")
-        body = [f"const {idx} tid = ({idx})blockIdx.x * {BLOCK} + ({idx})threadIdx.x;"]
-        for e in r.grid:
-            op = REDUCTIONS[e.prim.name]
-            dt = e.outs[0].dtype
-            body.append(f"{ctype(dt)} {self.grid_names[e.outs[0].id]} = {_identity(op, dt)};")
-        inner = []
-        # thread index -> thread-axis indices (innermost axis fastest)
-        if threads:
-            inner.append(f"{idx} q = tid;")
-            for n, d in enumerate(reversed(threads)):
-                size = r.domain[d]
-                if n == len(threads) - 1:
-                    inner.append(f"const {idx} {self.axis(d)} = q;")
-                else:
-                    inner.append(f"const {idx} {self.axis(d)} = q % {size}; q /= {size};")
-        cached: dict[int, int] = {}   # node -> loop that computed it (unrolled loops only)
-        used_cache: set = set()
-        loop_bodies: dict[int, list] = {}
+        """The main kernel's text (its name left as ``@KERNEL@``)."""
+        self.cached, self.used_cache = {}, set()
+        levels = max([n.level for n in self.nodes], default=0)
         by_level = self.nodes_by_level(levels)
+        thread = self._thread_index()
         for lv in range(levels + 1):
-            # section lv: per-thread values
-            for k in by_level[lv]:
-                _, kind, payload, _, _ = self.nodes[k]
-                if self.in_loop(k):
-                    continue
-                if kind == "eqn" and payload.outs[0].id in grid_outs:
-                    if self.in_loop(self.deps(k)[0]):
-                        continue  # accumulated inside the loop
-                    op = REDUCTIONS[payload.prim.name]
-                    g = self.grid_names[payload.outs[0].id]
-                    src = self.vname(self.deps(k)[0])
-                    dt = payload.outs[0].dtype
-                    if self._dtype_of(self.deps(k)[0]) != dt:
-                        src = f"(({ctype(dt)}){src})"
-                    inner.append(f"{g} = {_combine(op, g, src)};")
-                    continue
-                inner.append(self.decl(k))
-                if kind == "eqn" and payload.outs[0].id in outputs:
-                    inner.append(self.write(k, payload.outs[0]))
-            # loop lv: values varying along the loop axes, and the reductions they feed
-            nodes = self.nodes
-            reductions = [k for k in by_level.get(lv + 1, ())
-                          if nodes[k][1] == "eqn" and nodes[k][2].prim.name in REDUCTIONS
-                          and nodes[k][2].outs[0].id not in grid_outs]
-            roots = [k for k in by_level[lv] if self.in_loop(k)
-                     and nodes[k][1] == "eqn" and nodes[k][2].outs[0].id in outputs]
-            grid_in_loop = [k for k in by_level[lv]
-                            if nodes[k][1] == "eqn" and nodes[k][2].outs[0].id in grid_outs
-                            and self.in_loop(self.deps(k)[0])]
-            roots += [self.deps(k)[0] for k in reductions + grid_in_loop]
-            if not roots:
-                continue
-            need: set = set()
-            stack = list(roots)
-            while stack:
-                k = stack.pop()
-                if k in need:
-                    continue
-                need.add(k)
-                if k in cached:
-                    continue
-                stack.extend(d for d in self.deps(k) if self.in_loop(d))
-            lines = []
-            for k in reductions:
-                e = self.nodes[k][2]
-                dt = e.outs[0].dtype
-                inner.append(f"{ctype(dt)} acc{k} = {_identity(REDUCTIONS[e.prim.name], dt)};")
-            stride = 1
-            for d in reversed(loop):
-                size = r.domain[d]
-                lines.append(f"const {idx} {self.axis(d)} = (r / {stride}) % {size};"
-                             if stride > 1 else f"const {idx} {self.axis(d)} = r % {size};")
-                stride *= size
-            for k in sorted(need):
-                if k in cached:
-                    lines.append(f"const {self._ctype_of(k)} {self.vname(k)} = "
-                                 f"c{k}[r];  // from loop {cached[k]}")
-                    used_cache.add(k)
-                    continue
-                lines.append(self.decl(k))
-                node = self.nodes[k]
-                if node[1] == "eqn" and node[2].outs[0].id in outputs and node[4] == lv:
-                    lines.append(self.write(k, node[2].outs[0]))
-                if unrolled:
-                    cached[k] = lv
-            for k in reductions:
-                e = self.nodes[k][2]
-                op = REDUCTIONS[e.prim.name]
-                src = self.vname(self.deps(k)[0])
-                dt = e.outs[0].dtype
-                if self._dtype_of(self.deps(k)[0]) != dt:
-                    src = f"(({ctype(dt)}){src})"
-                lines.append(f"acc{k} = {_combine(op, f'acc{k}', src)};")
-            for k in grid_in_loop:
-                e = self.nodes[k][2]
-                g = self.grid_names[e.outs[0].id]
-                src = self.vname(self.deps(k)[0])
-                if self._dtype_of(self.deps(k)[0]) != e.outs[0].dtype:
-                    src = f"(({ctype(e.outs[0].dtype)}){src})"
-                lines.append(f"{g} = {_combine(REDUCTIONS[e.prim.name], g, src)};")
-            loop_bodies[lv] = lines
-            inner.append(f"@LOOP{lv}@")
-        # place the loops, with the stores of values that later loops read back
-        stored_by_loop: dict[int, list] = {}
-        for k in sorted(used_cache):
-            stored_by_loop.setdefault(cached[k], []).append(k)
-        text_inner = []
-        for line in inner:
-            if line.startswith("@LOOP"):
-                lv = int(line[5:-1])
-                lines = loop_bodies[lv]
-                stored = stored_by_loop.get(lv, [])
-                text_inner.extend(f"{self._ctype_of(k)} c{k}[{extent}];" for k in stored)
-                stores = [f"c{k}[r] = {self.vname(k)};" for k in stored]
-                if unrolled:
-                    text_inner.append("#pragma unroll")
-                text_inner.append(f"for (int r = 0; r < {extent}; ++r) {{")
-                text_inner.extend("  " + ln for ln in lines + stores)
-                text_inner.append("}")
-            else:
-                text_inner.append(line)
-        body.append(f"if (tid < {nthreads}) {{")
-        body.extend("  " + ln for ln in text_inner)
-        body.append("}")
-        for e in r.grid:
-            body.extend(self._block_reduce(e))
-        return "\n".join(head + ["  " + ln for ln in body] + ["}"]) + "\n"
-
-    def _dtype_of(self, k):
-        key, kind, payload, dims, level = self.nodes[k]
-        return np.dtype(payload.dtype if kind == "load" else payload.outs[0].dtype)
-
-    def _ctype_of(self, k):
-        return ctype(self._dtype_of(k))
-
-    def _block_reduce(self, e) -> list:
-        g = self.grid_names[e.outs[0].id]
-        op = REDUCTIONS[e.prim.name]
-        ct = ctype(e.outs[0].dtype)
-        a, b = f"sh_{g}[threadIdx.x]", f"sh_{g}[threadIdx.x + s]"
-        return [f"__shared__ {ct} sh_{g}[{BLOCK}];",
-                f"sh_{g}[threadIdx.x] = {g};",
-                "__syncthreads();",
-                f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{",
-                f"  if (threadIdx.x < s) {a} = {_combine(op, a, b)};",
-                "  __syncthreads();",
-                "}",
-                f"if (threadIdx.x == 0) part_{g}[blockIdx.x] = sh_{g}[0];"]
-
-
-def _finish_source(region: Region, emitter: _Emitter, blocks: int) -> str:
-    params, body = [], []
-    for i, e in enumerate(region.grid):
-        g = emitter.grid_names[e.outs[0].id]
-        ct = ctype(e.outs[0].dtype)
-        op = REDUCTIONS[e.prim.name]
-        params.append(f"const {ct}* __restrict__ part_{g}")
-        params.append(f"{ct}* __restrict__ {emitter.out_names[e.outs[0].id]}")
-        a, b = f"sh_{g}[threadIdx.x]", f"sh_{g}[threadIdx.x + s]"
-        body += [f"if (blockIdx.x == {i}) {{",
-                 f"  __shared__ {ct} sh_{g}[{BLOCK}];",
-                 f"  {ct} acc = {_identity(op, e.outs[0].dtype)};",
-                 f"  for (int k = threadIdx.x; k < {blocks}; k += {BLOCK}) "
-                 f"acc = {_combine(op, 'acc', f'part_{g}[k]')};",
-                 f"  sh_{g}[threadIdx.x] = acc;",
-                 "  __syncthreads();",
-                 f"  for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{",
-                 f"    if (threadIdx.x < s) {a} = {_combine(op, a, b)};",
-                 "    __syncthreads();",
-                 "  }",
-                 f"  if (threadIdx.x == 0) {emitter.out_names[e.outs[0].id]}[0] = sh_{g}[0];",
+            thread += self._section(by_level[lv])
+            thread += self._loop(lv, by_level)
+        idx = self.idx
+        body = [f"const {idx} tid = ({idx})blockIdx.x * {BLOCK} + ({idx})threadIdx.x;"]
+        body += [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};" for g in self.grid]
+        body += [f"if (tid < {self.r.thread_count()}) {{", *_indent(self._place_loops(thread)),
                  "}"]
-    head = [f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
-            "    " + ",\n    ".join(params) + ") {"]
-    return "\n".join(head + ["  " + ln for ln in body] + ["}"]) + "\n"
+        for g in self.grid:
+            body += _block_reduce(g, g.name, f"part_{g.name}[blockIdx.x]")
+        return _kernel_text(self._parameters(), body)
+
+    def _parameters(self) -> list:
+        """Inputs, then the outputs other than grid reductions, then one partial per grid
+        reduction."""
+        r = self.r
+        params = [f"const {ctype(v.dtype)}* __restrict__ {self.in_names[v.id]}"
+                  for v in r.inputs]
+        params += [f"{ctype(v.dtype)}* __restrict__ {self.out_names[v.id]}"
+                   for v in r.outputs if v.id not in self.grid_names]
+        params += [f"{g.ctype}* __restrict__ part_{g.name}" for g in self.grid]
+        return params
+
+    def _thread_index(self) -> list:
+        """Thread index -> thread-axis indices (innermost axis fastest)."""
+        threads, idx = self.r.thread_axes(), self.idx
+        if not threads:
+            return []
+        lines = [f"{idx} q = tid;"]
+        for n, d in enumerate(reversed(threads)):
+            size = self.r.domain[d]
+            if n == len(threads) - 1:
+                lines.append(f"const {idx} {self.axis(d)} = q;")
+            else:
+                lines.append(f"const {idx} {self.axis(d)} = q % {size}; q /= {size};")
+        return lines
+
+    def _section(self, level_nodes: list) -> list:
+        """Section of one level: its per-thread values, their stores, and the grid
+        reductions of per-thread values."""
+        lines = []
+        for k in level_nodes:
+            if self.in_loop(k):
+                continue
+            if self.is_grid(k):
+                if not self.in_loop(self.deps(k)[0]):  # else accumulated inside the loop
+                    lines.append(self.accumulate(k, self.grid_names[self.nodes[k].var.id]))
+                continue
+            lines.append(self.decl(k))
+            if self.is_output(k):
+                lines.append(self.write(k))
+        return lines
+
+    def _loop(self, lv: int, by_level: dict) -> list:
+        """Loop ``lv``: the values varying along the loop axes that outputs and reductions
+        need, and the reductions they feed (those of level lv + 1, and grid reductions).
+        Returns the accumulators' declarations and the loop, or nothing."""
+        reductions = [k for k in by_level.get(lv + 1, ())
+                      if self.is_reduction(k) and not self.is_grid(k)]
+        roots = [k for k in by_level[lv] if self.in_loop(k) and self.is_output(k)]
+        grid_in_loop = [k for k in by_level[lv]
+                        if self.is_grid(k) and self.in_loop(self.deps(k)[0])]
+        roots += [self.deps(k)[0] for k in reductions + grid_in_loop]
+        if not roots:
+            return []
+        decls = []
+        for k in reductions:
+            dt = self.nodes[k].var.dtype
+            decls.append(f"{ctype(dt)} acc{k} = "
+                         f"{_identity(_reduction_op(self.nodes[k].eqn), dt)};")
+        body = self._loop_index() + self._loop_values(lv, self._loop_needs(roots))
+        body += [self.accumulate(k, f"acc{k}") for k in reductions]
+        body += [self.accumulate(k, self.grid_names[self.nodes[k].var.id])
+                 for k in grid_in_loop]
+        return decls + [_Loop(lv, body)]
+
+    def _loop_needs(self, roots: list) -> set:
+        """The in-loop nodes the roots depend on, stopping at values an earlier unrolled
+        loop cached."""
+        need: set = set()
+        stack = list(roots)
+        while stack:
+            k = stack.pop()
+            if k in need:
+                continue
+            need.add(k)
+            if k in self.cached:
+                continue
+            stack.extend(d for d in self.deps(k) if self.in_loop(d))
+        return need
+
+    def _loop_index(self) -> list:
+        """Loop counter ``r`` -> loop-axis indices (innermost axis fastest)."""
+        lines, stride, idx = [], 1, self.idx
+        for d in reversed(list(self.r.loop_axes)):
+            size = self.r.domain[d]
+            lines.append(f"const {idx} {self.axis(d)} = (r / {stride}) % {size};"
+                         if stride > 1 else f"const {idx} {self.axis(d)} = r % {size};")
+            stride *= size
+        return lines
+
+    def _loop_values(self, lv: int, need: set) -> list:
+        """The needed values of loop ``lv``: read back from an earlier loop's cache, or
+        computed (and stored, for outputs of this level; cached when loops unroll)."""
+        lines = []
+        unrolled = self.r.unrolled()
+        for k in sorted(need):
+            if k in self.cached:
+                lines.append(f"const {self._ctype_of(k)} {self.vname(k)} = "
+                             f"c{k}[r];  // from loop {self.cached[k]}")
+                self.used_cache.add(k)
+                continue
+            lines.append(self.decl(k))
+            if self.is_output(k) and self.nodes[k].level == lv:
+                lines.append(self.write(k))
+            if unrolled:
+                self.cached[k] = lv
+        return lines
+
+    def _place_loops(self, thread: list) -> list:
+        """The thread code with every loop written out: before a loop, the arrays of the
+        values it keeps for later loops; at the end of its body, their stores."""
+        stored_by_loop: dict[int, list] = {}
+        for k in sorted(self.used_cache):
+            stored_by_loop.setdefault(self.cached[k], []).append(k)
+        extent = self.r.loop_extent()
+        lines = []
+        for item in thread:
+            if not isinstance(item, _Loop):
+                lines.append(item)
+                continue
+            stored = stored_by_loop.get(item.level, [])
+            lines += [f"{self._ctype_of(k)} c{k}[{extent}];" for k in stored]
+            if self.r.unrolled():
+                lines.append("#pragma unroll")
+            lines.append(f"for (int r = 0; r < {extent}; ++r) {{")
+            lines += _indent(item.body + [f"c{k}[r] = {self.vname(k)};" for k in stored])
+            lines.append("}")
+        return lines
+
+
+def _reduction_op(eqn) -> str:
+    """``sum``, ``prod``, ``max`` or ``min``: the combining operation of a reduction."""
+    return REDUCTIONS[eqn.prim.name]
+
+
+def _finish_source(emitter: _Emitter, blocks: int) -> str:
+    """The kernel that finishes the grid reductions: block ``i`` reduces the partials of
+    grid reduction ``i``."""
+    params, body = [], []
+    for i, g in enumerate(emitter.grid):
+        out = emitter.out_names[g.var.id]
+        params.append(f"const {g.ctype}* __restrict__ part_{g.name}")
+        params.append(f"{g.ctype}* __restrict__ {out}")
+        prelude = (f"{g.ctype} acc = {_identity(g.op, g.var.dtype)};",
+                   f"for (int k = threadIdx.x; k < {blocks}; k += {BLOCK}) "
+                   f"acc = {_combine(g.op, 'acc', f'part_{g.name}[k]')};")
+        body += [f"if (blockIdx.x == {i}) {{",
+                 *_indent(_block_reduce(g, "acc", f"{out}[0]", prelude)),
+                 "}"]
+    return _kernel_text(params, body)
 
 
 def region_kernels(region: Region, strides: dict | None = None) -> RegionKernels:
@@ -511,10 +587,9 @@ def region_kernels(region: Region, strides: dict | None = None) -> RegionKernels
     rk = RegionKernels(name=name, source=source, threads=region.thread_count(),
                        inputs=list(region.inputs), outputs=list(region.outputs))
     if region.grid:
-        finish_name, finish = _named(_finish_source(region, em, rk.blocks), "finish")
+        finish_name, finish = _named(_finish_source(em, rk.blocks), "finish")
         rk.finish_name, rk.finish_source = finish_name, finish
-        rk.grid = [(e.outs[0], REDUCTIONS[e.prim.name], ctype(e.outs[0].dtype))
-                   for e in region.grid]
+        rk.grid = [(g.var, g.op, g.ctype) for g in em.grid]
     return rk
 
 

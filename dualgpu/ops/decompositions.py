@@ -19,8 +19,8 @@ Example::
 from __future__ import annotations
 
 from ..core.dtypes import float_dtype, promote
-from ..core.ir import Aval
 from ..core.flags import Flag
+from ..core.ir import Aval
 from ..core.primitives import defprim
 from ..errors import DualgpuError
 

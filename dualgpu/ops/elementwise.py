@@ -14,8 +14,8 @@ import numpy as np
 from ..backends import backend_for_xp
 from ..core.axes import broadcast_shapes
 from ..core.dtypes import float_dtype, promote, real_dtype
-from ..core.ir import Aval
 from ..core.flags import Flag
+from ..core.ir import Aval
 from ..core.primitives import defprim
 
 ELEMENTWISE: dict[str, object] = {}

@@ -13,8 +13,8 @@ import string
 import numpy as np
 
 from ..core.dtypes import promote
-from ..core.ir import Aval
 from ..core.flags import Flag
+from ..core.ir import Aval
 from ..core.primitives import defprim
 from ..errors import DualgpuError
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.ir import Aval
 from ..core.flags import Flag
+from ..core.ir import Aval
 from ..core.primitives import defprim
 
 

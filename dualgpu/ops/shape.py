@@ -11,9 +11,9 @@ import numpy as np
 
 from ..backends import backend_for_xp
 from ..core.dtypes import promote
+from ..core.flags import Flag
 from ..core.indexing import key_to_python, key_to_source
 from ..core.ir import Aval
-from ..core.flags import Flag
 from ..core.primitives import defprim
 from ..errors import DualgpuError
 

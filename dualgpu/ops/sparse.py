@@ -31,8 +31,8 @@ import numpy as np
 
 from ..backends import array_backend, backend_for_xp, kernels
 from ..core.dtypes import promote
-from ..core.ir import Aval
 from ..core.flags import Flag
+from ..core.ir import Aval
 from ..core.primitives import defprim
 from ..errors import DualgpuError, UnsupportedSparseFormatError
 

@@ -1,39 +1,14 @@
-"""The fusion planner: split a (transformed) graph into fused-kernel regions and library calls.
-
-A *region* is a set of equations that one generated CUDA kernel evaluates. Every value of a
-region is a function of a point of the region's *domain* (an iteration shape ``X``): a value
-records, for each of its own axes, the domain axis that indexes it (``None`` for axes of
-size 1). Domain axes are counted from the right (``-1`` is the last), so the domain may grow
-by NumPy broadcasting while the region is built.
-
-A region may reduce over a set of *loop axes* ``R`` of its domain. The kernel then runs one
-thread per point of the remaining *thread axes* and loops over ``R`` inside the thread: the
-pre-reduction chain runs in loop 0, the reduction results feed the per-thread chain after
-it, and values broadcast back over ``R`` (the keepdims + broadcast_to of a gradient) run in
-loop 1, and so on. A reduction of a per-thread value over *all* thread axes (the ``sum`` of
-a loss) is a *grid reduction*: each block writes a partial result, and a second small kernel
-finishes it. Everything else (matmul, einsum, solves, sparse ops, gathers, scatters, views of
-graph inputs) runs as a library call on plain arrays.
-
-Example (scenario 2 of the design, ``x`` of shape ``(3, n, n, n)``)::
-
-    plan = plan_graph(dg.trace(dg.grad_and_hvp(f, batch_axes=(1, 2, 3),
-                                               return_value=True), x, mu, v))
-    plan.kernel_count()   # 2: the fused pass and the finish of the value's sum
-    print(plan.describe())
-
-``emulate(plan, args)`` evaluates a plan with NumPy the way the kernels do (point by point of
-each region's domain), which is how the planner is tested without a GPU.
-"""
+"""The fusion planner: regions (what one generated kernel evaluates), library steps and the
+plan that orders them; see :mod:`dualgpu.fusion` for the model."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .core.ir import Const, Graph, Literal, Var
+from ..core.ir import Graph, Var
+from ..core.pprint import Namer, _param_str
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
               "reduce_prod": "prod"}
@@ -172,25 +147,26 @@ class Region:
         return new
 
     def _add_elementwise(self, eqn) -> bool:
-        out = eqn.outs[0]
         if eqn.prim.name in VIEW_OPS and not any(self.defines(a) for a in eqn.inputs):
             return False  # a view of an array made elsewhere: the library does it for free
-        domain = self._grown(out.shape)
+        domain = self._grown(eqn.outs[0].shape)
         if domain is None:
             return False
-        shape = tuple(out.shape)
+        dims = self._elementwise_dims(eqn, domain)
+        if dims is None:
+            return False
+        return self._commit(eqn, dims, self._in_level(eqn), domain)
+
+    def _elementwise_dims(self, eqn, domain) -> list | None:
+        """The domain axis of each axis of ``eqn``'s output (None for size 1), or None when
+        the kernel cannot index the output by the domain."""
+        shape = tuple(eqn.outs[0].shape)
         nd = len(shape)
         dims = []
         for j in range(nd):
-            cands = set()
-            for a in eqn.inputs:
-                if not self.defines(a):
-                    continue
-                k = j - (nd - len(a.shape))
-                if k >= 0 and self.dims[a.id][k] is not None:
-                    cands.add(self.dims[a.id][k])
+            cands = self._input_axes(eqn, j, nd)
             if len(cands) > 1:
-                return False
+                return None
             if cands:
                 d = cands.pop()
             elif shape[j] == 1:
@@ -198,14 +174,23 @@ class Region:
             else:
                 d = self._default_axis(j, nd, shape[j], domain)
                 if d is None:
-                    return False
+                    return None
             if d is not None and domain[d] != shape[j]:
-                return False
+                return None
             dims.append(d)
         used = [d for d in dims if d is not None]
-        if len(set(used)) != len(used):
-            return False
-        return self._commit(eqn, dims, self._in_level(eqn), domain)
+        return dims if len(set(used)) == len(used) else None
+
+    def _input_axes(self, eqn, j: int, nd: int) -> set:
+        """The domain axes that ``eqn``'s inputs defined in the region put on output axis j."""
+        cands = set()
+        for a in eqn.inputs:
+            if not self.defines(a):
+                continue
+            k = j - (nd - len(a.shape))
+            if k >= 0 and self.dims[a.id][k] is not None:
+                cands.add(self.dims[a.id][k])
+        return cands
 
     def _add_reshape(self, eqn) -> bool:
         x = eqn.inputs[0]
@@ -223,21 +208,31 @@ class Region:
         axes = tuple(eqn.params["axes"])
         if not isinstance(x, Var):
             return False
-        if self.defines(x):
-            xd = self.dims[x.id]
-        else:
-            nd = len(x.shape)
-            xd = []
-            for j, s in enumerate(x.shape):
-                d = None if s == 1 else self._default_axis(j, nd, s, self.domain)
-                if s != 1 and d is None:
-                    return False
-                xd.append(d)
+        xd = self._reduced_dims(x)
+        if xd is None:
+            return False
         reduced = {xd[a] for a in axes if xd[a] is not None}
         out_dims = [d for i, d in enumerate(xd) if i not in axes]
         level = self.level.get(x.id, 0)
         if any(d is not None for d in out_dims) or not self._is_grid(xd, reduced):
             return self._add_loop_reduction(eqn, xd, reduced, out_dims, level)
+        return self._add_grid_reduction(eqn, out_dims, level)
+
+    def _reduced_dims(self, x) -> list | None:
+        """Domain axes of the reduced value ``x`` (an external array is read along the
+        trailing domain axes), or None when an axis of ``x`` is not one of the domain's."""
+        if self.defines(x):
+            return self.dims[x.id]
+        nd = len(x.shape)
+        xd = []
+        for j, s in enumerate(x.shape):
+            d = None if s == 1 else self._default_axis(j, nd, s, self.domain)
+            if s != 1 and d is None:
+                return None
+            xd.append(d)
+        return xd
+
+    def _add_grid_reduction(self, eqn, out_dims, level) -> bool:
         if eqn.outs[0].dtype.kind not in "fiub":
             return False
         self.grid.append(eqn)
@@ -322,8 +317,6 @@ class Plan:
 
     def describe(self, kernel_names: dict | None = None) -> str:
         """The plan as text: one block per step, naming each equation as ``str(graph)`` does."""
-        from .core.pprint import Namer
-
         name = Namer(self.graph)
         for v in self.graph.inputs:
             name(v)
@@ -358,8 +351,6 @@ class Plan:
 
 
 def _format_eqn(eqn, name) -> str:
-    from .core.pprint import _param_str
-
     outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outs)
     args = " ".join(name(a) for a in eqn.inputs)
     params = " ".join(_param_str(k, v) for k, v in eqn.params.items())
@@ -374,6 +365,14 @@ def plan_graph(graph: Graph) -> Plan:
         plan = plan_graph(dg.trace(dg.hvp(f), x, v))
         [type(s).__name__ for s in plan.steps]
     """
+    steps = _partition(graph.eqns)
+    _finish_regions(steps, graph)
+    return Plan(graph, steps)
+
+
+def _partition(eqns) -> list:
+    """Greedy pass in graph order: each fusible equation joins the open region or starts a
+    new one; the others are library steps (closing the region when they read from it)."""
     steps: list = []
     cur: Region | None = None
     count = 0
@@ -384,7 +383,7 @@ def plan_graph(graph: Graph) -> Plan:
             steps.append(cur)
         cur = None
 
-    for eqn in graph.eqns:
+    for eqn in eqns:
         depends = cur is not None and any(cur.defines(a) for a in eqn.inputs)
         if fusible(eqn):
             if cur is not None and cur.try_add(eqn):
@@ -404,14 +403,17 @@ def plan_graph(graph: Graph) -> Plan:
             close()
         steps.append(LibraryStep(eqn))
     close()
+    return steps
 
+
+def _finish_regions(steps: list, graph: Graph) -> None:
+    """Give every region its inputs and the outputs that later steps or the graph read."""
     graph_outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
     last_read = _last_reads(steps)
     for i, step in enumerate(steps):
         if isinstance(step, Region):
             later = {e.outs[0].id for e in step.eqns if last_read.get(e.outs[0].id, i) > i}
             step.finish(later, graph_outputs)
-    return Plan(graph, steps)
 
 
 def _last_reads(steps: list) -> dict:
@@ -423,97 +425,3 @@ def _last_reads(steps: list) -> dict:
                 if isinstance(a, Var):
                     last[a.id] = i
     return last
-
-
-# --------------------------------------------------------------------------- NumPy emulator
-def _to_domain(arr, dims, nd):
-    """An array over the value's own axes -> an array over the domain (size 1 elsewhere)."""
-    arr = np.asarray(arr)
-    own = [j for j, d in enumerate(dims) if d is not None]
-    sub = arr.reshape([arr.shape[j] for j in own]) if own else arr.reshape(())
-    order = sorted(range(len(own)), key=lambda k: dims[own[k]])
-    sub = np.transpose(sub, order)
-    shape = [1] * nd
-    for k in order:
-        shape[dims[own[k]] + nd] = arr.shape[own[k]]
-    return sub.reshape(shape)
-
-
-def _from_domain(arr, dims, shape, domain):
-    """The inverse of :func:`_to_domain`: read the value's elements back from the domain."""
-    nd = len(domain)
-    keep = sorted({d + nd for d in dims if d is not None})
-    arr = np.asarray(arr)
-    arr = np.broadcast_to(arr, tuple(domain[a] if a in keep else arr.shape[a]
-                                     for a in range(nd)))
-    index = tuple(slice(None) if a in keep else 0 for a in range(nd))
-    sub = arr[index] if nd else arr
-    own_order = sorted([d + nd for d in dims if d is not None])
-    perm = [own_order.index(d + nd) for d in dims if d is not None]
-    sub = np.transpose(sub, perm) if perm else sub
-    return np.ascontiguousarray(sub).reshape(shape)
-
-
-def emulate_region(region: Region, env: dict) -> None:
-    """Evaluate ``region`` point by point of its domain, as its kernel does (NumPy)."""
-    from .core.interpret import read
-
-    nd = len(region.domain)
-    dom: dict[int, Any] = {}
-    threads = region.thread_axes()
-    grid_outs = region.grid_outs()
-    for eqn in region.eqns:
-        args = []
-        out = eqn.outs[0]
-        for a in eqn.inputs:
-            if isinstance(a, Literal):
-                args.append(a.value)
-            elif region.defines(a):
-                args.append(dom[a.id])
-            else:
-                val = np.asarray(read(env, a))
-                args.append(_to_domain(val, region.load_dims(eqn, a), nd))
-        name = eqn.prim.name
-        if name in VIEW_OPS:
-            res = args[0]
-        elif name in REDUCTIONS:
-            x = args[0]
-            if out.id in grid_outs:
-                full = np.broadcast_to(x, region.domain)
-                keep = [(a - nd) in threads or ((a - nd) in region.loop_axes and x.shape[a] > 1)
-                        for a in range(nd)]
-                res = eqn.prim.impl(np, full[tuple(slice(None) if k else slice(0, 1)
-                                                   for k in keep)], axes=tuple(range(nd)))
-                res = np.reshape(res, (1,) * nd)
-            else:
-                loop = tuple(a + nd for a in region.loop_axes)
-                full = np.broadcast_to(x, np.broadcast_shapes(
-                    x.shape, tuple(region.domain[a] if a in loop else 1 for a in range(nd))))
-                res = np.expand_dims(eqn.prim.impl(np, full, axes=loop), loop)
-        else:
-            res = eqn.prim.impl(np, *args, **eqn.params)
-        dom[out.id] = np.asarray(res).astype(out.dtype)
-    for v in region.outputs:
-        env[v.id] = _from_domain(dom[v.id], region.dims[v.id], tuple(v.shape), region.domain)
-
-
-def emulate(plan: Plan, args: Sequence[Any]) -> list:
-    """Run ``plan`` with NumPy: library steps by their impls, regions by
-    :func:`emulate_region`. Only a region's outputs leave it, so a wrong plan fails here."""
-    from .core.interpret import read
-
-    env: dict[int, Any] = {}
-    for v, a in zip(plan.graph.inputs, args):
-        env[v.id] = np.asarray(a)
-    for c in plan.graph.consts:
-        env[c.id] = np.asarray(c.value)
-    for step in plan.steps:
-        if isinstance(step, LibraryStep):
-            e = step.eqn
-            outs = e.prim.impl(np, *[read(env, a) for a in e.inputs], **e.params)
-            outs = outs if e.prim.multiple_results else [outs]
-            for v, o in zip(e.outs, outs):
-                env[v.id] = o
-        else:
-            emulate_region(step, env)
-    return [read(env, a) if not isinstance(a, Const) else a.value for a in plan.graph.outputs]

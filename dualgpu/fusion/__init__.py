@@ -1,0 +1,46 @@
+"""The fusion planner: split a (transformed) graph into fused-kernel regions and library calls.
+
+A *region* is a set of equations that one generated CUDA kernel evaluates. Every value of a
+region is a function of a point of the region's *domain* (an iteration shape ``X``): a value
+records, for each of its own axes, the domain axis that indexes it (``None`` for axes of
+size 1). Domain axes are counted from the right (``-1`` is the last), so the domain may grow
+by NumPy broadcasting while the region is built.
+
+A region may reduce over a set of *loop axes* ``R`` of its domain. The kernel then runs one
+thread per point of the remaining *thread axes* and loops over ``R`` inside the thread: the
+pre-reduction chain runs in loop 0, the reduction results feed the per-thread chain after
+it, and values broadcast back over ``R`` (the keepdims + broadcast_to of a gradient) run in
+loop 1, and so on. A reduction of a per-thread value over *all* thread axes (the ``sum`` of
+a loss) is a *grid reduction*: each block writes a partial result, and a second small kernel
+finishes it. Everything else (matmul, einsum, solves, sparse ops, gathers, scatters, views of
+graph inputs) runs as a library call on plain arrays.
+
+Example (scenario 2 of the design, ``x`` of shape ``(3, n, n, n)``)::
+
+    plan = plan_graph(dg.trace(dg.grad_and_hvp(f, batch_axes=(1, 2, 3),
+                                               return_value=True), x, mu, v))
+    plan.kernel_count()   # 2: the fused pass and the finish of the value's sum
+    print(plan.describe())
+
+``emulate(plan, args)`` evaluates a plan with NumPy the way the kernels do (point by point of
+each region's domain), which is how the planner is tested without a GPU.
+"""
+from .emulate import emulate, emulate_region
+from .plan import (
+    KERNEL_DTYPES,
+    LOOP_MAX,
+    LOOP_MIN_THREADS,
+    REDUCTIONS,
+    ROLLED_LOOPS_MAX,
+    UNROLL_MAX,
+    VIEW_OPS,
+    LibraryStep,
+    Plan,
+    Region,
+    fusible,
+    plan_graph,
+)
+
+__all__ = ["KERNEL_DTYPES", "LOOP_MAX", "LOOP_MIN_THREADS", "REDUCTIONS", "ROLLED_LOOPS_MAX",
+           "UNROLL_MAX", "VIEW_OPS", "LibraryStep", "Plan", "Region", "emulate",
+           "emulate_region", "fusible", "plan_graph"]
