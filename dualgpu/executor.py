@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codegen.python import compile_python, generate_python
+from .codegen.python import compile_python
 from .ir import Graph
 
 
@@ -148,7 +148,3 @@ def owned_outputs(outs, inputs, consts=()) -> list:
         taken.add(root)
         res.append(o)
     return res
-
-
-def python_source(graph: Graph) -> str:
-    return generate_python(graph)[0]

@@ -67,13 +67,6 @@ def _passes_through(x, other) -> bool:
     return True
 
 
-def _fill_to_literal(x):
-    """A tracer known to be filled with one value becomes that Python scalar."""
-    if _is_tracer(x) and x.fill_value is not None:
-        return x.fill_value
-    return x
-
-
 from .rules import decompositions as _dec  # noqa: E402
 from .rules import elementwise as _ew  # noqa: E402
 from .rules import linalg as _la  # noqa: E402

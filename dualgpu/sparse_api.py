@@ -355,20 +355,6 @@ class SparseArgs:
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
-    def wrap(self, fn):
-        """``fn`` taking the data arrays where it took sparse matrices."""
-        patterns = self.patterns
-
-        def with_sparse_args(*args):
-            args = list(args)
-            for i, p in patterns.items():
-                args[i] = SparseValue(args[i], p)
-            return fn(*args)
-
-        with_sparse_args.__name__ = getattr(fn, "__name__", "f")
-        with_sparse_args.__wrapped__ = fn
-        return with_sparse_args
-
     def direction(self, i: int, v):
         """The data array of a direction/tangent for sparse argument ``i``."""
         if i not in self.patterns:
