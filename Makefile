@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m dualgpu demo
 
+# the tests, the docstring examples of dualgpu/ (--doctest-modules, see pyproject.toml), lint
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests dualgpu
+	$(MAKE) lint
 
 # On the GPU machine the packages are preinstalled: run without a virtual environment.
 test-gpu:

@@ -802,6 +802,8 @@ def grad_and_hvp(fn: Callable | None = None, argnums=0, batch_axes=None,
     Example::
 
         >>> g, hv = dg.grad_and_hvp(lambda x: np.sum(np.sin(x)))(np.zeros(2), np.ones(2))
+        >>> g, hv
+        (array([1., 1.]), array([-0., -0.]))
     """
     if fn is None:
         return lambda f: grad_and_hvp(f, argnums, batch_axes, return_value, has_aux)
@@ -933,6 +935,12 @@ def source(fn: Callable, *example_args, **example_kwargs) -> str:
     Example::
 
         >>> print(dg.source(dg.grad(lambda x: np.sum(np.sin(x))), np.ones(3)))
+        def vjp__lambda(x):
+            t0 = xp.sin(x)
+            t1 = xp.sum(t0, axis=(0,))
+            t2 = xp.cos(x)
+            return (t1, t2)
+        <BLANKLINE>
     """
     if not isinstance(fn, Transformed):
         fn = _Jit(fn, argnums=())
@@ -946,6 +954,8 @@ def jit(fn: Callable | None = None):
     Example::
 
         >>> fast = dg.jit(lambda x: np.exp(-x ** 2).sum())
+        >>> fast(np.zeros(3))
+        array(3.)
     """
     if fn is None:
         return jit

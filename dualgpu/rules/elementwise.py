@@ -66,7 +66,9 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
 
     Example::
 
-        elementwise("exp", "exp", 1, c="exp({0})", partials=[lambda x, ans: ans])
+        >>> my_exp = elementwise("my_exp", "exp", 1, c="exp({0})", partials=[lambda x, ans: ans])
+        >>> dg.grad(lambda x: np.sum(my_exp(x)))(np.zeros(2))
+        array([1., 1.])
     """
     if impl is None:
         def impl(xp, *args, _f=numpy_name):
