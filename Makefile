@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m dualgpu demo
 
-# the tests, the docstring examples of dualgpu/ (--doctest-modules, see pyproject.toml), lint
+# the tests, the docstring examples of dualgpu/ (conftest.py sets them up), then the linters
 test: $(STAMP)
-	$(PY) -m pytest tests dualgpu
+	$(PY) -m pytest tests
+	$(PY) -m pytest --doctest-modules dualgpu
 	$(MAKE) lint
 
 # On the GPU machine the packages are preinstalled: run without a virtual environment.
