@@ -15,15 +15,22 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m dualgpu demo
 
+# the tests, the docstring examples of dualgpu/ (conftest.py sets them up), then the linters
 test: $(STAMP)
 	$(PY) -m pytest tests
+	$(PY) -m pytest --doctest-modules dualgpu
+	$(MAKE) lint
 
 # On the GPU machine the packages are preinstalled: run without a virtual environment.
 test-gpu:
 	PYTHONPATH=. $(PYTHON) -m pytest -m gpu tests/gpu -rs
 
+# Fails on any finding (CI runs it through `make test`).
 lint: $(STAMP)
-	$(VENV)/bin/ruff check dualgpu tests examples benchmarks
+	$(VENV)/bin/ruff check dualgpu tests examples benchmarks conftest.py
+# ---- import-linter goes here: the "layers" contract of docs/architecture.md, written as
+# ---- [tool.importlinter] in pyproject.toml with the package restructure. Uncomment:
+#	$(VENV)/bin/lint-imports
 
 bench:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.run

@@ -213,6 +213,17 @@ class Compiled:
         return True
 
 
+class _VjpCompiled(Compiled):
+    """A vjp's two programs, compiled: ``exe`` the forward one, ``pullback`` the other."""
+
+    __slots__ = ("pullback",)
+
+    def __init__(self, graphs: tuple[Graph, Graph], trees, backend, guards=((), ())):
+        forward, pullback = graphs
+        super().__init__(forward, trees, backend, guards)
+        self.pullback = Executable(pullback, backend)
+
+
 # A closed-over or global value that the traced program read is baked into it. Such values
 # (arrays and numbers in the function's closure cells and globals, and in those of the plain
 # functions it calls) are checked on every cached call: reassigned, the program is rebuilt.
@@ -292,6 +303,7 @@ class Transformed:
     called on traced values it inlines its program into the enclosing trace."""
 
     kind = "abstract"
+    program_type = Compiled  # what compiles the graph(s) that build returns
     _dualgpu_transform = True
     FAST_SLOTS = 8
 
@@ -373,9 +385,9 @@ class Transformed:
         def build():
             _count_build(self, sig)
             graph, trees = self.build(Traced(self.fn, sig, None), sig)
-            compiled = Compiled(graph, trees, sig.backend, _collect_guards(self.fn))
-            log.debug("compiled %s: %d equations on %s", self.__name__, len(graph.eqns),
-                      sig.backend.name)
+            compiled = self.program_type(graph, trees, sig.backend, _collect_guards(self.fn))
+            log.debug("compiled %s: %d equations on %s", self.__name__,
+                      len(compiled.graph.eqns), sig.backend.name)
             _evict_on_death(key, self._weak + sig.weak)
             return compiled
 
@@ -400,8 +412,7 @@ class Transformed:
         fargs, extra = self.split(args)
         sig = Signature(fargs, kwargs, self.argnums, self.__name__)
         self.extra_inputs(sig, extra)
-        graph = self.build(Traced(self.fn, sig, None), sig)[0]
-        return graph[1] if isinstance(graph, tuple) else graph
+        return self.build(Traced(self.fn, sig, None), sig)[0]
 
     def source(self, *args, **kwargs) -> str:
         fargs, extra = self.split(args)
@@ -475,6 +486,12 @@ def _count_build(t: Transformed, sig: Signature) -> None:
             "inputs of one program.", stacklevel=6)
 
 
+def _evict_on_death(key, weak_parts) -> None:
+    """Drop the entry ``key`` when an object it is keyed on (weakly) is freed."""
+    for w in weak_parts:
+        w.on_death(functools.partial(_GLOBAL_CACHE.discard_later, key))
+
+
 class _Inlined:
     """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled."""
 
@@ -538,11 +555,7 @@ def _normalize_batch_axes(batch_axes):
 
 class _Grad(Transformed):
     kind = "grad"
-
-    def __init__(self, fn, argnums=0, has_value=False, has_aux=False):
-        if has_value:
-            self.kind = "value_and_grad"
-        super().__init__(fn, argnums, has_aux=has_aux)
+    returns_value = False
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
@@ -555,25 +568,26 @@ class _Grad(Transformed):
         g = self._per_argnum(sig, grads)
         if self.has_aux:
             aux = T.unflatten(compiled.trees, aux)
-            return ((value, aux), g) if self.kind == "value_and_grad" else (g, aux)
-        return (value, g) if self.kind == "value_and_grad" else g
+            return ((value, aux), g) if self.returns_value else (g, aux)
+        return (value, g) if self.returns_value else g
+
+
+class _ValueAndGrad(_Grad):
+    kind = "value_and_grad"
+    returns_value = True
 
 
 class _Hvp(Transformed):
+    """``H·v`` (one program computes the value, the gradient and the product; :meth:`pick`
+    chooses what the call returns)."""
+
     kind = "hvp"
 
-    def __init__(self, fn, argnums=0, batch_axes=None, returns="hvp", has_aux=False):
-        self.returns = returns
-        self.kind = {"hvp": "hvp", "grad_hvp": "grad_and_hvp",
-                     "value_grad_hvp": "grad_and_hvp"}[returns]
+    def __init__(self, fn, argnums=0, batch_axes=None, has_aux=False):
         super().__init__(fn, argnums, has_aux=has_aux, batch_axes=batch_axes)
         if len(set(self.argnums)) != len(self.argnums):
             raise DualgpuError(f"hvp: argnums {self.argnums} names an argument twice; "
                                "give each argument once (its direction goes with it)")
-
-    @property
-    def spec(self):
-        return super().spec + (self.returns,)
 
     def split(self, args):
         if len(args) < 1:
@@ -589,19 +603,38 @@ class _Hvp(Transformed):
         _scalar_output(main, tree, self.__name__)
         return _with_aux(hvp_graph(main, sig.diff_inputs()), aux), aux_tree
 
+    def pick(self, sig, value, grads, hvps) -> tuple:
+        """The results of a call, from the program's value, gradients and products."""
+        return (self._per_argnum(sig, hvps),)
+
     def finish(self, compiled, sig, outs):
         n = sum(sig.diff)
         value, grads, hvps, aux = outs[0], outs[1:1 + n], outs[1 + n:1 + 2 * n], outs[1 + 2 * n:]
-        hv = self._per_argnum(sig, hvps)
-        if self.returns == "hvp":
-            result = (hv,)
-        else:
-            result = (self._per_argnum(sig, grads), hv)
-            if self.returns == "value_grad_hvp":
-                result = (value,) + result
+        result = self.pick(sig, value, grads, hvps)
         if self.has_aux:
             result = result + (T.unflatten(compiled.trees, aux),)
         return result[0] if len(result) == 1 else result
+
+
+class _GradAndHvp(_Hvp):
+    """``(grad, H·v)``, or ``(value, grad, H·v)`` with ``return_value``."""
+
+    kind = "grad_and_hvp"
+
+    def __init__(self, fn, argnums=0, batch_axes=None, has_aux=False, return_value=False):
+        if not isinstance(return_value, bool):
+            raise DualgpuError(f"grad_and_hvp: return_value must be True or False, got "
+                               f"{return_value!r}")
+        self.return_value = return_value
+        super().__init__(fn, argnums, batch_axes, has_aux)
+
+    @property
+    def spec(self):
+        return super().spec + (self.return_value,)
+
+    def pick(self, sig, value, grads, hvps) -> tuple:
+        g_hv = (self._per_argnum(sig, grads), self._per_argnum(sig, hvps))
+        return (value,) + g_hv if self.return_value else g_hv
 
 
 class _Jit(Transformed):
@@ -640,10 +673,11 @@ class _Jvp(Transformed):
 
 
 class _Vjp(Transformed):
-    """The pullback program ``(primals, output cotangents) -> input cotangents`` and the
-    forward program; :func:`vjp` runs the forward one and returns a pullback."""
+    """The forward program and the pullback program ``(primals, output cotangents) -> input
+    cotangents``; :meth:`pair` runs the forward one and returns a pullback."""
 
     kind = "vjp"
+    program_type = _VjpCompiled
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
@@ -657,21 +691,48 @@ class _Vjp(Transformed):
         forward = _with_aux(main, aux)
         return (forward, simplify(pullback)), (tree, aux_tree)
 
+    def pair(self, sig: Signature) -> tuple:
+        """``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``) for the primals of
+        ``sig``: compiled and cached, or inlined into the enclosing trace."""
+        if sig.traced or current_builder() is not None:
+            captured: list = []
+            graphs, trees = self.build(Traced(self.fn, sig, captured), sig)
+            inputs = list(sig.inputs) + captured
+            fwd, pullback_graph, pullback_exe = eval_graph(graphs[0], inputs), graphs[1], None
+        else:
+            program = self.compiled(sig)
+            trees, inputs = program.trees, list(sig.inputs)
+            fwd, pullback_graph, pullback_exe = (program.exe(*inputs), program.pullback.graph,
+                                                 program.pullback)
+        tree, aux_tree = trees
+        outs = fwd[:tree.num_leaves]
+        pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe)
+        out = T.unflatten(tree, outs)
+        if self.has_aux:
+            return out, pullback, T.unflatten(aux_tree, fwd[tree.num_leaves:])
+        return out, pullback
+
+
+def _pullback(sig: Signature, tree, outs: list, inputs: list, graph: Graph, exe):
+    """``pullback(cotangent)``: the pullback program on ``inputs`` and the cotangent leaves,
+    run by ``exe``, or evaluated (into the enclosing trace) when there is no ``exe`` or a
+    cotangent is traced."""
+
+    def pullback(cotangent):
+        cts = _cotangents(cotangent, tree, outs, sig)
+        if exe is None or any(isinstance(c, Tracer) for c in cts):
+            res, repackage = eval_graph(graph, inputs + cts), False
+        else:
+            res, repackage = exe(*inputs, *cts), True
+        return tuple(sig.per_argument(res, a, repackage) for a in range(len(sig.arg_trees)))
+
+    return pullback
+
 
 def _flags(sig: Signature, graph: Graph) -> list[bool]:
     """The differentiated-input flags of ``graph`` (inputs captured from an enclosing
     trace come last and are not differentiated)."""
     return list(sig.diff) + [False] * (len(graph.inputs) - len(sig.diff))
-
-
-class _VjpPrograms:
-    """The two programs of a vjp, compiled (forward and pullback)."""
-
-    def __init__(self, graphs, trees, backend):
-        self.forward = Executable(graphs[0], backend)
-        self.pullback = Executable(graphs[1], backend)
-        self.graph = graphs[1]
-        self.trees = trees
 
 
 # ------------------------------------------------------------------------------ public API
@@ -707,7 +768,7 @@ def value_and_grad(fn: Callable | None = None, argnums=0, has_aux: bool = False)
     """
     if fn is None:
         return lambda f: value_and_grad(f, argnums, has_aux)
-    return _Grad(fn, argnums, has_value=True, has_aux=has_aux)
+    return _ValueAndGrad(fn, argnums, has_aux=has_aux)
 
 
 def hvp(fn: Callable | None = None, argnums=0, batch_axes=None, has_aux: bool = False):
@@ -728,7 +789,7 @@ def hvp(fn: Callable | None = None, argnums=0, batch_axes=None, has_aux: bool = 
     """
     if fn is None:
         return lambda f: hvp(f, argnums, batch_axes, has_aux)
-    return _Hvp(fn, argnums, batch_axes, returns="hvp", has_aux=has_aux)
+    return _Hvp(fn, argnums, batch_axes, has_aux=has_aux)
 
 
 def grad_and_hvp(fn: Callable | None = None, argnums=0, batch_axes=None,
@@ -741,14 +802,12 @@ def grad_and_hvp(fn: Callable | None = None, argnums=0, batch_axes=None,
     Example::
 
         >>> g, hv = dg.grad_and_hvp(lambda x: np.sum(np.sin(x)))(np.zeros(2), np.ones(2))
+        >>> g, hv
+        (array([1., 1.]), array([-0., -0.]))
     """
     if fn is None:
         return lambda f: grad_and_hvp(f, argnums, batch_axes, return_value, has_aux)
-    if not isinstance(return_value, bool):
-        raise DualgpuError(f"grad_and_hvp: return_value must be True or False, got "
-                           f"{return_value!r}")
-    return _Hvp(fn, argnums, batch_axes,
-                returns="value_grad_hvp" if return_value else "grad_hvp", has_aux=has_aux)
+    return _GradAndHvp(fn, argnums, batch_axes, has_aux, return_value)
 
 
 def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
@@ -784,61 +843,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         (array([1., 1.]),)
     """
     t = _Vjp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
-    sig = Signature(primals, {}, t.argnums, t.__name__)
-    if sig.traced or current_builder() is not None:
-        return _vjp_inline(t, sig)
-    programs = _vjp_programs(t, sig)
-    (tree, aux_tree) = programs.trees
-    fwd = programs.forward(*sig.inputs)
-    n = tree.num_leaves
-    outs, aux = fwd[:n], fwd[n:]
-
-    def pullback(cotangent):
-        cts = _cotangents(cotangent, tree, outs, sig)
-        if any(isinstance(c, Tracer) for c in cts):
-            res = eval_graph(programs.pullback.graph, list(sig.inputs) + cts)
-            return _vjp_results(t, sig, res, repackage=False)
-        res = programs.pullback(*sig.inputs, *cts)
-        return _vjp_results(t, sig, res)
-
-    out = T.unflatten(tree, outs)
-    if has_aux:
-        return out, pullback, T.unflatten(aux_tree, aux)
-    return out, pullback
-
-
-def _vjp_programs(t: _Vjp, sig: Signature) -> _VjpPrograms:
-    key = (t.spec, t._fn_key, sig.key, registry_version())
-
-    def build():
-        graphs, trees = t.build(Traced(t.fn, sig, None), sig)
-        _evict_on_death(key, t._weak + sig.weak)
-        return _VjpPrograms(graphs, trees, sig.backend)
-
-    return _GLOBAL_CACHE.get_or_build(key, build)
-
-
-def _evict_on_death(key, weak_parts) -> None:
-    """Drop the entry ``key`` when an object it is keyed on (weakly) is freed."""
-    for w in weak_parts:
-        w.on_death(functools.partial(_GLOBAL_CACHE.discard_later, key))
-
-
-def _vjp_inline(t: _Vjp, sig: Signature):
-    captured: list = []
-    (forward, pullback_graph), (tree, aux_tree) = t.build(Traced(t.fn, sig, captured), sig)
-    primal_inputs = list(sig.inputs) + captured
-    fwd = eval_graph(forward, primal_inputs)
-    n = tree.num_leaves
-    outs, aux = fwd[:n], fwd[n:]
-
-    def pullback(cotangent):
-        cts = _cotangents(cotangent, tree, outs, sig)
-        res = eval_graph(pullback_graph, primal_inputs + cts)
-        return _vjp_results(t, sig, res, repackage=False)
-
-    out = T.unflatten(tree, outs)
-    return (out, pullback, T.unflatten(aux_tree, aux)) if t.has_aux else (out, pullback)
+    return t.pair(Signature(primals, {}, t.argnums, t.__name__))
 
 
 def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
@@ -861,10 +866,6 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
     return cts
 
 
-def _vjp_results(t: _Vjp, sig: Signature, res, repackage=True) -> tuple:
-    return tuple(sig.per_argument(res, a, repackage) for a in range(len(sig.arg_trees)))
-
-
 def hessian(fn: Callable, argnums: int = 0):
     """Dense Hessian (for small problems): ``hessian(f)(*args)`` has shape
     ``x.shape + x.shape``. Built column by column from cached HVPs.
@@ -877,7 +878,7 @@ def hessian(fn: Callable, argnums: int = 0):
     """
     if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool):
         raise DualgpuError(f"hessian: argnums must be one int, got {argnums!r}")
-    h = _Hvp(fn, argnums, returns="hvp")
+    h = _Hvp(fn, argnums)
 
     @functools.wraps(fn)
     def hess(*args):
@@ -934,6 +935,12 @@ def source(fn: Callable, *example_args, **example_kwargs) -> str:
     Example::
 
         >>> print(dg.source(dg.grad(lambda x: np.sum(np.sin(x))), np.ones(3)))
+        def vjp__lambda(x):
+            t0 = xp.sin(x)
+            t1 = xp.sum(t0, axis=(0,))
+            t2 = xp.cos(x)
+            return (t1, t2)
+        <BLANKLINE>
     """
     if not isinstance(fn, Transformed):
         fn = _Jit(fn, argnums=())
@@ -947,6 +954,8 @@ def jit(fn: Callable | None = None):
     Example::
 
         >>> fast = dg.jit(lambda x: np.exp(-x ** 2).sum())
+        >>> fast(np.zeros(3))
+        array(3.)
     """
     if fn is None:
         return jit

@@ -83,8 +83,11 @@ class LRUCache:
 
     Example::
 
-        cache = LRUCache(maxsize=2)
-        cache.get_or_build("k", lambda: expensive())
+        >>> cache = LRUCache(maxsize=2)
+        >>> cache.get_or_build("k", lambda: 42), cache.get_or_build("k", lambda: 0)
+        (42, 42)
+        >>> cache.info()
+        {'size': 1, 'maxsize': 2, 'hits': 1, 'misses': 1, 'evictions': 0}
     """
 
     def __init__(self, maxsize: int = 128):

@@ -320,7 +320,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Example::
 
-        >>> main(["inspect", "model.py:loss", "--arg", "float64[5]", "--grad"])
+        >>> import pathlib, tempfile
+        >>> model = pathlib.Path(tempfile.mkdtemp()) / "model.py"
+        >>> _ = model.write_text("import numpy as np\\ndef loss(x):\\n    return np.sum(x ** 2)\\n")
+        >>> main(["inspect", f"{model}:loss", "--arg", "float64[3]", "--grad"])
+        { lambda x:float64[3] .
+          t0:float64[3] = multiply x x
+          t1:float64[] = reduce_sum t0 axes=(0,)
+          t2:float64[3] = add x x
+          in ( t1 t2 ) }
+        0
     """
     from .errors import DualgpuError
 

@@ -113,9 +113,12 @@ class CustomOp:
 
     Example::
 
-        cube = dg.custom_op("cube", lambda xp, x: x ** 3,
-                            jvp=lambda p, t, ans: 3 * p[0] ** 2 * t[0])
-        cube(np.arange(3.0))    # array([0., 1., 8.])
+        >>> cube = dg.custom_op("cube", lambda xp, x: x ** 3,
+        ...                     jvp=lambda p, t, ans: 3 * p[0] ** 2 * t[0])
+        >>> cube(np.arange(3.0))
+        array([0., 1., 8.])
+        >>> dg.grad(lambda x: np.sum(cube(x)))(np.arange(3.0))     # VJP derived from the JVP
+        array([ 0.,  3., 12.])
     """
 
     def __init__(self, prim: CustomPrimitive):

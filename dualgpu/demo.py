@@ -10,7 +10,11 @@ finite differences, on CuPy when a GPU is present and on NumPy otherwise.
 Example::
 
     >>> from dualgpu.demo import run
-    >>> status = run()            # prints the report; 0 when every check passes
+    >>> status = run(show_source=False)            # prints the report
+    dualgpu ... demo on ...
+    ...
+    >>> status                                     # 0 when every check passes
+    0
 """
 from __future__ import annotations
 
@@ -274,6 +278,8 @@ def run(use_gpu: bool | None = None, out: Callable[[str], None] = print,
     Example::
 
         >>> run(use_gpu=False, show_source=False)
+        dualgpu ... demo on NumPy (CPU)
+        ...
         0
     """
     gpu = cupy_available() if use_gpu is None else use_gpu

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codegen.python import compile_python, generate_python
+from .codegen.python import compile_python
 from .core.ir import Graph
 
 
@@ -72,8 +72,11 @@ class Executable:
 
     Example::
 
-        exe = Executable(dg.trace(lambda x: np.sin(x) * 2, x), backend_of([x]))
-        exe(x)      # [array(...)]
+        >>> from dualgpu.backends import backend_of
+        >>> x = np.ones(3)
+        >>> exe = Executable(dg.trace(lambda x: np.sin(x) * 2, x), backend_of([x]))
+        >>> exe(x)
+        [array([1.68294197, 1.68294197, 1.68294197])]
     """
 
     def __init__(self, graph: Graph, backend):
@@ -127,7 +130,10 @@ def owned_outputs(outs, inputs, consts=()) -> list:
 
     Example::
 
-        outs = owned_outputs([x, y, y], [x])   # [copy of x, y, copy of y]
+        >>> x, y = np.ones(3), np.zeros(2)
+        >>> outs = owned_outputs([x, y, y], [x])    # [copy of x, y, copy of y]
+        >>> [o is a for o, a in zip(outs, [x, y, y])]
+        [False, True, False]
     """
     seen = set()
     for o in outs:  # the common case, checked cheaply: owning arrays, none an input
@@ -148,7 +154,3 @@ def owned_outputs(outs, inputs, consts=()) -> list:
         taken.add(root)
         res.append(o)
     return res
-
-
-def python_source(graph: Graph) -> str:
-    return generate_python(graph)[0]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .api import _Hvp
+from .api import hvp
 from .backends import array_backend, backend_of
 from .errors import BackendMismatchError, DualgpuError, IntegerInputError, ShapeMismatchError
 
@@ -127,7 +127,7 @@ class HessianOperator:
         self.shape = (self.n, self.n)
         self.dtype = np.dtype(x.dtype)
         self.nprod = 0
-        self._hvp = _Hvp(f, argnums=self.argnums, returns="hvp")
+        self._hvp = hvp(f, argnums=self.argnums)
         self._op = None
 
     def matvec(self, v):
@@ -208,7 +208,7 @@ def hessp(f: Callable, argnums: int = 0):
     """
     _check_fn(f, "hessp")
     argnums = _check_argnums(argnums, "hessp")
-    h = _Hvp(f, argnums=argnums, returns="hvp")
+    h = hvp(f, argnums=argnums)
 
     def hp(x, p, *args):
         if argnums > len(args):

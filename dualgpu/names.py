@@ -73,10 +73,6 @@ def input_name(index: int) -> str:
     return f"in{index}"
 
 
-def const_name(index: int) -> str:
-    return f"c{index}"
-
-
 def kernel_name(prefix: str, digest: str) -> str:
     return f"dg_{prefix}_{digest}"
 

@@ -5,7 +5,7 @@ Example::
 
     >>> import numpy as np, dualgpu as dg
     >>> dg.nn.softplus(np.array([-1000.0, 0.0, 1000.0]))
-    array([   0.        ,    0.69314718, 1000.        ])
+    array([0.00000000e+00, 6.93147181e-01, 1.00000000e+03])
 """
 from __future__ import annotations
 

@@ -71,13 +71,6 @@ def _passes_through(x, other) -> bool:
     return True
 
 
-def _fill_to_literal(x):
-    """A tracer known to be filled with one value becomes that Python scalar."""
-    if _is_tracer(x) and x.fill_value is not None:
-        return x.fill_value
-    return x
-
-
 
 
 def _unsupported_kwargs(name, kwargs):

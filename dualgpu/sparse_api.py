@@ -41,6 +41,7 @@ def is_sparse(x) -> bool:
 
     Example::
 
+        >>> import scipy.sparse
         >>> is_sparse(scipy.sparse.eye(3)), is_sparse(np.eye(3))
         (True, False)
     """
@@ -146,8 +147,12 @@ class SparseValue:
 
     Example::
 
-        A = SparseValue.constant(scipy.sparse.eye(3, format="csr"))
-        A @ x          # binds spmm when x is traced
+        >>> import scipy.sparse
+        >>> A = SparseValue.constant(scipy.sparse.eye(3, format="csr"))
+        >>> A @ np.arange(3.0)                                # computes now on arrays
+        array([0., 1., 2.])
+        >>> dg.grad(lambda x: np.sum(np.tanh(A @ x)))(np.zeros(3))   # binds spmm when traced
+        array([1., 1., 1.])
     """
 
     __array_priority__ = 2000  # above Tracer's, so that x @ A reaches our reflected op
@@ -271,9 +276,18 @@ def matmul(a, b):
     Dense operands may have any rank NumPy's matmul allows; the sparse one is 2-D. Every
     case is expressed as ``sparse @ dense`` (what cuSPARSE provides) with transposes.
 
-    Example (inside a traced function, ``A`` sparse and ``x`` traced)::
+    Example (``x @ A`` is ``spmm(A, x.T, transpose=True).T``)::
 
-        y = matmul(x, A)      # spmm(A.data, x.T, transpose=True).T
+        >>> import scipy.sparse
+        >>> A = scipy.sparse.eye(3, format="csr")
+        >>> print(dg.trace(lambda x: np.sum(matmul(x, A)), np.ones((2, 3))))
+        { lambda x:float64[2,3] .
+          consts c0:float64[3] c1:int32[3] c2:int32[4]
+          t0:float64[3,2] = transpose x perm=(1, 0)
+          t1:float64[3,2] = spmm c0 t0 c1 c2 fmt=csr shape=(3, 3) transpose=True
+          t2:float64[2,3] = transpose t1 perm=(1, 0)
+          t3:float64[] = reduce_sum t2 axes=(0, 1)
+          in ( t3 ) }
     """
 
     if is_sparse_like(a) and is_sparse_like(b):
@@ -330,20 +344,6 @@ class SparseArgs:
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
-
-    def wrap(self, fn):
-        """``fn`` taking the data arrays where it took sparse matrices."""
-        patterns = self.patterns
-
-        def with_sparse_args(*args):
-            args = list(args)
-            for i, p in patterns.items():
-                args[i] = SparseValue(args[i], p)
-            return fn(*args)
-
-        with_sparse_args.__name__ = getattr(fn, "__name__", "f")
-        with_sparse_args.__wrapped__ = fn
-        return with_sparse_args
 
     def direction(self, i: int, v):
         """The data array of a direction/tangent for sparse argument ``i``."""

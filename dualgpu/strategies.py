@@ -2,12 +2,13 @@
 
 Example::
 
-    from hypothesis import given
-    from dualgpu.testing import strategies as dst
-
-    @given(dst.arrays(shape=dst.shapes(), low=-2, high=2))
-    def test_tanh(x):
-        dg.testing.check_grads(np.tanh, (x,))
+    >>> from hypothesis import given, settings
+    >>> from dualgpu.testing import strategies as dst
+    >>> @settings(max_examples=10, deadline=None)
+    ... @given(dst.arrays(shape=dst.shapes(), low=-2, high=2))
+    ... def test_tanh(x):
+    ...     dg.testing.check_grads(np.tanh, (x,))
+    >>> test_tanh()
 """
 from __future__ import annotations
 

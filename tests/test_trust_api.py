@@ -141,6 +141,23 @@ def test_reassigned_global_and_closure_values_rebuild():
     np.testing.assert_allclose(g(x), 20 * x)
 
 
+_vjp_scale = 2.0
+
+
+def _vjp_scaled(x):
+    return np.sum(_vjp_scale * x ** 2)
+
+
+def test_vjp_rebuilds_when_a_read_global_is_reassigned():
+    global _vjp_scale
+    np.testing.assert_allclose(dg.vjp(_vjp_scaled, x)[1](1.0)[0], 4 * x)
+    _vjp_scale = 3.0
+    try:  # vjp's programs are guarded like every other transformation's
+        np.testing.assert_allclose(dg.vjp(_vjp_scaled, x)[1](1.0)[0], 6 * x)
+    finally:
+        _vjp_scale = 2.0
+
+
 def test_dropped_closures_are_freed():
     dg.clear_cache()
     refs = []

@@ -64,8 +64,13 @@ class CudaGraphRunner:
 
     Example::
 
-        runner = CudaGraphRunner(program)
-        outs = runner(x, v)      # eager; runner(x, v) again captures; then replays
+        >>> import cupy as cp
+        >>> runner = CudaGraphRunner(lambda x: [cp.sin(x) * 2])
+        >>> x = cp.ones(3)
+        >>> outs = runner((x,))       # the first call runs eagerly (and compiles the kernels)
+        >>> outs = runner((x,))       # the second captures the program, then replays it
+        >>> runner.replays
+        1
     """
 
     def __init__(self, fn):

@@ -14,22 +14,23 @@ and finished by a second kernel, in a fixed order (results are deterministic).
 
 Example (a small elementwise chain)::
 
-    plan = plan_graph(dg.trace(lambda x: np.exp(-x * x), np.ones(8, np.float32)))
-    print(region_kernels(plan.regions[0]).source)
-    # extern "C" __global__ void __launch_bounds__(256) dg_fused_...(
-    #     const float* __restrict__ in0,
-    #     float* __restrict__ out0) {
-    #   const int tid = (int)blockIdx.x * 256 + (int)threadIdx.x;
-    #   if (tid < 8) {
-    #     int q = tid;
-    #     const int i0 = q;
-    #     const float v0 = in0[i0];  // load
-    #     const float v1 = (-v0);  // negative
-    #     const float v2 = (v1 * v0);  // multiply
-    #     const float v3 = exp(v2);  // exp
-    #     out0[i0] = v3;
-    #   }
-    # }
+    >>> plan = plan_graph(dg.trace(lambda x: np.exp(-x * x), np.ones(8, np.float32)))
+    >>> print(region_kernels(plan.regions[0]).source)
+    extern "C" __global__ void __launch_bounds__(256) dg_fused_...(
+        const float* __restrict__ in0,
+        float* __restrict__ out0) {
+      const int tid = (int)blockIdx.x * 256 + (int)threadIdx.x;
+      if (tid < 8) {
+        int q = tid;
+        const int i0 = q;
+        const float v0 = in0[i0];  // load
+        const float v1 = (-v0);  // negative
+        const float v2 = (v1 * v0);  // multiply
+        const float v3 = exp(v2);  // exp
+        out0[i0] = v3;
+      }
+    }
+    <BLANKLINE>
 """
 from __future__ import annotations
 
@@ -575,9 +576,14 @@ def region_kernels(region: Region, strides: dict | None = None) -> RegionKernels
 
     Example::
 
-        rk = region_kernels(plan.regions[0])
-        print(rk.name, rk.blocks)
-        print(rk.full_source())
+        >>> from dualgpu.fusion import plan_graph
+        >>> plan = plan_graph(dg.trace(lambda x: np.tanh(x) * 2, np.ones(3)))
+        >>> rk = region_kernels(plan.regions[0])
+        >>> rk.name.startswith("dg_fused_"), rk.blocks
+        (True, 1)
+        >>> print(rk.full_source())
+        extern "C" __global__ void __launch_bounds__(256) dg_fused_...(
+        ...
     """
     strides = dict(strides or {})
     for v in region.inputs:
@@ -619,7 +625,9 @@ def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype) -> tuple[
 
     Example::
 
-        name, src = matmul_kernel(4, 1, 10, (10, 1), (1, 0), np.float64)
+        >>> name, src = matmul_kernel(4, 1, 10, (10, 1), (1, 0), np.float64)
+        >>> name
+        'dg_matmul_6b4cc3fee5a2faf4'
     """
     ct = ctype(dtype)
     a0, a1 = a_strides
@@ -775,8 +783,14 @@ def compile_fused(graph, backend):
 
     Example::
 
-        fn, text = compile_fused(dg.trace(dg.hvp(f), x, v), get_cupy_backend())
-        hv, = fn(x, v)[-1:]
+        >>> import cupy as cp
+        >>> from dualgpu.backends.cupy import get_cupy_backend
+        >>> x = v = cp.ones(3)
+        >>> f = lambda x: cp.sum(cp.tanh(x) ** 2)
+        >>> fn, text = compile_fused(dg.trace(dg.hvp(f), x, v), get_cupy_backend())
+        >>> hv = fn(x, v)[-1]
+        >>> hv.shape
+        (3,)
     """
     program = FusedProgram(graph, backend)
     return program, program.source

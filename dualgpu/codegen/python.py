@@ -79,12 +79,13 @@ def generate_python(graph: Graph, fn_name: str | None = None) -> tuple[str, dict
 
     Example::
 
-        src, consts = generate_python(dg.trace(lambda x: np.sin(x) * 2, x))
-        print(src)
-        # def f(a):
-        #     t0 = xp.sin(a)
-        #     t1 = t0 * 2
-        #     return (t1,)
+        >>> src, consts = generate_python(dg.trace(lambda x: np.sin(x) * 2, np.ones(3)))
+        >>> print(src)
+        def f_lambda(x):
+            t0 = xp.sin(x)
+            t1 = t0 * 2
+            return (t1,)
+        <BLANKLINE>
     """
     from ..core.pprint import Namer
 

@@ -21,12 +21,10 @@ user's call made it.
 
 Examples::
 
-    py_literal(float("-inf"))      # "(-float('inf'))"
-    py_literal(-0.0)               # "(-0.0)"
-    py_literal(np.float32(2.0))    # "xp.float32(2.0)"
-    py_literal("x")                # "'x'"
-    c_literal(float("nan"), np.float32)   # "__int_as_float(0x7fc00000)"
-    c_literal(-0.0, np.float64)           # "(-0.0)"
+    >>> py_literal(float("-inf")), py_literal(-0.0), py_literal(np.float32(2.0)), py_literal("x")
+    ("(-float('inf'))", '(-0.0)', 'xp.float32(2.0)', "'x'")
+    >>> c_literal(float("nan"), np.float32), c_literal(-0.0, np.float64)
+    ('__int_as_float(0x7fc00000)', '(-0.0)')
 """
 from __future__ import annotations
 

@@ -24,8 +24,9 @@ def eval_graph(graph: Graph, args: Sequence[Any]) -> list:
 
     Example::
 
-        g = dg.trace(lambda x: np.sin(x) * 2, np.ones(3))
-        eval_graph(g, [np.zeros(3)])   # [array([0., 0., 0.])]
+        >>> g = dg.trace(lambda x: np.sin(x) * 2, np.ones(3))
+        >>> eval_graph(g, [np.zeros(3)])
+        [array([0., 0., 0.])]
     """
     env = eval_environment(graph, args)
     return [read(env, a) for a in graph.outputs]

@@ -59,10 +59,11 @@ def _param_str(k, v) -> str:
 def format_graph(graph: Graph) -> str:
     """A readable listing: a header with the inputs, one line per equation, the outputs.
 
-    Example (``dg.trace(lambda x: np.sum(np.sin(x) ** 2), x)``)::
+    Example::
 
-        { lambda a:float64[3] .
-          t0:float64[3] = sin a
+        >>> print(format_graph(dg.trace(lambda x: np.sum(np.sin(x) ** 2), np.ones(3))))
+        { lambda x:float64[3] .
+          t0:float64[3] = sin x
           t1:float64[3] = multiply t0 t0
           t2:float64[] = reduce_sum t1 axes=(0,)
           in ( t2 ) }
@@ -162,8 +163,10 @@ def render(graph: Graph, path: str) -> str:
 
     Example::
 
-        >>> dg.trace(f, x).render("graph.svg")
-        'graph.svg'
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "graph.dot")   # .svg with Graphviz
+        >>> dg.trace(lambda x: np.sin(x), np.ones(2)).render(path) == path
+        True
     """
     fmt = path.rsplit(".", 1)[-1].lower() if "." in path else "svg"
     if fmt in ("dot", "gv"):

@@ -14,11 +14,13 @@ A :class:`Primitive` carries everything the system knows about one op:
 
 Example -- registering a new primitive (see ``docs/custom_rules.md`` for the whole story)::
 
-    import dualgpu as dg
-    cube = dg.defprim("cube", impl=lambda xp, x: x ** 3,
-                      abstract_eval=dg.core.primitives.same_as_first,
-                      jvp=lambda primals, tangents: (cube.bind(primals[0]),
-                                                     3 * primals[0] ** 2 * tangents[0]))
+    >>> import dualgpu as dg
+    >>> cube = dg.defprim("cube", impl=lambda xp, x: x ** 3,
+    ...                   abstract_eval=dg.core.primitives.same_as_first,
+    ...                   jvp=lambda primals, tangents: (cube.bind(primals[0]),
+    ...                                                  3 * primals[0] ** 2 * tangents[0]))
+    >>> dg.jvp(cube, (np.array([2.0]),), (np.array([1.0]),))
+    (array([8.]), array([12.]))
 """
 from __future__ import annotations
 
@@ -135,8 +137,11 @@ def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -
 
     Example::
 
-        double = defprim("double", lambda xp, x: 2 * x, same_as_first,
-                         jvp=lambda p, t: (double(p[0]), None if t[0] is None else double(t[0])))
+        >>> double = defprim("double", lambda xp, x: 2 * x, same_as_first,
+        ...                  jvp=lambda p, t: (double(p[0]),
+        ...                                    None if t[0] is None else double(t[0])))
+        >>> dg.jvp(lambda x: double(x), (np.ones(2),), (np.ones(2),))
+        (array([2., 2.]), array([2., 2.]))
     """
     check_identifier(name, what="primitive name")
     if not callable(impl):

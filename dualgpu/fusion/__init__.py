@@ -17,10 +17,19 @@ graph inputs) runs as a library call on plain arrays.
 
 Example (scenario 2 of the design, ``x`` of shape ``(3, n, n, n)``)::
 
-    plan = plan_graph(dg.trace(dg.grad_and_hvp(f, batch_axes=(1, 2, 3),
-                                               return_value=True), x, mu, v))
-    plan.kernel_count()   # 2: the fused pass and the finish of the value's sum
-    print(plan.describe())
+    >>> f = lambda x, mu: np.exp(-np.sum((x - mu[:, None, None, :]) ** 2, axis=0))
+    >>> x, mu = np.ones((3, 4, 4, 4)), np.zeros((3, 4))
+    >>> plan = plan_graph(dg.trace(dg.grad_and_hvp(f, batch_axes=(1, 2, 3),
+    ...                                            return_value=True), x, mu, x))
+    >>> plan.kernel_count()   # the fused pass and the finish of the value's sum
+    2
+    >>> print(plan.describe())
+    # fusion plan of jvp_vjp_<lambda>: 1 fused region(s), 2 generated kernel(s), 1 library call(s)
+    [0] library: t0:float64[3,1,1,4] = getitem mu [:, None, None, :]
+    [1] kernel region 0: domain (3,4,4,4), one thread per 64 points, loop over axes (0,) ...
+          t1:float64[3,4,4,4] = subtract x t0
+    ...
+          reads: x t0 x_dot; writes: t11 t22 t23
 
 ``emulate(plan, args)`` evaluates a plan with NumPy the way the kernels do (point by point of
 each region's domain), which is how the planner is tested without a GPU.

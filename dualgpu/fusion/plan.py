@@ -362,8 +362,10 @@ def plan_graph(graph: Graph) -> Plan:
 
     Example::
 
-        plan = plan_graph(dg.trace(dg.hvp(f), x, v))
-        [type(s).__name__ for s in plan.steps]
+        >>> f = lambda x: np.sum(np.tanh(x) ** 2)
+        >>> plan = plan_graph(dg.trace(dg.hvp(f), np.ones(3), np.ones(3)))
+        >>> [type(s).__name__ for s in plan.steps]     # the whole HVP is one fused region
+        ['Region']
     """
     steps = _partition(graph.eqns)
     _finish_regions(steps, graph)

@@ -47,7 +47,9 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
     ``"bool"``. ``c_int`` is the C form used when the kernel computes in an integer or
     bool type (``{T}`` is that C type). Example::
 
-        elementwise("exp", "exp", 1, c="exp({0})", result="float")
+        >>> my_exp2 = elementwise("my_exp2", "exp", 1, c="exp({0})", result="float")
+        >>> my_exp2.c_for(np.float32), my_exp2.arity, float(my_exp2(0.0))
+        ('exp({0})', 1, 1.0)
     """
     if impl is None:
         def impl(xp, *args, _f=numpy_name):

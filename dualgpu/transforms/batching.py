@@ -29,10 +29,14 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
 
     Example::
 
-        f = lambda x: np.exp(-np.sum(x ** 2, axis=0))      # x: (3, n) -> (n,)
-        check_separable(dg.trace(f, x), [0], (1,))         # fine
-        g = lambda x: np.sum(x ** 2, axis=1)               # sums over instances
-        check_separable(dg.trace(g, x), [0], (1,))         # SeparabilityError
+        >>> x = np.ones((3, 5))                               # 5 instances of 3 coordinates
+        >>> f = lambda x: np.exp(-np.sum(x ** 2, axis=0))     # (3, 5) -> (5,)
+        >>> check_separable(dg.trace(f, x), [0], (1,))        # separable: returns None
+        >>> g = lambda x: np.sum(x ** 2, axis=1)              # sums over instances
+        >>> check_separable(dg.trace(g, x), [0], (1,))
+        Traceback (most recent call last):
+        ...
+        dualgpu.errors.SeparabilityError: hvp(batch_axes=(1,)): reduce_sum at ... couples ...
     """
     maps: dict[int, tuple] = {}
     for i in argnums:

@@ -37,8 +37,12 @@ def jvp_graph(graph: Graph, with_tangent: Sequence[bool] | None = None) -> Graph
 
     Example::
 
-        g = dg.trace(lambda x: np.sin(x), np.ones(3))
-        print(jvp_graph(g))    # in0, in1 -> sin(in0), cos(in0) * in1
+        >>> print(jvp_graph(dg.trace(lambda x: np.sin(x), np.ones(3))))
+        { lambda x:float64[3] x_dot:float64[3] .
+          t0:float64[3] = sin x
+          t1:float64[3] = cos x
+          t2:float64[3] = multiply t1 x_dot
+          in ( t0 t2 ) }
     """
     if with_tangent is None:
         with_tangent = [v.dtype.kind in "fc" for v in graph.inputs]

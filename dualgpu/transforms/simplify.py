@@ -203,6 +203,10 @@ def simplify(graph: Graph) -> Graph:
 
     Example::
 
-        simplify(dg.trace(lambda x: np.sin(x) + np.sin(x), x))   # one sin
+        >>> print(simplify(dg.trace(lambda x: np.sin(x) + np.sin(x), np.ones(3))))
+        { lambda x:float64[3] .
+          t0:float64[3] = sin x
+          t1:float64[3] = add t0 t0
+          in ( t1 ) }
     """
     return dce(merge_slice_scatters(cse(graph)))

@@ -76,8 +76,13 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
 
     Example::
 
-        g = dg.trace(lambda x: np.sum(np.sin(x)), np.ones(3))
-        print(vjp_graph(g, unit_cotangent=True))   # in0 -> sum(sin(in0)), cos(in0)
+        >>> g = dg.trace(lambda x: np.sum(np.sin(x)), np.ones(3))
+        >>> print(vjp_graph(g, unit_cotangent=True))     # the value, then the gradient
+        { lambda x:float64[3] .
+          t0:float64[3] = sin x
+          t1:float64[] = reduce_sum t0 axes=(0,)
+          t2:float64[3] = cos x
+          in ( t1 t2 ) }
     """
     if wrt is None:
         wrt = [v.dtype.kind in "fc" for v in graph.inputs]
