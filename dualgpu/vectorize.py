@@ -125,10 +125,11 @@ class _Batched:
     def __init__(self, fn, in_axes, out_axes):
         self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
         self.__name__ = _name(fn)
-        try:
-            self.__signature__ = inspect.signature(fn)
-        except (TypeError, ValueError):
-            pass
+        if not isinstance(fn, Transformed):  # readable input names in the graph
+            try:
+                self.__signature__ = inspect.signature(fn)
+            except (TypeError, ValueError):
+                pass
 
     def __call__(self, *args, **kwargs):
         return _batched_call(self, args, kwargs)
