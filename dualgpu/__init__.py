@@ -54,6 +54,7 @@ from .errors import (
 from .executor import config
 from .linalg import HessianOperator, hessp
 from .numpy_api import stop_gradient
+from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 __version__ = "0.1.0"
 
@@ -64,5 +65,6 @@ __all__ = [
     "clear_cache", "set_cache_size", "BackendMismatchError", "CodegenSafetyError",
     "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",
     "ShapeMismatchError", "TracerControlFlowError", "UnsupportedOpError",
-    "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
+    "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError", "vmap", "jacfwd",
+    "jacrev", "jacobian",
 ]

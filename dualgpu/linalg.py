@@ -129,6 +129,7 @@ class HessianOperator:
         self.nprod = 0
         self._hvp = hvp(f, argnums=self.argnums)
         self._op = None
+        self._hvp_columns = None
 
     def matvec(self, v):
         """``H @ v`` for a flat (or ``(n, 1)``) vector ``v``; counts one product."""
@@ -148,7 +149,8 @@ class HessianOperator:
     rmatvec = matvec  # the Hessian is symmetric
 
     def matmat(self, V):
-        """``H @ V`` for an ``(n, k)`` matrix: ``k`` products."""
+        """``H @ V`` for an ``(n, k)`` matrix: ``k`` products, run as one batched program
+        (``dg.vmap`` of the HVP)."""
         xp = self.backend.xp
         b = array_backend(V)
         if b is not None and b is not self.backend:
@@ -159,9 +161,19 @@ class HessianOperator:
             raise ShapeMismatchError(
                 f"HessianOperator: V has shape {tuple(getattr(V, 'shape', ()))}, expected "
                 f"({self.n}, k): one column per vector")
-        if V.shape[1] == 0:
+        k = V.shape[1]
+        if k == 0:
             return xp.zeros((self.n, 0), dtype=self.dtype)
-        return xp.stack([self.matvec(V[:, j]) for j in range(V.shape[1])], axis=1)
+        if self._hvp_columns is None:  # one program for all the columns: GEMMs k wide
+            from .vectorize import vmap
+
+            self._hvp_columns = vmap(self._hvp, out_axes=-1,
+                                     in_axes=(None,) * (len(self.args) + 1) + (-1,))
+        directions = xp.asarray(V).astype(self.dtype, copy=False).reshape(
+            tuple(self.x.shape) + (k,))
+        out = self._hvp_columns(*_insert(self.args, self.argnums, self.x), directions)
+        self.nprod += k
+        return out.reshape(self.n, k)
 
     rmatmat = matmat
 

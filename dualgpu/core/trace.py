@@ -136,9 +136,10 @@ _state = threading.local()
 def bind(prim, args: Sequence[Any], params: dict):
     builder = None
     for a in args:
-        if isinstance(a, Tracer):
-            builder = a._builder
-            break
+        if isinstance(a, Tracer) and a._builder is not builder:
+            # the innermost trace records (it reads an enclosing trace's values as captures)
+            if builder is None or _encloses(a._builder, builder):
+                builder = a._builder
     if builder is None:
         result = prim.impl(namespace_of(args), *args, **params)
         if args and all(isinstance(a, _SCALAR_TYPES) and not isinstance(a, np.generic)
@@ -152,6 +153,16 @@ def bind(prim, args: Sequence[Any], params: dict):
             "finished: a tracer escaped the traced function (stored in a global, a list or "
             "an attribute). Return the value from the function instead.")
     return builder.record(prim, args, params)
+
+
+def _encloses(inner: GraphBuilder, outer: GraphBuilder) -> bool:
+    """True when ``outer`` is a trace enclosing ``inner``."""
+    b = inner.parent
+    while b is not None:
+        if b is outer:
+            return True
+        b = b.parent
+    return False
 
 
 def _no_concrete(what: str, hint: str):

@@ -1,0 +1,429 @@
+"""The batching transforms: ``vmap`` and the Jacobians ``jacfwd``, ``jacrev``, ``jacobian``.
+
+``vmap(fn)`` traces ``fn`` on one example and batches that graph
+(:func:`dualgpu.transforms.vmap.batch_graph`); the batched graph is inlined into the trace
+of the vmapped function, so ``vmap`` composes with every transform in both directions
+(``vmap(grad(f))``, ``grad(... vmap(f) ...)``, ``jit(vmap(f))``, ``vmap(vmap(f))``) and the
+result is one program, cached like any other.
+
+The Jacobians are ``vmap`` at the graph level: ``jacrev`` batches the pullback of ``f``
+over the rows of an identity matrix (one reverse pass, as wide as the output), ``jacfwd``
+batches its pushforward over the columns (one forward pass, as wide as the input).
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+
+from . import numpy_api as dnp
+from . import tree as T
+from .api import Transformed, _check_call, _flags, _name, _rebindable, function_key
+from .core.interpret import eval_graph
+from .core.ir import Aval, Graph
+from .core.trace import Tracer, trace_to_graph
+from .errors import DualgpuError, ShapeMismatchError
+from .transforms.jvp import jvp_graph
+from .transforms.simplify import dce, simplify
+from .transforms.vjp import vjp_graph
+from .transforms.vmap import batch_graph
+
+__all__ = ["vmap", "jacfwd", "jacrev", "jacobian"]
+
+
+# ------------------------------------------------------------------------------ axes specs
+def _is_axis(a) -> bool:
+    return a is None or (isinstance(a, (int, np.integer)) and not isinstance(a, bool))
+
+
+def _check_axes_spec(spec, what: str) -> None:
+    """An axes spec is an int, None, or a (nested) tuple, list or dict of them."""
+    if _is_axis(spec):
+        return
+    if isinstance(spec, (tuple, list)):
+        for s in spec:
+            _check_axes_spec(s, what)
+        return
+    if isinstance(spec, dict):
+        for s in spec.values():
+            _check_axes_spec(s, what)
+        return
+    raise DualgpuError(f"vmap: {what} must be an int, None, or a tuple/list/dict of them "
+                       f"(matching the arguments), got {spec!r}")
+
+
+def _axes_key(spec):
+    """A hashable, exact form of an axes spec (part of the cache key)."""
+    if _is_axis(spec):
+        return None if spec is None else int(spec)
+    if isinstance(spec, dict):
+        return ("dict", tuple(sorted((repr(k), _axes_key(v)) for k, v in spec.items())))
+    return (type(spec).__name__, tuple(_axes_key(s) for s in spec))
+
+
+def _axes_for_leaves(spec, value, where: str) -> list:
+    """The axis of every leaf of ``value`` (in :func:`dualgpu.tree.flatten` order), from a
+    spec that is a prefix of ``value``'s structure, as in JAX."""
+    if _is_axis(spec):
+        return [spec] * len(T.leaves(value))
+    if isinstance(spec, (tuple, list)):
+        if not isinstance(value, (tuple, list)) or len(value) != len(spec):
+            raise DualgpuError(f"vmap: {where} is {spec!r}, which does not match the "
+                               f"structure of the value ({T.structure(value)})")
+        out = []
+        for i, (s, v) in enumerate(zip(spec, value)):
+            out += _axes_for_leaves(s, v, f"{where}[{i}]")
+        return out
+    if not isinstance(value, dict) or set(value) != set(spec):
+        raise DualgpuError(f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, "
+                           f"which does not match the value ({T.structure(value)})")
+    out = []
+    for k in T._dict_keys(value):
+        out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
+    return out
+
+
+def _normalize_axis(axis, ndim: int, where: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise DualgpuError(f"vmap: {where} is {axis}, out of range for a mapped value of "
+                           f"rank {ndim} (axes -{ndim} to {ndim - 1})")
+    return int(axis) % ndim
+
+
+# ------------------------------------------------------------------------------ vmap
+class _PerExample:
+    """``fn`` on one example: the traced inputs are the array leaves, in order."""
+
+    def __init__(self, fn, trees, leaves, positions):
+        self.fn = _rebindable(fn)
+        self.trees, self.leaves, self.positions = trees, leaves, positions
+        self.out_tree = None
+        self.__name__ = _name(fn)
+
+    def __call__(self, *values):
+        from .namespace import rebind_function
+
+        leaves = list(self.leaves)
+        for j, v in zip(self.positions, values):
+            leaves[j] = v
+        it = iter(leaves)
+        args = [T._build(t, it) for t in self.trees[:-1]]
+        kwargs = T._build(self.trees[-1], it) if self.trees[-1] is not None else {}
+        out = rebind_function(self.fn)(*args, **kwargs)
+        flat, self.out_tree = T.flatten(out)
+        return flat
+
+
+class _Batched:
+    """The vmapped function as a function of batched arrays (what :class:`_Vmap` traces).
+    Called on the tracers of that trace, it traces ``fn`` on one example, batches the graph
+    and evaluates the batched graph on its arguments (recording it)."""
+
+    _dualgpu_transform = True  # guards and names look through to fn
+
+    def __init__(self, fn, in_axes, out_axes):
+        self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
+        self.__name__ = _name(fn)
+        if not isinstance(fn, Transformed):  # readable input names in the graph
+            try:
+                self.__signature__ = inspect.signature(fn)
+            except (TypeError, ValueError):
+                pass
+
+    def __call__(self, *args, **kwargs):
+        return _batched_call(self, args, kwargs)
+
+
+def _batched_call(b: _Batched, args: tuple, kwargs: dict):
+    from .sparse_api import SparseValue
+
+    if not isinstance(b.fn, Transformed):
+        _check_call(b.fn, args, kwargs)
+    in_axes = b.in_axes
+    if isinstance(in_axes, (tuple, list)):
+        if len(in_axes) != len(args):
+            raise DualgpuError(f"vmap: in_axes has {len(in_axes)} entries but "
+                               f"{_name(b.fn)} got {len(args)} positional argument(s)")
+        per_arg = list(in_axes)
+    elif isinstance(in_axes, dict):
+        raise DualgpuError("vmap: in_axes must be an int, None or a tuple with one entry per "
+                           "positional argument, not a dict (a dict entry of that tuple can "
+                           "match a dict argument)")
+    else:
+        per_arg = [in_axes] * len(args)
+    leaves, trees, axes, owner = [], [], [], []
+    for i, (a, spec) in enumerate(zip(args, per_arg)):
+        flat, tree = T.flatten(a)
+        leaves += flat
+        trees.append(tree)
+        axes += _axes_for_leaves(spec, a, f"in_axes[{i}]" if isinstance(
+            in_axes, (tuple, list)) else "in_axes")
+        owner += [f"argument {i}"] * len(flat)
+    flat, tree = T.flatten(kwargs) if kwargs else ([], None)
+    leaves += flat
+    trees.append(tree)
+    axes += [0 if isinstance(x, Tracer) else None for x in flat]  # keywords: axis 0, as JAX
+    owner += ["a keyword argument"] * len(flat)
+
+    size, size_from = None, None
+    positions, inputs, in_dims, avals = [], [], [], []
+    for j, (leaf, axis) in enumerate(zip(leaves, axes)):
+        if isinstance(leaf, SparseValue) or not isinstance(leaf, Tracer):
+            if axis is not None:
+                what = "a sparse matrix" if isinstance(leaf, SparseValue) else \
+                    f"a {type(leaf).__name__}"
+                raise DualgpuError(f"vmap: {owner[j]} is mapped (axis {axis}) but holds "
+                                   f"{what}, not an array; give it the axis None")
+            continue
+        positions.append(j)
+        inputs.append(leaf)
+        if axis is None:
+            in_dims.append(None)
+            avals.append(Aval(tuple(leaf.shape), leaf.dtype))
+            continue
+        if leaf.ndim == 0:
+            raise DualgpuError(f"vmap: {owner[j]} is mapped along axis {axis}, but a leaf of "
+                               "it is 0-d (nothing to map over); give it the axis None")
+        d = _normalize_axis(axis, leaf.ndim, f"the axis of {owner[j]}")
+        n = leaf.shape[d]
+        if size is None:
+            size, size_from = n, owner[j]
+        elif n != size:
+            raise ShapeMismatchError(
+                f"vmap: mapped sizes disagree: {size_from} has {size} examples along its "
+                f"mapped axis, but {owner[j]} has {n} (shape {tuple(leaf.shape)}, axis {d})")
+        in_dims.append(d)
+        shape = list(leaf.shape)
+        del shape[d]
+        avals.append(Aval(tuple(shape), leaf.dtype))
+    if size is None:
+        raise DualgpuError(f"vmap of {_name(b.fn)}: no argument is mapped (every in_axes is "
+                           "None or the arguments hold no arrays); map at least one")
+
+    call = _PerExample(b.fn, trees, leaves, positions)
+    captured: list = []
+    xp = inputs[0]._builder.xp
+    graph, _ = trace_to_graph(call, avals, xp, name=_name(b.fn), captured=captured)
+    out_tree = call.out_tree
+    out_dims = _out_dims(b.out_axes, out_tree, graph)
+    batched, _ = batch_graph(graph, in_dims + [None] * len(captured), size, out_dims)
+    outs = eval_graph(batched, inputs + captured)
+    return T.unflatten(out_tree, outs)
+
+
+def _out_dims(out_axes, out_tree, graph: Graph) -> list:
+    shaped = T.unflatten(out_tree, list(range(out_tree.num_leaves)))
+    if isinstance(out_axes, (tuple, list, dict)) and out_tree.is_leaf:
+        raise DualgpuError(f"vmap: out_axes is {out_axes!r}, but the function returns a "
+                           "single array")
+    dims = _axes_for_leaves(out_axes, shaped, "out_axes")
+    out = []
+    for k, (d, o) in enumerate(zip(dims, graph.outputs)):
+        out.append(None if d is None else _normalize_axis(d, len(o.shape) + 1,
+                                                           f"out_axes (output {k})"))
+    return out
+
+
+class _Vmap(Transformed):
+    kind = "vmap"
+
+    def __init__(self, fn: Callable, in_axes=0, out_axes=0):
+        if not callable(fn):
+            raise DualgpuError(f"dg.vmap expects a function, got {type(fn).__name__}")
+        _check_axes_spec(in_axes, "in_axes")
+        _check_axes_spec(out_axes, "out_axes")
+        super().__init__(_Batched(fn, in_axes, out_axes), argnums=())
+        self._weak = []
+        self._fn_key = function_key(fn, self._weak)  # rebuilding vmap(f) hits the cache
+        self._axes = (_axes_key(in_axes), _axes_key(out_axes))
+        self.__name__ = self.__qualname__ = f"vmap_{_name(fn)}"
+        self.__wrapped__ = fn
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    @property
+    def spec(self) -> tuple:
+        return super().spec + self._axes
+
+    def __repr__(self) -> str:
+        return f"<dualgpu.vmap of {_name(self.fn.fn)}>"
+
+    def build(self, traced, sig):
+        return simplify(traced.graph), traced.out_tree
+
+    def finish(self, compiled, sig, outs):
+        return T.unflatten(compiled.trees, outs)
+
+
+def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
+    """Map ``fn`` over an axis of its arguments: ``vmap(f)(X)[i] == f(X[i])``, as one program.
+
+    ``in_axes`` is an int, ``None`` (the argument is shared by every example) or a tuple with
+    one entry per positional argument, each a pytree prefix of its argument (JAX's rules;
+    negative axes count from the end). Keyword arguments are mapped along axis 0.
+    ``out_axes`` places the examples in the results in the same way. The function is traced
+    on one example and its graph batched: every built-in op has a batching rule (``W @ V``
+    with a shared ``W`` is one GEMM over all the examples); an op without one, such as a
+    custom op with no C expression, runs once per example. Composes with every transform:
+    ``vmap(dg.hvp(f), in_axes=(None, 0))(x, V)`` is ``H @ v`` for each row of ``V`` in one
+    program.
+
+    Example::
+
+        >>> import numpy as np, dualgpu as dg
+        >>> dg.vmap(lambda x, w: x @ w, in_axes=(0, None))(np.ones((3, 2)), np.arange(2.0))
+        array([1., 1., 1.])
+    """
+    if fn is None:
+        return lambda f: vmap(f, in_axes, out_axes)
+    return _Vmap(fn, in_axes, out_axes)
+
+
+# ------------------------------------------------------------------------------ Jacobians
+def _basis(avals, xp) -> list:
+    """The rows of an identity matrix of the total size, split and shaped per value:
+    ``basis[k]`` has shape ``(total, *avals[k].shape)``."""
+    sizes = [int(np.prod(a.shape, dtype=np.int64)) for a in avals]
+    total = sum(sizes)
+    out, start = [], 0
+    for a, n in zip(avals, sizes):
+        block = xp.zeros((total, n), dtype=a.dtype)
+        block[start:start + n] = xp.eye(n, dtype=a.dtype)
+        out.append(block.reshape((total,) + tuple(a.shape)))
+        start += n
+    return out
+
+
+def _offsets(avals) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for a in avals:
+        n = int(np.prod(a.shape, dtype=np.int64))
+        out.append((start, start + n))
+        start += n
+    return out
+
+
+def _rows(x, lo, hi):
+    return dnp.getitem(x, (slice(lo, hi),))
+
+
+def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
+    """``(*inputs) -> J[out][in]`` for every output and every differentiated input (output
+    major), each of shape ``out.shape + in.shape``; ``mode`` is ``"fwd"`` or ``"rev"``."""
+    outs = graph.outputs
+    ins = [v for v, w in zip(graph.inputs, wrt) if w]
+    out_avals = [Aval(tuple(o.shape), o.dtype) for o in outs]
+    in_avals = [v.aval for v in ins]
+    n_in = len(graph.inputs)
+    if mode == "rev":
+        for o in outs:
+            if o.dtype.kind not in "fc":
+                raise DualgpuError(f"jacrev of {graph.name}: an output of dtype {o.dtype} "
+                                   "cannot be differentiated (only floating-point outputs)")
+        lin = vjp_graph(graph, wrt)  # (primals, out cotangents) -> (outs, input cotangents)
+        basis_avals = out_avals
+    else:
+        lin = jvp_graph(graph, wrt)  # (primals, in tangents) -> (outs, out tangents)
+        basis_avals = in_avals
+    lin.outputs = lin.outputs[len(outs):]
+    lin = dce(lin)
+    width = sum(int(np.prod(a.shape, dtype=np.int64)) for a in basis_avals)
+    batched = None
+    if width:
+        batched, _ = batch_graph(lin, [None] * n_in + [0] * len(basis_avals), width,
+                                 [0] * len(lin.outputs))
+
+    def run(*inputs):
+        xp = graph.xp or np
+        jac = []
+        if batched is None:  # nothing to map over: every block is empty
+            for o in out_avals:
+                for a in in_avals:
+                    jac.append(xp.zeros(tuple(o.shape) + tuple(a.shape), dtype=np.result_type(
+                        o.dtype, a.dtype)))
+            return jac
+        rows = eval_graph(batched, list(inputs) + _basis(basis_avals, xp))
+        if mode == "rev":  # rows[i]: (width, *in_i.shape), width over the outputs
+            for (lo, hi), o in zip(_offsets(out_avals), out_avals):
+                for r, a in zip(rows, in_avals):
+                    jac.append(dnp.reshape(_rows(r, lo, hi), tuple(o.shape) + tuple(a.shape)))
+            return jac
+        offsets = _offsets(in_avals)  # rows[j]: (width, *out_j.shape), width over the inputs
+        for r, o in zip(rows, out_avals):
+            for (lo, hi), a in zip(offsets, in_avals):
+                block = dnp.reshape(_rows(r, lo, hi), tuple(a.shape) + tuple(o.shape))
+                na, no = len(a.shape), len(o.shape)
+                jac.append(dnp.transpose(block, list(range(na, na + no)) + list(range(na))))
+        return jac
+
+    new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp,
+                            name=f"jac{mode}_{graph.name}", input_names=graph.input_names)
+    return simplify(new)
+
+
+class _Jacobian(Transformed):
+    def __init__(self, fn: Callable, argnums=0, mode: str = "rev"):
+        self.mode = mode
+        self.kind = "jacfwd" if mode == "fwd" else "jacrev"
+        super().__init__(fn, argnums)
+
+    def build(self, traced, sig):
+        graph = traced.graph
+        return jacobian_graph(graph, _flags(sig, graph), self.mode), traced.out_tree
+
+    def finish(self, compiled, sig, outs):
+        tree = compiled.trees
+        k = sum(sig.diff)
+        per_out = []
+        for j in range(tree.num_leaves):
+            values = outs[j * k:(j + 1) * k]
+            per = [sig.per_argument(values, a, repackage=False) for a in self.argnums]
+            per_out.append(tuple(per) if self.argnums_tuple else per[0])
+        return T.unflatten(tree, per_out)
+
+
+def jacfwd(fn: Callable | None = None, argnums=0):
+    """The Jacobian of ``fn`` by forward mode (one pass, batched over the input's size):
+    best when the inputs are smaller than the outputs.
+
+    For an output of shape ``S`` and an argument of shape ``A`` the Jacobian has shape
+    ``S + A``. With pytrees, JAX's layout: the output's structure, each leaf replaced by
+    the argument's structure (a tuple of them when ``argnums`` is a tuple).
+
+    Example::
+
+        >>> dg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
+        array([[2., 0.],
+               [0., 4.]])
+    """
+    if fn is None:
+        return lambda f: jacfwd(f, argnums)
+    return _Jacobian(fn, argnums, "fwd")
+
+
+def jacrev(fn: Callable | None = None, argnums=0):
+    """The Jacobian of ``fn`` by reverse mode (one pass, batched over the output's size):
+    best when the outputs are smaller than the inputs. Shapes and structure as
+    :func:`jacfwd`.
+
+    Example::
+
+        >>> dg.jacrev(lambda x: np.sin(x) * x[0])(np.array([0.0, 1.0]))
+        array([[0.        , 0.        ],
+               [0.84147098, 0.        ]])
+    """
+    if fn is None:
+        return lambda f: jacrev(f, argnums)
+    return _Jacobian(fn, argnums, "rev")
+
+
+def jacobian(fn: Callable | None = None, argnums=0):
+    """``jacrev`` (as in JAX). ``dg.jacfwd(dg.jacrev(f))`` is the Hessian.
+
+    Example::
+
+        >>> dg.jacobian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+        array([ 3., 12.])
+    """
+    return jacrev(fn, argnums)
+
