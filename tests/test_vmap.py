@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from dualgpu.core.primitives import REGISTRY
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_registry import SPECS
 
 import dualgpu as dg
 from dualgpu import numpy_api as dnp
+from dualgpu.core.primitives import REGISTRY
 from dualgpu.ops.sparse import spmm
 from dualgpu.sparse_api import Pattern
 from dualgpu.transforms import vmap as vmap_module

@@ -44,9 +44,10 @@ import numpy as np
 from .. import names as N
 from ..core import encode as E
 from ..core.dtypes import promote
+from ..core.flags import Flag
 from ..core.ir import Eqn, Literal, Var
 from ..errors import CodegenSafetyError
-from ..fusion import REDUCTIONS, LibraryStep, Region, plan_graph
+from ..fusion import LibraryStep, Region, is_reduction, is_reshape, plan_graph, reads_no_values
 
 BLOCK = 256
 
@@ -59,18 +60,6 @@ def ctype(dtype) -> str:
 # A C literal of a value typed as a dtype (``2.0f`` for float32, ``2.0`` for float64): the
 # one encoder writes every number printed into a kernel.
 c_literal = E.c_literal
-
-
-# C expressions that replace a registry template: NumPy's NaN rule for maximum/minimum, and
-# integer operands for which the C math functions have no overload.
-_ALWAYS = {"maximum": "((({0}) > ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))",
-           "minimum": "((({0}) < ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))"}
-_INTEGER = {"absolute": "(({0}) < 0 ? -({0}) : ({0}))", "floor": "({0})", "ceil": "({0})",
-            "rint": "({0})", "trunc": "({0})",
-            "fmax": "(({0}) > ({1}) ? ({0}) : ({1}))", "fmin": "(({0}) < ({1}) ? ({0}) : ({1}))",
-            "power": "(({T})pow((double)({0}), (double)({1})))",
-            "floor_divide": "((({0}) / ({1})) - (((({0}) % ({1})) != 0) && ((({0}) < 0) != "
-                            "(({1}) < 0))))"}
 
 
 def _identity(op: str, dtype) -> str:
@@ -226,7 +215,7 @@ class _Emitter:
         r = self.r
         for eqn in r.eqns:
             for a in eqn.inputs:
-                if eqn.prim.name == "fill_like":
+                if reads_no_values(eqn.prim):
                     break  # reads no element of its input
                 if isinstance(a, Var) and not r.defines(a):
                     dims = r.load_dims(eqn, a)
@@ -263,11 +252,11 @@ class _Emitter:
 
     def is_reduction(self, k: int) -> bool:
         node = self.nodes[k]
-        return not node.is_load and node.eqn.prim.name in REDUCTIONS
+        return not node.is_load and is_reduction(node.eqn.prim)
 
     def deps(self, k: int) -> list:
         node = self.nodes[k]
-        if node.is_load or node.eqn.prim.name == "fill_like":
+        if node.is_load or reads_no_values(node.eqn.prim):
             return []
         out = []
         for a in node.eqn.inputs:
@@ -297,15 +286,12 @@ class _Emitter:
             v = node.var
             return f"{self.in_names[v.id]}[{self.offset(node.dims, self.strides[v.id])}]"
         eqn = node.eqn
-        name = eqn.prim.name
-        if name in REDUCTIONS:
+        if is_reduction(eqn.prim):
             return f"acc{k}"
-        if name == "reshape":
+        if is_reshape(eqn.prim):
             return self.vname(self.deps(k)[0])
         comp = self.compute_dtype(eqn)
-        template = _ALWAYS.get(name, eqn.prim.c)
-        if comp.kind in "iub" and name in _INTEGER:
-            template = _INTEGER[name]
+        template = eqn.prim.c_for(comp)
         return template.format(*self._args(k, comp), **self._params(eqn, template, comp))
 
     def _args(self, k: int, comp) -> list:
@@ -315,7 +301,7 @@ class _Emitter:
         args = []
         deps = iter(self.deps(k))
         for pos, a in enumerate(eqn.inputs):
-            if name == "fill_like":
+            if reads_no_values(eqn.prim):
                 args.append("")
                 continue
             want = np.dtype(bool) if (name == "where" and pos == 0) else comp
@@ -325,7 +311,7 @@ class _Emitter:
                 args.append(c_literal(a.value, want))
                 continue
             s = self.vname(next(deps))
-            if np.dtype(a.dtype) != want and name not in ("broadcast_to", "stop_gradient"):
+            if np.dtype(a.dtype) != want and not eqn.prim.has(Flag.VIEW):
                 s = f"(({ctype(want)}){s})"
             args.append(s)
         return args
@@ -338,7 +324,7 @@ class _Emitter:
         E.check_params(name, eqn.params)
         params = {}
         for p in {f for _, f, _, _ in Formatter().parse(template) if f and not f.isdigit()}:
-            if p == "T" and template is _INTEGER.get(name):
+            if p == "T" and template is eqn.prim.c_int:  # the C type of an integer form
                 params[p] = ctype(comp)
             elif p not in eqn.params:
                 raise CodegenSafetyError(f"{name}: the C template uses {{{p}}}, which is "
@@ -547,7 +533,7 @@ class _Emitter:
 
 def _reduction_op(eqn) -> str:
     """``sum``, ``prod``, ``max`` or ``min``: the combining operation of a reduction."""
-    return REDUCTIONS[eqn.prim.name]
+    return eqn.prim.monoid
 
 
 def _finish_source(emitter: _Emitter, blocks: int) -> str:

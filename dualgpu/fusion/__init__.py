@@ -39,17 +39,20 @@ from .plan import (
     KERNEL_DTYPES,
     LOOP_MAX,
     LOOP_MIN_THREADS,
-    REDUCTIONS,
     ROLLED_LOOPS_MAX,
     UNROLL_MAX,
-    VIEW_OPS,
     LibraryStep,
     Plan,
     Region,
     fusible,
+    is_reduction,
+    is_reshape,
+    is_view,
     plan_graph,
+    reads_no_values,
 )
 
-__all__ = ["KERNEL_DTYPES", "LOOP_MAX", "LOOP_MIN_THREADS", "REDUCTIONS", "ROLLED_LOOPS_MAX",
-           "UNROLL_MAX", "VIEW_OPS", "LibraryStep", "Plan", "Region", "emulate",
-           "emulate_region", "fusible", "plan_graph"]
+__all__ = ["KERNEL_DTYPES", "LOOP_MAX", "LOOP_MIN_THREADS", "ROLLED_LOOPS_MAX",
+           "UNROLL_MAX", "LibraryStep", "Plan", "Region", "emulate",
+           "emulate_region", "fusible", "is_reduction", "is_reshape", "is_view",
+           "reads_no_values", "plan_graph"]

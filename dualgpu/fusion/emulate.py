@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.interpret import read
 from ..core.ir import Const, Literal
-from .plan import REDUCTIONS, VIEW_OPS, LibraryStep, Plan, Region
+from .plan import LibraryStep, Plan, Region, is_reduction, is_view
 
 
 def _to_domain(arr, dims, nd):
@@ -48,12 +48,11 @@ def emulate_region(region: Region, env: dict) -> None:
     for eqn in region.eqns:
         args = _region_args(region, eqn, dom, env)
         out = eqn.outs[0]
-        name = eqn.prim.name
-        if name in VIEW_OPS:
+        if is_view(eqn.prim):
             res = args[0]
-        elif name in REDUCTIONS and out.id in grid_outs:
+        elif is_reduction(eqn.prim) and out.id in grid_outs:
             res = _grid_reduce(region, eqn, args[0])
-        elif name in REDUCTIONS:
+        elif is_reduction(eqn.prim):
             res = _loop_reduce(region, eqn, args[0])
         else:
             res = eqn.prim.impl(np, *args, **eqn.params)

@@ -7,13 +7,30 @@ from typing import Any
 
 import numpy as np
 
+from ..core.flags import Flag
 from ..core.ir import Graph, Var
 from ..core.pprint import Namer, _param_str
 
-REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
-              "reduce_prod": "prod"}
-# Ops that move no data in a kernel: they only relabel the axes of a value.
-VIEW_OPS = frozenset({"reshape", "broadcast_to", "stop_gradient"})
+
+# the kinds of ops a kernel evaluates, asked by flag (never by name)
+def is_reduction(prim) -> bool:
+    """A reduction over static axes (its ``monoid``: sum, max, min or prod)."""
+    return prim.has(Flag.REDUCTION)
+
+
+def is_view(prim) -> bool:
+    """Moves no data in a kernel: only relabels the axes of a value."""
+    return prim.has(Flag.VIEW)
+
+
+def is_reshape(prim) -> bool:
+    """A view that changes the shape (not an elementwise broadcast)."""
+    return prim.has(Flag.VIEW) and not prim.has(Flag.ELEMENTWISE)
+
+
+def reads_no_values(prim) -> bool:
+    """Reads only the shape of its input (fill_like)."""
+    return prim.has(Flag.IGNORES_VALUES)
 KERNEL_DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
                           "float32 float64".split())
 UNROLL_MAX = 32        # loops over at most this many reduced elements are fully unrolled
@@ -37,11 +54,11 @@ def fusible(eqn) -> bool:
         return False
     if not all(_dtype_ok(a.aval) for a in eqn.inputs) or not _dtype_ok(eqn.outs[0].aval):
         return False
-    if prim.name in REDUCTIONS:
+    if is_reduction(prim):
         return True
-    if prim.name == "reshape":
+    if is_reshape(prim):
         return True
-    return prim.kind == "elementwise" and prim.c is not None
+    return prim.has(Flag.ELEMENTWISE) and prim.c is not None
 
 
 @dataclass
@@ -93,20 +110,20 @@ class Region:
         """Add ``eqn`` if the kernel can compute it; return whether it was added."""
         if not self.eqns:
             return self._start(eqn)
-        if eqn.prim.name != "fill_like" and any(
+        if not reads_no_values(eqn.prim) and any(
                 isinstance(a, Var) and a.id in self._grid_ids for a in eqn.inputs):
             return False  # a grid reduction is finished only after the kernel
-        if eqn.prim.name in REDUCTIONS:
+        if is_reduction(eqn.prim):
             return self._add_reduction(eqn)
-        if eqn.prim.name == "reshape":
+        if is_reshape(eqn.prim):
             return self._add_reshape(eqn)
         return self._add_elementwise(eqn)
 
     def _start(self, eqn) -> bool:
         x = eqn.inputs[0]
-        shape = x.shape if eqn.prim.name in REDUCTIONS else eqn.outs[0].shape
+        shape = x.shape if is_reduction(eqn.prim) else eqn.outs[0].shape
         self.domain = tuple(shape)
-        if eqn.prim.name == "reshape":
+        if is_reshape(eqn.prim):
             return False
         ok = self.try_add_unchecked(eqn)
         if not ok:
@@ -114,7 +131,7 @@ class Region:
         return ok
 
     def try_add_unchecked(self, eqn) -> bool:
-        if eqn.prim.name in REDUCTIONS:
+        if is_reduction(eqn.prim):
             return self._add_reduction(eqn)
         return self._add_elementwise(eqn)
 
@@ -147,7 +164,7 @@ class Region:
         return new
 
     def _add_elementwise(self, eqn) -> bool:
-        if eqn.prim.name in VIEW_OPS and not any(self.defines(a) for a in eqn.inputs):
+        if is_view(eqn.prim) and not any(self.defines(a) for a in eqn.inputs):
             return False  # a view of an array made elsewhere: the library does it for free
         domain = self._grown(eqn.outs[0].shape)
         if domain is None:
@@ -267,7 +284,7 @@ class Region:
 
     def load_dims(self, eqn, a) -> tuple:
         """Domain axes of external array ``a`` as read by ``eqn`` (NumPy broadcasting)."""
-        if eqn.prim.name in REDUCTIONS:
+        if is_reduction(eqn.prim):
             n = len(a.shape)
             return tuple(None if s == 1 else j - n for j, s in enumerate(a.shape))
         od = self.dims[eqn.outs[0].id]
@@ -390,7 +407,7 @@ def _partition(eqns) -> list:
         if fusible(eqn):
             if cur is not None and cur.try_add(eqn):
                 continue
-            if eqn.prim.name in VIEW_OPS and not depends:
+            if is_view(eqn.prim) and not depends:
                 steps.append(LibraryStep(eqn))
                 continue
             close()
