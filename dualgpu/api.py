@@ -21,14 +21,17 @@ from typing import Any
 import numpy as np
 
 from . import tree as T
-from .cache import LRUCache, WeakIdentityKey, identity_key
+from .backends import array_backend
+from .cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
 from .core.interpret import eval_graph
 from .core.ir import Graph
 from .core.primitives import registry_version
 from .core.trace import Tracer, current_builder, trace_to_graph
-from .errors import DualgpuError, NonScalarOutputError, ShapeMismatchError
+from .errors import BackendMismatchError, DualgpuError, NonScalarOutputError, ShapeMismatchError
 from .executor import Executable, config
+from .namespace import rebind_function
 from .signature import Signature, _class_call, quick_key, static_key, unwrap_function
+from .sparse_api import SparseValue
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output
 
@@ -60,9 +63,7 @@ def clear_cache() -> None:
     _GLOBAL_CACHE.clear()
     _generation[0] += 1
     _builds.clear()
-    from .custom import clear_derived_rules  # custom sits above api (it calls clear_cache)
-
-    clear_derived_rules()
+    run_clear_hooks()  # caches of the layers above (custom ops' derived rules)
 
 
 # ------------------------------------------------------------------------------ tracing
@@ -80,9 +81,6 @@ class _FlatCall:
         self.__name__ = _name(fn)
 
     def __call__(self, *values):
-        from .namespace import rebind_function
-        from .sparse_api import SparseValue
-
         values = list(values)
         for k, p in self.sig.sparse.patterns.items():
             values[k] = SparseValue(values[k], p)
@@ -230,8 +228,6 @@ class _VjpCompiled(Compiled):
 def _guarded(value) -> bool:
     if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
         return True
-    from .backends import array_backend
-
     return array_backend(value) is not None
 
 
@@ -501,9 +497,6 @@ class _Inlined:
 
 
 def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
-    from .backends import array_backend
-    from .errors import BackendMismatchError
-
     x = sig.inputs[k]
     v = sig.sparse.direction(k, v)
     if isinstance(v, (int, float)) and not isinstance(v, bool) and x.ndim == 0:
@@ -890,8 +883,6 @@ def hessian(fn: Callable, argnums: int = 0):
         if isinstance(x, (int, float, np.generic)) and not isinstance(x, bool):
             dtype = x.dtype if isinstance(x, np.floating) else np.float64
             x = args[argnums] = np.asarray(x, dtype=dtype)
-        from .backends import array_backend
-
         b = array_backend(x)
         if b is None or b.is_sparse(x):
             raise DualgpuError(f"hessian: argument {argnums} must be a dense array, got "

@@ -8,6 +8,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from .errors import DualgpuError
+
 
 class IdentityKey:
     """A cache-key part that stands for one object by identity and keeps it alive.
@@ -109,8 +111,6 @@ class LRUCache:
     def maxsize(self, n: int) -> None:
         n = int(n)
         if n < 0:
-            from .errors import DualgpuError
-
             raise DualgpuError(f"cache size must be >= 0, got {n}")
         with self._lock:
             self._maxsize = n
@@ -188,3 +188,19 @@ class LRUCache:
             self._purge()
             return {"size": len(self._data), "maxsize": self._maxsize, "hits": self.hits,
                     "misses": self.misses, "evictions": self.evictions}
+
+
+# ------------------------------------------------------------------------------ clear hooks
+_CLEAR_HOOKS: list = []
+
+
+def register_clear_hook(fn) -> None:
+    """Have ``dg.clear_cache()`` call ``fn()`` too: caches of layers above the one that
+    clears (custom ops' derived rules) register here instead of being imported by it."""
+    if fn not in _CLEAR_HOOKS:
+        _CLEAR_HOOKS.append(fn)
+
+
+def run_clear_hooks() -> None:
+    for fn in list(_CLEAR_HOOKS):
+        fn()

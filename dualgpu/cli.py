@@ -27,6 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from . import __version__
+from .backends.cupy import cupy_available
+from .errors import DualgpuError
+
 EXIT_BAD_INPUT = 2
 # The example arguments of `inspect` are allocated: refuse shapes that need more than this.
 MAX_EXAMPLE_BYTES = 1 << 30
@@ -165,8 +169,6 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
     if mode and not 0 <= ns.argnum < len(args):
         raise CliError(f"--argnum {ns.argnum} is out of range for {len(args)} argument(s)")
     if ns.format == "cuda":
-        from .backends.cupy import cupy_available
-
         if not cupy_available():
             raise CliError("--format cuda needs CuPy and a CUDA device (none found here); "
                            "use --format python for the NumPy program")
@@ -267,8 +269,6 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-
     p = _Parser(prog="dualgpu", description="Second-order automatic differentiation of "
                 "NumPy/CuPy programs: demo, graph inspection and benchmarks.")
     p.add_argument("--version", action="version", version=f"dualgpu {__version__}")
@@ -331,8 +331,6 @@ def main(argv: Sequence[str] | None = None) -> int:
           in ( t1 t2 ) }
         0
     """
-    from .errors import DualgpuError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     show_tb = "--traceback" in argv
     try:

@@ -36,14 +36,22 @@ from typing import Any
 
 import numpy as np
 
-from .cache import IdentityKey, LRUCache
+from . import api
+from . import numpy_api as dnp
+from .backends import namespace_of
+from .cache import IdentityKey, LRUCache, register_clear_hook
 from .core.axes import broadcast_shapes
 from .core.dtypes import float_dtype, promote
+from .core.interpret import eval_graph
 from .core.ir import Aval
 from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
+from .core.trace import Tracer, trace_to_graph
 from .errors import DualgpuError, ShapeMismatchError
 from .names import check_c_expression, check_identifier
+from .namespace import rebind_function
+from .numpy_api import zeros_like
 from .rules._util import unbroadcast
+from .transforms.vjp import vjp_graph
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -60,6 +68,9 @@ def clear_derived_rules() -> None:
     """Drop every cached derived-rule graph (``dg.clear_cache()`` calls this)."""
     _DERIVED.clear()
 
+
+
+register_clear_hook(clear_derived_rules)
 
 def derived_rules_info() -> dict:
     """Size, bound and counters of the derived-rule cache."""
@@ -220,8 +231,6 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
 
 def _clear_dependent_caches() -> None:
     clear_derived_rules()
-    from . import api
-
     api.clear_cache()
 
 
@@ -410,9 +419,6 @@ class _Rules:
 
     # ------------------------------------------------------------------ user rules
     def _call_jvp(self, primals, tangents, ans):
-        from .namespace import rebind_function
-        from .numpy_api import zeros_like
-
         ts = [zeros_like(p) if t is None and _float(p) else t for p, t in zip(primals, tangents)]
         t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
                        tuple(primals), tuple(ts), ans)
@@ -444,8 +450,6 @@ class _Rules:
                                      f"{of} is real ({_describe(like)})")
 
     def _call_vjp(self, g, primals, ans):
-        from .namespace import rebind_function
-
         cts = _user_call(self.name, "vjp rule", rebind_function(self.user_vjp),
                          g, tuple(primals), ans)
         n = len(primals)
@@ -526,9 +530,6 @@ class _Rules:
 
     def _derived_jvp(self, primals, tangents, ans):
         """Transpose the pullback: J t = (g -> J^T g)^T t."""
-        from .core.interpret import eval_graph
-        from .numpy_api import zeros_like
-
         need = [i for i, p in enumerate(primals) if _float(p) and tangents[i] is not None]
         if not need:
             return None
@@ -542,9 +543,6 @@ class _Rules:
         return _fit(outs[-1], ans)
 
     def _transpose_pullback(self, avals, ans_aval, need, xp):
-        from .core.trace import trace_to_graph
-        from .transforms.vjp import vjp_graph
-
         n = len(avals)
 
         def pullback(g, *rest):
@@ -566,9 +564,6 @@ class _Rules:
 
     def _derived_vjp(self, g, primals, ans):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
-        from .core.interpret import eval_graph
-        from .numpy_api import zeros_like
-
         diff = [i for i, p in enumerate(primals) if _float(p)]
         avals = [_aval(p) for p in primals]
         ans_aval = _aval(ans)
@@ -585,9 +580,6 @@ class _Rules:
         return cts
 
     def _transpose_pushforward(self, avals, ans_aval, diff, xp):
-        from .core.trace import trace_to_graph
-        from .transforms.vjp import vjp_graph
-
         n, k = len(avals), len(diff)
 
         def pushforward(*args):
@@ -604,20 +596,14 @@ class _Rules:
 
 
 def _xp_of(primals, ans):
-    from .core.trace import Tracer
-
     for x in (*primals, ans):
         if isinstance(x, Tracer):
             return x._builder.xp
-    from .backends import namespace_of
-
     return namespace_of(list(primals))
 
 
 def _fit(t, like):
     """Give a tangent the shape (broadcasting) and dtype of ``like``."""
-    from . import numpy_api as dnp
-
     shape = tuple(dnp._shape(like))
     if tuple(dnp._shape(t)) != shape:
         t = dnp.broadcast_to(t, shape)

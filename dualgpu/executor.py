@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backends.cupy import CudaGraphRunner
+from .codegen.cuda import compile_fused
 from .codegen.python import compile_python
 from .core.ir import Graph
+from .errors import DualgpuError
 
 
 class Config(dict):
@@ -45,13 +48,9 @@ class Config(dict):
     def __setitem__(self, key, value):
         check = self._CHECKS.get(key)
         if check is None:
-            from .errors import DualgpuError
-
             raise DualgpuError(f"dg.config has no switch {key!r}; the switches are "
                                f"{', '.join(sorted(self._CHECKS))}")
         if not check[0](value):
-            from .errors import DualgpuError
-
             raise DualgpuError(f"dg.config[{key!r}] must be {check[1]}, got {value!r}")
         super().__setitem__(key, value)
 
@@ -87,16 +86,12 @@ class Executable:
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
-            from .codegen.cuda import compile_fused
-
             self._fn, self.source = compile_fused(graph, backend)
             self.plan = self._fn.plan
         else:
             self._fn = compile_python(graph, backend.xp)
             self.source = self._fn.__dualgpu_source__
         if backend.is_cupy:
-            from .backends.cupy import CudaGraphRunner
-
             self.graph_runner = CudaGraphRunner(self._fn)
 
     def __call__(self, *arrays):

@@ -14,6 +14,7 @@ import numpy as np
 from .api import hvp
 from .backends import array_backend, backend_of
 from .errors import BackendMismatchError, DualgpuError, IntegerInputError, ShapeMismatchError
+from .vectorize import vmap
 
 
 def _insert(args: tuple, argnums: int, x) -> tuple:
@@ -165,8 +166,6 @@ class HessianOperator:
         if k == 0:
             return xp.zeros((self.n, 0), dtype=self.dtype)
         if self._hvp_columns is None:  # one program for all the columns: GEMMs k wide
-            from .vectorize import vmap
-
             self._hvp_columns = vmap(self._hvp, out_axes=-1,
                                      in_axes=(None,) * (len(self.args) + 1) + (-1,))
         directions = xp.asarray(V).astype(self.dtype, copy=False).reshape(

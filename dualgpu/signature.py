@@ -21,7 +21,8 @@ from .backends import array_backend, backend_for_xp, backend_of
 from .cache import WeakIdentityKey, identity_key
 from .core.ir import Aval
 from .core.trace import Tracer
-from .errors import DualgpuError, IntegerInputError
+from .errors import BackendMismatchError, DualgpuError, IntegerInputError
+from .names import function_name
 
 _NUMBERS = (int, float, complex)
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis), range)
@@ -212,8 +213,6 @@ class Signature:
 
     def input_names(self, fn) -> list[str] | None:
         """Readable graph-input names from ``fn``'s parameter names, when they exist."""
-        from .names import function_name
-
         try:
             import inspect
 
@@ -249,8 +248,6 @@ def backend_of_all(backends, what: str):
     found = None
     for b in backends:
         if found is not None and b is not found:
-            from .errors import BackendMismatchError
-
             raise BackendMismatchError(
                 f"the arguments of {what} mix NumPy and CuPy arrays; move them to one "
                 "library first (cupy.asarray(x) or x.get())")

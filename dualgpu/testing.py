@@ -18,6 +18,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from . import numpy_api as dnp
+from .api import grad, hvp, jvp, vjp
+from .backends import array_backend, backend_of
 from .errors import DualgpuError, IntegerInputError
 
 MODES = ("fwd", "rev")
@@ -28,8 +31,6 @@ def _rng(seed):
 
 
 def _xp(args):
-    from .backends import backend_of
-
     return backend_of(_leaves(args)).xp
 
 
@@ -131,8 +132,6 @@ def _check_args(f, args, what: str) -> tuple:
                            f"{type(args).__name__}")
     if not args:
         raise DualgpuError(f"{what}: args is empty: there is nothing to differentiate")
-    from .backends import array_backend
-
     def leaf(a, i):
         if isinstance(a, (bool, np.bool_)):
             raise IntegerInputError(f"{what}: argument {i} is a bool; pass a floating-point "
@@ -187,8 +186,6 @@ def check_jvp(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float = 1
 
         >>> check_jvp(np.tanh, (np.linspace(-1, 1, 5),))
     """
-    from .api import jvp
-
     args = _check_args(f, args, "check_jvp")
     xp = _xp(args)
     rng = _rng(seed)
@@ -204,8 +201,6 @@ def check_vjp(f: Callable, args: Sequence, *, rtol: float = 1e-9, atol: float = 
     """The inner-product identity ``<ȳ, J t> == <Jᵀ ȳ, t>`` with jvp on one side and vjp
     on the other (exact up to rounding): the two modes agree. ``check_vjp_fd`` checks the
     VJP against finite differences instead."""
-    from .api import jvp, vjp
-
     args = _check_args(f, args, "check_vjp")
     xp = _xp(args)
     rng = _rng(seed)
@@ -232,8 +227,6 @@ def check_vjp_fd(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float 
 
         >>> check_vjp_fd(np.tanh, (np.linspace(-1, 1, 5),))
     """
-    from .api import vjp
-
     args = _check_args(f, args, "check_vjp_fd")
     xp = _xp(args)
     rng = _rng(seed)
@@ -255,8 +248,6 @@ def check_vjp_fd(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float 
 def check_hvp(f: Callable, args: Sequence, *, argnum: int = 0, eps: float = 1e-5,
               rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0) -> None:
     """``dg.hvp(f)`` against central differences of ``dg.grad(f)`` (f scalar-valued)."""
-    from .api import grad, hvp
-
     args = _check_args(f, args, "check_hvp")
     argnum = _check_argnum(argnum, args, "check_hvp")
     xp = _xp(args)
@@ -312,8 +303,6 @@ def check_grads(f: Callable, args: Sequence, order: int = 2,
             ybars = [_random_like(_rng(seed + 1), o, xp) for o in _leaves(out)]
 
             def scalarized(*a):
-                from . import numpy_api as dnp
-
                 return sum(dnp.sum(dnp.multiply(o, y)) for o, y in zip(_leaves(f(*a)), ybars))
 
             for i in range(len(args)):

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .backends import backend_of
 from .errors import DualgpuError
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "tree_map", "ravel"]
@@ -192,8 +193,6 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
         >>> unravel(flat)["W"].shape
         (2, 2)
     """
-    from .backends import backend_of
-
     flat, treedef = flatten(tree)
     xp = backend_of(flat, "leaves of the tree").xp
     arrays = [xp.asarray(a) for a in flat]

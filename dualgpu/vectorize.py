@@ -24,6 +24,8 @@ from .core.interpret import eval_graph
 from .core.ir import Aval, Graph
 from .core.trace import Tracer, trace_to_graph
 from .errors import DualgpuError, ShapeMismatchError
+from .namespace import rebind_function
+from .sparse_api import SparseValue
 from .transforms.jvp import jvp_graph
 from .transforms.simplify import dce, simplify
 from .transforms.vjp import vjp_graph
@@ -102,8 +104,6 @@ class _PerExample:
         self.__name__ = _name(fn)
 
     def __call__(self, *values):
-        from .namespace import rebind_function
-
         leaves = list(self.leaves)
         for j, v in zip(self.positions, values):
             leaves[j] = v
@@ -136,8 +136,6 @@ class _Batched:
 
 
 def _batched_call(b: _Batched, args: tuple, kwargs: dict):
-    from .sparse_api import SparseValue
-
     if not isinstance(b.fn, Transformed):
         _check_call(b.fn, args, kwargs)
     in_axes = b.in_axes

@@ -229,16 +229,6 @@ def test_reregistration_clears_derived_rules():
     assert custom.derived_rules_info()["size"] == 0
 
 
-def _clear_cache_calls_clear_derived_rules() -> bool:
-    import inspect
-
-    from dualgpu import api
-
-    return "clear_derived_rules" in inspect.getsource(api.clear_cache)
-
-
-@pytest.mark.xfail(not _clear_cache_calls_clear_derived_rules(), strict=True,
-                   reason="api.clear_cache must call custom.clear_derived_rules()")
 def test_clear_cache_clears_derived_rules():
     op = dg.custom_op("trust_derived_clear", lambda xp, x: x * x,
                       vjp=lambda g, p, ans: (2 * p[0] * g,))

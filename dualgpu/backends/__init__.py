@@ -8,20 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendMismatchError
-
-
-class Backend:
-    """What the executor needs from an array library."""
-
-    name = "abstract"
-    is_cupy = False
-    xp: Any = None
-
-    def is_array(self, x) -> bool:  # dense array of this backend
-        raise NotImplementedError
-
-    def is_sparse(self, x) -> bool:
-        raise NotImplementedError
+from . import cupy as _cupy
+from .base import Backend
+from .numpy import NUMPY
 
 
 def _is_cupy_object(x) -> bool:
@@ -38,23 +27,14 @@ def array_backend(x) -> Backend | None:
     if _numpy().is_sparse(x):
         return _numpy()
     if _is_cupy_object(x):
-        from .cupy import get_cupy_backend
-
-        b = get_cupy_backend()
+        b = _cupy.get_cupy_backend()
         if b.is_array(x) or b.is_sparse(x):
             return b
     return None
 
 
-_NUMPY_BACKEND: list = []
-
-
 def _numpy() -> Backend:
-    if not _NUMPY_BACKEND:
-        from .numpy import NUMPY
-
-        _NUMPY_BACKEND.append(NUMPY)
-    return _NUMPY_BACKEND[0]
+    return NUMPY
 
 
 def backend_of(args: Sequence[Any], what: str = "arguments") -> Backend:
@@ -80,6 +60,4 @@ def namespace_of(args: Sequence[Any]):
 def backend_for_xp(xp) -> Backend:
     if xp is np:
         return _numpy()
-    from .cupy import get_cupy_backend
-
-    return get_cupy_backend()
+    return _cupy.get_cupy_backend()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 
-from . import Backend
+from .base import Backend
 
 
 class CupyBackend(Backend):

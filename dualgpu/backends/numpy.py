@@ -5,7 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.special
 
-from . import Backend
+from .base import Backend
 
 
 class NumpyBackend(Backend):

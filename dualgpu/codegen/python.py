@@ -12,6 +12,8 @@ from string import Formatter
 from .. import names as N
 from ..core import encode as E
 from ..core.ir import Graph, Literal
+from ..core.pprint import Namer
+from ..core.primitives import REGISTRY
 
 
 class OpsNamespace:
@@ -21,8 +23,6 @@ class OpsNamespace:
         self._xp = xp
 
     def __getattr__(self, name):
-        from ..core.primitives import REGISTRY
-
         prim = REGISTRY[name]
         xp = self._xp
 
@@ -87,8 +87,6 @@ def generate_python(graph: Graph, fn_name: str | None = None) -> tuple[str, dict
             return (t1,)
         <BLANKLINE>
     """
-    from ..core.pprint import Namer
-
     fn_name = N.function_name(fn_name or graph.name)
     name = Namer(graph)
     # the user's argument names become parameters: keep them off xp, ops, t0, c0, ...

@@ -17,6 +17,7 @@ from ..core.dtypes import float_dtype, promote, real_dtype
 from ..core.flags import Flag
 from ..core.ir import Aval
 from ..core.primitives import defprim
+from ..errors import DualgpuError
 
 ELEMENTWISE: dict[str, object] = {}
 
@@ -113,8 +114,6 @@ def _complex_shape(to_real: bool):
     def rule(avals):
         a = avals[0]
         if a.dtype.kind != "c":
-            from ..errors import DualgpuError
-
             raise DualgpuError(f"internal: complex-part primitive on {a.str_short()}")
         return Aval(tuple(a.shape), real_dtype(a.dtype) if to_real else a.dtype, a.weak)
 

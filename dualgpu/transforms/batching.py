@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..core.indexing import key_to_python
 from ..core.ir import Aval, Eqn, Graph, Var
 from ..errors import SeparabilityError
+from ..ops.reductions import reduce_sum
 
 # kinds whose outputs align with their (broadcast) inputs, right-aligned as in NumPy
 _ALIGNED_KINDS = ("elementwise",)
@@ -155,8 +157,6 @@ def _reshape_map(old, new, m) -> tuple:
 
 
 def _key(eqn, lab):
-    from ..core.indexing import key_to_python
-
     arrays = [x.value if hasattr(x, "value") else None for x in eqn.inputs[1:]]
     return key_to_python(eqn.params["key"], arrays)
 
@@ -229,8 +229,6 @@ def _einsum_map(eqn, dep) -> tuple:
 
 def sum_output(graph: Graph) -> Graph:
     """The same graph with its single output summed to a scalar."""
-    from ..ops.reductions import reduce_sum
-
     out = graph.outputs[0]
     if out.ndim == 0:
         return graph

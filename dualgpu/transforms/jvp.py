@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .. import numpy_api as dnp
 from ..core.interpret import read
 from ..core.ir import Aval, Graph
 from ..core.trace import Tracer, trace_to_graph
@@ -78,8 +79,6 @@ def jvp_graph(graph: Graph, with_tangent: Sequence[bool] | None = None) -> Graph
 
 
 def _materialize(t, o):
-    from .. import numpy_api as dnp
-
     if t is not None:
         return t
     if isinstance(o, Tracer):

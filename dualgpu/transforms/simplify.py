@@ -2,7 +2,8 @@
 of cotangent pieces scattered into disjoint slices (the VJP of unpacking a flat vector)."""
 from __future__ import annotations
 
-from ..core.ir import Const, Eqn, Graph, Literal, Var, exact_key
+from ..core.ir import Aval, Const, Eqn, Graph, Literal, Var, exact_key
+from ..ops.shape import concatenate, reshape
 
 
 def _atom_key(a):
@@ -154,8 +155,6 @@ def merge_slice_scatters(graph: Graph) -> Graph:
 def _merge_one(eqn, sums: dict, eqns: list) -> bool:
     """Append the rewrite of ``eqn`` (a piece, or a sum of pieces) to ``eqns`` if it has
     one; return whether it did."""
-    from ..ops.shape import concatenate, reshape
-
     out = eqn.outs[0]
     n = out.shape[0]
     total = sums[out.id]
@@ -181,9 +180,6 @@ def _merge_one(eqn, sums: dict, eqns: list) -> bool:
 
 
 def _reshaped(v, shape, eqns, source):
-    from ..core.ir import Aval
-    from ..ops.shape import reshape
-
     out = Var(Aval(tuple(shape), v.dtype))
     eqns.append(Eqn(reshape, [v], {"new_shape": tuple(shape)}, [out], source))
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .. import numpy_api as dnp
 from ..core.interpret import eval_environment, read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import trace_to_graph
@@ -59,8 +60,6 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
                     f"{getattr(ct, 'shape', ())} for an input of shape {a.shape}")
             if getattr(ct, "dtype", a.dtype) != a.dtype and a.dtype.kind in "fc":
                 # a cotangent has its primal's dtype (float32 x @ float64 A: float32 grad)
-                from .. import numpy_api as dnp
-
                 ct = dnp.astype(ct, a.dtype)
             ct_env[a.id] = add_any(ct_env.get(a.id), ct)
     return ct_env
@@ -93,8 +92,6 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
     active = active_vars(graph, wrt)
 
     def run(*args):
-        from .. import numpy_api as dnp
-
         env = eval_environment(graph, args[:n])
         outs = [read(env, a) for a in graph.outputs]
         if unit_cotangent:

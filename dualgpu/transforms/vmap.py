@@ -32,14 +32,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .. import numpy_api as dnp
+from ..backends import array_backend
 from ..core.interpret import read
 from ..core.ir import Aval, Graph, Var
-from ..core.trace import trace_to_graph
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
 from ..ops import decompositions as _dec
 from ..ops import linalg as _la
 from ..ops import shape as _sh
 from ..ops import sparse as _sp
+from ..ops.elementwise import ELEMENTWISE
 from ._gc import collector_paused
 from .simplify import simplify
 
@@ -380,16 +382,12 @@ def _einsum_rule(eqn, args, batched, size):
 
 # ------------------------------------------------------------------------------ sparse
 def _concrete(*xs) -> bool:
-    from ..core.trace import Tracer
-
     return not any(isinstance(x, Tracer) for x in xs)
 
 
 def _block_pattern(rows, cols, shape, size, stack_rows: bool, stack_cols: bool):
     """COO indices of ``size`` copies of a pattern: stacked down (rows offset), across
     (cols offset) or on the diagonal (both)."""
-    from ..backends import array_backend
-
     xp = array_backend(rows).xp
     k = xp.arange(size, dtype=np.int64)[:, None]
     r = rows.astype(np.int64)[None, :] + (k * shape[0] if stack_rows else 0)
@@ -483,8 +481,6 @@ def _register(names, rule):
 
 
 def _elementwise_names():
-    from ..ops.elementwise import ELEMENTWISE
-
     return [n for n in ELEMENTWISE if n != "broadcast_to"]
 
 
