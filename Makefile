@@ -25,12 +25,11 @@ test: $(STAMP)
 test-gpu:
 	PYTHONPATH=. $(PYTHON) -m pytest -m gpu tests/gpu -rs
 
-# Fails on any finding (CI runs it through `make test`).
+# Fails on any finding (CI runs it through `make test`): ruff, and the layers contract of
+# docs/architecture.md ([tool.importlinter] in pyproject.toml: imports only go downward).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check dualgpu tests examples benchmarks conftest.py
-# ---- import-linter goes here: the "layers" contract of docs/architecture.md, written as
-# ---- [tool.importlinter] in pyproject.toml with the package restructure. Uncomment:
-#	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports
 
 bench:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.run
