@@ -13,13 +13,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..core.flags import Flag
 from ..core.indexing import key_to_python
 from ..core.ir import Aval, Eqn, Graph, Var
 from ..errors import SeparabilityError
+from ..ops.linalg import einsum, matmul
 from ..ops.reductions import reduce_sum
-
-# kinds whose outputs align with their (broadcast) inputs, right-aligned as in NumPy
-_ALIGNED_KINDS = ("elementwise",)
+from ..ops.shape import concatenate, getitem, pad, reshape, transpose
 
 
 class _Coupling(Exception):
@@ -78,53 +78,69 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
 
 
 def _propagate(eqn: Eqn, dep) -> list[tuple]:
+    """Where the instance axes of ``eqn``'s outputs sit, given those of its inputs."""
     prim = eqn.prim
-    out = eqn.outs[0]
-    name = prim.name
-    if prim.batch is not None:
+    if prim.batch is not None:  # a custom op's own separability rule
         return prim.batch(eqn, dep)
-    if prim.kind in _ALIGNED_KINDS:
-        return [_aligned(eqn, dep, out.ndim)]
-    if name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
-        axes = eqn.params["axes"]
-        (_, m), = dep
-        if any(p in axes for p in m):
-            raise _Coupling("it reduces over an instance axis")
-        return [tuple(p - sum(1 for a in axes if a < p) for p in m)]
-    if name in ("cumsum", "cumprod"):
-        (_, m), = dep
-        if eqn.params["axis"] in m:
-            raise _Coupling("it accumulates along an instance axis")
-        return [m]
-    if name == "transpose":
-        (_, m), = dep
-        perm = list(eqn.params["perm"])
-        return [tuple(perm.index(p) for p in m)]
-    if name == "reshape":
-        (a, m), = dep
-        return [_reshape_map(a.shape, eqn.params["new_shape"], m)]
-    if name == "getitem":
-        if any(x is not eqn.inputs[0] for x, _ in dep):
-            raise _Coupling("an index array depends on the differentiated input")
-        (a, m), = dep
-        return [_label_map(a.shape, m, lambda lab: lab[_key(eqn, lab)])]
-    if name == "matmul":
-        return [_matmul_map(eqn, dep)]
-    if name == "einsum":
-        return [_einsum_map(eqn, dep)]
-    if name == "concatenate":
-        axis = eqn.params["axis"]
-        maps = {m for _, m in dep}
-        if len(maps) != 1 or axis in next(iter(maps)):
-            raise _Coupling("it joins arrays along an instance axis")
-        return [next(iter(maps))]
-    if name == "pad":
-        (_, m), = dep
-        if any(eqn.params["pad_width"][p] != (0, 0) for p in m):
-            raise _Coupling("it pads along an instance axis")
-        return [m]
-    raise _Coupling("dualgpu cannot prove that this op keeps instances apart "
-                    "(it has no separability rule)")
+    if prim.has(Flag.ELEMENTWISE):
+        return [_aligned(eqn, dep, eqn.outs[0].ndim)]
+    if prim.has(Flag.REDUCTION):
+        return [_reduction_map(eqn, dep)]
+    if prim.has(Flag.SCAN):
+        return [_scan_map(eqn, dep)]
+    rule = _RULES.get(prim)
+    if rule is None:
+        raise _Coupling("dualgpu cannot prove that this op keeps instances apart "
+                        "(it has no separability rule)")
+    return [rule(eqn, dep)]
+
+
+def _reduction_map(eqn: Eqn, dep) -> tuple:
+    axes = eqn.params["axes"]
+    (_, m), = dep
+    if any(p in axes for p in m):
+        raise _Coupling("it reduces over an instance axis")
+    return tuple(p - sum(1 for a in axes if a < p) for p in m)
+
+
+def _scan_map(eqn: Eqn, dep) -> tuple:
+    (_, m), = dep
+    if eqn.params["axis"] in m:
+        raise _Coupling("it accumulates along an instance axis")
+    return m
+
+
+def _transpose_map(eqn: Eqn, dep) -> tuple:
+    (_, m), = dep
+    perm = list(eqn.params["perm"])
+    return tuple(perm.index(p) for p in m)
+
+
+def _reshape_rule(eqn: Eqn, dep) -> tuple:
+    (a, m), = dep
+    return _reshape_map(a.shape, eqn.params["new_shape"], m)
+
+
+def _getitem_map(eqn: Eqn, dep) -> tuple:
+    if any(x is not eqn.inputs[0] for x, _ in dep):
+        raise _Coupling("an index array depends on the differentiated input")
+    (a, m), = dep
+    return _label_map(a.shape, m, lambda lab: lab[_key(eqn, lab)])
+
+
+def _concatenate_map(eqn: Eqn, dep) -> tuple:
+    axis = eqn.params["axis"]
+    maps = {m for _, m in dep}
+    if len(maps) != 1 or axis in next(iter(maps)):
+        raise _Coupling("it joins arrays along an instance axis")
+    return next(iter(maps))
+
+
+def _pad_map(eqn: Eqn, dep) -> tuple:
+    (_, m), = dep
+    if any(eqn.params["pad_width"][p] != (0, 0) for p in m):
+        raise _Coupling("it pads along an instance axis")
+    return m
 
 
 def _aligned(eqn: Eqn, dep, out_ndim: int) -> tuple:
@@ -236,3 +252,9 @@ def sum_output(graph: Graph) -> Graph:
     eqn = Eqn(reduce_sum, [out], {"axes": tuple(range(out.ndim))}, [total])
     return Graph(graph.inputs, [total], graph.eqns + [eqn], name=graph.name,
                  input_names=graph.input_names, xp=graph.xp)
+
+
+# the separability rules of the ops that are neither elementwise, reductions nor scans
+_RULES = {transpose: _transpose_map, reshape: _reshape_rule, getitem: _getitem_map,
+          matmul: _matmul_map, einsum: _einsum_map, concatenate: _concatenate_map,
+          pad: _pad_map}

@@ -3,7 +3,8 @@ of cotangent pieces scattered into disjoint slices (the VJP of unpacking a flat 
 from __future__ import annotations
 
 from ..core.ir import Aval, Const, Eqn, Graph, Literal, Var, exact_key
-from ..ops.shape import concatenate, reshape
+from ..ops.elementwise import add
+from ..ops.shape import concatenate, reshape, scatter_add
 
 
 def _atom_key(a):
@@ -71,7 +72,7 @@ def _replace(graph: Graph, eqns, outputs) -> Graph:
 def _slice_piece(eqn, length):
     """``(start, stop, value)`` when ``eqn`` scatters ``value`` into ``[start:stop]`` of the
     first axis of zeros, else None."""
-    if eqn is None or eqn.prim.name != "scatter_add" or len(eqn.inputs) != 1 \
+    if eqn is None or eqn.prim is not scatter_add or len(eqn.inputs) != 1 \
             or not isinstance(eqn.inputs[0], Var):
         return None
     key = eqn.params["key"]
@@ -117,7 +118,7 @@ def _piece_sums(graph: Graph) -> dict:
         out = eqn.outs[0] if eqn.outs else None
         if out is None or out.ndim < 1:
             continue
-        if eqn.prim.name == "add" and len(eqn.inputs) == 2:
+        if eqn.prim is add and len(eqn.inputs) == 2:
             same = [_is_var(a) and tuple(a.shape) == tuple(out.shape) for a in eqn.inputs]
             left, right = (sums.get(a.id) if ok else None for a, ok in zip(eqn.inputs, same))
             if left is not None and right is not None:
@@ -158,7 +159,7 @@ def _merge_one(eqn, sums: dict, eqns: list) -> bool:
     out = eqn.outs[0]
     n = out.shape[0]
     total = sums[out.id]
-    if eqn.prim.name != "add":
+    if eqn.prim is not add:
         if total.piece[:2] != (0, n):
             return False
         # a scatter that covers the whole array is a reshape (x[0] of a (1, n) array)
