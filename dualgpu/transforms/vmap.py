@@ -13,8 +13,9 @@ as a view and the fused kernels fold into their indexing. Values that do not dep
 mapped input stay unbatched: the rule of an op sees which operands are batched, so a
 weight matrix is never copied ``size`` times and ``W @ V`` stays one GEMM.
 
-Rules are looked up by primitive name in :data:`BATCH_RULES` (built-in ops, grouped by
-kind below) and then by kind (a custom op with a C expression is elementwise). An op with
+Rules are looked up by primitive in :data:`BATCH_RULES` (the ops with rules of their own)
+and then by flag: elementwise ops (custom ops with a C expression too), reductions and
+scans share one rule each. An op with
 no rule -- a user's custom op without a C expression, for instance -- is run once per
 example and the results stacked (:func:`loop_rule`): correct for every op, but ``size``
 equations instead of one.
@@ -33,6 +34,7 @@ import numpy as np
 
 from .. import numpy_api as dnp
 from ..backends import array_backend
+from ..core.flags import Flag
 from ..core.interpret import read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import Tracer, trace_to_graph
@@ -41,14 +43,13 @@ from ..ops import decompositions as _dec
 from ..ops import linalg as _la
 from ..ops import shape as _sh
 from ..ops import sparse as _sp
-from ..ops.elementwise import ELEMENTWISE
 from ._gc import collector_paused
 from .simplify import simplify
 
 # rule(eqn, args, batched, size) -> (outputs, output batched flags): ``args`` are the
 # equation's operands in the new trace, batched ones with the batch dimension at axis 0.
 BatchRule = Callable[..., tuple]
-BATCH_RULES: dict[str, BatchRule] = {}
+BATCH_RULES: dict = {}  # primitive -> its batching rule
 
 
 @collector_paused()
@@ -125,11 +126,15 @@ def _read(env, atom):
 
 def rule_for(prim) -> BatchRule:
     """The batching rule of ``prim``: its own, its kind's, or the per-example loop."""
-    rule = BATCH_RULES.get(prim.name)
-    if rule is not None and not getattr(prim, "custom", False):
+    rule = BATCH_RULES.get(prim)
+    if rule is not None:
         return rule
-    if prim.kind == "elementwise" and getattr(prim, "custom", False):
-        return elementwise_rule  # custom ops with a C expression broadcast elementwise
+    if prim.has(Flag.ELEMENTWISE):  # custom ops with a C expression too
+        return elementwise_rule
+    if prim.has(Flag.REDUCTION):
+        return _reduce_rule
+    if prim.has(Flag.SCAN):
+        return _scan_rule
     return loop_rule
 
 
@@ -475,28 +480,21 @@ def _solve_rule(eqn, args, batched, size):
 
 
 # ------------------------------------------------------------------------------ the table
-def _register(names, rule):
-    for name in names:
-        BATCH_RULES[name] = rule
+def _register(prims, rule):
+    for prim in prims:
+        BATCH_RULES[prim] = rule
 
 
-def _elementwise_names():
-    return [n for n in ELEMENTWISE if n != "broadcast_to"]
-
-
-_register(_elementwise_names(), elementwise_rule)
-_register(["broadcast_to"], _broadcast_to_rule)
-_register(["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"], _reduce_rule)
-_register(["cumsum", "cumprod"], _scan_rule)
-_register(["transpose"], _transpose_rule)
-_register(["reshape"], _reshape_rule)
-_register(["pad"], _pad_rule)
-_register(["concatenate"], _concatenate_rule)
-_register(["getitem"], _getitem_rule)
-_register(["scatter_add"], _scatter_add_rule)
-_register(["matmul"], _matmul_rule)
-_register(["einsum"], _einsum_rule)
-_register(["spmm"], _spmm_rule)
-_register(["sddmm"], _sddmm_rule)
-_register(["inv", "det", "slogdet", "cholesky"], _unary_matrix_rule)
-_register(["solve"], _solve_rule)
+_register([_sh.broadcast_to], _broadcast_to_rule)
+_register([_sh.transpose], _transpose_rule)
+_register([_sh.reshape], _reshape_rule)
+_register([_sh.pad], _pad_rule)
+_register([_sh.concatenate], _concatenate_rule)
+_register([_sh.getitem], _getitem_rule)
+_register([_sh.scatter_add], _scatter_add_rule)
+_register([_la.matmul], _matmul_rule)
+_register([_la.einsum], _einsum_rule)
+_register([_sp.spmm], _spmm_rule)
+_register([_sp.sddmm], _sddmm_rule)
+_register([_dec.inv, _dec.det, _dec.slogdet, _dec.cholesky], _unary_matrix_rule)
+_register([_dec.solve], _solve_rule)
