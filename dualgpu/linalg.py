@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .api import hvp
-from .backends import array_backend, backend_of
+from .backends import NUMPY, array_backend, backend_of
 from .errors import BackendMismatchError, DualgpuError, IntegerInputError, ShapeMismatchError
 from .vectorize import vmap
 
@@ -87,15 +87,16 @@ def _as_vector(v, xp, backend, n: int, dtype, what: str, name: str):
 class HessianOperator:
     """The Hessian of ``f`` at ``x`` (with extra arguments ``args``) as a linear operator.
 
-    ``H = HessianOperator(f, x, *args)`` is ``n × n`` with ``n = x.size``; ``H @ v``,
-    ``H.matvec(v)`` and ``H.dot(v)`` compute Hessian-vector products on flat vectors (``H @ V``
-    with a 2-D ``V`` is one product per column) and count them in ``H.nprod``. ``f`` is called
-    as ``f(x, *args)``; with ``argnums=k``, ``x`` is inserted as ``f``'s argument ``k``.
+    ``H = HessianOperator(f, x, *args)`` is ``n × n`` with ``n = x.size``: a
+    ``scipy.sparse.linalg.LinearOperator`` for NumPy inputs and a
+    ``cupyx.scipy.sparse.linalg.LinearOperator`` for CuPy inputs, so SciPy's algebra and
+    solvers take it as it is: ``H + lam * I`` (with ``I`` an ``aslinearoperator`` of the
+    identity), ``alpha * H``, ``H.T``, ``H.H``, ``H @ v``, ``H @ V``, ``cg``, ``minres``,
+    ``eigsh``. ``H @ V`` with a 2-D ``V`` is one program for all the columns (``dg.vmap`` of
+    the HVP). ``H.nprod`` counts every Hessian-vector product, also those made through a
+    sum or a scaled operator. ``f`` is called as ``f(x, *args)``; with ``argnums=k``, ``x`` is
+    inserted as ``f``'s argument ``k``.
 
-    ``H`` has ``shape``, ``dtype``, ``matvec`` and ``rmatvec``, so SciPy's solvers take it
-    directly (``scipy.sparse.linalg.cg(H, b)``, ``minres``, ``gmres``, ``eigsh``);
-    ``H.aslinearoperator()`` (also ``H.op``) is a ``scipy.sparse.linalg.LinearOperator`` for
-    NumPy inputs and a ``cupyx.scipy.sparse.linalg.LinearOperator`` for CuPy inputs.
     Vectors are cast to ``x``'s dtype; the product is taken at the fixed point ``x``. ``x``
     must be a floating-point array (a float scalar is converted); a vector of the wrong size
     raises :class:`~dualgpu.ShapeMismatchError`.
@@ -105,12 +106,24 @@ class HessianOperator:
         >>> H = dg.HessianOperator(lambda x: np.sum(x ** 4), np.ones(3))
         >>> H @ np.ones(3)
         array([12., 12., 12.])
-        >>> H.nprod
-        1
-        >>> from scipy.sparse.linalg import cg
+        >>> from scipy.sparse.linalg import LinearOperator, aslinearoperator, cg
+        >>> isinstance(H, LinearOperator), aslinearoperator(H) is H
+        (True, True)
+        >>> damped = H + 0.5 * aslinearoperator(np.eye(3))      # H + 0.5 I
+        >>> damped @ np.ones(3)
+        array([12.5, 12.5, 12.5])
         >>> cg(H, np.ones(3))[0]
         array([0.08333333, 0.08333333, 0.08333333])
+        >>> H.nprod >= 2
+        True
     """
+
+    def __new__(cls, f: Callable = None, x=None, *args, argnums: int = 0):
+        if cls is not HessianOperator:
+            return object.__new__(cls)
+        b = array_backend(x)
+        backend = b if b is not None and b.is_cupy else NUMPY
+        return object.__new__(_operator_class(backend))
 
     def __init__(self, f: Callable, x, *args, argnums: int = 0):
         what = "HessianOperator"
@@ -124,13 +137,15 @@ class HessianOperator:
         self.x = x
         self.args = args
         self.backend = backend_of([x, *args], "HessianOperator arguments")
+        if self.backend.linear_operator_class() not in type(self).__mro__:
+            raise BackendMismatchError(f"{what}: built for {type(self).__name__} but x is a "
+                                       f"{self.backend.name} array")
         self.n = int(np.prod(x.shape))
-        self.shape = (self.n, self.n)
-        self.dtype = np.dtype(x.dtype)
-        self.nprod = 0
         self._hvp = hvp(f, argnums=self.argnums)
-        self._op = None
         self._hvp_columns = None
+        self.nprod = 0
+        self.backend.linear_operator_class().__init__(self, np.dtype(x.dtype),
+                                                      (self.n, self.n))
 
     def matvec(self, v):
         """``H @ v`` for a flat (or ``(n, 1)``) vector ``v``; counts one product."""
@@ -147,7 +162,9 @@ class HessianOperator:
         self.nprod += 1
         return out.reshape(shape)
 
-    rmatvec = matvec  # the Hessian is symmetric
+    def rmatvec(self, v):
+        """``H^H @ v``: the Hessian is symmetric (Hermitian for real ``x``), so ``H @ v``."""
+        return self.matvec(v)
 
     def matmat(self, V):
         """``H @ V`` for an ``(n, k)`` matrix: ``k`` products, run as one batched program
@@ -174,32 +191,80 @@ class HessianOperator:
         self.nprod += k
         return out.reshape(self.n, k)
 
-    rmatmat = matmat
+    def rmatmat(self, V):
+        return self.matmat(V)
+
+    # the library's generic entry points (sums, scaled operators, solvers) land here
+    def _matvec(self, v):
+        return self.matvec(v)
+
+    def _rmatvec(self, v):
+        return self.matvec(v)
+
+    def _matmat(self, V):
+        return self.matmat(V)
+
+    def _rmatmat(self, V):
+        return self.matmat(V)
+
+    def _adjoint(self):
+        return self
+
+    def _transpose(self):
+        return self
 
     def dot(self, v):
-        """``H @ v`` for a vector or a matrix of column vectors."""
+        """``H @ v`` for a vector, a matrix of column vectors, a scalar (a scaled operator)
+        or another linear operator (their product)."""
+        if isinstance(v, self.backend.linear_operator_class()) or _is_number(v):
+            return self.backend.linear_operator_class().dot(self, v)
         if getattr(v, "ndim", np.ndim(v) if isinstance(v, (list, tuple)) else 1) == 2 \
                 and np.shape(v)[1] != 1:
             return self.matmat(v)
         return self.matvec(v)
 
-    __matmul__ = dot
+    def __matmul__(self, v):
+        if _is_number(v):
+            raise DualgpuError("HessianOperator: H @ a number is not a product; scale the "
+                               "operator with * instead")
+        return self.dot(v)
 
     @property
-    def T(self) -> HessianOperator:
+    def T(self):
+        return self
+
+    @property
+    def H(self):
         return self
 
     def aslinearoperator(self):
-        """The operator as a SciPy (NumPy inputs) or cupyx (CuPy inputs) LinearOperator."""
-        if self._op is None:
-            self._op = self.backend.linear_operator(self.shape, self.matvec, self.dtype)
-        return self._op
+        """The operator itself (it is a SciPy or cupyx ``LinearOperator``); kept for code
+        written against ``H.op``."""
+        return self
 
     op = property(aslinearoperator)
 
     def __repr__(self) -> str:
         return (f"<HessianOperator {self.n}x{self.n} {self.dtype} on {self.backend.name}, "
                 f"{self.nprod} products>")
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool)
+
+
+_OPERATOR_CLASSES: dict = {}
+
+
+def _operator_class(backend) -> type:
+    """HessianOperator joined with the backend's LinearOperator class (made once each)."""
+    cls = _OPERATOR_CLASSES.get(backend.name)
+    if cls is None:
+        base = backend.linear_operator_class()
+        cls = type("HessianOperator", (HessianOperator, base),
+                   {"__module__": __name__, "__doc__": HessianOperator.__doc__})
+        _OPERATOR_CLASSES[backend.name] = cls
+    return cls
 
 
 def hessp(f: Callable, argnums: int = 0):

@@ -31,10 +31,12 @@ class CupyBackend(Backend):
         self.cupyx.scatter_add(out, key, values)
         return out
 
-    def linear_operator(self, shape, matvec, dtype):
+    def linear_operator_class(self):
+        """cupyx's LinearOperator (HessianOperator subclasses it for CuPy inputs)."""
         from cupyx.scipy.sparse.linalg import LinearOperator
 
-        return LinearOperator(shape, matvec=matvec, rmatvec=matvec, dtype=dtype)
+        return LinearOperator
+
 
 
 @functools.lru_cache(maxsize=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 import scipy.special
+from scipy.sparse.linalg import LinearOperator
 
 from .base import Backend
 
@@ -27,10 +28,9 @@ class NumpyBackend(Backend):
         return out
 
     @staticmethod
-    def linear_operator(shape, matvec, dtype):
-        from scipy.sparse.linalg import LinearOperator
-
-        return LinearOperator(shape, matvec=matvec, rmatvec=matvec, dtype=dtype)
+    def linear_operator_class():
+        """SciPy's LinearOperator (HessianOperator subclasses it for NumPy inputs)."""
+        return LinearOperator
 
 
 NUMPY = NumpyBackend()
