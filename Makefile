@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test test-gpu lint bench bench-build fuzz clean
 
 $(STAMP): pyproject.toml
+	@echo "dualgpu: creating $(VENV) and installing dualgpu with its test and lint tools (first run, about a minute)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,lint]'

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registers every rule)
     testing,  # noqa: F401
     tree,  # noqa: F401
 )
+from ._version import __version__  # noqa: F401  (the one version source)
 from .api import (
     cache_info,
     clear_cache,
@@ -55,8 +56,6 @@ from .executor import config
 from .linalg import HessianOperator, hessp
 from .numpy_api import stop_gradient
 from .vectorize import jacfwd, jacobian, jacrev, vmap
-
-__version__ = "0.1.0"
 
 __all__ = [
     "jvp", "vjp", "grad", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",

@@ -2,7 +2,7 @@
 
 Examples::
 
-    dualgpu demo                                   # the three scenarios of DESIGN.md
+    dualgpu demo                                   # the three user scenarios (docs/faq.md)
     dualgpu inspect model.py:loss --arg float64[11] --arg float64[10,4] --arg float64[4] --hvp
     dualgpu inspect model.py:loss --arg float32[3,4] --grad --format python
     dualgpu bench                                  # benchmarks/run.py, with a progress bar

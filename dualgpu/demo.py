@@ -1,4 +1,4 @@
-"""``python -m dualgpu demo``: the three user scenarios of DESIGN.md, each checked against
+"""``python -m dualgpu demo``: the three user scenarios (docs/faq.md), each checked against
 finite differences, on CuPy when a GPU is present and on NumPy otherwise.
 
 1. HVP of a Dense(10→1, sigmoid) loss as a :class:`dualgpu.HessianOperator` inside conjugate

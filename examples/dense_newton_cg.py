@@ -1,4 +1,4 @@
-"""Scenario 1 of DESIGN.md: Hessian-vector products of a Dense(10→1, sigmoid) loss.
+"""Scenario 1 of docs/faq.md: Hessian-vector products of a Dense(10→1, sigmoid) loss.
 
 The classic report: a one-layer network on a 10×4 batch, parameters flattened, the Hessian
 used as an operator ``H @ v`` with a product counter inside a Krylov solver and a

@@ -1,4 +1,4 @@
-"""Scenario 2 of DESIGN.md: per-particle Newton dynamics with batched Hessian-vector products.
+"""Scenario 2 of docs/faq.md: per-particle Newton dynamics with batched Hessian-vector products.
 
 ``x`` has shape ``(3, na, nb, ng)``: one 3-D position per particle. Each particle has its
 own energy ``E_i(x_i)`` (a convex bowl plus the Gaussian bump of the user report), so the

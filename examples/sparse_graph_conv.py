@@ -1,4 +1,4 @@
-"""Scenario 3 of DESIGN.md: differentiable dense x sparse products.
+"""Scenario 3 of docs/faq.md: differentiable dense x sparse products.
 
 1. The gradient of ``sum(tanh(x @ A)**2)`` with a sparse CSR ``A``, with respect to the dense
    ``x`` and to the values of ``A`` (returned as a CSR matrix with ``A``'s pattern).
