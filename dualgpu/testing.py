@@ -266,24 +266,72 @@ def check_hvp(f: Callable, args: Sequence, *, argnum: int = 0, eps: float = 1e-5
         _assert_close(gl, wl, rtol, atol, f"hvp of {_fname(f)}")
 
 
+def _is_float_leaf(a) -> bool:
+    if isinstance(a, float) or (isinstance(a, np.generic) and np.dtype(type(a)).kind in "fc"):
+        return True
+    b = array_backend(a)
+    return b is not None and not b.is_sparse(a) and np.dtype(a.dtype).kind in "fc"
+
+
+def _differentiated(args, argnums) -> list[int]:
+    """The positions ``check_grads`` differentiates: ``argnums``, or every argument whose
+    leaves are all floating point (integer and bool arguments are held fixed, as static)."""
+    if argnums is None:
+        return [i for i, a in enumerate(args) if _leaves(a) and all(
+            _is_float_leaf(leaf) for leaf in _leaves(a))]
+    nums = (argnums,) if not isinstance(argnums, (tuple, list)) else tuple(argnums)
+    return sorted({_check_argnum(k, args, "check_grads") for k in nums})
+
+
 def check_grads(f: Callable, args: Sequence, order: int = 2,
-                modes: Sequence[str] = MODES, *, eps: float = 1e-6,
+                modes: Sequence[str] = MODES, *, argnums=None, eps: float = 1e-6,
                 rtol: float = 1e-5, atol: float = 1e-6, seed: int = 0) -> None:
     """Check derivatives of ``f`` at ``args`` up to ``order`` (1 or 2) against central
     finite differences. ``"fwd"`` checks ``dg.jvp`` (``check_jvp``), ``"rev"`` checks
     ``dg.vjp`` (``check_vjp_fd``); with both, the two modes must also agree exactly
     (``check_vjp``). ``order=2`` checks the HVP of every argument against differences of the
-    gradient (of ``sum(f * ȳ)`` for a random ``ȳ`` when ``f`` is not scalar). An unknown
-    mode or an order other than 1 and 2 raises ``DualgpuError``.
+    gradient (of ``sum(f * ȳ)`` for a random ``ȳ`` when ``f`` is not scalar; ``f`` may return
+    an array, a tuple or list of arrays, or any pytree). An unknown mode or an order other
+    than 1 and 2 raises ``DualgpuError``.
+
+    ``argnums`` (an int or a tuple) picks the arguments to differentiate; the others are held
+    fixed. By default every floating-point argument is differentiated and integer or bool
+    arguments (counts, indices, flags) are held fixed, as ``dg.grad`` treats them as static.
 
     Example::
 
         >>> dg.testing.check_grads(lambda x: np.sum(np.sin(x) ** 2), (np.ones(3),), order=2)
+        >>> dg.testing.check_grads(lambda x, k: (x ** k, np.sum(x)), (np.ones(3), 3))
+        >>> dg.testing.check_grads(lambda x, y: np.sum(x * y), (np.ones(2), np.ones(2)),
+        ...                        argnums=1)
     """
     if isinstance(order, bool) or order not in (1, 2):
         raise DualgpuError(f"check_grads: order must be 1 or 2, got {order!r}")
     modes = _check_modes(modes)
-    args = _check_args(f, args, "check_grads")
+    if not callable(f):
+        raise DualgpuError(f"check_grads: f must be a function, got {type(f).__name__}")
+    if not isinstance(args, (tuple, list)) or not args:
+        _check_args(f, args, "check_grads")  # the error naming what args is
+    args = tuple(args)
+    diff = _differentiated(args, argnums)
+    if not diff:
+        _check_args(f, args, "check_grads")  # names the integer argument
+        raise DualgpuError("check_grads: no floating-point argument to differentiate")
+    if diff == list(range(len(args))):
+        g = f
+    else:
+        def g(*dargs):
+            full = list(args)
+            for i, a in zip(diff, dargs):
+                full[i] = a
+            return f(*full)
+
+        g.__name__ = _fname(f)
+    _check_grads_of(g, _check_args(g, tuple(args[i] for i in diff), "check_grads"), order,
+                    modes, eps=eps, rtol=rtol, atol=atol, seed=seed)
+
+
+def _check_grads_of(f, args, order, modes, *, eps, rtol, atol, seed) -> None:
     if "fwd" in modes:
         check_jvp(f, args, eps=eps, rtol=rtol, atol=atol, seed=seed)
     if "rev" in modes:

@@ -1,0 +1,45 @@
+"""dg.testing.check_grads: argnums, static integer arguments, functions returning tuples
+and pytrees -- and it still fails on a wrong derivative in each of those cases."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+from dualgpu import testing
+
+X = np.linspace(0.2, 1.4, 4)
+Y = np.linspace(-0.5, 0.7, 4)
+
+# a custom op whose derivative in its first operand is wrong (the second is right)
+_bad = dg.custom_op("check_grads_bad_first", lambda xp, x, y: x * y,
+                    vjp=lambda g, p, ans: (2.0 * g * p[1], g * p[0]))
+
+
+def test_argnums_picks_the_arguments():
+    f = lambda x, y: np.sum(_bad(x, y) ** 2)  # noqa: E731
+    testing.check_grads(f, (X, Y), order=1, modes=("rev",), argnums=1)
+    with pytest.raises(AssertionError):
+        testing.check_grads(f, (X, Y), order=1, modes=("rev",), argnums=0)
+    with pytest.raises(AssertionError):
+        testing.check_grads(f, (X, Y), order=1, modes=("rev",))
+
+
+def test_integer_arguments_are_held_fixed():
+    f = lambda x, k, flag: np.sum(x ** k) if flag else np.sum(x)  # noqa: E731
+    testing.check_grads(f, (X, 3, True))
+    testing.check_grads(lambda x, idx: np.sum(np.sin(x[idx])), (X, np.array([0, 2, 2])))
+    with pytest.raises(dg.IntegerInputError, match="argument 1"):  # asked for explicitly
+        testing.check_grads(f, (X, np.array(3), True), argnums=(0, 1))
+
+
+def test_tuple_and_pytree_outputs():
+    testing.check_grads(lambda x: (np.sin(x), np.sum(x ** 3)), (X,))
+    testing.check_grads(lambda x: {"a": np.tanh(x), "b": [x * x]}, (X,))
+    with pytest.raises(AssertionError):
+        testing.check_grads(lambda x, y: (_bad(x, y), x), (X, Y), order=1, modes=("rev",))
+
+
+def test_bad_argnums_are_named():
+    with pytest.raises(dg.DualgpuError, match="argnum"):
+        testing.check_grads(lambda x: np.sum(x), (X,), argnums=2)
