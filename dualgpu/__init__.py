@@ -53,12 +53,13 @@ from .errors import (
     UnsupportedSparseFormatError,
 )
 from .executor import config
+from .export import export
 from .linalg import HessianOperator, hessp
 from .numpy_api import stop_gradient
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 __all__ = [
-    "jvp", "vjp", "grad", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
+    "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
     "HessianOperator", "trace", "source", "jit", "nn", "tree", "testing", "Graph", "DualgpuError",
     "defprim", "custom_op", "REGISTRY", "stop_gradient", "config", "cache_info",
     "clear_cache", "set_cache_size", "BackendMismatchError", "CodegenSafetyError",

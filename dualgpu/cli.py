@@ -1,10 +1,11 @@
-"""The ``dualgpu`` command line: ``demo``, ``inspect`` and ``bench``.
+"""The ``dualgpu`` command line: ``demo``, ``inspect``, ``export`` and ``bench``.
 
 Examples::
 
     dualgpu demo                                   # the three user scenarios (docs/faq.md)
     dualgpu inspect model.py:loss --arg float64[11] --arg float64[10,4] --arg float64[4] --hvp
     dualgpu inspect model.py:loss --arg float32[3,4] --grad --format python
+    dualgpu export model.py:loss --arg float64[11] --arg float64[10,4] --hvp -o loss_hvp.py
     dualgpu bench                                  # benchmarks/run.py, with a progress bar
 
 Bad input (a missing file or function, a bad ``--arg`` spec, example arguments too large to
@@ -148,10 +149,10 @@ def load_function(target: str) -> Callable:
 
 
 # ----------------------------------------------------------------------------- commands
-def cmd_inspect(ns: argparse.Namespace) -> int:
+def _example_call(ns: argparse.Namespace, fn, cuda: bool = False) -> tuple:
+    """The transformed function (``--grad``/``--hvp``) and example arguments of ``--arg``."""
     import dualgpu as dg
 
-    fn = load_function(ns.target)
     specs = [parse_spec(s) for s in ns.arg]
     if not specs:
         raise CliError("give the example arguments with --arg DTYPE[DIMS], one per argument")
@@ -161,20 +162,18 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
         need += example_bytes(*specs[ns.argnum])  # the direction v
     if need > MAX_EXAMPLE_BYTES:
         raise CliError(f"the example arguments ({', '.join(ns.arg)}) need {_human(need)}, more "
-                       f"than the {_human(MAX_EXAMPLE_BYTES)} inspect allocates; the graph "
+                       f"than the {_human(MAX_EXAMPLE_BYTES)} the CLI allocates; the program "
                        "depends only on the shapes' structure: use smaller shapes")
     args = [example_array(dt, shape, seed=i) for i, (dt, shape) in enumerate(specs)]
     if ns.batch_axes is not None and mode != "hvp":
         raise CliError("--batch-axes goes with --hvp")
     if mode and not 0 <= ns.argnum < len(args):
         raise CliError(f"--argnum {ns.argnum} is out of range for {len(args)} argument(s)")
-    if ns.format == "cuda":
+    if cuda:
         if not cupy_available():
             raise CliError("--format cuda needs CuPy and a CUDA device (none found here); "
                            "use --format python for the NumPy program")
-        import cupy
-
-        args = [cupy.asarray(a) for a in args]
+        args = [_to_device(a) for a in args]
     target = fn
     if mode == "grad":
         target = dg.grad(fn, argnums=ns.argnum)
@@ -182,13 +181,16 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
         target = dg.hvp(fn, argnums=ns.argnum, batch_axes=_batch_axes(ns.batch_axes))
         x = args[ns.argnum]
         v = example_array(np.dtype(x.dtype), tuple(x.shape), seed=len(args))
-        args = args + [_to_device(v) if ns.format == "cuda" else v]
+        args = args + [_to_device(v) if cuda else v]
+    return target, args
+
+
+def _run_user_code(ns: argparse.Namespace, thunk):
+    """``thunk()``, with the user's function failing or exiting as one CLI error."""
+    import dualgpu as dg
+
     try:
-        if ns.format in ("text", "dot"):
-            graph = dg.trace(target, *args)
-            text = str(graph) if ns.format == "text" else graph.to_dot()
-        else:
-            text = dg.source(target, *args)
+        return thunk()
     except (dg.DualgpuError, MemoryError):
         raise
     except Exception as e:  # the user's function failed while being traced
@@ -196,7 +198,37 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
                        f"{_one_line(e)}") from e
     except SystemExit as e:
         raise CliError(f"{ns.target} called sys.exit({e.code!r}) while being traced") from None
+
+
+def cmd_inspect(ns: argparse.Namespace) -> int:
+    import dualgpu as dg
+
+    fn = load_function(ns.target)
+    target, args = _example_call(ns, fn, cuda=ns.format == "cuda")
+    if ns.format in ("text", "dot"):
+        graph = _run_user_code(ns, lambda: dg.trace(target, *args))
+        text = str(graph) if ns.format == "text" else graph.to_dot()
+    else:
+        text = _run_user_code(ns, lambda: dg.source(target, *args))
     print(text.rstrip())
+    return 0
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    import dualgpu as dg
+
+    fn = load_function(ns.target)
+    target, args = _example_call(ns, fn)
+    text = _run_user_code(ns, lambda: dg.export(target, *args, name=ns.name))
+    if ns.output in (None, "-"):
+        print(text.rstrip())
+        return 0
+    try:
+        with open(ns.output, "w") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise CliError(f"cannot write {ns.output}: {e.strerror or e}") from None
+    print(f"wrote {ns.output}", file=sys.stderr)
     return 0
 
 
@@ -303,6 +335,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text: the graph listing; dot: Graphviz DOT; python: generated "
                    "NumPy source; cuda: fused CUDA kernels (needs CuPy)")
     i.set_defaults(run=cmd_inspect)
+
+    e = sub.add_parser("export", help="write a standalone module (NumPy only, no dualgpu "
+                       "needed) computing a function or its derivative",
+                       description="Trace FILE.py:FUNC (or its --grad/--hvp) on example "
+                       "arguments and write a module that computes it without dualgpu.")
+    e.add_argument("target", metavar="FILE.py:FUNC")
+    e.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
+                   help="one example argument, e.g. float64[5]; repeat for each argument")
+    ewhat = e.add_mutually_exclusive_group()
+    ewhat.add_argument("--grad", action="store_true", help="the gradient")
+    ewhat.add_argument("--hvp", action="store_true", help="the Hessian-vector product")
+    e.add_argument("--argnum", type=int, default=0,
+                   help="which argument --grad/--hvp differentiate (default 0)")
+    e.add_argument("--batch-axes", metavar="AXES", help="with --hvp: the instance axes")
+    e.add_argument("--name", default=None, help="the exported function's name")
+    e.add_argument("-o", "--output", default=None, metavar="OUT.py",
+                   help="where to write the module (default: standard output)")
+    e.set_defaults(run=cmd_export)
 
     b = sub.add_parser("bench", help="run benchmarks/run.py with a progress bar")
     b.add_argument("bench_args", nargs="*", metavar="ARGS",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .ir import Const, Graph, Literal
+from .trace import current_builder
 
 
 def read(env: dict, atom) -> Any:
@@ -37,11 +38,17 @@ def eval_environment(graph: Graph, args: Sequence[Any]) -> dict:
     env: dict[int, Any] = {}
     for v, a in zip(graph.inputs, args):
         env[v.id] = a
+    builder = current_builder()
+    outer = builder.rule_source if builder is not None else None
     for eqn in graph.eqns:
+        if builder is not None:  # re-recorded equations keep the user's line
+            builder.rule_source = eqn.source or outer
         ins = [read(env, a) for a in eqn.inputs]
         outs = eqn.prim.bind(*ins, **eqn.params)
         if not eqn.prim.multiple_results:
             outs = [outs]
         for v, o in zip(eqn.outs, outs):
             env[v.id] = o
+    if builder is not None:
+        builder.rule_source = outer
     return env

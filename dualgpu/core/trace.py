@@ -47,6 +47,9 @@ class GraphBuilder:
         # transformed inside a traced function); None: such reads are errors
         self.captured: list | None = None
         self.captured_vars: dict[int, Var] = {}
+        # while a transform rewrites an equation: the user's source line of that equation,
+        # given to every equation its rule records (None: find the user's frame)
+        self.rule_source: str | None = None
 
     def new_input(self, aval: Aval) -> Tracer:
         return Tracer(Var(aval), self)
@@ -119,7 +122,8 @@ class GraphBuilder:
             raise DualgpuError(f"{prim.name}: {e} (at {user_location()})") from None
         multiple = prim.multiple_results
         outs = [Var(a) for a in (out_avals if multiple else [out_avals])]
-        self.eqns.append(Eqn(prim, atoms, dict(params), outs, source=user_location()))
+        source = self.rule_source or user_location()
+        self.eqns.append(Eqn(prim, atoms, dict(params), outs, source=source))
         if prim.has(Flag.IGNORES_VALUES):  # fill_like: every element is the value
             self.fills[outs[0].id] = params["value"]
         elif prim.has(Flag.SELECTS):  # a uniform input gives a uniform output

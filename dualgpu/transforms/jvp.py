@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from .. import numpy_api as dnp
 from ..core.interpret import read
 from ..core.ir import Aval, Graph
-from ..core.trace import Tracer, trace_to_graph
+from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import DualgpuError
 from ._gc import collector_paused
 from .simplify import simplify
@@ -58,13 +58,16 @@ def jvp_graph(graph: Graph, with_tangent: Sequence[bool] | None = None) -> Graph
         for v, p, w in zip(graph.inputs, primals, with_tangent):
             env[v.id] = p
             tenv[v.id] = next(tangent_iter) if w else None
+        builder = current_builder()
         for eqn in graph.eqns:
+            builder.rule_source = eqn.source  # the derivative's equations: the user's line
             ps = [read(env, a) for a in eqn.inputs]
             ts = [tenv.get(a.id) if isinstance(a, _VarT) else None for a in eqn.inputs]
             outs, outs_t = jvp_rule(eqn, ps, ts)
             for v, o, t in zip(eqn.outs, outs, outs_t):
                 env[v.id] = o
                 tenv[v.id] = t
+        builder.rule_source = None
         outs = [read(env, a) for a in graph.outputs]
         outs_t = [tenv.get(a.id) if isinstance(a, _VarT) else None for a in graph.outputs]
         return outs + [_materialize(t, o) for t, o in zip(outs_t, outs)]

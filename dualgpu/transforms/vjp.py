@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from .. import numpy_api as dnp
 from ..core.interpret import eval_environment, read
 from ..core.ir import Aval, Graph, Var
-from ..core.trace import trace_to_graph
+from ..core.trace import current_builder, trace_to_graph
 from ..errors import DualgpuError
 from ..rules._util import add_any
 from ._gc import collector_paused
@@ -34,7 +34,11 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
     for a, ct in zip(graph.outputs, out_cts):
         if isinstance(a, Var) and a.id in active and ct is not None:
             ct_env[a.id] = add_any(ct_env.get(a.id), ct)
+    builder = current_builder()
+    outer = builder.rule_source if builder is not None else None
     for eqn in reversed(graph.eqns):
+        if builder is not None:  # the transposed equations: the user's line
+            builder.rule_source = eqn.source or outer
         cts_out = [ct_env.pop(v.id, None) for v in eqn.outs]
         if all(c is None for c in cts_out):
             continue
@@ -62,6 +66,8 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
                 # a cotangent has its primal's dtype (float32 x @ float64 A: float32 grad)
                 ct = dnp.astype(ct, a.dtype)
             ct_env[a.id] = add_any(ct_env.get(a.id), ct)
+    if builder is not None:
+        builder.rule_source = outer
     return ct_env
 
 

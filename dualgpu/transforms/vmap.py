@@ -37,7 +37,7 @@ from ..backends import array_backend
 from ..core.flags import Flag
 from ..core.interpret import read
 from ..core.ir import Aval, Graph, Var
-from ..core.trace import Tracer, trace_to_graph
+from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import DualgpuError
 from ..ops import decompositions as _dec
 from ..ops import linalg as _la
@@ -79,7 +79,9 @@ def batch_graph(graph: Graph, in_dims: Sequence[int | None], size: int,
         env: dict[int, tuple] = {}
         for v, a, d in zip(graph.inputs, args, in_dims):
             env[v.id] = (a if d in (None, 0) else dnp.moveaxis(a, d, 0), d is not None)
+        builder = current_builder()
         for eqn in graph.eqns:
+            builder.rule_source = eqn.source  # batched equations keep the user's line
             ins = [_read(env, a) for a in eqn.inputs]
             values = [x for x, _ in ins]
             flags = [b for _, b in ins]
@@ -91,6 +93,7 @@ def batch_graph(graph: Graph, in_dims: Sequence[int | None], size: int,
                 out_flags = [False] * len(outs)
             for v, o, b in zip(eqn.outs, outs, out_flags):
                 env[v.id] = (o, b)
+        builder.rule_source = None
         results = []
         for k, a in enumerate(graph.outputs):
             x, b = _read(env, a)
