@@ -34,6 +34,7 @@ from .api import (
     vjp,
 )
 from .core.ir import Graph
+from .curvature import hessian_diag, hessian_trace, laplacian
 from .core.primitives import REGISTRY, defprim
 from .custom import custom_op
 from .errors import (
@@ -66,5 +67,5 @@ __all__ = [
     "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",
     "ShapeMismatchError", "TracerControlFlowError", "UnsupportedOpError",
     "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError", "vmap", "jacfwd",
-    "jacrev", "jacobian",
+    "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
 ]
