@@ -75,9 +75,10 @@ class Mode:
         self.diag = diag
         self.size = size
 
-    def pair(self, a, b):
-        """``<a, b>``: the product of two Jacobians, summed over ``d`` unless diagonal."""
-        rank = max(a.ndim, b.ndim) - 1
+    def pair(self, a, b, rank: int = 0):
+        """``<a, b>``: the product of two Jacobians, summed over ``d`` unless diagonal (then
+        lifted to at least ``rank`` per-coordinate axes, to broadcast with the output)."""
+        rank = max(a.ndim - 1, b.ndim - 1, rank if self.diag else 0)
         prod = dnp.multiply(lift(a, rank), lift(b, rank))
         return prod if self.diag else dnp.sum(prod, axis=0)
 
@@ -264,7 +265,7 @@ def partials_rule(eqn, values, jets, mode):
             fij = f_j[a]
             if fij is None:
                 continue
-            term = dnp.multiply(fij, mode.pair(jets[i][0], jets[j][0]))
+            term = dnp.multiply(fij, mode.pair(jets[i][0], jets[j][0], rank))
             S = _add(S, term if i == j else dnp.multiply(2, term))
     if J is not None:
         J = _fit(J, (D,) + shape, dtype)
@@ -297,7 +298,8 @@ def fallback_rule(eqn, values, jets, mode):
     Ss = curv if mode.diag else [dnp.sum(c, axis=0) for c in curv]
     if any(jets[i][1] is not None for i in act):
         ss = [jets[i][1] if jets[i][1] is not None else
-              dnp.zeros(((D,) if mode.diag else ()) + tuple(values[i].shape), values[i].dtype)
+              dnp.broadcast_to(dnp.zeros_like(values[i]),
+                               ((D,) if mode.diag else ()) + tuple(values[i].shape))
               for i in act]
         if mode.diag:
             tb, _ = batch_graph(first, [None] * n_in + [0] * n_t, D, [0] * (2 * n_out))
@@ -574,7 +576,7 @@ def _diag_block(jet, o, x, inst, off, D, batch_axes):
     n = int(np.prod(inst, dtype=np.int64))
     S = jet[1] if jet is not None else None
     if S is None:
-        S = dnp.zeros((D,) + o_shape, dtype=o.dtype)
+        S = dnp.broadcast_to(dnp.zeros_like(o), (D,) + o_shape)
     block = dnp.reshape(dnp.getitem(S, (slice(off, off + n),)), tuple(inst) + o_shape)
     ni, no = len(inst), len(o_shape)
     if batch_axes is None:
