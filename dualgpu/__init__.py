@@ -34,8 +34,8 @@ from .api import (
     vjp,
 )
 from .core.ir import Graph
-from .curvature import hessian_diag, hessian_trace, laplacian
 from .core.primitives import REGISTRY, defprim
+from .curvature import hessian_diag, hessian_trace, laplacian
 from .custom import custom_op
 from .errors import (
     AxisError,

@@ -37,10 +37,10 @@ zero derivative, so linear arithmetic records no curvature terms at all.
 
 Example::
 
-    >>> g = dg.trace(lambda x: np.sum(np.sin(x)), np.ones(2))
+    >>> g = dg.trace(lambda x: np.sum(x ** 3), np.ones(2))
     >>> lap = curvature_graph(g, [True])
-    >>> [float(v) for v in eval_graph(lap, [np.zeros(2)])]      # value, Laplacian
-    [0.0, -0.0]
+    >>> [float(v) for v in eval_graph(lap, [np.array([1.0, 2.0])])]  # value, Laplacian
+    [9.0, 18.0]
 """
 from __future__ import annotations
 
