@@ -16,7 +16,7 @@ import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # before any jax import
 
-from . import dense_tiny, mlp, overhead, scenario2, sparse  # noqa: E402
+from . import dense_tiny, laplacian, mlp, overhead, scenario2, sparse  # noqa: E402
 from .common import Context  # noqa: E402
 from .report import Report, environment  # noqa: E402
 
@@ -27,6 +27,7 @@ WORKLOADS = {
     "sparse": sparse.run,
     "overhead": overhead.run,
     "sweep": scenario2.run_sweep,
+    "laplacian": laplacian.run,
 }
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

@@ -34,6 +34,7 @@ def main():
     x = np.ones(3)
     dg.trace(f, x).render(str(IMG / "trace_f.svg"))
     dg.trace(dg.hvp(f), x, x).render(str(IMG / "hvp_f.svg"))
+    dg.trace(dg.laplacian(f), x).render(str(IMG / "laplacian_f.svg"))
     subprocess.run(["dot", "-Tsvg", "-o", str(IMG / "pipeline.svg")], input=PIPELINE.encode(),
                    check=True)
 

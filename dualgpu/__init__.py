@@ -36,6 +36,7 @@ from .api import (
 )
 from .core.ir import Graph
 from .core.primitives import REGISTRY, defprim
+from .curvature import hessian_diag, hessian_trace, laplacian
 from .custom import custom_op
 from .errors import (
     AxisError,
@@ -66,5 +67,5 @@ __all__ = [
     "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",
     "ShapeMismatchError", "TracerControlFlowError", "UnsupportedOpError",
     "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError", "vmap", "jacfwd",
-    "jacrev", "jacobian",
+    "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
 ]

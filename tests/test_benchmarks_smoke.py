@@ -12,7 +12,18 @@ import time
 
 import pytest
 
-from benchmarks import common, dense_tiny, mlp, overhead, report, run, scenario2, sparse, timing
+from benchmarks import (
+    common,
+    dense_tiny,
+    laplacian,
+    mlp,
+    overhead,
+    report,
+    run,
+    scenario2,
+    sparse,
+    timing,
+)
 from benchmarks.report import Report, Row
 
 
@@ -127,6 +138,7 @@ WORKLOADS = {
     "dense_tiny": dense_tiny.run,
     "sparse": sparse.run,
     "overhead": overhead.run,
+    "laplacian": laplacian.run,
 }
 
 
@@ -192,3 +204,19 @@ def test_run_main_writes_json_png_and_log(tmp_path, capsys):
     assert data["args"]["only"] == ["dense_tiny"]
     assert any(r["impl"] == "hand-fused" and r["status"] == "ok" for r in data["rows"])
     assert (tmp_path / "latest.log").exists()
+
+
+def test_laplacian_reference_against_dense_hessians():
+    """The hand-written forward Laplacian (the workload's reference) is the trace of the
+    Hessian at each point."""
+    import numpy as np
+
+    import dualgpu as dg
+
+    args = laplacian.make_inputs(np, 3, laplacian.TINY_HIDDEN, 4)
+    args = tuple(a.astype(np.float64) for a in args)
+    lap = laplacian.reference(np, args)
+    X, params = args[0], args[1:]
+    for p in range(4):
+        one = lambda x: laplacian.u(x[None, :], *params)[0]
+        assert abs(lap[p] - np.trace(dg.hessian(one)(X[p]))) < 1e-10 * (1 + abs(lap[p]))

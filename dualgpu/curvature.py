@@ -1,0 +1,326 @@
+"""Curvature without the Hessian: ``laplacian``, ``hessian_diag`` and ``hessian_trace``.
+
+The exact forms propagate second derivatives forward in one pass
+(:mod:`dualgpu.transforms.laplacian`): every value carries its Jacobian over the ``D``
+input coordinates and either the sum of its pure second derivatives (the Laplacian) or each
+of them (the diagonal). With ``batch_axes`` the coordinates are those of one instance
+(``D`` is the per-instance dimension), after the separability check that
+``hvp(batch_axes=...)`` uses: one Laplacian per collocation point, in one program.
+
+The estimators (``method="hutchinson"`` / ``"hutch++"``) use products with the Hessian
+only: one program (``vmap`` of the HVP) applied to a chunk of random directions at once,
+the chunk sized to a memory budget. They are for Hessians too large for ``D`` Jacobian
+columns (a network loss with respect to its parameters).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from . import tree as T
+from .api import Transformed, _flags, hvp
+from .core.trace import Tracer
+from .errors import DualgpuError
+from .transforms.batching import check_separable
+from .transforms.laplacian import curvature_graph
+from .vectorize import vmap
+
+__all__ = ["laplacian", "hessian_diag", "hessian_trace", "DEFAULT_MEMORY_BUDGET"]
+
+# bytes that one chunk of random directions may use (see _chunk_size); a parameter of the
+# estimators
+DEFAULT_MEMORY_BUDGET = 1 << 30
+METHODS = ("exact", "hutchinson", "hutch++")
+
+
+class _Curvature(Transformed):
+    """The forward Laplacian (``diag=False``) or the exact Hessian diagonal."""
+
+    diag = False
+
+    def build(self, traced, sig):
+        graph = traced.graph
+        if self.batch_axes is not None:
+            check_separable(graph, sig.diff_inputs(), self.batch_axes)
+        return (curvature_graph(graph, _flags(sig, graph), diag=self.diag,
+                                batch_axes=self.batch_axes), traced.out_tree)
+
+
+class _Laplacian(_Curvature):
+    kind = "laplacian"
+
+    def finish(self, compiled, sig, outs):
+        n = compiled.trees.num_leaves
+        return T.unflatten(compiled.trees, outs[n:2 * n])
+
+
+class _HessianDiag(_Curvature):
+    kind = "hessian_diag"
+    diag = True
+
+    def finish(self, compiled, sig, outs):
+        tree = compiled.trees
+        n, k = tree.num_leaves, sum(sig.diff)
+        blocks = outs[n:]
+        per_out = []
+        for j in range(n):
+            values = blocks[j * k:(j + 1) * k]
+            per = [sig.per_argument(values, a, repackage=False) for a in self.argnums]
+            per_out.append(tuple(per) if self.argnums_tuple else per[0])
+        return T.unflatten(tree, per_out)
+
+
+def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None):
+    """The Laplacian ``sum_d d2f/dx_d2`` of ``fn`` with respect to argument ``argnums``
+    (all coordinates of all the differentiated arguments), by forward-Laplacian
+    propagation: one pass, no Hessian, no nested differentiation.
+
+    ``fn`` may return any shape: the result has the output's shape, one Laplacian per output
+    element. With ``batch_axes`` (the instance axes of the differentiated argument, as in
+    ``hvp``), ``fn`` returns one value per instance and the result is the per-instance
+    Laplacian (``D`` is the instance dimension); dualgpu checks on the graph that ``fn``
+    does not couple instances. Composes with ``grad`` and ``jit`` (a PINN loss).
+
+    Example::
+
+        >>> import numpy as np, dualgpu as dg
+        >>> u = lambda x: np.sum(x ** 3)               # Laplacian 6 * sum(x)
+        >>> dg.laplacian(u)(np.array([1.0, 2.0]))
+        array(18.)
+        >>> pts = np.array([[1.0, 2.0], [0.0, 3.0]])   # two points, one per row
+        >>> dg.laplacian(lambda p: np.sum(p ** 3, axis=1), batch_axes=0)(pts)
+        array([18., 18.])
+    """
+    if fn is None:
+        return lambda f: laplacian(f, argnums, batch_axes)
+    return _Laplacian(fn, argnums, batch_axes=batch_axes)
+
+
+def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
+                 method: str = "exact", num_samples: int = 64, seed: int | None = 0,
+                 memory_budget: int = DEFAULT_MEMORY_BUDGET, chunk_size: int | None = None):
+    """The diagonal of the Hessian of ``fn`` with respect to argument ``argnums``.
+
+    ``method="exact"``: the pure second derivatives propagated forward in one pass (the
+    Laplacian's machinery without the sum over coordinates); the result has shape
+    ``out.shape + x.shape`` (``x.shape`` for a scalar ``fn``; per instance, shaped like
+    ``x``, with ``batch_axes``). ``method="hutchinson"``: the estimate
+    ``mean_s v_s * (H v_s)`` over ``num_samples`` Rademacher directions (scalar ``fn``;
+    see :func:`hessian_trace` for ``seed``, ``memory_budget`` and ``chunk_size``).
+
+    Example::
+
+        >>> dg.hessian_diag(lambda x: np.sum(x ** 3) + x[0] * x[1])(np.array([1.0, 2.0]))
+        array([ 6., 12.])
+    """
+    _check_method(method, "hessian_diag")
+    if fn is None:
+        return lambda f: hessian_diag(f, argnums, batch_axes, method=method,
+                                      num_samples=num_samples, seed=seed,
+                                      memory_budget=memory_budget, chunk_size=chunk_size)
+    if method == "exact":
+        return _HessianDiag(fn, argnums, batch_axes=batch_axes)
+    if method == "hutch++":
+        raise DualgpuError("hessian_diag: method must be 'exact' or 'hutchinson' "
+                           "('hutch++' estimates traces only)")
+    return _Estimator(fn, argnums, "diag", batch_axes, num_samples, seed, memory_budget,
+                      chunk_size)
+
+
+def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
+                  method: str = "exact", num_samples: int = 64, seed: int | None = 0,
+                  memory_budget: int = DEFAULT_MEMORY_BUDGET, chunk_size: int | None = None):
+    """The trace of the Hessian of a scalar ``fn`` with respect to argument ``argnums``.
+
+    * ``"exact"``: the forward Laplacian (one pass; the cost grows with the number of
+      coordinates ``D``); with ``batch_axes``, one trace per instance.
+    * ``"hutchinson"``: ``mean_s v_s . H v_s`` over ``num_samples`` Rademacher directions.
+    * ``"hutch++"`` (Meyer et al. 2021): a third of the products sketch the top of the
+      spectrum (``Q = qr(H S)``, trace taken exactly on it), the rest estimate the trace of
+      the complement by Hutchinson; a much smaller variance when the spectrum decays.
+
+    The estimators draw their directions on the host with ``np.random.default_rng(seed)``
+    (the same directions for NumPy and CuPy arguments; ``seed=None``: fresh ones) and run
+    all products of a chunk as one program (``vmap`` of the HVP). A chunk holds
+    ``chunk_size`` directions, or as many as fit ``memory_budget`` bytes, estimated as the
+    sum of the sizes of all values of one HVP program (an upper bound on its peak). The
+    differentiated argument may be a pytree (the trace is over all its leaves).
+
+    Example::
+
+        >>> f = lambda x: np.sum(x ** 4)                  # H = diag(12 x^2)
+        >>> float(dg.hessian_trace(f)(np.array([1.0, 2.0])))
+        60.0
+        >>> est = dg.hessian_trace(f, method="hutchinson", num_samples=8, seed=0)
+        >>> float(est(np.array([1.0, 2.0])))              # exact for a diagonal Hessian
+        60.0
+    """
+    _check_method(method, "hessian_trace")
+    if fn is None:
+        return lambda f: hessian_trace(f, argnums, batch_axes, method=method,
+                                       num_samples=num_samples, seed=seed,
+                                       memory_budget=memory_budget, chunk_size=chunk_size)
+    if method == "exact":
+        return _Laplacian(fn, argnums, batch_axes=batch_axes)
+    return _Estimator(fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
+                      chunk_size)
+
+
+def _check_method(method, what):
+    if method not in METHODS:
+        raise DualgpuError(f"{what}: method must be one of {', '.join(map(repr, METHODS))}, "
+                           f"got {method!r}")
+
+
+# ------------------------------------------------------------------------------ estimators
+class _Estimator:
+    """Hutchinson / Hutch++ estimates from chunks of Hessian-vector products."""
+
+    def __init__(self, fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
+                 chunk_size):
+        if not callable(fn):
+            raise DualgpuError(f"hessian_trace: expects a function, got {type(fn).__name__}")
+        if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool) or \
+                argnums < 0:
+            raise DualgpuError(f"hessian_trace/hessian_diag: method={method!r} takes one "
+                               f"argument index as argnums, got {argnums!r}")
+        if batch_axes is not None:
+            raise DualgpuError(f"hessian_trace/hessian_diag: batch_axes works with "
+                               f"method='exact' only (got method={method!r})")
+        _positive_int(num_samples, "num_samples")
+        if method == "hutch++" and num_samples < 3:
+            raise DualgpuError(f"hessian_trace: num_samples must be at least 3 for "
+                               f"'hutch++' (a third sketches, a third projects, a third "
+                               f"estimates), got {num_samples}")
+        if chunk_size is not None:
+            _positive_int(chunk_size, "chunk_size")
+        _positive_int(memory_budget, "memory_budget")
+        if seed is not None and (not isinstance(seed, (int, np.integer))
+                                 or isinstance(seed, bool)):
+            raise DualgpuError(f"hessian_trace: seed must be an int or None, got {seed!r}")
+        self.fn, self.argnums, self.method = fn, int(argnums), method
+        self.num_samples, self.seed = int(num_samples), seed
+        self.memory_budget, self.chunk_size = int(memory_budget), chunk_size
+        self.__name__ = f"hessian_{method}_{getattr(fn, '__name__', 'f')}"
+        self._products: dict = {}
+        self._per_sample: dict = {}
+
+    def __repr__(self):
+        return f"<dualgpu.hessian estimator {self.method} of {getattr(self.fn, '__name__', 'f')}>"
+
+    def __call__(self, *args):
+        if self.argnums >= len(args):
+            raise DualgpuError(f"{self.__name__}: argnums names argument {self.argnums}, but "
+                               f"only {len(args)} given")
+        if any(isinstance(leaf, Tracer) for leaf in T.leaves(args)):
+            raise DualgpuError(f"{self.__name__}: the estimators draw random directions and "
+                               "run on concrete arrays; they cannot be traced (use "
+                               "method='exact' inside a transformed function)")
+        x = args[self.argnums]
+        leaves, tree = T.flatten(x)
+        xp = _xp_of(leaves)
+        n = sum(int(np.prod(np.shape(leaf), dtype=np.int64)) for leaf in leaves)
+        dtype = np.result_type(*[leaf.dtype for leaf in leaves])
+        rng = np.random.default_rng(self.seed)
+        products = _Products(self, args, leaves, tree, xp)
+        if self.method == "diag":
+            V = _rademacher(rng, self.num_samples, n, dtype)
+            HV = products(V)
+            est = xp.mean(xp.asarray(V) * HV, axis=0)
+            return T.unflatten(tree, _split(est, leaves, xp, ()))
+        if self.method == "hutchinson":
+            V = _rademacher(rng, self.num_samples, n, dtype)
+            return xp.mean(xp.sum(xp.asarray(V) * products(V), axis=1))
+        return _hutchpp(rng, self.num_samples, n, dtype, products, xp)
+
+    def chunk_for(self, args, leaves, tree, xp) -> int:
+        if self.chunk_size is not None:
+            return self.chunk_size
+        key = tuple((tuple(np.shape(a)), str(getattr(a, "dtype", type(a)))) for a in
+                    T.leaves(args))
+        per = self._per_sample.get(key)
+        if per is None:
+            from .api import trace
+
+            v = T.unflatten(tree, [xp.zeros_like(leaf) for leaf in leaves])
+            g = trace(hvp(self.fn, self.argnums), *args, v)
+            per = sum(int(np.prod(o.shape, dtype=np.int64)) * np.dtype(o.dtype).itemsize
+                      for e in g.eqns for o in e.outs)
+            self._per_sample[key] = per = max(per, 1)
+        return max(1, self.memory_budget // per)
+
+
+class _Products:
+    """``V -> H V`` for flat directions ``V`` of shape ``(k, n)``, in chunks, by one
+    vmapped HVP program per chunk shape."""
+
+    def __init__(self, est: _Estimator, args, leaves, tree, xp):
+        self.args, self.leaves, self.tree, self.xp = args, leaves, tree, xp
+        self.chunk = est.chunk_for(args, leaves, tree, xp)
+        key = len(args)
+        prog = est._products.get(key)
+        if prog is None:
+            in_axes = tuple(0 if i == len(args) else None for i in range(len(args) + 1))
+            prog = est._products[key] = vmap(hvp(est.fn, est.argnums), in_axes=in_axes)
+        self.prog = prog
+
+    def __call__(self, V):
+        xp = self.xp
+        V = xp.asarray(V)
+        out = []
+        for lo in range(0, V.shape[0], self.chunk):
+            block = V[lo:lo + self.chunk]
+            v = T.unflatten(self.tree, _split(block, self.leaves, xp, (block.shape[0],)))
+            hv = self.prog(*self.args, v)
+            out.append(xp.concatenate([xp.reshape(h, (block.shape[0], -1))
+                                       for h in T.leaves(hv)], axis=1))
+        return xp.concatenate(out, axis=0)
+
+
+def _split(flat, leaves, xp, lead: tuple) -> list:
+    """Columns of ``flat`` (``lead + (n,)``) split and shaped like ``leaves``."""
+    parts, start = [], 0
+    for leaf in leaves:
+        shape = tuple(np.shape(leaf))
+        m = int(np.prod(shape, dtype=np.int64))
+        part = flat[..., start:start + m]
+        parts.append(xp.reshape(part, lead + shape).astype(leaf.dtype, copy=False))
+        start += m
+    return parts
+
+
+def _rademacher(rng, k: int, n: int, dtype):
+    return (rng.integers(0, 2, size=(k, n)) * 2 - 1).astype(dtype)
+
+
+def _hutchpp(rng, m: int, n: int, dtype, products, xp):
+    """Hutch++ with ``m`` products: ``k = m // 3`` sketch and ``k`` range products, the
+    remaining ``m - 2k`` for Hutchinson on the complement of the range."""
+    k = m // 3
+    S = _rademacher(rng, k, n, dtype)
+    Y = products(S)                              # (k, n): rows are H s
+    Q, _ = xp.linalg.qr(Y.T)                     # (n, k): orthonormal basis of the range
+    HQ = products(Q.T)                           # (k, n)
+    exact = xp.sum(Q.T * HQ)                     # tr(Q^T H Q)
+    g = m - 2 * k
+    G = xp.asarray(_rademacher(rng, g, n, dtype))
+    G = G - (G @ Q) @ Q.T                        # (I - Q Q^T) g
+    rest = xp.sum(G * products(G)) / g
+    return exact + rest
+
+
+def _xp_of(leaves):
+    from .backends import array_backend
+
+    b = array_backend(leaves[0]) if leaves else None
+    if b is None or b.is_sparse(leaves[0]):
+        raise DualgpuError("hessian_trace/hessian_diag: the differentiated argument must "
+                           "hold dense arrays")
+    return b.xp
+
+
+def _positive_int(v, name):
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+        raise DualgpuError(f"hessian_trace/hessian_diag: {name} must be a positive int, "
+                           f"got {v!r}")

@@ -1,0 +1,592 @@
+"""Forward Laplacian: ``curvature_graph(g, wrt)`` maps the inputs to the outputs and their
+Laplacians (or their Hessian diagonals), propagated forward in one pass.
+
+Every value ``y`` that depends on the differentiated inputs carries a *jet*
+``(y, J, S)``: ``J`` has one extra leading axis of size ``D`` (the input coordinates, the
+differentiated inputs flattened) with ``J[d] = dy/dx_d``, and ``S`` is the second-order part:
+
+* Laplacian mode: ``S = sum_d d2y/dx_d2`` (shaped like ``y``) -- the forward Laplacian of
+  Li et al. 2023 (collapsed Taylor mode: the sum over ``d`` is taken at every step, so no
+  value carries ``D`` second derivatives);
+* diagonal mode: ``S[d] = d2y/dx_d2`` (a leading ``D`` axis, like ``J``).
+
+Both modes are one machinery: they differ only in whether the pairing of two Jacobians
+``<J_a, J_b>`` sums over ``d`` (Laplacian) or keeps it (diagonal), and in whether ``S`` has
+the ``D`` axis (so that linear ops apply to it batched). ``None`` is a symbolic zero for
+``J`` and ``S`` (the inputs themselves have ``S = None``).
+
+Rules, chosen by what the registry says of an op (first match wins):
+
+* a rule of :data:`JET_RULES` (selection, dtype casts, complex parts, pad, max/min
+  reductions, polygamma, and the multilinear products matmul, einsum, spmm, sddmm:
+  ``S(AB) = S_A B + A S_B + 2 <J_A, J_B>``);
+* ``Flag.LINEAR`` ops: the op applied to ``J`` (through the vmap batching rules, which
+  apply an op to a value with one extra leading axis) and to ``S``;
+* elementwise ops with ``partials`` (``rules/elementwise.defpartials``): first partials
+  ``f_i`` as written, second partials ``f_ij`` by differentiating those (a forward pass of
+  JVP rules over the traced partials), then
+  ``S_y = sum_i f_i S_i + sum_ij f_ij <J_i, J_j>``;
+* everything else (a custom op, the linear-algebra decompositions, products along an axis,
+  complex inputs of elementwise ops): :func:`fallback_rule`, the op's JVP differentiated
+  once more and batched over ``D`` -- exact, but a larger graph.
+
+Departure from the design note: the second partials come from a forward pass of the
+existing JVP rules over a small traced graph of the partials, with a unit tangent per
+operand, rather than from a new table; a constant partial (``add``'s ``1``) has a symbolic
+zero derivative, so linear arithmetic records no curvature terms at all.
+
+Example::
+
+    >>> g = dg.trace(lambda x: np.sum(x ** 3), np.ones(2))
+    >>> lap = curvature_graph(g, [True])
+    >>> [float(v) for v in eval_graph(lap, [np.array([1.0, 2.0])])]  # value, Laplacian
+    [9.0, 18.0]
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .. import numpy_api as dnp
+from ..core.flags import Flag
+from ..core.interpret import eval_graph, read
+from ..core.ir import Eqn, Graph, Var
+from ..core.trace import Tracer, trace_to_graph
+from ..errors import DualgpuError
+from ..ops import elementwise as _ew
+from ..ops import linalg as _la
+from ..ops import reductions as _red
+from ..ops import shape as _sh
+from ..ops import sparse as _sp
+from ._gc import collector_paused
+from .jvp import jvp_graph, jvp_rule
+from .simplify import dce, simplify
+from .vmap import batch_graph, rule_for
+
+__all__ = ["curvature_graph", "uses_fallback", "JET_RULES"]
+
+
+class Mode:
+    """Laplacian (``diag=False``) or Hessian-diagonal (``diag=True``) propagation over
+    ``D`` input coordinates."""
+
+    def __init__(self, diag: bool, size: int):
+        self.diag = diag
+        self.size = size
+
+    def pair(self, a, b, rank: int = 0):
+        """``<a, b>``: the product of two Jacobians, summed over ``d`` unless diagonal (then
+        lifted to at least ``rank`` per-coordinate axes, to broadcast with the output)."""
+        rank = max(a.ndim - 1, b.ndim - 1, rank if self.diag else 0)
+        prod = dnp.multiply(lift(a, rank), lift(b, rank))
+        return prod if self.diag else dnp.sum(prod, axis=0)
+
+    def lift_s(self, s, rank):
+        """``S`` ready to broadcast against values of per-coordinate rank ``rank``."""
+        return lift(s, rank) if self.diag else s
+
+
+# ------------------------------------------------------------------------------ helpers
+def lift(j, rank: int):
+    """``(D, *s)`` reshaped to ``(D, 1, ..., 1, *s)`` of rank ``rank + 1``."""
+    s = tuple(j.shape[1:])
+    if len(s) >= rank:
+        return j
+    return dnp.reshape(j, (j.shape[0],) + (1,) * (rank - len(s)) + s)
+
+
+def _fit(x, shape, dtype):
+    if tuple(np.shape(x)) != tuple(shape):
+        x = dnp.broadcast_to(x, shape)
+    if x.dtype != dtype and dtype.kind in "fc":
+        x = dnp.astype(x, dtype)
+    return x
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return dnp.add(a, b)
+
+
+def _is_zero(c) -> bool:
+    return isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0
+
+
+def _scale(c, x):
+    if isinstance(c, (int, float)) and not isinstance(c, bool):
+        if c == 1:
+            return x
+        if c == -1:
+            return dnp.negative(x)
+    return dnp.multiply(c, x)
+
+
+def batched(eqn, args, flags, size, **params):
+    """``eqn``'s op applied to ``args`` of which those flagged carry a leading axis of
+    ``size`` (the vmap batching rule); the result always carries it."""
+    if params:
+        eqn = Eqn(eqn.prim, eqn.inputs, {**eqn.params, **params}, eqn.outs, eqn.source)
+    outs, out_flags = rule_for(eqn.prim)(eqn, list(args), list(flags), size)
+    res = []
+    for o, b, v in zip(outs, out_flags, eqn.outs):
+        res.append(o if b else dnp.broadcast_to(o, (size,) + tuple(v.shape)))
+    return res
+
+
+def _bind(eqn, args, **params):
+    out = eqn.prim.bind(*args, **{**eqn.params, **params})
+    return list(out) if eqn.prim.multiple_results else [out]
+
+
+# Jet = (J, S) or None; a rule returns one jet per output.
+JetRule = Callable[..., list]
+JET_RULES: dict[str, JetRule] = {}
+
+
+def _rule(*names):
+    def register(fn):
+        for n in names:
+            JET_RULES[n] = fn
+        return fn
+
+    return register
+
+
+def rule_kind(prim, values=None) -> str:
+    """Which rule propagates jets through ``prim``: ``"table"``, ``"linear"``,
+    ``"partials"`` or ``"fallback"`` (``values``: the operands, for the complex check)."""
+    if prim.name in JET_RULES and not getattr(prim, "custom", False):
+        return "table"
+    if prim.has(Flag.LINEAR):
+        return "linear"
+    if prim.partials is not None and prim.kind == "elementwise":
+        if values is not None and any(getattr(v, "dtype", np.dtype(float)).kind == "c"
+                                      for v in values):
+            return "fallback"  # the partials are real-valued forms (absolute, say)
+        return "partials"
+    return "fallback"
+
+
+def uses_fallback(prim) -> bool:
+    """True when jets go through ``prim`` by the nested-JVP fallback (real operands)."""
+    return rule_kind(prim) == "fallback"
+
+
+# ------------------------------------------------------------------------------ linear
+def linear_rule(eqn, values, jets, mode):
+    """An op linear in its floating operands: applied to ``J`` (batched) and to ``S``."""
+    slots = [i for i, v in enumerate(values) if getattr(v, "dtype", None) is not None
+             and np.dtype(v.dtype).kind in "fc"]
+    D = mode.size
+
+    def operands(part, batched_part):
+        args, flags, any_set = list(values), [False] * len(values), False
+        for i in slots:
+            x = jets[i][part] if jets[i] is not None else None
+            if x is None:
+                args[i] = dnp.zeros_like(values[i])
+            else:
+                args[i], flags[i], any_set = x, batched_part, True
+        return args, flags, any_set
+
+    args, flags, any_j = operands(0, True)
+    J = batched(eqn, args, flags, D)[0] if any_j else None
+    args, flags, any_s = operands(1, mode.diag)
+    S = None
+    if any_s:
+        S = batched(eqn, args, flags, D)[0] if mode.diag else _bind(eqn, args)[0]
+    return [(J, S)]
+
+
+# ------------------------------------------------------------------------------ partials
+def _forward_tangents(graph: Graph, args: list, tangents: list) -> list:
+    """The output tangents of ``graph`` (JVP rules; ``None`` stays a symbolic zero)."""
+    env, tenv = {}, {}
+    for v, a, t in zip(graph.inputs, args, tangents):
+        env[v.id], tenv[v.id] = a, t
+    for eqn in graph.eqns:
+        ps = [read(env, a) for a in eqn.inputs]
+        ts = [tenv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
+        outs, outs_t = jvp_rule(eqn, ps, ts)
+        for v, o, t in zip(eqn.outs, outs, outs_t):
+            env[v.id], tenv[v.id] = o, t
+    return [tenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
+
+
+def _sub_trace(fn, values):
+    """Trace ``fn(*values)`` with the traced operands as inputs (the others closed over):
+    ``(graph, positions of the traced operands)``."""
+    pos = [i for i, v in enumerate(values) if isinstance(v, Tracer)]
+
+    def call(*xs):
+        full = list(values)
+        for i, x in zip(pos, xs):
+            full[i] = x
+        return fn(*full)
+
+    xp = values[pos[0]]._builder.xp
+    graph, _ = trace_to_graph(call, [values[i].aval for i in pos], xp, name="op")
+    return graph, pos
+
+
+def partials_rule(eqn, values, jets, mode):
+    """``J_y = sum_i f_i J_i``; ``S_y = sum_i f_i S_i + sum_ij f_ij <J_i, J_j>``."""
+    prim, params = eqn.prim, eqn.params
+    active = [i for i, j in enumerate(jets) if j is not None]
+
+    def first_partials(*xs):
+        ans = prim.bind(*xs, **params)
+        return [prim.partials[i](*xs, ans) for i in active]
+
+    sub, pos = _sub_trace(first_partials, values)
+    traced = [values[i] for i in pos]
+    f = eval_graph(sub, traced)
+    y = prim.bind(*values, **params)
+    shape, dtype = tuple(y.shape), y.dtype
+    D = mode.size
+    rank = len(shape)
+    J = S = None
+    for k, i in enumerate(active):
+        Ji, Si = jets[i]
+        if _is_zero(f[k]):
+            continue
+        J = _add(J, _scale(f[k], lift(Ji, rank)))
+        if Si is not None:
+            S = _add(S, _scale(f[k], mode.lift_s(Si, rank)))
+    for b, j in enumerate(active):  # f_ij = d f_i / d x_j, for i <= j
+        unit = [None] * len(pos)
+        unit[pos.index(j)] = dnp.ones_like(values[j])
+        f_j = _forward_tangents(sub, traced, unit)
+        for a, i in enumerate(active[:b + 1]):
+            fij = f_j[a]
+            if fij is None:
+                continue
+            term = dnp.multiply(fij, mode.pair(jets[i][0], jets[j][0], rank))
+            S = _add(S, term if i == j else dnp.multiply(2, term))
+    if J is not None:
+        J = _fit(J, (D,) + shape, dtype)
+    if S is not None:
+        S = _fit(S, ((D,) if mode.diag else ()) + shape, dtype)
+    return [(J, S)]
+
+
+# ------------------------------------------------------------------------------ fallback
+def fallback_rule(eqn, values, jets, mode):
+    """Any op: ``J_y[d] = g'[J[d]]`` and ``S_y = g'[S] + <g''[J[d], J[d]]>_d``, from the
+    op's JVP rule and the JVP of that, batched over the ``D`` coordinates."""
+    sub, pos = _sub_trace(lambda *xs: eqn.prim.bind(*xs, **eqn.params), values)
+    traced = [values[i] for i in pos]
+    wrt = [jets[i] is not None for i in pos]
+    act = [i for i in pos if jets[i] is not None]
+    n_out, n_in, n_t = len(sub.outputs), len(pos), len(act)
+    first = jvp_graph(sub, wrt)  # (xs, ts) -> (ys, g'[t])
+    tangent_part = Graph(first.inputs, first.outputs[n_out:], first.eqns, xp=first.xp)
+    second = jvp_graph(dce(tangent_part), wrt + [False] * n_t)  # (xs, ts, x_dots)
+
+    def both(*a):  # (xs, ts) -> (g'[t], g''[t, t])
+        return eval_graph(second, list(a) + list(a[n_in:]))
+
+    pair, _ = trace_to_graph(both, [v.aval for v in second.inputs[:n_in + n_t]], first.xp)
+    D = mode.size
+    pb, _ = batch_graph(simplify(pair), [None] * n_in + [0] * n_t, D, [0] * (2 * n_out))
+    outs = eval_graph(pb, traced + [jets[i][0] for i in act])
+    Js, curv = outs[:n_out], outs[n_out:]
+    Ss = curv if mode.diag else [dnp.sum(c, axis=0) for c in curv]
+    if any(jets[i][1] is not None for i in act):
+        ss = [jets[i][1] if jets[i][1] is not None else
+              dnp.broadcast_to(dnp.zeros_like(values[i]),
+                               ((D,) if mode.diag else ()) + tuple(values[i].shape))
+              for i in act]
+        if mode.diag:
+            tb, _ = batch_graph(first, [None] * n_in + [0] * n_t, D, [0] * (2 * n_out))
+            lin = eval_graph(tb, traced + ss)[n_out:]
+        else:
+            lin = eval_graph(first, traced + ss)[n_out:]
+        Ss = [dnp.add(s, t) for s, t in zip(Ss, lin)]
+    res = []
+    for v, J, S in zip(eqn.outs, Js, Ss):
+        res.append((J, S) if v.dtype.kind in "fc" else None)
+    return res
+
+
+# ------------------------------------------------------------------------------ table
+@_rule("where")
+def _where_rule(eqn, values, jets, mode):
+    c, x, y = values
+    ans = _ew.where.bind(c, x, y)
+    shape, D = tuple(ans.shape), mode.size
+    rank = len(shape)
+
+    def select(part, batched_part):
+        jx = jets[1][part] if jets[1] is not None else None
+        jy = jets[2][part] if jets[2] is not None else None
+        if jx is None and jy is None:
+            return None
+        lead = (D,) if batched_part else ()
+        jx = 0.0 if jx is None else (lift(jx, rank) if batched_part else jx)
+        jy = 0.0 if jy is None else (lift(jy, rank) if batched_part else jy)
+        return _fit(dnp.where(c, jx, jy), lead + shape, ans.dtype)
+
+    return [(select(0, True), select(1, mode.diag))]
+
+
+@_rule("convert_element_type", "real", "imag", "conj")
+def _cast_rule(eqn, values, jets, mode):
+    """Linear over the reals: applied to ``J`` and ``S`` (a real tangent of a complex
+    value is made complex first, as the JVP rules do)."""
+    def apply(x):
+        if x is None:
+            return None
+        if eqn.prim.name in ("real", "imag", "conj") and x.dtype.kind != "c":
+            x = dnp.astype(x, values[0].dtype)
+        out = eqn.prim.bind(x, **eqn.params)
+        if eqn.outs[0].dtype.kind not in "fc":
+            return None
+        return out
+
+    J, S = jets[0]
+    return [(apply(J), apply(S))]
+
+
+@_rule("stop_gradient")
+def _stop_rule(eqn, values, jets, mode):
+    return [None]
+
+
+@_rule("pad")
+def _pad_rule(eqn, values, jets, mode):
+    J, S = jets[0]
+    D = mode.size
+    Jy = batched(eqn, [J], [True], D, value=0)[0]
+    Sy = None
+    if S is not None:
+        Sy = (batched(eqn, [S], [True], D, value=0)[0] if mode.diag
+              else _bind(eqn, [S], value=0)[0])
+    return [(Jy, Sy)]
+
+
+@_rule("reduce_max", "reduce_min")
+def _extremum_rule(eqn, values, jets, mode):
+    """Locally a weighted selection (ties share the weight): linear, no curvature."""
+    x = values[0]
+    axes = eqn.params["axes"]
+    ans = eqn.prim.bind(x, axes=axes)
+    keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    hit = dnp.astype(dnp.equal(x, dnp.reshape(ans, keep)), x.dtype)
+    w = dnp.true_divide(hit, dnp.reshape(_red.reduce_sum.bind(hit, axes=axes), keep))
+    J, S = jets[0]
+    Jy = _red.reduce_sum.bind(dnp.multiply(w, J), axes=tuple(a + 1 for a in axes))
+    Sy = None
+    if S is not None:
+        s_axes = tuple(a + 1 for a in axes) if mode.diag else axes
+        Sy = _red.reduce_sum.bind(dnp.multiply(w, S), axes=s_axes)
+    return [(Jy, Sy)]
+
+
+@_rule("polygamma")
+def _polygamma_rule(eqn, values, jets, mode):
+    x, n = values[0], eqn.params["n"]
+    ans = _ew.polygamma.bind(x, n=n)
+    d1 = _ew.polygamma.bind(x, n=n + 1)
+    d2 = _ew.polygamma.bind(x, n=n + 2)
+    J, S = jets[0]
+    Sy = dnp.multiply(d2, mode.pair(J, J))
+    if S is not None:
+        Sy = dnp.add(Sy, dnp.multiply(d1, S))
+    return [(dnp.multiply(d1, J), _fit(Sy, ((mode.size,) if mode.diag else ()) +
+                                       tuple(ans.shape), ans.dtype))]
+
+
+def multilinear_rule(eqn, values, jets, mode, linear=(0, 1), cross=None):
+    """An op linear in each operand at ``linear``: ``J_y = sum_i op(.., J_i, ..)``,
+    ``S_y = sum_i op(.., S_i, ..) + 2 sum_{i<j} <op(.., J_i, .., J_j, ..)>``; ``cross``
+    computes one pairing term (default: the op batched over both, summed over ``d``)."""
+    D = mode.size
+    act = [i for i in linear if jets[i] is not None]
+    J = S = None
+    for i in act:
+        args, flags = list(values), [False] * len(values)
+        args[i], flags[i] = jets[i][0], True
+        J = _add(J, batched(eqn, args, flags, D)[0])
+        if jets[i][1] is not None:
+            args[i], flags[i] = jets[i][1], mode.diag
+            S = _add(S, batched(eqn, args, flags, D)[0] if mode.diag else _bind(eqn, args)[0])
+    for a, i in enumerate(act):
+        for j in act[a + 1:]:
+            term = (cross or _batched_cross)(eqn, values, i, j, jets[i][0], jets[j][0], mode)
+            S = _add(S, dnp.multiply(2, term))
+    return [(J, S)]
+
+
+def _batched_cross(eqn, values, i, j, Ji, Jj, mode):
+    args, flags = list(values), [False] * len(values)
+    args[i], args[j], flags[i], flags[j] = Ji, Jj, True, True
+    out = batched(eqn, args, flags, mode.size)[0]
+    return out if mode.diag else dnp.sum(out, axis=0)
+
+
+def _matmul_cross(eqn, values, i, j, Ja, Jb, mode):
+    """``sum_d J_A[d] @ J_B[d]`` for 2-d operands is one GEMM of inner size ``D*k``."""
+    if mode.diag or Ja.ndim != 3 or Jb.ndim != 3:
+        return _batched_cross(eqn, values, i, j, Ja, Jb, mode)
+    D, m, k = Ja.shape
+    n = Jb.shape[2]
+    wide = dnp.reshape(dnp.transpose(Ja, (1, 0, 2)), (m, D * k))
+    return _la.matmul.bind(wide, dnp.reshape(Jb, (D * k, n)))
+
+
+def _einsum_cross(eqn, values, i, j, Ji, Jj, mode):
+    """One einsum with the coordinate axis on both operands (kept only if diagonal)."""
+    spec = eqn.params["spec"]
+    letter = next(c for c in "dpqrstuvwxyzabcefghijklmno" if c not in spec)
+    ins, out = spec.split("->")
+    specs = ins.split(",")
+    specs[i], specs[j] = letter + specs[i], letter + specs[j]
+    args = list(values)
+    args[i], args[j] = Ji, Jj
+    return _la.einsum.bind(*args, spec=",".join(specs) + "->" + (letter if mode.diag else "")
+                           + out)
+
+
+JET_RULES["matmul"] = lambda eqn, values, jets, mode: multilinear_rule(
+    eqn, values, jets, mode, cross=_matmul_cross)
+JET_RULES["einsum"] = lambda eqn, values, jets, mode: multilinear_rule(
+    eqn, values, jets, mode, linear=tuple(range(len(values))), cross=_einsum_cross)
+JET_RULES[_sp.spmm.name] = multilinear_rule
+JET_RULES[_sp.sddmm.name] = multilinear_rule
+assert _sh.getitem.has(Flag.LINEAR)  # the shape ops go by their flag
+
+
+def jet_rule(eqn, values, jets, mode) -> list:
+    """One equation: its outputs (recorded) and their jets."""
+    prim = eqn.prim
+    if not prim.differentiable or all(j is None for j in jets):
+        return _bind(eqn, values), [None] * len(eqn.outs)
+    kind = rule_kind(prim, values)
+    rule = {"table": lambda *a: JET_RULES[prim.name](*a), "linear": linear_rule,
+            "partials": partials_rule, "fallback": fallback_rule}[kind]
+    out_jets = rule(eqn, values, jets, mode)
+    return _bind(eqn, values), out_jets
+
+
+# ------------------------------------------------------------------------------ the graph
+def coordinate_layout(graph: Graph, wrt: Sequence[bool], batch_axes=None):
+    """Per differentiated input: ``(input index, instance shape, offset)``, and ``D``."""
+    layout, offset = [], 0
+    for k, (v, w) in enumerate(zip(graph.inputs, wrt)):
+        if not w:
+            continue
+        axes = _batch_axes(v, batch_axes)
+        inst = tuple(s for a, s in enumerate(v.shape) if a not in axes)
+        layout.append((k, inst, offset))
+        offset += int(np.prod(inst, dtype=np.int64))
+    return layout, offset
+
+
+def _batch_axes(v, batch_axes) -> tuple:
+    if batch_axes is None:
+        return ()
+    return tuple(a % v.ndim for a in batch_axes)
+
+
+def _seed(x, inst, offset, D, axes):
+    """``J`` of an input: rows ``offset..`` of the identity over its instance axes,
+    broadcast along its batch axes (recorded as a broadcast of a small constant, which the
+    fused kernels read as a view)."""
+    n = int(np.prod(inst, dtype=np.int64))
+    eye = np.zeros((D, n), dtype=x.dtype)
+    eye[offset:offset + n] = np.eye(n, dtype=x.dtype)
+    eye = eye.reshape([D] + [1 if a in axes else s for a, s in enumerate(x.shape)])
+    full = (D,) + tuple(x.shape)
+    if eye.shape == full:
+        return _record_const(x, eye)
+    return x._builder.record(_sh.broadcast_to, [eye], {"shape": full})
+
+
+def _record_const(x, value):
+    """``value`` as a graph value of ``x``'s trace."""
+    return x._builder.record(_sh.reshape, [value], {"new_shape": tuple(value.shape)})
+
+
+@collector_paused()
+def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bool = False,
+                    batch_axes: Sequence[int] | None = None) -> Graph:
+    """A graph computing ``(*outputs, *curvatures)`` from the inputs.
+
+    Laplacian mode: one Laplacian per output, shaped like it. Diagonal mode: for each output
+    ``o`` and each differentiated input ``x`` (output major) the pure second derivatives,
+    shaped ``o.shape + x.shape`` -- or shaped like ``x`` with ``batch_axes`` (then each
+    instance has its own coordinates: ``f`` must be separable over the batch axes, which
+    the caller checks, and its output has one value per instance).
+    """
+    if wrt is None:
+        wrt = [v.dtype.kind == "f" for v in graph.inputs]
+    for v, w in zip(graph.inputs, wrt):
+        if w and v.dtype.kind != "f":
+            raise DualgpuError(f"laplacian/hessian_diag: a differentiated input has dtype "
+                               f"{v.dtype}; only real floating-point inputs")
+    layout, D = coordinate_layout(graph, wrt, batch_axes)
+    mode = Mode(diag, D)
+    avals = [v.aval for v in graph.inputs]
+
+    def run(*args):
+        env, jenv = {}, {}
+        for v, a in zip(graph.inputs, args):
+            env[v.id] = a
+        for k, inst, off in layout:
+            v = graph.inputs[k]
+            jenv[v.id] = (_seed(args[k], inst, off, D, _batch_axes(v, batch_axes)), None)
+        for eqn in graph.eqns:
+            values = [read(env, a) for a in eqn.inputs]
+            jets = [jenv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
+            outs, out_jets = jet_rule(eqn, values, jets, mode)
+            for v, o, j in zip(eqn.outs, outs, out_jets):
+                env[v.id] = o
+                if j is not None and (j[0] is not None or j[1] is not None):
+                    jenv[v.id] = j
+        outs = [read(env, a) for a in graph.outputs]
+        jets = [jenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
+        if not diag:
+            return outs + [_zeros_or(j[1] if j else None, o) for j, o in zip(jets, outs)]
+        blocks = []
+        for j, o in zip(jets, outs):
+            for k, inst, off in layout:
+                blocks.append(_diag_block(j, o, graph.inputs[k], inst, off, D, batch_axes))
+        return outs + blocks
+
+    new, _ = trace_to_graph(run, avals, graph.xp, name=f"{'hdiag' if diag else 'lap'}_"
+                            f"{graph.name}", input_names=graph.input_names)
+    return simplify(new)
+
+
+def _zeros_or(s, o):
+    if s is not None:
+        return _fit(s, tuple(np.shape(o)), o.dtype)
+    return dnp.zeros_like(o) if isinstance(o, Tracer) else dnp.zeros_like(dnp.asarray(o))
+
+
+def _diag_block(jet, o, x, inst, off, D, batch_axes):
+    """Rows ``off..`` of ``S`` (``(D, *o.shape)``), laid out as ``o.shape + x.shape``, or
+    as ``x.shape`` with batch axes."""
+    o_shape = tuple(np.shape(o))
+    n = int(np.prod(inst, dtype=np.int64))
+    S = jet[1] if jet is not None else None
+    if S is None:
+        S = dnp.broadcast_to(dnp.zeros_like(o), (D,) + o_shape)
+    block = dnp.reshape(dnp.getitem(S, (slice(off, off + n),)), tuple(inst) + o_shape)
+    ni, no = len(inst), len(o_shape)
+    if batch_axes is None:
+        return dnp.transpose(block, list(range(ni, ni + no)) + list(range(ni)))
+    axes = _batch_axes(x, batch_axes)
+    perm, k = [], 0
+    for a in range(x.ndim):
+        if a in axes:
+            perm.append(ni + axes.index(a))
+        else:
+            perm.append(k)
+            k += 1
+    return dnp.transpose(block, perm)

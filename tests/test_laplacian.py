@@ -1,0 +1,217 @@
+"""dg.laplacian and dg.hessian_diag (exact, forward propagation): every differentiable entry
+of the registry table (tests/test_registry.py SPECS) against the dense Hessian and against
+central differences of the gradient, in float64; which ops use the nested-JVP fallback;
+batch_axes per instance against a loop; pytrees and tuple argnums; compositions with grad
+and jit; the cached-call invariant; errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_registry import SPECS
+from test_vmap import _SETTINGS
+
+import dualgpu as dg
+from dualgpu import numpy_api as dnp
+from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
+from dualgpu.transforms.laplacian import uses_fallback
+
+DIFF_SPECS = sorted(n for n, s in SPECS.items() if s.kind == "diff")
+# ops that go through the nested-JVP fallback: exact, but no dedicated rule (yet)
+FALLBACK_OPS = {"reduce_prod", "cumprod", "inv", "solve", "det", "slogdet", "cholesky"}
+
+
+def scalarized(f, ybar):
+    return lambda *a: dnp.sum(dnp.multiply(f(*a), ybar))
+
+
+def fd_hessian_diag(g, args, i, eps=1e-5):
+    """Central differences of the gradient: the diagonal of d(grad)/dx."""
+    x = np.asarray(args[i], dtype=np.float64)
+    grad = dg.grad(g, argnums=i)
+    out = np.zeros(x.shape)
+    for idx in np.ndindex(x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[idx] += eps
+        lo[idx] -= eps
+        a_hi = args[:i] + (hi,) + args[i + 1:]
+        a_lo = args[:i] + (lo,) + args[i + 1:]
+        out[idx] = (np.asarray(grad(*a_hi))[idx] - np.asarray(grad(*a_lo))[idx]) / (2 * eps)
+    return out
+
+
+@pytest.mark.parametrize("name", DIFF_SPECS)
+@settings(max_examples=3, **_SETTINGS)
+@given(data=st.data())
+def test_laplacian_and_diag_match_dense_hessian(name, data):
+    s = SPECS[name]
+    f, args = s.build(data, np.float64)
+    out = np.asarray(f(*args))
+    ybar = np.random.default_rng(3).standard_normal(out.shape)
+    g = scalarized(f, ybar)
+    for i, a in enumerate(args):
+        if np.asarray(a).dtype.kind != "f" or np.size(a) == 0:
+            continue
+        H = np.asarray(dg.hessian(g, argnums=i)(*args)).reshape(np.size(a), np.size(a))
+        want = np.diag(H).reshape(np.shape(a))
+        lap = np.asarray(dg.laplacian(f, argnums=i)(*args))
+        assert lap.shape == out.shape
+        np.testing.assert_allclose(np.sum(lap * ybar), np.trace(H), rtol=1e-7, atol=1e-8)
+        diag = np.asarray(dg.hessian_diag(f, argnums=i)(*args))
+        assert diag.shape == out.shape + np.shape(a)
+        got = np.tensordot(ybar, diag, axes=out.ndim)
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-8)
+        tol = s.f64_tol.get("rtol", 1e-5)
+        np.testing.assert_allclose(got, fd_hessian_diag(g, args, i), rtol=max(tol, 1e-4),
+                                   atol=1e-4)
+
+
+def test_which_ops_fall_back():
+    """Every built-in differentiable op has a dedicated jet rule except the listed ones."""
+    builtin = {n: p for n, p in REGISTRY.items() if not getattr(p, "custom", False)
+               and n not in NON_DIFFERENTIABLE}
+    fallback = {n for n, p in builtin.items() if uses_fallback(p)}
+    assert fallback == FALLBACK_OPS
+
+
+def test_tanh_mlp_against_dense():
+    rng = np.random.default_rng(0)
+    Ws = [rng.standard_normal((5, 7)) / 2, rng.standard_normal((7, 6)) / 2,
+          rng.standard_normal((6, 1)) / 2]
+
+    def u(x):
+        h = x
+        for W in Ws[:-1]:
+            h = np.tanh(h @ W)
+        return np.sum(h @ Ws[-1])
+
+    x = rng.standard_normal(5)
+    H = dg.hessian(u)(x)
+    np.testing.assert_allclose(dg.laplacian(u)(x), np.trace(H), rtol=1e-10)
+    np.testing.assert_allclose(dg.hessian_diag(u)(x), np.diag(H), rtol=1e-10)
+    np.testing.assert_allclose(dg.hessian_trace(u)(x), np.trace(H), rtol=1e-10)
+
+
+def _points_mlp(rng, d):
+    W1, W2 = rng.standard_normal((d, 6)) / 2, rng.standard_normal((6, 1)) / 2
+
+    def u(x):  # x: (points, d) -> (points,)
+        return (np.tanh(x @ W1) @ W2)[:, 0] + np.sum(x ** 3, axis=1)
+
+    def u_one(p):
+        return np.sum(np.tanh(p @ W1) @ W2) + np.sum(p ** 3)
+
+    return u, u_one
+
+
+def test_batch_axes_per_point_against_loop():
+    rng = np.random.default_rng(1)
+    u, u_one = _points_mlp(rng, 3)
+    X = rng.standard_normal((8, 3))
+    lap = dg.laplacian(u, batch_axes=0)(X)
+    diag = dg.hessian_diag(u, batch_axes=0)(X)
+    assert lap.shape == (8,) and diag.shape == X.shape
+    for p in range(8):
+        H = dg.hessian(u_one)(X[p])
+        np.testing.assert_allclose(lap[p], np.trace(H), rtol=1e-10)
+        np.testing.assert_allclose(diag[p], np.diag(H), rtol=1e-10)
+    # instances along the last axis, coordinates first
+    lap_t = dg.laplacian(lambda xt: u(xt.T), batch_axes=1)(X.T)
+    np.testing.assert_allclose(lap_t, lap, rtol=1e-12)
+    np.testing.assert_allclose(dg.hessian_diag(lambda xt: u(xt.T), batch_axes=(1,))(X.T),
+                               diag.T, rtol=1e-12)
+
+
+def test_batch_axes_coupling_is_refused():
+    with pytest.raises(dg.SeparabilityError):
+        dg.laplacian(lambda x: np.sum(x, axis=0) * np.sum(x ** 2), batch_axes=1)(
+            np.ones((3, 4)))
+
+
+def test_non_scalar_output_is_per_element():
+    x = np.array([0.5, -1.0, 2.0])
+    f = lambda x: np.sin(x) * np.sum(x ** 2)
+    lap = dg.laplacian(f)(x)
+    for k in range(3):
+        H = dg.hessian(lambda x, k=k: f(x)[k])(x)
+        np.testing.assert_allclose(lap[k], np.trace(H), rtol=1e-10)
+    diag = dg.hessian_diag(f)(x)
+    assert diag.shape == (3, 3)
+    np.testing.assert_allclose(diag[1], np.diag(dg.hessian(lambda x: f(x)[1])(x)), rtol=1e-10)
+
+
+def test_pytrees_and_tuple_argnums():
+    p = {"a": np.array([0.3, 0.7]), "b": np.array(1.5)}
+    y = np.array([2.0, -1.0])
+    f = lambda p, y: np.sum(np.sin(p["a"] * p["b"]) * y ** 2)
+    flat = lambda a, b, y: f({"a": a, "b": b}, y)
+    d = dg.hessian_diag(f)(p, y)
+    np.testing.assert_allclose(d["a"], np.diag(dg.hessian(flat, 0)(p["a"], p["b"], y)))
+    np.testing.assert_allclose(d["b"], dg.hessian(flat, 1)(p["a"], p["b"], y))
+    da, dy = dg.hessian_diag(f, argnums=(0, 1))(p, y)
+    np.testing.assert_allclose(dy, np.diag(dg.hessian(flat, 2)(p["a"], p["b"], y)))
+    lap = dg.laplacian(f, argnums=(0, 1))(p, y)
+    np.testing.assert_allclose(lap, np.sum(d["a"]) + d["b"] + np.sum(dy), rtol=1e-12)
+
+
+def test_composes_with_grad_and_jit():
+    """d/dw of the Laplacian (a PINN loss) against finite differences; jit of it."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((4, 2))
+
+    def loss(w):
+        u = lambda x: np.tanh(x @ w[:2] + w[2]) * np.sum(x ** 2, axis=1)
+        return np.mean(dg.laplacian(u, batch_axes=0)(X) ** 2)
+
+    w = np.array([0.4, -0.3, 0.2])
+    g = dg.grad(loss)(w)
+    eps = 1e-6
+    fd = [(loss(w + eps * e) - loss(w - eps * e)) / (2 * eps) for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(dg.jit(loss)(w), loss(w), rtol=1e-12)
+    dg.testing.check_grads(loss, (w,), order=1)
+
+
+def test_cached_call_equals_fresh_build():
+    f = lambda x: np.sum(np.exp(np.sin(x)) * x)
+    lap = dg.laplacian(f)
+    x1, x2 = np.array([0.1, 0.2]), np.array([1.0, -0.5])
+    first = lap(x1)
+    second = lap(x2)          # cached program, new values
+    dg.clear_cache()
+    np.testing.assert_array_equal(second, dg.laplacian(f)(x2))
+    np.testing.assert_array_equal(first, lap(x1))
+
+
+def test_graph_prints_and_float32_stays_float32():
+    g = dg.trace(dg.laplacian(lambda x: np.sum(np.tanh(x) ** 2)), np.ones(3, np.float32))
+    assert "tanh" in str(g)
+    assert all(o.dtype == np.float32 for o in g.outputs)
+    out = dg.laplacian(lambda x: np.sum(np.tanh(x) ** 2))(np.ones(3, np.float32))
+    assert out.dtype == np.float32
+
+
+def test_linear_function_has_zero_laplacian():
+    A = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(dg.laplacian(lambda x: A @ x)(np.ones(3)), np.zeros(2))
+    np.testing.assert_array_equal(dg.hessian_diag(lambda x: np.sum(A @ x))(np.ones(3)),
+                                  np.zeros(3))
+
+
+def test_custom_op_uses_the_fallback():
+    cube = dg.custom_op("lap_test_cube", lambda xp, x: x ** 3,
+                        vjp=lambda g, p, ans: (3 * p[0] ** 2 * g,))
+    f = lambda x: np.sum(cube(x) * x)
+    x = np.array([0.5, 2.0])
+    np.testing.assert_allclose(dg.hessian_diag(f)(x), 12 * x ** 2, rtol=1e-10)
+    np.testing.assert_allclose(dg.laplacian(f)(x), np.sum(12 * x ** 2), rtol=1e-10)
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(dg.DualgpuError, match="argnums"):
+        dg.laplacian(lambda x: x, argnums="x")
+    with pytest.raises(dg.DualgpuError, match="batch_axes"):
+        dg.laplacian(lambda x: x, batch_axes="0")
+    with pytest.raises(dg.DualgpuError):
+        dg.laplacian(lambda x, n: x * n, argnums=1)(np.ones(2), np.arange(2))
