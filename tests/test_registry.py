@@ -520,6 +520,141 @@ spec("np.clip", composite(lambda x: dnp.clip(x, -0.93, 1.07)))
 spec("nn.xlogy", binary("xlogy", 0.3, 2, 0.3, 2, fn=dg.nn.xlogy))
 
 
+# --------------------------------------------------------------------------- NumPy compositions
+def one_of(options):
+    """A builder drawing one of several ``(name, fn, shape or builder)`` rows: ``fn`` of one
+    array of ``shape`` (or of the arguments ``builder(data, dtype)`` returns)."""
+    def build(data, dtype):
+        _, fn, shape = data.draw(st.sampled_from(options))
+        if callable(shape):
+            return fn, shape(data, dtype)
+        return fn, (draw_array(data, shape, dtype),)
+
+    return build
+
+
+SHAPE_COMPOSITIONS = [
+    ("flipud", dnp.flipud, (3, 2)), ("fliplr", dnp.fliplr, (2, 3)),
+    ("rot90", lambda x: dnp.rot90(x), (2, 3)), ("rot90 k=3", lambda x: dnp.rot90(x, 3), (2, 3)),
+    ("rot90 k=2 axes", lambda x: dnp.rot90(x, 2, axes=(1, 2)), (2, 3, 2)),
+    ("roll", lambda x: dnp.roll(x, 2), (2, 3)),
+    ("roll axes", lambda x: dnp.roll(x, (1, -1), axis=(0, 1)), (2, 3)),
+    ("fftshift", dnp.fftshift, (3, 4)), ("ifftshift", lambda x: dnp.ifftshift(x, axes=0), (3, 4)),
+    ("rollaxis", lambda x: dnp.rollaxis(x, 2), (2, 3, 1)),
+    ("atleast_3d", dnp.atleast_3d, (3,)), ("append", lambda x: dnp.append(x, [1.0, 2.0]), (2, 2)),
+    ("append axis", lambda x: dnp.append(x, x * 2, axis=1), (2, 2)),
+    ("kron", lambda x: dnp.kron(x, x[::-1] + 1.0), (2, 3)),
+    ("column_stack", lambda x: dnp.column_stack([x, x * x, np.ones(3)]), (3,)),
+    ("row_stack", lambda x: dnp.row_stack([x, 2.0 * x]), (3,)),
+    ("dstack", lambda x: dnp.dstack([x, x * x]), (2, 3)),
+    ("array_split", lambda x: dnp.array_split(x, 3)[1] * 2.0, (5, 2)),
+    ("hsplit", lambda x: dnp.hsplit(x, 2)[1] * 2.0, (2, 4)),
+    ("vsplit", lambda x: dnp.vsplit(x, [1])[1] * 2.0, (3, 2)),
+    ("dsplit", lambda x: dnp.dsplit(x, 2)[0] * 2.0, (1, 2, 4)),
+    ("r_", lambda x: np.r_[x, 1.0, x * x], (3,)), ("c_", lambda x: np.c_[x, x * x], (3,)),
+]
+spec("np.flip/rot90/roll/stack/split family", one_of(SHAPE_COMPOSITIONS), prim=None)
+
+
+def two_vectors(n, m):
+    return lambda data, dtype: (draw_array(data, (n,), dtype), draw_array(data, (m,), dtype))
+
+
+DIFFERENCE_COMPOSITIONS = [
+    ("diff", lambda x: dnp.diff(x), (2, 4)), ("diff n=2", lambda x: dnp.diff(x, 2, axis=0), (4, 2)),
+    ("diff prepend", lambda x: dnp.diff(x, prepend=0.5, append=x[..., :1]), (2, 3)),
+    ("ediff1d", lambda x: dnp.ediff1d(x, to_begin=x[0], to_end=[1.0]), (2, 3)),
+    ("gradient", lambda x: dnp.gradient(x, 0.5), (5,)),
+    ("gradient axes", lambda x: dnp.gradient(x, axis=1, edge_order=2), (2, 4)),
+    ("gradient coords", lambda x: dnp.gradient(x, np.array([0.0, 0.5, 1.5, 1.75]), axis=0,
+                                               edge_order=2), (4, 3)),
+    ("cross", lambda a, b: dnp.cross(a, b), lambda d, t: (draw_array(d, (2, 3), t),
+                                                          draw_array(d, (3,), t))),
+    ("cross 2d", lambda a, b: dnp.cross(a, b), two_vectors(2, 3)),
+    ("cross axis", lambda a, b: dnp.cross(a, b, axisa=0, axisc=0),
+     lambda d, t: (draw_array(d, (3, 2), t), draw_array(d, (2, 3), t))),
+]
+for _mode in ("full", "same", "valid"):
+    for _n, _m in ((5, 3), (2, 4), (3, 3)):
+        DIFFERENCE_COMPOSITIONS += [
+            (f"convolve {_mode}", lambda a, v, mode=_mode: dnp.convolve(a, v, mode),
+             two_vectors(_n, _m)),
+            (f"correlate {_mode}", lambda a, v, mode=_mode: dnp.correlate(a, v, mode),
+             two_vectors(_n, _m))]
+spec("np.diff/gradient/cross/convolve family", one_of(DIFFERENCE_COMPOSITIONS), prim=None)
+
+
+def with_nonfinite(data, dtype):
+    x = draw_array(data, (3, 4), dtype, 0.3, 2.0)
+    x[seed(data).random((3, 4)) > 0.7] = np.nan
+    x[0, 0], x[1, 1] = np.inf, -np.inf
+    x[2, :] = np.nan  # an all-NaN row
+    return (x,)
+
+
+def with_nan(data, dtype):
+    x = draw_array(data, (3, 4), dtype, 0.3, 2.0)
+    x[seed(data).random((3, 4)) > 0.7] = np.nan
+    x[:, 0] = 1.0 + np.arange(3)  # every row has values
+    return (x,)
+
+
+def distinct_with_nan(data, dtype):
+    x = distinct_array(data, (3, 4), dtype) + 0.1
+    x[seed(data).random((3, 4)) > 0.7] = np.nan
+    x[:, 0] = 1.05 + np.arange(3)
+    return (x,)
+
+
+NAN_COMPOSITIONS = [
+    ("nan_to_num", lambda x: dnp.nan_to_num(x, posinf=9.0, neginf=-9.0) * x[0, 1], with_nonfinite),
+    ("nansum", lambda x: dnp.nansum(x, axis=1), with_nan),
+    ("nanprod", lambda x: dnp.nanprod(x, axis=0), with_nan),
+    ("nanmean", lambda x: dnp.nanmean(x, axis=1, keepdims=True), with_nan),
+    ("nanvar", lambda x: dnp.nanvar(x, axis=1, ddof=1), with_nan),
+    ("nanstd", lambda x: dnp.nanstd(x), with_nan),
+    ("nanmax", lambda x: dnp.nanmax(x, axis=1), distinct_with_nan),
+    ("nanmin", lambda x: dnp.nanmin(x), distinct_with_nan),
+    ("nancumsum", lambda x: dnp.nancumsum(x, axis=1), with_nan),
+]
+spec("np.nansum/nanmean/nanmax family", one_of(NAN_COMPOSITIONS), prim=None)
+
+
+def knots_and_values(data, dtype):
+    return (draw_array(data, (2, 3), dtype, -0.9, 2.9, avoid=(0.0, 1.0, 2.5)),
+            draw_array(data, (4,), dtype))
+
+
+MISC_COMPOSITIONS = [
+    ("deg2rad", dnp.deg2rad, (2, 3)), ("rad2deg", dnp.rad2deg, (3,)),
+    ("logaddexp2", lambda x: dnp.logaddexp2(x, x[::-1] * 2.0), (4,)),
+    ("linspace", lambda a, b: dnp.linspace(a, b, 5), lambda d, t: (draw_array(d, (), t),
+                                                                   draw_array(d, (2,), t))),
+    ("linspace no endpoint", lambda a: dnp.linspace(a, 3.0, 4, endpoint=False, axis=-1),
+     (2,)),
+    ("interp", lambda x, fp: dnp.interp(x, np.array([0.0, 1.0, 2.5, 3.0]), fp, right=0.5),
+     knots_and_values),
+    ("interp constant x", lambda fp: dnp.interp(np.array([-1.0, 0.5, 2.5, 3.5]),
+                                                np.array([0.0, 1.0, 2.0, 3.0]), fp), (4,)),
+    ("clip traced bounds", lambda x, lo: dnp.clip(x, lo, lo + 1.5),
+     lambda d, t: (draw_array(d, (2, 3), t, avoid=(0.0,)), draw_array(d, (3,), t, -0.8, 0.8,
+                                                                        avoid=(0.0,)))),
+    ("matrix_power", lambda a: dnp.linalg_matrix_power(a, 3), (2, 2, 2)),
+    ("matrix_power -2", lambda a: dnp.linalg_matrix_power(a + 3.0 * np.eye(2), -2), (2, 2)),
+    ("matrix_power 0", lambda a: dnp.linalg_matrix_power(a, 0) * a, (2, 2)),
+    ("einsum sublist", lambda a, b: dnp.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+     lambda d, t: (draw_array(d, (2, 3), t), draw_array(d, (3, 2), t))),
+    ("einsum sublist trace", lambda a: dnp.einsum(a, [0, 0]), (3, 3)),
+    ("logsumexp b", lambda x, b: dg.nn.logsumexp(x, axis=-1, b=b),
+     lambda d, t: (draw_array(d, (2, 3), t), draw_array(d, (3,), t, 0.3, 2.0))),
+    ("array nested", lambda x: dnp.array([[x[0], x[1] * 2], [x[2], 0.5]]), (3,)),
+    ("mean of a list", lambda x: dnp.mean([x[0], x[1] + 2]), (2,)),
+    ("std of a list", lambda x: dnp.std([x[0], x[1] + 2, 1.0]), (2,)),
+    ("norm of a list", lambda x: dnp.linalg_norm([x[0], x[1], 3.0]), (2,)),
+]
+spec("np.linspace/interp/clip/misc family", one_of(MISC_COMPOSITIONS), prim=None)
+
+
 # --------------------------------------------------------------------------- the tests
 def test_registry_is_complete():
     """Every primitive has both rules or is declared non-differentiable, and has a spec."""
