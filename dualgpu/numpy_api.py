@@ -24,6 +24,7 @@ from .ops import elementwise as _ew
 from .ops import linalg as _la
 from .ops import reductions as _red
 from .ops import shape as _sh
+from .ops import sorting as _sorting
 
 
 def _is_tracer(x) -> bool:
@@ -1679,6 +1680,126 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return cumprod(_nan_filled(a, 1.0), axis=axis, dtype=dtype, out=out)
 
 
+# --------------------------------------------------------------------------- sorting
+def _along_axis_key(shape, indices, axis):
+    """The getitem key of ``take_along_axis``: ``indices`` on ``axis``, broadcast aranges
+    on the other axes."""
+    nd = len(shape)
+    ishape = _shape(indices)
+    key = []
+    for i in range(nd):
+        if i == axis:
+            key.append(indices)
+        else:
+            key.append(np.arange(ishape[i]).reshape((-1,) + (1,) * (nd - i - 1)))
+    return tuple(key)
+
+
+def take_along_axis(arr, indices, axis):
+    """``np.take_along_axis``; traced indices (a sorting permutation, say) are allowed."""
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    nd = len(_shape(arr))
+    axis = _check_axis(axis, nd, "take_along_axis")
+    if len(_shape(indices)) != nd:
+        raise DualgpuError(f"take_along_axis: indices of rank {len(_shape(indices))} for an "
+                           f"array of rank {nd} (at {user_location()})")
+    return getitem(arr, _along_axis_key(_shape(arr), indices, axis))
+
+
+def put_along_axis_add(values, indices, axis, shape):
+    """zeros(shape) with ``values`` added at ``take_along_axis``'s positions (its
+    transpose)."""
+    nkey, arrays = _normalize_key(values, _along_axis_key(shape, indices, axis))
+    return _sh.scatter_add.bind(values, *arrays, key=nkey, shape=tuple(shape))
+
+
+def _sort_axis(a, axis, name):
+    a = _arraylike(a)
+    if axis is None:
+        return ravel(a), 0
+    return a, _check_axis(axis, len(_shape(a)), name)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``np.sort`` (always stable): differentiable, ties in NumPy's stable order.
+
+    >>> dg.grad(lambda x: np.sort(x)[-1])(np.array([3.0, 1.0, 2.0]))
+    array([1., 0., 0.])
+    """
+    _unsupported_kwargs("sort", {"order": order})
+    a, axis = _sort_axis(a, axis, "sort")
+    return _sorting.sort.bind(a, axis=axis)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``np.argsort`` (always stable): integer indices, no derivative."""
+    _unsupported_kwargs("argsort", {"order": order})
+    a, axis = _sort_axis(a, axis, "argsort")
+    return _sorting.argsort.bind(a, axis=axis)
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """``np.partition``, as a full sort: element ``kth`` is in its sorted place with no
+    larger element before and no smaller one after, NumPy's contract (NumPy's order of the
+    other elements is unspecified, and differs)."""
+    return sort(a, axis=axis, order=order)
+
+
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """``np.argpartition`` as a full ``argsort`` (see :func:`partition`)."""
+    return argsort(a, axis=axis, order=order)
+
+
+def _quantile_of_sorted(s, q, axis, keepdims):
+    """Linear interpolation between order statistics (NumPy's default 'linear' method)."""
+    n = _shape(s)[axis]
+    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    if np.any((qs < 0) | (qs > 1)):
+        raise DualgpuError(f"quantile: quantiles must be in [0, 1], got {q!r} "
+                           f"(at {user_location()})")
+    outs = []
+    for qk in qs.ravel():
+        pos = qk * (n - 1)
+        lo, frac = int(np.floor(pos)), pos - np.floor(pos)
+        hi = builtins.min(lo + 1, n - 1)
+        low = _take_range(s, axis, lo, lo + 1)
+        r = low if frac == 0 else add(low, multiply(frac, subtract(
+            _take_range(s, axis, hi, hi + 1), low)))
+        outs.append(r if keepdims else squeeze(r, axis))
+    if np.ndim(q) == 0:
+        return outs[0]
+    return reshape(stack(outs), qs.shape + _shape(outs[0]))
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, **kw):
+    """``np.quantile`` with the default ``method='linear'``; ``q`` constant."""
+    _unsupported_kwargs("quantile", {"out": out, **kw})
+    if method != "linear":
+        raise UnsupportedOpError(f"quantile(method={method!r}) is not supported on traced "
+                                 f"values; use method='linear' (at {user_location()})")
+    a = _as_float(_arraylike(a))
+    nd = len(_shape(a))
+    if axis is None:
+        s = sort(ravel(a), axis=0)
+        r = _quantile_of_sorted(s, q, 0, False)
+        return reshape(r, np.shape(q) + (1,) * nd) if keepdims else r
+    axis = _check_axis(axis, nd, "quantile")
+    return _quantile_of_sorted(sort(a, axis=axis), q, axis, keepdims)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, **kw):
+    return quantile(a, np.asarray(q, dtype=np.float64) / 100.0, axis=axis, out=out,
+                    method=method, keepdims=keepdims, **kw)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """``np.median``: the mean of the two middle order statistics for even counts."""
+    return quantile(a, 0.5, axis=axis, out=out, keepdims=keepdims)
+
+
 # --------------------------------------------------------------------------- constants
 pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
 
@@ -1759,7 +1880,7 @@ def _method(name: str):
 for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "transpose", "ravel",
               "astype", "dot", "copy", "squeeze", "swapaxes", "clip", "cumsum", "cumprod",
               "flatten", "conj", "trace", "diagonal", "repeat", "argmax", "argmin", "all",
-              "any", "conjugate"]:
+              "any", "conjugate", "argsort"]:
     setattr(Tracer, _name, _method(_name))
 
 

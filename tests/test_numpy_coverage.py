@@ -130,3 +130,29 @@ def test_refusals_are_clear():
         dg.jit(lambda x: np.array([[x[0, 0], x[0, 1]], [x[1, 0]]]))(X23)
     with pytest.raises(dg.DualgpuError, match="mode"):
         dg.jit(lambda x: np.convolve(x, x, "middle"))(V3)
+
+
+SORT_CASES = {
+    "sort": lambda x: np.sort(x), "sort axis 0": lambda x: np.sort(x, axis=0),
+    "sort flat": lambda x: np.sort(x, axis=None), "argsort": lambda x: np.argsort(x, axis=0),
+    "median": lambda x: np.median(x), "median axis": lambda x: np.median(x, axis=1),
+    "median even": lambda x: np.median(x, axis=0, keepdims=True),
+    "quantile": lambda x: np.quantile(x, [0.0, 0.3, 1.0], axis=1),
+    "percentile": lambda x: np.percentile(x, 62.5, keepdims=True),
+    "take_along_axis": lambda x: np.take_along_axis(x, np.argsort(x, axis=1), axis=1),
+    "partition kth": lambda x: np.partition(x, 2, axis=1)[:, 2],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORT_CASES))
+def test_sorting_values_equal_numpy(name):
+    f = SORT_CASES[name]
+    np.testing.assert_allclose(dg.jit(f)(X34), f(X34), rtol=1e-12)
+
+
+def test_sort_ties_follow_numpys_stable_order():
+    """Of two equal values the first sorts first and keeps its own derivative."""
+    x = np.array([1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(dg.grad(lambda x: np.sort(x)[1] + 2 * np.sort(x)[2])(x),
+                                  [1.0, 2.0, 0.0])
+    dg.testing.check_grads(lambda x: np.sort(x) * x, (X34,), order=2)

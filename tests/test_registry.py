@@ -655,6 +655,38 @@ MISC_COMPOSITIONS = [
 spec("np.linspace/interp/clip/misc family", one_of(MISC_COMPOSITIONS), prim=None)
 
 
+# --------------------------------------------------------------------------- sorting
+def build_sort(data, dtype):
+    """sort and what is built on it; distinct values (no ties: the derivative of a sort
+    jumps where two values cross)."""
+    shape = draw_shape(data, min_dims=1, max_side=4)
+    x = distinct_array(data, shape, dtype)
+    nd = len(shape)
+    axis = data.draw(st.sampled_from([None] + list(range(-nd, nd))))
+    fn = data.draw(st.sampled_from([
+        lambda x: dnp.sort(x, axis=axis),
+        lambda x: dnp.partition(x, 0, axis=axis),
+        lambda x: dnp.median(x, axis=axis),
+        lambda x: dnp.quantile(x, [0.1, 0.75], axis=axis, keepdims=True),
+        lambda x: dnp.percentile(x, 40.0, axis=axis),
+    ]))
+    return fn, (x,)
+
+
+def build_take_along_argsort(data, dtype):
+    x = distinct_array(data, draw_shape(data, min_dims=1, max_side=4), dtype)
+    axis = data.draw(st.sampled_from([None, 0, -1]))
+    return (lambda x: dnp.take_along_axis(x, dnp.argsort(x, axis=axis), axis=axis)
+            * dnp.max(x)), (x,)
+
+
+spec("sort", build_sort)
+spec("np.take_along_axis(argsort)", build_take_along_argsort, prim=None)
+spec("argsort", lambda data, dtype: (
+    lambda x: dnp.argsort(x, axis=0), (distinct_array(data, (3, 2), dtype),)),
+    kind="nondiff")
+
+
 # --------------------------------------------------------------------------- the tests
 def test_registry_is_complete():
     """Every primitive has both rules or is declared non-differentiable, and has a spec."""

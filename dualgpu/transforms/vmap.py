@@ -491,7 +491,7 @@ def _elementwise_names():
 _register(_elementwise_names(), elementwise_rule)
 _register(["broadcast_to"], _broadcast_to_rule)
 _register(["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"], _reduce_rule)
-_register(["cumsum", "cumprod"], _scan_rule)
+_register(["cumsum", "cumprod", "sort", "argsort"], _scan_rule)  # one static axis
 _register(["transpose"], _transpose_rule)
 _register(["reshape"], _reshape_rule)
 _register(["pad"], _pad_rule)
