@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import math
 import string
+from collections import namedtuple
 
 import numpy as np
 
@@ -928,10 +929,9 @@ def _vector_norm(x, ord, axis, keepdims):
             return power(s, 1.0 / ord)
         zero = equal(s, 0)  # noqa: F821  (the kink at the zero vector: subgradient 0)
         return where(zero, 0.0, power(where(zero, 1.0, s), 1.0 / ord))
-    raise UnsupportedOpError(
-        f"linalg.norm(ord={ord!r}) of a vector is not supported on traced values "
-        f"(at {user_location()}): ord must be None, inf, -inf, 0 or a number >= 1 (below 1 "
-        "it is no norm, and its derivative is infinite at zero elements)")
+    # 0 < ord < 1 and negative orders: NumPy's formula (no norm; the derivative is not
+    # finite at zero elements, as the value's)
+    return power(sum(power(ax, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
 
 
 def _matrix_norm(x, ord, axes, keepdims):
@@ -945,11 +945,8 @@ def _matrix_norm(x, ord, axes, keepdims):
         outer = outer - 1 if outer > inner else outer
         r = (max if ord > 0 else min)(sums, axis=outer)
     elif ord in (2, -2, "nuc"):
-        raise UnsupportedOpError(
-            f"linalg.norm(ord={ord!r}) of a matrix needs singular values, and dualgpu has no "
-            f"differentiable SVD (at {user_location()}). Use ord='fro' (the Frobenius norm, "
-            "an upper bound of the spectral norm), or a power iteration on x.T @ x written "
-            "in NumPy.")
+        s = linalg_svdvals(moveaxis(x, (row, col), (-2, -1)))
+        r = sum(s, axis=-1) if ord == "nuc" else (max if ord == 2 else min)(s, axis=-1)
     else:
         raise DualgpuError(f"linalg.norm: invalid norm order {ord!r} for matrices "
                            f"(at {user_location()})")
@@ -961,8 +958,8 @@ def _matrix_norm(x, ord, axes, keepdims):
 
 
 def linalg_norm(x, ord=None, axis=None, keepdims=False):
-    """``np.linalg.norm`` with NumPy's meaning of every (ord, axis) it accepts, except the
-    spectral and nuclear matrix norms (no SVD rule): those are refused.
+    """``np.linalg.norm`` with NumPy's meaning of every (ord, axis) it accepts; the
+    spectral (2, -2) and nuclear matrix norms come from the singular values.
 
     The gradient at the zero vector (matrix) is 0, a subgradient, and so is the HVP there,
     rather than NaN."""
@@ -1798,6 +1795,110 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """``np.median``: the mean of the two middle order statistics for even counts."""
     return quantile(a, 0.5, axis=axis, out=out, keepdims=keepdims)
+
+
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+QRResult = namedtuple("QRResult", ["Q", "R"])
+LstsqResult = namedtuple("LstsqResult", ["x", "residuals", "rank", "s"])
+
+
+def linalg_eigh(a, UPLO="L"):
+    """``np.linalg.eigh``: eigenvalues ascending and eigenvectors of the symmetric matrix
+    read from one triangle. Where eigenvalues repeat, the eigenvector derivatives (and
+    second derivatives) are not finite, as JAX's (docs/limitations.md).
+
+    >>> a = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> dg.grad(lambda a: np.linalg.eigh(a)[0][1])(a)     # v v^T, read from the lower half
+    array([[0.5, 0. ],
+           [1. , 0.5]])
+    """
+    if UPLO not in ("L", "U"):
+        raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r} "
+                           f"(at {user_location()})")
+    a = _arraylike(a)
+    w, v = _dec.eigh.bind(a if UPLO == "L" else swapaxes(a, -1, -2))
+    return EighResult(w, v)
+
+
+def linalg_eigvalsh(a, UPLO="L"):
+    """``np.linalg.eigvalsh``: first derivatives are finite also at repeated eigenvalues."""
+    return linalg_eigh(a, UPLO)[0]
+
+
+def linalg_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """``np.linalg.svd``. Traced: the thin SVD (``full_matrices`` matters only for
+    non-square matrices, where the extra columns have no derivative: refused). Where
+    singular values repeat, the singular-vector derivatives are not finite, as JAX's."""
+    a = _arraylike(a)
+    m, n = _shape(a)[-2:]
+    u, s, vh = _dec.svd.bind(a)
+    if not compute_uv:
+        return s
+    if full_matrices and m != n:
+        raise UnsupportedOpError(
+            f"linalg.svd(full_matrices=True) of a non-square traced matrix {_shape(a)} "
+            f"(at {user_location()}): the completing singular vectors are not unique and "
+            "have no derivative; pass full_matrices=False")
+    return SVDResult(u, s, vh)
+
+
+def linalg_svdvals(x):
+    return _dec.svd.bind(_arraylike(x))[1]
+
+
+def linalg_qr(a, mode="reduced"):
+    """``np.linalg.qr`` of tall (m >= n) matrices: ``mode`` 'reduced', 'r', or 'complete'
+    for square matrices."""
+    a = _arraylike(a)
+    m, n = _shape(a)[-2:]
+    if mode not in ("reduced", "r", "complete") or (mode == "complete" and m != n):
+        raise UnsupportedOpError(f"linalg.qr(mode={mode!r}) is not supported on traced "
+                                 f"values of shape {_shape(a)} (at {user_location()}); use "
+                                 "mode='reduced'")
+    q, r = _dec.qr.bind(a)
+    return r if mode == "r" else QRResult(q, r)
+
+
+def linalg_pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """``np.linalg.pinv``; derivatives hold where the rank is locally constant."""
+    a = _arraylike(a)
+    if rcond is None:
+        rcond = 1e-15 if rtol is None else rtol
+    return _dec.pinv.bind(a, rcond=float(rcond))
+
+
+def linalg_lstsq(a, b, rcond=None):
+    """``np.linalg.lstsq``: ``x = pinv(a) @ b``; ``residuals`` assume full column rank
+    (the rank is data: it is returned, traced, with the singular values)."""
+    a, b = _arraylike(a), _arraylike(b)
+    m, n = _shape(a)[-2:]
+    if rcond is None:
+        rcond = builtins.max(m, n) * np.finfo(_dtype(a)).eps
+    x = matmul(linalg_pinv(a, rcond=rcond), b)
+    s = linalg_svdvals(a)
+    rank = sum(astype(greater(s, multiply(max(s), rcond)), np.int64))  # noqa: F821
+    if m > n:
+        r = subtract(matmul(a, x), b)
+        residuals = sum(multiply(r, r), axis=0)
+        residuals = reshape(residuals, (1,)) if len(_shape(b)) == 1 else residuals
+    else:
+        residuals = np.zeros((0,), dtype=_dtype(a))
+    return LstsqResult(x, residuals, rank, s)
+
+
+def _refuse_general_eig(name):
+    def refused(a, *args, **kwargs):
+        raise UnsupportedOpError(
+            f"linalg.{name} of a traced matrix (at {user_location()}): general (non-"
+            "symmetric) eigen-decompositions have complex values and are not supported; "
+            "for symmetric matrices use linalg.eigh / eigvalsh")
+
+    refused.__name__ = f"linalg_{name}"
+    return refused
+
+
+linalg_eig, linalg_eigvals = _refuse_general_eig("eig"), _refuse_general_eig("eigvals")
 
 
 # --------------------------------------------------------------------------- constants

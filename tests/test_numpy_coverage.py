@@ -156,3 +156,52 @@ def test_sort_ties_follow_numpys_stable_order():
     np.testing.assert_array_equal(dg.grad(lambda x: np.sort(x)[1] + 2 * np.sort(x)[2])(x),
                                   [1.0, 2.0, 0.0])
     dg.testing.check_grads(lambda x: np.sort(x) * x, (X34,), order=2)
+
+
+SYM = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 4.0]])
+TALL = RNG.uniform(-1.0, 1.0, (4, 3)) + np.eye(4, 3) * 3
+DECOMPOSITION_CASES = {
+    "eigvalsh": (lambda a: np.linalg.eigvalsh(a), SYM),
+    "eigvalsh U": (lambda a: np.linalg.eigvalsh(np.triu(a) + 5.0 * np.tril(a, -1), "U"), SYM),
+    "eigh vectors": (lambda a: np.abs(np.linalg.eigh(a).eigenvectors), SYM),
+    "svd values": (lambda a: np.linalg.svd(a, compute_uv=False), TALL),
+    "svd vectors": (lambda a: np.abs(np.linalg.svd(a, full_matrices=False).U), TALL),
+    "svdvals": (lambda a: np.linalg.svdvals(a.T), TALL),
+    "qr": (lambda a: np.linalg.qr(a).R, TALL),
+    "qr r": (lambda a: np.linalg.qr(a, mode="r"), TALL),
+    "pinv": (lambda a: np.linalg.pinv(a), TALL),
+    "lstsq x": (lambda a: np.linalg.lstsq(a, a[:, 0] + 1.0)[0], TALL),
+    "lstsq residuals": (lambda a: np.linalg.lstsq(a, a[:, :2] * a[:, 1:])[1], TALL),
+    "norm 2": (lambda a: np.linalg.norm(a, 2), TALL),
+    "norm nuc": (lambda a: np.linalg.norm(a, "nuc"), TALL),
+    "norm -2": (lambda a: np.linalg.norm(a, -2), TALL),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECOMPOSITION_CASES))
+def test_decomposition_values_equal_numpy(name):
+    f, a = DECOMPOSITION_CASES[name]
+    np.testing.assert_allclose(dg.jit(f)(a), f(a), rtol=1e-10, atol=1e-12)
+    if name != "qr r":
+        dg.testing.check_grads(lambda a: np.sum(np.asarray(f(a)) ** 2), (a,), order=1)
+
+
+def test_repeated_eigenvalues_follow_jax():
+    """At a repeated eigenvalue the eigenvalues' gradient is finite (and right for their
+    symmetric functions); eigenvector derivatives are not finite, as in JAX."""
+    a = np.diag([1.0, 1.0, 3.0])
+    g = dg.grad(lambda a: np.sum(np.linalg.eigvalsh(a) ** 2))(a)
+    np.testing.assert_allclose(g, np.tril(2 * a), atol=1e-12)  # d tr(A^2) on the lower half
+    gv = dg.grad(lambda a: np.sum(np.linalg.eigh(a)[1][:, 0] * np.arange(3.0)))(a)
+    assert not np.all(np.isfinite(gv))
+    s = dg.grad(lambda a: np.sum(np.linalg.svd(a, compute_uv=False)))(np.eye(3))
+    np.testing.assert_allclose(s, np.eye(3), atol=1e-12)  # the nuclear norm's gradient
+
+
+def test_general_eig_and_full_svd_are_refused():
+    with pytest.raises(dg.UnsupportedOpError, match="eigh"):
+        dg.jit(lambda a: np.linalg.eig(a)[0])(SYM)
+    with pytest.raises(dg.UnsupportedOpError, match="full_matrices"):
+        dg.jit(lambda a: np.linalg.svd(a)[0])(TALL)
+    with pytest.raises(dg.DualgpuError, match="rows"):
+        dg.jit(lambda a: np.linalg.qr(a.T)[0])(TALL)

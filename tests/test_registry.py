@@ -687,6 +687,84 @@ spec("argsort", lambda data, dtype: (
     kind="nondiff")
 
 
+# --------------------------------------------------------------------------- decompositions
+def separated_symmetric(data, dtype):
+    """A symmetric matrix with eigenvalues at least ~1 apart (eigenvector derivatives
+    need distinct eigenvalues)."""
+    n = data.draw(st.integers(1, 3))
+    b = data.draw(st.sampled_from([(), (2,)]))
+    m = draw_array(data, b + (n, n), np.float64, -0.4, 0.4)
+    return ((m + np.swapaxes(m, -1, -2)) / 2 + np.diag(3.0 * np.arange(n))).astype(dtype)
+
+
+def separated_rectangular(data, dtype, tall=None):
+    """A matrix with singular values near 3, 2, 1 (distinct, away from 0); no zero entries
+    (LAPACK's QR skips the reflection of a column already zero below the diagonal: the
+    signs of q and r jump there, and finite differences with them)."""
+    m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    if tall is not None and (m < n) == tall:
+        m, n = n, m
+    b = data.draw(st.sampled_from([(), (2,)]))
+    base = np.zeros((m, n))
+    for i in range(min(m, n)):
+        base[i, i] = 3.0 - i
+    noise = draw_array(data, b + (m, n), np.float64, -0.2, 0.2, avoid=(0.0,))
+    return (noise + base).astype(dtype)
+
+
+def _flat(*arrays):
+    """One array of several results (the checks take one output)."""
+    return dnp.concatenate([dnp.ravel(a) for a in arrays])
+
+
+def _sign_free(vectors, axis):
+    """Products with the first component: invariant under the sign choice of each vector."""
+    first = vectors[..., :1, :] if axis == -2 else vectors[..., :, :1]
+    return vectors * first
+
+
+spec("eigh", lambda data, dtype: (
+    lambda a: (lambda w, v: _flat(w, _sign_free(v, -2)))(*dnp.linalg_eigh(a)),
+    (separated_symmetric(data, dtype),)))
+spec("np.linalg.eigvalsh", lambda data, dtype: (
+    lambda a: dnp.linalg_eigvalsh(a, UPLO=data.draw(st.sampled_from(["L", "U"]))),
+    (separated_symmetric(data, dtype),)), prim="eigh")
+spec("svd", lambda data, dtype: (
+    lambda a: (lambda u, s, vh: _flat(_sign_free(u, -2), s, _sign_free(vh, -1)))(
+        *dnp.linalg_svd(a, full_matrices=False)),
+    (separated_rectangular(data, dtype),)))
+spec("qr", lambda data, dtype: (lambda a: _flat(*dnp.linalg_qr(a)),
+                                (separated_rectangular(data, dtype, tall=True),)))
+spec("pinv", lambda data, dtype: (dnp.linalg_pinv, (separated_rectangular(data, dtype),)))
+
+
+def build_lstsq(data, dtype):
+    a = separated_rectangular(data, dtype, tall=True)[..., :, :]
+    if a.ndim == 3:
+        a = a[0]
+    b = draw_array(data, (a.shape[0],) + data.draw(st.sampled_from([(), (2,)])), dtype)
+    return (lambda a, b: (lambda r: _flat(r.x, r.residuals))(dnp.linalg_lstsq(a, b))), (a, b)
+
+
+spec("np.linalg.lstsq", build_lstsq, prim="pinv")
+
+
+def build_norm_orders(data, dtype):
+    """np.linalg.norm's orders that need singular values, and more vector orders."""
+    kind = data.draw(st.sampled_from(["matrix", "vector"]))
+    if kind == "matrix":
+        a = separated_rectangular(data, dtype)
+        ord_ = data.draw(st.sampled_from([2, -2, "nuc"]))
+        return (lambda a: dnp.linalg_norm(a, ord=ord_, axis=(-2, -1))), (a,)
+    x = draw_array(data, (2, 3), dtype, 0.3, 2.0)
+    ord_ = data.draw(st.sampled_from([3, 4, -2, -1, 0.5, np.inf, -np.inf]))
+    x = x if abs(ord_) != np.inf else distinct_array(data, (2, 3), dtype) + 2.0
+    return (lambda x: dnp.linalg_norm(x, ord=ord_, axis=1)), (x,)
+
+
+spec("np.linalg.norm(ord=2/-2/nuc/p)", build_norm_orders, prim=None)
+
+
 # --------------------------------------------------------------------------- the tests
 def test_registry_is_complete():
     """Every primitive has both rules or is declared non-differentiable, and has a spec."""

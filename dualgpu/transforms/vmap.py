@@ -502,5 +502,6 @@ _register(["matmul"], _matmul_rule)
 _register(["einsum"], _einsum_rule)
 _register(["spmm"], _spmm_rule)
 _register(["sddmm"], _sddmm_rule)
-_register(["inv", "det", "slogdet", "cholesky"], _unary_matrix_rule)
+_register(["inv", "det", "slogdet", "cholesky", "eigh", "svd", "qr", "pinv"],
+          _unary_matrix_rule)
 _register(["solve"], _solve_rule)
