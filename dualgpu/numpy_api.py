@@ -1899,6 +1899,25 @@ def _refuse_general_eig(name):
 
 
 linalg_eig, linalg_eigvals = _refuse_general_eig("eig"), _refuse_general_eig("eigvals")
+linalg_eig.refused = linalg_eigvals.refused = True
+
+
+def _refuse_fft(name):
+    def refused(a, *args, **kwargs):
+        raise UnsupportedOpError(
+            f"np.fft.{name} of a traced value (at {user_location()}) is not supported yet: "
+            "complex FFTs have no dualgpu rule (issue 13). Multiply by a constant DFT "
+            "matrix instead (np.exp(-2j * np.pi * np.outer(k, n) / N) @ x); complex "
+            "intermediates then follow JAX's conventions (np.abs, np.real, np.imag).")
+
+    refused.__name__ = f"fft_{name}"
+    refused.refused = True
+    return refused
+
+
+for _name in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
+              "ifftn", "rfftn", "irfftn", "hfft", "ihfft"):
+    globals()[f"fft_{_name}"] = _refuse_fft(_name)
 
 
 # --------------------------------------------------------------------------- constants
