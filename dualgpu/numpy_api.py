@@ -1908,7 +1908,8 @@ def _refuse_fft(name):
             f"np.fft.{name} of a traced value (at {user_location()}) is not supported yet: "
             "complex FFTs have no dualgpu rule (issue 13). Multiply by a constant DFT "
             "matrix instead (np.exp(-2j * np.pi * np.outer(k, n) / N) @ x); complex "
-            "intermediates then follow JAX's conventions (np.abs, np.real, np.imag).")
+            "intermediates then follow JAX's conventions (np.abs, np.real, np.imag); or "
+            "register a primitive for it with dg.defprim (docs/custom_rules.md).")
 
     refused.__name__ = f"fft_{name}"
     refused.refused = True
