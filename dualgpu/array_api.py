@@ -77,8 +77,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """The array API's matrix norm over the last two axes; the spectral (2, -2) and nuclear
-    norms need an SVD and are refused, like ``np.linalg.norm``'s."""
+    """The array API's matrix norm over the last two axes, ``np.linalg.norm``'s conventions
+    (the spectral (2, -2) and nuclear norms from the singular values)."""
     nd = len(dnp._shape(x))
     if nd < 2:
         raise UnsupportedOpError(f"matrix_norm needs an array of at least 2 dimensions, got "

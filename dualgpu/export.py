@@ -60,6 +60,11 @@ STANDALONE_OPS = {
         "        return xp.linalg.solve(a, b[:, None])[..., 0]\n"
         "    return xp.linalg.solve(a, b)\n"),
     "slogdet": "def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n",
+    "eigh": "def eigh(a):\n    return tuple(xp.linalg.eigh(a))\n",
+    "svd": "def svd(a):\n    return tuple(xp.linalg.svd(a, full_matrices=False))\n",
+    "qr": "def qr(a):\n    return tuple(xp.linalg.qr(a, mode='reduced'))\n",
+    "sort": "def sort(x, axis):\n    return xp.sort(x, axis=axis, kind='stable')\n",
+    "argsort": "def argsort(x, axis):\n    return xp.argsort(x, axis=axis, kind='stable')\n",
     "scatter_add": (
         "def scatter_add(g, *arrays, key, shape):\n"
         "    out = xp.zeros(shape, dtype=g.dtype)\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import random
+import sys
 import threading
 import types
 from typing import Any
@@ -32,6 +33,20 @@ _ALIASES = {
     "special.log_softmax": "nn_log_softmax", "special.xlogy": "nn_xlogy",
     "special.logit": "nn_logit", "linalg.norm": "linalg_norm",
 }
+
+
+# NumPy's index-trick objects (not callables): their traced counterparts
+_INDEX_TRICKS = {"r_": False, "c_": True}  # name -> stacks columns
+
+
+def _special_path(ufunc) -> str | None:
+    """``special.<name>`` for a scipy.special ufunc (their ``__name__`` may differ from the
+    name they are imported under: ``digamma`` is ``psi``), else None."""
+    special = sys.modules.get("scipy.special")
+    name = getattr(ufunc, "__name__", "")
+    if special is not None and getattr(special, name, None) is ufunc:
+        return "special." + name
+    return None
 
 
 def _contains_tracer(args, kwargs) -> bool:
@@ -59,8 +74,8 @@ def _lookup(path: str):
         return getattr(dnp, last)
     if head.endswith("sparse"):
         return getattr(sparse_api, last, None)
-    if head == "linalg":
-        return getattr(dnp, "linalg_" + last, None)
+    if head in ("linalg", "fft"):
+        return getattr(dnp, f"{head}_{last}", None)
     return None
 
 
@@ -80,6 +95,10 @@ class TracingNamespace(types.ModuleType):
                   else TracingNamespace(real_attr, path))
             object.__setattr__(self, name, ns)
             return ns
+        if name in _INDEX_TRICKS and not self._path:
+            trick = dnp.Concatenator(real_attr, columns=_INDEX_TRICKS[name])
+            object.__setattr__(self, name, trick)
+            return trick
         if not callable(real_attr) or isinstance(real_attr, type):
             return real_attr
         ours = _lookup(path)
@@ -276,7 +295,7 @@ def _replacement(obj, memo):
         name = getattr(obj, "__name__", None)
         if name:
             mod = getattr(obj, "__module__", "") or ""
-            path = "special." + name if "special" in mod else name
+            path = "special." + name if "special" in mod else (_special_path(obj) or name)
             ours = _lookup(path)
             return _dispatcher(obj, ours, f"{mod}.{name}")
     return obj
@@ -389,7 +408,7 @@ def rebind_function(fn):
 # ------------------------------------------------------------------- NumPy protocol handlers
 def ufunc_handler(ufunc, method, inputs, kwargs):
     if method == "__call__":
-        f = _lookup(ufunc.__name__)
+        f = _lookup(_special_path(ufunc) or ufunc.__name__)
         if f is None:
             raise UnsupportedOpError(
                 f"numpy.{ufunc.__name__} has no dualgpu rule (called on a traced value at "

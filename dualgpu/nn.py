@@ -80,11 +80,25 @@ def hard_tanh(x, lo: float = -1.0, hi: float = 1.0):
     return dnp.clip(x, lo, hi)
 
 
-def logsumexp(x, axis=None, keepdims: bool = False):
-    """``log(sum(exp(x)))`` along ``axis``, stable for any ``|x|``."""
+def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
+    """``log(sum(b * exp(x)))`` along ``axis``, stable for any ``|x|`` (SciPy's signature;
+    weights ``b`` broadcast against ``x``; ``return_sign`` is refused on traced values).
+
+    >>> float(logsumexp(np.log(np.array([1.0, 3.0])), b=np.array([2.0, 0.5])))
+    1.252762968495368
+    """
+    if return_sign:
+        from .errors import UnsupportedOpError
+
+        raise UnsupportedOpError("logsumexp(return_sign=True) is not supported on traced "
+                                 "values: the sign is piecewise constant; take b > 0")
+    x = dnp._arraylike(x)
+    if b is not None:
+        x, b = dnp.broadcast_arrays(x, dnp._arraylike(b))
     m = dnp.stop_gradient(dnp.max(x, axis=axis, keepdims=True))
     m = dnp.where(dnp.isfinite(m), m, 0.0)
-    s = dnp.sum(dnp.exp(dnp.subtract(x, m)), axis=axis, keepdims=True)
+    e = dnp.exp(dnp.subtract(x, m))
+    s = dnp.sum(e if b is None else dnp.multiply(b, e), axis=axis, keepdims=True)
     out = dnp.add(dnp.log(s), m)
     if not keepdims:
         out = dnp.squeeze(out, axis=_axes_tuple(axis, len(dnp._shape(x))))

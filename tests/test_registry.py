@@ -520,6 +520,254 @@ spec("np.clip", composite(lambda x: dnp.clip(x, -0.93, 1.07)))
 spec("nn.xlogy", binary("xlogy", 0.3, 2, 0.3, 2, fn=dg.nn.xlogy))
 
 
+# --------------------------------------------------------------------------- NumPy compositions
+def one_of(options):
+    """A builder drawing one of several ``(name, fn, shape or builder)`` rows: ``fn`` of one
+    array of ``shape`` (or of the arguments ``builder(data, dtype)`` returns)."""
+    def build(data, dtype):
+        _, fn, shape = data.draw(st.sampled_from(options))
+        if callable(shape):
+            return fn, shape(data, dtype)
+        return fn, (draw_array(data, shape, dtype),)
+
+    return build
+
+
+SHAPE_COMPOSITIONS = [
+    ("flipud", dnp.flipud, (3, 2)), ("fliplr", dnp.fliplr, (2, 3)),
+    ("rot90", lambda x: dnp.rot90(x), (2, 3)), ("rot90 k=3", lambda x: dnp.rot90(x, 3), (2, 3)),
+    ("rot90 k=2 axes", lambda x: dnp.rot90(x, 2, axes=(1, 2)), (2, 3, 2)),
+    ("roll", lambda x: dnp.roll(x, 2), (2, 3)),
+    ("roll axes", lambda x: dnp.roll(x, (1, -1), axis=(0, 1)), (2, 3)),
+    ("fftshift", dnp.fftshift, (3, 4)), ("ifftshift", lambda x: dnp.ifftshift(x, axes=0), (3, 4)),
+    ("rollaxis", lambda x: dnp.rollaxis(x, 2), (2, 3, 1)),
+    ("atleast_3d", dnp.atleast_3d, (3,)), ("append", lambda x: dnp.append(x, [1.0, 2.0]), (2, 2)),
+    ("append axis", lambda x: dnp.append(x, x * 2, axis=1), (2, 2)),
+    ("kron", lambda x: dnp.kron(x, x[::-1] + 1.0), (2, 3)),
+    ("column_stack", lambda x: dnp.column_stack([x, x * x, np.ones(3)]), (3,)),
+    ("row_stack", lambda x: dnp.row_stack([x, 2.0 * x]), (3,)),
+    ("dstack", lambda x: dnp.dstack([x, x * x]), (2, 3)),
+    ("array_split", lambda x: dnp.array_split(x, 3)[1] * 2.0, (5, 2)),
+    ("hsplit", lambda x: dnp.hsplit(x, 2)[1] * 2.0, (2, 4)),
+    ("vsplit", lambda x: dnp.vsplit(x, [1])[1] * 2.0, (3, 2)),
+    ("dsplit", lambda x: dnp.dsplit(x, 2)[0] * 2.0, (1, 2, 4)),
+    ("r_", lambda x: np.r_[x, 1.0, x * x], (3,)), ("c_", lambda x: np.c_[x, x * x], (3,)),
+]
+spec("np.flip/rot90/roll/stack/split family", one_of(SHAPE_COMPOSITIONS), prim=None)
+
+
+def two_vectors(n, m):
+    return lambda data, dtype: (draw_array(data, (n,), dtype), draw_array(data, (m,), dtype))
+
+
+DIFFERENCE_COMPOSITIONS = [
+    ("diff", lambda x: dnp.diff(x), (2, 4)), ("diff n=2", lambda x: dnp.diff(x, 2, axis=0), (4, 2)),
+    ("diff prepend", lambda x: dnp.diff(x, prepend=0.5, append=x[..., :1]), (2, 3)),
+    ("ediff1d", lambda x: dnp.ediff1d(x, to_begin=x[0], to_end=[1.0]), (2, 3)),
+    ("gradient", lambda x: dnp.gradient(x, 0.5), (5,)),
+    ("gradient axes", lambda x: dnp.gradient(x, axis=1, edge_order=2), (2, 4)),
+    ("gradient coords", lambda x: dnp.gradient(x, np.array([0.0, 0.5, 1.5, 1.75]), axis=0,
+                                               edge_order=2), (4, 3)),
+    ("cross", lambda a, b: dnp.cross(a, b), lambda d, t: (draw_array(d, (2, 3), t),
+                                                          draw_array(d, (3,), t))),
+    ("cross 2d", lambda a, b: dnp.cross(a, b), two_vectors(2, 3)),
+    ("cross axis", lambda a, b: dnp.cross(a, b, axisa=0, axisc=0),
+     lambda d, t: (draw_array(d, (3, 2), t), draw_array(d, (2, 3), t))),
+]
+for _mode in ("full", "same", "valid"):
+    for _n, _m in ((5, 3), (2, 4), (3, 3)):
+        DIFFERENCE_COMPOSITIONS += [
+            (f"convolve {_mode}", lambda a, v, mode=_mode: dnp.convolve(a, v, mode),
+             two_vectors(_n, _m)),
+            (f"correlate {_mode}", lambda a, v, mode=_mode: dnp.correlate(a, v, mode),
+             two_vectors(_n, _m))]
+spec("np.diff/gradient/cross/convolve family", one_of(DIFFERENCE_COMPOSITIONS), prim=None)
+
+
+def with_nonfinite(data, dtype):
+    x = draw_array(data, (3, 4), dtype, 0.3, 2.0)
+    x[seed(data).random((3, 4)) > 0.7] = np.nan
+    x[0, 0], x[1, 1] = np.inf, -np.inf
+    x[2, :] = np.nan  # an all-NaN row
+    return (x,)
+
+
+def with_nan(data, dtype):
+    x = draw_array(data, (3, 4), dtype, 0.3, 2.0)
+    x[seed(data).random((3, 4)) > 0.7] = np.nan
+    x[:, 0] = 1.0 + np.arange(3)  # every row has values
+    return (x,)
+
+
+def distinct_with_nan(data, dtype):
+    x = distinct_array(data, (3, 4), dtype) + 0.1
+    x[seed(data).random((3, 4)) > 0.7] = np.nan
+    x[:, 0] = 1.05 + np.arange(3)
+    return (x,)
+
+
+NAN_COMPOSITIONS = [
+    ("nan_to_num", lambda x: dnp.nan_to_num(x, posinf=9.0, neginf=-9.0) * x[0, 1], with_nonfinite),
+    ("nansum", lambda x: dnp.nansum(x, axis=1), with_nan),
+    ("nanprod", lambda x: dnp.nanprod(x, axis=0), with_nan),
+    ("nanmean", lambda x: dnp.nanmean(x, axis=1, keepdims=True), with_nan),
+    ("nanvar", lambda x: dnp.nanvar(x, axis=1, ddof=1), with_nan),
+    ("nanstd", lambda x: dnp.nanstd(x), with_nan),
+    ("nanmax", lambda x: dnp.nanmax(x, axis=1), distinct_with_nan),
+    ("nanmin", lambda x: dnp.nanmin(x), distinct_with_nan),
+    ("nancumsum", lambda x: dnp.nancumsum(x, axis=1), with_nan),
+]
+spec("np.nansum/nanmean/nanmax family", one_of(NAN_COMPOSITIONS), prim=None)
+
+
+def knots_and_values(data, dtype):
+    return (draw_array(data, (2, 3), dtype, -0.9, 2.9, avoid=(0.0, 1.0, 2.5)),
+            draw_array(data, (4,), dtype))
+
+
+MISC_COMPOSITIONS = [
+    ("deg2rad", dnp.deg2rad, (2, 3)), ("rad2deg", dnp.rad2deg, (3,)),
+    ("logaddexp2", lambda x: dnp.logaddexp2(x, x[::-1] * 2.0), (4,)),
+    ("linspace", lambda a, b: dnp.linspace(a, b, 5), lambda d, t: (draw_array(d, (), t),
+                                                                   draw_array(d, (2,), t))),
+    ("linspace no endpoint", lambda a: dnp.linspace(a, 3.0, 4, endpoint=False, axis=-1),
+     (2,)),
+    ("interp", lambda x, fp: dnp.interp(x, np.array([0.0, 1.0, 2.5, 3.0]), fp, right=0.5),
+     knots_and_values),
+    ("interp constant x", lambda fp: dnp.interp(np.array([-1.0, 0.5, 2.5, 3.5]),
+                                                np.array([0.0, 1.0, 2.0, 3.0]), fp), (4,)),
+    ("clip traced bounds", lambda x, lo: dnp.clip(x, lo, lo + 1.5),
+     lambda d, t: (draw_array(d, (2, 3), t, avoid=(0.0,)), draw_array(d, (3,), t, -0.8, 0.8,
+                                                                        avoid=(0.0,)))),
+    ("matrix_power", lambda a: dnp.linalg_matrix_power(a, 3), (2, 2, 2)),
+    ("matrix_power -2", lambda a: dnp.linalg_matrix_power(a + 3.0 * np.eye(2), -2), (2, 2)),
+    ("matrix_power 0", lambda a: dnp.linalg_matrix_power(a, 0) * a, (2, 2)),
+    ("einsum sublist", lambda a, b: dnp.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+     lambda d, t: (draw_array(d, (2, 3), t), draw_array(d, (3, 2), t))),
+    ("einsum sublist trace", lambda a: dnp.einsum(a, [0, 0]), (3, 3)),
+    ("logsumexp b", lambda x, b: dg.nn.logsumexp(x, axis=-1, b=b),
+     lambda d, t: (draw_array(d, (2, 3), t), draw_array(d, (3,), t, 0.3, 2.0))),
+    ("array nested", lambda x: dnp.array([[x[0], x[1] * 2], [x[2], 0.5]]), (3,)),
+    ("mean of a list", lambda x: dnp.mean([x[0], x[1] + 2]), (2,)),
+    ("std of a list", lambda x: dnp.std([x[0], x[1] + 2, 1.0]), (2,)),
+    ("norm of a list", lambda x: dnp.linalg_norm([x[0], x[1], 3.0]), (2,)),
+]
+spec("np.linspace/interp/clip/misc family", one_of(MISC_COMPOSITIONS), prim=None)
+
+
+# --------------------------------------------------------------------------- sorting
+def build_sort(data, dtype):
+    """sort and what is built on it; distinct values (no ties: the derivative of a sort
+    jumps where two values cross)."""
+    shape = draw_shape(data, min_dims=1, max_side=4)
+    x = distinct_array(data, shape, dtype)
+    nd = len(shape)
+    axis = data.draw(st.sampled_from([None] + list(range(-nd, nd))))
+    fn = data.draw(st.sampled_from([
+        lambda x: dnp.sort(x, axis=axis),
+        lambda x: dnp.partition(x, 0, axis=axis),
+        lambda x: dnp.median(x, axis=axis),
+        lambda x: dnp.quantile(x, [0.1, 0.75], axis=axis, keepdims=True),
+        lambda x: dnp.percentile(x, 40.0, axis=axis),
+    ]))
+    return fn, (x,)
+
+
+def build_take_along_argsort(data, dtype):
+    x = distinct_array(data, draw_shape(data, min_dims=1, max_side=4), dtype)
+    axis = data.draw(st.sampled_from([None, 0, -1]))
+    return (lambda x: dnp.take_along_axis(x, dnp.argsort(x, axis=axis), axis=axis)
+            * dnp.max(x)), (x,)
+
+
+spec("sort", build_sort)
+spec("np.take_along_axis(argsort)", build_take_along_argsort, prim=None)
+spec("argsort", lambda data, dtype: (
+    lambda x: dnp.argsort(x, axis=0), (distinct_array(data, (3, 2), dtype),)),
+    kind="nondiff")
+
+
+# --------------------------------------------------------------------------- decompositions
+def separated_symmetric(data, dtype):
+    """A symmetric matrix with eigenvalues at least ~1 apart (eigenvector derivatives
+    need distinct eigenvalues)."""
+    n = data.draw(st.integers(1, 3))
+    b = data.draw(st.sampled_from([(), (2,)]))
+    m = draw_array(data, b + (n, n), np.float64, -0.4, 0.4)
+    return ((m + np.swapaxes(m, -1, -2)) / 2 + np.diag(3.0 * np.arange(n))).astype(dtype)
+
+
+def separated_rectangular(data, dtype, tall=None):
+    """A matrix with singular values near 3, 2, 1 (distinct, away from 0); no zero entries
+    (LAPACK's QR skips the reflection of a column already zero below the diagonal: the
+    signs of q and r jump there, and finite differences with them)."""
+    m, n = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    if tall is not None and (m < n) == tall:
+        m, n = n, m
+    b = data.draw(st.sampled_from([(), (2,)]))
+    base = np.zeros((m, n))
+    for i in range(min(m, n)):
+        base[i, i] = 3.0 - i
+    noise = draw_array(data, b + (m, n), np.float64, -0.2, 0.2, avoid=(0.0,))
+    return (noise + base).astype(dtype)
+
+
+def _flat(*arrays):
+    """One array of several results (the checks take one output)."""
+    return dnp.concatenate([dnp.ravel(a) for a in arrays])
+
+
+def _sign_free(vectors, axis):
+    """Products with the first component: invariant under the sign choice of each vector."""
+    first = vectors[..., :1, :] if axis == -2 else vectors[..., :, :1]
+    return vectors * first
+
+
+spec("eigh", lambda data, dtype: (
+    lambda a: (lambda w, v: _flat(w, _sign_free(v, -2)))(*dnp.linalg_eigh(a)),
+    (separated_symmetric(data, dtype),)))
+def build_eigvalsh(data, dtype):
+    uplo = data.draw(st.sampled_from(["L", "U"]))
+    return (lambda a: dnp.linalg_eigvalsh(a, UPLO=uplo)), (separated_symmetric(data, dtype),)
+
+
+spec("np.linalg.eigvalsh", build_eigvalsh, prim="eigh")
+spec("svd", lambda data, dtype: (
+    lambda a: (lambda u, s, vh: _flat(_sign_free(u, -2), s, _sign_free(vh, -1)))(
+        *dnp.linalg_svd(a, full_matrices=False)),
+    (separated_rectangular(data, dtype),)))
+spec("qr", lambda data, dtype: (lambda a: _flat(*dnp.linalg_qr(a)),
+                                (separated_rectangular(data, dtype, tall=True),)))
+spec("pinv", lambda data, dtype: (dnp.linalg_pinv, (separated_rectangular(data, dtype),)))
+
+
+def build_lstsq(data, dtype):
+    a = separated_rectangular(data, dtype, tall=True)[..., :, :]
+    if a.ndim == 3:
+        a = a[0]
+    b = draw_array(data, (a.shape[0],) + data.draw(st.sampled_from([(), (2,)])), dtype)
+    return (lambda a, b: (lambda r: _flat(r.x, r.residuals))(dnp.linalg_lstsq(a, b))), (a, b)
+
+
+spec("np.linalg.lstsq", build_lstsq, prim="pinv")
+
+
+def build_norm_orders(data, dtype):
+    """np.linalg.norm's orders that need singular values, and more vector orders."""
+    kind = data.draw(st.sampled_from(["matrix", "vector"]))
+    if kind == "matrix":
+        a = separated_rectangular(data, dtype)
+        ord_ = data.draw(st.sampled_from([2, -2, "nuc"]))
+        return (lambda a: dnp.linalg_norm(a, ord=ord_, axis=(-2, -1))), (a,)
+    x = draw_array(data, (2, 3), dtype, 0.3, 2.0)
+    ord_ = data.draw(st.sampled_from([3, 4, -2, -1, 0.5, np.inf, -np.inf]))
+    x = x if abs(ord_) != np.inf else distinct_array(data, (2, 3), dtype) + 2.0
+    return (lambda x: dnp.linalg_norm(x, ord=ord_, axis=1)), (x,)
+
+
+spec("np.linalg.norm(ord=2/-2/nuc/p)", build_norm_orders, prim=None)
+
+
 # --------------------------------------------------------------------------- the tests
 def test_registry_is_complete():
     """Every primitive has both rules or is declared non-differentiable, and has a spec."""

@@ -116,3 +116,84 @@ def _chol_shape(avals):
 cholesky = defprim("cholesky", lambda xp, a: xp.linalg.cholesky(a), _chol_shape,
                    kind=Flag.LIBRARY, py="xp.linalg.cholesky({0})",
                    doc="Lower Cholesky factor; reads only the lower triangle of a.")
+
+
+# --------------------------------------------------------------------------- eigh, svd, qr, pinv
+def _real_only(a: Aval, op: str) -> None:
+    if a.dtype.kind == "c":
+        raise DualgpuError(f"linalg.{op} of complex matrices ({a.str_short()}) is not "
+                           "supported on traced values")
+
+
+def _eigh_shape(avals):
+    a = avals[0]
+    _square(a, "eigh")
+    _real_only(a, "eigh")
+    dt = float_dtype(a.dtype)
+    return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
+
+
+def _eigh_impl(xp, a):
+    w, v = xp.linalg.eigh(a)  # UPLO="L": reads the lower triangle, as cholesky
+    return w, v
+
+
+eigh = defprim("eigh", _eigh_impl, _eigh_shape, multiple_results=True, kind=Flag.LIBRARY,
+               py="ops.eigh({0})",
+               doc="(eigenvalues ascending, eigenvectors) of the symmetric matrix whose lower "
+                   "triangle is a's.")
+
+
+def _svd_shape(avals):
+    a = avals[0]
+    if a.ndim < 2:
+        raise DualgpuError(f"linalg.svd: expected matrices (..., m, n), got {a.str_short()}")
+    _real_only(a, "svd")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lead, dt = tuple(a.shape[:-2]), float_dtype(a.dtype)
+    return [Aval(lead + (m, k), dt), Aval(lead + (k,), dt), Aval(lead + (k, n), dt)]
+
+
+def _svd_impl(xp, a):
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    return u, s, vh
+
+
+svd = defprim("svd", _svd_impl, _svd_shape, multiple_results=True, kind=Flag.LIBRARY,
+              py="ops.svd({0})",
+              doc="The thin SVD (u, s, vh): singular values descending.")
+
+
+def _qr_shape(avals):
+    a = avals[0]
+    if a.ndim < 2 or a.shape[-2] < a.shape[-1]:
+        raise DualgpuError(f"linalg.qr: traced matrices must have at least as many rows as "
+                           f"columns (..., m, n) with m >= n, got {a.str_short()}")
+    _real_only(a, "qr")
+    dt = float_dtype(a.dtype)
+    n = a.shape[-1]
+    return [Aval(tuple(a.shape), dt), Aval(tuple(a.shape[:-2]) + (n, n), dt)]
+
+
+def _qr_impl(xp, a):
+    q, r = xp.linalg.qr(a, mode="reduced")
+    return q, r
+
+
+qr = defprim("qr", _qr_impl, _qr_shape, multiple_results=True, kind=Flag.LIBRARY,
+             py="ops.qr({0})", doc="The reduced QR factorisation (q, r) of a tall matrix.")
+
+
+def _pinv_shape(avals, rcond):
+    a = avals[0]
+    if a.ndim < 2:
+        raise DualgpuError(f"linalg.pinv: expected matrices (..., m, n), got {a.str_short()}")
+    _real_only(a, "pinv")
+    return Aval(tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), float_dtype(a.dtype))
+
+
+pinv = defprim("pinv", lambda xp, a, rcond: xp.linalg.pinv(a, rcond), _pinv_shape,
+               kind=Flag.LIBRARY, py="xp.linalg.pinv({0}, {rcond})",
+               doc="The Moore-Penrose pseudo-inverse (singular values below rcond * the "
+                   "largest are dropped); derivatives hold where the rank is constant.")

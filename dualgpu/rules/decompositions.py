@@ -2,9 +2,11 @@
 primitives and matmul, so that they differentiate to any order."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import numpy_api as dnp
 from ..core.primitives import defrules
-from ..ops.decompositions import cholesky, det, inv, slogdet, solve
+from ..ops.decompositions import cholesky, det, eigh, inv, pinv, qr, slogdet, solve, svd
 from ..ops.linalg import matmul
 from ._util import unbroadcast, wants_cotangent
 
@@ -147,3 +149,204 @@ defrules(solve, jvp=_solve_jvp, vjp=_solve_vjp)
 defrules(det, jvp=_det_jvp, vjp=_det_vjp)
 defrules(slogdet, jvp=_slogdet_jvp, vjp=_slogdet_vjp)
 defrules(cholesky, jvp=_chol_jvp, vjp=_chol_vjp)
+
+
+# --------------------------------------------------------------------------- eigh, svd, qr, pinv
+# Conventions (docs/limitations.md): eigh reads the lower triangle (as NumPy and cholesky);
+# where eigenvalues (singular values) coincide, the derivatives of the eigenvectors
+# (singular vectors) and every second derivative are not finite, as in JAX: the factor
+# 1 / (w_j - w_i) below is infinite there. First derivatives of the values stay finite.
+def _gap_inverse(w, squared: bool = False):
+    """F[i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it (of w**2 when ``squared``)."""
+    if squared:
+        w = dnp.multiply(w, w)
+    diff = dnp.subtract(dnp.expand_dims(w, -2), dnp.expand_dims(w, -1))
+    n = dnp._shape(w)[-1]
+    off = ~np.eye(n, dtype=bool)
+    return dnp.where(off, dnp.true_divide(1.0, dnp.where(off, diff, 1.0)), 0.0)
+
+
+def _mm(*ms):
+    out = ms[0]
+    for m in ms[1:]:
+        out = matmul.bind(out, m)
+    return out
+
+
+def _diag_embed(d):
+    n = dnp._shape(d)[-1]
+    return dnp.multiply(dnp.expand_dims(d, -1), np.eye(n, dtype=dnp._dtype(d)))
+
+
+def _diag_part(m):
+    return dnp.diagonal(m, 0, -2, -1)
+
+
+def _lower_adjoint(s_bar):
+    """The cotangent of a from that of the symmetric matrix read from its lower triangle."""
+    n = dnp._shape(s_bar)[-1]
+    both = dnp.add(s_bar, _mT(s_bar))
+    return dnp.where(_lower_mask(n, -1), both, dnp.where(np.eye(n, dtype=bool), s_bar, 0.0))
+
+
+def _eigh_jvp(primals, tangents):
+    a = primals[0]
+    w, v = eigh.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (w, v), (None, None)
+    vt_dv = _mm(_mT(v), _sym_from_lower(t), v)
+    w_dot = _diag_part(vt_dv)
+    v_dot = matmul.bind(v, dnp.multiply(_gap_inverse(w), vt_dv))
+    return (w, v), (w_dot, v_dot)
+
+
+def _eigh_vjp(cts, primals, ans):
+    w_bar, v_bar = cts
+    w, v = ans
+    inner = None
+    if w_bar is not None:
+        inner = _diag_embed(w_bar)
+    if v_bar is not None:
+        term = dnp.multiply(_gap_inverse(w), matmul.bind(_mT(v), v_bar))
+        inner = term if inner is None else dnp.add(inner, term)
+    if inner is None:
+        return (None,)
+    return (_lower_adjoint(_mm(v, inner, _mT(v))),)
+
+
+def _scale_cols(m, s):
+    return dnp.multiply(m, dnp.expand_dims(s, -2))
+
+
+def _scale_rows(m, s):
+    return dnp.multiply(m, dnp.expand_dims(s, -1))
+
+
+def _svd_jvp(primals, tangents):
+    a = primals[0]
+    u, s, vh = svd.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (u, s, vh), (None, None, None)
+    v = _mT(vh)
+    dp = _mm(_mT(u), t, v)
+    s_dot = _diag_part(dp)
+    f = _gap_inverse(s, squared=True)
+    omega_u = dnp.multiply(f, dnp.add(_scale_cols(dp, s), _scale_rows(_mT(dp), s)))
+    omega_v = dnp.multiply(f, dnp.add(_scale_rows(dp, s), _scale_cols(_mT(dp), s)))
+    t_v = _scale_cols(matmul.bind(t, v), dnp.true_divide(1.0, s))     # dA V S^-1
+    t_u = _scale_cols(matmul.bind(_mT(t), u), dnp.true_divide(1.0, s))  # dA^T U S^-1
+    u_dot = dnp.add(matmul.bind(u, omega_u), dnp.subtract(t_v, _mm(u, _mT(u), t_v)))
+    v_dot = dnp.add(matmul.bind(v, omega_v), dnp.subtract(t_u, _mm(v, _mT(v), t_u)))
+    return (u, s, vh), (u_dot, s_dot, _mT(v_dot))
+
+
+def _svd_vjp(cts, primals, ans):
+    u_bar, s_bar, vh_bar = cts
+    u, s, vh = ans
+    v = _mT(vh)
+    inv_s = dnp.true_divide(1.0, s)
+    inner, outer = None, None
+    if s_bar is not None:
+        inner = _diag_embed(s_bar)
+    if u_bar is not None:
+        j = dnp.multiply(_gap_inverse(s, squared=True), matmul.bind(_mT(u), u_bar))
+        term = _scale_cols(dnp.add(j, _mT(j)), s)
+        inner = term if inner is None else dnp.add(inner, term)
+        proj = dnp.subtract(u_bar, _mm(u, _mT(u), u_bar))           # (I - U U^T) U_bar
+        outer = _mm(_scale_cols(proj, inv_s), vh)
+    if vh_bar is not None:
+        v_bar = _mT(vh_bar)
+        k = dnp.multiply(_gap_inverse(s, squared=True), matmul.bind(vh, v_bar))
+        term = _scale_rows(dnp.add(k, _mT(k)), s)
+        inner = term if inner is None else dnp.add(inner, term)
+        proj = dnp.subtract(v_bar, _mm(v, vh, v_bar))                # (I - V V^T) V_bar
+        side = matmul.bind(_scale_cols(u, inv_s), _mT(proj))
+        outer = side if outer is None else dnp.add(outer, side)
+    if inner is None:
+        return (None,)
+    a_bar = _mm(u, inner, vh)
+    return (a_bar if outer is None else dnp.add(a_bar, outer),)
+
+
+def _right_solve_r(m, r):
+    """m @ inv(r)."""
+    return _mT(solve.bind(_mT(r), _mT(m)))
+
+
+def _qr_jvp(primals, tangents):
+    a = primals[0]
+    q, r = qr.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (q, r), (None, None)
+    t_rinv = _right_solve_r(t, r)
+    c = matmul.bind(_mT(q), t_rinv)
+    n = dnp._shape(c)[-1]
+    low = dnp.where(_lower_mask(n, -1), c, 0.0)
+    omega = dnp.subtract(low, _mT(low))
+    r_dot = matmul.bind(dnp.subtract(c, omega), r)
+    q_dot = dnp.add(matmul.bind(q, omega), dnp.subtract(t_rinv, matmul.bind(q, c)))
+    return (q, r), (q_dot, r_dot)
+
+
+def _copy_lower_to_upper(m):
+    n = dnp._shape(m)[-1]
+    low = dnp.where(_lower_mask(n, -1), m, 0.0)
+    return dnp.add(dnp.add(low, _mT(low)), dnp.where(np.eye(n, dtype=bool), m, 0.0))
+
+
+def _qr_vjp(cts, primals, ans):
+    q_bar, r_bar = cts
+    q, r = ans
+    m = None
+    if r_bar is not None:
+        m = matmul.bind(r, _mT(r_bar))
+    if q_bar is not None:
+        qtq = matmul.bind(_mT(q_bar), q)
+        m = dnp.negative(qtq) if m is None else dnp.subtract(m, qtq)
+    if m is None:
+        return (None,)
+    b = matmul.bind(q, _copy_lower_to_upper(m))
+    if q_bar is not None:
+        b = dnp.add(q_bar, b)
+    return (_mT(solve.bind(r, _mT(b))),)  # b @ inv(r).T
+
+
+def _eye_like(n, x):
+    return np.eye(n, dtype=dnp._dtype(x))
+
+
+def _pinv_linear(x, a, t):
+    """The derivative of pinv at a (x = pinv(a)) in direction t, at constant rank."""
+    m, n = dnp._shape(a)[-2:]
+    range_a = dnp.subtract(_eye_like(m, a), matmul.bind(a, x))  # I - A X
+    range_x = dnp.subtract(_eye_like(n, a), matmul.bind(x, a))  # I - X A
+    t_t = _mT(t)
+    out = dnp.negative(_mm(x, t, x))
+    out = dnp.add(out, _mm(x, _mT(x), t_t, range_a))
+    return dnp.add(out, _mm(range_x, t_t, _mT(x), x))
+
+
+def _pinv_jvp(primals, tangents, rcond):
+    a = primals[0]
+    x = pinv.bind(a, rcond=rcond)
+    t = tangents[0]
+    return x, None if t is None else _pinv_linear(x, a, t)
+
+
+def _pinv_vjp(g, primals, ans, rcond):
+    a, x = primals[0], ans
+    m, n = dnp._shape(a)[-2:]
+    range_a = dnp.subtract(_eye_like(m, a), matmul.bind(a, x))
+    range_x = dnp.subtract(_eye_like(n, a), matmul.bind(x, a))
+    out = dnp.negative(_mm(_mT(x), g, _mT(x)))
+    out = dnp.add(out, _mm(range_a, _mT(g), x, _mT(x)))
+    return (dnp.add(out, _mm(_mT(x), x, _mT(g), range_x)),)
+
+
+defrules(eigh, jvp=_eigh_jvp, vjp=_eigh_vjp)
+defrules(svd, jvp=_svd_jvp, vjp=_svd_vjp)
+defrules(qr, jvp=_qr_jvp, vjp=_qr_vjp)
+defrules(pinv, jvp=_pinv_jvp, vjp=_pinv_vjp)
