@@ -24,19 +24,32 @@ def grad_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
 
 
 @collector_paused()
-def hvp_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
+def hvp_graph(graph: Graph, argnums: Sequence[int], *, value: bool = True,
+              grads: bool = True) -> Graph:
     """``(*args, *vs) -> (value, *grads, *hvps)``: forward-over-reverse.
 
     The tangent directions ``vs`` are fed into the differentiated arguments of the gradient
-    graph, so one program yields the value, the gradient and ``H·v``.
+    graph, so one program yields the value, the gradient and ``H·v``. ``value=False`` and
+    ``grads=False`` leave those outputs out, and with them every equation only they need
+    (``dg.hvp`` computes neither).
+
+    Example::
+
+        >>> g = dg.trace(lambda x: np.sum(np.sin(x)), np.ones(2))
+        >>> print(hvp_graph(g, [0], value=False, grads=False))
+        { lambda x:float64[2] x_dot:float64[2] .
+          t0:float64[2] = sin x
+          t1:float64[2] = negative t0
+          t2:float64[2] = multiply t1 x_dot
+          in ( t2 ) }
     """
     g = grad_graph(graph, argnums)
     with_tangent = [i in argnums for i in range(len(graph.inputs))]
     j = jvp_graph(g, with_tangent)
-    # j outputs: value, grads..., value_dot, grads_dot...; drop value_dot.
+    # j outputs: value, grads..., value_dot, grads_dot...; value_dot is never kept
     k = len(argnums)
     outs = j.outputs
-    j.outputs = outs[: 1 + k] + outs[2 + k:]
+    j.outputs = (outs[:1] if value else []) + (outs[1:1 + k] if grads else []) + outs[2 + k:]
     # j is simplified already and CSE and the slice merge are idempotent: dropping an output
     # only leaves dead code
     return dce(j)
