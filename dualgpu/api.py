@@ -27,13 +27,13 @@ from .core.ir import Graph
 from .core.primitives import registry_version
 from .core.trace import Tracer, current_builder, trace_to_graph
 from .errors import DualgpuError, NonScalarOutputError, ShapeMismatchError
-from .executor import Executable, config
+from .executor import Executable, config, generation
 from .signature import Signature, _class_call, quick_key, static_key, unwrap_function
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output
 
 _GLOBAL_CACHE = LRUCache(config["cache_size"])
-_generation = [0]
+_generation = generation  # bumped by clear_cache and by changes of build switches
 log = logging.getLogger("dualgpu")
 # builds per (transform, function): a function traced again and again because a static
 # argument keeps changing gets one warning (bounded; reset by clear_cache)
@@ -380,7 +380,7 @@ class Transformed:
         hit = self._programs.get(local_key)
         if hit is not None and hit.guards_hold():
             return hit
-        key = (self.spec, self._fn_key, sig.key, registry_version())
+        key = (self.spec, self._fn_key, sig.key, registry_version(), config.build_key())
 
         def build():
             _count_build(self, sig)

@@ -13,6 +13,10 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
     dg.config["cuda_graph_outputs"] = "reuse" # replay returns its static output buffers
     dg.config["cuda_graph_max_bytes"] = 1 << 22  # larger programs (inputs + outputs) run
                                                  # eagerly: replay would copy them
+    dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
+
+The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
+cache key: changing one builds new programs and never reuses one built under another value.
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ class Config(dict):
                                  and v >= 0, "an int >= 0"),
         "cache_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                        "an int >= 0"),
+        "matmul_precision": (lambda v: v in MATMUL_PRECISIONS, "'float32' or 'tf32'"),
     }
 
     def __setitem__(self, key, value):
@@ -53,15 +58,27 @@ class Config(dict):
             from .errors import DualgpuError
 
             raise DualgpuError(f"dg.config[{key!r}] must be {check[1]}, got {value!r}")
+        changed = key in BUILD_SWITCHES and self.get(key, value) != value
         super().__setitem__(key, value)
+        if changed:
+            generation[0] += 1  # the fast paths of cached calls check it
+
+    def build_key(self) -> tuple:
+        """The values of the switches that shape a compiled program (part of its key)."""
+        return tuple(self[k] for k in BUILD_SWITCHES)
 
     def update(self, *args, **kwargs):
         for k, v in dict(*args, **kwargs).items():
             self[k] = v
 
 
+MATMUL_PRECISIONS = ("float32", "tf32")
+# switches read when a program is built; changing one builds new programs
+BUILD_SWITCHES = ("fuse", "matmul_precision")
+# bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
+generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
-                cuda_graph_max_bytes=1 << 22, cache_size=256)
+                cuda_graph_max_bytes=1 << 22, cache_size=256, matmul_precision="float32")
 
 
 class Executable:
@@ -84,6 +101,10 @@ class Executable:
         self.backend = backend
         self.plan = None
         self.graph_runner = None
+        self.matmul_precision = config["matmul_precision"]
+        # on CuPy, the library products run under the program's precision; NumPy has no
+        # TF32 (its products are always full float32)
+        self._precision = None
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
@@ -95,11 +116,18 @@ class Executable:
             self._fn = compile_python(graph, backend.xp)
             self.source = self._fn.__dualgpu_source__
         if backend.is_cupy:
-            from .backends.cupy import CudaGraphRunner
+            from .backends.cupy import CudaGraphRunner, MatmulPrecision
 
             self.graph_runner = CudaGraphRunner(self._fn)
+            self._precision = MatmulPrecision(self.matmul_precision)
 
     def __call__(self, *arrays):
+        if self._precision is None:
+            return self._run(arrays)
+        with self._precision:
+            return self._run(arrays)
+
+    def _run(self, arrays):
         if self.graph_runner is not None and config["cuda_graphs"]:
             reuse = config.get("cuda_graph_outputs") == "reuse"
             outs, replayed = self.graph_runner.run(arrays, reuse,
