@@ -560,7 +560,9 @@ class _Grad(Transformed):
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
         _scalar_output(main, tree, self.__name__)
-        return _with_aux(grad_graph(main, sig.diff_inputs()), aux), aux_tree
+        program = grad_graph(main, sig.diff_inputs(),
+                             stack=config.stack_gemms_for(sig.backend))
+        return _with_aux(program, aux), aux_tree
 
     def finish(self, compiled, sig, outs):
         n = sum(sig.diff)
@@ -607,7 +609,8 @@ class _Hvp(Transformed):
         main, aux, tree, aux_tree = self._base(traced, sig)
         _scalar_output(main, tree, self.__name__)
         value, grads = self.outputs()
-        program = hvp_graph(main, sig.diff_inputs(), value=value, grads=grads)
+        program = hvp_graph(main, sig.diff_inputs(), value=value, grads=grads,
+                            stack=config.stack_gemms_for(sig.backend))
         return _with_aux(program, aux), aux_tree
 
     def pick(self, sig, value, grads, hvps) -> tuple:

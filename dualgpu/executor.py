@@ -14,6 +14,8 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
     dg.config["cuda_graph_max_bytes"] = 1 << 22  # larger programs (inputs + outputs) run
                                                  # eagerly: replay would copy them
     dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
+    dg.config["stack_gemms"] = True           # grad/hvp programs merge products sharing an
+                                              # operand also on NumPy ("auto": CuPy only)
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -45,6 +47,8 @@ class Config(dict):
         "cache_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                        "an int >= 0"),
         "matmul_precision": (lambda v: v in MATMUL_PRECISIONS, "'float32' or 'tf32'"),
+        "stack_gemms": (lambda v: isinstance(v, bool) or v == "auto",
+                        "'auto', True or False"),
     }
 
     def __setitem__(self, key, value):
@@ -63,6 +67,13 @@ class Config(dict):
         if changed:
             generation[0] += 1  # the fast paths of cached calls check it
 
+    def stack_gemms_for(self, backend) -> bool:
+        """Whether grad/hvp programs for ``backend`` stack their GEMMs: ``"auto"`` does on
+        CuPy (fewer library calls) and not on NumPy, where the concatenations cost more
+        than the products gain (benchmarks/NOTES.md, issue 12)."""
+        value = self["stack_gemms"]
+        return backend.is_cupy if value == "auto" else value
+
     def build_key(self) -> tuple:
         """The values of the switches that shape a compiled program (part of its key)."""
         return tuple(self[k] for k in BUILD_SWITCHES)
@@ -74,11 +85,12 @@ class Config(dict):
 
 MATMUL_PRECISIONS = ("float32", "tf32")
 # switches read when a program is built; changing one builds new programs
-BUILD_SWITCHES = ("fuse", "matmul_precision")
+BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
-                cuda_graph_max_bytes=1 << 22, cache_size=256, matmul_precision="float32")
+                cuda_graph_max_bytes=1 << 22, cache_size=256, matmul_precision="float32",
+                stack_gemms="auto")
 
 
 class Executable:
