@@ -274,3 +274,26 @@ def test_fuzzed_registry_programs(prog):
     s = stack_gemms(g)
     assert n_products(s) <= n_products(g)
     assert_same(g, s, args + vs, rtol=1e-10)
+
+
+# ------------------------------------------------------------------------------ liveness
+def test_generated_python_frees_large_temporaries():
+    from dualgpu.codegen.python import FREE_BYTES, generate_python
+
+    n = FREE_BYTES // 8
+
+    def f(x):
+        a = np.sin(x)
+        b = np.exp(a)
+        return np.sum(b * a), b
+
+    x = np.linspace(0, 1, n)
+    src, _ = generate_python(dg.trace(f, x))
+    lines = src.splitlines()
+    dels = [line.strip() for line in lines if line.strip().startswith("del ")]
+    # a (t0) dies at the multiply; b (t1) is an output; x is an input
+    assert dels == ["del t0", "del t2"]
+    small, _ = generate_python(dg.trace(f, np.ones(3)))
+    assert "del " not in small
+    out = dg.jit(f)(x)
+    np.testing.assert_allclose(out[0], np.sum(np.exp(np.sin(x)) * np.sin(x)))
