@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-gpu lint bench bench-build fuzz clean
+.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean
 
 $(STAMP): pyproject.toml
 	@echo "dualgpu: creating $(VENV) and installing dualgpu with its test and lint tools (first run, about a minute)"
@@ -36,6 +36,9 @@ bench:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.run
 
 # CPU only: build time (trace, transform, codegen) against program length, 1k-100k equations.
+bench-cpu:
+	PYTHONPATH=. $(PYTHON) -m benchmarks.cpu
+
 bench-build:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.build_time
 

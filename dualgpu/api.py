@@ -28,7 +28,7 @@ from .core.ir import Graph
 from .core.primitives import registry_version
 from .core.trace import Tracer, current_builder, trace_to_graph
 from .errors import BackendMismatchError, DualgpuError, NonScalarOutputError, ShapeMismatchError
-from .executor import Executable, config
+from .executor import Executable, config, generation
 from .namespace import rebind_function
 from .signature import Signature, _class_call, quick_key, static_key, unwrap_function
 from .sparse_api import SparseValue
@@ -36,7 +36,7 @@ from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output
 
 _GLOBAL_CACHE = LRUCache(config["cache_size"])
-_generation = [0]
+_generation = generation  # bumped by clear_cache and by changes of build switches
 log = logging.getLogger("dualgpu")
 # builds per (transform, function): a function traced again and again because a static
 # argument keeps changing gets one warning (bounded; reset by clear_cache)
@@ -376,7 +376,7 @@ class Transformed:
         hit = self._programs.get(local_key)
         if hit is not None and hit.guards_hold():
             return hit
-        key = (self.spec, self._fn_key, sig.key, registry_version())
+        key = (self.spec, self._fn_key, sig.key, registry_version(), config.build_key())
 
         def build():
             _count_build(self, sig)
@@ -553,7 +553,9 @@ class _Grad(Transformed):
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
         _scalar_output(main, tree, self.__name__)
-        return _with_aux(grad_graph(main, sig.diff_inputs()), aux), aux_tree
+        program = grad_graph(main, sig.diff_inputs(),
+                             stack=config.stack_gemms_for(sig.backend))
+        return _with_aux(program, aux), aux_tree
 
     def finish(self, compiled, sig, outs):
         n = sum(sig.diff)
@@ -571,8 +573,8 @@ class _ValueAndGrad(_Grad):
 
 
 class _Hvp(Transformed):
-    """``H·v`` (one program computes the value, the gradient and the product; :meth:`pick`
-    chooses what the call returns)."""
+    """``H·v``: the program computes only what the call returns (:meth:`outputs`), and
+    :meth:`pick` shapes it."""
 
     kind = "hvp"
 
@@ -591,18 +593,32 @@ class _Hvp(Transformed):
     def extra_inputs(self, sig, v):
         return self._directions(sig, v, "direction")
 
+    def outputs(self) -> tuple[bool, bool]:
+        """Whether the program computes ``(the value, the gradients)`` besides ``H·v``:
+        what the call does not return is pruned from the program."""
+        return False, False
+
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
         _scalar_output(main, tree, self.__name__)
-        return _with_aux(hvp_graph(main, sig.diff_inputs()), aux), aux_tree
+        value, grads = self.outputs()
+        program = hvp_graph(main, sig.diff_inputs(), value=value, grads=grads,
+                            stack=config.stack_gemms_for(sig.backend))
+        return _with_aux(program, aux), aux_tree
 
     def pick(self, sig, value, grads, hvps) -> tuple:
-        """The results of a call, from the program's value, gradients and products."""
+        """The results of a call, from the program's value, gradients and products (None
+        where :meth:`outputs` left them out)."""
         return (self._per_argnum(sig, hvps),)
 
     def finish(self, compiled, sig, outs):
         n = sum(sig.diff)
-        value, grads, hvps, aux = outs[0], outs[1:1 + n], outs[1 + n:1 + 2 * n], outs[1 + 2 * n:]
+        has_value, has_grads = self.outputs()
+        value = outs[0] if has_value else None
+        outs = outs[1:] if has_value else outs
+        grads = outs[:n] if has_grads else None
+        outs = outs[n:] if has_grads else outs
+        hvps, aux = outs[:n], outs[n:]
         result = self.pick(sig, value, grads, hvps)
         if self.has_aux:
             result = result + (T.unflatten(compiled.trees, aux),)
@@ -624,6 +640,9 @@ class _GradAndHvp(_Hvp):
     @property
     def spec(self):
         return super().spec + (self.return_value,)
+
+    def outputs(self) -> tuple[bool, bool]:
+        return self.return_value, True
 
     def pick(self, sig, value, grads, hvps) -> tuple:
         g_hv = (self._per_argnum(sig, grads), self._per_argnum(sig, hvps))

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+import dualgpu as dg
+
 from . import __version__
 from .backends.cupy import cupy_available
 from .errors import DualgpuError
@@ -151,8 +153,6 @@ def load_function(target: str) -> Callable:
 # ----------------------------------------------------------------------------- commands
 def _example_call(ns: argparse.Namespace, fn, cuda: bool = False) -> tuple:
     """The transformed function (``--grad``/``--hvp``) and example arguments of ``--arg``."""
-    import dualgpu as dg
-
     specs = [parse_spec(s) for s in ns.arg]
     if not specs:
         raise CliError("give the example arguments with --arg DTYPE[DIMS], one per argument")
@@ -187,8 +187,6 @@ def _example_call(ns: argparse.Namespace, fn, cuda: bool = False) -> tuple:
 
 def _run_user_code(ns: argparse.Namespace, thunk):
     """``thunk()``, with the user's function failing or exiting as one CLI error."""
-    import dualgpu as dg
-
     try:
         return thunk()
     except (dg.DualgpuError, MemoryError):
@@ -201,8 +199,6 @@ def _run_user_code(ns: argparse.Namespace, thunk):
 
 
 def cmd_inspect(ns: argparse.Namespace) -> int:
-    import dualgpu as dg
-
     fn = load_function(ns.target)
     target, args = _example_call(ns, fn, cuda=ns.format == "cuda")
     if ns.format in ("text", "dot"):
@@ -215,8 +211,6 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
-    import dualgpu as dg
-
     fn = load_function(ns.target)
     target, args = _example_call(ns, fn)
     text = _run_user_code(ns, lambda: dg.export(target, *args, name=ns.name))

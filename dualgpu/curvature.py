@@ -18,8 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import api
 from . import tree as T
 from .api import Transformed, _flags, hvp
+from .backends import array_backend
 from .core.trace import Tracer
 from .errors import DualgpuError
 from .transforms.batching import check_separable
@@ -241,10 +243,8 @@ class _Estimator:
                     T.leaves(args))
         per = self._per_sample.get(key)
         if per is None:
-            from .api import trace
-
             v = T.unflatten(tree, [xp.zeros_like(leaf) for leaf in leaves])
-            g = trace(hvp(self.fn, self.argnums), *args, v)
+            g = api.trace(hvp(self.fn, self.argnums), *args, v)
             per = sum(int(np.prod(o.shape, dtype=np.int64)) * np.dtype(o.dtype).itemsize
                       for e in g.eqns for o in e.outs)
             self._per_sample[key] = per = max(per, 1)
@@ -311,8 +311,6 @@ def _hutchpp(rng, m: int, n: int, dtype, products, xp):
 
 
 def _xp_of(leaves):
-    from .backends import array_backend
-
     b = array_backend(leaves[0]) if leaves else None
     if b is None or b.is_sparse(leaves[0]):
         raise DualgpuError("hessian_trace/hessian_diag: the differentiated argument must "

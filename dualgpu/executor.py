@@ -13,12 +13,18 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
     dg.config["cuda_graph_outputs"] = "reuse" # replay returns its static output buffers
     dg.config["cuda_graph_max_bytes"] = 1 << 22  # larger programs (inputs + outputs) run
                                                  # eagerly: replay would copy them
+    dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
+    dg.config["stack_gemms"] = True           # grad/hvp programs merge products sharing an
+                                              # operand also on NumPy ("auto": CuPy only)
+
+The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
+cache key: changing one builds new programs and never reuses one built under another value.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .backends.cupy import CudaGraphRunner
+from .backends.cupy import CudaGraphRunner, MatmulPrecision
 from .codegen.cuda import compile_fused
 from .codegen.python import compile_python
 from .core.ir import Graph
@@ -43,6 +49,9 @@ class Config(dict):
                                  and v >= 0, "an int >= 0"),
         "cache_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                        "an int >= 0"),
+        "matmul_precision": (lambda v: v in MATMUL_PRECISIONS, "'float32' or 'tf32'"),
+        "stack_gemms": (lambda v: isinstance(v, bool) or v == "auto",
+                        "'auto', True or False"),
     }
 
     def __setitem__(self, key, value):
@@ -52,15 +61,35 @@ class Config(dict):
                                f"{', '.join(sorted(self._CHECKS))}")
         if not check[0](value):
             raise DualgpuError(f"dg.config[{key!r}] must be {check[1]}, got {value!r}")
+        changed = key in BUILD_SWITCHES and self.get(key, value) != value
         super().__setitem__(key, value)
+        if changed:
+            generation[0] += 1  # the fast paths of cached calls check it
+
+    def stack_gemms_for(self, backend) -> bool:
+        """Whether grad/hvp programs for ``backend`` stack their GEMMs: ``"auto"`` does on
+        CuPy (fewer library calls) and not on NumPy, where the concatenations cost more
+        than the products gain (benchmarks/NOTES.md, issue 12)."""
+        value = self["stack_gemms"]
+        return backend.is_cupy if value == "auto" else value
+
+    def build_key(self) -> tuple:
+        """The values of the switches that shape a compiled program (part of its key)."""
+        return tuple(self[k] for k in BUILD_SWITCHES)
 
     def update(self, *args, **kwargs):
         for k, v in dict(*args, **kwargs).items():
             self[k] = v
 
 
+MATMUL_PRECISIONS = ("float32", "tf32")
+# switches read when a program is built; changing one builds new programs
+BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms")
+# bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
+generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
-                cuda_graph_max_bytes=1 << 22, cache_size=256)
+                cuda_graph_max_bytes=1 << 22, cache_size=256, matmul_precision="float32",
+                stack_gemms="auto")
 
 
 class Executable:
@@ -83,6 +112,10 @@ class Executable:
         self.backend = backend
         self.plan = None
         self.graph_runner = None
+        self.matmul_precision = config["matmul_precision"]
+        # on CuPy, the library products run under the program's precision; NumPy has no
+        # TF32 (its products are always full float32)
+        self._precision = None
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
@@ -93,8 +126,15 @@ class Executable:
             self.source = self._fn.__dualgpu_source__
         if backend.is_cupy:
             self.graph_runner = CudaGraphRunner(self._fn)
+            self._precision = MatmulPrecision(self.matmul_precision)
 
     def __call__(self, *arrays):
+        if self._precision is None:
+            return self._run(arrays)
+        with self._precision:
+            return self._run(arrays)
+
+    def _run(self, arrays):
         if self.graph_runner is not None and config["cuda_graphs"]:
             reuse = config.get("cuda_graph_outputs") == "reuse"
             outs, replayed = self.graph_runner.run(arrays, reuse,

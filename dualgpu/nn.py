@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from . import numpy_api as dnp
+from .errors import UnsupportedOpError
 
 __all__ = ["sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu", "silu", "swish",
            "softplus", "mish", "hard_tanh", "softmax", "log_softmax", "logsumexp", "xlogy",
@@ -88,8 +89,6 @@ def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     1.252762968495368
     """
     if return_sign:
-        from .errors import UnsupportedOpError
-
         raise UnsupportedOpError("logsumexp(return_sign=True) is not supported on traced "
                                  "values: the sign is piecewise constant; take b > 0")
     x = dnp._arraylike(x)

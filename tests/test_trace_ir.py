@@ -98,9 +98,12 @@ def test_validate_catches_a_wrong_shape():
 
 def test_trace_of_transformed_function_is_the_derivative_program():
     f = lambda x: np.sum(np.sin(x))
-    g = dg.trace(dg.hvp(f), np.ones(3), np.ones(3))
+    g = dg.trace(dg.grad_and_hvp(f, return_value=True), np.ones(3), np.ones(3))
     names = [e.prim.name for e in g.eqns]
     assert "sin" in names and "cos" in names and len(g.outputs) == 3
+    # hvp alone computes neither the value nor the gradient (H·v = -sin(x) v)
+    h = dg.trace(dg.hvp(f), np.ones(3), np.ones(3))
+    assert len(h.outputs) == 1 and "cos" not in [e.prim.name for e in h.eqns]
 
 
 def test_trace_to_graph_with_static_arguments():

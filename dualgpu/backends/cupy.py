@@ -214,3 +214,59 @@ def cupy_device_id() -> int:
     import cupy
 
     return cupy.cuda.runtime.getDevice()
+
+
+def _linalg_module():
+    """CuPy's matmul module: its per-dtype cuBLAS compute type is what TF32 switches."""
+    from cupy._core import _routines_linalg
+
+    return _routines_linalg
+
+
+class MatmulPrecision:
+    """A reusable context that runs CuPy's float32 matmul/einsum library calls with the
+    cuBLAS compute type of ``precision`` and restores the previous one afterwards.
+
+    ``"tf32"`` is ``COMPUTE_TYPE_TF32`` (tensor cores, 10-bit mantissa products, float32
+    accumulation); ``"float32"`` is ``COMPUTE_TYPE_DEFAULT`` (full float32, even when
+    ``CUPY_TF32=1`` is set). CuPy keeps the compute type in one process-wide table, so a
+    CuPy matmul of another thread made during the call sees it too.
+
+    Example::
+
+        >>> import cupy as cp
+        >>> with MatmulPrecision("tf32"):
+        ...     y = cp.ones((64, 64), dtype=cp.float32) @ cp.ones((64, 64), dtype=cp.float32)
+    """
+
+    __slots__ = ("precision", "_saved")
+
+    def __init__(self, precision: str):
+        self.precision = precision
+        self._saved = []
+
+    def _wanted(self, linalg) -> int:
+        if self.precision == "tf32":
+            return getattr(linalg, "COMPUTE_TYPE_TF32", 7)
+        return getattr(linalg, "COMPUTE_TYPE_DEFAULT", 1)
+
+    def __enter__(self):
+        import numpy as np
+
+        linalg = _linalg_module()
+        previous = linalg.get_compute_type(np.float32)
+        wanted = self._wanted(linalg)
+        if previous != wanted:
+            linalg.set_compute_type(np.float32, wanted)
+            self._saved.append(previous)
+        else:
+            self._saved.append(None)
+        return self
+
+    def __exit__(self, *exc):
+        import numpy as np
+
+        previous = self._saved.pop()
+        if previous is not None:
+            _linalg_module().set_compute_type(np.float32, previous)
+        return False

@@ -8,11 +8,13 @@ from ..errors import NonScalarOutputError
 from ._gc import collector_paused
 from .jvp import jvp_graph
 from .simplify import dce
+from .stack_gemms import stack_gemms
 from .vjp import vjp_graph
 
 
-def grad_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
-    """``(*args) -> (value, *grads)`` for a graph with one scalar output."""
+def grad_graph(graph: Graph, argnums: Sequence[int], *, stack: bool = False) -> Graph:
+    """``(*args) -> (value, *grads)`` for a graph with one scalar output; ``stack=True``
+    merges its matrix products where that saves GEMMs (:func:`stack_gemms`)."""
     if len(graph.outputs) != 1 or tuple(graph.outputs[0].shape) != ():
         shapes = ", ".join(str(tuple(o.shape)) for o in graph.outputs)
         raise NonScalarOutputError(
@@ -20,23 +22,39 @@ def grad_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
             f"returns shape(s) {shapes}. Reduce it (e.g. np.sum) or use dg.vjp / "
             "hvp(batch_axes=...)")
     wrt = [i in argnums for i in range(len(graph.inputs))]
-    return vjp_graph(graph, wrt, unit_cotangent=True)
+    g = vjp_graph(graph, wrt, unit_cotangent=True)
+    return stack_gemms(g) if stack else g
 
 
 @collector_paused()
-def hvp_graph(graph: Graph, argnums: Sequence[int]) -> Graph:
+def hvp_graph(graph: Graph, argnums: Sequence[int], *, value: bool = True,
+              grads: bool = True, stack: bool = False) -> Graph:
     """``(*args, *vs) -> (value, *grads, *hvps)``: forward-over-reverse.
 
     The tangent directions ``vs`` are fed into the differentiated arguments of the gradient
-    graph, so one program yields the value, the gradient and ``H·v``.
+    graph, so one program yields the value, the gradient and ``H·v``. ``value=False`` and
+    ``grads=False`` leave those outputs out, and with them every equation only they need
+    (``dg.hvp`` computes neither). ``stack=True`` then merges matrix products
+    (:func:`stack_gemms`: ``X·[W | V]``, ``[h | ḣ]·[W2 ; V2]``).
+
+    Example::
+
+        >>> g = dg.trace(lambda x: np.sum(np.sin(x)), np.ones(2))
+        >>> print(hvp_graph(g, [0], value=False, grads=False))
+        { lambda x:float64[2] x_dot:float64[2] .
+          t0:float64[2] = sin x
+          t1:float64[2] = negative t0
+          t2:float64[2] = multiply t1 x_dot
+          in ( t2 ) }
     """
     g = grad_graph(graph, argnums)
     with_tangent = [i in argnums for i in range(len(graph.inputs))]
     j = jvp_graph(g, with_tangent)
-    # j outputs: value, grads..., value_dot, grads_dot...; drop value_dot.
+    # j outputs: value, grads..., value_dot, grads_dot...; value_dot is never kept
     k = len(argnums)
     outs = j.outputs
-    j.outputs = outs[: 1 + k] + outs[2 + k:]
+    j.outputs = (outs[:1] if value else []) + (outs[1:1 + k] if grads else []) + outs[2 + k:]
     # j is simplified already and CSE and the slice merge are idempotent: dropping an output
     # only leaves dead code
-    return dce(j)
+    j = dce(j)
+    return stack_gemms(j) if stack else j
