@@ -48,6 +48,8 @@ from ..core.flags import Flag
 from ..core.ir import Eqn, Literal, Var
 from ..errors import CodegenSafetyError
 from ..fusion import LibraryStep, Region, is_reduction, is_reshape, plan_graph, reads_no_values
+from ..ops import elementwise as _ew
+from ..ops.linalg import matmul
 
 BLOCK = 256
 
@@ -297,15 +299,15 @@ class _Emitter:
     def _args(self, k: int, comp) -> list:
         """The C operands of node k's template, each cast to the dtype the template reads."""
         eqn = self.nodes[k].eqn
-        name = eqn.prim.name
+        prim = eqn.prim
         args = []
         deps = iter(self.deps(k))
         for pos, a in enumerate(eqn.inputs):
-            if reads_no_values(eqn.prim):
+            if reads_no_values(prim):
                 args.append("")
                 continue
-            want = np.dtype(bool) if (name == "where" and pos == 0) else comp
-            if name == "convert_element_type":
+            want = np.dtype(bool) if (prim is _ew.where and pos == 0) else comp
+            if prim is _ew.convert_element_type:  # its C form casts the operand itself
                 want = a.dtype
             if isinstance(a, Literal):
                 args.append(c_literal(a.value, want))
@@ -339,10 +341,9 @@ class _Emitter:
     @staticmethod
     def compute_dtype(eqn):
         out = eqn.outs[0]
-        name = eqn.prim.name
-        if name == "where":
+        if eqn.prim is _ew.where:
             return np.dtype(out.dtype)
-        if out.dtype.kind == "b" and name != "convert_element_type":
+        if out.dtype.kind == "b" and eqn.prim is not _ew.convert_element_type:
             return promote([a.aval for a in eqn.inputs])
         return np.dtype(out.dtype)
 
@@ -729,7 +730,7 @@ class FusedProgram:
         return out
 
     def _library(self, eqn, env):
-        if eqn.prim.name == "matmul":
+        if eqn.prim is matmul:
             out = self._small_matmul(eqn, env)
             if out is not None:
                 env[eqn.outs[0].id] = out
