@@ -170,9 +170,6 @@ def _example_call(ns: argparse.Namespace, fn, cuda: bool = False) -> tuple:
     if mode and not 0 <= ns.argnum < len(args):
         raise CliError(f"--argnum {ns.argnum} is out of range for {len(args)} argument(s)")
     if cuda:
-        if not cupy_available():
-            raise CliError("--format cuda needs CuPy and a CUDA device (none found here); "
-                           "use --format python for the NumPy program")
         args = [_to_device(a) for a in args]
     target = fn
     if mode == "grad":
@@ -200,14 +197,43 @@ def _run_user_code(ns: argparse.Namespace, thunk):
 
 def cmd_inspect(ns: argparse.Namespace) -> int:
     fn = load_function(ns.target)
-    target, args = _example_call(ns, fn, cuda=ns.format == "cuda")
-    if ns.format in ("text", "dot"):
+    on_gpu = ns.format == "cuda" and cupy_available()
+    target, args = _example_call(ns, fn, cuda=on_gpu)
+    if ns.format == "cuda" and not on_gpu:
+        text = _run_user_code(ns, lambda: _cuda_without_gpu(target, args))
+    elif ns.format in ("text", "dot"):
         graph = _run_user_code(ns, lambda: dg.trace(target, *args))
         text = str(graph) if ns.format == "text" else graph.to_dot()
     else:
         text = _run_user_code(ns, lambda: dg.source(target, *args))
     print(text.rstrip())
     return 0
+
+
+def _cuda_without_gpu(target, args) -> str:
+    """The fusion plan and CUDA kernels of ``target``, generated on the CPU (the code
+    generator is pure Python): traced on NumPy arrays with the switches a CuPy build uses."""
+    from .codegen.cuda import plan_source
+    from .fusion import plan_graph
+
+    saved = dg.config["stack_gemms"]
+    dg.config["stack_gemms"] = dg.config.stack_gemms_for(_CUPY_LIKE)  # "auto": stacks
+    try:
+        graph = dg.trace(target, *args)
+    finally:
+        dg.config["stack_gemms"] = saved
+    return ("// generated without a GPU (no CuPy here): the plan and kernels a CuPy call of "
+            "these shapes runs\n" + plan_source(plan_graph(graph)))
+
+
+class _CupyLike:
+    """What ``config.stack_gemms_for`` asks of a backend, for a CuPy build made on the CPU."""
+
+    is_cupy = True
+    name = "cupy"
+
+
+_CUPY_LIKE = _CupyLike()
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
@@ -327,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "per instance, e.g. 1,2,3 (the per-instance HVP)")
     i.add_argument("--format", choices=("text", "dot", "python", "cuda"), default="text",
                    help="text: the graph listing; dot: Graphviz DOT; python: generated "
-                   "NumPy source; cuda: fused CUDA kernels (needs CuPy)")
+                   "NumPy source; cuda: the fusion plan and CUDA kernels (generated on the CPU "
+                   "when there is no GPU)")
     i.set_defaults(run=cmd_inspect)
 
     e = sub.add_parser("export", help="write a standalone module (NumPy only, no dualgpu "
