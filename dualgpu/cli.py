@@ -86,6 +86,24 @@ def parse_spec(spec: str) -> tuple[np.dtype, tuple[int, ...]]:
     return dtype, dims
 
 
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def parse_arg(spec: str):
+    """One ``--arg``: ``DTYPE[DIMS]`` (an example array, see :func:`parse_spec`) or a plain
+    number, passed as it is (a static argument: an int such as ``3`` or a float ``0.5``).
+
+    Example::
+
+        >>> parse_arg("3"), parse_arg("-0.5"), parse_arg("float32[2]")
+        (3, -0.5, (dtype('float32'), (2,)))
+    """
+    text = spec.strip()
+    if _NUMBER.match(text):
+        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+    return parse_spec(spec)
+
+
 def example_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> int:
     """Bytes of an example array of this dtype and shape (exact, no overflow)."""
     return math.prod(shape) * np.dtype(dtype).itemsize
@@ -153,24 +171,29 @@ def load_function(target: str) -> Callable:
 # ----------------------------------------------------------------------------- commands
 def _example_call(ns: argparse.Namespace, fn, cuda: bool = False) -> tuple:
     """The transformed function (``--grad``/``--hvp``) and example arguments of ``--arg``."""
-    specs = [parse_spec(s) for s in ns.arg]
+    specs = [parse_arg(s) for s in ns.arg]
     if not specs:
         raise CliError("give the example arguments with --arg DTYPE[DIMS], one per argument")
     mode = "hvp" if ns.hvp else "grad" if ns.grad else None
-    need = sum(example_bytes(dt, shape) for dt, shape in specs)
+    arrays = [s for s in specs if isinstance(s, tuple)]
+    need = sum(example_bytes(dt, shape) for dt, shape in arrays)
+    if mode and 0 <= ns.argnum < len(specs) and not isinstance(specs[ns.argnum], tuple):
+        raise CliError(f"--argnum {ns.argnum} names the static argument {specs[ns.argnum]!r}: "
+                       "differentiate an array argument (DTYPE[DIMS])")
     if mode == "hvp" and 0 <= ns.argnum < len(specs):
         need += example_bytes(*specs[ns.argnum])  # the direction v
     if need > MAX_EXAMPLE_BYTES:
         raise CliError(f"the example arguments ({', '.join(ns.arg)}) need {_human(need)}, more "
                        f"than the {_human(MAX_EXAMPLE_BYTES)} the CLI allocates; the program "
                        "depends only on the shapes' structure: use smaller shapes")
-    args = [example_array(dt, shape, seed=i) for i, (dt, shape) in enumerate(specs)]
+    args = [example_array(*spec, seed=i) if isinstance(spec, tuple) else spec
+            for i, spec in enumerate(specs)]
     if ns.batch_axes is not None and mode != "hvp":
         raise CliError("--batch-axes goes with --hvp")
     if mode and not 0 <= ns.argnum < len(args):
         raise CliError(f"--argnum {ns.argnum} is out of range for {len(args)} argument(s)")
     if cuda:
-        args = [_to_device(a) for a in args]
+        args = [_to_device(a) if isinstance(a, np.ndarray) else a for a in args]
     target = fn
     if mode == "grad":
         target = dg.grad(fn, argnums=ns.argnum)
@@ -340,8 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "the given dtypes and shapes and print the graph (or its derivative).")
     i.add_argument("target", metavar="FILE.py:FUNC")
     i.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
-                   help="one example argument, e.g. float64[5] or float32[3,4]; repeat "
-                   "for each argument in order")
+                   help="one example argument, e.g. float64[5] or float32[3,4], or a number "
+                   "passed as it is (a static argument, e.g. 3 or 0.5); repeat for each "
+                   "argument in order")
     what = i.add_mutually_exclusive_group()
     what.add_argument("--grad", action="store_true", help="the gradient program")
     what.add_argument("--hvp", action="store_true",
@@ -363,7 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "arguments and write a module that computes it without dualgpu.")
     e.add_argument("target", metavar="FILE.py:FUNC")
     e.add_argument("--arg", action="append", default=[], metavar="DTYPE[DIMS]",
-                   help="one example argument, e.g. float64[5]; repeat for each argument")
+                   help="one example argument, e.g. float64[5], or a number (a static "
+                   "argument); repeat for each argument")
     ewhat = e.add_mutually_exclusive_group()
     ewhat.add_argument("--grad", action="store_true", help="the gradient")
     ewhat.add_argument("--hvp", action="store_true", help="the Hessian-vector product")

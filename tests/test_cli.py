@@ -383,3 +383,15 @@ def test_bad_targets(capsys, model, tmp_path, target, needle):
     out = run_cli(capsys, "inspect", target, "--arg", "float64[3]")
     assert_one_line_error(*out)
     assert needle in out[2]
+
+
+def test_static_number_arguments(capsys, tmp_path):
+    model = tmp_path / "powers.py"
+    model.write_text("import numpy as np\ndef f(x, k, s):\n    return s * np.sum(x ** k)\n")
+    code, out, _ = run_cli(capsys, "inspect", f"{model}:f", "--arg", "float64[4]", "--arg",
+                           "3", "--arg", "0.5", "--grad", "--format", "python")
+    assert code == 0 and "0.5" in out and "def " in out
+    bad = run_cli(capsys, "inspect", f"{model}:f", "--arg", "float64[4]", "--arg", "3",
+                  "--arg", "0.5", "--grad", "--argnum", "1")
+    assert_one_line_error(*bad)
+    assert "static" in bad[2]
