@@ -19,8 +19,53 @@ def test_to_dot_and_networkx_agree():
     dot = g.to_dot()
     assert dot.startswith('digraph "') and dot.rstrip().endswith("}")
     nxg = g.nx
-    assert dot.count("->") == nxg.number_of_edges()
+    # DOT draws one edge per operand (networkx merges repeated ones) and literal operands
+    operands = sum(len(e.inputs) for e in g.eqns) + sum(len(e.outs) for e in g.eqns)
+    assert dot.count("->") == operands >= nxg.number_of_edges()
     assert sum(1 for _, d in nxg.nodes(data=True) if d["kind"] == "eqn") == len(g.eqns)
+
+
+def _edges_into(dot, label):
+    """The edges into the first op box whose label starts with ``label``."""
+    node = next(line.split()[0] for line in dot.splitlines()
+                if "shape=box" in line and f'label="{label}' in line)
+    return [line for line in dot.splitlines() if f"-> {node}" in line]
+
+
+def test_pictures_show_operands_params_roles_and_a_legend():
+    f = lambda x: np.sum(1.0 - x[1:] * x[1:])  # noqa: E731
+    x = np.ones(4)
+    dot = dg.trace(dg.grad_and_hvp(f, return_value=True), x, x).to_dot()
+    assert 'label="1.0"' in dot                              # the literal of 1.0 - ...
+    assert 'label="getitem\\n[1:]"' in dot                  # the slice is shown
+    assert len(_edges_into(dot, "multiply")) == 2           # t * t: two operands
+    assert '[label="0"]' in dot and '[label="1"]' in dot    # numbered by position
+    for role in ("= value", "= grad x", "= H·v x"):
+        assert role in dot
+    assert "cluster_legend" in dot
+
+
+def test_long_programs_run_left_to_right_and_plans_draw_kernels():
+    from dualgpu.fusion import plan_graph
+
+    def steps(x):
+        for _ in range(20):
+            x = x + 0.1 * np.sin(x)
+        return np.sum(x)
+
+    g = dg.trace(dg.grad(steps), np.ones(8))
+    assert "rankdir=LR" in g.to_dot()
+    assert "rankdir=TB" in _graph().to_dot()
+    dot = g.to_dot(plan=plan_graph(g))
+    assert "subgraph cluster_kernel" in dot and 'label="kernel' in dot
+
+
+def test_parameter_text_is_escaped():
+    g = dg.trace(lambda x: np.sum(np.reshape(x, (2, 2))), np.ones(4))
+    g.name = 'a"b\nc'
+    dot = g.to_dot()
+    # one line: the quote is escaped and the newline is a DOT line break, not a raw newline
+    assert dot.splitlines()[0] == 'digraph "a\\"b\\nc" {'
 
 
 def test_render_dot_text_needs_no_graphviz(tmp_path, monkeypatch):

@@ -128,6 +128,7 @@ class Graph:
     name: str = "f"
     input_names: list | None = None
     xp: Any = None  # numpy or cupy: the array library the graph was traced for
+    output_names: list | None = None  # roles of the outputs (value, grad x, ...), for people
 
     # ----------------------------------------------------------------- inspection
     @property

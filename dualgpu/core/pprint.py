@@ -109,27 +109,121 @@ def to_networkx(graph: Graph):
     return g
 
 
-def to_dot(graph: Graph) -> str:
-    """DOT text: variables as ellipses (inputs green, outputs blue), equations as boxes."""
-    g = to_networkx(graph)
-    title = graph.name.replace("\\", "\\\\").replace('"', '\\"')
-    lines = [f'digraph "{title}" {{', "  rankdir=TB;", '  node [fontname="Helvetica"];']
-    ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
-    for n, data in g.nodes(data=True):
-        if data["kind"] == "eqn":
-            lines.append(f'  {ids[n]} [shape=box, style=filled, fillcolor="#eeeeee", '
-                         f'label="{data["prim"]}"];')
-        else:
-            shape = ",".join(str(d) for d in data["shape"])
-            color = {"input": "#c8e6c9", "const": "#fff9c4"}.get(data["kind"], "white")
-            if "output" in data:
-                color = "#bbdefb"
-            lines.append(f'  {ids[n]} [shape=ellipse, style=filled, fillcolor="{color}", '
-                         f'label="{n}\\n{data["dtype"]}[{shape}]"];')
-    for u, v in g.edges:
-        lines.append(f"  {ids[u]} -> {ids[v]};")
+_LONG = 30  # programs longer than this are laid out left to right
+_COLORS = {"input": "#c8e6c9", "const": "#fff9c4", "output": "#bbdefb", "var": "white",
+           "op": "#eeeeee", "literal": "#f5f5f5"}
+
+
+def _dot_text(text: str) -> str:
+    """Text as the inside of a DOT string: a name or a value is data, quoted and escaped;
+    a newline becomes a line break of the label, other control characters a space."""
+    out = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    out = "".join(c if c.isprintable() or c == "\n" else " " for c in out)
+    return out.replace("\n", "\\n")
+
+
+def _op_label(eqn, limit: int = 48) -> str:
+    """The op and its parameters, one per line, each cut to ``limit`` characters."""
+    lines = [eqn.prim.name]
+    for k, v in eqn.params.items():
+        text = _param_str(k, v)
+        lines.append(text if len(text) <= limit else text[:limit - 1] + "…")
+    return "\n".join(lines)
+
+
+def to_dot(graph: Graph, plan=None) -> str:
+    """DOT text: values as ellipses (inputs green, constants yellow, outputs blue and named
+    by their role: value, grad, H·v), ops as boxes with their parameters, literal operands as
+    small plain nodes, one edge per operand (``t0 * t0`` has two, numbered by position) and a
+    legend. Long programs run left to right; with a fusion ``plan``, the ops each generated
+    kernel evaluates are drawn in one cluster.
+
+    >>> dot = dg.trace(lambda x: np.sum(1.0 - x * x), np.ones(3)).to_dot()
+    >>> dot.count('label="1.0"'), dot.count("-> n")   # the literal; x * x has 2 edges
+    (1, 8)
+    """
+    name = Namer(graph)
+    title = _dot_text(graph.name)
+    rank = "LR" if len(graph.eqns) > _LONG else "TB"
+    lines = [f'digraph "{title}" {{', f"  rankdir={rank};", '  graph [size="9,14"];',
+             '  node [fontname="Helvetica", fontsize=11];',
+             '  edge [fontname="Helvetica", fontsize=9, color="#555555"];']
+    ids: dict = {}
+    roles = _output_roles(graph, name)
+
+    def node(key, label, shape, kind):
+        if key in ids:
+            return ids[key]
+        ids[key] = f"n{len(ids)}"
+        color = _COLORS["output"] if key in roles else _COLORS[kind]
+        if key in roles:
+            label = f"{label}\n= {roles[key]}"
+        style = "filled" if shape != "plaintext" else "solid"
+        lines.append(f'  {ids[key]} [shape={shape}, style={style}, fillcolor="{color}", '
+                     f'label="{_dot_text(label)}"];')
+        return ids[key]
+
+    def value(a, kind):
+        return node(("v", a.id), f"{name(a)}\n{a.aval.str_short()}", "ellipse", kind)
+
+    for v in graph.inputs:
+        value(v, "input")
+    for c in graph.consts:
+        value(c, "const")
+    ops = []
+    for k, eqn in enumerate(graph.eqns):
+        op = node(("e", k), _op_label(eqn), "box", "op")
+        ops.append(op)
+        numbered = len(eqn.inputs) > 1
+        for pos, a in enumerate(eqn.inputs):
+            src = (node(("lit", k, pos), _literal(a.value), "plaintext", "literal")
+                   if isinstance(a, Literal) else value(a, "var"))
+            label = f' [label="{pos}"]' if numbered else ""
+            lines.append(f"  {src} -> {op}{label};")
+        for v in eqn.outs:
+            lines.append(f"  {op} -> {value(v, 'var')};")
+    if plan is not None:
+        lines += _plan_clusters(graph, plan, ops)
+    lines += _legend()
     lines.append("}")
     return "\n".join(lines)
+
+
+def _output_roles(graph: Graph, name: Namer) -> dict:
+    """Value key -> the role of that output (``graph.output_names`` or ``out i``)."""
+    names = getattr(graph, "output_names", None) or []
+    roles = {}
+    for i, a in enumerate(graph.outputs):
+        if isinstance(a, Var):
+            role = names[i] if i < len(names) else f"out {i}"
+            key = ("v", a.id)
+            roles[key] = f"{roles[key]}, {role}" if key in roles else role
+    return roles
+
+
+def _plan_clusters(graph: Graph, plan, ops: list) -> list[str]:
+    index = {id(e): k for k, e in enumerate(graph.eqns)}
+    lines = []
+    for r in plan.regions:
+        members = [ops[index[id(e)]] for e in r.eqns if id(e) in index]
+        if not members:
+            continue
+        lines.append(f"  subgraph cluster_kernel{r.index} {{")
+        lines.append(f'    label="kernel {r.index}"; style=dashed; color="#1565c0";')
+        lines.append("    " + "; ".join(members) + ";")
+        lines.append("  }")
+    return lines
+
+
+def _legend() -> list[str]:
+    entries = [("input", "ellipse", "input"), ("constant", "ellipse", "const"),
+               ("op (params)", "box", "op"), ("output", "ellipse", "output")]
+    lines = ["  subgraph cluster_legend {", '    label="legend"; style=dotted; fontsize=9;']
+    for i, (text, shape, kind) in enumerate(entries):
+        lines.append(f'    legend{i} [shape={shape}, style=filled, fillcolor="{_COLORS[kind]}", '
+                     f'label="{text}", fontsize=9];')
+    lines.append("  }")
+    return lines
 
 
 def _dot_program() -> str:
@@ -223,9 +317,10 @@ def _install_on_graph() -> None:
         """The graph as a ``networkx.DiGraph``: a node per variable and per equation."""
         return to_networkx(self)
 
-    def _to_dot(self) -> str:
-        """DOT text for Graphviz (``dot -Tsvg``)."""
-        return to_dot(self)
+    def _to_dot(self, plan=None) -> str:
+        """DOT text for Graphviz (``dot -Tsvg``); ``plan``: a fusion plan whose kernels are
+        drawn as clusters."""
+        return to_dot(self, plan)
 
     def _render(self, path: str) -> str:
         """Render through the Graphviz ``dot`` program to ``path`` (format from the

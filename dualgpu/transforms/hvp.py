@@ -23,7 +23,14 @@ def grad_graph(graph: Graph, argnums: Sequence[int], *, stack: bool = False) -> 
             "hvp(batch_axes=...)")
     wrt = [i in argnums for i in range(len(graph.inputs))]
     g = vjp_graph(graph, wrt, unit_cotangent=True)
-    return stack_gemms(g) if stack else g
+    g = stack_gemms(g) if stack else g
+    g.output_names = ["value"] + [f"grad {n}" for n in _names(graph, argnums)]
+    return g
+
+
+def _names(graph: Graph, argnums: Sequence[int]) -> list[str]:
+    given = graph.input_names or []
+    return [given[i] if i < len(given) else f"arg {i}" for i in argnums]
 
 
 @collector_paused()
@@ -57,4 +64,8 @@ def hvp_graph(graph: Graph, argnums: Sequence[int], *, value: bool = True,
     # j is simplified already and CSE and the slice merge are idempotent: dropping an output
     # only leaves dead code
     j = dce(j)
-    return stack_gemms(j) if stack else j
+    j = stack_gemms(j) if stack else j
+    names = _names(graph, argnums)
+    j.output_names = ((["value"] if value else []) + ([f"grad {n}" for n in names] if grads
+                      else []) + [f"H·v {n}" for n in names])
+    return j
