@@ -1,8 +1,8 @@
-"""Rows, the ratio table, the targets of DESIGN.md, JSON and the PNG plot.
+"""Rows, the ratio table, the performance targets, JSON and the PNG plot.
 
 A :class:`Row` is one implementation on one case of one workload. Within a case the row
 marked ``reference`` (the hand-fused kernel, where there is one) is the denominator of the
-ratio column. :data:`TARGETS` restates DESIGN.md's performance bar as checks over rows.
+ratio column. :data:`TARGETS` states the performance bar (docs/performance.md) as checks over rows.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def fmt_us(us: float | None) -> str:
 # ------------------------------------------------------------------------------ targets
 @dataclass
 class Target:
-    """One row of DESIGN.md's performance bar, evaluated over the measured rows."""
+    """One row of the performance bar, evaluated over the measured rows."""
 
     workload: str
     what: str
@@ -91,7 +91,7 @@ def _abs_target(workload, case, impl, limit_us):
 
 
 def _mlp_target(rows):
-    """Judged against JAX at its default precision (as DESIGN.md's 148 µs was measured; on
+    """Judged against JAX at its default precision (as the design's 148 µs was measured; on
     an H200 that is TF32-class, rel err ~1e-4); the ratio to JAX at float32 ("highest")
     is shown beside it."""
     hvp, grad = _find(rows, "mlp", "hvp", "dualgpu"), _find(rows, "mlp", "grad", "dualgpu")
@@ -192,7 +192,7 @@ class Report:
             r.ratio = (r.time_us / ref.time_us) if (ref and r.status == "ok") else None
 
     def targets(self) -> list[dict]:
-        """DESIGN.md's bar, row by row; only a GPU run at full sizes can meet or miss it."""
+        """The performance bar, row by row; only a GPU run at full sizes can meet or miss it."""
         out = []
         for t in TARGETS:
             measured, met = t.evaluate(self.rows)
@@ -208,7 +208,12 @@ class Report:
         head = (f"{'workload':<10} {'case':<13} {'impl':<24} {'time':>10} {'x ref':>7} "
                 f"{'rel err':>8}  note")
         lines = [head, "-" * len(head)]
+        absent: dict[str, int] = {}  # a peer not installed: one line, not one row per case
         for r in self.rows:
+            missing = _not_installed(r)
+            if missing:
+                absent[missing] = absent.get(missing, 0) + 1
+                continue
             ratio = "-" if r.ratio is None else f"{r.ratio:.2f}"
             err = "-" if r.rel_err is None else f"{r.rel_err:.1e}"
             time = fmt_us(r.time_us) if r.status == "ok" else "skipped"
@@ -217,9 +222,13 @@ class Report:
             ref = " (ref)" if r.reference else ""
             lines.append(f"{r.workload:<10} {r.case:<13} {(r.impl + ref):<24} {time:>10} "
                          f"{ratio:>7} {err:>8}  {note}")
+        if absent:
+            lines.append("not installed here (their rows left out): " + ", ".join(
+                f"{lib} ({n} rows)" for lib, n in sorted(absent.items())))
         return "\n".join(lines)
 
     def targets_table(self) -> str:
+        """The performance targets, met or not, as judged by this run."""
         rows = self.targets()
         head = f"{'target':<42} {'goal':<26} {'measured':<48} verdict"
         lines = [head, "-" * len(head)]
@@ -305,3 +314,11 @@ def _json_default(o):
         return float(o)
     except Exception:  # noqa: BLE001
         return str(o)
+
+
+def _not_installed(row: Row) -> str | None:
+    """The library a skipped row needed and could not import (``jax``, ``torch``), or None."""
+    note = row.note or ""
+    if row.status == "skipped" and " not importable (" in note:
+        return note.split(" not importable (", 1)[0]
+    return None

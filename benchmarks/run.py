@@ -1,6 +1,6 @@
 """Drive the benchmarks: ``python -m benchmarks.run [--quick] [--only NAME ...]``.
 
-Runs every workload (or those named), prints the ratio table and DESIGN.md's targets with
+Runs every workload (or those named), prints the ratio table and the performance targets with
 met / not met, and writes ``bench-<time>.json``, ``bench-<time>.png`` and
 ``bench-<time>.log`` (plus ``latest.*`` copies) under ``benchmarks/results/``. Without CuPy
 and a CUDA device it runs the tiny CPU sizes (what the smoke test runs), so that the
@@ -128,7 +128,7 @@ def main(argv=None, progress=None) -> int:
     report.sections["total"] = round(time.perf_counter() - t_all, 2)
 
     log("\n" + report.table())
-    log("\nDESIGN.md targets\n" + report.targets_table())
+    log("\nTargets (docs/performance.md)\n" + report.targets_table())
     log(f"\nenvironment: {report.env.get('gpu', 'CPU')}  driver/smi: "
         f"{report.env.get('nvidia_smi', '-')}  versions: "
         + ", ".join(f"{k} {v}" for k, v in report.env["versions"].items() if v))

@@ -281,7 +281,7 @@ def bench_case(ctx: Context, workload: str, case: str, n_particles: int,
 
 
 def run(ctx: Context) -> list[Row]:
-    """N = 1M and 8M particles (d = 3), as in DESIGN.md; tiny sizes on the CPU."""
+    """N = 1M and 8M particles (d = 3), as in the performance bar; tiny sizes on the CPU."""
     if ctx.tiny:
         return bench_case(ctx, NAME, "N=216", 216, with_compile=False)
     rows = bench_case(ctx, NAME, "N=1M", 100**3, with_compile=ctx.compile)

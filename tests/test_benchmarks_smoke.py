@@ -199,7 +199,7 @@ def test_run_main_writes_json_png_and_log(tmp_path, capsys):
     assert run.main(["--cpu", "--only", "dense_tiny", "--out", str(tmp_path),
                      "--budget", "0.02"]) == 0
     out = capsys.readouterr().out
-    assert "DESIGN.md targets" in out and "dense_tiny" in out
+    assert "Targets (docs/performance.md)" in out and "dense_tiny" in out
     data = json.loads((tmp_path / "latest.json").read_text())
     assert data["args"]["only"] == ["dense_tiny"]
     assert any(r["impl"] == "hand-fused" and r["status"] == "ok" for r in data["rows"])
@@ -220,3 +220,16 @@ def test_laplacian_reference_against_dense_hessians():
     for p in range(4):
         one = lambda x: laplacian.u(x[None, :], *params)[0]
         assert abs(lap[p] - np.trace(dg.hessian(one)(X[p]))) < 1e-10 * (1 + abs(lap[p]))
+
+
+def test_rows_of_peers_not_installed_collapse_into_one_line():
+    from benchmarks.report import Report, Row
+
+    rep = Report()
+    rep.rows = [Row("w", "c", "dualgpu", status="ok", time_us=1.0),
+                Row("w", "c", "jax", note="jax not importable (ModuleNotFoundError: x)"),
+                Row("w", "d", "jax", note="jax not importable (ModuleNotFoundError: x)"),
+                Row("w", "d", "torch", note="timeout: 90 s")]
+    text = rep.table()
+    assert "jax (2 rows)" in text and text.count("not importable") == 0
+    assert "timeout" in text  # other skips keep their row
