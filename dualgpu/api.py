@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dask_arrays
 from . import tree as T
 from .backends import array_backend
 from .cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
@@ -354,6 +355,8 @@ class Transformed:
                     and current_builder() is None):
                 # plain arrays seen before: every argument passes straight to the program
                 return self.finish(hit[0], hit[1], hit[0].exe(*args))
+        if dask_arrays.has_dask_array(args, kwargs):  # per-chunk programs over Dask arrays
+            return dask_arrays.call(self, args, kwargs)
         fargs, extra = self.split(args)
         sig = Signature(fargs, kwargs, self.argnums, self.__name__)
         extras = self.extra_inputs(sig, extra)
