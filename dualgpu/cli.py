@@ -32,7 +32,9 @@ import dualgpu as dg
 
 from . import __version__
 from .backends.cupy import cupy_available
+from .codegen.cuda import plan_source
 from .errors import DualgpuError
+from .fusion import plan_graph
 
 EXIT_BAD_INPUT = 2
 # The example arguments of `inspect` are allocated: refuse shapes that need more than this.
@@ -236,9 +238,6 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
 def _cuda_without_gpu(target, args) -> str:
     """The fusion plan and CUDA kernels of ``target``, generated on the CPU (the code
     generator is pure Python): traced on NumPy arrays with the switches a CuPy build uses."""
-    from .codegen.cuda import plan_source
-    from .fusion import plan_graph
-
     saved = dg.config["stack_gemms"]
     dg.config["stack_gemms"] = dg.config.stack_gemms_for(_CUPY_LIKE)  # "auto": stacks
     try:
