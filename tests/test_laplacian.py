@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_jacobians import numeric_jacobian
 from test_registry import SPECS
 from test_vmap import _SETTINGS
 
@@ -30,16 +31,8 @@ def scalarized(f, ybar):
 def fd_hessian_diag(g, args, i, eps=1e-5):
     """Central differences of the gradient: the diagonal of d(grad)/dx."""
     x = np.asarray(args[i], dtype=np.float64)
-    grad = dg.grad(g, argnums=i)
-    out = np.zeros(x.shape)
-    for idx in np.ndindex(x.shape):
-        hi, lo = x.copy(), x.copy()
-        hi[idx] += eps
-        lo[idx] -= eps
-        a_hi = args[:i] + (hi,) + args[i + 1:]
-        a_lo = args[:i] + (lo,) + args[i + 1:]
-        out[idx] = (np.asarray(grad(*a_hi))[idx] - np.asarray(grad(*a_lo))[idx]) / (2 * eps)
-    return out
+    jac = numeric_jacobian(dg.grad(g, argnums=i), args, i, eps)
+    return jac.reshape(x.size, x.size).diagonal().reshape(x.shape)
 
 
 @pytest.mark.parametrize("name", DIFF_SPECS)
