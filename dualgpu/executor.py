@@ -10,9 +10,11 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
 
     dg.config["fuse"] = False                 # CuPy runs the generated Python, op by op
     dg.config["cuda_graphs"] = False          # no CUDA-graph capture and replay
-    dg.config["cuda_graph_outputs"] = "reuse" # replay returns its static output buffers
-    dg.config["cuda_graph_max_bytes"] = 1 << 22  # larger programs (inputs + outputs) run
-                                                 # eagerly: replay would copy them
+    dg.config["cuda_graph_outputs"] = "reuse" # replay writes one static output block,
+                                              # overwritten by the next call
+    dg.config["cuda_graph_max_bytes"] = 1 << 30  # programs whose outputs are larger run
+                                                 # eagerly (each captured output slot
+                                                 # keeps one block of that size)
     dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
     dg.config["stack_gemms"] = True           # grad/hvp programs merge products sharing an
                                               # operand also on NumPy ("auto": CuPy only)
@@ -24,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends.cupy import CudaGraphRunner, MatmulPrecision
+from .backends.cuda_graphs import CudaGraphRunner
+from .backends.cupy import MatmulPrecision
 from .codegen.cuda import compile_fused
 from .codegen.python import compile_python
 from .core.ir import Graph
@@ -88,7 +91,7 @@ BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
-                cuda_graph_max_bytes=1 << 22, cache_size=256, matmul_precision="float32",
+                cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
                 stack_gemms="auto")
 
 
@@ -119,13 +122,14 @@ class Executable:
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
-            self._fn, self.source = compile_fused(graph, backend)
+            self._fn, self.source = compile_fused(graph, backend, self.matmul_precision)
             self.plan = self._fn.plan
         else:
             self._fn = compile_python(graph, backend.xp)
             self.source = self._fn.__dualgpu_source__
         if backend.is_cupy:
-            self.graph_runner = CudaGraphRunner(self._fn)
+            runs = self._fn if self.plan is not None else _writing_into(self._fn, backend.xp)
+            self.graph_runner = CudaGraphRunner(runs)
             self._precision = MatmulPrecision(self.matmul_precision)
 
     def __call__(self, *arrays):
@@ -146,6 +150,21 @@ class Executable:
         if not self.backend.is_cupy:
             outs = [np.asarray(o) if not isinstance(o, np.ndarray) else o for o in outs]
         return owned_outputs(outs, arrays, self._const_values)
+
+
+def _writing_into(fn, xp):
+    """``fn`` with the ``out=`` of :class:`~dualgpu.backends.cuda_graphs.CudaGraphRunner`:
+    the outputs copied into the given arrays (the unfused CuPy path)."""
+
+    def run(*arrays, out=None):
+        outs = fn(*arrays)
+        if out is None:
+            return outs
+        for d, o in zip(out, outs):
+            xp.copyto(d, o)
+        return list(out)
+
+    return run
 
 
 def _memory_root(a):

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import names as N
+from ..backends.cublas import CublasGemm, gemm_dtype_ok, gemm_layout
 from ..core import encode as E
 from ..core.dtypes import promote
 from ..core.flags import Flag
@@ -639,10 +640,12 @@ class FusedProgram:
     Calls are asynchronous: nothing here reads device memory from the host.
     """
 
-    def __init__(self, graph, backend):
+    def __init__(self, graph, backend, precision: str = "float32"):
         self.graph = graph
         self.backend = backend
         self.cp = backend.xp
+        self.precision = precision
+        self.gemm_calls = 0   # products run on dualgpu's cuBLAS handle (capturable)
         self.plan = plan_graph(graph)
         self.kernels = {r.index: region_kernels(r) for r in self.plan.regions}
         self.source = plan_source(self.plan, self.kernels)
@@ -677,7 +680,7 @@ class FusedProgram:
         if rk.threads == 0:
             self._eager_region(region, env)
             return
-        outs = [cp.empty(v.shape, dtype=v.dtype) for v in region.outputs]
+        outs = [self._dest(env, v) for v in region.outputs]
         grid = self._grid_positions[region.index]
         parts = [cp.empty(rk.blocks, dtype=e.outs[0].dtype) for e in region.grid]
         main((rk.blocks,), (BLOCK,),
@@ -689,6 +692,16 @@ class FusedProgram:
             finish((len(parts),), (BLOCK,), tuple(fargs))
         for v, o in zip(region.outputs, outs):
             env[v.id] = o
+
+    def _dest(self, env, v):
+        """Where the value ``v`` is written: its slot of the caller's output block when it
+        is a program output (``__call__(..., out=)``), else a new array."""
+        dests = env.get(_DESTS)
+        if dests is not None:
+            d = dests.pop(v.id, None)
+            if d is not None:
+                return d
+        return self.cp.empty(v.shape, dtype=v.dtype)
 
     def _as_input(self, a, v):
         if not isinstance(a, self.cp.ndarray):
@@ -725,13 +738,36 @@ class FusedProgram:
         if fn is None:
             name, src = matmul_kernel(m, n, k, sa, sb, a.dtype)
             fn = self._compiled[key] = self.cp.RawKernel(src, name)
-        out = self.cp.empty(eqn.outs[0].shape, dtype=a.dtype)
+        out = self._dest(env, eqn.outs[0])
         fn((max(1, -(-(m * n) // BLOCK)),), (BLOCK,), (a, b, out))
+        return out
+
+    def _gemm(self, eqn, env):
+        """A float32/float64 product on dualgpu's own cuBLAS handle (a CUDA-graph capture
+        holds it; CuPy's own cuBLAS calls are refused there), else None."""
+        a, b = (self._read(env, x) for x in eqn.inputs)
+        cp = self.cp
+        if not (isinstance(a, cp.ndarray) and isinstance(b, cp.ndarray)) \
+                or a.dtype != b.dtype or not gemm_dtype_ok(a.dtype):
+            return None
+        lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
+        if lay is None:
+            if 0 in a.shape or 0 in b.shape:
+                return None
+            a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
+            lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
+            if lay is None:
+                return None
+        out = self._dest(env, eqn.outs[0])
+        CublasGemm.get().run(lay, a, b, out, self.precision)
+        self.gemm_calls += 1
         return out
 
     def _library(self, eqn, env):
         if eqn.prim is matmul:
             out = self._small_matmul(eqn, env)
+            if out is None:
+                out = self._gemm(eqn, env)
             if out is not None:
                 env[eqn.outs[0].id] = out
                 return
@@ -740,9 +776,14 @@ class FusedProgram:
         for v, o in zip(eqn.outs, outs):
             env[v.id] = o
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays, out=None):
+        """The outputs of the program on ``arrays``; with ``out`` (one C-contiguous array
+        per output), every output is written into its array, produced there directly where
+        a kernel or GEMM computes it, copied there otherwise."""
         cp = self.cp
         env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
+        if out is not None:
+            env[_DESTS] = self._destinations(out)
         for step in self.plan.steps:
             if isinstance(step, LibraryStep):
                 self._library(step.eqn, env)
@@ -754,7 +795,27 @@ class FusedProgram:
                 res.append(cp.full((), a.value, dtype=a.dtype))
             else:
                 res.append(self._read(env, a))
+        if out is not None:
+            for i, (o, d) in enumerate(zip(res, out)):
+                if o is not d:
+                    cp.copyto(d, o)
+                    res[i] = d
         return res
+
+    def _destinations(self, out) -> dict:
+        """Var id -> the caller's array for each output computed by an equation of the
+        program (first occurrence only: a repeated output or an input is copied)."""
+        inputs = {v.id for v in self.graph.inputs} | set(self._consts)
+        dests = {}
+        for a, d in zip(self.graph.outputs, out):
+            if isinstance(a, Var) and a.id not in inputs and a.id not in dests \
+                    and d.flags.c_contiguous and d.dtype == a.dtype \
+                    and tuple(d.shape) == tuple(a.shape):
+                dests[a.id] = d
+        return dests
+
+
+_DESTS = ("destinations",)   # env key of the output destinations (never a var id)
 
 
 def _positions(vars_: list, wanted: list) -> list:
@@ -763,7 +824,7 @@ def _positions(vars_: list, wanted: list) -> list:
     return [where[v.id] for v in wanted]
 
 
-def compile_fused(graph, backend):
+def compile_fused(graph, backend, precision: str = "float32"):
     """Plan ``graph``, generate its kernels and return ``(fn, source_text)``; ``fn(*arrays)``
     returns the list of outputs (CuPy arrays). Kernels compile on first use, once per input
     stride pattern.
@@ -779,5 +840,5 @@ def compile_fused(graph, backend):
         >>> hv.shape
         (3,)
     """
-    program = FusedProgram(graph, backend)
+    program = FusedProgram(graph, backend, precision)
     return program, program.source

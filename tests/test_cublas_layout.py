@@ -1,0 +1,121 @@
+"""The cuBLAS call a strided NumPy matmul becomes (backends/cublas.py), checked on the CPU by
+running each layout over the operands' flat memory the way cuBLAS reads it."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dualgpu.backends.cublas import (
+    COMPUTE_32F,
+    COMPUTE_32F_FAST_TF32,
+    COMPUTE_64F,
+    compute_type,
+    emulate_gemm,
+    gemm_layout,
+)
+
+
+def _strided(rng, shape, transposed: bool, step: int, pad: int):
+    """An operand of ``shape`` with the given memory order, a step along its last axis and
+    padding in its rows; returns the array and (flat buffer, element offset)."""
+    full = list(shape)
+    if transposed and len(shape) >= 2:
+        full[-2], full[-1] = full[-1], full[-2]
+    full[-1] = full[-1] * step + pad
+    base = rng.standard_normal(full)
+    view = base[..., ::step][..., : (shape[-2] if transposed and len(shape) >= 2 else shape[-1])]
+    if transposed and len(shape) >= 2:
+        view = np.swapaxes(view, -1, -2)
+    assert view.shape == tuple(shape), (view.shape, shape)
+    flat = base.reshape(-1)
+    offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // 8
+    return view, flat, offset
+
+
+def _check(a, fa, oa, b, fb, ob):
+    lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, 8)
+    want = a @ b
+    if lay is None:
+        return None
+    got = emulate_gemm(lay, fa, oa, fb, ob).reshape(want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert lay.out_shape == want.shape
+    return lay
+
+
+@pytest.mark.parametrize("ta,tb", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("m,n,k", [(4, 3, 5), (1, 3, 5), (4, 1, 5), (4, 3, 1), (1, 1, 1)])
+def test_transposes_and_unit_sizes(ta, tb, m, n, k):
+    rng = np.random.default_rng(m * 100 + n * 10 + k)
+    a, fa, oa = _strided(rng, (m, k), ta, 1, 0)
+    b, fb, ob = _strided(rng, (k, n), tb, 1, 0)
+    lay = _check(a, fa, oa, b, fb, ob)
+    assert lay is not None, "a contiguous or transposed operand needs no copy"
+    assert lay.batch == 1
+
+
+def test_padded_rows_are_leading_dimensions():
+    rng = np.random.default_rng(1)
+    a, fa, oa = _strided(rng, (6, 4), False, 1, 3)   # rows of 7 elements, 4 used
+    b, fb, ob = _strided(rng, (4, 5), True, 1, 2)
+    lay = _check(a, fa, oa, b, fb, ob)
+    assert (lay.op_a, lay.ld_a) == ("N", 7)
+    assert (lay.op_b, lay.ld_b) == ("T", 6)
+
+
+def test_strided_columns_need_a_copy():
+    a = np.ones((4, 6))[:, ::2]
+    b = np.ones((3, 2))
+    assert gemm_layout(a.shape, a.strides, b.shape, b.strides, 8) is None
+    bb = np.broadcast_to(np.ones(3), (2, 3)).T    # (3, 2) with a zero stride
+    assert gemm_layout(b.T.shape, b.T.strides, bb.shape, bb.strides, 8) is None
+
+
+def test_vectors_follow_numpy():
+    rng = np.random.default_rng(2)
+    for a_shape, b_shape in [((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,)),
+                             ((2, 4, 5), (5,)), ((5,), (2, 5, 3))]:
+        a = rng.standard_normal(a_shape)
+        b = rng.standard_normal(b_shape)
+        lay = _check(a, a.reshape(-1), 0, b, b.reshape(-1), 0)
+        assert lay is not None, (a_shape, b_shape)
+
+
+def test_batched_and_broadcast_batches():
+    rng = np.random.default_rng(3)
+    cases = [((3, 4, 5), (3, 5, 2)), ((3, 4, 5), (5, 2)), ((4, 5), (2, 3, 5, 2)),
+             ((2, 1, 4, 5), (3, 5, 2)), ((2, 3, 4, 5), (2, 3, 5, 6))]
+    for a_shape, b_shape in cases:
+        a = rng.standard_normal(a_shape)
+        b = rng.standard_normal(b_shape)
+        lay = _check(a, a.reshape(-1), 0, b, b.reshape(-1), 0)
+        if a_shape == (2, 1, 4, 5):   # a's batch (2, 1) over (2, 3): strides (20, 0)
+            assert lay is None
+        else:
+            assert lay is not None and lay.batch > 1, (a_shape, b_shape)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.booleans(), st.booleans(),
+       st.integers(1, 2), st.integers(1, 2), st.integers(0, 2), st.integers(0, 2),
+       st.sampled_from([(), (1,), (3,), (2, 2)]), st.sampled_from([(), (1,), (3,), (2, 2)]))
+def test_any_layout_is_exact_or_refused(m, n, k, ta, tb, sa, sb, pa, pb, ba, bb):
+    """Every layout handed to cuBLAS computes exactly NumPy's product (refusals copy)."""
+    try:
+        np.broadcast_shapes(ba, bb)
+    except ValueError:
+        return
+    rng = np.random.default_rng(m + 10 * n + 100 * k)
+    a, fa, oa = _strided(rng, ba + (m, k), ta, sa, pa)
+    b, fb, ob = _strided(rng, bb + (k, n), tb, sb, pb)
+    _check(a, fa, oa, b, fb, ob)
+
+
+def test_compute_types():
+    assert compute_type(np.float32, "float32") == COMPUTE_32F
+    assert compute_type(np.float32, "tf32") == COMPUTE_32F_FAST_TF32
+    assert compute_type(np.float64, "tf32") == COMPUTE_64F   # TF32 never touches float64
