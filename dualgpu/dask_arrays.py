@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import weakref
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,14 @@ from .backends import array_backend
 from .backends.cupy import get_cupy_backend
 from .backends.numpy import NUMPY
 from .errors import BackendMismatchError, DualgpuError, SeparabilityError
+from .executor import generation
 
 DASK_KINDS = ("hvp", "grad_and_hvp", "laplacian")  # per-instance programs that take Dask arrays
 _DIRECTIONAL = ("hvp", "grad_and_hvp")              # the last argument is the direction v
 _MOST_PROBES = 64                                   # parameter-axis guesses tried per batch axis
+_MOST_PLANS = 8                                     # remembered plans per transform
+# per transform: (shapes, dtypes, chunks, static values) -> (followers, chunk outputs)
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def is_dask_array(x) -> bool:
@@ -76,7 +81,12 @@ def call(t, args: tuple, kwargs: dict):
             raise DualgpuError(f"{what}: the direction has shape {v.shape}, the "
                                f"differentiated argument {x.shape}; give v the same shape")
         blocks.append(v)
-    follow = _followers(t, args, chunked, x, backend, what)
+    key = _plan_key(backend, blocks, args, chunked)
+    plans = _PLANS.setdefault(t, {}) if key is not None else {}
+    if key in plans:  # the same shapes and chunks: no tracing on this call
+        follow, outs = plans[key]
+    else:
+        follow, outs = _followers(t, args, chunked, x, backend, what), None
     index = tuple(f"i{a}" for a in range(x.ndim))
     pairs: list = [p for b in blocks for p in (b, index)]
     for i, axes in follow.items():  # parameters chunked along with the batch axes they follow
@@ -99,7 +109,12 @@ def call(t, args: tuple, kwargs: dict):
     else:
         _no_cupy_parameters(whole, what)
         params = dask.delayed(whole, pure=True)
-    outs = _chunk_outputs(t, args, chunked, blocks, backend)  # also proves separability
+    if outs is None:
+        outs = _chunk_outputs(t, args, chunked, blocks, backend)  # also proves separability
+        if key is not None:
+            plans[key] = (follow, outs)
+            while len(plans) > _MOST_PLANS:
+                plans.pop(next(iter(plans)))
     xp = backend.xp
     meta = lambda dtype: xp.empty((0,) * x.ndim, dtype)  # noqa: E731
     raw = da.blockwise(_ChunkCall(t, chunked), index, *pairs, params, None, concatenate=True,
@@ -124,6 +139,23 @@ def call(t, args: tuple, kwargs: dict):
             results.append(kept[tuple(slice(None) if a in batch else 0
                                       for a in range(x.ndim))])
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _plan_key(backend, blocks: list, args: tuple, chunked: tuple):
+    """What the plan of a call (followers, chunk outputs) depends on, or None when an
+    argument is neither an array nor a hashable value."""
+    key: list = [backend.name, generation[0]]  # bumped by dg.clear_cache()
+    key += [(b.chunks, b.dtype.str) for b in blocks]
+    for i, a in enumerate(args):
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            key.append((i in chunked, type(a).__name__, a.shape, a.dtype.str))
+        else:
+            try:
+                hash(a)
+            except TypeError:
+                return None
+            key.append((type(a), a))
+    return tuple(key)
 
 
 def _check_supported(t, kwargs: dict) -> None:
