@@ -1,25 +1,41 @@
 """Dask arrays through per-instance programs: ``hvp`` / ``grad_and_hvp`` / ``laplacian`` with
-``batch_axes`` given a ``dask.array.Array`` run their compiled program once per chunk.
+``batch_axes`` given a ``dask.array.Array`` of NumPy or CuPy chunks run their compiled program
+once per chunk.
 
 Chunks split only batch axes (the other axes are rechunked to one chunk), so every chunk is a
 set of whole instances and, the function being separable (proved on one chunk's shapes), each
-chunk's result is exactly what the transform gives on that chunk's NumPy arrays. Arguments that
-are not Dask arrays (parameters such as ``mu``) go whole, once, to every chunk.
+chunk's result is exactly what the transform gives on that chunk's arrays. The chunks' library
+(their ``meta``) decides the backend: CuPy chunks give Dask arrays of CuPy chunks, and NumPy
+parameters go to the device once (one task whose result every chunk shares). Parameters go
+whole to every chunk unless an axis of theirs follows a chunked batch axis (``mu`` of shape
+``(3, n3)`` in ``x - mu[:, None, None, :]``): found by tracing with that axis one longer, such a
+parameter is chunked along with it.
 
 Dask stays optional: ``api.Transformed.__call__`` recognises a Dask array by its type's module
-name and hands the call here; only then is dask imported.
+name and hands the call here; only then is dask imported. CuPy is reached through
+:mod:`dualgpu.backends.cupy`, and only for CuPy chunks.
 """
 from __future__ import annotations
 
+import itertools
 import operator
+import weakref
 from typing import Any
 
 import numpy as np
 
-from .errors import DualgpuError
+from .backends import array_backend
+from .backends.cupy import get_cupy_backend
+from .backends.numpy import NUMPY
+from .errors import BackendMismatchError, DualgpuError, SeparabilityError
+from .executor import generation
 
 DASK_KINDS = ("hvp", "grad_and_hvp", "laplacian")  # per-instance programs that take Dask arrays
 _DIRECTIONAL = ("hvp", "grad_and_hvp")              # the last argument is the direction v
+_MOST_PROBES = 64                                   # parameter-axis guesses tried per batch axis
+_MOST_PLANS = 8                                     # remembered plans per transform
+# per transform: (shapes, dtypes, chunks, static values) -> (followers, chunk outputs)
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def is_dask_array(x) -> bool:
@@ -32,6 +48,15 @@ def has_dask_array(args: tuple, kwargs: dict) -> bool:
     return any(is_dask_array(a) for a in args) or any(map(is_dask_array, kwargs.values()))
 
 
+def chunk_backend(x):
+    """The backend of a Dask array's chunks (from its ``meta``): NumPy or CuPy."""
+    b = array_backend(getattr(x, "_meta", None))
+    if b is None:
+        raise DualgpuError(f"a Dask array of {type(getattr(x, '_meta', None)).__name__} "
+                           "chunks; dualgpu takes NumPy or CuPy chunks")
+    return b
+
+
 def call(t, args: tuple, kwargs: dict):
     """Run the transform ``t`` (a ``Transformed``) over Dask arrays; see the module docstring."""
     import dask  # lazy: dask is an optional extra, and `import dualgpu` must not import it
@@ -39,51 +64,98 @@ def call(t, args: tuple, kwargs: dict):
 
     what = t.__name__
     _check_supported(t, kwargs)
-    axes = [i for i, a in enumerate(args) if is_dask_array(a)]
     directional = t.kind in _DIRECTIONAL
     if directional and len(args) < 2:
         raise DualgpuError(f"{what} needs the arguments followed by the direction v")
     argnum = t.argnums[0]
     chunked = (argnum, len(args) - 1) if directional else (argnum,)
-    others = [i for i in axes if i not in chunked]
-    if others:
-        raise DualgpuError(
-            f"{what}: argument {others[0]} is a Dask array; only the differentiated argument "
-            f"(argnums={argnum}){' and the direction v' if directional else ''} may be. "
-            "Pass parameters as NumPy arrays: they go whole to every chunk")
+    backend = _backend(args, chunked, what)
     x = args[argnum]
     template = x if is_dask_array(x) else args[-1]
-    x = _rechunked(da.asarray(x, chunks=template.chunks), t.batch_axes, what, dask)
-    blocks = [x] + [da.asarray(args[-1]).rechunk(x.chunks)] if directional else [x]
-    if directional and blocks[1].shape != x.shape:
-        raise DualgpuError(f"{what}: the direction has shape {blocks[1].shape}, the "
-                           f"differentiated argument {x.shape}; give v the same shape")
-    params = dask.delayed(tuple(None if i in chunked else a for i, a in enumerate(args)),
-                          pure=True)
-    outs = _chunk_outputs(t, args, chunked, blocks)  # also proves separability, on one chunk
-    run = _ChunkCall(t, chunked)
-    meta = np.empty((0,) * x.ndim, outs[-1][1])
-    raw = da.map_blocks(run, *blocks, params, dtype=meta.dtype, meta=meta)
+    x = _on(backend, _rechunked(da.asarray(x, chunks=template.chunks), t.batch_axes, what,
+                                dask))
+    blocks = [x]
+    if directional:
+        v = _on(backend, da.asarray(args[-1]).rechunk(x.chunks))
+        if v.shape != x.shape:
+            raise DualgpuError(f"{what}: the direction has shape {v.shape}, the "
+                               f"differentiated argument {x.shape}; give v the same shape")
+        blocks.append(v)
+    key = _plan_key(backend, blocks, args, chunked)
+    plans = _PLANS.setdefault(t, {}) if key is not None else {}
+    if key in plans:  # the same shapes and chunks: no tracing on this call
+        follow, outs = plans[key]
+    else:
+        follow, outs = _followers(t, args, chunked, x, backend, what), None
+    index = tuple(f"i{a}" for a in range(x.ndim))
+    pairs: list = [p for b in blocks for p in (b, index)]
+    for i, axes in follow.items():  # parameters chunked along with the batch axes they follow
+        p = _on(backend, da.asarray(args[i]))
+        p = p.rechunk(tuple(x.chunks[axes[k]] if k in axes else -1 for k in range(p.ndim)))
+        blocks.append(p)
+        pairs += [p, tuple(f"i{axes[k]}" if k in axes else f"p{i}_{k}" for k in range(p.ndim))]
+    chunked = chunked + tuple(follow)
+    whole = tuple(None if i in chunked else a for i, a in enumerate(args))
+    refused = [i for i, a in enumerate(whole) if is_dask_array(a)]
+    if refused:
+        raise DualgpuError(
+            f"{what}: argument {refused[0]} is a Dask array that follows no chunked batch "
+            f"axis of the differentiated argument (argnums={argnum}); only the "
+            f"differentiated argument{', the direction v' if directional else ''} and "
+            "parameters with an axis along a chunked batch axis may be Dask arrays. Pass it "
+            "as a NumPy or CuPy array: it goes whole to every chunk")
+    if backend.is_cupy:  # NumPy parameters go to the device once; every chunk shares them
+        params = dask.delayed(_on_device, pure=True)(whole)
+    else:
+        _no_cupy_parameters(whole, what)
+        params = dask.delayed(whole, pure=True)
+    if outs is None:
+        outs = _chunk_outputs(t, args, chunked, blocks, backend)  # also proves separability
+        if key is not None:
+            plans[key] = (follow, outs)
+            while len(plans) > _MOST_PLANS:
+                plans.pop(next(iter(plans)))
+    xp = backend.xp
+    meta = lambda dtype: xp.empty((0,) * x.ndim, dtype)  # noqa: E731
+    raw = da.blockwise(_ChunkCall(t, chunked), index, *pairs, params, None, concatenate=True,
+                       dtype=outs[-1][1], meta=meta(outs[-1][1]))
     results = []
     for k, (shape, dtype) in enumerate(outs):
         if shape == ():  # the value of a sum over instances: one per chunk, then reduced
             sums = raw.map_blocks(_value_block, k, x.ndim, chunks=(1,) * x.ndim,
-                                  dtype=dtype, meta=np.empty((0,) * x.ndim, dtype))
+                                  dtype=dtype, meta=meta(dtype))
             results.append(sums.sum())
         elif len(shape) == x.ndim:
             results.append(raw.map_blocks(operator.itemgetter(k), dtype=dtype,
-                                          meta=np.empty((0,) * x.ndim, dtype)))
+                                          meta=meta(dtype)))
         else:  # one value per instance (the Laplacian): kept 1-long along the other axes
             batch = sorted(a % x.ndim for a in t.batch_axes)
-            if shape != tuple(b.chunksize[a] for a in batch for b in blocks[:1]):
+            if shape != tuple(x.chunksize[a] for a in batch):
                 raise DualgpuError(f"{what}: with Dask arrays, f must return one value per "
                                    f"instance, with the batch axes {tuple(batch)} in order")
             chunks = tuple(x.chunks[a] if a in batch else (1,) for a in range(x.ndim))
             kept = raw.map_blocks(_expanded, k, tuple(batch), x.ndim, chunks=chunks,
-                                  dtype=dtype, meta=np.empty((0,) * x.ndim, dtype))
+                                  dtype=dtype, meta=meta(dtype))
             results.append(kept[tuple(slice(None) if a in batch else 0
                                       for a in range(x.ndim))])
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _plan_key(backend, blocks: list, args: tuple, chunked: tuple):
+    """What the plan of a call (followers, chunk outputs) depends on, or None when an
+    argument is neither an array nor a hashable value."""
+    key: list = [backend.name, generation[0]]  # bumped by dg.clear_cache()
+    key += [(b.chunks, b.dtype.str) for b in blocks]
+    for i, a in enumerate(args):
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            key.append((i in chunked, type(a).__name__, a.shape, a.dtype.str))
+        else:
+            try:
+                hash(a)
+            except TypeError:
+                return None
+            key.append((type(a), a))
+    return tuple(key)
 
 
 def _check_supported(t, kwargs: dict) -> None:
@@ -98,6 +170,40 @@ def _check_supported(t, kwargs: dict) -> None:
     if t.has_aux or t.argnums_tuple:
         raise DualgpuError(f"{what}: with Dask arrays, argnums must be one int and has_aux "
                            "False for now")
+
+
+def _backend(args: tuple, chunked: tuple, what: str):
+    """The chunks' backend: CuPy when the differentiated argument or the direction is a Dask
+    array of CuPy chunks, else NumPy."""
+    found = [chunk_backend(args[i]) for i in chunked if is_dask_array(args[i])]
+    found += [array_backend(args[i]) for i in chunked if not is_dask_array(args[i])]
+    cupy = [b for b in found if b is not None and b.is_cupy]
+    return cupy[0] if cupy else NUMPY
+
+
+def _on(backend, x):
+    """The Dask array ``x`` with chunks of ``backend``'s library (CuPy chunks stay CuPy; NumPy
+    chunks go to the device chunk by chunk when the backend is CuPy)."""
+    if not backend.is_cupy or chunk_backend(x).is_cupy:
+        return x
+    xp = backend.xp
+    return x.map_blocks(xp.asarray, dtype=x.dtype, meta=xp.empty((0,) * x.ndim, x.dtype))
+
+
+def _no_cupy_parameters(params: tuple, what: str) -> None:
+    for i, p in enumerate(params):
+        b = array_backend(p)
+        if b is not None and b.is_cupy:
+            raise BackendMismatchError(
+                f"{what}: argument {i} is a CuPy array and the chunks are NumPy; give the "
+                "Dask arrays CuPy chunks (x.map_blocks(cupy.asarray)) or the parameter as "
+                "NumPy (p.get())")
+
+
+def _on_device(params: tuple) -> tuple:
+    """The parameters with every NumPy array moved to the current CUDA device (a task)."""
+    xp = get_cupy_backend().xp
+    return tuple(xp.asarray(p) if isinstance(p, np.ndarray) else p for p in params)
 
 
 def _rechunked(x, batch_axes: tuple, what: str, dask):
@@ -120,14 +226,95 @@ def _rechunked(x, batch_axes: tuple, what: str, dask):
     return x.rechunk({a: -1 for a in split})
 
 
-def _chunk_outputs(t, args: tuple, chunked: tuple, blocks: list) -> list[tuple]:
+def _placeholder(backend, shape: tuple, dtype):
+    """An array of ``shape`` that costs one element (a broadcast zero): tracing reads only
+    shapes and dtypes."""
+    xp = backend.xp
+    return xp.broadcast_to(xp.zeros((), dtype), tuple(shape))
+
+
+def _stand_ins(args: tuple, backend, shapes: dict) -> list:
+    """``args`` for a trace on ``backend``: the arguments named in ``shapes`` (position ->
+    shape), Dask arrays and arrays of the other library become placeholders."""
+    out = []
+    for i, a in enumerate(args):
+        if i in shapes:
+            a = _placeholder(backend, shapes[i], a.dtype)
+        elif is_dask_array(a) or (isinstance(a, np.ndarray) and backend.is_cupy):
+            a = _placeholder(backend, a.shape, a.dtype)
+        out.append(a)
+    return out
+
+
+def _traces(t, args: tuple, backend, shapes: dict) -> bool:
+    """Whether the program builds with the arguments at these shapes (a separability error
+    says nothing about shapes, so it is raised)."""
+    try:
+        t.graph(*_stand_ins(args, backend, shapes))
+    except SeparabilityError:
+        raise
+    except Exception:  # noqa: BLE001  (any failure to build means "not at these shapes")
+        return False
+    return True
+
+
+def _followers(t, args: tuple, chunked: tuple, x, backend, what: str) -> dict:
+    """``{position: {parameter axis: batch axis}}`` for the parameters with an axis along a
+    chunked batch axis of ``x``.
+
+    A parameter can follow batch axis ``a`` (length ``L``) only through an axis of length
+    ``L``. When the program no longer builds with ``a`` one longer, the smallest set of such
+    parameter axes that, one longer too, makes it build again is the answer; none, or two
+    equally small sets, is an error.
+    """
+    batch = sorted(a % x.ndim for a in t.batch_axes)
+    split = [a for a in batch if len(x.chunks[a]) > 1]
+    found: dict[int, dict[int, int]] = {}
+    for a in split:
+        n = x.shape[a]
+        options = [[(i, k) for k, s in enumerate(p.shape) if s == n]
+                   for i, p in enumerate(args)
+                   if i not in chunked and hasattr(p, "shape") and hasattr(p, "dtype")]
+        options = [o for o in options if o]
+        if not options:
+            continue
+        longer = tuple(n + 1 if b == a else s for b, s in enumerate(x.shape))
+        base = dict.fromkeys(chunked, longer)
+        if _traces(t, args, backend, base):
+            continue
+        fits = []
+        guesses = itertools.product(*[[None] + o for o in options])
+        for guess in sorted(itertools.islice(guesses, _MOST_PROBES),
+                            key=lambda g: sum(c is not None for c in g)):
+            picked = [c for c in guess if c is not None]
+            if fits and len(picked) > len(fits[0]):
+                break
+            shapes = dict(base)
+            for i, k in picked:
+                shapes[i] = tuple(n + 1 if j == k else s for j, s in enumerate(args[i].shape))
+            if _traces(t, args, backend, shapes):
+                fits.append(picked)
+        if len(fits) != 1:
+            why = ("no parameter axis of that length makes it build again" if not fits else
+                   f"more than one choice of parameter axes does ({fits[0]} and {fits[1]})")
+            raise DualgpuError(
+                f"{what}: batch axis {a} is chunked, and the program does not build with that "
+                f"axis one longer ({n + 1}), so a parameter or a constant follows it; {why}. "
+                f"Chunk only other batch axes (chunks={{{a}: -1}}), or pass the parameter so "
+                "that it broadcasts (length 1) along that axis")
+        for i, k in fits[0]:
+            found.setdefault(i, {})[k] = a
+    return found
+
+
+def _chunk_outputs(t, args: tuple, chunked: tuple, blocks: list, backend) -> list[tuple]:
     """``(shape, dtype)`` of each result of one chunk, from the program built on the first
     chunk's shapes (building it runs the separability proof)."""
-    first = [np.zeros(tuple(c[0] for c in b.chunks), b.dtype) for b in blocks]
-    graph = t.graph(*_fill(args, chunked, first))
+    shapes = {i: tuple(c[0] for c in b.chunks) for i, b in zip(chunked, blocks)}
+    graph = t.graph(*_stand_ins(args, backend, shapes))
     n = {"hvp": 1, "laplacian": 1}.get(t.kind, 3 if getattr(t, "return_value", False) else 2)
-    ref = first[0]
-    return [(tuple(o.shape), o.dtype) if hasattr(o, "shape") else ((), ref.dtype)
+    dtype = blocks[0].dtype
+    return [(tuple(o.shape), o.dtype) if hasattr(o, "shape") else ((), dtype)
             for o in graph.outputs[len(graph.outputs) - n:]]
 
 
@@ -139,7 +326,8 @@ def _fill(args: tuple, chunked: tuple, blocks) -> list:
 
 
 class _ChunkCall:
-    """The task run on each chunk: the transform on the chunk's NumPy arrays."""
+    """The task run on each chunk: the transform on the chunk's arrays (and the chunks of
+    the parameters that follow a batch axis)."""
 
     def __init__(self, t, chunked: tuple):
         self.t, self.chunked = t, chunked
@@ -148,7 +336,7 @@ class _ChunkCall:
     def __dask_tokenize__(self):  # the transform holds a lock: name it rather than pickle it
         return ("dualgpu", id(self.t), self.t.spec, self.chunked)
 
-    def __reduce__(self):  # for the processes scheduler: rebuild the transform over there
+    def __reduce__(self):  # for processes and distributed: rebuild the transform over there
         t = self.t
         options = {"return_value": t.return_value} if t.kind == "grad_and_hvp" else {}
         return _rebuilt, (type(t), t.fn, t.argnums[0], t.batch_axes, options, self.chunked)
@@ -164,8 +352,13 @@ def _rebuilt(cls, fn, argnum: int, batch_axes: tuple, options: dict, chunked: tu
 
 
 def _value_block(results: tuple, k: int, ndim: int):
-    return np.reshape(results[k], (1,) * ndim)
+    r = results[k]
+    return r.reshape((1,) * ndim) if hasattr(r, "reshape") else np.reshape(r, (1,) * ndim)
 
 
 def _expanded(results: tuple, k: int, batch: tuple, ndim: int):
-    return np.expand_dims(results[k], tuple(a for a in range(ndim) if a not in batch))
+    r = results[k]
+    shape = [1] * ndim
+    for a, s in zip(batch, r.shape):
+        shape[a] = s
+    return r.reshape(tuple(shape))

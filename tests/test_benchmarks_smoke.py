@@ -233,3 +233,23 @@ def test_rows_of_peers_not_installed_collapse_into_one_line():
     text = rep.table()
     assert "jax (2 rows)" in text and text.count("not importable") == 0
     assert "timeout" in text  # other skips keep their row
+
+
+def test_multigpu_harness_on_cpu(tmp_path):
+    """benchmarks/multigpu.py's steps with NumPy chunks and two CPU workers: the Dask rows
+    match the plain call, only mu and per-chunk values travel between workers, and the
+    results are gathered once."""
+    pytest.importorskip("distributed")
+    from benchmarks import multigpu
+
+    out = tmp_path / "multigpu.json"
+    rows = multigpu.main(["--cpu", "--n", "8", "--out", str(out)])
+    assert [r["workers"] for r in rows] == [1, 1, 2]
+    for r in rows[1:]:
+        assert r["max_rel_diff_vs_plain"] == 0.0
+        assert r["value_rel_diff_vs_plain"] < 1e-5
+        assert r["bytes_gathered_once"] >= r["result_bytes"]
+        assert r["bytes_gathered_once"] < 2 * r["result_bytes"]
+    assert rows[1]["bytes_between_workers_per_call"] == 0
+    assert 0 < rows[2]["bytes_between_workers_per_call"] < 2000
+    assert json.loads(out.read_text())["rows"][2]["note"].startswith("CPU harness check")
