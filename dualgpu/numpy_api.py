@@ -1887,19 +1887,38 @@ def linalg_lstsq(a, b, rcond=None):
     return LstsqResult(x, residuals, rank, s)
 
 
-def _refuse_general_eig(name):
-    def refused(a, *args, **kwargs):
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+
+
+def linalg_eig(a):
+    """``np.linalg.eig`` of a real matrix whose eigenvalues are real (and, for the
+    eigenvector derivatives, distinct): eigenvalues in LAPACK's order, eigenvectors as
+    columns of unit 2-norm, as NumPy's. Complex eigenvalues raise a ``DualgpuError`` when
+    the program runs (their real-valued result would be wrong); CuPy has no general
+    eigensolver (refused).
+
+    >>> a = np.array([[2.0, 1.0], [0.0, 3.0]])
+    >>> dg.grad(lambda a: np.linalg.eig(a)[0][1])(a)  # u v^T / (u . v), u, v left, right
+    array([[0., 0.],
+           [1., 1.]])
+    """
+    a = _arraylike(a)
+    if _is_tracer(a) and a._builder.xp is not np:
         raise UnsupportedOpError(
-            f"linalg.{name} of a traced matrix (at {user_location()}): general (non-"
-            "symmetric) eigen-decompositions have complex values and are not supported; "
-            "for symmetric matrices use linalg.eigh / eigvalsh")
+            f"linalg.eig / eigvals of a traced CuPy matrix (at {user_location()}): CuPy has "
+            "no general eigen-decomposition; use linalg.eigh for symmetric matrices, or "
+            "NumPy arrays")
+    if len(_shape(a)) >= 2 and _dtype(a).kind == "c":
+        raise UnsupportedOpError(
+            f"linalg.eig of a complex traced matrix {_shape(a)} (at {user_location()}) is "
+            "not supported: real matrices with real eigenvalues only")
+    w, v = _dec.eig.bind(a)
+    return EigResult(w, v)
 
-    refused.__name__ = f"linalg_{name}"
-    return refused
 
-
-linalg_eig, linalg_eigvals = _refuse_general_eig("eig"), _refuse_general_eig("eigvals")
-linalg_eig.refused = linalg_eigvals.refused = True
+def linalg_eigvals(a):
+    """``np.linalg.eigvals``: the eigenvalues of ``np.linalg.eig`` (real ones only)."""
+    return linalg_eig(a)[0]
 
 
 def _refuse_fft(name):

@@ -198,9 +198,44 @@ def test_repeated_eigenvalues_follow_jax():
     np.testing.assert_allclose(s, np.eye(3), atol=1e-12)  # the nuclear norm's gradient
 
 
-def test_general_eig_and_full_svd_are_refused():
-    with pytest.raises(dg.UnsupportedOpError, match="eigh"):
-        dg.jit(lambda a: np.linalg.eig(a)[0])(SYM)
+GENERAL = np.array([[1.0, 2.0, 0.5], [0.0, 3.0, -1.0], [0.2, 0.1, 6.0]])  # real eigenvalues
+
+
+def test_eig_values_and_derivatives():
+    """eig of a real matrix with real eigenvalues: NumPy's values (LAPACK's order, unit
+    columns), the eigenvalue gradient u v^T / (u . v) from the left and right eigenvectors,
+    and second derivatives against finite differences (check_grads order 2)."""
+    w, v = dg.jit(np.linalg.eig)(GENERAL)
+    w_np, v_np = np.linalg.eig(GENERAL)
+    np.testing.assert_allclose(w, w_np, rtol=1e-12)
+    np.testing.assert_allclose(v, v_np, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=0), 1.0, rtol=1e-12)
+    k = int(np.argmax(w_np))
+    left = np.linalg.inv(v_np)[k]  # the left eigenvector of w[k]
+    want = np.outer(left, v_np[:, k]) / (left @ v_np[:, k])
+    np.testing.assert_allclose(dg.grad(lambda a: np.linalg.eigvals(a)[k])(GENERAL), want,
+                               rtol=1e-10, atol=1e-12)
+    dg.testing.check_grads(lambda a: np.linalg.eig(a)[1] * np.linalg.eig(a)[1][:1],
+                           (GENERAL,), order=2)
+    p = np.arange(9.0).reshape(3, 3) / 9
+    h = dg.hvp(lambda a: np.sum(np.linalg.eigvals(a) ** 3))(GENERAL, p)
+    g = dg.grad(lambda a: np.sum(np.linalg.eigvals(a) ** 3))
+    fd = (g(GENERAL + 1e-6 * p) - g(GENERAL - 1e-6 * p)) / 2e-6
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_eig_with_complex_eigenvalues_is_refused_when_it_runs():
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    with pytest.raises(dg.DualgpuError, match="complex eigenvalues"):
+        dg.grad(lambda a: np.sum(np.linalg.eigvals(a)))(rotation)
+    with pytest.raises(dg.UnsupportedOpError, match="complex traced matrix"):
+        dg.jit(np.linalg.eig)(rotation + 0j)
+    # a constant matrix inside a traced function is NumPy's (complex results included)
+    got = dg.jit(lambda x: x * np.abs(np.linalg.eigvals(rotation))[0])(np.ones(2))
+    np.testing.assert_allclose(got, np.ones(2))
+
+
+def test_full_svd_and_wide_qr_are_refused():
     with pytest.raises(dg.UnsupportedOpError, match="full_matrices"):
         dg.jit(lambda a: np.linalg.svd(a)[0])(TALL)
     with pytest.raises(dg.DualgpuError, match="rows"):

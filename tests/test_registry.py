@@ -732,6 +732,34 @@ def build_eigvalsh(data, dtype):
 
 
 spec("np.linalg.eigvalsh", build_eigvalsh, prim="eigh")
+def separated_general(data, dtype):
+    """A non-symmetric real matrix P diag(d) P^-1 with real eigenvalues ~2.5 apart (P near the
+    identity, so that LAPACK's order and signs do not jump under small perturbations)."""
+    n = data.draw(st.integers(1, 3))
+    b = data.draw(st.sampled_from([(), (2,)]))
+    p = np.eye(n) + draw_array(data, b + (n, n), np.float64, -0.3, 0.3)
+    d = 2.5 * np.arange(n) + draw_array(data, b + (n,), np.float64, -0.5, 0.5)
+    return (p * d[..., None, :] @ np.linalg.inv(p)).astype(dtype)
+
+
+def _sorted_eig(w, v):
+    """Eigenpairs sorted by eigenvalue: LAPACK's order of eig may change under a small
+    perturbation (the derivative of each pair does not)."""
+    order = dnp.argsort(w, axis=-1)
+    return (dnp.take_along_axis(w, order, axis=-1),
+            dnp.take_along_axis(v, dnp.expand_dims(order, -2), axis=-1))
+
+
+def build_eig(data, dtype):
+    """eig's eigenvalues and (sign-free) eigenvectors, or eigvals alone."""
+    if data.draw(st.booleans()):
+        return (lambda a: dnp.sort(dnp.linalg_eigvals(a), axis=-1)), (
+            separated_general(data, dtype),)
+    return (lambda a: (lambda w, v: _flat(w, _sign_free(v, -2)))(
+        *_sorted_eig(*dnp.linalg_eig(a))), (separated_general(data, dtype),))
+
+
+spec("eig", build_eig)
 spec("svd", lambda data, dtype: (
     lambda a: (lambda u, s, vh: _flat(_sign_free(u, -2), s, _sign_free(vh, -1)))(
         *dnp.linalg_svd(a, full_matrices=False)),

@@ -55,3 +55,12 @@ def test_issue13_op_on_cupy_matches_numpy(name, dtype):
             scale = max(1.0, float(np.max(np.abs(w))))
             err = float(np.max(np.abs(cp.asnumpy(g).astype(np.float64) - np.asarray(w))))
             assert err <= TOL[dtype] * scale, f"{name}: error {err:.3g}"
+
+
+def test_general_eig_is_refused_on_cupy_naming_the_op():
+    """CuPy has no general eigensolver: eig/eigvals of a traced CuPy matrix are refused when
+    traced (the NumPy backend computes them)."""
+    a = cp.asarray(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    for fn in (lambda a: np.linalg.eigvals(a), lambda a: np.linalg.eig(a)[1]):
+        with pytest.raises(dg.UnsupportedOpError, match="linalg.eig"):
+            dg.grad(lambda a: np.sum(fn(a)))(a)
