@@ -625,6 +625,14 @@ def knots_and_values(data, dtype):
             draw_array(data, (4,), dtype))
 
 
+def points_knots_values(data, dtype):
+    """x in [-0.9, 3.4) on a grid shifted off the knots, increasing knots ~1 apart, values."""
+    x = (np.round(draw_array(data, (2, 3), np.float64, -0.9, 3.4) * 4) / 4 + 0.125)
+    knots = np.arange(4.0) + draw_array(data, (4,), np.float64, -0.1, 0.1)
+    x = np.where(np.min(np.abs(x[..., None] - knots), axis=-1) < 0.03, x + 0.06, x)
+    return x.astype(dtype), knots.astype(dtype), draw_array(data, (4,), dtype)
+
+
 MISC_COMPOSITIONS = [
     ("deg2rad", dnp.deg2rad, (2, 3)), ("rad2deg", dnp.rad2deg, (3,)),
     ("logaddexp2", lambda x: dnp.logaddexp2(x, x[::-1] * 2.0), (4,)),
@@ -653,6 +661,14 @@ MISC_COMPOSITIONS = [
     ("norm of a list", lambda x: dnp.linalg_norm([x[0], x[1], 3.0]), (2,)),
 ]
 spec("np.linspace/interp/clip/misc family", one_of(MISC_COMPOSITIONS), prim=None)
+INTERP_TRACED_KNOTS = [
+    ("interp traced xp", lambda x, xp, fp: dnp.interp(x, xp, fp, left=xp[1]),
+     points_knots_values),
+    ("interp traced xp constant x", lambda xp: dnp.interp(np.array([-1.0, 0.4, 2.7, 3.5]),
+                                                         xp, xp * xp),
+     lambda d, t: (np.arange(4.0).astype(t) + draw_array(d, (4,), t, -0.2, 0.2),)),
+]
+spec("np.interp(traced xp)", one_of(INTERP_TRACED_KNOTS), prim=None)
 
 
 # --------------------------------------------------------------------------- sorting
