@@ -60,7 +60,7 @@ STANDALONE_OPS = {
         "        return xp.linalg.solve(a, b[:, None])[..., 0]\n"
         "    return xp.linalg.solve(a, b)\n"),
     "slogdet": "def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n",
-    "eigh": "def eigh(a):\n    return tuple(xp.linalg.eigh(a))\n",
+    "eigh": "def eigh(a, uplo='L'):\n    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n",
     "eig": (
         "def eig(a):\n"
         "    w, v = xp.linalg.eig(a)\n"

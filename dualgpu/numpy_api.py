@@ -1826,7 +1826,7 @@ def linalg_eigh(a, UPLO="L"):
         raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r} "
                            f"(at {user_location()})")
     a = _arraylike(a)
-    w, v = _dec.eigh.bind(a if UPLO == "L" else swapaxes(a, -1, -2))
+    w, v = _dec.eigh.bind(a, uplo=UPLO)
     return EighResult(w, v)
 
 

@@ -189,6 +189,19 @@ def test_decomposition_values_equal_numpy(name):
         dg.testing.check_grads(lambda a: np.sum(np.asarray(f(a)) ** 2), (a,), order=1)
 
 
+def test_eigh_upper_triangle_is_numpys_own_call():
+    """eigh(a, "U") calls LAPACK on the upper triangle, as NumPy: reading the lower triangle
+    of a.T gives the same matrix but other eigenvector signs (found by autograd's
+    test_eigvalh_upper through benchmarks/peer_suite.py)."""
+    a = np.array([[0.1, -0.1, 0.6], [0.1, -0.5, 0.4], [1.3, 0.9, -0.7]])
+    w, v = dg.jit(lambda a: np.linalg.eigh(a, "U"))(a)
+    np.testing.assert_array_equal(v, np.linalg.eigh(a, "U")[1])
+    np.testing.assert_array_equal(w, np.linalg.eigh(a, "U")[0])
+    dg.testing.check_grads(lambda a: tuple(np.linalg.eigh(a, "U")), (a,), order=2)
+    with pytest.raises(dg.DualgpuError, match="UPLO"):
+        dg.jit(lambda a: np.linalg.eigh(a, "X"))(a)
+
+
 def test_repeated_eigenvalues_follow_jax():
     """At a repeated eigenvalue the eigenvalues' gradient is finite (and right for their
     symmetric functions); eigenvector derivatives are not finite, as in JAX."""

@@ -125,23 +125,25 @@ def _real_only(a: Aval, op: str) -> None:
                            "supported on traced values")
 
 
-def _eigh_shape(avals):
+def _eigh_shape(avals, uplo="L"):
     a = avals[0]
+    if uplo not in ("L", "U"):
+        raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {uplo!r}")
     _square(a, "eigh")
     _real_only(a, "eigh")
     dt = float_dtype(a.dtype)
     return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
 
 
-def _eigh_impl(xp, a):
-    w, v = xp.linalg.eigh(a)  # UPLO="L": reads the lower triangle, as cholesky
+def _eigh_impl(xp, a, uplo="L"):
+    w, v = xp.linalg.eigh(a, UPLO=uplo)  # LAPACK's own call for each triangle: NumPy's signs
     return w, v
 
 
 eigh = defprim("eigh", _eigh_impl, _eigh_shape, multiple_results=True, kind=Flag.LIBRARY,
-               py="ops.eigh({0})",
+               py="ops.eigh({0}, {uplo})",
                doc="(eigenvalues ascending, eigenvectors) of the symmetric matrix whose lower "
-                   "triangle is a's.")
+                   "(uplo 'L') or upper ('U') triangle is a's.")
 
 
 def _eig_shape(avals):

@@ -152,7 +152,7 @@ defrules(cholesky, jvp=_chol_jvp, vjp=_chol_vjp)
 
 
 # --------------------------------------------------------------------------- eigh, svd, qr, pinv
-# Conventions (docs/limitations.md): eigh reads the lower triangle (as NumPy and cholesky);
+# Conventions (docs/limitations.md): eigh reads the triangle NumPy's UPLO names;
 # where eigenvalues (singular values) coincide, the derivatives of the eigenvectors
 # (singular vectors) and every second derivative are not finite, as in JAX: the factor
 # 1 / (w_j - w_i) below is infinite there. First derivatives of the values stay finite.
@@ -189,19 +189,29 @@ def _lower_adjoint(s_bar):
     return dnp.where(_lower_mask(n, -1), both, dnp.where(np.eye(n, dtype=bool), s_bar, 0.0))
 
 
-def _eigh_jvp(primals, tangents):
+def _sym_read(t, uplo):
+    """The symmetric matrix eigh reads from t's lower ('L') or upper ('U') triangle."""
+    return _sym_from_lower(t) if uplo == "L" else _mT(_sym_from_lower(_mT(t)))
+
+
+def _read_adjoint(s_bar, uplo):
+    """The transpose of :func:`_sym_read`."""
+    return _lower_adjoint(s_bar) if uplo == "L" else _mT(_lower_adjoint(_mT(s_bar)))
+
+
+def _eigh_jvp(primals, tangents, uplo="L"):
     a = primals[0]
-    w, v = eigh.bind(a)
+    w, v = eigh.bind(a, uplo=uplo)
     t = tangents[0]
     if t is None:
         return (w, v), (None, None)
-    vt_dv = _mm(_mT(v), _sym_from_lower(t), v)
+    vt_dv = _mm(_mT(v), _sym_read(t, uplo), v)
     w_dot = _diag_part(vt_dv)
     v_dot = matmul.bind(v, dnp.multiply(_gap_inverse(w), vt_dv))
     return (w, v), (w_dot, v_dot)
 
 
-def _eigh_vjp(cts, primals, ans):
+def _eigh_vjp(cts, primals, ans, uplo="L"):
     w_bar, v_bar = cts
     w, v = ans
     inner = None
@@ -212,7 +222,7 @@ def _eigh_vjp(cts, primals, ans):
         inner = term if inner is None else dnp.add(inner, term)
     if inner is None:
         return (None,)
-    return (_lower_adjoint(_mm(v, inner, _mT(v))),)
+    return (_read_adjoint(_mm(v, inner, _mT(v)), uplo),)
 
 
 # eig of a real matrix with real, distinct eigenvalues: A V = V diag(w), V's columns of unit
