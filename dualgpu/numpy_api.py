@@ -570,7 +570,17 @@ def atleast_2d(a):
     return reshape(a, (1,) * (2 - len(s)) + s) if len(s) < 2 else a
 
 
-def concatenate(arrays, axis=0, out=None, dtype=None):
+def _cast_joined(r, dtype, casting: str, name: str):
+    """The ``dtype=``/``casting=`` of NumPy's joining functions, applied to their result."""
+    if dtype is None:
+        return r
+    if not np.can_cast(_dtype(r), dtype, casting=casting):
+        raise DualgpuError(f"{name}: cannot cast {_dtype(r)} to {np.dtype(dtype)} with "
+                           f"casting={casting!r} (at {user_location()})")
+    return astype(r, dtype)
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     _unsupported_kwargs("concatenate", {"out": out})
     arrays = [asarray(a) if not _is_tracer(a) else a for a in arrays]
     if axis is None:
@@ -581,24 +591,33 @@ def concatenate(arrays, axis=0, out=None, dtype=None):
                            f"(at {user_location()})")
     axis = _check_axis(axis, nd, "concatenate")
     r = _sh.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else arrays[0]
-    return r if dtype is None else astype(r, dtype)
+    return _cast_joined(r, dtype, casting, "concatenate")
 
 
-def stack(arrays, axis=0, out=None):
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = list(arrays)
     if not arrays:
         raise DualgpuError(f"stack: need at least one array to stack (at {user_location()})")
     axis = _check_axis(axis, len(_shape(arrays[0])) + 1, "stack")
-    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, out=out)
+    _unsupported_kwargs("stack", {"out": out})
+    return _cast_joined(concatenate([expand_dims(a, axis) for a in arrays], axis=axis),
+                        dtype, casting, "stack")
 
 
-def hstack(arrays):
+def hstack(arrays, *, dtype=None, casting="same_kind"):
     arrays = [atleast_1d(a) for a in arrays]
-    return concatenate(arrays, axis=0 if len(_shape(arrays[0])) == 1 else 1)
+    r = concatenate(arrays, axis=0 if len(_shape(arrays[0])) == 1 else 1)
+    return _cast_joined(r, dtype, casting, "hstack")
 
 
-def vstack(arrays):
-    return concatenate([atleast_2d(a) for a in arrays], axis=0)
+def vstack(arrays, *, dtype=None, casting="same_kind"):
+    """``np.vstack`` (and ``np.row_stack``), with NumPy 2's ``dtype`` and ``casting``.
+
+    >>> dg.grad(lambda x: np.sum(np.vstack([x, x * x], dtype=np.float64)))(np.ones(2))
+    array([3., 3.])
+    """
+    r = concatenate([atleast_2d(a) for a in arrays], axis=0)
+    return _cast_joined(r, dtype, casting, "vstack")
 
 
 def flip(a, axis=None):
@@ -1251,8 +1270,8 @@ def column_stack(tup):
     return concatenate(cols, axis=1)
 
 
-def row_stack(tup):
-    return vstack(tup)
+def row_stack(tup, *, dtype=None, casting="same_kind"):
+    return vstack(tup, dtype=dtype, casting=casting)
 
 
 def dstack(tup):

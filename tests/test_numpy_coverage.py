@@ -4,6 +4,8 @@ SciPy's) own on the same input. Derivatives are checked by the table of
 values, and the errors of what is refused."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.special
@@ -200,6 +202,21 @@ def test_eigh_upper_triangle_is_numpys_own_call():
     dg.testing.check_grads(lambda a: tuple(np.linalg.eigh(a, "U")), (a,), order=2)
     with pytest.raises(dg.DualgpuError, match="UPLO"):
         dg.jit(lambda a: np.linalg.eigh(a, "X"))(a)
+
+
+def test_joining_functions_take_dtype_and_casting():
+    """NumPy 2's dtype=/casting= of vstack, hstack, stack and row_stack (np.row_stack passes
+    them on to vstack: autograd's test_row_stack_* through benchmarks/peer_suite.py)."""
+    x = np.arange(3.0)
+    for fn in (np.vstack, np.hstack, np.stack):
+        got = dg.jit(lambda x, fn=fn: fn([x, x * x], dtype=np.float32))(x)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, fn([x, x * x], dtype=np.float32))
+    with pytest.raises(dg.DualgpuError, match="vstack: cannot cast float64 to int64"):
+        dg.jit(lambda x: np.vstack([x, x], dtype=np.int64))(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        dg.testing.check_grads(lambda a, b: np.row_stack((a, b)), (x, x + 1.0), order=2)
 
 
 def test_repeated_eigenvalues_follow_jax():
