@@ -60,7 +60,16 @@ STANDALONE_OPS = {
         "        return xp.linalg.solve(a, b[:, None])[..., 0]\n"
         "    return xp.linalg.solve(a, b)\n"),
     "slogdet": "def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n",
-    "eigh": "def eigh(a):\n    return tuple(xp.linalg.eigh(a))\n",
+    "eigh": "def eigh(a, uplo='L'):\n    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n",
+    "eig": (
+        "def eig(a):\n"
+        "    w, v = xp.linalg.eig(a)\n"
+        "    if w.dtype.kind == 'c':\n"
+        "        if xp.any(w.imag != 0):\n"
+        "            raise ValueError('linalg.eig: the matrix has complex eigenvalues')\n"
+        "        w, v = w.real, v.real\n"
+        "    dt = xp.result_type(a.dtype, xp.float16)\n"
+        "    return w.astype(dt, copy=False), v.astype(dt, copy=False)\n"),
     "svd": "def svd(a):\n    return tuple(xp.linalg.svd(a, full_matrices=False))\n",
     "qr": "def qr(a):\n    return tuple(xp.linalg.qr(a, mode='reduced'))\n",
     "sort": "def sort(x, axis):\n    return xp.sort(x, axis=axis, kind='stable')\n",

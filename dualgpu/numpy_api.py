@@ -570,7 +570,17 @@ def atleast_2d(a):
     return reshape(a, (1,) * (2 - len(s)) + s) if len(s) < 2 else a
 
 
-def concatenate(arrays, axis=0, out=None, dtype=None):
+def _cast_joined(r, dtype, casting: str, name: str):
+    """The ``dtype=``/``casting=`` of NumPy's joining functions, applied to their result."""
+    if dtype is None:
+        return r
+    if not np.can_cast(_dtype(r), dtype, casting=casting):
+        raise DualgpuError(f"{name}: cannot cast {_dtype(r)} to {np.dtype(dtype)} with "
+                           f"casting={casting!r} (at {user_location()})")
+    return astype(r, dtype)
+
+
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     _unsupported_kwargs("concatenate", {"out": out})
     arrays = [asarray(a) if not _is_tracer(a) else a for a in arrays]
     if axis is None:
@@ -581,24 +591,33 @@ def concatenate(arrays, axis=0, out=None, dtype=None):
                            f"(at {user_location()})")
     axis = _check_axis(axis, nd, "concatenate")
     r = _sh.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else arrays[0]
-    return r if dtype is None else astype(r, dtype)
+    return _cast_joined(r, dtype, casting, "concatenate")
 
 
-def stack(arrays, axis=0, out=None):
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = list(arrays)
     if not arrays:
         raise DualgpuError(f"stack: need at least one array to stack (at {user_location()})")
     axis = _check_axis(axis, len(_shape(arrays[0])) + 1, "stack")
-    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, out=out)
+    _unsupported_kwargs("stack", {"out": out})
+    return _cast_joined(concatenate([expand_dims(a, axis) for a in arrays], axis=axis),
+                        dtype, casting, "stack")
 
 
-def hstack(arrays):
+def hstack(arrays, *, dtype=None, casting="same_kind"):
     arrays = [atleast_1d(a) for a in arrays]
-    return concatenate(arrays, axis=0 if len(_shape(arrays[0])) == 1 else 1)
+    r = concatenate(arrays, axis=0 if len(_shape(arrays[0])) == 1 else 1)
+    return _cast_joined(r, dtype, casting, "hstack")
 
 
-def vstack(arrays):
-    return concatenate([atleast_2d(a) for a in arrays], axis=0)
+def vstack(arrays, *, dtype=None, casting="same_kind"):
+    """``np.vstack`` (and ``np.row_stack``), with NumPy 2's ``dtype`` and ``casting``.
+
+    >>> dg.grad(lambda x: np.sum(np.vstack([x, x * x], dtype=np.float64)))(np.ones(2))
+    array([3., 3.])
+    """
+    r = concatenate([atleast_2d(a) for a in arrays], axis=0)
+    return _cast_joined(r, dtype, casting, "vstack")
 
 
 def flip(a, axis=None):
@@ -1251,8 +1270,8 @@ def column_stack(tup):
     return concatenate(cols, axis=1)
 
 
-def row_stack(tup):
-    return vstack(tup)
+def row_stack(tup, *, dtype=None, casting="same_kind"):
+    return vstack(tup, dtype=dtype, casting=casting)
 
 
 def dstack(tup):
@@ -1463,37 +1482,46 @@ def select(condlist, choicelist, default=0):
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
-    """``np.interp``: piecewise-linear interpolation, differentiable in ``fp`` and ``x``
-    (the slope of the segment; at a knot, the right segment's). ``xp`` is constant."""
+    """``np.interp``: piecewise-linear interpolation, differentiable in ``x`` (the slope of
+    the segment; at a knot, the right segment's), in ``fp`` and in the sample points ``xp``
+    (which must increase, as NumPy's; where two coincide the slope is infinite). Traced
+    ``left``/``right`` are differentiable too.
+
+    >>> dg.grad(lambda xp: np.interp(0.5, xp, np.array([0.0, 2.0])))(np.array([0.0, 1.0]))
+    array([-1., -1.])
+    """
     if period is not None:
         raise UnsupportedOpError(f"np.interp(period=...) is not supported on traced values "
                                  f"(at {user_location()})")
-    if _is_tracer(xp):
-        raise UnsupportedOpError(f"np.interp: traced sample points xp are not supported "
-                                 f"(at {user_location()}); x and fp may be traced")
-    knots = np.asarray(xp, dtype=np.float64)
+    traced_knots = _is_tracer(xp)
+    knots = _arraylike(xp) if traced_knots else np.asarray(xp, dtype=np.float64)
     x, fp = _arraylike(x), _arraylike(fp)
-    if knots.ndim != 1 or _shape(fp) != knots.shape or knots.size == 0:
+    if len(_shape(knots)) != 1 or _shape(fp) != _shape(knots) or _shape(knots)[0] == 0:
         raise DualgpuError(f"np.interp: xp and fp must be 1-D of the same length, got "
-                           f"{knots.shape} and {_shape(fp)} (at {user_location()})")
-    n = knots.size
+                           f"{_shape(knots)} and {_shape(fp)} (at {user_location()})")
+    n = _shape(knots)[0]
     if n == 1:
         return broadcast_to(fp[0], _shape(x))
-    if _is_tracer(x):  # the segment of each x: how many inner knots lie at or below it
+    if _is_tracer(x) or traced_knots:  # each x's segment: how many inner knots are <= x
         below = greater_equal(expand_dims(x, -1), knots[1:-1])  # noqa: F821
         seg = sum(astype(below, np.int64), axis=-1)
     else:
         seg = np.clip(np.searchsorted(knots, np.asarray(x), side="right") - 1, 0, n - 2)
-    dt = result_type(x, fp, 1.0)
-    x0, width = knots[:-1].astype(dt), np.diff(knots).astype(dt)
-    x0_seg = take(x0, seg) if _is_tracer(seg) else x0[seg]
-    w_seg = take(width, seg) if _is_tracer(seg) else width[seg]
+    dt = result_type(x, fp, knots, 1.0)
+    if traced_knots:
+        x0, width = astype(knots[:-1], dt), astype(subtract(knots[1:], knots[:-1]), dt)
+    else:
+        x0, width = knots[:-1].astype(dt), np.diff(knots).astype(dt)
+    x0_seg = take(x0, seg) if _is_tracer(seg) or _is_tracer(x0) else x0[seg]
+    w_seg = take(width, seg) if _is_tracer(seg) or _is_tracer(width) else width[seg]
     t = true_divide(subtract(x, x0_seg), w_seg)
     y = add(take(fp, seg), multiply(t, subtract(take(fp, add(seg, 1)), take(fp, seg))))
     lo = fp[0] if left is None else left
     hi = fp[n - 1] if right is None else right
-    y = where(less(x, float(knots[0])), lo, y)  # noqa: F821
-    return where(greater(x, float(knots[-1])), hi, y)  # noqa: F821
+    first, last = (knots[0], knots[n - 1]) if traced_knots else (float(knots[0]),
+                                                                  float(knots[-1]))
+    y = where(less(x, first), lo, y)  # noqa: F821
+    return where(greater(x, last), hi, y)  # noqa: F821
 
 
 def _convolve_full(a, v):
@@ -1817,7 +1845,7 @@ def linalg_eigh(a, UPLO="L"):
         raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r} "
                            f"(at {user_location()})")
     a = _arraylike(a)
-    w, v = _dec.eigh.bind(a if UPLO == "L" else swapaxes(a, -1, -2))
+    w, v = _dec.eigh.bind(a, uplo=UPLO)
     return EighResult(w, v)
 
 
@@ -1887,19 +1915,38 @@ def linalg_lstsq(a, b, rcond=None):
     return LstsqResult(x, residuals, rank, s)
 
 
-def _refuse_general_eig(name):
-    def refused(a, *args, **kwargs):
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+
+
+def linalg_eig(a):
+    """``np.linalg.eig`` of a real matrix whose eigenvalues are real (and, for the
+    eigenvector derivatives, distinct): eigenvalues in LAPACK's order, eigenvectors as
+    columns of unit 2-norm, as NumPy's. Complex eigenvalues raise a ``DualgpuError`` when
+    the program runs (their real-valued result would be wrong); CuPy has no general
+    eigensolver (refused).
+
+    >>> a = np.array([[2.0, 1.0], [0.0, 3.0]])
+    >>> dg.grad(lambda a: np.linalg.eig(a)[0][1])(a)  # u v^T / (u . v), u, v left, right
+    array([[0., 0.],
+           [1., 1.]])
+    """
+    a = _arraylike(a)
+    if _is_tracer(a) and a._builder.xp is not np:
         raise UnsupportedOpError(
-            f"linalg.{name} of a traced matrix (at {user_location()}): general (non-"
-            "symmetric) eigen-decompositions have complex values and are not supported; "
-            "for symmetric matrices use linalg.eigh / eigvalsh")
+            f"linalg.eig / eigvals of a traced CuPy matrix (at {user_location()}): CuPy has "
+            "no general eigen-decomposition; use linalg.eigh for symmetric matrices, or "
+            "NumPy arrays")
+    if len(_shape(a)) >= 2 and _dtype(a).kind == "c":
+        raise UnsupportedOpError(
+            f"linalg.eig of a complex traced matrix {_shape(a)} (at {user_location()}) is "
+            "not supported: real matrices with real eigenvalues only")
+    w, v = _dec.eig.bind(a)
+    return EigResult(w, v)
 
-    refused.__name__ = f"linalg_{name}"
-    return refused
 
-
-linalg_eig, linalg_eigvals = _refuse_general_eig("eig"), _refuse_general_eig("eigvals")
-linalg_eig.refused = linalg_eigvals.refused = True
+def linalg_eigvals(a):
+    """``np.linalg.eigvals``: the eigenvalues of ``np.linalg.eig`` (real ones only)."""
+    return linalg_eig(a)[0]
 
 
 def _refuse_fft(name):

@@ -21,7 +21,7 @@ from dualgpu.transforms.laplacian import uses_fallback
 DIFF_SPECS = sorted(n for n, s in SPECS.items() if s.kind == "diff")
 # ops that go through the nested-JVP fallback: exact, but no dedicated rule (yet)
 FALLBACK_OPS = {"reduce_prod", "cumprod", "inv", "solve", "det", "slogdet", "cholesky",
-                "eigh", "svd", "qr", "pinv", "sort"}
+                "eigh", "eig", "svd", "qr", "pinv", "sort"}
 
 
 def scalarized(f, ybar):

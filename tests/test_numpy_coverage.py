@@ -4,6 +4,8 @@ SciPy's) own on the same input. Derivatives are checked by the table of
 values, and the errors of what is refused."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.special
@@ -67,6 +69,9 @@ CASES = {
     "interp fp": (lambda x: np.interp([0.0, 0.5, 1.2, 3.0], [0.3, 1.0, 1.7], x[0]), X23),
     "interp left right": (lambda x: np.interp(x, [0.3, 1.0, 1.7], x[0], left=-5.0,
                                               right=5.0), X23),
+    "interp traced xp": (lambda x: np.interp(x, np.sort(x[0]), x[1], left=x[0, 0]), X34),
+    "interp traced xp at knots": (lambda x: np.interp(np.sort(x[0]), np.sort(x[0]), x[1]),
+                                  X34),
     "nansum": (lambda x: np.nansum(x, axis=1), X_NAN),
     "nanmean": (lambda x: np.nanmean(x, axis=0), X_NAN),
     "nanmax": (lambda x: np.nanmax(x, axis=1), X_NAN),
@@ -186,6 +191,34 @@ def test_decomposition_values_equal_numpy(name):
         dg.testing.check_grads(lambda a: np.sum(np.asarray(f(a)) ** 2), (a,), order=1)
 
 
+def test_eigh_upper_triangle_is_numpys_own_call():
+    """eigh(a, "U") calls LAPACK on the upper triangle, as NumPy: reading the lower triangle
+    of a.T gives the same matrix but other eigenvector signs (found by autograd's
+    test_eigvalh_upper through benchmarks/peer_suite.py)."""
+    a = np.array([[0.1, -0.1, 0.6], [0.1, -0.5, 0.4], [1.3, 0.9, -0.7]])
+    w, v = dg.jit(lambda a: np.linalg.eigh(a, "U"))(a)
+    np.testing.assert_array_equal(v, np.linalg.eigh(a, "U")[1])
+    np.testing.assert_array_equal(w, np.linalg.eigh(a, "U")[0])
+    dg.testing.check_grads(lambda a: tuple(np.linalg.eigh(a, "U")), (a,), order=2)
+    with pytest.raises(dg.DualgpuError, match="UPLO"):
+        dg.jit(lambda a: np.linalg.eigh(a, "X"))(a)
+
+
+def test_joining_functions_take_dtype_and_casting():
+    """NumPy 2's dtype=/casting= of vstack, hstack, stack and row_stack (np.row_stack passes
+    them on to vstack: autograd's test_row_stack_* through benchmarks/peer_suite.py)."""
+    x = np.arange(3.0)
+    for fn in (np.vstack, np.hstack, np.stack):
+        got = dg.jit(lambda x, fn=fn: fn([x, x * x], dtype=np.float32))(x)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, fn([x, x * x], dtype=np.float32))
+    with pytest.raises(dg.DualgpuError, match="vstack: cannot cast float64 to int64"):
+        dg.jit(lambda x: np.vstack([x, x], dtype=np.int64))(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        dg.testing.check_grads(lambda a, b: np.row_stack((a, b)), (x, x + 1.0), order=2)
+
+
 def test_repeated_eigenvalues_follow_jax():
     """At a repeated eigenvalue the eigenvalues' gradient is finite (and right for their
     symmetric functions); eigenvector derivatives are not finite, as in JAX."""
@@ -198,9 +231,44 @@ def test_repeated_eigenvalues_follow_jax():
     np.testing.assert_allclose(s, np.eye(3), atol=1e-12)  # the nuclear norm's gradient
 
 
-def test_general_eig_and_full_svd_are_refused():
-    with pytest.raises(dg.UnsupportedOpError, match="eigh"):
-        dg.jit(lambda a: np.linalg.eig(a)[0])(SYM)
+GENERAL = np.array([[1.0, 2.0, 0.5], [0.0, 3.0, -1.0], [0.2, 0.1, 6.0]])  # real eigenvalues
+
+
+def test_eig_values_and_derivatives():
+    """eig of a real matrix with real eigenvalues: NumPy's values (LAPACK's order, unit
+    columns), the eigenvalue gradient u v^T / (u . v) from the left and right eigenvectors,
+    and second derivatives against finite differences (check_grads order 2)."""
+    w, v = dg.jit(np.linalg.eig)(GENERAL)
+    w_np, v_np = np.linalg.eig(GENERAL)
+    np.testing.assert_allclose(w, w_np, rtol=1e-12)
+    np.testing.assert_allclose(v, v_np, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=0), 1.0, rtol=1e-12)
+    k = int(np.argmax(w_np))
+    left = np.linalg.inv(v_np)[k]  # the left eigenvector of w[k]
+    want = np.outer(left, v_np[:, k]) / (left @ v_np[:, k])
+    np.testing.assert_allclose(dg.grad(lambda a: np.linalg.eigvals(a)[k])(GENERAL), want,
+                               rtol=1e-10, atol=1e-12)
+    dg.testing.check_grads(lambda a: np.linalg.eig(a)[1] * np.linalg.eig(a)[1][:1],
+                           (GENERAL,), order=2)
+    p = np.arange(9.0).reshape(3, 3) / 9
+    h = dg.hvp(lambda a: np.sum(np.linalg.eigvals(a) ** 3))(GENERAL, p)
+    g = dg.grad(lambda a: np.sum(np.linalg.eigvals(a) ** 3))
+    fd = (g(GENERAL + 1e-6 * p) - g(GENERAL - 1e-6 * p)) / 2e-6
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_eig_with_complex_eigenvalues_is_refused_when_it_runs():
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    with pytest.raises(dg.DualgpuError, match="complex eigenvalues"):
+        dg.grad(lambda a: np.sum(np.linalg.eigvals(a)))(rotation)
+    with pytest.raises(dg.UnsupportedOpError, match="complex traced matrix"):
+        dg.jit(np.linalg.eig)(rotation + 0j)
+    # a constant matrix inside a traced function is NumPy's (complex results included)
+    got = dg.jit(lambda x: x * np.abs(np.linalg.eigvals(rotation))[0])(np.ones(2))
+    np.testing.assert_allclose(got, np.ones(2))
+
+
+def test_full_svd_and_wide_qr_are_refused():
     with pytest.raises(dg.UnsupportedOpError, match="full_matrices"):
         dg.jit(lambda a: np.linalg.svd(a)[0])(TALL)
     with pytest.raises(dg.DualgpuError, match="rows"):

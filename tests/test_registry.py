@@ -432,10 +432,12 @@ spec("np.tensordot/inner/outer/vdot/trace", build_contractions, prim=None)
 
 
 def well_conditioned(data, dtype, batch=True, spd=False):
+    """Entries in [-1, 1] plus (n + 1) I: strictly diagonally dominant, every eigenvalue at
+    least 1 from 0 (Gershgorin). (Plus 3 I was singular for the 3x3 of -1s.)"""
     n = data.draw(st.integers(1, 3))
     b = data.draw(st.sampled_from([(), (2,)])) if batch else ()
     a = draw_array(data, b + (n, n), np.float64, -1, 1)
-    a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n) if spd else a + 3 * np.eye(n)
+    a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n) if spd else a + (n + 1) * np.eye(n)
     return a.astype(dtype)
 
 
@@ -625,6 +627,14 @@ def knots_and_values(data, dtype):
             draw_array(data, (4,), dtype))
 
 
+def points_knots_values(data, dtype):
+    """x in [-0.9, 3.4) on a grid shifted off the knots, increasing knots ~1 apart, values."""
+    x = (np.round(draw_array(data, (2, 3), np.float64, -0.9, 3.4) * 4) / 4 + 0.125)
+    knots = np.arange(4.0) + draw_array(data, (4,), np.float64, -0.1, 0.1)
+    x = np.where(np.min(np.abs(x[..., None] - knots), axis=-1) < 0.03, x + 0.06, x)
+    return x.astype(dtype), knots.astype(dtype), draw_array(data, (4,), dtype)
+
+
 MISC_COMPOSITIONS = [
     ("deg2rad", dnp.deg2rad, (2, 3)), ("rad2deg", dnp.rad2deg, (3,)),
     ("logaddexp2", lambda x: dnp.logaddexp2(x, x[::-1] * 2.0), (4,)),
@@ -653,6 +663,14 @@ MISC_COMPOSITIONS = [
     ("norm of a list", lambda x: dnp.linalg_norm([x[0], x[1], 3.0]), (2,)),
 ]
 spec("np.linspace/interp/clip/misc family", one_of(MISC_COMPOSITIONS), prim=None)
+INTERP_TRACED_KNOTS = [
+    ("interp traced xp", lambda x, xp, fp: dnp.interp(x, xp, fp, left=xp[1]),
+     points_knots_values),
+    ("interp traced xp constant x", lambda xp: dnp.interp(np.array([-1.0, 0.4, 2.7, 3.5]),
+                                                         xp, xp * xp),
+     lambda d, t: (np.arange(4.0).astype(t) + draw_array(d, (4,), t, -0.2, 0.2),)),
+]
+spec("np.interp(traced xp)", one_of(INTERP_TRACED_KNOTS), prim=None)
 
 
 # --------------------------------------------------------------------------- sorting
@@ -732,6 +750,34 @@ def build_eigvalsh(data, dtype):
 
 
 spec("np.linalg.eigvalsh", build_eigvalsh, prim="eigh")
+def separated_general(data, dtype):
+    """A non-symmetric real matrix P diag(d) P^-1 with real eigenvalues ~2.5 apart (P near the
+    identity, so that LAPACK's order and signs do not jump under small perturbations)."""
+    n = data.draw(st.integers(1, 3))
+    b = data.draw(st.sampled_from([(), (2,)]))
+    p = np.eye(n) + draw_array(data, b + (n, n), np.float64, -0.3, 0.3)
+    d = 2.5 * np.arange(n) + draw_array(data, b + (n,), np.float64, -0.5, 0.5)
+    return (p * d[..., None, :] @ np.linalg.inv(p)).astype(dtype)
+
+
+def _sorted_eig(w, v):
+    """Eigenpairs sorted by eigenvalue: LAPACK's order of eig may change under a small
+    perturbation (the derivative of each pair does not)."""
+    order = dnp.argsort(w, axis=-1)
+    return (dnp.take_along_axis(w, order, axis=-1),
+            dnp.take_along_axis(v, dnp.expand_dims(order, -2), axis=-1))
+
+
+def build_eig(data, dtype):
+    """eig's eigenvalues and (sign-free) eigenvectors, or eigvals alone."""
+    if data.draw(st.booleans()):
+        return (lambda a: dnp.sort(dnp.linalg_eigvals(a), axis=-1)), (
+            separated_general(data, dtype),)
+    return (lambda a: (lambda w, v: _flat(w, _sign_free(v, -2)))(
+        *_sorted_eig(*dnp.linalg_eig(a))), (separated_general(data, dtype),))
+
+
+spec("eig", build_eig)
 spec("svd", lambda data, dtype: (
     lambda a: (lambda u, s, vh: _flat(_sign_free(u, -2), s, _sign_free(vh, -1)))(
         *dnp.linalg_svd(a, full_matrices=False)),

@@ -22,7 +22,7 @@ from ..core.dtypes import float_dtype, promote
 from ..core.flags import Flag
 from ..core.ir import Aval
 from ..core.primitives import defprim
-from ..errors import DualgpuError
+from ..errors import DualgpuError, UnsupportedOpError
 
 
 def _square(a: Aval, op: str) -> None:
@@ -125,23 +125,55 @@ def _real_only(a: Aval, op: str) -> None:
                            "supported on traced values")
 
 
-def _eigh_shape(avals):
+def _eigh_shape(avals, uplo="L"):
     a = avals[0]
+    if uplo not in ("L", "U"):
+        raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {uplo!r}")
     _square(a, "eigh")
     _real_only(a, "eigh")
     dt = float_dtype(a.dtype)
     return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
 
 
-def _eigh_impl(xp, a):
-    w, v = xp.linalg.eigh(a)  # UPLO="L": reads the lower triangle, as cholesky
+def _eigh_impl(xp, a, uplo="L"):
+    w, v = xp.linalg.eigh(a, UPLO=uplo)  # LAPACK's own call for each triangle: NumPy's signs
     return w, v
 
 
 eigh = defprim("eigh", _eigh_impl, _eigh_shape, multiple_results=True, kind=Flag.LIBRARY,
-               py="ops.eigh({0})",
+               py="ops.eigh({0}, {uplo})",
                doc="(eigenvalues ascending, eigenvectors) of the symmetric matrix whose lower "
-                   "triangle is a's.")
+                   "(uplo 'L') or upper ('U') triangle is a's.")
+
+
+def _eig_shape(avals):
+    a = avals[0]
+    _square(a, "eig")
+    _real_only(a, "eig")
+    dt = float_dtype(a.dtype)
+    return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
+
+
+def _eig_impl(xp, a):
+    if not hasattr(xp.linalg, "eig"):  # CuPy has no general eigensolver
+        raise UnsupportedOpError(f"linalg.eig: {xp.__name__}.linalg has no general "
+                                 "eigen-decomposition; call it on NumPy arrays")
+    w, v = xp.linalg.eig(a)
+    if w.dtype.kind == "c":  # NumPy's result is complex as soon as one eigenvalue is
+        if bool(xp.any(w.imag != 0)):
+            raise DualgpuError(
+                "linalg.eig: the matrix has complex eigenvalues (e.g. "
+                f"{complex(w[w.imag != 0].ravel()[0])}); dualgpu supports eig/eigvals only "
+                "for real matrices whose eigenvalues are real (use eigh for symmetric ones)")
+        w, v = w.real, v.real
+    dt = float_dtype(a.dtype)
+    return w.astype(dt, copy=False), v.astype(dt, copy=False)
+
+
+eig = defprim("eig", _eig_impl, _eig_shape, multiple_results=True, kind=Flag.LIBRARY,
+              py="ops.eig({0})",
+              doc="(eigenvalues in LAPACK's order, unit-norm eigenvectors) of a real matrix "
+                  "whose eigenvalues are real; complex eigenvalues raise at run time.")
 
 
 def _svd_shape(avals):

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import numpy_api as dnp
 from ..core.primitives import defrules
-from ..ops.decompositions import cholesky, det, eigh, inv, pinv, qr, slogdet, solve, svd
+from ..ops.decompositions import cholesky, det, eig, eigh, inv, pinv, qr, slogdet, solve, svd
 from ..ops.linalg import matmul
 from ._util import unbroadcast, wants_cotangent
 
@@ -152,7 +152,7 @@ defrules(cholesky, jvp=_chol_jvp, vjp=_chol_vjp)
 
 
 # --------------------------------------------------------------------------- eigh, svd, qr, pinv
-# Conventions (docs/limitations.md): eigh reads the lower triangle (as NumPy and cholesky);
+# Conventions (docs/limitations.md): eigh reads the triangle NumPy's UPLO names;
 # where eigenvalues (singular values) coincide, the derivatives of the eigenvectors
 # (singular vectors) and every second derivative are not finite, as in JAX: the factor
 # 1 / (w_j - w_i) below is infinite there. First derivatives of the values stay finite.
@@ -189,19 +189,29 @@ def _lower_adjoint(s_bar):
     return dnp.where(_lower_mask(n, -1), both, dnp.where(np.eye(n, dtype=bool), s_bar, 0.0))
 
 
-def _eigh_jvp(primals, tangents):
+def _sym_read(t, uplo):
+    """The symmetric matrix eigh reads from t's lower ('L') or upper ('U') triangle."""
+    return _sym_from_lower(t) if uplo == "L" else _mT(_sym_from_lower(_mT(t)))
+
+
+def _read_adjoint(s_bar, uplo):
+    """The transpose of :func:`_sym_read`."""
+    return _lower_adjoint(s_bar) if uplo == "L" else _mT(_lower_adjoint(_mT(s_bar)))
+
+
+def _eigh_jvp(primals, tangents, uplo="L"):
     a = primals[0]
-    w, v = eigh.bind(a)
+    w, v = eigh.bind(a, uplo=uplo)
     t = tangents[0]
     if t is None:
         return (w, v), (None, None)
-    vt_dv = _mm(_mT(v), _sym_from_lower(t), v)
+    vt_dv = _mm(_mT(v), _sym_read(t, uplo), v)
     w_dot = _diag_part(vt_dv)
     v_dot = matmul.bind(v, dnp.multiply(_gap_inverse(w), vt_dv))
     return (w, v), (w_dot, v_dot)
 
 
-def _eigh_vjp(cts, primals, ans):
+def _eigh_vjp(cts, primals, ans, uplo="L"):
     w_bar, v_bar = cts
     w, v = ans
     inner = None
@@ -212,7 +222,40 @@ def _eigh_vjp(cts, primals, ans):
         inner = term if inner is None else dnp.add(inner, term)
     if inner is None:
         return (None,)
-    return (_lower_adjoint(_mm(v, inner, _mT(v))),)
+    return (_read_adjoint(_mm(v, inner, _mT(v)), uplo),)
+
+
+# eig of a real matrix with real, distinct eigenvalues: A V = V diag(w), V's columns of unit
+# 2-norm (NumPy's normalisation). With C = V^-1 dA V: dw = diag(C); an eigenvector moves by
+# V (F * C) (no component along itself), then loses its component along itself again so that
+# its norm stays 1: dv_i = u_i - v_i (v_i . u_i). The VJP is the transpose of that map.
+def _eig_jvp(primals, tangents):
+    a = primals[0]
+    w, v = eig.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (w, v), (None, None)
+    c = solve.bind(v, matmul.bind(t, v))
+    w_dot = _diag_part(c)
+    u = matmul.bind(v, dnp.multiply(_gap_inverse(w), c))
+    along = dnp.sum(dnp.multiply(v, u), axis=-2, keepdims=True)
+    return (w, v), (w_dot, dnp.subtract(u, dnp.multiply(v, along)))
+
+
+def _eig_vjp(cts, primals, ans):
+    w_bar, v_bar = cts
+    w, v = ans
+    inner = None if w_bar is None else _diag_embed(w_bar)
+    if v_bar is not None:
+        vt_vbar = matmul.bind(_mT(v), v_bar)
+        # the normalisation's transpose: v_bar - V diag(V^T v_bar), seen through V^T
+        vt_vbar = dnp.subtract(vt_vbar, _scale_cols(matmul.bind(_mT(v), v),
+                                                    _diag_part(vt_vbar)))
+        term = dnp.multiply(_gap_inverse(w), vt_vbar)
+        inner = term if inner is None else dnp.add(inner, term)
+    if inner is None:
+        return (None,)
+    return (solve.bind(_mT(v), matmul.bind(inner, _mT(v))),)  # V^-T inner V^T
 
 
 def _scale_cols(m, s):
@@ -347,6 +390,7 @@ def _pinv_vjp(g, primals, ans, rcond):
 
 
 defrules(eigh, jvp=_eigh_jvp, vjp=_eigh_vjp)
+defrules(eig, jvp=_eig_jvp, vjp=_eig_vjp)
 defrules(svd, jvp=_svd_jvp, vjp=_svd_vjp)
 defrules(qr, jvp=_qr_jvp, vjp=_qr_vjp)
 defrules(pinv, jvp=_pinv_jvp, vjp=_pinv_vjp)

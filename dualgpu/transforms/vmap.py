@@ -500,7 +500,7 @@ _register([_la.matmul], _matmul_rule)
 _register([_la.einsum], _einsum_rule)
 _register([_sp.spmm], _spmm_rule)
 _register([_sp.sddmm], _sddmm_rule)
-_register([_dec.inv, _dec.det, _dec.slogdet, _dec.cholesky, _dec.eigh, _dec.svd, _dec.qr,
-           _dec.pinv], _unary_matrix_rule)
+_register([_dec.inv, _dec.det, _dec.slogdet, _dec.cholesky, _dec.eigh, _dec.eig, _dec.svd,
+           _dec.qr, _dec.pinv], _unary_matrix_rule)
 _register([_sort.sort, _sort.argsort], _scan_rule)  # one static axis, like cumsum
 _register([_dec.solve], _solve_rule)

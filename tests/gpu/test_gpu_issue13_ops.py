@@ -28,6 +28,8 @@ CASES = {
     "lstsq": (lambda a: np.linalg.lstsq(a, a[:, 0] + 1.0)[0], TALL),
     "convolve": (lambda x: np.convolve(x[0], x[1, :3], "same"), X),
     "interp": (lambda x: np.interp(x, np.array([0.3, 1.0, 1.7]), x[0, :3]), X),
+    "interp traced xp": (lambda x: np.interp(x, np.array([0.3, 1.0, 1.7]) * x[0, 0], x[0, :3]),
+                         X),
     "gradient": (lambda x: np.gradient(x, 0.5, axis=1), X),
     "nanmean": (lambda x: np.nanmean(np.where(x > 1.5, np.nan, x), axis=1), X),
     "roll kron": (lambda x: np.kron(np.roll(x, 2, axis=1), x[:2, :2]), X),
@@ -55,3 +57,12 @@ def test_issue13_op_on_cupy_matches_numpy(name, dtype):
             scale = max(1.0, float(np.max(np.abs(w))))
             err = float(np.max(np.abs(cp.asnumpy(g).astype(np.float64) - np.asarray(w))))
             assert err <= TOL[dtype] * scale, f"{name}: error {err:.3g}"
+
+
+def test_general_eig_is_refused_on_cupy_naming_the_op():
+    """CuPy has no general eigensolver: eig/eigvals of a traced CuPy matrix are refused when
+    traced (the NumPy backend computes them)."""
+    a = cp.asarray(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    for fn in (lambda a: np.linalg.eigvals(a), lambda a: np.linalg.eig(a)[1]):
+        with pytest.raises(dg.UnsupportedOpError, match="linalg.eig"):
+            dg.grad(lambda a, fn=fn: np.sum(fn(a)))(a)
