@@ -239,7 +239,7 @@ def _cuda_without_gpu(target, args) -> str:
     """The fusion plan and CUDA kernels of ``target``, generated on the CPU (the code
     generator is pure Python): traced on NumPy arrays with the switches a CuPy build uses."""
     saved = dg.config["stack_gemms"]
-    dg.config["stack_gemms"] = dg.config.stack_gemms_for(_CUPY_LIKE)  # "auto": stacks
+    dg.config["stack_gemms"] = dg.config.stack_gemms_for(_CUPY_LIKE)
     try:
         graph = dg.trace(target, *args)
     finally:

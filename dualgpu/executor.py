@@ -17,7 +17,7 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
                                                  # keeps one block of that size)
     dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
     dg.config["stack_gemms"] = True           # grad/hvp programs merge products sharing an
-                                              # operand also on NumPy ("auto": CuPy only)
+                                              # operand ("auto", the default: never, measured)
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -70,11 +70,13 @@ class Config(dict):
             generation[0] += 1  # the fast paths of cached calls check it
 
     def stack_gemms_for(self, backend) -> bool:
-        """Whether grad/hvp programs for ``backend`` stack their GEMMs: ``"auto"`` does on
-        CuPy (fewer library calls) and not on NumPy, where the concatenations cost more
-        than the products gain (benchmarks/NOTES.md, issue 12)."""
+        """Whether grad/hvp programs for ``backend`` stack their GEMMs. ``"auto"`` does
+        not, on either backend: on NumPy the concatenations cost more than the products
+        gain, and on CuPy, where a program replays as one CUDA graph, a GEMM saved is no
+        longer a host call saved (H200: MLP HVP 470 µs unstacked, 502 µs stacked;
+        benchmarks/NOTES.md, issue 12). ``True`` stacks everywhere."""
         value = self["stack_gemms"]
-        return backend.is_cupy if value == "auto" else value
+        return False if value == "auto" else value
 
     def build_key(self) -> tuple:
         """The values of the switches that shape a compiled program (part of its key)."""

@@ -802,6 +802,47 @@ class FusedProgram:
                     res[i] = d
         return res
 
+    def step_times(self, *arrays, repeat: int = 20) -> list:
+        """``[(step index, label, microseconds)]``: the device time of each step of the plan
+        (CUDA events around it, median of ``repeat`` eager runs), for profiling.
+
+        Example::
+
+            >>> import cupy as cp
+            >>> from dualgpu.backends.cupy import get_cupy_backend
+            >>> g = dg.trace(dg.grad(lambda w, x: cp.sum(cp.tanh(x @ w))), cp.ones((8, 4)),
+            ...              cp.ones((16, 8)))
+            >>> rows = FusedProgram(g, get_cupy_backend()).step_times(cp.ones((8, 4)),
+            ...                                                      cp.ones((16, 8)))
+            >>> [label.split()[0] for _, label, _ in rows]
+            ['library', 'kernel', 'library']
+        """
+        cp = self.cp
+        times: dict = {}
+        for _ in range(repeat):
+            env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
+            for i, step in enumerate(self.plan.steps):
+                start, stop = cp.cuda.Event(), cp.cuda.Event()
+                start.record()
+                if isinstance(step, LibraryStep):
+                    self._library(step.eqn, env)
+                else:
+                    self._run_region(step, env)
+                stop.record()
+                stop.synchronize()
+                times.setdefault(i, []).append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
+        rows = []
+        for i, step in enumerate(self.plan.steps):
+            if isinstance(step, LibraryStep):
+                e = step.eqn
+                label = (f"library {e.prim.name} "
+                         + " ".join(str(tuple(getattr(a, 'shape', ()))) for a in e.inputs))
+            else:
+                label = (f"kernel region {step.index}: {len(step.eqns)} eqns, domain "
+                         f"{tuple(step.domain)}, loop axes {tuple(step.loop_axes)}")
+            rows.append((i, label, float(np.median(times[i]))))
+        return rows
+
     def _destinations(self, out) -> dict:
         """Var id -> the caller's array for each output computed by an equation of the
         program (first occurrence only: a repeated output or an input is copied)."""

@@ -1,0 +1,76 @@
+"""Device time of every step of a compiled program's plan (CUDA events around each step),
+for the workloads of issue 12: ``python -m benchmarks.profile_steps [--top N]``. GPU only.
+
+Prints, per workload, the steps sorted by time with their share, and the sum against the
+time of the whole call (replayed as a CUDA graph): what to optimise next."""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+import dualgpu as dg
+
+from .mlp import FULL, make_inputs, make_loss
+
+
+def _exe(fn, args):
+    from dualgpu.signature import Signature
+
+    fargs, _ = fn.split(tuple(args))
+    return fn.compiled(Signature(fargs, {}, fn.argnums, fn.__name__)).exe
+
+
+def _program_args(exe, fn, args):
+    """The arrays the compiled program receives for ``fn(*args)`` (its own order)."""
+    seen = {}
+    program = exe._fn
+    dg.config["cuda_graphs"] = False
+    exe._fn = lambda *arrays, **kw: seen.setdefault("args", arrays) and program(*arrays)
+    try:
+        fn(*args)
+    finally:
+        exe._fn = program
+        dg.config["cuda_graphs"] = True
+    return seen["args"]
+
+
+def profile(name: str, fn, args, top: int) -> None:
+    from cupyx.profiler import benchmark
+
+    fn(*args)
+    exe = _exe(fn, args)
+    rows = exe._fn.step_times(*_program_args(exe, fn, args))
+    whole = np.median(benchmark(fn, tuple(args), n_repeat=100, n_warmup=10).gpu_times) * 1e6
+    total = sum(t for _, _, t in rows)
+    print(f"\n## {name}: {len(rows)} steps, sum of steps {total:.1f} us, "
+          f"whole call (graph replay) {whole:.1f} us")
+    for i, label, t in sorted(rows, key=lambda r: -r[2])[:top]:
+        print(f"  [{i:3d}] {t:8.1f} us {100 * t / total:5.1f}%  {label}")
+
+
+def main(argv=None) -> None:
+    import cupy as cp
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.profile_steps")
+    p.add_argument("--top", type=int, default=12)
+    opts = p.parse_args(argv)
+    loss = make_loss(FULL)
+    args = make_inputs(cp, FULL, 1)[0]
+    for precision in ("float32", "tf32"):
+        dg.config["matmul_precision"] = precision
+        profile(f"MLP 784-512-10 HVP, batch 4096, {precision}", dg.hvp(loss), args, opts.top)
+        profile(f"MLP gradient, {precision}", dg.grad(loss), args[:3], opts.top)
+    dg.config["matmul_precision"] = "float32"
+
+    def f(x, mu):
+        return np.exp(-np.sum((x - mu[:, None, None, :]) ** 2, axis=0))
+
+    x = cp.random.standard_normal((3, 100, 100, 100), dtype=cp.float32)
+    mu = cp.zeros((3, 100), cp.float32)
+    profile("per-particle value+grad+HVP, N = 1M",
+            dg.grad_and_hvp(f, batch_axes=(1, 2, 3), return_value=True), (x, mu, x), opts.top)
+
+
+if __name__ == "__main__":
+    main()
