@@ -165,11 +165,17 @@ class CudaGraphRunner:
         """``(outputs, replayed)``: replayed outputs are views of a slot that no earlier
         result still uses (``reuse_outputs``: always slot 0, overwritten by the next call)."""
         self.calls += 1
-        if self.calls == 1:
+        if self.failed is not None:
+            return self.fn(*arrays), False
+        if self._layout is None:
+            # the first call (several at once under a threaded scheduler): eager, and it
+            # learns the output layout; no graph before that is known
             outs = self.fn(*arrays)
-            self._learn(arrays, outs)
+            with self._lock:
+                if self._layout is None and self.failed is None:
+                    self._learn(arrays, outs)
             return outs, False
-        if self.failed is not None or (max_bytes is not None and self.out_nbytes > max_bytes):
+        if max_bytes is not None and self.out_nbytes > max_bytes:
             return self.fn(*arrays), False
         cp = self._cp
         if cp.cuda.runtime.getDevice() != self.device:
@@ -203,8 +209,9 @@ class CudaGraphRunner:
             self.failed = "an input or output is not a dense CuPy array"
             return
         self.device = cupy.cuda.runtime.getDevice()
-        self._layout = output_layout(outs)
-        self.out_nbytes = self._layout[1]
+        layout = output_layout(outs)
+        self.out_nbytes = layout[1]
+        self._layout = layout   # last: other threads test it without the lock
 
     def _new_slot(self) -> OutputSlot:
         return OutputSlot(self._cp, *self._layout)

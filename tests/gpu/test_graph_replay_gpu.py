@@ -180,3 +180,17 @@ def test_mlp_hvp_host_time_is_one_launch():
     assert runner.failed is None and runner.replays >= 50
     print(f"MLP HVP: gpu {np.median(r.gpu_times) * 1e6:.1f} us, "
           f"cpu {np.median(r.cpu_times) * 1e6:.1f} us per call")
+
+
+def test_first_calls_from_several_threads():
+    """A threaded scheduler (Dask) makes the first calls of one program at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    f = dg.grad(lambda w, x: np.sum(np.tanh(x @ w) ** 2))
+    w, x = cp.ones((64, 32)), cp.ones((128, 64))
+    want = cp.asnumpy(dg.grad(lambda w, x: np.sum(np.tanh(x @ w) ** 2))(w, x))
+    dg.clear_cache()
+    with ThreadPoolExecutor(8) as pool:
+        outs = list(pool.map(lambda _: cp.asnumpy(f(w, x)), range(32)))
+    for o in outs:
+        np.testing.assert_allclose(o, want, rtol=1e-12)
