@@ -288,13 +288,20 @@ def _matmul_into(xp, a, b, dst) -> None:
 
 
 # ------------------------------------------------------------------------------ peers
-def build_dualgpu(ctx: Context, loss, which: str):
+def build_dualgpu(ctx: Context, loss, which: str, precision: str = "float32"):
+    """dualgpu's HVP or gradient under ``matmul_precision`` ``precision``. The switch is
+    part of a program's key and changing it starts new programs, so a call sets it only
+    when another row left it different (never inside a timed loop)."""
     import dualgpu as dg
 
-    if which == "hvp":
-        return dg.hvp(loss)
-    grad = dg.grad(loss)
-    return lambda p, X, Y, v: grad(p, X, Y)
+    fn = dg.hvp(loss) if which == "hvp" else dg.grad(loss)
+
+    def call(p, X, Y, v):
+        if dg.config["matmul_precision"] != precision:
+            dg.config["matmul_precision"] = precision
+        return fn(p, X, Y, v) if which == "hvp" else fn(p, X, Y)
+
+    return call
 
 
 def build_jax(ctx: Context, dims: Dims, which: str, precision=None):
@@ -426,6 +433,10 @@ def run(ctx: Context) -> list[Row]:
         rows.append(measure(ctx, impl="dualgpu",
                             build=lambda w=which: build_dualgpu(ctx, loss, w),
                             inputs=inputs, extra=cupy_peak(ctx, inputs), **common))
+        if ctx.gpu:
+            rows.append(measure(ctx, impl="dualgpu (tf32)",
+                                build=lambda w=which: build_dualgpu(ctx, loss, w, "tf32"),
+                                inputs=inputs, **common))
         rows.append(measure(ctx, impl="jax", reference=which == "grad",
                             build=lambda w=which: build_jax(ctx, dims, w),
                             inputs=jax_inputs, clock=jax_clock(),
