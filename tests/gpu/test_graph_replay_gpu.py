@@ -64,7 +64,7 @@ def test_replay_reads_the_callers_arrays_without_copies():
         f(wg, xg)
     runner = _runner(f, (wg, xg))
     replays = runner.replays
-    for step in range(4):
+    for _ in range(4):
         wg += 0.1          # in place: same address, new values
         w = w + 0.1
         got = f(wg, xg)
@@ -78,7 +78,7 @@ def test_new_arrays_each_call_stay_correct():
     equals the NumPy one, whichever path (eager, capture, replay) ran it."""
     f = dg.hvp(lambda w, x: np.sum(np.sin(x @ w)))
     rng = np.random.default_rng(1)
-    for i in range(12):
+    for _ in range(12):
         w, x, v = (rng.standard_normal(s) for s in ((16, 8), (32, 16), (16, 8)))
         got = f(cp.asarray(w), cp.asarray(x), cp.asarray(v))
         np.testing.assert_allclose(cp.asnumpy(got), f(w, x, v), rtol=1e-12, atol=1e-13)
