@@ -1,5 +1,6 @@
-"""Device time of every step of a compiled program's plan (CUDA events around each step),
-for the workloads of issue 12: ``python -m benchmarks.profile_steps [--top N]``. GPU only.
+"""Device time of every step of a compiled program's plan (each step captured alone as a CUDA
+graph and replayed between events), for the workloads of issue 12:
+``python -m benchmarks.profile_steps [--top N]``. GPU only.
 
 Prints, per workload, the steps sorted by time with their share, and the sum against the
 time of the whole call (replayed as a CUDA graph): what to optimise next."""
@@ -66,6 +67,15 @@ def main(argv=None) -> None:
     def f(x, mu):
         return np.exp(-np.sum((x - mu[:, None, None, :]) ** 2, axis=0))
 
+    rng = np.random.default_rng(0)
+
+    def dense(p, x, y):
+        z = 1 / (1 + np.exp(-(x @ p[:10] + p[10])))
+        return np.sum((z - y[:, 0]) ** 2)
+
+    tiny = [cp.asarray(a) for a in (rng.standard_normal(11), rng.standard_normal((4, 10)),
+                                    rng.random((4, 1)), rng.standard_normal(11))]
+    profile("Dense(10->1) HVP, batch 4, float64", dg.hvp(dense), tiny, opts.top)
     x = cp.random.standard_normal((3, 100, 100, 100), dtype=cp.float32)
     mu = cp.zeros((3, 100), cp.float32)
     profile("per-particle value+grad+HVP, N = 1M",

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import names as N
-from ..backends.cublas import CublasGemm, gemm_dtype_ok, gemm_layout
+from ..backends.cublas import WORKSPACE_BYTES, CublasGemm, gemm_dtype_ok, gemm_layout
 from ..core import encode as E
 from ..core.dtypes import promote
 from ..core.flags import Flag
@@ -803,8 +803,11 @@ class FusedProgram:
         return res
 
     def step_times(self, *arrays, repeat: int = 20) -> list:
-        """``[(step index, label, microseconds)]``: the device time of each step of the plan
-        (CUDA events around it, median of ``repeat`` eager runs), for profiling.
+        """``[(step index, label, microseconds)]``: the device time of each step of the plan,
+        for profiling. Each step is captured alone as a CUDA graph and replayed ``repeat``
+        times between two events, so the time is the step's own GPU time, without the host
+        time of launching it (a step that cannot be captured is timed eagerly instead, and
+        its label says so).
 
         Example::
 
@@ -818,30 +821,64 @@ class FusedProgram:
             ['library', 'kernel', 'library']
         """
         cp = self.cp
-        times: dict = {}
-        for _ in range(repeat):
-            env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
-            for i, step in enumerate(self.plan.steps):
-                start, stop = cp.cuda.Event(), cp.cuda.Event()
-                start.record()
-                if isinstance(step, LibraryStep):
-                    self._library(step.eqn, env)
-                else:
-                    self._run_region(step, env)
-                stop.record()
-                stop.synchronize()
-                times.setdefault(i, []).append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
+        gemm = CublasGemm.get()
+        workspace = cp.empty(WORKSPACE_BYTES, dtype=cp.uint8)
+        stream = cp.cuda.Stream(non_blocking=True)
+        env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
         rows = []
-        for i, step in enumerate(self.plan.steps):
-            if isinstance(step, LibraryStep):
-                e = step.eqn
-                label = (f"library {e.prim.name} "
-                         + " ".join(str(tuple(getattr(a, 'shape', ()))) for a in e.inputs))
-            else:
-                label = (f"kernel region {step.index}: {len(step.eqns)} eqns, domain "
-                         f"{tuple(step.domain)}, loop axes {tuple(step.loop_axes)}")
-            rows.append((i, label, float(np.median(times[i]))))
+        with stream:
+            for i, step in enumerate(self.plan.steps):
+                if isinstance(step, LibraryStep):
+                    def run(step=step):
+                        self._library(step.eqn, env)
+                    e = step.eqn
+                    label = (f"library {e.prim.name} " + " ".join(
+                        str(tuple(getattr(a, "shape", ()))) for a in e.inputs))
+                else:
+                    def run(step=step):
+                        self._run_region(step, env)
+                    label = (f"kernel region {step.index}: {len(step.eqns)} eqns, domain "
+                             f"{tuple(step.domain)}, loop axes {tuple(step.loop_axes)}")
+                run()   # compiles, and fills env for the steps after
+                t = self._graph_time(run, stream, gemm, workspace, repeat)
+                if t is None:
+                    t = self._eager_time(run, stream, repeat)
+                    label += " (not capturable: eager, launch included)"
+                rows.append((i, label, t))
+        stream.synchronize()
         return rows
+
+    def _graph_time(self, run, stream, gemm, workspace, repeat):
+        cp = self.cp
+        gemm.capture_workspace = workspace
+        try:
+            stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
+            try:
+                run()
+            finally:
+                graph = stream.end_capture()
+        except Exception:  # noqa: BLE001 - this step cannot be captured
+            return None
+        finally:
+            gemm.capture_workspace = None
+        graph.launch(stream)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        for _ in range(repeat):
+            graph.launch(stream)
+        stop.record(stream)
+        stop.synchronize()
+        return cp.cuda.get_elapsed_time(start, stop) * 1e3 / repeat
+
+    def _eager_time(self, run, stream, repeat):
+        cp = self.cp
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        for _ in range(repeat):
+            run()
+        stop.record(stream)
+        stop.synchronize()
+        return cp.cuda.get_elapsed_time(start, stop) * 1e3 / repeat
 
     def _destinations(self, out) -> dict:
         """Var id -> the caller's array for each output computed by an equation of the
