@@ -14,6 +14,12 @@ Implementations:
 Cases: d = 50 (the issue's target), and a sweep d = 10, 50, 200. Every result is checked
 against a float64 forward Laplacian by hand (itself checked against dense Hessians in
 tests/test_benchmarks_smoke.py). Peak memory per implementation is reported as ``peak_MB``.
+
+Counting (CPU, no GPU needed): :func:`program_costs` reads the traced program of
+``dg.laplacian(u, batch_axes=0)`` -- equations, matrix products and their flops, bytes of
+the values the fused program materialises and the peak of those alive at once -- and
+:func:`ideal_costs` gives the forward Laplacian's own count for the same network;
+``python -m benchmarks.laplacian`` prints both for d = 10, 50, 200.
 """
 from __future__ import annotations
 
@@ -84,6 +90,152 @@ def forward_laplacian(xp, X, *params):
         h = t
         J = t1 * Jz
         L = t1 * Lz - 2 * t * t1 * xp.sum(Jz * Jz, axis=0)
+
+
+# ------------------------------------------------------------------------------ counting
+LARGE_BYTES = 1 << 20        # "large" intermediates: at least 1 MiB
+
+
+def _prod(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _matmul_flops(eqn) -> int:
+    a = eqn.inputs[0]
+    k = a.shape[-1] if a.ndim else 1
+    return 2 * _prod(eqn.outs[0].shape) * k
+
+
+def _is_view_step(eqn, broadcasts: set) -> bool:
+    """Whether CuPy returns a view for this library step: broadcasts, transposes, basic
+    slices, and reshapes of values that are not broadcasts (those copy)."""
+    name = eqn.prim.name
+    if name in ("broadcast_to", "transpose"):
+        return True
+    if name == "reshape":
+        return not any(getattr(a, "id", None) in broadcasts for a in eqn.inputs)
+    if name == "getitem":
+        return all(k[0] in ("slice", "int", "none") for k in eqn.params["key"])
+    return False
+
+
+def program_costs(graph) -> dict:
+    """What a program costs, read from its graph and its fusion plan (CPU only).
+
+    ``eqns``, ``matmuls`` and ``gflop`` (matrix products only, 2 flops a multiply-add);
+    ``materialised_MB``: the values the fused program writes to memory (kernel outputs and
+    library results that are not views), each at least :data:`LARGE_BYTES` -- what a call
+    holds when nothing is freed before it returns; ``peak_MB``: the most of those alive at
+    once when each is freed after its last read; ``large``: their shapes, in program order.
+
+    Example::
+
+        >>> g = dg.trace(dg.laplacian(u, batch_axes=0), *make_inputs(np, 3, (8, 8), 4))
+        >>> c = program_costs(g)
+        >>> c["matmuls"], c["materialised_MB"]
+        (7, 0.0)
+    """
+    from dualgpu.fusion import plan_graph
+    from dualgpu.fusion.plan import LibraryStep
+
+    plan = plan_graph(graph)
+    matmuls = [e for e in graph.eqns if e.prim.name == "matmul"]
+    outputs = {a.id for a in graph.outputs if hasattr(a, "id")}
+    last: dict[int, int] = {}
+    for i, step in enumerate(plan.steps):
+        for e in [step.eqn] if isinstance(step, LibraryStep) else step.eqns:
+            for a in e.inputs:
+                if hasattr(a, "id"):
+                    last[a.id] = i
+    buffer_of: dict[int, int] = {}          # var id -> buffer id (a view shares its base's)
+    sizes: dict[int, int] = {}              # live buffer id -> bytes
+    users: dict[int, set] = {}              # buffer id -> live var ids on it
+    broadcasts: set = set()
+    live = peak = materialised = 0
+    large = []
+    for i, step in enumerate(plan.steps):
+        if isinstance(step, LibraryStep):
+            eqn, outs = step.eqn, step.eqn.outs
+            view = _is_view_step(eqn, broadcasts)
+            if eqn.prim.name == "broadcast_to" or (view and any(
+                    getattr(a, "id", None) in broadcasts for a in eqn.inputs)):
+                broadcasts.update(v.id for v in outs)
+        else:
+            outs, view = step.outputs, False
+        for v in outs:
+            base = getattr(step, "eqn", None)
+            src = base.inputs[0] if view and base is not None else None
+            if view:
+                b = buffer_of.get(getattr(src, "id", None))
+                if b is not None:
+                    buffer_of[v.id] = b
+                    users[b].add(v.id)
+                continue
+            nbytes = _prod(v.shape) * np.dtype(v.dtype).itemsize
+            if nbytes < LARGE_BYTES:
+                continue
+            buffer_of[v.id] = v.id
+            sizes[v.id], users[v.id] = nbytes, {v.id}
+            live += nbytes
+            materialised += nbytes
+            large.append(tuple(v.shape))
+        peak = max(peak, live)
+        for vid in [vid for vid in buffer_of if last.get(vid, -1) <= i and vid not in outputs]:
+            b = buffer_of.pop(vid)
+            users[b].discard(vid)
+            if not users[b]:
+                live -= sizes.pop(b)
+    return {"eqns": len(graph.eqns), "matmuls": len(matmuls),
+            "gflop": sum(_matmul_flops(e) for e in matmuls) / 1e9,
+            "materialised_MB": materialised / 2**20, "peak_MB": peak / 2**20,
+            "large": large}
+
+
+def ideal_costs(d: int, hidden=HIDDEN, points: int = POINTS, itemsize: int = 4) -> dict:
+    """The forward Laplacian's own cost for the network ``d-hidden-1`` at ``points``
+    points: per layer the value GEMM (``N x in x out``), the Jacobian GEMM
+    (``N*d x in x out``) and the Laplacian GEMM (``N x in x out``), except that the first
+    layer's Jacobian is ``W1`` itself (a broadcast, no GEMM) and its Laplacian is zero, and
+    that the last layer needs only its Laplacian (the value and the Jacobian of ``u`` are
+    not returned). ``peak_MB``: two Jacobians of the widest hidden layer (a GEMM's input and
+    output), the floor of a layer-by-layer propagation.
+
+    Example::
+
+        >>> c = ideal_costs(50)
+        >>> c["matmuls"], round(c["gflop"], 1)
+        (11, 132.7)
+    """
+    sizes = (d,) + tuple(hidden) + (1,)
+    layers = list(zip(sizes[:-1], sizes[1:]))
+    n = points
+    flops = matmuls = 0
+    for i, (a, b) in enumerate(layers):
+        first, last = i == 0, i == len(layers) - 1
+        if not last:
+            flops, matmuls = flops + 2 * n * a * b, matmuls + 1          # value
+        if not first and not last:
+            flops, matmuls = flops + 2 * n * d * a * b, matmuls + 1      # Jacobian
+        if not first:
+            flops, matmuls = flops + 2 * n * a * b, matmuls + 1          # Laplacian
+    widest = max(hidden)
+    return {"matmuls": matmuls, "gflop": flops / 1e9,
+            "peak_MB": 2 * d * n * widest * itemsize / 2**20}
+
+
+def count_table(dims=DIMS, hidden=HIDDEN, points: int = POINTS) -> str:
+    """The counts of the dualgpu program against the ideal, one line per ``d``."""
+    import dualgpu as dg
+
+    lines = [f"{'d':>4} {'eqns':>5} {'matmuls':>7} {'GFLOP':>8} {'ideal':>8} "
+             f"{'materialised MB':>16} {'peak MB':>8} {'ideal peak':>10}"]
+    for d in dims:
+        g = dg.trace(dg.laplacian(u, batch_axes=0), *make_inputs(np, d, hidden, points))
+        c, ideal = program_costs(g), ideal_costs(d, hidden, points)
+        lines.append(f"{d:>4} {c['eqns']:>5} {c['matmuls']:>4}/{ideal['matmuls']:<2} "
+                     f"{c['gflop']:>8.2f} {ideal['gflop']:>8.2f} {c['materialised_MB']:>16.0f} "
+                     f"{c['peak_MB']:>8.0f} {ideal['peak_MB']:>10.0f}")
+    return "\n".join(lines)
 
 
 def reference(xp, args):
@@ -181,3 +333,7 @@ def run(ctx: Context) -> list[Row]:
                                 inputs=torch_inputs, extra=torch_peak(ctx, torch_inputs),
                                 **common))
     return rows
+
+
+if __name__ == "__main__":
+    print(count_table())
