@@ -133,38 +133,30 @@ def program_costs(graph) -> dict:
         >>> g = dg.trace(dg.laplacian(u, batch_axes=0), *make_inputs(np, 3, (8, 8), 4))
         >>> c = program_costs(g)
         >>> c["matmuls"], c["materialised_MB"]
-        (7, 0.0)
+        (5, 0.0)
     """
     from dualgpu.fusion import plan_graph
     from dualgpu.fusion.plan import LibraryStep
 
     plan = plan_graph(graph)
     matmuls = [e for e in graph.eqns if e.prim.name == "matmul"]
-    outputs = {a.id for a in graph.outputs if hasattr(a, "id")}
-    last: dict[int, int] = {}
-    for i, step in enumerate(plan.steps):
-        for e in [step.eqn] if isinstance(step, LibraryStep) else step.eqns:
-            for a in e.inputs:
-                if hasattr(a, "id"):
-                    last[a.id] = i
     buffer_of: dict[int, int] = {}          # var id -> buffer id (a view shares its base's)
     sizes: dict[int, int] = {}              # live buffer id -> bytes
     users: dict[int, set] = {}              # buffer id -> live var ids on it
     broadcasts: set = set()
     live = peak = materialised = 0
     large = []
-    for i, step in enumerate(plan.steps):
+    for step, dead in zip(plan.steps, plan.releases):
+        view, src = False, None
         if isinstance(step, LibraryStep):
             eqn, outs = step.eqn, step.eqn.outs
-            view = _is_view_step(eqn, broadcasts)
-            if eqn.prim.name == "broadcast_to" or (view and any(
-                    getattr(a, "id", None) in broadcasts for a in eqn.inputs)):
+            view, src = _is_view_step(eqn, broadcasts), eqn.inputs[0]
+            if eqn.prim.name == "broadcast_to" or (view and getattr(src, "id", None)
+                                                   in broadcasts):
                 broadcasts.update(v.id for v in outs)
         else:
-            outs, view = step.outputs, False
+            outs = step.outputs
         for v in outs:
-            base = getattr(step, "eqn", None)
-            src = base.inputs[0] if view and base is not None else None
             if view:
                 b = buffer_of.get(getattr(src, "id", None))
                 if b is not None:
@@ -180,11 +172,12 @@ def program_costs(graph) -> dict:
             materialised += nbytes
             large.append(tuple(v.shape))
         peak = max(peak, live)
-        for vid in [vid for vid in buffer_of if last.get(vid, -1) <= i and vid not in outputs]:
-            b = buffer_of.pop(vid)
-            users[b].discard(vid)
-            if not users[b]:
-                live -= sizes.pop(b)
+        for vid in dead:                    # what the runner drops after this step
+            b = buffer_of.pop(vid, None)
+            if b is not None:
+                users[b].discard(vid)
+                if not users[b]:
+                    live -= sizes.pop(b)
     return {"eqns": len(graph.eqns), "matmuls": len(matmuls),
             "gflop": sum(_matmul_flops(e) for e in matmuls) / 1e9,
             "materialised_MB": materialised / 2**20, "peak_MB": peak / 2**20,
