@@ -3,17 +3,25 @@ at 1024 collocation points, float32; the Laplacian of ``u`` at every point.
 
 Implementations:
 
-* ``dualgpu``: ``dg.laplacian(u, batch_axes=0)`` (forward-Laplacian transform, D = d);
+* ``dualgpu``: ``dg.laplacian(u, batch_axes=0)`` (forward-Laplacian transform, D = d) at
+  ``dg.config["matmul_precision"] = "float32"``, and ``dualgpu (tf32)`` at ``"tf32"``;
 * ``hand-fused``: the forward Laplacian written by hand in CuPy (value, Jacobian over the
   d coordinates and Laplacian through each layer: one wide GEMM per layer for the Jacobian,
   one for the value and the Laplacian, elementwise for tanh) -- the reference row;
 * ``jax nested``: ``jit(vmap(lambda x: trace(jax.hessian(u)(x))))``;
 * ``jax forward-Laplacian``: the same hand-written propagation in ``jax.numpy``, jitted;
-* ``torch.func``: ``vmap(lambda x: trace(hessian(u)(x)))``.
+  both JAX rows at JAX's default matmul precision (TF32-class on an H200) and again under
+  ``jax.default_matmul_precision("highest")`` (full float32: like with like);
+* ``torch.func``: ``vmap(lambda x: trace(hessian(u)(x)))`` (d = 50 only).
 
-Cases: d = 50 (the issue's target), and a sweep d = 10, 50, 200. Every result is checked
-against a float64 forward Laplacian by hand (itself checked against dense Hessians in
-tests/test_benchmarks_smoke.py). Peak memory per implementation is reported as ``peak_MB``.
+Cases: the sweep d = 10, 50 (the issue's target), 200; and ``k=16 HVPs``: on the MLP
+784-512-10 of ``mlp.py`` (batch 4096), ``dg.vmap(dg.hvp(loss), in_axes=(None, None, None,
+0))`` with 16 directions against one ``dg.hvp`` (the reference row; the goal is a ratio
+≤ 4). Every result is checked against a float64 reference (the forward Laplacian by hand,
+itself checked against dense Hessians in tests/test_benchmarks_smoke.py; the MLP's HVP in
+closed form): ``rel err`` is ‖out − ref‖/‖ref‖ and ``max_err`` max|out − ref| / max|ref|.
+Peak memory per implementation is reported as ``peak_MB``. Each row gets at most
+:data:`BUDGET_S` seconds of timed calls, so the workload stays under two minutes on an H200.
 
 Counting (CPU, no GPU needed): :func:`program_costs` reads the traced program of
 ``dg.laplacian(u, batch_axes=0)`` -- equations, matrix products and their flops, bytes of
@@ -23,8 +31,12 @@ the values the fused program materialises and the peak of those alive at once --
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
 import numpy as np
 
+from . import mlp
 from .common import (
     Context,
     import_jax,
@@ -34,6 +46,7 @@ from .common import (
     rel_err,
     to_jax,
     to_torch,
+    to_xp,
 )
 from .mlp import cupy_peak, jax_peak, torch_peak
 from .report import Row
@@ -43,6 +56,8 @@ HIDDEN = (768, 768, 512, 512)
 POINTS = 1024
 DIMS = (10, 50, 200)
 TINY_HIDDEN, TINY_POINTS, TINY_DIMS = (8, 8, 6, 6), 5, (2, 3)
+BUDGET_S = 1.0               # timed seconds per row at most (about 30 rows)
+K_DIRECTIONS = 16            # the multi-direction HVP row
 
 
 def make_inputs(xp, d: int, hidden, points: int, seed: int = 0) -> tuple:
@@ -241,6 +256,19 @@ def build_dualgpu(ctx: Context):
     return dg.laplacian(u, argnums=0, batch_axes=0)
 
 
+@contextlib.contextmanager
+def dualgpu_precision(precision: str):
+    """``dg.config["matmul_precision"]`` for the calls inside (restored after)."""
+    import dualgpu as dg
+
+    saved = dg.config["matmul_precision"]
+    dg.config["matmul_precision"] = precision
+    try:
+        yield
+    finally:
+        dg.config["matmul_precision"] = saved
+
+
 def build_hand(ctx: Context):
     xp = ctx.xp
     return lambda *args: forward_laplacian(xp, *args)
@@ -256,19 +284,41 @@ def _jax_u(jnp):
     return ju
 
 
-def build_jax_nested(ctx: Context):
+class _AtPrecision:
+    """A jitted JAX function traced and called under ``jax.default_matmul_precision``
+    (``lower`` too, for the memory probe)."""
+
+    def __init__(self, jax, fn, precision):
+        self.jax, self.fn, self.precision = jax, fn, precision
+
+    def __call__(self, *args):
+        with self.jax.default_matmul_precision(self.precision):
+            return self.fn(*args)
+
+    def lower(self, *args):
+        with self.jax.default_matmul_precision(self.precision):
+            return self.fn.lower(*args)
+
+
+def _at_precision(jax, fn, precision):
+    return fn if precision is None else _AtPrecision(jax, fn, precision)
+
+
+def build_jax_nested(ctx: Context, precision=None):
     jax = import_jax()
     ju = _jax_u(jax.numpy)
 
     def lap_one(x, *params):
         return jax.numpy.trace(jax.hessian(ju)(x, *params))
 
-    return jax.jit(jax.vmap(lap_one, in_axes=(0,) + (None,) * 10))
+    return _at_precision(jax, jax.jit(jax.vmap(lap_one, in_axes=(0,) + (None,) * 10)),
+                         precision)
 
 
-def build_jax_forward(ctx: Context):
+def build_jax_forward(ctx: Context, precision=None):
     jax = import_jax()
-    return jax.jit(lambda *args: forward_laplacian(jax.numpy, *args))
+    return _at_precision(jax, jax.jit(lambda *args: forward_laplacian(jax.numpy, *args)),
+                         precision)
 
 
 def build_torch(ctx: Context):
@@ -288,44 +338,111 @@ def build_torch(ctx: Context):
     return vmap(lap_one, in_dims=(0,) + (None,) * 10)
 
 
-def run(ctx: Context) -> list[Row]:
-    """The d = 50 case with every peer, then the sweep over d (dualgpu, hand, JAX)."""
+def max_err(ctx: Context, out, ref) -> float:
+    """``max|out − ref| / max|ref|`` in float64, where the arrays live."""
+    xp = ctx.xp
+    a = to_xp(ctx, out).astype(xp.float64)
+    b = to_xp(ctx, ref).astype(xp.float64)
+    den = float(xp.max(xp.abs(b)))
+    num = float(xp.max(xp.abs(a - b)))
+    return num / den if den > 0 else num
+
+
+def _checked(ctx: Context, ref, errors: dict):
+    """The check of :func:`measure` (relative error), keeping the max error aside."""
+    def check(out):
+        errors["max_err"] = max_err(ctx, out, ref)
+        return rel_err(ctx, out, ref)
+    return check
+
+
+def _measure(ctx: Context, ref, **kw) -> Row:
+    errors: dict = {}
+    row = measure(ctx, check=_checked(ctx, ref, errors), **kw)
+    if "max_err" in errors:
+        row.extra["max_err"] = errors["max_err"]
+    return row
+
+
+# (impl, JAX builder, precision): JAX at its default (TF32-class on an H200) and at float32
+JAX_ROWS = (("jax forward-Laplacian", build_jax_forward, None),
+            ("jax forward-Laplacian (precision=highest)", build_jax_forward, "highest"),
+            ("jax nested", build_jax_nested, None),
+            ("jax nested (precision=highest)", build_jax_nested, "highest"))
+
+
+def run_sweep(ctx: Context) -> list[Row]:
+    """Every implementation at d = 10, 50, 200 (torch.func at the middle d only)."""
     hidden = TINY_HIDDEN if ctx.tiny else HIDDEN
     points = TINY_POINTS if ctx.tiny else POINTS
     dims = TINY_DIMS if ctx.tiny else DIMS
-    main_d = dims[1]
     rows: list[Row] = []
     xp = ctx.xp
     for d in dims:
         args = make_inputs(xp, d, hidden, points)
         ref = reference(xp, args)
-        case = f"d={d}"
-        common = dict(workload=NAME, case=case, check=lambda out, ref=ref: rel_err(ctx, out, ref),
-                      tol=1e-3)
+        common = dict(workload=NAME, case=f"d={d}", tol=1e-3)
         inputs = [args]
-        rows.append(measure(ctx, impl="hand-fused", build=lambda: build_hand(ctx),
-                            inputs=inputs, reference=True, extra=cupy_peak(ctx, inputs),
-                            **common))
-        rows.append(measure(ctx, impl="dualgpu", build=lambda: build_dualgpu(ctx),
-                            inputs=inputs, extra=cupy_peak(ctx, inputs), **common))
+        rows.append(_measure(ctx, ref, impl="hand-fused", build=lambda: build_hand(ctx),
+                             inputs=inputs, reference=True, extra=cupy_peak(ctx, inputs),
+                             **common))
+        for precision in ("float32", "tf32"):
+            with dualgpu_precision(precision):
+                rows.append(_measure(
+                    ctx, ref, impl="dualgpu" if precision == "float32" else "dualgpu (tf32)",
+                    build=lambda: build_dualgpu(ctx), inputs=inputs,
+                    extra=cupy_peak(ctx, inputs), **dict(common, tol=2e-2 if precision ==
+                                                         "tf32" else 1e-3)))
 
         def jax_inputs(args=args):
             return [tuple(to_jax(ctx, a) for a in args)]
 
-        rows.append(measure(ctx, impl="jax forward-Laplacian",
-                            build=lambda: build_jax_forward(ctx), inputs=jax_inputs,
-                            extra=jax_peak(lambda: jax_inputs()[0]), **common))
-        rows.append(measure(ctx, impl="jax nested", build=lambda: build_jax_nested(ctx),
-                            inputs=jax_inputs, extra=jax_peak(lambda: jax_inputs()[0]),
-                            **common))
-        if d == main_d:
+        for impl, builder, precision in JAX_ROWS:
+            rows.append(_measure(ctx, ref, impl=impl,
+                                 build=lambda b=builder, p=precision: b(ctx, p),
+                                 inputs=jax_inputs, extra=jax_peak(lambda: jax_inputs()[0]),
+                                 **dict(common, tol=2e-2 if precision is None else 1e-3)))
+        if d == dims[1]:
             def torch_inputs(args=args):
                 return [tuple(to_torch(ctx, a) for a in args)]
 
-            rows.append(measure(ctx, impl="torch.func", build=lambda: build_torch(ctx),
-                                inputs=torch_inputs, extra=torch_peak(ctx, torch_inputs),
-                                **common))
+            rows.append(_measure(ctx, ref, impl="torch.func", build=lambda: build_torch(ctx),
+                                 inputs=torch_inputs, extra=torch_peak(ctx, torch_inputs),
+                                 **common))
     return rows
+
+
+def run_directions(ctx: Context) -> list[Row]:
+    """``dg.vmap(dg.hvp(loss))`` over k directions against one ``dg.hvp`` (the reference)."""
+    import dualgpu as dg
+
+    dims = mlp.TINY if ctx.tiny else mlp.Dims()
+    k = 3 if ctx.tiny else K_DIRECTIONS
+    xp = ctx.xp
+    loss = mlp.make_loss(dims)
+    p, X, Y, v = mlp.make_inputs(xp, dims, 1)[0]
+    V = normal(xp.random.default_rng(5), xp, (k, dims.n_params))
+    ref_one = mlp.reference(xp, dims, p, X, Y, v)[1]
+    ref_k = xp.stack([mlp.reference(xp, dims, p, X, Y, V[i])[1] for i in range(k)])
+    case = f"k={k} HVPs"
+    hvp = dg.hvp(loss)
+    many = dg.vmap(hvp, in_axes=(None, None, None, 0))
+    one_in, k_in = [(p, X, Y, v)], [(p, X, Y, V)]
+    rows = [_measure(ctx, ref_one, workload=NAME, case=case, impl="dualgpu hvp (k=1)",
+                     build=lambda: hvp, inputs=one_in, reference=True,
+                     extra=cupy_peak(ctx, one_in)),
+            _measure(ctx, ref_k, workload=NAME, case=case, impl=f"dualgpu vmap(hvp) (k={k})",
+                     build=lambda: many, inputs=k_in, extra=cupy_peak(ctx, k_in))]
+    if all(r.status == "ok" for r in rows):
+        rows[1].extra["x one direction"] = rows[1].time_us / rows[0].time_us
+    return rows
+
+
+def run(ctx: Context) -> list[Row]:
+    """The d sweep with every peer, then the multi-direction HVP row; each row timed for
+    at most :data:`BUDGET_S` seconds."""
+    ctx = dataclasses.replace(ctx, budget_s=min(ctx.budget_s, BUDGET_S))
+    return run_sweep(ctx) + run_directions(ctx)
 
 
 if __name__ == "__main__":
