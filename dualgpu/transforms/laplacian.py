@@ -19,7 +19,10 @@ Rules, chosen by what the registry says of an op (first match wins):
 
 * a rule of :data:`JET_RULES` (selection, dtype casts, complex parts, pad, max/min
   reductions, polygamma, and the multilinear products matmul, einsum, spmm, sddmm:
-  ``S(AB) = S_A B + A S_B + 2 <J_A, J_B>``);
+  ``S(AB) = S_A B + A S_B + 2 <J_A, J_B>``); a matmul with a differentiated input whose
+  coordinates are the contracted axis (``x @ W``, ``W @ x``) takes ``W``'s rows as its
+  Jacobian, broadcast over the batch axes -- no product with the identity seed -- and
+  ``<J, J>`` of such broadcasts is taken on the small arrays (:class:`Mode`);
 * ``Flag.LINEAR`` ops: the op applied to ``J`` (through the vmap batching rules, which
   apply an op to a value with one extra leading axis) and to ``S``;
 * elementwise ops with ``partials`` (``rules/elementwise.defpartials``): first partials
