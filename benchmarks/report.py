@@ -109,6 +109,16 @@ def _mlp_target(rows):
     return text, met
 
 
+def _peak_target(workload, case, impl, ref_impl, limit):
+    def evaluate(rows):
+        a, b = _find(rows, workload, case, impl), _find(rows, workload, case, ref_impl)
+        pa, pb = (r.extra.get("peak_MB") if r is not None else None for r in (a, b))
+        if not isinstance(pa, (int, float)) or not isinstance(pb, (int, float)) or not pb:
+            return "not measured", None
+        return f"{pa / pb:.2f}x ({pa:.0f} vs {pb:.0f} MB)", pa / pb <= limit
+    return evaluate
+
+
 TARGETS: list[Target] = [
     Target("scenario2", "value+grad+HVP, N=1M", "<= 1.25x hand-fused",
            _ratio_target("scenario2", "N=1M", "dualgpu", "hand-fused", 1.25)),
@@ -123,6 +133,22 @@ TARGETS: list[Target] = [
            _abs_target("overhead", "first call", "dualgpu", 1e6)),
     Target("overhead", "host time of a cached call", "< 30 us",
            _abs_target("overhead", "cached call", "dualgpu", 30.0)),
+    Target("laplacian", "per-point Laplacian, d=50, float32", "<= 0.5x JAX nested (highest)",
+           _ratio_target("laplacian", "d=50", "dualgpu", "jax nested (precision=highest)",
+                         0.5)),
+    Target("laplacian", "per-point Laplacian, d=50, float32",
+           "<= 0.9x JAX forward-Laplacian (highest)",
+           _ratio_target("laplacian", "d=50", "dualgpu",
+                         "jax forward-Laplacian (precision=highest)", 0.9)),
+    Target("laplacian", "per-point Laplacian, d=50, tf32", "<= 0.25x JAX nested (highest)",
+           _ratio_target("laplacian", "d=50", "dualgpu (tf32)",
+                         "jax nested (precision=highest)", 0.25)),
+    Target("laplacian", "per-point Laplacian, d=50, peak memory", "<= 0.6x JAX nested",
+           _peak_target("laplacian", "d=50", "dualgpu", "jax nested (precision=highest)",
+                        0.6)),
+    Target("laplacian", "k=16 HVP directions, MLP 784-512-10", "<= 4x one direction",
+           _ratio_target("laplacian", "k=16 HVPs", "dualgpu vmap(hvp) (k=16)",
+                         "dualgpu hvp (k=1)", 4.0)),
 ]
 
 

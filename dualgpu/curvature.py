@@ -46,15 +46,14 @@ class _Curvature(Transformed):
         if self.batch_axes is not None:
             check_separable(graph, sig.diff_inputs(), self.batch_axes)
         return (curvature_graph(graph, _flags(sig, graph), diag=self.diag,
-                                batch_axes=self.batch_axes), traced.out_tree)
+                                batch_axes=self.batch_axes, values=False), traced.out_tree)
 
 
 class _Laplacian(_Curvature):
     kind = "laplacian"
 
     def finish(self, compiled, sig, outs):
-        n = compiled.trees.num_leaves
-        return T.unflatten(compiled.trees, outs[n:2 * n])
+        return T.unflatten(compiled.trees, outs)
 
 
 class _HessianDiag(_Curvature):
@@ -64,10 +63,9 @@ class _HessianDiag(_Curvature):
     def finish(self, compiled, sig, outs):
         tree = compiled.trees
         n, k = tree.num_leaves, sum(sig.diff)
-        blocks = outs[n:]
         per_out = []
         for j in range(n):
-            values = blocks[j * k:(j + 1) * k]
+            values = outs[j * k:(j + 1) * k]
             per = [sig.per_argument(values, a, repackage=False) for a in self.argnums]
             per_out.append(tuple(per) if self.argnums_tuple else per[0])
         return T.unflatten(tree, per_out)

@@ -7,8 +7,9 @@ program returns**, whatever happened before it: calls with other shapes and dtyp
 same array object passed in two positions, arrays inside lists/tuples/dicts with new
 values, static arguments that compare equal but are not the same (``0.0``/``-0.0``,
 ``1``/``1.0``/``True``, ``nan``), arrays mutated in place, fresh closures whose ids are
-reused, new transform objects around the same function, composed transforms,
-``dg.clear_cache()`` and ``dg.set_cache_size(2)`` in the middle.
+reused, new transform objects around the same function, composed transforms (``vmap`` of
+an HVP over a stack of directions among them), ``dg.clear_cache()`` and
+``dg.set_cache_size(2)`` in the middle.
 
 A sequence is plain data (:class:`Seq`, a list of steps) built from a seed
 (:func:`generate`), so every failure is reproducible, shrinkable (:func:`shrink`, a
@@ -23,7 +24,8 @@ types, dtypes and shapes, bitwise-equal values (NaN == NaN, and -0.0 != 0.0). Be
 
 * no result shares memory with an input or with another result (``np.shares_memory``);
 * a transform composed with ``jit`` gives what it gives without the ``jit`` (to rounding),
-  and ``grad(x -> <grad f(x), w>)`` gives ``hvp(f)(x, w)`` (to rounding);
+  ``grad(x -> <grad f(x), w>)`` gives ``hvp(f)(x, w)``, and ``vmap(hvp(f))(x, V)`` gives
+  one ``hvp(f)(x, V[i])`` per direction (to rounding);
 * no call raises: every generated call is valid under the documented API (second wave:
   composable transforms, pytrees, ``has_aux``, keyword arguments).
 
@@ -327,6 +329,8 @@ def _program_runs(prog) -> bool:
 # TSpec (a transform tree):
 #   ("fn", FnSpec) | ("jit", T) | ("grad"|"value_and_grad", T, argnums, has_aux)
 #   | ("hvp"|"grad_and_hvp", T, argnums) | ("sumw", T, salt)
+#   | ("vmap", ("hvp", T, argnums), in_axes)   k directions at once: in_axes is None for
+#                                             every argument and 0 for the stacked direction
 # Expr (an argument): ("arr", name) | ("list"|"tuple", [Expr]) | ("dict", [(k, Expr)])
 #   | ("val", python value)
 # Steps:
@@ -386,6 +390,8 @@ def t_text(t) -> str:
         return f"dg.jit({t_text(t[1])})"
     if k == "sumw":
         return f"sumw({t_text(t[1])}, salt={t[2]})"
+    if k == "vmap":
+        return f"dg.vmap({t_text(t[1])}, in_axes={t[2]!r})"
     opts = ""
     if t[2] != 0:
         opts += f", argnums={t[2]!r}"
@@ -479,6 +485,8 @@ def build(t, fns: dict | None = None):
         return dg.jit(inner)
     if k == "sumw":
         return sumw(inner, t[2])
+    if k == "vmap":
+        return dg.vmap(inner, in_axes=t[2])
     if k in ("grad", "value_and_grad"):
         kw = {"has_aux": True} if t[3] else {}
         return getattr(dg, k)(inner, argnums=t[2], **kw)
@@ -709,6 +717,10 @@ def reference(step, args, extra):
         f = build(t[1][1][1], None)
         w = weights(args[t[2]].shape, t[1][2]).astype(args[t[2]].dtype)
         return dg.hvp(f, argnums=t[2])(*args, w, **extra)
+    inner = t[1] if t[0] == "jit" and t[1][0] == "vmap" else t
+    if inner[0] == "vmap":   # k directions at once == one HVP per direction, stacked
+        one = build(strip_jit(inner[1]), None)
+        return np.stack([one(*args[:-1], np.array(v), **extra) for v in args[-1]])
     s = strip_jit(t)
     if s == t:
         return None
@@ -1007,11 +1019,14 @@ class Gen:
             if kind in ("hvp", "grad_and_hvp"):
                 if isinstance(am, tuple):
                     am = tuple(dict.fromkeys(am))
+                if kind == "hvp" and isinstance(am, int) and self.rnd.random() < 0.35:
+                    return self.vmapped_hvp(base, am, variant), "call"
                 return (kind, base, am), "call"
             return (kind, base, am, False), "call"
         # composed transforms
         pattern = self.rnd.choice(["jit-outer", "jit-inner", "grad-grad", "jvp-grad",
-                                   "vjp-grad", "hvp-grad", "jit-hvp-jit", "jit-jit"])
+                                   "vjp-grad", "hvp-grad", "jit-hvp-jit", "jit-jit",
+                                   "vmap-hvp", "jit-vmap-hvp"])
         uniq = am if isinstance(am, int) else tuple(dict.fromkeys(am))
         if pattern == "jit-outer":
             inner = self.rnd.choice([("grad", base, am, False),
@@ -1034,7 +1049,19 @@ class Gen:
             return ("grad", base, single, False), pattern[:3]
         if pattern == "jit-hvp-jit":
             return ("jit", ("hvp", ("jit", base), single)), "call"
+        if pattern == "vmap-hvp":   # over the HVP of a jitted function
+            return self.vmapped_hvp(("jit", base), single, variant), "call"
+        if pattern == "jit-vmap-hvp":
+            return ("jit", self.vmapped_hvp(base, single, variant)), "call"
         return ("jit", ("jit", base)), "call"
+
+    def vmapped_hvp(self, base, am: int, variant):
+        """``vmap(hvp(f, argnums=am), in_axes=(None, ..., None, 0))``: the direction is a
+        stack of directions (drawn by :meth:`call`); a plain HVP when the argument is not
+        an array."""
+        if variant[am][0] != A:
+            return ("hvp", base, am)
+        return ("vmap", ("hvp", base, am), (None,) * len(variant) + (0,))
 
     # ---------------------------------------------------------------- calls
     def call(self, tspec, how, variant, kwchoices, obj, dtype, base_prog):
@@ -1047,7 +1074,12 @@ class Gen:
         args = [self.arg_expr(k, dtype, b, taken) for k, b in zip(variant, bases)]
         if how == "call":
             am = _argnums_of(tspec)
-            if tspec_outer(tspec) in ("hvp", "grad_and_hvp"):
+            if tspec_outer(tspec) == "vmap":   # k directions shaped like the argument
+                k = self.rnd.randint(1, 4)
+                shape = self.arrays[args[am][1]][0]
+                args.append(("arr", self.new_array((k,) + shape, dtype)))
+                kwchoices = {}  # vmap maps keyword arguments along axis 0
+            elif tspec_outer(tspec) in ("hvp", "grad_and_hvp"):
                 if isinstance(am, int):
                     v = self.like_expr(args[am], dtype)
                 else:
@@ -1156,7 +1188,7 @@ def tspec_outer(t):
 
 
 def _argnums_of(t):
-    if t[0] == "jit":
+    if t[0] in ("jit", "vmap"):
         return _argnums_of(t[1])
     if t[0] in ("grad", "value_and_grad", "hvp", "grad_and_hvp"):
         return t[2]

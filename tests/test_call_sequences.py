@@ -275,6 +275,17 @@ def test_sequences_compose():
     run_family("compose", range(0, 50), NO_ALIAS)
 
 
+def test_sequences_vmap_of_hvp():
+    """``vmap(hvp(f))`` over a stack of directions (also under ``jit`` and over a jitted
+    ``f``) inside the sequences: cached calls equal fresh builds bit for bit, and each
+    direction's slice equals one ``hvp`` (the compose check)."""
+    seeds = [s for s in range(0, 120)
+             if any(st[0] == "call" and "'vmap'" in repr(st[2])
+                    for st in fc.generate(s, "compose", n_programs=CI_POOL).steps)][:15]
+    assert len(seeds) == 15
+    run_family("compose", seeds, ALL_CHECKS)
+
+
 def test_sequences_results_never_alias():
     """No result shares memory with an input or with another result."""
     run_family("arrays", range(2000, 2040), ("alias",))

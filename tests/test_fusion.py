@@ -107,6 +107,31 @@ def test_emulated_plan_matches_unfused(name, dtype):
     _assert_close(emulate(plan, args), eval_graph(graph, args), rtol=rtol, atol=rtol * 1e-2)
 
 
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_releases_drop_each_value_once_after_its_last_read(name):
+    """``plan.releases`` (what a runner frees after each step): every value a step reads or
+    writes is dropped exactly once, after the last step that reads it, never an output."""
+    graph, _ = _graph(fusion_cases()[name])
+    plan = plan_graph(graph)
+    outputs = {a.id for a in graph.outputs if hasattr(a, "id")}
+    consts = {c.id for c in graph.consts}
+    touched, last, dropped_at = set(), {}, {}
+    for i, step in enumerate(plan.steps):
+        if isinstance(step, LibraryStep):
+            reads, writes = [a for a in step.eqn.inputs if hasattr(a, "id")], step.eqn.outs
+        else:
+            reads, writes = step.inputs, step.outputs
+        for v in reads:
+            last[v.id] = i
+        touched.update(v.id for v in list(reads) + list(writes))
+        for vid in plan.releases[i]:
+            assert vid not in dropped_at, "dropped twice"
+            dropped_at[vid] = i
+    assert set(dropped_at) == touched - outputs - consts
+    for vid, i in dropped_at.items():
+        assert last.get(vid, i) == i
+
+
 def test_scenario2_is_one_region_of_two_kernels():
     graph, _ = _graph(fusion_cases(np.float32, n=100)["scenario2"])
     plan = plan_graph(graph)

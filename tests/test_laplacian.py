@@ -209,3 +209,104 @@ def test_errors_name_the_argument():
         dg.laplacian(lambda x: x, batch_axes="0")
     with pytest.raises(dg.DualgpuError):
         dg.laplacian(lambda x, n: x * n, argnums=1)(np.ones(2), np.arange(2))
+
+
+# ------------------------------------------------------------------ products with an input
+def fd_diag(f, args, i, h=1e-4):
+    """Second central differences of ``f`` (NumPy only) along each coordinate of
+    ``args[i]``: the Hessian diagonal, shaped ``out.shape + x.shape`` (for a per-instance
+    ``f`` the caller picks each instance's own block)."""
+    x = np.asarray(args[i], dtype=np.float64)
+    f0 = np.asarray(f(*args))
+    out = np.empty(f0.shape + x.shape)
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = h
+        plus = list(args)
+        minus = list(args)
+        plus[i], minus[i] = x + e, x - e
+        out[(...,) + k] = (np.asarray(f(*plus)) - 2 * f0 + np.asarray(f(*minus))) / h ** 2
+    return out
+
+
+def _matmuls(fn, *args):
+    return sum(e.prim.name == "matmul" for e in dg.trace(fn, *args).eqns)
+
+
+_rng = np.random.default_rng(7)
+_W1, _b1, _w2 = _rng.standard_normal((3, 5)) / 2, _rng.standard_normal(5) / 4, \
+    _rng.standard_normal(5)
+
+
+def _rows(X, W1, b1, w2):      # points along axis 0: (N, d) -> (N,)
+    return np.tanh(X @ W1 + b1) @ w2
+
+
+def _cols(Xt, W1, b1, w2):     # points along axis 1: (d, N) -> (N,)
+    return w2 @ np.tanh(W1.T @ Xt + b1[:, None])
+
+
+# (f, args, argnums, batch_axes, matmuls of the Laplacian program or None)
+SEEDED = {
+    "x@W per point": (_rows, (_rng.standard_normal((4, 3)), _W1, _b1, _w2), 0, 0, 2),
+    "W@x per point": (_cols, (_rng.standard_normal((3, 4)), _W1, _b1, _w2), 0, 1, 2),
+    "x@W closed over": (lambda x: np.sum(np.sin(x @ _W1)), (_rng.standard_normal(3),), 0,
+                        None, 1),
+    "W@x closed over": (lambda x: np.sum(np.tanh(_W1.T @ x) ** 2), (_rng.standard_normal(3),),
+                        0, None, 1),
+    "x@w vector": (lambda x: np.cos(x @ _W1[:, 0]) * np.sum(x ** 2),
+                   (_rng.standard_normal(3),), 0, None, None),
+    "two inputs, offsets": (lambda x, y: np.sum(np.tanh(x @ _W1)) * np.sum(np.sin(y @ _W1.T)),
+                            (_rng.standard_normal(3), _rng.standard_normal(5)), (0, 1), None,
+                            2),
+    "x@x both active": (lambda x: np.tanh(x @ x), (_rng.standard_normal(3),), 0, None, None),
+    "all points one Laplacian": (lambda X: np.sum(np.tanh(X @ _W1)),
+                                 (_rng.standard_normal((2, 3)),), 0, None, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SEEDED))
+def test_products_with_an_input_against_second_differences(case):
+    """A product with a differentiated input takes the other factor's rows as its Jacobian
+    (no product with the identity seed); the results match NumPy second differences."""
+    f, args, argnums, batch_axes, n_mm = SEEDED[case]
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    lap = np.asarray(dg.laplacian(f, argnums=argnums, batch_axes=batch_axes)(*args))
+    diag = dg.hessian_diag(f, argnums=argnums, batch_axes=batch_axes)(*args)
+    diag = diag if isinstance(argnums, tuple) else (diag,)
+    want = 0.0
+    for i, d in zip(nums, diag):
+        ref = fd_diag(f, args, i)
+        if batch_axes is not None:   # per instance: the instance's own coordinates
+            n = np.shape(args[i])[batch_axes]
+            ref = np.moveaxis(ref, batch_axes + 1, 1)
+            ref = np.stack([ref[p, p] for p in range(n)], axis=batch_axes)
+        np.testing.assert_allclose(d, ref, rtol=1e-5, atol=1e-6)
+        out_nd = np.ndim(lap) if batch_axes is None else 0
+        want = want + np.sum(ref, axis=tuple(range(out_nd, ref.ndim)) if batch_axes is None
+                             else tuple(a for a in range(ref.ndim) if a != batch_axes))
+    np.testing.assert_allclose(lap, want, rtol=1e-5, atol=1e-6)
+    if n_mm is not None:
+        assert _matmuls(dg.laplacian(f, argnums=argnums, batch_axes=batch_axes), *args) == n_mm
+
+
+# ------------------------------------------------------------------ the benchmark's MLP, counted
+@pytest.mark.parametrize("d", [10, 50])
+def test_mlp_program_is_at_the_forward_laplacian_count(d):
+    """The per-point Laplacian of the tanh MLP d-768-768-512-512-1 at 1024 points (the
+    benchmark's network, counted on the CPU): the matmuls and their flops are exactly the
+    forward Laplacian's (no product with the identity seed, no value of u), no (N*d, d)
+    seed is materialised, and with each value freed after its last read the program holds
+    two Jacobians of a 768-wide layer and a few (N, width) values at most."""
+    from benchmarks import laplacian as bench
+
+    args = bench.make_inputs(np, d, bench.HIDDEN, bench.POINTS)
+    c = bench.program_costs(dg.trace(dg.laplacian(bench.u, batch_axes=0), *args))
+    ideal = bench.ideal_costs(d)
+    assert c["matmuls"] == ideal["matmuls"] == 11
+    assert c["gflop"] == pytest.approx(ideal["gflop"], rel=1e-12)
+    assert c["eqns"] == 69
+    assert (bench.POINTS * d, d) not in c["large"]
+    assert ideal["peak_MB"] <= c["peak_MB"] <= ideal["peak_MB"] + 4 * 3.0   # + (N, 768) values
+    big = [s for s in c["large"] if np.prod(s) >= bench.POINTS * d * 512]
+    assert len(big) == 6   # J of layer 1 (a kernel); J_z, J_h of layers 2, 3; J_z of layer 4

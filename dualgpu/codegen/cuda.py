@@ -784,11 +784,13 @@ class FusedProgram:
         env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
         if out is not None:
             env[_DESTS] = self._destinations(out)
-        for step in self.plan.steps:
+        for step, dead in zip(self.plan.steps, self.plan.releases):
             if isinstance(step, LibraryStep):
                 self._library(step.eqn, env)
             else:
                 self._run_region(step, env)
+            for vid in dead:  # back to the pool: a call holds what is alive, not all it made
+                env.pop(vid, None)
         res = []
         for a in self.graph.outputs:
             if isinstance(a, Literal):

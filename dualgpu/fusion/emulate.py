@@ -112,11 +112,13 @@ def emulate(plan: Plan, args: Sequence[Any]) -> list:
         env[v.id] = np.asarray(a)
     for c in plan.graph.consts:
         env[c.id] = np.asarray(c.value)
-    for step in plan.steps:
+    for step, dead in zip(plan.steps, plan.releases):
         if isinstance(step, LibraryStep):
             _run_library(step.eqn, env)
         else:
             emulate_region(step, env)
+        for vid in dead:  # as the CuPy runner does: a value read later must not be here
+            del env[vid]
     return [read(env, a) if not isinstance(a, Const) else a.value for a in plan.graph.outputs]
 
 

@@ -319,6 +319,7 @@ class Plan:
 
     graph: Graph
     steps: list
+    releases: list = field(default_factory=list)  # per step: var ids dead after it
 
     @property
     def regions(self) -> list:
@@ -386,7 +387,7 @@ def plan_graph(graph: Graph) -> Plan:
     """
     steps = _partition(graph.eqns)
     _finish_regions(steps, graph)
-    return Plan(graph, steps)
+    return Plan(graph, steps, _releases(steps, graph))
 
 
 def _partition(eqns) -> list:
@@ -444,3 +445,32 @@ def _last_reads(steps: list) -> dict:
                 if isinstance(a, Var):
                     last[a.id] = i
     return last
+
+
+def _releases(steps: list, graph: Graph) -> list:
+    """Per step, the ids of the values (inputs included) that no later step reads and the
+    graph does not return: a runner drops them after the step, so that the memory of a
+    call holds what is alive, not everything the call computed.
+
+    Example::
+
+        >>> g = dg.trace(lambda x, w: np.sum(np.tanh(x @ w) @ w), np.ones((2, 2)), np.ones((2, 2)))
+        >>> plan = plan_graph(g)
+        >>> [len(r) for r in plan.releases]   # x; x @ w; its tanh and w; the second product
+        [1, 1, 2, 1]
+    """
+    keep = {a.id for a in graph.outputs if isinstance(a, Var)}
+    keep.update(c.id for c in graph.consts)
+    last = _last_reads(steps)
+    out: list = [[] for _ in steps]
+    seen: set = set()
+    for i, step in enumerate(steps):
+        if isinstance(step, LibraryStep):
+            read, made = [a for a in step.eqn.inputs if isinstance(a, Var)], step.eqn.outs
+        else:
+            read, made = step.inputs, step.outputs
+        for v in list(read) + list(made):
+            if v.id not in seen and v.id not in keep and last.get(v.id, i) <= i:
+                seen.add(v.id)
+                out[i].append(v.id)
+    return out

@@ -19,7 +19,10 @@ Rules, chosen by what the registry says of an op (first match wins):
 
 * a rule of :data:`JET_RULES` (selection, dtype casts, complex parts, pad, max/min
   reductions, polygamma, and the multilinear products matmul, einsum, spmm, sddmm:
-  ``S(AB) = S_A B + A S_B + 2 <J_A, J_B>``);
+  ``S(AB) = S_A B + A S_B + 2 <J_A, J_B>``); a matmul with a differentiated input whose
+  coordinates are the contracted axis (``x @ W``, ``W @ x``) takes ``W``'s rows as its
+  Jacobian, broadcast over the batch axes -- no product with the identity seed -- and
+  ``<J, J>`` of such broadcasts is taken on the small arrays (:class:`Mode`);
 * ``Flag.LINEAR`` ops: the op applied to ``J`` (through the vmap batching rules, which
   apply an op to a value with one extra leading axis) and to ``S``;
 * elementwise ops with ``partials`` (``rules/elementwise.defpartials``): first partials
@@ -69,15 +72,28 @@ __all__ = ["curvature_graph", "uses_fallback", "JET_RULES"]
 
 class Mode:
     """Laplacian (``diag=False``) or Hessian-diagonal (``diag=True``) propagation over
-    ``D`` input coordinates."""
+    ``D`` input coordinates, and what the propagation knows about some Jacobians (keyed by
+    the id of their graph variable):
+
+    * ``seeds``: the Jacobians of the inputs (rows of the identity), with their layout
+      (:class:`Seed`), so that a product with an input takes rows of the other factor
+      instead of multiplying by the identity;
+    * ``small``: Jacobians that are broadcasts of a smaller array (such a product), so that
+      ``<J, J>`` is taken on the small arrays.
+    """
 
     def __init__(self, diag: bool, size: int):
         self.diag = diag
         self.size = size
+        self.seeds: dict = {}
+        self.small: dict = {}
 
     def pair(self, a, b, rank: int = 0):
         """``<a, b>``: the product of two Jacobians, summed over ``d`` unless diagonal (then
         lifted to at least ``rank`` per-coordinate axes, to broadcast with the output)."""
+        sa, sb = self.small.get(_vid(a)), self.small.get(_vid(b))
+        if sa is not None and sb is not None:  # broadcasts: the pairing broadcasts too
+            a, b = sa, sb
         rank = max(a.ndim - 1, b.ndim - 1, rank if self.diag else 0)
         prod = dnp.multiply(lift(a, rank), lift(b, rank))
         return prod if self.diag else dnp.sum(prod, axis=0)
@@ -85,6 +101,18 @@ class Mode:
     def lift_s(self, s, rank):
         """``S`` ready to broadcast against values of per-coordinate rank ``rank``."""
         return lift(s, rank) if self.diag else s
+
+
+class Seed:
+    """The Jacobian of a differentiated input ``x``: ``J[offset + i] = e_i`` over the
+    flattened instance axes ``inst`` of ``x`` (the others are batch axes)."""
+
+    def __init__(self, shape: tuple, inst: tuple, offset: int, size: int):
+        self.shape, self.inst, self.offset, self.size = shape, inst, offset, size
+
+
+def _vid(x):
+    return x._var.id if isinstance(x, Tracer) else None
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -452,8 +480,60 @@ def _einsum_cross(eqn, values, i, j, Ji, Jj, mode):
                            + out)
 
 
-JET_RULES["matmul"] = lambda eqn, values, jets, mode: multilinear_rule(
-    eqn, values, jets, mode, cross=_matmul_cross)
+def _matmul_rule(eqn, values, jets, mode):
+    seeded = _seeded_product(values, jets, mode)
+    if seeded is not None:
+        return [(seeded, None)]
+    return multilinear_rule(eqn, values, jets, mode, cross=_matmul_cross)
+
+
+def _seeded_product(values, jets, mode):
+    """``J`` of ``x @ W`` (or ``A @ x``) when ``x`` is an input whose only instance axis is
+    the contracted one and ``W`` is constant: ``J[d] = W[d]`` (or ``A[:, d]``), the other
+    factor's rows laid out along the coordinates and broadcast over the batch axes -- no
+    product with the identity seed. None when the product is not of that form."""
+    act = [i for i, j in enumerate(jets) if j is not None]
+    if len(act) != 1 or jets[act[0]][1] is not None:
+        return None
+    side = act[0]
+    seed = mode.seeds.get(_vid(jets[side][0]))
+    a, b = values
+    if seed is None or tuple(values[side].shape) != seed.shape or a.ndim == 0 or b.ndim == 0:
+        return None
+    if side == 0:  # x (..., k) @ W (k, n) or (k,): J[d, ..., :] = W[d - offset]
+        if seed.inst != (a.ndim - 1,) or b.ndim > 2:
+            return None
+        rows, out_shape = b, tuple(a.shape[:-1]) + tuple(b.shape[1:])
+        tail = (1,) * (a.ndim - 1) + tuple(b.shape[1:])
+    else:          # A (m, k) @ x (k, n) or (k,): J[d, :, ...] = A[:, d - offset]
+        if seed.inst != (0,) or a.ndim != 2 or b.ndim > 2:
+            return None
+        rows, out_shape = dnp.transpose(_traced(a, jets[side][0]), (1, 0)), \
+            (a.shape[0],) + tuple(b.shape[1:])
+        tail = (a.shape[0],) + (1,) * (b.ndim - 1)
+    D = mode.size
+    rows = _traced(rows, jets[side][0])
+    if D != seed.size:
+        rows = dnp.pad(rows, [(seed.offset, D - seed.offset - seed.size)]
+                       + [(0, 0)] * (rows.ndim - 1))
+    small = dnp.reshape(rows, (D,) + tail)
+    dtype = np.result_type(a.dtype, b.dtype)
+    if small.dtype != dtype:
+        small = dnp.astype(small, dtype)
+    J = dnp.broadcast_to(small, (D,) + out_shape) if small.shape != (D,) + out_shape else small
+    mode.small[_vid(J)] = small
+    return J
+
+
+def _traced(value, like):
+    """``value`` as a value of the trace ``like`` belongs to (a closed-over array becomes a
+    recorded constant, never an array baked into the rules' arithmetic)."""
+    if isinstance(value, Tracer):
+        return value
+    return _record_const(like, value if hasattr(value, "shape") else np.asarray(value))
+
+
+JET_RULES["matmul"] = _matmul_rule
 JET_RULES["einsum"] = lambda eqn, values, jets, mode: multilinear_rule(
     eqn, values, jets, mode, linear=tuple(range(len(values))), cross=_einsum_cross)
 JET_RULES[_sp.spmm.name] = multilinear_rule
@@ -514,8 +594,9 @@ def _record_const(x, value):
 
 @collector_paused()
 def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bool = False,
-                    batch_axes: Sequence[int] | None = None) -> Graph:
-    """A graph computing ``(*outputs, *curvatures)`` from the inputs.
+                    batch_axes: Sequence[int] | None = None, values: bool = True) -> Graph:
+    """A graph computing ``(*outputs, *curvatures)`` from the inputs (only the curvatures
+    with ``values=False``: what only the outputs needed is left out of the program).
 
     Laplacian mode: one Laplacian per output, shaped like it. Diagonal mode: for each output
     ``o`` and each differentiated input ``x`` (output major) the pure second derivatives,
@@ -531,6 +612,7 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                                f"{v.dtype}; only real floating-point inputs")
     layout, D = coordinate_layout(graph, wrt, batch_axes)
     mode = Mode(diag, D)
+    with_values = values
     avals = [v.aval for v in graph.inputs]
 
     def run(*args):
@@ -539,7 +621,12 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
             env[v.id] = a
         for k, inst, off in layout:
             v = graph.inputs[k]
-            jenv[v.id] = (_seed(args[k], inst, off, D, _batch_axes(v, batch_axes)), None)
+            axes = _batch_axes(v, batch_axes)
+            J = _seed(args[k], inst, off, D, axes)
+            mode.seeds[_vid(J)] = Seed(tuple(v.shape), tuple(a for a in range(v.ndim)
+                                                              if a not in axes), off,
+                                       int(np.prod(inst, dtype=np.int64)))
+            jenv[v.id] = (J, None)
         for eqn in graph.eqns:
             values = [read(env, a) for a in eqn.inputs]
             jets = [jenv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
@@ -550,13 +637,14 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                     jenv[v.id] = j
         outs = [read(env, a) for a in graph.outputs]
         jets = [jenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
+        head = outs if with_values else []
         if not diag:
-            return outs + [_zeros_or(j[1] if j else None, o) for j, o in zip(jets, outs)]
+            return head + [_zeros_or(j[1] if j else None, o) for j, o in zip(jets, outs)]
         blocks = []
         for j, o in zip(jets, outs):
             for k, inst, off in layout:
                 blocks.append(_diag_block(j, o, graph.inputs[k], inst, off, D, batch_axes))
-        return outs + blocks
+        return head + blocks
 
     new, _ = trace_to_graph(run, avals, graph.xp, name=f"{'hdiag' if diag else 'lap'}_"
                             f"{graph.name}", input_names=graph.input_names)
