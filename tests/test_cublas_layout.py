@@ -119,3 +119,31 @@ def test_compute_types():
     assert compute_type(np.float32, "float32") == COMPUTE_32F
     assert compute_type(np.float32, "tf32") == COMPUTE_32F_FAST_TF32
     assert compute_type(np.float64, "tf32") == COMPUTE_64F   # TF32 never touches float64
+
+
+# ------------------------------------------------------------------ our kernels for thin products
+def test_kernel_choice_by_shape():
+    from dualgpu.codegen.cuda import matmul_kernel_choice as choose
+
+    assert choose(4, 1, 10, (10, 1), (1, 0), 8) == "tiny"              # Dense(10->1)
+    assert choose(4096, 10, 512, (512, 1), (10, 1), 4) == "skinny"     # h @ W2
+    assert choose(4096, 512, 10, (10, 1), (512, 1), 4) == "tiny"       # g @ W2.T (K = 10)
+    assert choose(4096, 512, 10, (10, 1), (1, 10), 4) is None          # b read down columns
+    assert choose(512, 10, 4096, (1, 512), (10, 1), 4) is None         # h.T @ g: a strided
+    assert choose(4096, 10, 4096, (4096, 1), (10, 1), 8) is None       # b too big to stage
+    assert choose(100, 10, 512, (512, 1), (10, 1), 4) is None          # too few rows
+    assert choose(4096, 512, 784, (784, 1), (512, 1), 4) is None       # a real GEMM
+
+
+def test_skinny_kernel_text():
+    from dualgpu.codegen.cuda import ROWS_PER_BLOCK, skinny_matmul_kernel
+
+    name, src = skinny_matmul_kernel(1000, 3, 64, 70, (1, 64), np.float64)
+    assert name.startswith("dg_skinny_") and name in src
+    assert "__shared__ double bs[192]" in src
+    assert "b[(long long)p * 1 + (long long)j * 64]" in src   # b's strides, as given
+    assert "row * 70" in src                                   # a's row stride
+    assert src.count("__shfl_xor_sync") == 3 and src.count("if (lane ==") == 3
+    assert f"blockIdx.x * {ROWS_PER_BLOCK}" in src
+    # deterministic text: the same product compiles once (CuPy's cache hits)
+    assert skinny_matmul_kernel(1000, 3, 64, 70, (1, 64), np.float64) == (name, src)

@@ -194,3 +194,38 @@ def test_first_calls_from_several_threads():
         outs = list(pool.map(lambda _: cp.asnumpy(f(w, x)), range(32)))
     for o in outs:
         np.testing.assert_allclose(o, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape,b_shape,tb", [
+    ((4096, 512), (512, 10), False), ((4096, 512), (10, 512), True),   # skinny
+    ((4096, 10), (10, 512), False), ((300, 7), (7, 1), False),          # thin K
+    ((512, 4096), (4096, 10), False), ((4, 10), (10,), False)])         # cuBLAS, tiny
+def test_thin_and_skinny_products_match_numpy(dtype, a_shape, b_shape, tb):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    if tb:
+        b = b.T
+    f = dg.jit(lambda a, b: a @ b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    for _ in range(3):
+        got = cp.asnumpy(f(cp.asarray(a), cp.asarray(b)))
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axes", [((4096, 512), 0), ((4096, 10), 0), ((64, 4096), 1),
+                                        ((8, 16, 32), (0, 1)), ((8, 16, 32), (1, 2)),
+                                        ((8, 16, 32), (0, 2))])
+def test_sums_over_leading_or_trailing_axes(dtype, shape, axes):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    f = dg.jit(lambda x: np.sin(x).sum(axis=axes) * 2)
+    want = np.sin(x.astype(np.float64)).sum(axis=axes) * 2
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    config["matmul_precision"] = "tf32"   # sums never run at TF32
+    for _ in range(3):
+        got = cp.asnumpy(f(cp.asarray(x)))
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
