@@ -22,9 +22,10 @@ test: $(STAMP)
 	$(PY) -m pytest --doctest-modules dualgpu
 	$(MAKE) lint
 
-# On the GPU machine the packages are preinstalled: run without a virtual environment.
+# On the GPU machine the packages are preinstalled: run without a virtual environment
+# (a PYTHONPATH already set, e.g. to carried Dask wheels, is kept after the repository).
 test-gpu:
-	PYTHONPATH=. $(PYTHON) -m pytest -m gpu tests/gpu -rs
+	PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m pytest -m gpu tests/gpu -rs
 
 # Fails on any finding (CI runs it through `make test`): ruff, and the layers contract of
 # docs/architecture.md ([tool.importlinter] in pyproject.toml: imports only go downward).
@@ -33,7 +34,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 bench:
-	PYTHONPATH=. $(PYTHON) -m benchmarks.run
+	PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m benchmarks.run $(BENCH_ARGS)
 
 # CPU only: build time (trace, transform, codegen) against program length, 1k-100k equations.
 bench-cpu:
