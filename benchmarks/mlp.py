@@ -352,18 +352,29 @@ def build_torch_compile(ctx: Context, dims: Dims, which: str):
 
 # ------------------------------------------------------------------------------ memory
 def cupy_peak(ctx: Context, inputs):
-    """Peak extra bytes held by CuPy's pool during one call (the pool keeps freed blocks)."""
+    """Peak extra bytes held by CuPy's pool during one call (the pool keeps freed blocks).
+
+    The call runs with dualgpu's CUDA graphs off: a replayed graph takes its scratch memory
+    from a private pool, captured once, that the default pool does not see -- an eager call
+    allocates the same values from the default pool, so its peak is the program's."""
     def probe(fn):
         if not ctx.gpu:
             return {}
         import cupy as cp
 
+        import dualgpu as dg
+
         pool = cp.get_default_memory_pool()
         ctx.sync()
         pool.free_all_blocks()
         before = pool.used_bytes()
-        out = fn(*inputs[0])
-        ctx.sync()
+        graphs = dg.config["cuda_graphs"]
+        dg.config["cuda_graphs"] = False
+        try:
+            out = fn(*inputs[0])
+            ctx.sync()
+        finally:
+            dg.config["cuda_graphs"] = graphs
         peak = pool.total_bytes() - before
         del out
         return {"peak_MB": peak / 2**20}
