@@ -16,13 +16,14 @@ import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # before any jax import
 
-from . import dense_tiny, laplacian, mlp, overhead, scenario2, sparse  # noqa: E402
+from . import dense_tiny, laplacian, mlp, mlp_deep, overhead, scenario2, sparse  # noqa: E402
 from .common import Context  # noqa: E402
 from .report import Report, environment  # noqa: E402
 
 WORKLOADS = {
     "scenario2": scenario2.run,
     "mlp": mlp.run,
+    "mlp_deep": mlp_deep.run,
     "dense_tiny": dense_tiny.run,
     "sparse": sparse.run,
     "overhead": overhead.run,

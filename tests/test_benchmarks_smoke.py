@@ -17,6 +17,7 @@ from benchmarks import (
     dense_tiny,
     laplacian,
     mlp,
+    mlp_deep,
     overhead,
     report,
     run,
@@ -135,6 +136,7 @@ WORKLOADS = {
     "scenario2": scenario2.run,
     "sweep": scenario2.run_sweep,
     "mlp": mlp.run,
+    "mlp_deep": mlp_deep.run,
     "dense_tiny": dense_tiny.run,
     "sparse": sparse.run,
     "overhead": overhead.run,
@@ -146,6 +148,8 @@ WORKLOADS = {
 def test_workload_tiny_numpy(name):
     rows = WORKLOADS[name](tiny_ctx())
     assert rows, "a workload returns at least one row"
+    if name == "mlp_deep":   # checked against the float64 reference written out by hand
+        assert all(r.status == "ok" for r in rows if r.impl == "dualgpu")
     for r in rows:
         assert r.status in ("ok", "skipped")
         if r.status == "ok":
@@ -183,6 +187,17 @@ def test_reference_formulas_agree_with_finite_differences():
     fd = (g_of(p.astype(np.float64) + eps * v) - g_of(p.astype(np.float64) - eps * v)) / (2 * eps)
     np.testing.assert_allclose(fd, mlp.reference(np, dims, p, X, Y, v)[1], rtol=1e-4,
                                atol=1e-8)
+
+    deep = mlp_deep.TINY
+    p, X, Y, v = (a.astype(np.float64) for a in mlp_deep.make_inputs(np, deep, 1)[0])
+    g_of = lambda p: mlp_deep.reference(np, deep, p, X, Y, v)[0]
+    np.testing.assert_allclose((g_of(p + eps * v) - g_of(p - eps * v)) / (2 * eps),
+                               mlp_deep.reference(np, deep, p, X, Y, v)[1], rtol=1e-5,
+                               atol=1e-9)
+    loss_deep = mlp_deep.make_loss(deep)
+    g_fd = np.array([(loss_deep(p + eps * e_i, X, Y) - loss_deep(p - eps * e_i, X, Y))
+                     / (2 * eps) for e_i in np.eye(deep.n_params)])
+    np.testing.assert_allclose(g_fd, g_of(p), rtol=1e-5, atol=1e-9)
 
     p, X, Y, v = dense_tiny.make_inputs(np, 1)[0]
     loss = lambda q: float(np.mean((1 / (1 + np.exp(-(X.astype(np.float64) @ q[:10, None]
