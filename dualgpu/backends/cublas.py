@@ -283,7 +283,9 @@ class CublasGemm:
         self.handle = handle.value
         # one workspace per stream: two streams running products at once never share one
         self._workspaces: OrderedDict = OrderedDict()
-        self.capture_workspace = None   # set by a graph capture: its graphs keep it
+        # set by a graph capture: returns the workspace its graphs keep (made on first use,
+        # so a captured program without products holds none)
+        self.capture_workspace = None
         self._bound = None
         self.calls = 0
 
@@ -295,7 +297,7 @@ class CublasGemm:
 
     def _workspace(self, stream: int):
         if self.capture_workspace is not None:
-            return self.capture_workspace
+            return self.capture_workspace()
         ws = self._workspaces.get(stream)
         if ws is None:
             # allocated while ``stream`` is current: CuPy's pool reuses it only in that

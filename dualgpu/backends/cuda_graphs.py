@@ -229,9 +229,7 @@ class CudaGraphRunner:
         out = slot.views()
         gemm = CublasGemm.get()
         with cp.cuda.using_allocator(self._pool.malloc), stream:
-            if self._workspace is None:   # the cuBLAS workspace every graph of ours reads
-                self._workspace = cp.empty(WORKSPACE_BYTES, dtype=cp.uint8)
-            gemm.capture_workspace = self._workspace
+            gemm.capture_workspace = self._gemm_workspace
             try:
                 if not self._warm:  # fills the private pool: no allocation in the capture
                     self.fn(*arrays, out=out)
@@ -252,6 +250,13 @@ class CudaGraphRunner:
         self._last_stream = cur
         self.captures += 1
         return graph
+
+    def _gemm_workspace(self):
+        """The cuBLAS workspace every graph of this program reads, made when its first
+        product is captured (first in the warm-up run, outside the capture)."""
+        if self._workspace is None:
+            self._workspace = self._cp.empty(WORKSPACE_BYTES, dtype=self._cp.uint8)
+        return self._workspace
 
     def _replay(self, graph, slot: OutputSlot) -> list:
         cur = self._cp.cuda.get_current_stream()

@@ -980,7 +980,7 @@ class FusedProgram:
 
     def _graph_time(self, run, stream, gemm, workspace, repeat):
         cp = self.cp
-        gemm.capture_workspace = workspace
+        gemm.capture_workspace = lambda: workspace
         try:
             stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
             try:
