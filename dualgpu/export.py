@@ -64,11 +64,17 @@ STANDALONE_OPS = {
     "eig": (
         "def eig(a):\n"
         "    w, v = xp.linalg.eig(a)\n"
-        "    if w.dtype.kind == 'c':\n"
-        "        if xp.any(w.imag != 0):\n"
-        "            raise ValueError('linalg.eig: the matrix has complex eigenvalues')\n"
-        "        w, v = w.real, v.real\n"
         "    dt = xp.result_type(a.dtype, xp.float16)\n"
+        "    if w.dtype.kind == 'c' and w.size:\n"
+        "        tol = xp.sqrt(xp.finfo(dt).eps) * xp.max(abs(w), axis=-1, keepdims=True)\n"
+        "        if xp.any(abs(w.imag) > tol):\n"
+        "            raise ValueError('linalg.eig: the matrix has complex eigenvalues')\n"
+        "        if xp.any(v.imag != 0):  # a phase: the largest entry real and positive\n"
+        "            top = xp.take_along_axis(v, xp.argmax(abs(v), axis=-2)[..., None, :], -2)\n"
+        "            r = (v * xp.conj(top / xp.where(top == 0, 1, abs(top)))).real\n"
+        "            r = r / xp.sqrt(xp.sum(r * r, axis=-2, keepdims=True))\n"
+        "            v = xp.where(xp.any(v.imag != 0, axis=-2, keepdims=True), r, v.real)\n"
+        "        w, v = w.real, v.real\n"
         "    return w.astype(dt, copy=False), v.astype(dt, copy=False)\n"),
     "svd": "def svd(a):\n    return tuple(xp.linalg.svd(a, full_matrices=False))\n",
     "qr": "def qr(a):\n    return tuple(xp.linalg.qr(a, mode='reduced'))\n",

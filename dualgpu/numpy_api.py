@@ -1921,9 +1921,12 @@ EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 def linalg_eig(a):
     """``np.linalg.eig`` of a real matrix whose eigenvalues are real (and, for the
     eigenvector derivatives, distinct): eigenvalues in LAPACK's order, eigenvectors as
-    columns of unit 2-norm, as NumPy's. Complex eigenvalues raise a ``DualgpuError`` when
-    the program runs (their real-valued result would be wrong); CuPy has no general
-    eigensolver (refused).
+    columns of unit 2-norm, as NumPy's. Complex eigenvalues (an imaginary part above
+    sqrt(eps) times the largest eigenvalue modulus) raise a ``DualgpuError`` when the
+    program runs (their real-valued result would be wrong). On CuPy (``cupy.linalg.eig``,
+    CuPy 14 and later; refused where it is missing) the eigenpairs come in ascending order
+    of eigenvalue, which may differ from NumPy's order, and the eigenvectors' signs are
+    cuSOLVER's.
 
     >>> a = np.array([[2.0, 1.0], [0.0, 3.0]])
     >>> dg.grad(lambda a: np.linalg.eig(a)[0][1])(a)  # u v^T / (u . v), u, v left, right
@@ -1931,11 +1934,11 @@ def linalg_eig(a):
            [1., 1.]])
     """
     a = _arraylike(a)
-    if _is_tracer(a) and a._builder.xp is not np:
+    why = _dec.eig_unavailable(a._builder.xp) if _is_tracer(a) else None
+    if why is not None:
         raise UnsupportedOpError(
-            f"linalg.eig / eigvals of a traced CuPy matrix (at {user_location()}): CuPy has "
-            "no general eigen-decomposition; use linalg.eigh for symmetric matrices, or "
-            "NumPy arrays")
+            f"linalg.eig / eigvals of a traced CuPy matrix (at {user_location()}): {why}; "
+            "use linalg.eigh for symmetric matrices, or NumPy arrays")
     if len(_shape(a)) >= 2 and _dtype(a).kind == "c":
         raise UnsupportedOpError(
             f"linalg.eig of a complex traced matrix {_shape(a)} (at {user_location()}) is "

@@ -4,6 +4,7 @@ SciPy's) own on the same input. Derivatives are checked by the table of
 values, and the errors of what is refused."""
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -266,6 +267,88 @@ def test_eig_with_complex_eigenvalues_is_refused_when_it_runs():
     # a constant matrix inside a traced function is NumPy's (complex results included)
     got = dg.jit(lambda x: x * np.abs(np.linalg.eigvals(rotation))[0])(np.ones(2))
     np.testing.assert_allclose(got, np.ones(2))
+
+
+class _FakeXp(types.ModuleType):
+    """An array module standing for CuPy on the CPU: NumPy's functions, but not NumPy (so
+    eig's impl takes its non-LAPACK path), with the given ``linalg.eig`` or none."""
+
+    def __init__(self, eig=None, version="13.6.0"):
+        super().__init__("cupy")
+        self.__version__ = version
+        self.linalg = types.SimpleNamespace(**({} if eig is None else {"eig": eig}))
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def _complex_eig(imag, phases=True):
+    """An eig giving complex results: eigenvalues with imaginary part ``imag`` times their
+    modulus, eigenvectors times a complex phase each (as a complex-arithmetic solver may)."""
+    def eig(a):
+        w, v = np.linalg.eig(a)
+        w = w + 1j * imag * np.abs(w)
+        phase = np.exp(1j * np.linspace(0.3, 2.0, w.shape[-1])) if phases else 1.0
+        return w[..., ::-1], (v * phase)[..., ::-1]
+    return eig
+
+
+def test_eig_impl_refuses_an_array_module_without_eig():
+    """Where ``linalg.eig`` is missing (CuPy before 14), the op is refused naming it and the
+    module's version, when traced and at run time; an eig whose cuSOLVER routine is missing
+    is refused too."""
+    from dualgpu.ops.decompositions import _eig_impl, eig_unavailable
+
+    old = _FakeXp(version="13.6.0")
+    why = eig_unavailable(old)
+    assert "cupy 13.6.0" in why and "cupy.linalg.eig" in why
+    assert eig_unavailable(np) is None and eig_unavailable(_FakeXp(_complex_eig(0.0))) is None
+    with pytest.raises(dg.UnsupportedOpError, match=r"linalg\.eig: cupy 13\.6\.0"):
+        _eig_impl(old, GENERAL)
+
+    def no_geev(a):
+        raise RuntimeError("geev is not available")
+    with pytest.raises(dg.UnsupportedOpError, match="linalg.eig: cupy .*geev"):
+        _eig_impl(_FakeXp(no_geev), GENERAL)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_eig_impl_takes_negligible_imaginary_parts_as_real(dtype):
+    """A solver's complex results with imaginary parts of rounding size are real ones: the
+    real dtype of the input, unit-norm real eigenvectors (NumPy's up to sign), eigenpairs
+    in ascending order of eigenvalue off NumPy."""
+    from dualgpu.ops.decompositions import _eig_impl
+
+    a = GENERAL.astype(dtype)
+    w_np, v_np = np.linalg.eig(GENERAL)
+    order = np.argsort(w_np)
+    for phases in (True, False):
+        w, v = _eig_impl(_FakeXp(_complex_eig(1e-3 * np.finfo(dtype).eps, phases)), a)
+        assert w.dtype == dtype and v.dtype == dtype
+        tol = 1e-12 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(w, w_np[order], rtol=tol)
+        signs = np.sign(np.sum(v * v_np[:, order], axis=0))
+        np.testing.assert_allclose(v * signs, v_np[:, order], atol=tol)
+        np.testing.assert_allclose(np.linalg.norm(v, axis=0), 1.0, rtol=tol)
+    batch = np.stack([GENERAL, GENERAL.T + np.eye(3)])
+    w, v = _eig_impl(_FakeXp(_complex_eig(1e-18)), batch)
+    assert np.all(np.diff(w, axis=-1) > 0)
+    np.testing.assert_allclose(batch @ v, v * w[:, None, :], atol=1e-12)
+    # NumPy's own results keep LAPACK's order and signs
+    w, v = _eig_impl(np, GENERAL)
+    np.testing.assert_array_equal(w, w_np)
+    np.testing.assert_array_equal(v, v_np)
+
+
+def test_eig_impl_raises_on_a_non_negligible_imaginary_part():
+    from dualgpu.ops.decompositions import _eig_impl
+
+    with pytest.raises(dg.DualgpuError, match="complex eigenvalues"):
+        _eig_impl(_FakeXp(_complex_eig(1e-4)), GENERAL)
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    for xp in (np, _FakeXp(np.linalg.eig)):
+        with pytest.raises(dg.DualgpuError, match=r"complex eigenvalues \(e\.g\. 1j\)"):
+            _eig_impl(xp, rotation)
 
 
 def test_full_svd_and_wide_qr_are_refused():

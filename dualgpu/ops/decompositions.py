@@ -18,6 +18,8 @@ Example::
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.dtypes import float_dtype, promote
 from ..core.flags import Flag
 from ..core.ir import Aval
@@ -154,26 +156,81 @@ def _eig_shape(avals):
     return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
 
 
+def eig_unavailable(xp) -> str | None:
+    """Why ``xp`` cannot compute a general eigen-decomposition, or None when it can
+    (``cupy.linalg.eig``, cuSOLVER's ``Xgeev``, is in CuPy 14 and later)."""
+    if hasattr(xp.linalg, "eig"):
+        return None
+    return (f"{xp.__name__} {getattr(xp, '__version__', '(unknown version)')} has no "
+            f"{xp.__name__}.linalg.eig (no general eigen-decomposition; CuPy 14 has one)")
+
+
+def eig_imag_tolerance(dtype) -> float:
+    """An eigenvalue counts as real when its imaginary part is at most this times the
+    largest eigenvalue modulus of its matrix: sqrt(eps), the spread that rounding alone gives
+    a double eigenvalue (a perturbation of eps ||A|| splits one by ~sqrt(eps) ||A||). Real
+    LAPACK (NumPy) and cuSOLVER's Xgeev on real input give real eigenvalues an imaginary part
+    of exactly 0; a solver working in complex arithmetic leaves rounding noise."""
+    return float(np.sqrt(np.finfo(dtype).eps))
+
+
+def _real_eigenpairs(xp, w, v, dt):
+    """Real (w, v) from complex ones whose eigenvalues are real up to
+    :func:`eig_imag_tolerance`; a non-negligible imaginary part raises."""
+    scale = xp.max(xp.abs(w), axis=-1, keepdims=True)
+    bad = xp.abs(w.imag) > eig_imag_tolerance(dt) * scale
+    complex_vectors = xp.any(v.imag != 0, axis=-2, keepdims=True)
+    # On CuPy this reads device memory on the host (one synchronisation): the call cannot be
+    # captured as a CUDA graph, and dualgpu's graph runner then runs the program eagerly.
+    any_bad, any_complex_vector = (bool(f) for f in
+                                   xp.stack([xp.any(bad), xp.any(complex_vectors)]).tolist())
+    if any_bad:
+        raise DualgpuError(
+            "linalg.eig: the matrix has complex eigenvalues (e.g. "
+            f"{complex(w[bad].ravel()[0])}); dualgpu supports eig/eigvals only "
+            "for real matrices whose eigenvalues are real (use eigh for symmetric ones)")
+    if not any_complex_vector:  # real solvers: real eigenvectors of real eigenvalues
+        return w.real, v.real
+    # An eigenvector known up to a complex phase: turn its largest entry real and positive,
+    # then take the real part and give it unit norm again (the real part of an
+    # almost-real conjugate pair's vector is not of unit norm).
+    top = xp.take_along_axis(v, xp.argmax(xp.abs(v), axis=-2)[..., None, :], axis=-2)
+    aligned = (v * xp.conj(top / xp.where(top == 0, 1, xp.abs(top)))).real
+    aligned = aligned / xp.sqrt(xp.sum(aligned * aligned, axis=-2, keepdims=True))
+    return w.real, xp.where(complex_vectors, aligned, v.real)
+
+
 def _eig_impl(xp, a):
-    if not hasattr(xp.linalg, "eig"):  # CuPy has no general eigensolver
-        raise UnsupportedOpError(f"linalg.eig: {xp.__name__}.linalg has no general "
-                                 "eigen-decomposition; call it on NumPy arrays")
-    w, v = xp.linalg.eig(a)
-    if w.dtype.kind == "c":  # NumPy's result is complex as soon as one eigenvalue is
-        if bool(xp.any(w.imag != 0)):
-            raise DualgpuError(
-                "linalg.eig: the matrix has complex eigenvalues (e.g. "
-                f"{complex(w[w.imag != 0].ravel()[0])}); dualgpu supports eig/eigvals only "
-                "for real matrices whose eigenvalues are real (use eigh for symmetric ones)")
-        w, v = w.real, v.real
+    why = eig_unavailable(xp)
+    if why is not None:
+        raise UnsupportedOpError(f"linalg.eig: {why}; call it on NumPy arrays")
+    try:
+        w, v = xp.linalg.eig(a)
+    except RuntimeError as e:  # CuPy's eig where this cuSOLVER has no Xgeev
+        if "geev" not in str(e):
+            raise
+        raise UnsupportedOpError(f"linalg.eig: {xp.__name__} "
+                                 f"{getattr(xp, '__version__', '')} cannot run it here: {e}; "
+                                 "call it on NumPy arrays") from e
     dt = float_dtype(a.dtype)
-    return w.astype(dt, copy=False), v.astype(dt, copy=False)
+    if w.dtype.kind == "c" and w.size:  # NumPy's result is complex as soon as one eigenvalue is
+        w, v = _real_eigenpairs(xp, w, v, dt)
+    w, v = w.astype(dt, copy=False), v.astype(dt, copy=False)
+    if xp is not np:
+        # LAPACK's order is NumPy's; another solver's (cuSOLVER's) is not, and CuPy does not
+        # promise one: eigenpairs in ascending order of eigenvalue, a deterministic order
+        # (which may differ from NumPy's). The signs of the eigenvectors are the solver's.
+        order = xp.argsort(w, axis=-1)
+        w = xp.take_along_axis(w, order, axis=-1)
+        v = xp.take_along_axis(v, order[..., None, :], axis=-1)
+    return w, v
 
 
 eig = defprim("eig", _eig_impl, _eig_shape, multiple_results=True, kind=Flag.LIBRARY,
               py="ops.eig({0})",
-              doc="(eigenvalues in LAPACK's order, unit-norm eigenvectors) of a real matrix "
-                  "whose eigenvalues are real; complex eigenvalues raise at run time.")
+              doc="(eigenvalues in LAPACK's order on NumPy, ascending on CuPy; unit-norm "
+                  "eigenvectors) of a real matrix whose eigenvalues are real; complex "
+                  "eigenvalues raise at run time.")
 
 
 def _svd_shape(avals):

@@ -1,6 +1,6 @@
 """Issue 13's ops on CuPy: values, gradients and HVPs equal the NumPy backend's (which the
-CPU tests check against finite differences). Library ops (sort, eigh, svd, qr, pinv) run
-through cupy / cuSOLVER; the compositions through the fused kernels."""
+CPU tests check against finite differences). Library ops (sort, eigh, eig, svd, qr, pinv)
+run through cupy / cuSOLVER; the compositions through the fused kernels."""
 from __future__ import annotations
 
 import numpy as np
@@ -59,10 +59,70 @@ def test_issue13_op_on_cupy_matches_numpy(name, dtype):
             assert err <= TOL[dtype] * scale, f"{name}: error {err:.3g}"
 
 
-def test_general_eig_is_refused_on_cupy_naming_the_op():
-    """CuPy has no general eigensolver: eig/eigvals of a traced CuPy matrix are refused when
-    traced (the NumPy backend computes them)."""
+HAS_EIG = hasattr(cp.linalg, "eig")
+NO_EIG = f"cupy {cp.__version__} has no cupy.linalg.eig (cuSOLVER Xgeev, CuPy 14 and later)"
+# Q diag(lam) Q^-1: real eigenvalues at least 1 apart, Q well conditioned
+GENERAL5 = (lambda q: q * np.array([4.5, -2.0, 1.5, 3.0, 0.5]) @ np.linalg.inv(q))(
+    np.eye(5) + RNG.uniform(-0.3, 0.3, (5, 5)))
+
+
+def _close(got, want, what):
+    got = cp.asnumpy(got) if isinstance(got, cp.ndarray) else np.asarray(got)
+    scale = max(1.0, float(np.max(np.abs(want))))
+    err = float(np.max(np.abs(got - want)))
+    assert err <= 1e-9 * scale, f"{what}: error {err:.3g}"
+
+
+def _eig_loss(a):
+    """Eigenvalues and eigenvectors in a form free of their order and signs."""
+    w, v = np.linalg.eig(a)
+    rows = np.arange(1.0, 6.0)[:, None]
+    return np.sum(w ** 3) / 10 + np.sum(rows * v ** 2 * w)
+
+
+@pytest.mark.skipif(not HAS_EIG, reason=NO_EIG)
+def test_general_eig_on_cupy_matches_numpy():
+    """eig/eigvals on CuPy (cuSOLVER): NumPy's eigenpairs up to their order (ascending on
+    CuPy) and the eigenvectors' signs, in float64; their JVP, gradient and HVP too. The
+    program reads the eigenvalues on the host (the complex-eigenvalue check), so it runs
+    eagerly instead of as a CUDA graph: repeated calls agree."""
+    a, a_d = GENERAL5, cp.asarray(GENERAL5)
+    w_np, v_np = dg.jit(np.linalg.eig)(a)
+    o = np.argsort(w_np)
+    eig_d = dg.jit(np.linalg.eig)
+    for _ in range(3):
+        w, v = eig_d(a_d)
+        assert isinstance(w, cp.ndarray) and w.dtype == v.dtype == np.float64
+        w, v = cp.asnumpy(w), cp.asnumpy(v)
+        assert np.all(np.diff(w) > 0)
+        signs = np.sign(np.sum(v * v_np[:, o], axis=0))
+        _close(w, w_np[o], "eig values")
+        _close(v * signs, v_np[:, o], "eig vectors")
+        _close(dg.jit(np.linalg.eigvals)(a_d), w_np[o], "eigvals")
+    t = np.random.default_rng(5).uniform(-1, 1, a.shape)
+    _, (dw_np, dv_np) = dg.jvp(np.linalg.eig, (a,), (t,))
+    _, (dw, dv) = dg.jvp(np.linalg.eig, (a_d,), (cp.asarray(t),))
+    _close(dw, dw_np[o], "eig jvp values")
+    _close(cp.asnumpy(dv) * signs, dv_np[:, o], "eig jvp vectors")
+    _close(dg.grad(_eig_loss)(a_d), dg.grad(_eig_loss)(a), "eig grad")
+    _close(dg.hvp(_eig_loss)(a_d, cp.asarray(t)), dg.hvp(_eig_loss)(a, t), "eig hvp")
+
+
+@pytest.mark.skipif(not HAS_EIG, reason=NO_EIG)
+def test_general_eig_of_complex_eigenvalues_raises_on_cupy():
+    """A rotation block's eigenvalues +-2i: the clear error when the program runs."""
+    rotation = cp.asarray(np.array([[0.0, -2.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
+    with pytest.raises(dg.DualgpuError, match="complex eigenvalues"):
+        dg.grad(lambda a: np.sum(np.linalg.eigvals(a)))(rotation)
+    with pytest.raises(dg.DualgpuError, match="complex eigenvalues"):
+        dg.jit(np.linalg.eig)(rotation)
+
+
+@pytest.mark.skipif(HAS_EIG, reason=f"cupy {cp.__version__} has cupy.linalg.eig")
+def test_general_eig_is_refused_on_a_cupy_without_it():
+    """Before CuPy 14 there is no general eigensolver: eig/eigvals of a traced CuPy matrix
+    are refused when traced, naming the op and CuPy's version."""
     a = cp.asarray(np.array([[1.0, 2.0], [0.0, 3.0]]))
     for fn in (lambda a: np.linalg.eigvals(a), lambda a: np.linalg.eig(a)[1]):
-        with pytest.raises(dg.UnsupportedOpError, match="linalg.eig"):
+        with pytest.raises(dg.UnsupportedOpError, match=f"linalg.eig.*cupy {cp.__version__}"):
             dg.grad(lambda a, fn=fn: np.sum(fn(a)))(a)
