@@ -6,6 +6,7 @@ Examples::
     dualgpu inspect model.py:loss --arg float64[11] --arg float64[10,4] --arg float64[4] --hvp
     dualgpu inspect model.py:loss --arg float32[3,4] --grad --format python
     dualgpu export model.py:loss --arg float64[11] --arg float64[10,4] --hvp -o loss_hvp.py
+    dualgpu export model.py:loss --arg float64[11] --arg float64[10,4] --hvp --backend cupy
     dualgpu bench                                  # benchmarks/run.py, with a progress bar
 
 Bad input (a missing file or function, a bad ``--arg`` spec, example arguments too large to
@@ -34,6 +35,7 @@ from . import __version__
 from .backends.cupy import cupy_available
 from .codegen.cuda import plan_source
 from .errors import DualgpuError
+from .export import cupy_build
 from .fusion import plan_graph
 
 EXIT_BAD_INPUT = 2
@@ -238,30 +240,18 @@ def cmd_inspect(ns: argparse.Namespace) -> int:
 def _cuda_without_gpu(target, args) -> str:
     """The fusion plan and CUDA kernels of ``target``, generated on the CPU (the code
     generator is pure Python): traced on NumPy arrays with the switches a CuPy build uses."""
-    saved = dg.config["stack_gemms"]
-    dg.config["stack_gemms"] = dg.config.stack_gemms_for(_CUPY_LIKE)
-    try:
+    with cupy_build():
         graph = dg.trace(target, *args)
-    finally:
-        dg.config["stack_gemms"] = saved
     return ("// generated without a GPU (no CuPy here): the plan and kernels a CuPy call of "
             "these shapes runs\n" + plan_source(plan_graph(graph)))
 
-
-class _CupyLike:
-    """What ``config.stack_gemms_for`` asks of a backend, for a CuPy build made on the CPU."""
-
-    is_cupy = True
-    name = "cupy"
-
-
-_CUPY_LIKE = _CupyLike()
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
     fn = load_function(ns.target)
     target, args = _example_call(ns, fn)
-    text = _run_user_code(ns, lambda: dg.export(target, *args, name=ns.name))
+    text = _run_user_code(ns, lambda: dg.export(target, *args, name=ns.name,
+                                                backend=ns.backend))
     if ns.output in (None, "-"):
         print(text.rstrip())
         return 0
@@ -380,8 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "when there is no GPU)")
     i.set_defaults(run=cmd_inspect)
 
-    e = sub.add_parser("export", help="write a standalone module (NumPy only, no dualgpu "
-                       "needed) computing a function or its derivative",
+    e = sub.add_parser("export", help="write a standalone module (NumPy or CuPy only, no "
+                       "dualgpu needed) computing a function or its derivative",
                        description="Trace FILE.py:FUNC (or its --grad/--hvp) on example "
                        "arguments and write a module that computes it without dualgpu.")
     e.add_argument("target", metavar="FILE.py:FUNC")
@@ -395,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which argument --grad/--hvp differentiate (default 0)")
     e.add_argument("--batch-axes", metavar="AXES", help="with --hvp: the instance axes")
     e.add_argument("--name", default=None, help="the exported function's name")
+    e.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
+                   help="numpy: a module importing NumPy; cupy: a module importing CuPy, "
+                   "with the generated CUDA kernels embedded (written without a GPU)")
     e.add_argument("-o", "--output", default=None, metavar="OUT.py",
                    help="where to write the module (default: standard output)")
     e.set_defaults(run=cmd_export)

@@ -1,5 +1,7 @@
 """``dg.export``: a derivative program as a standalone Python module you can ship, read and
-edit, which imports only NumPy (SciPy too, when the program calls a special function).
+edit, which imports only NumPy (SciPy too, when the program calls a special function) -- or,
+for CuPy, only CuPy (and NumPy for dtypes and constants), with dualgpu's generated CUDA
+kernels embedded and its launch plan written out.
 
 The module holds the generated program (the same straight-line source ``dg.source`` shows),
 the constants it closes over (as bytes, never as code), the few registry operations it calls
@@ -8,6 +10,13 @@ takes -- pytrees and keyword arguments included -- and returns its result in the
 structure. Static (non-array) arguments are fixed at export time; the exported function
 checks that it gets the same values. Each line of the program carries the user's source line
 it came from.
+
+``backend="cupy"`` (the default for CuPy example arguments) writes the fusion plan a CuPy call
+runs (:mod:`dualgpu.codegen.cupy_python`): the kernels' CUDA source as one string compiled
+with ``cupy.RawModule`` at import, one launch per kernel, the library calls on ``xp =
+cupy``. The kernels are specialised to the example shapes and to C-contiguous arrays, so the
+exported function checks each array argument's type, shape, dtype and layout. The text is
+pure Python to generate: ``dg.export(f, *numpy_args, backend="cupy")`` works without a GPU.
 
 Example::
 
@@ -28,16 +37,21 @@ import base64
 import keyword
 import os
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import numpy as np
 
 from . import tree as T
 from ._version import __version__
 from .api import Transformed, jit
-from .codegen.python import generate_python
+from .backends import array_backend
+from .codegen.cupy_python import kernel_global, plan_program
+from .codegen.python import emit_equation, generate_python
 from .core import encode as E
 from .core.trace import Tracer
 from .errors import DualgpuError
+from .executor import config
+from .fusion import plan_graph
 from .names import check_identifier
 from .signature import Signature
 
@@ -89,6 +103,24 @@ STANDALONE_OPS = {
         "    return out\n"),
 }
 
+# Their CuPy forms, where they differ (CuPy sorts are always stable; scatters go through
+# cupyx). Ops CuPy cannot run are refused at export time instead.
+CUPY_OPS = {
+    "sort": "def sort(x, axis):\n    return xp.sort(x, axis=axis)\n",
+    "argsort": ("def argsort(x, axis):\n"
+                "    return xp.argsort(x, axis=axis).astype(np.int64, copy=False)\n"),
+    "scatter_add": (
+        "def scatter_add(g, *arrays, key, shape):\n"
+        "    import cupyx\n"
+        "\n"
+        "    out = xp.zeros(shape, dtype=g.dtype)\n"
+        "    index = tuple(None if e is None else slice(*e[1:]) if e[0] == 'slice'\n"
+        "                  else e[1] if e[0] == 'int' else arrays[e[1]] for e in key)\n"
+        "    cupyx.scatter_add(out, index, g)\n"
+        "    return out\n"),
+}
+CUPY_REFUSED = {"eig": "CuPy has no general eigensolver"}
+
 _GLUE = '''
 def _leaves(tree, out):
     """The array leaves of a pytree, in dualgpu's order (dict keys sorted)."""
@@ -122,7 +154,9 @@ def _build(spec, leaves):
 
 def _constant(data, dtype, shape):
     return xp.asarray(np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape))
+'''
 
+_NUMPY_GLUE = '''
 
 def _special():
     import scipy.special  # only programs that call a special function need SciPy
@@ -130,21 +164,58 @@ def _special():
     return scipy.special
 '''
 
+_CUPY_GLUE = '''
+
+def _special():
+    import cupyx.scipy.special  # only programs that call a special function need it
+
+    return cupyx.scipy.special
+
+
+def _c(a, dtype):
+    """``a`` as a C-contiguous array of ``dtype``, the layout the kernels were generated
+    for: ``a`` itself when it is one, else a copy."""
+    if isinstance(a, xp.ndarray) and a.dtype == dtype and a.flags.c_contiguous:
+        return a
+    return xp.array(a, dtype=dtype, order="C")
+
+
+def _checked(a, k, dtype, shape):
+    """Array argument leaf ``k``, checked against what the kernels were generated for."""
+    if not isinstance(a, xp.ndarray):
+        raise TypeError(f"array argument leaf {k}: expected a cupy.ndarray, got "
+                        f"{type(a).__module__}.{type(a).__name__} (move it to the GPU "
+                        "with cupy.asarray)")
+    if a.dtype != dtype or a.shape != shape:
+        raise ValueError(f"array argument leaf {k} is {a.dtype.name}{list(a.shape)}; this "
+                         f"module was exported for {dtype.name}{list(shape)} (its CUDA "
+                         "kernels are specialised to these shapes and dtypes)")
+    if not a.flags.c_contiguous:
+        raise ValueError(f"array argument leaf {k} is not C-contiguous (strides "
+                         f"{a.strides}); this module's CUDA kernels read C-contiguous "
+                         "arrays: pass cupy.ascontiguousarray(...) of it")
+    return a
+'''
+
 
 def export(fn: Callable, *example_args, path: str | None = None, name: str | None = None,
-           **example_kwargs) -> str:
+           backend: str | None = None, **example_kwargs) -> str:
     """The source of a standalone module computing ``fn`` (a plain or transformed function)
     for arguments shaped and typed like ``example_args``; written to ``path`` when given.
 
     The module defines one function, ``name`` (default: the transformed function's name),
-    called like ``fn``. It needs NumPy (and SciPy for special functions), not dualgpu.
-    NumPy arguments only for now: CuPy arguments, sparse matrices and custom ops are
-    refused with a :class:`~dualgpu.DualgpuError`.
+    called like ``fn``. ``backend`` is ``"numpy"`` (a module needing NumPy, and SciPy for
+    special functions) or ``"cupy"`` (a module needing CuPy, with the generated CUDA
+    kernels embedded); by default the example arguments' library. A CuPy module can be
+    written from NumPy example arguments, without a GPU. Sparse matrices, custom ops run
+    as library calls and ``vjp`` are refused with a :class:`~dualgpu.DualgpuError`.
     """
     t = fn if isinstance(fn, Transformed) else jit(fn)
     if t.kind == "vjp":
         raise DualgpuError("dg.export: a vjp returns a pullback function and cannot be "
                            "exported; export dg.grad or dg.jit of the pulled-back function")
+    if backend not in (None, "numpy", "cupy"):
+        raise DualgpuError(f"dg.export: backend must be 'numpy' or 'cupy', got {backend!r}")
     fname = (check_identifier(name, what="dg.export name") if name is not None
              else _python_name(t.__name__))
     args = _fresh(example_args)
@@ -154,13 +225,12 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
     if sig.traced:
         raise DualgpuError("dg.export: call it on concrete arrays, not inside a traced "
                            "function")
-    if not sig.backend.name == "numpy":
-        raise DualgpuError("dg.export: only NumPy programs can be exported for now (the "
-                           f"arguments are {sig.backend.name} arrays)")
     if sig.sparse:
         raise DualgpuError("dg.export: sparse matrix arguments cannot be exported yet")
+    target = backend or ("cupy" if sig.backend.is_cupy else "numpy")
     extras = t.extra_inputs(sig, extra)
-    compiled = t.compiled(sig)
+    with cupy_build() if target == "cupy" else _as_is():
+        compiled = t.compiled(sig)
     passed = list(sig.inputs) + list(extras)
     outs = compiled.exe(*passed)
     result = t.finish(compiled, sig, outs)
@@ -168,12 +238,45 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
     out_leaves, out_tree = T.flatten(result)
     order = [_index_of(o, outs, "a result") for o in out_leaves]
     what = f"{t.kind} of {_python_name(getattr(t.fn, '__name__', 'f'))}"
-    text = _module_text(what, fname, compiled.graph, passed, input_leaves, order, out_tree,
-                        _static_checks(args, kwargs, input_leaves))
+    checks = _static_checks(args, kwargs, input_leaves)
+    if target == "cupy":
+        text = _cupy_module_text(what, fname, compiled.graph, passed, input_leaves, order,
+                                 out_tree, checks)
+    else:
+        text = _module_text(what, fname, compiled.graph, passed, input_leaves, order,
+                            out_tree, checks)
     if path is not None:
         with open(os.fspath(path), "w") as fh:
             fh.write(text)
     return text
+
+
+class _CupyLike:
+    """What ``config.stack_gemms_for`` asks of a backend, for a CuPy build made on the CPU."""
+
+    is_cupy = True
+    name = "cupy"
+
+
+@contextmanager
+def cupy_build():
+    """Build switches as a CuPy call sets them, for programs traced on NumPy arrays that
+    stand for CuPy ones (a CuPy export or plan made without a GPU)."""
+    saved = config["stack_gemms"]
+    wanted = config.stack_gemms_for(_CupyLike())
+    if wanted == config.stack_gemms_for(None):  # the same program either way: keep caches
+        yield
+        return
+    config["stack_gemms"] = wanted
+    try:
+        yield
+    finally:
+        config["stack_gemms"] = saved
+
+
+@contextmanager
+def _as_is():
+    yield
 
 
 def _python_name(label: str) -> str:
@@ -193,6 +296,9 @@ def _fresh(tree):
             return x
         if isinstance(x, np.ndarray) and type(x) is np.ndarray:
             return np.array(x, copy=True)
+        b = array_backend(x)
+        if b is not None and b.is_cupy and b.is_array(x):
+            return x.copy()
         return x
 
     return T.tree_map(fresh, tree)
@@ -252,6 +358,9 @@ def _spec(tree) -> str:
 def _constants(consts: dict) -> list[str]:
     lines = []
     for cname, value in consts.items():
+        b = array_backend(value)
+        if b is not None and b.is_cupy and b.is_array(value):
+            value = value.get()  # a closed-over CuPy array: its bytes, from the device
         a = np.ascontiguousarray(np.asarray(value))
         if a.dtype.kind not in "biufc":
             raise DualgpuError(f"dg.export: constant {cname} has dtype {a.dtype}")
@@ -260,17 +369,23 @@ def _constants(consts: dict) -> list[str]:
     return lines
 
 
-def _ops_used(graph) -> list[str]:
+def _ops_used(eqns, cupy: bool = False) -> list[str]:
+    """The registry ops that ``eqns`` (the equations run as Python) call as ``ops.<name>``;
+    refuses what the module cannot compute without dualgpu."""
     names = []
-    for eqn in graph.eqns:
+    for eqn in eqns:
         py = eqn.prim.py
-        uses_ops = py is None or (isinstance(py, str) and py.startswith("ops."))
         if getattr(eqn.prim, "custom", False):
             raise DualgpuError(f"dg.export: the custom op {eqn.prim.name!r} cannot be "
                                "exported (its implementation is a Python function of yours)")
         if callable(py) and eqn.prim.name in ("spmm", "sddmm"):
             raise DualgpuError("dg.export: sparse products cannot be exported yet")
+        # a template may be a function (scatter_add's): ask the source it writes
+        uses_ops = f"ops.{eqn.prim.name}(" in emit_equation(eqn, ["_"] * len(eqn.inputs))
         if uses_ops and eqn.prim.name not in names:
+            if cupy and eqn.prim.name in CUPY_REFUSED:
+                raise DualgpuError(f"dg.export: op {eqn.prim.name!r} cannot be exported for "
+                                   f"CuPy ({CUPY_REFUSED[eqn.prim.name]})")
             if eqn.prim.name not in STANDALONE_OPS:
                 raise DualgpuError(f"dg.export: op {eqn.prim.name!r} has no standalone form "
                                    "yet")
@@ -294,36 +409,30 @@ def _with_locations(src: str, graph) -> str:
     return "\n".join(out) + "\n"
 
 
-def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, checks) -> str:
-    src, consts = generate_python(graph, "program")
-    ops = _ops_used(graph)
+def _ops_class(ops: list, forms: dict, library: str) -> list[str]:
+    if not ops:
+        return []
+    lines = ["\nclass ops:",
+             f'    """The registry operations the program calls that {library} has no '
+             'function for."""']
+    for op in ops:
+        body = forms[op].replace("\n", "\n    ").rstrip()
+        lines.append("\n    @staticmethod\n    " + body)
+    lines.append("")
+    return lines
+
+
+def _shapes_line(passed) -> str:
+    return (f"Exported for {len(passed)} array input(s): "
+            + ", ".join(f"{np.dtype(p.dtype).name}{list(np.shape(p))}" for p in passed) + ".")
+
+
+def _glue(what, fname, passed, input_leaves, order, out_tree, checks, inputs: str) -> list:
+    """The module's tables and its public function; ``inputs`` is the expression of the
+    program's input list (read from ``leaves``, ``_INPUTS`` and ``_DTYPES``)."""
     dtypes = [np.dtype(p.dtype).str for p in passed]
-    head = [
-        f'"""{fname}: the {what}, exported by dualgpu {__version__}.',
-        "",
-        "Standalone: it imports NumPy (and SciPy for special functions), not dualgpu.",
-        f"Exported for {len(passed)} array input(s): "
-        + ", ".join(f"{np.dtype(p.dtype).name}{list(np.shape(p))}" for p in passed) + ".",
-        '"""',
-        "import base64",
-        "",
-        "import numpy as np",
-        "",
-        "xp = np",
-        _GLUE,
-    ]
-    if ops:
-        head.append("\nclass ops:")
-        head.append('    """The registry operations the program calls that NumPy has no '
-                    'function for."""')
-        for op in ops:
-            body = STANDALONE_OPS[op].replace("\n", "\n    ").rstrip()
-            head.append("\n    @staticmethod\n    " + body)
-        head.append("")
-    head += _constants(consts)
-    program = _with_locations(src, graph)
     n_leaves = "_N_LEAVES"
-    glue = [
+    return [
         "",
         f"{n_leaves} = {max(input_leaves + [k for k, _ in checks], default=-1) + 1}",
         f"_INPUTS = {tuple(input_leaves)!r}",
@@ -343,8 +452,83 @@ def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, chec
         "        if type(leaves[k]) is not type(value) or repr(leaves[k]) != repr(value):",
         "            raise ValueError(f'static argument leaf {k} is {leaves[k]!r}; this "
         "module was exported for {value!r}')",
-        "    inputs = [xp.asarray(leaves[k], dtype=d) for k, d in zip(_INPUTS, _DTYPES)]",
+        f"    inputs = {inputs}",
         "    outs = program(*inputs)",
         "    return _build(_OUT, iter(outs[i] for i in _ORDER))",
     ]
+
+
+def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, checks) -> str:
+    src, consts = generate_python(graph, "program")
+    ops = _ops_used(graph.eqns)
+    head = [
+        f'"""{fname}: the {what}, exported by dualgpu {__version__}.',
+        "",
+        "Standalone: it imports NumPy (and SciPy for special functions), not dualgpu.",
+        _shapes_line(passed),
+        '"""',
+        "import base64",
+        "",
+        "import numpy as np",
+        "",
+        "xp = np",
+        _GLUE + _NUMPY_GLUE,
+    ]
+    head += _ops_class(ops, STANDALONE_OPS, "NumPy")
+    head += _constants(consts)
+    program = _with_locations(src, graph)
+    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks,
+                 "[xp.asarray(leaves[k], dtype=d) for k, d in zip(_INPUTS, _DTYPES)]")
     return "\n".join(head) + "\n\n\n" + program + "\n".join(glue) + "\n"
+
+
+def _cupy_module_text(what, fname, graph, passed, input_leaves, order, out_tree,
+                      checks) -> str:
+    plan = plan_graph(graph)
+    prog = plan_program(plan, "program")
+    ops = _ops_used(prog.library_eqns, cupy=True)
+    regions = len(plan.regions)
+    head = [
+        f'"""{fname}: the {what}, exported by dualgpu {__version__} for CuPy.',
+        "",
+        "Standalone: it imports CuPy (and NumPy for dtypes and constants), not dualgpu.",
+        f"The fusion plan: {regions} fused region(s) run by {prog.launches} launch(es) of "
+        f"{len(prog.kernels)} generated CUDA kernel(s), compiled at import, and "
+        f"{len(plan.steps) - regions} library call(s).",
+        _shapes_line(passed),
+        "The kernels are specialised to these shapes and dtypes and to C-contiguous arrays:",
+        "the function checks its array arguments and raises a clear error for others.",
+        '"""',
+        "import base64",
+        "",
+        "import cupy",
+        "import numpy as np",
+        "",
+        "xp = cupy",
+        _GLUE + _CUPY_GLUE,
+    ]
+    head += _ops_class(ops, {**STANDALONE_OPS, **CUPY_OPS}, "CuPy")
+    head += _constants(prog.consts)
+    head += _kernel_lines(prog.kernels)
+    shapes = E.py_literal(tuple(tuple(int(d) for d in np.shape(p)) for p in passed),
+                          "the input shapes")
+    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks,
+                 "[_checked(leaves[k], k, np.dtype(d), s)\n"
+                 "              for k, d, s in zip(_INPUTS, _DTYPES, _SHAPES)]")
+    glue.insert(4, f"_SHAPES = {shapes}")
+    return ("\n".join(head) + "\n\n\n" + prog.source
+            + "\n".join(glue) + "\n")
+
+
+def _kernel_lines(kernels: dict) -> list[str]:
+    """The CUDA source of every kernel (each once) as one string, compiled at import, and
+    one module-level name per kernel."""
+    if not kernels:
+        return []
+    lines = ["", "# The generated CUDA kernels (dg.source shows the same text), compiled once.",
+             "_CUDA = " + E.py_text_block("\n".join(kernels.values()), "the CUDA source"),
+             "_kernels = cupy.RawModule(code=_CUDA)"]
+    for kname in kernels:
+        lines.append(f"{kernel_global(kname)} = _kernels.get_function("
+                     f"{E.py_literal(kname, 'a kernel name')})")
+    return lines

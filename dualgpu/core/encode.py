@@ -216,6 +216,29 @@ def py_literal(v, what: str = "value", depth: int = 0) -> str:
     raise _refuse(what, v)
 
 
+def py_text_block(text, what: str = "text") -> str:
+    r'''A Python string literal of a block of generated text (the CUDA source an exported
+    module embeds): triple-quoted, one source line per line, when the text is printable
+    ASCII without backslashes or quotes that could end the literal; ``repr`` otherwise.
+
+    Example::
+
+        >>> print(py_text_block('extern "C" f() {\n}\n'))
+        """\
+        extern "C" f() {
+        }
+        """
+        >>> py_text_block('a\\b')
+        "'a\\\\b'"
+    '''
+    if type(text) is not str:
+        raise _refuse(what, text, "it must be a str")
+    lines = text.split("\n")
+    plain = (text.isascii() and "\\" not in text and '"""' not in text
+             and not text.endswith('"') and all(line.isprintable() for line in lines))
+    return '"""\\\n' + text + '"""' if plain else repr(text)
+
+
 def py_dtype_attr(v, what: str = "dtype") -> str:
     """The attribute of ``xp`` naming dtype ``v`` (``float32``, ``bool_``): a template's
     ``xp.{dtype}`` is filled only with one of these fixed names, never with the value."""
