@@ -1,0 +1,219 @@
+"""The CuPy launcher (``codegen/cuda.FusedProgram``) on the CPU, with a fake CuPy: every
+region "kernel" evaluates its region with NumPy (:func:`dualgpu.fusion.emulate_region`),
+every product on "our cuBLAS handle" runs its :class:`~dualgpu.backends.cublas.GemmLayout`
+over the operands' memory (:func:`~dualgpu.backends.cublas.emulate_gemm`), and our small
+product kernels run NumPy's matmul. So the launcher's own logic -- the order of the steps,
+the values it releases, the products and sums it hands to cuBLAS, and above all the output
+destinations a CUDA-graph replay writes into (``__call__(..., out=)``) -- is checked against
+the generated NumPy program on fuzzed programs, without a GPU (tests/gpu runs the real one).
+"""
+from __future__ import annotations
+
+import os
+import types
+
+import numpy as np
+import pytest
+import scipy.sparse
+from hypothesis import HealthCheck, given, settings
+
+import dualgpu as dg
+import dualgpu.codegen.cuda as cuda_codegen
+from dualgpu.backends.cublas import emulate_gemm, gemm_layout
+from dualgpu.codegen.cuda import FusedProgram
+from dualgpu.codegen.python import compile_python
+from dualgpu.fusion import emulate_region
+
+fp = pytest.importorskip("fuzz_programs")
+# DUALGPU_LAUNCHER_EXAMPLES=1500 for a longer campaign (1500 programs: 37 s, 0 failures)
+EXAMPLES = int(os.environ.get("DUALGPU_LAUNCHER_EXAMPLES", 40))
+IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
+REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+def _fake_cupy():
+    fake = types.ModuleType("cupy")
+    fake.__getattr__ = lambda name: getattr(np, name)
+    fake.ndarray = np.ndarray
+
+    def empty(shape, dtype=np.float64):   # NaN: a value nothing wrote shows up
+        dt = np.dtype(dtype)
+        return np.full(shape, np.nan if dt.kind in "fc" else -12345, dtype=dt)
+
+    class RawKernel:   # our small product kernels (a region's kernels are bound below)
+        def __init__(self, source, name):
+            self.name = name
+            LOG.append(name.split("_")[1])
+
+        def __call__(self, grid, block, args):
+            a, b, out = args
+            out[...] = np.matmul(a, b).reshape(out.shape)
+
+    fake.empty = empty
+    fake.RawKernel = RawKernel
+    return fake
+
+
+LOG: list = []
+
+
+class FakeBackend:
+    name = "cupy"
+    is_cupy = True
+
+    def __init__(self):
+        self.xp = _fake_cupy()
+
+    def is_sparse(self, x) -> bool:
+        return scipy.sparse.issparse(x)
+
+
+class _Main:
+    def __init__(self, region, rk):
+        self.region, self.rk = region, rk
+
+    def __call__(self, grid, block, args):
+        region, rk = self.region, self.rk
+        grid_ids = [e.outs[0].id for e in region.grid]
+        outs = [v for v in region.outputs if v.id not in grid_ids]
+        assert len(args) == len(region.inputs) + len(outs) + len(grid_ids)
+        env = {v.id: a for v, a in zip(region.inputs, args)}
+        emulate_region(region, env)
+        rest = args[len(region.inputs):]
+        for v, a in zip(outs, rest):
+            assert a.shape == tuple(v.shape) and a.dtype == v.dtype and a.flags.c_contiguous
+            a[...] = env[v.id]
+        for (var, op, _), part in zip(rk.grid, rest[len(outs):]):
+            part[...] = IDENTITY[op]
+            part[0] = np.asarray(env[var.id]).reshape(-1)[0]   # one element
+
+
+class _Finish:
+    def __init__(self, rk):
+        self.rk = rk
+
+    def __call__(self, grid, block, args):
+        for (part, out), (_, op, _) in zip(zip(args[::2], args[1::2]), self.rk.grid):
+            out[...] = REDUCE[op](part)
+
+
+class EmulatedProgram(FusedProgram):
+    """FusedProgram whose region kernels are emulated with NumPy."""
+
+    def _functions(self, region, arrays):
+        rk, _, _ = super()._functions(region, arrays)
+        LOG.append("region")
+        return rk, _Main(region, rk), (_Finish(rk) if rk.finish_source else None)
+
+
+def _flat(a):
+    """``(flat element buffer, element offset)`` of the memory a view reads."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.c_contiguous:
+        return None
+    flat = root.reshape(-1).view(np.uint8).view(a.dtype)
+    offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return flat, offset // a.itemsize
+
+
+class FakeGemm:
+    """The products of "our cuBLAS handle": each layout run over the operands' memory."""
+
+    layouts: list = []
+
+    @classmethod
+    def get(cls):
+        return cls()
+
+    def run(self, lay, a, b, out, precision):
+        # cuBLAS sees memory: a contiguous output of the right size (a sum's result keeps
+        # its unit axes, e.g. (1, 1) for the (1,) of the product)
+        assert out.flags.c_contiguous and out.size == int(np.prod(lay.out_shape))
+        assert lay == gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
+        fa, fb = _flat(a), _flat(b)
+        FakeGemm.layouts.append(lay)
+        LOG.append("gemm")
+        out.reshape(lay.batch, lay.m, lay.n)[...] = emulate_gemm(lay, *fa, *fb)
+
+
+@pytest.fixture(autouse=True)
+def _fake_gemm(monkeypatch):
+    import dualgpu.ops.elementwise
+    import dualgpu.ops.shape
+    from dualgpu.backends import backend_of
+
+    numpy_backend = backend_of([np.ones(1)])
+    for module in (dualgpu.ops.elementwise, dualgpu.ops.shape):   # special functions, scatter
+        monkeypatch.setattr(module, "backend_for_xp", lambda xp: numpy_backend)
+    monkeypatch.setattr(cuda_codegen, "CublasGemm", FakeGemm)
+    FakeGemm.layouts = []
+    LOG.clear()
+
+
+def _destinations(graph):
+    return [np.full(tuple(a.aval.shape), np.nan, dtype=a.aval.dtype)
+            for a in graph.outputs]
+
+
+def _check(graph, args):
+    want = compile_python(graph, np)(*args)
+    program = EmulatedProgram(graph, FakeBackend())
+    for got in (program(*args), program(*args)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-11, atol=1e-12)
+    dests = _destinations(graph)
+    got = program(*args, out=dests)
+    for g, d, w in zip(got, dests, want):
+        assert g is d, "an output must be written into its destination"
+        np.testing.assert_allclose(d, np.asarray(w), rtol=1e-11, atol=1e-12)
+    return program
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fp.programs(max_nodes=7, sparse=False))
+def test_fuzzed_programs_and_their_hvps(prog):
+    f, loss = prog.functions()
+    args = tuple(np.asarray(a) for a in prog.args())
+    _check(dg.trace(dg.jit(f), *args), args)
+    _check(dg.trace(dg.grad(loss, argnums=tuple(range(len(args)))), *args), args)
+    _check(dg.trace(dg.hvp(loss), *args, args[0]), args + (args[0],))
+
+
+def _mlp(batch=64):
+    rng = np.random.default_rng(0)
+    W1, W2 = rng.standard_normal((20, 32)) / 5, rng.standard_normal((32, 3)) / 5
+    X, Y = rng.standard_normal((batch, 20)), rng.standard_normal((batch, 3))
+
+    def loss(W1, W2):
+        h = np.tanh(X @ W1)
+        return np.mean((h @ W2 - Y) ** 2)
+
+    return loss, (W1, W2), (rng.standard_normal(W1.shape), rng.standard_normal(W2.shape))
+
+
+def test_mlp_hvp_runs_its_products_on_the_handle_with_transposes():
+    loss, (W1, W2), (V1, V2) = _mlp(batch=512)
+    g = dg.trace(dg.hvp(loss, argnums=(0, 1)), W1, W2, (V1, V2))
+    _check(g, (W1, W2, V1, V2))
+    ops = {(lay.op_b, lay.op_a) for lay in FakeGemm.layouts}
+    assert FakeGemm.layouts and any("T" in pair for pair in ops), ops
+
+
+def test_sums_over_the_batch_run_as_products_with_ones():
+    x = np.random.default_rng(1).standard_normal((600, 7))
+    g = dg.trace(lambda x: np.sum(np.sin(x), axis=0) + np.sum(np.cos(x), axis=1)[:7], x)
+    _check(g, (x,))
+    assert [lay for lay in FakeGemm.layouts if lay.m == 1 or lay.n == 1], \
+        "a long leading-axis sum is a product with ones"
+
+
+def test_outputs_repeated_inputs_and_literals_get_their_own_destinations():
+    def f(x, y):
+        s = np.sin(x)
+        return s, s, x, y.T, 2.0, s @ y
+
+    x, y = np.ones((3, 4)), np.arange(8.0).reshape(4, 2)
+    _check(dg.trace(f, x, y), (x, y))
