@@ -130,6 +130,20 @@ def to_torch(ctx: Context, a):
     return torch.from_numpy(a)
 
 
+def converted_sets(ctx: Context, inputs, convert):
+    """A function returning ``inputs`` (a list of argument tuples) converted by
+    ``convert(ctx, array)`` (:func:`to_jax`, :func:`to_torch`), converting once, on first
+    use: a peer that is skipped never pays for the copies."""
+    cache: dict = {}
+
+    def sets():
+        if "sets" not in cache:
+            cache["sets"] = [tuple(convert(ctx, a) for a in s) for s in inputs]
+        return cache["sets"]
+
+    return sets
+
+
 def torch_clock(ctx: Context):
     return TorchClock() if ctx.gpu else HostClock()
 

@@ -17,6 +17,7 @@ import numpy as np
 from .common import (
     Context,
     Skip,
+    converted_sets,
     import_jax,
     import_torch,
     jax_clock,
@@ -422,17 +423,8 @@ def run(ctx: Context) -> list[Row]:
     checks = {"hvp": lambda out: rel_err(ctx, out, hvp_ref),
               "grad": lambda out: rel_err(ctx, out, grad_ref)}
     tol = 1e-3
-    jax_sets, torch_sets = {}, {}
-
-    def jax_inputs():
-        if "sets" not in jax_sets:
-            jax_sets["sets"] = [tuple(to_jax(ctx, a) for a in s) for s in inputs]
-        return jax_sets["sets"]
-
-    def torch_inputs():
-        if "sets" not in torch_sets:
-            torch_sets["sets"] = [tuple(to_torch(ctx, a) for a in s) for s in inputs]
-        return torch_sets["sets"]
+    jax_inputs = converted_sets(ctx, inputs, to_jax)
+    torch_inputs = converted_sets(ctx, inputs, to_torch)
 
     rows: list[Row] = []
     for which in ("hvp", "grad"):

@@ -14,6 +14,7 @@ import numpy as np
 
 from .common import (
     Context,
+    converted_sets,
     import_jax,
     import_torch,
     jax_clock,
@@ -187,17 +188,8 @@ def run(ctx: Context) -> list[Row]:
     grad_ref, hvp_ref = reference(ctx.xp, dims, *inputs[0])
     checks = {"hvp": lambda out: rel_err(ctx, out, hvp_ref),
               "grad": lambda out: rel_err(ctx, out, grad_ref)}
-    jax_sets, torch_sets = {}, {}
-
-    def jax_inputs():
-        if "sets" not in jax_sets:
-            jax_sets["sets"] = [tuple(to_jax(ctx, a) for a in s) for s in inputs]
-        return jax_sets["sets"]
-
-    def torch_inputs():
-        if "sets" not in torch_sets:
-            torch_sets["sets"] = [tuple(to_torch(ctx, a) for a in s) for s in inputs]
-        return torch_sets["sets"]
+    jax_inputs = converted_sets(ctx, inputs, to_jax)
+    torch_inputs = converted_sets(ctx, inputs, to_torch)
 
     rows: list[Row] = []
     for which in ("hvp", "grad"):

@@ -17,7 +17,7 @@ import time
 import traceback
 
 from . import dense_tiny, mlp
-from .common import Context, Skip, rel_err, short, to_jax, to_torch
+from .common import Context, Skip, converted_sets, rel_err, short, to_jax, to_torch
 from .report import Row
 from .timing import BenchTimeout, fit_reps, host_overhead, time_limit
 
@@ -99,17 +99,8 @@ def run(ctx: Context) -> list[Row]:
 
             torch.cuda.synchronize()
 
-    jax_sets, torch_sets = {}, {}
-
-    def jax_inputs():
-        if "s" not in jax_sets:
-            jax_sets["s"] = [tuple(to_jax(ctx, a) for a in s) for s in inputs]
-        return jax_sets["s"]
-
-    def torch_inputs():
-        if "s" not in torch_sets:
-            torch_sets["s"] = [tuple(to_torch(ctx, a) for a in s) for s in inputs]
-        return torch_sets["s"]
+    jax_inputs = converted_sets(ctx, inputs, to_jax)
+    torch_inputs = converted_sets(ctx, inputs, to_torch)
 
     def make_dualgpu():
         import dualgpu as dg
