@@ -108,6 +108,12 @@ class OutputSlot:
         return [self._cupy.ndarray(shape, dtype=dtype, memptr=base + off)
                 for shape, dtype, off in self.layout]
 
+    def overlaps(self, arrays) -> bool:
+        """Whether any of ``arrays`` reads this slot's memory."""
+        lo = self.block.data.ptr
+        hi = lo + self.block.nbytes
+        return any(lo <= a.data.ptr < hi for a in arrays)
+
     def is_free(self) -> bool:
         """No result of an earlier call is alive (nothing else references the memory)."""
         return sys.getrefcount(self.mem) <= self.baseline
@@ -188,6 +194,10 @@ class CudaGraphRunner:
             if s is None:
                 return self.fn(*arrays), False
             slot = self.policy.slots[s]
+            if reuse_outputs and slot.overlaps(arrays):
+                # a result of the last call passed back in: writing the one reused slot
+                # while reading it would be a race (other slots are busy while read)
+                return self.fn(*arrays), False
             graph = self.policy.graph((key, s))
             if graph is None:
                 try:

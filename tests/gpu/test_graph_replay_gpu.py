@@ -229,3 +229,16 @@ def test_sums_over_leading_or_trailing_axes(dtype, shape, axes):
     for _ in range(3):
         got = cp.asnumpy(f(cp.asarray(x)))
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_reuse_mode_with_a_result_passed_back_in():
+    """``x = f(x)`` under "reuse": the input is the one reused slot; the call runs eagerly
+    instead of reading and writing the same memory."""
+    config["cuda_graph_outputs"] = "reuse"
+    f = dg.jit(lambda x: np.tanh(x @ x.T) @ x + 1.0)
+    x0 = cp.asarray(np.random.default_rng(0).standard_normal((64, 64)) / 8)
+    x, want = x0, cp.asnumpy(x0)
+    for _ in range(6):
+        x = f(x)
+        want = np.tanh(want @ want.T) @ want + 1.0
+        np.testing.assert_allclose(cp.asnumpy(x), want, rtol=1e-10, atol=1e-12)
