@@ -147,3 +147,25 @@ def test_skinny_kernel_text():
     assert f"blockIdx.x * {ROWS_PER_BLOCK}" in src
     # deterministic text: the same product compiles once (CuPy's cache hits)
     assert skinny_matmul_kernel(1000, 3, 64, 70, (1, 64), np.float64) == (name, src)
+
+
+def test_thin_product_kernel_indexes_big_operands_in_64_bits():
+    """A thin-K product of a slice of a big array (X[:, :8] of a 300000×8192 float32 X) or
+    of a long transposed operand reads offsets past INT_MAX: the kernel must form them in
+    64 bits (a 32-bit ``i * 8192`` wraps and reads the wrong memory)."""
+    from dualgpu.codegen.cuda import matmul_kernel, matmul_kernel_choice
+
+    int_max = 2 ** 31 - 1
+    m, n, k, sa, sb = 300000, 4, 8, (8192, 1), (4, 1)
+    assert matmul_kernel_choice(m, n, k, sa, sb, 4) == "tiny"
+    assert (m - 1) * sa[0] + (k - 1) * sa[1] > int_max
+    _, src = matmul_kernel(m, n, k, sa, sb, np.float32)
+    assert "const long long i = t / 4" in src and "a[i * 8192 +" in src, src
+
+    m, n, k, sa, sb = 1 << 28, 1, 16, (1, 1 << 28), (1, 0)   # a = X.T, X of 16 × 2**28
+    assert matmul_kernel_choice(m, n, k, sa, sb, 4) == "tiny"
+    _, src = matmul_kernel(m, n, k, sa, sb, np.float32)
+    assert f"(long long)p * {1 << 28}" in src, src
+    # small products keep their 32-bit text (and kernel names)
+    _, src = matmul_kernel(4, 1, 10, (1, 4), (1, 0), np.float32)
+    assert "a[i * 1 + p * 4]" in src and "const int i" in src
