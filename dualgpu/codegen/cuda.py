@@ -200,7 +200,12 @@ class _Emitter:
         self.r = region
         self.nd = len(region.domain)
         self.strides = strides
-        big = int(np.prod(region.domain, dtype=np.int64)) >= 2 ** 31 - 1
+        # 64-bit indices for a domain past INT_MAX, or an input whose offsets pass it (a
+        # strided view of a big array: x[:, :8] of a 300000 x 8192 x)
+        reach = max((sum((n - 1) * abs(st) for n, st in zip(v.shape, strides[v.id]))
+                     for v in region.inputs), default=0)
+        big = int(np.prod(region.domain, dtype=np.int64)) >= 2 ** 31 - 1 \
+            or reach > 2 ** 31 - 1
         self.idx = "long long" if big else "int"
         self.in_names = {v.id: N.input_name(i) for i, v in enumerate(region.inputs)}
         self.out_names = {v.id: f"out{i}" for i, v in enumerate(region.outputs)}
