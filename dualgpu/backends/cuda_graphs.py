@@ -257,7 +257,8 @@ class CudaGraphRunner:
             finally:
                 gemm.capture_workspace = None
         cur.wait_event(stream.record())
-        self._last_stream = cur
+        # _last_stream is left to _replay: the new graph shares the scratch memory of the
+        # others, so its first launch too waits for the last replay (on another stream)
         self.captures += 1
         return graph
 
