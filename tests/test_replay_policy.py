@@ -61,6 +61,26 @@ def test_reuse_always_writes_slot_zero():
     assert p.free_slot(True, _free, _Slot) == 0      # documented: overwritten
 
 
+def test_reuse_never_overwrites_results_handed_out_under_copy():
+    """Switching ``cuda_graph_outputs`` to "reuse" must not overwrite a result the caller
+    got, and still holds, under "copy" (those are promised fresh); only the reuse slot's
+    own results are overwritten by the next reuse call."""
+    p = ReplayPolicy(max_slots=2)
+    assert p.free_slot(False, _free, _Slot) == 0
+    p.slots[0].held = True                       # a "copy" result, kept
+    r = p.free_slot(True, _free, _Slot)
+    assert r == 1, "the reuse slot must not be a slot whose results are held"
+    p.slots[1].held = True                       # reuse results held: overwritten anyway
+    assert p.free_slot(True, _free, _Slot) == 1
+    assert p.free_slot(False, _free, _Slot) is None   # copy: both held, eager
+    p.slots[1].held = False
+    assert p.free_slot(False, _free, _Slot) == 1      # copy takes the free reuse slot...
+    p.slots[1].held = True
+    assert p.free_slot(True, _free, _Slot) is None    # ...so reuse has none left: eager
+    p.slots[0].held = False
+    assert p.free_slot(True, _free, _Slot) == 0
+
+
 def test_output_layout_is_aligned_and_covers_every_output():
     outs = [np.zeros(3, np.float32), np.zeros((), np.float64), np.zeros((70, 2))]
     layout, total = output_layout(outs)
