@@ -176,7 +176,8 @@ class CudaGraphRunner:
     # -------------------------------------------------------------- the call
     def run(self, arrays, reuse_outputs: bool = False, max_bytes: int | None = None):
         """``(outputs, replayed)``: replayed outputs are views of a slot that no earlier
-        result still uses (``reuse_outputs``: always the one reuse slot, overwritten by the next call)."""
+        result still uses (``reuse_outputs``: always the one reuse slot, overwritten by the
+        next call)."""
         self.calls += 1
         if self.failed is not None:
             return self.fn(*arrays), False
