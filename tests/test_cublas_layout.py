@@ -147,3 +147,85 @@ def test_skinny_kernel_text():
     assert f"blockIdx.x * {ROWS_PER_BLOCK}" in src
     # deterministic text: the same product compiles once (CuPy's cache hits)
     assert skinny_matmul_kernel(1000, 3, 64, 70, (1, 64), np.float64) == (name, src)
+
+
+def test_thin_product_kernel_indexes_big_operands_in_64_bits():
+    """A thin-K product of a slice of a big array (X[:, :8] of a 300000×8192 float32 X) or
+    of a long transposed operand reads offsets past INT_MAX: the kernel must form them in
+    64 bits (a 32-bit ``i * 8192`` wraps and reads the wrong memory)."""
+    from dualgpu.codegen.cuda import matmul_kernel, matmul_kernel_choice
+
+    int_max = 2 ** 31 - 1
+    m, n, k, sa, sb = 300000, 4, 8, (8192, 1), (4, 1)
+    assert matmul_kernel_choice(m, n, k, sa, sb, 4) == "tiny"
+    assert (m - 1) * sa[0] + (k - 1) * sa[1] > int_max
+    _, src = matmul_kernel(m, n, k, sa, sb, np.float32)
+    assert "const long long i = t / 4" in src and "a[i * 8192 +" in src, src
+
+    m, n, k, sa, sb = 1 << 28, 1, 16, (1, 1 << 28), (1, 0)   # a = X.T, X of 16 × 2**28
+    assert matmul_kernel_choice(m, n, k, sa, sb, 4) == "tiny"
+    _, src = matmul_kernel(m, n, k, sa, sb, np.float32)
+    assert f"(long long)p * {1 << 28}" in src, src
+    # small products keep their 32-bit text (and kernel names)
+    _, src = matmul_kernel(4, 1, 10, (1, 4), (1, 0), np.float32)
+    assert "a[i * 1 + p * 4]" in src and "const int i" in src
+
+
+def _any_strides(rng, shape, itemsize=8):
+    """A view of ``shape`` with arbitrary element strides -- negative (``x[::-1]``), zero
+    (broadcast), overlapping, padded, transposed -- over a flat buffer with a NaN margin:
+    ``(view, flat buffer, element offset)``. A read outside the view's memory (an index
+    that wraps below 0 included) lands on a NaN."""
+    nd = len(shape)
+    perm = rng.permutation(nd)
+    strides, acc = [0] * nd, 1
+    for ax in perm[::-1]:   # a random memory order, each axis stepped and padded
+        strides[ax] = acc * int(rng.choice([1, 1, 2, 3]))
+        acc = abs(strides[ax]) * shape[ax] + int(rng.choice([0, 0, 1]))
+    for ax in range(nd):
+        r = rng.random()
+        if r < 0.2:
+            strides[ax] = -strides[ax]
+        elif r < 0.3:
+            strides[ax] = 0
+        elif r < 0.35:
+            strides[ax] = int(rng.integers(-3, 4))   # overlapping rows
+    low = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    high = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+    margin = 64
+    flat = np.full(margin + (high - low + 1) + margin, np.nan)
+    offset = margin - low
+    flat[margin: margin + high - low + 1] = rng.standard_normal(high - low + 1)
+    view = np.lib.stride_tricks.as_strided(flat[offset:], shape,
+                                           [s * itemsize for s in strides])
+    wrapped = np.concatenate([flat, np.full(flat.size, np.nan)])   # flat[-j] reads NaN
+    return view, wrapped, offset
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from([(), (1,), (3,), (2, 2), (1, 3)]),
+       st.sampled_from([(), (1,), (3,), (2, 1)]), st.integers(1, 4), st.integers(1, 4),
+       st.integers(1, 4), st.booleans(), st.booleans())
+def test_arbitrary_strides_are_exact_or_refused(seed, ba, bb, m, n, k, vec_a, vec_b):
+    """Negative, zero and overlapping strides, unit sizes, 1-D operands, batches that do or
+    do not collapse: a layout handed to cuBLAS reads exactly the operands' memory."""
+    try:
+        np.broadcast_shapes(ba, bb)
+    except ValueError:
+        return
+    rng = np.random.default_rng(seed)
+    a_shape = (k,) if vec_a else ba + (m, k)
+    b_shape = (k,) if vec_b else bb + (k, n)
+    a, fa, oa = _any_strides(rng, a_shape)
+    b, fb, ob = _any_strides(rng, b_shape)
+    _check(a, fa, oa, b, fb, ob)
+
+
+def test_strides_that_are_not_whole_elements_are_refused():
+    base = np.zeros(64, np.uint8)
+    a = np.lib.stride_tricks.as_strided(base.view(np.float64), (2, 3), (12, 4))
+    b = np.ones((3, 2))
+    assert gemm_layout(a.shape, a.strides, b.shape, b.strides, 8) is None
+    assert gemm_layout(b.shape, b.strides, a.T.shape, a.T.strides, 8) is None
+    assert gemm_layout((2, 3), (24, 8), (3, 0), (16, 8), 8) is None     # k != k, empty
+    assert gemm_layout((0, 3), (24, 8), (3, 2), (16, 8), 8) is None     # an empty product

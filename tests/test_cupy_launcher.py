@@ -217,3 +217,75 @@ def test_outputs_repeated_inputs_and_literals_get_their_own_destinations():
 
     x, y = np.ones((3, 4)), np.arange(8.0).reshape(4, 2)
     _check(dg.trace(f, x, y), (x, y))
+
+
+# ------------------------------------------------------------------ our product kernels' indexing
+def _kernel_emulation(monkeypatch):
+    """Our small product kernels run by their documented indexing over the operands' flat
+    memory: the tiny kernel reads ``a[i*a0 + p*a1]``, ``b[p*b0 + j*b1]``; the skinny one
+    ``a[row*a_row + p]`` (unit stride along a row) and ``b[p*b0 + j*b1]``; both write ``c``
+    row-major. The strides are those the launcher passes to the text generators."""
+    params = {}
+    real_tiny, real_skinny = cuda_codegen.matmul_kernel, cuda_codegen.skinny_matmul_kernel
+
+    def tiny(m, n, k, sa, sb, dtype):
+        name, src = real_tiny(m, n, k, sa, sb, dtype)
+        params[name] = (m, n, k, sa, sb)
+        return name, src
+
+    def skinny(m, n, k, a_row, sb, dtype):
+        name, src = real_skinny(m, n, k, a_row, sb, dtype)
+        params[name] = (m, n, k, (a_row, 1), sb)
+        return name, src
+
+    class RawKernel:
+        def __init__(self, source, name):
+            self.name = name
+            LOG.append(name.split("_")[1])
+
+        def __call__(self, grid, block, args):
+            a, b, out = args
+            m, n, k, (a0, a1), (b0, b1) = params[self.name]
+            (fa, oa), (fb, ob) = _flat(a), _flat(b)
+            i, j, p = np.meshgrid(np.arange(m), np.arange(n), np.arange(k), indexing="ij")
+            ia, ib = oa + i * a0 + p * a1, ob + p * b0 + j * b1
+            assert ia.min() >= 0 and ib.min() >= 0, "a read before the operand's memory"
+            c = (fa[ia] * fb[ib]).sum(axis=-1)
+            assert out.flags.c_contiguous and out.size == m * n
+            out.reshape(-1)[...] = c.reshape(-1)
+
+    monkeypatch.setattr(cuda_codegen, "matmul_kernel", tiny)
+    monkeypatch.setattr(cuda_codegen, "skinny_matmul_kernel", skinny)
+    return RawKernel
+
+
+@pytest.mark.parametrize("case", ["tiny", "thin", "skinny", "vec_a", "vec_b", "dot"])
+@pytest.mark.parametrize("view", ["plain", "reversed", "transposed", "sliced"])
+def test_small_products_read_strided_operands(monkeypatch, case, view):
+    """x[::-1], .T and column slices as operands of our product kernels: each kernel reads
+    the operand's memory through the strides the launcher gave its text."""
+    rng = np.random.default_rng(0)
+    shapes = {"tiny": ((4, 5), (5, 3)), "thin": ((300, 7), (7, 40)),
+              "skinny": ((600, 40), (40, 3)), "vec_a": ((7,), (7, 3)),
+              "vec_b": ((4, 7), (7,)), "dot": ((7,), (7,))}[case]
+
+    def make(shape):
+        if view == "reversed":
+            return rng.standard_normal(shape)[::-1]
+        if view == "transposed" and len(shape) == 2:
+            return rng.standard_normal(shape[::-1]).T
+        if view == "sliced":
+            return rng.standard_normal(shape[:-1] + (shape[-1] + 3,))[..., 1:-2]
+        return rng.standard_normal(shape)
+
+    a, b = make(shapes[0]), make(shapes[1])
+    backend = FakeBackend()
+    backend.xp.RawKernel = _kernel_emulation(monkeypatch)
+    g = dg.trace(lambda a, b: a @ b, a, b)
+    program = EmulatedProgram(g, backend)
+    for out in (None, _destinations(g)):
+        got = program(a, b, out=out)[0]
+        np.testing.assert_allclose(np.asarray(got), a @ b, rtol=1e-12, atol=1e-12)
+    want = "gemm" if (case, view) in (("thin", "transposed"), ("skinny", "transposed")) \
+        else "skinny" if case == "skinny" else "matmul"
+    assert want in LOG, LOG

@@ -292,3 +292,15 @@ def test_generated_kernels_compile_with_nvcc(tmp_path):
     done = subprocess.run(["nvcc", "--ptx", "-x", "cu", str(cu), "-o", str(tmp_path / "k.ptx")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
+
+
+def test_region_reading_a_slice_of_a_big_array_indexes_in_64_bits():
+    """x[:, :8] of a 300000 x 8192 float32 array: the region's domain is small, but the
+    offset i0 * 8192 of its last rows passes INT_MAX; a 32-bit index wraps and reads the
+    wrong memory."""
+    x = np.ones((300000, 8), np.float32)
+    region = plan_graph(dg.trace(lambda x: np.sin(x) * 2, x)).regions[0]
+    src = region_kernels(region, {region.inputs[0].id: (8192, 1)}).source
+    assert "const long long i0" in src and "in0[i0 * 8192 + i1]" in src, src
+    # contiguous: the 32-bit text
+    assert "const int i0" in region_kernels(region).source

@@ -55,6 +55,7 @@ class ReplayPolicy:
         self.graphs: OrderedDict = OrderedDict()   # (input key, slot index) -> graph
         self.seen: OrderedDict = OrderedDict()     # input key -> times seen
         self.slots: list = []
+        self.reuse_slot: int | None = None   # the slot "reuse" calls write, once chosen
 
     def hot(self, key) -> bool:
         """Count a call with input key ``key``; True once it is worth a graph."""
@@ -77,20 +78,26 @@ class ReplayPolicy:
             self.graphs.popitem(last=False)
 
     def free_slot(self, reuse: bool, is_free, make):
-        """Index of the slot a call writes: slot 0 under ``reuse`` (documented: the next
-        call overwrites it); else the first slot ``is_free`` says the caller has let go of,
-        or a new one from ``make()`` while fewer than ``max_slots`` exist; else None."""
-        if reuse:
-            if not self.slots:
-                self.slots.append(make())
-            return 0
+        """Index of the slot a call writes: under ``reuse`` the reuse slot (documented: the
+        next call overwrites it); else, or to choose the reuse slot, the first slot
+        ``is_free`` says the caller has let go of, or a new one from ``make()`` while fewer
+        than ``max_slots`` exist; else None. A slot written without ``reuse`` stops being
+        the reuse slot: its results are the caller's until dropped."""
+        if reuse and self.reuse_slot is not None:
+            return self.reuse_slot
+        s = None
         for i, slot in enumerate(self.slots):
             if is_free(slot):
-                return i
-        if len(self.slots) < self.max_slots:
+                s = i
+                break
+        if s is None and len(self.slots) < self.max_slots:
             self.slots.append(make())
-            return len(self.slots) - 1
-        return None
+            s = len(self.slots) - 1
+        if reuse:
+            self.reuse_slot = s
+        elif s is not None and s == self.reuse_slot:
+            self.reuse_slot = None
+        return s
 
 
 class OutputSlot:
@@ -169,7 +176,8 @@ class CudaGraphRunner:
     # -------------------------------------------------------------- the call
     def run(self, arrays, reuse_outputs: bool = False, max_bytes: int | None = None):
         """``(outputs, replayed)``: replayed outputs are views of a slot that no earlier
-        result still uses (``reuse_outputs``: always slot 0, overwritten by the next call)."""
+        result still uses (``reuse_outputs``: always the one reuse slot, overwritten by the
+        next call)."""
         self.calls += 1
         if self.failed is not None:
             return self.fn(*arrays), False
@@ -257,7 +265,8 @@ class CudaGraphRunner:
             finally:
                 gemm.capture_workspace = None
         cur.wait_event(stream.record())
-        self._last_stream = cur
+        # _last_stream is left to _replay: the new graph shares the scratch memory of the
+        # others, so its first launch too waits for the last replay (on another stream)
         self.captures += 1
         return graph
 

@@ -200,7 +200,12 @@ class _Emitter:
         self.r = region
         self.nd = len(region.domain)
         self.strides = strides
-        big = int(np.prod(region.domain, dtype=np.int64)) >= 2 ** 31 - 1
+        # 64-bit indices for a domain past INT_MAX, or an input whose offsets pass it (a
+        # strided view of a big array: x[:, :8] of a 300000 x 8192 x)
+        reach = max((sum((n - 1) * abs(st) for n, st in zip(v.shape, strides[v.id]))
+                     for v in region.inputs), default=0)
+        big = int(np.prod(region.domain, dtype=np.int64)) >= 2 ** 31 - 1 \
+            or reach > 2 ** 31 - 1
         self.idx = "long long" if big else "int"
         self.in_names = {v.id: N.input_name(i) for i, v in enumerate(region.inputs)}
         self.out_names = {v.id: f"out{i}" for i, v in enumerate(region.outputs)}
@@ -702,14 +707,20 @@ def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype) -> tuple[
     ct = ctype(dtype)
     a0, a1 = a_strides
     b0, b1 = b_strides
+    # 64-bit indices once an offset (a thin slice of a big array: x[:, :8]) or the thread
+    # index may pass INT_MAX; else the text (and its hash) of the 32-bit kernel
+    reach = max(m * n + BLOCK, (m - 1) * abs(a0) + (k - 1) * abs(a1),
+                (k - 1) * abs(b0) + (n - 1) * abs(b1))
+    it, w = ("long long", "(long long)") if reach > 2 ** 31 - 1 else ("int", "")
     template = "\n".join([
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
         f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ c) {{",
-        f"  const int t = (int)blockIdx.x * {BLOCK} + (int)threadIdx.x;",
+        f"  const {it} t = ({it})blockIdx.x * {BLOCK} + ({it})threadIdx.x;",
         f"  if (t >= {m * n}) return;",
-        f"  const int i = t / {max(n, 1)}, j = t % {max(n, 1)};",
+        f"  const {it} i = t / {max(n, 1)}, j = t % {max(n, 1)};",
         f"  {ct} acc = {c_literal(0, dtype)};",
-        f"  for (int p = 0; p < {k}; ++p) acc += a[i * {a0} + p * {a1}] * b[p * {b0} + j * {b1}];",
+        f"  for (int p = 0; p < {k}; ++p) "
+        f"acc += a[i * {a0} + {w}p * {a1}] * b[{w}p * {b0} + j * {b1}];",
         "  c[t] = acc;",
         "}"]) + "\n"
     return _named(template, "matmul")
