@@ -49,8 +49,16 @@ def _fake_cupy():
             a, b, out = args
             out[...] = np.matmul(a, b).reshape(out.shape)
 
+    class Stream:   # one host-ordered stream: nothing is ever in flight
+        def is_capturing(self):
+            return False
+
+        def synchronize(self):
+            pass
+
     fake.empty = empty
     fake.RawKernel = RawKernel
+    fake.cuda = types.SimpleNamespace(get_current_stream=Stream)
     return fake
 
 

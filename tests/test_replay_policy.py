@@ -25,10 +25,9 @@ def test_seen_addresses_are_bounded():
 
 def test_graphs_are_least_recently_used():
     p = ReplayPolicy(max_graphs=2)
-    p.add_graph("a", 1)
-    p.add_graph("b", 2)
+    assert p.add_graph("a", 1) == [] and p.add_graph("b", 2) == []
     assert p.graph("a") == 1       # "a" used: "b" is now the oldest
-    p.add_graph("c", 3)
+    assert p.add_graph("c", 3) == [2]   # the runner waits for an evicted graph to finish
     assert p.graph("b") is None and p.graph("a") == 1 and p.graph("c") == 3
 
 

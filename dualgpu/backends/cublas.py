@@ -107,6 +107,8 @@ def _batch_stride(batch_shape, shape, strides):
         return 0
     # the batch must be one arithmetic progression: inner axis stride s, next n*s, ...
     step = live[-1][1]
+    if step < 0:
+        return None   # a reversed batch: whether cuBLAS takes a negative stride is unchecked
     expect = step
     for n, s in reversed(live):
         if s != expect:
@@ -299,7 +301,9 @@ class CublasGemm:
         if self.capture_workspace is not None:
             return self.capture_workspace()
         ws = self._workspaces.get(stream)
-        if ws is None:
+        if ws is not None:
+            self._workspaces.move_to_end(stream)
+        else:
             # allocated while ``stream`` is current: CuPy's pool reuses it only in that
             # stream's order once it is dropped
             ws = self._workspaces[stream] = self._cp.empty(WORKSPACE_BYTES, self._cp.uint8)

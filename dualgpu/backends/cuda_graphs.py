@@ -71,11 +71,14 @@ class ReplayPolicy:
             self.graphs.move_to_end(gkey)
         return g
 
-    def add_graph(self, gkey, graph) -> None:
+    def add_graph(self, gkey, graph) -> list:
+        """Keep ``graph``; returns the graphs evicted to stay within ``max_graphs``."""
         self.graphs[gkey] = graph
         self.graphs.move_to_end(gkey)
+        evicted = []
         while len(self.graphs) > self.max_graphs:
-            self.graphs.popitem(last=False)
+            evicted.append(self.graphs.popitem(last=False)[1])
+        return evicted
 
     def free_slot(self, reuse: bool, is_free, make):
         """Index of the slot a call writes: under ``reuse`` the reuse slot (documented: the
@@ -213,7 +216,11 @@ class CudaGraphRunner:
                 except Exception as e:  # noqa: BLE001 - any failure means "run eagerly"
                     self.failed = f"{type(e).__name__}: {e}"
                     return self.fn(*arrays), False
-                self.policy.add_graph((key, s), graph)
+                evicted = self.policy.add_graph((key, s), graph)
+                if evicted and self._last_stream is not None:
+                    # an evicted graph may still be running: let it finish before it goes
+                    self._last_stream.synchronize()
+                del evicted
             return self._replay(graph, slot), True
 
     def _learn(self, arrays, outs):

@@ -868,7 +868,12 @@ class FusedProgram:
         length = a.shape[0] if leading else a.shape[1]
         ones = self._ones.get((length, x.dtype.char))
         if ones is None:
-            ones = self._ones[(length, x.dtype.char)] = cp.ones(length, dtype=x.dtype)
+            ones = cp.ones(length, dtype=x.dtype)
+            stream = cp.cuda.get_current_stream()
+            if not stream.is_capturing():
+                # filled before any stream reads it (another thread's call may, at once)
+                stream.synchronize()
+            self._ones[(length, x.dtype.char)] = ones
         left, right = (ones, a) if leading else (a, ones)
         lay = gemm_layout(left.shape, left.strides, right.shape, right.strides, x.itemsize)
         out = self._dest(env, eqn.outs[0])
