@@ -43,10 +43,12 @@ class ReplayPolicy:
     Example::
 
         >>> p = ReplayPolicy(max_graphs=1, max_slots=1)
-        >>> p.add_graph(("k", 0), "g0"); p.graph(("k", 0))
-        'g0'
-        >>> p.add_graph(("j", 0), "g1"); p.graph(("k", 0)) is None   # evicted: LRU of one
-        True
+        >>> p.add_graph(("k", 0), "g0")          # nothing evicted
+        []
+        >>> p.add_graph(("j", 0), "g1")          # an LRU of one: "g0" goes
+        ['g0']
+        >>> p.graph(("k", 0)) is None, p.graph(("j", 0))
+        (True, 'g1')
     """
 
     def __init__(self, max_graphs: int = 16, max_slots: int = 3):
