@@ -242,8 +242,9 @@ def _cuda_without_gpu(target, args) -> str:
     generator is pure Python): traced on NumPy arrays with the switches a CuPy build uses."""
     with cupy_build():
         graph = dg.trace(target, *args)
+    plan = plan_graph(graph, recompute=dg.config["recompute"])
     return ("// generated without a GPU (no CuPy here): the plan and kernels a CuPy call of "
-            "these shapes runs\n" + plan_source(plan_graph(graph)))
+            "these shapes runs\n" + plan_source(plan))
 
 
 

@@ -18,6 +18,9 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
     dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
     dg.config["stack_gemms"] = True           # grad/hvp programs merge products sharing an
                                               # operand ("auto", the default: never, measured)
+    dg.config["recompute"] = True             # CuPy plans: a kernel recomputes cheap values
+                                              # of an earlier kernel instead of reading them
+                                              # (default False until measured on a GPU)
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -55,6 +58,7 @@ class Config(dict):
         "matmul_precision": (lambda v: v in MATMUL_PRECISIONS, "'float32' or 'tf32'"),
         "stack_gemms": (lambda v: isinstance(v, bool) or v == "auto",
                         "'auto', True or False"),
+        "recompute": (lambda v: isinstance(v, bool), "True or False"),
     }
 
     def __setitem__(self, key, value):
@@ -89,12 +93,12 @@ class Config(dict):
 
 MATMUL_PRECISIONS = ("float32", "tf32")
 # switches read when a program is built; changing one builds new programs
-BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms")
+BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
-                stack_gemms="auto")
+                stack_gemms="auto", recompute=False)
 
 
 class Executable:
@@ -124,7 +128,8 @@ class Executable:
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
-            self._fn, self.source = compile_fused(graph, backend, self.matmul_precision)
+            self._fn, self.source = compile_fused(graph, backend, self.matmul_precision,
+                                                  config["recompute"])
             self.plan = self._fn.plan
         else:
             self._fn = compile_python(graph, backend.xp)

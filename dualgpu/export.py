@@ -484,7 +484,7 @@ def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, chec
 
 def _cupy_module_text(what, fname, graph, passed, input_leaves, order, out_tree,
                       checks) -> str:
-    plan = plan_graph(graph)
+    plan = plan_graph(graph, recompute=config["recompute"])
     prog = plan_program(plan, "program")
     ops = _ops_used(prog.library_eqns, cupy=True)
     regions = len(plan.regions)

@@ -166,17 +166,21 @@ def _destinations(graph):
 
 
 def _check(graph, args):
+    """The launcher, with and without recomputation in the plan, eager and into
+    destinations, against the generated NumPy program."""
     want = compile_python(graph, np)(*args)
-    program = EmulatedProgram(graph, FakeBackend())
-    for got in (program(*args), program(*args)):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-11, atol=1e-12)
-    dests = _destinations(graph)
-    got = program(*args, out=dests)
-    for g, d, w in zip(got, dests, want):
-        assert g is d, "an output must be written into its destination"
-        np.testing.assert_allclose(d, np.asarray(w), rtol=1e-11, atol=1e-12)
+    for recompute in (False, True):
+        program = EmulatedProgram(graph, FakeBackend(), recompute=recompute)
+        for got in (program(*args), program(*args)):
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-11,
+                                           atol=1e-12)
+        dests = _destinations(graph)
+        got = program(*args, out=dests)
+        for g, d, w in zip(got, dests, want):
+            assert g is d, "an output must be written into its destination"
+            np.testing.assert_allclose(d, np.asarray(w), rtol=1e-11, atol=1e-12)
     return program
 
 

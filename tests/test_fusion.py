@@ -85,11 +85,15 @@ def _assert_close(got, want, rtol=1e-12, atol=1e-14):
                                    rtol=rtol, atol=atol)
 
 
-def _check_plan_covers(graph, plan):
-    """Every equation appears exactly once, and every value is defined before use."""
+def _check_plan_covers(graph, plan, recompute=False):
+    """Every equation appears exactly once (with ``recompute``: at most in two places or
+    pruned as dead), and every value is defined before use."""
     seen = []
     for step in plan.steps:
         seen += [step.eqn] if isinstance(step, LibraryStep) else step.eqns
+    if recompute:
+        assert set(map(id, seen)) <= set(map(id, graph.eqns))
+        return
     assert sorted(map(id, seen)) == sorted(map(id, graph.eqns))
 
 
@@ -99,10 +103,11 @@ CASE_NAMES = list(fusion_cases())
 
 @pytest.mark.parametrize("name", CASE_NAMES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_emulated_plan_matches_unfused(name, dtype):
+@pytest.mark.parametrize("recompute", [False, True])
+def test_emulated_plan_matches_unfused(name, dtype, recompute):
     graph, args = _graph(fusion_cases(dtype)[name])
-    plan = plan_graph(graph)
-    _check_plan_covers(graph, plan)
+    plan = plan_graph(graph, recompute=recompute)
+    _check_plan_covers(graph, plan, recompute)
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     _assert_close(emulate(plan, args), eval_graph(graph, args), rtol=rtol, atol=rtol * 1e-2)
 
@@ -199,11 +204,13 @@ def test_random_programs_emulate_like_unfused():
                 continue
             if len(graph.inputs) != len(flat):  # unused inputs were pruned
                 continue
-            plan = plan_graph(graph)
-            _check_plan_covers(graph, plan)
-            _assert_close(emulate(plan, flat), eval_graph(graph, flat), rtol=1e-10, atol=1e-12)
-            for region in plan.regions:
-                region_kernels(region)  # generates without error
+            for recompute in (False, True):
+                plan = plan_graph(graph, recompute=recompute)
+                _check_plan_covers(graph, plan, recompute)
+                _assert_close(emulate(plan, flat), eval_graph(graph, flat), rtol=1e-10,
+                              atol=1e-12)
+                for region in plan.regions:
+                    region_kernels(region)  # generates without error
 
     check()
 
@@ -304,3 +311,45 @@ def test_region_reading_a_slice_of_a_big_array_indexes_in_64_bits():
     assert "const long long i0" in src and "in0[i0 * 8192 + i1]" in src, src
     # contiguous: the 32-bit text
     assert "const int i0" in region_kernels(region).source
+
+
+def _held_peak_bytes(plan) -> int:
+    """The most bytes of values a call holds at once: each step's new values (views made
+    by library steps hold none), less the values released after each step."""
+    live, peak = {}, 0
+    for step, dead in zip(plan.steps, plan.releases):
+        library = isinstance(step, LibraryStep)
+        if not (library and step.eqn.prim.has("view")):
+            for v in step.eqn.outs if library else step.outputs:
+                live[v.id] = int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize
+        peak = max(peak, sum(live.values()))
+        for vid in dead:
+            live.pop(vid, None)
+    return peak
+
+
+def test_recompute_on_the_mlp_hvp():
+    """Planner item 5 of issue 12: the sigmoid layer's kernel writes only what the products
+    read; the last kernel recomputes the rest from the two pre-activations (and absorbs the
+    sum of two products), so the HVP holds at most 2x the gradient's values."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.mlp import Dims, make_inputs, make_loss
+
+    dims = Dims(784, 512, 10, 256)
+    loss = make_loss(dims)
+    p, X, Y, v = make_inputs(np, dims, 1)[0]
+    hvp = dg.trace(dg.hvp(loss), p, X, Y, v)
+    grad = dg.trace(dg.grad(loss), p, X, Y)
+    before, after = plan_graph(hvp), plan_graph(hvp, recompute=True)
+    assert [len(r.outputs) for r in before.regions] == [7, 2, 1, 1, 1]
+    assert [len(r.outputs) for r in after.regions] == [2, 2, 1, 1]
+    assert len(after.regions[-1].inputs) < len(before.regions[-1].inputs)
+    ratio_before = _held_peak_bytes(before) / _held_peak_bytes(plan_graph(grad))
+    ratio_after = (_held_peak_bytes(after)
+                   / _held_peak_bytes(plan_graph(grad, recompute=True)))
+    assert ratio_after <= 2.0 < ratio_before, (ratio_before, ratio_after)
+    args = (p, X, Y, v)
+    _assert_close(emulate(after, args), eval_graph(hvp, args), rtol=1e-5, atol=1e-7)

@@ -733,13 +733,13 @@ class FusedProgram:
     Calls are asynchronous: nothing here reads device memory from the host.
     """
 
-    def __init__(self, graph, backend, precision: str = "float32"):
+    def __init__(self, graph, backend, precision: str = "float32", recompute: bool = False):
         self.graph = graph
         self.backend = backend
         self.cp = backend.xp
         self.precision = precision
         self.gemm_calls = 0   # products run on dualgpu's cuBLAS handle (capturable)
-        self.plan = plan_graph(graph)
+        self.plan = plan_graph(graph, recompute=recompute)
         self.kernels = {r.index: region_kernels(r) for r in self.plan.regions}
         self.source = plan_source(self.plan, self.kernels)
         self._compiled: dict = {}
@@ -1048,7 +1048,7 @@ def _positions(vars_: list, wanted: list) -> list:
     return [where[v.id] for v in wanted]
 
 
-def compile_fused(graph, backend, precision: str = "float32"):
+def compile_fused(graph, backend, precision: str = "float32", recompute: bool = False):
     """Plan ``graph``, generate its kernels and return ``(fn, source_text)``; ``fn(*arrays)``
     returns the list of outputs (CuPy arrays). Kernels compile on first use, once per input
     stride pattern.
@@ -1064,5 +1064,5 @@ def compile_fused(graph, backend, precision: str = "float32"):
         >>> hv.shape
         (3,)
     """
-    program = FusedProgram(graph, backend, precision)
+    program = FusedProgram(graph, backend, precision, recompute)
     return program, program.source

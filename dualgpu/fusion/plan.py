@@ -375,8 +375,11 @@ def _format_eqn(eqn, name) -> str:
     return f"{outs} = {eqn.prim.name} {args}" + (f" {params}" if params else "")
 
 
-def plan_graph(graph: Graph) -> Plan:
+def plan_graph(graph: Graph, recompute: bool = False) -> Plan:
     """Partition ``graph`` into fused regions and library steps, in execution order.
+
+    With ``recompute``, a region recomputes the cheap elementwise values of an earlier region
+    that only it reads, instead of reading them from memory (:func:`_recompute`).
 
     Example::
 
@@ -386,6 +389,8 @@ def plan_graph(graph: Graph) -> Plan:
         ['Region']
     """
     steps = _partition(graph.eqns)
+    if recompute:
+        _recompute(steps, graph)
     _finish_regions(steps, graph)
     return Plan(graph, steps, _releases(steps, graph))
 
@@ -437,14 +442,144 @@ def _finish_regions(steps: list, graph: Graph) -> None:
 
 
 def _last_reads(steps: list) -> dict:
-    """Var id -> index of the last step that reads it (one pass over the plan)."""
+    """Var id -> index of the last step that reads it from memory (one pass over the plan;
+    a region reading a value it computes itself does not count)."""
     last: dict[int, int] = {}
     for i, step in enumerate(steps):
-        for e in [step.eqn] if isinstance(step, LibraryStep) else step.eqns:
+        region = isinstance(step, Region)
+        for e in step.eqns if region else [step.eqn]:
             for a in e.inputs:
-                if isinstance(a, Var):
+                if isinstance(a, Var) and not (region and step.defines(a)):
                     last[a.id] = i
     return last
+
+
+RECOMPUTE_MAX = 12   # equations a region may copy to recompute one value
+
+
+def _recompute(steps: list, graph: Graph) -> None:
+    """Let a region recompute values of an earlier region instead of reading them.
+
+    A value ``a`` that region ``R`` reads is recomputed in ``R`` when it is computed by an
+    earlier region ``P`` of the same domain (neither with in-thread loops or grid
+    reductions), no other step reads it and the graph does not return it, and the
+    elementwise equations of ``P`` that compute it from ``P``'s own inputs are at most
+    ``RECOMPUTE_MAX`` and read no more new bytes than ``a`` costs (written once by ``P``,
+    read once by ``R``). ``P`` then no longer writes ``a``.
+
+    Example (``t = exp(x + y)`` is read by the second region only: it recomputes ``t`` from
+    ``x`` and ``y``, and the first region neither computes nor writes it any more)::
+
+        >>> def f(x, y, w):
+        ...     t = np.exp(x + y)
+        ...     u = np.tanh(x) @ w
+        ...     return t * np.sin(u)
+        >>> x = y = w = np.ones((4, 4))
+        >>> g = dg.trace(f, x, y, w)
+        >>> [len(r.eqns) for r in plan_graph(g).regions]
+        [3, 2]
+        >>> [len(r.eqns) for r in plan_graph(g, recompute=True).regions]
+        [1, 4]
+    """
+    outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
+    readers: dict[int, set] = {}
+    for i, step in enumerate(steps):
+        region = isinstance(step, Region)
+        for e in step.eqns if region else [step.eqn]:
+            for a in e.inputs:
+                if isinstance(a, Var) and not (region and step.defines(a)):
+                    readers.setdefault(a.id, set()).add(i)
+    where = {e.outs[0].id: i for i, step in enumerate(steps) if isinstance(step, Region)
+             for e in step.eqns}
+    order = {id(e): k for k, e in enumerate(graph.eqns)}
+    for j, r in enumerate(steps):
+        if not isinstance(r, Region) or r.loop_axes or r.grid:
+            continue
+        changed = True
+        while changed:
+            changed = False
+            for a in _external_reads(r):
+                i = where.get(a.id)
+                if i is None or i == j or a.id in outputs or readers.get(a.id, set()) - {j}:
+                    continue
+                p = steps[i]
+                if p.loop_axes or p.grid or tuple(p.domain) != tuple(r.domain):
+                    continue
+                cone = _cone(p, a)
+                if cone is None or len(cone) > RECOMPUTE_MAX:
+                    continue
+                new = {v.id: v for e in cone for v in e.inputs
+                       if isinstance(v, Var) and not p.defines(v)}
+                read = {v.id for v in _external_reads(r)}
+                extra = sum(_nbytes(v) for vid, v in new.items() if vid not in read)
+                if extra > 2 * _nbytes(a):
+                    continue
+                _copy_into(r, p, cone, order)
+                for e in cone:   # r computes these now: it reads none of them from memory
+                    readers.get(e.outs[0].id, set()).discard(j)
+                for vid in new:
+                    readers.setdefault(vid, set()).add(j)
+                _prune(p, readers, outputs)
+                changed = True
+                break
+    steps[:] = [s for s in steps if not isinstance(s, Region) or s.eqns]
+
+
+def _external_reads(region: Region) -> list:
+    """The values ``region`` reads from memory, in first-use order."""
+    seen, out = set(), []
+    for e in region.eqns:
+        for a in e.inputs:
+            if isinstance(a, Var) and not region.defines(a) and a.id not in seen:
+                seen.add(a.id)
+                out.append(a)
+    return out
+
+
+def _cone(p: Region, a) -> list | None:
+    """The equations of ``p`` that compute ``a`` from ``p``'s inputs, in ``p``'s order;
+    None when one of them is not a plain elementwise equation."""
+    need, cone = {a.id}, []
+    for e in reversed(p.eqns):
+        if e.outs[0].id not in need:
+            continue
+        if not e.prim.has(Flag.ELEMENTWISE) or is_view(e.prim) or is_reduction(e.prim) \
+                or p.level.get(e.outs[0].id, 0):
+            return None
+        cone.append(e)
+        need.update(v.id for v in e.inputs if isinstance(v, Var) and p.defines(v))
+    return cone[::-1]
+
+
+def _copy_into(r: Region, p: Region, cone: list, order: dict) -> None:
+    """Add ``cone`` (equations of ``p``, same domain) to ``r``, keeping ``r``'s equations
+    in graph order (``p``'s all come before ``r``'s: regions are built in graph order)."""
+    fresh = [e for e in cone if not r.defines(e.outs[0])]
+    for e in fresh:
+        v = e.outs[0]
+        r.dims[v.id] = p.dims[v.id]
+        r.level[v.id] = 0
+    r.eqns[:] = sorted(r.eqns + fresh, key=lambda e: order[id(e)])
+
+
+def _prune(p: Region, readers: dict, outputs: set) -> None:
+    """Drop the equations of ``p`` whose values nothing reads any more (``p`` has no grid
+    reductions: every equation is elementwise or an in-thread value)."""
+    need: set = set()
+    kept = []
+    for e in reversed(p.eqns):
+        v = e.outs[0]
+        if v.id in need or v.id in outputs or readers.get(v.id):
+            kept.append(e)
+            need.update(a.id for a in e.inputs if isinstance(a, Var) and p.defines(a))
+        else:
+            del p.dims[v.id]
+            p.level.pop(v.id, None)
+    p.eqns[:] = kept[::-1]
+
+
+def _nbytes(v) -> int:
+    return int(np.prod(v.shape, dtype=np.int64)) * np.dtype(v.dtype).itemsize
 
 
 def _releases(steps: list, graph: Graph) -> list:
