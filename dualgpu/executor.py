@@ -1,5 +1,5 @@
 """Turn a graph into a callable for one backend: generated Python on NumPy; on CuPy the
-fused-kernel plan of :mod:`dualgpu.codegen.cuda` (with CUDA-graph replay where safe).
+fused-kernel plan run by :mod:`dualgpu.codegen.launcher` (with CUDA-graph replay where safe).
 
 Results are owned by the caller: an output that is (a view of) an argument or a closed-over
 constant, or that repeats another output, is copied (:func:`owned_outputs`); only the
@@ -31,7 +31,7 @@ import numpy as np
 
 from .backends.cuda_graphs import CudaGraphRunner
 from .backends.cupy import MatmulPrecision
-from .codegen.cuda import compile_fused
+from .codegen.launcher import compile_fused
 from .codegen.python import compile_python
 from .core.ir import Graph
 from .errors import DualgpuError

@@ -123,7 +123,7 @@ def test_compute_types():
 
 # ------------------------------------------------------------------ our kernels for thin products
 def test_kernel_choice_by_shape():
-    from dualgpu.codegen.cuda import matmul_kernel_choice as choose
+    from dualgpu.codegen.products import matmul_kernel_choice as choose
 
     assert choose(4, 1, 10, (10, 1), (1, 0), 8) == "tiny"              # Dense(10->1)
     assert choose(4096, 10, 512, (512, 1), (10, 1), 4) == "skinny"     # h @ W2
@@ -136,7 +136,7 @@ def test_kernel_choice_by_shape():
 
 
 def test_skinny_kernel_text():
-    from dualgpu.codegen.cuda import ROWS_PER_BLOCK, skinny_matmul_kernel
+    from dualgpu.codegen.products import ROWS_PER_BLOCK, skinny_matmul_kernel
 
     name, src = skinny_matmul_kernel(1000, 3, 64, 70, (1, 64), np.float64)
     assert name.startswith("dg_skinny_") and name in src
@@ -153,7 +153,7 @@ def test_thin_product_kernel_indexes_big_operands_in_64_bits():
     """A thin-K product of a slice of a big array (X[:, :8] of a 300000×8192 float32 X) or
     of a long transposed operand reads offsets past INT_MAX: the kernel must form them in
     64 bits (a 32-bit ``i * 8192`` wraps and reads the wrong memory)."""
-    from dualgpu.codegen.cuda import matmul_kernel, matmul_kernel_choice
+    from dualgpu.codegen.products import matmul_kernel, matmul_kernel_choice
 
     int_max = 2 ** 31 - 1
     m, n, k, sa, sb = 300000, 4, 8, (8192, 1), (4, 1)

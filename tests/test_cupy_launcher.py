@@ -1,4 +1,4 @@
-"""The CuPy launcher (``codegen/cuda.FusedProgram``) on the CPU, with a fake CuPy: every
+"""The CuPy launcher (``codegen/launcher.FusedProgram``) on the CPU, with a fake CuPy: every
 region "kernel" evaluates its region with NumPy (:func:`dualgpu.fusion.emulate_region`),
 every product on "our cuBLAS handle" runs its :class:`~dualgpu.backends.cublas.GemmLayout`
 over the operands' memory (:func:`~dualgpu.backends.cublas.emulate_gemm`), and our small
@@ -18,9 +18,9 @@ import scipy.sparse
 from hypothesis import HealthCheck, given, settings
 
 import dualgpu as dg
-import dualgpu.codegen.cuda as cuda_codegen
+import dualgpu.codegen.launcher as cuda_codegen
 from dualgpu.backends.cublas import emulate_gemm, gemm_layout
-from dualgpu.codegen.cuda import FusedProgram
+from dualgpu.codegen.launcher import FusedProgram
 from dualgpu.codegen.python import compile_python
 from dualgpu.fusion import emulate_region
 

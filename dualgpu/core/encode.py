@@ -2,7 +2,8 @@
 
 Every value that reaches generated source -- a literal operand, an equation parameter, a
 fill value, a dtype -- is turned into source text here, and only here, for both generators
-(Python in :mod:`dualgpu.codegen.python`, CUDA in :mod:`dualgpu.codegen.cuda`).
+(Python in :mod:`dualgpu.codegen.python`, CUDA in :mod:`dualgpu.codegen.cuda` and
+:mod:`dualgpu.codegen.products`).
 
 The encoder accepts only known types, checked by *exact* type (a ``float`` subclass could
 override ``__repr__``; ``type(v) is float`` cannot be fooled):
