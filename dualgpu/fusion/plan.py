@@ -294,13 +294,7 @@ class Region:
     # ------------------------------------------------------------------ finishing
     def finish(self, used_later: set, graph_outputs: set) -> None:
         """Work out the region's inputs (external arrays) and outputs (values used later)."""
-        seen = set()
-        self.inputs = []
-        for eqn in self.eqns:
-            for a in eqn.inputs:
-                if isinstance(a, Var) and not self.defines(a) and a.id not in seen:
-                    seen.add(a.id)
-                    self.inputs.append(a)
+        self.inputs = _memory_reads(self)
         grid = self.grid_outs()  # written by the finishing kernel even if unused
         self.outputs = [e.outs[0] for e in self.eqns if e.outs[0].id in used_later
                         or e.outs[0].id in graph_outputs or e.outs[0].id in grid]
@@ -444,14 +438,20 @@ def _finish_regions(steps: list, graph: Graph) -> None:
 def _last_reads(steps: list) -> dict:
     """Var id -> index of the last step that reads it from memory (one pass over the plan;
     a region reading a value it computes itself does not count)."""
-    last: dict[int, int] = {}
-    for i, step in enumerate(steps):
-        region = isinstance(step, Region)
-        for e in step.eqns if region else [step.eqn]:
-            for a in e.inputs:
-                if isinstance(a, Var) and not (region and step.defines(a)):
-                    last[a.id] = i
-    return last
+    return {a.id: i for i, step in enumerate(steps) for a in _memory_reads(step)}
+
+
+def _memory_reads(step) -> list:
+    """The values ``step`` reads from memory, in first-use order: a library step's variable
+    operands; a region's operands that it does not compute itself (its inputs)."""
+    region = isinstance(step, Region)
+    seen, out = set(), []
+    for e in step.eqns if region else [step.eqn]:
+        for a in e.inputs:
+            if isinstance(a, Var) and not (region and step.defines(a)) and a.id not in seen:
+                seen.add(a.id)
+                out.append(a)
+    return out
 
 
 RECOMPUTE_MAX = 12   # equations a region may copy to recompute one value
@@ -484,11 +484,8 @@ def _recompute(steps: list, graph: Graph) -> None:
     outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
     readers: dict[int, set] = {}
     for i, step in enumerate(steps):
-        region = isinstance(step, Region)
-        for e in step.eqns if region else [step.eqn]:
-            for a in e.inputs:
-                if isinstance(a, Var) and not (region and step.defines(a)):
-                    readers.setdefault(a.id, set()).add(i)
+        for a in _memory_reads(step):
+            readers.setdefault(a.id, set()).add(i)
     where = {e.outs[0].id: i for i, step in enumerate(steps) if isinstance(step, Region)
              for e in step.eqns}
     order = {id(e): k for k, e in enumerate(graph.eqns)}
@@ -498,7 +495,7 @@ def _recompute(steps: list, graph: Graph) -> None:
         changed = True
         while changed:
             changed = False
-            for a in _external_reads(r):
+            for a in _memory_reads(r):
                 i = where.get(a.id)
                 if i is None or i == j or a.id in outputs or readers.get(a.id, set()) - {j}:
                     continue
@@ -510,7 +507,7 @@ def _recompute(steps: list, graph: Graph) -> None:
                     continue
                 new = {v.id: v for e in cone for v in e.inputs
                        if isinstance(v, Var) and not p.defines(v)}
-                read = {v.id for v in _external_reads(r)}
+                read = {v.id for v in _memory_reads(r)}
                 extra = sum(_nbytes(v) for vid, v in new.items() if vid not in read)
                 if extra > 2 * _nbytes(a):
                     continue
@@ -523,17 +520,6 @@ def _recompute(steps: list, graph: Graph) -> None:
                 changed = True
                 break
     steps[:] = [s for s in steps if not isinstance(s, Region) or s.eqns]
-
-
-def _external_reads(region: Region) -> list:
-    """The values ``region`` reads from memory, in first-use order."""
-    seen, out = set(), []
-    for e in region.eqns:
-        for a in e.inputs:
-            if isinstance(a, Var) and not region.defines(a) and a.id not in seen:
-                seen.add(a.id)
-                out.append(a)
-    return out
 
 
 def _cone(p: Region, a) -> list | None:
