@@ -289,7 +289,6 @@ class CublasGemm:
         # so a captured program without products holds none)
         self.capture_workspace = None
         self._bound = None
-        self.calls = 0
 
     def __del__(self):
         try:
@@ -330,7 +329,6 @@ class CublasGemm:
         ct = compute_type(dt, precision)
         alpha, beta = _ONE[dt].ctypes.data, _ZERO[dt].ctypes.data
         m, n, k = lay.m, lay.n, lay.k
-        self.calls += 1
         if lay.batch == 1:
             status = lib.cublasGemmEx(
                 self.handle, _OP[lay.op_b], _OP[lay.op_a], n, m, k, alpha,
@@ -347,12 +345,34 @@ class CublasGemm:
     def matmul(self, a, b, precision: str = "float32", out=None):
         """``a @ b`` (NumPy semantics) through this handle; operands whose strides cuBLAS
         cannot take are copied first. ``out`` (C-contiguous, right shape) receives it."""
-        cp = self._cp
-        lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
-        if lay is None:
-            a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
-            lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
+        prepared = gemm_operands(a, b, self._cp)
+        if prepared is None:
+            raise ValueError(f"no cuBLAS product for {a.shape} @ {b.shape}")
+        a, b, lay = prepared
         if out is None:
-            out = cp.empty(lay.out_shape, dtype=a.dtype)
+            out = self._cp.empty(lay.out_shape, dtype=a.dtype)
         self.run(lay, a, b, out, precision)
         return out
+
+
+def gemm_operands(a, b, xp):
+    """``(a, b, layout)`` for one cuBLAS call computing ``a @ b``: the operands as they are
+    when :func:`gemm_layout` takes their strides, else C-contiguous copies; None for an
+    empty product or one no layout expresses.
+
+    Example::
+
+        >>> a, b = np.ones((4, 6))[:, ::2], np.ones((3, 2))
+        >>> a2, b2, lay = gemm_operands(a, b, np)   # a's columns are strided: copied
+        >>> a2.flags.c_contiguous, lay.m, lay.n, lay.k
+        (True, 4, 2, 3)
+    """
+    lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
+    if lay is None:
+        if 0 in a.shape or 0 in b.shape:
+            return None
+        a, b = xp.ascontiguousarray(a), xp.ascontiguousarray(b)
+        lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
+        if lay is None:
+            return None
+    return a, b, lay

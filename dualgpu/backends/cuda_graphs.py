@@ -163,7 +163,6 @@ class CudaGraphRunner:
     def __init__(self, fn, max_graphs: int = 16, max_slots: int = 3):
         self.fn = fn
         self.policy = ReplayPolicy(max_graphs, max_slots)
-        self.calls = 0
         self.replays = 0
         self.captures = 0
         self.out_nbytes = 0
@@ -183,7 +182,6 @@ class CudaGraphRunner:
         """``(outputs, replayed)``: replayed outputs are views of a slot that no earlier
         result still uses (``reuse_outputs``: always the one reuse slot, overwritten by the
         next call)."""
-        self.calls += 1
         if self.failed is not None:
             return self.fn(*arrays), False
         if self._layout is None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends.cublas import WORKSPACE_BYTES, CublasGemm, gemm_dtype_ok, gemm_layout
+from ..backends.cublas import (
+    WORKSPACE_BYTES,
+    CublasGemm,
+    gemm_dtype_ok,
+    gemm_layout,
+    gemm_operands,
+)
 from ..core.ir import Literal, Var
 from ..fusion import LibraryStep, plan_graph
 from ..ops.linalg import matmul
@@ -26,7 +32,6 @@ class FusedProgram:
         self.backend = backend
         self.cp = backend.xp
         self.precision = precision
-        self.gemm_calls = 0   # products run on dualgpu's cuBLAS handle (capturable)
         self.plan = plan_graph(graph, recompute=recompute)
         self.kernels = {r.index: region_kernels(r) for r in self.plan.regions}
         self.source = plan_source(self.plan, self.kernels)
@@ -166,7 +171,6 @@ class FusedProgram:
         lay = gemm_layout(left.shape, left.strides, right.shape, right.strides, x.itemsize)
         out = self._dest(env, eqn.outs[0])
         CublasGemm.get().run(lay, left, right, out, "float32")
-        self.gemm_calls += 1
         return out
 
     def _gemm(self, eqn, env):
@@ -177,17 +181,12 @@ class FusedProgram:
         if not (isinstance(a, cp.ndarray) and isinstance(b, cp.ndarray)) \
                 or a.dtype != b.dtype or not gemm_dtype_ok(a.dtype):
             return None
-        lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
-        if lay is None:
-            if 0 in a.shape or 0 in b.shape:
-                return None
-            a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
-            lay = gemm_layout(a.shape, a.strides, b.shape, b.strides, a.itemsize)
-            if lay is None:
-                return None
+        prepared = gemm_operands(a, b, cp)
+        if prepared is None:
+            return None
+        a, b, lay = prepared
         out = self._dest(env, eqn.outs[0])
         CublasGemm.get().run(lay, a, b, out, self.precision)
-        self.gemm_calls += 1
         return out
 
     def _library(self, eqn, env):
@@ -276,7 +275,7 @@ class FusedProgram:
                 run()   # compiles, and fills env for the steps after
                 t = self._graph_time(run, stream, gemm, workspace, repeat)
                 if t is None:
-                    t = self._eager_time(run, stream, repeat)
+                    t = self._event_time(run, stream, repeat)
                     label += " (not capturable: eager, launch included)"
                 rows.append((i, label, t))
         stream.synchronize()
@@ -296,15 +295,10 @@ class FusedProgram:
         finally:
             gemm.capture_workspace = None
         graph.launch(stream)
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        for _ in range(repeat):
-            graph.launch(stream)
-        stop.record(stream)
-        stop.synchronize()
-        return cp.cuda.get_elapsed_time(start, stop) * 1e3 / repeat
+        return self._event_time(lambda: graph.launch(stream), stream, repeat)
 
-    def _eager_time(self, run, stream, repeat):
+    def _event_time(self, run, stream, repeat):
+        """Microseconds per ``run()`` on ``stream``: two events around ``repeat`` runs."""
         cp = self.cp
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         start.record(stream)
