@@ -62,6 +62,7 @@ from ..ops import linalg as _la
 from ..ops import reductions as _red
 from ..ops import shape as _sh
 from ..ops import sparse as _sp
+from ..rules._util import add_any
 from ._gc import collector_paused
 from .jvp import jvp_graph, jvp_rule
 from .simplify import dce, simplify
@@ -130,14 +131,6 @@ def _fit(x, shape, dtype):
     if x.dtype != dtype and dtype.kind in "fc":
         x = dnp.astype(x, dtype)
     return x
-
-
-def _add(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return dnp.add(a, b)
 
 
 def _is_zero(c) -> bool:
@@ -282,9 +275,9 @@ def partials_rule(eqn, values, jets, mode):
         Ji, Si = jets[i]
         if _is_zero(f[k]):
             continue
-        J = _add(J, _scale(f[k], lift(Ji, rank)))
+        J = add_any(J, _scale(f[k], lift(Ji, rank)))
         if Si is not None:
-            S = _add(S, _scale(f[k], mode.lift_s(Si, rank)))
+            S = add_any(S, _scale(f[k], mode.lift_s(Si, rank)))
     for b, j in enumerate(active):  # f_ij = d f_i / d x_j, for i <= j
         unit = [None] * len(pos)
         unit[pos.index(j)] = dnp.ones_like(values[j])
@@ -294,7 +287,7 @@ def partials_rule(eqn, values, jets, mode):
             if fij is None:
                 continue
             term = dnp.multiply(fij, mode.pair(jets[i][0], jets[j][0], rank))
-            S = _add(S, term if i == j else dnp.multiply(2, term))
+            S = add_any(S, term if i == j else dnp.multiply(2, term))
     if J is not None:
         J = _fit(J, (D,) + shape, dtype)
     if S is not None:
@@ -439,14 +432,14 @@ def multilinear_rule(eqn, values, jets, mode, linear=(0, 1), cross=None):
     for i in act:
         args, flags = list(values), [False] * len(values)
         args[i], flags[i] = jets[i][0], True
-        J = _add(J, batched(eqn, args, flags, D)[0])
+        J = add_any(J, batched(eqn, args, flags, D)[0])
         if jets[i][1] is not None:
             args[i], flags[i] = jets[i][1], mode.diag
-            S = _add(S, batched(eqn, args, flags, D)[0] if mode.diag else _bind(eqn, args)[0])
+            S = add_any(S, batched(eqn, args, flags, D)[0] if mode.diag else _bind(eqn, args)[0])
     for a, i in enumerate(act):
         for j in act[a + 1:]:
             term = (cross or _batched_cross)(eqn, values, i, j, jets[i][0], jets[j][0], mode)
-            S = _add(S, dnp.multiply(2, term))
+            S = add_any(S, dnp.multiply(2, term))
     return [(J, S)]
 
 
