@@ -63,6 +63,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tf32", action="store_true",
                    help="TF32 matmuls for CuPy (CUPY_TF32=1: dualgpu and the hand-fused "
                         "kernels) and torch; JAX keeps its default precision either way")
+    p.add_argument("--recompute", choices=("on", "off"), default=None,
+                   help="set dg.config['recompute'] for every dualgpu row (default: the "
+                        "library's default)")
     p.add_argument("--cpu", action="store_true",
                    help="tiny NumPy sizes even when a GPU is present (harness check)")
     p.add_argument("--out", default=RESULTS, help="folder for JSON, PNG and log")
@@ -82,6 +85,10 @@ def main(argv=None, progress=None) -> int:
     if args.tf32:
         os.environ["CUPY_TF32"] = "1"        # read by CuPy; must precede its import
     gpu = gpu_available() and not args.cpu
+    if args.recompute is not None:
+        import dualgpu as dg
+
+        dg.config["recompute"] = args.recompute == "on"
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, f"bench-{stamp}")
@@ -105,6 +112,7 @@ def main(argv=None, progress=None) -> int:
     names = args.only or list(WORKLOADS)
     report = Report(env={"gpu": "pending"}, args={"quick": args.quick, "only": names, "gpu": gpu,
                           "compile": ctx.compile, "tf32": args.tf32,
+                          "recompute": args.recompute,
                           "budget_s": ctx.budget_s})
     t_all = time.perf_counter()
     for i, name in enumerate(names):

@@ -18,9 +18,10 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
     dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
     dg.config["stack_gemms"] = True           # grad/hvp programs merge products sharing an
                                               # operand ("auto", the default: never, measured)
-    dg.config["recompute"] = True             # CuPy plans: a kernel recomputes cheap values
-                                              # of an earlier kernel instead of reading them
-                                              # (default False until measured on a GPU)
+    dg.config["recompute"] = False            # CuPy plans: every kernel reads the values of
+                                              # earlier kernels (default True: a kernel
+                                              # recomputes cheap elementwise values of an
+                                              # earlier one that only it reads)
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -98,7 +99,7 @@ BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute")
 generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
-                stack_gemms="auto", recompute=False)
+                stack_gemms="auto", recompute=True)
 
 
 class Executable:
