@@ -18,7 +18,7 @@ from ..fusion import LibraryStep, plan_graph
 from ..ops.linalg import matmul
 from ..ops.reductions import reduce_sum
 from .cuda import BLOCK, plan_source, region_kernels
-from .products import ROWS_PER_BLOCK, matmul_kernel, matmul_kernel_choice, skinny_matmul_kernel
+from .products import matmul_kernel_choice, product_kernel
 
 
 class FusedProgram:
@@ -107,8 +107,8 @@ class FusedProgram:
         return env[a.id]
 
     def _small_matmul(self, eqn, env):
-        """Our kernel for a 1-D/2-D float product that cuBLAS runs badly (tiny, thin or
-        skinny: :func:`matmul_kernel_choice`), else None (cuBLAS does it)."""
+        """Our kernel for a 1-D/2-D float product that cuBLAS runs badly (tiny, thin, skinny
+        or tall: :func:`matmul_kernel_choice`), else None (cuBLAS does it)."""
         a, b = (self._read(env, x) for x in eqn.inputs)
         if not (isinstance(a, self.cp.ndarray) and isinstance(b, self.cp.ndarray)) \
                 or a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
@@ -123,18 +123,19 @@ class FusedProgram:
         if choice is None:
             return None
         key = (choice, m, n, k, sa, sb, a.dtype.char)
-        fn = self._compiled.get(key)
-        if fn is None:
-            if choice == "tiny":
-                name, src = matmul_kernel(m, n, k, sa, sb, a.dtype)
-            else:
-                name, src = skinny_matmul_kernel(m, n, k, sa[0], sb, a.dtype)
-            fn = self._compiled[key] = self.cp.RawKernel(src, name)
+        fns = self._compiled.get(key)
+        if fns is None:
+            pk = product_kernel(choice, m, n, k, sa, sb, a.dtype)
+            finish = self.cp.RawKernel(pk.finish_source, pk.finish_name) if pk.parts else None
+            fns = self._compiled[key] = (pk, self.cp.RawKernel(pk.source, pk.name), finish)
+        pk, main, finish = fns
         out = self._dest(env, eqn.outs[0])
-        if choice == "tiny":
-            fn((max(1, -(-(m * n) // BLOCK)),), (BLOCK,), (a, b, out))
-        else:
-            fn((-(-m // ROWS_PER_BLOCK),), (BLOCK,), (a, b, out))
+        if not pk.parts:
+            main((pk.blocks,), (BLOCK,), (a, b, out))
+            return out
+        part = self.cp.empty((pk.parts, m, n), dtype=a.dtype)
+        main((pk.blocks,), (BLOCK,), (a, b, part))
+        finish((pk.finish_blocks,), (BLOCK,), (part, out))
         return out
 
     def _sum_as_product(self, eqn, env):

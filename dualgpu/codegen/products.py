@@ -11,6 +11,8 @@ Example::
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .cuda import BLOCK, _named, c_literal, ctype
 
 SMALL_MATMUL = 1 << 16  # M*N*K up to which matmul runs as our kernel (capturable, no cuBLAS)
@@ -18,28 +20,55 @@ THIN_K = 16             # products over at most this many terms: one thread per 
 SKINNY_N = 16           # products with at most this many columns: one warp per output row
 SKINNY_SHARED = 48 << 10  # ... when the right operand fits in a block's shared memory
 SKINNY_MIN_ROWS = 256
-ROWS_PER_BLOCK = BLOCK // 32
+WARPS = BLOCK // 32
+TALL_MIN_K = 1024       # split-K ("tall") products: at least this many terms ...
+TALL_MAX_M = 1024       # ... and at most this many rows (one output row per thread)
+TALL_MAX_PARTS = 132    # one wave of blocks along K on the H200 (132 SMs)
+
+
+class ProductKernel(NamedTuple):
+    """One of our product kernels: ``name``/``source`` launched on ``blocks`` blocks of
+    ``BLOCK`` threads with ``(a, b, c)``; a split-K kernel (``parts`` > 0) writes ``parts``
+    partial products into a scratch ``(parts, m, n)`` array instead of ``c``, and the
+    ``finish`` kernel, on ``finish_blocks`` blocks, sums them into ``c`` in a fixed order
+    (deterministic: no atomics)."""
+    name: str
+    source: str
+    blocks: int
+    parts: int = 0
+    finish_name: str = ""
+    finish_source: str = ""
+    finish_blocks: int = 0
 
 
 def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize: int):
     """Which of our kernels computes a 2-D product ``(m, k) @ (k, n)`` (element strides
     given), or None for cuBLAS. cuBLAS is slow on the skinny products of small networks
-    (4096×512 @ 512×10: 12 µs for 8 MB read, H200 float32; 4096×10 @ 10×512: 7 µs):
+    (4096×512 @ 512×10: 12 µs for 8 MB read, H200 float32; 512×4096 @ 4096×10: 11.6 µs):
 
+    * ``"tall"`` (checked first): N ≤ ``SKINNY_N``, M ≤ ``TALL_MAX_M``, K ≥ ``TALL_MIN_K``
+      and ``a``'s columns contiguous (``hᵀ @ g``, a gradient's reduction over the batch; or
+      a long vector ``x @ B``): split along K into blocks that each read a slab of ``a``
+      coalesced, then a fixed-order sum;
     * ``"tiny"``: M·N·K ≤ ``SMALL_MATMUL``, or K ≤ ``THIN_K`` with ``b`` read along its rows
       (one thread per output element, loads and stores coalesced);
     * ``"skinny"``: N ≤ ``SKINNY_N``, ``a``'s rows contiguous, ``b`` fits in shared memory,
-      at least ``SKINNY_MIN_ROWS`` rows (one warp per row of ``a``, read once, coalesced).
+      at least ``SKINNY_MIN_ROWS`` rows (each warp reads whole rows of ``a``, coalesced).
 
     Example::
 
         >>> matmul_kernel_choice(4096, 10, 512, (512, 1), (10, 1), 4)
         'skinny'
+        >>> matmul_kernel_choice(512, 10, 4096, (1, 512), (10, 1), 4)
+        'tall'
         >>> matmul_kernel_choice(4096, 512, 10, (10, 1), (512, 1), 4)
         'tiny'
         >>> matmul_kernel_choice(4096, 512, 784, (784, 1), (512, 1), 4) is None
         True
     """
+    if n <= SKINNY_N and m <= TALL_MAX_M and k >= TALL_MIN_K \
+            and (a_strides[0] == 1 or m == 1):
+        return "tall"     # (before "tiny": one thread per output would loop over all of K)
     if m * n * k <= SMALL_MATMUL:
         return "tiny"
     if m * n >= 1 << 31:
@@ -52,49 +81,192 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
     return None
 
 
-def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype):
-    """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few columns ``n``: ``b`` is
-    staged in shared memory, each warp reads one row of ``a`` (row stride ``a_row``, unit
-    stride along it) and keeps ``n`` accumulators, reduced across the warp by shuffles.
+def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
+                   dtype) -> ProductKernel:
+    """The kernel of ``choice`` (:func:`matmul_kernel_choice`) for ``(m, k) @ (k, n)``.
 
     Example::
 
-        >>> name, src = skinny_matmul_kernel(4096, 10, 512, 512, (10, 1), np.float32)
+        >>> pk = product_kernel("tall", 512, 10, 4096, (1, 512), (10, 1), np.float32)
+        >>> pk.parts > 1 and pk.finish_name.startswith("dg_sumparts_")
+        True
+    """
+    if choice == "tiny":
+        name, src = matmul_kernel(m, n, k, a_strides, b_strides, dtype)
+        return ProductKernel(name, src, max(1, -(-(m * n) // BLOCK)))
+    if choice == "skinny":
+        rows = skinny_rows_per_warp(m, n)
+        name, src = skinny_matmul_kernel(m, n, k, a_strides[0], b_strides, dtype, rows)
+        return ProductKernel(name, src, -(-m // (WARPS * rows)))
+    if choice == "tall":
+        return tall_matmul_kernel(m, n, k, a_strides[1], b_strides, dtype)
+    raise ValueError(f"no product kernel {choice!r}")
+
+
+def skinny_rows_per_warp(m: int, n: int) -> int:
+    """Rows of ``a`` each warp of the skinny kernel reads together: more rows reuse each
+    value of ``b`` read from shared memory (and the staging of ``b`` per block), as long
+    as about a wave of 128 blocks remains and the accumulators stay few (≤ 64).
+
+    Example::
+
+        >>> skinny_rows_per_warp(4096, 10), skinny_rows_per_warp(1024, 10)
+        (4, 1)
+    """
+    for rows in (4, 2):
+        if rows * n <= 64 and -(-m // (WARPS * rows)) >= 128:
+            return rows
+    return 1
+
+
+def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
+                         rows: int = 1):
+    """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few columns ``n``: ``b`` is
+    staged in shared memory column by column (``bs[j*k + p]``: a warp reads consecutive
+    words, no bank conflicts); each warp reads ``rows`` rows of ``a`` at once (row stride
+    ``a_row``, unit stride along a row), coalesced, keeps ``rows × n`` accumulators and
+    reduces them across the warp by shuffles. ``c`` is C-contiguous.
+
+    Example::
+
+        >>> name, src = skinny_matmul_kernel(4096, 10, 512, 512, (10, 1), np.float32, 4)
         >>> "__shfl_xor_sync" in src and "__shared__ float bs[5120]" in src
         True
     """
     ct = ctype(dtype)
     b0, b1 = b_strides
     zero = c_literal(0, dtype)
-    acc = "\n".join(f"  {ct} acc{j} = {zero};" for j in range(n))
-    fma = "\n".join(f"    acc{j} += x * bs[p * {n} + {j}];" for j in range(n))
-    red = "\n".join(f"    acc{j} += __shfl_xor_sync(0xffffffffu, acc{j}, o);"
-                     for j in range(n))
-    store = "\n".join(f"  if (lane == {j}) c[row * {n} + {j}] = acc{j};" for j in range(n))
-    template = "\n".join([
+    rs = range(rows)
+    lines = [
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
         f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ c) {{",
         f"  __shared__ {ct} bs[{k * n}];",
         f"  for (int t = threadIdx.x; t < {k * n}; t += {BLOCK}) {{",
-        f"    const int p = t / {n}, j = t % {n};",
+        f"    const int j = t / {k}, p = t % {k};",
         f"    bs[t] = b[(long long)p * {b0} + (long long)j * {b1}];",
         "  }",
         "  __syncthreads();",
         "  const int lane = threadIdx.x & 31;",
-        f"  const long long row = (long long)blockIdx.x * {ROWS_PER_BLOCK} + (threadIdx.x >> 5);",
+        f"  const long long row = ((long long)blockIdx.x * {WARPS} + (threadIdx.x >> 5))"
+        f" * {rows};",
         f"  if (row >= {m}) return;   // the whole warp: no shuffle is left half-done",
-        acc,
-        f"  const {ct}* ar = a + row * {a_row};",
+    ]
+    for r in rs:
+        if r:
+            lines.append(f"  const bool in{r} = row + {r} < {m};")
+        lines.append(f"  const {ct}* a{r} = a + (row + {r}) * {a_row};")
+        lines.append("  " + " ".join(f"{ct} acc{r}_{j} = {zero};" for j in range(n)))
+    lines += [
+        "#pragma unroll 4",
         f"  for (int p = lane; p < {k}; p += 32) {{",
-        f"    const {ct} x = ar[p];",
-        fma,
+    ]
+    for r in rs:
+        load = f"a{r}[p]" if r == 0 else f"in{r} ? a{r}[p] : {zero}"
+        lines.append(f"    const {ct} x{r} = {load};")
+    for j in range(n):
+        lines.append(f"    {{ const {ct} bj = bs[{j * k} + p]; "
+                     + " ".join(f"acc{r}_{j} += x{r} * bj;" for r in rs) + " }")
+    lines += ["  }", "  for (int o = 16; o > 0; o >>= 1) {"]
+    for r in rs:
+        for j in range(n):
+            lines.append(f"    acc{r}_{j} += __shfl_xor_sync(0xffffffffu, acc{r}_{j}, o);")
+    lines.append("  }")
+    for r in rs:
+        guard = f"if (in{r}) " if r else ""
+        lines.append(f"  {guard}{{")
+        for j in range(n):
+            lines.append(f"    if (lane == {j}) c[(row + {r}) * {n} + {j}] = acc{r}_{j};")
+        lines.append("  }")
+    lines.append("}")
+    return _named("\n".join(lines) + "\n", "skinny")
+
+
+def tall_parts(m: int, n: int, k: int) -> int:
+    """Blocks along K of the split-K kernel: about a wave (``TALL_MAX_PARTS``), fewer when
+    the partial products written and read again would pass a quarter of ``a``'s bytes.
+
+    Example::
+
+        >>> tall_parts(512, 10, 4096)
+        102
+    """
+    return max(1, min(TALL_MAX_PARTS, k // (4 * n), -(-k // 8)))
+
+
+def tall_matmul_kernel(m: int, n: int, k: int, a_col: int, b_strides, dtype) -> ProductKernel:
+    """``c[m, n] = a[m, k] @ b[k, n]`` for long ``k`` and few rows and columns, ``a`` read
+    along its columns (unit stride along ``m``, column stride ``a_col``): block ``(g, h)``
+    takes the ``g``-th slab of ``chunk`` terms and rows ``h*BLOCK ...``, one row per thread
+    with ``n`` accumulators; the slab of ``b`` is staged in shared memory (read by all
+    threads at one address: a broadcast). Each block writes its partial ``(m, n)`` product;
+    the finish kernel sums the partials in slab order. ``c`` is C-contiguous.
+
+    Example::
+
+        >>> pk = tall_matmul_kernel(512, 10, 4096, 512, (10, 1), np.float32)
+        >>> pk.parts, pk.blocks, pk.finish_blocks
+        (100, 200, 20)
+    """
+    ct = ctype(dtype)
+    b0, b1 = b_strides
+    zero = c_literal(0, dtype)
+    chunk = -(-k // tall_parts(m, n, k))
+    parts = -(-k // chunk)
+    row_blocks = -(-m // BLOCK)
+    body = [f"      const {ct} x = a[(long long)i + (long long)(p0 + q) * {a_col}];"]
+    body += [f"      acc{j} += x * bq[{j}];" for j in range(n)]
+    body = "\n".join(["{", f"      const {ct}* bq = bs + q * {n};"] + body + ["    }"])
+    lines = [
+        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+        f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ part) {{",
+        f"  __shared__ {ct} bs[{chunk * n}];",
+        f"  const int g = blockIdx.x / {row_blocks}, h = blockIdx.x % {row_blocks};",
+        f"  const long long p0 = (long long)g * {chunk};",
+        f"  const int len = (int)min((long long){chunk}, {k} - p0);",
+        f"  for (int t = threadIdx.x; t < len * {n}; t += {BLOCK}) {{",
+        f"    const int q = t / {n}, j = t % {n};",
+        f"    bs[t] = b[(p0 + q) * {b0} + (long long)j * {b1}];",
         "  }",
-        "  for (int o = 16; o > 0; o >>= 1) {",
-        red,
+        "  __syncthreads();",
+        f"  const int i = h * {BLOCK} + threadIdx.x;",
+        f"  if (i >= {m}) return;",
+        "  " + " ".join(f"{ct} acc{j} = {zero};" for j in range(n)),
+        f"  if (len == {chunk}) {{",
+        "#pragma unroll 16",
+        f"    for (int q = 0; q < {chunk}; ++q) {body}",
+        "  } else {",
+        f"    for (int q = 0; q < len; ++q) {body}",
         "  }",
-        store,
+        f"  {ct}* out = part + ((long long)g * {m} + i) * {n};",
+        "  " + " ".join(f"out[{j}] = acc{j};" for j in range(n)),
+        "}"]
+    name, src = _named("\n".join(lines) + "\n", "tall")
+    fname, fsrc = sum_parts_kernel(parts, m * n, dtype)
+    return ProductKernel(name, src, parts * row_blocks, parts, fname, fsrc,
+                         -(-(m * n) // BLOCK))
+
+
+def sum_parts_kernel(parts: int, size: int, dtype) -> tuple[str, str]:
+    """Name and source of ``c[t] = sum over g of part[g, t]`` (``t < size``), in order of
+    ``g``: the finish of a split-K product.
+
+    Example::
+
+        >>> name, src = sum_parts_kernel(4, 100, np.float64)
+        >>> "part[(long long)g * 100 + t]" in src
+        True
+    """
+    ct = ctype(dtype)
+    template = "\n".join([
+        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+        f"    const {ct}* __restrict__ part, {ct}* __restrict__ c) {{",
+        f"  const int t = blockIdx.x * {BLOCK} + threadIdx.x;",
+        f"  if (t >= {size}) return;",
+        f"  {ct} s = {c_literal(0, dtype)};",
+        f"  for (int g = 0; g < {parts}; ++g) s += part[(long long)g * {size} + t];",
+        "  c[t] = s;",
         "}"]) + "\n"
-    return _named(template, "skinny")
+    return _named(template, "sumparts")
 
 
 def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype) -> tuple[str, str]:

@@ -197,21 +197,27 @@ def test_first_calls_from_several_threads():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("a_shape,b_shape,tb", [
-    ((4096, 512), (512, 10), False), ((4096, 512), (10, 512), True),   # skinny
-    ((4096, 10), (10, 512), False), ((300, 7), (7, 1), False),          # thin K
-    ((512, 4096), (4096, 10), False), ((4, 10), (10,), False)])         # cuBLAS, tiny
-def test_thin_and_skinny_products_match_numpy(dtype, a_shape, b_shape, tb):
+@pytest.mark.parametrize("a_shape,b_shape,ta,tb", [
+    ((4096, 512), (512, 10), False, False), ((4096, 512), (10, 512), False, True),  # skinny
+    ((4099, 300), (300, 3), False, False),              # skinny, 4 rows a warp, a short last
+    ((4096, 10), (10, 512), False, False), ((300, 7), (7, 1), False, False),     # thin K
+    ((4096, 512), (4096, 10), True, False),             # tall: hᵀ @ g, split K
+    ((4099, 784), (4099, 16), True, False),             # tall, a short last slab
+    ((100000,), (100000, 3), False, False),             # tall: a long vector @ B
+    ((60000,), (60000,), False, False),                 # tall: a long dot product
+    ((512, 4096), (4096, 10), False, False), ((4, 10), (10,), False, False)])  # cuBLAS, tiny
+def test_thin_and_skinny_products_match_numpy(dtype, a_shape, b_shape, ta, tb):
     rng = np.random.default_rng(0)
     a = rng.standard_normal(a_shape).astype(dtype)
     b = rng.standard_normal(b_shape).astype(dtype)
-    if tb:
-        b = b.T
+    da, db = cp.asarray(a), cp.asarray(b)           # transposed on the device: strided
+    a, b, da, db = (a.T, b, da.T, db) if ta else (a, b, da, db)
+    a, b, da, db = (a, b.T, da, db.T) if tb else (a, b, da, db)
     f = dg.jit(lambda a, b: a @ b)
     want = a.astype(np.float64) @ b.astype(np.float64)
     tol = 1e-4 if dtype == np.float32 else 1e-12
     for _ in range(3):
-        got = cp.asnumpy(f(cp.asarray(a), cp.asarray(b)))
+        got = cp.asnumpy(f(da, db))
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
 
 
