@@ -278,14 +278,15 @@ def _kernel_emulation(monkeypatch):
     return RawKernel
 
 
-@pytest.mark.parametrize("case", ["tiny", "thin", "skinny", "skinny_rows", "tall", "tall_vec",
-                                  "vec_a", "vec_b", "dot"])
+@pytest.mark.parametrize("case", ["tiny", "thin", "thin_wide", "thin_cols", "skinny",
+                                  "skinny_rows", "tall", "tall_vec", "vec_a", "vec_b", "dot"])
 @pytest.mark.parametrize("view", ["plain", "reversed", "transposed", "sliced"])
 def test_small_products_read_strided_operands(monkeypatch, case, view):
     """x[::-1], .T and column slices as operands of our product kernels: each kernel reads
     the operand's memory through the strides the launcher gave its text."""
     rng = np.random.default_rng(0)
     shapes = {"tiny": ((4, 5), (5, 3)), "thin": ((300, 7), (7, 40)),
+              "thin_wide": ((1500, 7), (7, 100)), "thin_cols": ((1100, 5), (5, 300)),
               "skinny": ((600, 40), (40, 3)), "skinny_rows": ((4099, 20), (20, 3)),
               "tall": ((1100, 300), (1100, 3)), "tall_vec": ((20000,), (20000, 5)),
               "vec_a": ((7,), (7, 3)),
@@ -314,5 +315,6 @@ def test_small_products_read_strided_operands(monkeypatch, case, view):
     want = {"thin": "gemm" if transposed else "matmul",
             "skinny": "gemm" if transposed else "skinny",
             "skinny_rows": "gemm" if transposed else "skinny",
-            "tall": "skinny" if transposed else "tall", "tall_vec": "tall"}.get(case, "matmul")
+            "tall": "skinny" if transposed else "tall", "tall_vec": "tall",
+            "thin_wide": "thin", "thin_cols": "thin"}.get(case, "matmul")
     assert want in LOG, LOG

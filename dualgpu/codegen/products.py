@@ -21,6 +21,8 @@ SKINNY_N = 16           # products with at most this many columns: one warp per 
 SKINNY_SHARED = 48 << 10  # ... when the right operand fits in a block's shared memory
 SKINNY_MIN_ROWS = 256
 WARPS = BLOCK // 32
+THIN_MIN_N, THIN_MAX_N = 64, 4 * BLOCK   # thin products with a wide output ...
+THIN_MIN_ROWS = 1024                     # ... and many rows: b held in registers
 TALL_MIN_K = 1024       # split-K ("tall") products: at least this many terms ...
 TALL_MAX_M = 1024       # ... and at most this many rows (one output row per thread)
 TALL_MAX_PARTS = 132    # one wave of blocks along K on the H200 (132 SMs)
@@ -50,8 +52,11 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
       and ``a``'s columns contiguous (``hᵀ @ g``, a gradient's reduction over the batch; or
       a long vector ``x @ B``): split along K into blocks that each read a slab of ``a``
       coalesced, then a fixed-order sum;
-    * ``"tiny"``: M·N·K ≤ ``SMALL_MATMUL``, or K ≤ ``THIN_K`` with ``b`` read along its rows
-      (one thread per output element, loads and stores coalesced);
+    * ``"tiny"``: M·N·K ≤ ``SMALL_MATMUL`` (one thread per output element);
+    * ``"thin"``: K ≤ ``THIN_K``, a wide output (``THIN_MIN_N`` ≤ N ≤ ``THIN_MAX_N``) and
+      many rows (``g @ W2ᵀ``): each thread holds a few columns of ``b`` in registers and
+      writes them for a band of rows, stores coalesced, ``b`` read once per block;
+    * ``"tiny"`` too for other products with K ≤ ``THIN_K`` and ``b`` read along its rows;
     * ``"skinny"``: N ≤ ``SKINNY_N``, ``a``'s rows contiguous, ``b`` fits in shared memory,
       at least ``SKINNY_MIN_ROWS`` rows (each warp reads whole rows of ``a``, coalesced).
 
@@ -61,8 +66,8 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
         'skinny'
         >>> matmul_kernel_choice(512, 10, 4096, (1, 512), (10, 1), 4)
         'tall'
-        >>> matmul_kernel_choice(4096, 512, 10, (10, 1), (512, 1), 4)
-        'tiny'
+        >>> matmul_kernel_choice(4096, 512, 10, (10, 1), (1, 10), 4)
+        'thin'
         >>> matmul_kernel_choice(4096, 512, 784, (784, 1), (512, 1), 4) is None
         True
     """
@@ -73,6 +78,8 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
         return "tiny"
     if m * n >= 1 << 31:
         return None
+    if k <= THIN_K and THIN_MIN_N <= n <= THIN_MAX_N and m >= THIN_MIN_ROWS:
+        return "thin"
     if k <= THIN_K and (b_strides[1] == 1 or n == 1):
         return "tiny"
     if n <= SKINNY_N and (a_strides[1] == 1 or k == 1) and m >= SKINNY_MIN_ROWS \
@@ -94,6 +101,10 @@ def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
     if choice == "tiny":
         name, src = matmul_kernel(m, n, k, a_strides, b_strides, dtype)
         return ProductKernel(name, src, max(1, -(-(m * n) // BLOCK)))
+    if choice == "thin":
+        rows = thin_rows_per_block(m)
+        name, src = thin_matmul_kernel(m, n, k, a_strides, b_strides, dtype, rows)
+        return ProductKernel(name, src, -(-m // rows))
     if choice == "skinny":
         rows = skinny_rows_per_warp(m, n)
         name, src = skinny_matmul_kernel(m, n, k, a_strides[0], b_strides, dtype, rows)
@@ -156,8 +167,8 @@ def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
             lines.append(f"  const bool in{r} = row + {r} < {m};")
         lines.append(f"  const {ct}* a{r} = a + (row + {r}) * {a_row};")
         lines.append("  " + " ".join(f"{ct} acc{r}_{j} = {zero};" for j in range(n)))
-    lines += [
-        "#pragma unroll 4",
+    lines += [   # loads of `rows` rows × the unrolled steps in flight at once: ~32 a lane
+        f"#pragma unroll {max(1, 32 // rows)}",
         f"  for (int p = lane; p < {k}; p += 32) {{",
     ]
     for r in rs:
@@ -182,45 +193,49 @@ def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
 
 
 def tall_parts(m: int, n: int, k: int) -> int:
-    """Blocks along K of the split-K kernel: about a wave (``TALL_MAX_PARTS``), fewer when
-    the partial products written and read again would pass a quarter of ``a``'s bytes.
+    """Blocks (slabs along K) of the split-K kernel: one wave (``TALL_MAX_PARTS``), fewer
+    when the partial products written and read again would pass half of ``a``'s bytes, or
+    a slab would hold fewer than 8 terms.
 
     Example::
 
-        >>> tall_parts(512, 10, 4096)
-        102
+        >>> tall_parts(512, 10, 4096), tall_parts(512, 10, 100000)
+        (132, 132)
     """
-    return max(1, min(TALL_MAX_PARTS, k // (4 * n), -(-k // 8)))
+    return max(1, min(TALL_MAX_PARTS, k // (2 * n), -(-k // 8)))
 
 
 def tall_matmul_kernel(m: int, n: int, k: int, a_col: int, b_strides, dtype) -> ProductKernel:
     """``c[m, n] = a[m, k] @ b[k, n]`` for long ``k`` and few rows and columns, ``a`` read
-    along its columns (unit stride along ``m``, column stride ``a_col``): block ``(g, h)``
-    takes the ``g``-th slab of ``chunk`` terms and rows ``h*BLOCK ...``, one row per thread
-    with ``n`` accumulators; the slab of ``b`` is staged in shared memory (read by all
-    threads at one address: a broadcast). Each block writes its partial ``(m, n)`` product;
-    the finish kernel sums the partials in slab order. ``c`` is C-contiguous.
+    along its columns (unit stride along ``m``, column stride ``a_col``): block ``g`` takes
+    the ``g``-th slab of ``chunk`` terms; thread ``t`` the rows ``t, t + BLOCK, ...`` with
+    ``n`` accumulators each; the slab of ``b`` is staged in shared memory (all threads read
+    one address at a time: a broadcast). Each block writes its partial ``(m, n)`` product;
+    the finish kernel (:func:`sum_parts_kernel`) sums the partials in slab order.
 
     Example::
 
         >>> pk = tall_matmul_kernel(512, 10, 4096, 512, (10, 1), np.float32)
         >>> pk.parts, pk.blocks, pk.finish_blocks
-        (100, 200, 20)
+        (128, 128, 160)
     """
     ct = ctype(dtype)
     b0, b1 = b_strides
     zero = c_literal(0, dtype)
     chunk = -(-k // tall_parts(m, n, k))
     parts = -(-k // chunk)
-    row_blocks = -(-m // BLOCK)
-    body = [f"      const {ct} x = a[(long long)i + (long long)(p0 + q) * {a_col}];"]
-    body += [f"      acc{j} += x * bq[{j}];" for j in range(n)]
-    body = "\n".join(["{", f"      const {ct}* bq = bs + q * {n};"] + body + ["    }"])
+    rows = range(-(-m // BLOCK))
+    step = []
+    for r in rows:
+        guard = f"if (in{r}) " if r else ""
+        step.append(f"      {guard}{{ const {ct} x = a[i{r} + (p0 + q) * {a_col}]; "
+                    + " ".join(f"acc{r}_{j} += x * bq[{j}];" for j in range(n)) + " }")
+    body = "\n".join(["{", f"      const {ct}* bq = bs + q * {n};"] + step + ["    }"])
     lines = [
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
         f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ part) {{",
         f"  __shared__ {ct} bs[{chunk * n}];",
-        f"  const int g = blockIdx.x / {row_blocks}, h = blockIdx.x % {row_blocks};",
+        "  const int g = blockIdx.x;",
         f"  const long long p0 = (long long)g * {chunk};",
         f"  const int len = (int)min((long long){chunk}, {k} - p0);",
         f"  for (int t = threadIdx.x; t < len * {n}; t += {BLOCK}) {{",
@@ -228,45 +243,122 @@ def tall_matmul_kernel(m: int, n: int, k: int, a_col: int, b_strides, dtype) -> 
         f"    bs[t] = b[(p0 + q) * {b0} + (long long)j * {b1}];",
         "  }",
         "  __syncthreads();",
-        f"  const int i = h * {BLOCK} + threadIdx.x;",
-        f"  if (i >= {m}) return;",
-        "  " + " ".join(f"{ct} acc{j} = {zero};" for j in range(n)),
+        f"  if (threadIdx.x >= {m}) return;",
+    ]
+    for r in rows:
+        lines.append(f"  const long long i{r} = threadIdx.x + {r * BLOCK};")
+        if r:
+            lines.append(f"  const bool in{r} = i{r} < {m};")
+        lines.append("  " + " ".join(f"{ct} acc{r}_{j} = {zero};" for j in range(n)))
+    lines += [
         f"  if (len == {chunk}) {{",
-        "#pragma unroll 16",
+        f"#pragma unroll {max(1, min(chunk, 64 // len(rows)))}",
         f"    for (int q = 0; q < {chunk}; ++q) {body}",
         "  } else {",
         f"    for (int q = 0; q < len; ++q) {body}",
         "  }",
-        f"  {ct}* out = part + ((long long)g * {m} + i) * {n};",
-        "  " + " ".join(f"out[{j}] = acc{j};" for j in range(n)),
-        "}"]
+    ]
+    for r in rows:
+        guard = f"if (in{r}) " if r else ""
+        lines.append(f"  {guard}{{ {ct}* out = part + ((long long)g * {m} + i{r}) * {n}; "
+                     + " ".join(f"out[{j}] = acc{r}_{j};" for j in range(n)) + " }")
+    lines.append("}")
     name, src = _named("\n".join(lines) + "\n", "tall")
     fname, fsrc = sum_parts_kernel(parts, m * n, dtype)
-    return ProductKernel(name, src, parts * row_blocks, parts, fname, fsrc,
-                         -(-(m * n) // BLOCK))
+    return ProductKernel(name, src, parts, parts, fname, fsrc, -(-(m * n) // 32))
 
 
 def sum_parts_kernel(parts: int, size: int, dtype) -> tuple[str, str]:
-    """Name and source of ``c[t] = sum over g of part[g, t]`` (``t < size``), in order of
-    ``g``: the finish of a split-K product.
+    """Name and source of ``c[t] = sum over g of part[g, t]`` (``t < size``), the finish
+    of a split-K product, in a fixed order (deterministic): a block takes 32 consecutive
+    ``t`` (loads coalesced); its 8 warps sum every 8th ``g`` each, then warp 0 adds the 8
+    sums in order. Launched on ``ceil(size / 32)`` blocks.
 
     Example::
 
-        >>> name, src = sum_parts_kernel(4, 100, np.float64)
-        >>> "part[(long long)g * 100 + t]" in src
+        >>> name, src = sum_parts_kernel(100, 5120, np.float64)
+        >>> "part[(long long)g * 5120 + t]" in src
         True
     """
     ct = ctype(dtype)
+    w = BLOCK // 32
     template = "\n".join([
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
         f"    const {ct}* __restrict__ part, {ct}* __restrict__ c) {{",
-        f"  const int t = blockIdx.x * {BLOCK} + threadIdx.x;",
-        f"  if (t >= {size}) return;",
+        f"  __shared__ {ct} sums[{w}][32];",
+        "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
+        "  const int t = blockIdx.x * 32 + lane;",
         f"  {ct} s = {c_literal(0, dtype)};",
-        f"  for (int g = 0; g < {parts}; ++g) s += part[(long long)g * {size} + t];",
-        "  c[t] = s;",
+        f"  if (t < {size}) {{",
+        "#pragma unroll 8",
+        f"    for (int g = warp; g < {parts}; g += {w}) s += part[(long long)g * {size} + t];",
+        "  }",
+        "  sums[warp][lane] = s;",
+        "  __syncthreads();",
+        f"  if (warp == 0 && t < {size}) {{",
+        f"    {ct} total = sums[0][lane];",
+        f"    for (int v = 1; v < {w}; ++v) total += sums[v][lane];",
+        "    c[t] = total;",
+        "  }",
         "}"]) + "\n"
     return _named(template, "sumparts")
+
+
+def thin_rows_per_block(m: int) -> int:
+    """Rows of the output each block of the thin kernel writes: about two waves of blocks.
+
+    Example::
+
+        >>> thin_rows_per_block(4096), thin_rows_per_block(10 ** 6)
+        (16, 64)
+    """
+    for rows in (64, 32):
+        if -(-m // rows) >= 264:
+            return rows
+    return 16
+
+
+def thin_matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
+                       rows: int) -> tuple[str, str]:
+    """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few terms ``k`` and a wide
+    output: thread ``t`` of block ``h`` holds column(s) ``t, t + BLOCK, ...`` of ``b`` in
+    registers (any strides: read once per block) and writes them for rows ``h*rows ...``;
+    each row of ``a`` is read by all threads at one address (a broadcast), the stores are
+    coalesced. ``c`` is C-contiguous.
+
+    Example::
+
+        >>> name, src = thin_matmul_kernel(4096, 512, 10, (10, 1), (1, 10), np.float32, 16)
+        >>> name.startswith("dg_thin_") and "b1_9" in src
+        True
+    """
+    ct = ctype(dtype)
+    a0, a1 = a_strides
+    b0, b1 = b_strides
+    cols = range(-(-n // BLOCK))
+    lines = [
+        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+        f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ c) {{",
+        "  const long long j0 = threadIdx.x;",
+    ]
+    for u in cols:
+        lines.append(f"  const bool on{u} = j0 + {u * BLOCK} < {n};")
+        lines.append("  " + " ".join(
+            f"const {ct} b{u}_{p} = on{u} ? b[{p}LL * {b0} + (j0 + {u * BLOCK}) * {b1}] "
+            f": {c_literal(0, dtype)};" for p in range(k)))
+    lines += [
+        f"  const long long r0 = (long long)blockIdx.x * {rows};",
+        "#pragma unroll 4",
+        f"  for (int r = 0; r < {rows}; ++r) {{",
+        "    const long long i = r0 + r;",
+        f"    if (i >= {m}) return;",
+        "    " + " ".join(f"const {ct} x{p} = a[i * {a0} + {p}LL * {a1}];" for p in range(k)),
+    ]
+    for u in cols:
+        dot = " + ".join(f"x{p} * b{u}_{p}" for p in range(k))
+        lines.append(f"    if (on{u}) c[i * {n} + j0 + {u * BLOCK}] = {dot};")
+    lines += ["  }", "}"]
+    return _named("\n".join(lines) + "\n", "thin")
 
 
 def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype) -> tuple[str, str]:

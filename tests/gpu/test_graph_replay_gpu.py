@@ -201,6 +201,8 @@ def test_first_calls_from_several_threads():
     ((4096, 512), (512, 10), False, False), ((4096, 512), (10, 512), False, True),  # skinny
     ((4099, 300), (300, 3), False, False),              # skinny, 4 rows a warp, a short last
     ((4096, 10), (10, 512), False, False), ((300, 7), (7, 1), False, False),     # thin K
+    ((4096, 10), (512, 10), False, True),               # thin: g @ W2.T, b in registers
+    ((5001, 16), (16, 1000), False, False),             # thin, 4 columns a thread
     ((4096, 512), (4096, 10), True, False),             # tall: hᵀ @ g, split K
     ((4099, 784), (4099, 16), True, False),             # tall, a short last slab
     ((100000,), (100000, 3), False, False),             # tall: a long vector @ B
