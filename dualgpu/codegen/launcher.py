@@ -107,8 +107,8 @@ class FusedProgram:
         return env[a.id]
 
     def _small_matmul(self, eqn, env):
-        """Our kernel for a 1-D/2-D float product that cuBLAS runs badly (tiny, thin, skinny
-        or tall: :func:`matmul_kernel_choice`), else None (cuBLAS does it)."""
+        """Our kernel for a 1-D/2-D float product that cuBLAS runs badly (tiny, thin or
+        skinny: :func:`matmul_kernel_choice`), else None (cuBLAS does it)."""
         a, b = (self._read(env, x) for x in eqn.inputs)
         if not (isinstance(a, self.cp.ndarray) and isinstance(b, self.cp.ndarray)) \
                 or a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
@@ -123,19 +123,12 @@ class FusedProgram:
         if choice is None:
             return None
         key = (choice, m, n, k, sa, sb, a.dtype.char)
-        fns = self._compiled.get(key)
-        if fns is None:
+        fn = self._compiled.get(key)
+        if fn is None:
             pk = product_kernel(choice, m, n, k, sa, sb, a.dtype)
-            finish = self.cp.RawKernel(pk.finish_source, pk.finish_name) if pk.parts else None
-            fns = self._compiled[key] = (pk, self.cp.RawKernel(pk.source, pk.name), finish)
-        pk, main, finish = fns
+            fn = self._compiled[key] = (pk.blocks, self.cp.RawKernel(pk.source, pk.name))
         out = self._dest(env, eqn.outs[0])
-        if not pk.parts:
-            main((pk.blocks,), (BLOCK,), (a, b, out))
-            return out
-        part = self.cp.empty((pk.parts, m, n), dtype=a.dtype)
-        main((pk.blocks,), (BLOCK,), (a, b, part))
-        finish((pk.finish_blocks,), (BLOCK,), (part, out))
+        fn[1]((fn[0],), (BLOCK,), (a, b, out))
         return out
 
     def _sum_as_product(self, eqn, env):
@@ -238,10 +231,10 @@ class FusedProgram:
 
     def step_times(self, *arrays, repeat: int = 20) -> list:
         """``[(step index, label, microseconds)]``: the device time of each step of the plan,
-        for profiling. Each step is captured alone as a CUDA graph and replayed ``repeat``
-        times between two events, so the time is the step's own GPU time, without the host
-        time of launching it (a step that cannot be captured is timed eagerly instead, and
-        its label says so).
+        for profiling. Each step is captured ``repeat`` times in a row as one CUDA graph,
+        replayed once between two events, so the time is the step's own GPU time, with
+        neither the host time of launching it nor a graph launch's gap (a step that cannot
+        be captured is timed eagerly instead, and its label says so).
 
         Example::
 
@@ -283,12 +276,16 @@ class FusedProgram:
         return rows
 
     def _graph_time(self, run, stream, gemm, workspace, repeat):
+        """Microseconds per ``run()``: ``repeat`` runs captured back to back in one CUDA
+        graph, replayed once between events (so no launch gap is counted); None when the
+        step cannot be captured."""
         cp = self.cp
         gemm.capture_workspace = lambda: workspace
         try:
             stream.begin_capture(cp.cuda.runtime.streamCaptureModeRelaxed)
             try:
-                run()
+                for _ in range(repeat):
+                    run()
             finally:
                 graph = stream.end_capture()
         except Exception:  # noqa: BLE001 - this step cannot be captured
@@ -296,7 +293,7 @@ class FusedProgram:
         finally:
             gemm.capture_workspace = None
         graph.launch(stream)
-        return self._event_time(lambda: graph.launch(stream), stream, repeat)
+        return self._event_time(lambda: graph.launch(stream), stream, 1) / repeat
 
     def _event_time(self, run, stream, repeat):
         """Microseconds per ``run()`` on ``stream``: two events around ``repeat`` runs."""

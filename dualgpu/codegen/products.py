@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from .cuda import BLOCK, _named, c_literal, ctype
 
-SMALL_MATMUL = 1 << 16  # M*N*K up to which matmul runs as our kernel (capturable, no cuBLAS)
+SMALL_MATMUL = 1 << 16  # M*N*K up to which matmul runs as our "tiny" kernel ...
 THIN_K = 16             # products over at most this many terms: one thread per output element
 SKINNY_N = 16           # products with at most this many columns: one warp per output row
 SKINNY_SHARED = 48 << 10  # ... when the right operand fits in a block's shared memory
@@ -23,24 +23,15 @@ SKINNY_MIN_ROWS = 256
 WARPS = BLOCK // 32
 THIN_MIN_N, THIN_MAX_N = 64, 4 * BLOCK   # thin products with a wide output ...
 THIN_MIN_ROWS = 1024                     # ... and many rows: b held in registers
-TALL_MIN_K = 1024       # split-K ("tall") products: at least this many terms ...
-TALL_MAX_M = 1024       # ... and at most this many rows (one output row per thread)
-TALL_MAX_PARTS = 132    # one wave of blocks along K on the H200 (132 SMs)
+TINY_MAX_K = 256        # ... over at most this many terms (one thread loops over all of K)
 
 
 class ProductKernel(NamedTuple):
-    """One of our product kernels: ``name``/``source`` launched on ``blocks`` blocks of
-    ``BLOCK`` threads with ``(a, b, c)``; a split-K kernel (``parts`` > 0) writes ``parts``
-    partial products into a scratch ``(parts, m, n)`` array instead of ``c``, and the
-    ``finish`` kernel, on ``finish_blocks`` blocks, sums them into ``c`` in a fixed order
-    (deterministic: no atomics)."""
+    """One of our product kernels: ``name``/``source``, launched on ``blocks`` blocks of
+    ``BLOCK`` threads with ``(a, b, c)``."""
     name: str
     source: str
     blocks: int
-    parts: int = 0
-    finish_name: str = ""
-    finish_source: str = ""
-    finish_blocks: int = 0
 
 
 def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize: int):
@@ -48,11 +39,8 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
     given), or None for cuBLAS. cuBLAS is slow on the skinny products of small networks
     (4096×512 @ 512×10: 12 µs for 8 MB read, H200 float32; 512×4096 @ 4096×10: 11.6 µs):
 
-    * ``"tall"`` (checked first): N ≤ ``SKINNY_N``, M ≤ ``TALL_MAX_M``, K ≥ ``TALL_MIN_K``
-      and ``a``'s columns contiguous (``hᵀ @ g``, a gradient's reduction over the batch; or
-      a long vector ``x @ B``): split along K into blocks that each read a slab of ``a``
-      coalesced, then a fixed-order sum;
-    * ``"tiny"``: M·N·K ≤ ``SMALL_MATMUL`` (one thread per output element);
+    * ``"tiny"``: M·N·K ≤ ``SMALL_MATMUL`` and K ≤ ``TINY_MAX_K`` (one thread per output
+      element);
     * ``"thin"``: K ≤ ``THIN_K``, a wide output (``THIN_MIN_N`` ≤ N ≤ ``THIN_MAX_N``) and
       many rows (``g @ W2ᵀ``): each thread holds a few columns of ``b`` in registers and
       writes them for a band of rows, stores coalesced, ``b`` read once per block;
@@ -64,17 +52,14 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
 
         >>> matmul_kernel_choice(4096, 10, 512, (512, 1), (10, 1), 4)
         'skinny'
-        >>> matmul_kernel_choice(512, 10, 4096, (1, 512), (10, 1), 4)
-        'tall'
+        >>> matmul_kernel_choice(512, 10, 4096, (1, 512), (10, 1), 4) is None   # hᵀ @ g
+        True
         >>> matmul_kernel_choice(4096, 512, 10, (10, 1), (1, 10), 4)
         'thin'
         >>> matmul_kernel_choice(4096, 512, 784, (784, 1), (512, 1), 4) is None
         True
     """
-    if n <= SKINNY_N and m <= TALL_MAX_M and k >= TALL_MIN_K \
-            and (a_strides[0] == 1 or m == 1):
-        return "tall"     # (before "tiny": one thread per output would loop over all of K)
-    if m * n * k <= SMALL_MATMUL:
+    if m * n * k <= SMALL_MATMUL and k <= TINY_MAX_K:
         return "tiny"
     if m * n >= 1 << 31:
         return None
@@ -94,9 +79,9 @@ def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
 
     Example::
 
-        >>> pk = product_kernel("tall", 512, 10, 4096, (1, 512), (10, 1), np.float32)
-        >>> pk.parts > 1 and pk.finish_name.startswith("dg_sumparts_")
-        True
+        >>> pk = product_kernel("skinny", 4096, 10, 512, (512, 1), (10, 1), np.float32)
+        >>> pk.blocks      # 8 warps a block, 4 rows a warp
+        128
     """
     if choice == "tiny":
         name, src = matmul_kernel(m, n, k, a_strides, b_strides, dtype)
@@ -109,8 +94,6 @@ def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
         rows = skinny_rows_per_warp(m, n)
         name, src = skinny_matmul_kernel(m, n, k, a_strides[0], b_strides, dtype, rows)
         return ProductKernel(name, src, -(-m // (WARPS * rows)))
-    if choice == "tall":
-        return tall_matmul_kernel(m, n, k, a_strides[1], b_strides, dtype)
     raise ValueError(f"no product kernel {choice!r}")
 
 
@@ -190,118 +173,6 @@ def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
         lines.append("  }")
     lines.append("}")
     return _named("\n".join(lines) + "\n", "skinny")
-
-
-def tall_parts(m: int, n: int, k: int) -> int:
-    """Blocks (slabs along K) of the split-K kernel: one wave (``TALL_MAX_PARTS``), fewer
-    when the partial products written and read again would pass half of ``a``'s bytes, or
-    a slab would hold fewer than 8 terms.
-
-    Example::
-
-        >>> tall_parts(512, 10, 4096), tall_parts(512, 10, 100000)
-        (132, 132)
-    """
-    return max(1, min(TALL_MAX_PARTS, k // (2 * n), -(-k // 8)))
-
-
-def tall_matmul_kernel(m: int, n: int, k: int, a_col: int, b_strides, dtype) -> ProductKernel:
-    """``c[m, n] = a[m, k] @ b[k, n]`` for long ``k`` and few rows and columns, ``a`` read
-    along its columns (unit stride along ``m``, column stride ``a_col``): block ``g`` takes
-    the ``g``-th slab of ``chunk`` terms; thread ``t`` the rows ``t, t + BLOCK, ...`` with
-    ``n`` accumulators each; the slab of ``b`` is staged in shared memory (all threads read
-    one address at a time: a broadcast). Each block writes its partial ``(m, n)`` product;
-    the finish kernel (:func:`sum_parts_kernel`) sums the partials in slab order.
-
-    Example::
-
-        >>> pk = tall_matmul_kernel(512, 10, 4096, 512, (10, 1), np.float32)
-        >>> pk.parts, pk.blocks, pk.finish_blocks
-        (128, 128, 160)
-    """
-    ct = ctype(dtype)
-    b0, b1 = b_strides
-    zero = c_literal(0, dtype)
-    chunk = -(-k // tall_parts(m, n, k))
-    parts = -(-k // chunk)
-    rows = range(-(-m // BLOCK))
-    step = []
-    for r in rows:
-        guard = f"if (in{r}) " if r else ""
-        step.append(f"      {guard}{{ const {ct} x = a[i{r} + (p0 + q) * {a_col}]; "
-                    + " ".join(f"acc{r}_{j} += x * bq[{j}];" for j in range(n)) + " }")
-    body = "\n".join(["{", f"      const {ct}* bq = bs + q * {n};"] + step + ["    }"])
-    lines = [
-        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
-        f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ part) {{",
-        f"  __shared__ {ct} bs[{chunk * n}];",
-        "  const int g = blockIdx.x;",
-        f"  const long long p0 = (long long)g * {chunk};",
-        f"  const int len = (int)min((long long){chunk}, {k} - p0);",
-        f"  for (int t = threadIdx.x; t < len * {n}; t += {BLOCK}) {{",
-        f"    const int q = t / {n}, j = t % {n};",
-        f"    bs[t] = b[(p0 + q) * {b0} + (long long)j * {b1}];",
-        "  }",
-        "  __syncthreads();",
-        f"  if (threadIdx.x >= {m}) return;",
-    ]
-    for r in rows:
-        lines.append(f"  const long long i{r} = threadIdx.x + {r * BLOCK};")
-        if r:
-            lines.append(f"  const bool in{r} = i{r} < {m};")
-        lines.append("  " + " ".join(f"{ct} acc{r}_{j} = {zero};" for j in range(n)))
-    lines += [
-        f"  if (len == {chunk}) {{",
-        f"#pragma unroll {max(1, min(chunk, 64 // len(rows)))}",
-        f"    for (int q = 0; q < {chunk}; ++q) {body}",
-        "  } else {",
-        f"    for (int q = 0; q < len; ++q) {body}",
-        "  }",
-    ]
-    for r in rows:
-        guard = f"if (in{r}) " if r else ""
-        lines.append(f"  {guard}{{ {ct}* out = part + ((long long)g * {m} + i{r}) * {n}; "
-                     + " ".join(f"out[{j}] = acc{r}_{j};" for j in range(n)) + " }")
-    lines.append("}")
-    name, src = _named("\n".join(lines) + "\n", "tall")
-    fname, fsrc = sum_parts_kernel(parts, m * n, dtype)
-    return ProductKernel(name, src, parts, parts, fname, fsrc, -(-(m * n) // 32))
-
-
-def sum_parts_kernel(parts: int, size: int, dtype) -> tuple[str, str]:
-    """Name and source of ``c[t] = sum over g of part[g, t]`` (``t < size``), the finish
-    of a split-K product, in a fixed order (deterministic): a block takes 32 consecutive
-    ``t`` (loads coalesced); its 8 warps sum every 8th ``g`` each, then warp 0 adds the 8
-    sums in order. Launched on ``ceil(size / 32)`` blocks.
-
-    Example::
-
-        >>> name, src = sum_parts_kernel(100, 5120, np.float64)
-        >>> "part[(long long)g * 5120 + t]" in src
-        True
-    """
-    ct = ctype(dtype)
-    w = BLOCK // 32
-    template = "\n".join([
-        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
-        f"    const {ct}* __restrict__ part, {ct}* __restrict__ c) {{",
-        f"  __shared__ {ct} sums[{w}][32];",
-        "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;",
-        "  const int t = blockIdx.x * 32 + lane;",
-        f"  {ct} s = {c_literal(0, dtype)};",
-        f"  if (t < {size}) {{",
-        "#pragma unroll 8",
-        f"    for (int g = warp; g < {parts}; g += {w}) s += part[(long long)g * {size} + t];",
-        "  }",
-        "  sums[warp][lane] = s;",
-        "  __syncthreads();",
-        f"  if (warp == 0 && t < {size}) {{",
-        f"    {ct} total = sums[0][lane];",
-        f"    for (int v = 1; v < {w}; ++v) total += sums[v][lane];",
-        "    c[t] = total;",
-        "  }",
-        "}"]) + "\n"
-    return _named(template, "sumparts")
 
 
 def thin_rows_per_block(m: int) -> int:
