@@ -45,9 +45,10 @@ def _fake_cupy():
             self.name = name
             LOG.append(name.split("_")[1])
 
-        def __call__(self, grid, block, args):
-            a, b, out = args
-            out[...] = np.matmul(a, b).reshape(out.shape)
+        def __call__(self, grid, block, args):   # (a, b, c) triples, one a block row
+            assert len(args) == 3 * (grid[1] if len(grid) > 1 else 1)
+            for a, b, out in zip(args[::3], args[1::3], args[2::3]):
+                out[...] = np.matmul(a, b).reshape(out.shape)
 
     class Stream:   # one host-ordered stream: nothing is ever in flight
         def is_capturing(self):
@@ -214,6 +215,40 @@ def test_mlp_hvp_runs_its_products_on_the_handle_with_transposes():
     assert FakeGemm.layouts and any("T" in pair for pair in ops), ops
 
 
+def test_independent_products_of_one_kernel_run_in_one_launch(monkeypatch):
+    """The MLP HVP's three skinny products (h @ W2, ḣ @ W2, h @ V2) and its three thin ones
+    run as one launch each, their strided operands read right (by the kernels' indexing),
+    eager and into destinations; a product that reads another's result waits its turn."""
+    loss, (W1, W2), (V1, V2) = _mlp(batch=800)   # (800, 32) @ (32, 3): skinny
+    backend = FakeBackend()
+    backend.xp.RawKernel = _kernel_emulation(monkeypatch)
+    calls = []
+    launch = backend.xp.RawKernel.__call__
+
+    def counting(self, grid, block, args):
+        calls.append((self.name.split("_")[1], len(args) // 3))
+        return launch(self, grid, block, args)
+
+    monkeypatch.setattr(backend.xp.RawKernel, "__call__", counting)
+    g = dg.trace(dg.hvp(loss, argnums=(0, 1)), W1, W2, (V1, V2))
+    want = compile_python(g, np)(W1, W2, V1, V2)
+    program = EmulatedProgram(g, backend, recompute=True)
+    for out in (None, _destinations(g)):
+        got = program(W1, W2, V1, V2, out=out)
+        for a, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(a), w, rtol=1e-11, atol=1e-12)
+    assert ("skinny", 3) in calls, calls
+    assert max(n for _, n in calls) <= 3
+    # the batching itself: x @ w and x @ v together; (x @ w) * (x @ v) @ w.T after them
+    x, w, v = (np.random.default_rng(i).standard_normal(s)
+               for i, s in enumerate([(700, 30), (30, 4), (30, 4)]))
+    calls.clear()
+    got = EmulatedProgram(dg.trace(lambda x, w, v: ((x @ w) * (x @ v)) @ w.T, x, w, v),
+                          backend)(x, w, v)[0]
+    np.testing.assert_allclose(got, ((x @ w) * (x @ v)) @ w.T, rtol=1e-11, atol=1e-11)
+    assert calls[0] == ("skinny", 2), calls
+
+
 def test_sums_over_the_batch_run_as_products_with_ones():
     x = np.random.default_rng(1).standard_normal((600, 7))
     g = dg.trace(lambda x: np.sum(np.sin(x), axis=0) + np.sum(np.cos(x), axis=1)[:7], x)
@@ -240,8 +275,8 @@ def _kernel_emulation(monkeypatch):
     params = {}
     real = cuda_codegen.product_kernel
 
-    def product_kernel(choice, m, n, k, sa, sb, dtype):
-        pk = real(choice, m, n, k, sa, sb, dtype)
+    def product_kernel(choice, m, n, k, sa, sb, dtype, count=1):
+        pk = real(choice, m, n, k, sa, sb, dtype, count)
         params[pk.name] = (m, n, k, sa, sb)
         return pk
 
@@ -250,15 +285,16 @@ def _kernel_emulation(monkeypatch):
             self.name = name
             LOG.append(name.split("_")[1])
 
-        def __call__(self, grid, block, args):
-            a, b, out = args
+        def __call__(self, grid, block, args):   # (a, b, c) triples, one a block row
             m, n, k, (a0, a1), (b0, b1) = params[self.name]
-            (fa, oa), (fb, ob) = _flat(a), _flat(b)
-            i, j, p = np.meshgrid(np.arange(m), np.arange(n), np.arange(k), indexing="ij")
-            ia, ib = oa + i * a0 + p * a1, ob + p * b0 + j * b1
-            assert ia.min() >= 0 and ib.min() >= 0, "a read before the operand's memory"
-            assert out.flags.c_contiguous and out.size == m * n
-            out.reshape(-1)[...] = (fa[ia] * fb[ib]).sum(axis=-1).reshape(-1)
+            assert len(args) == 3 * (grid[1] if len(grid) > 1 else 1)
+            for a, b, out in zip(args[::3], args[1::3], args[2::3]):
+                (fa, oa), (fb, ob) = _flat(a), _flat(b)
+                i, j, p = np.meshgrid(np.arange(m), np.arange(n), np.arange(k), indexing="ij")
+                ia, ib = oa + i * a0 + p * a1, ob + p * b0 + j * b1
+                assert ia.min() >= 0 and ib.min() >= 0, "a read before the operand's memory"
+                assert out.flags.c_contiguous and out.size == m * n
+                out.reshape(-1)[...] = (fa[ia] * fb[ib]).sum(axis=-1).reshape(-1)
 
     monkeypatch.setattr(cuda_codegen, "product_kernel", product_kernel)
     return RawKernel

@@ -41,6 +41,7 @@ class FusedProgram:
             r.index: _positions(r.outputs, [e.outs[0] for e in r.grid])
             for r in self.plan.regions}
         self._ones: dict = {}   # (length, dtype char) -> ones vector of _sum_as_product
+        self._product_groups = product_groups(self.plan.steps)
         self._consts = {c.id: self.cp.asarray(c.value) if not backend.is_sparse(c.value)
                         else c.value for c in graph.consts}
 
@@ -106,9 +107,10 @@ class FusedProgram:
             return self._consts[a.id]
         return env[a.id]
 
-    def _small_matmul(self, eqn, env):
-        """Our kernel for a 1-D/2-D float product that cuBLAS runs badly (tiny, thin or
-        skinny: :func:`matmul_kernel_choice`), else None (cuBLAS does it)."""
+    def _product_spec(self, eqn, env):
+        """``(key, a, b)`` when our kernel computes the 1-D/2-D float product ``eqn``
+        (:func:`matmul_kernel_choice`: tiny, thin or skinny; ``key`` names the kernel:
+        choice, sizes, strides, dtype), else None (cuBLAS does it)."""
         a, b = (self._read(env, x) for x in eqn.inputs)
         if not (isinstance(a, self.cp.ndarray) and isinstance(b, self.cp.ndarray)) \
                 or a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
@@ -122,14 +124,54 @@ class FusedProgram:
         choice = matmul_kernel_choice(m, n, k, sa, sb, item)
         if choice is None:
             return None
-        key = (choice, m, n, k, sa, sb, a.dtype.char)
-        fn = self._compiled.get(key)
+        return (choice, m, n, k, sa, sb, a.dtype.char), a, b
+
+    def _product_kernel(self, key, count: int):
+        """``(blocks, RawKernel)`` of our product kernel ``key`` for ``count`` products."""
+        fn = self._compiled.get((key, count))
         if fn is None:
-            pk = product_kernel(choice, m, n, k, sa, sb, a.dtype)
-            fn = self._compiled[key] = (pk.blocks, self.cp.RawKernel(pk.source, pk.name))
+            choice, m, n, k, sa, sb, dtype = key
+            pk = product_kernel(choice, m, n, k, sa, sb, np.dtype(dtype), count)
+            fn = self._compiled[(key, count)] = (pk.blocks, self.cp.RawKernel(pk.source,
+                                                                              pk.name))
+        return fn
+
+    def _small_matmul(self, eqn, env):
+        """``eqn``'s product by our kernel into its destination, else None (cuBLAS)."""
+        spec = self._product_spec(eqn, env)
+        if spec is None:
+            return None
+        key, a, b = spec
+        blocks, fn = self._product_kernel(key, 1)
         out = self._dest(env, eqn.outs[0])
-        fn[1]((fn[0],), (BLOCK,), (a, b, out))
+        fn((blocks,), (BLOCK,), (a, b, out))
         return out
+
+    def _batched_products(self, group, env) -> set:
+        """Run together, one launch per kernel, the products of ``group`` (indices of
+        consecutive, independent matmul steps) that our kernel computes with the same key
+        (``h @ W2``, ``ḣ @ W2``, ``h @ V2``: one graph node instead of three, and three times
+        the blocks). Returns the indices it ran; the others run at their own step."""
+        same: dict = {}
+        for i in group:
+            eqn = self.plan.steps[i].eqn
+            spec = self._product_spec(eqn, env)
+            if spec is not None:
+                same.setdefault(spec[0], []).append((i, eqn, spec[1], spec[2]))
+        ran = set()
+        for key, members in same.items():
+            for start in range(0, len(members) - 1, MAX_BATCHED):
+                chunk = members[start:start + MAX_BATCHED]
+                if len(chunk) < 2:
+                    continue
+                blocks, fn = self._product_kernel(key, len(chunk))
+                args = []
+                for i, eqn, a, b in chunk:
+                    out = env[eqn.outs[0].id] = self._dest(env, eqn.outs[0])
+                    args += [a, b, out]
+                    ran.add(i)
+                fn((blocks, len(chunk)), (BLOCK,), tuple(args))
+        return ran
 
     def _sum_as_product(self, eqn, env):
         """A float sum over the leading (or the trailing) axes of a C-contiguous array as a
@@ -209,8 +251,13 @@ class FusedProgram:
         env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
         if out is not None:
             env[_DESTS] = self._destinations(out)
-        for step, dead in zip(self.plan.steps, self.plan.releases):
-            if isinstance(step, LibraryStep):
+        ran = ()    # steps already run with a batch of products
+        for i, (step, dead) in enumerate(zip(self.plan.steps, self.plan.releases)):
+            if i in self._product_groups:
+                ran = self._batched_products(self._product_groups[i], env)
+            if i in ran:
+                pass
+            elif isinstance(step, LibraryStep):
                 self._library(step.eqn, env)
             else:
                 self._run_region(step, env)
@@ -320,6 +367,38 @@ class FusedProgram:
 
 
 _DESTS = ("destinations",)   # env key of the output destinations (never a var id)
+MAX_BATCHED = 8              # products one launch computes at most
+
+
+def product_groups(steps) -> dict:
+    """Index of the first step -> indices of each run of two or more consecutive matmul
+    steps of which none reads another's result: products that may run in one launch.
+
+    Example::
+
+        >>> x, w, v = np.ones((8, 4)), np.ones((4, 2)), np.ones((4, 2))
+        >>> g = dg.trace(lambda x, w, v: (x @ w) * (x @ v) @ w.T, x, w, v)
+        >>> from dualgpu.fusion import plan_graph
+        >>> product_groups(plan_graph(g).steps)   # x @ w and x @ v; not (...) @ w.T
+        {0: (0, 1)}
+    """
+    groups, run, made = {}, [], set()
+    for i, step in enumerate(steps):
+        if isinstance(step, LibraryStep) and step.eqn.prim is matmul:
+            if run and not any(isinstance(a, Var) and a.id in made for a in step.eqn.inputs):
+                run.append(i)
+                made.add(step.eqn.outs[0].id)
+                continue
+            if len(run) > 1:
+                groups[run[0]] = tuple(run)
+            run, made = [i], {step.eqn.outs[0].id}
+        else:
+            if len(run) > 1:
+                groups[run[0]] = tuple(run)
+            run, made = [], set()
+    if len(run) > 1:
+        groups[run[0]] = tuple(run)
+    return groups
 
 
 def _positions(vars_: list, wanted: list) -> list:

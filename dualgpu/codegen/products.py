@@ -74,27 +74,51 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
 
 
 def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
-                   dtype) -> ProductKernel:
-    """The kernel of ``choice`` (:func:`matmul_kernel_choice`) for ``(m, k) @ (k, n)``.
+                   dtype, count: int = 1) -> ProductKernel:
+    """The kernel of ``choice`` (:func:`matmul_kernel_choice`) for ``(m, k) @ (k, n)``;
+    with ``count`` > 1, for that many independent products of the same shapes and strides
+    in one launch (``count`` triples ``a, b, c`` as arguments; ``blockIdx.y`` picks one):
+    one CUDA-graph node instead of ``count``, and more blocks to fill the GPU.
 
     Example::
 
         >>> pk = product_kernel("skinny", 4096, 10, 512, (512, 1), (10, 1), np.float32)
         >>> pk.blocks      # 8 warps a block, 4 rows a warp
         128
+        >>> "blockIdx.y == 1 ? a_1 : a_2" in product_kernel("thin", 4096, 512, 10, (10, 1), (1, 10),
+        ...                                     np.float32, count=3).source
+        True
     """
     if choice == "tiny":
-        name, src = matmul_kernel(m, n, k, a_strides, b_strides, dtype)
+        name, src = matmul_kernel(m, n, k, a_strides, b_strides, dtype, count)
         return ProductKernel(name, src, max(1, -(-(m * n) // BLOCK)))
     if choice == "thin":
         rows = thin_rows_per_block(m)
-        name, src = thin_matmul_kernel(m, n, k, a_strides, b_strides, dtype, rows)
+        name, src = thin_matmul_kernel(m, n, k, a_strides, b_strides, dtype, rows, count)
         return ProductKernel(name, src, -(-m // rows))
     if choice == "skinny":
         rows = skinny_rows_per_warp(m, n)
-        name, src = skinny_matmul_kernel(m, n, k, a_strides[0], b_strides, dtype, rows)
+        name, src = skinny_matmul_kernel(m, n, k, a_strides[0], b_strides, dtype, rows,
+                                         count)
         return ProductKernel(name, src, -(-m // (WARPS * rows)))
     raise ValueError(f"no product kernel {choice!r}")
+
+
+def _signature(ct: str, count: int) -> list:
+    """The parameter lines of a product kernel: ``a, b, c``; or ``count`` triples, of
+    which ``blockIdx.y`` picks the one this block computes, bound to ``a, b, c``."""
+    if count == 1:
+        return [f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, "
+                f"{ct}* __restrict__ c) {{"]
+    params = ", ".join(f"const {ct}* __restrict__ a_{i}, const {ct}* __restrict__ b_{i}, "
+                       f"{ct}* __restrict__ c_{i}" for i in range(count))
+    lines = [f"    {params}) {{"]
+    for x, const in (("a", "const "), ("b", "const "), ("c", "")):
+        pick = f"{x}_{count - 1}"
+        for i in range(count - 2, -1, -1):
+            pick = f"blockIdx.y == {i} ? {x}_{i} : {pick}"
+        lines.append(f"  {const}{ct}* __restrict__ const {x} = {pick};")
+    return lines
 
 
 def skinny_rows_per_warp(m: int, n: int) -> int:
@@ -114,7 +138,7 @@ def skinny_rows_per_warp(m: int, n: int) -> int:
 
 
 def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
-                         rows: int = 1):
+                         rows: int = 1, count: int = 1):
     """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few columns ``n``: ``b`` is
     staged in shared memory column by column (``bs[j*k + p]``: a warp reads consecutive
     words, no bank conflicts); each warp reads ``rows`` rows of ``a`` at once (row stride
@@ -133,7 +157,7 @@ def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
     rs = range(rows)
     lines = [
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
-        f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ c) {{",
+        *_signature(ct, count),
         f"  __shared__ {ct} bs[{k * n}];",
         f"  for (int t = threadIdx.x; t < {k * n}; t += {BLOCK}) {{",
         f"    const int j = t / {k}, p = t % {k};",
@@ -190,7 +214,7 @@ def thin_rows_per_block(m: int) -> int:
 
 
 def thin_matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
-                       rows: int) -> tuple[str, str]:
+                       rows: int, count: int = 1) -> tuple[str, str]:
     """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few terms ``k`` and a wide
     output: thread ``t`` of block ``h`` holds column(s) ``t, t + BLOCK, ...`` of ``b`` in
     registers (any strides: read once per block) and writes them for rows ``h*rows ...``;
@@ -209,7 +233,7 @@ def thin_matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
     cols = range(-(-n // BLOCK))
     lines = [
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
-        f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ c) {{",
+        *_signature(ct, count),
         "  const long long j0 = threadIdx.x;",
     ]
     for u in cols:
@@ -232,7 +256,8 @@ def thin_matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
     return _named("\n".join(lines) + "\n", "thin")
 
 
-def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype) -> tuple[str, str]:
+def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
+                  count: int = 1) -> tuple[str, str]:
     """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` (element strides given), one thread
     per output element: for the tiny products of small networks, where launching cuBLAS
     costs more than the product, and which CUDA-graph capture cannot hold.
@@ -253,7 +278,7 @@ def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype) -> tuple[
     it, w = ("long long", "(long long)") if reach > 2 ** 31 - 1 else ("int", "")
     template = "\n".join([
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
-        f"    const {ct}* __restrict__ a, const {ct}* __restrict__ b, {ct}* __restrict__ c) {{",
+        *_signature(ct, count),
         f"  const {it} t = ({it})blockIdx.x * {BLOCK} + ({it})threadIdx.x;",
         f"  if (t >= {m * n}) return;",
         f"  const {it} i = t / {max(n, 1)}, j = t % {max(n, 1)};",
