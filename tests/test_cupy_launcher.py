@@ -4,8 +4,10 @@ every product on "our cuBLAS handle" runs its :class:`~dualgpu.backends.cublas.G
 over the operands' memory (:func:`~dualgpu.backends.cublas.emulate_gemm`), and our small
 product kernels run NumPy's matmul. So the launcher's own logic -- the order of the steps,
 the values it releases, the products and sums it hands to cuBLAS, and above all the output
-destinations a CUDA-graph replay writes into (``__call__(..., out=)``) -- is checked against
-the generated NumPy program on fuzzed programs, without a GPU (tests/gpu runs the real one).
+destinations a CUDA-graph replay writes into (``__call__(..., out=)``) and the
+concatenations whose inputs are computed into their ranges of the output -- is checked
+against the generated NumPy program on fuzzed programs, without a GPU (tests/gpu runs the
+real one).
 """
 from __future__ import annotations
 
@@ -31,14 +33,16 @@ IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
 REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
 
+def _unwritten(shape, dtype=np.float64):
+    """A new array of NaN (-12345 for integers): a value nothing wrote shows up."""
+    dt = np.dtype(dtype)
+    return np.full(shape, np.nan if dt.kind in "fc" else -12345, dtype=dt)
+
+
 def _fake_cupy():
     fake = types.ModuleType("cupy")
     fake.__getattr__ = lambda name: getattr(np, name)
     fake.ndarray = np.ndarray
-
-    def empty(shape, dtype=np.float64):   # NaN: a value nothing wrote shows up
-        dt = np.dtype(dtype)
-        return np.full(shape, np.nan if dt.kind in "fc" else -12345, dtype=dt)
 
     class RawKernel:   # our small product kernels (a region's kernels are bound below)
         def __init__(self, source, name):
@@ -57,7 +61,17 @@ def _fake_cupy():
         def synchronize(self):
             pass
 
-    fake.empty = empty
+    def concatenate(arrays, axis=0):
+        LOG.append("concatenate")
+        return np.concatenate(arrays, axis=axis)
+
+    def copyto(dst, src):
+        LOG.append("copyto")
+        np.copyto(dst, src)
+
+    fake.empty = _unwritten
+    fake.concatenate = concatenate
+    fake.copyto = copyto
     fake.RawKernel = RawKernel
     fake.cuda = types.SimpleNamespace(get_current_stream=Stream)
     return fake
@@ -157,13 +171,13 @@ def _fake_gemm(monkeypatch):
     for module in (dualgpu.ops.elementwise, dualgpu.ops.shape):   # special functions, scatter
         monkeypatch.setattr(module, "backend_for_xp", lambda xp: numpy_backend)
     monkeypatch.setattr(cuda_codegen, "CublasGemm", FakeGemm)
+    monkeypatch.setattr(cuda_codegen, "_address", lambda a: a.__array_interface__["data"][0])
     FakeGemm.layouts = []
     LOG.clear()
 
 
 def _destinations(graph):
-    return [np.full(tuple(a.aval.shape), np.nan, dtype=a.aval.dtype)
-            for a in graph.outputs]
+    return [_unwritten(tuple(a.aval.shape), a.aval.dtype) for a in graph.outputs]
 
 
 def _check(graph, args):
@@ -336,3 +350,134 @@ def test_small_products_read_strided_operands(monkeypatch, case, view):
             "skinny_rows": "gemm" if transposed else "skinny",
             "thin_wide": "thin", "thin_cols": "thin"}.get(case, "matmul")
     assert want in LOG, LOG
+
+
+# ------------------------------------------------------------------ concatenations in place
+def _unflatten(p, shapes):
+    """The pieces of the flat vector ``p``: consecutive slices reshaped to ``shapes``."""
+    parts, start = [], 0
+    for s in shapes:
+        n = int(np.prod(s, dtype=np.int64))
+        parts.append(p[start:start + n].reshape(s))
+        start += n
+    return parts
+
+
+def _flat_mlp(batch=64):
+    """An MLP loss of a flat parameter vector (W1, b1, W2, b2), a point and a direction."""
+    rng = np.random.default_rng(2)
+    X, Y = rng.standard_normal((batch, 20)), rng.standard_normal((batch, 3))
+    shapes = [(20, 32), (32,), (32, 3), (3,)]
+
+    def loss(p):
+        W1, b1, W2, b2 = _unflatten(p, shapes)
+        h = np.tanh(X @ W1 + b1)
+        return np.mean((h @ W2 + b2 - Y) ** 2)
+
+    n = sum(int(np.prod(s)) for s in shapes)
+    return loss, rng.standard_normal(n) / 5, rng.standard_normal(n)
+
+
+def _heads(program) -> list:
+    """Per in-place concatenation of ``program``, which inputs are computed in place."""
+    return [[h is not None for h in cs.heads] for cs in program._concats.values()]
+
+
+@pytest.mark.parametrize("transform", ["grad", "hvp"])
+def test_the_flat_gradient_is_written_in_place(transform):
+    """Every piece of the flat gradient (and of the flat HVP) is computed into its range of
+    the output -- products, sums, kernel outputs, through reshapes: no concatenation, no
+    copy, eager or into the caller's destinations."""
+    loss, p, v = _flat_mlp()
+    args = (p,) if transform == "grad" else (p, v)
+    g = dg.trace(getattr(dg, transform)(loss), *args)
+    program = _check(g, args)
+    assert _heads(program) == [[True] * 4]
+    assert "concatenate" not in LOG and "copyto" not in LOG, LOG
+
+
+def _pieces(x, w):
+    a = np.sin(x)                       # a kernel's output
+    m = x @ w                           # a product's
+    s = np.sum(np.cos(x) * x, axis=0)   # a sum over the leading axis
+    t = np.sum(a * x)                   # a grid reduction
+    return x, a, m, s, t
+
+
+IN_PLACE = {
+    # each piece in its own range, in no particular order, of several producers: a wrong
+    # offset or size puts values in the wrong place (or leaves the fake's NaNs)
+    "flat": (lambda x, a, m, s, t: [np.concatenate([m.ravel(), t.reshape(1), a.ravel(), s])],
+             [[True] * 4]),
+    "axis 0 of matrices": (lambda x, a, m, s, t: [np.concatenate([m, a, s[None] * 2, a * m])],
+                           [[True] * 4]),
+    "after unit axes": (lambda x, a, m, s, t: [np.concatenate([m.reshape(1, 1, -1),
+                                                            a.reshape(1, 1, -1)], axis=2)],
+                        [[True, True]]),
+    "along columns: not one range each": (
+        lambda x, a, m, s, t: [np.concatenate([m, a], axis=1)], []),
+    "a piece also read later": (lambda x, a, m, s, t: [np.concatenate([m.ravel(), s]), s * m],
+                                [[True, True]]),
+    "a piece returned too": (lambda x, a, m, s, t: [np.concatenate([m.ravel(), s]), s],
+                             [[True, False]]),
+    "a reshaped piece whose source is returned": (
+        lambda x, a, m, s, t: [np.concatenate([m.ravel(), s]), m], [[False, True]]),
+    "a piece repeated": (lambda x, a, m, s, t: [np.concatenate([s, s, m.ravel(), s])],
+                         [[True, False, True, False]]),
+    "a piece in two concatenations": (
+        lambda x, a, m, s, t: [np.concatenate([s, m.ravel()]), np.concatenate([m.ravel(), s])],
+        [[True, True]]),
+    "an input and a constant": (
+        lambda x, a, m, s, t: [np.concatenate([C_IN, s, x.ravel(), m.ravel()])],
+        [[False, True, False, True]]),
+    "a view of an input": (lambda x, a, m, s, t: [np.concatenate([x[::2].ravel(), s])],
+                           [[False, True]]),
+    "mixed dtypes": (lambda x, a, m, s, t: [np.concatenate([s.astype(np.float32), s])], []),
+}
+X_IN = np.random.default_rng(3).standard_normal((6, 4))
+W_IN = np.random.default_rng(4).standard_normal((4, 4))
+C_IN = np.arange(3.0)
+
+
+@pytest.mark.parametrize("case", sorted(IN_PLACE))
+def test_concatenation_inputs_in_place_where_they_may_be(case):
+    """Which inputs are computed in place (a program input, a constant, a view of an input,
+    a value the program returns, a repeated value are copied in; a value read later is
+    not), and the results against NumPy either way."""
+    make, heads = IN_PLACE[case]
+
+    def f(x, w):
+        return tuple(make(*_pieces(x, w)))
+
+    program = _check(dg.trace(f, X_IN, W_IN), (X_IN, W_IN))
+    assert _heads(program) == heads
+    # six calls (eager twice and into destinations, with and without recomputation)
+    concats = sum(e.prim.name == "concatenate" for e in program.graph.eqns)
+    assert LOG.count("concatenate") == 6 * (concats - len(heads)), LOG
+
+
+def test_a_producer_that_ignores_its_range_is_copied_in():
+    """An integer product runs by the library (no destination): its piece is copied into
+    the output the kernel's piece was computed in."""
+    x, w = np.arange(12).reshape(3, 4), np.arange(8).reshape(4, 2) - 3
+    program = _check(dg.trace(lambda x, w: np.concatenate([(x @ w).ravel(), (x * 3).ravel()]),
+                              x, w), (x, w))
+    assert _heads(program) == [[True, True]]
+    assert "concatenate" not in LOG and "copyto" in LOG, LOG
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fp.programs(max_nodes=7, sparse=False))
+def test_fuzzed_losses_of_a_flat_parameter_vector(prog):
+    """The fuzzed losses of all their inputs packed into one vector: the gradients and HVPs
+    end with the concatenation of the pieces' gradients, computed in place."""
+    _, loss = prog.functions()
+    args = tuple(np.asarray(a) for a in prog.args())
+    shapes = [a.shape for a in args]
+    p = np.concatenate([a.ravel() for a in args])
+
+    def flat_loss(p):
+        return loss(*_unflatten(p, shapes))
+
+    _check(dg.trace(dg.grad(flat_loss), p), (p,))
+    _check(dg.trace(dg.hvp(flat_loss), p, p[::-1].copy()), (p, p[::-1].copy()))

@@ -1,6 +1,8 @@
 """The CuPy launcher: runs a fusion plan on CuPy arrays -- generated region kernels, our
 small-product kernels, the products on dualgpu's own cuBLAS handle, library calls -- eagerly
-or into output destinations that a CUDA-graph replay hands to the caller.
+or into output destinations that a CUDA-graph replay hands to the caller. The inputs of a
+concatenation are computed straight into their ranges of its output where the plan allows
+(:func:`~dualgpu.fusion.concat_slots`): the flat gradient costs no copy.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from ..backends.cublas import (
     gemm_operands,
 )
 from ..core.ir import Literal, Var
-from ..fusion import LibraryStep, plan_graph
+from ..fusion import LibraryStep, Region, concat_slots, plan_graph
 from ..ops.linalg import matmul
 from ..ops.reductions import reduce_sum
 from .cuda import BLOCK, plan_source, region_kernels
@@ -44,6 +46,10 @@ class FusedProgram:
         self._product_groups = product_groups(self.plan.steps)
         self._consts = {c.id: self.cp.asarray(c.value) if not backend.is_sparse(c.value)
                         else c.value for c in graph.consts}
+        in_place = concat_slots(self.plan, _writes_into)
+        self._concats = {cs.eqn.outs[0].id: cs for cs in in_place}   # output id -> slots
+        self._slots = {h.id: (cs, i) for cs in in_place             # head id -> its range
+                       for i, h in enumerate(cs.heads) if h is not None}
 
     def _functions(self, region, arrays):
         key = (region.index,) + tuple(a.strides for a in arrays)
@@ -83,13 +89,50 @@ class FusedProgram:
 
     def _dest(self, env, v):
         """Where the value ``v`` is written: its slot of the caller's output block when it
-        is a program output (``__call__(..., out=)``), else a new array."""
+        is a program output (``__call__(..., out=)``), its range of a concatenation's output
+        when it is computed in place there, else a new array."""
         dests = env.get(_DESTS)
         if dests is not None:
             d = dests.pop(v.id, None)
             if d is not None:
                 return d
+        slot = self._slots.get(v.id)
+        if slot is not None:
+            return self._range(env, *slot).reshape(v.shape)
         return self.cp.empty(v.shape, dtype=v.dtype)
+
+    def _range(self, env, cs, i):
+        """The range of input ``i`` of the in-place concatenation ``cs`` in its output, flat.
+        The output is made (or taken from the caller's destinations) when a first input is
+        computed, and bound to its variable at once: the steps before the concatenation
+        never read that variable, and the plan releases it only after its last reader."""
+        out = cs.eqn.outs[0]
+        whole = env.get(out.id)
+        if whole is None:
+            whole = env[out.id] = self._dest(env, out)
+        start = cs.offsets[i]
+        return whole.reshape(-1)[start:start + cs.eqn.inputs[i].aval.size]
+
+    def _concatenate(self, eqn, env):
+        """The output of an in-place concatenation once every input is in its range: an
+        input computed elsewhere (copied by design, or its producer made its own array: an
+        eager fallback) is copied in. None when no input was computed in place."""
+        cs = self._concats[eqn.outs[0].id]
+        whole = env.get(eqn.outs[0].id)
+        if whole is None:
+            return None
+        for i, (a, head) in enumerate(zip(eqn.inputs, cs.heads)):
+            x = self._read(env, a)
+            if head is None or not self._in_range(x, whole, cs.offsets[i]):
+                self.cp.copyto(self._range(env, cs, i).reshape(a.shape), x)
+        return whole
+
+    def _in_range(self, x, whole, start) -> bool:
+        """Whether the array ``x`` is the values at element ``start`` of ``whole``'s memory:
+        C-contiguous, of its dtype, at that address (the input's size is the range's)."""
+        return isinstance(x, self.cp.ndarray) and x.flags.c_contiguous \
+            and x.dtype == whole.dtype \
+            and _address(x) == _address(whole) + start * whole.itemsize
 
     def _as_input(self, a, v):
         if not isinstance(a, self.cp.ndarray):
@@ -226,6 +269,11 @@ class FusedProgram:
         return out
 
     def _library(self, eqn, env):
+        if eqn.outs[0].id in self._concats:
+            out = self._concatenate(eqn, env)
+            if out is not None:
+                env[eqn.outs[0].id] = out
+                return
         if eqn.prim is reduce_sum:
             out = self._sum_as_product(eqn, env)
             if out is not None:
@@ -399,6 +447,18 @@ def product_groups(steps) -> dict:
     if len(run) > 1:
         groups[run[0]] = tuple(run)
     return groups
+
+
+def _writes_into(step) -> bool:
+    """Whether :class:`FusedProgram` computes the values of ``step`` into the destinations
+    ``_dest`` gives: a kernel's outputs, a product's, a sum's (their eager fallbacks do not;
+    an in-place concatenation checks)."""
+    return isinstance(step, Region) or step.eqn.prim in (matmul, reduce_sum)
+
+
+def _address(a) -> int:
+    """The device address of the first element of the CuPy array ``a``."""
+    return a.data.ptr
 
 
 def _positions(vars_: list, wanted: list) -> list:

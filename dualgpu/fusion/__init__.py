@@ -33,8 +33,11 @@ Example (scenario 2 of the design, ``x`` of shape ``(3, n, n, n)``)::
 
 ``emulate(plan, args)`` evaluates a plan with NumPy the way the kernels do (point by point of
 each region's domain), which is how the planner is tested without a GPU.
+``concat_slots(plan, writes_into)`` finds the concatenations whose inputs a runner can
+compute straight into their ranges of the output (the flat gradient of a parameter vector).
 """
 from .emulate import emulate, emulate_region
+from .inplace import ConcatSlots, concat_slots
 from .plan import (
     KERNEL_DTYPES,
     LOOP_MAX,
@@ -53,6 +56,6 @@ from .plan import (
 )
 
 __all__ = ["KERNEL_DTYPES", "LOOP_MAX", "LOOP_MIN_THREADS", "ROLLED_LOOPS_MAX",
-           "UNROLL_MAX", "LibraryStep", "Plan", "Region", "emulate",
-           "emulate_region", "fusible", "is_reduction", "is_reshape", "is_view",
+           "UNROLL_MAX", "ConcatSlots", "LibraryStep", "Plan", "Region", "concat_slots",
+           "emulate", "emulate_region", "fusible", "is_reduction", "is_reshape", "is_view",
            "reads_no_values", "plan_graph"]
