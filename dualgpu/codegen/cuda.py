@@ -119,6 +119,16 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
+def array_strides(a) -> tuple:
+    """The element strides of a NumPy or CuPy array as kernels are specialised on them
+    (0 for axes of size 1).
+
+    >>> array_strides(np.ones((3, 1, 4))[:, :, ::2])
+    (4, 0, 2)
+    """
+    return tuple(0 if n == 1 else s // a.itemsize for n, s in zip(a.shape, a.strides))
+
+
 def _named(template: str, prefix: str) -> tuple[str, str]:
     digest = hashlib.sha1(template.encode()).hexdigest()[:16]
     name = N.kernel_name(prefix, digest)
