@@ -19,7 +19,7 @@ from ..ops.linalg import matmul
 from ..ops.reductions import reduce_sum
 from .cuda import BLOCK, array_strides, plan_source, region_kernels
 from .products import ROWS_PER_BLOCK, matmul_kernel, matmul_kernel_choice, skinny_matmul_kernel
-from .tiny import TINY_THREADS, tiny_program_kernel
+from .tiny import TINY_THREADS, tiny_program_kernel, worth_one_kernel
 
 
 class FusedProgram:
@@ -37,10 +37,12 @@ class FusedProgram:
         self.plan = plan_graph(graph, recompute=recompute)
         self.kernels = {r.index: region_kernels(r) for r in self.plan.regions}
         self.source = plan_source(self.plan, self.kernels)
-        # with ``tiny``, a program of small values that its plan runs in several launches
-        # runs as one kernel of one block (codegen/tiny.py); the plan stays for arguments
-        # whose strides the tiny kernel refuses
-        self.tiny = tiny_program_kernel(graph) if tiny and _launches(self.plan) > 1 else None
+        # with ``tiny``, a program of small values runs as one kernel of one block
+        # (codegen/tiny.py) where that beats its plan's launches; the plan stays for
+        # arguments whose strides the tiny kernel refuses
+        self.tiny = tiny_program_kernel(graph) if tiny else None
+        if self.tiny is not None and not worth_one_kernel(self.tiny, _launches(self.plan)):
+            self.tiny = None
         if self.tiny is not None:
             self.source = (f"# {self.tiny.describe()}\n{self.tiny.source}\n"
                            f"# the plan, for arguments it refuses:\n{self.source}")

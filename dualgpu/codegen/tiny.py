@@ -19,7 +19,8 @@ per-node latency, not arithmetic: its plan is 13 steps, ~20 µs as a CUDA graph.
 
 :func:`tiny_refusal` is the rule: every equation one of these, in kernel dtypes, no empty
 value, at most ``TINY_SHARED`` bytes of shared memory and ``TINY_STEPS`` serial steps per
-thread; the launcher then runs the program as one launch (a CUDA graph of one node).
+thread; the launcher runs the program as one launch (a CUDA graph of one node) when that
+pays for the launches of its plan (:func:`worth_one_kernel`).
 
 The text needs no GPU: with ``__global__``, ``__shared__``, ``__syncthreads()``,
 ``threadIdx`` and ``blockDim`` defined for one thread it compiles as C++
@@ -37,21 +38,25 @@ Example::
         double* out0) {
       const int tid = threadIdx.x, nthreads = blockDim.x;
       __shared__ double s0[8];
-      // stage 0: matmul tanh power
+      // stage 0: matmul tanh multiply
       for (int i = tid; i < 8; i += nthreads) {
         const int a0_0 = (i / 2);
         const int a0_1 = (i % 2);
         double v0 = 0.0;
         for (int p = 0; p < 3; ++p) v0 += in1[a0_0 * 3 + p] * in0[p * 2 + a0_1];
         const double v1 = tanh(v0);
-        const double v2 = pow(v1, 2.0);
+        const double v2 = (v1 * v1);
         s0[i] = v2;
       }
       __syncthreads();
       // stage 1: reduce_sum
       for (int i = tid; i < 1; i += nthreads) {
         double v3 = 0.0;
-        for (int r = 0; r < 8; ++r) v3 = (v3 + s0[(r / 2) * 2 + (r % 2)]);
+        for (int r = 0; r < 8; ++r) {
+          const int b0_0 = (r / 2);
+          const int b0_1 = (r % 2);
+          v3 = (v3 + s0[b0_0 * 2 + b0_1]);
+        }
         out0[i] = v3;
       }
     }
@@ -73,10 +78,14 @@ from .cuda import _combine, _identity, _named, c_literal, contiguous_strides, ct
 
 TINY_THREADS = 256       # one block; a power of two (the tree reductions halve it)
 TINY_SHARED = 48 << 10   # static shared memory of a block (no opt-in needed on any GPU)
-# serial steps of one thread summed over the stages (an element of a stage with n elements
-# costs ceil(n / TINY_THREADS) steps, times its loop length): a few microseconds at most,
-# against ~1.5 µs of latency per step of a plan replayed as a graph
-TINY_STEPS = 4096
+# Serial steps of one thread summed over the stages: an element of a stage of n elements
+# costs ceil(n / TINY_THREADS) steps, times its loop length (a matmul's K). Estimated (not
+# measured) at ~6 ns a step (a few dependent L1/shared loads and an FMA), against ~1.5 µs of
+# latency per node of a plan replayed as a CUDA graph: one kernel pays when its steps are
+# under STEPS_PER_LAUNCH per launch it saves (:func:`worth_one_kernel`), and never past
+# TINY_STEPS (~6 µs).
+TINY_STEPS = 1024
+STEPS_PER_LAUNCH = 256
 TINY_EQNS = 1024         # longer programs keep their plan (kernel text, compile time)
 TREE_MIN = 64            # a reduction to one element of more elements is a tree
 TINY_VALUE_MAX = 1 << 14  # elements of any one value (arguments and results included)
@@ -231,11 +240,17 @@ class _Builder:
         return modes
 
     def _place(self, m: _Member, n: int, reads: list):
-        st = self.stages[-1] if self.stages else None
-        modes = None
-        if st is not None and st.tree is None and st.n == n:
-            modes = self._modes(st, reads)
-        if modes is None:
+        """Put ``m`` in the first stage of its size where its inputs are ready (a register
+        of that stage, or memory of an earlier one), else in a new stage."""
+        first = 0
+        for a, can_reg in reads:
+            reg = self.reg.get(a.id) if can_reg else None
+            first = max(first, reg if reg is not None else self.home[self.layout[a.id][0]] + 1)
+        for st in self.stages[first:]:
+            modes = self._modes(st, reads) if st.tree is None and st.n == n else None
+            if modes is not None:
+                break
+        else:
             st = self._open(n)
             modes = self._modes(st, reads)
         m.reads = modes
@@ -280,8 +295,8 @@ class _Builder:
 
     def _reshape(self, eqn):
         x, out = eqn.inputs[0], eqn.outs[0]
-        if self.reg.get(x.id) == len(self.stages) - 1:
-            # element i of a register of the open stage is element i of the reshape
+        if x.id in self.reg:
+            # element i of a register is element i of the reshape (in the same stage)
             self._place(_Member("alias", out, eqn), out.aval.size, [(x, True)])
             return
         root, off, st = self.layout[x.id]
@@ -625,6 +640,20 @@ def _build(graph, strides) -> tuple[_Builder, tuple]:
     return b, (steps,) + b.source()
 
 
+def worth_one_kernel(kernel: TinyKernel, launches: int) -> bool:
+    """Whether ``kernel`` beats a plan of ``launches`` kernel launches and library calls:
+    its serial steps cost less than the launch latency it saves (see ``STEPS_PER_LAUNCH``).
+
+    Example::
+
+        >>> g = dg.trace(lambda x: np.sum(np.sin(x)), np.ones(300))
+        >>> tk = tiny_program_kernel(g)
+        >>> tk.steps, worth_one_kernel(tk, 1), worth_one_kernel(tk, 2)
+        (13, False, True)
+    """
+    return launches > 1 and kernel.steps <= STEPS_PER_LAUNCH * (launches - 1)
+
+
 def tiny_refusal(graph, strides: dict | None = None) -> str | None:
     """Why ``graph`` does not run as one tiny kernel, or None when it does.
 
@@ -654,7 +683,7 @@ def tiny_program_kernel(graph, strides: dict | None = None) -> TinyKernel | None
 
         >>> g = dg.trace(dg.grad(lambda w: np.sum(np.tanh(w) ** 2)), np.ones(3))
         >>> tiny_program_kernel(g).describe()
-        'one tiny kernel dg_tiny_...: 1 block of 256 threads, 1 stages, 0 __syncthreads, ...'
+        'one tiny kernel dg_tiny_...: 1 block of 256 threads, 2 stages, 1 __syncthreads, ...'
     """
     try:
         b, (steps, text, shared, labels, syncs) = _build(graph, strides)
