@@ -252,7 +252,7 @@ class FusedProgram:
         cp = self.cp
         args = [self._as_input(a, v) for v, a in zip(self.graph.inputs, arrays)]
         args += [self._consts[c.id] for c in self.graph.consts]
-        key = ("tiny",) + tuple(a.strides for a in args)
+        key = ("tiny program",) + tuple(a.strides for a in args)
         if key not in self._compiled:
             tk = tiny_program_kernel(self.graph, {v.id: array_strides(a)
                                                   for v, a in zip(self.tiny.inputs, args)})
