@@ -22,6 +22,8 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
                                               # earlier kernels (default True: a kernel
                                               # recomputes cheap elementwise values of an
                                               # earlier one that only it reads)
+    dg.config["tiny_kernel"] = False          # CuPy: a program of small values runs its
+                                              # plan, not one kernel of one block
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -60,6 +62,7 @@ class Config(dict):
         "stack_gemms": (lambda v: isinstance(v, bool) or v == "auto",
                         "'auto', True or False"),
         "recompute": (lambda v: isinstance(v, bool), "True or False"),
+        "tiny_kernel": (lambda v: isinstance(v, bool), "True or False"),
     }
 
     def __setitem__(self, key, value):
@@ -94,12 +97,12 @@ class Config(dict):
 
 MATMUL_PRECISIONS = ("float32", "tf32")
 # switches read when a program is built; changing one builds new programs
-BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute")
+BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
-                stack_gemms="auto", recompute=True)
+                stack_gemms="auto", recompute=True, tiny_kernel=True)
 
 
 class Executable:
@@ -130,7 +133,7 @@ class Executable:
         self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
             self._fn, self.source = compile_fused(graph, backend, self.matmul_precision,
-                                                  config["recompute"])
+                                                  config["recompute"], config["tiny_kernel"])
             self.plan = self._fn.plan
         else:
             self._fn = compile_python(graph, backend.xp)

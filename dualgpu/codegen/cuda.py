@@ -119,6 +119,16 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
+def array_strides(a) -> tuple:
+    """The element strides of a NumPy or CuPy array as kernels are specialised on them
+    (0 for axes of size 1).
+
+    >>> array_strides(np.ones((3, 1, 4))[:, :, ::2])
+    (4, 0, 2)
+    """
+    return tuple(0 if n == 1 else s // a.itemsize for n, s in zip(a.shape, a.strides))
+
+
 def _named(template: str, prefix: str) -> tuple[str, str]:
     digest = hashlib.sha1(template.encode()).hexdigest()[:16]
     name = N.kernel_name(prefix, digest)
@@ -190,6 +200,77 @@ def _block_reduce(g: GridReduction, value: str, dest: str, prelude: tuple = ()) 
             "  __syncthreads();",
             "}",
             f"if (threadIdx.x == 0) {dest} = {sh}[0];"]
+
+
+def compute_dtype(eqn) -> np.dtype:
+    """The dtype an elementwise equation's C form computes in (a comparison computes in its
+    operands' promoted type, ``where`` in its output's)."""
+    out = eqn.outs[0]
+    if eqn.prim is _ew.where:
+        return np.dtype(out.dtype)
+    if out.dtype.kind == "b" and eqn.prim is not _ew.convert_element_type:
+        return promote([a.aval for a in eqn.inputs])
+    return np.dtype(out.dtype)
+
+
+def eqn_c_expr(eqn, operands: list) -> str:
+    """The C expression of the elementwise equation ``eqn`` (its op's C template), given the
+    C expression of each of its inputs (``operands[i]`` for ``eqn.inputs[i]``; unused for
+    literals and for ops that read no values); each operand is cast to the dtype the
+    template reads. The one place kernel expressions are written: the region kernels and
+    the tiny-program kernels (:mod:`dualgpu.codegen.tiny`) both call it.
+
+    Example::
+
+        >>> g = dg.trace(lambda x: np.exp(x) * 2.0, np.ones(3, np.float32))
+        >>> e0, e1 = g.eqns
+        >>> eqn_c_expr(e1, [eqn_c_expr(e0, ["x[i]"]), None])
+        '(exp(x[i]) * 2.0f)'
+    """
+    comp = compute_dtype(eqn)
+    template = eqn.prim.c_for(comp)
+    return template.format(*_c_args(eqn, operands, comp), **_c_params(eqn, template, comp))
+
+
+def _c_args(eqn, operands: list, comp) -> list:
+    """The C operands of ``eqn``'s template, each cast to the dtype the template reads."""
+    prim = eqn.prim
+    args = []
+    for pos, a in enumerate(eqn.inputs):
+        if reads_no_values(prim):
+            args.append("")
+            continue
+        want = np.dtype(bool) if (prim is _ew.where and pos == 0) else comp
+        if prim is _ew.convert_element_type:  # its C form casts the operand itself
+            want = a.dtype
+        if isinstance(a, Literal):
+            args.append(c_literal(a.value, want))
+            continue
+        s = operands[pos]
+        if np.dtype(a.dtype) != want and not prim.has(Flag.VIEW):
+            s = f"(({ctype(want)}){s})"
+        args.append(s)
+    return args
+
+
+def _c_params(eqn, template: str, comp) -> dict:
+    """The parameters the C template prints: every one through the encoder, as a C type
+    or a number (values are data, never code)."""
+    name = eqn.prim.name
+    E.check_params(name, eqn.params)
+    params = {}
+    for p in {f for _, f, _, _ in Formatter().parse(template) if f and not f.isdigit()}:
+        if p == "T" and template is eqn.prim.c_int:  # the C type of an integer form
+            params[p] = ctype(comp)
+        elif p not in eqn.params:
+            raise CodegenSafetyError(f"{name}: the C template uses {{{p}}}, which is "
+                                     "not a parameter of the equation")
+        elif p == "dtype":
+            params[p] = E.c_type(eqn.params[p], f"{name}: parameter 'dtype'")
+        else:
+            params[p] = E.c_param(name, p, eqn.params[p],
+                                  eqn.outs[0].dtype if p == "value" else comp)
+    return params
 
 
 class _Emitter:
@@ -298,60 +379,10 @@ class _Emitter:
             return f"acc{k}"
         if is_reshape(eqn.prim):
             return self.vname(self.deps(k)[0])
-        comp = self.compute_dtype(eqn)
-        template = eqn.prim.c_for(comp)
-        return template.format(*self._args(k, comp), **self._params(eqn, template, comp))
-
-    def _args(self, k: int, comp) -> list:
-        """The C operands of node k's template, each cast to the dtype the template reads."""
-        eqn = self.nodes[k].eqn
-        prim = eqn.prim
-        args = []
         deps = iter(self.deps(k))
-        for pos, a in enumerate(eqn.inputs):
-            if reads_no_values(prim):
-                args.append("")
-                continue
-            want = np.dtype(bool) if (prim is _ew.where and pos == 0) else comp
-            if prim is _ew.convert_element_type:  # its C form casts the operand itself
-                want = a.dtype
-            if isinstance(a, Literal):
-                args.append(c_literal(a.value, want))
-                continue
-            s = self.vname(next(deps))
-            if np.dtype(a.dtype) != want and not eqn.prim.has(Flag.VIEW):
-                s = f"(({ctype(want)}){s})"
-            args.append(s)
-        return args
-
-    @staticmethod
-    def _params(eqn, template: str, comp) -> dict:
-        """The parameters the C template prints: every one through the encoder, as a C type
-        or a number (values are data, never code)."""
-        name = eqn.prim.name
-        E.check_params(name, eqn.params)
-        params = {}
-        for p in {f for _, f, _, _ in Formatter().parse(template) if f and not f.isdigit()}:
-            if p == "T" and template is eqn.prim.c_int:  # the C type of an integer form
-                params[p] = ctype(comp)
-            elif p not in eqn.params:
-                raise CodegenSafetyError(f"{name}: the C template uses {{{p}}}, which is "
-                                           "not a parameter of the equation")
-            elif p == "dtype":
-                params[p] = E.c_type(eqn.params[p], f"{name}: parameter 'dtype'")
-            else:
-                params[p] = E.c_param(name, p, eqn.params[p],
-                                      eqn.outs[0].dtype if p == "value" else comp)
-        return params
-
-    @staticmethod
-    def compute_dtype(eqn):
-        out = eqn.outs[0]
-        if eqn.prim is _ew.where:
-            return np.dtype(out.dtype)
-        if out.dtype.kind == "b" and eqn.prim is not _ew.convert_element_type:
-            return promote([a.aval for a in eqn.inputs])
-        return np.dtype(out.dtype)
+        operands = [None if isinstance(a, Literal) or reads_no_values(eqn.prim)
+                    else self.vname(next(deps)) for a in eqn.inputs]
+        return eqn_c_expr(eqn, operands)
 
     # ------------------------------------------------------------------ lines
     def guard(self, dims, in_loop: bool) -> str:

@@ -19,8 +19,9 @@ from ..core.ir import Literal, Var
 from ..fusion import LibraryStep, Region, concat_slots, plan_graph
 from ..ops.linalg import matmul
 from ..ops.reductions import reduce_sum
-from .cuda import BLOCK, plan_source, region_kernels
+from .cuda import BLOCK, array_strides, plan_source, region_kernels
 from .products import matmul_kernel_choice, product_kernel
+from .tiny import TINY_THREADS, tiny_program_kernel, worth_one_kernel
 
 
 class FusedProgram:
@@ -29,7 +30,8 @@ class FusedProgram:
     Calls are asynchronous: nothing here reads device memory from the host.
     """
 
-    def __init__(self, graph, backend, precision: str = "float32", recompute: bool = False):
+    def __init__(self, graph, backend, precision: str = "float32", recompute: bool = False,
+                 tiny: bool = False):
         self.graph = graph
         self.backend = backend
         self.cp = backend.xp
@@ -37,6 +39,15 @@ class FusedProgram:
         self.plan = plan_graph(graph, recompute=recompute)
         self.kernels = {r.index: region_kernels(r) for r in self.plan.regions}
         self.source = plan_source(self.plan, self.kernels)
+        # with ``tiny``, a program of small values runs as one kernel of one block
+        # (codegen/tiny.py) where that beats its plan's launches; the plan stays for
+        # arguments whose strides the tiny kernel refuses
+        self.tiny = tiny_program_kernel(graph) if tiny else None
+        if self.tiny is not None and not worth_one_kernel(self.tiny, _launches(self.plan)):
+            self.tiny = None
+        if self.tiny is not None:
+            self.source = (f"# {self.tiny.describe()}\n{self.tiny.source}\n"
+                           f"# the plan, for arguments it refuses:\n{self.source}")
         self._compiled: dict = {}
         # positions, among a region's outputs, of its grid reductions (in region.grid order)
         self._grid_positions = {
@@ -55,11 +66,7 @@ class FusedProgram:
         key = (region.index,) + tuple(a.strides for a in arrays)
         fns = self._compiled.get(key)
         if fns is None:
-            strides = {}
-            for v, a in zip(region.inputs, arrays):
-                item = a.itemsize
-                strides[v.id] = tuple(0 if n == 1 else s // item
-                                      for n, s in zip(a.shape, a.strides))
+            strides = {v.id: array_strides(a) for v, a in zip(region.inputs, arrays)}
             rk = region_kernels(region, strides)
             main = self.cp.RawKernel(rk.source, rk.name)
             finish = self.cp.RawKernel(rk.finish_source, rk.finish_name) \
@@ -296,6 +303,10 @@ class FusedProgram:
         per output), every output is written into its array, produced there directly where
         a kernel or GEMM computes it, copied there otherwise."""
         cp = self.cp
+        if self.tiny is not None:
+            res = self._run_tiny(arrays, out)
+            if res is not None:
+                return res
         env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
         if out is not None:
             env[_DESTS] = self._destinations(out)
@@ -322,6 +333,31 @@ class FusedProgram:
                 if o is not d:
                     cp.copyto(d, o)
                     res[i] = d
+        return res
+
+    def _run_tiny(self, arrays, out):
+        """The program as its one tiny kernel, its outputs written into ``out`` where they
+        fit (else copied there); None when the arguments' strides make it not tiny."""
+        cp = self.cp
+        args = [self._as_input(a, v) for v, a in zip(self.graph.inputs, arrays)]
+        args += [self._consts[c.id] for c in self.graph.consts]
+        key = ("tiny program",) + tuple(a.strides for a in args)
+        if key not in self._compiled:
+            tk = tiny_program_kernel(self.graph, {v.id: array_strides(a)
+                                                  for v, a in zip(self.tiny.inputs, args)})
+            self._compiled[key] = None if tk is None else cp.RawKernel(tk.source, tk.name)
+        fn = self._compiled[key]
+        if fn is None:
+            return None
+        dests = out if out is not None else [None] * len(self.graph.outputs)
+        res = [d if d is not None and _fits(d, a) else cp.empty(a.shape, dtype=a.dtype)
+               for a, d in zip(self.graph.outputs, dests)]
+        fn((1,), (TINY_THREADS,), tuple(args + res))
+        if out is not None:
+            for k, d in enumerate(out):
+                if res[k] is not d:
+                    cp.copyto(d, res[k])
+                    res[k] = d
         return res
 
     def step_times(self, *arrays, repeat: int = 20) -> list:
@@ -461,16 +497,28 @@ def _address(a) -> int:
     return a.data.ptr
 
 
+def _fits(d, a) -> bool:
+    """Whether a kernel can write the value ``a`` straight into the array ``d``."""
+    return d.flags.c_contiguous and d.dtype == a.dtype and tuple(d.shape) == tuple(a.shape)
+
+
+def _launches(plan) -> int:
+    """Launches of a call of the plan: its kernels and its library steps."""
+    return plan.kernel_count() + len(plan.library_steps)
+
+
 def _positions(vars_: list, wanted: list) -> list:
     """Positions in ``vars_`` of each of ``wanted`` (by id)."""
     where = {v.id: i for i, v in enumerate(vars_)}
     return [where[v.id] for v in wanted]
 
 
-def compile_fused(graph, backend, precision: str = "float32", recompute: bool = False):
+def compile_fused(graph, backend, precision: str = "float32", recompute: bool = False,
+                  tiny: bool = False):
     """Plan ``graph``, generate its kernels and return ``(fn, source_text)``; ``fn(*arrays)``
     returns the list of outputs (CuPy arrays). Kernels compile on first use, once per input
-    stride pattern.
+    stride pattern. With ``tiny``, a program of small values runs as one kernel of one block
+    (:mod:`dualgpu.codegen.tiny`).
 
     Example::
 
@@ -483,5 +531,5 @@ def compile_fused(graph, backend, precision: str = "float32", recompute: bool = 
         >>> hv.shape
         (3,)
     """
-    program = FusedProgram(graph, backend, precision, recompute)
+    program = FusedProgram(graph, backend, precision, recompute, tiny)
     return program, program.source
