@@ -25,13 +25,13 @@ def _exe(fn, args):
 def _program_args(exe, fn, args):
     """The arrays the compiled program receives for ``fn(*args)`` (its own order)."""
     seen = {}
-    program = exe._fn
+    program = exe._eager
     dg.config["cuda_graphs"] = False
-    exe._fn = lambda *arrays, **kw: seen.setdefault("args", arrays) and program(*arrays)
+    exe._eager = lambda *arrays, **kw: seen.setdefault("args", arrays) and program(*arrays)
     try:
         fn(*args)
     finally:
-        exe._fn = program
+        exe._eager = program
         dg.config["cuda_graphs"] = True
     return seen["args"]
 

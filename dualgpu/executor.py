@@ -126,9 +126,6 @@ class Executable:
         self.plan = None
         self.graph_runner = None
         self.matmul_precision = config["matmul_precision"]
-        # on CuPy, the library products run under the program's precision; NumPy has no
-        # TF32 (its products are always full float32)
-        self._precision = None
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
         if backend.is_cupy and config["fuse"]:
@@ -138,18 +135,16 @@ class Executable:
         else:
             self._fn = compile_python(graph, backend.xp)
             self.source = self._fn.__dualgpu_source__
+        # what an eager call runs: on CuPy under the program's matmul precision, which CuPy's
+        # own library products read (a replayed graph has its products' precision baked in,
+        # so a replay skips setting it); NumPy has no TF32
+        self._eager = self._fn
         if backend.is_cupy:
             runs = self._fn if self.plan is not None else _writing_into(self._fn, backend.xp)
-            self.graph_runner = CudaGraphRunner(runs)
-            self._precision = MatmulPrecision(self.matmul_precision)
+            self._eager = _under(MatmulPrecision(self.matmul_precision), runs)
+            self.graph_runner = CudaGraphRunner(self._eager)
 
     def __call__(self, *arrays):
-        if self._precision is None:
-            return self._run(arrays)
-        with self._precision:
-            return self._run(arrays)
-
-    def _run(self, arrays):
         if self.graph_runner is not None and config["cuda_graphs"]:
             reuse = config.get("cuda_graph_outputs") == "reuse"
             outs, replayed = self.graph_runner.run(arrays, reuse,
@@ -157,10 +152,20 @@ class Executable:
             # replayed outputs are the runner's own buffers ("reuse": documented) or a fresh
             # block; the eager calls of the runner are made to own their results here
             return outs if replayed else owned_outputs(outs, arrays, self._const_values)
-        outs = self._fn(*arrays)
+        outs = self._eager(*arrays)
         if not self.backend.is_cupy:
             outs = [np.asarray(o) if not isinstance(o, np.ndarray) else o for o in outs]
         return owned_outputs(outs, arrays, self._const_values)
+
+
+def _under(precision, fn):
+    """``fn`` run within the context ``precision`` (a :class:`MatmulPrecision`)."""
+
+    def run(*arrays, **kwargs):
+        with precision:
+            return fn(*arrays, **kwargs)
+
+    return run
 
 
 def _writing_into(fn, xp):
