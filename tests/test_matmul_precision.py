@@ -122,15 +122,17 @@ def test_scope_nests_and_restores_on_error(fake_linalg):
 
 
 def test_executable_runs_inside_the_scope(fake_linalg):
-    """The call path a CuPy program takes: the products run while the compute type is
-    TF32, and it is restored when the call returns."""
-    seen = []
+    """The eager call path of a CuPy program (what the graph runner also captures): the
+    products run while the compute type is TF32, and it is restored when the call returns;
+    a NumPy program has no scope at all."""
+    from dualgpu.executor import _under
 
+    seen = []
     x = np.ones((2, 2))
     exe = Executable(dg.trace(lambda x: x @ x, x), backend_of([x]))
-    assert exe._precision is None  # NumPy programs: no scope at all
-    run = exe._run
-    exe._run = lambda arrays: (seen.append(fake_linalg.current), run(arrays))[1]
-    exe._precision = cupy_backend.MatmulPrecision("tf32")
+    assert exe._eager is exe._fn  # NumPy programs: no scope at all
+    run = exe._fn
+    exe._eager = _under(cupy_backend.MatmulPrecision("tf32"),
+                        lambda *a: (seen.append(fake_linalg.current), run(*a))[1])
     np.testing.assert_array_equal(exe(x)[0], x @ x)
     assert seen == [TF32] and fake_linalg.current == DEFAULT
