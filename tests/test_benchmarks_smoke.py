@@ -45,9 +45,11 @@ def fake_rows(gpu_sizes: bool = True) -> list[Row]:
         Row("scenario2", "N=1M", "torch.func", "skipped", note="torch not importable"),
         Row("scenario2", "N=8M", "hand-fused", "ok", 100.0, reference=True),
         Row("scenario2", "N=8M", "dualgpu", "ok", 140.0),
-        Row("mlp", "hvp", "dualgpu", "ok", 140.0, extra={"peak_MB": 40.0}),
+        Row("mlp", "hvp", "dualgpu", "ok", 300.0, extra={"peak_MB": 90.0}),
+        Row("mlp", "hvp", "dualgpu (tf32)", "ok", 140.0),
         Row("mlp", "hvp", "jax", "ok", 148.0),
-        Row("mlp", "grad", "dualgpu", "ok", 100.0),
+        Row("mlp", "hvp", "jax (precision=highest)", "ok", 350.0),
+        Row("mlp", "grad", "dualgpu", "ok", 200.0, extra={"peak_MB": 40.0}),
         Row("dense_tiny", "B=4", "dualgpu", "ok", 25.0),
         Row("overhead", "first call", "dualgpu", "ok", 5e5),
         Row("sweep", "N=1e4", "hand-fused", "ok", 5.0, reference=True, extra={"N": 10**4}),
@@ -66,7 +68,10 @@ def test_report_ratios_targets_json_and_plot(tmp_path):
     verdicts = {(t["what"]): t["verdict"] for t in rep.targets()}
     assert verdicts["value+grad+HVP, N=1M"] == "met"              # 1.2x <= 1.25x
     assert verdicts["value+grad+HVP, N=8M"] == "NOT met"          # 1.4x
-    assert verdicts["MLP 784-512-10 HVP, batch 4096"] == "met"    # <= JAX, 1.4 <= 1.6
+    assert verdicts["MLP 784-512-10 HVP, float32"] == "NOT met"   # 300 / 350 > 0.8
+    assert verdicts["MLP 784-512-10 HVP, tf32"] == "met"          # 140 / 148 <= 1.0
+    assert verdicts["MLP 784-512-10 HVP / gradient"] == "met"     # 1.5 <= 1.6
+    assert verdicts["MLP 784-512-10 HVP peak memory"] == "NOT met"    # 2.25x > 2x
     assert verdicts["Dense(10->1) HVP, batch 4"] == "NOT met"     # 25 us > 20 us
     assert verdicts["grad sum(tanh(x@A)), nnz 2M"] == "n/a"       # not measured
     assert verdicts["first call of the MLP HVP"] == "met"
