@@ -20,13 +20,6 @@ from benchmarks.mlp import Dims, make_inputs, make_loss, reference  # noqa: E402
 DIMS = Dims(256, 128, 10, 512)   # large enough that every product is a cuBLAS call
 
 
-@pytest.fixture(autouse=True)
-def _switches():
-    saved = dict(config)
-    yield
-    config.update(saved)
-
-
 def _runner(fn, args):
     fargs, _ = fn.split(tuple(args))
     return fn.compiled(Signature(fargs, {}, fn.argnums, fn.__name__)).exe.graph_runner

@@ -22,13 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.dense_tiny import loss, make_inputs  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _switches():
-    saved = dict(config)
-    yield
-    config.update(saved)
-
-
 def _exe(fn, args):
     fargs, _ = fn.split(tuple(args))
     return fn.compiled(Signature(fargs, {}, fn.argnums, fn.__name__)).exe
