@@ -40,17 +40,31 @@ class _Curvature(Transformed):
     """The forward Laplacian (``diag=False``) or the exact Hessian diagonal."""
 
     diag = False
+    chunk_size = None   # coordinates propagated at a time (the Laplacian's option)
 
     def build(self, traced, sig):
         graph = traced.graph
         if self.batch_axes is not None:
             check_separable(graph, sig.diff_inputs(), self.batch_axes)
         return (curvature_graph(graph, _flags(sig, graph), diag=self.diag,
-                                batch_axes=self.batch_axes, values=False), traced.out_tree)
+                                batch_axes=self.batch_axes, values=False,
+                                chunk_size=self.chunk_size), traced.out_tree)
 
 
 class _Laplacian(_Curvature):
     kind = "laplacian"
+
+    def __init__(self, fn, argnums=0, *, batch_axes=None, chunk_size=None):
+        super().__init__(fn, argnums, batch_axes=batch_axes)
+        if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
+                                       or isinstance(chunk_size, bool) or chunk_size < 1):
+            raise DualgpuError(f"laplacian: chunk_size must be a positive int or None, got "
+                               f"{chunk_size!r}")
+        self.chunk_size = None if chunk_size is None else int(chunk_size)
+
+    @property
+    def spec(self) -> tuple:
+        return super().spec + (self.chunk_size,)
 
     def finish(self, compiled, sig, outs):
         return T.unflatten(compiled.trees, outs)
@@ -71,7 +85,8 @@ class _HessianDiag(_Curvature):
         return T.unflatten(tree, per_out)
 
 
-def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None):
+def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
+              chunk_size: int | None = None):
     """The Laplacian ``sum_d d2f/dx_d2`` of ``fn`` with respect to argument ``argnums``
     (all coordinates of all the differentiated arguments), by forward-Laplacian
     propagation: one pass, no Hessian, no nested differentiation.
@@ -82,6 +97,12 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None):
     Laplacian (``D`` is the instance dimension); dualgpu checks on the graph that ``fn``
     does not couple instances. Composes with ``grad`` and ``jit`` (a PINN loss).
 
+    ``chunk_size``: propagate that many coordinates at a time, one chunk after the other in
+    the same program, and sum the chunks' Laplacians (exact: the Laplacian is a sum over
+    coordinates). A call then holds the Jacobians of one chunk instead of all ``D``: less
+    memory (about ``chunk_size / D`` of the Jacobians' share) for a few more, narrower
+    products. The values are computed once.
+
     Example::
 
         >>> import numpy as np, dualgpu as dg
@@ -91,10 +112,12 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None):
         >>> pts = np.array([[1.0, 2.0], [0.0, 3.0]])   # two points, one per row
         >>> dg.laplacian(lambda p: np.sum(p ** 3, axis=1), batch_axes=0)(pts)
         array([18., 18.])
+        >>> dg.laplacian(lambda p: np.sum(p ** 3, axis=1), batch_axes=0, chunk_size=1)(pts)
+        array([18., 18.])
     """
     if fn is None:
-        return lambda f: laplacian(f, argnums, batch_axes)
-    return _Laplacian(fn, argnums, batch_axes=batch_axes)
+        return lambda f: laplacian(f, argnums, batch_axes, chunk_size=chunk_size)
+    return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size)
 
 
 def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
@@ -144,8 +167,10 @@ def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     (the same directions for NumPy and CuPy arguments; ``seed=None``: fresh ones) and run
     all products of a chunk as one program (``vmap`` of the HVP). A chunk holds
     ``chunk_size`` directions, or as many as fit ``memory_budget`` bytes, estimated as the
-    sum of the sizes of all values of one HVP program (an upper bound on its peak). The
-    differentiated argument may be a pytree (the trace is over all its leaves).
+    sum of the sizes of all values of one HVP program (an upper bound on its peak). With
+    ``"exact"``, ``chunk_size`` is the number of coordinates propagated at a time (as in
+    :func:`laplacian`). The differentiated argument may be a pytree (the trace is over all
+    its leaves).
 
     Example::
 
@@ -162,7 +187,7 @@ def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
                                        num_samples=num_samples, seed=seed,
                                        memory_budget=memory_budget, chunk_size=chunk_size)
     if method == "exact":
-        return _Laplacian(fn, argnums, batch_axes=batch_axes)
+        return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size)
     return _Estimator(fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
                       chunk_size)
 

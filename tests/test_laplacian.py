@@ -310,3 +310,60 @@ def test_mlp_program_is_at_the_forward_laplacian_count(d):
     assert ideal["peak_MB"] <= c["peak_MB"] <= ideal["peak_MB"] + 4 * 3.0   # + (N, 768) values
     big = [s for s in c["large"] if np.prod(s) >= bench.POINTS * d * 512]
     assert len(big) == 6   # J of layer 1 (a kernel); J_z, J_h of layers 2, 3; J_z of layer 4
+
+
+# ------------------------------------------------------------------ coordinates in chunks
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 7])
+def test_chunked_coordinates_equal_one_pass(chunk_size):
+    """``chunk_size``: the coordinates propagated a chunk at a time and the Laplacians
+    summed; exact against one pass (and the dense Hessian's trace) with two differentiated
+    arguments whose coordinates a chunk splits, per instance with ``batch_axes``, and
+    through ``hessian_trace(method="exact")``."""
+    rng = np.random.default_rng(7)
+    W = rng.standard_normal((5, 4))
+
+    def f(x, y):
+        return np.sum(np.tanh(x @ W) * y[:4]) + np.sum(y ** 3) * x[0] + np.sin(x[1] * y[4])
+
+    x, y = rng.standard_normal(5), rng.standard_normal(6)
+    one = dg.laplacian(f, argnums=(0, 1))(x, y)
+    got = dg.laplacian(f, argnums=(0, 1), chunk_size=chunk_size)(x, y)
+    H = np.asarray(dg.hessian(lambda z: f(z[:5], z[5:]))(np.concatenate([x, y])))
+    np.testing.assert_allclose(got, one, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got, np.trace(H), rtol=1e-10)
+    tr = dg.hessian_trace(f, argnums=(0, 1), chunk_size=chunk_size)(x, y)
+    np.testing.assert_allclose(tr, one, rtol=1e-12, atol=1e-12)
+
+    def u(X):   # per point: the same MLP on every row
+        return np.tanh(np.tanh(X @ W) @ np.ones((4, 3))) @ np.ones(3) + np.sum(X ** 3, axis=1)
+
+    X = rng.standard_normal((6, 5))
+    np.testing.assert_allclose(dg.laplacian(u, batch_axes=0, chunk_size=chunk_size)(X),
+                               dg.laplacian(u, batch_axes=0)(X), rtol=1e-12, atol=1e-12)
+
+
+def test_chunk_size_is_checked_and_keys_the_program():
+    f = lambda x: np.sum(np.sin(x) ** 2)   # noqa: E731
+    x = np.linspace(0.1, 1.0, 6)
+    for bad in (0, -1, 2.5, True, "2"):
+        with pytest.raises(dg.DualgpuError, match="chunk_size"):
+            dg.laplacian(f, chunk_size=bad)
+    whole, chunked = dg.laplacian(f), dg.laplacian(f, chunk_size=2)
+    assert whole.spec != chunked.spec   # two programs, never one reused for the other
+    assert len(chunked.graph(x).eqns) > len(whole.graph(x).eqns)
+    np.testing.assert_allclose(chunked(x), whole(x), rtol=1e-12)
+
+
+def test_chunks_hold_one_chunk_of_jacobians():
+    """The benchmark's MLP at d = 50 in two chunks of 25 coordinates: the program holds
+    about half the Jacobian bytes of one pass (the values computed once, merged by CSE)."""
+    from benchmarks import laplacian as bench
+
+    args = bench.make_inputs(np, 50, bench.HIDDEN, bench.POINTS)
+    one = bench.program_costs(dg.trace(dg.laplacian(bench.u, batch_axes=0), *args))
+    two = bench.program_costs(dg.trace(dg.laplacian(bench.u, batch_axes=0, chunk_size=25),
+                                       *args))
+    assert two["peak_MB"] < 0.6 * one["peak_MB"]
+    assert two["gflop"] < 1.03 * one["gflop"]
+    assert (bench.POINTS * 25, 768) in two["large"] and (bench.POINTS * 50, 768) not in \
+        two["large"]

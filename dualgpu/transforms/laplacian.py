@@ -105,11 +105,14 @@ class Mode:
 
 
 class Seed:
-    """The Jacobian of a differentiated input ``x``: ``J[offset + i] = e_i`` over the
-    flattened instance axes ``inst`` of ``x`` (the others are batch axes)."""
+    """The Jacobian of a differentiated input ``x``: ``J[offset + i] = e_(first + i)`` for
+    ``i < size``, over the flattened instance axes ``inst`` of ``x`` (the others are batch
+    axes); ``first > 0`` or ``size`` short of the instance count when a chunk of the
+    coordinates holds only some of ``x``'s."""
 
-    def __init__(self, shape: tuple, inst: tuple, offset: int, size: int):
+    def __init__(self, shape: tuple, inst: tuple, offset: int, size: int, first: int = 0):
         self.shape, self.inst, self.offset, self.size = shape, inst, offset, size
+        self.first = first
 
 
 def _vid(x):
@@ -506,6 +509,8 @@ def _seeded_product(values, jets, mode):
         tail = (a.shape[0],) + (1,) * (b.ndim - 1)
     D = mode.size
     rows = _traced(rows, jets[side][0])
+    if seed.first or seed.size != rows.shape[0]:   # a chunk's part of the coordinates
+        rows = rows[seed.first:seed.first + seed.size]
     if D != seed.size:
         rows = dnp.pad(rows, [(seed.offset, D - seed.offset - seed.size)]
                        + [(0, 0)] * (rows.ndim - 1))
@@ -566,13 +571,15 @@ def _batch_axes(v, batch_axes) -> tuple:
     return tuple(a % v.ndim for a in batch_axes)
 
 
-def _seed(x, inst, offset, D, axes):
-    """``J`` of an input: rows ``offset..`` of the identity over its instance axes,
-    broadcast along its batch axes (recorded as a broadcast of a small constant, which the
-    fused kernels read as a view)."""
+def _seed(x, inst, offset, D, axes, first=0, count=None):
+    """``J`` of an input: rows ``offset..`` of the identity over its instance axes (its
+    coordinates ``first .. first + count``, all of them by default), broadcast along its
+    batch axes (recorded as a broadcast of a small constant, which the fused kernels read as
+    a view)."""
     n = int(np.prod(inst, dtype=np.int64))
+    count = n if count is None else count
     eye = np.zeros((D, n), dtype=x.dtype)
-    eye[offset:offset + n] = np.eye(n, dtype=x.dtype)
+    eye[offset:offset + count, first:first + count] = np.eye(count, dtype=x.dtype)
     eye = eye.reshape([D] + [1 if a in axes else s for a, s in enumerate(x.shape)])
     full = (D,) + tuple(x.shape)
     if eye.shape == full:
@@ -585,9 +592,22 @@ def _record_const(x, value):
     return x._builder.record(_sh.reshape, [value], {"new_shape": tuple(value.shape)})
 
 
+def coordinate_chunks(D: int, chunk_size: int | None) -> list:
+    """``[(lo, hi)]``: the coordinates ``0 .. D`` in chunks of at most ``chunk_size``.
+
+    Example::
+
+        >>> coordinate_chunks(50, 20), coordinate_chunks(50, None)
+        ([(0, 20), (20, 40), (40, 50)], [(0, 50)])
+    """
+    step = D if not chunk_size or chunk_size >= D else chunk_size
+    return [(lo, min(lo + step, D)) for lo in range(0, max(D, 1), max(step, 1))]
+
+
 @collector_paused()
 def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bool = False,
-                    batch_axes: Sequence[int] | None = None, values: bool = True) -> Graph:
+                    batch_axes: Sequence[int] | None = None, values: bool = True,
+                    chunk_size: int | None = None) -> Graph:
     """A graph computing ``(*outputs, *curvatures)`` from the inputs (only the curvatures
     with ``values=False``: what only the outputs needed is left out of the program).
 
@@ -596,6 +616,12 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
     shaped ``o.shape + x.shape`` -- or shaped like ``x`` with ``batch_axes`` (then each
     instance has its own coordinates: ``f`` must be separable over the batch axes, which
     the caller checks, and its output has one value per instance).
+
+    With ``chunk_size`` (Laplacian mode), the coordinates are propagated ``chunk_size`` at a
+    time, one chunk after the other in the program, and the chunks' Laplacians summed (the
+    Laplacian is a sum of per-coordinate terms, so this is exact): a call holds the
+    Jacobians of one chunk, not of all ``D`` coordinates. The values are computed once
+    (the chunks' repeated value computations are merged by CSE).
     """
     if wrt is None:
         wrt = [v.dtype.kind == "f" for v in graph.inputs]
@@ -603,22 +629,30 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
         if w and v.dtype.kind != "f":
             raise DualgpuError(f"laplacian/hessian_diag: a differentiated input has dtype "
                                f"{v.dtype}; only real floating-point inputs")
+    if diag and chunk_size is not None:
+        raise DualgpuError("hessian_diag: chunk_size is for the Laplacian only")
     layout, D = coordinate_layout(graph, wrt, batch_axes)
-    mode = Mode(diag, D)
+    chunks = coordinate_chunks(D, chunk_size)
     with_values = values
     avals = [v.aval for v in graph.inputs]
 
-    def run(*args):
+    def propagate(args, lo, hi):
+        """The outputs and their jets, with the coordinates ``lo .. hi`` seeded."""
+        mode = Mode(diag, hi - lo)
         env, jenv = {}, {}
         for v, a in zip(graph.inputs, args):
             env[v.id] = a
         for k, inst, off in layout:
             v = graph.inputs[k]
+            n = int(np.prod(inst, dtype=np.int64))
+            a, b = max(off, lo), min(off + n, hi)
+            if a >= b:     # none of this input's coordinates in the chunk: a constant
+                continue
             axes = _batch_axes(v, batch_axes)
-            J = _seed(args[k], inst, off, D, axes)
-            mode.seeds[_vid(J)] = Seed(tuple(v.shape), tuple(a for a in range(v.ndim)
-                                                              if a not in axes), off,
-                                       int(np.prod(inst, dtype=np.int64)))
+            J = _seed(args[k], inst, a - lo, hi - lo, axes, first=a - off, count=b - a)
+            mode.seeds[_vid(J)] = Seed(tuple(v.shape), tuple(i for i in range(v.ndim)
+                                                             if i not in axes),
+                                       a - lo, b - a, first=a - off)
             jenv[v.id] = (J, None)
         for eqn in graph.eqns:
             values = [read(env, a) for a in eqn.inputs]
@@ -629,10 +663,18 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                 if j is not None and (j[0] is not None or j[1] is not None):
                     jenv[v.id] = j
         outs = [read(env, a) for a in graph.outputs]
-        jets = [jenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
+        return outs, [jenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
+
+    def run(*args):
+        outs, jets = propagate(args, *chunks[0])
         head = outs if with_values else []
         if not diag:
-            return head + [_zeros_or(j[1] if j else None, o) for j, o in zip(jets, outs)]
+            laps = [_zeros_or(j[1] if j else None, o) for j, o in zip(jets, outs)]
+            for lo, hi in chunks[1:]:
+                _, more = propagate(args, lo, hi)
+                laps = [lap + _zeros_or(j[1], o) if j is not None and j[1] is not None
+                        else lap for lap, j, o in zip(laps, more, outs)]
+            return head + laps
         blocks = []
         for j, o in zip(jets, outs):
             for k, inst, off in layout:
