@@ -1,9 +1,10 @@
-"""Device time of every step of a compiled program's plan (each step captured alone as a CUDA
-graph and replayed between events), for the workloads of issue 12:
+"""Device time of every step of a compiled program's plan (each step captured 20 times in one
+CUDA graph, replayed between events: no launch gaps), for the workloads of issue 12:
 ``python -m benchmarks.profile_steps [--top N]``. GPU only.
 
 Prints, per workload, the steps sorted by time with their share, and the sum against the
-time of the whole call (replayed as a CUDA graph): what to optimise next."""
+time of the whole call (replayed as a CUDA graph): what to optimise next. Also the
+per-point Laplacian of issue 16 at d = 50."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +13,7 @@ import numpy as np
 
 import dualgpu as dg
 
+from . import laplacian
 from .mlp import FULL, make_inputs, make_loss
 
 
@@ -80,6 +82,12 @@ def main(argv=None) -> None:
     mu = cp.zeros((3, 100), cp.float32)
     profile("per-particle value+grad+HVP, N = 1M",
             dg.grad_and_hvp(f, batch_axes=(1, 2, 3), return_value=True), (x, mu, x), opts.top)
+    lap_args = laplacian.make_inputs(cp, 50, laplacian.HIDDEN, laplacian.POINTS)
+    for precision in ("float32", "tf32"):
+        dg.config["matmul_precision"] = precision
+        profile(f"per-point Laplacian, tanh MLP, d = 50, {precision}",
+                dg.laplacian(laplacian.u, batch_axes=0), lap_args, opts.top)
+    dg.config["matmul_precision"] = "float32"
 
 
 if __name__ == "__main__":
