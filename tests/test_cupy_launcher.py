@@ -481,3 +481,22 @@ def test_fuzzed_losses_of_a_flat_parameter_vector(prog):
 
     _check(dg.trace(dg.grad(flat_loss), p), (p,))
     _check(dg.trace(dg.hvp(flat_loss), p, p[::-1].copy()), (p, p[::-1].copy()))
+
+
+
+@pytest.mark.xfail(strict=True, reason="planner bug, older than e9dbd30: fusion.emulate of "
+                   "the plan is wrong too (region 3: loop axis -2, level-1 reduce_sum)")
+def test_a_selu_gradient_found_by_the_fuzzer():
+    """DUALGPU_LAUNCHER_EXAMPLES=600 finds it: the gradient of x1 is wrong with our product
+    kernels off as well, and in fusion.emulate of the plan (no launcher involved)."""
+    prog = fp.Program(inputs=((2, 2), (2, 1)), nodes=(
+        ('matmul_const', (1,), (('side', 'left'), ('wshape', (2,)), ('fn', '@'))),
+        ('mul_scalar', (2,), (('wrap', False),)),
+        ('np_add', (0, 0), ()),
+        ('np_add', (3, 0), ()),
+        ('method_mean', (5,), (('axis', None), ('keepdims', False))),
+        ('divide_safe', (6, 1), ()),
+        ('selu', (7,), (('wrap', False),))), seed=0)
+    f, loss = prog.functions()
+    args = tuple(np.asarray(a) for a in prog.args())
+    _check(dg.trace(dg.grad(loss, argnums=(0, 1)), *args), args)

@@ -1,0 +1,55 @@
+"""Our product kernels' CUDA text (skinny, thin, tiny; batched with ``count``) run on the
+CPU by tests/product_harness.py: every thread of a block a host thread, ``__syncthreads``
+and the warp shuffles real barriers. Rows not a multiple of the rows a warp or block
+reads, n = 1, k = 1, reversed, broadcast and transposed operands."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from product_harness import run_product
+from tiny_harness import needs_gxx
+
+from dualgpu.codegen.products import WARPS, ProductKernel, product_kernel, skinny_matmul_kernel
+
+pytestmark = needs_gxx
+R = np.random.default_rng(0)
+
+
+def _check(choice, a, b, count=1, rows=None):
+    m, k = a.shape
+    n = b.shape[1]
+    sa, sb = (tuple(s // a.itemsize for s in x.strides) for x in (a, b))
+    if rows is None:
+        pk = product_kernel(choice, m, n, k, sa, sb, a.dtype, count)
+    else:   # the skinny kernel with few rows and several rows a warp
+        name, src = skinny_matmul_kernel(m, n, k, sa[0], sb, a.dtype, rows, count)
+        pk = ProductKernel(name, src, -(-m // (WARPS * rows)))
+    outs = [np.full((m, n), np.nan, a.dtype) for _ in range(count)]
+    run_product(pk, count, [x for c in outs for x in (a, b, c)])
+    tol = 1e-12 if a.dtype == np.float64 else 1e-4
+    for c in outs:
+        np.testing.assert_allclose(c, a @ b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4])
+@pytest.mark.parametrize("m", [1, 33, 37])
+def test_skinny_rows_of_a_warp(rows, m):
+    _check("skinny", R.standard_normal((m, 70)), R.standard_normal((70, 3)), rows=rows)
+
+
+def test_skinny_edges_and_batches():
+    _check("skinny", R.standard_normal((37, 1)), R.standard_normal((1, 16)), rows=4)
+    _check("skinny", R.standard_normal((40, 33)), R.standard_normal((33, 1)), rows=4)
+    _check("skinny", R.standard_normal((40, 100))[::-1], R.standard_normal((100, 16)), rows=4)
+    _check("skinny", np.broadcast_to(R.standard_normal((1, 100)), (40, 100)),
+           R.standard_normal((16, 100)).T, rows=2)
+    _check("skinny", R.standard_normal((300, 40)), R.standard_normal((40, 3)), count=2)
+
+
+def test_thin_and_tiny():
+    _check("thin", R.standard_normal((1100, 5)), R.standard_normal((5, 300)))
+    _check("thin", R.standard_normal((1030, 1)), R.standard_normal((1, 64)))
+    _check("thin", R.standard_normal((1030, 16)).astype(np.float32),
+           R.standard_normal((16, 1024)).astype(np.float32))
+    _check("thin", R.standard_normal((1100, 5))[::-1], R.standard_normal((300, 5)).T, count=3)
+    _check("tiny", R.standard_normal((4, 5)), R.standard_normal((5, 3)), count=2)

@@ -1,0 +1,30 @@
+"""The tiny-program tests of tests/test_tiny_kernel.py with each kernel run as a block of
+many threads taking turns between barriers (tests/tiny_block_harness.py), in both orders:
+a barrier missing between a stage and the stores it reads shows as a wrong value."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import test_tiny_kernel as T
+from tiny_block_harness import run_tiny_block
+from tiny_harness import needs_gxx
+
+pytestmark = needs_gxx
+TESTS = ["test_dense_tiny_hvp_and_grad", "test_small_mlps", "test_a_long_sum_is_a_block_tree",
+         "test_views_reshapes_and_literal_outputs", "test_strided_and_transposed_inputs",
+         "test_integer_and_bool_values", "test_einsum",
+         "test_fuzzed_programs_and_their_derivatives"]
+
+
+@pytest.mark.parametrize("name", TESTS)
+@pytest.mark.parametrize("threads, reverse", [(4, False), (4, True), (256, False), (256, True)])
+def test_tiny_kernels_as_blocks_of_threads(monkeypatch, name, threads, reverse):
+    monkeypatch.setattr(T, "run_tiny",
+                        lambda tk, arrays: run_tiny_block(tk, arrays, threads, reverse))
+    test = getattr(T, name)
+    if name in ("test_dense_tiny_hvp_and_grad", "test_small_mlps",
+                "test_integer_and_bool_values"):
+        for dtype in (np.float64, np.float32):
+            test(dtype)
+    else:
+        test()
