@@ -5,7 +5,9 @@ and ``__shfl_xor_sync`` exchanges values through a barrier of the warp's 32 lane
 run one after the other (``__shared__`` arrays are static: one block's at a time).
 
 ``run_product(pk, count, operands)`` launches a :class:`ProductKernel` on NumPy operands
-(``count`` triples ``a, b, c``), reading them in place through their pointers.
+(``count`` triples ``a, b, c``), reading them in place through their pointers;
+``run_kernel(source, name, grid, arrays)`` launches any of our kernels (a fused region's,
+its grid-reduction finish) on NumPy arrays, its parameter types read from its text.
 """
 from __future__ import annotations
 
@@ -18,12 +20,19 @@ from tiny_harness import _DIR, GXX
 
 PRELUDE = r"""
 #include <barrier>
+#include <cmath>
+#include <math.h>
 #include <cstring>
 #include <thread>
 #include <vector>
 #define __global__
 #define __launch_bounds__(n)
 #define __shared__ static
+using namespace std;
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline double __longlong_as_double(long long i) {
+  double d; memcpy(&d, &i, 8); return d;
+}
 struct Dim { unsigned x, y; };
 static thread_local Dim threadIdx, blockIdx;
 static std::barrier<>* block_bar;
@@ -63,6 +72,10 @@ _LIBS: dict = {}
 def _library(source: str, name: str, ct: str, count: int):
     call = ", ".join(f"({'const ' if j < 2 else ''}{ct}*)args[{3 * i + j}]"
                      for i in range(count) for j in range(3))
+    return _compiled(source, name, call)
+
+
+def _compiled(source: str, name: str, call: str):
     text = PRELUDE + source.replace("__restrict__", "") + DRIVER.format(name=name, call=call)
     digest = hashlib.sha1(text.encode()).hexdigest()[:16]
     lib = _LIBS.get(digest)
@@ -85,3 +98,26 @@ def run_product(pk, count: int, operands, threads: int = 256) -> None:
     lib = _library(pk.source, pk.name, ct, count)
     ptrs = (ctypes.c_void_p * len(operands))(*[a.ctypes.data for a in operands])
     lib.drive(ctypes.c_uint(pk.blocks), ctypes.c_uint(count), ctypes.c_uint(threads), ptrs)
+
+
+def _parameter_types(source: str, name: str) -> list:
+    """The C types of the kernel ``name``'s parameters (``const double*``, ``bool*`` ...)."""
+    head = source[source.index(name + "(") + len(name) + 1:]
+    params = head[:head.index(") {")]
+    types = []
+    for p in params.split(","):
+        words = p.replace("__restrict__", "").split()
+        types.append(" ".join(words[:-1]))
+    return types
+
+
+def run_kernel(source: str, name: str, grid: int, arrays, threads: int = 256) -> None:
+    """Launch the kernel ``name`` of ``source`` on ``grid`` blocks of ``threads`` host
+    threads, its pointer parameters bound to ``arrays`` (NumPy; the pointer to each view's
+    first element, as CuPy passes it)."""
+    types = _parameter_types(source, name)
+    assert len(types) == len(arrays), (types, len(arrays))
+    call = ", ".join(f"({t})args[{i}]" for i, t in enumerate(types))
+    lib = _compiled(source, name, call)
+    ptrs = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    lib.drive(ctypes.c_uint(grid), ctypes.c_uint(1), ctypes.c_uint(threads), ptrs)

@@ -27,6 +27,12 @@ from dualgpu.codegen.python import compile_python
 from dualgpu.fusion import emulate_region
 
 fp = pytest.importorskip("fuzz_programs")
+try:   # our kernels' CUDA text run on the host (needs g++)
+    import product_harness
+    from tiny_harness import GXX
+    product_harness = product_harness if GXX else None
+except ImportError:  # pragma: no cover
+    product_harness = None
 # DUALGPU_LAUNCHER_EXAMPLES=1500 for a longer campaign (1500 programs: 37 s, 0 failures)
 EXAMPLES = int(os.environ.get("DUALGPU_LAUNCHER_EXAMPLES", 40))
 IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
@@ -484,11 +490,54 @@ def test_fuzzed_losses_of_a_flat_parameter_vector(prog):
 
 
 
-@pytest.mark.xfail(strict=True, reason="planner bug, older than e9dbd30: fusion.emulate of "
-                   "the plan is wrong too (region 3: loop axis -2, level-1 reduce_sum)")
+class HostProgram(FusedProgram):
+    """FusedProgram whose region kernels are their real CUDA text, compiled by g++ and run
+    with one host thread per CUDA thread (tests/product_harness.py): the kernels themselves,
+    not the plan emulator, against the NumPy program."""
+
+    def _functions(self, region, arrays):
+        rk, _, _ = super()._functions(region, arrays)
+        LOG.append("region")
+
+        def launcher(source, name):
+            return lambda grid, block, args: product_harness.run_kernel(
+                source, name, grid[0], [np.asarray(a) for a in args], block[0])
+
+        return (rk, launcher(rk.source, rk.name),
+                launcher(rk.finish_source, rk.finish_name) if rk.finish_source else None)
+
+
+def _check_host_kernels(graph, args):
+    want = compile_python(graph, np)(*args)
+    for recompute in (False, True):
+        got = HostProgram(graph, FakeBackend(), recompute=recompute)(*args)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-11, atol=1e-12)
+
+
+HOST_EXAMPLES = int(os.environ.get("DUALGPU_HOST_KERNEL_EXAMPLES", 6))
+
+
+@pytest.mark.skipif(product_harness is None, reason="no g++ with C++20 threads")
+@settings(max_examples=HOST_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fp.programs(max_nodes=6, sparse=False))
+def test_fuzzed_programs_on_the_real_region_kernels(prog):
+    """The generated region kernels (and their grid-reduction finishes) compiled for the
+    host and run thread by thread: fuzzed programs, their gradients and HVPs against NumPy
+    (DUALGPU_HOST_KERNEL_EXAMPLES=150 for a longer campaign)."""
+    f, loss = prog.functions()
+    args = tuple(np.asarray(a) for a in prog.args())
+    _check_host_kernels(dg.trace(dg.jit(f), *args), args)
+    _check_host_kernels(dg.trace(dg.grad(loss, argnums=tuple(range(len(args)))), *args), args)
+    _check_host_kernels(dg.trace(dg.hvp(loss), *args, args[0]), args + (args[0],))
+
+
 def test_a_selu_gradient_found_by_the_fuzzer():
-    """DUALGPU_LAUNCHER_EXAMPLES=600 finds it: the gradient of x1 is wrong with our product
-    kernels off as well, and in fusion.emulate of the plan (no launcher involved)."""
+    """Found by DUALGPU_LAUNCHER_EXAMPLES=600: a grid reduction (``sum`` of a scalar
+    broadcast over the domain) of a value computed after a loop reduction, in the region's
+    second loop. The generated kernel accumulates it once per loop iteration (right); the
+    plan emulator summed it once per thread, as if the broadcast did not vary along the
+    loop axis (the emulator was wrong, the kernel was not)."""
     prog = fp.Program(inputs=((2, 2), (2, 1)), nodes=(
         ('matmul_const', (1,), (('side', 'left'), ('wshape', (2,)), ('fn', '@'))),
         ('mul_scalar', (2,), (('wrap', False),)),
@@ -499,4 +548,7 @@ def test_a_selu_gradient_found_by_the_fuzzer():
         ('selu', (7,), (('wrap', False),))), seed=0)
     f, loss = prog.functions()
     args = tuple(np.asarray(a) for a in prog.args())
-    _check(dg.trace(dg.grad(loss, argnums=(0, 1)), *args), args)
+    g = dg.trace(dg.grad(loss, argnums=(0, 1)), *args)
+    _check(g, args)
+    if product_harness is not None:   # the kernel itself, run on the host
+        _check_host_kernels(g, args)

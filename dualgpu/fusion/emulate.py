@@ -78,11 +78,17 @@ def _region_args(region: Region, eqn, dom: dict, env: dict) -> list:
 
 
 def _grid_reduce(region: Region, eqn, x):
-    """A grid reduction: over every thread, and over the loop axes ``x`` varies along."""
+    """A grid reduction: over every thread, and over the loop axes its operand lies along
+    (the kernel evaluates such a value, and accumulates it, once per loop iteration -- a
+    broadcast view along a loop axis too, though its emulated array is not expanded)."""
     nd = len(region.domain)
     threads = region.thread_axes()
+    src = eqn.inputs[0]
+    dims = region.dims[src.id] if region.defines(src) else region.load_dims(eqn, src)
+    along = {d for d in dims if d is not None}
     full = np.broadcast_to(x, region.domain)
-    keep = [(a - nd) in threads or ((a - nd) in region.loop_axes and x.shape[a] > 1)
+    keep = [(a - nd) in threads
+            or ((a - nd) in region.loop_axes and ((a - nd) in along or x.shape[a] > 1))
             for a in range(nd)]
     res = eqn.prim.impl(np, full[tuple(slice(None) if k else slice(0, 1) for k in keep)],
                         axes=tuple(range(nd)))
