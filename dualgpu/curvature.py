@@ -143,6 +143,9 @@ def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
                                       num_samples=num_samples, seed=seed,
                                       memory_budget=memory_budget, chunk_size=chunk_size)
     if method == "exact":
+        if chunk_size is not None:
+            raise DualgpuError("hessian_diag: chunk_size is a parameter of "
+                               "method='hutchinson' (the exact diagonal is one pass)")
         return _HessianDiag(fn, argnums, batch_axes=batch_axes)
     if method == "hutch++":
         raise DualgpuError("hessian_diag: method must be 'exact' or 'hutchinson' "

@@ -367,3 +367,8 @@ def test_chunks_hold_one_chunk_of_jacobians():
     assert two["gflop"] < 1.03 * one["gflop"]
     assert (bench.POINTS * 25, 768) in two["large"] and (bench.POINTS * 50, 768) not in \
         two["large"]
+
+
+def test_exact_diagonal_refuses_chunk_size():
+    with pytest.raises(dg.DualgpuError, match="chunk_size.*hutchinson"):
+        dg.hessian_diag(lambda x: np.sum(x ** 3), chunk_size=2)
