@@ -11,29 +11,9 @@ import numpy as np
 
 import dualgpu as dg
 
-from .mlp import FULL, make_inputs, make_loss, reference
+from .mlp import FULL, eager_peak_bytes, make_inputs, make_loss, reference
 
 SWITCHES = ("stack_gemms", "recompute", "matmul_precision")
-
-
-def eager_peak(fn, args) -> int:
-    """Bytes CuPy's pool grows by during one eager (no CUDA graph) call of ``fn``."""
-    import cupy as cp
-
-    pool = cp.get_default_memory_pool()
-    cp.cuda.Device().synchronize()
-    pool.free_all_blocks()
-    before = pool.used_bytes()
-    graphs = dg.config["cuda_graphs"]
-    dg.config["cuda_graphs"] = False
-    try:
-        out = fn(*args)
-        cp.cuda.Device().synchronize()
-    finally:
-        dg.config["cuda_graphs"] = graphs
-    peak = pool.total_bytes() - before
-    del out
-    return peak
 
 
 def main() -> None:
@@ -55,8 +35,8 @@ def main() -> None:
             g = dg.grad(loss)
             got = h(p, X, Y, v)
             err = float(cp.linalg.norm(got - want) / cp.linalg.norm(want))
-            peak = eager_peak(h, (p, X, Y, v)) / 1e6
-            gpeak = eager_peak(g, (p, X, Y)) / 1e6
+            peak = eager_peak_bytes(h, (p, X, Y, v)) / 1e6
+            gpeak = eager_peak_bytes(g, (p, X, Y)) / 1e6
             r = benchmark(h, (p, X, Y, v), n_repeat=200, n_warmup=20)
             print(f"{stack!s:>12} {recompute!s:>10} {precision:>10} "
                   f"{np.median(r.gpu_times) * 1e6:9.1f} {np.median(r.cpu_times) * 1e6:9.1f} "

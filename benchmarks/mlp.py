@@ -352,33 +352,40 @@ def build_torch_compile(ctx: Context, dims: Dims, which: str):
 
 
 # ------------------------------------------------------------------------------ memory
-def cupy_peak(ctx: Context, inputs):
-    """Peak extra bytes held by CuPy's pool during one call (the pool keeps freed blocks).
+def eager_peak_bytes(fn, args) -> int:
+    """Bytes CuPy's pool grows by during one call ``fn(*args)`` (the pool keeps freed blocks).
 
     The call runs with dualgpu's CUDA graphs off: a replayed graph takes its scratch memory
     from a private pool, captured once, that the default pool does not see -- an eager call
     allocates the same values from the default pool, so its peak is the program's."""
+    import cupy as cp
+
+    import dualgpu as dg
+
+    stream = cp.cuda.get_current_stream()
+    pool = cp.get_default_memory_pool()
+    stream.synchronize()
+    pool.free_all_blocks()
+    before = pool.used_bytes()
+    graphs = dg.config["cuda_graphs"]
+    dg.config["cuda_graphs"] = False
+    try:
+        out = fn(*args)
+        stream.synchronize()
+    finally:
+        dg.config["cuda_graphs"] = graphs
+    peak = pool.total_bytes() - before
+    del out
+    return peak
+
+
+def cupy_peak(ctx: Context, inputs):
+    """``probe(fn)``: ``{"peak_MB": ...}`` of one eager call on the first input set
+    (:func:`eager_peak_bytes`); nothing without a GPU."""
     def probe(fn):
         if not ctx.gpu:
             return {}
-        import cupy as cp
-
-        import dualgpu as dg
-
-        pool = cp.get_default_memory_pool()
-        ctx.sync()
-        pool.free_all_blocks()
-        before = pool.used_bytes()
-        graphs = dg.config["cuda_graphs"]
-        dg.config["cuda_graphs"] = False
-        try:
-            out = fn(*inputs[0])
-            ctx.sync()
-        finally:
-            dg.config["cuda_graphs"] = graphs
-        peak = pool.total_bytes() - before
-        del out
-        return {"peak_MB": peak / 2**20}
+        return {"peak_MB": eager_peak_bytes(fn, inputs[0]) / 2**20}
     return probe
 
 
