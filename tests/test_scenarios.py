@@ -1,19 +1,12 @@
 """The user scenarios of DESIGN.md on NumPy (scenario 3 lives in tests/test_sparse.py)."""
 import numpy as np
 import pytest
+from export_scenarios import dense_loss
 from scipy.sparse.linalg import cg
 
 import dualgpu as dg
 
 rng = np.random.default_rng(42)
-
-
-def dense_loss(p, X, y):
-    """Dense(10 -> 1, sigmoid) on a batch of columns of X (10 x 4), params flattened."""
-    W = p[:10].reshape(1, 10)
-    b = p[10]
-    pred = dg.nn.sigmoid(W @ X + b)[0]
-    return np.mean((pred - y) ** 2)
 
 
 def dense_grad_analytic(p, X, y):
