@@ -11,7 +11,7 @@ import numpy as np
 import dualgpu as dg
 import dualgpu.codegen.launcher as launcher
 from dualgpu.backends.cupy import get_cupy_backend
-from dualgpu.codegen.products import matmul_kernel_choice
+from dualgpu.codegen.products import matmul_kernel_choice, product_layout
 
 # (label, shape of a, shape of b, a transposed, b transposed): the MLP 784-512-10 HVP's
 # skinny, thin and transposed-skinny products at batch 4096, the deep MLP's at 8192, a long vector
@@ -53,10 +53,7 @@ def main() -> None:
         a = cp.asarray(rng.standard_normal(sa_), dtype=cp.float32)
         b = cp.asarray(rng.standard_normal(sb_), dtype=cp.float32)
         a, b = (a.T if ta else a), (b.T if tb else b)
-        m, k = (1, a.shape[0]) if a.ndim == 1 else a.shape
-        n = 1 if b.ndim == 1 else b.shape[1]
-        sa = (0, a.strides[0] // 4) if a.ndim == 1 else tuple(s // 4 for s in a.strides)
-        sb = (b.strides[0] // 4, 0) if b.ndim == 1 else tuple(s // 4 for s in b.strides)
+        m, n, k, sa, sb = product_layout(a, b)
         moved = 4 * (a.size + b.size + m * n) / 1e3   # KB: GB/s = KB / us
         want = cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
         choice = matmul_kernel_choice(m, n, k, sa, sb, 4)

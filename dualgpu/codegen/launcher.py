@@ -20,7 +20,7 @@ from ..fusion import LibraryStep, Region, concat_slots, plan_graph
 from ..ops.linalg import matmul
 from ..ops.reductions import reduce_sum
 from .cuda import BLOCK, array_strides, plan_source, region_kernels
-from .products import matmul_kernel_choice, product_kernel
+from .products import matmul_kernel_choice, product_kernel, product_layout
 from .tiny import TINY_THREADS, tiny_program_kernel, worth_one_kernel
 
 
@@ -166,12 +166,8 @@ class FusedProgram:
                 or a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
                 or a.dtype.kind != "f" or a.size == 0 or b.size == 0:
             return None
-        m, k = (1, a.shape[0]) if a.ndim == 1 else a.shape
-        n = 1 if b.ndim == 1 else b.shape[1]
-        item = a.itemsize
-        sa = (0, a.strides[0] // item) if a.ndim == 1 else tuple(s // item for s in a.strides)
-        sb = (b.strides[0] // item, 0) if b.ndim == 1 else tuple(s // item for s in b.strides)
-        choice = matmul_kernel_choice(m, n, k, sa, sb, item)
+        m, n, k, sa, sb = product_layout(a, b)
+        choice = matmul_kernel_choice(m, n, k, sa, sb, a.itemsize)
         if choice is None:
             return None
         return (choice, m, n, k, sa, sb, a.dtype.char), a, b

@@ -34,6 +34,24 @@ class ProductKernel(NamedTuple):
     blocks: int
 
 
+def product_layout(a, b) -> tuple:
+    """``(m, n, k, a_strides, b_strides)`` of the 1-D/2-D product ``a @ b`` (arrays with
+    ``shape``, ``strides``, ``itemsize``) seen as ``(m, k) @ (k, n)``, strides in elements:
+    a 1-D ``a`` is one row, a 1-D ``b`` one column.
+
+    Example::
+
+        >>> product_layout(np.ones((4, 6))[:, ::2], np.ones(3))
+        (4, 1, 3, (6, 2), (1, 0))
+    """
+    item = a.itemsize
+    m, k = (1, a.shape[0]) if a.ndim == 1 else a.shape
+    n = 1 if b.ndim == 1 else b.shape[1]
+    sa = (0, a.strides[0] // item) if a.ndim == 1 else tuple(s // item for s in a.strides)
+    sb = (b.strides[0] // item, 0) if b.ndim == 1 else tuple(s // item for s in b.strides)
+    return m, n, k, sa, sb
+
+
 def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize: int):
     """Which of our kernels computes a 2-D product ``(m, k) @ (k, n)`` (element strides
     given), or None for cuBLAS. cuBLAS is slow on the skinny products of small networks
