@@ -4,14 +4,16 @@ at 1024 collocation points, float32; the Laplacian of ``u`` at every point.
 Implementations:
 
 * ``dualgpu``: ``dg.laplacian(u, batch_axes=0)`` (forward-Laplacian transform, D = d) at
-  ``dg.config["matmul_precision"] = "float32"``, and ``dualgpu (tf32)`` at ``"tf32"``;
+  ``dg.config["matmul_precision"] = "float32"``, and ``dualgpu (tf32)`` / ``dualgpu (tf32x3)``
+  at ``"tf32"`` / ``"tf32x3"`` (float32-class accuracy from three TF32 passes);
 * ``hand-fused``: the forward Laplacian written by hand in CuPy (value, Jacobian over the
   d coordinates and Laplacian through each layer: one wide GEMM per layer for the Jacobian,
   one for the value and the Laplacian, elementwise for tanh) -- the reference row;
 * ``jax nested``: ``jit(vmap(lambda x: trace(jax.hessian(u)(x))))``;
 * ``jax forward-Laplacian``: the same hand-written propagation in ``jax.numpy``, jitted;
   both JAX rows at JAX's default matmul precision (TF32-class on an H200) and again under
-  ``jax.default_matmul_precision("highest")`` (full float32: like with like);
+  ``jax.default_matmul_precision("highest")`` (full float32: like with like); the forward
+  Laplacian also under ``"TF32_TF32_F32_X3"``, the algorithm of dualgpu's ``"tf32x3"``;
 * ``torch.func``: ``vmap(lambda x: trace(hessian(u)(x)))`` (d = 50 only).
 
 Cases: the sweep d = 10, 50 (the issue's target), 200; and ``k=16 HVPs``: on the MLP
@@ -364,9 +366,15 @@ def _measure(ctx: Context, ref, **kw) -> Row:
     return row
 
 
-# (impl, JAX builder, precision): JAX at its default (TF32-class on an H200) and at float32
+# dg.config["matmul_precision"] of the dualgpu rows: full float32, TF32, and float32-class
+# accuracy from three TF32 passes
+DUALGPU_PRECISIONS = ("float32", "tf32", "tf32x3")
+# (impl, JAX builder, precision): JAX at its default (TF32-class on an H200), at float32, and
+# with the three-pass TF32 algorithm that dualgpu's "tf32x3" is (like with like)
 JAX_ROWS = (("jax forward-Laplacian", build_jax_forward, None),
             ("jax forward-Laplacian (precision=highest)", build_jax_forward, "highest"),
+            ("jax forward-Laplacian (precision=TF32_TF32_F32_X3)", build_jax_forward,
+             "TF32_TF32_F32_X3"),
             ("jax nested", build_jax_nested, None),
             ("jax nested (precision=highest)", build_jax_nested, "highest"))
 
@@ -386,23 +394,26 @@ def run_sweep(ctx: Context) -> list[Row]:
         rows.append(_measure(ctx, ref, impl="hand-fused", build=lambda: build_hand(ctx),
                              inputs=inputs, reference=True, extra=cupy_peak(ctx, inputs),
                              **common))
-        for precision in ("float32", "tf32"):
+        for precision in DUALGPU_PRECISIONS:
             with dualgpu_precision(precision):
                 rows.append(_measure(
-                    ctx, ref, impl="dualgpu" if precision == "float32" else "dualgpu (tf32)",
-                    build=lambda: build_dualgpu(ctx), inputs=inputs,
+                    ctx, ref, impl="dualgpu" if precision == "float32" else
+                    f"dualgpu ({precision})", build=lambda: build_dualgpu(ctx), inputs=inputs,
                     extra=cupy_peak(ctx, inputs), **dict(common, tol=2e-2 if precision ==
                                                          "tf32" else 1e-3)))
         if d == dims[1]:   # the coordinates in two chunks: memory for a few narrower GEMMs
             half = -(-d // 2)
-            rows.append(_measure(ctx, ref, impl=f"dualgpu (chunk_size={half})",
-                                 build=lambda h=half: build_dualgpu(ctx, h), inputs=inputs,
-                                 extra=cupy_peak(ctx, inputs), **common))
+            with dualgpu_precision("float32"):
+                rows.append(_measure(ctx, ref, impl=f"dualgpu (chunk_size={half})",
+                                     build=lambda h=half: build_dualgpu(ctx, h),
+                                     inputs=inputs, extra=cupy_peak(ctx, inputs), **common))
 
         def jax_inputs(args=args):
             return [tuple(to_jax(ctx, a) for a in args)]
 
         for impl, builder, precision in JAX_ROWS:
+            if precision == "TF32_TF32_F32_X3" and not ctx.gpu:
+                continue   # XLA has the algorithm on GPUs only
             rows.append(_measure(ctx, ref, impl=impl,
                                  build=lambda b=builder, p=precision: b(ctx, p),
                                  inputs=jax_inputs, extra=jax_peak(lambda: jax_inputs()[0]),
@@ -433,11 +444,13 @@ def run_directions(ctx: Context) -> list[Row]:
     hvp = dg.hvp(loss)
     many = dg.vmap(hvp, in_axes=(None, None, None, 0))
     one_in, k_in = [(p, X, Y, v)], [(p, X, Y, V)]
-    rows = [_measure(ctx, ref_one, workload=NAME, case=case, impl="dualgpu hvp (k=1)",
-                     build=lambda: hvp, inputs=one_in, reference=True,
-                     extra=cupy_peak(ctx, one_in)),
-            _measure(ctx, ref_k, workload=NAME, case=case, impl=f"dualgpu vmap(hvp) (k={k})",
-                     build=lambda: many, inputs=k_in, extra=cupy_peak(ctx, k_in))]
+    with dualgpu_precision("float32"):
+        rows = [_measure(ctx, ref_one, workload=NAME, case=case, impl="dualgpu hvp (k=1)",
+                         build=lambda: hvp, inputs=one_in, reference=True,
+                         extra=cupy_peak(ctx, one_in)),
+                _measure(ctx, ref_k, workload=NAME, case=case,
+                         impl=f"dualgpu vmap(hvp) (k={k})", build=lambda: many, inputs=k_in,
+                         extra=cupy_peak(ctx, k_in))]
     if all(r.status == "ok" for r in rows):
         rows[1].extra["x one direction"] = rows[1].time_us / rows[0].time_us
     return rows

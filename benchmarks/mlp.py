@@ -444,9 +444,10 @@ def run(ctx: Context) -> list[Row]:
                             build=lambda w=which: build_dualgpu(ctx, loss, w),
                             inputs=inputs, extra=cupy_peak(ctx, inputs), **common))
         if ctx.gpu:
-            rows.append(measure(ctx, impl="dualgpu (tf32)",
-                                build=lambda w=which: build_dualgpu(ctx, loss, w, "tf32"),
-                                inputs=inputs, **common))
+            for precision in ("tf32", "tf32x3"):
+                rows.append(measure(ctx, impl=f"dualgpu ({precision})",
+                                    build=lambda w=which, p=precision: build_dualgpu(
+                                        ctx, loss, w, p), inputs=inputs, **common))
         rows.append(measure(ctx, impl="jax", reference=which == "grad",
                             build=lambda w=which: build_jax(ctx, dims, w),
                             inputs=jax_inputs, clock=jax_clock(),
@@ -455,6 +456,12 @@ def run(ctx: Context) -> list[Row]:
                             build=lambda w=which: build_jax(ctx, dims, w, "highest"),
                             inputs=jax_inputs, clock=jax_clock(),
                             extra=jax_peak(lambda: jax_inputs()[0]), **common))
+        if ctx.gpu:   # the algorithm of dualgpu's "tf32x3" (XLA has it on GPUs only)
+            rows.append(measure(ctx, impl="jax (precision=TF32_TF32_F32_X3)",
+                                build=lambda w=which: build_jax(ctx, dims, w,
+                                                                "TF32_TF32_F32_X3"),
+                                inputs=jax_inputs, clock=jax_clock(),
+                                extra=jax_peak(lambda: jax_inputs()[0]), **common))
         rows.append(measure(ctx, impl="torch.func",
                             build=lambda w=which: torch_fn(ctx, dims, w),
                             inputs=torch_inputs, clock=lambda: torch_clock(ctx),

@@ -60,7 +60,7 @@ def main(argv=None) -> None:
     opts = p.parse_args(argv)
     loss = make_loss(FULL)
     args = make_inputs(cp, FULL, 1)[0]
-    for precision in ("float32", "tf32"):
+    for precision in ("float32", "tf32", "tf32x3"):
         dg.config["matmul_precision"] = precision
         profile(f"MLP 784-512-10 HVP, batch 4096, {precision}", dg.hvp(loss), args, opts.top)
         profile(f"MLP gradient, {precision}", dg.grad(loss), args[:3], opts.top)
@@ -83,7 +83,7 @@ def main(argv=None) -> None:
     profile("per-particle value+grad+HVP, N = 1M",
             dg.grad_and_hvp(f, batch_axes=(1, 2, 3), return_value=True), (x, mu, x), opts.top)
     lap_args = laplacian.make_inputs(cp, 50, laplacian.HIDDEN, laplacian.POINTS)
-    for precision in ("float32", "tf32"):
+    for precision in ("float32", "tf32", "tf32x3"):
         dg.config["matmul_precision"] = precision
         profile(f"per-point Laplacian, tanh MLP, d = 50, {precision}",
                 dg.laplacian(laplacian.u, batch_axes=0), lap_args, opts.top)

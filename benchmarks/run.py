@@ -114,8 +114,12 @@ def main(argv=None, progress=None) -> int:
                           "compile": ctx.compile, "tf32": args.tf32,
                           "recompute": args.recompute,
                           "budget_s": ctx.budget_s})
+    import dualgpu as dg
+
+    switches = dict(dg.config)      # every workload starts from these (rows set precision)
     t_all = time.perf_counter()
     for i, name in enumerate(names):
+        dg.config.update(switches)
         if progress is not None:
             progress(i, len(names), name)
         log(f"== {name}")

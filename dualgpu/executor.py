@@ -58,7 +58,8 @@ class Config(dict):
                                  and v >= 0, "an int >= 0"),
         "cache_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                        "an int >= 0"),
-        "matmul_precision": (lambda v: v in MATMUL_PRECISIONS, "'float32' or 'tf32'"),
+        "matmul_precision": (lambda v: v in MATMUL_PRECISIONS,
+                             "'float32', 'tf32' or 'tf32x3'"),
         "stack_gemms": (lambda v: isinstance(v, bool) or v == "auto",
                         "'auto', True or False"),
         "recompute": (lambda v: isinstance(v, bool), "True or False"),
@@ -95,7 +96,7 @@ class Config(dict):
             self[k] = v
 
 
-MATMUL_PRECISIONS = ("float32", "tf32")
+MATMUL_PRECISIONS = ("float32", "tf32", "tf32x3")
 # switches read when a program is built; changing one builds new programs
 BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it

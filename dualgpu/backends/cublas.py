@@ -17,6 +17,18 @@ Two halves:
 Row-major ``C = A @ B`` is computed as the column-major ``Cᵀ = Bᵀ Aᵀ``: cuBLAS's first
 operand is ``B``, its second ``A``, and ``C`` is written contiguously with ``ldc = n``.
 
+Under the precision ``"tf32x3"`` a float32 product runs on TF32 tensor cores with float32
+accuracy: every operand is split into a TF32 part and the float32 remainder
+(``x = hi + lo``, :func:`tf32_round`), and ``A @ B`` is computed as two TF32 products,
+the small terms first, ``C = [Ahi | Alo] @ [Blo ; Bhi]``, then ``C += Ahi @ Bhi`` (cuBLAS's
+``beta = 1``, a float32 add in the epilogue): three passes of the tensor cores, whose only
+dropped term ``Alo @ Blo`` is ~2⁻²² relative (:func:`split_operands`). Only large products
+are split (:func:`split_pays`); smaller ones run in float32, as fast. It is the algorithm
+JAX calls ``TF32_TF32_F32_X3`` and CUTLASS "3xTF32". The small terms get an accumulator of
+their own: summed into the large one inside the tensor cores, they measured 10× float32's
+error. ``A`` is split in row blocks of at most :data:`SPLIT_BYTES`, so the temporaries stay
+small next to the operands.
+
 Example::
 
     >>> lay = gemm_layout((4, 3), (3 * 8, 8), (3, 2), (8 * 2, 8), itemsize=8)
@@ -39,6 +51,13 @@ COMPUTE_32F_FAST_TF32 = 77
 COMPUTE_64F = 70
 _GEMM_DEFAULT = -1
 WORKSPACE_BYTES = 32 << 20   # cuBLAS's advice for Hopper when capturing graphs
+SPLIT_BYTES = 64 << 20       # the largest block of the split left operand (tf32x3)
+# tf32x3 splits a product only from this many multiply-adds, and when both sides of its
+# output have SPLIT_MIN_SIDE or more: below that, float32 on the CUDA cores is as fast
+# (H200, in CUDA graphs: 4096x784 @ 784x512 53.8 µs split, ~75 µs float32; a 10-wide output
+# 44.8 µs split against 6.5 µs)
+SPLIT_MIN_MNK = 1 << 31
+SPLIT_MIN_SIDE = 256
 STREAM_WORKSPACES = 8        # streams whose workspaces are kept (least recently used out)
 
 
@@ -199,6 +218,131 @@ def compute_type(dtype, precision: str) -> int:
     return COMPUTE_32F_FAST_TF32 if precision == "tf32" else COMPUTE_32F
 
 
+# the split ``x = hi + lo`` of a float32 into its TF32 rounding and the exact remainder; the
+# tensor cores read ``hi`` exactly and ``lo`` to 10 bits, so ``hi + lo`` carries 21 bits
+TF32_SPLIT_PREAMBLE = r"""
+__device__ __forceinline__ float dg_tf32_round(float x) {
+  unsigned u = __float_as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;              /* inf, nan: as they are */
+  unsigned r = (u + 0x1000u) & 0xffffe000u;                    /* nearest, ties away */
+  if ((r & 0x7f800000u) == 0x7f800000u) r = u & 0xffffe000u;   /* would overflow: truncate */
+  return __uint_as_float(r);
+}
+"""
+TF32_SPLIT_BODY = "hi = dg_tf32_round(x); lo = x - hi;"
+
+
+def tf32_round(x):
+    """NumPy's twin of the kernel's rounding: float32 ``x`` to the nearest TF32 value (10-bit
+    mantissa, ties away from zero), kept in float32; ``x - tf32_round(x)`` is exact.
+
+    Example::
+
+        >>> x = np.float32(1 + 2 ** -11 + 2 ** -20)
+        >>> float(tf32_round(x)) == 1 + 2 ** -10, float(x - tf32_round(x)) == -2 ** -11 + 2 ** -20
+        (True, True)
+    """
+    x = np.asarray(x, dtype=np.float32)
+    u = x.view(np.uint32)
+    special = (u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    r = (u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    r = np.where((r & np.uint32(0x7F800000)) == np.uint32(0x7F800000),
+                 u & np.uint32(0xFFFFE000), r)
+    return np.where(special, u, r).astype(np.uint32).view(np.float32)
+
+
+def tf32_split_numpy(x, hi, lo) -> None:
+    """What the split kernel does, in NumPy (for the CPU tests): ``hi = tf32(x)``,
+    ``lo = x - tf32(x)``, written into the given (possibly strided) views."""
+    h = tf32_round(x)
+    hi[...] = h
+    lo[...] = np.asarray(x, np.float32) - h
+
+
+def split_operands(a, b, xp, split):
+    """``(a2, b2)`` with ``a2 @ b2 = Ahi·Blo + Alo·Bhi`` (the small terms), and ``Ahi``,
+    ``Bhi`` inside them (:func:`large_parts`): ``a2`` is ``[Ahi | Alo]`` along ``a``'s last
+    axis (:func:`split_left`), ``b2`` is ``[Blo ; Bhi]`` along the contracted axis of ``b``,
+    its first for a vector (:func:`split_right`). ``split(x, hi, lo)`` writes the parts of
+    ``x`` into two views.
+
+    Example (the split of NumPy, exact for values with a short mantissa, whose ``lo`` is 0)::
+
+        >>> a, b = np.ones((2, 3), np.float32), np.full((3, 4), 0.5, np.float32)
+        >>> a2, b2 = split_operands(a, b, np, tf32_split_numpy)
+        >>> ahi, bhi = large_parts(a2, b2)
+        >>> a2.shape, b2.shape, bool(np.all(a2 @ b2 + ahi @ bhi == a @ b))
+        ((2, 6), (6, 4), True)
+    """
+    return split_left(a, xp, split), split_right(b, a.shape[-1], xp, split)
+
+
+def large_parts(a2, b2):
+    """``(Ahi, Bhi)``: the TF32 parts inside split operands (views, no copy)."""
+    k = a2.shape[-1] // 2
+    return a2[..., :k], (b2[k:] if b2.ndim == 1 else b2[..., k:, :])
+
+
+def _unit_rows(x) -> bool:
+    """A matrix stored column by column (a transposed view): split it in that order, so
+    the kernel reads and writes memory contiguously."""
+    return x.ndim == 2 and x.strides[0] == x.itemsize and x.strides[1] != x.itemsize
+
+
+def split_left(a, xp, split):
+    """``[Ahi | Alo]``: the left operand's parts side by side along its last axis (stored
+    column by column when ``a`` is)."""
+    k = a.shape[-1]
+    if _unit_rows(a):
+        t = xp.empty((2 * k, a.shape[0]), dtype=a.dtype)
+        split(a.T, t[:k], t[k:])
+        return t.T
+    a2 = xp.empty(a.shape[:-1] + (2 * k,), dtype=a.dtype)
+    split(a, a2[..., :k], a2[..., k:])
+    return a2
+
+
+def split_right(b, k: int, xp, split):
+    """``[Blo ; Bhi]``: the right operand's parts stacked along its contracted axis."""
+    if b.ndim == 1:
+        b2 = xp.empty((2 * k,), dtype=b.dtype)
+        split(b, b2[k:], b2[:k])
+        return b2
+    if _unit_rows(b):
+        t = xp.empty((b.shape[1], 2 * k), dtype=b.dtype)
+        split(b.T, t[:, k:], t[:, :k])
+        return t.T
+    b2 = xp.empty(b.shape[:-2] + (2 * k, b.shape[-1]), dtype=b.dtype)
+    split(b, b2[..., k:, :], b2[..., :k, :])
+    return b2
+
+
+def split_pays(lay: GemmLayout) -> bool:
+    """Whether tf32x3 splits this product (else it runs in float32, as accurate).
+
+    Example::
+
+        >>> big = gemm_layout((51200, 768), (3072, 4), (768, 768), (3072, 4), itemsize=4)
+        >>> thin = gemm_layout((4096, 512), (2048, 4), (512, 10), (40, 4), itemsize=4)
+        >>> split_pays(big), split_pays(thin)
+        (True, False)
+    """
+    return (lay.batch * lay.m * lay.n * lay.k >= SPLIT_MIN_MNK
+            and min(lay.m, lay.n) >= SPLIT_MIN_SIDE)
+
+
+def split_rows(m: int, k: int, itemsize: int = 4) -> int:
+    """Rows of a ``m x k`` left operand split at a time under tf32x3 (its block of ``2k``
+    columns stays within :data:`SPLIT_BYTES`).
+
+    Example::
+
+        >>> split_rows(51200, 768), split_rows(100, 768)
+        (10922, 100)
+    """
+    return max(1, min(m, SPLIT_BYTES // (2 * k * itemsize)))
+
+
 _ONE = {np.dtype(np.float32): np.ones(1, np.float32), np.dtype(np.float64): np.ones(1)}
 _ZERO = {np.dtype(np.float32): np.zeros(1, np.float32), np.dtype(np.float64): np.zeros(1)}
 
@@ -260,6 +404,7 @@ class CublasGemm:
 
     _local = threading.local()
     _lib = None
+    _split_kernel = None
 
     @classmethod
     def get(cls) -> CublasGemm:
@@ -323,11 +468,50 @@ class CublasGemm:
 
     def run(self, lay: GemmLayout, a, b, out, precision: str) -> None:
         """``out[...] = a @ b`` by ``lay`` (``out`` C-contiguous of ``lay.out_shape``)."""
-        lib, dt = self._lib, np.dtype(a.dtype)
+        dt = np.dtype(a.dtype)
         self._bind()
+        if precision == "tf32x3" and dt == np.float32 and split_pays(lay):
+            self._run_tf32x3(a, b, out)
+        else:
+            self._call(lay, a, b, out, compute_type(dt, precision if precision != "tf32x3"
+                                                     else "float32"))
+
+    def _split(self, x, hi, lo) -> None:
+        kernel = CublasGemm._split_kernel
+        if kernel is None:
+            kernel = CublasGemm._split_kernel = self._cp.ElementwiseKernel(
+                "float32 x", "float32 hi, float32 lo", TF32_SPLIT_BODY, "dualgpu_tf32_split",
+                preamble=TF32_SPLIT_PREAMBLE)
+        kernel(x, hi, lo)
+
+    def _run_tf32x3(self, a, b, out) -> None:
+        """``out = a @ b`` from the split operands: the small terms, then the large ones
+        added by cuBLAS's epilogue; ``a`` split a block of rows at a time when it is a
+        matrix (each block of ``out`` is its own product)."""
+        cp = self._cp
+        if a.ndim == 2 and out.ndim == 2:
+            rows = split_rows(a.shape[0], a.shape[1])
+            b2 = split_right(b, a.shape[1], cp, self._split)
+            for r0 in range(0, a.shape[0], rows):
+                self._split_product(split_left(a[r0:r0 + rows], cp, self._split), b2,
+                                    out[r0:r0 + rows])
+            return
+        self._split_product(*split_operands(a, b, cp, self._split), out)
+
+    def _split_product(self, a2, b2, out) -> None:
+        ct = COMPUTE_32F_FAST_TF32
+        self._call(gemm_layout(a2.shape, a2.strides, b2.shape, b2.strides, 4), a2, b2, out,
+                   ct)
+        ahi, bhi = large_parts(a2, b2)
+        self._call(gemm_layout(ahi.shape, ahi.strides, bhi.shape, bhi.strides, 4), ahi, bhi,
+                   out, ct, accumulate=True)
+
+    def _call(self, lay: GemmLayout, a, b, out, ct: int, accumulate: bool = False) -> None:
+        """One cuBLAS call: ``out = a @ b``, or ``out += a @ b`` with ``accumulate``."""
+        lib, dt = self._lib, np.dtype(a.dtype)
         t = _DATA_TYPE[dt]
-        ct = compute_type(dt, precision)
-        alpha, beta = _ONE[dt].ctypes.data, _ZERO[dt].ctypes.data
+        alpha = _ONE[dt].ctypes.data
+        beta = (_ONE if accumulate else _ZERO)[dt].ctypes.data
         m, n, k = lay.m, lay.n, lay.k
         if lay.batch == 1:
             status = lib.cublasGemmEx(

@@ -69,8 +69,10 @@ class MatmulPrecision:
 
     ``"tf32"`` is ``COMPUTE_TYPE_TF32`` (tensor cores, 10-bit mantissa products, float32
     accumulation); ``"float32"`` is ``COMPUTE_TYPE_DEFAULT`` (full float32, even when
-    ``CUPY_TF32=1`` is set). CuPy keeps the compute type in one process-wide table, so a
-    CuPy matmul of another thread made during the call sees it too.
+    ``CUPY_TF32=1`` is set), and so is ``"tf32x3"``: only the products on dualgpu's own
+    cuBLAS handle split their operands (:mod:`dualgpu.backends.cublas`), CuPy's stay
+    float32. CuPy keeps the compute type in one process-wide table, so a CuPy matmul of
+    another thread made during the call sees it too.
 
     Example::
 
