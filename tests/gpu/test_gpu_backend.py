@@ -233,17 +233,22 @@ def _library_cases(rng, dtype):
     }
 
 
+def _registry_case(name, dtype, rng):
+    """``(fn, args)`` exercising registry op ``name`` (skips the test when there is none)."""
+    prim = dg.REGISTRY[name]
+    if prim.kind == "elementwise" and hasattr(prim, "arity"):
+        return _elementwise_case(prim, rng, dtype)
+    if name in _library_cases(rng, dtype):
+        return _library_cases(rng, dtype)[name]
+    pytest.skip(f"{name}: no GPU case (sparse ops are covered by the scenario 3 test)")
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name", sorted(dg.REGISTRY))
 def test_registry_op_matches_numpy(name, dtype, switches):
     prim = dg.REGISTRY[name]
     rng = np.random.default_rng(1)
-    if prim.kind == "elementwise" and hasattr(prim, "arity"):
-        fn, args = _elementwise_case(prim, rng, dtype)
-    elif name in _library_cases(rng, dtype):
-        fn, args = _library_cases(rng, dtype)[name]
-    else:
-        pytest.skip(f"{name}: no GPU case (sparse ops are covered by the scenario 3 test)")
+    fn, args = _registry_case(name, dtype, rng)
     try:
         want = dg.jit(fn)(*args)
     except (dg.DualgpuError, TypeError, KeyError) as e:
@@ -267,6 +272,34 @@ def test_registry_op_matches_numpy(name, dtype, switches):
         pytest.skip(f"{name}: no second derivative on NumPy either ({e})")
     for _ in range(3):
         _compare(gh(*_to_cupy(args), cp.asarray(v)), want, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(dg.REGISTRY))
+def test_registry_op_curvature_matches_numpy(name, switches):
+    """Issue 16's transforms of every registry op on the device -- the forward Laplacian,
+    the exact Hessian diagonal, forward and reverse Jacobians -- against the NumPy backend,
+    whose results tests/test_laplacian.py and tests/test_jacobians.py check against dense
+    Hessians and finite differences, op by op (float64; eager, capture, replays)."""
+    prim = dg.REGISTRY[name]
+    fn, args = _registry_case(name, np.float64, np.random.default_rng(2))
+    diff = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+    if not prim.differentiable or not diff or prim.name in dg.core.primitives.NON_DIFFERENTIABLE:
+        pytest.skip(f"{name}: not differentiable")
+    i = diff[0]
+    transforms = {"laplacian": dg.laplacian(fn, argnums=i),
+                  "hessian_diag": dg.hessian_diag(fn, argnums=i),
+                  "jacfwd": dg.jacfwd(fn, argnums=i), "jacrev": dg.jacrev(fn, argnums=i)}
+    unsupported = {}
+    for label, t in transforms.items():
+        try:
+            want = t(*args)
+        except dg.DualgpuError as e:
+            unsupported[label] = str(e)
+            continue
+        for _ in range(3):
+            _compare(t(*_to_cupy(args)), want, np.float64)
+    if len(unsupported) == len(transforms):
+        pytest.skip(f"{name}: not supported on NumPy either ({unsupported})")
 
 
 def test_scenario2_full_size_float32(switches):
