@@ -192,6 +192,20 @@ def test_left_operand_is_split_in_row_blocks(monkeypatch):
     assert split_rows(95, 64) == 15
 
 
+def test_a_batch_against_one_matrix_is_split_in_row_blocks(monkeypatch):
+    """(3, 9, k) @ (k, n) is one 27-row product, so its blocks stay within SPLIT_BYTES."""
+    monkeypatch.setattr(cublas, "SPLIT_MIN_MNK", 0)
+    monkeypatch.setattr(cublas, "SPLIT_MIN_SIDE", 1)
+    monkeypatch.setattr(cublas, "SPLIT_BYTES", 2 * 300 * 4 * 10)   # 10 rows of k = 300
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((3, 9, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 7)).astype(np.float32)
+    gemm = _HostGemm()
+    out = _product(gemm, a, b, "tf32x3")
+    assert [c[0] for c in gemm.calls] == [10, 10, 10, 10, 7, 7]
+    assert _rel(out, a, b) < 1e-6
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_split_operands_stack_the_right_parts(order):
     rng = np.random.default_rng(4)

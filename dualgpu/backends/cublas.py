@@ -27,7 +27,8 @@ are split (:func:`split_pays`); smaller ones run in float32, as fast. It is the 
 JAX calls ``TF32_TF32_F32_X3`` and CUTLASS "3xTF32". The small terms get an accumulator of
 their own: summed into the large one inside the tensor cores, they measured 10× float32's
 error. ``A`` is split in row blocks of at most :data:`SPLIT_BYTES`, so the temporaries stay
-small next to the operands.
+small next to the operands. An infinite operand entry has no finite remainder: where float32
+gives ±inf, the split products give NaN.
 
 Example::
 
@@ -489,6 +490,9 @@ class CublasGemm:
         added by cuBLAS's epilogue; ``a`` split a block of rows at a time when it is a
         matrix (each block of ``out`` is its own product)."""
         cp = self._cp
+        if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+            # a batch of left operands against one right operand is one tall matrix
+            a, out = a.reshape(-1, a.shape[-1]), out.reshape(-1, out.shape[-1])
         if a.ndim == 2 and out.ndim == 2:
             rows = split_rows(a.shape[0], a.shape[1])
             b2 = split_right(b, a.shape[1], cp, self._split)
