@@ -123,19 +123,6 @@ def _matmul_flops(eqn) -> int:
     return 2 * _prod(eqn.outs[0].shape) * k
 
 
-def _is_view_step(eqn, broadcasts: set) -> bool:
-    """Whether CuPy returns a view for this library step: broadcasts, transposes, basic
-    slices, and reshapes of values that are not broadcasts (those copy)."""
-    name = eqn.prim.name
-    if name in ("broadcast_to", "transpose"):
-        return True
-    if name == "reshape":
-        return not any(getattr(a, "id", None) in broadcasts for a in eqn.inputs)
-    if name == "getitem":
-        return all(k[0] in ("slice", "int", "none") for k in eqn.params["key"])
-    return False
-
-
 def program_costs(graph) -> dict:
     """What a program costs, read from its graph and its fusion plan (CPU only).
 
@@ -153,52 +140,14 @@ def program_costs(graph) -> dict:
         (5, 0.0)
     """
     from dualgpu.fusion import plan_graph
-    from dualgpu.fusion.plan import LibraryStep
+    from dualgpu.fusion.plan import memory_profile
 
-    plan = plan_graph(graph)
     matmuls = [e for e in graph.eqns if e.prim.name == "matmul"]
-    buffer_of: dict[int, int] = {}          # var id -> buffer id (a view shares its base's)
-    sizes: dict[int, int] = {}              # live buffer id -> bytes
-    users: dict[int, set] = {}              # buffer id -> live var ids on it
-    broadcasts: set = set()
-    live = peak = materialised = 0
-    large = []
-    for step, dead in zip(plan.steps, plan.releases):
-        view, src = False, None
-        if isinstance(step, LibraryStep):
-            eqn, outs = step.eqn, step.eqn.outs
-            view, src = _is_view_step(eqn, broadcasts), eqn.inputs[0]
-            if eqn.prim.name == "broadcast_to" or (view and getattr(src, "id", None)
-                                                   in broadcasts):
-                broadcasts.update(v.id for v in outs)
-        else:
-            outs = step.outputs
-        for v in outs:
-            if view:
-                b = buffer_of.get(getattr(src, "id", None))
-                if b is not None:
-                    buffer_of[v.id] = b
-                    users[b].add(v.id)
-                continue
-            nbytes = _prod(v.shape) * np.dtype(v.dtype).itemsize
-            if nbytes < LARGE_BYTES:
-                continue
-            buffer_of[v.id] = v.id
-            sizes[v.id], users[v.id] = nbytes, {v.id}
-            live += nbytes
-            materialised += nbytes
-            large.append(tuple(v.shape))
-        peak = max(peak, live)
-        for vid in dead:                    # what the runner drops after this step
-            b = buffer_of.pop(vid, None)
-            if b is not None:
-                users[b].discard(vid)
-                if not users[b]:
-                    live -= sizes.pop(b)
+    prof = memory_profile(plan_graph(graph), LARGE_BYTES)
     return {"eqns": len(graph.eqns), "matmuls": len(matmuls),
             "gflop": sum(_matmul_flops(e) for e in matmuls) / 1e9,
-            "materialised_MB": materialised / 2**20, "peak_MB": peak / 2**20,
-            "large": large}
+            "materialised_MB": prof["materialised"] / 2**20, "peak_MB": prof["peak"] / 2**20,
+            "large": prof["large"]}
 
 
 def ideal_costs(d: int, hidden=HIDDEN, points: int = POINTS, itemsize: int = 4) -> dict:

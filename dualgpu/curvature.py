@@ -14,6 +14,7 @@ columns (a network loss with respect to its parameters).
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -24,8 +25,10 @@ from .api import Transformed, _flags, hvp
 from .backends import array_backend
 from .core.trace import Tracer
 from .errors import DualgpuError
+from .executor import config
+from .fusion.plan import memory_profile, plan_graph
 from .transforms.batching import check_separable
-from .transforms.laplacian import curvature_graph
+from .transforms.laplacian import coordinate_layout, curvature_graph
 from .vectorize import vmap
 
 __all__ = ["laplacian", "hessian_diag", "hessian_trace", "DEFAULT_MEMORY_BUDGET"]
@@ -40,31 +43,71 @@ class _Curvature(Transformed):
     """The forward Laplacian (``diag=False``) or the exact Hessian diagonal."""
 
     diag = False
-    chunk_size = None   # coordinates propagated at a time (the Laplacian's option)
+    chunk_size = None      # coordinates propagated at a time (the Laplacian's options)
+    memory_budget = None
 
     def build(self, traced, sig):
         graph = traced.graph
         if self.batch_axes is not None:
             check_separable(graph, sig.diff_inputs(), self.batch_axes)
-        return (curvature_graph(graph, _flags(sig, graph), diag=self.diag,
-                                batch_axes=self.batch_axes, values=False,
-                                chunk_size=self.chunk_size), traced.out_tree)
+        flags = _flags(sig, graph)
+        chunk = self.chunk_size
+        if chunk is None and self.memory_budget is not None:
+            chunk = self._fitting_chunk(graph, flags)
+        return (curvature_graph(graph, flags, diag=self.diag, batch_axes=self.batch_axes,
+                                values=False, chunk_size=chunk), traced.out_tree)
+
+    def _held(self, graph, flags, chunk) -> int:
+        """Bytes a call of the program propagating ``chunk`` coordinates at a time holds at
+        once, counted on its GPU plan (:func:`~dualgpu.fusion.plan.memory_profile`)."""
+        g = curvature_graph(graph, flags, diag=self.diag, batch_axes=self.batch_axes,
+                            values=False, chunk_size=chunk)
+        return memory_profile(plan_graph(g, recompute=config["recompute"]))["peak"]
+
+    def _fitting_chunk(self, graph, flags) -> int | None:
+        """The chunk size for ``memory_budget``: the most coordinates at a time whose
+        program holds at most that many bytes (a bisection; the count grows with the chunk),
+        then evened out over the same number of chunks (:func:`balanced_chunk`); None when
+        all ``D`` fit in one pass."""
+        budget = self.memory_budget
+        D = coordinate_layout(graph, flags, self.batch_axes)[1]
+        if D <= 1 or self._held(graph, flags, None) <= budget:
+            return None
+        lo, hi = 1, D - 1          # the answer is in [lo, hi] if chunk lo fits
+        one = self._held(graph, flags, 1)
+        if one > budget:
+            warnings.warn(f"{self.kind}: memory_budget={budget} bytes is less than the "
+                          f"{one} bytes of one coordinate at a time; propagating one "
+                          f"coordinate at a time", stacklevel=4)
+            return 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._held(graph, flags, mid) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        return balanced_chunk(D, lo)
 
 
 class _Laplacian(_Curvature):
     kind = "laplacian"
 
-    def __init__(self, fn, argnums=0, *, batch_axes=None, chunk_size=None):
+    def __init__(self, fn, argnums=0, *, batch_axes=None, chunk_size=None,
+                 memory_budget=None):
         super().__init__(fn, argnums, batch_axes=batch_axes)
-        if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
-                                       or isinstance(chunk_size, bool) or chunk_size < 1):
-            raise DualgpuError(f"laplacian: chunk_size must be a positive int or None, got "
-                               f"{chunk_size!r}")
+        for name, value in (("chunk_size", chunk_size), ("memory_budget", memory_budget)):
+            if value is not None and (not isinstance(value, (int, np.integer))
+                                      or isinstance(value, bool) or value < 1):
+                raise DualgpuError(f"laplacian: {name} must be a positive int or None, got "
+                                   f"{value!r}")
+        if chunk_size is not None and memory_budget is not None:
+            raise DualgpuError("laplacian: give chunk_size or memory_budget, not both")
         self.chunk_size = None if chunk_size is None else int(chunk_size)
+        self.memory_budget = None if memory_budget is None else int(memory_budget)
 
     @property
     def spec(self) -> tuple:
-        return super().spec + (self.chunk_size,)
+        return super().spec + (self.chunk_size, self.memory_budget)
 
     def finish(self, compiled, sig, outs):
         return T.unflatten(compiled.trees, outs)
@@ -86,7 +129,7 @@ class _HessianDiag(_Curvature):
 
 
 def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
-              chunk_size: int | None = None):
+              chunk_size: int | None = None, memory_budget: int | None = None):
     """The Laplacian ``sum_d d2f/dx_d2`` of ``fn`` with respect to argument ``argnums``
     (all coordinates of all the differentiated arguments), by forward-Laplacian
     propagation: one pass, no Hessian, no nested differentiation.
@@ -101,7 +144,11 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     the same program, and sum the chunks' Laplacians (exact: the Laplacian is a sum over
     coordinates). A call then holds the Jacobians of one chunk instead of all ``D``: less
     memory (about ``chunk_size / D`` of the Jacobians' share) for a few more, narrower
-    products. The values are computed once.
+    products. The values are computed once. ``memory_budget`` (bytes; instead of
+    ``chunk_size``): the most coordinates at a time whose program holds at most that much
+    at once, counted on the program's GPU plan when it is built (the values alive at once;
+    the arguments, cuBLAS's workspace and the memory pool's rounding come on top); one pass
+    when everything fits.
 
     Example::
 
@@ -114,15 +161,20 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
         array([18., 18.])
         >>> dg.laplacian(lambda p: np.sum(p ** 3, axis=1), batch_axes=0, chunk_size=1)(pts)
         array([18., 18.])
+        >>> dg.laplacian(lambda p: np.sum(p ** 3, axis=1), batch_axes=0,
+        ...              memory_budget=1 << 20)(pts)
+        array([18., 18.])
     """
     if fn is None:
-        return lambda f: laplacian(f, argnums, batch_axes, chunk_size=chunk_size)
-    return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size)
+        return lambda f: laplacian(f, argnums, batch_axes, chunk_size=chunk_size,
+                                   memory_budget=memory_budget)
+    return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
+                      memory_budget=memory_budget)
 
 
 def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
                  method: str = "exact", num_samples: int = 64, seed: int | None = 0,
-                 memory_budget: int = DEFAULT_MEMORY_BUDGET, chunk_size: int | None = None):
+                 memory_budget: int | None = None, chunk_size: int | None = None):
     """The diagonal of the Hessian of ``fn`` with respect to argument ``argnums``.
 
     ``method="exact"``: the pure second derivatives propagated forward in one pass (the
@@ -143,9 +195,10 @@ def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
                                       num_samples=num_samples, seed=seed,
                                       memory_budget=memory_budget, chunk_size=chunk_size)
     if method == "exact":
-        if chunk_size is not None:
-            raise DualgpuError("hessian_diag: chunk_size is a parameter of "
-                               "method='hutchinson' (the exact diagonal is one pass)")
+        for name, value in (("chunk_size", chunk_size), ("memory_budget", memory_budget)):
+            if value is not None:
+                raise DualgpuError(f"hessian_diag: {name} is a parameter of "
+                                   f"method='hutchinson' (the exact diagonal is one pass)")
         return _HessianDiag(fn, argnums, batch_axes=batch_axes)
     if method == "hutch++":
         raise DualgpuError("hessian_diag: method must be 'exact' or 'hutchinson' "
@@ -156,7 +209,7 @@ def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
 
 def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
                   method: str = "exact", num_samples: int = 64, seed: int | None = 0,
-                  memory_budget: int = DEFAULT_MEMORY_BUDGET, chunk_size: int | None = None):
+                  memory_budget: int | None = None, chunk_size: int | None = None):
     """The trace of the Hessian of a scalar ``fn`` with respect to argument ``argnums``.
 
     * ``"exact"``: the forward Laplacian (one pass; the cost grows with the number of
@@ -169,11 +222,12 @@ def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     The estimators draw their directions on the host with ``np.random.default_rng(seed)``
     (the same directions for NumPy and CuPy arguments; ``seed=None``: fresh ones) and run
     all products of a chunk as one program (``vmap`` of the HVP). A chunk holds
-    ``chunk_size`` directions, or as many as fit ``memory_budget`` bytes, estimated as the
-    sum of the sizes of all values of one HVP program (an upper bound on its peak). With
-    ``"exact"``, ``chunk_size`` is the number of coordinates propagated at a time (as in
-    :func:`laplacian`). The differentiated argument may be a pytree (the trace is over all
-    its leaves).
+    ``chunk_size`` directions, or as many as fit ``memory_budget`` bytes (default
+    :data:`DEFAULT_MEMORY_BUDGET`, 1 GiB), estimated as the sum of the sizes of all values
+    of one HVP program (an upper bound on its peak). With ``"exact"``, ``chunk_size`` and
+    ``memory_budget`` are :func:`laplacian`'s: the coordinates propagated at a time, or as
+    many as fit the budget (one pass when neither is given). The differentiated argument may
+    be a pytree (the trace is over all its leaves).
 
     Example::
 
@@ -190,9 +244,24 @@ def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
                                        num_samples=num_samples, seed=seed,
                                        memory_budget=memory_budget, chunk_size=chunk_size)
     if method == "exact":
-        return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size)
+        return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
+                          memory_budget=memory_budget)
     return _Estimator(fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
                       chunk_size)
+
+
+def balanced_chunk(D: int, widest: int) -> int:
+    """The chunk size that covers ``D`` coordinates in as few chunks as ``widest`` does,
+    with widths as even as possible (so no chunk is a narrow remainder, and the widest is
+    no wider than needed).
+
+    Example::
+
+        >>> balanced_chunk(50, 47), balanced_chunk(50, 25), balanced_chunk(50, 17)
+        (25, 25, 17)
+    """
+    chunks = -(-D // widest)
+    return -(-D // chunks)
 
 
 def _check_method(method, what):
@@ -223,6 +292,8 @@ class _Estimator:
                                f"estimates), got {num_samples}")
         if chunk_size is not None:
             _positive_int(chunk_size, "chunk_size")
+        if memory_budget is None:
+            memory_budget = DEFAULT_MEMORY_BUDGET
         _positive_int(memory_budget, "memory_budget")
         if seed is not None and (not isinstance(seed, (int, np.integer))
                                  or isinstance(seed, bool)):

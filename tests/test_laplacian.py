@@ -372,3 +372,58 @@ def test_chunks_hold_one_chunk_of_jacobians():
 def test_exact_diagonal_refuses_chunk_size():
     with pytest.raises(dg.DualgpuError, match="chunk_size.*hutchinson"):
         dg.hessian_diag(lambda x: np.sum(x ** 3), chunk_size=2)
+
+
+def _held(graph) -> int:
+    from dualgpu.fusion.plan import memory_profile, plan_graph
+
+    return memory_profile(plan_graph(graph, recompute=dg.config["recompute"]))["peak"]
+
+
+def test_memory_budget_picks_the_widest_chunk_that_fits():
+    """``memory_budget``: the largest chunk whose counted program fits, exactly the program
+    ``chunk_size`` of that width builds; one pass when all fits."""
+    from benchmarks import laplacian as bench
+
+    args = bench.make_inputs(np, 12, (64, 64, 32), 40)
+    lap = lambda **kw: dg.laplacian(bench.u, batch_axes=0, **kw)   # noqa: E731
+    held = {c: _held(dg.trace(lap(chunk_size=c), *args)) for c in range(1, 12)}
+    held[12] = _held(dg.trace(lap(), *args))
+    assert held[1] < held[6] < held[12]
+    assert str(dg.trace(lap(memory_budget=held[12]), *args)) == str(dg.trace(lap(), *args))
+    budget = (held[5] + held[6]) // 2 if held[5] < held[6] else held[5]
+    widest = max(c for c in range(1, 13) if held[c] <= budget)
+    even = -(-12 // -(-12 // widest))          # as many chunks, widths evened out
+    got = dg.trace(lap(memory_budget=budget), *args)
+    assert str(got) == str(dg.trace(lap(chunk_size=even), *args))
+    assert _held(got) <= budget
+    np.testing.assert_array_equal(lap(memory_budget=budget)(*args),
+                                  lap(chunk_size=even)(*args))
+
+
+def test_memory_budget_below_one_coordinate_warns_and_goes_one_at_a_time():
+    from benchmarks import laplacian as bench
+
+    args = bench.make_inputs(np, 5, (16, 16), 8)
+    with pytest.warns(UserWarning, match="memory_budget=1000 bytes"):
+        got = dg.trace(dg.laplacian(bench.u, batch_axes=0, memory_budget=1000), *args)
+    assert str(got) == str(dg.trace(dg.laplacian(bench.u, batch_axes=0, chunk_size=1),
+                                    *args))
+
+
+def test_memory_budget_is_checked_keys_the_program_and_reaches_hessian_trace():
+    f = lambda x: np.sum(np.sin(x) ** 2)   # noqa: E731
+    x = np.linspace(0.1, 1.0, 6)
+    for bad in (0, -1, 2.5, True, "2"):
+        with pytest.raises(dg.DualgpuError, match="memory_budget"):
+            dg.laplacian(f, memory_budget=bad)
+    with pytest.raises(dg.DualgpuError, match="not both"):
+        dg.laplacian(f, chunk_size=2, memory_budget=1 << 20)
+    with pytest.raises(dg.DualgpuError, match="memory_budget.*hutchinson"):
+        dg.hessian_diag(f, memory_budget=1 << 20)
+    assert dg.laplacian(f).spec != dg.laplacian(f, memory_budget=1 << 20).spec
+    tight = dg.hessian_trace(f, memory_budget=1)
+    with pytest.warns(UserWarning, match="memory_budget"):
+        np.testing.assert_allclose(tight(x), dg.hessian_trace(f)(x), rtol=1e-12)
+    with pytest.warns(UserWarning, match="memory_budget"):
+        assert str(tight.graph(x)) == str(dg.laplacian(f, chunk_size=1).graph(x))

@@ -595,3 +595,74 @@ def _releases(steps: list, graph: Graph) -> list:
                 seen.add(v.id)
                 out[i].append(v.id)
     return out
+
+
+def _is_view_step(eqn, broadcasts: set) -> bool:
+    """Whether the CuPy runner gets a view from this library step: broadcasts, transposes,
+    basic slices, and reshapes of values that are not broadcasts (those copy)."""
+    name = eqn.prim.name
+    if name in ("broadcast_to", "transpose"):
+        return True
+    if name == "reshape":
+        return not any(getattr(a, "id", None) in broadcasts for a in eqn.inputs)
+    if name == "getitem":
+        return all(k[0] in ("slice", "int", "none") for k in eqn.params["key"])
+    return False
+
+
+def memory_profile(plan: Plan, min_bytes: int = 0) -> dict:
+    """What a call of the plan holds, counted on the CPU: ``peak`` is the most bytes of
+    values alive at once when each is dropped after its last read (:attr:`Plan.releases`),
+    ``materialised`` the bytes of every value written (a view shares its base's memory and
+    counts nothing), ``large`` the shapes of those values in order; values under
+    ``min_bytes`` are left out. Inputs, library workspaces and the pool's rounding come on
+    top of these counts.
+
+    Example::
+
+        >>> g = dg.trace(lambda x, w: np.sum(np.tanh(x @ w) @ w), np.ones((64, 64)),
+        ...              np.ones((64, 64)))
+        >>> prof = memory_profile(plan_graph(g))
+        >>> prof["peak"], prof["materialised"]          # x @ w and its tanh, then one more
+        (65536, 98312)
+    """
+    buffer_of: dict = {}          # var id -> buffer id (a view shares its base's)
+    sizes: dict = {}              # live buffer id -> bytes
+    users: dict = {}              # buffer id -> live var ids on it
+    broadcasts: set = set()
+    live = peak = materialised = 0
+    large = []
+    for step, dead in zip(plan.steps, plan.releases):
+        view, src = False, None
+        if isinstance(step, LibraryStep):
+            eqn, outs = step.eqn, step.eqn.outs
+            view, src = _is_view_step(eqn, broadcasts), eqn.inputs[0]
+            if eqn.prim.name == "broadcast_to" or (view and getattr(src, "id", None)
+                                                   in broadcasts):
+                broadcasts.update(v.id for v in outs)
+        else:
+            outs = step.outputs
+        for v in outs:
+            if view:
+                b = buffer_of.get(getattr(src, "id", None))
+                if b is not None:
+                    buffer_of[v.id] = b
+                    users[b].add(v.id)
+                continue
+            nbytes = _nbytes(v)
+            if nbytes < min_bytes:
+                continue
+            buffer_of[v.id] = v.id
+            sizes[v.id], users[v.id] = nbytes, {v.id}
+            live += nbytes
+            materialised += nbytes
+            large.append(tuple(v.shape))
+        peak = max(peak, live)
+        for vid in dead:
+            b = buffer_of.pop(vid, None)
+            if b is not None:
+                users[b].discard(vid)
+                if not users[b]:
+                    live -= sizes.pop(b)
+    return {"peak": peak, "materialised": materialised, "large": large}
+
