@@ -284,7 +284,7 @@ def main(argv=None) -> int:
                   f"{host_t / res['numpy by hand']:>7.2f}x "
                   f"{'':>10} {(host_t / jax_t) if jax_t else float('nan'):>6.2f}x "
                   f"{'':>10}  {goal}: {_verdict(host_t <= 10e-6)} "
-                  f"(first call: {fmt(res["host_kernel first call"])})")
+                  f"(first call: {fmt(res['host_kernel first call'])})")
     return 0
 
 
