@@ -212,8 +212,9 @@ def run_case(case, peers: dict, repeats: int) -> dict:
 
 
 def host_kernel_time(loss, kind, args, by_hand, name, repeats) -> dict:
-    """``{"dualgpu (host_kernel)": seconds}`` and its first call (the build: the compile, unless on disk) where
-    the program runs as its host kernel; ``{}`` where it does not (no C++ compiler)."""
+    """``{"dualgpu (host_kernel)": seconds}`` and its first call (the build: the compile,
+    unless the library is on disk) where the program runs as its host kernel; ``{}`` where it
+    does not (no C++ compiler)."""
     import dualgpu as dg
     from dualgpu.executor import config
 

@@ -118,6 +118,18 @@ def test_inputs_of_other_layouts_are_converted_and_outputs_are_fresh():
         assert not any(np.shares_memory(g, arg) for g in got)
 
 
+def test_literal_and_scalar_outputs():
+    x = np.linspace(0.1, 1, 3)
+    f = dg.jit(lambda x: (np.sin(x), 2.5, x[0], np.float32(1.5), np.sum(x > 0.5)))
+    want = f(x)
+    config["host_kernel"] = True
+    got = f(x)
+    assert dg.source(f, x).startswith("// host kernel")
+    for g, w in zip(got, want):
+        assert type(g) is type(w)
+    _same(got, want)
+
+
 def test_closed_over_constants_are_read_in_place():
     c = np.arange(6.0).reshape(2, 3)[:, ::-1]     # a constant with other strides
     f = dg.jit(lambda x: np.sum(x * c, axis=0))

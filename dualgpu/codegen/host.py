@@ -188,6 +188,9 @@ class HostProgram:
                        "(dg.config['host_kernel'])\n" + kernel.source)
 
     def __call__(self, *arrays) -> list:
+        if len(arrays) != len(self._in_dtypes):
+            raise TypeError(f"{self.kernel.name} takes {len(self._in_dtypes)} arrays, "
+                            f"got {len(arrays)}")
         args = []
         for a, dt in zip(arrays, self._in_dtypes):
             if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous:
