@@ -106,7 +106,9 @@ def test_fuzzed_programs_and_their_derivatives(prog):
 def test_inputs_of_other_layouts_are_converted_and_outputs_are_fresh():
     x = np.linspace(-1, 1, 12).reshape(3, 4)
     f = dg.jit(lambda x: (x, np.sin(x), x, 2.0 * x.T))
-    for arg in (x, np.asfortranarray(x), np.repeat(x, 2, axis=1)[:, ::2], x[::-1]):
+    unaligned = np.frombuffer(b"\0" + x.tobytes(), np.float64, offset=1).reshape(3, 4)
+    assert not unaligned.flags.aligned
+    for arg in (x, np.asfortranarray(x), np.repeat(x, 2, axis=1)[:, ::2], x[::-1], unaligned):
         config["host_kernel"] = False
         want = f(arg)
         config["host_kernel"] = True
@@ -181,6 +183,10 @@ def test_a_refused_program_runs_the_python_program():
     config["host_kernel"] = True
     np.testing.assert_array_equal(fn(x), np.cumsum(np.sin(x), axis=0))
     assert "def " in dg.source(fn, x) and not dg.source(fn, x).startswith("//")
+    big_endian = x.astype(">f8")              # traced as >f8: no kernel dtype
+    fn = dg.jit(lambda x: np.sin(x) * 2)
+    np.testing.assert_array_equal(fn(big_endian), np.sin(x) * 2)
+    assert not dg.source(fn, big_endian).startswith("//")
 
 
 def test_no_compiler_runs_the_python_program(monkeypatch):

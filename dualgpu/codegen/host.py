@@ -163,8 +163,8 @@ def _reads_data_pointers(lib) -> bool:
 class HostProgram:
     """A tiny program compiled for the host: ``prog(*inputs) -> list of arrays`` (fresh,
     C-contiguous, of the graph's output shapes and dtypes). Inputs of another dtype or
-    layout are converted first (``np.asarray(a, dtype, order="C")``); closed-over constants
-    are read in place. ``source`` is the kernel's text with a line saying how it runs."""
+    layout (or unaligned) are copied first (``np.array(a, dtype, order="C")``); closed-over
+    constants are read in place. ``source`` is the kernel's text with a line saying how it runs."""
 
     def __init__(self, kernel: TinyKernel, consts: list, lib, compiler: str):
         self.kernel = kernel
@@ -193,8 +193,10 @@ class HostProgram:
                             f"got {len(arrays)}")
         args = []
         for a, dt in zip(arrays, self._in_dtypes):
-            if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous:
-                a = np.asarray(a, dtype=dt, order="C")
+            flags = getattr(a, "flags", None)
+            if type(a) is not np.ndarray or a.dtype != dt or not flags.c_contiguous or \
+                    not flags.aligned:
+                a = np.array(a, dtype=dt, order="C")     # a copy: aligned, contiguous
             args.append(a)
         outs = [np.empty(shape, dt) for shape, dt in self._out_specs]
         if self._by_object:
