@@ -259,3 +259,24 @@ def test_threads_calling_one_kernel_get_their_own_results():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_processes_compiling_one_kernel_at_once(tmp_path):
+    """Each writes its own temporary file and renames it into place: both load a whole
+    library, and one library is left."""
+    import subprocess
+
+    code = ("import numpy as np, dualgpu as dg\n"
+            "dg.config['host_kernel'] = True\n"
+            "f = dg.jit(lambda x: np.cos(x) * 3 + np.sum(x))\n"
+            "x = np.linspace(0, 1, 7)\n"
+            "assert dg.source(f, x).startswith('// host kernel')\n"
+            "print(repr(f(x).tolist()))\n")
+    env = dict(os.environ, DUALGPU_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert len({o for o, _ in outs}) == 1
+    assert [p.suffix for p in (tmp_path / "host").iterdir()] == [".so"]
