@@ -3,6 +3,9 @@ every example sees ``np`` and ``dg`` (and ``cp`` where CuPy runs); examples that
 without CuPy and a CUDA device."""
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 from _pytest.doctest import DoctestItem
@@ -13,6 +16,13 @@ from dualgpu.backends.cupy import cupy_available
 
 def _uses_cupy(item: DoctestItem) -> bool:
     return any("cupy" in ex.source or "cp." in ex.source for ex in item.dtest.examples)
+
+
+def pytest_configure(config):
+    """Kernels compiled for the host (``dg.config["host_kernel"]``) go to a directory of this
+    run, not ~/.cache/dualgpu, unless DUALGPU_CACHE_DIR says where."""
+    if not os.environ.get("DUALGPU_CACHE_DIR"):
+        os.environ["DUALGPU_CACHE_DIR"] = tempfile.mkdtemp(prefix="dualgpu_cache_")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -3,7 +3,9 @@ hand, JAX (jit, CPU) and autograd where they are installed, as ratios measured i
 
 Workloads (float32) and the goals of issue 12:
 
-* tiny Dense(10→1, sigmoid), batch 4: one HVP call — goal ≤ 10 µs per call;
+* tiny Dense(10→1, sigmoid), batch 4: one HVP call — goal ≤ 10 µs per call; also timed as
+  ``dualgpu (host_kernel)``: ``dg.config["host_kernel"] = True``, the program's tiny kernel
+  compiled for the host CPU (skipped with one line where no C++ compiler is found);
 * MLP 784-256-10 sigmoid, batch 256: HVP w.r.t. the flat parameters — goal ≤ JAX on CPU;
 * per-particle grad + HVP, 100k particles (``f`` of scenario 2) — goal ≤ 1.25× NumPy by hand.
 
@@ -195,6 +197,8 @@ def run_case(case, peers: dict, repeats: int) -> dict:
     dg_fn = dualgpu_fn(loss, kind)
     _check(dg_fn(*args), by_hand(*args), name, "dualgpu")
     res["dualgpu"] = per_call(dg_fn, args, repeats)
+    if name.startswith("tiny"):
+        res.update(host_kernel_time(loss, kind, args, by_hand, name, repeats))
     if peers.get("jax"):
         run, convert = jax_fn(loss, kind, name)
         jargs = convert(args)
@@ -205,6 +209,29 @@ def run_case(case, peers: dict, repeats: int) -> dict:
         _check(ag(*args), by_hand(*args), name, "autograd")
         res["autograd"] = per_call(ag, args, max(3, repeats // 2))
     return res
+
+
+def host_kernel_time(loss, kind, args, by_hand, name, repeats) -> dict:
+    """``{"dualgpu (host_kernel)": seconds}`` and its first call (the build: the compile,
+    unless the library is on disk) where the program runs as its host kernel; ``{}`` where it
+    does not (no C++ compiler)."""
+    import dualgpu as dg
+    from dualgpu.executor import config
+
+    fn = dualgpu_fn(loss, kind)
+    config["host_kernel"] = True
+    try:
+        t0 = time.perf_counter()
+        got = fn(*args)
+        first = time.perf_counter() - t0
+        if not dg.source(fn, *args).startswith("// host kernel"):
+            print("dualgpu (host_kernel): no C++ compiler or not a tiny program, skipped")
+            return {}
+        _check(got, by_hand(*args), name, "dualgpu (host_kernel)")
+        return {"dualgpu (host_kernel)": per_call(fn, args, repeats),
+                "host_kernel first call": first}
+    finally:
+        config["host_kernel"] = False
 
 
 def _peers() -> dict:
@@ -252,6 +279,13 @@ def main(argv=None) -> int:
               f"{fmt(jax_t) if jax_t else '-':>10} "
               f"{(res['dualgpu'] / jax_t) if jax_t else float('nan'):>6.2f}x "
               f"{fmt(ag_t) if ag_t else '-':>10}  {goal}: {_verdict(met(res))}")
+        host_t = res.get("dualgpu (host_kernel)")
+        if host_t:
+            print(f"{'  dualgpu (host_kernel)':32} {fmt(host_t):>10} {'':>10} "
+                  f"{host_t / res['numpy by hand']:>7.2f}x "
+                  f"{'':>10} {(host_t / jax_t) if jax_t else float('nan'):>6.2f}x "
+                  f"{'':>10}  {goal}: {_verdict(host_t <= 10e-6)} "
+                  f"(first call: {fmt(res['host_kernel first call'])})")
     return 0
 
 

@@ -24,6 +24,9 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
                                               # earlier one that only it reads)
     dg.config["tiny_kernel"] = False          # CuPy: a program of small values runs its
                                               # plan, not one kernel of one block
+    dg.config["host_kernel"] = True           # NumPy: a program of small values runs as
+                                              # its tiny kernel compiled for the host CPU
+                                              # (default False: the generated Python)
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -34,6 +37,7 @@ import numpy as np
 
 from .backends.cuda_graphs import CudaGraphRunner
 from .backends.cupy import MatmulPrecision
+from .codegen.host import host_program
 from .codegen.launcher import compile_fused
 from .codegen.python import compile_python
 from .core.ir import Graph
@@ -64,6 +68,7 @@ class Config(dict):
                         "'auto', True or False"),
         "recompute": (lambda v: isinstance(v, bool), "True or False"),
         "tiny_kernel": (lambda v: isinstance(v, bool), "True or False"),
+        "host_kernel": (lambda v: isinstance(v, bool), "True or False"),
     }
 
     def __setitem__(self, key, value):
@@ -98,19 +103,24 @@ class Config(dict):
 
 MATMUL_PRECISIONS = ("float32", "tf32", "tf32x3")
 # switches read when a program is built; changing one builds new programs
-BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel")
+BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel",
+                  "host_kernel")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
-                stack_gemms="auto", recompute=True, tiny_kernel=True)
+                stack_gemms="auto", recompute=True, tiny_kernel=True,
+                host_kernel=False)
 
 
 class Executable:
     """A compiled program: ``exe(*arrays) -> list of arrays``; ``exe.source`` shows it.
 
     On CuPy with ``config["fuse"]``, ``exe.plan`` is the fusion plan
-    (:class:`dualgpu.fusion.Plan`); ``exe.graph_runner`` replays it as a CUDA graph.
+    (:class:`dualgpu.fusion.Plan`); ``exe.graph_runner`` replays it as a CUDA graph. On
+    NumPy with ``config["host_kernel"]`` (and ``"fuse"``), ``exe.host`` is the
+    :class:`~dualgpu.codegen.host.HostProgram` that runs instead of the generated Python,
+    when the program is tiny and a C++ compiler is found (else None: the Python runs).
 
     Example::
 
@@ -126,6 +136,7 @@ class Executable:
         self.backend = backend
         self.plan = None
         self.graph_runner = None
+        self.host = None
         self.matmul_precision = config["matmul_precision"]
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
@@ -133,6 +144,10 @@ class Executable:
             self._fn, self.source = compile_fused(graph, backend, self.matmul_precision,
                                                   config["recompute"], config["tiny_kernel"])
             self.plan = self._fn.plan
+        elif backend.xp is np and config["fuse"] and config["host_kernel"] and \
+                (host := host_program(graph)) is not None:
+            self.host = self._fn = host
+            self.source = host.source
         else:
             self._fn = compile_python(graph, backend.xp)
             self.source = self._fn.__dualgpu_source__

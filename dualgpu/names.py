@@ -77,6 +77,11 @@ def kernel_name(prefix: str, digest: str) -> str:
     return f"dg_{prefix}_{digest}"
 
 
+def host_entry_name(kernel: str) -> str:
+    """The host library's entry point that calls ``kernel`` on NumPy array objects."""
+    return f"{kernel}_host"
+
+
 # Names the generated Python source uses for itself: the array module, the registry's
 # implementations, the builtins of literals; and the patterns of generated variables.
 RESERVED_NAMES = frozenset({"xp", "ops", "float", "True", "False", "None"})

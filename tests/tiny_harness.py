@@ -1,5 +1,5 @@
 """Tiny-program kernels (:mod:`dualgpu.codegen.tiny`) run on the CPU: the CUDA text is
-compiled by the host C++ compiler with a prelude that makes a block of one thread
+compiled by g++ with the prelude of :mod:`dualgpu.codegen.host`, which makes a block of one thread
 (``threadIdx.x == 0``, ``blockDim.x == 1``: every stage loop runs whole and in order, which
 is what the block computes, since no stage reads what it writes), ``__shared__`` arrays
 static, ``__syncthreads()`` nothing, and the CUDA bit casts of NaN literals functions.
@@ -20,20 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-PRELUDE = r"""
-#include <cmath>
-#include <cstring>
-using namespace std;
-#define __global__
-#define __launch_bounds__(n)
-#define __shared__ static
-#define __syncthreads() ((void)0)
-static struct { unsigned x; } threadIdx = {0}, blockDim = {1};
-static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
-static inline double __longlong_as_double(long long i) {
-  double d; memcpy(&d, &i, 8); return d;
-}
-"""
+from dualgpu.codegen.host import PRELUDE  # noqa: F401 (tiny_block_harness imports it)
 
 GXX = shutil.which("g++")
 needs_gxx = pytest.mark.skipif(GXX is None, reason="no host C++ compiler (g++)")

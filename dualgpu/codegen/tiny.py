@@ -177,6 +177,8 @@ class _Builder:
     def _check_value(v):
         if np.dtype(v.dtype).name not in KERNEL_DTYPES:
             raise _Refused(f"dtype {v.dtype}")
+        if not np.dtype(v.dtype).isnative:
+            raise _Refused(f"dtype {v.dtype} of non-native byte order")
         if v.aval.size == 0:
             raise _Refused("an empty value")
         if v.aval.size > TINY_VALUE_MAX:
