@@ -29,8 +29,7 @@ from benchmarks.dense_tiny import make_inputs as dense_inputs  # noqa: E402
 fp = pytest.importorskip("fuzz_programs")
 pytestmark = needs_gxx
 EXAMPLES = int(os.environ.get("DUALGPU_HOST_EXAMPLES", 8))
-TOL = {np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13),
-       np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6)}
+from test_tiny_kernel import TOL  # noqa: E402  (the tiny kernel's own tolerances)
 
 
 @pytest.fixture(autouse=True)
