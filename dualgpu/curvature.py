@@ -223,8 +223,8 @@ def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     (the same directions for NumPy and CuPy arguments; ``seed=None``: fresh ones) and run
     all products of a chunk as one program (``vmap`` of the HVP). A chunk holds
     ``chunk_size`` directions, or as many as fit ``memory_budget`` bytes (default
-    :data:`DEFAULT_MEMORY_BUDGET`, 1 GiB), estimated as the sum of the sizes of all values
-    of one HVP program (an upper bound on its peak). With ``"exact"``, ``chunk_size`` and
+    :data:`DEFAULT_MEMORY_BUDGET`, 1 GiB) by the count of the values the vmapped HVP program
+    holds at once on its GPU plan. With ``"exact"``, ``chunk_size`` and
     ``memory_budget`` are :func:`laplacian`'s: the coordinates propagated at a time, or as
     many as fit the budget (one pass when neither is given). The differentiated argument may
     be a pytree (the trace is over all its leaves).
@@ -334,18 +334,37 @@ class _Estimator:
         return _hutchpp(rng, self.num_samples, n, dtype, products, xp)
 
     def chunk_for(self, args, leaves, tree, xp) -> int:
+        """Directions per program: ``chunk_size``, or as many as fit ``memory_budget``. The
+        bytes the vmapped HVP program holds at once, counted on its GPU plan
+        (:func:`~dualgpu.fusion.plan.memory_profile`) at 2 and 4 directions, grow by the
+        same amount with each direction: the budget less the fixed part, over that."""
         if self.chunk_size is not None:
             return self.chunk_size
         key = tuple((tuple(np.shape(a)), str(getattr(a, "dtype", type(a)))) for a in
                     T.leaves(args))
-        per = self._per_sample.get(key)
-        if per is None:
-            v = T.unflatten(tree, [xp.zeros_like(leaf) for leaf in leaves])
-            g = api.trace(hvp(self.fn, self.argnums), *args, v)
-            per = sum(int(np.prod(o.shape, dtype=np.int64)) * np.dtype(o.dtype).itemsize
-                      for e in g.eqns for o in e.outs)
-            self._per_sample[key] = per = max(per, 1)
-        return max(1, self.memory_budget // per)
+        cost = self._per_sample.get(key)
+        if cost is None:
+            two, four = (self._held(args, leaves, tree, xp, k) for k in (2, 4))
+            per = max((four - two) // 2, 1)
+            self._per_sample[key] = cost = (max(two - 2 * per, 0), per)
+        fixed, per = cost
+        return max(1, (self.memory_budget - fixed) // per)
+
+    def _held(self, args, leaves, tree, xp, k: int) -> int:
+        V = T.unflatten(tree, [xp.zeros((k,) + tuple(np.shape(leaf)), leaf.dtype)
+                               for leaf in leaves])
+        g = api.trace(_vmapped_hvp(self, len(args)), *args, V)
+        return memory_profile(plan_graph(g, recompute=config["recompute"]))["peak"]
+
+
+def _vmapped_hvp(est: _Estimator, n_args: int):
+    """``vmap`` of the HVP over its direction (the argument after the ``n_args``), one per
+    estimator and argument count."""
+    prog = est._products.get(n_args)
+    if prog is None:
+        in_axes = tuple(0 if i == n_args else None for i in range(n_args + 1))
+        prog = est._products[n_args] = vmap(hvp(est.fn, est.argnums), in_axes=in_axes)
+    return prog
 
 
 class _Products:
@@ -355,12 +374,7 @@ class _Products:
     def __init__(self, est: _Estimator, args, leaves, tree, xp):
         self.args, self.leaves, self.tree, self.xp = args, leaves, tree, xp
         self.chunk = est.chunk_for(args, leaves, tree, xp)
-        key = len(args)
-        prog = est._products.get(key)
-        if prog is None:
-            in_axes = tuple(0 if i == len(args) else None for i in range(len(args) + 1))
-            prog = est._products[key] = vmap(hvp(est.fn, est.argnums), in_axes=in_axes)
-        self.prog = prog
+        self.prog = _vmapped_hvp(est, len(args))
 
     def __call__(self, V):
         xp = self.xp

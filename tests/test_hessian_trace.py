@@ -110,3 +110,27 @@ def test_errors():
         dg.hessian_diag(f, method="hutch++")
     with pytest.raises(dg.DualgpuError, match="argnums"):
         dg.hessian_trace(f, method="hutchinson", argnums=3)(X)
+
+
+def test_memory_budget_counts_the_vmapped_program():
+    """The chunk for ``memory_budget`` is the most directions whose vmapped HVP program,
+    counted on its GPU plan, fits: 7 when the budget is just above the count at 7."""
+    from dualgpu import tree as T
+
+    rng = np.random.default_rng(0)
+
+    def loss(p, X):
+        return np.mean(np.tanh(X @ p["W"]) @ p["v"])
+
+    p = {"W": rng.standard_normal((20, 64)), "v": rng.standard_normal(64)}
+    X = rng.standard_normal((256, 20))
+    leaves, tree = T.flatten(p)
+    probe = dg.hessian_trace(loss, method="hutchinson")
+    held = {k: probe._held((p, X), leaves, tree, np, k) for k in (1, 7, 8)}
+    assert held[1] < held[7] < held[8]
+    est = dg.hessian_trace(loss, method="hutchinson", num_samples=20,
+                           memory_budget=held[7] + 1000)
+    assert est.chunk_for((p, X), leaves, tree, np) == 7
+    small = dg.hessian_trace(loss, method="hutchinson", num_samples=20, memory_budget=1)
+    assert small.chunk_for((p, X), leaves, tree, np) == 1
+    np.testing.assert_allclose(est(p, X), small(p, X), rtol=1e-12)
