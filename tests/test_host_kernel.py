@@ -188,6 +188,26 @@ def test_a_refused_program_runs_the_python_program():
     assert not dg.source(fn, big_endian).startswith("//")
 
 
+def test_a_kernel_of_too_much_serial_work_runs_the_python_program():
+    """Products as plain loops on one thread lose to BLAS past HOST_WORK_MAX steps: an HVP
+    of a 32x32 layer on 32 points (work ~1e5) runs the Python program; 8x16x16 runs the
+    kernel."""
+    from dualgpu.codegen.tiny import tiny_program_kernel
+
+    rng = np.random.default_rng(0)
+
+    def loss(W, V, X):
+        return np.sum(np.tanh(X @ W) @ V)
+
+    for (b, i, h), host_runs in (((8, 16, 16), True), ((32, 32, 32), False)):
+        W, V, X = (rng.standard_normal(s) for s in ((i, h), (h,), (b, i)))
+        g = dg.trace(dg.hvp(loss), W, V, X, W)
+        assert tiny_program_kernel(g).work > host.HOST_WORK_MAX or host_runs
+        exe = _build(g, True)
+        assert (exe.host is not None) == host_runs
+        _same(exe(W, V, X, W), _build(g, False)(W, V, X, W))
+
+
 def test_no_compiler_runs_the_python_program(monkeypatch):
     monkeypatch.setattr(host, "find_compiler", lambda: None)
     args = dense_inputs(np, n_sets=1)[0]

@@ -66,6 +66,11 @@ static inline double __longlong_as_double(long long i) {
 """
 
 FLAGS = ("-O2", "-shared", "-fPIC", "-x", "c++")
+# the most serial steps (TinyKernel.work) a host kernel may take: one CPU thread runs every
+# stage, products as plain loops, ~0.6 ns a step on the 2-core CI machine, where the Python
+# program costs ~20 µs plus its (BLAS) library calls. Measured there, an MLP-shaped HVP:
+# work 7434, host 7.4 µs against Python 19.4 µs; work 54290, host 33.5 µs against 23.1 µs.
+HOST_WORK_MAX = 1 << 14
 COMPILERS = ("c++", "g++", "clang++")     # after $CXX
 # where PyArrayObject.data sits: right after the object header (numpy/ndarraytypes.h)
 _DATA_OFFSET = object.__basicsize__
@@ -225,7 +230,9 @@ def _const_arrays(graph: Graph) -> list | None:
 def host_program(graph: Graph, compiler: str | None = None) -> HostProgram | None:
     """``graph`` as one tiny kernel compiled for the host CPU, or None: no compiler
     (:func:`find_compiler`), a program that is not tiny (:func:`~dualgpu.codegen.tiny.
-    tiny_refusal`), or a kernel the compiler refused (logged as a warning)."""
+    tiny_refusal`) or whose kernel would take more than :data:`HOST_WORK_MAX` serial steps
+    (the Python program is faster there), or a kernel the compiler refused (logged as a
+    warning)."""
     compiler = compiler or find_compiler()
     if compiler is None:
         return None
@@ -234,7 +241,7 @@ def host_program(graph: Graph, compiler: str | None = None) -> HostProgram | Non
         return None
     strides = {c.id: array_strides(a) for c, a in zip(graph.consts, consts)}
     kernel = tiny_program_kernel(graph, strides)
-    if kernel is None:
+    if kernel is None or kernel.work > HOST_WORK_MAX:
         return None
     try:
         lib = load_library(library_text(kernel), compiler)

@@ -109,6 +109,7 @@ class TinyKernel:
     steps: int
     stages: list = field(default_factory=list)   # one line of text per stage
     syncs: int = 0
+    work: int = 0         # serial steps of the whole kernel run by one thread (the host's)
 
     def describe(self) -> str:
         return (f"one tiny kernel {self.name}: 1 block of {TINY_THREADS} threads, "
@@ -309,13 +310,15 @@ class _Builder:
             self.layout[out.id] = (root, off, new)
 
     # ------------------------------------------------------------------ pass 2
-    def steps(self) -> int:
+    def steps(self, threads: int = TINY_THREADS) -> int:
+        """Serial steps of one of ``threads`` threads, summed over the stages (with
+        ``threads=1``: the work of the whole kernel, as one host thread runs it)."""
         total = 0
         for st in self.stages:
             if st.tree is not None:
-                total += -(-st.n // TINY_THREADS) + TINY_THREADS.bit_length()
+                total += -(-st.n // threads) + threads.bit_length()
                 continue
-            per = -(-st.n // TINY_THREADS)
+            per = -(-st.n // threads)
             for m in st.members:
                 inner = 1
                 if m.kind == "matmul":
@@ -639,7 +642,7 @@ def _build(graph, strides) -> tuple[_Builder, tuple]:
     steps = b.steps()
     if steps > TINY_STEPS:
         raise _Refused(f"{steps} serial steps per thread")
-    return b, (steps,) + b.source()
+    return b, (steps, b.steps(1)) + b.source()
 
 
 def worth_one_kernel(kernel: TinyKernel, launches: int) -> bool:
@@ -688,9 +691,10 @@ def tiny_program_kernel(graph, strides: dict | None = None) -> TinyKernel | None
         'one tiny kernel dg_tiny_...: 1 block of 256 threads, 2 stages, 1 __syncthreads, ...'
     """
     try:
-        b, (steps, text, shared, labels, syncs) = _build(graph, strides)
+        b, (steps, work, text, shared, labels, syncs) = _build(graph, strides)
     except _Refused:
         return None
     name, source = _named(text, "tiny")
     return TinyKernel(name=name, source=source, inputs=b.args, outputs=list(graph.outputs),
-                      shared_bytes=shared, steps=steps, stages=labels, syncs=syncs)
+                      shared_bytes=shared, steps=steps, stages=labels, syncs=syncs,
+                      work=work)
