@@ -51,30 +51,37 @@ class _Curvature(Transformed):
         if self.batch_axes is not None:
             check_separable(graph, sig.diff_inputs(), self.batch_axes)
         flags = _flags(sig, graph)
+        programs: dict = {}      # chunk size -> its graph (a budget's search builds a few)
+
+        def program(chunk):
+            if chunk not in programs:
+                programs[chunk] = curvature_graph(graph, flags, diag=self.diag,
+                                                  batch_axes=self.batch_axes, values=False,
+                                                  chunk_size=chunk)
+            return programs[chunk]
+
         chunk = self.chunk_size
         if chunk is None and self.memory_budget is not None:
-            chunk = self._fitting_chunk(graph, flags)
-        return (curvature_graph(graph, flags, diag=self.diag, batch_axes=self.batch_axes,
-                                values=False, chunk_size=chunk), traced.out_tree)
+            D = coordinate_layout(graph, flags, self.batch_axes)[1]
+            chunk = self._fitting_chunk(program, D)
+        return program(chunk), traced.out_tree
 
-    def _held(self, graph, flags, chunk) -> int:
-        """Bytes a call of the program propagating ``chunk`` coordinates at a time holds at
-        once, counted on its GPU plan (:func:`~dualgpu.fusion.plan.memory_profile`)."""
-        g = curvature_graph(graph, flags, diag=self.diag, batch_axes=self.batch_axes,
-                            values=False, chunk_size=chunk)
-        return memory_profile(plan_graph(g, recompute=config["recompute"]))["peak"]
-
-    def _fitting_chunk(self, graph, flags) -> int | None:
+    def _fitting_chunk(self, program, D: int) -> int | None:
         """The chunk size for ``memory_budget``: the most coordinates at a time whose
-        program holds at most that many bytes (a bisection; the count grows with the chunk),
-        then evened out over the same number of chunks (:func:`balanced_chunk`); None when
-        all ``D`` fit in one pass."""
+        program (``program(chunk)``) holds at most that many bytes at once, counted on its
+        GPU plan (:func:`~dualgpu.fusion.plan.memory_profile`; a bisection, the count grows
+        with the chunk), then evened out over the same number of chunks
+        (:func:`balanced_chunk`); None when all ``D`` fit in one pass."""
         budget = self.memory_budget
-        D = coordinate_layout(graph, flags, self.batch_axes)[1]
-        if D <= 1 or self._held(graph, flags, None) <= budget:
+
+        def held(chunk) -> int:
+            plan = plan_graph(program(chunk), recompute=config["recompute"])
+            return memory_profile(plan)["peak"]
+
+        if D <= 1 or held(None) <= budget:
             return None
         lo, hi = 1, D - 1          # the answer is in [lo, hi] if chunk lo fits
-        one = self._held(graph, flags, 1)
+        one = held(1)
         if one > budget:
             warnings.warn(f"{self.kind}: memory_budget={budget} bytes is less than the "
                           f"{one} bytes of one coordinate at a time; propagating one "
@@ -82,7 +89,7 @@ class _Curvature(Transformed):
             return 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self._held(graph, flags, mid) <= budget:
+            if held(mid) <= budget:
                 lo = mid
             else:
                 hi = mid - 1
