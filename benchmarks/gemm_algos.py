@@ -14,7 +14,7 @@ import ctypes.util
 
 import numpy as np
 
-from dualgpu.backends.cublas import CublasGemm, gemm_layout
+from dualgpu.backends.cublas import CublasGemm, gemm_layout, loaded_library
 
 COMPUTE_32F, R_32F = 68, 0                 # cublasComputeType_t, cudaDataType_t
 DESC_TRANSA, DESC_TRANSB = 3, 4            # cublasLtMatmulDescAttributes_t
@@ -45,15 +45,11 @@ def _check(status: int, what: str) -> None:
 
 
 def _library():
-    """The cuBLASLt CuPy's cuBLAS loaded (found in this process's maps)."""
+    """The cuBLASLt CuPy's cuBLAS loaded."""
     from cupy_backends.cuda.libs import cublas
 
     cublas.destroy(cublas.create())
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if line.rsplit("/", 1)[-1].strip().startswith("libcublasLt.so"):
-                return ctypes.CDLL(line[line.index("/"):].strip())
-    return ctypes.CDLL(ctypes.util.find_library("cublasLt"))
+    return ctypes.CDLL(loaded_library("libcublasLt.so") or ctypes.util.find_library("cublasLt"))
 
 
 class Probe:

@@ -348,6 +348,25 @@ _ONE = {np.dtype(np.float32): np.ones(1, np.float32), np.dtype(np.float64): np.o
 _ZERO = {np.dtype(np.float32): np.zeros(1, np.float32), np.dtype(np.float64): np.zeros(1)}
 
 
+def loaded_library(prefix: str) -> str | None:
+    """The path of the shared library whose file name starts with ``prefix`` that this
+    process has loaded (read from ``/proc/self/maps``), or None.
+
+    Example::
+
+        >>> loaded_library("libdualgpu_nothing.so") is None
+        True
+    """
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rsplit("/", 1)[-1].strip().startswith(prefix):
+                    return line[line.index("/"):].strip()
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return None
+
+
 def _cublas_library():
     """The cuBLAS shared library CuPy loaded (so both use one copy), through ctypes: CuPy's
     own wrappers refuse every cuBLAS call while a stream is being captured."""
@@ -357,17 +376,7 @@ def _cublas_library():
     from cupy_backends.cuda.libs import cublas
 
     cublas.destroy(cublas.create())   # makes sure the library is loaded in this process
-    path = None
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                name = line.rsplit("/", 1)[-1].strip()
-                if name.startswith("libcublas.so"):
-                    path = line[line.index("/"):].strip()
-                    break
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    lib = ctypes.CDLL(path or ctypes.util.find_library("cublas"))
+    lib = ctypes.CDLL(loaded_library("libcublas.so") or ctypes.util.find_library("cublas"))
     vp, i32, i64, sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_size_t
     lib.cublasCreate_v2.argtypes = [ctypes.POINTER(vp)]
     lib.cublasDestroy_v2.argtypes = [vp]
@@ -474,8 +483,7 @@ class CublasGemm:
         if precision == "tf32x3" and dt == np.float32 and split_pays(lay):
             self._run_tf32x3(a, b, out)
         else:
-            self._call(lay, a, b, out, compute_type(dt, precision if precision != "tf32x3"
-                                                     else "float32"))
+            self._call(lay, a, b, out, compute_type(dt, precision))
 
     def _split(self, x, hi, lo) -> None:
         kernel = CublasGemm._split_kernel
