@@ -29,7 +29,7 @@ from benchmarks.dense_tiny import make_inputs as dense_inputs  # noqa: E402
 fp = pytest.importorskip("fuzz_programs")
 pytestmark = needs_gxx
 EXAMPLES = int(os.environ.get("DUALGPU_HOST_EXAMPLES", 8))
-from test_tiny_kernel import TOL  # noqa: E402  (the tiny kernel's own tolerances)
+from test_tiny_kernel import TOL, fuzzed_programs  # noqa: E402  (the tiny kernel's tests)
 
 
 @pytest.fixture(autouse=True)
@@ -87,12 +87,7 @@ def test_a_small_mlp_hvp(dtype):
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(fp.programs(max_nodes=6, sparse=False))
 def test_fuzzed_programs_and_their_derivatives(prog):
-    f, loss = prog.functions()
-    args = tuple(np.asarray(a) for a in prog.args())
-    argnums = tuple(range(len(args)))
-    for g, a in [(dg.trace(dg.jit(f), *args), args),
-                 (dg.trace(dg.grad(loss, argnums=argnums), *args), args),
-                 (dg.trace(dg.hvp(loss), *args, args[0]), args + (args[0],))]:
+    for g, a in fuzzed_programs(prog):
         exe = _build(g, True)
         want = _build(g, False)(*a)
         if exe.host is not None:

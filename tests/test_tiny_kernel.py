@@ -148,15 +148,21 @@ def test_integer_and_bool_values(dtype):
     _check(dg.trace(f, x, i), (x, i))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(fp.programs(max_nodes=7, sparse=False))
-def test_fuzzed_programs_and_their_derivatives(prog):
+def fuzzed_programs(prog) -> list:
+    """``(graph, arguments)`` of a fuzzed program, of the gradient of its loss with respect
+    to every argument, and of its HVP (the direction its first argument)."""
     f, loss = prog.functions()
     args = tuple(np.asarray(a) for a in prog.args())
     argnums = tuple(range(len(args)))
-    for g, a in [(dg.trace(dg.jit(f), *args), args),
-                 (dg.trace(dg.grad(loss, argnums=argnums), *args), args),
-                 (dg.trace(dg.hvp(loss), *args, args[0]), args + (args[0],))]:
+    return [(dg.trace(dg.jit(f), *args), args),
+            (dg.trace(dg.grad(loss, argnums=argnums), *args), args),
+            (dg.trace(dg.hvp(loss), *args, args[0]), args + (args[0],))]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fp.programs(max_nodes=7, sparse=False))
+def test_fuzzed_programs_and_their_derivatives(prog):
+    for g, a in fuzzed_programs(prog):
         if tiny_refusal(g) is None:
             _check(g, a, [np.array(b, order="F") for b in a])
 
