@@ -30,6 +30,7 @@ from .core.primitives import registry_version
 from .core.trace import Tracer, current_builder, trace_to_graph
 from .errors import BackendMismatchError, DualgpuError, NonScalarOutputError, ShapeMismatchError
 from .executor import Executable, config, generation
+from .guards import Guards, collect_guards
 from .namespace import rebind_function
 from .signature import Signature, _class_call, quick_key, static_key, unwrap_function
 from .sparse_api import SparseValue
@@ -190,26 +191,23 @@ def _scalar_output(graph: Graph, tree, what: str) -> None:
 
 
 # ------------------------------------------------------------------------------ programs
+_NO_GUARDS = Guards()
+
+
 class Compiled:
-    """A transformed graph, compiled, with what is needed to shape its results."""
+    """A transformed graph, compiled, with what is needed to shape its results, and the
+    places outside its arguments that its function read (:mod:`dualgpu.guards`)."""
 
-    __slots__ = ("graph", "exe", "trees", "guards", "keep", "__weakref__")
+    __slots__ = ("graph", "exe", "trees", "guards", "__weakref__")
 
-    def __init__(self, graph: Graph, trees, backend, guards=((), ())):
+    def __init__(self, graph: Graph, trees, backend, guards: Guards = _NO_GUARDS):
         self.graph = graph
         self.trees = trees
         self.exe = Executable(graph, backend)
-        self.guards, self.keep = guards
+        self.guards = guards
 
     def guards_hold(self) -> bool:
-        for holder, name, expected in self.guards:
-            try:
-                value = holder.cell_contents if name is None else holder[name]
-            except (ValueError, KeyError):
-                return False
-            if _guard_value(value) != expected:
-                return False
-        return True
+        return self.guards.hold()
 
 
 class _VjpCompiled(Compiled):
@@ -217,68 +215,11 @@ class _VjpCompiled(Compiled):
 
     __slots__ = ("pullback",)
 
-    def __init__(self, graphs: tuple[Graph, Graph], trees, backend, guards=((), ())):
+    def __init__(self, graphs: tuple[Graph, Graph], trees, backend,
+                 guards: Guards = _NO_GUARDS):
         forward, pullback = graphs
         super().__init__(forward, trees, backend, guards)
         self.pullback = Executable(pullback, backend)
-
-
-# A closed-over or global value that the traced program read is baked into it. Such values
-# (arrays and numbers in the function's closure cells and globals, and in those of the plain
-# functions it calls) are checked on every cached call: reassigned, the program is rebuilt.
-def _guarded(value) -> bool:
-    if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
-        return True
-    return array_backend(value) is not None
-
-
-def _guard_value(value):
-    if isinstance(value, (bool, int, float, complex, np.generic)):
-        return static_key(value, [])
-    return ("id", id(value))
-
-
-def _collect_guards(fn) -> tuple[tuple, tuple]:
-    """``(guards, values kept alive)`` for the function and the plain functions it calls."""
-    guards: list = []
-    keep: list = []
-    seen: set = set()
-    todo = [unwrap_function(fn)]
-    while todo and len(seen) < 64:
-        f = todo.pop()
-        if f is None or id(f) in seen or not isinstance(f, types.FunctionType):
-            continue
-        seen.add(id(f))
-        mod = getattr(f, "__module__", "") or ""
-        if mod.split(".")[0] in ("numpy", "cupy", "cupyx", "scipy", "dualgpu"):
-            continue
-        for cell in f.__closure__ or ():
-            try:
-                v = cell.cell_contents
-            except ValueError:
-                continue
-            _guard_or_follow(v, cell, None, guards, keep, todo)
-        globs = f.__globals__
-        for name in _code_names(f.__code__):
-            if name in globs:
-                _guard_or_follow(globs[name], globs, name, guards, keep, todo)
-    return tuple(guards), tuple(keep)
-
-
-def _guard_or_follow(v, holder, name, guards, keep, todo):
-    if isinstance(v, types.FunctionType):
-        todo.append(v)
-    elif _guarded(v):
-        guards.append((holder, name, _guard_value(v)))
-        keep.append(v)  # an array guarded by id stays alive, so its id stays its own
-
-
-def _code_names(code) -> set:
-    names = set(code.co_names)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            names |= _code_names(c)
-    return names
 
 
 def function_key(fn, weak: list):
@@ -380,11 +321,14 @@ class Transformed:
         if hit is not None and hit.guards_hold():
             return hit
         key = (self.spec, self._fn_key, sig.key, registry_version(), config.build_key())
+        stale = hit
 
         def build():
-            _count_build(self, sig)
+            _count_build(self, sig, None if stale is None else stale.guards.changed())
+            before = collect_guards(self.fn)
             graph, trees = self.build(Traced(self.fn, sig, None), sig)
-            compiled = self.program_type(graph, trees, sig.backend, _collect_guards(self.fn))
+            compiled = self.program_type(graph, trees, sig.backend,
+                                         collect_guards(self.fn, before))
             log.debug("compiled %s: %d equations on %s", self.__name__,
                       len(compiled.graph.eqns), sig.backend.name)
             _evict_on_death(key, self._weak + sig.weak)
@@ -392,6 +336,7 @@ class Transformed:
 
         entry = _GLOBAL_CACHE.get_or_build(key, build)
         if not entry.guards_hold():
+            stale = entry
             _GLOBAL_CACHE.discard_later(key)
             entry = _GLOBAL_CACHE.get_or_build(key, build)
         with self._lock:
@@ -463,9 +408,10 @@ class Transformed:
         return out
 
 
-def _count_build(t: Transformed, sig: Signature) -> None:
+def _count_build(t: Transformed, sig: Signature, changed: str | None = None) -> None:
     """Log a cache miss; warn once when one function keeps being traced anew for the same
-    shapes (a static argument keeps changing)."""
+    shapes (a static argument, or a value the function reads from outside its arguments,
+    keeps changing: ``changed`` names that place)."""
     backend, trees, kw_tree, leaf_keys, alias = sig.key
     key = (t.spec, t._fn_key, backend, trees, kw_tree,
            tuple(k for k in leaf_keys if k[0] != "v"), alias)
@@ -473,8 +419,15 @@ def _count_build(t: Transformed, sig: Signature) -> None:
     _builds[key] = n
     while len(_builds) > 1024:
         _builds.pop(next(iter(_builds)))
-    log.debug("cache miss: tracing %s (build %d of this function)", t.__name__, n)
-    if n == RETRACE_WARNING_AFTER:
+    log.debug("cache miss: tracing %s (build %d of this function)%s", t.__name__, n,
+              f": {changed} changed" if changed else "")
+    if n == RETRACE_WARNING_AFTER and changed:
+        warnings.warn(
+            f"dualgpu: {t.__name__} has been traced {n} times for the same shapes; this time "
+            f"because {changed} changed since the last trace (a program bakes in what its "
+            "function reads from outside its arguments). Pass a value that changes as an "
+            "argument (an array, to make it an input of one program).", stacklevel=6)
+    elif n == RETRACE_WARNING_AFTER:
         statics = [f"argument {sig.arg_of_leaf(j)} = {leaf!r:.40}"
                    for j, leaf in enumerate(sig.leaves) if j not in set(sig.input_pos)]
         warnings.warn(

@@ -1,0 +1,420 @@
+"""What a traced program read from outside its arguments, checked on every cached call.
+
+A program bakes in every value its function read while it was traced: globals, closure
+cells, default arguments, and attributes of the modules and objects reached from them (and
+the same for the plain Python functions it calls). :func:`collect_guards` lists those places after
+a trace; :meth:`Guards.hold` checks, on every cached call, that each place still holds what
+the trace saw. When one does not, the caller builds the program again, exactly as a fresh
+build would.
+
+How each value is compared:
+
+* functions, ufuncs, classes, modules, arrays and other objects: by **identity** (the
+  attributes of user objects and modules that the code names are guarded in turn);
+* numbers, strings, bytes, ``None``, tuples, frozensets, slices and dtypes: by **value**
+  (exactly: ``0.0`` and ``-0.0``, ``1`` and ``True`` differ; every NaN is one value);
+* small lists, dicts and sets (at most :data:`SNAPSHOT_ITEMS` items): by a **snapshot** of
+  their value taken after the trace, so that ``CFG["lr"] = 0.2`` builds again.
+
+What is never guarded (static: docs/limitations.md lists it) is said there, and the retrace
+warning names the place that changed when one keeps changing.
+
+Example::
+
+    >>> scale = 2.0
+    >>> def f(x):
+    ...     return scale * x
+    >>> g = collect_guards(f)
+    >>> g.hold()
+    True
+    >>> scale = 3.0
+    >>> g.hold(), g.changed()
+    (False, 'scale (global)')
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import types
+import weakref
+
+import numpy as np
+
+from .backends import array_backend
+from .signature import static_key, unwrap_function
+
+# how far the walk goes: functions followed, places guarded, attribute depth
+MAX_FUNCTIONS = 64
+MAX_PLACES = 512
+MAX_DEPTH = 4
+# a list, dict or set with more items than this is guarded by identity only (static)
+SNAPSHOT_ITEMS = 16
+
+# modules whose functions and objects are the library's, never the user's state
+_LIBRARY_ROOTS = frozenset({"numpy", "cupy", "cupyx", "scipy", "dualgpu", "jax", "jaxlib",
+                            "torch", "dask", "networkx", "builtins"})
+_LIBRARY_ROOTS |= frozenset(getattr(sys, "stdlib_module_names", ()))
+_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic, slice, np.dtype,
+              type(Ellipsis))
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray)
+
+
+def _cell(holder, name):
+    return holder.cell_contents
+
+
+def _item(holder, name):
+    return holder[name]
+
+
+def _attr(holder, name):
+    """``holder.name``, a method as its function (a bound method is a new object on every
+    read)."""
+    value = getattr(holder, name)
+    return value.__func__ if isinstance(value, types.MethodType) else value
+
+
+_READ_ERRORS = (ValueError, KeyError, IndexError, AttributeError, TypeError)
+_IDENTITY, _VALUE, _SNAPSHOT = 0, 1, 2
+
+
+class _Strong:
+    """Stands in for a weak reference to an object that takes none."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __call__(self):
+        return self.obj
+
+
+def _ref(obj):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return _Strong(obj)
+
+
+class _Same:
+    """A snapshot's stand-in for an object compared by identity (kept alive, so that its
+    id stays its own)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Same and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+class Guards:
+    """The places a trace read, each with what it held then (see the module docstring)."""
+
+    __slots__ = ("places", "keep", "static")
+
+    def __init__(self, places=(), keep=(), static=()):
+        # a place: (what, read, holder, name, mode, expected): ``expected`` is a reference
+        # (identity), ``(value, key)`` (value) or a key (snapshot)
+        self.places = tuple(places)
+        self.keep = tuple(keep)    # arrays the program reads stay alive, so ids stay theirs
+        self.static = tuple(static)  # what was reached but is not guarded (for messages)
+
+    def hold(self) -> bool:
+        """True while every place still holds what the trace read."""
+        for _, read, holder, name, mode, expected in self.places:
+            try:
+                value = read(holder, name)
+            except _READ_ERRORS:
+                return False
+            if mode == _IDENTITY:
+                if value is not expected():
+                    return False
+            elif mode == _VALUE:
+                if value is not expected[0] and static_key(value, []) != expected[1]:
+                    return False
+            elif _snapshot_key(value) != expected:
+                return False
+        return True
+
+    def changed(self) -> str | None:
+        """The first place that no longer holds what the trace read (None if all do)."""
+        for place in self.places:
+            if not Guards((place,)).hold():
+                return place[0]
+        return None
+
+    def __len__(self) -> int:
+        return len(self.places)
+
+
+def _snapshot_key(value, budget=None):
+    """An exact key of a small container's value (objects inside it by identity), or None
+    when it is too large."""
+    budget = [SNAPSHOT_ITEMS * 4] if budget is None else budget
+    t = type(value)
+    if t is dict or t in (list, tuple, set, frozenset):
+        if len(value) > SNAPSHOT_ITEMS:
+            return None
+        if t is dict:
+            items = [(static_key(k, []), v) for k, v in value.items()]
+        elif t in (set, frozenset):
+            items = sorted(value, key=repr)
+        else:
+            items = value
+        inner = []
+        for item in items:
+            budget[0] -= 1
+            k = (_snapshot_key(item[1], budget) if t is dict else _snapshot_key(item, budget))
+            if k is None or budget[0] < 0:
+                return None
+            inner.append((item[0], k) if t is dict else k)
+        return (t, tuple(inner))
+    if t is bytearray:
+        return (t, bytes(value)) if len(value) <= 4 * SNAPSHOT_ITEMS else None
+    if isinstance(value, _IMMUTABLE):
+        return static_key(value, [])
+    return _Same(value)
+
+
+def _frozen(value) -> bool:
+    """A value that cannot change while it stays the same object."""
+    if isinstance(value, (tuple, frozenset)):
+        return all(_frozen(v) for v in value)
+    return not isinstance(value, _MUTABLE_CONTAINERS)
+
+
+def _is_library(obj, files: tuple) -> bool:
+    """Whether ``obj`` belongs to a library (its state is not the user's to change)."""
+    code = getattr(obj, "__code__", None)
+    if isinstance(code, types.CodeType):  # a function: by where its code is (a function
+        path, stdlib = code.co_filename, files[-1]  # of a doctest is the user's)
+        if path.startswith(files[:-1]):
+            return True
+        return path.startswith(stdlib) and "-packages" not in path[len(stdlib):]
+    if isinstance(obj, types.ModuleType):
+        name = obj.__name__
+    else:
+        name = getattr(obj, "__module__", None)
+        if not isinstance(name, str):
+            name = getattr(type(obj), "__module__", "") or ""
+    return name.split(".")[0] in _LIBRARY_ROOTS
+
+
+def _library_files() -> tuple:
+    """The folders of the libraries' code, the standard library's last."""
+    roots = []
+    for name in sorted(_LIBRARY_ROOTS - frozenset(getattr(sys, "stdlib_module_names", ()))):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path:
+            roots.append(os.path.dirname(path) + os.sep)
+    roots.append(os.path.dirname(functools.__file__) + os.sep)
+    return tuple(roots)
+
+
+def _code_names(code, out: set) -> set:
+    """Global and attribute names a code object reads (nested code included), and its
+    identifier-like string constants (``getattr(obj, "scale")``)."""
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _code_names(c, out)
+        elif isinstance(c, str) and c.isidentifier():
+            out.add(c)
+    return out
+
+
+class _Walk:
+    """Collects the places reached from one function (see :func:`collect_guards`)."""
+
+    def __init__(self):
+        self.places: list = []
+        self.keep: list = []
+        self.static: list = []
+        self.functions: list = []
+        self.seen: set = set()     # ids of the functions and objects walked into
+        self.objects: list = []    # [object, what, depth, names already guarded]
+        self.names: set = set()    # every name the followed functions' code reads
+        self.files = _library_files()
+        self.placed: set = set()   # (holder id, name, read) of the places guarded
+
+    def place(self, what, read, holder, name, value, depth) -> None:
+        """Guards the place ``read(holder, name)`` (which holds ``value``; ``what`` is its
+        (expression, kind)) and walks into ``value``."""
+        where = what
+        what = _label(what)
+        if (id(holder), name, read) in self.placed:
+            return
+        self.placed.add((id(holder), name, read))
+        if len(self.places) >= MAX_PLACES:
+            self.static.append(what)
+            return
+        if isinstance(value, _IMMUTABLE) or (isinstance(value, (tuple, frozenset))
+                                             and _frozen(value)):
+            self.places.append((what, read, holder, name, _VALUE,
+                                (value, static_key(value, []))))
+        elif isinstance(value, _MUTABLE_CONTAINERS + (tuple, frozenset)):
+            key = _snapshot_key(value)
+            if key is None:
+                self.static.append(f"{what[:-1]}, its items: more than {SNAPSHOT_ITEMS})")
+                self.places.append((what, read, holder, name, _IDENTITY, _ref(value)))
+            else:
+                self.places.append((what, read, holder, name, _SNAPSHOT, key))
+        else:
+            if isinstance(value, np.ndarray) or array_backend(value) is not None:
+                self.keep.append(value)
+            self.places.append((what, read, holder, name, _IDENTITY, _ref(value)))
+        self.inside(value, where, depth)
+
+    def inside(self, value, what, depth) -> None:
+        """Walks into ``value``: functions are followed, objects' attributes guarded."""
+        if depth > MAX_DEPTH or isinstance(value, _IMMUTABLE):
+            return
+        if getattr(type(value), "_dualgpu_transform", False):
+            self.inside(value.fn, what, depth)  # a transform of a function: the function
+        elif isinstance(value, types.FunctionType):
+            self.follow(value)
+        elif isinstance(value, types.MethodType):
+            self.inside(value.__func__, what, depth)
+            owner = ("self", "the method's object") if what[0] == "self" else \
+                _sub(what, ".__self__")
+            self.inside(value.__self__, owner, depth + 1)
+        elif isinstance(value, functools.partial):
+            self.inside(value.func, what, depth)
+            for i, a in enumerate(value.args):
+                self.inside(a, _sub(what, f".args[{i}]"), depth + 1)
+            for k, a in value.keywords.items():
+                self.inside(a, _sub(what, f".keywords[{k!r}]"), depth + 1)
+        elif isinstance(value, (tuple, frozenset, list, set)):
+            for i, v in enumerate(value):
+                self.inside(v, _sub(what, f"[{i}]"), depth + 1)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                self.inside(v, _sub(what, f"[{k!r}]"), depth + 1)
+        elif (_is_library(value, self.files) or isinstance(value, np.ndarray)
+              or array_backend(value) is not None or id(value) in self.seen):
+            return
+        else:  # a user module, class or object: the attributes the code names
+            self.seen.add(id(value))
+            self.objects.append([value, what, depth, set()])
+            call = getattr(type(value), "__call__", None)
+            if isinstance(call, types.FunctionType) and not isinstance(value, type):
+                self.follow(call)
+
+    def follow(self, f: types.FunctionType) -> None:
+        if id(f) in self.seen or _is_library(f, self.files):
+            return
+        if len(self.functions) >= MAX_FUNCTIONS:
+            self.static.append(f"{f.__qualname__} (a function beyond the {MAX_FUNCTIONS} "
+                               "followed)")
+            return
+        self.seen.add(id(f))
+        self.functions.append(f)
+
+    def function(self, f: types.FunctionType) -> None:
+        names = _code_names(f.__code__, set())
+        self.names |= names
+        where = f.__qualname__
+        for var, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:  # not yet assigned
+                continue
+            self.place((var, f"closure variable of {where}"), _cell, cell, None, v, 1)
+        globs = f.__globals__
+        for name in sorted(names):
+            if name in globs:
+                self.place((name, "global"), _item, globs, name, globs[name], 1)
+        for attr in ("__defaults__", "__kwdefaults__"):
+            v = getattr(f, attr)
+            if v is not None:
+                self.place((f"{where}.{attr}", "defaults"), _attr, f, attr, v, 1)
+
+    def attributes(self, entry) -> None:
+        """Guards the attributes of a user module, class or object that the code names
+        (and that were not guarded yet)."""
+        obj, what, depth, done = entry
+        for name in sorted(self.names - done):
+            done.add(name)
+            if isinstance(obj, types.ModuleType):
+                d = vars(obj)
+                if name in d:
+                    self.place(_sub(what, f".{name}"), _item, d, name, d[name], depth + 1)
+                continue
+            kind = _attribute_kind(obj, name)
+            if kind == "computed":
+                self.static.append(_label(_sub(what, f".{name}"), "a property or descriptor"))
+            elif kind == "plain":
+                self.place(_sub(what, f".{name}"), _attr, obj, name, _attr(obj, name),
+                           depth + 1)
+
+    def run(self, fn) -> Guards:
+        self.inside(fn, ("self", "the function's object"), 0)
+        progressed = True
+        while progressed:
+            progressed = False
+            i = 0
+            while i < len(self.functions):
+                f = self.functions[i]
+                if f is not None:
+                    self.function(f)
+                    self.functions[i] = None
+                    progressed = True
+                i += 1
+            for entry in list(self.objects):
+                if self.names - entry[3]:
+                    self.attributes(entry)
+                    progressed = True
+        return Guards(self.places, self.keep, self.static)
+
+
+def _sub(what: tuple, suffix: str) -> tuple:
+    return (what[0] + suffix, what[1])
+
+
+def _label(what: tuple, note: str = "") -> str:
+    """``COEF (global)``, ``knobs.scale (closure variable of f)``."""
+    return f"{what[0]} ({what[1]}{', ' + note if note else ''})"
+
+
+def _attribute_kind(obj, name) -> str:
+    """How ``obj.name`` is found: ``"plain"`` data or a function (an instance, slot or
+    class attribute), ``"computed"`` by a property or other descriptor, or ``"missing"``."""
+    if not isinstance(obj, type):
+        d = getattr(obj, "__dict__", None)
+        if isinstance(d, dict) and name in d:
+            return "plain"
+    for klass in (obj.__mro__ if isinstance(obj, type) else type(obj).__mro__):
+        if name in vars(klass):
+            v = vars(klass)[name]
+            if isinstance(v, (types.FunctionType, staticmethod, classmethod,
+                              types.MemberDescriptorType)):
+                return "plain" if hasattr(obj, name) else "missing"
+            return "computed" if hasattr(type(v), "__get__") else "plain"
+    return "missing"
+
+
+def collect_guards(fn, before: Guards | None = None) -> Guards:
+    """The places ``fn`` (a function, bound method, partial, callable object or dualgpu
+    transform of one) reads from outside its arguments, with what they hold now.
+
+    ``before``: the same, collected before the trace. A list, dict or set whose value the
+    trace changed is written by the function (a counter, a log), not read: it is guarded by
+    identity only, so that the next call does not trace again because of it."""
+    guards = _Walk().run(fn)
+    if before is None:
+        return guards
+    was = {(id(p[2]), p[3]): p[5] for p in before.places if p[4] == _SNAPSHOT}
+    places = []
+    for p in guards.places:
+        what, read, holder, name, mode, expected = p
+        if mode == _SNAPSHOT and was.get((id(holder), name), expected) != expected:
+            p = (what, read, holder, name, _IDENTITY, _ref(read(holder, name)))
+        places.append(p)
+    return Guards(places, guards.keep, guards.static)

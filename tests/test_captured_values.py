@@ -1,0 +1,253 @@
+"""Values a function reads from outside its arguments (globals, closure cells, defaults,
+attributes of modules and objects): reassigned, the next call returns what a fresh build
+returns (dualgpu/guards.py). Each test reassigns one kind of place and checks the cached
+call against the closed form."""
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+from dualgpu.guards import collect_guards
+
+x = np.array([1.0, -1.0, 3.0])
+
+act, COEF, MODE = np.tanh, (1.0, 2.0), "sin"
+TABLE = {"k": 1.0}
+ITEMS = [2.0]
+knobs_module = types.ModuleType("knobs_module")  # a user module (not a library)
+knobs_module.factor = 2.0
+
+
+def f_act(x):
+    return np.sum(act(x))
+
+
+def f_coef(x):
+    return np.sum(COEF[0] * x + COEF[1] * x ** 2)
+
+
+def f_mode(x):
+    return np.sum(np.sin(x) if MODE == "sin" else x ** 3)
+
+
+def f_table(x):
+    return np.sum(TABLE["k"] * x ** 2) + ITEMS[0] * np.sum(x)
+
+
+def f_module(x):
+    return knobs_module.factor * np.sum(x ** 2)
+
+
+@pytest.fixture(autouse=True)
+def _restore_globals():
+    saved = dict(act=act, COEF=COEF, MODE=MODE)
+    table, items, factor = dict(TABLE), list(ITEMS), knobs_module.factor
+    yield
+    globals().update(saved)
+    TABLE.clear()
+    TABLE.update(table)
+    ITEMS[:] = items
+    knobs_module.factor = factor
+
+
+def test_reassigned_ufunc_global_rebuilds():
+    global act
+    np.testing.assert_allclose(dg.grad(f_act)(x), 1 - np.tanh(x) ** 2)
+    act = np.sin
+    np.testing.assert_allclose(dg.grad(f_act)(x), np.cos(x))  # a new transform object
+    g = dg.grad(f_act)
+    g(x)
+    act = np.cos
+    np.testing.assert_allclose(g(x), -np.sin(x))  # the same object, the cached fast path
+
+
+def test_reassigned_python_function_global_rebuilds():
+    global act
+    act = lambda v: v ** 2  # noqa: E731
+    np.testing.assert_allclose(dg.grad(f_act)(x), 2 * x)
+    act = lambda v: v ** 3  # noqa: E731
+    np.testing.assert_allclose(dg.grad(f_act)(x), 3 * x ** 2)
+
+
+def test_reassigned_tuple_and_string_globals_rebuild():
+    global COEF, MODE
+    g = dg.grad(f_coef)
+    np.testing.assert_allclose(g(x), 1 + 4 * x)
+    COEF = (3.0, 0.0)
+    np.testing.assert_allclose(g(x), [3.0, 3.0, 3.0])
+    COEF = (3, 0)  # equal, but ints: a fresh build gives the same values
+    np.testing.assert_allclose(g(x), [3.0, 3.0, 3.0])
+    h = dg.grad(f_mode)
+    np.testing.assert_allclose(h(x), np.cos(x))
+    MODE = "cube"
+    np.testing.assert_allclose(h(x), 3 * x ** 2)
+
+
+def test_items_of_small_dicts_and_lists_are_guarded_by_value():
+    g = dg.grad(f_table)
+    np.testing.assert_allclose(g(x), 2 * x + 2)
+    TABLE["k"] = 5.0
+    np.testing.assert_allclose(g(x), 10 * x + 2)
+    ITEMS[0] = -1.0
+    np.testing.assert_allclose(g(x), 10 * x - 1)
+
+
+def test_attributes_of_user_modules_are_guarded():
+    g = dg.grad(f_module)
+    np.testing.assert_allclose(g(x), 4 * x)
+    knobs_module.factor = 0.5
+    np.testing.assert_allclose(g(x), x)
+
+
+class Knobs:
+    power = 2  # a class attribute
+
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def test_attributes_of_objects_in_closures_are_guarded():
+    knobs = Knobs(1.0)
+
+    def f(x):
+        return knobs.scale * np.sum(x ** knobs.power)
+
+    g = dg.grad(f)
+    np.testing.assert_allclose(g(x), 2 * x)
+    knobs.scale = 3.0                       # an instance attribute
+    np.testing.assert_allclose(g(x), 6 * x)
+    Knobs.power = 3                         # a class attribute
+    try:
+        np.testing.assert_allclose(g(x), 9 * x ** 2)
+    finally:
+        Knobs.power = 2
+    knobs = Knobs(-1.0)  # noqa: F841  (read by the closure): a new object
+    np.testing.assert_allclose(g(x), -2 * x)
+
+
+def test_callable_objects_and_bound_methods_see_their_attributes():
+    class Model:
+        def __init__(self, w):
+            self.w = w
+
+        def __call__(self, x):
+            return np.sum(self.w * x ** 2)
+
+        def loss(self, x):
+            return np.sum(np.sin(self.w * x))
+
+    m = Model(np.array(2.0))
+    g, gl = dg.grad(m), dg.grad(m.loss)
+    np.testing.assert_allclose(g(x), 4 * x)
+    np.testing.assert_allclose(gl(x), 2 * np.cos(2 * x))
+    m.w = np.array(5.0)
+    np.testing.assert_allclose(g(x), 10 * x)
+    np.testing.assert_allclose(gl(x), 5 * np.cos(5 * x))
+
+
+def test_defaults_and_closure_cells_holding_functions():
+    def f(x, fn=np.tanh):
+        return np.sum(fn(x))
+
+    g = dg.grad(f)
+    np.testing.assert_allclose(g(x), 1 - np.tanh(x) ** 2)
+    f.__defaults__ = (np.sin,)
+    np.testing.assert_allclose(g(x), np.cos(x))
+
+    fn = np.sin
+
+    def h(x):
+        return np.sum(fn(x))
+
+    gh = dg.grad(h)
+    np.testing.assert_allclose(gh(x), np.cos(x))
+    fn = np.exp  # noqa: F841  (read by the closure)
+    np.testing.assert_allclose(gh(x), np.exp(x))
+
+
+def test_called_helpers_and_partials_are_followed():
+    scale = 2.0
+
+    def helper(v):
+        return scale * v ** 2
+
+    def f(x):
+        return np.sum(helper(x))
+
+    g = dg.grad(f)
+    np.testing.assert_allclose(g(x), 4 * x)
+    scale = 0.5  # noqa: F841  (read by helper, which f calls)
+    np.testing.assert_allclose(g(x), x)
+
+    def power(x, k):
+        return np.sum(x ** k)
+
+    for k in (2, 3):  # a partial's arguments key its program
+        np.testing.assert_allclose(dg.grad(functools.partial(power, k=k))(x), k * x ** (k - 1))
+
+
+def test_a_trace_counter_does_not_retrace_every_call():
+    traces = []
+
+    def f(x, c):
+        traces.append(c)  # written by the trace: not data the program reads
+        return np.sum(x ** 2) * c
+
+    g = dg.grad(f)
+    g(x, 3)
+    g(x, 2)
+    g(x, 3)
+    g(x, 2)
+    assert traces == [3, 2]
+
+
+def test_a_property_is_static_and_listed():
+    class Holder:
+        def __init__(self):
+            self.value = 1.0
+
+        @property
+        def doubled(self):
+            return 2 * self.value
+
+    obj = Holder()
+
+    def f(x):
+        return obj.doubled * np.sum(x)
+
+    guards = collect_guards(f)
+    assert any("doubled" in s and "property" in s for s in guards.static)
+    np.testing.assert_allclose(dg.grad(f)(x), 2.0 * np.ones(3))
+
+
+def test_the_retrace_warning_names_the_changed_global():
+    def f(x):
+        return np.sum(COEF[0] * x)
+
+    global COEF
+    g = dg.grad(f)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(10):
+            COEF = (float(k), 0.0)
+            np.testing.assert_allclose(g(x), [float(k)] * 3)
+    messages = [str(w.message) for w in caught if "traced" in str(w.message)]
+    assert len(messages) == 1 and "COEF (global)" in messages[0]
+    assert "argument" in messages[0]
+
+
+def test_guards_change_nothing_for_unchanged_values():
+    def f(x):
+        return np.sum(act(x) * COEF[1]) + TABLE["k"] * knobs_module.factor
+
+    guards = collect_guards(f)
+    assert guards.hold() and guards.changed() is None
+    names = " ".join(p[0] for p in guards.places)
+    for what in ("act (global)", "COEF (global)", "TABLE (global)",
+                 "knobs_module.factor (global)"):
+        assert what in names
