@@ -41,6 +41,7 @@ import copy
 import math
 import random
 import traceback
+import types
 import zlib
 from dataclasses import dataclass, field
 
@@ -241,6 +242,8 @@ HAND = {
              {"scale": [0.5, 2.0, -0.0, 0.0, 1, True], "power": [1, 2, 3]}, "scalar"),
     "h_aux": (h_aux, [[(A, (2, 3)), (A, (3, 2))]], {}, "aux"),
 }
+CAPTURED_FNS = ["h_gact", "h_gcoef", "h_gmode", "h_gknobs", "h_gtable", "h_gmod", "h_gdefault",
+                "h_gcell", "h_gcall"]
 NESTED_SHAPES = {"a": ("list", [(2,), (2,)]), "c": ("tuple", [(3,)])}
 
 STATIC_VALUES = [0.0, -0.0, 1.0, 1, True, 2, 2.0, False, float("nan"), (1, 2), (1.0, 2.0),
@@ -278,6 +281,176 @@ CLOSURE_SOURCES = {
     "vec": "lambda x: np.sin(x * c) + c",
 }
 CLOSURE_CONSTS = [0.5, 1.0, -0.0, 0.0, 2.0, 1, 3.0, -1.5]
+
+# --------------------------------------------------------------------------- captured values
+# What the h_g* functions read from outside their arguments. A ("set", target, i) step
+# reassigns one place (a global, an object's or a class's attribute, an item of a dict or a
+# list, a module attribute, a default argument, a closure cell, a dg.config switch) to
+# choice i of CAPTURED[target]; the oracle's fresh build sees the same choices (the world of
+# the call, recorded with it).
+
+
+def _cube(v):
+    return v ** 3
+
+
+def _softsign(v):
+    return v / (1.0 + v * v)
+
+
+class Knobs:
+    offset = 0.0  # a class attribute
+
+    def __init__(self, scale, power):
+        self.scale, self.power = scale, power
+
+
+G_ACT = np.tanh
+G_COEF = (1.0, 2.0)
+G_MODE = "sin"
+G_KNOBS = Knobs(1.0, 2)
+G_TABLE = {"k": 1.0}
+G_ITEMS = [2.0]
+gmod = types.ModuleType("gmod")  # a user module
+gmod.factor = 1.0
+
+
+def _make_cell():
+    k = 1.0
+
+    def h_gcell(x):
+        return np.sum(np.sin(x * k))
+
+    def set_k(v):
+        nonlocal k
+        k = v
+
+    return h_gcell, set_k
+
+
+h_gcell, _set_cell = _make_cell()
+
+
+def h_gact(x):
+    return np.sum(G_ACT(x) * x)
+
+
+def h_gcoef(x):
+    return np.sum(G_COEF[0] * x + G_COEF[1] * x ** 2)
+
+
+def h_gmode(x):
+    if G_MODE == "sin":
+        return np.sum(np.sin(x))
+    if G_MODE == "cube":
+        return np.sum(x ** 3)
+    return np.sum(np.exp(x * 0.5))
+
+
+def h_gknobs(x):
+    return G_KNOBS.scale * np.sum(np.sin(x) ** G_KNOBS.power) + G_KNOBS.offset * np.sum(x)
+
+
+def h_gtable(x):
+    return G_TABLE["k"] * np.sum(x ** 2) + G_ITEMS[0] * np.sum(np.sin(x))
+
+
+def h_gmod(x):
+    return gmod.factor * np.sum(np.cos(x))
+
+
+def h_gdefault(x, fn=np.tanh):
+    return np.sum(fn(x) * x)
+
+
+def _g_helper(v):
+    return G_ACT(v) * G_COEF[1]
+
+
+def h_gcall(x):
+    """Reads the captured values through a helper it calls."""
+    return np.sum(_g_helper(x) + x ** 2)
+
+
+_CONFIG_DEFAULTS = {"fuse": True, "recompute": True, "stack_gemms": "auto",
+                    "host_kernel": False}
+
+
+def _set_config(choice):
+    dg.config.update({**_CONFIG_DEFAULTS, **choice})
+
+
+def _set_global(name):
+    def setter(value):
+        globals()[name] = value
+    return setter
+
+
+def _set_knobs(params):
+    global G_KNOBS
+    G_KNOBS = Knobs(*params)
+
+
+def _set_attr(get_obj, name):
+    def setter(value):
+        setattr(get_obj(), name, value)
+    return setter
+
+
+def _set_item(container, key):
+    def setter(value):
+        container[key] = value
+    return setter
+
+
+def _set_defaults(value):
+    h_gdefault.__defaults__ = value
+
+
+# target -> (choices (index 0 is the start), setter, how a step prints: format of the value)
+CAPTURED = {
+    "config": ([{}, {"fuse": False}, {"recompute": False}, {"stack_gemms": True},
+                {"host_kernel": True}], _set_config, "dg.config.update({v})"),
+    "G_ACT": ([np.tanh, np.sin, _cube, _softsign, np.tanh], _set_global("G_ACT"),
+              "G_ACT = {v}"),
+    "G_COEF": ([(1.0, 2.0), (3.0, 0.0), (3, 0), (True, 2), (1.0, -0.0), (1.0, 2.0)],
+               _set_global("G_COEF"), "G_COEF = {v}"),
+    "G_MODE": (["sin", "cube", "exp"], _set_global("G_MODE"), "G_MODE = {v}"),
+    "G_KNOBS": ([(1.0, 2), (2.0, 3), (0.5, 2), (1, 2)], _set_knobs, "G_KNOBS = Knobs{v}"),
+    "G_KNOBS.scale": ([None, 0.5, 2.0, -1.0, 1], _set_attr(lambda: G_KNOBS, "scale"),
+                      "G_KNOBS.scale = {v}"),
+    "Knobs.offset": ([0.0, 1.5, -0.0, 2], _set_attr(lambda: Knobs, "offset"),
+                     "Knobs.offset = {v}"),
+    "G_TABLE['k']": ([1.0, 2.0, -0.5, 1], _set_item(G_TABLE, "k"), "G_TABLE['k'] = {v}"),
+    "G_ITEMS[0]": ([2.0, 0.0, -1.0], _set_item(G_ITEMS, 0), "G_ITEMS[0] = {v}"),
+    "gmod.factor": ([1.0, 3.0, -2.0, 1], _set_attr(lambda: gmod, "factor"),
+                    "gmod.factor = {v}"),
+    "h_gdefault.__defaults__": ([(np.tanh,), (np.cos,), (_softsign,)], _set_defaults,
+                                "h_gdefault.__defaults__ = {v}"),
+    "h_gcell.k": ([1.0, -2.0, 0.5], _set_cell, "k = {v}  # h_gcell's closure cell"),
+}
+# applied in this order (a new G_KNOBS first, then its scale)
+START_WORLD = {target: 0 for target in CAPTURED}
+
+
+def apply_world(world: dict) -> None:
+    """Sets every captured place to the choice ``world`` names."""
+    for target, (choices, setter, _) in CAPTURED.items():
+        value = choices[world.get(target, 0)]
+        if value is not None:
+            setter(value)
+
+
+for _name in CAPTURED_FNS:
+    HAND[_name] = (globals()[_name], [[(A, (3,))], [(A, (2, 3))]], {}, "scalar")
+
+
+def value_text(v) -> str:
+    if callable(v) and hasattr(v, "__name__"):
+        return ("np." if isinstance(v, np.ufunc) else "") + v.__name__
+    if isinstance(v, tuple):
+        return "(" + ", ".join(value_text(i) for i in v) + ("," if len(v) == 1 else "") + ")"
+    return fmt_value(v)
 
 # --------------------------------------------------------------------------- programs
 _POOLS: dict = {}
@@ -337,6 +510,7 @@ def _program_runs(prog) -> bool:
 #   ("new", name, shape, dtype, seed, base)   base None or (program index, input index)
 #   ("mutate", name, seed)                    name[...] = new values, in place
 #   ("clear",) | ("cache_size", n)
+#   ("set", target, i)                        a captured place := CAPTURED[target][0][i]
 #   ("call", cid, tspec, obj, args, kwargs)   obj: an int (transform object reused across
 #                                             calls with the same obj) or None (new object)
 #   ("jvp", cid, tspec, obj, primals, tangents)
@@ -425,6 +599,9 @@ def step_text(step, objs) -> str:
         return f"{name} = rand({shape!r}, seed={seed}{dt})"
     if k == "mutate":
         return f"{step[1]}[...] = rand({step[1]}.shape, seed={step[2]})  # in place"
+    if k == "set":
+        choices, _, form = CAPTURED[step[1]]
+        return form.format(v=value_text(choices[step[2]]))
     if k == "clear":
         return "dg.clear_cache()"
     if k == "cache_size":
@@ -541,6 +718,7 @@ class Record:
     args: object          # snapshot of the arguments at the call (values, for the oracle)
     result: object = None  # a copy of the result
     error: str | None = None
+    world: dict = field(default_factory=dict)  # the captured places' choices at the call
 
 
 def _invoke(step, obj, args, kwargs, pending, pid_out):
@@ -576,8 +754,17 @@ def run_cached(seq: Seq):
     records: list[Record] = []
     failures: list[Failure] = []
     originals: list = []  # (cid, leaf) for the alias check
+    world = dict(START_WORLD)
+    pid_world: dict = {}
     for step in seq.steps:
         k = step[0]
+        if k == "set":
+            world[step[1]] = step[2]
+            if step[1] == "G_KNOBS":
+                world["G_KNOBS.scale"] = 0  # a new object: its own scale
+            choices, setter, _ = CAPTURED[step[1]]
+            setter(choices[step[2]])
+            continue
         if k == "new":
             _, name, shape, dtype, seed, base = step
             if base is not None:
@@ -604,7 +791,7 @@ def run_cached(seq: Seq):
                 raise Invalid(f"pb{pid}")
             if pending.get(pid) is None:
                 continue  # its vjp call failed (reported there)
-            rec = Record(cid, step, pid_args[pid] + (salt,))
+            rec = Record(cid, step, pid_args[pid] + (salt,), world=pid_world[pid])
             records.append(rec)
             try:
                 ct = ct_like(pid_out[pid], salt)
@@ -623,10 +810,11 @@ def run_cached(seq: Seq):
             extra = [resolve(a, env) for a in step[5]]
         else:
             extra = {}
-        rec = Record(cid, step, snapshot((args, extra)))
+        rec = Record(cid, step, snapshot((args, extra)), world=dict(world))
         records.append(rec)
         if k == "vjp":
             pid_args[step[5]] = (tspec, rec.args[0])
+            pid_world[step[5]] = rec.world  # the pullback is the program of its vjp call
             pending[step[5]] = None
             pid_out[step[5]] = None
         try:
@@ -733,6 +921,7 @@ def check(seq: Seq, checks=("stale", "error", "alias", "compose")) -> list[Failu
     _CURRENT.clear()
     _CURRENT.update(seq.programs)
     try:
+        apply_world(START_WORLD)
         dg.clear_cache()
         records, failures = run_cached(seq)
         dg.set_cache_size(size)
@@ -741,6 +930,7 @@ def check(seq: Seq, checks=("stale", "error", "alias", "compose")) -> list[Failu
         for rec in records:
             failures += _check_record(rec, checks)
     finally:
+        apply_world(START_WORLD)
         dg.set_cache_size(size)
         dg.clear_cache()
     return failures
@@ -748,6 +938,7 @@ def check(seq: Seq, checks=("stale", "error", "alias", "compose")) -> list[Failu
 
 def _check_record(rec: Record, checks) -> list[Failure]:
     out = []
+    apply_world(rec.world)  # the fresh build and the reference see what the call saw
     try:
         fresh = run_fresh(rec)
         fresh_error = None
@@ -851,7 +1042,7 @@ def _struct_text(x) -> str:
 
 
 # =========================================================================== generating
-FAMILIES = ("arrays", "static", "closures", "containers", "compose", "mixed")
+FAMILIES = ("arrays", "static", "closures", "containers", "compose", "mixed", "captured")
 
 
 class Gen:
@@ -951,6 +1142,8 @@ class Gen:
             return ["h_list", "h_dict", "h_nested", "h_kw", "h_aux"]
         if fam == "compose":
             return ["h_sin", "h_two", "h_vec", "prog", "h_list", "h_dict", "closure"]
+        if fam == "captured":
+            return CAPTURED_FNS * 2 + ["h_sin", "prog"]
         return list(HAND) + ["prog"] * 3 + ["closure"] * 2
 
     def draw_fn(self):
@@ -1121,7 +1314,14 @@ class Gen:
         if not entries:
             entries.append((("hand", "h_sin"), HAND["h_sin"][1], [(A, (3,))], {},
                             ("grad", ("fn", ("hand", "h_sin")), 0, False), "call"))
+        p_set = {"captured": 0.3, "mixed": 0.06}.get(self.family, 0.0)
         for _ in range(n_steps):
+            if p_set and rnd.random() < p_set:
+                target = rnd.choice(sorted(CAPTURED))
+                first = 1 if CAPTURED[target][0][0] is None else 0
+                self.steps.append(("set", target,
+                                   rnd.randrange(first, len(CAPTURED[target][0]))))
+                continue
             r = rnd.random()
             if r < 0.06:
                 self.steps.append(("clear",))
