@@ -32,7 +32,7 @@ from .errors import BackendMismatchError, DualgpuError, NonScalarOutputError, Sh
 from .executor import Executable, config, generation
 from .guards import Guards, collect_guards
 from .namespace import rebind_function
-from .signature import Signature, _class_call, quick_key, static_key, unwrap_function
+from .signature import Signature, _class_call, quick_key
 from .sparse_api import SparseValue
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output

@@ -42,7 +42,7 @@ import weakref
 import numpy as np
 
 from .backends import array_backend
-from .signature import static_key, unwrap_function
+from .signature import _class_call, static_key
 
 # how far the walk goes: functions followed, places guarded, attribute depth
 MAX_FUNCTIONS = 64
@@ -303,8 +303,8 @@ class _Walk:
         else:  # a user module, class or object: the attributes the code names
             self.seen.add(id(value))
             self.objects.append([value, what, depth, set()])
-            call = getattr(type(value), "__call__", None)
-            if isinstance(call, types.FunctionType) and not isinstance(value, type):
+            call = None if isinstance(value, type) else _class_call(type(value))
+            if isinstance(call, types.FunctionType):
                 self.follow(call)
 
     def follow(self, f: types.FunctionType) -> None:
