@@ -209,7 +209,7 @@ def _check_complex_outputs(graph: Graph, what: str, holomorphic: bool, mode: str
     for j, o in enumerate(outs):
         name = "the output" if len(outs) == 1 else f"output {j}"
         kind = o.dtype.kind
-        if kind not in "fc":
+        if kind not in "fc" and mode == "rev":
             raise error(f"{what}: {name} has dtype {o.dtype} and cannot be differentiated "
                         "(only floating-point and complex outputs)")
         if holomorphic and kind != "c":
@@ -218,8 +218,8 @@ def _check_complex_outputs(graph: Graph, what: str, holomorphic: bool, mode: str
                 "differentiation is of complex functions of complex inputs; drop "
                 "holomorphic=True for a real output")
         if not holomorphic and kind == "c" and mode == "rev":
-            scalar = "a complex scalar" if tuple(o.shape) == () else "complex"
-            label = f"{what} returns {scalar}" if len(outs) == 1 else f"{what}: {name} is complex"
+            value = "a complex scalar" if tuple(o.shape) == () else "a complex array"
+            label = f"{what} returns {value}" if len(outs) == 1 else f"{what}: {name} is complex"
             raise error(
                 f"{label} ({o.dtype}); reverse mode differentiates real outputs, or "
                 "complex ones with holomorphic=True (JAX's rule). Pass holomorphic=True "

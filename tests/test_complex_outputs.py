@@ -41,7 +41,8 @@ def central_difference(f, z, eps=1e-6):
 def test_jacrev_of_a_complex_output_is_refused_without_holomorphic():
     """It returned the identity for x * (1 + 2j): the imaginary part was dropped."""
     for jac in (dg.jacrev, dg.jacobian):
-        with pytest.raises(dg.DualgpuError, match=r"complex \(complex128\).*holomorphic=True"):
+        with pytest.raises(dg.DualgpuError, match=r"returns a complex array \(complex128\).*"
+                                                  r"holomorphic=True"):
             jac(lambda x: x * (1 + 2j))(X)
     with pytest.raises(dg.DualgpuError, match="holomorphic=True"):  # complex inputs too (JAX)
         dg.jacrev(lambda z: z ** 2)(Z)
@@ -183,6 +184,9 @@ def test_jacfwd_of_real_inputs_returns_the_complex_jacobian():
     J = dg.jacfwd(f)(X)
     np.testing.assert_allclose(J, np.diag((1 + 1j * X) * np.exp(1j * X)), rtol=1e-12)
     np.testing.assert_allclose(np.diag(J), central_difference(f, X), rtol=1e-7)
+    J, J_mask = dg.jacfwd(lambda x: (x * 1j, x > 0))(X)  # a bool output: zeros, as before
+    np.testing.assert_array_equal(J, 1j * np.eye(3))
+    assert J_mask.dtype == bool and not J_mask.any()
 
 
 # ------------------------------------------------------------------------- vjp
