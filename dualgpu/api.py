@@ -193,7 +193,7 @@ def _scalar_output(graph: Graph, tree, what: str, holomorphic: bool | None = Non
         _check_complex_outputs(graph, what, holomorphic, "rev", NonScalarOutputError)
 
 
-def check_holomorphic(value, what: str) -> bool:
+def _check_holomorphic(value, what: str) -> bool:
     """``holomorphic`` is a bool (it selects the program: part of the cache key)."""
     if not isinstance(value, bool):
         raise DualgpuError(f"{what}: holomorphic must be True or False, got {value!r}")
@@ -229,7 +229,7 @@ def _check_complex_outputs(graph: Graph, what: str, holomorphic: bool, mode: str
                 "Jacobian in a real input)")
 
 
-def check_complex_inputs(graph: Graph, sig: Signature, what: str, holomorphic: bool,
+def _check_complex_inputs(graph: Graph, sig: Signature, what: str, holomorphic: bool,
                          mode: str) -> None:
     """JAX's rules for the differentiated inputs: complex with ``holomorphic=True``; real
     for forward mode (``mode == "fwd"``) without it."""
@@ -252,11 +252,11 @@ def check_complex_inputs(graph: Graph, sig: Signature, what: str, holomorphic: b
                 "differentiate in the real and imaginary parts as two real arguments")
 
 
-def check_complex(graph: Graph, sig: Signature, what: str, holomorphic: bool,
+def _check_complex(graph: Graph, sig: Signature, what: str, holomorphic: bool,
                   mode: str) -> None:
     """JAX's dtype rules of ``holomorphic`` for the Jacobians (``mode`` "rev" or "fwd")."""
     _check_complex_outputs(graph, what, holomorphic, mode)
-    check_complex_inputs(graph, sig, what, holomorphic, mode)
+    _check_complex_inputs(graph, sig, what, holomorphic, mode)
 
 
 # ------------------------------------------------------------------------------ programs
@@ -625,7 +625,7 @@ class _Grad(Transformed):
 
     def __init__(self, fn, argnums=0, *, has_aux: bool = False, holomorphic: bool = False):
         super().__init__(fn, argnums, has_aux=has_aux)
-        self.holomorphic = check_holomorphic(holomorphic, f"dg.{self.kind}")
+        self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
 
     @property
     def spec(self) -> tuple:
@@ -634,7 +634,7 @@ class _Grad(Transformed):
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
         _scalar_output(main, tree, self.__name__, self.holomorphic)
-        check_complex_inputs(main, sig, self.__name__, self.holomorphic, "rev")
+        _check_complex_inputs(main, sig, self.__name__, self.holomorphic, "rev")
         program = grad_graph(main, sig.diff_inputs(),
                              stack=config.stack_gemms_for(sig.backend))
         return _with_aux(program, aux), aux_tree

@@ -22,11 +22,11 @@ from . import tree as T
 from .api import (
     Transformed,
     _check_call,
+    _check_complex,
+    _check_holomorphic,
     _flags,
     _name,
     _rebindable,
-    check_complex,
-    check_holomorphic,
     function_key,
 )
 from .core.interpret import eval_graph
@@ -373,7 +373,7 @@ class _Jacobian(Transformed):
     def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False):
         self.mode = mode
         self.kind = "jacfwd" if mode == "fwd" else "jacrev"
-        self.holomorphic = check_holomorphic(holomorphic, f"dg.{self.kind}")
+        self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
         super().__init__(fn, argnums)
 
     @property
@@ -382,7 +382,7 @@ class _Jacobian(Transformed):
 
     def build(self, traced, sig):
         graph = traced.graph
-        check_complex(graph, sig, self.__name__, self.holomorphic, self.mode)
+        _check_complex(graph, sig, self.__name__, self.holomorphic, self.mode)
         return jacobian_graph(graph, _flags(sig, graph), self.mode), traced.out_tree
 
     def finish(self, compiled, sig, outs):
