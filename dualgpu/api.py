@@ -173,7 +173,9 @@ def _with_aux(program: Graph, aux: Graph | None) -> Graph:
     return simplify(g)
 
 
-def _scalar_output(graph: Graph, tree, what: str) -> None:
+def _scalar_output(graph: Graph, tree, what: str, holomorphic: bool | None = None) -> None:
+    """One scalar output, real -- or complex with ``holomorphic=True`` (``None``: the
+    transform has no holomorphic mode)."""
     if tree is None or not tree.is_leaf:
         raise NonScalarOutputError(
             f"{what} returns {tree}; grad and hvp need one scalar output (use has_aux=True "
@@ -183,11 +185,79 @@ def _scalar_output(graph: Graph, tree, what: str) -> None:
         raise NonScalarOutputError(
             f"{what} returns an array of shape {tuple(out.shape)}; grad and hvp need one "
             "scalar output. Reduce it (e.g. np.sum), or use dg.vjp or hvp(batch_axes=...)")
-    if out.dtype.kind != "f":
+    if holomorphic is None and out.dtype.kind != "f":
         kind = "complex" if out.dtype.kind == "c" else "non-floating"
         raise NonScalarOutputError(
             f"{what} returns a {kind} scalar ({out.dtype}); grad and hvp need a real "
             "floating-point output (take np.real or np.abs of a complex value first)")
+    if holomorphic is not None:
+        _check_complex_outputs(graph, what, holomorphic, "rev", NonScalarOutputError)
+
+
+def _check_holomorphic(value, what: str) -> bool:
+    """``holomorphic`` is a bool (it selects the program: part of the cache key)."""
+    if not isinstance(value, bool):
+        raise DualgpuError(f"{what}: holomorphic must be True or False, got {value!r}")
+    return value
+
+
+def _check_complex_outputs(graph: Graph, what: str, holomorphic: bool, mode: str,
+                           error: type[DualgpuError] = DualgpuError) -> None:
+    """JAX's rules for the outputs: with ``holomorphic=True`` every output is complex;
+    without, reverse mode (``mode == "rev"``) refuses complex outputs, whose imaginary
+    part a real cotangent would drop."""
+    outs = graph.outputs
+    for j, o in enumerate(outs):
+        name = "the output" if len(outs) == 1 else f"output {j}"
+        kind = o.dtype.kind
+        if kind not in "fc" and mode == "rev":
+            raise error(f"{what}: {name} has dtype {o.dtype} and cannot be differentiated "
+                        "(only floating-point and complex outputs)")
+        if holomorphic and kind != "c":
+            raise error(
+                f"{what} has holomorphic=True, but {name} is real ({o.dtype}): holomorphic "
+                "differentiation is of complex functions of complex inputs; drop "
+                "holomorphic=True for a real output")
+        if not holomorphic and kind == "c" and mode == "rev":
+            value = "a complex scalar" if tuple(o.shape) == () else "a complex array"
+            label = f"{what} returns {value}" if len(outs) == 1 else f"{what}: {name} is complex"
+            raise error(
+                f"{label} ({o.dtype}); reverse mode differentiates real outputs, or "
+                "complex ones with holomorphic=True (JAX's rule). Pass holomorphic=True "
+                "(with complex inputs) for the complex derivative f'(z) of a holomorphic "
+                "function; for a real loss of complex values take np.real or np.abs first; "
+                "for the pullback of a complex output use dg.vjp (or dg.jacfwd for its "
+                "Jacobian in a real input)")
+
+
+def _check_complex_inputs(graph: Graph, sig: Signature, what: str, holomorphic: bool,
+                         mode: str) -> None:
+    """JAX's rules for the differentiated inputs: complex with ``holomorphic=True``; real
+    for forward mode (``mode == "fwd"``) without it."""
+    names = graph.input_names or []
+    for k, (v, d) in enumerate(zip(graph.inputs, sig.diff)):
+        if not d:
+            continue
+        arg = sig.arg_of_input[k]
+        name = f"argument {arg}" + (f" ({names[k]})" if k < len(names) and names[k] else "")
+        if holomorphic and v.dtype.kind != "c":
+            raise DualgpuError(
+                f"{what} has holomorphic=True, but {name} is real ({v.dtype}): the complex "
+                "derivative needs complex inputs. Pass it as a complex array "
+                "(x.astype(np.complex128)), or drop holomorphic=True")
+        if not holomorphic and v.dtype.kind == "c" and mode == "fwd":
+            raise DualgpuError(
+                f"{what}: {name} is complex ({v.dtype}); forward-mode Jacobians take real "
+                "inputs, or complex ones with holomorphic=True (JAX's rule). Pass "
+                "holomorphic=True for the complex derivative of a holomorphic function, or "
+                "differentiate in the real and imaginary parts as two real arguments")
+
+
+def _check_complex(graph: Graph, sig: Signature, what: str, holomorphic: bool,
+                  mode: str) -> None:
+    """JAX's dtype rules of ``holomorphic`` for the Jacobians (``mode`` "rev" or "fwd")."""
+    _check_complex_outputs(graph, what, holomorphic, mode)
+    _check_complex_inputs(graph, sig, what, holomorphic, mode)
 
 
 # ------------------------------------------------------------------------------ programs
@@ -506,9 +576,18 @@ class _Grad(Transformed):
     kind = "grad"
     returns_value = False
 
+    def __init__(self, fn, argnums=0, *, has_aux: bool = False, holomorphic: bool = False):
+        super().__init__(fn, argnums, has_aux=has_aux)
+        self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
+
+    @property
+    def spec(self) -> tuple:
+        return super().spec + (self.holomorphic,)
+
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
-        _scalar_output(main, tree, self.__name__)
+        _scalar_output(main, tree, self.__name__, self.holomorphic)
+        _check_complex_inputs(main, sig, self.__name__, self.holomorphic, "rev")
         program = grad_graph(main, sig.diff_inputs(),
                              stack=config.stack_gemms_for(sig.backend))
         return _with_aux(program, aux), aux_tree
@@ -704,12 +783,19 @@ def _flags(sig: Signature, graph: Graph) -> list[bool]:
 
 
 # ------------------------------------------------------------------------------ public API
-def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False):
+def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+         holomorphic: bool = False):
     """Gradient of a scalar function: ``grad(f)(*args)``; a tuple when ``argnums`` is.
 
     Arguments may be pytrees (nested tuples, lists and dicts of arrays): the gradient has the
     argument's structure. With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the
     result is ``(grad, aux)``. Keyword arguments are passed through, not differentiated.
+
+    The output must be real, as in JAX; a real output of complex inputs gets JAX's
+    convention (``grad(lambda z: abs(z) ** 2)(z) == 2 * conj(z)``). With
+    ``holomorphic=True`` the output and the differentiated inputs must be complex and the
+    result is the complex derivative ``f'(z)`` (of a holomorphic ``f``: dualgpu does not
+    check that it is).
 
     Example::
 
@@ -718,25 +804,30 @@ def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False):
         array([2., 4.])
         >>> dg.grad(lambda p: np.sum(p["w"] * p["b"]))({"w": np.ones(2), "b": np.arange(2.)})
         {'b': array([1., 1.]), 'w': array([0., 1.])}
+        >>> dg.grad(lambda z: z ** 2, holomorphic=True)(np.array(1 + 2j))
+        array(2.+4.j)
     """
     if fn is None:
-        return lambda f: grad(f, argnums, has_aux)
-    return _Grad(fn, argnums, has_aux=has_aux)
+        return lambda f: grad(f, argnums, has_aux, holomorphic)
+    return _Grad(fn, argnums, has_aux=has_aux, holomorphic=holomorphic)
 
 
-def value_and_grad(fn: Callable | None = None, argnums=0, has_aux: bool = False):
+def value_and_grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+                   holomorphic: bool = False):
     """``value_and_grad(f)(*args) -> (f(*args), grad)``; with ``has_aux=True``,
-    ``((value, aux), grad)``.
+    ``((value, aux), grad)``. ``holomorphic`` as in :func:`grad`.
 
     Example::
 
         >>> v, g = dg.value_and_grad(lambda x: np.sum(x ** 2))(np.array([3.0]))
         >>> float(v), g
         (9.0, array([6.]))
+        >>> dg.value_and_grad(lambda z: z * z, holomorphic=True)(np.array(1 + 1j))
+        (array(0.+2.j), array(2.+2.j))
     """
     if fn is None:
-        return lambda f: value_and_grad(f, argnums, has_aux)
-    return _ValueAndGrad(fn, argnums, has_aux=has_aux)
+        return lambda f: value_and_grad(f, argnums, has_aux, holomorphic)
+    return _ValueAndGrad(fn, argnums, has_aux=has_aux, holomorphic=holomorphic)
 
 
 def hvp(fn: Callable | None = None, argnums=0, batch_axes=None, has_aux: bool = False):
@@ -804,11 +895,17 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     cotangents, one per primal, each with its primal's structure. With ``has_aux=True``:
     ``(out, pullback, aux)``.
 
+    As in JAX (and with no ``holomorphic`` switch), a complex output takes a complex
+    cotangent ``ȳ``, and the pullback is the transpose, unconjugated: ``ȳ · f'(z)`` for a
+    complex input, its real part ``Re(ȳ · f'(x))`` for a real one.
+
     Example::
 
         >>> out, pullback = dg.vjp(np.sin, np.zeros(2))
         >>> pullback(np.ones(2))
         (array([1., 1.]),)
+        >>> dg.vjp(lambda x: x * (1 + 2j), np.ones(2))[1](np.array([1.0, 1j]))
+        (array([ 1., -2.]),)
     """
     t = _Vjp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     return t.pair(Signature(primals, {}, t.argnums, t.__name__))

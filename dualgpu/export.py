@@ -8,8 +8,9 @@ the constants it closes over (as bytes, never as code), the few registry operati
 that NumPy has no function for, and glue that takes the arguments the transformed function
 takes -- pytrees and keyword arguments included -- and returns its result in the same
 structure. Static (non-array) arguments are fixed at export time; the exported function
-checks that it gets the same values. Each line of the program carries the user's source line
-it came from.
+checks that it gets the same values, and that each array argument has the example's shape
+and dtype (one helper, ``_checked``, for both libraries; it names the argument). Each line
+of the program carries the user's source line it came from.
 
 ``backend="cupy"`` (the default for CuPy example arguments) writes the fusion plan a CuPy call
 runs (:mod:`dualgpu.codegen.cupy_python`): the kernels' CUDA source as one string compiled
@@ -34,6 +35,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import inspect
 import keyword
 import os
 from collections.abc import Callable
@@ -154,9 +156,37 @@ def _build(spec, leaves):
 
 def _constant(data, dtype, shape):
     return xp.asarray(np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape))
+
+
+def _checked(a, k, dtype, shape):
+    """Array argument leaf ``k`` (``_WHERE[k]`` names it), checked against the example this
+    module was exported with: an ``xp.ndarray`` of the same shape and dtype (with
+    ``_NUMBERS``, a number is one: a NumPy number of its dtype, a Python one float64 or
+    complex128, as dualgpu takes them), and C-contiguous where the program depends on the
+    layout (``_C_CONTIGUOUS``)."""
+    if _NUMBERS and isinstance(a, (int, float, complex, np.generic)) and type(a) is not bool:
+        a = xp.asarray(a, dtype=a.dtype if isinstance(a, np.generic)
+                       else np.result_type(a, np.float64))
+    if type(a) is not xp.ndarray:
+        raise TypeError(f"{_WHERE[k]}: expected a {xp.__name__}.ndarray, got "
+                        f"{type(a).__module__}.{type(a).__name__}{_TYPE_HINT}")
+    if a.dtype != dtype or a.shape != shape:
+        raise ValueError(f"{_WHERE[k]} is {a.dtype.name}{list(a.shape)}; this module was "
+                         f"exported for {dtype.name}{list(shape)} (its program is specialised "
+                         "to the example's shapes and dtypes): pass an array of that shape "
+                         "and dtype, or export again for this one")
+    if _C_CONTIGUOUS and not a.flags.c_contiguous:
+        raise ValueError(f"{_WHERE[k]} is not C-contiguous (strides {a.strides}); this "
+                         "module's CUDA kernels read C-contiguous arrays: pass "
+                         f"{xp.__name__}.ascontiguousarray(...) of it")
+    return a
 '''
 
 _NUMPY_GLUE = '''
+_NUMBERS = True  # a number is a 0-d array
+_TYPE_HINT = ""
+_C_CONTIGUOUS = False  # NumPy programs read any layout
+
 
 def _special():
     import scipy.special  # only programs that call a special function need SciPy
@@ -165,6 +195,10 @@ def _special():
 '''
 
 _CUPY_GLUE = '''
+_NUMBERS = False  # the kernels read device arrays
+_TYPE_HINT = " (move it to the GPU with cupy.asarray)"
+_C_CONTIGUOUS = True  # the kernels index C-contiguous arrays
+
 
 def _special():
     import cupyx.scipy.special  # only programs that call a special function need it
@@ -178,23 +212,6 @@ def _c(a, dtype):
     if isinstance(a, xp.ndarray) and a.dtype == dtype and a.flags.c_contiguous:
         return a
     return xp.array(a, dtype=dtype, order="C")
-
-
-def _checked(a, k, dtype, shape):
-    """Array argument leaf ``k``, checked against what the kernels were generated for."""
-    if not isinstance(a, xp.ndarray):
-        raise TypeError(f"array argument leaf {k}: expected a cupy.ndarray, got "
-                        f"{type(a).__module__}.{type(a).__name__} (move it to the GPU "
-                        "with cupy.asarray)")
-    if a.dtype != dtype or a.shape != shape:
-        raise ValueError(f"array argument leaf {k} is {a.dtype.name}{list(a.shape)}; this "
-                         f"module was exported for {dtype.name}{list(shape)} (its CUDA "
-                         "kernels are specialised to these shapes and dtypes)")
-    if not a.flags.c_contiguous:
-        raise ValueError(f"array argument leaf {k} is not C-contiguous (strides "
-                         f"{a.strides}); this module's CUDA kernels read C-contiguous "
-                         "arrays: pass cupy.ascontiguousarray(...) of it")
-    return a
 '''
 
 
@@ -239,12 +256,13 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
     order = [_index_of(o, outs, "a result") for o in out_leaves]
     what = f"{t.kind} of {_python_name(getattr(t.fn, '__name__', 'f'))}"
     checks = _static_checks(args, kwargs, input_leaves)
+    where = _argument_names(t.fn, args, kwargs)
     if target == "cupy":
         text = _cupy_module_text(what, fname, compiled.graph, passed, input_leaves, order,
-                                 out_tree, checks)
+                                 out_tree, checks, where)
     else:
         text = _module_text(what, fname, compiled.graph, passed, input_leaves, order,
-                            out_tree, checks)
+                            out_tree, checks, where)
     if path is not None:
         with open(os.fspath(path), "w") as fh:
             fh.write(text)
@@ -427,16 +445,18 @@ def _shapes_line(passed) -> str:
             + ", ".join(f"{np.dtype(p.dtype).name}{list(np.shape(p))}" for p in passed) + ".")
 
 
-def _glue(what, fname, passed, input_leaves, order, out_tree, checks, inputs: str) -> list:
-    """The module's tables and its public function; ``inputs`` is the expression of the
-    program's input list (read from ``leaves``, ``_INPUTS`` and ``_DTYPES``)."""
+def _glue(what, fname, passed, input_leaves, order, out_tree, checks, where) -> list:
+    """The module's tables and its public function, which checks every argument leaf
+    (``_checked``; ``where`` names them) and calls the program."""
     dtypes = [np.dtype(p.dtype).str for p in passed]
-    n_leaves = "_N_LEAVES"
+    shapes = tuple(tuple(int(d) for d in np.shape(p)) for p in passed)
     return [
         "",
-        f"{n_leaves} = {max(input_leaves + [k for k, _ in checks], default=-1) + 1}",
+        f"_N_LEAVES = {len(where)}",
+        f"_WHERE = {E.py_literal(tuple(where), 'the argument names')}",
         f"_INPUTS = {tuple(input_leaves)!r}",
         f"_DTYPES = {tuple(dtypes)!r}",
+        f"_SHAPES = {E.py_literal(shapes, 'the input shapes')}",
         f"_ORDER = {tuple(order)!r}",
         f"_OUT = {_spec(out_tree)}",
         f"_STATIC = {{{', '.join(f'{k}: {lit}' for k, lit in checks)}}}",
@@ -445,20 +465,62 @@ def _glue(what, fname, passed, input_leaves, order, out_tree, checks, inputs: st
         f"def {fname}(*args, **kwargs):",
         f'    """The {what}, for arguments like the ones it was exported with."""',
         "    leaves = _leaves((args, kwargs), [])",
-        f"    if len(leaves) < {n_leaves}:",
-        "        raise TypeError(f'expected at least {_N_LEAVES} array/scalar leaves in the "
-        "arguments, got {len(leaves)}')",
+        "    if len(leaves) != _N_LEAVES:",
+        "        raise TypeError(f'expected {_N_LEAVES} leaves in the arguments (arrays and "
+        "static values, as in the example this module was exported with), got "
+        "{len(leaves)}')",
         "    for k, value in _STATIC.items():",
         "        if type(leaves[k]) is not type(value) or repr(leaves[k]) != repr(value):",
-        "            raise ValueError(f'static argument leaf {k} is {leaves[k]!r}; this "
-        "module was exported for {value!r}')",
-        f"    inputs = {inputs}",
+        "            raise ValueError(f'{_WHERE[k]} (a static argument) is {leaves[k]!r}; "
+        "this module was exported for {value!r}')",
+        "    inputs = [_checked(leaves[k], k, np.dtype(d), s)",
+        "              for k, d, s in zip(_INPUTS, _DTYPES, _SHAPES)]",
         "    outs = program(*inputs)",
         "    return _build(_OUT, iter(outs[i] for i in _ORDER))",
     ]
 
 
-def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, checks) -> str:
+def _argument_names(fn, args, kwargs) -> list[str]:
+    """Words for every leaf of ``(args, kwargs)`` in the exported function's order:
+    ``argument 1 (X)``, ``argument 0 (params)['W']``, ``keyword argument 'scale'``."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names: list[str] = []
+    for i, a in enumerate(args):
+        label = f"argument {i}" + (f" ({params[i]})" if i < len(params) else "")
+        _leaf_names(a, label, names)
+    for key in T._dict_keys(kwargs):
+        _leaf_names(kwargs[key], f"keyword argument {_key_text(key)}", names)
+    return names
+
+
+def _leaf_names(tree, label: str, out: list) -> None:
+    """Append a name for each leaf of ``tree`` (dualgpu's order: dict keys sorted)."""
+    def walk(t, path):
+        if t.is_leaf:
+            out.append(label + path)
+        elif t.kind == "dict":
+            for key, child in zip(t.meta, t.children):
+                walk(child, f"{path}[{_key_text(key)}]")
+        else:
+            for i, child in enumerate(t.children):
+                walk(child, f"{path}[{i}]")
+
+    walk(T.structure(tree), "")
+
+
+def _key_text(key) -> str:
+    """A dict key in words: its repr for a short string or an int, else its type."""
+    if type(key) is str and len(key) <= 40 or type(key) is int:
+        return repr(key)
+    return f"<a {type(key).__name__} key>"
+
+
+def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, checks,
+                 where) -> str:
     src, consts = generate_python(graph, "program")
     ops = _ops_used(graph.eqns)
     head = [
@@ -477,13 +539,12 @@ def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, chec
     head += _ops_class(ops, STANDALONE_OPS, "NumPy")
     head += _constants(consts)
     program = _with_locations(src, graph)
-    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks,
-                 "[xp.asarray(leaves[k], dtype=d) for k, d in zip(_INPUTS, _DTYPES)]")
+    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks, where)
     return "\n".join(head) + "\n\n\n" + program + "\n".join(glue) + "\n"
 
 
 def _cupy_module_text(what, fname, graph, passed, input_leaves, order, out_tree,
-                      checks) -> str:
+                      checks, where) -> str:
     plan = plan_graph(graph, recompute=config["recompute"])
     prog = plan_program(plan, "program")
     ops = _ops_used(prog.library_eqns, cupy=True)
@@ -510,12 +571,7 @@ def _cupy_module_text(what, fname, graph, passed, input_leaves, order, out_tree,
     head += _ops_class(ops, {**STANDALONE_OPS, **CUPY_OPS}, "CuPy")
     head += _constants(prog.consts)
     head += _kernel_lines(prog.kernels)
-    shapes = E.py_literal(tuple(tuple(int(d) for d in np.shape(p)) for p in passed),
-                          "the input shapes")
-    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks,
-                 "[_checked(leaves[k], k, np.dtype(d), s)\n"
-                 "              for k, d, s in zip(_INPUTS, _DTYPES, _SHAPES)]")
-    glue.insert(4, f"_SHAPES = {shapes}")
+    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks, where)
     return ("\n".join(head) + "\n\n\n" + prog.source
             + "\n".join(glue) + "\n")
 

@@ -19,7 +19,16 @@ import numpy as np
 
 from . import numpy_api as dnp
 from . import tree as T
-from .api import Transformed, _check_call, _flags, _name, _rebindable, function_key
+from .api import (
+    Transformed,
+    _check_call,
+    _check_complex,
+    _check_holomorphic,
+    _flags,
+    _name,
+    _rebindable,
+    function_key,
+)
 from .core.interpret import eval_graph
 from .core.ir import Aval, Graph
 from .core.trace import Tracer, trace_to_graph
@@ -317,7 +326,8 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
         for o in outs:
             if o.dtype.kind not in "fc":
                 raise DualgpuError(f"jacrev of {graph.name}: an output of dtype {o.dtype} "
-                                   "cannot be differentiated (only floating-point outputs)")
+                                   "cannot be differentiated (only floating-point and "
+                                   "complex outputs)")
         lin = vjp_graph(graph, wrt)  # (primals, out cotangents) -> (outs, input cotangents)
         basis_avals = out_avals
     else:
@@ -360,13 +370,19 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
 
 
 class _Jacobian(Transformed):
-    def __init__(self, fn: Callable, argnums=0, mode: str = "rev"):
+    def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False):
         self.mode = mode
         self.kind = "jacfwd" if mode == "fwd" else "jacrev"
+        self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
         super().__init__(fn, argnums)
+
+    @property
+    def spec(self) -> tuple:
+        return super().spec + (self.holomorphic,)
 
     def build(self, traced, sig):
         graph = traced.graph
+        _check_complex(graph, sig, self.__name__, self.holomorphic, self.mode)
         return jacobian_graph(graph, _flags(sig, graph), self.mode), traced.out_tree
 
     def finish(self, compiled, sig, outs):
@@ -380,7 +396,7 @@ class _Jacobian(Transformed):
         return T.unflatten(tree, per_out)
 
 
-def jacfwd(fn: Callable | None = None, argnums=0):
+def jacfwd(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
     """The Jacobian of ``fn`` by forward mode (one pass, batched over the input's size):
     best when the inputs are smaller than the outputs.
 
@@ -388,34 +404,47 @@ def jacfwd(fn: Callable | None = None, argnums=0):
     ``S + A``. With pytrees, JAX's layout: the output's structure, each leaf replaced by
     the argument's structure (a tuple of them when ``argnums`` is a tuple).
 
+    JAX's rules for complex values: real inputs may have complex outputs (the Jacobian is
+    complex); complex inputs need ``holomorphic=True`` (and complex outputs), and the
+    Jacobian is then the complex derivative.
+
     Example::
 
         >>> dg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
         array([[2., 0.],
                [0., 4.]])
+        >>> dg.jacfwd(lambda x: x * (1 + 2j))(np.array([1.0]))
+        array([[1.+2.j]])
     """
     if fn is None:
-        return lambda f: jacfwd(f, argnums)
-    return _Jacobian(fn, argnums, "fwd")
+        return lambda f: jacfwd(f, argnums, holomorphic)
+    return _Jacobian(fn, argnums, "fwd", holomorphic)
 
 
-def jacrev(fn: Callable | None = None, argnums=0):
+def jacrev(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
     """The Jacobian of ``fn`` by reverse mode (one pass, batched over the output's size):
     best when the outputs are smaller than the inputs. Shapes and structure as
     :func:`jacfwd`.
+
+    As in JAX, complex outputs are refused unless ``holomorphic=True``; then the inputs
+    must be complex too and the Jacobian is the complex derivative (of a holomorphic
+    ``fn``: dualgpu does not check that it is). Real outputs of complex inputs follow
+    :func:`dualgpu.grad`'s convention.
 
     Example::
 
         >>> dg.jacrev(lambda x: np.sin(x) * x[0])(np.array([0.0, 1.0]))
         array([[0.        , 0.        ],
                [0.84147098, 0.        ]])
+        >>> dg.jacrev(lambda z: z ** 2, holomorphic=True)(np.array([1j]))
+        array([[0.+2.j]])
     """
     if fn is None:
-        return lambda f: jacrev(f, argnums)
-    return _Jacobian(fn, argnums, "rev")
+        return lambda f: jacrev(f, argnums, holomorphic)
+    return _Jacobian(fn, argnums, "rev", holomorphic)
 
 
-def jacobian(fn: Callable | None = None, argnums=0):
+def jacobian(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
     """``jacrev`` (as in JAX). ``dg.jacfwd(dg.jacrev(f))`` is the Hessian.
 
     Example::
@@ -423,5 +452,4 @@ def jacobian(fn: Callable | None = None, argnums=0):
         >>> dg.jacobian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
         array([ 3., 12.])
     """
-    return jacrev(fn, argnums)
-
+    return jacrev(fn, argnums, holomorphic)

@@ -197,3 +197,84 @@ def test_ops_written_by_a_template_function_travel():
     exec(text, ns)
     np.testing.assert_allclose(ns[[k for k in ns if k.startswith("grad_")][0]](x), g(x),
                                rtol=1e-14)
+
+
+# --------------------------------------------------------------------------- argument checks
+def _exported(fn, *args, **kwargs):
+    text = dg.export(fn, *args, name="exported", **kwargs)
+    ns: dict = {}
+    exec(text, ns)
+    return ns["exported"], text
+
+
+def test_arguments_of_another_shape_are_refused():
+    """The program is specialised to the example's shapes (np.mean's 1/n is a literal): an
+    argument of another shape gave a silently wrong result of the old shape."""
+    g = dg.grad(lambda x: np.mean(x ** 2))
+    fn, _ = _exported(g, np.ones(3))
+    np.testing.assert_allclose(fn(np.arange(3.0)), g(np.arange(3.0)), rtol=1e-15)
+    with pytest.raises(ValueError, match=r"argument 0 \(x\) is float64\[4\]; this module was "
+                                         r"exported for float64\[3\]"):
+        fn(np.arange(4.0))
+    hvp, _ = _exported(dg.hvp(loss), W, X, Y, V)
+    with pytest.raises(ValueError, match=r"argument 1 \(X\) is float64\[6, 3\].*float64\[5, 3\]"):
+        hvp(W, RNG.standard_normal((6, 3)), Y, V)
+    with pytest.raises(ValueError, match=r"argument 3 is float64\[4\].*float64\[3\]"):
+        hvp(W, X, Y, np.ones(4))  # the direction: no parameter of loss names it
+
+
+def test_arguments_of_another_dtype_or_type_are_refused():
+    """They were converted silently (float32 data computed in float64, as another program)."""
+    fn, _ = _exported(dg.value_and_grad(params_loss), PARAMS, X, scale=2.0)
+    want = fn(PARAMS, X, scale=2.0)
+    assert _plain(want) == _plain(dg.value_and_grad(params_loss)(PARAMS, X, scale=2.0))
+    p32 = dict(PARAMS, W=PARAMS["W"].astype(np.float32))
+    with pytest.raises(ValueError, match=r"argument 0 \(params\)\['W'\] is float32\[3, 2\]; "
+                                         r"this module was exported for float64\[3, 2\]"):
+        fn(p32, X, scale=2.0)
+    with pytest.raises(TypeError, match=r"argument 1 \(X\): expected a numpy.ndarray, got "
+                                        r"builtins.str"):
+        fn(PARAMS, "X", scale=2.0)
+    with pytest.raises(TypeError, match=r"expected 4 leaves in the arguments.*got 5"):
+        fn(PARAMS, X, scale=2.0, extra=1.0)
+    with pytest.raises(ValueError, match=r"keyword argument 'scale' \(a static argument\) is "
+                                         r"3.0; this module was exported for 2.0"):
+        fn(PARAMS, X, scale=3.0)
+
+
+def test_scalars_and_layouts_that_the_program_does_not_depend_on_pass():
+    """A NumPy program reads any layout, and a Python number is a 0-d array of its dtype."""
+    g = dg.grad(lambda x, c: np.sum(np.sin(x) * c ** 2), argnums=(0, 1))
+    A = RNG.standard_normal((4, 3))
+    fn, _ = _exported(g, A, 2.0)
+    for view in (np.asfortranarray(A), np.repeat(A, 2, axis=1)[:, ::2]):
+        assert not view.flags.c_contiguous
+        for got, want in zip(fn(view, 1.5), g(A, 1.5)):
+            np.testing.assert_allclose(got, want, rtol=1e-15)
+    for c in (2, np.float64(2.0)):  # as dualgpu takes them: float64
+        for got, want in zip(fn(A, c), g(A, 2.0)):
+            np.testing.assert_allclose(got, want, rtol=1e-15)
+    with pytest.raises(ValueError, match=r"argument 1 \(c\) is int64\[\].*float64\[\]"):
+        fn(A, np.int64(2))
+    with pytest.raises(ValueError, match=r"argument 1 \(c\) is float32\[\].*float64\[\]"):
+        fn(A, np.float32(2))
+
+
+def test_the_argument_check_is_one_helper_for_both_libraries():
+    np_text = dg.export(dg.grad(loss), W, X, Y)
+    cupy_text = dg.export(dg.grad(loss), W, X, Y, backend="cupy")
+
+    def helper(text):
+        assert text.count("def _checked(") == 1
+        start = text.index("def _checked(")
+        return text[start:text.index("    return a\n", start)]
+
+    assert helper(np_text) == helper(cupy_text)
+
+
+def test_argument_names_in_messages_are_data():
+    key = "'''\nimport os\nos.system('x')\n'''"  # short: named by its repr
+    fn, text = _exported(dg.grad(lambda p: np.sum(p[key] ** 2)), {key: W})
+    assert "\nimport os" not in text
+    with pytest.raises(ValueError, match="os.system"):
+        fn({key: np.ones(2)})

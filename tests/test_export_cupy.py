@@ -236,14 +236,17 @@ def test_argument_checks(monkeypatch):
     text = dg.export(fn, *args, backend="cupy", name="exported")
     plan = _plan(fn, args)
     p, X, y, v = args
-    with pytest.raises(ValueError, match=r"leaf 1 is float64\[4, 10\].*exported for "
-                                         r"float64\[10, 4\]"):
+    with pytest.raises(ValueError, match=r"argument 1 \(X\) is float64\[4, 10\].*exported "
+                                         r"for float64\[10, 4\]"):
         _run_fake(monkeypatch, text, plan, "exported", (p, X.T.copy(), y, v))
-    with pytest.raises(ValueError, match="leaf 1 is not C-contiguous"):
+    with pytest.raises(ValueError, match=r"argument 1 \(X\) is not C-contiguous"):
         _run_fake(monkeypatch, text, plan, "exported", (p, np.asfortranarray(X), y, v))
-    with pytest.raises(ValueError, match="leaf 0 is float32"):
+    with pytest.raises(ValueError, match=r"argument 0 \(p\) is float32"):
         _run_fake(monkeypatch, text, plan, "exported", (p.astype(np.float32), X, y, v))
-    with pytest.raises(TypeError, match="leaf 2: expected a cupy.ndarray, got numpy.float64"):
+    with pytest.raises(TypeError, match=r"argument 2 \(y\): expected a cupy.ndarray, got "
+                                        r"numpy.float64"):
+        _run_fake(monkeypatch, text, plan, "exported", (p, X, y[0], v))
+    with pytest.raises(TypeError, match="expected 4 leaves in the arguments"):
         _run_fake(monkeypatch, text, plan, "exported", (p, X, list(y), v))
 
 
