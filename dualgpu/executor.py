@@ -209,10 +209,23 @@ def _memory_root(a):
     return a
 
 
+def _shared_within(a) -> bool:
+    """Whether writing into ``a`` is not a plain write: a read-only array (NumPy's
+    broadcast views are) or one whose elements share memory along an axis of stride 0."""
+    flags = getattr(a, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True):
+        return True
+    strides = getattr(a, "strides", None)
+    return strides is not None and 0 in strides and any(
+        s == 0 and n > 1 for s, n in zip(strides, a.shape))
+
+
 def owned_outputs(outs, inputs, consts=()) -> list:
-    """Results that alias no input, no constant and no other result: an output that is
-    (or is a view of) an argument or a closed-over constant, or that shares memory with an
-    earlier output (a graph output repeated), is copied -- only those.
+    """Results the caller owns: fresh, writeable arrays that alias no input, no constant and
+    no other result. An output that is (or is a view of) an argument or a closed-over
+    constant, that shares memory with an earlier output (a graph output repeated), or that
+    is read-only or a broadcast view (the gradient of ``sum(x)`` is a fill of ones) is
+    copied -- only those.
 
     Example::
 
@@ -220,9 +233,13 @@ def owned_outputs(outs, inputs, consts=()) -> list:
         >>> outs = owned_outputs([x, y, y], [x])    # [copy of x, y, copy of y]
         >>> [o is a for o, a in zip(outs, [x, y, y])]
         [False, True, False]
+        >>> ones = np.broadcast_to(1.0, (3,))      # read-only, stride 0
+        >>> owned_outputs([ones], [])[0].flags.writeable
+        True
     """
     seen = set()
-    for o in outs:  # the common case, checked cheaply: owning arrays, none an input
+    for o in outs:  # the common case, checked cheaply: owning arrays, none an input (a
+        # broadcast or read-only view has a base; an array a program allocates is writeable)
         if getattr(o, "base", None) is not None or id(o) in seen:
             break
         seen.add(id(o))
@@ -234,7 +251,7 @@ def owned_outputs(outs, inputs, consts=()) -> list:
     res = []
     for o in outs:
         root = id(_memory_root(o))
-        if root in taken and hasattr(o, "copy") and hasattr(o, "shape"):
+        if (root in taken or _shared_within(o)) and hasattr(o, "copy") and hasattr(o, "shape"):
             o = o.copy()
             root = id(o)
         taken.add(root)
