@@ -39,6 +39,7 @@ from .transforms.batching import check_separable, sum_output
 from .transforms.vmap import batch_graph
 
 _GLOBAL_CACHE = LRUCache(config["cache_size"])
+config.watch("cache_size", lambda n: setattr(_GLOBAL_CACHE, "maxsize", n))
 _generation = generation  # bumped by clear_cache and by changes of build switches
 log = logging.getLogger("dualgpu")
 # builds per (transform, function): a function traced again and again because a static
