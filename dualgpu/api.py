@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import dask_arrays
+from . import numpy_api as dnp
 from . import tree as T
 from .backends import array_backend
 from .cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
@@ -36,8 +37,10 @@ from .signature import Signature, _class_call, quick_key
 from .sparse_api import SparseValue
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output
+from .transforms.vmap import batch_graph
 
 _GLOBAL_CACHE = LRUCache(config["cache_size"])
+config.watch("cache_size", lambda n: setattr(_GLOBAL_CACHE, "maxsize", n))
 _generation = generation  # bumped by clear_cache and by changes of build switches
 log = logging.getLogger("dualgpu")
 # builds per (transform, function): a function traced again and again because a static
@@ -931,45 +934,96 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
     return cts
 
 
-def hessian(fn: Callable, argnums: int = 0):
-    """Dense Hessian (for small problems): ``hessian(f)(*args)`` has shape
-    ``x.shape + x.shape``. Built column by column from cached HVPs.
+class _Hessian(Transformed):
+    """The dense Hessian of a scalar function with respect to one array argument,
+    ``x.shape + x.shape``: the forward-over-reverse product with every basis vector, batched
+    into one program (JAX's ``jacfwd(jacrev(f))``). A transform like the others: cached,
+    inlined when called on traced values, exported."""
+
+    kind = "hessian"
+
+    def __init__(self, fn, argnums=0):
+        if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool) \
+                or argnums < 0:
+            raise DualgpuError(f"hessian: argnums must be one non-negative int, the position "
+                               f"of the array argument, got {argnums!r}")
+        super().__init__(fn, argnums)
+
+    def split(self, args):
+        a = self.argnums[0]
+        if a >= len(args):
+            raise DualgpuError(f"hessian: argnums names argument {a}, but only {len(args)} "
+                               "given")
+        x = args[a]
+        if not isinstance(x, (Tracer, int, float, np.generic)) or isinstance(x, bool):
+            b = array_backend(x)
+            if b is None or b.is_sparse(x):
+                raise DualgpuError(
+                    f"hessian: argument {a} must be a dense array (or a float), got "
+                    f"{type(x).__name__}" + ("; use np.asarray(x), or dg.jacfwd(dg.jacrev(f)) "
+                                             "for a pytree" if isinstance(
+                                                 x, (list, tuple, dict)) else ""))
+        return args, None
+
+    def build(self, traced, sig):
+        main = traced.graph
+        _scalar_output(main, traced.out_tree, self.__name__)
+        return hessian_graph(main, sig.diff_inputs()[0]), None
+
+    def finish(self, compiled, sig, outs):
+        return outs[0]
+
+
+def hessian_graph(graph: Graph, k: int) -> Graph:
+    """``(*inputs) -> H``, the Hessian of ``graph``'s scalar output with respect to input
+    ``k``, of shape ``x.shape + x.shape``: ``H[a, b] = (H e_b)[a]``, the HVP graph batched
+    over the basis vectors ``e_b``."""
+    x = graph.inputs[k]
+    shape, n = tuple(x.shape), int(np.prod(x.shape, dtype=np.int64))
+    hv = hvp_graph(graph, [k], value=False, grads=False)
+    batched = None
+    if n:
+        batched, _ = batch_graph(hv, [None] * len(graph.inputs) + [0], n, [0])
+    nd = len(shape)
+
+    def run(*inputs):
+        xp = graph.xp or np
+        if batched is None:  # no variables: the Hessian is empty
+            return [xp.zeros(shape + shape, dtype=x.dtype)]
+        basis = xp.eye(n, dtype=x.dtype).reshape((n,) + shape)
+        (columns,) = eval_graph(batched, list(inputs) + [basis])  # columns[b] = H e_b
+        block = dnp.reshape(columns, shape + shape)
+        return [dnp.transpose(block, list(range(nd, 2 * nd)) + list(range(nd)))]
+
+    new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp,
+                            name=f"hessian_{graph.name}", input_names=graph.input_names)
+    return simplify(new)
+
+
+def hessian(fn: Callable | None = None, argnums: int = 0):
+    """Dense Hessian (for small problems): ``hessian(f)(*args, **kwargs)`` has shape
+    ``x.shape + x.shape`` for the array ``x = args[argnums]``; keyword arguments are passed
+    through to ``f``, not differentiated. One program (the Hessian-vector product batched
+    over the basis vectors, as JAX's ``jacfwd(jacrev(f))``), cached like the other
+    transforms, and composable with them: ``jit``, ``vmap``, ``grad`` (third derivatives),
+    ``jvp``, ``hessian`` and ``dg.export`` of it. Usable as a decorator.
 
     Example::
 
         >>> dg.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
         array([[ 6.,  0.],
                [ 0., 12.]])
+        >>> dg.hessian(lambda x, c: c * np.sum(x ** 3))(np.array([1.0, 2.0]), c=0.5)
+        array([[3., 0.],
+               [0., 6.]])
+        >>> dg.vmap(dg.hessian(lambda x: np.sum(x ** 3)))(np.array([[1.0], [2.0]]))
+        array([[[ 6.]],
+        <BLANKLINE>
+               [[12.]]])
     """
-    if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool):
-        raise DualgpuError(f"hessian: argnums must be one int, got {argnums!r}")
-    h = _Hvp(fn, argnums)
-
-    @functools.wraps(fn)
-    def hess(*args):
-        if argnums >= len(args):
-            raise DualgpuError(f"hessian: argnums names argument {argnums}, but only "
-                               f"{len(args)} given")
-        args = list(args)
-        x = args[argnums]
-        if isinstance(x, (int, float, np.generic)) and not isinstance(x, bool):
-            dtype = x.dtype if isinstance(x, np.floating) else np.float64
-            x = args[argnums] = np.asarray(x, dtype=dtype)
-        b = array_backend(x)
-        if b is None or b.is_sparse(x):
-            raise DualgpuError(f"hessian: argument {argnums} must be a dense array, got "
-                               f"{type(x).__name__}")
-        xp = b.xp
-        n = int(np.prod(x.shape))
-        cols = []
-        for i in range(n):
-            e = xp.zeros(n, dtype=x.dtype)
-            e[i] = 1
-            cols.append(h(*args, e.reshape(x.shape)).reshape(-1))
-        H = xp.stack(cols, axis=1) if cols else xp.zeros((0, 0), dtype=x.dtype)
-        return H.reshape(tuple(x.shape) + tuple(x.shape))
-
-    return hess
+    if fn is None:
+        return lambda f: hessian(f, argnums)
+    return _Hessian(fn, argnums)
 
 
 # ------------------------------------------------------------------------------ inspection

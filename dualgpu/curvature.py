@@ -272,39 +272,51 @@ def balanced_chunk(D: int, widest: int) -> int:
 
 
 def _check_method(method, what):
-    if method not in METHODS:
-        raise DualgpuError(f"{what}: method must be one of {', '.join(map(repr, METHODS))}, "
-                           f"got {method!r}")
+    """``method`` is one that ``what`` (``"hessian_trace"`` or ``"hessian_diag"``) offers;
+    the error lists those, and sends a trace-only method to :func:`hessian_trace`."""
+    offered = METHODS if what == "hessian_trace" else ("exact", "hutchinson")
+    if isinstance(method, str) and method in offered:
+        return
+    hint = (" ('hutch++' estimates traces only: dg.hessian_trace(f, method='hutch++'))"
+            if method == "hutch++" else "")
+    raise DualgpuError(f"{what}: method must be one of {', '.join(map(repr, offered))}, got "
+                       f"{method!r}{hint}")
 
 
 # ------------------------------------------------------------------------------ estimators
 class _Estimator:
-    """Hutchinson / Hutch++ estimates from chunks of Hessian-vector products."""
+    """Hutchinson / Hutch++ estimates from chunks of Hessian-vector products. ``method`` is
+    ``"hutchinson"`` or ``"hutch++"`` (:func:`hessian_trace`) or ``"diag"`` (the Hutchinson
+    diagonal of :func:`hessian_diag`)."""
 
     def __init__(self, fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
                  chunk_size):
+        # the public function and the method as the user named them, for the messages
+        what = "hessian_diag" if method == "diag" else "hessian_trace"
+        named = "hutchinson" if method == "diag" else method
+        self.what = what
         if not callable(fn):
-            raise DualgpuError(f"hessian_trace: expects a function, got {type(fn).__name__}")
+            raise DualgpuError(f"{what}: expects a function, got {type(fn).__name__}")
         if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool) or \
                 argnums < 0:
-            raise DualgpuError(f"hessian_trace/hessian_diag: method={method!r} takes one "
-                               f"argument index as argnums, got {argnums!r}")
+            raise DualgpuError(f"{what}: method={named!r} takes one argument index as "
+                               f"argnums, got {argnums!r}")
         if batch_axes is not None:
-            raise DualgpuError(f"hessian_trace/hessian_diag: batch_axes works with "
-                               f"method='exact' only (got method={method!r})")
-        _positive_int(num_samples, "num_samples")
+            raise DualgpuError(f"{what}: batch_axes works with method='exact' only (got "
+                               f"method={named!r})")
+        _positive_int(num_samples, "num_samples", what)
         if method == "hutch++" and num_samples < 3:
-            raise DualgpuError(f"hessian_trace: num_samples must be at least 3 for "
+            raise DualgpuError(f"{what}: num_samples must be at least 3 for "
                                f"'hutch++' (a third sketches, a third projects, a third "
                                f"estimates), got {num_samples}")
         if chunk_size is not None:
-            _positive_int(chunk_size, "chunk_size")
+            _positive_int(chunk_size, "chunk_size", what)
         if memory_budget is None:
             memory_budget = DEFAULT_MEMORY_BUDGET
-        _positive_int(memory_budget, "memory_budget")
+        _positive_int(memory_budget, "memory_budget", what)
         if seed is not None and (not isinstance(seed, (int, np.integer))
                                  or isinstance(seed, bool)):
-            raise DualgpuError(f"hessian_trace: seed must be an int or None, got {seed!r}")
+            raise DualgpuError(f"{what}: seed must be an int or None, got {seed!r}")
         self.fn, self.argnums, self.method = fn, int(argnums), method
         self.num_samples, self.seed = int(num_samples), seed
         self.memory_budget, self.chunk_size = int(memory_budget), chunk_size
@@ -315,21 +327,26 @@ class _Estimator:
     def __repr__(self):
         return f"<dualgpu.hessian estimator {self.method} of {getattr(self.fn, '__name__', 'f')}>"
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        """The estimate for ``fn(*args, **kwargs)``; keyword arguments are passed through to
+        ``fn``, not differentiated. A point with no coordinates has the trace 0 (of a 0 x 0
+        Hessian, as ``np.trace``) and an empty diagonal."""
         if self.argnums >= len(args):
             raise DualgpuError(f"{self.__name__}: argnums names argument {self.argnums}, but "
                                f"only {len(args)} given")
-        if any(isinstance(leaf, Tracer) for leaf in T.leaves(args)):
+        if any(isinstance(leaf, Tracer) for leaf in T.leaves((args, kwargs))):
             raise DualgpuError(f"{self.__name__}: the estimators draw random directions and "
                                "run on concrete arrays; they cannot be traced (use "
                                "method='exact' inside a transformed function)")
         x = args[self.argnums]
         leaves, tree = T.flatten(x)
-        xp = _xp_of(leaves)
+        xp = _xp_of(leaves, self.what)
         n = sum(int(np.prod(np.shape(leaf), dtype=np.int64)) for leaf in leaves)
         dtype = np.result_type(*[leaf.dtype for leaf in leaves])
+        if n == 0 and self.method != "diag":  # no products to take: tr of a 0 x 0 matrix
+            return xp.sum(xp.zeros(0, dtype=dtype))
         rng = np.random.default_rng(self.seed)
-        products = _Products(self, args, leaves, tree, xp)
+        products = _Products(self, args, kwargs, leaves, tree, xp)
         if self.method == "diag":
             V = _rademacher(rng, self.num_samples, n, dtype)
             HV = products(V)
@@ -340,37 +357,56 @@ class _Estimator:
             return xp.mean(xp.sum(xp.asarray(V) * products(V), axis=1))
         return _hutchpp(rng, self.num_samples, n, dtype, products, xp)
 
-    def chunk_for(self, args, leaves, tree, xp) -> int:
+    def chunk_for(self, args, leaves, tree, xp, kwargs=None) -> int:
         """Directions per program: ``chunk_size``, or as many as fit ``memory_budget``. The
         bytes the vmapped HVP program holds at once, counted on its GPU plan
         (:func:`~dualgpu.fusion.plan.memory_profile`) at 2 and 4 directions, grow by the
         same amount with each direction: the budget less the fixed part, over that."""
         if self.chunk_size is not None:
             return self.chunk_size
-        key = tuple((tuple(np.shape(a)), str(getattr(a, "dtype", type(a)))) for a in
-                    T.leaves(args))
+        kwargs = kwargs or {}
+        key = (T.structure((args, kwargs)),) + tuple(
+            (tuple(np.shape(a)), str(getattr(a, "dtype", type(a))))
+            for a in T.leaves((args, kwargs)))
         cost = self._per_sample.get(key)
         if cost is None:
-            two, four = (self._held(args, leaves, tree, xp, k) for k in (2, 4))
+            two, four = (self._held(args, leaves, tree, xp, k, kwargs) for k in (2, 4))
             per = max((four - two) // 2, 1)
             self._per_sample[key] = cost = (max(two - 2 * per, 0), per)
         fixed, per = cost
         return max(1, (self.memory_budget - fixed) // per)
 
-    def _held(self, args, leaves, tree, xp, k: int) -> int:
+    def _held(self, args, leaves, tree, xp, k: int, kwargs=None) -> int:
         V = T.unflatten(tree, [xp.zeros((k,) + tuple(np.shape(leaf)), leaf.dtype)
                                for leaf in leaves])
-        g = api.trace(_vmapped_hvp(self, len(args)), *args, V)
+        g = api.trace(_vmapped_hvp(self, len(args)), *args, V, kwargs or {})
         return memory_profile(plan_graph(g, recompute=config["recompute"]))["peak"]
 
 
+class _KeywordsLast:
+    """``(*args, v, kwargs) -> h(*args, v, **kwargs)``: the keyword arguments of ``fn``
+    as one positional pytree, which ``vmap`` leaves unmapped (it maps keyword arguments
+    along axis 0)."""
+
+    _dualgpu_transform = True  # guards and names look through to fn
+
+    def __init__(self, h):
+        self.fn = h
+        self.__name__ = h.__name__
+
+    def __call__(self, *args):
+        *rest, kwargs = args
+        return self.fn(*rest, **kwargs)
+
+
 def _vmapped_hvp(est: _Estimator, n_args: int):
-    """``vmap`` of the HVP over its direction (the argument after the ``n_args``), one per
-    estimator and argument count."""
+    """``vmap`` of the HVP over its direction (the argument after the ``n_args``; the
+    keyword arguments follow, unmapped), one per estimator and argument count."""
     prog = est._products.get(n_args)
     if prog is None:
-        in_axes = tuple(0 if i == n_args else None for i in range(n_args + 1))
-        prog = est._products[n_args] = vmap(hvp(est.fn, est.argnums), in_axes=in_axes)
+        in_axes = tuple(0 if i == n_args else None for i in range(n_args + 2))
+        prog = est._products[n_args] = vmap(_KeywordsLast(hvp(est.fn, est.argnums)),
+                                            in_axes=in_axes)
     return prog
 
 
@@ -378,9 +414,9 @@ class _Products:
     """``V -> H V`` for flat directions ``V`` of shape ``(k, n)``, in chunks, by one
     vmapped HVP program per chunk shape."""
 
-    def __init__(self, est: _Estimator, args, leaves, tree, xp):
-        self.args, self.leaves, self.tree, self.xp = args, leaves, tree, xp
-        self.chunk = est.chunk_for(args, leaves, tree, xp)
+    def __init__(self, est: _Estimator, args, kwargs, leaves, tree, xp):
+        self.args, self.kwargs, self.leaves, self.tree, self.xp = args, kwargs, leaves, tree, xp
+        self.chunk = est.chunk_for(args, leaves, tree, xp, kwargs)
         self.prog = _vmapped_hvp(est, len(args))
 
     def __call__(self, V):
@@ -390,7 +426,7 @@ class _Products:
         for lo in range(0, V.shape[0], self.chunk):
             block = V[lo:lo + self.chunk]
             v = T.unflatten(self.tree, _split(block, self.leaves, xp, (block.shape[0],)))
-            hv = self.prog(*self.args, v)
+            hv = self.prog(*self.args, v, self.kwargs)
             out.append(xp.concatenate([xp.reshape(h, (block.shape[0], -1))
                                        for h in T.leaves(hv)], axis=1))
         return xp.concatenate(out, axis=0)
@@ -428,15 +464,13 @@ def _hutchpp(rng, m: int, n: int, dtype, products, xp):
     return exact + rest
 
 
-def _xp_of(leaves):
+def _xp_of(leaves, what: str):
     b = array_backend(leaves[0]) if leaves else None
     if b is None or b.is_sparse(leaves[0]):
-        raise DualgpuError("hessian_trace/hessian_diag: the differentiated argument must "
-                           "hold dense arrays")
+        raise DualgpuError(f"{what}: the differentiated argument must hold dense arrays")
     return b.xp
 
 
-def _positive_int(v, name):
+def _positive_int(v, name, what: str):
     if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-        raise DualgpuError(f"hessian_trace/hessian_diag: {name} must be a positive int, "
-                           f"got {v!r}")
+        raise DualgpuError(f"{what}: {name} must be a positive int, got {v!r}")

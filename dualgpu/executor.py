@@ -46,12 +46,17 @@ from .errors import DualgpuError
 
 class Config(dict):
     """The global switches (see docs/gpu.md): a dict that refuses unknown keys and values of
-    the wrong kind, so a typo never passes silently.
+    the wrong kind, so a typo never passes silently. A switch is never missing: ``del``,
+    ``pop`` and ``clear`` restore defaults (:data:`DEFAULTS`), ``setdefault`` returns the
+    value, ``update`` checks every entry before setting any, and ``popitem`` is refused.
 
     Example::
 
         >>> dg.config["cuda_graphs"] = False
-        >>> dg.config["cuda_graphs"] = True
+        >>> dg.config.pop("cuda_graphs")          # the default again
+        False
+        >>> dg.config["cuda_graphs"]
+        True
     """
 
     _CHECKS = {
@@ -71,17 +76,34 @@ class Config(dict):
         "host_kernel": (lambda v: isinstance(v, bool), "True or False"),
     }
 
-    def __setitem__(self, key, value):
-        check = self._CHECKS.get(key)
+    def _check(self, key, value, value_too: bool = True) -> None:
+        check = self._CHECKS.get(key) if isinstance(key, str) else None
         if check is None:
             raise DualgpuError(f"dg.config has no switch {key!r}; the switches are "
                                f"{', '.join(sorted(self._CHECKS))}")
-        if not check[0](value):
-            raise DualgpuError(f"dg.config[{key!r}] must be {check[1]}, got {value!r}")
+        if not value_too:
+            return
+        try:
+            ok = bool(check[0](value))
+        except (TypeError, ValueError):  # an array compared with a string, say
+            ok = False
+        if not ok:
+            raise DualgpuError(f"dg.config[{key!r}] must be {check[1]}, got {value!r:.80}")
+
+    def __setitem__(self, key, value):
+        self._check(key, value)
         changed = key in BUILD_SWITCHES and self.get(key, value) != value
         super().__setitem__(key, value)
         if changed:
             generation[0] += 1  # the fast paths of cached calls check it
+        for apply in _WATCHERS.get(key, ()):
+            apply(value)
+
+    def watch(self, key: str, apply) -> None:
+        """Call ``apply(value)`` whenever switch ``key`` is set (the layers above apply
+        the switches they own: the program cache applies ``cache_size``)."""
+        self._check(key, None, value_too=False)
+        _WATCHERS.setdefault(key, []).append(apply)
 
     def stack_gemms_for(self, backend) -> bool:
         """Whether grad/hvp programs for ``backend`` stack their GEMMs. ``"auto"`` does
@@ -97,8 +119,48 @@ class Config(dict):
         return tuple(self[k] for k in BUILD_SWITCHES)
 
     def update(self, *args, **kwargs):
-        for k, v in dict(*args, **kwargs).items():
+        """Set several switches; every key and value is checked before any is set, so a
+        refused update changes nothing."""
+        try:
+            items = dict(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise DualgpuError(f"dg.config.update takes a mapping or (key, value) pairs: "
+                               f"{e}") from None
+        for k, v in items.items():
+            self._check(k, v)
+        for k, v in items.items():
             self[k] = v
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def setdefault(self, key, default=None):
+        """The switch's value (every switch always has one; ``default`` is not used)."""
+        self._check(key, None, value_too=False)
+        return self[key]
+
+    # A switch is never missing (every call reads them all): removing one restores its
+    # default, through __setitem__ (so programs built under the old value are not reused).
+    def __delitem__(self, key):
+        self._check(key, None, value_too=False)
+        self[key] = DEFAULTS[key]
+
+    def pop(self, key, *default):
+        """Restore switch ``key``'s default; returns the value it had."""
+        self._check(key, None, value_too=False)
+        old = self[key]
+        self[key] = DEFAULTS[key]
+        return old
+
+    def clear(self):
+        """Restore every switch's default."""
+        self.update(DEFAULTS)
+
+    def popitem(self):
+        raise DualgpuError("dg.config.popitem(): the switches cannot be removed; restore one "
+                           "with dg.config.pop(name) or del dg.config[name] (its default), or "
+                           "all with dg.config.clear()")
 
 
 MATMUL_PRECISIONS = ("float32", "tf32", "tf32x3")
@@ -107,10 +169,11 @@ BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_
                   "host_kernel")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
-config = Config(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
+_WATCHERS: dict = {}  # switch -> what applies it when it is set (Config.watch)
+DEFAULTS = dict(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
-                stack_gemms="auto", recompute=True, tiny_kernel=True,
-                host_kernel=False)
+                stack_gemms="auto", recompute=True, tiny_kernel=True, host_kernel=False)
+config = Config(DEFAULTS)
 
 
 class Executable:
@@ -209,10 +272,23 @@ def _memory_root(a):
     return a
 
 
+def _shared_within(a) -> bool:
+    """Whether writing into ``a`` is not a plain write: a read-only array (NumPy's
+    broadcast views are) or one whose elements share memory along an axis of stride 0."""
+    flags = getattr(a, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True):
+        return True
+    strides = getattr(a, "strides", None)
+    return strides is not None and 0 in strides and any(
+        s == 0 and n > 1 for s, n in zip(strides, a.shape))
+
+
 def owned_outputs(outs, inputs, consts=()) -> list:
-    """Results that alias no input, no constant and no other result: an output that is
-    (or is a view of) an argument or a closed-over constant, or that shares memory with an
-    earlier output (a graph output repeated), is copied -- only those.
+    """Results the caller owns: fresh, writeable arrays that alias no input, no constant and
+    no other result. An output that is (or is a view of) an argument or a closed-over
+    constant, that shares memory with an earlier output (a graph output repeated), or that
+    is read-only or a broadcast view (the gradient of ``sum(x)`` is a fill of ones) is
+    copied -- only those.
 
     Example::
 
@@ -220,9 +296,13 @@ def owned_outputs(outs, inputs, consts=()) -> list:
         >>> outs = owned_outputs([x, y, y], [x])    # [copy of x, y, copy of y]
         >>> [o is a for o, a in zip(outs, [x, y, y])]
         [False, True, False]
+        >>> ones = np.broadcast_to(1.0, (3,))      # read-only, stride 0
+        >>> owned_outputs([ones], [])[0].flags.writeable
+        True
     """
     seen = set()
-    for o in outs:  # the common case, checked cheaply: owning arrays, none an input
+    for o in outs:  # the common case, checked cheaply: owning arrays, none an input (a
+        # broadcast or read-only view has a base; an array a program allocates is writeable)
         if getattr(o, "base", None) is not None or id(o) in seen:
             break
         seen.add(id(o))
@@ -234,7 +314,7 @@ def owned_outputs(outs, inputs, consts=()) -> list:
     res = []
     for o in outs:
         root = id(_memory_root(o))
-        if root in taken and hasattr(o, "copy") and hasattr(o, "shape"):
+        if (root in taken or _shared_within(o)) and hasattr(o, "copy") and hasattr(o, "shape"):
             o = o.copy()
             root = id(o)
         taken.add(root)

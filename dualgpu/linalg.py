@@ -7,13 +7,29 @@ of the wrong size -- is one :class:`~dualgpu.DualgpuError` naming the argument. 
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
 
-from .api import hvp
-from .backends import NUMPY, array_backend, backend_of
+from . import numpy_api as dnp
+from . import tree as T
+from .api import (
+    Transformed,
+    _check_call,
+    _name,
+    _rebindable,
+    _scalar_output,
+    function_key,
+    hvp,
+)
+from .backends import NUMPY, array_backend, backend_for_xp, backend_of
+from .core.interpret import eval_graph
+from .core.ir import Graph
+from .core.trace import Tracer, trace_to_graph
 from .errors import BackendMismatchError, DualgpuError, IntegerInputError, ShapeMismatchError
+from .namespace import rebind_function
+from .transforms import hvp_graph, simplify
 from .vectorize import vmap
 
 
@@ -84,6 +100,17 @@ def _as_vector(v, xp, backend, n: int, dtype, what: str, name: str):
     return v
 
 
+def _check_traced_vector(v, n: int | None, dtype, name: str) -> None:
+    """A traced direction given to a HessianOperator product: ``n`` entries (unless None),
+    not complex for a real point."""
+    if n is not None and int(np.prod(v.shape, dtype=np.int64)) != n:
+        raise ShapeMismatchError(f"HessianOperator: {name} has shape {tuple(v.shape)}, but x "
+                                 f"has {n} entries")
+    if np.dtype(v.dtype).kind == "c" and np.dtype(dtype).kind != "c":
+        raise ShapeMismatchError(f"HessianOperator: {name} is complex ({v.dtype}) but x is "
+                                 f"real ({np.dtype(dtype)})")
+
+
 class HessianOperator:
     """The Hessian of ``f`` at ``x`` (with extra arguments ``args``) as a linear operator.
 
@@ -128,6 +155,11 @@ class HessianOperator:
     def __init__(self, f: Callable, x, *args, argnums: int = 0):
         what = "HessianOperator"
         _check_fn(f, what)
+        if any(isinstance(a, Tracer) for a in T.leaves((x, args))):
+            raise DualgpuError(
+                "HessianOperator: x or an argument is a traced value; the operator (a SciPy "
+                "LinearOperator at a fixed point) is built on concrete arrays. Inside jit, "
+                "grad, vmap or export use dg.hessp(f)(x, p) or dg.hvp(f)(x, v) instead")
         self.argnums = _check_argnums(argnums, what)
         if self.argnums > len(args):
             raise DualgpuError(f"{what}: argnums={self.argnums} but f gets only "
@@ -150,7 +182,10 @@ class HessianOperator:
     def matvec(self, v):
         """``H @ v`` for a flat (or ``(n, 1)``) vector ``v``; counts one product."""
         xp = self.backend.xp
-        v = _as_vector(v, xp, self.backend, self.n, self.dtype, "HessianOperator", "v")
+        if isinstance(v, Tracer):  # a product traced into a program (jit, grad, vmap of it)
+            _check_traced_vector(v, self.n, self.dtype, "v")
+        else:
+            v = _as_vector(v, xp, self.backend, self.n, self.dtype, "HessianOperator", "v")
         if not (v.ndim == 1 or (v.ndim == 2 and v.shape[1] == 1)
                 or tuple(v.shape) == tuple(self.x.shape)):
             raise ShapeMismatchError(f"HessianOperator: v has shape {tuple(v.shape)}; give a "
@@ -174,7 +209,10 @@ class HessianOperator:
         if b is not None and b is not self.backend:
             raise BackendMismatchError(f"HessianOperator: V is a {b.name} array but x is a "
                                        f"{self.backend.name} array")
-        V = xp.asarray(V) if b is not None or isinstance(V, (list, tuple)) else V
+        if isinstance(V, Tracer):
+            _check_traced_vector(V, None, self.dtype, "V")
+        else:
+            V = xp.asarray(V) if b is not None or isinstance(V, (list, tuple)) else V
         if getattr(V, "ndim", None) != 2 or V.shape[0] != self.n:
             raise ShapeMismatchError(
                 f"HessianOperator: V has shape {tuple(getattr(V, 'shape', ()))}, expected "
@@ -185,8 +223,8 @@ class HessianOperator:
         if self._hvp_columns is None:  # one program for all the columns: GEMMs k wide
             self._hvp_columns = vmap(self._hvp, out_axes=-1,
                                      in_axes=(None,) * (len(self.args) + 1) + (-1,))
-        directions = xp.asarray(V).astype(self.dtype, copy=False).reshape(
-            tuple(self.x.shape) + (k,))
+        directions = (V if isinstance(V, Tracer) else xp.asarray(V)).astype(
+            self.dtype, copy=False).reshape(tuple(self.x.shape) + (k,))
         out = self._hvp_columns(*_insert(self.args, self.argnums, self.x), directions)
         self.nprod += k
         return out.reshape(self.n, k)
@@ -267,11 +305,140 @@ def _operator_class(backend) -> type:
     return cls
 
 
+class _PointFirst:
+    """``f`` as the function of ``(x, p, *args, **kwargs)`` that :func:`hessp` traces:
+    ``f(*args with x inserted at argnums, **kwargs)``. ``p`` is an input of the traced
+    program that ``f`` does not read (the program feeds it to the product), so the program's
+    inputs are the call's arguments in the caller's order."""
+
+    _dualgpu_transform = True  # guards and names look through to fn
+
+    def __init__(self, fn: Callable, argnums: int):
+        self.fn, self.argnums = fn, argnums
+        self.__name__ = _name(fn)
+        self.__signature__ = _point_first_signature(fn, argnums)
+
+    def __call__(self, x, p, *args, **kwargs):
+        args = _insert(args, self.argnums, x)
+        _check_call(self.fn, args, kwargs)
+        return rebind_function(_rebindable(self.fn))(*args, **kwargs)
+
+
+def _point_first_signature(fn, argnums: int) -> inspect.Signature:
+    """``(x, p, /, *others, *args, **kwargs)``, with ``fn``'s names and defaults where it
+    has them: the input names of the traced program (:func:`_check_call` checks the call
+    against ``fn`` itself)."""
+    only, either = inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+    try:
+        params = [q for q in inspect.signature(fn).parameters.values()
+                  if q.kind in (only, either)]
+    except (TypeError, ValueError):
+        params = []
+    x_name = params[argnums].name if argnums < len(params) else "x"
+    others = params[:argnums] + params[argnums + 1:] if argnums < len(params) else []
+    p_name = "p"
+    while p_name in {q.name for q in params}:
+        p_name += "_"
+    tail = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+            inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+    head = [inspect.Parameter(x_name, only), inspect.Parameter(p_name, only)]
+    try:
+        return inspect.Signature(head + [q.replace(kind=either) for q in others] + tail)
+    except ValueError:  # defaults out of order once reordered
+        return inspect.Signature(head + tail)
+
+
+class _Hessp(Transformed):
+    """``hp(x, p, *args, **kwargs) = H(x) @ p``: a transform like the others (cached;
+    inlined into an enclosing trace; exported), whose program takes the call's arguments in
+    the caller's order (see :class:`_PointFirst`)."""
+
+    kind = "hessp"
+
+    def __init__(self, fn: Callable, argnums: int = 0):
+        _check_fn(fn, "hessp")
+        self.x_argnums = _check_argnums(argnums, "hessp")
+        super().__init__(_PointFirst(fn, self.x_argnums), argnums=0)
+        self._weak = []
+        self._fn_key = ("hessp", self.x_argnums, function_key(fn, self._weak))
+        self.__name__ = self.__qualname__ = f"hessp_{_name(fn)}"
+        self.__wrapped__ = fn
+        self.__doc__ = (f"Hessian-vector product of {_name(fn)}: hp(x, p, *args, "
+                        "**kwargs) = H(x) @ p.")
+
+    @property
+    def spec(self) -> tuple:
+        return super().spec + (self.x_argnums,)
+
+    def __repr__(self) -> str:
+        return f"<dualgpu.hessp of {_name(self.fn.fn)}>"
+
+    def split(self, args):
+        if len(args) < 2:
+            raise DualgpuError(f"hessp: hp takes (x, p, *args), got {len(args)} positional "
+                               "argument(s)")
+        x, p, rest = args[0], args[1], args[2:]
+        if self.x_argnums > len(rest):
+            raise DualgpuError(f"hessp: argnums={self.x_argnums} but hp got only {len(rest)} "
+                               "extra argument(s) after x and p")
+        if isinstance(x, Tracer):
+            if np.dtype(x.dtype).kind not in "fc":
+                raise IntegerInputError(f"hessp: x has dtype {np.dtype(x.dtype)}: only "
+                                        "floating-point points can be differentiated")
+            backend = backend_for_xp(x._builder.xp)
+        else:
+            x = _as_point(x, "hessp")
+            backend = backend_of([x], "hessp arguments")
+        n = int(np.prod(x.shape, dtype=np.int64))
+        if isinstance(p, Tracer):
+            if int(np.prod(p.shape, dtype=np.int64)) != n:
+                raise ShapeMismatchError(f"hessp: p has shape {tuple(p.shape)}, but x has "
+                                         f"{n} entries")
+            if np.dtype(p.dtype).kind == "c" and np.dtype(x.dtype).kind != "c":
+                raise ShapeMismatchError(f"hessp: p is complex ({p.dtype}) but x is real "
+                                         f"({x.dtype})")
+        elif isinstance(p, (list, tuple)):  # one argument, one program input: an array
+            raise DualgpuError(f"hessp: p must be an array of {n} entries, got a "
+                               f"{type(p).__name__}; pass np.asarray(p)")
+        else:
+            p = _as_vector(p, backend.xp, backend, n, x.dtype, "hessp", "p")
+        return (x, p) + tuple(rest), None
+
+    def build(self, traced, sig):
+        graph = traced.graph
+        _scalar_output(graph, traced.out_tree, self.__name__)
+        return hessp_graph(graph), None
+
+    def finish(self, compiled, sig, outs):
+        return outs[0]
+
+
+def hessp_graph(graph: Graph) -> Graph:
+    """``(x, p, *rest) -> H(x) @ p`` for a graph of ``(x, p, *rest)`` whose scalar output
+    does not read ``p``: the HVP program with ``p`` (reshaped like ``x``, cast to its dtype)
+    as the direction."""
+    x = graph.inputs[0]
+    hv = hvp_graph(graph, [0], value=False, grads=False)
+
+    def run(*inputs):
+        p = inputs[1]
+        if tuple(p.shape) != tuple(x.shape):
+            p = dnp.reshape(p, tuple(x.shape))
+        if p.dtype != x.dtype:
+            p = dnp.astype(p, x.dtype)
+        return eval_graph(hv, list(inputs) + [p])
+
+    new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp,
+                            name=f"hessp_{graph.name}", input_names=graph.input_names)
+    return simplify(new)
+
+
 def hessp(f: Callable, argnums: int = 0):
-    """``hp(x, p, *args) = H(x) @ p``, the signature of ``scipy.optimize.minimize``'s
-    ``hessp``. ``f`` is called as ``f(x, *args)``; with ``argnums=k``, ``x`` is inserted as
-    ``f``'s argument ``k``. ``p`` has ``x.size`` entries (any shape); the result has ``x``'s
-    shape.
+    """``hp(x, p, *args, **kwargs) = H(x) @ p``, the signature of
+    ``scipy.optimize.minimize``'s ``hessp``. ``f`` is called as ``f(x, *args, **kwargs)``;
+    with ``argnums=k``, ``x`` is inserted as ``f``'s argument ``k``. ``p`` has ``x.size``
+    entries (any shape); the result has ``x``'s shape. A transform like ``dg.hvp``: ``jit``,
+    ``vmap``, ``grad`` and ``dg.export`` of it work.
 
     Example::
 
@@ -281,21 +448,9 @@ def hessp(f: Callable, argnums: int = 0):
         ...                method="trust-krylov")
         >>> np.round(res.x, 4)
         array([1., 1., 1., 1.])
+        >>> dg.vmap(dg.hessp(lambda x: np.sum(x ** 3)), in_axes=(None, 0))(
+        ...     np.array([1.0, 2.0]), np.eye(2))                  # the rows of H
+        array([[ 6.,  0.],
+               [ 0., 12.]])
     """
-    _check_fn(f, "hessp")
-    argnums = _check_argnums(argnums, "hessp")
-    h = hvp(f, argnums=argnums)
-
-    def hp(x, p, *args):
-        if argnums > len(args):
-            raise DualgpuError(f"hessp: argnums={argnums} but hp got only {len(args)} extra "
-                               "argument(s) after x and p")
-        x = _as_point(x, "hessp")
-        backend = backend_of([x], "hessp arguments")
-        p = _as_vector(p, backend.xp, backend, int(np.prod(x.shape)), x.dtype, "hessp", "p")
-        return h(*_insert(tuple(args), argnums, x), p.astype(x.dtype).reshape(x.shape))
-
-    hp.__name__ = f"hessp_{getattr(f, '__name__', 'f')}"
-    hp.__doc__ = f"Hessian-vector product of {getattr(f, '__name__', 'f')}: hp(x, p, *args)."
-    return hp
-
+    return _Hessp(f, argnums)
