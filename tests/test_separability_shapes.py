@@ -311,6 +311,42 @@ def test_biharmonic_of_a_polynomial_closed_form():
     np.testing.assert_allclose(diag, want, rtol=1e-13)
 
 
+def test_curvature_of_hessian_products_and_diagonals():
+    """``laplacian`` of ``v.Hv`` (``hvp`` with batch_axes inside), of the summed
+    ``hessian_diag``, and ``hvp`` of the Laplacian, against differences of the closed-form
+    Laplacian (derivatives commute: the Laplacian of ``v.Hv`` is ``d2/dt2 lap(x + t v)``)."""
+    u, _ = mlp(True)
+    x, v = RNG.standard_normal((5, D)), RNG.standard_normal((5, D))
+    lap = lambda y: mlp_laplacian_numpy(y, True)  # noqa: E731
+
+    def along(h):
+        return (lap(x + h * v) - 2 * lap(x) + lap(x - h * v)) / h ** 2
+
+    want = (4 * along(2e-3) - along(4e-3)) / 3
+    vhv = lambda p: np.sum(dg.hvp(u, batch_axes=0)(p, v) * v, axis=1)  # noqa: E731
+    np.testing.assert_allclose(dg.laplacian(vhv, batch_axes=0)(x), want, rtol=1e-7, atol=1e-7)
+    vhv2 = lambda p: np.sum(dg.grad_and_hvp(u, batch_axes=0)(p, v)[1] * v, axis=1)  # noqa: E731
+    np.testing.assert_allclose(dg.laplacian(vhv2, batch_axes=0)(x), want, rtol=1e-7,
+                               atol=1e-7)
+
+    diag_sum = lambda p: np.sum(dg.hessian_diag(u, batch_axes=0)(p), axis=1)  # noqa: E731
+    biharmonic = second_differences(lap, x).sum(axis=1)
+    np.testing.assert_allclose(dg.laplacian(diag_sum, batch_axes=0)(x), biharmonic,
+                               rtol=1e-7, atol=1e-7)
+
+    def mixed(h):  # d/dx_d of d/dv of the Laplacian: (H_lap v)[d], error of order h^2
+        out = np.empty(x.shape)
+        for d in range(D):
+            e = np.zeros_like(x)
+            e[:, d] = h
+            out[:, d] = (lap(x + e + h * v) - lap(x + e - h * v) - lap(x - e + h * v)
+                         + lap(x - e - h * v)) / (4 * h * h)
+        return out
+
+    got = dg.hvp(dg.laplacian(u, batch_axes=0), batch_axes=0)(x, v)
+    np.testing.assert_allclose(got, (4 * mixed(1e-3) - mixed(2e-3)) / 3, rtol=1e-7, atol=1e-7)
+
+
 def test_laplacian_of_squared_gradient_norm():
     """``|grad u|^2`` per point, by grad of the sum inside a batched laplacian."""
     u, _ = mlp(True)
