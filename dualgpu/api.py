@@ -443,7 +443,7 @@ class Transformed:
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
         if self.batch_axes is not None:
             diff = sig.diff_inputs()
-            check_separable(main, diff, self.batch_axes)
+            check_separable(main, diff, self.batch_axes, what=self.kind)
             main = sum_output(main)
             tree = T.LEAF
         return main, aux, tree, aux_tree

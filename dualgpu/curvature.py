@@ -49,7 +49,7 @@ class _Curvature(Transformed):
     def build(self, traced, sig):
         graph = traced.graph
         if self.batch_axes is not None:
-            check_separable(graph, sig.diff_inputs(), self.batch_axes)
+            check_separable(graph, sig.diff_inputs(), self.batch_axes, what=self.kind)
         flags = _flags(sig, graph)
         programs: dict = {}      # chunk size -> its graph (a budget's search builds a few)
 

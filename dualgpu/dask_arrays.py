@@ -86,6 +86,7 @@ def call(t, args: tuple, kwargs: dict):
     if key in plans:  # the same shapes and chunks: no tracing on this call
         follow, outs = plans[key]
     else:
+        _whole(t, args, chunked, blocks, backend)  # the proof on the whole arrays' shapes
         follow, outs = _followers(t, args, chunked, x, backend, what), None
     index = tuple(f"i{a}" for a in range(x.ndim))
     pairs: list = [p for b in blocks for p in (b, index)]
@@ -110,7 +111,7 @@ def call(t, args: tuple, kwargs: dict):
         _no_cupy_parameters(whole, what)
         params = dask.delayed(whole, pure=True)
     if outs is None:
-        outs = _chunk_outputs(t, args, chunked, blocks, backend)  # also proves separability
+        outs = _chunk_outputs(t, args, chunked, blocks, follow, backend)  # proofs per chunk
         if key is not None:
             plans[key] = (follow, outs)
             while len(plans) > _MOST_PLANS:
@@ -307,13 +308,41 @@ def _followers(t, args: tuple, chunked: tuple, x, backend, what: str) -> dict:
     return found
 
 
-def _chunk_outputs(t, args: tuple, chunked: tuple, blocks: list, backend) -> list[tuple]:
-    """``(shape, dtype)`` of each result of one chunk, from the program built on the first
-    chunk's shapes (building it runs the separability proof)."""
-    shapes = {i: tuple(c[0] for c in b.chunks) for i, b in zip(chunked, blocks)}
-    graph = t.graph(*_stand_ins(args, backend, shapes))
+def _whole(t, args: tuple, chunked: tuple, blocks: list, backend) -> None:
+    """Build the program on the whole arrays' shapes, which runs the separability proof on
+    them: a function that couples instances is refused whatever the chunks (a chunk of one
+    instance has nothing to couple, and its program alone would prove nothing)."""
+    t.graph(*_stand_ins(args, backend, {i: tuple(b.shape) for i, b in zip(chunked, blocks)}))
+
+
+def _chunk_outputs(t, args: tuple, chunked: tuple, blocks: list, follow: dict,
+                   backend) -> list[tuple]:
+    """``(shape, dtype)`` of each result of one chunk, from the programs built on every
+    distinct shape of the chunks (building one runs the separability proof on those
+    shapes: an array of the whole length of a batch axis that does not follow the chunks
+    is caught here, not in a task)."""
+    x = blocks[0]
+    what = t.__name__
+    graph: Any = None
+    for lengths in itertools.product(*[sorted(set(c)) for c in x.chunks]):
+        shapes = {i: lengths for i in chunked if i not in follow}
+        for i, axes in follow.items():
+            shapes[i] = tuple(lengths[axes[k]] if k in axes else s
+                              for k, s in enumerate(args[i].shape))
+        try:
+            built = t.graph(*_stand_ins(args, backend, shapes))
+        except DualgpuError as e:
+            error = SeparabilityError if isinstance(e, SeparabilityError) else DualgpuError
+            raise error(
+                f"{what}: f is separable on the whole arrays (shape {tuple(x.shape)}), but "
+                f"not on a chunk of shape {lengths}: {e}. An array that f reads with the "
+                "whole length of a chunked batch axis (a closed-over array or a constant) "
+                "does not follow the chunks: pass it to f as an argument (it is then "
+                "chunked along), or do not chunk that batch axis") from None
+        if lengths == tuple(x.chunksize):  # the largest chunk's: the one results hold
+            graph = built
     n = {"hvp": 1, "laplacian": 1}.get(t.kind, 3 if getattr(t, "return_value", False) else 2)
-    dtype = blocks[0].dtype
+    dtype = x.dtype
     return [(tuple(o.shape), o.dtype) if hasattr(o, "shape") else ((), dtype)
             for o in graph.outputs[len(graph.outputs) - n:]]
 

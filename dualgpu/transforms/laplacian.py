@@ -55,7 +55,7 @@ from .. import numpy_api as dnp
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, read
 from ..core.ir import Eqn, Graph, Var
-from ..core.trace import Tracer, trace_to_graph
+from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import DualgpuError
 from ..ops import elementwise as _ew
 from ..ops import linalg as _la
@@ -604,7 +604,6 @@ def coordinate_chunks(D: int, chunk_size: int | None) -> list:
     return [(lo, min(lo + step, D)) for lo in range(0, max(D, 1), max(step, 1))]
 
 
-@collector_paused()
 def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bool = False,
                     batch_axes: Sequence[int] | None = None, values: bool = True,
                     chunk_size: int | None = None) -> Graph:
@@ -654,7 +653,10 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                                                              if i not in axes),
                                        a - lo, b - a, first=a - off)
             jenv[v.id] = (J, None)
+        builder = current_builder()
+        outer = builder.rule_source
         for eqn in graph.eqns:
+            builder.rule_source = eqn.source or outer  # what it records: the user's line
             values = [read(env, a) for a in eqn.inputs]
             jets = [jenv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
             outs, out_jets = jet_rule(eqn, values, jets, mode)
@@ -662,6 +664,7 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                 env[v.id] = o
                 if j is not None and (j[0] is not None or j[1] is not None):
                     jenv[v.id] = j
+        builder.rule_source = outer
         outs = [read(env, a) for a in graph.outputs]
         return outs, [jenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
 
@@ -681,9 +684,10 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                 blocks.append(_diag_block(j, o, graph.inputs[k], inst, off, D, batch_axes))
         return head + blocks
 
-    new, _ = trace_to_graph(run, avals, graph.xp, name=f"{'hdiag' if diag else 'lap'}_"
-                            f"{graph.name}", input_names=graph.input_names)
-    return simplify(new)
+    with collector_paused():  # not a decorator: its frame would be the user's line
+        new, _ = trace_to_graph(run, avals, graph.xp, name=f"{'hdiag' if diag else 'lap'}_"
+                                f"{graph.name}", input_names=graph.input_names)
+        return simplify(new)
 
 
 def _zeros_or(s, o):
