@@ -120,6 +120,13 @@ class _Laplacian(_Curvature):
         return T.unflatten(compiled.trees, outs)
 
 
+class _ExactTrace(_Laplacian):
+    """``hessian_trace(method="exact")``: the forward Laplacian, named as the user called it
+    (in its errors and its programs' names)."""
+
+    kind = "hessian_trace"
+
+
 class _HessianDiag(_Curvature):
     kind = "hessian_diag"
     diag = True
@@ -251,8 +258,8 @@ def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
                                        num_samples=num_samples, seed=seed,
                                        memory_budget=memory_budget, chunk_size=chunk_size)
     if method == "exact":
-        return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
-                          memory_budget=memory_budget)
+        return _ExactTrace(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
+                           memory_budget=memory_budget)
     return _Estimator(fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
                       chunk_size)
 

@@ -417,3 +417,8 @@ def test_an_equation_without_a_users_line_reports_the_call():
     assert msg.startswith("laplacian(batch_axes=(1,)): reduce_sum")
     line = _line_of(test_an_equation_without_a_users_line_reports_the_call, "the check's call")
     assert f"{HERE}:{line}" in msg and "contextlib" not in msg
+
+
+def test_the_exact_trace_names_itself_in_its_errors():
+    with pytest.raises(dg.SeparabilityError, match=r"^hessian_trace\(batch_axes=\(0,\)\)"):
+        dg.hessian_trace(lambda x: np.sum(x) * x[:, 0], batch_axes=(0,))(np.ones((3, 2)))
