@@ -23,6 +23,7 @@ from ..errors import (
     UnsupportedOpError,
     user_location,
 )
+from ..tree import postorder
 from .encode import TRACER_TYPES, check_equation
 from .flags import Flag
 from .ir import Aval, Const, Eqn, Graph, Literal, Var
@@ -340,28 +341,32 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
 
 def flatten_outputs(out) -> tuple[list, Any]:
     """Flatten a (possibly nested) tuple/list of arrays; return leaves and a structure."""
-    if isinstance(out, (tuple, list)):
-        leaves, subtrees = [], []
-        for o in out:
-            lv, st = flatten_outputs(o)
-            leaves += lv
-            subtrees.append(st)
-        return leaves, (type(out), subtrees)
-    return [out], None
+    leaves: list = []
+
+    def expand(o):
+        if isinstance(o, (tuple, list)):
+            return (type(o), None), tuple(o)
+        return (None, o), ()
+
+    def combine(tag, subtrees):
+        kind, leaf = tag
+        if kind is not None:
+            return (kind, subtrees)
+        leaves.append(leaf)
+        return None
+
+    return leaves, postorder(out, expand, combine)  # no recursion: any nesting depth
 
 
 def unflatten_outputs(tree, leaves: Sequence[Any]):
     it = iter(leaves)
 
-    def build(t):
+    def combine(t, built):
         if t is None:
             return next(it)
-        kind, subs = t
-        return kind(build(s) for s in subs)
+        return t[0](built)
 
-    return build(tree)
-
-
+    return postorder(tree, lambda t: (t, () if t is None else t[1]), combine)
 
 
 TRACER_TYPES.append(Tracer)  # the encoder refuses tracers as parameters with a hint
