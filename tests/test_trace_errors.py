@@ -61,3 +61,85 @@ def test_tree_flatten_unflatten_nested_thousands_deep():
     back = dg.tree.unflatten(treedef, leaves)
     assert _innermost(back, 3000)["b"] == [1.0, None]
     assert str(treedef).startswith("a tuple ((((")
+
+
+# ----------------------------------------------------------------- writing into NumPy arrays
+def _store_scalar(a):
+    out = np.zeros(3)
+    out[0] = a[0] ** 2  # the autograd idiom
+    return np.sum(out)
+
+
+def _store_slice(a):
+    out = np.zeros(3)
+    out[:2] = a[:2] ** 2
+    return np.sum(out)
+
+
+def _store_into_int_array(a):
+    out = np.zeros(3, dtype=np.int64)
+    out[1] = np.sum(a)
+    return a
+
+
+@pytest.mark.parametrize("fn, text", [(_store_scalar, "out[0] ="), (_store_slice, "out[:2] ="),
+                                      (_store_into_int_array, "out[1] =")])
+@pytest.mark.parametrize("transform", [dg.grad, dg.jit])
+def test_writing_a_traced_value_into_a_numpy_array(fn, text, transform):
+    with pytest.raises(dg.TracerControlFlowError) as info:
+        transform(fn)(x3)
+    message = str(info.value)
+    assert "written into a NumPy array" in message
+    assert _line_of(fn, text) in message
+    assert "np.stack" in message and "np.concatenate" in message and "np.where" in message
+
+
+def test_writing_into_a_numpy_array_is_reported_even_if_the_function_fails_later():
+    def f(a):
+        out = np.zeros(2)
+        out[0] = a[0]
+        if out[0] > 0.0:  # the NaN placeholder must not decide anything silently
+            raise RuntimeError("user code saw a concrete value")
+        return np.sum(out * a[:2])
+
+    with pytest.raises(dg.TracerControlFlowError, match="written into a NumPy array"):
+        dg.grad(f)(x3)
+
+
+def test_the_functional_alternatives_named_by_the_message_work():
+    def stacked(a):
+        return np.sum(np.stack([a[0] ** 2, np.zeros(()), np.zeros(())]))
+
+    def masked(a):
+        return np.sum(np.where(np.arange(3) == 0, a ** 2, 0.0))
+
+    for f in (stacked, masked):
+        np.testing.assert_allclose(dg.grad(f)(x3), [2 * x3[0], 0.0, 0.0])
+
+
+# ----------------------------------------------------------------- np.vectorize and math.sin
+def _vectorized(a):
+    return np.sum(np.vectorize(lambda t: t * 2.0)(a))
+
+
+def test_np_vectorize_names_the_users_line_and_suggests_vmap():
+    with pytest.raises(dg.TracerControlFlowError) as info:
+        dg.grad(_vectorized)(x3)
+    message = str(info.value)
+    assert _line_of(_vectorized, "np.vectorize") in message
+    assert "site-packages" not in message and "numpy/lib" not in message
+    assert "dg.vmap" in message and "vectorize" in message
+
+
+def _math_sin(a):
+    import math
+
+    return math.sin(a[0]) + np.sum(a)
+
+
+def test_math_sin_names_the_users_line_and_suggests_np_sin():
+    with pytest.raises(dg.DualgpuError) as info:
+        dg.grad(_math_sin)(x3)
+    message = str(info.value)
+    assert _line_of(_math_sin, "math.sin(") in message
+    assert "np.sin" in message

@@ -8,6 +8,8 @@ tracing namespace (:mod:`dualgpu.namespace`).
 """
 from __future__ import annotations
 
+import dis
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -51,6 +53,17 @@ class GraphBuilder:
         # while a transform rewrites an equation: the user's source line of that equation,
         # given to every equation its rule records (None: find the user's frame)
         self.rule_source: str | None = None
+        # an error found where raising it would not reach the user (a conversion NumPy
+        # makes inside item assignment): raised by the next equation or at the end
+        self.deferred_error: DualgpuError | None = None
+
+    def defer_error(self, error: DualgpuError) -> None:
+        if self.deferred_error is None:
+            self.deferred_error = error
+
+    def raise_deferred(self, cause: BaseException | None = None) -> None:
+        if self.deferred_error is not None:
+            raise self.deferred_error from cause
 
     def new_input(self, aval: Aval) -> Tracer:
         return Tracer(Var(aval), self)
@@ -110,6 +123,7 @@ class GraphBuilder:
         return c
 
     def record(self, prim, args: Sequence[Any], params: dict):
+        self.raise_deferred()
         atoms = [self.atom(a, prim.name) for a in args]
         try:
             check_equation(prim.name, atoms, params)  # values are data, never code
@@ -170,13 +184,42 @@ def _encloses(inner: GraphBuilder, outer: GraphBuilder) -> bool:
     return False
 
 
-def _no_concrete(what: str, hint: str):
+def _no_concrete(what: str, hint: str, placeholder=None):
+    """A conversion method that refuses. With a ``placeholder``, a conversion made by a
+    NumPy array's item assignment (``out[0] = tracer``) returns it instead, and the trace
+    fails once the traced function returns (NumPy would replace our error by its own
+    "setting an array element with a sequence")."""
     def method(self, *args, **kwargs):
+        if placeholder is not None and _assigning_into_array(sys._getframe(1)):
+            self._builder.defer_error(_store_error(user_location()))
+            return placeholder
         raise TracerControlFlowError(
             f"{what} of a traced value at {user_location()}: the value is not known while "
             f"dualgpu traces the function. {hint}")
 
     return method
+
+
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
+def _assigning_into_array(frame) -> bool:
+    """True when ``frame`` (the caller of a conversion method) is executing ``a[k] = v``."""
+    code = frame.f_code.co_code
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
+
+
+def _store_error(location: str) -> TracerControlFlowError:
+    return TracerControlFlowError(
+        f"a traced value was written into a NumPy array (out[...] = value) at {location}: "
+        "a NumPy array holds concrete numbers, so the value and its derivatives would be "
+        "lost. Build the array from traced values instead: np.stack([...]) or "
+        "np.concatenate([...]) of the pieces, or np.where(mask, value, out) to replace "
+        "entries (dualgpu has no index-update API such as .at[].set).")
+
+
+_MATH_HINT = ("math-module functions (math.sin, math.exp, ...) take Python floats: use "
+              "their NumPy counterparts (np.sin, np.exp, ...), which trace.")
 
 
 class Tracer:
@@ -222,10 +265,12 @@ class Tracer:
     __bool__ = _no_concrete(
         "bool() (an `if`, `while`, `and`/`or` or assert)",
         "Use np.where(cond, a, b) to select values instead of branching on them.")
-    __float__ = _no_concrete("float()", "Keep the value as an array.")
-    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.")
-    __index__ = __int__
-    __complex__ = _no_concrete("complex()", "Keep the value as an array.")
+    __float__ = _no_concrete("float() (or a math-module function)",
+                             "Keep the value as an array; " + _MATH_HINT, float("nan"))
+    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.", 0)
+    __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.")
+    __complex__ = _no_concrete("complex() (or a cmath-module function)",
+                               "Keep the value as an array; " + _MATH_HINT, complex("nan"))
     item = _no_concrete(".item()", "Keep the value as an array.")
     tolist = _no_concrete(".tolist()", "Keep the value as an array.")
     get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
@@ -237,10 +282,9 @@ class Tracer:
             box = np.empty((), dtype=object)
             box[()] = self
             return box
-        raise TracerControlFlowError(
-            f"a traced value was converted to a concrete NumPy array at {user_location()} "
-            "(np.asarray, np.array or a C extension). Use dualgpu-supported NumPy functions "
-            "on traced values instead.")
+        if _assigning_into_array(sys._getframe(1)):
+            raise _store_error(user_location())
+        raise _conversion_error(sys._getframe(1))
 
     def __setitem__(self, key, value):
         raise UnsupportedOpError(
@@ -263,10 +307,48 @@ class Tracer:
         return _PROTOCOLS["namespace"](self._builder.xp)
 
 
+def _conversion_error(frame) -> TracerControlFlowError:
+    """The error for ``np.asarray(tracer)``, naming the user's line; when a NumPy function
+    written in Python made the conversion, it is named too (np.vectorize: use dg.vmap)."""
+    library = None
+    while frame is not None and (_inside_library(frame) or _inside_dualgpu(frame)):
+        if library is None and _inside_library(frame):
+            library = frame
+        frame = frame.f_back
+    where = ("<unknown location>" if frame is None
+             else f"{frame.f_code.co_filename}:{frame.f_lineno}")
+    hint = "Use dualgpu-supported NumPy functions on traced values instead."
+    inside = ""
+    if library is not None:
+        # the outermost frame of the library call names the function the user called
+        outer = library
+        while outer.f_back is not None and _inside_library(outer.f_back):
+            outer = outer.f_back
+        name = outer.f_code.co_name
+        owner = outer.f_locals.get("self")
+        if owner is not None and name.startswith("__"):
+            name = type(owner).__name__
+        inside = f" inside {outer.f_globals.get('__name__', '?').split('.')[0]}'s {name}"
+        if name in ("vectorize", "_vectorize_call", "frompyfunc"):
+            hint = ("np.vectorize calls a Python function on each concrete element, which "
+                    "cannot trace: apply the function to whole arrays (it may work as is), "
+                    "or map it over an axis with dg.vmap(f).")
+    return TracerControlFlowError(
+        f"a traced value was converted to a concrete NumPy array{inside} at {where} "
+        f"(np.asarray, np.array or a C extension). {hint}")
+
+
+def _inside_library(frame) -> bool:
+    name = str(frame.f_globals.get("__name__", ""))
+    return name.split(".")[0] in ("numpy", "cupy", "cupyx", "scipy")
+
+
+def _inside_dualgpu(frame) -> bool:
+    return str(frame.f_globals.get("__name__", "")).split(".")[0] == "dualgpu"
+
+
 def _sparse_probe() -> bool:
     """True when the caller of ``__array__`` is scipy.sparse's operator dispatch."""
-    import sys
-
     frame = sys._getframe(2)
     return (frame is not None
             and str(frame.f_globals.get("__name__", "")).startswith("scipy.sparse"))
@@ -325,8 +407,13 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
     stack.append(builder)
     try:
         out = fn(*args)
+        builder.raise_deferred()
         leaves, tree = flatten_outputs(out)
         outs = [builder.atom(leaf, "output") for leaf in leaves]
+    except Exception as e:
+        if builder.deferred_error is not None and e is not builder.deferred_error:
+            builder.raise_deferred(e)
+        raise
     finally:
         builder.alive = False
         stack.pop()
