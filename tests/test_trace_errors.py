@@ -143,3 +143,148 @@ def test_math_sin_names_the_users_line_and_suggests_np_sin():
     message = str(info.value)
     assert _line_of(_math_sin, "math.sin(") in message
     assert "np.sin" in message
+
+
+# ----------------------------------------------------------------- the math module
+import math  # noqa: E402  (module level on purpose: the traced functions read it as a global)
+from math import exp as math_exp  # noqa: E402
+
+
+def _global_math_sin(a):
+    return math.sin(a[0]) + np.sum(a)
+
+
+def _imported_math_exp(a):
+    return math_exp(np.sum(a))
+
+
+@pytest.mark.parametrize("fn, name, hint, line", [
+    (_global_math_sin, "math.sin", "np.sin", "return math.sin"),
+    (_imported_math_exp, "math.exp", "np.exp", "return math_exp")])
+def test_math_functions_name_themselves_the_line_and_their_numpy_counterpart(fn, name, hint,
+                                                                              line):
+    with pytest.raises(dg.UnsupportedOpError) as info:
+        dg.grad(fn)(x3)
+    message = str(info.value)
+    assert name in message and hint in message
+    assert _line_of(fn, line) in message
+
+
+def test_math_on_python_numbers_still_works_inside_a_trace():
+    f = lambda a: np.sum(a) * math.sin(0.5) + math.pi  # noqa: E731
+    np.testing.assert_allclose(dg.grad(f)(x3), np.full(3, math.sin(0.5)))
+
+
+# ----------------------------------------------------------------- CuPy ufunc objects
+class _FakeCupyUfunc:
+    """Mimics ``cupy._core._kernel.ufunc``: a callable object (not a function) whose
+    ``__name__`` is ``cupy_<op>``, and which refuses objects it does not know with a
+    TypeError, as CuPy does with tracers. With ``override``, it first hands the call to an
+    argument's ``__cupy_override_elementwise_kernel__``, as recent CuPy versions do."""
+
+    def __init__(self, op: str, override: bool = False):
+        self.name = self.__name__ = f"cupy_{op}"
+        self.nin, self.nout, self.nargs = 1, 1, 2
+        self._op = getattr(np, op)
+        self._override = override
+
+    def __call__(self, *args, **kwargs):
+        for a in args:
+            if self._override and hasattr(a, "__cupy_override_elementwise_kernel__"):
+                return a.__cupy_override_elementwise_kernel__(self, *args, **kwargs)
+            if not isinstance(a, (np.ndarray, np.generic, int, float)):
+                raise TypeError(f"Unsupported type {type(a)}")
+        return self._op(*args, **kwargs)
+
+    def reduce(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+@pytest.fixture
+def fake_cupy_backend(monkeypatch):
+    """Without CuPy installed: the backend that objects of ``cupy.*`` modules reach (no
+    arrays, no sparse matrices), as on a machine with CuPy."""
+    from dualgpu import backends
+    from dualgpu.backends import cupy as cupy_backend
+
+    class NoArrays(backends.Backend):
+        name, is_cupy = "cupy", True
+
+        def is_array(self, x):
+            return False
+
+        def is_sparse(self, x):
+            return False
+
+    if not cupy_backend.cupy_available():
+        monkeypatch.setattr(cupy_backend, "get_cupy_backend", lambda: NoArrays())
+
+
+_FakeCupyUfunc.__module__ = "cupy._core._kernel"
+_FakeCupyUfunc.__name__ = _FakeCupyUfunc.__qualname__ = "ufunc"
+fake_tanh = _FakeCupyUfunc("tanh")
+_GLOBAL_ACT = fake_tanh
+
+
+def _with_default(a, act=fake_tanh):
+    return np.sum(act(a) ** 2)
+
+
+def _with_kwdefault(a, *, act=fake_tanh):
+    return np.sum(act(a) ** 2)
+
+
+def _with_global(a):
+    return np.sum(_GLOBAL_ACT(a) ** 2)
+
+
+def _make_closure():
+    act = fake_tanh
+
+    def with_closure(a):
+        return np.sum(act(a) ** 2)
+
+    return with_closure
+
+
+def _with_argument(a, act):
+    return np.sum(act(a) ** 2)
+
+
+def _grad_of_sum_tanh_squared(a):
+    t = np.tanh(a)
+    return 2 * t * (1 - t ** 2)
+
+
+@pytest.mark.parametrize("fn", [_with_default, _with_kwdefault, _with_global, _make_closure(),
+                                __import__("functools").partial(_with_argument,
+                                                                act=fake_tanh)],
+                         ids=["default", "kwdefault", "global", "closure", "partial"])
+def test_captured_cupy_ufunc_objects_are_rebound(fn, fake_cupy_backend):
+    np.testing.assert_allclose(dg.grad(fn)(x3), _grad_of_sum_tanh_squared(x3), rtol=1e-12)
+    dg.testing.check_grads(fn, (x3,), order=2)
+
+
+def test_cupy_ufunc_held_as_an_attribute_dispatches_through_cupys_override_hook(
+        fake_cupy_backend):
+    class Layer:
+        act = _FakeCupyUfunc("tanh", override=True)
+
+        def __call__(self, a):
+            return np.sum(self.act(a) ** 2)
+
+    np.testing.assert_allclose(dg.grad(Layer())(x3), _grad_of_sum_tanh_squared(x3),
+                               rtol=1e-12)
+
+
+def test_cupy_ufunc_without_a_rule_is_a_clear_error(fake_cupy_backend):
+    holder = type("Holder", (), {})()
+    holder.op = _FakeCupyUfunc("spacing", override=True)  # an attribute: not rebound
+
+    def f(a):
+        return np.sum(holder.op(a))
+
+    with pytest.raises(dg.UnsupportedOpError) as info:
+        dg.grad(f)(x3)
+    # (the fake's __call__ is Python code in this file; CuPy's is compiled: the user's line)
+    assert "cupy.spacing" in str(info.value) and THIS_FILE in str(info.value)

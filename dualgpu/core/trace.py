@@ -306,6 +306,10 @@ class Tracer:
     def __array_namespace__(self, api_version=None):
         return _PROTOCOLS["namespace"](self._builder.xp)
 
+    def __cupy_override_elementwise_kernel__(self, kernel, *args, **kwargs):
+        # CuPy's ufuncs (recent versions) hand a call on a foreign object to this hook
+        return _PROTOCOLS["cupy_kernel"](kernel, args, kwargs)
+
 
 def _conversion_error(frame) -> TracerControlFlowError:
     """The error for ``np.asarray(tracer)``, naming the user's line; when a NumPy function
@@ -360,13 +364,16 @@ def _not_installed(*args, **kwargs):
 
 
 _PROTOCOLS = {"ufunc": _not_installed, "function": _not_installed,
-              "namespace": _not_installed}
+              "namespace": _not_installed, "cupy_kernel": _not_installed}
 
 
-def install_protocol_handlers(*, ufunc, function, namespace) -> None:
+def install_protocol_handlers(*, ufunc, function, namespace, cupy_kernel=None) -> None:
     """Route NumPy's ``__array_ufunc__``/``__array_function__``/``__array_namespace__``
-    on tracers to the given handlers (:mod:`dualgpu.namespace` does, at import)."""
+    (and CuPy's ``__cupy_override_elementwise_kernel__``) on tracers to the given handlers
+    (:mod:`dualgpu.namespace` does, at import)."""
     _PROTOCOLS.update(ufunc=ufunc, function=function, namespace=namespace)
+    if cupy_kernel is not None:
+        _PROTOCOLS["cupy_kernel"] = cupy_kernel
 
 
 # ---------------------------------------------------------------------------- tracing
