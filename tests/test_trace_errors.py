@@ -288,3 +288,59 @@ def test_cupy_ufunc_without_a_rule_is_a_clear_error(fake_cupy_backend):
         dg.grad(f)(x3)
     # (the fake's __call__ is Python code in this file; CuPy's is compiled: the user's line)
     assert "cupy.spacing" in str(info.value) and THIS_FILE in str(info.value)
+
+
+# ----------------------------------------------------------------- dg.nn
+logits23 = np.array([[0.2, -1.0, 0.5], [1.5, 0.0, -0.3]])
+
+
+def _cross_entropy_reference(z, labels):
+    log_p = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    return -np.mean(log_p[np.arange(len(labels)), labels])
+
+
+@pytest.mark.parametrize("labels", [np.array([0, 3]), np.array([-1, 2]), [5, 0]],
+                         ids=["too large", "negative", "list"])
+def test_cross_entropy_refuses_labels_out_of_range(labels):
+    def loss(z):
+        return dg.nn.cross_entropy(z, labels)
+
+    with pytest.raises(dg.DualgpuError) as info:
+        dg.grad(loss)(logits23)
+    message = str(info.value)
+    assert "labels" in message and "[0, 3)" in message
+    assert _line_of(loss, "dg.nn.cross_entropy") in message
+    with pytest.raises(dg.DualgpuError, match="labels"):
+        dg.nn.cross_entropy(logits23, labels)  # concrete arrays, outside any trace
+
+
+def test_cross_entropy_with_traced_labels_out_of_range_is_nan_not_a_wrong_class():
+    loss = dg.jit(lambda z, labels: dg.nn.cross_entropy(z, labels))
+    assert np.isnan(loss(logits23, np.array([-1, 2])))
+    assert np.isnan(loss(logits23, np.array([0, 3])))
+    np.testing.assert_allclose(loss(logits23, np.array([2, 1])),
+                               _cross_entropy_reference(logits23, [2, 1]), rtol=1e-12)
+
+
+def test_cross_entropy_refuses_float_labels():
+    with pytest.raises(dg.DualgpuError, match="integer"):
+        dg.nn.cross_entropy(logits23, np.array([0.0, 1.0]))
+
+
+def test_cross_entropy_in_range_matches_numpy_and_finite_differences():
+    labels = [2, 0]
+    np.testing.assert_allclose(dg.nn.cross_entropy(logits23, labels),
+                               _cross_entropy_reference(logits23, labels), rtol=1e-12)
+    dg.testing.check_grads(lambda z: dg.nn.cross_entropy(z, labels), (logits23,), order=2)
+
+
+@pytest.mark.parametrize("name, reference", [
+    ("sigmoid", lambda a: 1 / (1 + np.exp(-a))),
+    ("silu", lambda a: a / (1 + np.exp(-a))),
+    ("hard_tanh", lambda a: np.clip(a, -1.0, 1.0)),
+])
+def test_nn_activations_take_lists_like_numpy(name, reference):
+    fn = getattr(dg.nn, name)
+    np.testing.assert_allclose(fn([1.0, -2.0, 0.5]), reference(np.array([1.0, -2.0, 0.5])),
+                               rtol=1e-15)
+    np.testing.assert_allclose(fn((0.25,)), reference(np.array([0.25])), rtol=1e-15)
