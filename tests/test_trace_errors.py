@@ -344,3 +344,23 @@ def test_nn_activations_take_lists_like_numpy(name, reference):
     np.testing.assert_allclose(fn([1.0, -2.0, 0.5]), reference(np.array([1.0, -2.0, 0.5])),
                                rtol=1e-15)
     np.testing.assert_allclose(fn((0.25,)), reference(np.array([0.25])), rtol=1e-15)
+
+
+# ----------------------------------------------------------------- defprim shape rules
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyError("axis"),
+                                   ValueError("bad shapes"), ZeroDivisionError("zero")])
+def test_a_raising_abstract_eval_names_the_primitive_and_chains_the_cause(error):
+    def shape_rule(avals):
+        raise error
+
+    name = f"raising_shape_rule_{type(error).__name__.lower()}"
+    prim = dg.defprim(name, lambda xp, a: a, shape_rule)
+
+    def f(a):
+        return np.sum(prim.bind(a))
+
+    with pytest.raises(dg.DualgpuError) as info:
+        dg.grad(f)(x3)
+    assert name in str(info.value)
+    assert _line_of(f, "prim.bind") in str(info.value)
+    assert info.value.__cause__ is error

@@ -133,8 +133,15 @@ class GraphBuilder:
             if " (at " not in str(e):
                 raise type(e)(f"{e} (at {user_location()})") from None
             raise
-        except (ValueError, TypeError, IndexError) as e:
-            raise DualgpuError(f"{prim.name}: {e} (at {user_location()})") from None
+        except Exception as e:
+            if isinstance(e, (ValueError, TypeError, IndexError)) and _ours(prim):
+                # NumPy's words about the user's shapes: one line, no NumPy traceback
+                raise DualgpuError(f"{prim.name}: {e} (at {user_location()})") from None
+            # a shape rule that fails (a user's defprim): say which, keep its traceback
+            raise DualgpuError(
+                f"the shape rule (abstract_eval) of primitive {prim.name!r} raised "
+                f"{type(e).__name__}: {e} (applied at {user_location()}); fix the rule, or "
+                "the arguments it was given (the cause is chained below)") from e
         multiple = prim.multiple_results
         outs = [Var(a) for a in (out_avals if multiple else [out_avals])]
         source = self.rule_source or user_location()
@@ -147,6 +154,12 @@ class GraphBuilder:
                 self.fills[outs[0].id] = self.fills[src.id]
         tracers = [Tracer(v, self) for v in outs]
         return tracers if multiple else tracers[0]
+
+
+def _ours(prim) -> bool:
+    """True for a primitive whose shape rule is dualgpu's own (not a user's defprim)."""
+    module = getattr(prim.abstract_eval, "__module__", None) or ""
+    return module.split(".")[0] == "dualgpu"
 
 
 _state = threading.local()
