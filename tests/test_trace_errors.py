@@ -364,3 +364,54 @@ def test_a_raising_abstract_eval_names_the_primitive_and_chains_the_cause(error)
     assert name in str(info.value)
     assert _line_of(f, "prim.bind") in str(info.value)
     assert info.value.__cause__ is error
+
+
+# ----------------------------------------------------------------- masked and object arrays
+masked3 = np.ma.array(x3, mask=[False, True, False])
+cube = lambda a: np.sum(a ** 3)  # noqa: E731
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dg.grad(cube)(masked3),
+    lambda: dg.jit(lambda a: a * 2.0)(masked3),
+    lambda: dg.hvp(cube)(masked3, x3),
+    lambda: dg.vjp(lambda a: a ** 3, masked3),
+], ids=["grad", "jit", "hvp", "vjp"])
+def test_masked_array_arguments_are_refused(call):
+    with pytest.raises(dg.DualgpuError, match="MaskedArray"):
+        call()
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: dg.hvp(cube)(x3, masked3), "direction"),
+    (lambda: dg.jvp(lambda a: a ** 3, (x3,), (masked3,)), "tangent"),
+    (lambda: dg.vjp(lambda a: a ** 3, x3)[1](masked3), "cotangent"),
+], ids=["hvp direction", "jvp tangent", "vjp cotangent"])
+def test_masked_directions_and_cotangents_are_refused(call, what):
+    with pytest.raises(dg.DualgpuError) as info:
+        call()
+    assert what in str(info.value) and "MaskedArray" in str(info.value)
+
+
+def test_closed_over_masked_array_is_refused_at_the_users_line():
+    def f(a):
+        return np.sum(a * masked3)
+
+    with pytest.raises(dg.DualgpuError) as info:
+        dg.grad(f)(x3)
+    assert "masked array" in str(info.value) and _line_of(f, "a * masked3") in str(info.value)
+
+
+@pytest.mark.parametrize("ct", [np.array([None, 1, 2], dtype=object),
+                                np.array([1, 2, 3], dtype=object)], ids=["None", "numbers"])
+def test_object_dtype_cotangents_are_refused(ct):
+    _, pullback = dg.vjp(lambda a: a ** 2, x3)
+    with pytest.raises(dg.DualgpuError) as info:
+        pullback(ct)
+    assert "cotangent" in str(info.value) and "object" in str(info.value)
+
+
+def test_object_dtype_cotangent_leaf_of_a_tuple_output_is_named():
+    _, pullback = dg.vjp(lambda a: (a ** 2, np.sum(a)), x3)
+    with pytest.raises(dg.DualgpuError, match="cotangent leaf 1"):
+        pullback((np.ones(3), np.array(None, dtype=object)))

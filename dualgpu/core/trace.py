@@ -106,6 +106,15 @@ class GraphBuilder:
         arr = value
         if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
             arr = np.asarray(value)
+        if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
+                                                  and arr.dtype.kind == "O"):
+            what = ("a masked array" if isinstance(arr, np.ma.MaskedArray)
+                    else "an array of dtype object")
+            raise UnsupportedOpError(
+                f"{what} is used with traced values at {user_location()}: masks and Python "
+                "objects are not traced (the mask would be dropped or carried into the "
+                "result). Pass plain numbers: np.ma.filled(a, fill) or a.compressed(), or "
+                "np.asarray(a, dtype=float).")
         backend = array_backend(arr)
         if backend is None:
             raise UnsupportedOpError(
