@@ -415,3 +415,32 @@ def test_object_dtype_cotangent_leaf_of_a_tuple_output_is_named():
     _, pullback = dg.vjp(lambda a: (a ** 2, np.sum(a)), x3)
     with pytest.raises(dg.DualgpuError, match="cotangent leaf 1"):
         pullback((np.ones(3), np.array(None, dtype=object)))
+
+
+# ----------------------------------------------------------------- reshape's shape argument
+x6 = np.linspace(-1.0, 1.5, 6)
+
+
+@pytest.mark.parametrize("shape", [(3.0, 2), 6.0, (2, np.float64(3.0)), (True, 6), (-1, -2)],
+                         ids=["float", "float scalar", "numpy float", "bool", "two unknown"])
+@pytest.mark.parametrize("spelling", ["np.reshape", "method"])
+def test_reshape_refuses_the_shapes_numpy_refuses(shape, spelling):
+    with pytest.raises((TypeError, ValueError)):
+        np.reshape(x6, shape)  # NumPy's verdict, on a concrete array
+
+    def f(a):
+        return np.sum((np.reshape(a, shape) if spelling == "np.reshape" else a.reshape(shape))
+                      ** 2)
+
+    with pytest.raises(dg.DualgpuError) as info:
+        dg.grad(f)(x6)
+    assert "reshape" in str(info.value) and repr(shape)[:4] in str(info.value)
+    assert _line_of(f, "reshape(a, shape)") in str(info.value)
+
+
+@pytest.mark.parametrize("shape", [(np.int32(2), 3), [2, -1], 6, np.int64(6), (3, 2, 1),
+                                   (2, -3)])
+def test_reshape_takes_the_shapes_numpy_takes(shape):
+    want = np.reshape(x6, shape)
+    np.testing.assert_array_equal(dg.jit(lambda a: np.reshape(a, shape))(x6), want)
+    np.testing.assert_array_equal(dg.jit(lambda a: a.reshape(shape))(x6), want)
