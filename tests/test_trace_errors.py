@@ -469,3 +469,61 @@ def test_index_array_as_the_differentiated_argument_is_refused():
     with pytest.raises(dg.IntegerInputError, match="argument 1"):
         dg.hvp(lambda a, idx: a[np.arange(2), idx] ** 3, argnums=1, batch_axes=0)(
             a23, picks, np.ones(2))
+
+
+# ----------------------------------------------------------------- det of singular matrices
+def _cofactor_closed_form(a):
+    """cof(a) = adj(a)^T: 2x2 by its entries, 3x3 by cross products of the rows."""
+    if a.shape == (2, 2):
+        return np.array([[a[1, 1], -a[1, 0]], [-a[0, 1], a[0, 0]]])
+    return np.stack([np.cross(a[1], a[2]), np.cross(a[2], a[0]), np.cross(a[0], a[1])])
+
+
+def _cofactor_derivative_closed_form(a, t):
+    """d cof(a)[t]: linear for 2x2, and the product rule on the cross products for 3x3."""
+    if a.shape == (2, 2):
+        return _cofactor_closed_form(t)
+    rows = [(1, 2), (2, 0), (0, 1)]
+    return np.stack([np.cross(t[i], a[j]) + np.cross(a[i], t[j]) for i, j in rows])
+
+
+SINGULAR = {
+    "2x2 rank 1": np.array([[1.0, 2.0], [2.0, 4.0]]),
+    "2x2 zero row": np.array([[0.0, 0.0], [3.0, -1.0]]),
+    "2x2 zero": np.zeros((2, 2)),
+    "3x3 rank 2": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),
+    "3x3 rank 1": np.outer([1.0, -2.0, 0.5], [3.0, 1.0, 2.0]),
+    "3x3 repeated row": np.array([[2.0, 0.0, 1.0], [2.0, 0.0, 1.0], [0.5, 3.0, -1.0]]),
+    "3x3 identity": np.eye(3),
+}
+
+
+@pytest.mark.parametrize("name", list(SINGULAR))
+def test_det_gradient_is_the_cofactor_matrix_also_where_singular(name):
+    a = SINGULAR[name]
+    t = np.arange(1.0, a.size + 1).reshape(a.shape) / a.size
+    assert float(dg.jit(np.linalg.det)(a)) == pytest.approx(np.linalg.det(a), abs=1e-12)
+    g = dg.grad(np.linalg.det)(a)
+    np.testing.assert_allclose(g, _cofactor_closed_form(a), atol=1e-12)
+    np.testing.assert_allclose(dg.hvp(np.linalg.det)(a, t),
+                               _cofactor_derivative_closed_form(a, t), atol=1e-11)
+    dg.testing.check_grads(np.linalg.det, (a,), order=2)
+
+
+def test_det_gradient_of_a_batch_with_singular_members_in_float32():
+    batch = np.stack([SINGULAR["3x3 rank 2"], SINGULAR["3x3 rank 1"],
+                      np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]])])
+    g = dg.grad(lambda a: np.sum(np.linalg.det(a)))(batch.astype(np.float32))
+    assert g.dtype == np.float32
+    want = np.stack([_cofactor_closed_form(m) for m in batch])
+    np.testing.assert_allclose(g, want, rtol=2e-5, atol=2e-5)
+
+
+def test_det_gradient_of_a_larger_singular_matrix_against_finite_differences():
+    rng = np.random.default_rng(23)
+    low_rank = rng.normal(size=(5, 4)) @ rng.normal(size=(4, 5))  # rank 4 of 5
+    dg.testing.check_grads(np.linalg.det, (low_rank,), order=2)
+    g = dg.grad(np.linalg.det)(low_rank)
+    # rank n-1: cof(a) = adj(a)^T is the rank-one matrix det-scaled by the null vectors
+    assert np.linalg.matrix_rank(g, tol=1e-8) == 1
+    np.testing.assert_allclose(g @ low_rank.T, np.zeros((5, 5)), atol=1e-9)
