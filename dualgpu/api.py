@@ -33,7 +33,7 @@ from .errors import BackendMismatchError, DualgpuError, NonScalarOutputError, Sh
 from .executor import Executable, config, generation
 from .guards import Guards, collect_guards
 from .namespace import rebind_function
-from .signature import Signature, _class_call, quick_key
+from .signature import Signature, _class_call, check_plain_values, quick_key
 from .sparse_api import SparseValue
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.batching import check_separable, sum_output
@@ -533,6 +533,7 @@ def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
     if isinstance(v, Tracer):
         b = None
     else:
+        check_plain_values(v, f"{what} for argument {arg}")
         b = array_backend(v)
         if b is None:
             raise ShapeMismatchError(f"the {what} for argument {arg} must be an array, got "
@@ -920,8 +921,9 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
         raise ShapeMismatchError(f"the cotangent has structure {ct_tree}, but the output has "
                                  f"{tree}")
     cts = []
-    for c, o in zip(leaves, outs):
+    for i, (c, o) in enumerate(zip(leaves, outs)):
         if not isinstance(c, Tracer):
+            check_plain_values(c, "cotangent" if len(outs) == 1 else f"cotangent leaf {i}")
             c = sig.backend.xp.asarray(c)
         if tuple(c.shape) != tuple(o.shape):
             raise ShapeMismatchError(

@@ -241,6 +241,65 @@ def _random_replacement(obj):
     return None
 
 
+# ------------------------------------------------------------------- the math module
+_MATH_MODULES = ("math", "cmath")
+
+
+class MathRefusal(types.ModuleType):
+    """Stands in for ``math``/``cmath`` inside a traced function: a function called on a
+    traced value raises :class:`UnsupportedOpError` naming its NumPy counterpart; calls on
+    Python numbers and the constants (``math.pi``) pass through."""
+
+    def __init__(self, real):
+        super().__init__(real.__name__)
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        real_attr = getattr(self._real, name)
+        if callable(real_attr):
+            wrapper = _math_refusing(real_attr)
+            object.__setattr__(self, name, wrapper)
+            return wrapper
+        return real_attr
+
+    def __repr__(self) -> str:
+        return f"<dualgpu stand-in for {self._real.__name__} inside a traced function>"
+
+
+_MATH_TO_NUMPY = {"fabs": "abs", "pow": "power", "atan2": "arctan2", "asin": "arcsin",
+                  "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+                  "atanh": "arctanh", "fsum": "sum", "prod": "prod", "dist": "linalg.norm"}
+
+
+def _math_refusing(real):
+    name = f"{real.__module__ or 'math'}.{real.__name__}"
+    counterpart = _MATH_TO_NUMPY.get(real.__name__, real.__name__)
+    if not hasattr(dnp, counterpart.replace(".", "_")) and not hasattr(dnp, counterpart):
+        counterpart = None
+
+    @functools.wraps(real)
+    def call(*args, **kwargs):
+        if not _contains_tracer(args, kwargs):
+            return real(*args, **kwargs)
+        hint = (f"use np.{counterpart}, which traces" if counterpart else
+                "rewrite it with NumPy functions, which trace")
+        raise UnsupportedOpError(
+            f"{name} was called on a traced value (at {user_location()}): the math module "
+            f"works on Python floats only; {hint}.")
+
+    return call
+
+
+def _math_replacement(obj):
+    """A stand-in for the math/cmath module or one of its functions, else None."""
+    if isinstance(obj, types.ModuleType):
+        return MathRefusal(obj) if obj.__name__ in _MATH_MODULES else None
+    if (isinstance(obj, types.BuiltinFunctionType)
+            and getattr(obj, "__module__", None) in _MATH_MODULES):
+        return _math_refusing(obj)
+    return None
+
+
 _namespaces: dict[int, TracingNamespace] = {}
 _lock = threading.Lock()
 
@@ -295,9 +354,14 @@ def _replacement(obj, memo):
         name = getattr(obj, "__name__", None)
         if name:
             mod = getattr(obj, "__module__", "") or ""
+            if mod.split(".")[0] == "cupy":
+                name = name.removeprefix("cupy_")  # CuPy's ufuncs: cp.tanh is 'cupy_tanh'
             path = "special." + name if "special" in mod else (_special_path(obj) or name)
             ours = _lookup(path)
             return _dispatcher(obj, ours, f"{mod}.{name}")
+    math_refusal = _math_replacement(obj)
+    if math_refusal is not None:
+        return math_refusal
     return obj
 
 
@@ -344,19 +408,29 @@ def _rebind(fn: types.FunctionType, memo: dict):
                 cells.append(cell)
         if any_cell:
             new_closure = tuple(cells)
-    if new_globals is None and new_closure is None:
+    # default values too: def f(x, act=cp.tanh) (CuPy's ufuncs do not dispatch on tracers)
+    defaults = _replaced_values(fn.__defaults__ or (), memo)
+    kwdefaults = _replaced_values(tuple((fn.__kwdefaults__ or {}).values()), memo)
+    if new_globals is None and new_closure is None and defaults is None and kwdefaults is None:
         memo[id(fn)] = fn
         clone_box.append(fn)
         return fn
     clone = types.FunctionType(code, new_globals.as_dict() if new_globals else globs,
-                               fn.__name__, fn.__defaults__,
+                               fn.__name__, fn.__defaults__ if defaults is None else defaults,
                                new_closure if new_closure is not None else closure)
-    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__kwdefaults__ = (fn.__kwdefaults__ if kwdefaults is None
+                            else dict(zip(fn.__kwdefaults__, kwdefaults)))
     clone.__dict__.update(fn.__dict__)
     clone.__wrapped_by_dualgpu__ = fn
     memo[id(fn)] = clone
     clone_box.append(clone)
     return clone
+
+
+def _replaced_values(values: tuple, memo: dict) -> tuple | None:
+    """``values`` with array modules and functions replaced, or None when none is."""
+    replaced = tuple(_replacement(v, memo) for v in values)
+    return None if all(r is v for r, v in zip(replaced, values)) else replaced
 
 
 class _LazyFunction:
@@ -397,7 +471,11 @@ def _all_names(code) -> set:
 def rebind_function(fn):
     """A copy of ``fn`` that sees tracing namespaces instead of array modules."""
     if isinstance(fn, functools.partial):
-        return functools.partial(rebind_function(fn.func), *fn.args, **fn.keywords)
+        memo: dict = {}
+        args = _replaced_values(fn.args, memo) or fn.args
+        keywords = _replaced_values(tuple(fn.keywords.values()), memo)
+        keywords = fn.keywords if keywords is None else dict(zip(fn.keywords, keywords))
+        return functools.partial(rebind_function(fn.func), *args, **keywords)
     if isinstance(fn, types.MethodType):
         return types.MethodType(rebind_function(fn.__func__), fn.__self__)
     if isinstance(fn, types.FunctionType):
@@ -445,10 +523,24 @@ def function_handler(func, args, kwargs):
     return f(*args, **kwargs)
 
 
+def cupy_kernel_handler(kernel, args, kwargs):
+    """A CuPy ufunc (``cp.tanh``, held anywhere: a default argument, an attribute) called on
+    a traced value: its numpy_api counterpart."""
+    name = str(getattr(kernel, "__name__", None) or getattr(kernel, "name", "?"))
+    name = name.removeprefix("cupy_")
+    ours = _lookup(name) if hasattr(kernel, "nin") else None
+    if ours is None:
+        raise UnsupportedOpError(
+            f"cupy.{name} has no dualgpu rule (called on a traced value at "
+            f"{user_location()}); rewrite it with supported functions, or register a "
+            "primitive for it with dg.defprim (docs/custom_rules.md)")
+    return ours(*args, **kwargs)
+
+
 def array_namespace(xp):
     """The array-API namespace of traced values: the tracing namespace of their library."""
     return _namespace_for_module(xp)
 
 
 install_protocol_handlers(ufunc=ufunc_handler, function=function_handler,
-                          namespace=array_namespace)
+                          namespace=array_namespace, cupy_kernel=cupy_kernel_handler)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from . import numpy_api as dnp
-from .errors import UnsupportedOpError
+from .errors import DualgpuError, UnsupportedOpError, user_location
 
 __all__ = ["sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu", "silu", "swish",
            "softplus", "mish", "hard_tanh", "softmax", "log_softmax", "logsumexp", "xlogy",
@@ -20,8 +20,12 @@ __all__ = ["sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu", "silu
 
 
 def sigmoid(x):
-    """Logistic sigmoid ``1 / (1 + exp(-x))``."""
-    return dnp.logistic(x)
+    """Logistic sigmoid ``1 / (1 + exp(-x))``; like NumPy's functions it takes lists.
+
+    >>> dg.nn.sigmoid([0.0, 2.0])
+    array([0.5       , 0.88079708])
+    """
+    return dnp.logistic(dnp._arraylike(x))
 
 
 def tanh(x):
@@ -62,6 +66,7 @@ def gelu(x, approximate: bool = False):
 
 def silu(x):
     """``x * sigmoid(x)`` (also called swish)."""
+    x = dnp._arraylike(x)
     return dnp.multiply(x, dnp.logistic(x))
 
 
@@ -78,7 +83,7 @@ def mish(x):
 
 
 def hard_tanh(x, lo: float = -1.0, hi: float = 1.0):
-    return dnp.clip(x, lo, hi)
+    return dnp.clip(dnp._arraylike(x), lo, hi)
 
 
 def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
@@ -140,12 +145,48 @@ def mse(pred, target):
 
 
 def cross_entropy(logits, labels):
-    """Mean cross-entropy of integer ``labels`` (shape (n,)) under ``logits`` (shape (n, k))."""
+    """Mean cross-entropy of integer ``labels`` (shape (n,)) under ``logits`` (shape (n, k)).
+
+    Labels must lie in ``[0, k)``: concrete ones outside raise :class:`DualgpuError` (a
+    negative label would otherwise pick a class from the end); traced labels (an argument
+    of the traced function) outside give a NaN loss.
+
+    >>> round(float(dg.nn.cross_entropy(np.log([[0.25, 0.75]]), [1])), 12)  # -log(0.75)
+    0.287682072452
+    """
     import numpy as np
 
-    n = dnp._shape(logits)[0]
-    picked = dnp.getitem(log_softmax(logits, axis=-1), (np.arange(n), labels))
-    return dnp.negative(dnp.mean(picked))
+    logits, labels = dnp._arraylike(logits), dnp._arraylike(labels)
+    shape, label_shape = dnp._shape(logits), dnp._shape(labels)
+    if len(shape) != 2 or label_shape != shape[:1]:
+        raise DualgpuError(f"nn.cross_entropy: expected logits of shape (n, k) and labels of "
+                           f"shape (n,), got {shape} and {label_shape} (at {user_location()})")
+    if np.dtype(dnp._dtype(labels)).kind not in "iu":
+        raise DualgpuError(f"nn.cross_entropy: labels must be integer class indices, got "
+                           f"dtype {dnp._dtype(labels)}; pass labels.astype(int) "
+                           f"(at {user_location()})")
+    n, k = shape
+    outside = dnp.logical_or(dnp.less(labels, 0), dnp.greater_equal(labels, k))
+    if not dnp._is_tracer(labels):
+        bad = np.flatnonzero(_to_host(outside))
+        if bad.size:
+            i = int(bad[0])
+            raise DualgpuError(
+                f"nn.cross_entropy: labels must lie in [0, {k}) (one class per column of "
+                f"logits), got labels[{i}] = {int(_to_host(labels)[i])} ({bad.size} out of "
+                f"range, at {user_location()}); remap the labels or widen the logits")
+        return dnp.negative(dnp.mean(dnp.getitem(log_softmax(logits, axis=-1),
+                                                 (np.arange(n), labels))))
+    picked = dnp.getitem(log_softmax(logits, axis=-1),
+                         (np.arange(n), dnp.clip(labels, 0, k - 1)))
+    return dnp.negative(dnp.mean(dnp.where(outside, np.nan, picked)))
+
+
+def _to_host(a):
+    """A concrete NumPy or CuPy array as a NumPy array (labels are small)."""
+    import numpy as np
+
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
 
 
 def binary_cross_entropy_with_logits(logits, targets):

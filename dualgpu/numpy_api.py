@@ -461,9 +461,7 @@ def reshape(a, newshape=None, order="C", shape=None):
         newshape = shape
     if order not in ("C", None):
         raise UnsupportedOpError(f"reshape(order={order!r}) is not supported on traced values")
-    if isinstance(newshape, (int, np.integer)):
-        newshape = (int(newshape),)
-    newshape = [int(d) for d in newshape]
+    newshape = _shape_argument(newshape, "reshape")
     size = int(np.prod(_shape(a), dtype=np.int64))
     if -1 in newshape:
         known = int(np.prod([d for d in newshape if d != -1], dtype=np.int64))
@@ -472,6 +470,26 @@ def reshape(a, newshape=None, order="C", shape=None):
     if newshape == _shape(a):
         return a
     return _sh.reshape.bind(a, new_shape=newshape)
+
+
+def _shape_argument(shape, op: str) -> list:
+    """A shape argument as a list of ints, refused as NumPy refuses it (floats, bools,
+    ``None``, more than one negative size) with the argument and the fix."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) or np.ndim(shape) == 0 else shape
+    if shape is None or isinstance(shape, (str, bytes)):
+        dims = (shape,)
+    out = []
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise DualgpuError(
+                f"{op}: the new shape must be integers, got {shape!r} (an entry of type "
+                f"{type(d).__name__}; NumPy refuses it too) at {user_location()}; pass "
+                f"e.g. int(n) or n // 2")
+        out.append(-1 if d < 0 else int(d))  # NumPy reads any negative size as unknown
+    if out.count(-1) > 1:
+        raise DualgpuError(f"{op}: can only specify one unknown dimension (-1), got "
+                           f"{shape!r} (at {user_location()})")
+    return out
 
 
 def ravel(a, order="C"):
@@ -2056,7 +2074,7 @@ for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "transpose", "r
 
 
 def _reshape(self, *shape, order="C"):
-    if len(shape) == 1 and not isinstance(shape[0], int):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     return reshape(self, shape, order=order)
 

@@ -244,6 +244,22 @@ def _plain_array(x: np.ndarray, i, what: str) -> np.ndarray:
     return np.asarray(x)
 
 
+def check_plain_values(x, what: str) -> None:
+    """Refuse a tangent, direction or cotangent whose values would be misread: a masked
+    array (the mask would be dropped or carried through) or an object array (its entries
+    are cast, ``None`` silently becoming NaN)."""
+    if isinstance(x, (np.matrix, np.ma.MaskedArray)):
+        raise DualgpuError(
+            f"the {what} is a {type(x).__name__}, whose operators differ from ndarray's; "
+            "pass np.asarray(x) (masked arrays: fill or drop the masked values first, e.g. "
+            "x.filled(0.0))")
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and np.dtype(dtype).kind == "O":
+        raise DualgpuError(
+            f"the {what} has dtype object; pass a numeric array, e.g. "
+            "np.asarray(ct, dtype=float) (entries such as None are not numbers)")
+
+
 def backend_of_all(backends, what: str):
     found = None
     for b in backends:

@@ -47,9 +47,18 @@ class TreeDef:
         return self._hash
 
     def __eq__(self, other) -> bool:
-        return (isinstance(other, TreeDef) and self._hash == other._hash
-                and self.kind == other.kind and self.meta == other.meta
-                and self.children == other.children)
+        if not isinstance(other, TreeDef):
+            return False
+        pairs = [(self, other)]  # a loop, not recursion: trees may be thousands deep
+        while pairs:
+            a, b = pairs.pop()
+            if a is b:
+                continue
+            if (a._hash != b._hash or a.kind != b.kind or a.meta != b.meta
+                    or len(a.children) != len(b.children)):
+                return False
+            pairs.extend(zip(a.children, b.children))
+        return True
 
     def __repr__(self) -> str:
         return f"TreeDef({_describe(self)})"
@@ -71,11 +80,14 @@ _NONE = TreeDef("none", None, ())
 
 
 def _describe(t: TreeDef) -> str:
+    return postorder(t, lambda t: (t, t.children), _describe_node)
+
+
+def _describe_node(t: TreeDef, inner: list) -> str:
     if t.kind == "*":
         return "*"
     if t.kind == "none":
         return "None"
-    inner = [_describe(c) for c in t.children]
     if t.kind == "tuple":
         return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
     if t.kind == "list":
@@ -83,6 +95,27 @@ def _describe(t: TreeDef) -> str:
     if t.kind == "dict":
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(t.meta, inner)) + "}"
     return f"{t.kind.__name__}(" + ", ".join(inner) + ")"
+
+
+def postorder(root, expand: Callable, combine: Callable):
+    """Fold a tree bottom-up with an explicit stack, not recursion (outputs nested thousands
+    deep are fine). ``expand(node) -> (tag, children)``; the result for a node is
+    ``combine(tag, [results of its children, left to right])``."""
+    results: list = []
+    stack: list = [(root, None, None)]
+    while stack:
+        node, tag, kids = stack.pop()
+        if kids is None:
+            tag, kids = expand(node)
+            if kids:
+                stack.append((node, tag, kids))
+                stack.extend((k, None, None) for k in reversed(kids))
+                continue
+        n = len(kids)
+        inner = results[len(results) - n:]
+        del results[len(results) - n:]
+        results.append(combine(tag, inner))
+    return results[0]
 
 
 def _dict_keys(d: dict) -> tuple:
@@ -102,22 +135,34 @@ def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[li
     return out, _flatten(tree, out, is_leaf)
 
 
-def _flatten(x, out: list, is_leaf) -> TreeDef:
-    if is_leaf is not None and is_leaf(x):
-        out.append(x)
-        return LEAF
-    t = type(x)
-    if t is tuple or t is list:
-        return TreeDef(t.__name__, None, tuple(_flatten(c, out, is_leaf) for c in x))
-    if t is dict:
-        keys = _dict_keys(x)
-        return TreeDef("dict", keys, tuple(_flatten(x[k], out, is_leaf) for k in keys))
-    if x is None:
-        return _NONE
-    if _is_namedtuple(x):
-        return TreeDef(t, None, tuple(_flatten(c, out, is_leaf) for c in x))
-    out.append(x)
-    return LEAF
+def _flatten(tree: Any, out: list, is_leaf) -> TreeDef:
+    """The structure of ``tree``; its leaves are appended to ``out``."""
+
+    def expand(x):
+        if is_leaf is not None and is_leaf(x):
+            return ("*", None, x), ()
+        t = type(x)
+        if t is tuple or t is list:
+            return (t.__name__, None, None), tuple(x)
+        if t is dict:
+            keys = _dict_keys(x)
+            return ("dict", keys, None), tuple(x[k] for k in keys)
+        if x is None:
+            return ("none", None, None), ()
+        if _is_namedtuple(x):
+            return (t, None, None), tuple(x)
+        return ("*", None, x), ()
+
+    def combine(tag, inner):
+        kind, meta, leaf = tag
+        if kind == "*":
+            out.append(leaf)
+            return LEAF
+        if kind == "none":
+            return _NONE
+        return TreeDef(kind, meta, tuple(inner))
+
+    return postorder(tree, expand, combine)
 
 
 def unflatten(treedef: TreeDef, leaves) -> Any:
@@ -133,23 +178,25 @@ def unflatten(treedef: TreeDef, leaves) -> Any:
 _END = object()
 
 
-def _build(t: TreeDef, it):
-    kind = t.kind
-    if kind == "*":
-        leaf = next(it, _END)
-        if leaf is _END:
-            raise DualgpuError("unflatten: fewer leaves than the structure holds")
-        return leaf
-    if kind == "none":
-        return None
-    children = [_build(c, it) for c in t.children]
-    if kind == "tuple":
-        return tuple(children)
-    if kind == "list":
-        return children
-    if kind == "dict":
-        return dict(zip(t.meta, children))
-    return kind(*children)
+def _build(treedef: TreeDef, it):
+    def combine(t: TreeDef, children: list):
+        kind = t.kind
+        if kind == "*":
+            leaf = next(it, _END)
+            if leaf is _END:
+                raise DualgpuError("unflatten: fewer leaves than the structure holds")
+            return leaf
+        if kind == "none":
+            return None
+        if kind == "tuple":
+            return tuple(children)
+        if kind == "list":
+            return children
+        if kind == "dict":
+            return dict(zip(t.meta, children))
+        return kind(*children)
+
+    return postorder(treedef, lambda t: (t, t.children), combine)
 
 
 def leaves(tree: Any) -> list:

@@ -8,6 +8,8 @@ tracing namespace (:mod:`dualgpu.namespace`).
 """
 from __future__ import annotations
 
+import dis
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,6 +25,7 @@ from ..errors import (
     UnsupportedOpError,
     user_location,
 )
+from ..tree import postorder
 from .encode import TRACER_TYPES, check_equation
 from .flags import Flag
 from .ir import Aval, Const, Eqn, Graph, Literal, Var
@@ -50,6 +53,17 @@ class GraphBuilder:
         # while a transform rewrites an equation: the user's source line of that equation,
         # given to every equation its rule records (None: find the user's frame)
         self.rule_source: str | None = None
+        # an error found where raising it would not reach the user (a conversion NumPy
+        # makes inside item assignment): raised by the next equation or at the end
+        self.deferred_error: DualgpuError | None = None
+
+    def defer_error(self, error: DualgpuError) -> None:
+        if self.deferred_error is None:
+            self.deferred_error = error
+
+    def raise_deferred(self, cause: BaseException | None = None) -> None:
+        if self.deferred_error is not None:
+            raise self.deferred_error from cause
 
     def new_input(self, aval: Aval) -> Tracer:
         return Tracer(Var(aval), self)
@@ -92,6 +106,15 @@ class GraphBuilder:
         arr = value
         if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
             arr = np.asarray(value)
+        if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
+                                                  and arr.dtype.kind == "O"):
+            what = ("a masked array" if isinstance(arr, np.ma.MaskedArray)
+                    else "an array of dtype object")
+            raise UnsupportedOpError(
+                f"{what} is used with traced values at {user_location()}: masks and Python "
+                "objects are not traced (the mask would be dropped or carried into the "
+                "result). Pass plain numbers: np.ma.filled(a, fill) or a.compressed(), or "
+                "np.asarray(a, dtype=float).")
         backend = array_backend(arr)
         if backend is None:
             raise UnsupportedOpError(
@@ -109,6 +132,7 @@ class GraphBuilder:
         return c
 
     def record(self, prim, args: Sequence[Any], params: dict):
+        self.raise_deferred()
         atoms = [self.atom(a, prim.name) for a in args]
         try:
             check_equation(prim.name, atoms, params)  # values are data, never code
@@ -118,8 +142,15 @@ class GraphBuilder:
             if " (at " not in str(e):
                 raise type(e)(f"{e} (at {user_location()})") from None
             raise
-        except (ValueError, TypeError, IndexError) as e:
-            raise DualgpuError(f"{prim.name}: {e} (at {user_location()})") from None
+        except Exception as e:
+            if isinstance(e, (ValueError, TypeError, IndexError)) and _ours(prim):
+                # NumPy's words about the user's shapes: one line, no NumPy traceback
+                raise DualgpuError(f"{prim.name}: {e} (at {user_location()})") from None
+            # a shape rule that fails (a user's defprim): say which, keep its traceback
+            raise DualgpuError(
+                f"the shape rule (abstract_eval) of primitive {prim.name!r} raised "
+                f"{type(e).__name__}: {e} (applied at {user_location()}); fix the rule, or "
+                "the arguments it was given (the cause is chained below)") from e
         multiple = prim.multiple_results
         outs = [Var(a) for a in (out_avals if multiple else [out_avals])]
         source = self.rule_source or user_location()
@@ -132,6 +163,12 @@ class GraphBuilder:
                 self.fills[outs[0].id] = self.fills[src.id]
         tracers = [Tracer(v, self) for v in outs]
         return tracers if multiple else tracers[0]
+
+
+def _ours(prim) -> bool:
+    """True for a primitive whose shape rule is dualgpu's own (not a user's defprim)."""
+    module = getattr(prim.abstract_eval, "__module__", None) or ""
+    return module.split(".")[0] == "dualgpu"
 
 
 _state = threading.local()
@@ -169,13 +206,42 @@ def _encloses(inner: GraphBuilder, outer: GraphBuilder) -> bool:
     return False
 
 
-def _no_concrete(what: str, hint: str):
+def _no_concrete(what: str, hint: str, placeholder=None):
+    """A conversion method that refuses. With a ``placeholder``, a conversion made by a
+    NumPy array's item assignment (``out[0] = tracer``) returns it instead, and the trace
+    fails once the traced function returns (NumPy would replace our error by its own
+    "setting an array element with a sequence")."""
     def method(self, *args, **kwargs):
+        if placeholder is not None and _assigning_into_array(sys._getframe(1)):
+            self._builder.defer_error(_store_error(user_location()))
+            return placeholder
         raise TracerControlFlowError(
             f"{what} of a traced value at {user_location()}: the value is not known while "
             f"dualgpu traces the function. {hint}")
 
     return method
+
+
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
+def _assigning_into_array(frame) -> bool:
+    """True when ``frame`` (the caller of a conversion method) is executing ``a[k] = v``."""
+    code = frame.f_code.co_code
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
+
+
+def _store_error(location: str) -> TracerControlFlowError:
+    return TracerControlFlowError(
+        f"a traced value was written into a NumPy array (out[...] = value) at {location}: "
+        "a NumPy array holds concrete numbers, so the value and its derivatives would be "
+        "lost. Build the array from traced values instead: np.stack([...]) or "
+        "np.concatenate([...]) of the pieces, or np.where(mask, value, out) to replace "
+        "entries (dualgpu has no index-update API such as .at[].set).")
+
+
+_MATH_HINT = ("math-module functions (math.sin, math.exp, ...) take Python floats: use "
+              "their NumPy counterparts (np.sin, np.exp, ...), which trace.")
 
 
 class Tracer:
@@ -221,10 +287,12 @@ class Tracer:
     __bool__ = _no_concrete(
         "bool() (an `if`, `while`, `and`/`or` or assert)",
         "Use np.where(cond, a, b) to select values instead of branching on them.")
-    __float__ = _no_concrete("float()", "Keep the value as an array.")
-    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.")
-    __index__ = __int__
-    __complex__ = _no_concrete("complex()", "Keep the value as an array.")
+    __float__ = _no_concrete("float() (or a math-module function)",
+                             "Keep the value as an array; " + _MATH_HINT, float("nan"))
+    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.", 0)
+    __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.")
+    __complex__ = _no_concrete("complex() (or a cmath-module function)",
+                               "Keep the value as an array; " + _MATH_HINT, complex("nan"))
     item = _no_concrete(".item()", "Keep the value as an array.")
     tolist = _no_concrete(".tolist()", "Keep the value as an array.")
     get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
@@ -236,10 +304,9 @@ class Tracer:
             box = np.empty((), dtype=object)
             box[()] = self
             return box
-        raise TracerControlFlowError(
-            f"a traced value was converted to a concrete NumPy array at {user_location()} "
-            "(np.asarray, np.array or a C extension). Use dualgpu-supported NumPy functions "
-            "on traced values instead.")
+        if _assigning_into_array(sys._getframe(1)):
+            raise _store_error(user_location())
+        raise _conversion_error(sys._getframe(1))
 
     def __setitem__(self, key, value):
         raise UnsupportedOpError(
@@ -261,11 +328,53 @@ class Tracer:
     def __array_namespace__(self, api_version=None):
         return _PROTOCOLS["namespace"](self._builder.xp)
 
+    def __cupy_override_elementwise_kernel__(self, kernel, *args, **kwargs):
+        # CuPy's ufuncs (recent versions) hand a call on a foreign object to this hook
+        return _PROTOCOLS["cupy_kernel"](kernel, args, kwargs)
+
+
+def _conversion_error(frame) -> TracerControlFlowError:
+    """The error for ``np.asarray(tracer)``, naming the user's line; when a NumPy function
+    written in Python made the conversion, it is named too (np.vectorize: use dg.vmap)."""
+    library = None
+    while frame is not None and (_inside_library(frame) or _inside_dualgpu(frame)):
+        if library is None and _inside_library(frame):
+            library = frame
+        frame = frame.f_back
+    where = ("<unknown location>" if frame is None
+             else f"{frame.f_code.co_filename}:{frame.f_lineno}")
+    hint = "Use dualgpu-supported NumPy functions on traced values instead."
+    inside = ""
+    if library is not None:
+        # the outermost frame of the library call names the function the user called
+        outer = library
+        while outer.f_back is not None and _inside_library(outer.f_back):
+            outer = outer.f_back
+        name = outer.f_code.co_name
+        owner = outer.f_locals.get("self")
+        if owner is not None and name.startswith("__"):
+            name = type(owner).__name__
+        inside = f" inside {outer.f_globals.get('__name__', '?').split('.')[0]}'s {name}"
+        if name in ("vectorize", "_vectorize_call", "frompyfunc"):
+            hint = ("np.vectorize calls a Python function on each concrete element, which "
+                    "cannot trace: apply the function to whole arrays (it may work as is), "
+                    "or map it over an axis with dg.vmap(f).")
+    return TracerControlFlowError(
+        f"a traced value was converted to a concrete NumPy array{inside} at {where} "
+        f"(np.asarray, np.array or a C extension). {hint}")
+
+
+def _inside_library(frame) -> bool:
+    name = str(frame.f_globals.get("__name__", ""))
+    return name.split(".")[0] in ("numpy", "cupy", "cupyx", "scipy")
+
+
+def _inside_dualgpu(frame) -> bool:
+    return str(frame.f_globals.get("__name__", "")).split(".")[0] == "dualgpu"
+
 
 def _sparse_probe() -> bool:
     """True when the caller of ``__array__`` is scipy.sparse's operator dispatch."""
-    import sys
-
     frame = sys._getframe(2)
     return (frame is not None
             and str(frame.f_globals.get("__name__", "")).startswith("scipy.sparse"))
@@ -277,13 +386,16 @@ def _not_installed(*args, **kwargs):
 
 
 _PROTOCOLS = {"ufunc": _not_installed, "function": _not_installed,
-              "namespace": _not_installed}
+              "namespace": _not_installed, "cupy_kernel": _not_installed}
 
 
-def install_protocol_handlers(*, ufunc, function, namespace) -> None:
+def install_protocol_handlers(*, ufunc, function, namespace, cupy_kernel=None) -> None:
     """Route NumPy's ``__array_ufunc__``/``__array_function__``/``__array_namespace__``
-    on tracers to the given handlers (:mod:`dualgpu.namespace` does, at import)."""
+    (and CuPy's ``__cupy_override_elementwise_kernel__``) on tracers to the given handlers
+    (:mod:`dualgpu.namespace` does, at import)."""
     _PROTOCOLS.update(ufunc=ufunc, function=function, namespace=namespace)
+    if cupy_kernel is not None:
+        _PROTOCOLS["cupy_kernel"] = cupy_kernel
 
 
 # ---------------------------------------------------------------------------- tracing
@@ -324,8 +436,13 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
     stack.append(builder)
     try:
         out = fn(*args)
+        builder.raise_deferred()
         leaves, tree = flatten_outputs(out)
         outs = [builder.atom(leaf, "output") for leaf in leaves]
+    except Exception as e:
+        if builder.deferred_error is not None and e is not builder.deferred_error:
+            builder.raise_deferred(e)
+        raise
     finally:
         builder.alive = False
         stack.pop()
@@ -340,28 +457,32 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
 
 def flatten_outputs(out) -> tuple[list, Any]:
     """Flatten a (possibly nested) tuple/list of arrays; return leaves and a structure."""
-    if isinstance(out, (tuple, list)):
-        leaves, subtrees = [], []
-        for o in out:
-            lv, st = flatten_outputs(o)
-            leaves += lv
-            subtrees.append(st)
-        return leaves, (type(out), subtrees)
-    return [out], None
+    leaves: list = []
+
+    def expand(o):
+        if isinstance(o, (tuple, list)):
+            return (type(o), None), tuple(o)
+        return (None, o), ()
+
+    def combine(tag, subtrees):
+        kind, leaf = tag
+        if kind is not None:
+            return (kind, subtrees)
+        leaves.append(leaf)
+        return None
+
+    return leaves, postorder(out, expand, combine)  # no recursion: any nesting depth
 
 
 def unflatten_outputs(tree, leaves: Sequence[Any]):
     it = iter(leaves)
 
-    def build(t):
+    def combine(t, built):
         if t is None:
             return next(it)
-        kind, subs = t
-        return kind(build(s) for s in subs)
+        return t[0](built)
 
-    return build(tree)
-
-
+    return postorder(tree, lambda t: (t, () if t is None else t[1]), combine)
 
 
 TRACER_TYPES.append(Tracer)  # the encoder refuses tracers as parameters with a hint

@@ -67,19 +67,64 @@ def _trace_product(m, t):
     return dnp.sum(dnp.multiply(_mT(m), t), axis=(-2, -1))
 
 
+# The derivative of det is the cofactor matrix cof(a) = adj(a)^T, also where a is singular
+# (det * inv(a)^T is not defined there; NumPy's inv raises). With the SVD a = U S V^T and
+# sigma = det(U) det(V) (a sign): det(a + T) = sigma det(S + P), P = U^T T V, so
+#   cof(a)        = sigma U adj(S) V^T,            adj(S)_i = prod_{k != i} s_k
+#   d cof(a)[T]   = sigma U D(P) V^T,              D(P) = diag(C diag P) - C * P^T,
+# C_ij = prod_{k != i, j} s_k off the diagonal (the second derivative of det, exact at every
+# a, repeated or zero singular values included). The factors are held constant
+# (stop_gradient) and D enters through T = a - stop_gradient(a), which is 0 in value and
+# the tangent in derivative: first and second derivatives are exact, the third is 0.
+def _cofactor(a):
+    n = dnp._shape(a)[-1]
+    if n <= 1:
+        return dnp.ones_like(a)
+    if np.dtype(dnp._dtype(a)).kind == "c":  # the SVD rules are real: det * inv(a)^T
+        scale = dnp.expand_dims(det.bind(a), (-2, -1))
+        return dnp.multiply(scale, _mT(inv.bind(a)))
+    held = dnp.stop_gradient(a)
+    u, s, vh = svd.bind(held)
+    sigma = dnp.expand_dims(dnp.multiply(slogdet.bind(u)[0], slogdet.bind(vh)[0]), (-2, -1))
+    eye = np.eye(n, dtype=bool)
+    adj_s = dnp.prod(dnp.where(eye, 1.0, dnp.expand_dims(s, -2)), axis=-1)  # exact
+    value = matmul.bind(_scale_cols(u, adj_s), vh)
+    p = _mm(_mT(u), dnp.subtract(a, held), _mT(vh))  # 0, whose tangent is U^T T V
+    pairs = _pair_products(s)
+    diag_term = matmul.bind(pairs, dnp.expand_dims(_diag_part(p), -1))[..., 0]
+    second = dnp.subtract(_diag_embed(diag_term), dnp.multiply(pairs, _mT(p)))
+    return dnp.multiply(sigma, dnp.add(value, _mm(u, second, vh)))
+
+
+def _pair_products(s):
+    """C_ij = prod of the s_k with k not i or j (0 on the diagonal), in logarithms so that
+    it takes n^2 memory; exact zeros counted apart (the SVD of a singular matrix may give
+    them)."""
+    n = dnp._shape(s)[-1]
+    zero = dnp.equal(s, 0.0)
+    zeros = zero.astype(np.int64)
+    logs = dnp.log(dnp.where(zero, 1.0, s))
+    row, col = dnp.expand_dims(logs, -1), dnp.expand_dims(logs, -2)
+    rest = dnp.subtract(dnp.subtract(dnp.sum(logs, axis=-1, keepdims=True)[..., None], row),
+                        col)
+    zeros_left = dnp.subtract(dnp.subtract(dnp.sum(zeros, axis=-1, keepdims=True)[..., None],
+                                           dnp.expand_dims(zeros, -1)),
+                              dnp.expand_dims(zeros, -2))
+    keep = dnp.logical_and(dnp.equal(zeros_left, 0), ~np.eye(n, dtype=bool))
+    return dnp.where(keep, dnp.exp(dnp.where(keep, rest, 0.0)), 0.0)
+
+
 def _det_jvp(primals, tangents):
     a = primals[0]
     ans = det.bind(a)
     t = tangents[0]
     if t is None:
         return ans, None
-    return ans, dnp.multiply(ans, _trace_product(inv.bind(a), t))
+    return ans, dnp.sum(dnp.multiply(_cofactor(a), t), axis=(-2, -1))
 
 
 def _det_vjp(g, primals, ans):
-    a = primals[0]
-    scale = dnp.expand_dims(dnp.multiply(g, ans), (-2, -1))
-    return (dnp.multiply(scale, _mT(inv.bind(a))),)
+    return (dnp.multiply(dnp.expand_dims(g, (-2, -1)), _cofactor(primals[0])),)
 
 
 def _slogdet_jvp(primals, tangents):
