@@ -336,3 +336,19 @@ def test_derivatives_agree_with_the_python_program(executor, make, dtype, monkey
     want = run_python(program.graph, program.args)
     got = KERNEL_EXECUTORS[executor](program.graph, program.args)
     assert_agree(program, got, want, dtype, lambda row: row.d_ulps)
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", [np.int32, np.int64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("executor", sorted(KERNEL_EXECUTORS))
+def test_integer_floor_divide_and_remainder_are_numpy_s(executor, dtype):
+    """x // 0 and x % 0 are 0 in NumPy (a C division by zero traps on the host); negative
+    operands round toward -inf. (INT_MIN // -1 overflows: left out.)"""
+    v = np.array([0, 1, -1, 7, -7, 3, -3, np.iinfo(dtype).max], dtype=dtype)
+    a, b = (m.ravel() for m in np.meshgrid(v, v, indexing="ij"))
+    graph = dg.trace(lambda a, b: (np.floor_divide(a, b), np.remainder(a, b)), a, b)
+    with np.errstate(all="ignore"):
+        want = [np.floor_divide(a, b), np.remainder(a, b)]
+    got = KERNEL_EXECUTORS[executor](graph, (a, b))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
