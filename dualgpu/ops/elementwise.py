@@ -165,8 +165,10 @@ erf = elementwise("erf", None, 1, c="erf({0})", result="float", py="ops.erf({0})
                   impl=_special("erf"))
 erfc = elementwise("erfc", None, 1, c="erfc({0})", result="float", py="ops.erfc({0})",
                    impl=_special("erfc"))
-gammaln = elementwise("gammaln", None, 1, c="lgamma({0})", result="float",
-                      py="ops.gammaln({0})", impl=_special("gammaln"))
+gammaln = elementwise("gammaln", None, 1, result="float", py="ops.gammaln({0})",
+                      # -inf at -inf as SciPy and CuPy (C's lgamma gives inf)
+                      c="((isinf({0}) && ({0}) < 0) ? ({0}) : lgamma({0}))",
+                      impl=_special("gammaln"))
 digamma = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamma({0})",
                       impl=_special("digamma"),
                       doc="psi(x), the derivative of gammaln; its derivative is "
@@ -200,10 +202,11 @@ where = elementwise("where", "where", 3, c="({0} ? {1} : {2})", abstract_eval=_w
 
 # --------------------------------------------------------------------------- non-differentiable
 # (comparisons, rounding, logic: their outputs carry no derivative)
-for _name, _c in [("sign", "(({0} > 0) - ({0} < 0))"), ("floor", "floor({0})"),
-                  ("ceil", "ceil({0})"), ("rint", "rint({0})"), ("trunc", "trunc({0})")]:
-    elementwise(_name, _name, 1, c=_c, c_int=None if _name == "sign" else "({0})",
-                differentiable=False)
+_SIGN_INT = "((({0}) > 0) - (({0}) < 0))"
+elementwise("sign", "sign", 1, c=f"((({{0}}) != ({{0}})) ? ({{0}}) : {_SIGN_INT})",  # NaN: NaN
+            c_int=_SIGN_INT, differentiable=False)
+for _name in ("floor", "ceil", "rint", "trunc"):
+    elementwise(_name, _name, 1, c=f"{_name}({{0}})", c_int="({0})", differentiable=False)
 for _name, _c in [("less", "({0} < {1})"), ("less_equal", "({0} <= {1})"),
                   ("greater", "({0} > {1})"), ("greater_equal", "({0} >= {1})"),
                   ("equal", "({0} == {1})"), ("not_equal", "({0} != {1})"),
@@ -213,11 +216,27 @@ elementwise("logical_not", "logical_not", 1, c="(!{0})", result="bool", differen
 elementwise("isnan", "isnan", 1, c="isnan({0})", result="bool", differentiable=False)
 elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))", result="bool",
             differentiable=False)
-elementwise("floor_divide", "floor_divide", 2, c="floor({0} / {1})", differentiable=False,
-            c_int="((({0}) / ({1})) - (((({0}) % ({1})) != 0) && ((({0}) < 0) != "
-                  "(({1}) < 0))))")
+# floor_divide and remainder as NumPy computes them (npy_divmod): the remainder is fmod moved
+# to the divisor's sign, a zero remainder signed as the divisor; the quotient is
+# (x - fmod) / y, less one where fmod was moved, snapped to an integer and signed as x / y;
+# a zero divisor gives x / y (fmod: NaN). So x // inf is 0 or -1 and x % inf is x or inf
+# (floor(x / y) and x - floor(x / y) * y give NaN), and huge quotients keep their remainders.
+# (fmod's result is 0, NaN or signed as x: the test of x's sign stands for fmod's.)
+_FMOD = "fmod({0}, {1})"
+_MOVED = f"({_FMOD} != 0 && ({{1}} < 0) != ({{0}} < 0))"
+_QUOTIENT = f"(({{0}} - {_FMOD}) / {{1}} - {_MOVED})"
+elementwise(
+    "floor_divide", "floor_divide", 2, differentiable=False,
+    c=f"({{1}} == 0 ? {{0}} / {{1}} : copysign(floor({_QUOTIENT}) + "
+      f"(2 * ({_QUOTIENT} - floor({_QUOTIENT})) > 1), {{0}} / {{1}}))",
+    c_int="(({1}) == 0 ? 0 : ((({0}) / ({1})) - (((({0}) % ({1})) != 0) && "  # x // 0 is 0
+          "((({0}) < 0) != (({1}) < 0)))))")
 # x mod y = x - floor(x / y) * y: differentiable between the jumps
-remainder = elementwise("remainder", "remainder", 2, c="({0} - floor({0} / {1}) * {1})")
+remainder = elementwise(
+    "remainder", "remainder", 2,
+    c=f"({_MOVED} ? {_FMOD} + {{1}} : copysign({_FMOD}, {{1}}))",
+    c_int="(({1}) == 0 ? 0 : ((({0}) % ({1})) != 0 && ((({0}) < 0) != (({1}) < 0))) ? "
+          "(({0}) % ({1})) + ({1}) : (({0}) % ({1})))")
 
 # --------------------------------------------------------------------------- dtype and fills
 

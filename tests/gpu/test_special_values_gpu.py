@@ -1,0 +1,73 @@
+"""The special-value table of tests/test_special_values.py on the device: every elementwise
+op with a C form at NaN, +-inf, +-0, subnormals, huge and ordinary values, and the JVP and
+VJP programs of the differentiable ones, through CuPy's fused programs -- the region kernels
+(``dg.config["tiny_kernel"] = False``) and the tiny kernel of one block -- against NumPy's
+values (sign(nan) is nan, x // inf and x % inf as NumPy's) and the NumPy backend's
+derivative programs."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+from dualgpu.backends import backend_of
+from dualgpu.executor import Executable, config
+
+cp = pytest.importorskip("cupy")
+try:
+    cp.cuda.runtime.getDeviceCount()
+except Exception:  # noqa: BLE001 - CuPy without a device
+    pytest.skip("no CUDA device", allow_module_level=True)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_special_values import (  # noqa: E402
+    DTYPES,
+    assert_agree,
+    jvp_program,
+    numpy_values,
+    run_python,
+    values_program,
+    vjp_program,
+)
+
+
+def run_cupy(graph, args, tiny: bool) -> list:
+    """``graph`` as CuPy's fused program (region kernels, or the one tiny kernel)."""
+    config["fuse"], config["tiny_kernel"] = True, tiny
+    device_args = [cp.asarray(a) for a in args]
+    exe = Executable(graph, backend_of(device_args))
+    if not tiny:
+        assert exe._fn.tiny is None
+    return [cp.asnumpy(cp.asarray(o)) for o in exe(*device_args)]
+
+
+@pytest.mark.parametrize("tiny", [False, True], ids=["region_kernels", "tiny_kernel"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_values_agree_with_numpy(dtype, tiny):
+    program = values_program(dtype)
+    got = run_cupy(program.graph, program.args, tiny)
+    assert_agree(program, got, numpy_values(program, dtype, kernel=True), dtype,
+                 lambda row: row.ulps)
+
+
+def test_sign_of_nan_is_nan():
+    x = np.array([np.nan, -0.0, 0.0, -2.0, 3.0, np.inf])
+    for tiny in (False, True):
+        config["tiny_kernel"] = tiny
+        dg.clear_cache()
+        got = cp.asnumpy(dg.jit(lambda x: np.sign(x) * 1.0)(cp.asarray(x)))
+        np.testing.assert_array_equal(got, np.sign(x))
+        g = cp.asnumpy(dg.grad(lambda x: np.sum(np.abs(x)))(cp.asarray(x)))
+        np.testing.assert_array_equal(g, np.sign(x))     # grad(abs) at nan is nan
+
+
+@pytest.mark.parametrize("tiny", [False, True], ids=["region_kernels", "tiny_kernel"])
+@pytest.mark.parametrize("make", [jvp_program, vjp_program], ids=["jvp", "vjp"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_derivatives_agree_with_the_numpy_program(dtype, make, tiny):
+    program = make(dtype)
+    want = run_python(program.graph, program.args)
+    got = run_cupy(program.graph, program.args, tiny)
+    assert_agree(program, got, want, dtype, lambda row: row.d_ulps)

@@ -1,0 +1,354 @@
+"""NaN, infinities, signed zeros, subnormals and huge values through every executor.
+
+:data:`ROWS` holds a row for every elementwise op of ``dualgpu.core.primitives.REGISTRY`` that
+has a C form (``test_every_elementwise_op_with_a_c_form_has_a_row`` fails for a new one
+without). Each op is applied to :func:`special_values` (unary ops) or to every pair of them
+(binary ops and ``where``), in float64 and float32, and run by
+
+* the generated Python program (``dg.config["host_kernel"] = False``),
+* the host kernel (``dg.config["host_kernel"] = True``: the tiny kernel's CUDA text compiled
+  for the CPU, :mod:`dualgpu.codegen.host`),
+* the fused region kernels: their CUDA text compiled by g++ and run one host thread per CUDA
+  thread (``HostProgram`` of tests/test_cupy_launcher.py over tests/product_harness.py),
+
+and tests/gpu/test_special_values_gpu.py runs the same programs through CuPy. Values are
+compared with NumPy's (:func:`disagreements`: NaN where NumPy gives NaN, the same
+infinities and signed zeros, finite values within a few units in the last place). The JVP
+and the gradient programs of every differentiable op are compared, executor by executor,
+with the generated Python program's results on the same inputs. Each kind of program
+(values, JVP, gradient) holds the whole table, so that each executor compiles a handful of
+kernels per dtype.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from test_cupy_launcher import FakeBackend
+from test_cupy_launcher import HostProgram as RegionKernelsOnHost
+from tiny_harness import needs_gxx
+
+import dualgpu as dg
+from dualgpu.backends.numpy import NumpyBackend
+from dualgpu.codegen import host
+from dualgpu.codegen.tiny import tiny_refusal
+from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
+from dualgpu.executor import Executable, config
+
+DTYPES = (np.float64, np.float32)
+ORDINARY = (0.75, -0.75, 1.5, -2.0, 3.0)
+N_VALUES = 9 + len(ORDINARY)
+
+
+def special_values(dtype) -> np.ndarray:
+    """NaN, +-inf, +-0, the smallest subnormal and the largest finite value of each sign,
+    and a few ordinary values of both signs (-2 a pole of gammaln), in ``dtype``."""
+    fi = np.finfo(dtype)
+    tiny, big = fi.smallest_subnormal, fi.max
+    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, big, -big, *ORDINARY],
+                    dtype=dtype)
+
+
+def special_pairs(dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of :func:`special_values`: ``a[k], b[k]`` is the k-th pair."""
+    v = special_values(dtype)
+    a, b = np.meshgrid(v, v, indexing="ij")
+    return a.ravel(), b.ravel()
+
+
+def _gammaln_of_tiny(x, want):
+    """SciPy's gammaln overflows to inf below ~5.6e-308 (cephes takes log(1 / x)); the
+    kernels give lgamma's -log|x| there, the closed form (docs/limitations.md)."""
+    tiny = (np.abs(x) < 1e-300) & (x != 0)
+    with np.errstate(divide="ignore"):
+        return np.where(tiny, -np.log(np.abs(x)), want)
+
+
+@dataclass(frozen=True)
+class Row:
+    """How one op is checked. ``params``: the equation's parameters (``dtype="other"``: the
+    other float dtype). ``ulps``: how many units in the last place of NumPy's value a kernel's
+    finite result may be off (more than 4 only where math libraries legitimately differ);
+    ``d_ulps``: the same for the JVP and gradient programs against the Python program's.
+    ``kernel_reference(x, numpy_value)``: what the kernels must give instead of NumPy's
+    value, where that is wrong and the difference is documented (docs/limitations.md)."""
+
+    params: dict = field(default_factory=dict)
+    ulps: float = 4
+    d_ulps: float = 8
+    kernel_reference: Callable | None = None
+
+
+ROWS: dict[str, Row] = {name: Row() for name in (
+    "add", "subtract", "multiply", "true_divide", "negative", "power", "square",
+    "reciprocal", "absolute", "sqrt", "cbrt", "maximum", "minimum", "fmax", "fmin", "hypot",
+    "copysign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh",
+    "arcsinh", "arccosh", "arctanh", "erf", "erfc", "where", "sign", "floor",
+    "ceil", "rint", "trunc", "less", "less_equal", "greater", "greater_equal", "equal",
+    "not_equal", "logical_and", "logical_or", "logical_not", "isnan", "isfinite",
+    "floor_divide", "remainder", "stop_gradient")}
+ROWS.update({
+    # glibc's and cephes' lgamma differ by 3 ulps at 1.5 (a value near lgamma's zero at 2)
+    "gammaln": Row(ulps=8, kernel_reference=_gammaln_of_tiny),
+    # derivatives that cancel: 1 - tanh(x)**2 at 1.5 turns tanh's last bit into ~9 ulps;
+    # ans * (1 - ans) at 3 (logistic, and logaddexp's logistic(x - y)) into ~20, and the
+    # Python program's logistic (0.5 * (tanh(x / 2) + 1)) differs from the kernels'
+    # 1 / (1 + exp(-x)) in the last bits
+    "tanh": Row(d_ulps=32),
+    "logistic": Row(d_ulps=64),
+    "logaddexp": Row(d_ulps=64),
+    "convert_element_type": Row(params=dict(dtype="other")),
+    "fill_like": Row(params=dict(value=2.5)),
+    "broadcast_to": Row(params=dict(shape=(2, N_VALUES))),
+})
+
+
+def table() -> list:
+    """``(name, primitive, row)`` of every op of :data:`ROWS`, unary ops first (the ops of
+    one domain fuse into one region: few kernels to compile)."""
+    return sorted([(name, REGISTRY[name], row) for name, row in ROWS.items()],
+                  key=lambda t: t[1].arity)
+
+
+def _params(row: Row, dtype) -> dict:
+    if row.params.get("dtype") == "other":
+        return dict(row.params, dtype=np.dtype(np.float32 if dtype == np.float64
+                                               else np.float64))
+    return dict(row.params)
+
+
+def _operands(prim, x, a, b) -> tuple:
+    """``x`` for a unary op, the pairs ``(a, b)`` for a binary one, a fixed condition and
+    the pairs for ``where``."""
+    if prim.arity == 1:
+        return (x,)
+    if prim.arity == 2:
+        return (a, b)
+    return (np.arange(np.shape(a)[0]) % 3 != 1, a, b)
+
+
+def _apply(ops, dtype, x, a, b) -> tuple:
+    return tuple(prim.bind(*_operands(prim, x, a, b), **_params(row, dtype))
+                 for _, prim, row in ops)
+
+
+@dataclass
+class Program:
+    """A traced program over the table, its arguments and, per output, the row and the
+    operands it is reported at."""
+
+    graph: object
+    args: tuple
+    rows: list          # (name, row, operands) per output
+
+
+def _inputs(dtype) -> tuple:
+    return (special_values(dtype), *special_pairs(dtype))
+
+
+def values_program(dtype) -> Program:
+    """Every op of the table on the special values."""
+    ops = table()
+    args = _inputs(dtype)
+    graph = dg.trace(lambda x, a, b: _apply(ops, dtype, x, a, b), *args)
+    return Program(graph, args, [(n, r, _operands(p, *args)) for n, p, r in ops])
+
+
+def _differentiable(dtype) -> list:
+    """The differentiable ops whose derivative programs run as one kernel (gammaln's
+    derivative, digamma, has no C form: its programs run it as a library call)."""
+    args = _inputs(dtype)
+    ops = []
+    for name, prim, row in table():
+        if name in NON_DIFFERENTIABLE:
+            continue
+        op = [(name, prim, row)]
+        jvp = dg.trace(lambda *xt, op=op: dg.jvp(
+            lambda x, a, b: _apply(op, dtype, x, a, b), xt[:3], xt[3:])[1], *args, *args)
+        if tiny_refusal(jvp) is None:
+            ops.append((name, prim, row))
+    return ops
+
+
+def jvp_program(dtype) -> Program:
+    """The JVP of every differentiable op at the special values, every tangent 1 (so a binary
+    op's output tangent is the sum of its partials)."""
+    ops = _differentiable(dtype)
+    args = _inputs(dtype)
+
+    def jvp(x, a, b, x_dot, a_dot, b_dot):
+        return dg.jvp(lambda x, a, b: _apply(ops, dtype, x, a, b), (x, a, b),
+                      (x_dot, a_dot, b_dot))[1]
+
+    graph = dg.trace(jvp, *args, *[np.ones_like(v) for v in args])
+    return Program(graph, args + tuple(np.ones_like(v) for v in args),
+                   [(n, r, _operands(p, *args)) for n, p, r in ops])
+
+
+def vjp_program(dtype) -> Program:
+    """The VJP of every differentiable op at the special values, every cotangent 1, each op
+    reading inputs of its own: each input's cotangent is one partial of one op."""
+    x, a, b = _inputs(dtype)
+    uses, primals, rows = [], [], []
+    for name, prim, row in _differentiable(dtype):
+        operands = _operands(prim, x, a, b)
+        traced = [k for k, v in enumerate(operands) if v.dtype.kind == "f"]
+        uses.append((prim, row, operands, traced, len(primals)))
+        primals.extend(operands[k] for k in traced)
+        rows.extend((f"d{name}/d{k}", row, operands) for k in traced)
+
+    def f(*inputs):
+        outs = []
+        for prim, row, operands, traced, first in uses:
+            ops_in = list(operands)
+            for j, k in enumerate(traced):
+                ops_in[k] = inputs[first + j]
+            outs.append(prim.bind(*ops_in, **_params(row, dtype)))
+        return tuple(outs)
+
+    n = len(primals)
+    with np.errstate(all="ignore"):
+        cotangents = [np.ones(np.shape(o), o.dtype) for o in f(*primals)]
+    graph = dg.trace(lambda *a: dg.vjp(f, *a[:n])[1](tuple(a[n:])), *primals, *cotangents)
+    return Program(graph, tuple(primals) + tuple(cotangents), rows)
+
+
+# --------------------------------------------------------------------------- executors
+def run_python(graph, args) -> list:
+    config["host_kernel"] = False
+    with np.errstate(all="ignore"):
+        return Executable(graph, NumpyBackend())(*args)
+
+
+def run_host_kernel(graph, args) -> list:
+    config["host_kernel"] = True
+    exe = Executable(graph, NumpyBackend())
+    assert exe.host is not None, "the program did not run as the host kernel"
+    return exe(*args)
+
+
+def run_region_kernels(graph, args) -> list:
+    return RegionKernelsOnHost(graph, FakeBackend())(*args)
+
+
+KERNEL_EXECUTORS = {"host_kernel": run_host_kernel, "region_kernels": run_region_kernels}
+EXECUTORS = {"python": run_python, **KERNEL_EXECUTORS}
+
+
+# --------------------------------------------------------------------------- agreement
+def _ulps_apart(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """How many representable values apart ``got`` and ``want`` are (finite, nonzero, of one
+    sign and one dtype: their bit patterns are ordered as their values)."""
+    ints = np.int64 if got.dtype.itemsize == 8 else np.int32
+    return np.abs(got.view(ints).astype(np.int64) - want.view(ints).astype(np.int64))
+
+
+def disagreements(got, want, ulps: float) -> np.ndarray:
+    """The flat indices where ``got`` and ``want`` disagree: NaN-ness, infinities, the sign of
+    zero, or finite values more than ``ulps`` units in the last place apart (booleans and
+    integers: any difference)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, \
+        (got.dtype, got.shape, want.dtype, want.shape)
+    g, w = got.ravel(), want.ravel()
+    if w.dtype.kind != "f":
+        return np.flatnonzero(g != w)
+    ok = np.isnan(g) & np.isnan(w)
+    ok |= (g == w) & (np.signbit(g) == np.signbit(w))
+    near = ~ok & np.isfinite(g) & np.isfinite(w) & (g != 0) & (w != 0) & \
+        (np.signbit(g) == np.signbit(w))
+    ok[np.flatnonzero(near)[_ulps_apart(g[near], w[near]) <= ulps]] = True
+    return np.flatnonzero(~ok)
+
+
+def _at(operands, k: int) -> str:
+    picked = [np.broadcast_to(v, np.shape(operands[-1])).ravel() for v in operands]
+    return ", ".join(repr(v[k % v.size].item()) for v in picked)
+
+
+def assert_agree(program: Program, got: list, want: list, dtype, ulps_of) -> None:
+    """Every output of ``program`` agrees with ``want``, each within its row's tolerance
+    (``ulps_of(row)``); the message lists the disagreements op by op."""
+    assert len(got) == len(want) == len(program.rows)
+    report = []
+    for (name, row, operands), g, w in zip(program.rows, got, want):
+        bad = disagreements(g, w, ulps_of(row))
+        for k in bad[:6]:
+            report.append(f"{name}({_at(operands, k)}) = {np.ravel(g)[k]!r}, "
+                          f"want {np.ravel(w)[k]!r}")
+        if len(bad) > 6:
+            report.append(f"  ... {name}: {len(bad)} disagreements in all")
+    assert not report, f"{np.dtype(dtype).name}:\n" + "\n".join(report)
+
+
+def numpy_values(program: Program, dtype, kernel: bool) -> list:
+    """NumPy's value of every op of ``program`` (each op's implementation on NumPy), or for
+    a kernel, the row's ``kernel_reference`` where it has one."""
+    want = []
+    with np.errstate(all="ignore"):
+        for (name, row, operands) in program.rows:
+            value = np.asarray(REGISTRY[name].impl(np, *operands, **_params(row, dtype)))
+            if kernel and row.kernel_reference is not None:
+                value = row.kernel_reference(*operands, value).astype(value.dtype)
+            want.append(value)
+    return want
+
+
+# --------------------------------------------------------------------------- the tests
+@pytest.fixture(autouse=True)
+def _switch_restored():
+    before = config["host_kernel"]
+    yield
+    config["host_kernel"] = before
+    dg.clear_cache()
+
+
+def test_every_elementwise_op_with_a_c_form_has_a_row():
+    with_c = {name for name, p in REGISTRY.items()
+              if p.kind == "elementwise" and p.c is not None and not getattr(p, "custom", False)}
+    assert with_c == set(ROWS), (f"no row: {sorted(with_c - set(ROWS))}; "
+                                 f"not an elementwise op with a C form: "
+                                 f"{sorted(set(ROWS) - with_c)}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("executor", ["python"] + [
+    pytest.param(name, marks=needs_gxx) for name in sorted(KERNEL_EXECUTORS)])
+def test_values_agree_with_numpy(executor, dtype):
+    program = values_program(dtype)
+    got = EXECUTORS[executor](program.graph, program.args)
+    want = numpy_values(program, dtype, kernel=executor != "python")
+    assert_agree(program, got, want, dtype, lambda row: row.ulps)
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("make", [jvp_program, vjp_program], ids=["jvp", "vjp"])
+@pytest.mark.parametrize("executor", sorted(KERNEL_EXECUTORS))
+def test_derivatives_agree_with_the_python_program(executor, make, dtype, monkeypatch):
+    # the whole table is one kernel: more serial steps than a host kernel is given (where the
+    # Python program would be faster); the bound is about speed, not values
+    monkeypatch.setattr(host, "HOST_WORK_MAX", 1 << 30)
+    program = make(dtype)
+    want = run_python(program.graph, program.args)
+    got = KERNEL_EXECUTORS[executor](program.graph, program.args)
+    assert_agree(program, got, want, dtype, lambda row: row.d_ulps)
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", [np.int32, np.int64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("executor", sorted(KERNEL_EXECUTORS))
+def test_integer_floor_divide_and_remainder_are_numpy_s(executor, dtype):
+    """x // 0 and x % 0 are 0 in NumPy (a C division by zero traps on the host); negative
+    operands round toward -inf. (INT_MIN // -1 overflows: left out.)"""
+    v = np.array([0, 1, -1, 7, -7, 3, -3, np.iinfo(dtype).max], dtype=dtype)
+    a, b = (m.ravel() for m in np.meshgrid(v, v, indexing="ij"))
+    graph = dg.trace(lambda a, b: (np.floor_divide(a, b), np.remainder(a, b)), a, b)
+    with np.errstate(all="ignore"):
+        want = [np.floor_divide(a, b), np.remainder(a, b)]
+    got = KERNEL_EXECUTORS[executor](graph, (a, b))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
