@@ -86,6 +86,9 @@ def call(t, args: tuple, kwargs: dict):
     if key in plans:  # the same shapes and chunks: no tracing on this call
         follow, outs = plans[key]
     else:
+        if not backend.is_cupy:  # before any program is built on mixed arrays
+            _no_cupy_parameters(tuple(None if i in chunked else a
+                                      for i, a in enumerate(args)), what)
         _whole(t, args, chunked, blocks, backend)  # the proof on the whole arrays' shapes
         follow, outs = _followers(t, args, chunked, x, backend, what), None
     index = tuple(f"i{a}" for a in range(x.ndim))

@@ -101,8 +101,15 @@ fmax = elementwise("fmax", "fmax", 2, c="fmax({0}, {1})",
                    c_int="(({0}) > ({1}) ? ({0}) : ({1}))", doc=_FTIES)
 fmin = elementwise("fmin", "fmin", 2, c="fmin({0}, {1})",
                    c_int="(({0}) < ({1}) ? ({0}) : ({1}))", doc=_FTIES)
-hypot = elementwise("hypot", "hypot", 2, c="hypot({0}, {1})", result="float",
-                    doc="Derivatives at (0, 0) are 0.")
+# hypot as m * sqrt(1 + (n / m)**2), m and n the larger and smaller magnitude: CUDA's double
+# hypot overflows to inf next to the largest finite value (hypot(DBL_MAX, 0.75)); an
+# infinity wins over NaN, as in NumPy
+_BIG, _SMALL = "fmax(fabs({0}), fabs({1}))", "fmin(fabs({0}), fabs({1}))"
+hypot = elementwise(
+    "hypot", "hypot", 2, result="float", doc="Derivatives at (0, 0) are 0.",
+    c=f"(isinf({{0}}) ? fabs({{0}}) : isinf({{1}}) ? fabs({{1}}) : "
+      f"({{0}} != {{0}} || {{1}} != {{1}}) ? {{0}} + {{1}} : {_BIG} == 0 ? {_BIG} : "
+      f"{_BIG} * sqrt(1 + ({_SMALL} / {_BIG}) * ({_SMALL} / {_BIG})))")
 copysign = elementwise("copysign", "copysign", 2, c="copysign({0}, {1})", result="float")
 
 # --------------------------------------------------------------------------- complex parts
@@ -132,9 +139,13 @@ conj = elementwise("conj", "conj", 1, c=None, abstract_eval=_complex_shape(False
 exp = elementwise("exp", "exp", 1, c="exp({0})", result="float")
 exp2 = elementwise("exp2", "exp2", 1, c="exp2({0})", result="float")
 expm1 = elementwise("expm1", "expm1", 1, c="expm1({0})", result="float")
-log = elementwise("log", "log", 1, c="log({0})", result="float")
-log2 = elementwise("log2", "log2", 1, c="log2({0})", result="float")
-log10 = elementwise("log10", "log10", 1, c="log10({0})", result="float")
+# CUDA's double logarithms give -inf for a negative subnormal (NumPy: NaN); the square root
+# of a negative value is NaN
+log = elementwise("log", "log", 1, c="(({0}) < 0 ? sqrt({0}) : log({0}))", result="float")
+log2 = elementwise("log2", "log2", 1, c="(({0}) < 0 ? sqrt({0}) : log2({0}))",
+                   result="float")
+log10 = elementwise("log10", "log10", 1, c="(({0}) < 0 ? sqrt({0}) : log10({0}))",
+                    result="float")
 log1p = elementwise("log1p", "log1p", 1, c="log1p({0})", result="float")
 logaddexp = elementwise(
     "logaddexp", "logaddexp", 2,
