@@ -131,8 +131,14 @@ def _is_namedtuple(x) -> bool:
 
 def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
     """The leaves of ``tree`` (left to right) and its structure."""
+    if is_leaf is None and type(tree) not in _CONTAINERS and tree is not None \
+            and not _is_namedtuple(tree):
+        return [tree], LEAF  # one array: the common case, without the walk
     out: list = []
     return out, _flatten(tree, out, is_leaf)
+
+
+_CONTAINERS = frozenset({tuple, list, dict})
 
 
 def _flatten(tree: Any, out: list, is_leaf) -> TreeDef:
@@ -167,6 +173,8 @@ def _flatten(tree: Any, out: list, is_leaf) -> TreeDef:
 
 def unflatten(treedef: TreeDef, leaves) -> Any:
     """The tree of structure ``treedef`` holding ``leaves``."""
+    if treedef.kind == "*" and type(leaves) in (list, tuple) and len(leaves) == 1:
+        return leaves[0]  # one array: the common case, without the walk
     it = iter(leaves)
     tree = _build(treedef, it)
     if next(it, _END) is not _END:

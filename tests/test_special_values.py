@@ -292,13 +292,15 @@ def _at(operands, k: int) -> str:
     return ", ".join(repr(v[k % v.size].item()) for v in picked)
 
 
-def assert_agree(program: Program, got: list, want: list, dtype, ulps_of) -> None:
+def assert_agree(program: Program, got: list, want: list, dtype, ulps_of,
+                 zero_sign: bool = True) -> None:
     """Every output of ``program`` agrees with ``want``, each within its row's tolerance
-    (``ulps_of(row)``); the message lists the disagreements op by op."""
+    (``ulps_of(row)``; the sign of a zero only where the row and ``zero_sign`` ask for it);
+    the message lists the disagreements op by op."""
     assert len(got) == len(want) == len(program.rows)
     report = []
     for (name, row, operands), g, w in zip(program.rows, got, want):
-        bad = disagreements(g, w, ulps_of(row), row.zero_sign)
+        bad = disagreements(g, w, ulps_of(row), row.zero_sign and zero_sign)
         for k in bad[:6]:
             report.append(f"{name}({_at(operands, k)}) = {np.ravel(g)[k]!r}, "
                           f"want {np.ravel(w)[k]!r}")

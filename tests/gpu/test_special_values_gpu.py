@@ -81,4 +81,7 @@ def test_derivatives_agree_with_the_numpy_program(dtype, make, tiny):
     program, read = on_device(make(dtype), dtype)
     want = read(run_python(program.graph, program.args))
     got = run_cupy(program.graph, program.args, tiny)
-    assert_agree(program, got, want, dtype, lambda row: row.d_ulps)
+    # float32: a subnormal inside a derivative (1 / -FLT_MAX) is flushed to a zero on the
+    # device before it is added to another zero, so a zero result may carry the other sign
+    assert_agree(program, got, want, dtype, lambda row: row.d_ulps,
+                 zero_sign=np.dtype(dtype) != np.float32)
