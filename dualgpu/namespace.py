@@ -121,10 +121,7 @@ def _dispatcher(real, ours, qualname: str):
         if not _contains_tracer(args, kwargs):
             return real(*args, **kwargs)
         if ours is None:
-            raise UnsupportedOpError(
-                f"{qualname} has no dualgpu rule (called on a traced value at "
-                f"{user_location()}). Rewrite it with supported functions, or register a "
-                "primitive for it with dg.defprim (docs/custom_rules.md).")
+            raise _no_rule(qualname)
         return ours(*args, **kwargs)
 
     if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co
@@ -530,11 +527,15 @@ def cupy_kernel_handler(kernel, args, kwargs):
     name = name.removeprefix("cupy_")
     ours = _lookup(name) if hasattr(kernel, "nin") else None
     if ours is None:
-        raise UnsupportedOpError(
-            f"cupy.{name} has no dualgpu rule (called on a traced value at "
-            f"{user_location()}); rewrite it with supported functions, or register a "
-            "primitive for it with dg.defprim (docs/custom_rules.md)")
+        raise _no_rule(f"cupy.{name}")
     return ours(*args, **kwargs)
+
+
+def _no_rule(qualname: str) -> UnsupportedOpError:
+    return UnsupportedOpError(
+        f"{qualname} has no dualgpu rule (called on a traced value at {user_location()}). "
+        "Rewrite it with supported functions, or register a primitive for it with "
+        "dg.defprim (docs/custom_rules.md).")
 
 
 def array_namespace(xp):

@@ -45,3 +45,15 @@ def calls_seeds(request) -> tuple[int, int]:
             or os.environ.get("DUALGPU_CALLS_SEEDS") or "0:10000")
     start, stop = (int(part) for part in text.split(":"))
     return start, stop
+
+
+@pytest.fixture
+def host_kernel_restored():
+    """``dg.config["host_kernel"]`` as it was before the test, and no program built under
+    the test's setting left in the cache."""
+    import dualgpu as dg
+
+    before = dg.config["host_kernel"]
+    yield
+    dg.config["host_kernel"] = before
+    dg.clear_cache()

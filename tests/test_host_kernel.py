@@ -33,11 +33,8 @@ from test_tiny_kernel import TOL, fuzzed_programs  # noqa: E402  (the tiny kerne
 
 
 @pytest.fixture(autouse=True)
-def _switch_restored():
-    before = config["host_kernel"]
-    yield
-    config["host_kernel"] = before
-    dg.clear_cache()
+def _switch_restored(host_kernel_restored):
+    """Every test here flips dg.config["host_kernel"] (tests/conftest.py restores it)."""
 
 
 def _build(graph, on: bool) -> Executable:

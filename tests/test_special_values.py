@@ -324,11 +324,8 @@ def numpy_values(program: Program, dtype, kernel: bool) -> list:
 
 # --------------------------------------------------------------------------- the tests
 @pytest.fixture(autouse=True)
-def _switch_restored():
-    before = config["host_kernel"]
-    yield
-    config["host_kernel"] = before
-    dg.clear_cache()
+def _switch_restored(host_kernel_restored):
+    """Every test here flips dg.config["host_kernel"] (tests/conftest.py restores it)."""
 
 
 def test_every_elementwise_op_with_a_c_form_has_a_row():
