@@ -29,16 +29,18 @@ static thread_local Dim threadIdx;
 static Dim blockDim;
 alignas(16) static unsigned char shmem[1 << 16];
 static std::mutex mu;
-static std::condition_variable cv;
+static std::condition_variable cv[1024];  // one a thread: a turn wakes only its thread
 static unsigned turn, reverse_order;
+// the rank of thread t in the turn order, and (the map is its own inverse) the thread of a rank
 static unsigned rank_of(unsigned t) { return reverse_order ? blockDim.x - 1 - t : t; }
 static void wait_turn() {
   std::unique_lock<std::mutex> l(mu);
-  cv.wait(l, [] { return turn == rank_of(threadIdx.x); });
+  cv[threadIdx.x].wait(l, [] { return turn == rank_of(threadIdx.x); });
 }
 static void pass_turn() {
-  { std::lock_guard<std::mutex> l(mu); turn = (turn + 1) % blockDim.x; }
-  cv.notify_all();
+  unsigned next;
+  { std::lock_guard<std::mutex> l(mu); turn = (turn + 1) % blockDim.x; next = rank_of(turn); }
+  cv[next].notify_one();
 }
 static void __syncthreads() { pass_turn(); wait_turn(); }
 """
@@ -89,7 +91,9 @@ def _library(kernel):
 
 def run_tiny_block(kernel, arrays, nthreads: int = 256, reverse: bool = False) -> list:
     """The outputs of a :class:`~dualgpu.codegen.tiny.TinyKernel` on ``arrays`` run by a
-    block of ``nthreads`` threads (a power of two) taking turns between barriers."""
+    block of ``nthreads`` threads (a power of two, at most 1024) taking turns between
+    barriers."""
+    assert 0 < nthreads <= 1024
     for v, a in zip(kernel.inputs, arrays):
         assert a.dtype == v.dtype and a.shape == tuple(v.shape)
     outs = [np.full(tuple(a.shape), np.nan if np.dtype(a.dtype).kind == "f" else -12345,
