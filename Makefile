@@ -18,7 +18,7 @@ demo: $(STAMP)
 
 # the tests, the docstring examples of dualgpu/ (conftest.py sets them up), then the linters
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n auto tests
 	$(PY) -m pytest --doctest-modules dualgpu
 	$(MAKE) lint
 
