@@ -19,8 +19,8 @@ import dualgpu as dg
 from dualgpu import numpy_api as dnp
 from dualgpu.core.primitives import REGISTRY
 from dualgpu.ops.sparse import spmm
+from dualgpu.rules import _batching as batching_rules
 from dualgpu.sparse_api import Pattern
-from dualgpu.transforms import vmap as vmap_module
 from dualgpu.transforms.vmap import batch_graph, has_rule
 
 SCALES = (1.0, 1.07, 0.93)
@@ -54,7 +54,7 @@ def _refuse(eqn, *args):
 @pytest.fixture
 def no_loop(monkeypatch):
     """Fail when a built-in op falls back to the per-example loop."""
-    monkeypatch.setattr(vmap_module, "loop_rule", _refuse)
+    monkeypatch.setattr(batching_rules, "loop_rule", _refuse)
 
 
 # ------------------------------------------------------------------------------ the registry
@@ -69,7 +69,7 @@ def test_every_builtin_primitive_has_a_batching_rule():
 @given(data=st.data())
 def test_vmap_matches_a_loop(name, data):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(vmap_module, "loop_rule", _refuse)
+        mp.setattr(batching_rules, "loop_rule", _refuse)
         _check_against_loop(name, data)
 
 

@@ -9,8 +9,10 @@ A :class:`Primitive` carries everything the system knows about one op:
   ``vjp(cotangent, primals, ans, **params) -> cotangents``, written in registry ops so that
   transforms compose (a tangent or cotangent of ``None`` is a symbolic zero);
 * ``py``: a template for the generated Python source, ``c``: a C expression for fused
-  kernels (elementwise ops only), ``batch``: the separability rule used by
-  ``hvp(batch_axes=...)``.
+  kernels (elementwise ops only);
+* ``rules``: the op's rule for each interpreter of :data:`RULE_KINDS` that does not derive
+  it from the op's flags (``"vmap"``: batching, ``"separability"``: the proof behind
+  ``hvp(batch_axes=...)``), attached with :func:`defrules` beside the op's derivatives.
 
 Example -- registering a new primitive (see ``docs/custom_rules.md`` for the whole story)::
 
@@ -35,6 +37,9 @@ from .ir import Aval
 from .trace import bind
 
 REGISTRY: dict[str, Primitive] = {}
+# The interpreters that ask an op for a rule of their own (``Primitive.rules``); each falls
+# back on defaults by flag (elementwise, reduction, scan) for ops without one.
+RULE_KINDS = ("vmap", "separability")
 # Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
 NON_DIFFERENTIABLE: set[str] = set()
 # Bumped whenever a registered primitive's definition is replaced (custom_op re-registration):
@@ -69,7 +74,7 @@ class Primitive:
                  c_int: str | None = None, arity: int | None = None,
                  flags: frozenset | set | tuple = (), monoid: str | None = None,
                  batch: Callable | None = None, differentiable: bool = True,
-                 partials: Callable | None = None, doc: str = ""):
+                 partials: Callable | None = None, rules: dict | None = None, doc: str = ""):
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
@@ -83,7 +88,9 @@ class Primitive:
         self.c = c
         self.c_int = c_int
         self.arity = arity
-        self.batch = batch
+        self.rules: dict[str, Callable] = dict(rules or {})
+        if batch is not None:  # the separability rule's older keyword
+            self.rules["separability"] = batch
         self.differentiable = differentiable
         self.partials = partials
         self.__doc__ = doc
@@ -92,6 +99,10 @@ class Primitive:
     def flags(self) -> frozenset:
         """The op's :class:`Flag` properties, its kind included."""
         return self._flags | {self.kind}
+
+    def rule(self, kind: str) -> Callable | None:
+        """The op's own rule for interpreter ``kind`` (:data:`RULE_KINDS`), or None."""
+        return self.rules.get(kind)
 
     def has(self, flag: str) -> bool:
         """Whether the op has a property of :class:`Flag`."""
@@ -116,19 +127,27 @@ class Primitive:
 
 
 def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | None = None,
-             batch: Callable | None = None, partials=None) -> Primitive:
-    """Attach derivative rules (and the separability rule) to a declared primitive.
+             batch: Callable | None = None, partials=None, **rules: Callable) -> Primitive:
+    """Attach an op's rules to its declared primitive: derivatives (``jvp``, ``vjp``,
+    ``partials``) and the rules of other interpreters by :data:`RULE_KINDS` name (``vmap=``,
+    ``separability=``; ``batch=`` is the older name of ``separability=``).
 
     The rule modules call this once per op; a rule given as ``None`` is left as it was.
     """
+    unknown = sorted(set(rules) - set(RULE_KINDS))
+    if unknown:
+        raise DualgpuError(f"defrules({prim.name}): no interpreter is named {unknown[0]!r}; "
+                           f"the rules an op can carry: jvp, vjp, partials, "
+                           f"{', '.join(RULE_KINDS)}")
     if jvp is not None:
         prim.jvp = jvp
     if vjp is not None:
         prim.vjp = vjp
     if batch is not None:
-        prim.batch = batch
+        rules.setdefault("separability", batch)
     if partials is not None:
         prim.partials = partials
+    prim.rules.update({k: r for k, r in rules.items() if r is not None})
     return prim
 
 

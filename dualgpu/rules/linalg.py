@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import string
 
+import numpy as np
+
 from .. import numpy_api as dnp
 from ..core.ir import Aval
+from ..core.primitives import defrules
 from ..ops.linalg import einsum, matmul
+from . import _batching as B
 from ._util import defmultilinear, unbroadcast, wants_cotangent
 
 
@@ -83,3 +87,65 @@ def _einsum_operand_ct(g, primals, in_specs, out, i):
 
 defmultilinear(matmul, _matmul_vjp)
 defmultilinear(einsum, _einsum_vjp, linear=None)
+
+# --------------------------------------------------------------------------- batching (vmap)
+def _matmul_vmap(eqn, args, batched, size):
+    a, b = args
+    if batched[0] and not batched[1]:
+        return B.one(_matmul_left(a, b, size, eqn))
+    if batched[1] and not batched[0]:
+        return B.one(_matmul_right(a, b, size, eqn))
+    ra, rb = len(a.shape) - 1, len(b.shape) - 1
+    a2 = a if ra >= 2 else dnp.reshape(a, (size, 1, a.shape[-1]))
+    b2 = b if rb >= 2 else dnp.reshape(b, (size, b.shape[-1], 1))
+    a2, b2 = B.pad_batch(a2, b2)
+    return B.one(B.drop_to(matmul.bind(a2, b2), size, eqn))
+
+
+def _matmul_left(a, b, size, eqn):
+    """Batched ``a``, shared ``b``: the examples become rows of one GEMM."""
+    ra, rb = len(a.shape) - 1, len(np.shape(b))
+    if rb <= 2:
+        if ra == 1:
+            return matmul.bind(a, b)  # (B, k) @ b
+        out = matmul.bind(dnp.reshape(a, (-1, a.shape[-1])), b)
+        return B.drop_to(out, size, eqn)
+    a2 = a if ra >= 2 else dnp.reshape(a, (size, 1, a.shape[-1]))
+    nb = rb - 2
+    na = len(a2.shape) - 3
+    if na < nb:
+        a2 = dnp.reshape(a2, (size,) + (1,) * (nb - na) + tuple(a2.shape[1:]))
+    return B.drop_to(matmul.bind(a2, b), size, eqn)
+
+
+def _matmul_right(a, b, size, eqn):
+    """Shared ``a``, batched ``b``: the examples become columns of one GEMM."""
+    ra, rb = len(np.shape(a)), len(b.shape) - 1
+    if rb == 1:
+        if ra == 1:
+            return matmul.bind(b, a)  # one dot per example: (B, k) @ (k,)
+        out = matmul.bind(a, dnp.transpose(b))  # (..., n, B)
+        return dnp.moveaxis(out, -1, 0)
+    if ra == 1:
+        return matmul.bind(a, b)  # (k,) @ (B, ..., k, m)
+    if ra == 2 and rb == 2:
+        k, m = b.shape[1:]
+        wide = dnp.reshape(dnp.transpose(b, (1, 0, 2)), (k, size * m))
+        out = dnp.reshape(matmul.bind(a, wide), (np.shape(a)[0], size, m))
+        return dnp.transpose(out, (1, 0, 2))
+    na, nb = ra - 2, rb - 2
+    if nb < na:
+        b = dnp.reshape(b, (size,) + (1,) * (na - nb) + tuple(b.shape[1:]))
+    return matmul.bind(a, b)
+
+
+def _einsum_vmap(eqn, args, batched, size):
+    spec = eqn.params["spec"]
+    letter = next(c for c in string.ascii_letters if c not in spec)
+    ins, out = spec.split("->")
+    specs = [letter + s if b else s for s, b in zip(ins.split(","), batched)]
+    return B.one(einsum.bind(*args, spec=",".join(specs) + "->" + letter + out))
+
+
+defrules(matmul, vmap=_matmul_vmap)
+defrules(einsum, vmap=_einsum_vmap)

@@ -7,6 +7,7 @@ import numpy as np
 from .. import numpy_api as dnp
 from ..core.primitives import defrules
 from ..ops.shape import broadcast_to, concatenate, getitem, pad, reshape, scatter_add, transpose
+from . import _batching as B
 from ._util import deflinear, unbroadcast
 
 deflinear(reshape, lambda g, x, new_shape: reshape.bind(g, new_shape=tuple(x.shape)))
@@ -52,3 +53,118 @@ def _pad_vjp(g, primals, ans, pad_width, value):
 
 defrules(concatenate, jvp=_concat_jvp, vjp=_concat_vjp)
 defrules(pad, jvp=_pad_jvp, vjp=_pad_vjp)
+
+# --------------------------------------------------------------------------- batching (vmap)
+def _broadcast_to_vmap(eqn, args, batched, size):
+    shape = tuple(eqn.params["shape"])
+    return B.one(broadcast_to.bind(B.lift(args[0], len(shape)), shape=(size,) + shape))
+
+
+def _transpose_vmap(eqn, args, batched, size):
+    perm = (0,) + tuple(p + 1 for p in eqn.params["perm"])
+    return B.one(transpose.bind(args[0], perm=perm))
+
+
+def _reshape_vmap(eqn, args, batched, size):
+    return B.one(reshape.bind(args[0], new_shape=(size,) + tuple(eqn.params["new_shape"])))
+
+
+def _pad_vmap(eqn, args, batched, size):
+    pad_width = ((0, 0),) + tuple(eqn.params["pad_width"])
+    return B.one(pad.bind(args[0], pad_width=pad_width, value=eqn.params["value"]))
+
+
+def _concatenate_vmap(eqn, args, batched, size):
+    xs = [a if b else B.batched(a, size) for a, b in zip(args, batched)]
+    return B.one(concatenate.bind(*xs, axis=eqn.params["axis"] + 1))
+
+
+# Indexing. A normalized key (rules/shape.py) has entries ("slice", ...), ("int", i), None
+# and ("array", k). With index arrays present, ints are advanced indices too; advanced
+# indices separated by a slice or None put their dimensions first (NumPy's rule).
+_ALL = ("slice", None, None, None)
+
+
+def _advanced(key) -> list[int]:
+    if not any(e is not None and e[0] == "array" for e in key):
+        return []
+    return [i for i, e in enumerate(key) if e is not None and e[0] in ("array", "int")]
+
+
+def _adjacent(positions) -> bool:
+    return positions == list(range(positions[0], positions[0] + len(positions)))
+
+
+def _indexrank(arrays, batched) -> int:
+    return max((B.rank(a, b) for a, b in zip(arrays, batched)), default=0)
+
+
+def _shared_index_key(key, arrays, batched):
+    """(key, perm) for an operand batched along axis 0 and shared index arrays: the key
+    gets a leading full slice; ``perm`` brings the batch axis of the result back to 0."""
+    adv = _advanced(key)
+    if not adv or _adjacent(adv):
+        return (_ALL,) + tuple(key), None
+    q = _indexrank(arrays, batched)  # the advanced dimensions came first
+    return (_ALL,) + tuple(key), q
+
+
+def _batched_index_key(key, arrays, batched, size):
+    """(key, arrays, perm) for batched index arrays: one more index array, the example
+    number, selects the example; ``perm`` orders the result as the per-example op would."""
+    na = _indexrank(arrays, batched)
+    iota = np.arange(size, dtype=np.intp).reshape((size,) + (1,) * na)
+    new_arrays = [iota] + [B.lift(a, na) if b else a for a, b in zip(arrays, batched)]
+    new_key = (("array", 0),) + tuple(
+        ("array", e[1] + 1) if e is not None and e[0] == "array" else e for e in key)
+    adv = _advanced(key)
+    # raw result: (B, *advanced, *the others in order); the per-example result has the
+    # advanced dimensions in place when they are adjacent
+    p = 0
+    if _adjacent(adv):
+        p = sum(1 for e in key[:adv[0]] if e is None or e[0] == "slice")
+    perm = None
+    if p:
+        perm = ([0] + [1 + na + i for i in range(p)] + [1 + i for i in range(na)])
+    return new_key, new_arrays, perm, na, p
+
+
+def _getitem_vmap(eqn, args, batched, size):
+    x, *arrays = args
+    key = eqn.params["key"]
+    if not any(batched[1:]):
+        new_key, q = _shared_index_key(key, arrays, batched[1:])
+        out = getitem.bind(x, *arrays, key=new_key)
+        return B.one(dnp.moveaxis(out, q, 0) if q else out)
+    if not batched[0]:
+        x = B.batched(x, size)
+    new_key, new_arrays, perm, _, _ = _batched_index_key(key, arrays, batched[1:], size)
+    out = getitem.bind(x, *new_arrays, key=new_key)
+    if perm is not None:
+        out = dnp.transpose(out, perm + list(range(len(perm), len(out.shape))))
+    return B.one(out)
+
+
+def _scatter_add_vmap(eqn, args, batched, size):
+    g, *arrays = args
+    key, shape = eqn.params["key"], (size,) + tuple(eqn.params["shape"])
+    if not batched[0]:
+        g = B.batched(g, size)
+    if not any(batched[1:]):
+        new_key, q = _shared_index_key(key, arrays, batched[1:])
+        g = dnp.moveaxis(g, 0, q) if q else g
+        return B.one(scatter_add.bind(g, *arrays, key=new_key, shape=shape))
+    new_key, new_arrays, perm, _, _ = _batched_index_key(key, arrays, batched[1:], size)
+    if perm is not None:
+        full = perm + list(range(len(perm), len(g.shape)))
+        g = dnp.transpose(g, [int(i) for i in np.argsort(full)])
+    return B.one(scatter_add.bind(g, *new_arrays, key=new_key, shape=shape))
+
+
+defrules(broadcast_to, vmap=_broadcast_to_vmap)
+defrules(transpose, vmap=_transpose_vmap)
+defrules(reshape, vmap=_reshape_vmap)
+defrules(pad, vmap=_pad_vmap)
+defrules(concatenate, vmap=_concatenate_vmap)
+defrules(getitem, vmap=_getitem_vmap)
+defrules(scatter_add, vmap=_scatter_add_vmap)

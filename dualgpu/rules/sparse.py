@@ -2,7 +2,14 @@
 transposes, so every derivative of any order stays sparse."""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import numpy_api as dnp
+from ..backends import array_backend
+from ..core.primitives import defrules
+from ..core.trace import Tracer
 from ..ops.sparse import coo_indices, sddmm, spmm
+from . import _batching as B
 from ._util import defmultilinear, wants_cotangent
 
 
@@ -30,3 +37,68 @@ def _sddmm_vjp(d_bar, primals, ans, fmt, shape, transpose):
 
 defmultilinear(spmm, _spmm_vjp)
 defmultilinear(sddmm, _sddmm_vjp)
+
+# --------------------------------------------------------------------------- batching (vmap)
+def _concrete(*xs) -> bool:
+    return not any(isinstance(x, Tracer) for x in xs)
+
+
+def _block_pattern(rows, cols, shape, size, stack_rows: bool, stack_cols: bool):
+    """COO indices of ``size`` copies of a pattern: stacked down (rows offset), across
+    (cols offset) or on the diagonal (both)."""
+    xp = array_backend(rows).xp
+    k = xp.arange(size, dtype=np.int64)[:, None]
+    r = rows.astype(np.int64)[None, :] + (k * shape[0] if stack_rows else 0)
+    c = cols.astype(np.int64)[None, :] + (k * shape[1] if stack_cols else 0)
+    r = xp.broadcast_to(r, (size, rows.shape[0])).reshape(-1)
+    c = xp.broadcast_to(c, (size, cols.shape[0])).reshape(-1)
+    return xp.ascontiguousarray(r), xp.ascontiguousarray(c)
+
+
+def _spmm_vmap(eqn, args, batched, size):
+    data, x, ind, ptr = args
+    p = eqn.params
+    if any(batched[2:]) or not _concrete(ind, ptr):
+        return B.loop_rule(eqn, args, batched, size)
+    if not batched[0]:  # one matrix, many dense operands: one product with B*p columns
+        xt = dnp.moveaxis(x, 0, -1) if len(x.shape) == 2 else dnp.transpose(x, (1, 0, 2))
+        k = xt.shape[0]
+        out = spmm.bind(data, dnp.reshape(xt, (k, -1)), ind, ptr, **p)
+        out = dnp.reshape(out, (out.shape[0],) + tuple(xt.shape[1:]))
+        return B.one(dnp.moveaxis(out, -1, 0) if len(x.shape) == 2
+                    else dnp.transpose(out, (1, 0, 2)))
+    # many matrices of one pattern: one sparse matrix of size blocks (COO)
+    rows, cols = coo_indices(ind, ptr, p["fmt"], p["shape"])
+    R, C = p["shape"]
+    flat = dnp.reshape(data, (-1,))
+    if not batched[1]:
+        # op(A_i) stacked down: A_i stacked down, or A_i side by side when transposed
+        down = not p["transpose"]
+        r, c = _block_pattern(rows, cols, (R, C), size, down, not down)
+        shape = (size * R, C) if down else (R, size * C)
+        out = spmm.bind(flat, x, r, c, fmt="coo", shape=shape, transpose=p["transpose"])
+    else:
+        r, c = _block_pattern(rows, cols, (R, C), size, True, True)
+        xs = dnp.reshape(x, (-1,) + tuple(x.shape[2:]))
+        out = spmm.bind(flat, xs, r, c, fmt="coo", shape=(size * R, size * C),
+                            transpose=p["transpose"])
+    return B.one(B.drop_to(out, size, eqn))
+
+
+def _sddmm_vmap(eqn, args, batched, size):
+    g, x, ind, ptr, rows, cols = args
+    p = eqn.params
+    if any(batched[2:]) or not _concrete(ind, ptr, rows, cols):
+        return B.loop_rule(eqn, args, batched, size)
+    R, C = p["shape"]
+    r, c = _block_pattern(rows, cols, (R, C), size, True, True)
+    gs, xs = (a if b else B.batched(a, size) for a, b in zip((g, x), batched))
+    gs = dnp.reshape(gs, (-1,) + tuple(gs.shape[2:]))
+    xs = dnp.reshape(xs, (-1,) + tuple(xs.shape[2:]))
+    out = sddmm.bind(gs, xs, r, c, r, c, fmt="coo", shape=(size * R, size * C),
+                         transpose=p["transpose"])
+    return B.one(dnp.reshape(out, (size, -1)))
+
+
+defrules(spmm, vmap=_spmm_vmap)
+defrules(sddmm, vmap=_sddmm_vmap)

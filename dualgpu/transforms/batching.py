@@ -177,11 +177,12 @@ def _user_line(source: str | None) -> str:
 def _propagate(eqn: Eqn, dep, sizes: tuple) -> list[tuple]:
     """Where the instance axes of ``eqn``'s outputs sit, given those of its inputs."""
     prim = eqn.prim
-    if prim.batch is not None:  # a custom op's own separability rule, on plain positions
+    own = prim.rule("separability")
+    if own is not None:  # a custom op's own separability rule, on plain positions
         if any(not at.plain for _, m in dep for at in m):
             raise _Coupling("its operand holds instances on an axis merged with others")
         plain = [(a, tuple(at.pos for at in m)) for a, m in dep]
-        return [tuple(At(p) for p in m) for m in prim.batch(eqn, plain)]
+        return [tuple(At(p) for p in m) for m in own(eqn, plain)]
     if prim.has(Flag.ELEMENTWISE):
         return [_aligned(eqn, dep, eqn.outs[0].ndim)]
     if prim.has(Flag.REDUCTION):
