@@ -36,7 +36,7 @@ from .namespace import rebind_function
 from .signature import Signature, _class_call, check_plain_values, quick_key
 from .sparse_api import SparseValue
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
-from .transforms.batching import check_separable, sum_output
+from .transforms.separability import check_separable, sum_output
 from .transforms.vmap import batch_graph
 
 _GLOBAL_CACHE = LRUCache(config["cache_size"])

@@ -27,8 +27,8 @@ from .core.trace import Tracer
 from .errors import DualgpuError
 from .executor import config
 from .fusion.plan import memory_profile, plan_graph
-from .transforms.batching import check_separable
 from .transforms.laplacian import coordinate_layout, curvature_graph
+from .transforms.separability import check_separable
 from .vectorize import vmap
 
 __all__ = ["laplacian", "hessian_diag", "hessian_trace", "DEFAULT_MEMORY_BUDGET"]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.transforms.batching import check_separable
+from dualgpu.transforms.separability import check_separable
 
 HERE = os.path.basename(__file__)
 RNG = np.random.default_rng(23)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import numpy_api as dnp
+from ..core.indexing import key_to_python
+from ..core.ir import Eqn
 from ..core.primitives import defrules
 from ..ops.shape import broadcast_to, concatenate, getitem, pad, reshape, scatter_add, transpose
 from . import _batching as B
+from ._separability import At, Coupling
 from ._util import deflinear, unbroadcast
 
 deflinear(reshape, lambda g, x, new_shape: reshape.bind(g, new_shape=tuple(x.shape)))
@@ -168,3 +171,130 @@ defrules(pad, vmap=_pad_vmap)
 defrules(concatenate, vmap=_concatenate_vmap)
 defrules(getitem, vmap=_getitem_vmap)
 defrules(scatter_add, vmap=_scatter_add_vmap)
+
+# --------------------------------------------------------------------------- separability
+def _transpose_separability(eqn: Eqn, dep, sizes) -> tuple:
+    (_, m), = dep
+    perm = list(eqn.params["perm"])
+    return tuple(at.moved(perm.index(at.pos)) for at in m)
+
+
+def _reshape_separability(eqn: Eqn, dep, sizes) -> tuple:
+    (a, m), = dep
+    return tuple(_reshaped(tuple(a.shape), tuple(eqn.params["new_shape"]), at, n)
+                 for at, n in zip(m, sizes))
+
+
+def _strides(shape: tuple) -> list[int]:
+    """Row-major element strides."""
+    out, step = [], 1
+    for s in reversed(shape):
+        out.append(step)
+        step *= int(s)
+    return out[::-1]
+
+
+def _reshaped(old: tuple, new: tuple, at: At, n: int) -> At:
+    """Where the instances of ``at`` sit after a reshape from ``old`` to ``new``. In the
+    row-major order the instance is the digit ``(flat // S) % n`` with ``S`` its stride:
+    an axis of ``new`` whose stride divides ``S`` and whose span (stride times length) is
+    a multiple of ``S * n`` holds that digit whole (merged with the axes around it when the
+    quotients are not 1); no such axis means the reshape splits the instance axis."""
+    if 0 in old:  # no elements: only the axis itself, unchanged, is recognised
+        pre_old, pre_new = np.cumprod((1,) + old), np.cumprod((1,) + new)
+        for q in range(len(new)):
+            if pre_new[q] == pre_old[at.pos] and new[q] == old[at.pos] and at.plain:
+                return At(q)
+        raise Coupling("the reshape merges or splits an instance axis")
+    S = _strides(old)[at.pos] * at.inner
+    found = []
+    for q, (stride, length) in enumerate(zip(_strides(new), new)):
+        span = stride * int(length)
+        if S % stride == 0 and span % (S * n) == 0:
+            found.append(At(q, span // (S * n), S // stride))
+    if not found:
+        raise Coupling("the reshape splits an instance axis across axes")
+    # one instance (n == 1) fits any axis of length 1 at that stride: the graph cannot tell
+    # which, and the first plain one is taken
+    return next((f for f in found if f.plain), found[0])
+
+
+def _getitem_separability(eqn: Eqn, dep, sizes) -> tuple:
+    if any(x is not eqn.inputs[0] for x, _ in dep):
+        raise Coupling("an index array depends on the differentiated input")
+    (a, m), = dep
+    key = key_to_python(eqn.params["key"], [x.value if hasattr(x, "value") else None
+                                            for x in eqn.inputs[1:]])
+    return tuple(_indexed(tuple(a.shape), key, at, n) for at, n in zip(m, sizes))
+
+
+def _indexed(shape: tuple, key: tuple, at: At, n: int) -> At:
+    """Where the instances of ``at`` go under ``x[key]``, found on labels: the instance of
+    every element, indexed like ``x``. One instance gives labels that are all 0, so then
+    the key must take the instance axis whole with a slice (one that takes any number of
+    instances whole), and the labels of two instances (the axis twice as long) say where
+    it goes."""
+    if n == 1:
+        entry, axis = _entry_of(key, at.pos)
+        if entry is not None and not _whole(entry, shape[at.pos]):
+            raise Coupling("the indexing selects along an instance axis")
+        key = key[:axis] + (slice(None),) + key[axis + 1:] if entry is not None else key
+        shape = shape[:at.pos] + (at.outer * 2 * at.inner,) + shape[at.pos + 1:]
+        n = 2
+    labels = (np.arange(shape[at.pos], dtype=np.int64) // at.inner) % n
+    lab = np.lib.stride_tricks.as_strided(
+        labels, shape=shape, strides=tuple(8 if i == at.pos else 0 for i in range(len(shape))))
+    res = np.asarray(lab[key])
+    varying = [q for q in range(res.ndim) if res.shape[q] > 1 and
+               not np.all(np.diff(res, axis=q) == 0)]
+    if len(varying) != 1:
+        raise Coupling("the indexing selects or reorders along an instance axis")
+    q = varying[0]
+    line = np.moveaxis(res, q, 0).reshape(res.shape[q], -1)[:, 0]
+    inner = int(np.argmax(line != line[0])) if line[0] == 0 else 0
+    if inner == 0 or len(line) % (n * inner) or not np.array_equal(
+            line, (np.arange(len(line)) // inner) % n):
+        raise Coupling("the indexing selects or reorders along an instance axis")
+    return At(q, len(line) // (n * inner), inner)
+
+
+def _whole(entry, length: int) -> bool:
+    """Whether the key entry takes an axis of ``length`` whole, in order, whatever its
+    length: ``p[:1]`` or ``p[::-1]`` take one instance whole, but not two."""
+    return (isinstance(entry, slice) and entry.start in (None, 0) and entry.step in (None, 1)
+            and (entry.stop is None or entry.stop >= length))
+
+
+def _entry_of(key: tuple, axis: int):
+    """``(the entry of key that indexes input axis axis, its position in key)``; entry
+    None when the key leaves that axis whole (it has fewer entries)."""
+    seen = 0
+    for i, e in enumerate(key):
+        if e is None:
+            continue
+        if seen == axis:
+            return e, i
+        seen += 1
+    return None, len(key)
+
+
+def _concatenate_separability(eqn: Eqn, dep, sizes) -> tuple:
+    axis = eqn.params["axis"]
+    maps = {m for _, m in dep}
+    if len(maps) != 1 or any(at.pos == axis for at in next(iter(maps))):
+        raise Coupling("it joins arrays along an instance axis")
+    return next(iter(maps))
+
+
+def _pad_separability(eqn: Eqn, dep, sizes) -> tuple:
+    (_, m), = dep
+    if any(eqn.params["pad_width"][at.pos] != (0, 0) for at in m):
+        raise Coupling("it pads along an instance axis")
+    return m
+
+
+defrules(transpose, separability=_transpose_separability)
+defrules(reshape, separability=_reshape_separability)
+defrules(getitem, separability=_getitem_separability)
+defrules(concatenate, separability=_concatenate_separability)
+defrules(pad, separability=_pad_separability)
