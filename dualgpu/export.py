@@ -50,78 +50,13 @@ from .backends import array_backend
 from .codegen.cupy_python import kernel_global, plan_program
 from .codegen.python import emit_equation, generate_python
 from .core import encode as E
+from .core.primitives import REGISTRY
 from .core.trace import Tracer
 from .errors import DualgpuError
 from .executor import config
 from .fusion import plan_graph
 from .names import check_identifier
 from .signature import Signature
-
-# Registry ops the generated source calls as ``ops.<name>``, written for the exported module.
-# (tests/test_export.py checks that every built-in op with an ``ops.`` form is here.)
-STANDALONE_OPS = {
-    "logistic": "def logistic(x):\n    return 0.5 * (xp.tanh(0.5 * x) + 1)\n",
-    "erf": "def erf(x):\n    return _special().erf(x)\n",
-    "erfc": "def erfc(x):\n    return _special().erfc(x)\n",
-    "gammaln": "def gammaln(x):\n    return _special().gammaln(x)\n",
-    "digamma": "def digamma(x):\n    return _special().digamma(x)\n",
-    "polygamma": (
-        "def polygamma(x, n):\n"
-        "    x = xp.asarray(x)\n"
-        "    out = _special().polygamma(xp.asarray(n), x)\n"
-        "    return out.astype(x.dtype, copy=False) if x.dtype.kind == 'f' else out\n"),
-    "solve": (
-        "def solve(a, b):\n"
-        "    if b.ndim == 1 and a.ndim > 2:\n"
-        "        return xp.linalg.solve(a, b[:, None])[..., 0]\n"
-        "    return xp.linalg.solve(a, b)\n"),
-    "slogdet": "def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n",
-    "eigh": "def eigh(a, uplo='L'):\n    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n",
-    "eig": (
-        "def eig(a):\n"
-        "    w, v = xp.linalg.eig(a)\n"
-        "    dt = xp.result_type(a.dtype, xp.float16)\n"
-        "    if w.dtype.kind == 'c' and w.size:\n"
-        "        tol = xp.sqrt(xp.finfo(dt).eps) * xp.max(abs(w), axis=-1, keepdims=True)\n"
-        "        if xp.any(abs(w.imag) > tol):\n"
-        "            raise ValueError('linalg.eig: the matrix has complex eigenvalues')\n"
-        "        if xp.any(v.imag != 0):  # a phase: the largest entry real and positive\n"
-        "            top = xp.take_along_axis(v, xp.argmax(abs(v), axis=-2)[..., None, :], -2)\n"
-        "            r = (v * xp.conj(top / xp.where(top == 0, 1, abs(top)))).real\n"
-        "            r = r / xp.sqrt(xp.sum(r * r, axis=-2, keepdims=True))\n"
-        "            v = xp.where(xp.any(v.imag != 0, axis=-2, keepdims=True), r, v.real)\n"
-        "        w, v = w.real, v.real\n"
-        "    return w.astype(dt, copy=False), v.astype(dt, copy=False)\n"),
-    "svd": "def svd(a):\n    return tuple(xp.linalg.svd(a, full_matrices=False))\n",
-    "qr": "def qr(a):\n    return tuple(xp.linalg.qr(a, mode='reduced'))\n",
-    "sort": "def sort(x, axis):\n    return xp.sort(x, axis=axis, kind='stable')\n",
-    "argsort": "def argsort(x, axis):\n    return xp.argsort(x, axis=axis, kind='stable')\n",
-    "scatter_add": (
-        "def scatter_add(g, *arrays, key, shape):\n"
-        "    out = xp.zeros(shape, dtype=g.dtype)\n"
-        "    index = tuple(None if e is None else slice(*e[1:]) if e[0] == 'slice'\n"
-        "                  else e[1] if e[0] == 'int' else arrays[e[1]] for e in key)\n"
-        "    xp.add.at(out, index, g)\n"
-        "    return out\n"),
-}
-
-# Their CuPy forms, where they differ (CuPy sorts are always stable; scatters go through
-# cupyx). Ops CuPy cannot run are refused at export time instead.
-CUPY_OPS = {
-    "sort": "def sort(x, axis):\n    return xp.sort(x, axis=axis)\n",
-    "argsort": ("def argsort(x, axis):\n"
-                "    return xp.argsort(x, axis=axis).astype(np.int64, copy=False)\n"),
-    "scatter_add": (
-        "def scatter_add(g, *arrays, key, shape):\n"
-        "    import cupyx\n"
-        "\n"
-        "    out = xp.zeros(shape, dtype=g.dtype)\n"
-        "    index = tuple(None if e is None else slice(*e[1:]) if e[0] == 'slice'\n"
-        "                  else e[1] if e[0] == 'int' else arrays[e[1]] for e in key)\n"
-        "    cupyx.scatter_add(out, index, g)\n"
-        "    return out\n"),
-}
-CUPY_REFUSED = {"eig": "CuPy has no general eigensolver"}
 
 _GLUE = '''
 def _leaves(tree, out):
@@ -401,10 +336,11 @@ def _ops_used(eqns, cupy: bool = False) -> list[str]:
         # a template may be a function (scatter_add's): ask the source it writes
         uses_ops = f"ops.{eqn.prim.name}(" in emit_equation(eqn, ["_"] * len(eqn.inputs))
         if uses_ops and eqn.prim.name not in names:
-            if cupy and eqn.prim.name in CUPY_REFUSED:
+            library = "cupy" if cupy else "numpy"
+            if library in eqn.prim.standalone_refused:
                 raise DualgpuError(f"dg.export: op {eqn.prim.name!r} cannot be exported for "
-                                   f"CuPy ({CUPY_REFUSED[eqn.prim.name]})")
-            if eqn.prim.name not in STANDALONE_OPS:
+                                   f"CuPy ({eqn.prim.standalone_refused[library]})")
+            if library not in eqn.prim.standalone:
                 raise DualgpuError(f"dg.export: op {eqn.prim.name!r} has no standalone form "
                                    "yet")
             names.append(eqn.prim.name)
@@ -427,14 +363,16 @@ def _with_locations(src: str, graph) -> str:
     return "\n".join(out) + "\n"
 
 
-def _ops_class(ops: list, forms: dict, library: str) -> list[str]:
+def _ops_class(ops: list, library: str, title: str) -> list[str]:
+    """The class ``ops`` of the module: each op's function for ``library`` (the op's
+    ``defstandalone`` text)."""
     if not ops:
         return []
     lines = ["\nclass ops:",
-             f'    """The registry operations the program calls that {library} has no '
+             f'    """The registry operations the program calls that {title} has no '
              'function for."""']
     for op in ops:
-        body = forms[op].replace("\n", "\n    ").rstrip()
+        body = REGISTRY[op].standalone[library].replace("\n", "\n    ").rstrip()
         lines.append("\n    @staticmethod\n    " + body)
     lines.append("")
     return lines
@@ -536,7 +474,7 @@ def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, chec
         "xp = np",
         _GLUE + _NUMPY_GLUE,
     ]
-    head += _ops_class(ops, STANDALONE_OPS, "NumPy")
+    head += _ops_class(ops, "numpy", "NumPy")
     head += _constants(consts)
     program = _with_locations(src, graph)
     glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks, where)
@@ -568,7 +506,7 @@ def _cupy_module_text(what, fname, graph, passed, input_leaves, order, out_tree,
         "xp = cupy",
         _GLUE + _CUPY_GLUE,
     ]
-    head += _ops_class(ops, {**STANDALONE_OPS, **CUPY_OPS}, "CuPy")
+    head += _ops_class(ops, "cupy", "CuPy")
     head += _constants(prog.consts)
     head += _kernel_lines(prog.kernels)
     glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks, where)

@@ -12,7 +12,9 @@ A :class:`Primitive` carries everything the system knows about one op:
   kernels (elementwise ops only);
 * ``rules``: the op's rule for each interpreter of :data:`RULE_KINDS` that does not derive
   it from the op's flags (``"vmap"``: batching, ``"separability"``: the proof behind
-  ``hvp(batch_axes=...)``), attached with :func:`defrules` beside the op's derivatives.
+  ``hvp(batch_axes=...)``), attached with :func:`defrules` beside the op's derivatives;
+* ``standalone``: for an op the generated source calls as ``ops.<name>``, the function an
+  exported module defines for it, per library (:func:`defstandalone`).
 
 Example -- registering a new primitive (see ``docs/custom_rules.md`` for the whole story)::
 
@@ -89,6 +91,10 @@ class Primitive:
         self.c_int = c_int
         self.arity = arity
         self.rules: dict[str, Callable] = dict(rules or {})
+        # library -> the op's function in an exported module (source text), or a reason
+        # it cannot be exported for that library (see defstandalone)
+        self.standalone: dict[str, str] = {}
+        self.standalone_refused: dict[str, str] = {}
         if batch is not None:  # the separability rule's older keyword
             self.rules["separability"] = batch
         self.differentiable = differentiable
@@ -148,6 +154,25 @@ def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | No
     if partials is not None:
         prim.partials = partials
     prim.rules.update({k: r for k, r in rules.items() if r is not None})
+    return prim
+
+
+def defstandalone(prim: Primitive, numpy: str, *, cupy: str | None = None,
+                  cupy_refused: str | None = None) -> Primitive:
+    """The function ``def <name>(...)`` an exported module (``dg.export``) defines for an op
+    the generated source calls as ``ops.<name>``: ``numpy``'s text, written with ``xp``
+    for the array library; ``cupy`` where the CuPy module needs another text, or
+    ``cupy_refused``, the reason it cannot be exported for CuPy. Text, never run here: the
+    export writes it into the module."""
+    for text in (numpy, cupy):
+        if text is not None and not text.startswith(f"def {prim.name}("):
+            raise DualgpuError(f"defstandalone({prim.name}): the text must define "
+                               f"{prim.name}(...)")
+    prim.standalone["numpy"] = numpy
+    prim.standalone["cupy"] = cupy if cupy is not None else numpy
+    if cupy_refused is not None:
+        prim.standalone_refused["cupy"] = cupy_refused
+        del prim.standalone["cupy"]
     return prim
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..core.dtypes import float_dtype, promote
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim
+from ..core.primitives import defprim, defstandalone
 from ..errors import DualgpuError, UnsupportedOpError
 
 
@@ -286,3 +286,31 @@ pinv = defprim("pinv", lambda xp, a, rcond: xp.linalg.pinv(a, rcond), _pinv_shap
                kind=Flag.LIBRARY, py="xp.linalg.pinv({0}, {rcond})",
                doc="The Moore-Penrose pseudo-inverse (singular values below rcond * the "
                    "largest are dropped); derivatives hold where the rank is constant.")
+
+# --------------------------------------------------------------------------- exported modules
+# the functions a module of dg.export defines for the ops it calls as ops.<name>
+defstandalone(solve, (
+        'def solve(a, b):\n'
+        '    if b.ndim == 1 and a.ndim > 2:\n'
+        '        return xp.linalg.solve(a, b[:, None])[..., 0]\n'
+        '    return xp.linalg.solve(a, b)\n'))
+defstandalone(slogdet, 'def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n')
+defstandalone(eigh, "def eigh(a, uplo='L'):\n    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n")
+defstandalone(eig, (
+        'def eig(a):\n'
+        '    w, v = xp.linalg.eig(a)\n'
+        '    dt = xp.result_type(a.dtype, xp.float16)\n'
+        "    if w.dtype.kind == 'c' and w.size:\n"
+        '        tol = xp.sqrt(xp.finfo(dt).eps) * xp.max(abs(w), axis=-1, keepdims=True)\n'
+        '        if xp.any(abs(w.imag) > tol):\n'
+        "            raise ValueError('linalg.eig: the matrix has complex eigenvalues')\n"
+        '        if xp.any(v.imag != 0):  # a phase: the largest entry real and positive\n'
+        '            top = xp.take_along_axis(v, xp.argmax(abs(v), axis=-2)[..., None, :], -2)\n'
+        '            r = (v * xp.conj(top / xp.where(top == 0, 1, abs(top)))).real\n'
+        '            r = r / xp.sqrt(xp.sum(r * r, axis=-2, keepdims=True))\n'
+        '            v = xp.where(xp.any(v.imag != 0, axis=-2, keepdims=True), r, v.real)\n'
+        '        w, v = w.real, v.real\n'
+        '    return w.astype(dt, copy=False), v.astype(dt, copy=False)\n'),
+              cupy_refused='CuPy has no general eigensolver')
+defstandalone(svd, 'def svd(a):\n    return tuple(xp.linalg.svd(a, full_matrices=False))\n')
+defstandalone(qr, "def qr(a):\n    return tuple(xp.linalg.qr(a, mode='reduced'))\n")

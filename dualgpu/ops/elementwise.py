@@ -16,7 +16,7 @@ from ..core.axes import broadcast_shapes
 from ..core.dtypes import float_dtype, promote, real_dtype
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim
+from ..core.primitives import defprim, defstandalone
 from ..errors import DualgpuError
 
 ELEMENTWISE: dict[str, object] = {}
@@ -275,3 +275,16 @@ fill_like = elementwise(
     differentiable=False, flags=(Flag.IGNORES_VALUES,),
     doc="An array shaped and typed like x, every element equal to value (x's values are "
         "not read).")
+
+# --------------------------------------------------------------------------- exported modules
+# the functions a module of dg.export defines for the ops it calls as ops.<name>
+defstandalone(logistic, 'def logistic(x):\n    return 0.5 * (xp.tanh(0.5 * x) + 1)\n')
+defstandalone(erf, 'def erf(x):\n    return _special().erf(x)\n')
+defstandalone(erfc, 'def erfc(x):\n    return _special().erfc(x)\n')
+defstandalone(gammaln, 'def gammaln(x):\n    return _special().gammaln(x)\n')
+defstandalone(digamma, 'def digamma(x):\n    return _special().digamma(x)\n')
+defstandalone(polygamma, (
+        'def polygamma(x, n):\n'
+        '    x = xp.asarray(x)\n'
+        '    out = _special().polygamma(xp.asarray(n), x)\n'
+        "    return out.astype(x.dtype, copy=False) if x.dtype.kind == 'f' else out\n"))

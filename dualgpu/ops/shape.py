@@ -14,7 +14,7 @@ from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.indexing import key_to_python, key_to_source
 from ..core.ir import Aval
-from ..core.primitives import defprim
+from ..core.primitives import defprim, defstandalone
 from ..errors import DualgpuError
 
 
@@ -146,3 +146,22 @@ pad = defprim(
     "pad", lambda xp, x, pad_width, value: xp.pad(x, pad_width, constant_values=value),
     _pad_shape, kind=Flag.SHAPE,
     py="xp.pad({0}, {pad_width}, constant_values={value})")
+
+# --------------------------------------------------------------------------- exported modules
+# the functions a module of dg.export defines for the ops it calls as ops.<name>
+defstandalone(scatter_add, (
+        'def scatter_add(g, *arrays, key, shape):\n'
+        '    out = xp.zeros(shape, dtype=g.dtype)\n'
+        "    index = tuple(None if e is None else slice(*e[1:]) if e[0] == 'slice'\n"
+        "                  else e[1] if e[0] == 'int' else arrays[e[1]] for e in key)\n"
+        '    xp.add.at(out, index, g)\n'
+        '    return out\n'),
+              cupy=(
+                  'def scatter_add(g, *arrays, key, shape):\n'
+                  '    import cupyx\n'
+                  '\n'
+                  '    out = xp.zeros(shape, dtype=g.dtype)\n'
+                  "    index = tuple(None if e is None else slice(*e[1:]) if e[0] == 'slice'\n"
+                  "                  else e[1] if e[0] == 'int' else arrays[e[1]] for e in key)\n"
+                  '    cupyx.scatter_add(out, index, g)\n'
+                  '    return out\n'))

@@ -16,7 +16,7 @@ import numpy as np
 from ..core.axes import check_axis
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim
+from ..core.primitives import defprim, defstandalone
 
 
 def _sort_impl(xp, x, axis):
@@ -48,3 +48,18 @@ sort = defprim("sort", _sort_impl, _sort_shape, kind=Flag.LIBRARY, arity=1,
 argsort = defprim("argsort", _argsort_impl, _argsort_shape, kind=Flag.LIBRARY, arity=1,
                   py="ops.argsort({0}, axis={axis})", differentiable=False,
                   doc="The stable sorting permutation along a (non-negative) axis (int64).")
+
+# --------------------------------------------------------------------------- exported modules
+# the functions a module of dg.export defines for the ops it calls as ops.<name>
+defstandalone(sort, (
+        'def sort(x, axis):\n'
+        "    return xp.sort(x, axis=axis, kind='stable')\n"),
+              cupy=(
+                  'def sort(x, axis):\n'
+                  '    return xp.sort(x, axis=axis)\n'))
+defstandalone(argsort, (
+        'def argsort(x, axis):\n'
+        "    return xp.argsort(x, axis=axis, kind='stable')\n"),
+              cupy=(
+                  'def argsort(x, axis):\n'
+                  '    return xp.argsort(x, axis=axis).astype(np.int64, copy=False)\n'))
