@@ -12,7 +12,8 @@ A :class:`Primitive` carries everything the system knows about one op:
   kernels (elementwise ops only);
 * ``rules``: the op's rule for each interpreter of :data:`RULE_KINDS` that does not derive
   it from the op's flags (``"vmap"``: batching, ``"separability"``: the proof behind
-  ``hvp(batch_axes=...)``), attached with :func:`defrules` beside the op's derivatives;
+  ``hvp(batch_axes=...)``, ``"jet"``: the forward Laplacian), attached with
+  :func:`defrules` beside the op's derivatives;
 * ``standalone``: for an op the generated source calls as ``ops.<name>``, the function an
   exported module defines for it, per library (:func:`defstandalone`).
 
@@ -41,7 +42,7 @@ from .trace import bind
 REGISTRY: dict[str, Primitive] = {}
 # The interpreters that ask an op for a rule of their own (``Primitive.rules``); each falls
 # back on defaults by flag (elementwise, reduction, scan) for ops without one.
-RULE_KINDS = ("vmap", "separability")
+RULE_KINDS = ("vmap", "separability", "jet")
 # Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
 NON_DIFFERENTIABLE: set[str] = set()
 # Bumped whenever a registered primitive's definition is replaced (custom_op re-registration):
@@ -136,7 +137,7 @@ def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | No
              batch: Callable | None = None, partials=None, **rules: Callable) -> Primitive:
     """Attach an op's rules to its declared primitive: derivatives (``jvp``, ``vjp``,
     ``partials``) and the rules of other interpreters by :data:`RULE_KINDS` name (``vmap=``,
-    ``separability=``; ``batch=`` is the older name of ``separability=``).
+    ``separability=``, ``jet=``; ``batch=`` is the older name of ``separability=``).
 
     The rule modules call this once per op; a rule given as ``None`` is left as it was.
     """

@@ -16,6 +16,7 @@ import numpy as np
 from .. import numpy_api as dnp
 from ..core.primitives import defrules
 from ..ops import elementwise as ew
+from . import _jet as J_
 from ._util import unbroadcast, wants_cotangent
 
 
@@ -337,3 +338,63 @@ defrules(ew.convert_element_type, jvp=_convert_jvp, vjp=_convert_vjp)
 defrules(ew.stop_gradient, jvp=lambda primals, tangents: (ew.stop_gradient.bind(primals[0]),
                                                           None),
          vjp=lambda g, primals, ans: (None,))
+
+# ------------------------------------------------------------------ jets (forward Laplacian)
+def _where_jet(eqn, values, jets, mode):
+    c, x, y = values
+    ans = ew.where.bind(c, x, y)
+    shape, D = tuple(ans.shape), mode.size
+    rank = len(shape)
+
+    def select(part, batched_part):
+        jx = jets[1][part] if jets[1] is not None else None
+        jy = jets[2][part] if jets[2] is not None else None
+        if jx is None and jy is None:
+            return None
+        lead = (D,) if batched_part else ()
+        jx = 0.0 if jx is None else (J_.lift(jx, rank) if batched_part else jx)
+        jy = 0.0 if jy is None else (J_.lift(jy, rank) if batched_part else jy)
+        return J_.fit(dnp.where(c, jx, jy), lead + shape, ans.dtype)
+
+    return [(select(0, True), select(1, mode.diag))]
+
+
+def _cast_jet(eqn, values, jets, mode):
+    """Linear over the reals: applied to ``J`` and ``S`` (a real tangent of a complex
+    value is made complex first, as the JVP rules do)."""
+    def apply(x):
+        if x is None:
+            return None
+        if eqn.prim.name in ("real", "imag", "conj") and x.dtype.kind != "c":
+            x = dnp.astype(x, values[0].dtype)
+        out = eqn.prim.bind(x, **eqn.params)
+        if eqn.outs[0].dtype.kind not in "fc":
+            return None
+        return out
+
+    J, S = jets[0]
+    return [(apply(J), apply(S))]
+
+
+def _stop_jet(eqn, values, jets, mode):
+    return [None]
+
+
+def _polygamma_jet(eqn, values, jets, mode):
+    x, n = values[0], eqn.params["n"]
+    ans = ew.polygamma.bind(x, n=n)
+    d1 = ew.polygamma.bind(x, n=n + 1)
+    d2 = ew.polygamma.bind(x, n=n + 2)
+    J, S = jets[0]
+    Sy = dnp.multiply(d2, mode.pair(J, J))
+    if S is not None:
+        Sy = dnp.add(Sy, dnp.multiply(d1, S))
+    return [(dnp.multiply(d1, J), J_.fit(Sy, ((mode.size,) if mode.diag else ()) +
+                                       tuple(ans.shape), ans.dtype))]
+
+
+defrules(ew.where, jet=_where_jet)
+for _prim in (ew.convert_element_type, ew.real, ew.imag, ew.conj):
+    defrules(_prim, jet=_cast_jet)  # linear over the reals
+defrules(ew.stop_gradient, jet=_stop_jet)
+defrules(ew.polygamma, jet=_polygamma_jet)

@@ -9,8 +9,10 @@ import numpy as np
 from .. import numpy_api as dnp
 from ..core.ir import Aval
 from ..core.primitives import defrules
+from ..core.trace import Tracer
 from ..ops.linalg import einsum, matmul
 from . import _batching as B
+from . import _jet as J_
 from ._separability import Coupling
 from ._util import defmultilinear, unbroadcast, wants_cotangent
 
@@ -200,3 +202,90 @@ def _einsum_separability(eqn, dep, sizes) -> tuple:
 
 defrules(matmul, separability=_matmul_separability)
 defrules(einsum, separability=_einsum_separability)
+
+# ------------------------------------------------------------------ jets (forward Laplacian)
+def _matmul_cross(eqn, values, i, j, Ja, Jb, mode):
+    """``sum_d J_A[d] @ J_B[d]`` for 2-d operands is one GEMM of inner size ``D*k``."""
+    if mode.diag or Ja.ndim != 3 or Jb.ndim != 3:
+        return J_.batched_cross(eqn, values, i, j, Ja, Jb, mode)
+    D, m, k = Ja.shape
+    n = Jb.shape[2]
+    wide = dnp.reshape(dnp.transpose(Ja, (1, 0, 2)), (m, D * k))
+    return matmul.bind(wide, dnp.reshape(Jb, (D * k, n)))
+
+
+def _einsum_cross(eqn, values, i, j, Ji, Jj, mode):
+    """One einsum with the coordinate axis on both operands (kept only if diagonal)."""
+    spec = eqn.params["spec"]
+    letter = next(c for c in "dpqrstuvwxyzabcefghijklmno" if c not in spec)
+    ins, out = spec.split("->")
+    specs = ins.split(",")
+    specs[i], specs[j] = letter + specs[i], letter + specs[j]
+    args = list(values)
+    args[i], args[j] = Ji, Jj
+    return einsum.bind(*args, spec=",".join(specs) + "->" + (letter if mode.diag else "")
+                           + out)
+
+
+def _matmul_jet(eqn, values, jets, mode):
+    seeded = _seeded_product(values, jets, mode)
+    if seeded is not None:
+        return [(seeded, None)]
+    return J_.multilinear_rule(eqn, values, jets, mode, cross=_matmul_cross)
+
+
+def _seeded_product(values, jets, mode):
+    """``J`` of ``x @ W`` (or ``A @ x``) when ``x`` is an input whose only instance axis is
+    the contracted one and ``W`` is constant: ``J[d] = W[d]`` (or ``A[:, d]``), the other
+    factor's rows laid out along the coordinates and broadcast over the batch axes -- no
+    product with the identity seed. None when the product is not of that form."""
+    act = [i for i, j in enumerate(jets) if j is not None]
+    if len(act) != 1 or jets[act[0]][1] is not None:
+        return None
+    side = act[0]
+    seed = mode.seeds.get(J_.vid(jets[side][0]))
+    a, b = values
+    if seed is None or tuple(values[side].shape) != seed.shape or a.ndim == 0 or b.ndim == 0:
+        return None
+    if side == 0:  # x (..., k) @ W (k, n) or (k,): J[d, ..., :] = W[d - offset]
+        if seed.inst != (a.ndim - 1,) or b.ndim > 2:
+            return None
+        rows, out_shape = b, tuple(a.shape[:-1]) + tuple(b.shape[1:])
+        tail = (1,) * (a.ndim - 1) + tuple(b.shape[1:])
+    else:          # A (m, k) @ x (k, n) or (k,): J[d, :, ...] = A[:, d - offset]
+        if seed.inst != (0,) or a.ndim != 2 or b.ndim > 2:
+            return None
+        rows, out_shape = dnp.transpose(_traced(a, jets[side][0]), (1, 0)), \
+            (a.shape[0],) + tuple(b.shape[1:])
+        tail = (a.shape[0],) + (1,) * (b.ndim - 1)
+    D = mode.size
+    rows = _traced(rows, jets[side][0])
+    if seed.first or seed.size != rows.shape[0]:   # a chunk's part of the coordinates
+        rows = rows[seed.first:seed.first + seed.size]
+    if D != seed.size:
+        rows = dnp.pad(rows, [(seed.offset, D - seed.offset - seed.size)]
+                       + [(0, 0)] * (rows.ndim - 1))
+    small = dnp.reshape(rows, (D,) + tail)
+    dtype = np.result_type(a.dtype, b.dtype)
+    if small.dtype != dtype:
+        small = dnp.astype(small, dtype)
+    J = dnp.broadcast_to(small, (D,) + out_shape) if small.shape != (D,) + out_shape else small
+    mode.small[J_.vid(J)] = small
+    return J
+
+
+def _traced(value, like):
+    """``value`` as a value of the trace ``like`` belongs to (a closed-over array becomes a
+    recorded constant, never an array baked into the rules' arithmetic)."""
+    if isinstance(value, Tracer):
+        return value
+    return J_.traced_constant(like, value if hasattr(value, "shape") else np.asarray(value))
+
+
+def _einsum_jet(eqn, values, jets, mode):
+    return J_.multilinear_rule(eqn, values, jets, mode, linear=tuple(range(len(values))),
+                               cross=_einsum_cross)
+
+
+defrules(matmul, jet=_matmul_jet)
+defrules(einsum, jet=_einsum_jet)

@@ -139,3 +139,24 @@ def _cumprod_vjp(g, primals, ans, axis):
 
 defrules(reduce_prod, jvp=_prod_jvp, vjp=_prod_vjp)
 defrules(cumprod, jvp=_cumprod_jvp, vjp=_cumprod_vjp)
+
+# ------------------------------------------------------------------ jets (forward Laplacian)
+def _extremum_jet(eqn, values, jets, mode):
+    """Locally a weighted selection (ties share the weight): linear, no curvature."""
+    x = values[0]
+    axes = eqn.params["axes"]
+    ans = eqn.prim.bind(x, axes=axes)
+    keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    hit = dnp.astype(dnp.equal(x, dnp.reshape(ans, keep)), x.dtype)
+    w = dnp.true_divide(hit, dnp.reshape(reduce_sum.bind(hit, axes=axes), keep))
+    J, S = jets[0]
+    Jy = reduce_sum.bind(dnp.multiply(w, J), axes=tuple(a + 1 for a in axes))
+    Sy = None
+    if S is not None:
+        s_axes = tuple(a + 1 for a in axes) if mode.diag else axes
+        Sy = reduce_sum.bind(dnp.multiply(w, S), axes=s_axes)
+    return [(Jy, Sy)]
+
+
+for _prim in (reduce_max, reduce_min):
+    defrules(_prim, jet=_extremum_jet)

@@ -10,6 +10,7 @@ from ..core.ir import Eqn
 from ..core.primitives import defrules
 from ..ops.shape import broadcast_to, concatenate, getitem, pad, reshape, scatter_add, transpose
 from . import _batching as B
+from . import _jet as J_
 from ._separability import At, Coupling
 from ._util import deflinear, unbroadcast
 
@@ -298,3 +299,16 @@ defrules(reshape, separability=_reshape_separability)
 defrules(getitem, separability=_getitem_separability)
 defrules(concatenate, separability=_concatenate_separability)
 defrules(pad, separability=_pad_separability)
+
+# ------------------------------------------------------------------ jets (forward Laplacian)
+def _pad_jet(eqn, values, jets, mode):
+    J, S = jets[0]
+    Jy = mode.batched(eqn, [J], [True], value=0)[0]
+    Sy = None
+    if S is not None:
+        Sy = (mode.batched(eqn, [S], [True], value=0)[0] if mode.diag
+              else J_.bind_all(eqn, [S], value=0)[0])
+    return [(Jy, Sy)]
+
+
+defrules(pad, jet=_pad_jet)  # the other shape ops go by their flag (linear)

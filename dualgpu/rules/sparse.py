@@ -10,6 +10,7 @@ from ..core.primitives import defrules
 from ..core.trace import Tracer
 from ..ops.sparse import coo_indices, sddmm, spmm
 from . import _batching as B
+from . import _jet as J_
 from ._util import defmultilinear, wants_cotangent
 
 
@@ -102,3 +103,7 @@ def _sddmm_vmap(eqn, args, batched, size):
 
 defrules(spmm, vmap=_spmm_vmap)
 defrules(sddmm, vmap=_sddmm_vmap)
+
+# ------------------------------------------------------------------ jets (forward Laplacian)
+for _prim in (spmm, sddmm):  # bilinear
+    defrules(_prim, jet=J_.multilinear_rule)

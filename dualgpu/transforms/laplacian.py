@@ -17,7 +17,8 @@ the ``D`` axis (so that linear ops apply to it batched). ``None`` is a symbolic 
 
 Rules, chosen by what the registry says of an op (first match wins):
 
-* a rule of :data:`JET_RULES` (selection, dtype casts, complex parts, pad, max/min
+* the op's own rule (``defrules(prim, jet=...)`` beside its derivatives, written with
+  :mod:`dualgpu.rules._jet`: selection, dtype casts, complex parts, pad, max/min
   reductions, polygamma, and the multilinear products matmul, einsum, spmm, sddmm:
   ``S(AB) = S_A B + A S_B + 2 <J_A, J_B>``); a matmul with a differentiated input whose
   coordinates are the contracted axis (``x @ W``, ``W @ x``) takes ``W``'s rows as its
@@ -54,137 +55,30 @@ import numpy as np
 from .. import numpy_api as dnp
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, read
-from ..core.ir import Eqn, Graph, Var
+from ..core.ir import Graph, Var
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import DualgpuError
-from ..ops import elementwise as _ew
-from ..ops import linalg as _la
-from ..ops import reductions as _red
 from ..ops import shape as _sh
-from ..ops import sparse as _sp
+from ..rules._jet import Mode, Seed, bind_all, fit, is_zero, lift, scale, traced_constant, vid
 from ..rules._util import add_any
 from ._gc import collector_paused
 from .jvp import jvp_graph, jvp_rule
 from .simplify import dce, simplify
 from .vmap import batch_graph, rule_for
 
-__all__ = ["curvature_graph", "uses_fallback", "JET_RULES"]
-
-
-class Mode:
-    """Laplacian (``diag=False``) or Hessian-diagonal (``diag=True``) propagation over
-    ``D`` input coordinates, and what the propagation knows about some Jacobians (keyed by
-    the id of their graph variable):
-
-    * ``seeds``: the Jacobians of the inputs (rows of the identity), with their layout
-      (:class:`Seed`), so that a product with an input takes rows of the other factor
-      instead of multiplying by the identity;
-    * ``small``: Jacobians that are broadcasts of a smaller array (such a product), so that
-      ``<J, J>`` is taken on the small arrays.
-    """
-
-    def __init__(self, diag: bool, size: int):
-        self.diag = diag
-        self.size = size
-        self.seeds: dict = {}
-        self.small: dict = {}
-
-    def pair(self, a, b, rank: int = 0):
-        """``<a, b>``: the product of two Jacobians, summed over ``d`` unless diagonal (then
-        lifted to at least ``rank`` per-coordinate axes, to broadcast with the output)."""
-        sa, sb = self.small.get(_vid(a)), self.small.get(_vid(b))
-        if sa is not None and sb is not None:  # broadcasts: the pairing broadcasts too
-            a, b = sa, sb
-        rank = max(a.ndim - 1, b.ndim - 1, rank if self.diag else 0)
-        prod = dnp.multiply(lift(a, rank), lift(b, rank))
-        return prod if self.diag else dnp.sum(prod, axis=0)
-
-    def lift_s(self, s, rank):
-        """``S`` ready to broadcast against values of per-coordinate rank ``rank``."""
-        return lift(s, rank) if self.diag else s
-
-
-class Seed:
-    """The Jacobian of a differentiated input ``x``: ``J[offset + i] = e_(first + i)`` for
-    ``i < size``, over the flattened instance axes ``inst`` of ``x`` (the others are batch
-    axes); ``first > 0`` or ``size`` short of the instance count when a chunk of the
-    coordinates holds only some of ``x``'s."""
-
-    def __init__(self, shape: tuple, inst: tuple, offset: int, size: int, first: int = 0):
-        self.shape, self.inst, self.offset, self.size = shape, inst, offset, size
-        self.first = first
-
-
-def _vid(x):
-    return x._var.id if isinstance(x, Tracer) else None
-
-
-# ------------------------------------------------------------------------------ helpers
-def lift(j, rank: int):
-    """``(D, *s)`` reshaped to ``(D, 1, ..., 1, *s)`` of rank ``rank + 1``."""
-    s = tuple(j.shape[1:])
-    if len(s) >= rank:
-        return j
-    return dnp.reshape(j, (j.shape[0],) + (1,) * (rank - len(s)) + s)
-
-
-def _fit(x, shape, dtype):
-    if tuple(np.shape(x)) != tuple(shape):
-        x = dnp.broadcast_to(x, shape)
-    if x.dtype != dtype and dtype.kind in "fc":
-        x = dnp.astype(x, dtype)
-    return x
-
-
-def _is_zero(c) -> bool:
-    return isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0
-
-
-def _scale(c, x):
-    if isinstance(c, (int, float)) and not isinstance(c, bool):
-        if c == 1:
-            return x
-        if c == -1:
-            return dnp.negative(x)
-    return dnp.multiply(c, x)
-
-
-def batched(eqn, args, flags, size, **params):
-    """``eqn``'s op applied to ``args`` of which those flagged carry a leading axis of
-    ``size`` (the vmap batching rule); the result always carries it."""
-    if params:
-        eqn = Eqn(eqn.prim, eqn.inputs, {**eqn.params, **params}, eqn.outs, eqn.source)
-    outs, out_flags = rule_for(eqn.prim)(eqn, list(args), list(flags), size)
-    res = []
-    for o, b, v in zip(outs, out_flags, eqn.outs):
-        res.append(o if b else dnp.broadcast_to(o, (size,) + tuple(v.shape)))
-    return res
-
-
-def _bind(eqn, args, **params):
-    out = eqn.prim.bind(*args, **{**eqn.params, **params})
-    return list(out) if eqn.prim.multiple_results else [out]
+__all__ = ["curvature_graph", "uses_fallback"]
 
 
 # Jet = (J, S) or None; a rule returns one jet per output.
 JetRule = Callable[..., list]
-JET_RULES: dict[str, JetRule] = {}
-
-
-def _rule(*names):
-    def register(fn):
-        for n in names:
-            JET_RULES[n] = fn
-        return fn
-
-    return register
 
 
 def rule_kind(prim, values=None) -> str:
-    """Which rule propagates jets through ``prim``: ``"table"``, ``"linear"``,
-    ``"partials"`` or ``"fallback"`` (``values``: the operands, for the complex check)."""
-    if prim.name in JET_RULES and not getattr(prim, "custom", False):
-        return "table"
+    """Which rule propagates jets through ``prim``: ``"own"`` (the op's ``jet`` rule),
+    ``"linear"``, ``"partials"`` or ``"fallback"`` (``values``: the operands, for the
+    complex check)."""
+    if prim.rule("jet") is not None:
+        return "own"
     if prim.has(Flag.LINEAR):
         return "linear"
     if prim.partials is not None and prim.kind == "elementwise":
@@ -205,7 +99,6 @@ def linear_rule(eqn, values, jets, mode):
     """An op linear in its floating operands: applied to ``J`` (batched) and to ``S``."""
     slots = [i for i, v in enumerate(values) if getattr(v, "dtype", None) is not None
              and np.dtype(v.dtype).kind in "fc"]
-    D = mode.size
 
     def operands(part, batched_part):
         args, flags, any_set = list(values), [False] * len(values), False
@@ -218,11 +111,11 @@ def linear_rule(eqn, values, jets, mode):
         return args, flags, any_set
 
     args, flags, any_j = operands(0, True)
-    J = batched(eqn, args, flags, D)[0] if any_j else None
+    J = mode.batched(eqn, args, flags)[0] if any_j else None
     args, flags, any_s = operands(1, mode.diag)
     S = None
     if any_s:
-        S = batched(eqn, args, flags, D)[0] if mode.diag else _bind(eqn, args)[0]
+        S = mode.batched(eqn, args, flags)[0] if mode.diag else bind_all(eqn, args)[0]
     return [(J, S)]
 
 
@@ -276,11 +169,11 @@ def partials_rule(eqn, values, jets, mode):
     J = S = None
     for k, i in enumerate(active):
         Ji, Si = jets[i]
-        if _is_zero(f[k]):
+        if is_zero(f[k]):
             continue
-        J = add_any(J, _scale(f[k], lift(Ji, rank)))
+        J = add_any(J, scale(f[k], lift(Ji, rank)))
         if Si is not None:
-            S = add_any(S, _scale(f[k], mode.lift_s(Si, rank)))
+            S = add_any(S, scale(f[k], mode.lift_s(Si, rank)))
     for b, j in enumerate(active):  # f_ij = d f_i / d x_j, for i <= j
         unit = [None] * len(pos)
         unit[pos.index(j)] = dnp.ones_like(values[j])
@@ -292,9 +185,9 @@ def partials_rule(eqn, values, jets, mode):
             term = dnp.multiply(fij, mode.pair(jets[i][0], jets[j][0], rank))
             S = add_any(S, term if i == j else dnp.multiply(2, term))
     if J is not None:
-        J = _fit(J, (D,) + shape, dtype)
+        J = fit(J, (D,) + shape, dtype)
     if S is not None:
-        S = _fit(S, ((D,) if mode.diag else ()) + shape, dtype)
+        S = fit(S, ((D,) if mode.diag else ()) + shape, dtype)
     return [(J, S)]
 
 
@@ -337,218 +230,16 @@ def fallback_rule(eqn, values, jets, mode):
     return res
 
 
-# ------------------------------------------------------------------------------ table
-@_rule("where")
-def _where_rule(eqn, values, jets, mode):
-    c, x, y = values
-    ans = _ew.where.bind(c, x, y)
-    shape, D = tuple(ans.shape), mode.size
-    rank = len(shape)
-
-    def select(part, batched_part):
-        jx = jets[1][part] if jets[1] is not None else None
-        jy = jets[2][part] if jets[2] is not None else None
-        if jx is None and jy is None:
-            return None
-        lead = (D,) if batched_part else ()
-        jx = 0.0 if jx is None else (lift(jx, rank) if batched_part else jx)
-        jy = 0.0 if jy is None else (lift(jy, rank) if batched_part else jy)
-        return _fit(dnp.where(c, jx, jy), lead + shape, ans.dtype)
-
-    return [(select(0, True), select(1, mode.diag))]
-
-
-@_rule("convert_element_type", "real", "imag", "conj")
-def _cast_rule(eqn, values, jets, mode):
-    """Linear over the reals: applied to ``J`` and ``S`` (a real tangent of a complex
-    value is made complex first, as the JVP rules do)."""
-    def apply(x):
-        if x is None:
-            return None
-        if eqn.prim.name in ("real", "imag", "conj") and x.dtype.kind != "c":
-            x = dnp.astype(x, values[0].dtype)
-        out = eqn.prim.bind(x, **eqn.params)
-        if eqn.outs[0].dtype.kind not in "fc":
-            return None
-        return out
-
-    J, S = jets[0]
-    return [(apply(J), apply(S))]
-
-
-@_rule("stop_gradient")
-def _stop_rule(eqn, values, jets, mode):
-    return [None]
-
-
-@_rule("pad")
-def _pad_rule(eqn, values, jets, mode):
-    J, S = jets[0]
-    D = mode.size
-    Jy = batched(eqn, [J], [True], D, value=0)[0]
-    Sy = None
-    if S is not None:
-        Sy = (batched(eqn, [S], [True], D, value=0)[0] if mode.diag
-              else _bind(eqn, [S], value=0)[0])
-    return [(Jy, Sy)]
-
-
-@_rule("reduce_max", "reduce_min")
-def _extremum_rule(eqn, values, jets, mode):
-    """Locally a weighted selection (ties share the weight): linear, no curvature."""
-    x = values[0]
-    axes = eqn.params["axes"]
-    ans = eqn.prim.bind(x, axes=axes)
-    keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    hit = dnp.astype(dnp.equal(x, dnp.reshape(ans, keep)), x.dtype)
-    w = dnp.true_divide(hit, dnp.reshape(_red.reduce_sum.bind(hit, axes=axes), keep))
-    J, S = jets[0]
-    Jy = _red.reduce_sum.bind(dnp.multiply(w, J), axes=tuple(a + 1 for a in axes))
-    Sy = None
-    if S is not None:
-        s_axes = tuple(a + 1 for a in axes) if mode.diag else axes
-        Sy = _red.reduce_sum.bind(dnp.multiply(w, S), axes=s_axes)
-    return [(Jy, Sy)]
-
-
-@_rule("polygamma")
-def _polygamma_rule(eqn, values, jets, mode):
-    x, n = values[0], eqn.params["n"]
-    ans = _ew.polygamma.bind(x, n=n)
-    d1 = _ew.polygamma.bind(x, n=n + 1)
-    d2 = _ew.polygamma.bind(x, n=n + 2)
-    J, S = jets[0]
-    Sy = dnp.multiply(d2, mode.pair(J, J))
-    if S is not None:
-        Sy = dnp.add(Sy, dnp.multiply(d1, S))
-    return [(dnp.multiply(d1, J), _fit(Sy, ((mode.size,) if mode.diag else ()) +
-                                       tuple(ans.shape), ans.dtype))]
-
-
-def multilinear_rule(eqn, values, jets, mode, linear=(0, 1), cross=None):
-    """An op linear in each operand at ``linear``: ``J_y = sum_i op(.., J_i, ..)``,
-    ``S_y = sum_i op(.., S_i, ..) + 2 sum_{i<j} <op(.., J_i, .., J_j, ..)>``; ``cross``
-    computes one pairing term (default: the op batched over both, summed over ``d``)."""
-    D = mode.size
-    act = [i for i in linear if jets[i] is not None]
-    J = S = None
-    for i in act:
-        args, flags = list(values), [False] * len(values)
-        args[i], flags[i] = jets[i][0], True
-        J = add_any(J, batched(eqn, args, flags, D)[0])
-        if jets[i][1] is not None:
-            args[i], flags[i] = jets[i][1], mode.diag
-            S = add_any(S, batched(eqn, args, flags, D)[0] if mode.diag else _bind(eqn, args)[0])
-    for a, i in enumerate(act):
-        for j in act[a + 1:]:
-            term = (cross or _batched_cross)(eqn, values, i, j, jets[i][0], jets[j][0], mode)
-            S = add_any(S, dnp.multiply(2, term))
-    return [(J, S)]
-
-
-def _batched_cross(eqn, values, i, j, Ji, Jj, mode):
-    args, flags = list(values), [False] * len(values)
-    args[i], args[j], flags[i], flags[j] = Ji, Jj, True, True
-    out = batched(eqn, args, flags, mode.size)[0]
-    return out if mode.diag else dnp.sum(out, axis=0)
-
-
-def _matmul_cross(eqn, values, i, j, Ja, Jb, mode):
-    """``sum_d J_A[d] @ J_B[d]`` for 2-d operands is one GEMM of inner size ``D*k``."""
-    if mode.diag or Ja.ndim != 3 or Jb.ndim != 3:
-        return _batched_cross(eqn, values, i, j, Ja, Jb, mode)
-    D, m, k = Ja.shape
-    n = Jb.shape[2]
-    wide = dnp.reshape(dnp.transpose(Ja, (1, 0, 2)), (m, D * k))
-    return _la.matmul.bind(wide, dnp.reshape(Jb, (D * k, n)))
-
-
-def _einsum_cross(eqn, values, i, j, Ji, Jj, mode):
-    """One einsum with the coordinate axis on both operands (kept only if diagonal)."""
-    spec = eqn.params["spec"]
-    letter = next(c for c in "dpqrstuvwxyzabcefghijklmno" if c not in spec)
-    ins, out = spec.split("->")
-    specs = ins.split(",")
-    specs[i], specs[j] = letter + specs[i], letter + specs[j]
-    args = list(values)
-    args[i], args[j] = Ji, Jj
-    return _la.einsum.bind(*args, spec=",".join(specs) + "->" + (letter if mode.diag else "")
-                           + out)
-
-
-def _matmul_rule(eqn, values, jets, mode):
-    seeded = _seeded_product(values, jets, mode)
-    if seeded is not None:
-        return [(seeded, None)]
-    return multilinear_rule(eqn, values, jets, mode, cross=_matmul_cross)
-
-
-def _seeded_product(values, jets, mode):
-    """``J`` of ``x @ W`` (or ``A @ x``) when ``x`` is an input whose only instance axis is
-    the contracted one and ``W`` is constant: ``J[d] = W[d]`` (or ``A[:, d]``), the other
-    factor's rows laid out along the coordinates and broadcast over the batch axes -- no
-    product with the identity seed. None when the product is not of that form."""
-    act = [i for i, j in enumerate(jets) if j is not None]
-    if len(act) != 1 or jets[act[0]][1] is not None:
-        return None
-    side = act[0]
-    seed = mode.seeds.get(_vid(jets[side][0]))
-    a, b = values
-    if seed is None or tuple(values[side].shape) != seed.shape or a.ndim == 0 or b.ndim == 0:
-        return None
-    if side == 0:  # x (..., k) @ W (k, n) or (k,): J[d, ..., :] = W[d - offset]
-        if seed.inst != (a.ndim - 1,) or b.ndim > 2:
-            return None
-        rows, out_shape = b, tuple(a.shape[:-1]) + tuple(b.shape[1:])
-        tail = (1,) * (a.ndim - 1) + tuple(b.shape[1:])
-    else:          # A (m, k) @ x (k, n) or (k,): J[d, :, ...] = A[:, d - offset]
-        if seed.inst != (0,) or a.ndim != 2 or b.ndim > 2:
-            return None
-        rows, out_shape = dnp.transpose(_traced(a, jets[side][0]), (1, 0)), \
-            (a.shape[0],) + tuple(b.shape[1:])
-        tail = (a.shape[0],) + (1,) * (b.ndim - 1)
-    D = mode.size
-    rows = _traced(rows, jets[side][0])
-    if seed.first or seed.size != rows.shape[0]:   # a chunk's part of the coordinates
-        rows = rows[seed.first:seed.first + seed.size]
-    if D != seed.size:
-        rows = dnp.pad(rows, [(seed.offset, D - seed.offset - seed.size)]
-                       + [(0, 0)] * (rows.ndim - 1))
-    small = dnp.reshape(rows, (D,) + tail)
-    dtype = np.result_type(a.dtype, b.dtype)
-    if small.dtype != dtype:
-        small = dnp.astype(small, dtype)
-    J = dnp.broadcast_to(small, (D,) + out_shape) if small.shape != (D,) + out_shape else small
-    mode.small[_vid(J)] = small
-    return J
-
-
-def _traced(value, like):
-    """``value`` as a value of the trace ``like`` belongs to (a closed-over array becomes a
-    recorded constant, never an array baked into the rules' arithmetic)."""
-    if isinstance(value, Tracer):
-        return value
-    return _record_const(like, value if hasattr(value, "shape") else np.asarray(value))
-
-
-JET_RULES["matmul"] = _matmul_rule
-JET_RULES["einsum"] = lambda eqn, values, jets, mode: multilinear_rule(
-    eqn, values, jets, mode, linear=tuple(range(len(values))), cross=_einsum_cross)
-JET_RULES[_sp.spmm.name] = multilinear_rule
-JET_RULES[_sp.sddmm.name] = multilinear_rule
-assert _sh.getitem.has(Flag.LINEAR)  # the shape ops go by their flag
-
-
 def jet_rule(eqn, values, jets, mode) -> list:
     """One equation: its outputs (recorded) and their jets."""
     prim = eqn.prim
     if not prim.differentiable or all(j is None for j in jets):
-        return _bind(eqn, values), [None] * len(eqn.outs)
+        return bind_all(eqn, values), [None] * len(eqn.outs)
     kind = rule_kind(prim, values)
-    rule = {"table": lambda *a: JET_RULES[prim.name](*a), "linear": linear_rule,
-            "partials": partials_rule, "fallback": fallback_rule}[kind]
+    rule = {"own": prim.rule("jet"), "linear": linear_rule, "partials": partials_rule,
+            "fallback": fallback_rule}[kind]
     out_jets = rule(eqn, values, jets, mode)
-    return _bind(eqn, values), out_jets
+    return bind_all(eqn, values), out_jets
 
 
 # ------------------------------------------------------------------------------ the graph
@@ -583,13 +274,8 @@ def _seed(x, inst, offset, D, axes, first=0, count=None):
     eye = eye.reshape([D] + [1 if a in axes else s for a, s in enumerate(x.shape)])
     full = (D,) + tuple(x.shape)
     if eye.shape == full:
-        return _record_const(x, eye)
+        return traced_constant(x, eye)
     return x._builder.record(_sh.broadcast_to, [eye], {"shape": full})
-
-
-def _record_const(x, value):
-    """``value`` as a graph value of ``x``'s trace."""
-    return x._builder.record(_sh.reshape, [value], {"new_shape": tuple(value.shape)})
 
 
 def coordinate_chunks(D: int, chunk_size: int | None) -> list:
@@ -637,7 +323,7 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
 
     def propagate(args, lo, hi):
         """The outputs and their jets, with the coordinates ``lo .. hi`` seeded."""
-        mode = Mode(diag, hi - lo)
+        mode = Mode(diag, hi - lo, rule_for)
         env, jenv = {}, {}
         for v, a in zip(graph.inputs, args):
             env[v.id] = a
@@ -649,7 +335,7 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                 continue
             axes = _batch_axes(v, batch_axes)
             J = _seed(args[k], inst, a - lo, hi - lo, axes, first=a - off, count=b - a)
-            mode.seeds[_vid(J)] = Seed(tuple(v.shape), tuple(i for i in range(v.ndim)
+            mode.seeds[vid(J)] = Seed(tuple(v.shape), tuple(i for i in range(v.ndim)
                                                              if i not in axes),
                                        a - lo, b - a, first=a - off)
             jenv[v.id] = (J, None)
@@ -692,7 +378,7 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
 
 def _zeros_or(s, o):
     if s is not None:
-        return _fit(s, tuple(np.shape(o)), o.dtype)
+        return fit(s, tuple(np.shape(o)), o.dtype)
     return dnp.zeros_like(o) if isinstance(o, Tracer) else dnp.zeros_like(dnp.asarray(o))
 
 
