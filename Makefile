@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean
+.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean op-matrix
 
 $(STAMP): pyproject.toml
 	@echo "dualgpu: creating $(VENV) and installing dualgpu with its test and lint tools (first run, about a minute)"
@@ -52,6 +52,10 @@ fuzz: $(STAMP)
 	$(PY) -m pytest tests/test_fuzz.py --fuzz-long; s1=$$?; \
 	$(PY) -m pytest tests/test_call_sequences.py --fuzz-long --calls-seeds=$(FUZZ_SEEDS); \
 	s2=$$?; exit $$((s1 || s2))
+
+# docs/op_matrix.md: how each interpreter handles each op (tests/test_op_matrix.py checks it)
+op-matrix: $(STAMP)
+	$(PY) -m dualgpu.coverage > docs/op_matrix.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

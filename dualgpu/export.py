@@ -327,12 +327,12 @@ def _ops_used(eqns, cupy: bool = False) -> list[str]:
     refuses what the module cannot compute without dualgpu."""
     names = []
     for eqn in eqns:
-        py = eqn.prim.py
         if getattr(eqn.prim, "custom", False):
             raise DualgpuError(f"dg.export: the custom op {eqn.prim.name!r} cannot be "
                                "exported (its implementation is a Python function of yours)")
-        if callable(py) and eqn.prim.name in ("spmm", "sddmm"):
-            raise DualgpuError("dg.export: sparse products cannot be exported yet")
+        refused = eqn.prim.standalone_refused.get("numpy")  # for every library
+        if refused is not None:
+            raise DualgpuError(f"dg.export: {eqn.prim.name}: {refused}")
         # a template may be a function (scatter_add's): ask the source it writes
         uses_ops = f"ops.{eqn.prim.name}(" in emit_equation(eqn, ["_"] * len(eqn.inputs))
         if uses_ops and eqn.prim.name not in names:

@@ -17,11 +17,10 @@ from test_registry import SPECS
 
 import dualgpu as dg
 from dualgpu import numpy_api as dnp
-from dualgpu.core.primitives import REGISTRY
 from dualgpu.ops.sparse import spmm
 from dualgpu.rules import _batching as batching_rules
 from dualgpu.sparse_api import Pattern
-from dualgpu.transforms.vmap import batch_graph, has_rule
+from dualgpu.transforms.vmap import batch_graph
 
 SCALES = (1.0, 1.07, 0.93)
 _SETTINGS = dict(deadline=None, derandomize=True, database=None,
@@ -58,12 +57,6 @@ def no_loop(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ the registry
-def test_every_builtin_primitive_has_a_batching_rule():
-    builtin = [n for n, p in REGISTRY.items() if not getattr(p, "custom", False)]
-    missing = sorted(n for n in builtin if not has_rule(REGISTRY[n]))
-    assert not missing, f"primitives batched only by the per-example loop: {missing}"
-
-
 @pytest.mark.parametrize("name", sorted(SPECS))
 @settings(max_examples=10, **_SETTINGS)
 @given(data=st.data())

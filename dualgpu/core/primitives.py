@@ -177,6 +177,14 @@ def defstandalone(prim: Primitive, numpy: str, *, cupy: str | None = None,
     return prim
 
 
+def refuse_export(prim: Primitive, why: str) -> Primitive:
+    """Declare that ``dg.export`` cannot write ``prim`` into a module, for any library;
+    ``why`` ends the export's error message."""
+    prim.standalone.clear()
+    prim.standalone_refused.update(numpy=why, cupy=why)
+    return prim
+
+
 def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -> Primitive:
     """Create a primitive and add it to the registry.
 

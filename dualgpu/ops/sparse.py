@@ -33,7 +33,7 @@ from ..backends import array_backend, backend_for_xp, kernels
 from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim
+from ..core.primitives import defprim, refuse_export
 from ..errors import DualgpuError, UnsupportedSparseFormatError
 
 FORMATS = ("csr", "csc", "coo")
@@ -191,3 +191,5 @@ def _sddmm_impl(xp, g, x, ind, ptr, rows, cols, fmt, shape, transpose):
 
 sddmm = defprim("sddmm", _sddmm_impl, _sddmm_shape, kind=Flag.LIBRARY, py=_sparse_py("sddmm"),
                 doc="(g @ x.T) sampled at the stored entries of a sparse pattern.")
+for _prim in (spmm, sddmm):
+    refuse_export(_prim, "sparse products cannot be exported yet")
