@@ -1725,16 +1725,16 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 # --------------------------------------------------------------------------- sorting
 def _along_axis_key(shape, indices, axis):
-    """The getitem key of ``take_along_axis``: ``indices`` on ``axis``, broadcast aranges
-    on the other axes."""
+    """The getitem key of ``take_along_axis``: ``indices`` on ``axis``, aranges of the
+    array's lengths on the other axes; the index arrays broadcast together, so indices of
+    length 1 along another axis are used for every position there (NumPy's rule)."""
     nd = len(shape)
-    ishape = _shape(indices)
     key = []
     for i in range(nd):
         if i == axis:
             key.append(indices)
         else:
-            key.append(np.arange(ishape[i]).reshape((-1,) + (1,) * (nd - i - 1)))
+            key.append(np.arange(shape[i]).reshape((-1,) + (1,) * (nd - i - 1)))
     return tuple(key)
 
 

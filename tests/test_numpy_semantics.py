@@ -521,3 +521,23 @@ def test_jit_keeps_the_sign_of_zero(k):
     for w, g in zip(*(o if isinstance(o, tuple) else (o,) for o in (want, got))):
         np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+# --------------------------------------------------------------------------- take_along_axis
+@pytest.mark.parametrize("index_shape, axis", [((1, 2), 1), ((3, 1), 1), ((1, 4), 0),
+                                               ((3, 1), 0), ((3, 2), 1), ((2, 4), 0)])
+def test_take_along_axis_broadcasts_its_indices_as_numpy(index_shape, axis):
+    """Indices of length 1 along another axis are used for every position there (they
+    selected from the first row only, a result of the wrong shape)."""
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.random.default_rng(sum(index_shape) + axis).integers(
+        0, a.shape[axis], size=index_shape)
+    want = np.take_along_axis(a, idx, axis)
+    np.testing.assert_array_equal(dg.jit(lambda a: np.take_along_axis(a, idx, axis))(a), want)
+    g = dg.grad(lambda a: np.sum(np.take_along_axis(a, idx, axis) ** 2))(a)
+    expected = np.zeros_like(a)
+    np.put_along_axis(expected, idx, 0.0, axis)
+    np.add.at(expected, tuple(np.broadcast_arrays(*[
+        idx if k == axis else np.arange(a.shape[k]).reshape((-1,) + (1,) * (1 - k))
+        for k in range(2)])), 2 * want)
+    np.testing.assert_allclose(g, expected)
