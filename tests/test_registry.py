@@ -179,6 +179,7 @@ for _name in ("less", "less_equal", "greater", "greater_equal", "equal", "not_eq
     spec(_name, nondiff(_name, 2), kind="nondiff")
 spec("floor_divide", nondiff("floor_divide", 2, low=0.6, high=3), kind="nondiff")
 spec("remainder", binary("remainder", 0.1, 0.9, 1.1, 3.0))  # x / y stays in (0, 1)
+spec("fmod", binary("fmod", 1.2, 1.9, 1.0, 1.1))  # x / y stays in (1, 2): trunc is 1
 spec("fill_like", nondiff("fill_like", fn=lambda x: dnp.full_like(x, 2.5)), kind="nondiff")
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
 

@@ -249,6 +249,11 @@ remainder = elementwise(
     c_int="(({1}) == 0 ? 0 : ((({0}) % ({1})) != 0 && ((({0}) < 0) != (({1}) < 0))) ? "
           "(({0}) % ({1})) + ({1}) : (({0}) % ({1})))")
 
+# C's remainder, signed as x (np.fmod): x - trunc(x / y) * y; an integer x % 0 is 0
+fmod = elementwise("fmod", "fmod", 2, c="fmod({0}, {1})",
+                   c_int="(({1}) == 0 ? 0 : ({0}) % ({1}))",
+                   doc="Derivatives hold between the jumps (where x / y is an integer).")
+
 # --------------------------------------------------------------------------- dtype and fills
 
 

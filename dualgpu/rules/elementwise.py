@@ -169,6 +169,9 @@ defpartials(ew.copysign, lambda x, y, ans: dnp.sign(x) * dnp.sign(ans), lambda x
 # x mod y = x - floor(x / y) * y: slope 1 in x and -floor(x / y) in y (between the jumps)
 defpartials(ew.remainder, lambda x, y, ans: 1,
             lambda x, y, ans: dnp.negative(dnp.floor_divide(x, y)))
+# fmod(x, y) = x - trunc(x / y) * y: slope 1 in x and -trunc(x / y) in y
+defpartials(ew.fmod, lambda x, y, ans: 1,
+            lambda x, y, ans: dnp.negative(dnp.trunc(dnp.true_divide(x, y))))
 
 # --------------------------------------------------------------------------- exp and log
 defpartials(ew.exp, lambda x, ans: ans)
