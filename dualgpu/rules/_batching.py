@@ -8,10 +8,11 @@ that compute every example at once. The ops attach their rules with
 holds the traversal and the rules by flag (elementwise ops, reductions, scans), and
 :func:`loop_rule` for ops with none.
 
-Example (the rule of an op that moves one static axis, written with :func:`one`)::
+Example (the rule of an op that moves one static axis, written with :func:`one`; the rule
+modules import this one as ``batching``)::
 
     def _roll_rule(eqn, args, batched, size):
-        return one(roll.bind(args[0], axis=eqn.params["axis"] + 1))
+        return batching.one(roll.bind(args[0], axis=eqn.params["axis"] + 1))
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from .. import numpy_api as dnp
 from ..core.primitives import defrules
 from ..ops.decompositions import cholesky, det, eig, eigh, inv, pinv, qr, slogdet, solve, svd
 from ..ops.linalg import matmul
-from . import _batching as B
+from . import _batching as batching
 from ._util import unbroadcast, wants_cotangent
 
 
@@ -444,28 +444,28 @@ defrules(pinv, jvp=_pinv_jvp, vjp=_pinv_vjp)
 # --------------------------------------------------------------------------- batching (vmap)
 def _solve_vmap(eqn, args, batched, size):
     a, b = args
-    ra, rb = B.rank(a, batched[0]), B.rank(b, batched[1])
+    ra, rb = batching.rank(a, batched[0]), batching.rank(b, batched[1])
     if not batched[1]:  # batched a, shared b
         if rb == 1:
-            return B.one(solve.bind(a, b))
-        a2, _ = B.pad_batch(a, dnp.reshape(b, (1,) + tuple(np.shape(b))))
-        return B.one(B.drop_to(solve.bind(a2, b), size, eqn))
+            return batching.one(solve.bind(a, b))
+        a2, _ = batching.pad_batch(a, dnp.reshape(b, (1,) + tuple(np.shape(b))))
+        return batching.one(batching.drop_to(solve.bind(a2, b), size, eqn))
     if not batched[0]:  # shared a, batched b: the examples become columns
         if rb == 1:
             out = solve.bind(a, dnp.transpose(b))  # (..., n, B)
-            return B.one(dnp.moveaxis(out, -1, 0))
+            return batching.one(dnp.moveaxis(out, -1, 0))
         if ra == 2 and rb == 2:
             n, m = b.shape[1:]
             wide = dnp.reshape(dnp.transpose(b, (1, 0, 2)), (n, size * m))
             out = dnp.reshape(solve.bind(a, wide), (n, size, m))
-            return B.one(dnp.transpose(out, (1, 0, 2)))
-        _, b2 = B.pad_batch(dnp.reshape(a, (1,) + tuple(np.shape(a))), b)
-        return B.one(solve.bind(a, b2))
+            return batching.one(dnp.transpose(out, (1, 0, 2)))
+        _, b2 = batching.pad_batch(dnp.reshape(a, (1,) + tuple(np.shape(a))), b)
+        return batching.one(solve.bind(a, b2))
     b2 = b if rb >= 2 else dnp.reshape(b, (size, b.shape[-1], 1))
-    a2, b2 = B.pad_batch(a, b2)
-    return B.one(B.drop_to(solve.bind(a2, b2), size, eqn))
+    a2, b2 = batching.pad_batch(a, b2)
+    return batching.one(batching.drop_to(solve.bind(a2, b2), size, eqn))
 
 
 for _prim in (inv, det, slogdet, cholesky, eigh, eig, svd, qr, pinv):
-    defrules(_prim, vmap=B.leading_axes_rule)  # leading axes are batch axes already
+    defrules(_prim, vmap=batching.leading_axes_rule)  # leading axes are batch axes already
 defrules(solve, vmap=_solve_vmap)

@@ -16,7 +16,7 @@ import numpy as np
 from .. import numpy_api as dnp
 from ..core.primitives import defrules
 from ..ops import elementwise as ew
-from . import _jet as J_
+from . import _jet as jet_rules
 from ._util import unbroadcast, wants_cotangent
 
 
@@ -355,9 +355,9 @@ def _where_jet(eqn, values, jets, mode):
         if jx is None and jy is None:
             return None
         lead = (D,) if batched_part else ()
-        jx = 0.0 if jx is None else (J_.lift(jx, rank) if batched_part else jx)
-        jy = 0.0 if jy is None else (J_.lift(jy, rank) if batched_part else jy)
-        return J_.fit(dnp.where(c, jx, jy), lead + shape, ans.dtype)
+        jx = 0.0 if jx is None else (jet_rules.lift(jx, rank) if batched_part else jx)
+        jy = 0.0 if jy is None else (jet_rules.lift(jy, rank) if batched_part else jy)
+        return jet_rules.fit(dnp.where(c, jx, jy), lead + shape, ans.dtype)
 
     return [(select(0, True), select(1, mode.diag))]
 
@@ -392,7 +392,7 @@ def _polygamma_jet(eqn, values, jets, mode):
     Sy = dnp.multiply(d2, mode.pair(J, J))
     if S is not None:
         Sy = dnp.add(Sy, dnp.multiply(d1, S))
-    return [(dnp.multiply(d1, J), J_.fit(Sy, ((mode.size,) if mode.diag else ()) +
+    return [(dnp.multiply(d1, J), jet_rules.fit(Sy, ((mode.size,) if mode.diag else ()) +
                                        tuple(ans.shape), ans.dtype))]
 
 

@@ -11,8 +11,8 @@ from ..core.ir import Aval
 from ..core.primitives import defrules
 from ..core.trace import Tracer
 from ..ops.linalg import einsum, matmul
-from . import _batching as B
-from . import _jet as J_
+from . import _batching as batching
+from . import _jet as jet_rules
 from ._separability import Coupling
 from ._util import defmultilinear, unbroadcast, wants_cotangent
 
@@ -95,14 +95,14 @@ defmultilinear(einsum, _einsum_vjp, linear=None)
 def _matmul_vmap(eqn, args, batched, size):
     a, b = args
     if batched[0] and not batched[1]:
-        return B.one(_matmul_left(a, b, size, eqn))
+        return batching.one(_matmul_left(a, b, size, eqn))
     if batched[1] and not batched[0]:
-        return B.one(_matmul_right(a, b, size, eqn))
+        return batching.one(_matmul_right(a, b, size, eqn))
     ra, rb = len(a.shape) - 1, len(b.shape) - 1
     a2 = a if ra >= 2 else dnp.reshape(a, (size, 1, a.shape[-1]))
     b2 = b if rb >= 2 else dnp.reshape(b, (size, b.shape[-1], 1))
-    a2, b2 = B.pad_batch(a2, b2)
-    return B.one(B.drop_to(matmul.bind(a2, b2), size, eqn))
+    a2, b2 = batching.pad_batch(a2, b2)
+    return batching.one(batching.drop_to(matmul.bind(a2, b2), size, eqn))
 
 
 def _matmul_left(a, b, size, eqn):
@@ -112,13 +112,13 @@ def _matmul_left(a, b, size, eqn):
         if ra == 1:
             return matmul.bind(a, b)  # (B, k) @ b
         out = matmul.bind(dnp.reshape(a, (-1, a.shape[-1])), b)
-        return B.drop_to(out, size, eqn)
+        return batching.drop_to(out, size, eqn)
     a2 = a if ra >= 2 else dnp.reshape(a, (size, 1, a.shape[-1]))
     nb = rb - 2
     na = len(a2.shape) - 3
     if na < nb:
         a2 = dnp.reshape(a2, (size,) + (1,) * (nb - na) + tuple(a2.shape[1:]))
-    return B.drop_to(matmul.bind(a2, b), size, eqn)
+    return batching.drop_to(matmul.bind(a2, b), size, eqn)
 
 
 def _matmul_right(a, b, size, eqn):
@@ -147,7 +147,7 @@ def _einsum_vmap(eqn, args, batched, size):
     letter = next(c for c in string.ascii_letters if c not in spec)
     ins, out = spec.split("->")
     specs = [letter + s if b else s for s, b in zip(ins.split(","), batched)]
-    return B.one(einsum.bind(*args, spec=",".join(specs) + "->" + letter + out))
+    return batching.one(einsum.bind(*args, spec=",".join(specs) + "->" + letter + out))
 
 
 defrules(matmul, vmap=_matmul_vmap)
@@ -207,7 +207,7 @@ defrules(einsum, separability=_einsum_separability)
 def _matmul_cross(eqn, values, i, j, Ja, Jb, mode):
     """``sum_d J_A[d] @ J_B[d]`` for 2-d operands is one GEMM of inner size ``D*k``."""
     if mode.diag or Ja.ndim != 3 or Jb.ndim != 3:
-        return J_.batched_cross(eqn, values, i, j, Ja, Jb, mode)
+        return jet_rules.batched_cross(eqn, values, i, j, Ja, Jb, mode)
     D, m, k = Ja.shape
     n = Jb.shape[2]
     wide = dnp.reshape(dnp.transpose(Ja, (1, 0, 2)), (m, D * k))
@@ -231,7 +231,7 @@ def _matmul_jet(eqn, values, jets, mode):
     seeded = _seeded_product(values, jets, mode)
     if seeded is not None:
         return [(seeded, None)]
-    return J_.multilinear_rule(eqn, values, jets, mode, cross=_matmul_cross)
+    return jet_rules.multilinear_rule(eqn, values, jets, mode, cross=_matmul_cross)
 
 
 def _seeded_product(values, jets, mode):
@@ -243,7 +243,7 @@ def _seeded_product(values, jets, mode):
     if len(act) != 1 or jets[act[0]][1] is not None:
         return None
     side = act[0]
-    seed = mode.seeds.get(J_.vid(jets[side][0]))
+    seed = mode.seeds.get(jet_rules.vid(jets[side][0]))
     a, b = values
     if seed is None or tuple(values[side].shape) != seed.shape or a.ndim == 0 or b.ndim == 0:
         return None
@@ -270,7 +270,7 @@ def _seeded_product(values, jets, mode):
     if small.dtype != dtype:
         small = dnp.astype(small, dtype)
     J = dnp.broadcast_to(small, (D,) + out_shape) if small.shape != (D,) + out_shape else small
-    mode.small[J_.vid(J)] = small
+    mode.small[jet_rules.vid(J)] = small
     return J
 
 
@@ -279,11 +279,11 @@ def _traced(value, like):
     recorded constant, never an array baked into the rules' arithmetic)."""
     if isinstance(value, Tracer):
         return value
-    return J_.traced_constant(like, value if hasattr(value, "shape") else np.asarray(value))
+    return jet_rules.traced_constant(like, value if hasattr(value, "shape") else np.asarray(value))
 
 
 def _einsum_jet(eqn, values, jets, mode):
-    return J_.multilinear_rule(eqn, values, jets, mode, linear=tuple(range(len(values))),
+    return jet_rules.multilinear_rule(eqn, values, jets, mode, linear=tuple(range(len(values))),
                                cross=_einsum_cross)
 
 

@@ -9,8 +9,8 @@ from ..core.indexing import key_to_python
 from ..core.ir import Eqn
 from ..core.primitives import defrules
 from ..ops.shape import broadcast_to, concatenate, getitem, pad, reshape, scatter_add, transpose
-from . import _batching as B
-from . import _jet as J_
+from . import _batching as batching
+from . import _jet as jet_rules
 from ._separability import At, Coupling
 from ._util import deflinear, unbroadcast
 
@@ -61,26 +61,27 @@ defrules(pad, jvp=_pad_jvp, vjp=_pad_vjp)
 # --------------------------------------------------------------------------- batching (vmap)
 def _broadcast_to_vmap(eqn, args, batched, size):
     shape = tuple(eqn.params["shape"])
-    return B.one(broadcast_to.bind(B.lift(args[0], len(shape)), shape=(size,) + shape))
+    lifted = batching.lift(args[0], len(shape))
+    return batching.one(broadcast_to.bind(lifted, shape=(size,) + shape))
 
 
 def _transpose_vmap(eqn, args, batched, size):
     perm = (0,) + tuple(p + 1 for p in eqn.params["perm"])
-    return B.one(transpose.bind(args[0], perm=perm))
+    return batching.one(transpose.bind(args[0], perm=perm))
 
 
 def _reshape_vmap(eqn, args, batched, size):
-    return B.one(reshape.bind(args[0], new_shape=(size,) + tuple(eqn.params["new_shape"])))
+    return batching.one(reshape.bind(args[0], new_shape=(size,) + tuple(eqn.params["new_shape"])))
 
 
 def _pad_vmap(eqn, args, batched, size):
     pad_width = ((0, 0),) + tuple(eqn.params["pad_width"])
-    return B.one(pad.bind(args[0], pad_width=pad_width, value=eqn.params["value"]))
+    return batching.one(pad.bind(args[0], pad_width=pad_width, value=eqn.params["value"]))
 
 
 def _concatenate_vmap(eqn, args, batched, size):
-    xs = [a if b else B.batched(a, size) for a, b in zip(args, batched)]
-    return B.one(concatenate.bind(*xs, axis=eqn.params["axis"] + 1))
+    xs = [a if b else batching.batched(a, size) for a, b in zip(args, batched)]
+    return batching.one(concatenate.bind(*xs, axis=eqn.params["axis"] + 1))
 
 
 # Indexing. A normalized key (rules/shape.py) has entries ("slice", ...), ("int", i), None
@@ -100,7 +101,7 @@ def _adjacent(positions) -> bool:
 
 
 def _indexrank(arrays, batched) -> int:
-    return max((B.rank(a, b) for a, b in zip(arrays, batched)), default=0)
+    return max((batching.rank(a, b) for a, b in zip(arrays, batched)), default=0)
 
 
 def _shared_index_key(key, arrays, batched):
@@ -118,7 +119,7 @@ def _batched_index_key(key, arrays, batched, size):
     number, selects the example; ``perm`` orders the result as the per-example op would."""
     na = _indexrank(arrays, batched)
     iota = np.arange(size, dtype=np.intp).reshape((size,) + (1,) * na)
-    new_arrays = [iota] + [B.lift(a, na) if b else a for a, b in zip(arrays, batched)]
+    new_arrays = [iota] + [batching.lift(a, na) if b else a for a, b in zip(arrays, batched)]
     new_key = (("array", 0),) + tuple(
         ("array", e[1] + 1) if e is not None and e[0] == "array" else e for e in key)
     adv = _advanced(key)
@@ -139,30 +140,30 @@ def _getitem_vmap(eqn, args, batched, size):
     if not any(batched[1:]):
         new_key, q = _shared_index_key(key, arrays, batched[1:])
         out = getitem.bind(x, *arrays, key=new_key)
-        return B.one(dnp.moveaxis(out, q, 0) if q else out)
+        return batching.one(dnp.moveaxis(out, q, 0) if q else out)
     if not batched[0]:
-        x = B.batched(x, size)
+        x = batching.batched(x, size)
     new_key, new_arrays, perm, _, _ = _batched_index_key(key, arrays, batched[1:], size)
     out = getitem.bind(x, *new_arrays, key=new_key)
     if perm is not None:
         out = dnp.transpose(out, perm + list(range(len(perm), len(out.shape))))
-    return B.one(out)
+    return batching.one(out)
 
 
 def _scatter_add_vmap(eqn, args, batched, size):
     g, *arrays = args
     key, shape = eqn.params["key"], (size,) + tuple(eqn.params["shape"])
     if not batched[0]:
-        g = B.batched(g, size)
+        g = batching.batched(g, size)
     if not any(batched[1:]):
         new_key, q = _shared_index_key(key, arrays, batched[1:])
         g = dnp.moveaxis(g, 0, q) if q else g
-        return B.one(scatter_add.bind(g, *arrays, key=new_key, shape=shape))
+        return batching.one(scatter_add.bind(g, *arrays, key=new_key, shape=shape))
     new_key, new_arrays, perm, _, _ = _batched_index_key(key, arrays, batched[1:], size)
     if perm is not None:
         full = perm + list(range(len(perm), len(g.shape)))
         g = dnp.transpose(g, [int(i) for i in np.argsort(full)])
-    return B.one(scatter_add.bind(g, *new_arrays, key=new_key, shape=shape))
+    return batching.one(scatter_add.bind(g, *new_arrays, key=new_key, shape=shape))
 
 
 defrules(broadcast_to, vmap=_broadcast_to_vmap)
@@ -307,7 +308,7 @@ def _pad_jet(eqn, values, jets, mode):
     Sy = None
     if S is not None:
         Sy = (mode.batched(eqn, [S], [True], value=0)[0] if mode.diag
-              else J_.bind_all(eqn, [S], value=0)[0])
+              else jet_rules.bind_all(eqn, [S], value=0)[0])
     return [(Jy, Sy)]
 
 

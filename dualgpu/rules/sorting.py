@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import numpy_api as dnp
 from ..core.primitives import defrules
 from ..ops.sorting import argsort, sort
-from . import _batching as B
+from . import _batching as batching
 
 
 def _sort_jvp(primals, tangents, axis):
@@ -24,5 +24,5 @@ def _sort_vjp(g, primals, ans, axis):
     return (dnp.put_along_axis_add(g, argsort.bind(x, axis=axis), axis, x.shape),)
 
 
-defrules(sort, jvp=_sort_jvp, vjp=_sort_vjp, vmap=B.axis_rule)  # one static axis
-defrules(argsort, vmap=B.axis_rule)
+defrules(sort, jvp=_sort_jvp, vjp=_sort_vjp, vmap=batching.axis_rule)  # one static axis
+defrules(argsort, vmap=batching.axis_rule)

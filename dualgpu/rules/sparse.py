@@ -9,8 +9,8 @@ from ..backends import array_backend
 from ..core.primitives import defrules
 from ..core.trace import Tracer
 from ..ops.sparse import coo_indices, sddmm, spmm
-from . import _batching as B
-from . import _jet as J_
+from . import _batching as batching
+from . import _jet as jet_rules
 from ._util import defmultilinear, wants_cotangent
 
 
@@ -60,13 +60,13 @@ def _spmm_vmap(eqn, args, batched, size):
     data, x, ind, ptr = args
     p = eqn.params
     if any(batched[2:]) or not _concrete(ind, ptr):
-        return B.loop_rule(eqn, args, batched, size)
+        return batching.loop_rule(eqn, args, batched, size)
     if not batched[0]:  # one matrix, many dense operands: one product with B*p columns
         xt = dnp.moveaxis(x, 0, -1) if len(x.shape) == 2 else dnp.transpose(x, (1, 0, 2))
         k = xt.shape[0]
         out = spmm.bind(data, dnp.reshape(xt, (k, -1)), ind, ptr, **p)
         out = dnp.reshape(out, (out.shape[0],) + tuple(xt.shape[1:]))
-        return B.one(dnp.moveaxis(out, -1, 0) if len(x.shape) == 2
+        return batching.one(dnp.moveaxis(out, -1, 0) if len(x.shape) == 2
                     else dnp.transpose(out, (1, 0, 2)))
     # many matrices of one pattern: one sparse matrix of size blocks (COO)
     rows, cols = coo_indices(ind, ptr, p["fmt"], p["shape"])
@@ -83,22 +83,22 @@ def _spmm_vmap(eqn, args, batched, size):
         xs = dnp.reshape(x, (-1,) + tuple(x.shape[2:]))
         out = spmm.bind(flat, xs, r, c, fmt="coo", shape=(size * R, size * C),
                             transpose=p["transpose"])
-    return B.one(B.drop_to(out, size, eqn))
+    return batching.one(batching.drop_to(out, size, eqn))
 
 
 def _sddmm_vmap(eqn, args, batched, size):
     g, x, ind, ptr, rows, cols = args
     p = eqn.params
     if any(batched[2:]) or not _concrete(ind, ptr, rows, cols):
-        return B.loop_rule(eqn, args, batched, size)
+        return batching.loop_rule(eqn, args, batched, size)
     R, C = p["shape"]
     r, c = _block_pattern(rows, cols, (R, C), size, True, True)
-    gs, xs = (a if b else B.batched(a, size) for a, b in zip((g, x), batched))
+    gs, xs = (a if b else batching.batched(a, size) for a, b in zip((g, x), batched))
     gs = dnp.reshape(gs, (-1,) + tuple(gs.shape[2:]))
     xs = dnp.reshape(xs, (-1,) + tuple(xs.shape[2:]))
     out = sddmm.bind(gs, xs, r, c, r, c, fmt="coo", shape=(size * R, size * C),
                          transpose=p["transpose"])
-    return B.one(dnp.reshape(out, (size, -1)))
+    return batching.one(dnp.reshape(out, (size, -1)))
 
 
 defrules(spmm, vmap=_spmm_vmap)
@@ -106,4 +106,4 @@ defrules(sddmm, vmap=_sddmm_vmap)
 
 # ------------------------------------------------------------------ jets (forward Laplacian)
 for _prim in (spmm, sddmm):  # bilinear
-    defrules(_prim, jet=J_.multilinear_rule)
+    defrules(_prim, jet=jet_rules.multilinear_rule)

@@ -38,7 +38,7 @@ from ..core.interpret import read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import current_builder, trace_to_graph
 from ..errors import DualgpuError
-from ..rules import _batching as B
+from ..rules import _batching as batching
 from ._gc import collector_paused
 from .simplify import simplify
 
@@ -132,25 +132,25 @@ def rule_for(prim) -> BatchRule:
     if prim.has(Flag.REDUCTION):
         return reduction_rule
     if prim.has(Flag.SCAN):
-        return B.axis_rule
-    return B.loop_rule
+        return batching.axis_rule
+    return batching.loop_rule
 
 
 def has_rule(prim) -> bool:
     """True when ``prim`` is batched by a rule rather than by the per-example loop."""
-    return rule_for(prim) is not B.loop_rule
+    return rule_for(prim) is not batching.loop_rule
 
 
 # ------------------------------------------------------------------------------ by flag
 def elementwise_rule(eqn, args, batched, size):
     """Batched operands are lifted to the op's per-example rank; NumPy broadcasting does
     the rest (unbatched operands are never copied)."""
-    rank = max(B.rank(a, b) for a, b in zip(args, batched))
-    lifted = [B.lift(a, rank) if b else a for a, b in zip(args, batched)]
-    return B.one(eqn.prim.bind(*lifted, **eqn.params))
+    rank = max(batching.rank(a, b) for a, b in zip(args, batched))
+    lifted = [batching.lift(a, rank) if b else a for a, b in zip(args, batched)]
+    return batching.one(eqn.prim.bind(*lifted, **eqn.params))
 
 
 def reduction_rule(eqn, args, batched, size):
     """The reduced axes move one place right."""
     axes = tuple(a + 1 for a in eqn.params["axes"])
-    return B.one(eqn.prim.bind(args[0], **{**eqn.params, "axes": axes}))
+    return batching.one(eqn.prim.bind(args[0], **{**eqn.params, "axes": axes}))
