@@ -16,6 +16,7 @@ import threading
 import types
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -309,6 +310,25 @@ def function_key(fn, weak: list):
 
 
 # ------------------------------------------------------------------------------ transforms
+@dataclass(frozen=True)
+class Spec:
+    """What, besides the function and the call signature, determines a transform's program:
+    its kind, the common options and its own, by name (hashable: part of the cache key).
+
+    Example::
+
+        >>> spec = dg.laplacian(np.sin, chunk_size=3).spec
+        >>> spec.kind, spec.argnums, dict(spec.options)
+        ('laplacian', (0,), {'chunk_size': 3, 'memory_budget': None})
+    """
+
+    kind: str
+    argnums: Any = 0
+    has_aux: bool = False
+    batch_axes: tuple | None = None
+    options: tuple = ()  # (name, value) pairs, sorted by name
+
+
 class Transformed:
     """A function transformed by dualgpu. Calling it traces (once per signature) and runs;
     called on traced values it inlines its program into the enclosing trace."""
@@ -339,9 +359,15 @@ class Transformed:
         self._fn_key = function_key(fn, self._weak)
 
     @property
-    def spec(self) -> tuple:
-        """What, besides the function and the call signature, determines the program."""
-        return (self.kind, self.argnums, self.has_aux, self.batch_axes)
+    def spec(self) -> Spec:
+        """What, besides the function and the call signature, determines the program: the
+        only source of the transform's part of the cache key."""
+        return Spec(self.kind, self.argnums, self.has_aux, self.batch_axes,
+                    tuple(sorted(self.options().items())))
+
+    def options(self) -> dict:
+        """The transform's own options that shape its program, by name (subclasses)."""
+        return {}
 
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {_name(self.fn)}>"
@@ -584,9 +610,8 @@ class _Grad(Transformed):
         super().__init__(fn, argnums, has_aux=has_aux)
         self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
 
-    @property
-    def spec(self) -> tuple:
-        return super().spec + (self.holomorphic,)
+    def options(self) -> dict:
+        return {"holomorphic": self.holomorphic}
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
@@ -676,9 +701,8 @@ class _GradAndHvp(_Hvp):
         self.return_value = return_value
         super().__init__(fn, argnums, batch_axes, has_aux)
 
-    @property
-    def spec(self):
-        return super().spec + (self.return_value,)
+    def options(self) -> dict:
+        return {**super().options(), "return_value": self.return_value}
 
     def outputs(self) -> tuple[bool, bool]:
         return self.return_value, True

@@ -112,9 +112,8 @@ class _Laplacian(_Curvature):
         self.chunk_size = None if chunk_size is None else int(chunk_size)
         self.memory_budget = None if memory_budget is None else int(memory_budget)
 
-    @property
-    def spec(self) -> tuple:
-        return super().spec + (self.chunk_size, self.memory_budget)
+    def options(self) -> dict:
+        return {"chunk_size": self.chunk_size, "memory_budget": self.memory_budget}
 
     def finish(self, compiled, sig, outs):
         return T.unflatten(compiled.trees, outs)

@@ -366,9 +366,8 @@ class _Hessp(Transformed):
         self.__doc__ = (f"Hessian-vector product of {_name(fn)}: hp(x, p, *args, "
                         "**kwargs) = H(x) @ p.")
 
-    @property
-    def spec(self) -> tuple:
-        return super().spec + (self.x_argnums,)
+    def options(self) -> dict:
+        return {"x_argnums": self.x_argnums}
 
     def __repr__(self) -> str:
         return f"<dualgpu.hessp of {_name(self.fn.fn)}>"

@@ -248,9 +248,8 @@ class _Vmap(Transformed):
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
 
-    @property
-    def spec(self) -> tuple:
-        return super().spec + self._axes
+    def options(self) -> dict:
+        return {"axes": self._axes}
 
     def __repr__(self) -> str:
         return f"<dualgpu.vmap of {_name(self.fn.fn)}>"
@@ -376,9 +375,8 @@ class _Jacobian(Transformed):
         self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
         super().__init__(fn, argnums)
 
-    @property
-    def spec(self) -> tuple:
-        return super().spec + (self.holomorphic,)
+    def options(self) -> dict:
+        return {"holomorphic": self.holomorphic}
 
     def build(self, traced, sig):
         graph = traced.graph

@@ -229,3 +229,25 @@ def test_argnums_order_is_the_callers():
     np.testing.assert_array_equal(a, b)
     with pytest.raises(dg.DualgpuError, match="twice"):
         dg.hvp(g, argnums=(0, 0))
+
+
+def test_every_transform_declares_its_spec_in_one_frozen_object():
+    """The cache key's part of a transform is its Spec: named options, hashable, frozen;
+    two transforms that differ in an option have different specs."""
+    import dataclasses
+
+    from dualgpu.api import Spec
+
+    f = lambda x: np.sum(np.sin(x))  # noqa: E731
+    made = [dg.grad(f), dg.value_and_grad(f), dg.hvp(f), dg.grad_and_hvp(f), dg.jit(f),
+            dg.hessian(f), dg.hessp(f), dg.jacfwd(f), dg.jacrev(f), dg.vmap(f),
+            dg.laplacian(f), dg.hessian_diag(f), dg.hessian_trace(f)]
+    for t in made:
+        spec = t.spec
+        assert isinstance(spec, Spec), t
+        hash(spec)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            spec.kind = "other"
+    assert dg.grad(f).spec != dg.grad(f, holomorphic=True).spec
+    assert dict(dg.grad_and_hvp(f, return_value=True).spec.options)["return_value"] is True
+    assert dg.vmap(f, in_axes=1).spec != dg.vmap(f).spec
