@@ -199,14 +199,28 @@ def check_jvp(f: Callable, args: Sequence, *, eps: float = 1e-6, rtol: float = 1
 def check_vjp(f: Callable, args: Sequence, *, rtol: float = 1e-9, atol: float = 1e-9,
               seed: int = 0) -> None:
     """The inner-product identity ``<ȳ, J t> == <Jᵀ ȳ, t>`` with jvp on one side and vjp
-    on the other (exact up to rounding): the two modes agree. ``check_vjp_fd`` checks the
-    VJP against finite differences instead."""
+    on the other (exact up to rounding): the two modes agree. The values jvp and vjp return
+    must equal ``f(*args)`` called plainly (same tolerances). ``check_vjp_fd`` checks the
+    VJP against finite differences instead.
+
+    Example::
+
+        >>> check_vjp(lambda x: np.sin(x) * x, (np.linspace(-1, 1, 5),))
+    """
     args = _check_args(f, args, "check_vjp")
     xp = _xp(args)
     rng = _rng(seed)
     ts = _random_tangents(rng, args, xp)
     out, jt = jvp(f, args, ts)
     out2, pullback = vjp(f, *args)
+    want = f(*args)
+    for mode, got in (("jvp", out), ("vjp", out2)):
+        what = f"the value {mode} of {_fname(f)} returns, against {_fname(f)} itself"
+        if len(_leaves(got)) != len(_leaves(want)):
+            raise AssertionError(f"{what}: {len(_leaves(got))} arrays, "
+                                 f"{len(_leaves(want))} from the plain call")
+        for g, w in zip(_leaves(got), _leaves(want)):
+            _assert_close(g, w, rtol, atol, what)
     ybars = [_random_like(rng, o, xp) for o in _leaves(out)]
     cts = pullback(_rebuild(out, ybars))
     lhs = sum(_vdot(y, j) for y, j in zip(ybars, _leaves(jt)))

@@ -916,7 +916,9 @@ def reference(step, args, extra):
 
 
 def check(seq: Seq, checks=("stale", "error", "alias", "compose")) -> list[Failure]:
-    """Runs ``seq`` with caching, then every call alone on a fresh build; the failures."""
+    """Runs ``seq`` with caching, then every call alone on a fresh build; the failures.
+    ``checks`` picks the classes besides ``error``, which is always checked (a call that
+    raised leaves nothing to check, so no selection of checks passes on raising calls)."""
     size = dg.config["cache_size"]
     _CURRENT.clear()
     _CURRENT.update(seq.programs)
@@ -947,15 +949,15 @@ def _check_record(rec: Record, checks) -> list[Failure]:
     except Exception as e:  # noqa: BLE001 - a failure of the library
         fresh, fresh_error = None, _err(e)
     if rec.error or fresh_error:
-        if "error" in checks:
-            if rec.error and fresh_error:
-                msg = f"raises {rec.error}"
-            elif rec.error:
-                msg = f"raises {rec.error}; a fresh build does not"
-            else:
-                msg = f"a fresh build raises {fresh_error}; the cached call did not"
-            out.append(Failure("error", rec.cid, msg))
-        return out
+        # always a failure, whatever ``checks`` names: a call that raised has no result the
+        # other checks could look at, so "alias" alone would pass on calls that all raise
+        if rec.error and fresh_error:
+            msg = f"raises {rec.error}"
+        elif rec.error:
+            msg = f"raises {rec.error}; a fresh build does not"
+        else:
+            msg = f"a fresh build raises {fresh_error}; the cached call did not"
+        return [Failure("error", rec.cid, msg)]
     if "stale" in checks:
         if structure(rec.result) != structure(fresh):
             out.append(Failure("structure", rec.cid,

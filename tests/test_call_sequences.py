@@ -6,7 +6,8 @@ failing call marked, and the failure class:
 
 * ``stale``      the cached result differs (bitwise) from a fresh build's;
 * ``structure``  different pytree structure / leaf type / dtype / shape;
-* ``error``      a valid call raised;
+* ``error``      a valid call raised (whatever the checks asked: a call that raised has
+  nothing the other checks could look at);
 * ``alias-input``/``alias-result``  a result shares memory with an input / another result;
 * ``compose``    a composed transform differs from its reference (the same transform
   without ``jit``; ``hvp`` for ``grad`` of ``<grad f, w>``).
@@ -310,9 +311,31 @@ def test_oracle_detects_a_stale_captured_value(monkeypatch):
     assert "G_COEF = (3.0, 0.0)" in seq.text()
 
 
+ALIAS_SEEDS = range(2000, 2040)
+
+
 def test_sequences_results_never_alias():
     """No result shares memory with an input or with another result."""
-    run_family("arrays", range(2000, 2040), ("alias",))
+    run_family("arrays", ALIAS_SEEDS, ("alias",))
+
+
+def test_alias_check_fails_when_every_call_raises(monkeypatch):
+    """The harness itself: a call that raised has no result to check for aliasing, so the
+    alias-only run reports it as ``error`` instead of passing on calls that all raise."""
+
+    def raising(t, fns=None):
+        def planted(*args, **kwargs):
+            raise RuntimeError("planted: every call raises")
+        return planted
+
+    monkeypatch.setattr(fc, "build", raising)
+    seq = fc.generate(ALIAS_SEEDS[0], "arrays")
+    failures = fc.check(seq, ("alias",))
+    calls = {s[1] for s in seq.steps if s[0] in ("call", "jvp", "vjp")}
+    assert calls and {f.cid for f in failures} >= calls
+    assert {f.kind for f in failures} == {"error"}
+    with pytest.raises(pytest.fail.Exception, match=r"\[error\].*planted"):
+        test_sequences_results_never_alias()
 
 
 def test_fuzz_calls(fuzz_long, calls_seeds, capsys):

@@ -43,3 +43,24 @@ def test_tuple_and_pytree_outputs():
 def test_bad_argnums_are_named():
     with pytest.raises(dg.DualgpuError, match="argnum"):
         testing.check_grads(lambda x: np.sum(x), (X,), argnums=2)
+
+
+@pytest.mark.parametrize("mode", ["jvp", "vjp"])
+def test_check_vjp_compares_the_value_with_f(monkeypatch, mode):
+    """A transform whose derivatives are right but whose value is not ``f``'s is caught,
+    by check_vjp and through check_grads."""
+    real = getattr(testing, mode)
+
+    def wrong_value(*args, **kwargs):
+        out, rest = real(*args, **kwargs)
+        return out + 1e-6, rest
+
+    monkeypatch.setattr(testing, mode, wrong_value)
+    with pytest.raises(AssertionError, match=f"the value {mode} of sin returns"):
+        testing.check_vjp(np.sin, (X,))
+    with pytest.raises(AssertionError, match=f"the value {mode} of"):
+        testing.check_grads(lambda x: np.tanh(x) * x, (X,), order=1)
+
+
+def test_check_vjp_compares_every_output():
+    testing.check_vjp(lambda x, y: {"a": np.sin(x) * y, "b": (x ** 2, np.sum(y))}, (X, Y))

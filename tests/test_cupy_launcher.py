@@ -14,10 +14,13 @@ from __future__ import annotations
 import os
 import types
 
+import fuzz_programs as fp
 import numpy as np
+import product_harness
 import pytest
 import scipy.sparse
 from hypothesis import HealthCheck, given, settings
+from tiny_harness import GXX
 
 import dualgpu as dg
 import dualgpu.codegen.launcher as cuda_codegen
@@ -26,13 +29,7 @@ from dualgpu.codegen.launcher import FusedProgram
 from dualgpu.codegen.python import compile_python
 from dualgpu.fusion import emulate_region
 
-fp = pytest.importorskip("fuzz_programs")
-try:   # our kernels' CUDA text run on the host (needs g++)
-    import product_harness
-    from tiny_harness import GXX
-    product_harness = product_harness if GXX else None
-except ImportError:  # pragma: no cover
-    product_harness = None
+HOST_KERNELS = GXX is not None  # our kernels' CUDA text run on the host (needs g++)
 # DUALGPU_LAUNCHER_EXAMPLES=1500 for a longer campaign (1500 programs: 37 s, 0 failures)
 EXAMPLES = int(os.environ.get("DUALGPU_LAUNCHER_EXAMPLES", 40))
 IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
@@ -518,7 +515,7 @@ def _check_host_kernels(graph, args):
 HOST_EXAMPLES = int(os.environ.get("DUALGPU_HOST_KERNEL_EXAMPLES", 6))
 
 
-@pytest.mark.skipif(product_harness is None, reason="no g++ with C++20 threads")
+@pytest.mark.skipif(not HOST_KERNELS, reason="no host C++ compiler (g++)")
 @settings(max_examples=HOST_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(fp.programs(max_nodes=6, sparse=False))
 def test_fuzzed_programs_on_the_real_region_kernels(prog):
@@ -550,5 +547,5 @@ def test_a_selu_gradient_found_by_the_fuzzer():
     args = tuple(np.asarray(a) for a in prog.args())
     g = dg.trace(dg.grad(loss, argnums=(0, 1)), *args)
     _check(g, args)
-    if product_harness is not None:   # the kernel itself, run on the host
+    if HOST_KERNELS:   # the kernel itself, run on the host
         _check_host_kernels(g, args)

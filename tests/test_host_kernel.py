@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import fuzz_programs as fp
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.dense_tiny import loss as dense_loss  # noqa: E402
 from benchmarks.dense_tiny import make_inputs as dense_inputs  # noqa: E402
 
-fp = pytest.importorskip("fuzz_programs")
 pytestmark = needs_gxx
 EXAMPLES = int(os.environ.get("DUALGPU_HOST_EXAMPLES", 8))
 from test_tiny_kernel import TOL, fuzzed_programs  # noqa: E402  (the tiny kernel's tests)

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import fuzz_programs as fp
 import numpy as np
 import pytest
 import scipy.sparse
@@ -25,7 +26,6 @@ from benchmarks.dense_tiny import loss as dense_loss  # noqa: E402
 from benchmarks.dense_tiny import make_inputs as dense_inputs  # noqa: E402
 from benchmarks.dense_tiny import reference as dense_reference  # noqa: E402
 
-fp = pytest.importorskip("fuzz_programs")
 pytestmark = needs_gxx
 EXAMPLES = int(os.environ.get("DUALGPU_TINY_EXAMPLES", 25))
 TOL = {np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13),

@@ -13,6 +13,7 @@ from dualgpu.executor import config
 
 cp = pytest.importorskip("cupy")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import gpu_sweep  # noqa: E402
 from test_fusion import dense_loss, fusion_cases, scenario2  # noqa: E402
 
 TOL = {np.float64: 1e-12, np.float32: 1e-5}
@@ -187,76 +188,28 @@ def test_non_contiguous_and_broadcast_inputs(switches):
 
 
 # --------------------------------------------------------------------------- every registry op
-def _unary_domain(name):
-    return {"arccosh": (1.2, 2.0), "reciprocal": (0.5, 1.5), "digamma": (0.5, 2.0),
-            "gammaln": (0.5, 2.0)}.get(name, (0.2, 0.8))
-
-
-def _elementwise_case(prim, rng, dtype):
-    lo, hi = _unary_domain(prim.name)
-    if prim.name == "where":
-        args = (rng.random((4, 5)) > 0.5, rng.uniform(lo, hi, (4, 5)).astype(dtype),
-                rng.uniform(lo, hi, (5,)).astype(dtype))
-        return (lambda c, x, y: prim.bind(c, x, y)), args
-    params = {"convert_element_type": {"dtype": np.dtype(np.float32)},
-              "fill_like": {"value": 2.5}, "broadcast_to": {"shape": (3, 4, 5)},
-              "polygamma": {"n": 1}}.get(
-        prim.name, {})
-    shapes = [(4, 5), (5,), (4, 1)][:prim.arity]
-    args = tuple(rng.uniform(lo, hi, s).astype(dtype) for s in shapes)
-    return (lambda *a: prim.bind(*a, **params)), args
-
-
-def _library_cases(rng, dtype):
-    a = rng.uniform(0.2, 0.8, (4, 5)).astype(dtype)
-    sq = (rng.uniform(-1, 1, (4, 4)) + 4 * np.eye(4)).astype(dtype)
-    return {
-        "reduce_sum": (lambda x: np.sum(x, axis=0), (a,)),
-        "reduce_max": (lambda x: np.max(x, axis=1), (a,)),
-        "reduce_min": (lambda x: np.min(x), (a,)),
-        "reduce_prod": (lambda x: np.prod(x, axis=0), (a,)),
-        "cumsum": (lambda x: np.cumsum(x, axis=1), (a,)),
-        "cumprod": (lambda x: np.cumprod(x, axis=1), (a,)),
-        "reshape": (lambda x: np.sin(x).reshape(20), (a,)),
-        "transpose": (lambda x: np.sin(x).T * 2, (a,)),
-        "getitem": (lambda x: x[1:3, ::2] * x[0, ::2], (a,)),
-        "scatter_add": (lambda x: np.sum(x[np.array([0, 2, 2])] ** 2), (a,)),
-        "concatenate": (lambda x: np.concatenate([x, x * 2], axis=0), (a,)),
-        "pad": (lambda x: np.pad(x, ((1, 0), (0, 2))), (a,)),
-        "matmul": (lambda x: x @ x.T, (a,)),
-        "einsum": (lambda x: np.einsum("ij,kj->ik", x, x), (a,)),
-        "solve": (lambda m: np.linalg.solve(m, np.ones(4, dtype)), (sq,)),
-        "inv": (lambda m: np.linalg.inv(m), (sq,)),
-        "det": (lambda m: np.linalg.det(m), (sq,)),
-        "slogdet": (lambda m: np.linalg.slogdet(m)[1], (sq,)),
-        "cholesky": (lambda m: np.linalg.cholesky(m @ m.T), (sq,)),
-    }
+# The cases and the reasons to skip an op are tests/gpu_sweep.py's data (checked on the CPU by
+# tests/test_gpu_sweep_classification.py); any other exception, the NumPy reference's too,
+# fails.
 
 
 def _registry_case(name, dtype, rng):
-    """``(fn, args)`` exercising registry op ``name`` (skips the test when there is none)."""
-    prim = dg.REGISTRY[name]
-    if prim.kind == "elementwise" and hasattr(prim, "arity"):
-        return _elementwise_case(prim, rng, dtype)
-    if name in _library_cases(rng, dtype):
-        return _library_cases(rng, dtype)[name]
-    pytest.skip(f"{name}: no GPU case (sparse ops are covered by the scenario 3 test)")
+    case = gpu_sweep.registry_case(name, dtype, rng)
+    if case is None:
+        pytest.skip(f"{name}: no GPU case ({gpu_sweep.NO_GPU_CASE[name]})")
+    return case
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name", sorted(dg.REGISTRY))
 def test_registry_op_matches_numpy(name, dtype, switches):
-    prim = dg.REGISTRY[name]
     rng = np.random.default_rng(1)
     fn, args = _registry_case(name, dtype, rng)
-    try:
-        want = dg.jit(fn)(*args)
-    except (dg.DualgpuError, TypeError, KeyError) as e:
-        pytest.skip(f"{name}: not supported by the NumPy backend either ({e})")
+    want = dg.jit(fn)(*args)
     for _ in range(3):
         _compare(dg.jit(fn)(*_to_cupy(args)), want, dtype)
-    diff = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
-    if not prim.differentiable or not diff or prim.name in dg.core.primitives.NON_DIFFERENTIABLE:
+    diff = gpu_sweep.differentiated(name, args)
+    if not diff:
         return
     w = None
 
@@ -266,40 +219,30 @@ def test_registry_op_matches_numpy(name, dtype, switches):
 
     gh = dg.grad_and_hvp(loss, argnums=diff[0])
     v = rng.uniform(-1, 1, np.shape(args[diff[0]])).astype(dtype)
-    try:
-        want = gh(*args, v)
-    except dg.DualgpuError as e:
-        pytest.skip(f"{name}: no second derivative on NumPy either ({e})")
+    want = gh(*args, v)
     for _ in range(3):
         _compare(gh(*_to_cupy(args), cp.asarray(v)), want, dtype)
 
 
 @pytest.mark.parametrize("name", sorted(dg.REGISTRY))
 def test_registry_op_curvature_matches_numpy(name, switches):
-    """Issue 16's transforms of every registry op on the device -- the forward Laplacian,
-    the exact Hessian diagonal, forward and reverse Jacobians -- against the NumPy backend,
-    whose results tests/test_laplacian.py and tests/test_jacobians.py check against dense
-    Hessians and finite differences, op by op (float64; eager, capture, replays)."""
-    prim = dg.REGISTRY[name]
+    """The curvature transforms of every registry op on the device -- the forward
+    Laplacian, the exact Hessian diagonal, forward and reverse Jacobians -- against the
+    NumPy backend, whose results tests/test_laplacian.py and tests/test_jacobians.py check
+    against dense Hessians and finite differences, op by op (float64; eager, capture,
+    replays)."""
     fn, args = _registry_case(name, np.float64, np.random.default_rng(2))
-    diff = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
-    if not prim.differentiable or not diff or prim.name in dg.core.primitives.NON_DIFFERENTIABLE:
+    diff = gpu_sweep.differentiated(name, args)
+    if not diff:
         pytest.skip(f"{name}: not differentiable")
     i = diff[0]
     transforms = {"laplacian": dg.laplacian(fn, argnums=i),
                   "hessian_diag": dg.hessian_diag(fn, argnums=i),
                   "jacfwd": dg.jacfwd(fn, argnums=i), "jacrev": dg.jacrev(fn, argnums=i)}
-    unsupported = {}
-    for label, t in transforms.items():
-        try:
-            want = t(*args)
-        except dg.DualgpuError as e:
-            unsupported[label] = str(e)
-            continue
+    for t in transforms.values():
+        want = t(*args)
         for _ in range(3):
             _compare(t(*_to_cupy(args)), want, np.float64)
-    if len(unsupported) == len(transforms):
-        pytest.skip(f"{name}: not supported on NumPy either ({unsupported})")
 
 
 def test_scenario2_full_size_float32(switches):

@@ -1,6 +1,8 @@
-"""Issue 13's ops on CuPy: values, gradients and HVPs equal the NumPy backend's (which the
-CPU tests check against finite differences). Library ops (sort, eigh, eig, svd, qr, pinv)
-run through cupy / cuSOLVER; the compositions through the fused kernels."""
+"""NumPy functions beyond the elementwise registry ops on CuPy (sorting, linear-algebra
+decompositions, interpolation, convolution, NaN-aware reductions, array construction):
+values, gradients and HVPs equal the NumPy backend's (which the CPU tests check against
+finite differences). Library ops (sort, eigh, eig, svd, qr, pinv) run through cupy /
+cuSOLVER; the compositions through the fused kernels."""
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +46,7 @@ def _loss(f):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_issue13_op_on_cupy_matches_numpy(name, dtype):
+def test_numpy_function_on_cupy_matches_numpy(name, dtype):
     f, x = CASES[name]
     x = x.astype(dtype)
     v = RNG.uniform(-1, 1, x.shape).astype(dtype)
