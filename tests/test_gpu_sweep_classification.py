@@ -67,3 +67,13 @@ def test_the_sweeps_numpy_reference_runs(name, dtype):
     if dtype == np.float64:
         for transform in (dg.laplacian, dg.hessian_diag, dg.jacfwd, dg.jacrev):
             transform(fn, argnums=diff[0])(*args)
+
+
+def test_the_sweep_runs_over_the_builtin_ops_only():
+    """Ops a test registers (the GPU module's own test_host_roundtrip, say) are not the
+    registry's coverage: the sweep is parametrized by dualgpu.coverage.builtin_ops()."""
+    tree = ast.parse(GPU_MODULE.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in SWEEP_TESTS:
+            decorators = [ast.unparse(d) for d in node.decorator_list]
+            assert any("sorted(builtin_ops())" in d for d in decorators), (node.name, decorators)
