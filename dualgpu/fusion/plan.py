@@ -10,6 +10,7 @@ import numpy as np
 from ..core.flags import Flag
 from ..core.ir import Graph, Var
 from ..core.pprint import Namer, _param_str
+from ..ops.shape import broadcast_to, getitem, reshape, transpose
 
 
 # the kinds of ops a kernel evaluates, asked by flag (never by name)
@@ -600,12 +601,12 @@ def _releases(steps: list, graph: Graph) -> list:
 def _is_view_step(eqn, broadcasts: set) -> bool:
     """Whether the CuPy runner gets a view from this library step: broadcasts, transposes,
     basic slices, and reshapes of values that are not broadcasts (those copy)."""
-    name = eqn.prim.name
-    if name in ("broadcast_to", "transpose"):
+    prim = eqn.prim
+    if prim is broadcast_to or prim is transpose:
         return True
-    if name == "reshape":
+    if prim is reshape:
         return not any(getattr(a, "id", None) in broadcasts for a in eqn.inputs)
-    if name == "getitem":
+    if prim is getitem:
         return all(k[0] in ("slice", "int", "none") for k in eqn.params["key"])
     return False
 
@@ -637,8 +638,7 @@ def memory_profile(plan: Plan, min_bytes: int = 0) -> dict:
         if isinstance(step, LibraryStep):
             eqn, outs = step.eqn, step.eqn.outs
             view, src = _is_view_step(eqn, broadcasts), eqn.inputs[0]
-            if eqn.prim.name == "broadcast_to" or (view and getattr(src, "id", None)
-                                                   in broadcasts):
+            if eqn.prim is broadcast_to or (view and getattr(src, "id", None) in broadcasts):
                 broadcasts.update(v.id for v in outs)
         else:
             outs = step.outputs

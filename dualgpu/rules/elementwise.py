@@ -368,7 +368,7 @@ def _cast_jet(eqn, values, jets, mode):
     def apply(x):
         if x is None:
             return None
-        if eqn.prim.name in ("real", "imag", "conj") and x.dtype.kind != "c":
+        if eqn.prim in (ew.real, ew.imag, ew.conj) and x.dtype.kind != "c":
             x = dnp.astype(x, values[0].dtype)
         out = eqn.prim.bind(x, **eqn.params)
         if eqn.outs[0].dtype.kind not in "fc":
