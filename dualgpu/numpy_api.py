@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import math
 import string
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -17,7 +18,7 @@ from .backends import namespace_of
 from .core.axes import check_axis as _check_axis
 from .core.axes import normalize_axes
 from .core.indexing import key_to_python as _key_to_python
-from .core.trace import Tracer
+from .core.trace import Tracer, register_front_end
 from .errors import AxisError as _AxisError
 from .errors import DualgpuError, UnsupportedOpError, user_location
 from .ops import decompositions as _dec
@@ -2020,73 +2021,7 @@ def isscalar(x) -> bool:
     return False if _is_tracer(x) else np.isscalar(x)
 
 
-# --------------------------------------------------------------------------- the Tracer's methods
-# Installed here, above the tracer (JAX's array_methods): core.trace records, it knows no op.
-Tracer.T = property(lambda self: transpose(self))
-Tracer.mT = property(lambda self: swapaxes(self, -1, -2))
-Tracer.real = property(lambda self: real(self))  # x itself for real dtypes
-Tracer.imag = property(lambda self: imag(self))  # zeros for real dtypes
-
-
-def _binary(name: str, reflected: bool = False):
-    def op(self, other):
-        f = globals()[name]
-        return f(other, self) if reflected else f(self, other)
-
-    return op
-
-
-for _dunder, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
-                     ("truediv", "true_divide"), ("pow", "power"), ("matmul", "matmul"),
-                     ("floordiv", "floor_divide"), ("mod", "remainder")]:
-    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
-    setattr(Tracer, f"__r{_dunder}__", _binary(_fn, reflected=True))
-for _dunder, _fn in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
-                     ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal"),
-                     ("and", "logical_and"), ("or", "logical_or")]:
-    setattr(Tracer, f"__{_dunder}__", _binary(_fn))
-_HERE = globals()  # negative, logical_not, ... are generated from the elementwise ops
-Tracer.__neg__ = lambda self: _HERE["negative"](self)
-Tracer.__pos__ = lambda self: self
-Tracer.__abs__ = lambda self: abs(self)
-Tracer.__invert__ = lambda self: _HERE["logical_not"](self)
-Tracer.__getitem__ = lambda self, key: getitem(self, key)
-
-
-def _method(name: str):
-    def method(self, *args, **kwargs):
-        fn = globals().get(name)
-        if fn is None:
-            raise UnsupportedOpError(
-                f"the method .{name}() has no dualgpu rule (called on a traced value at "
-                f"{user_location()})")
-        return fn(self, *args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
-for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "transpose", "ravel",
-              "astype", "dot", "copy", "squeeze", "swapaxes", "clip", "cumsum", "cumprod",
-              "flatten", "conj", "trace", "diagonal", "repeat", "argmax", "argmin", "all",
-              "any", "conjugate", "argsort"]:
-    setattr(Tracer, _name, _method(_name))
-
-
-def _reshape(self, *shape, order="C"):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
-    return reshape(self, shape, order=order)
-
-
-Tracer.reshape = _reshape
-
-
-def _transpose(self, *axes):
-    """``x.transpose()``, ``x.transpose(1, 0)`` and ``x.transpose((1, 0))``, as ndarray's."""
-    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
-        axes = axes[0]
-    return transpose(self, axes if axes != () else None)
-
-
-Tracer.transpose = _transpose
+# --------------------------------------------------------------------------- the Tracer
+# The Tracer's operators and methods (written in its class, core/trace.py) call these
+# functions: register this module as the one they call.
+register_front_end(sys.modules[__name__])

@@ -332,6 +332,91 @@ class Tracer:
         # CuPy's ufuncs (recent versions) hand a call on a foreign object to this hook
         return _PROTOCOLS["cupy_kernel"](kernel, args, kwargs)
 
+    # ------------------------------------------------------------ the ndarray interface
+    # Each operator and method calls the NumPy-compatible function of that name (``np`` here
+    # is dualgpu.numpy_api, registered from above at import: the core records equations and
+    # knows no op).
+    def __add__(self, other): return _np().add(self, other)
+    def __radd__(self, other): return _np().add(other, self)
+    def __sub__(self, other): return _np().subtract(self, other)
+    def __rsub__(self, other): return _np().subtract(other, self)
+    def __mul__(self, other): return _np().multiply(self, other)
+    def __rmul__(self, other): return _np().multiply(other, self)
+    def __truediv__(self, other): return _np().true_divide(self, other)
+    def __rtruediv__(self, other): return _np().true_divide(other, self)
+    def __pow__(self, other): return _np().power(self, other)
+    def __rpow__(self, other): return _np().power(other, self)
+    def __matmul__(self, other): return _np().matmul(self, other)
+    def __rmatmul__(self, other): return _np().matmul(other, self)
+    def __floordiv__(self, other): return _np().floor_divide(self, other)
+    def __rfloordiv__(self, other): return _np().floor_divide(other, self)
+    def __mod__(self, other): return _np().remainder(self, other)
+    def __rmod__(self, other): return _np().remainder(other, self)
+    def __lt__(self, other): return _np().less(self, other)
+    def __le__(self, other): return _np().less_equal(self, other)
+    def __gt__(self, other): return _np().greater(self, other)
+    def __ge__(self, other): return _np().greater_equal(self, other)
+    def __eq__(self, other): return _np().equal(self, other)
+    def __ne__(self, other): return _np().not_equal(self, other)
+    def __and__(self, other): return _np().logical_and(self, other)
+    def __or__(self, other): return _np().logical_or(self, other)
+    def __neg__(self): return _np().negative(self)
+    def __pos__(self): return self
+    def __abs__(self): return _np().absolute(self)
+    def __invert__(self): return _np().logical_not(self)
+    def __getitem__(self, key): return _np().getitem(self, key)
+
+    T = property(lambda self: _np().transpose(self))
+    mT = property(lambda self: _np().swapaxes(self, -1, -2))
+    real = property(lambda self: _np().real(self))  # x itself for real dtypes
+    imag = property(lambda self: _np().imag(self))  # zeros for real dtypes
+
+    def sum(self, *args, **kwargs): return _np().sum(self, *args, **kwargs)
+    def mean(self, *args, **kwargs): return _np().mean(self, *args, **kwargs)
+    def max(self, *args, **kwargs): return _np().max(self, *args, **kwargs)
+    def min(self, *args, **kwargs): return _np().min(self, *args, **kwargs)
+    def prod(self, *args, **kwargs): return _np().prod(self, *args, **kwargs)
+    def var(self, *args, **kwargs): return _np().var(self, *args, **kwargs)
+    def std(self, *args, **kwargs): return _np().std(self, *args, **kwargs)
+    def all(self, *args, **kwargs): return _np().all(self, *args, **kwargs)
+    def any(self, *args, **kwargs): return _np().any(self, *args, **kwargs)
+    def cumsum(self, *args, **kwargs): return _np().cumsum(self, *args, **kwargs)
+    def cumprod(self, *args, **kwargs): return _np().cumprod(self, *args, **kwargs)
+    def ravel(self, *args, **kwargs): return _np().ravel(self, *args, **kwargs)
+    def flatten(self, *args, **kwargs): return _np().flatten(self, *args, **kwargs)
+    def squeeze(self, *args, **kwargs): return _np().squeeze(self, *args, **kwargs)
+    def swapaxes(self, *args, **kwargs): return _np().swapaxes(self, *args, **kwargs)
+    def repeat(self, *args, **kwargs): return _np().repeat(self, *args, **kwargs)
+    def diagonal(self, *args, **kwargs): return _np().diagonal(self, *args, **kwargs)
+    def trace(self, *args, **kwargs): return _np().trace(self, *args, **kwargs)
+    def clip(self, *args, **kwargs): return _np().clip(self, *args, **kwargs)
+    def dot(self, *args, **kwargs): return _np().dot(self, *args, **kwargs)
+    def astype(self, *args, **kwargs): return _np().astype(self, *args, **kwargs)
+    def copy(self, *args, **kwargs): return _np().copy(self, *args, **kwargs)
+    def conj(self, *args, **kwargs): return _np().conj(self, *args, **kwargs)
+    def conjugate(self, *args, **kwargs): return _np().conjugate(self, *args, **kwargs)
+    def argsort(self, *args, **kwargs): return _np().argsort(self, *args, **kwargs)
+
+    def reshape(self, *shape, order="C"):
+        """``x.reshape(2, 3)`` and ``x.reshape((2, 3))``, as ndarray's."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return _np().reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        """``x.transpose()``, ``x.transpose(1, 0)`` and ``x.transpose((1, 0))``, as ndarray's."""
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+            axes = axes[0]
+        return _np().transpose(self, axes if axes != () else None)
+
+    def argmax(self, *args, **kwargs):
+        raise UnsupportedOpError(f"the method .argmax() has no dualgpu rule (called on a "
+                                 f"traced value at {user_location()})")
+
+    def argmin(self, *args, **kwargs):
+        raise UnsupportedOpError(f"the method .argmin() has no dualgpu rule (called on a "
+                                 f"traced value at {user_location()})")
+
 
 def _conversion_error(frame) -> TracerControlFlowError:
     """The error for ``np.asarray(tracer)``, naming the user's line; when a NumPy function
@@ -386,7 +471,19 @@ def _not_installed(*args, **kwargs):
 
 
 _PROTOCOLS = {"ufunc": _not_installed, "function": _not_installed,
-              "namespace": _not_installed, "cupy_kernel": _not_installed}
+              "namespace": _not_installed, "cupy_kernel": _not_installed,
+              "numpy": None}
+
+
+def _np():
+    """The NumPy-compatible functions the Tracer's operators and methods call."""
+    return _PROTOCOLS["numpy"]
+
+
+def register_front_end(module) -> None:
+    """Make ``module`` (:mod:`dualgpu.numpy_api`, at its import) the functions the Tracer's
+    operators and methods call."""
+    _PROTOCOLS["numpy"] = module
 
 
 def install_protocol_handlers(*, ufunc, function, namespace, cupy_kernel=None) -> None:
