@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_device import cupy_or_skip
 
 import dualgpu as dg
 
-cp = pytest.importorskip("cupy")
-try:
-    cp.cuda.runtime.getDeviceCount()
-except Exception:  # pragma: no cover - no device
-    pytest.skip("no CUDA device", allow_module_level=True)
+cp = cupy_or_skip()
 
 RNG = np.random.default_rng(5)
 Z = RNG.standard_normal(6) + 1j * RNG.standard_normal(6)

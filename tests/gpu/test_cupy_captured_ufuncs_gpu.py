@@ -8,15 +8,12 @@ import functools
 
 import numpy as np
 import pytest
+from gpu_device import cupy_or_skip
 
 import dualgpu as dg
 from dualgpu.core.trace import Tracer
 
-cp = pytest.importorskip("cupy")
-try:
-    cp.cuda.runtime.getDeviceCount()
-except Exception:  # pragma: no cover - no device
-    pytest.skip("no CUDA device", allow_module_level=True)
+cp = cupy_or_skip()
 
 
 def with_default(x, act=cp.tanh):

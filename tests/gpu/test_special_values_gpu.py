@@ -13,16 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_device import cupy_or_skip
 
 import dualgpu as dg
 from dualgpu.backends import backend_of
 from dualgpu.executor import Executable, config
 
-cp = pytest.importorskip("cupy")
-try:
-    cp.cuda.runtime.getDeviceCount()
-except Exception:  # noqa: BLE001 - CuPy without a device
-    pytest.skip("no CUDA device", allow_module_level=True)
+cp = cupy_or_skip()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_special_values import (  # noqa: E402
     DTYPES,

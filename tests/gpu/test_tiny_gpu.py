@@ -8,16 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_device import cupy_or_skip
 
 import dualgpu as dg
 from dualgpu.executor import config
 from dualgpu.signature import Signature
 
-cp = pytest.importorskip("cupy")
-try:
-    cp.cuda.runtime.getDeviceCount()
-except Exception:  # noqa: BLE001 - CuPy without a device
-    pytest.skip("no CUDA device", allow_module_level=True)
+cp = cupy_or_skip()
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.dense_tiny import loss, make_inputs  # noqa: E402
 
