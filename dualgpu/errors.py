@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 
 import numpy as np
 
@@ -84,11 +85,30 @@ def _inside_package(filename: str) -> bool:
     return inside
 
 
-def user_location() -> str:
-    """Return ``file:line`` of the innermost stack frame outside the dualgpu package."""
+# the standard library's folders (what is installed beside it, in site-packages, is not it)
+_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib",
+                                                                          "platstdlib")})
+
+
+def in_stdlib(filename: str) -> bool:
+    """Whether ``filename`` is a file of the standard library (a contextlib frame, say)."""
+    path = os.path.abspath(filename)
+    return any(path.startswith(d + os.sep) for d in _STDLIB_DIRS) and not any(
+        part in path.split(os.sep) for part in ("site-packages", "dist-packages"))
+
+
+def not_users(filename: str) -> bool:
+    """Whether ``filename`` is dualgpu's or the standard library's, not the user's."""
+    return _inside_package(filename) or in_stdlib(filename)
+
+
+def user_location(skip_stdlib: bool = False) -> str:
+    """Return ``file:line`` of the innermost stack frame outside the dualgpu package (and
+    outside the standard library with ``skip_stdlib``)."""
+    outside = not_users if skip_stdlib else _inside_package
     frame = sys._getframe(1)
     while frame is not None:
-        if not _inside_package(frame.f_code.co_filename):
+        if not outside(frame.f_code.co_filename):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown location>"

@@ -42,6 +42,7 @@ import weakref
 import numpy as np
 
 from .backends import array_backend
+from .errors import in_stdlib
 from .signature import _class_call, static_key
 
 # how far the walk goes: functions followed, places guarded, attribute depth
@@ -194,10 +195,8 @@ def _is_library(obj, files: tuple) -> bool:
     """Whether ``obj`` belongs to a library (its state is not the user's to change)."""
     code = getattr(obj, "__code__", None)
     if isinstance(code, types.CodeType):  # a function: by where its code is (a function
-        path, stdlib = code.co_filename, files[-1]  # of a doctest is the user's)
-        if path.startswith(files[:-1]):
-            return True
-        return path.startswith(stdlib) and "-packages" not in path[len(stdlib):]
+        path = code.co_filename                # of a doctest is the user's)
+        return path.startswith(files) or in_stdlib(path)
     if isinstance(obj, types.ModuleType):
         name = obj.__name__
     else:
@@ -208,13 +207,12 @@ def _is_library(obj, files: tuple) -> bool:
 
 
 def _library_files() -> tuple:
-    """The folders of the libraries' code, the standard library's last."""
+    """The folders of the imported libraries' code (the standard library aside)."""
     roots = []
     for name in sorted(_LIBRARY_ROOTS - frozenset(getattr(sys, "stdlib_module_names", ()))):
         path = getattr(sys.modules.get(name), "__file__", None)
         if path:
             roots.append(os.path.dirname(path) + os.sep)
-    roots.append(os.path.dirname(functools.__file__) + os.sep)
     return tuple(roots)
 
 

@@ -17,14 +17,11 @@ output must have exactly the instance shape: one value per instance.
 """
 from __future__ import annotations
 
-import os
-import sys
-import sysconfig
 from collections.abc import Sequence
 
 from ..core.flags import Flag
 from ..core.ir import Aval, Eqn, Graph, Var
-from ..errors import SeparabilityError
+from ..errors import SeparabilityError, not_users, user_location
 from ..ops.reductions import reduce_sum
 from ..rules._separability import At, Coupling, aligned
 
@@ -118,34 +115,15 @@ def _check_extents(v, m: tuple, sizes: tuple) -> None:
                 "that follows the instances the same length along that axis")
 
 
-# the files that are not the user's: this package and the standard library (a
-# contextlib.contextmanager frame, say), but not what is installed next to it
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib",
-                                                                          "platstdlib")})
-
-
-def _library_file(filename: str) -> bool:
-    path = os.path.abspath(filename)
-    if path.startswith(_PACKAGE_DIR + os.sep):
-        return True
-    return any(path.startswith(d + os.sep) for d in _STDLIB_DIRS) and not any(
-        part in path.split(os.sep) for part in ("site-packages", "dist-packages"))
-
-
 def _user_line(source: str | None) -> str:
     """``source`` when it is a line of the user's, else the user's line that called the
     transform (the innermost frame of the stack outside dualgpu and the standard
     library): an equation a transform generated inside a composed transform (the inner
     ``laplacian`` of ``laplacian(laplacian(u))``) has no line of the user's own."""
-    if source and not _library_file(source.rsplit(":", 1)[0]):
+    if source and not not_users(source.rsplit(":", 1)[0]):
         return source
-    frame = sys._getframe(1)
-    while frame is not None:
-        if not _library_file(frame.f_code.co_filename):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return source or "<unknown location>"
+    where = user_location(skip_stdlib=True)
+    return source if where == "<unknown location>" and source else where
 
 
 def _propagate(eqn: Eqn, dep, sizes: tuple) -> list[tuple]:
