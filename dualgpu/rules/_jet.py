@@ -23,6 +23,7 @@ from .. import numpy_api as dnp
 from ..core.ir import Eqn
 from ..core.trace import Tracer
 from ..ops.shape import reshape
+from ._batching import lift  # (D, *s) as (D, 1, ..., 1, *s): D leads as a batch
 from ._util import add_any
 
 
@@ -88,14 +89,6 @@ def vid(x):
 
 
 # ------------------------------------------------------------------------------ helpers
-def lift(j, rank: int):
-    """``(D, *s)`` reshaped to ``(D, 1, ..., 1, *s)`` of rank ``rank + 1``."""
-    s = tuple(j.shape[1:])
-    if len(s) >= rank:
-        return j
-    return dnp.reshape(j, (j.shape[0],) + (1,) * (rank - len(s)) + s)
-
-
 def fit(x, shape, dtype):
     if tuple(np.shape(x)) != tuple(shape):
         x = dnp.broadcast_to(x, shape)
