@@ -14,40 +14,46 @@ from collections import namedtuple
 
 import numpy as np
 
-from .backends import namespace_of
+from . import lax
 from .core.axes import check_axis as _check_axis
 from .core.axes import normalize_axes
-from .core.indexing import key_to_python as _key_to_python
-from .core.trace import Tracer, register_front_end
+from .core.trace import register_front_end
 from .errors import AxisError as _AxisError
 from .errors import DualgpuError, UnsupportedOpError, user_location
+from .lax import (  # noqa: F401  (NumPy's functions of these names are lax's)
+    astype,
+    broadcast_to,
+    diagonal,
+    expand_dims,
+    eye,
+    flip,
+    full_like,
+    getitem,
+    imag,
+    moveaxis,
+    ones_like,
+    pad,
+    put_along_axis_add,
+    ravel,
+    real,
+    reshape,
+    squeeze,
+    stop_gradient,
+    swapaxes,
+    take_along_axis,
+    transpose,
+    where,
+    zeros_like,
+)
+from .lax import dtype_of as _dtype
+from .lax import is_tracer as _is_tracer
+from .lax import namespace_like as _xp_like
+from .lax import shape_of as _shape
 from .ops import decompositions as _dec
 from .ops import elementwise as _ew
 from .ops import linalg as _la
-from .ops import reductions as _red
 from .ops import shape as _sh
 from .ops import sorting as _sorting
-
-
-def _is_tracer(x) -> bool:
-    return isinstance(x, Tracer)
-
-
-def _shape(x) -> tuple:
-    return tuple(np.shape(x)) if not _is_tracer(x) else x.shape
-
-
-def _dtype(x):
-    if _is_tracer(x) or hasattr(x, "dtype"):
-        return x.dtype
-    return np.result_type(x)
-
-
-def _xp_like(*xs):
-    for x in xs:
-        if _is_tracer(x):
-            return x._builder.xp
-    return namespace_of(xs)
 
 
 def _is_literal(x, value) -> bool:
@@ -194,25 +200,10 @@ fabs = absolute
 pow = power  # noqa: A001
 
 
-def where(condition, x=None, y=None):
-    """``np.where(c, x, y)``; the one-argument form (data-dependent shape) is refused."""
-    if x is None or y is None:
-        raise UnsupportedOpError(
-            f"np.where(condition) with one argument has a data-dependent shape "
-            f"(at {user_location()}); use the three-argument form")
-    return _ew.where.bind(condition, x, y)
 
 
-def astype(x, dtype, copy=True):
-    dtype = np.dtype(dtype)
-    if _dtype(x) == dtype:
-        return x
-    return _ew.convert_element_type.bind(x, dtype=dtype.name)
 
 
-def stop_gradient(x):
-    """The value of ``x``, treated as a constant by every derivative."""
-    return _ew.stop_gradient.bind(x)
 
 
 def logistic(x):
@@ -257,6 +248,10 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
     return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
 
 
+
+
+
+
 def _complex_input(x) -> bool:
     return _dtype(x).kind == "c"
 
@@ -264,26 +259,14 @@ def _complex_input(x) -> bool:
 def conj(x, out=None, **kw):
     """``np.conj``: the identity on real values."""
     _unsupported_kwargs("conj", {"out": out, **kw})
-    if not _complex_input(x):
-        return x
-    return _ew.conj.bind(x) if _is_tracer(x) else _xp_like(x).conj(x)
+    return lax.conj(x)
 
 
 conjugate = conj
 
 
-def real(x):
-    """``np.real``: the identity on real values."""
-    if not _complex_input(x):
-        return x
-    return _ew.real.bind(x) if _is_tracer(x) else _xp_like(x).real(x)
 
 
-def imag(x):
-    """``np.imag``: zeros on real values (a constant: no derivative flows)."""
-    if not _complex_input(x):
-        return zeros_like(x) if _is_tracer(x) else _xp_like(x).zeros_like(x)
-    return _ew.imag.bind(x) if _is_tracer(x) else _xp_like(x).imag(x)
 
 
 def angle(z, deg=False):
@@ -335,25 +318,37 @@ def _safe_sqrt(v):
 
 
 # --------------------------------------------------------------------------- reductions
-def _reduce(prim, a, axis, keepdims, name=None):
-    a = _arraylike(a)
-    nd = len(_shape(a))
-    axes = normalize_axes(axis, nd, name or prim.name)
-    if not axes:
-        r = a
-    else:
-        r = prim.bind(a, axes=axes)
-    if keepdims:
-        r = reshape(r, tuple(1 if i in axes else d for i, d in enumerate(_shape(a))))
-    return r
-
-
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     _unsupported_kwargs("sum", {"out": out, "initial": initial, "where": where})
-    a = _arraylike(a)
-    if dtype is not None:
-        a = astype(a, dtype)
-    return _reduce(_red.reduce_sum, a, axis, keepdims, "sum")
+    return lax.sum(_arraylike(a), axis, dtype, keepdims)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _unsupported_kwargs("max", {"out": out, "initial": initial, "where": where})
+    return lax.max(_arraylike(a), axis, keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _unsupported_kwargs("min", {"out": out, "initial": initial, "where": where})
+    return lax.min(_arraylike(a), axis, keepdims)
+
+
+amax, amin = max, min
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _unsupported_kwargs("prod", {"out": out, "initial": initial, "where": where})
+    return lax.prod(_arraylike(a), axis, dtype, keepdims)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    _unsupported_kwargs("cumsum", {"out": out})
+    return lax.cumsum(_arraylike(a), axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    _unsupported_kwargs("cumprod", {"out": out})
+    return lax.cumprod(_arraylike(a), axis, dtype)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -368,25 +363,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return true_divide(sum(a, axis=axis, keepdims=keepdims), float(n))
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _unsupported_kwargs("max", {"out": out, "initial": initial, "where": where})
-    return _reduce(_red.reduce_max, a, axis, keepdims, "max")
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _unsupported_kwargs("min", {"out": out, "initial": initial, "where": where})
-    return _reduce(_red.reduce_min, a, axis, keepdims, "min")
 
 
-amax, amin = max, min
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    _unsupported_kwargs("prod", {"out": out, "initial": initial, "where": where})
-    a = _arraylike(a)
-    if dtype is not None:
-        a = astype(a, dtype)
-    return _reduce(_red.reduce_prod, a, axis, keepdims, "prod")
 
 
 def _ddof(name, ddof, correction):
@@ -430,22 +412,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
                           where=where, correction=correction, mean=mean, **kw))
 
 
-def cumsum(a, axis=None, dtype=None, out=None):
-    _unsupported_kwargs("cumsum", {"out": out})
-    if dtype is not None:
-        a = astype(a, dtype)
-    if axis is None:
-        a, axis = ravel(a), 0
-    return _red.cumsum.bind(a, axis=_check_axis(axis, len(_shape(a)), "cumsum"))
 
 
-def cumprod(a, axis=None, dtype=None, out=None):
-    _unsupported_kwargs("cumprod", {"out": out})
-    if dtype is not None:
-        a = astype(a, dtype)
-    if axis is None:
-        a, axis = ravel(a), 0
-    return _red.cumprod.bind(a, axis=_check_axis(axis, len(_shape(a)), "cumprod"))
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001
@@ -457,46 +425,6 @@ def any(a, axis=None, keepdims=False):  # noqa: A001
 
 
 # --------------------------------------------------------------------------- shapes
-def reshape(a, newshape=None, order="C", shape=None):
-    if shape is not None:
-        newshape = shape
-    if order not in ("C", None):
-        raise UnsupportedOpError(f"reshape(order={order!r}) is not supported on traced values")
-    newshape = _shape_argument(newshape, "reshape")
-    size = int(np.prod(_shape(a), dtype=np.int64))
-    if -1 in newshape:
-        known = int(np.prod([d for d in newshape if d != -1], dtype=np.int64))
-        newshape[newshape.index(-1)] = size // known if known else 0
-    newshape = tuple(newshape)
-    if newshape == _shape(a):
-        return a
-    return _sh.reshape.bind(a, new_shape=newshape)
-
-
-def _shape_argument(shape, op: str) -> list:
-    """A shape argument as a list of ints, refused as NumPy refuses it (floats, bools,
-    ``None``, more than one negative size) with the argument and the fix."""
-    dims = (shape,) if isinstance(shape, (int, np.integer)) or np.ndim(shape) == 0 else shape
-    if shape is None or isinstance(shape, (str, bytes)):
-        dims = (shape,)
-    out = []
-    for d in dims:
-        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
-            raise DualgpuError(
-                f"{op}: the new shape must be integers, got {shape!r} (an entry of type "
-                f"{type(d).__name__}; NumPy refuses it too) at {user_location()}; pass "
-                f"e.g. int(n) or n // 2")
-        out.append(-1 if d < 0 else int(d))  # NumPy reads any negative size as unknown
-    if out.count(-1) > 1:
-        raise DualgpuError(f"{op}: can only specify one unknown dimension (-1), got "
-                           f"{shape!r} (at {user_location()})")
-    return out
-
-
-def ravel(a, order="C"):
-    return reshape(a, (-1,), order=order)
-
-
 flatten = ravel
 
 
@@ -504,75 +432,16 @@ def copy(a, order="K"):
     return a
 
 
-def transpose(a, axes=None):
-    nd = len(_shape(a))
-    if axes is None:
-        perm = tuple(range(nd))[::-1]
-    else:
-        perm = tuple(_check_axis(i, nd, "transpose") for i in axes)
-        if sorted(perm) != list(range(nd)):
-            raise DualgpuError(f"transpose: axes {tuple(axes)} are not a permutation of the "
-                               f"{nd} axes of the array (at {user_location()})")
-    if perm == tuple(range(nd)):
-        return a
-    return _sh.transpose.bind(a, perm=perm)
 
 
-def swapaxes(a, axis1, axis2):
-    nd = len(_shape(a))
-    perm = list(range(nd))
-    i, j = _check_axis(axis1, nd, "swapaxes"), _check_axis(axis2, nd, "swapaxes")
-    perm[i], perm[j] = perm[j], perm[i]
-    return transpose(a, perm)
 
 
-def moveaxis(a, source, destination):
-    nd = len(_shape(a))
-    src = [_check_axis(s, nd, "moveaxis")
-           for s in (source if isinstance(source, (tuple, list)) else [source])]
-    dst = [_check_axis(d, nd, "moveaxis") for d in (
-        destination if isinstance(destination, (tuple, list)) else [destination])]
-    if len(src) != len(dst):
-        raise DualgpuError("moveaxis: source and destination must have the same number of "
-                           f"elements (at {user_location()})")
-    for name, axes in (("source", src), ("destination", dst)):
-        if len(set(axes)) != len(axes):
-            raise _AxisError(f"moveaxis: repeated axis in `{name}` argument "
-                             f"(at {user_location()})")
-    order = [i for i in range(nd) if i not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
-    return transpose(a, order)
 
 
-def expand_dims(a, axis):
-    shape = list(_shape(a))
-    axes = axis if isinstance(axis, (tuple, list)) else [axis]
-    nd = len(shape) + len(axes)
-    for ax in normalize_axes(axes, nd, "expand_dims"):
-        shape.insert(ax, 1)
-    return reshape(a, tuple(shape))
 
 
-def squeeze(a, axis=None):
-    shape = _shape(a)
-    if axis is None:
-        axes = [i for i, d in enumerate(shape) if d == 1]
-    else:
-        axes = normalize_axes(axis, len(shape), "squeeze")
-        for i in axes:
-            if shape[i] != 1:
-                raise DualgpuError(f"squeeze: axis {i} of shape {shape} is not of size 1")
-    return reshape(a, tuple(d for i, d in enumerate(shape) if i not in axes))
 
 
-def broadcast_to(a, shape):
-    shape = tuple(int(d) for d in shape)
-    if _shape(a) == shape:
-        return a
-    if not _is_tracer(a):
-        return _xp_like(a).broadcast_to(a, shape)
-    return _sh.broadcast_to.bind(a, shape=shape)
 
 
 def broadcast_arrays(*args):
@@ -599,28 +468,19 @@ def _cast_joined(r, dtype, casting: str, name: str):
     return astype(r, dtype)
 
 
+
+
+
+
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     _unsupported_kwargs("concatenate", {"out": out})
     arrays = [asarray(a) if not _is_tracer(a) else a for a in arrays]
-    if axis is None:
-        arrays, axis = [ravel(a) for a in arrays], 0
-    nd = len(_shape(arrays[0]))
-    if nd == 0:
-        raise DualgpuError(f"concatenate: zero-dimensional arrays cannot be concatenated "
-                           f"(at {user_location()})")
-    axis = _check_axis(axis, nd, "concatenate")
-    r = _sh.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else arrays[0]
-    return _cast_joined(r, dtype, casting, "concatenate")
+    return _cast_joined(lax.concatenate(arrays, axis), dtype, casting, "concatenate")
 
 
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    arrays = list(arrays)
-    if not arrays:
-        raise DualgpuError(f"stack: need at least one array to stack (at {user_location()})")
-    axis = _check_axis(axis, len(_shape(arrays[0])) + 1, "stack")
     _unsupported_kwargs("stack", {"out": out})
-    return _cast_joined(concatenate([expand_dims(a, axis) for a in arrays], axis=axis),
-                        dtype, casting, "stack")
+    return _cast_joined(lax.stack(arrays, axis), dtype, casting, "stack")
 
 
 def hstack(arrays, *, dtype=None, casting="same_kind"):
@@ -639,11 +499,6 @@ def vstack(arrays, *, dtype=None, casting="same_kind"):
     return _cast_joined(r, dtype, casting, "vstack")
 
 
-def flip(a, axis=None):
-    nd = len(_shape(a))
-    axes = normalize_axes(axis, nd, "flip")
-    return getitem(a, tuple(slice(None, None, -1) if i in axes else slice(None)
-                            for i in range(nd)))
 
 
 def tile(a, reps):
@@ -669,129 +524,23 @@ def repeat(a, repeats, axis=None):
     return take(a, idx, axis=axis)
 
 
-def pad(array, pad_width, mode="constant", constant_values=0):
-    if mode != "constant":
-        raise UnsupportedOpError(f"np.pad(mode={mode!r}) is not supported; use 'constant'")
-    nd = len(_shape(array))
-    if nd == 0:  # NumPy pads nothing in a 0-d array
-        return array
-    try:
-        pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
-    except ValueError:
-        raise DualgpuError(f"pad: pad_width {pad_width!r} does not fit an array of rank {nd} "
-                           f"(at {user_location()})") from None
-    pw = tuple((int(lo), int(hi)) for lo, hi in pw)
-    return _sh.pad.bind(array, pad_width=pw, value=float(constant_values))
 
 
-def full_like(a, fill_value, dtype=None, **kw):
-    if _is_tracer(a):
-        if dtype is not None and np.dtype(dtype) != a.dtype:
-            a = astype(a, dtype)
-        return _ew.fill_like.bind(a, value=fill_value)
-    return _xp_like(a).full(_shape(a), fill_value, dtype=dtype or _dtype(a))
 
 
-def zeros_like(a, dtype=None, **kw):
-    return full_like(a, 0.0 if np.dtype(dtype or _dtype(a)).kind in "fc" else 0, dtype)
 
 
-def ones_like(a, dtype=None, **kw):
-    return full_like(a, 1.0 if np.dtype(dtype or _dtype(a)).kind in "fc" else 1, dtype)
 
 
-def eye(n, m=None, k=0, dtype=float, like=None):
-    xp = _xp_like(like) if like is not None else np
-    return xp.eye(n, m, k, dtype=dtype)
 
 
 # --------------------------------------------------------------------------- indexing
-def _is_bool_mask(k) -> bool:
-    """A concrete boolean index array (NumPy or CuPy: no host conversion of CuPy arrays)."""
-    if _is_tracer(k) or isinstance(k, (slice, type(None), type(Ellipsis))) or np.ndim(k) == 0:
-        return False
-    dtype = k.dtype if hasattr(k, "dtype") else np.asarray(k).dtype
-    return dtype.kind == "b"
 
 
-def _normalize_key(x, key):
-    if not isinstance(key, tuple):
-        key = (key,)
-    if builtins.any(isinstance(k, (bool, np.bool_)) for k in key):
-        # a Python/NumPy bool scalar is a 0-d mask, not the integer 0 or 1: True adds an
-        # axis (like None); False selects nothing
-        if not builtins.all(bool(k) for k in key if isinstance(k, (bool, np.bool_))):
-            raise UnsupportedOpError(
-                f"indexing with a False scalar (an empty selection) at {user_location()} is "
-                "not supported on traced values")
-        key = tuple(None if isinstance(k, (bool, np.bool_)) else k for k in key)
-    shape = _shape(x)
-    n_consumed = builtins.sum(
-        1 if k is not None and k is not Ellipsis else 0 for k in key)
-    # boolean masks consume as many dims as they have
-    n_consumed += builtins.sum(len(np.shape(k)) - 1 for k in key if _is_bool_mask(k))
-    if builtins.sum(1 for k in key if k is Ellipsis) > 1:
-        raise DualgpuError("an index can only have a single ellipsis ('...')")
-    out, arrays = [], []
-    for k in key:
-        if k is Ellipsis:
-            out.extend([("slice", None, None, None)] * (len(shape) - n_consumed))
-        elif k is None:
-            out.append(None)
-        elif isinstance(k, slice):
-            out.append(("slice", k.start, k.stop, k.step))
-        elif isinstance(k, (int, np.integer)):
-            out.append(("int", int(k)))
-        elif _is_tracer(k):
-            if k.dtype == bool:
-                raise UnsupportedOpError(
-                    f"indexing with a traced boolean mask at {user_location()} has a "
-                    "data-dependent shape; use np.where(mask, x, 0) instead")
-            if k.dtype.kind not in "iu":
-                raise DualgpuError(f"index arrays must be integers, got {k.dtype}")
-            out.append(("array", len(arrays)))
-            arrays.append(k)
-        else:
-            arr = k if hasattr(k, "dtype") else np.asarray(k)
-            if arr.dtype == bool:
-                for nz in arr.nonzero():
-                    out.append(("array", len(arrays)))
-                    arrays.append(nz)
-            else:
-                if arr.dtype.kind not in "iu":
-                    raise DualgpuError(f"index arrays must be integers, got {arr.dtype}")
-                out.append(("array", len(arrays)))
-                arrays.append(arr)
-    return tuple(out), arrays
 
 
-def getitem(x, key):
-    """``x[key]``: slices (negative steps too), ints, None, ``...``, integer and constant
-    boolean arrays."""
-    nkey, arrays = _normalize_key(x, key)
-    if builtins.all(e is not None and e[0] == "slice" and e[1:] == (None, None, None)
-                    for e in nkey) and len(nkey) <= len(_shape(x)):
-        return x
-    traced_index = builtins.any(_is_tracer(i) for i in arrays)
-    if not _is_tracer(x) and not traced_index:
-        return x[_key_to_python(nkey, arrays)]
-    if arrays and not traced_index:
-        _check_constant_indices(x, nkey, arrays)
-    return _sh.getitem.bind(x, *arrays, key=nkey)
 
 
-def _check_constant_indices(x, nkey, arrays):
-    """Constant index arrays are known while tracing: check their bounds now (as NumPy
-    would) rather than fail inside the generated program."""
-    if builtins.any(not isinstance(i, np.ndarray) for i in arrays):
-        return  # device (CuPy) index arrays: checking would copy them to the host
-    dummy = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=bool), shape=x.shape,
-                                            strides=(0,) * len(x.shape))
-    try:
-        dummy[_key_to_python(nkey, [np.asarray(i) for i in arrays])]
-    except IndexError as e:
-        raise DualgpuError(f"getitem on {x.aval.str_short()}: {e} (at {user_location()})"
-                           ) from None
 
 
 def take(a, indices, axis=None):
@@ -801,11 +550,6 @@ def take(a, indices, axis=None):
     return getitem(a, (slice(None),) * axis + (indices,))
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
-    a = moveaxis(a, (axis1, axis2), (-2, -1))
-    n, m = _shape(a)[-2:]
-    i = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset))
-    return getitem(a, (Ellipsis, i, i + offset))
 
 
 def diag(v, k=0):
@@ -1725,37 +1469,10 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 
 # --------------------------------------------------------------------------- sorting
-def _along_axis_key(shape, indices, axis):
-    """The getitem key of ``take_along_axis``: ``indices`` on ``axis``, aranges of the
-    array's lengths on the other axes; the index arrays broadcast together, so indices of
-    length 1 along another axis are used for every position there (NumPy's rule)."""
-    nd = len(shape)
-    key = []
-    for i in range(nd):
-        if i == axis:
-            key.append(indices)
-        else:
-            key.append(np.arange(shape[i]).reshape((-1,) + (1,) * (nd - i - 1)))
-    return tuple(key)
 
 
-def take_along_axis(arr, indices, axis):
-    """``np.take_along_axis``; traced indices (a sorting permutation, say) are allowed."""
-    if axis is None:
-        arr, axis = ravel(arr), 0
-    nd = len(_shape(arr))
-    axis = _check_axis(axis, nd, "take_along_axis")
-    if len(_shape(indices)) != nd:
-        raise DualgpuError(f"take_along_axis: indices of rank {len(_shape(indices))} for an "
-                           f"array of rank {nd} (at {user_location()})")
-    return getitem(arr, _along_axis_key(_shape(arr), indices, axis))
 
 
-def put_along_axis_add(values, indices, axis, shape):
-    """zeros(shape) with ``values`` added at ``take_along_axis``'s positions (its
-    transpose)."""
-    nkey, arrays = _normalize_key(values, _along_axis_key(shape, indices, axis))
-    return _sh.scatter_add.bind(values, *arrays, key=nkey, shape=tuple(shape))
 
 
 def _sort_axis(a, axis, name):

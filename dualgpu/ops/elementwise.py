@@ -214,19 +214,31 @@ where = elementwise("where", "where", 3, c="({0} ? {1} : {2})", abstract_eval=_w
 # --------------------------------------------------------------------------- non-differentiable
 # (comparisons, rounding, logic: their outputs carry no derivative)
 _SIGN_INT = "((({0}) > 0) - (({0}) < 0))"
-elementwise("sign", "sign", 1, c=f"((({{0}}) != ({{0}})) ? ({{0}}) : {_SIGN_INT})",  # NaN: NaN
-            c_int=_SIGN_INT, differentiable=False)
-for _name in ("floor", "ceil", "rint", "trunc"):
-    elementwise(_name, _name, 1, c=f"{_name}({{0}})", c_int="({0})", differentiable=False)
-for _name, _c in [("less", "({0} < {1})"), ("less_equal", "({0} <= {1})"),
-                  ("greater", "({0} > {1})"), ("greater_equal", "({0} >= {1})"),
-                  ("equal", "({0} == {1})"), ("not_equal", "({0} != {1})"),
-                  ("logical_and", "({0} && {1})"), ("logical_or", "({0} || {1})")]:
-    elementwise(_name, _name, 2, c=_c, result="bool", differentiable=False)
-elementwise("logical_not", "logical_not", 1, c="(!{0})", result="bool", differentiable=False)
-elementwise("isnan", "isnan", 1, c="isnan({0})", result="bool", differentiable=False)
-elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))", result="bool",
-            differentiable=False)
+sign = elementwise("sign", "sign", 1, c=f"((({{0}}) != ({{0}})) ? ({{0}}) : {_SIGN_INT})",
+                   c_int=_SIGN_INT, differentiable=False)  # NaN: NaN
+floor = elementwise("floor", "floor", 1, c="floor({0})", c_int="({0})", differentiable=False)
+ceil = elementwise("ceil", "ceil", 1, c="ceil({0})", c_int="({0})", differentiable=False)
+rint = elementwise("rint", "rint", 1, c="rint({0})", c_int="({0})", differentiable=False)
+trunc = elementwise("trunc", "trunc", 1, c="trunc({0})", c_int="({0})", differentiable=False)
+less = elementwise("less", "less", 2, c="({0} < {1})", result="bool", differentiable=False)
+less_equal = elementwise("less_equal", "less_equal", 2, c="({0} <= {1})", result="bool",
+                         differentiable=False)
+greater = elementwise("greater", "greater", 2, c="({0} > {1})", result="bool",
+                      differentiable=False)
+greater_equal = elementwise("greater_equal", "greater_equal", 2, c="({0} >= {1})",
+                            result="bool", differentiable=False)
+equal = elementwise("equal", "equal", 2, c="({0} == {1})", result="bool", differentiable=False)
+not_equal = elementwise("not_equal", "not_equal", 2, c="({0} != {1})", result="bool",
+                        differentiable=False)
+logical_and = elementwise("logical_and", "logical_and", 2, c="({0} && {1})", result="bool",
+                          differentiable=False)
+logical_or = elementwise("logical_or", "logical_or", 2, c="({0} || {1})", result="bool",
+                         differentiable=False)
+logical_not = elementwise("logical_not", "logical_not", 1, c="(!{0})", result="bool",
+                          differentiable=False)
+isnan = elementwise("isnan", "isnan", 1, c="isnan({0})", result="bool", differentiable=False)
+isfinite = elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))",
+                       result="bool", differentiable=False)
 # floor_divide and remainder as NumPy computes them (npy_divmod): the remainder is fmod moved
 # to the divisor's sign, a zero remainder signed as the divisor; the quotient is
 # (x - fmod) / y, less one where fmod was moved, snapped to an integer and signed as x / y;
@@ -236,7 +248,7 @@ elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))", result=
 _FMOD = "fmod({0}, {1})"
 _MOVED = f"({_FMOD} != 0 && ({{1}} < 0) != ({{0}} < 0))"
 _QUOTIENT = f"(({{0}} - {_FMOD}) / {{1}} - {_MOVED})"
-elementwise(
+floor_divide = elementwise(
     "floor_divide", "floor_divide", 2, differentiable=False,
     c=f"({{1}} == 0 ? {{0}} / {{1}} : copysign(floor({_QUOTIENT}) + "
       f"(2 * ({_QUOTIENT} - floor({_QUOTIENT})) > 1), {{0}} / {{1}}))",
