@@ -56,33 +56,6 @@ from .ops import shape as _sh
 from .ops import sorting as _sorting
 
 
-def _is_literal(x, value) -> bool:
-    if _is_tracer(x):
-        return x.fill_value is not None and x.fill_value == value
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == value
-
-
-def _is_zero_of_sign(x, negative: bool) -> bool:
-    """``x`` is a zero literal or fill whose sign is ``negative`` (ints count as +0). Only
-    ``-0.0`` is neutral for ``+`` (``-0.0 + 0.0`` is ``0.0``) and only ``+0`` for ``-``."""
-    v = x.fill_value if _is_tracer(x) else x
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != 0:
-        return False
-    return (math.copysign(1.0, v) < 0) == negative
-
-
-def _passes_through(x, other) -> bool:
-    """``x`` can stand for ``op(x, other)`` when other is a neutral fill: same shape/dtype."""
-    if not _is_tracer(x) or x.dtype.kind not in "fc":
-        return False
-    if _is_tracer(other):
-        return (np.broadcast_shapes(x.shape, other.shape) == x.shape
-                and np.result_type(x.dtype, other.dtype) == x.dtype)
-    return True
-
-
-
-
 def _unsupported_kwargs(name, kwargs):
     bad = {k: v for k, v in kwargs.items() if v is not None and k not in ("casting", "order")}
     if bad:
@@ -91,111 +64,86 @@ def _unsupported_kwargs(name, kwargs):
             f"(at {user_location()})")
 
 
-def _elementwise_function(prim, name):
+def _ufunc(prim):
+    """The NumPy function of elementwise ``prim``: its keywords checked, ``dtype=`` a cast."""
+    name = prim.name
+
     def f(*args, out=None, where=None, dtype=None, **kwargs):
         _unsupported_kwargs(name, {"out": out, "where": where, **kwargs})
         result = prim.bind(*args)
         return result if dtype is None else astype(result, dtype)
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Elementwise ``{name}`` (NumPy semantics, broadcasting)."
     return f
 
 
-for _name, _prim in _ew.ELEMENTWISE.items():
-    if _name not in ("convert_element_type", "stop_gradient", "where", "logistic", "polygamma",
-                     "real", "imag", "conj"):
-        globals()[_name] = _elementwise_function(_prim, _name)
-
-
-# --------------------------------------------------------------------------- arithmetic with
-# algebraic shortcuts (x*1, x+0) so rules written naturally produce lean graphs.
-def _fill_arithmetic(op, x, y):
-    """Fold ``op`` when one operand is a fill tracer and the other a Python scalar or fill:
-    the result is again a fill (no equation on the data), e.g. 0.25 * ones -> 0.25-fill."""
-    fx, fy = _is_tracer(x) and x.fill_value is not None, _is_tracer(y) and y.fill_value is not None
-    if not (fx or fy):
-        return None
-    if (_is_tracer(x) and not fx) or (_is_tracer(y) and not fy):
-        return None
-    if not builtins.all(_is_tracer(a) or isinstance(a, (int, float)) and not isinstance(a, bool)
-               for a in (x, y)):
-        return None
-    base = x if fx else y
-    if fx and fy and x.shape != y.shape:
-        return None
-    value = op(x.fill_value if fx else x, y.fill_value if fy else y)
-    if base.dtype.kind not in "fc" or isinstance(value, complex) and base.dtype.kind != "c":
-        return None
-    return _ew.fill_like.bind(base, value=float(value) if base.dtype.kind == "f" else value)
-
-
-def _fold_fill(x, other):
-    """Replace a fill tracer by its scalar when the other operand alone fixes the shape."""
-    if _is_tracer(x) and x.fill_value is not None and _passes_through(other, x):
-        return x.fill_value
-    return x
-
-
-def add(x, y, out=None, **kw):
-    _unsupported_kwargs("add", {"out": out, **kw})
-    if _is_zero_of_sign(y, True) and _passes_through(x, y):
-        return x
-    if _is_zero_of_sign(x, True) and _passes_through(y, x):
-        return y
-    folded = _fill_arithmetic(lambda a, b: a + b, x, y)
-    if folded is not None:
-        return folded
-    return _ew.add.bind(_fold_fill(x, y), _fold_fill(y, x))
-
-
-def subtract(x, y, out=None, **kw):
-    _unsupported_kwargs("subtract", {"out": out, **kw})
-    if _is_zero_of_sign(y, False) and _passes_through(x, y):
-        return x
-    folded = _fill_arithmetic(lambda a, b: a - b, x, y)
-    if folded is not None:
-        return folded
-    return _ew.subtract.bind(_fold_fill(x, y), _fold_fill(y, x))
-
-
-def multiply(x, y, out=None, **kw):
-    _unsupported_kwargs("multiply", {"out": out, **kw})
-    if _is_literal(y, 1) and _passes_through(x, y):
-        return x
-    if _is_literal(x, 1) and _passes_through(y, x):
-        return y
-    if _is_literal(x, -1) and _passes_through(y, x):
-        return negative(y)  # noqa: F821
-    if _is_literal(y, -1) and _passes_through(x, y):
-        return negative(x)  # noqa: F821
-    folded = _fill_arithmetic(lambda a, b: a * b, x, y)
-    if folded is not None:
-        return folded
-    return _ew.multiply.bind(_fold_fill(x, y), _fold_fill(y, x))
-
-
-def true_divide(x, y, out=None, **kw):
-    _unsupported_kwargs("true_divide", {"out": out, **kw})
-    if _is_literal(y, 1) and _passes_through(x, y):
-        return x
-    folded = _fill_arithmetic(lambda a, b: a / b, x, y)
-    if folded is not None:
-        return folded
-    return _ew.true_divide.bind(_fold_fill(x, y), _fold_fill(y, x))
-
-
-def power(x, y, out=None, **kw):
-    _unsupported_kwargs("power", {"out": out, **kw})
-    if _is_literal(y, 1) and _is_tracer(x):
-        return x
-    if _is_literal(y, 2) and _is_tracer(x):
-        return _ew.multiply.bind(x, x)
-    return _ew.power.bind(x, y)
-
+# --------------------------------------------------------------------------- elementwise
+add = _ufunc(_ew.add)
+subtract = _ufunc(_ew.subtract)
+multiply = _ufunc(_ew.multiply)
+true_divide = _ufunc(_ew.true_divide)
+negative = _ufunc(_ew.negative)
+power = _ufunc(_ew.power)
+square = _ufunc(_ew.square)
+reciprocal = _ufunc(_ew.reciprocal)
+absolute = _ufunc(_ew.absolute)
+sqrt = _ufunc(_ew.sqrt)
+cbrt = _ufunc(_ew.cbrt)
+maximum = _ufunc(_ew.maximum)
+minimum = _ufunc(_ew.minimum)
+fmax = _ufunc(_ew.fmax)
+fmin = _ufunc(_ew.fmin)
+hypot = _ufunc(_ew.hypot)
+copysign = _ufunc(_ew.copysign)
+exp = _ufunc(_ew.exp)
+exp2 = _ufunc(_ew.exp2)
+expm1 = _ufunc(_ew.expm1)
+log = _ufunc(_ew.log)
+log2 = _ufunc(_ew.log2)
+log10 = _ufunc(_ew.log10)
+log1p = _ufunc(_ew.log1p)
+logaddexp = _ufunc(_ew.logaddexp)
+sin = _ufunc(_ew.sin)
+cos = _ufunc(_ew.cos)
+tan = _ufunc(_ew.tan)
+arcsin = _ufunc(_ew.arcsin)
+arccos = _ufunc(_ew.arccos)
+arctan = _ufunc(_ew.arctan)
+arctan2 = _ufunc(_ew.arctan2)
+sinh = _ufunc(_ew.sinh)
+cosh = _ufunc(_ew.cosh)
+tanh = _ufunc(_ew.tanh)
+arcsinh = _ufunc(_ew.arcsinh)
+arccosh = _ufunc(_ew.arccosh)
+arctanh = _ufunc(_ew.arctanh)
+erf = _ufunc(_ew.erf)
+erfc = _ufunc(_ew.erfc)
+gammaln = _ufunc(_ew.gammaln)
+digamma = _ufunc(_ew.digamma)
+sign = _ufunc(_ew.sign)
+floor = _ufunc(_ew.floor)
+ceil = _ufunc(_ew.ceil)
+rint = _ufunc(_ew.rint)
+trunc = _ufunc(_ew.trunc)
+less = _ufunc(_ew.less)
+less_equal = _ufunc(_ew.less_equal)
+greater = _ufunc(_ew.greater)
+greater_equal = _ufunc(_ew.greater_equal)
+equal = _ufunc(_ew.equal)
+not_equal = _ufunc(_ew.not_equal)
+logical_and = _ufunc(_ew.logical_and)
+logical_or = _ufunc(_ew.logical_or)
+logical_not = _ufunc(_ew.logical_not)
+isnan = _ufunc(_ew.isnan)
+isfinite = _ufunc(_ew.isfinite)
+floor_divide = _ufunc(_ew.floor_divide)
+remainder = _ufunc(_ew.remainder)
+fmod = _ufunc(_ew.fmod)
+fill_like = _ufunc(_ew.fill_like)
 
 divide = true_divide
-abs = absolute = globals()["absolute"]  # noqa: A001
+abs = absolute  # noqa: A001
 fabs = absolute
 pow = power  # noqa: A001
 
@@ -212,7 +160,6 @@ def logistic(x):
 
 
 expit = logistic
-erf, erfc, gammaln, digamma = (globals()[n] for n in ("erf", "erfc", "gammaln", "digamma"))
 
 
 def polygamma(n, x):
@@ -224,16 +171,16 @@ def round(a, decimals=0, out=None):  # noqa: A001
     """``np.round``: halves to even, as NumPy; its derivative is zero."""
     _unsupported_kwargs("round", {"out": out})
     if decimals == 0:
-        return rint(a)  # noqa: F821
+        return rint(a)
     scale = 10.0 ** decimals
-    return true_divide(rint(multiply(a, scale)), scale)  # noqa: F821
+    return true_divide(rint(multiply(a, scale)), scale)
 
 
 around = round_ = round
 
 
 def logical_xor(x, y):
-    return not_equal(astype(x, bool), astype(y, bool))  # noqa: F821
+    return not_equal(astype(x, bool), astype(y, bool))
 
 
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # noqa: A002
@@ -242,9 +189,9 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
     a_max = max if a_max is None else a_max
     r = a
     if a_min is not None:
-        r = where(less(r, a_min), a_min, r)  # noqa: F821
+        r = where(less(r, a_min), a_min, r)
     if a_max is not None:
-        r = where(greater(r, a_max), a_max, r)  # noqa: F821
+        r = where(greater(r, a_max), a_max, r)
     return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
 
 
@@ -272,11 +219,11 @@ conjugate = conj
 def angle(z, deg=False):
     """``np.angle``: ``arctan2(imag(z), real(z))``; on real values 0 or pi, a constant."""
     if _complex_input(z):
-        r = arctan2(imag(z), real(z))  # noqa: F821
+        r = arctan2(imag(z), real(z))
     else:
         if _dtype(z).kind in "biu":
             z = astype(z, np.float64)
-        r = arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)  # noqa: F821
+        r = arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)
     return multiply(r, 180.0 / math.pi) if deg else r
 
 
@@ -289,7 +236,7 @@ def sinc(x):
     if not _is_tracer(x):
         return _xp_like(x).sinc(x)
     px = multiply(x, math.pi)
-    small = less(absolute(px), 0.1)  # noqa: F821
+    small = less(absolute(px), 0.1)
     # the polynomial part sees only small arguments, the quotient only large ones
     ps = where(small, px, 0.0)
     p2 = multiply(ps, ps)
@@ -297,7 +244,7 @@ def sinc(x):
     for k in (10, 8, 6, 4, 2):  # 1 - u/3! + u^2/5! - ... in u = (pi x)^2, Horner's form
         poly = subtract(1.0, true_divide(multiply(p2, poly), float(k * (k + 1))))
     pl = where(small, 1.0, px)
-    return where(small, poly, true_divide(sin(pl), pl))  # noqa: F821
+    return where(small, poly, true_divide(sin(pl), pl))
 
 
 def _abs2(x):
@@ -312,9 +259,9 @@ def _safe_sqrt(v):
     ``inf * 0 = nan``: for norm-like values (``std``, ``linalg.norm``) ``v == 0`` is the kink
     of a norm, and 0 is the subgradient taken there. Concrete values: plain ``sqrt``."""
     if not _is_tracer(v):
-        return sqrt(v)  # noqa: F821
-    zero = equal(v, 0)  # noqa: F821
-    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))  # noqa: F821
+        return sqrt(v)
+    zero = equal(v, 0)
+    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
 
 
 # --------------------------------------------------------------------------- reductions
@@ -371,6 +318,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 
 
+_mean = mean  # var's keyword `mean` shadows the function there
+
+
 def _ddof(name, ddof, correction):
     if correction is None:
         return ddof
@@ -400,7 +350,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
             f"var/std: ddof={ddof} with {n} element(s) per result leaves no degrees of "
             f"freedom: NumPy returns inf or nan (with a RuntimeWarning) and there is no "
             f"derivative; dualgpu refuses it (at {user_location()}). Use ddof < {n}.")
-    centered = subtract(a, globals()["mean"](a, axis=axis, keepdims=True))
+    centered = subtract(a, _mean(a, axis=axis, keepdims=True))
     return true_divide(sum(_abs2(centered), axis=axis, keepdims=keepdims), float(n - ddof))
 
 
@@ -417,11 +367,11 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001
-    return equal(min(astype(a, bool), axis=axis, keepdims=keepdims), True)  # noqa: F821
+    return equal(min(astype(a, bool), axis=axis, keepdims=keepdims), True)
 
 
 def any(a, axis=None, keepdims=False):  # noqa: A001
-    return equal(max(astype(a, bool), axis=axis, keepdims=keepdims), True)  # noqa: F821
+    return equal(max(astype(a, bool), axis=axis, keepdims=keepdims), True)
 
 
 # --------------------------------------------------------------------------- shapes
@@ -696,20 +646,20 @@ def _vector_norm(x, ord, axis, keepdims):
     if isinstance(ord, str):
         raise DualgpuError(f"linalg.norm: invalid norm order {ord!r} for vectors "
                            f"(at {user_location()})")
-    ax = absolute(x)  # noqa: F821
+    ax = absolute(x)
     if ord == math.inf:
         return max(ax, axis=axis, keepdims=keepdims)
     if ord == -math.inf:
         return min(ax, axis=axis, keepdims=keepdims)
     if ord == 0:  # the count of nonzero elements: piecewise constant
-        return sum(astype(not_equal(x, 0), ax.dtype), axis=axis, keepdims=keepdims)  # noqa: F821
+        return sum(astype(not_equal(x, 0), ax.dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(ax, axis=axis, keepdims=keepdims)
     if ord > 1:
         s = sum(power(ax, float(ord)), axis=axis, keepdims=keepdims)
         if not _is_tracer(s):
             return power(s, 1.0 / ord)
-        zero = equal(s, 0)  # noqa: F821  (the kink at the zero vector: subgradient 0)
+        zero = equal(s, 0)  # the kink at the zero vector: subgradient 0
         return where(zero, 0.0, power(where(zero, 1.0, s), 1.0 / ord))
     # 0 < ord < 1 and negative orders: NumPy's formula (no norm; the derivative is not
     # finite at zero elements, as the value's)
@@ -723,7 +673,7 @@ def _matrix_norm(x, ord, axes, keepdims):
         r = _safe_sqrt(sum(_abs2(x), axis=axes))
     elif ord in (1, -1, math.inf, -math.inf):
         inner, outer = (row, col) if ord in (1, -1) else (col, row)
-        sums = sum(absolute(x), axis=inner)  # noqa: F821
+        sums = sum(absolute(x), axis=inner)
         outer = outer - 1 if outer > inner else outer
         r = (max if ord > 0 else min)(sums, axis=outer)
     elif ord in (2, -2, "nuc"):
@@ -1266,7 +1216,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if n == 1:
         return broadcast_to(fp[0], _shape(x))
     if _is_tracer(x) or traced_knots:  # each x's segment: how many inner knots are <= x
-        below = greater_equal(expand_dims(x, -1), knots[1:-1])  # noqa: F821
+        below = greater_equal(expand_dims(x, -1), knots[1:-1])
         seg = sum(astype(below, np.int64), axis=-1)
     else:
         seg = np.clip(np.searchsorted(knots, np.asarray(x), side="right") - 1, 0, n - 2)
@@ -1283,8 +1233,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     hi = fp[n - 1] if right is None else right
     first, last = (knots[0], knots[n - 1]) if traced_knots else (float(knots[0]),
                                                                   float(knots[-1]))
-    y = where(less(x, first), lo, y)  # noqa: F821
-    return where(greater(x, last), hi, y)  # noqa: F821
+    y = where(less(x, first), lo, y)
+    return where(greater(x, last), hi, y)
 
 
 def _convolve_full(a, v):
@@ -1346,9 +1296,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     big = np.finfo(_dtype(x)).max
     hi = big if posinf is None else posinf
     lo = -big if neginf is None else neginf
-    y = where(isnan(x), float(nan), x)  # noqa: F821
-    y = where(equal(x, math.inf), float(hi), y)  # noqa: F821
-    y = where(equal(x, -math.inf), float(lo), y)  # noqa: F821
+    y = where(isnan(x), float(nan), x)
+    y = where(equal(x, math.inf), float(hi), y)
+    y = where(equal(x, -math.inf), float(lo), y)
     return astype(y, _dtype(x))
 
 
@@ -1373,7 +1323,7 @@ def logaddexp2(x, y, **kw):
     """``log2(2**x + 2**y)``, stable: ``logaddexp(x ln2, y ln2) / ln2``."""
     _unsupported_kwargs("logaddexp2", kw)
     ln2 = math.log(2.0)
-    return true_divide(logaddexp(multiply(x, ln2), multiply(y, ln2)), ln2)  # noqa: F821
+    return true_divide(logaddexp(multiply(x, ln2), multiply(y, ln2)), ln2)
 
 
 def real_if_close(a, tol=100):
@@ -1404,11 +1354,11 @@ fft_fftshift, fft_ifftshift = fftshift, ifftshift
 # --------------------------------------------------------------------------- NaN-aware reductions
 def _nan_filled(a, value):
     a = _arraylike(a)
-    return where(isnan(a), value, a) if _dtype(a).kind in "fc" else a  # noqa: F821
+    return where(isnan(a), value, a) if _dtype(a).kind in "fc" else a
 
 
 def _not_nan_count(a, axis, keepdims):
-    return sum(astype(logical_not(isnan(a)), _dtype(a)), axis=axis,  # noqa: F821
+    return sum(astype(logical_not(isnan(a)), _dtype(a)), axis=axis,
                keepdims=keepdims)
 
 
@@ -1425,7 +1375,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
 def _nan_extremum(reduce, fill, a, axis, keepdims):
     a = _as_float(_arraylike(a))
     r = reduce(_nan_filled(a, fill), axis=axis, keepdims=keepdims)
-    all_nan = all(isnan(a), axis=axis, keepdims=keepdims)  # noqa: F821
+    all_nan = all(isnan(a), axis=axis, keepdims=keepdims)
     return where(all_nan, math.nan, r)  # NumPy: NaN (with a warning) for all-NaN slices
 
 
@@ -1641,7 +1591,7 @@ def linalg_lstsq(a, b, rcond=None):
         rcond = builtins.max(m, n) * np.finfo(_dtype(a)).eps
     x = matmul(linalg_pinv(a, rcond=rcond), b)
     s = linalg_svdvals(a)
-    rank = sum(astype(greater(s, multiply(max(s), rcond)), np.int64))  # noqa: F821
+    rank = sum(astype(greater(s, multiply(max(s), rcond)), np.int64))
     if m > n:
         r = subtract(matmul(a, x), b)
         residuals = sum(multiply(r, r), axis=0)

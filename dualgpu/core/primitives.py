@@ -12,7 +12,8 @@ A :class:`Primitive` carries everything the system knows about one op:
   kernels (elementwise ops only);
 * ``rules``: the op's rule for each interpreter of :data:`RULE_KINDS` that does not derive
   it from the op's flags (``"vmap"``: batching, ``"separability"``: the proof behind
-  ``hvp(batch_axes=...)``, ``"jet"``: the forward Laplacian), attached with
+  ``hvp(batch_axes=...)``, ``"jet"``: the forward Laplacian, ``"fold"``: an exact identity
+  applied where the op is recorded, e.g. ``x * 1`` is ``x``), attached with
   :func:`defrules` beside the op's derivatives;
 * ``standalone``: for an op the generated source calls as ``ops.<name>``, the function an
   exported module defines for it, per library (:func:`defstandalone`).
@@ -42,7 +43,7 @@ from .trace import bind
 REGISTRY: dict[str, Primitive] = {}
 # The interpreters that ask an op for a rule of their own (``Primitive.rules``); each falls
 # back on defaults by flag (elementwise, reduction, scan) for ops without one.
-RULE_KINDS = ("vmap", "separability", "jet")
+RULE_KINDS = ("vmap", "separability", "jet", "fold")
 # Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
 NON_DIFFERENTIABLE: set[str] = set()
 # Bumped whenever a registered primitive's definition is replaced (custom_op re-registration):

@@ -193,6 +193,11 @@ def bind(prim, args: Sequence[Any], params: dict):
             f"{prim.name} was applied at {user_location()} to a traced value whose trace has "
             "finished: a tracer escaped the traced function (stored in a global, a list or "
             "an attribute). Return the value from the function instead.")
+    fold = prim.rules.get("fold")
+    if fold is not None:  # an exact identity on literals and fills (rules/folding.py)
+        folded = fold(*args, **params)
+        if folded is not None:
+            return folded
     return builder.record(prim, args, params)
 
 

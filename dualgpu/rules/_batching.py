@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..errors import DualgpuError
 
 
@@ -33,12 +33,12 @@ def lift(x, r: int):
     s = tuple(x.shape[1:])
     if len(s) >= r:
         return x
-    return dnp.reshape(x, (x.shape[0],) + (1,) * (r - len(s)) + s)
+    return lax.reshape(x, (x.shape[0],) + (1,) * (r - len(s)) + s)
 
 
 def batched(x, size: int):
     """An unbatched operand broadcast along a new leading batch axis."""
-    return dnp.broadcast_to(x, (size,) + tuple(np.shape(x)))
+    return lax.broadcast_to(x, (size,) + tuple(np.shape(x)))
 
 
 def one(out):
@@ -48,16 +48,16 @@ def one(out):
 
 def drop_to(x, size: int, eqn):
     """``x`` reshaped to ``(size, *per-example output shape)`` (squeezing helper axes)."""
-    return dnp.reshape(x, (size,) + tuple(eqn.outs[0].shape))
+    return lax.reshape(x, (size,) + tuple(eqn.outs[0].shape))
 
 
 def pad_batch(a, b):
     """Batched stacks of matrices with equally many batch axes after the leading one."""
     na, nb = len(a.shape) - 3, len(b.shape) - 3
     if na < nb:
-        a = dnp.reshape(a, (a.shape[0],) + (1,) * (nb - na) + tuple(a.shape[1:]))
+        a = lax.reshape(a, (a.shape[0],) + (1,) * (nb - na) + tuple(a.shape[1:]))
     elif nb < na:
-        b = dnp.reshape(b, (b.shape[0],) + (1,) * (na - nb) + tuple(b.shape[1:]))
+        b = lax.reshape(b, (b.shape[0],) + (1,) * (na - nb) + tuple(b.shape[1:]))
     return a, b
 
 
@@ -83,8 +83,8 @@ def loop_rule(eqn, args, batched, size):
                            "size 0 cannot be run example by example")
     per_example = []
     for i in range(size):
-        ins = [dnp.getitem(a, i) if b else a for a, b in zip(args, batched)]
+        ins = [lax.getitem(a, i) if b else a for a, b in zip(args, batched)]
         out = eqn.prim.bind(*ins, **eqn.params)
         per_example.append(list(out) if eqn.prim.multiple_results else [out])
-    outs = [dnp.stack([p[j] for p in per_example]) for j in range(len(eqn.outs))]
+    outs = [lax.stack([p[j] for p in per_example]) for j in range(len(eqn.outs))]
     return outs, [True] * len(outs)

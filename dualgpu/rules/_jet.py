@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.ir import Eqn
 from ..core.trace import Tracer
 from ..ops.shape import reshape
@@ -54,7 +54,7 @@ class Mode:
         if params:
             eqn = Eqn(eqn.prim, eqn.inputs, {**eqn.params, **params}, eqn.outs, eqn.source)
         outs, out_flags = self.batch_rule(eqn.prim)(eqn, list(args), list(flags), size)
-        return [o if b else dnp.broadcast_to(o, (size,) + tuple(v.shape))
+        return [o if b else lax.broadcast_to(o, (size,) + tuple(v.shape))
                 for o, b, v in zip(outs, out_flags, eqn.outs)]
 
     def pair(self, a, b, rank: int = 0):
@@ -64,8 +64,8 @@ class Mode:
         if sa is not None and sb is not None:  # broadcasts: the pairing broadcasts too
             a, b = sa, sb
         rank = max(a.ndim - 1, b.ndim - 1, rank if self.diag else 0)
-        prod = dnp.multiply(lift(a, rank), lift(b, rank))
-        return prod if self.diag else dnp.sum(prod, axis=0)
+        prod = lax.multiply(lift(a, rank), lift(b, rank))
+        return prod if self.diag else lax.sum(prod, axis=0)
 
     def lift_s(self, s, rank):
         """``S`` ready to broadcast against values of per-coordinate rank ``rank``."""
@@ -91,9 +91,9 @@ def vid(x):
 # ------------------------------------------------------------------------------ helpers
 def fit(x, shape, dtype):
     if tuple(np.shape(x)) != tuple(shape):
-        x = dnp.broadcast_to(x, shape)
+        x = lax.broadcast_to(x, shape)
     if x.dtype != dtype and dtype.kind in "fc":
-        x = dnp.astype(x, dtype)
+        x = lax.astype(x, dtype)
     return x
 
 
@@ -106,8 +106,8 @@ def scale(c, x):
         if c == 1:
             return x
         if c == -1:
-            return dnp.negative(x)
-    return dnp.multiply(c, x)
+            return lax.negative(x)
+    return lax.multiply(c, x)
 
 
 def bind_all(eqn, args, **params):
@@ -132,7 +132,7 @@ def multilinear_rule(eqn, values, jets, mode, linear=(0, 1), cross=None):
     for a, i in enumerate(act):
         for j in act[a + 1:]:
             term = (cross or batched_cross)(eqn, values, i, j, jets[i][0], jets[j][0], mode)
-            S = add_any(S, dnp.multiply(2, term))
+            S = add_any(S, lax.multiply(2, term))
     return [(J, S)]
 
 
@@ -140,7 +140,7 @@ def batched_cross(eqn, values, i, j, Ji, Jj, mode):
     args, flags = list(values), [False] * len(values)
     args[i], args[j], flags[i], flags[j] = Ji, Jj, True, True
     out = mode.batched(eqn, args, flags)[0]
-    return out if mode.diag else dnp.sum(out, axis=0)
+    return out if mode.diag else lax.sum(out, axis=0)
 
 
 def traced_constant(like, value):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.dtypes import is_float
 from ..core.ir import Aval
 from ..core.primitives import defrules
@@ -22,16 +22,16 @@ def unbroadcast(g, aval: Aval):
         axes = tuple(range(lead)) + tuple(
             lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1)
         if axes:
-            g = dnp.sum(g, axis=axes)
+            g = lax.sum(g, axis=axes)
         if tuple(np.shape(g)) != shape:
-            g = dnp.reshape(g, shape)
+            g = lax.reshape(g, shape)
     dt = getattr(g, "dtype", None)
     if dt is not None and dt.kind == "c" and aval.dtype.kind == "f":
         # the cotangent of a real value under a complex op: its real part (JAX's rule)
-        g = dnp.real(g)
+        g = lax.real(g)
         dt = g.dtype
     if dt is not None and dt != aval.dtype and is_float(aval.dtype):
-        g = dnp.astype(g, aval.dtype)
+        g = lax.astype(g, aval.dtype)
     return g
 
 
@@ -46,7 +46,7 @@ def add_any(a, b):
         return b
     if b is None:
         return a
-    return dnp.add(a, b)
+    return lax.add(a, b)
 
 
 def deflinear(prim, transpose):

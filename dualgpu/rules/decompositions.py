@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.primitives import defrules
 from ..ops.decompositions import cholesky, det, eig, eigh, inv, pinv, qr, slogdet, solve, svd
 from ..ops.linalg import matmul
@@ -13,59 +13,59 @@ from ._util import unbroadcast, wants_cotangent
 
 
 def _mT(x):
-    return dnp.swapaxes(x, -1, -2)
+    return lax.swapaxes(x, -1, -2)
 
 
 def _inv_jvp(primals, tangents):
     ans = inv.bind(primals[0])
     t = tangents[0]
-    return ans, None if t is None else dnp.negative(matmul.bind(matmul.bind(ans, t), ans))
+    return ans, None if t is None else lax.negative(matmul.bind(matmul.bind(ans, t), ans))
 
 
 def _inv_vjp(g, primals, ans):
     ans_t = _mT(ans)
-    return (dnp.negative(matmul.bind(matmul.bind(ans_t, g), ans_t)),)
+    return (lax.negative(matmul.bind(matmul.bind(ans_t, g), ans_t)),)
 
 
 def _as_matrix(v, vector: bool):
-    return dnp.expand_dims(v, -1) if vector else v
+    return lax.expand_dims(v, -1) if vector else v
 
 
 def _solve_jvp(primals, tangents):
     a, b = primals
     ta, tb = tangents
     ans = solve.bind(a, b)
-    vector = len(dnp._shape(b)) == 1
+    vector = len(lax.shape_of(b)) == 1
     rhs = tb
     if ta is not None:
         ta_x = matmul.bind(ta, _as_matrix(ans, vector))
-        ta_x = dnp.squeeze(ta_x, -1) if vector else ta_x
-        rhs = dnp.negative(ta_x) if rhs is None else dnp.subtract(rhs, ta_x)
+        ta_x = lax.squeeze(ta_x, -1) if vector else ta_x
+        rhs = lax.negative(ta_x) if rhs is None else lax.subtract(rhs, ta_x)
     if rhs is None:
         return ans, None
-    if vector and len(dnp._shape(rhs)) > 1:  # a batched a with a vector b
-        return ans, dnp.squeeze(solve.bind(a, dnp.expand_dims(rhs, -1)), -1)
+    if vector and len(lax.shape_of(rhs)) > 1:  # a batched a with a vector b
+        return ans, lax.squeeze(solve.bind(a, lax.expand_dims(rhs, -1)), -1)
     return ans, solve.bind(a, rhs)
 
 
 def _solve_vjp(g, primals, ans):
     a, b = primals
-    vector = len(dnp._shape(b)) == 1
+    vector = len(lax.shape_of(b)) == 1
     gm = _as_matrix(g, vector)
     b_bar_m = solve.bind(_mT(a), gm)
     ca = cb = None
     if wants_cotangent(a):
-        ca = dnp.negative(matmul.bind(b_bar_m, _mT(_as_matrix(ans, vector))))
+        ca = lax.negative(matmul.bind(b_bar_m, _mT(_as_matrix(ans, vector))))
         ca = unbroadcast(ca, a.aval)
     if wants_cotangent(b):
-        cb = dnp.squeeze(b_bar_m, -1) if vector else b_bar_m
+        cb = lax.squeeze(b_bar_m, -1) if vector else b_bar_m
         cb = unbroadcast(cb, b.aval)
     return ca, cb
 
 
 def _trace_product(m, t):
     """trace(m @ t) over the last two axes, without forming the product."""
-    return dnp.sum(dnp.multiply(_mT(m), t), axis=(-2, -1))
+    return lax.sum(lax.multiply(_mT(m), t), axis=(-2, -1))
 
 
 # The derivative of det is the cofactor matrix cof(a) = adj(a)^T, also where a is singular
@@ -78,41 +78,41 @@ def _trace_product(m, t):
 # (stop_gradient) and D enters through T = a - stop_gradient(a), which is 0 in value and
 # the tangent in derivative: first and second derivatives are exact, the third is 0.
 def _cofactor(a):
-    n = dnp._shape(a)[-1]
+    n = lax.shape_of(a)[-1]
     if n <= 1:
-        return dnp.ones_like(a)
-    if np.dtype(dnp._dtype(a)).kind == "c":  # the SVD rules are real: det * inv(a)^T
-        scale = dnp.expand_dims(det.bind(a), (-2, -1))
-        return dnp.multiply(scale, _mT(inv.bind(a)))
-    held = dnp.stop_gradient(a)
+        return lax.ones_like(a)
+    if np.dtype(lax.dtype_of(a)).kind == "c":  # the SVD rules are real: det * inv(a)^T
+        scale = lax.expand_dims(det.bind(a), (-2, -1))
+        return lax.multiply(scale, _mT(inv.bind(a)))
+    held = lax.stop_gradient(a)
     u, s, vh = svd.bind(held)
-    sigma = dnp.expand_dims(dnp.multiply(slogdet.bind(u)[0], slogdet.bind(vh)[0]), (-2, -1))
+    sigma = lax.expand_dims(lax.multiply(slogdet.bind(u)[0], slogdet.bind(vh)[0]), (-2, -1))
     eye = np.eye(n, dtype=bool)
-    adj_s = dnp.prod(dnp.where(eye, 1.0, dnp.expand_dims(s, -2)), axis=-1)  # exact
+    adj_s = lax.prod(lax.where(eye, 1.0, lax.expand_dims(s, -2)), axis=-1)  # exact
     value = matmul.bind(_scale_cols(u, adj_s), vh)
-    p = _mm(_mT(u), dnp.subtract(a, held), _mT(vh))  # 0, whose tangent is U^T T V
+    p = _mm(_mT(u), lax.subtract(a, held), _mT(vh))  # 0, whose tangent is U^T T V
     pairs = _pair_products(s)
-    diag_term = matmul.bind(pairs, dnp.expand_dims(_diag_part(p), -1))[..., 0]
-    second = dnp.subtract(_diag_embed(diag_term), dnp.multiply(pairs, _mT(p)))
-    return dnp.multiply(sigma, dnp.add(value, _mm(u, second, vh)))
+    diag_term = matmul.bind(pairs, lax.expand_dims(_diag_part(p), -1))[..., 0]
+    second = lax.subtract(_diag_embed(diag_term), lax.multiply(pairs, _mT(p)))
+    return lax.multiply(sigma, lax.add(value, _mm(u, second, vh)))
 
 
 def _pair_products(s):
     """C_ij = prod of the s_k with k not i or j (0 on the diagonal), in logarithms so that
     it takes n^2 memory; exact zeros counted apart (the SVD of a singular matrix may give
     them)."""
-    n = dnp._shape(s)[-1]
-    zero = dnp.equal(s, 0.0)
+    n = lax.shape_of(s)[-1]
+    zero = lax.equal(s, 0.0)
     zeros = zero.astype(np.int64)
-    logs = dnp.log(dnp.where(zero, 1.0, s))
-    row, col = dnp.expand_dims(logs, -1), dnp.expand_dims(logs, -2)
-    rest = dnp.subtract(dnp.subtract(dnp.sum(logs, axis=-1, keepdims=True)[..., None], row),
+    logs = lax.log(lax.where(zero, 1.0, s))
+    row, col = lax.expand_dims(logs, -1), lax.expand_dims(logs, -2)
+    rest = lax.subtract(lax.subtract(lax.sum(logs, axis=-1, keepdims=True)[..., None], row),
                         col)
-    zeros_left = dnp.subtract(dnp.subtract(dnp.sum(zeros, axis=-1, keepdims=True)[..., None],
-                                           dnp.expand_dims(zeros, -1)),
-                              dnp.expand_dims(zeros, -2))
-    keep = dnp.logical_and(dnp.equal(zeros_left, 0), ~np.eye(n, dtype=bool))
-    return dnp.where(keep, dnp.exp(dnp.where(keep, rest, 0.0)), 0.0)
+    zeros_left = lax.subtract(lax.subtract(lax.sum(zeros, axis=-1, keepdims=True)[..., None],
+                                           lax.expand_dims(zeros, -1)),
+                              lax.expand_dims(zeros, -2))
+    keep = lax.logical_and(lax.equal(zeros_left, 0), ~np.eye(n, dtype=bool))
+    return lax.where(keep, lax.exp(lax.where(keep, rest, 0.0)), 0.0)
 
 
 def _det_jvp(primals, tangents):
@@ -121,11 +121,11 @@ def _det_jvp(primals, tangents):
     t = tangents[0]
     if t is None:
         return ans, None
-    return ans, dnp.sum(dnp.multiply(_cofactor(a), t), axis=(-2, -1))
+    return ans, lax.sum(lax.multiply(_cofactor(a), t), axis=(-2, -1))
 
 
 def _det_vjp(g, primals, ans):
-    return (dnp.multiply(dnp.expand_dims(g, (-2, -1)), _cofactor(primals[0])),)
+    return (lax.multiply(lax.expand_dims(g, (-2, -1)), _cofactor(primals[0])),)
 
 
 def _slogdet_jvp(primals, tangents):
@@ -142,7 +142,7 @@ def _slogdet_vjp(cts, primals, ans):
     g = cts[1]
     if g is None:
         return (None,)
-    return (dnp.multiply(dnp.expand_dims(g, (-2, -1)), _mT(inv.bind(a))),)
+    return (lax.multiply(lax.expand_dims(g, (-2, -1)), _mT(inv.bind(a))),)
 
 
 def _lower_mask(n, k=0):
@@ -155,17 +155,17 @@ def _phi(x):
     """Strict lower triangle plus half the diagonal."""
     import numpy as np
 
-    n = dnp._shape(x)[-1]
-    weights = (np.tri(n, n, -1) + 0.5 * np.eye(n)).astype(dnp._dtype(x))
-    return dnp.multiply(x, weights)
+    n = lax.shape_of(x)[-1]
+    weights = (np.tri(n, n, -1) + 0.5 * np.eye(n)).astype(lax.dtype_of(x))
+    return lax.multiply(x, weights)
 
 
 def _sym_from_lower(t):
     """The symmetric matrix whose lower triangle is that of t (what LAPACK reads)."""
-    n = dnp._shape(t)[-1]
-    low = dnp.where(_lower_mask(n), t, 0.0)
-    strict = dnp.where(_lower_mask(n, -1), t, 0.0)
-    return dnp.add(low, _mT(strict))
+    n = lax.shape_of(t)[-1]
+    low = lax.where(_lower_mask(n), t, 0.0)
+    strict = lax.where(_lower_mask(n, -1), t, 0.0)
+    return lax.add(low, _mT(strict))
 
 
 def _chol_jvp(primals, tangents):
@@ -184,10 +184,10 @@ def _chol_vjp(g, primals, ans):
     p = _phi(matmul.bind(_mT(ans), g))
     # S = L^-T P L^-1
     s = solve.bind(_mT(ans), _mT(solve.bind(_mT(ans), _mT(p))))
-    n = dnp._shape(s)[-1]
-    both = dnp.add(s, _mT(s))
-    diagonal = dnp.multiply(s, dnp.eye(n, dtype=s.dtype, like=s))
-    return (dnp.where(_lower_mask(n, -1), both, diagonal),)
+    n = lax.shape_of(s)[-1]
+    both = lax.add(s, _mT(s))
+    diagonal = lax.multiply(s, lax.eye(n, dtype=s.dtype, like=s))
+    return (lax.where(_lower_mask(n, -1), both, diagonal),)
 
 
 defrules(inv, jvp=_inv_jvp, vjp=_inv_vjp)
@@ -205,11 +205,11 @@ defrules(cholesky, jvp=_chol_jvp, vjp=_chol_vjp)
 def _gap_inverse(w, squared: bool = False):
     """F[i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it (of w**2 when ``squared``)."""
     if squared:
-        w = dnp.multiply(w, w)
-    diff = dnp.subtract(dnp.expand_dims(w, -2), dnp.expand_dims(w, -1))
-    n = dnp._shape(w)[-1]
+        w = lax.multiply(w, w)
+    diff = lax.subtract(lax.expand_dims(w, -2), lax.expand_dims(w, -1))
+    n = lax.shape_of(w)[-1]
     off = ~np.eye(n, dtype=bool)
-    return dnp.where(off, dnp.true_divide(1.0, dnp.where(off, diff, 1.0)), 0.0)
+    return lax.where(off, lax.true_divide(1.0, lax.where(off, diff, 1.0)), 0.0)
 
 
 def _mm(*ms):
@@ -220,19 +220,19 @@ def _mm(*ms):
 
 
 def _diag_embed(d):
-    n = dnp._shape(d)[-1]
-    return dnp.multiply(dnp.expand_dims(d, -1), np.eye(n, dtype=dnp._dtype(d)))
+    n = lax.shape_of(d)[-1]
+    return lax.multiply(lax.expand_dims(d, -1), np.eye(n, dtype=lax.dtype_of(d)))
 
 
 def _diag_part(m):
-    return dnp.diagonal(m, 0, -2, -1)
+    return lax.diagonal(m, 0, -2, -1)
 
 
 def _lower_adjoint(s_bar):
     """The cotangent of a from that of the symmetric matrix read from its lower triangle."""
-    n = dnp._shape(s_bar)[-1]
-    both = dnp.add(s_bar, _mT(s_bar))
-    return dnp.where(_lower_mask(n, -1), both, dnp.where(np.eye(n, dtype=bool), s_bar, 0.0))
+    n = lax.shape_of(s_bar)[-1]
+    both = lax.add(s_bar, _mT(s_bar))
+    return lax.where(_lower_mask(n, -1), both, lax.where(np.eye(n, dtype=bool), s_bar, 0.0))
 
 
 def _sym_read(t, uplo):
@@ -253,7 +253,7 @@ def _eigh_jvp(primals, tangents, uplo="L"):
         return (w, v), (None, None)
     vt_dv = _mm(_mT(v), _sym_read(t, uplo), v)
     w_dot = _diag_part(vt_dv)
-    v_dot = matmul.bind(v, dnp.multiply(_gap_inverse(w), vt_dv))
+    v_dot = matmul.bind(v, lax.multiply(_gap_inverse(w), vt_dv))
     return (w, v), (w_dot, v_dot)
 
 
@@ -264,8 +264,8 @@ def _eigh_vjp(cts, primals, ans, uplo="L"):
     if w_bar is not None:
         inner = _diag_embed(w_bar)
     if v_bar is not None:
-        term = dnp.multiply(_gap_inverse(w), matmul.bind(_mT(v), v_bar))
-        inner = term if inner is None else dnp.add(inner, term)
+        term = lax.multiply(_gap_inverse(w), matmul.bind(_mT(v), v_bar))
+        inner = term if inner is None else lax.add(inner, term)
     if inner is None:
         return (None,)
     return (_read_adjoint(_mm(v, inner, _mT(v)), uplo),)
@@ -283,9 +283,9 @@ def _eig_jvp(primals, tangents):
         return (w, v), (None, None)
     c = solve.bind(v, matmul.bind(t, v))
     w_dot = _diag_part(c)
-    u = matmul.bind(v, dnp.multiply(_gap_inverse(w), c))
-    along = dnp.sum(dnp.multiply(v, u), axis=-2, keepdims=True)
-    return (w, v), (w_dot, dnp.subtract(u, dnp.multiply(v, along)))
+    u = matmul.bind(v, lax.multiply(_gap_inverse(w), c))
+    along = lax.sum(lax.multiply(v, u), axis=-2, keepdims=True)
+    return (w, v), (w_dot, lax.subtract(u, lax.multiply(v, along)))
 
 
 def _eig_vjp(cts, primals, ans):
@@ -295,21 +295,21 @@ def _eig_vjp(cts, primals, ans):
     if v_bar is not None:
         vt_vbar = matmul.bind(_mT(v), v_bar)
         # the normalisation's transpose: v_bar - V diag(V^T v_bar), seen through V^T
-        vt_vbar = dnp.subtract(vt_vbar, _scale_cols(matmul.bind(_mT(v), v),
+        vt_vbar = lax.subtract(vt_vbar, _scale_cols(matmul.bind(_mT(v), v),
                                                     _diag_part(vt_vbar)))
-        term = dnp.multiply(_gap_inverse(w), vt_vbar)
-        inner = term if inner is None else dnp.add(inner, term)
+        term = lax.multiply(_gap_inverse(w), vt_vbar)
+        inner = term if inner is None else lax.add(inner, term)
     if inner is None:
         return (None,)
     return (solve.bind(_mT(v), matmul.bind(inner, _mT(v))),)  # V^-T inner V^T
 
 
 def _scale_cols(m, s):
-    return dnp.multiply(m, dnp.expand_dims(s, -2))
+    return lax.multiply(m, lax.expand_dims(s, -2))
 
 
 def _scale_rows(m, s):
-    return dnp.multiply(m, dnp.expand_dims(s, -1))
+    return lax.multiply(m, lax.expand_dims(s, -1))
 
 
 def _svd_jvp(primals, tangents):
@@ -322,12 +322,12 @@ def _svd_jvp(primals, tangents):
     dp = _mm(_mT(u), t, v)
     s_dot = _diag_part(dp)
     f = _gap_inverse(s, squared=True)
-    omega_u = dnp.multiply(f, dnp.add(_scale_cols(dp, s), _scale_rows(_mT(dp), s)))
-    omega_v = dnp.multiply(f, dnp.add(_scale_rows(dp, s), _scale_cols(_mT(dp), s)))
-    t_v = _scale_cols(matmul.bind(t, v), dnp.true_divide(1.0, s))     # dA V S^-1
-    t_u = _scale_cols(matmul.bind(_mT(t), u), dnp.true_divide(1.0, s))  # dA^T U S^-1
-    u_dot = dnp.add(matmul.bind(u, omega_u), dnp.subtract(t_v, _mm(u, _mT(u), t_v)))
-    v_dot = dnp.add(matmul.bind(v, omega_v), dnp.subtract(t_u, _mm(v, _mT(v), t_u)))
+    omega_u = lax.multiply(f, lax.add(_scale_cols(dp, s), _scale_rows(_mT(dp), s)))
+    omega_v = lax.multiply(f, lax.add(_scale_rows(dp, s), _scale_cols(_mT(dp), s)))
+    t_v = _scale_cols(matmul.bind(t, v), lax.true_divide(1.0, s))     # dA V S^-1
+    t_u = _scale_cols(matmul.bind(_mT(t), u), lax.true_divide(1.0, s))  # dA^T U S^-1
+    u_dot = lax.add(matmul.bind(u, omega_u), lax.subtract(t_v, _mm(u, _mT(u), t_v)))
+    v_dot = lax.add(matmul.bind(v, omega_v), lax.subtract(t_u, _mm(v, _mT(v), t_u)))
     return (u, s, vh), (u_dot, s_dot, _mT(v_dot))
 
 
@@ -335,28 +335,28 @@ def _svd_vjp(cts, primals, ans):
     u_bar, s_bar, vh_bar = cts
     u, s, vh = ans
     v = _mT(vh)
-    inv_s = dnp.true_divide(1.0, s)
+    inv_s = lax.true_divide(1.0, s)
     inner, outer = None, None
     if s_bar is not None:
         inner = _diag_embed(s_bar)
     if u_bar is not None:
-        j = dnp.multiply(_gap_inverse(s, squared=True), matmul.bind(_mT(u), u_bar))
-        term = _scale_cols(dnp.add(j, _mT(j)), s)
-        inner = term if inner is None else dnp.add(inner, term)
-        proj = dnp.subtract(u_bar, _mm(u, _mT(u), u_bar))           # (I - U U^T) U_bar
+        j = lax.multiply(_gap_inverse(s, squared=True), matmul.bind(_mT(u), u_bar))
+        term = _scale_cols(lax.add(j, _mT(j)), s)
+        inner = term if inner is None else lax.add(inner, term)
+        proj = lax.subtract(u_bar, _mm(u, _mT(u), u_bar))           # (I - U U^T) U_bar
         outer = _mm(_scale_cols(proj, inv_s), vh)
     if vh_bar is not None:
         v_bar = _mT(vh_bar)
-        k = dnp.multiply(_gap_inverse(s, squared=True), matmul.bind(vh, v_bar))
-        term = _scale_rows(dnp.add(k, _mT(k)), s)
-        inner = term if inner is None else dnp.add(inner, term)
-        proj = dnp.subtract(v_bar, _mm(v, vh, v_bar))                # (I - V V^T) V_bar
+        k = lax.multiply(_gap_inverse(s, squared=True), matmul.bind(vh, v_bar))
+        term = _scale_rows(lax.add(k, _mT(k)), s)
+        inner = term if inner is None else lax.add(inner, term)
+        proj = lax.subtract(v_bar, _mm(v, vh, v_bar))                # (I - V V^T) V_bar
         side = matmul.bind(_scale_cols(u, inv_s), _mT(proj))
-        outer = side if outer is None else dnp.add(outer, side)
+        outer = side if outer is None else lax.add(outer, side)
     if inner is None:
         return (None,)
     a_bar = _mm(u, inner, vh)
-    return (a_bar if outer is None else dnp.add(a_bar, outer),)
+    return (a_bar if outer is None else lax.add(a_bar, outer),)
 
 
 def _right_solve_r(m, r):
@@ -372,18 +372,18 @@ def _qr_jvp(primals, tangents):
         return (q, r), (None, None)
     t_rinv = _right_solve_r(t, r)
     c = matmul.bind(_mT(q), t_rinv)
-    n = dnp._shape(c)[-1]
-    low = dnp.where(_lower_mask(n, -1), c, 0.0)
-    omega = dnp.subtract(low, _mT(low))
-    r_dot = matmul.bind(dnp.subtract(c, omega), r)
-    q_dot = dnp.add(matmul.bind(q, omega), dnp.subtract(t_rinv, matmul.bind(q, c)))
+    n = lax.shape_of(c)[-1]
+    low = lax.where(_lower_mask(n, -1), c, 0.0)
+    omega = lax.subtract(low, _mT(low))
+    r_dot = matmul.bind(lax.subtract(c, omega), r)
+    q_dot = lax.add(matmul.bind(q, omega), lax.subtract(t_rinv, matmul.bind(q, c)))
     return (q, r), (q_dot, r_dot)
 
 
 def _copy_lower_to_upper(m):
-    n = dnp._shape(m)[-1]
-    low = dnp.where(_lower_mask(n, -1), m, 0.0)
-    return dnp.add(dnp.add(low, _mT(low)), dnp.where(np.eye(n, dtype=bool), m, 0.0))
+    n = lax.shape_of(m)[-1]
+    low = lax.where(_lower_mask(n, -1), m, 0.0)
+    return lax.add(lax.add(low, _mT(low)), lax.where(np.eye(n, dtype=bool), m, 0.0))
 
 
 def _qr_vjp(cts, primals, ans):
@@ -394,28 +394,28 @@ def _qr_vjp(cts, primals, ans):
         m = matmul.bind(r, _mT(r_bar))
     if q_bar is not None:
         qtq = matmul.bind(_mT(q_bar), q)
-        m = dnp.negative(qtq) if m is None else dnp.subtract(m, qtq)
+        m = lax.negative(qtq) if m is None else lax.subtract(m, qtq)
     if m is None:
         return (None,)
     b = matmul.bind(q, _copy_lower_to_upper(m))
     if q_bar is not None:
-        b = dnp.add(q_bar, b)
+        b = lax.add(q_bar, b)
     return (_mT(solve.bind(r, _mT(b))),)  # b @ inv(r).T
 
 
 def _eye_like(n, x):
-    return np.eye(n, dtype=dnp._dtype(x))
+    return np.eye(n, dtype=lax.dtype_of(x))
 
 
 def _pinv_linear(x, a, t):
     """The derivative of pinv at a (x = pinv(a)) in direction t, at constant rank."""
-    m, n = dnp._shape(a)[-2:]
-    range_a = dnp.subtract(_eye_like(m, a), matmul.bind(a, x))  # I - A X
-    range_x = dnp.subtract(_eye_like(n, a), matmul.bind(x, a))  # I - X A
+    m, n = lax.shape_of(a)[-2:]
+    range_a = lax.subtract(_eye_like(m, a), matmul.bind(a, x))  # I - A X
+    range_x = lax.subtract(_eye_like(n, a), matmul.bind(x, a))  # I - X A
     t_t = _mT(t)
-    out = dnp.negative(_mm(x, t, x))
-    out = dnp.add(out, _mm(x, _mT(x), t_t, range_a))
-    return dnp.add(out, _mm(range_x, t_t, _mT(x), x))
+    out = lax.negative(_mm(x, t, x))
+    out = lax.add(out, _mm(x, _mT(x), t_t, range_a))
+    return lax.add(out, _mm(range_x, t_t, _mT(x), x))
 
 
 def _pinv_jvp(primals, tangents, rcond):
@@ -427,12 +427,12 @@ def _pinv_jvp(primals, tangents, rcond):
 
 def _pinv_vjp(g, primals, ans, rcond):
     a, x = primals[0], ans
-    m, n = dnp._shape(a)[-2:]
-    range_a = dnp.subtract(_eye_like(m, a), matmul.bind(a, x))
-    range_x = dnp.subtract(_eye_like(n, a), matmul.bind(x, a))
-    out = dnp.negative(_mm(_mT(x), g, _mT(x)))
-    out = dnp.add(out, _mm(range_a, _mT(g), x, _mT(x)))
-    return (dnp.add(out, _mm(_mT(x), x, _mT(g), range_x)),)
+    m, n = lax.shape_of(a)[-2:]
+    range_a = lax.subtract(_eye_like(m, a), matmul.bind(a, x))
+    range_x = lax.subtract(_eye_like(n, a), matmul.bind(x, a))
+    out = lax.negative(_mm(_mT(x), g, _mT(x)))
+    out = lax.add(out, _mm(range_a, _mT(g), x, _mT(x)))
+    return (lax.add(out, _mm(_mT(x), x, _mT(g), range_x)),)
 
 
 defrules(eigh, jvp=_eigh_jvp, vjp=_eigh_vjp)
@@ -448,20 +448,20 @@ def _solve_vmap(eqn, args, batched, size):
     if not batched[1]:  # batched a, shared b
         if rb == 1:
             return batching.one(solve.bind(a, b))
-        a2, _ = batching.pad_batch(a, dnp.reshape(b, (1,) + tuple(np.shape(b))))
+        a2, _ = batching.pad_batch(a, lax.reshape(b, (1,) + tuple(np.shape(b))))
         return batching.one(batching.drop_to(solve.bind(a2, b), size, eqn))
     if not batched[0]:  # shared a, batched b: the examples become columns
         if rb == 1:
-            out = solve.bind(a, dnp.transpose(b))  # (..., n, B)
-            return batching.one(dnp.moveaxis(out, -1, 0))
+            out = solve.bind(a, lax.transpose(b))  # (..., n, B)
+            return batching.one(lax.moveaxis(out, -1, 0))
         if ra == 2 and rb == 2:
             n, m = b.shape[1:]
-            wide = dnp.reshape(dnp.transpose(b, (1, 0, 2)), (n, size * m))
-            out = dnp.reshape(solve.bind(a, wide), (n, size, m))
-            return batching.one(dnp.transpose(out, (1, 0, 2)))
-        _, b2 = batching.pad_batch(dnp.reshape(a, (1,) + tuple(np.shape(a))), b)
+            wide = lax.reshape(lax.transpose(b, (1, 0, 2)), (n, size * m))
+            out = lax.reshape(solve.bind(a, wide), (n, size, m))
+            return batching.one(lax.transpose(out, (1, 0, 2)))
+        _, b2 = batching.pad_batch(lax.reshape(a, (1,) + tuple(np.shape(a))), b)
         return batching.one(solve.bind(a, b2))
-    b2 = b if rb >= 2 else dnp.reshape(b, (size, b.shape[-1], 1))
+    b2 = b if rb >= 2 else lax.reshape(b, (size, b.shape[-1], 1))
     a2, b2 = batching.pad_batch(a, b2)
     return batching.one(batching.drop_to(solve.bind(a2, b2), size, eqn))
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.primitives import defrules
 from ..ops import elementwise as ew
 from . import _jet as jet_rules
@@ -24,15 +24,15 @@ def _scale(partial, t):
     if isinstance(partial, (int, float)) and partial == 1:
         return t
     if isinstance(partial, (int, float)) and partial == -1:
-        return dnp.negative(t)
-    return dnp.multiply(partial, t)
+        return lax.negative(t)
+    return lax.multiply(partial, t)
 
 
 def _fit_shape(t, ans):
     if tuple(np.shape(t)) != tuple(ans.shape):
-        t = dnp.broadcast_to(t, ans.shape)
+        t = lax.broadcast_to(t, ans.shape)
     if t.dtype != ans.dtype:
-        t = dnp.astype(t, ans.dtype)
+        t = lax.astype(t, ans.dtype)
     return t
 
 
@@ -54,7 +54,7 @@ def defpartials(prim, *partials):
             if t is None:
                 continue
             term = _scale(partials[i](*primals, ans), t)
-            out_t = term if out_t is None else dnp.add(out_t, term)
+            out_t = term if out_t is None else lax.add(out_t, term)
         return ans, None if out_t is None else _fit_shape(out_t, ans)
 
     def vjp(g, primals, ans, **params):
@@ -72,11 +72,11 @@ def defpartials(prim, *partials):
 
 # --------------------------------------------------------------------------- helpers in ops
 def _recip(x):
-    return dnp.true_divide(1.0, x)
+    return lax.true_divide(1.0, x)
 
 
 def _sq(x):
-    return dnp.multiply(x, x)
+    return lax.multiply(x, x)
 
 
 def _pow_dx(x, y, ans):
@@ -88,27 +88,27 @@ def _pow_dx(x, y, ans):
         if y == 1:
             return 1
         if y == 2:
-            return dnp.multiply(2, x)
-        return dnp.multiply(y, dnp.power(x, y - 1))
-    y0 = dnp.equal(y, 0)
+            return lax.multiply(2, x)
+        return lax.multiply(y, lax.power(x, y - 1))
+    y0 = lax.equal(y, 0)
     # x is replaced under the where too, so that the derivative of this partial (the HVP)
     # sees no 0 * inf where y == 0 and x == 0
-    return dnp.where(y0, 0.0, y * dnp.power(dnp.where(y0, 1.0, x), y - 1))
+    return lax.where(y0, 0.0, y * lax.power(lax.where(y0, 1.0, x), y - 1))
 
 
 def _pow_dy(x, y, ans):
     """log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0, as JAX does), also for
     a constant base (np.power(0.0, y))."""
-    safe = dnp.where(dnp.equal(x, 0), 1.0, x)
-    return dnp.multiply(dnp.log(safe), ans)
+    safe = lax.where(lax.equal(x, 0), 1.0, x)
+    return lax.multiply(lax.log(safe), ans)
 
 
 def _win_weight(a, b, ans, larger: bool):
     """1 where ``a`` wins the max (or min) against ``b``, 1/2 on ties, 0 where it loses;
     in the output's dtype, so that float32 programs stay float32."""
-    wins = dnp.greater(a, b) if larger else dnp.less(a, b)
-    w = dnp.where(wins, 1.0, dnp.where(dnp.equal(a, b), 0.5, 0.0))
-    return dnp.astype(w, ans.dtype)
+    wins = lax.greater(a, b) if larger else lax.less(a, b)
+    w = lax.where(wins, 1.0, lax.where(lax.equal(a, b), 0.5, 0.0))
+    return lax.astype(w, ans.dtype)
 
 
 def _nan_skip_weight(a, b, ans, larger: bool):
@@ -116,28 +116,28 @@ def _nan_skip_weight(a, b, ans, larger: bool):
     the result is the other one and so is the whole derivative (as in JAX); where both are
     NaN, the first argument takes it (JAX's choice too)."""
     w = _win_weight(a, b, ans, larger)
-    w = dnp.where(dnp.isnan(b), 1.0, dnp.where(dnp.isnan(a), 0.0, w))
-    return dnp.astype(w, ans.dtype)
+    w = lax.where(lax.isnan(b), 1.0, lax.where(lax.isnan(a), 0.0, w))
+    return lax.astype(w, ans.dtype)
 
 
 def _nan_skip_weight_second(b, a, ans, larger: bool):
     w = _win_weight(b, a, ans, larger)
-    w = dnp.where(dnp.isnan(b), 0.0, dnp.where(dnp.isnan(a), 1.0, w))
-    return dnp.astype(w, ans.dtype)
+    w = lax.where(lax.isnan(b), 0.0, lax.where(lax.isnan(a), 1.0, w))
+    return lax.astype(w, ans.dtype)
 
 
 def _safe_ratio(x, ans):
     """x / ans where ans != 0; 0 where ans == 0 (then x == 0 too: the kink of a norm, where
     0 is the subgradient taken, as for np.linalg.norm)."""
-    zero = dnp.equal(ans, 0)
-    return dnp.where(zero, 0.0, dnp.true_divide(x, dnp.where(zero, 1.0, ans)))
+    zero = lax.equal(ans, 0)
+    return lax.where(zero, 0.0, lax.true_divide(x, lax.where(zero, 1.0, ans)))
 
 
 def _logaddexp_d(x, y):
     """d logaddexp / dx = logistic(x - y); where x and y are the same infinity (x - y is
     NaN), 1/2, the value on the diagonal logaddexp(a, a) = a + log 2."""
-    same_inf = dnp.logical_and(dnp.equal(x, y), dnp.logical_not(dnp.isfinite(x)))
-    return ew.logistic.bind(dnp.where(same_inf, 0.0, dnp.subtract(x, y)))
+    same_inf = lax.logical_and(lax.equal(x, y), lax.logical_not(lax.isfinite(x)))
+    return ew.logistic.bind(lax.where(same_inf, 0.0, lax.subtract(x, y)))
 
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
@@ -147,14 +147,14 @@ defpartials(ew.add, lambda x, y, ans: 1, lambda x, y, ans: 1)
 defpartials(ew.subtract, lambda x, y, ans: 1, lambda x, y, ans: -1)
 defpartials(ew.multiply, lambda x, y, ans: y, lambda x, y, ans: x)
 defpartials(ew.true_divide, lambda x, y, ans: _recip(y),
-            lambda x, y, ans: dnp.negative(ans / y))
+            lambda x, y, ans: lax.negative(ans / y))
 defpartials(ew.negative, lambda x, ans: -1)
 defpartials(ew.power, _pow_dx, _pow_dy)
-defpartials(ew.square, lambda x, ans: dnp.multiply(2, x))
-defpartials(ew.reciprocal, lambda x, ans: dnp.negative(_sq(ans)))
-defpartials(ew.absolute, lambda x, ans: dnp.sign(x))  # complex inputs: below
-defpartials(ew.sqrt, lambda x, ans: dnp.true_divide(0.5, ans))
-defpartials(ew.cbrt, lambda x, ans: dnp.true_divide(1.0, 3 * _sq(ans)))
+defpartials(ew.square, lambda x, ans: lax.multiply(2, x))
+defpartials(ew.reciprocal, lambda x, ans: lax.negative(_sq(ans)))
+defpartials(ew.absolute, lambda x, ans: lax.sign(x))  # complex inputs: below
+defpartials(ew.sqrt, lambda x, ans: lax.true_divide(0.5, ans))
+defpartials(ew.cbrt, lambda x, ans: lax.true_divide(1.0, 3 * _sq(ans)))
 defpartials(ew.maximum, lambda x, y, ans: _win_weight(x, y, ans, True),
             lambda x, y, ans: _win_weight(y, x, ans, True))
 defpartials(ew.minimum, lambda x, y, ans: _win_weight(x, y, ans, False),
@@ -165,60 +165,60 @@ defpartials(ew.fmin, lambda x, y, ans: _nan_skip_weight(x, y, ans, False),
             lambda x, y, ans: _nan_skip_weight_second(y, x, ans, False))
 defpartials(ew.hypot, lambda x, y, ans: _safe_ratio(x, ans),
             lambda x, y, ans: _safe_ratio(y, ans))
-defpartials(ew.copysign, lambda x, y, ans: dnp.sign(x) * dnp.sign(ans), lambda x, y, ans: 0.0)
+defpartials(ew.copysign, lambda x, y, ans: lax.sign(x) * lax.sign(ans), lambda x, y, ans: 0.0)
 # x mod y = x - floor(x / y) * y: slope 1 in x and -floor(x / y) in y (between the jumps)
 defpartials(ew.remainder, lambda x, y, ans: 1,
-            lambda x, y, ans: dnp.negative(dnp.floor_divide(x, y)))
+            lambda x, y, ans: lax.negative(lax.floor_divide(x, y)))
 # fmod(x, y) = x - trunc(x / y) * y: slope 1 in x and -trunc(x / y) in y
 defpartials(ew.fmod, lambda x, y, ans: 1,
-            lambda x, y, ans: dnp.negative(dnp.trunc(dnp.true_divide(x, y))))
+            lambda x, y, ans: lax.negative(lax.trunc(lax.true_divide(x, y))))
 
 # --------------------------------------------------------------------------- exp and log
 defpartials(ew.exp, lambda x, ans: ans)
-defpartials(ew.exp2, lambda x, ans: dnp.multiply(math.log(2.0), ans))
-defpartials(ew.expm1, lambda x, ans: dnp.add(ans, 1.0))
+defpartials(ew.exp2, lambda x, ans: lax.multiply(math.log(2.0), ans))
+defpartials(ew.expm1, lambda x, ans: lax.add(ans, 1.0))
 defpartials(ew.log, lambda x, ans: _recip(x))
-defpartials(ew.log2, lambda x, ans: dnp.true_divide(1 / math.log(2.0), x))
-defpartials(ew.log10, lambda x, ans: dnp.true_divide(1 / math.log(10.0), x))
-defpartials(ew.log1p, lambda x, ans: _recip(dnp.add(x, 1.0)))
+defpartials(ew.log2, lambda x, ans: lax.true_divide(1 / math.log(2.0), x))
+defpartials(ew.log10, lambda x, ans: lax.true_divide(1 / math.log(10.0), x))
+defpartials(ew.log1p, lambda x, ans: _recip(lax.add(x, 1.0)))
 defpartials(ew.logaddexp, lambda x, y, ans: _logaddexp_d(x, y),
             lambda x, y, ans: _logaddexp_d(y, x))
 
 # --------------------------------------------------------------------------- trigonometry
-defpartials(ew.sin, lambda x, ans: dnp.cos(x))
-defpartials(ew.cos, lambda x, ans: dnp.negative(dnp.sin(x)))
-defpartials(ew.tan, lambda x, ans: dnp.add(1.0, _sq(ans)))
-defpartials(ew.arcsin, lambda x, ans: _recip(dnp.sqrt(1.0 - _sq(x))))
-defpartials(ew.arccos, lambda x, ans: dnp.negative(_recip(dnp.sqrt(1.0 - _sq(x)))))
+defpartials(ew.sin, lambda x, ans: lax.cos(x))
+defpartials(ew.cos, lambda x, ans: lax.negative(lax.sin(x)))
+defpartials(ew.tan, lambda x, ans: lax.add(1.0, _sq(ans)))
+defpartials(ew.arcsin, lambda x, ans: _recip(lax.sqrt(1.0 - _sq(x))))
+defpartials(ew.arccos, lambda x, ans: lax.negative(_recip(lax.sqrt(1.0 - _sq(x)))))
 defpartials(ew.arctan, lambda x, ans: _recip(1.0 + _sq(x)))
 defpartials(ew.arctan2, lambda y, x, ans: x / (_sq(x) + _sq(y)),
-            lambda y, x, ans: dnp.negative(y / (_sq(x) + _sq(y))))
-defpartials(ew.sinh, lambda x, ans: dnp.cosh(x))
-defpartials(ew.cosh, lambda x, ans: dnp.sinh(x))
+            lambda y, x, ans: lax.negative(y / (_sq(x) + _sq(y))))
+defpartials(ew.sinh, lambda x, ans: lax.cosh(x))
+defpartials(ew.cosh, lambda x, ans: lax.sinh(x))
 defpartials(ew.tanh, lambda x, ans: 1.0 - _sq(ans))
-defpartials(ew.arcsinh, lambda x, ans: _recip(dnp.sqrt(_sq(x) + 1.0)))
-defpartials(ew.arccosh, lambda x, ans: _recip(dnp.sqrt(_sq(x) - 1.0)))
+defpartials(ew.arcsinh, lambda x, ans: _recip(lax.sqrt(_sq(x) + 1.0)))
+defpartials(ew.arccosh, lambda x, ans: _recip(lax.sqrt(_sq(x) - 1.0)))
 defpartials(ew.arctanh, lambda x, ans: _recip(1.0 - _sq(x)))
 
 # --------------------------------------------------------------------------- special functions
 defpartials(ew.logistic, lambda x, ans: ans * (1.0 - ans))
-defpartials(ew.erf, lambda x, ans: _SQRT_2_OVER_PI * dnp.exp(-_sq(x)))
-defpartials(ew.erfc, lambda x, ans: -_SQRT_2_OVER_PI * dnp.exp(-_sq(x)))
-defpartials(ew.gammaln, lambda x, ans: dnp.digamma(x))
+defpartials(ew.erf, lambda x, ans: _SQRT_2_OVER_PI * lax.exp(-_sq(x)))
+defpartials(ew.erfc, lambda x, ans: -_SQRT_2_OVER_PI * lax.exp(-_sq(x)))
+defpartials(ew.gammaln, lambda x, ans: lax.digamma(x))
 defpartials(ew.digamma, lambda x, ans: ew.polygamma.bind(x, n=1))
 
 
 def _polygamma_jvp(primals, tangents, n):
     ans = ew.polygamma.bind(primals[0], n=n)
     t = tangents[0]
-    return ans, None if t is None else dnp.multiply(ew.polygamma.bind(primals[0], n=n + 1), t)
+    return ans, None if t is None else lax.multiply(ew.polygamma.bind(primals[0], n=n + 1), t)
 
 
 def _polygamma_vjp(g, primals, ans, n):
     x = primals[0]
     if not wants_cotangent(x):
         return (None,)
-    return (unbroadcast(dnp.multiply(ew.polygamma.bind(x, n=n + 1), g), x.aval),)
+    return (unbroadcast(lax.multiply(ew.polygamma.bind(x, n=n + 1), g), x.aval),)
 
 
 defrules(ew.polygamma, jvp=_polygamma_jvp, vjp=_polygamma_vjp)
@@ -237,20 +237,20 @@ def _complex_part_rules(prim, push, pull):
         if t is None:
             return ans, None
         if t.dtype.kind != "c":  # a real tangent of a complex primal (a fill, say)
-            t = dnp.astype(t, primals[0].dtype)
+            t = lax.astype(t, primals[0].dtype)
         return ans, push(t)
 
     def vjp(g, primals, ans):
         x = primals[0]
         if not wants_cotangent(x):
             return (None,)
-        return (dnp.astype(pull(g), x.dtype),)
+        return (lax.astype(pull(g), x.dtype),)
 
     defrules(prim, jvp=jvp, vjp=vjp)
 
 
 _complex_part_rules(ew.real, lambda t: ew.real.bind(t), lambda g: g)
-_complex_part_rules(ew.imag, lambda t: ew.imag.bind(t), lambda g: dnp.multiply(g, -1j))
+_complex_part_rules(ew.imag, lambda t: ew.imag.bind(t), lambda g: lax.multiply(g, -1j))
 _complex_part_rules(ew.conj, lambda t: ew.conj.bind(t),
                     lambda g: ew.conj.bind(g) if g.dtype.kind == "c" else g)
 
@@ -258,9 +258,9 @@ _complex_part_rules(ew.conj, lambda t: ew.conj.bind(t),
 def _abs_complex_factor(x, ans):
     """conj(x) / |x|, 0 where x == 0 (as JAX), and so is its own derivative (the HVP of
     abs at 0 is 0, as for real abs and the norms)."""
-    zero = dnp.equal(ans, 0)
-    safe = dnp.astype(dnp.where(zero, 1.0, ans), x.dtype)
-    return dnp.where(zero, 0.0, dnp.true_divide(ew.conj.bind(x), safe))
+    zero = lax.equal(ans, 0)
+    safe = lax.astype(lax.where(zero, 1.0, ans), x.dtype)
+    return lax.where(zero, 0.0, lax.true_divide(ew.conj.bind(x), safe))
 
 
 def _abs_complex_jvp(primals, tangents):
@@ -269,15 +269,15 @@ def _abs_complex_jvp(primals, tangents):
     t = tangents[0]
     if t is None:
         return ans, None
-    return ans, ew.real.bind(dnp.multiply(_abs_complex_factor(x, ans), t))
+    return ans, ew.real.bind(lax.multiply(_abs_complex_factor(x, ans), t))
 
 
 def _abs_complex_vjp(g, primals, ans):
     x = primals[0]
     if not wants_cotangent(x):
         return (None,)
-    gc = dnp.astype(g, x.dtype)
-    return (unbroadcast(dnp.multiply(_abs_complex_factor(x, ans), gc), x.aval),)
+    gc = lax.astype(g, x.dtype)
+    return (unbroadcast(lax.multiply(_abs_complex_factor(x, ans), gc), x.aval),)
 
 
 def _with_complex_rule(prim, jvp_c, vjp_c):
@@ -307,14 +307,14 @@ def _where_jvp(primals, tangents, **params):
     _, tx, ty = tangents
     if tx is None and ty is None:
         return ans, None
-    out_t = dnp.where(c, 0.0 if tx is None else tx, 0.0 if ty is None else ty)
+    out_t = lax.where(c, 0.0 if tx is None else tx, 0.0 if ty is None else ty)
     return ans, _fit_shape(out_t, ans)
 
 
 def _where_vjp(g, primals, ans, **params):
     c, x, y = primals
-    cx = unbroadcast(dnp.where(c, g, 0.0), x.aval) if wants_cotangent(x) else None
-    cy = unbroadcast(dnp.where(c, 0.0, g), y.aval) if wants_cotangent(y) else None
+    cx = unbroadcast(lax.where(c, g, 0.0), x.aval) if wants_cotangent(x) else None
+    cy = unbroadcast(lax.where(c, 0.0, g), y.aval) if wants_cotangent(y) else None
     return None, cx, cy
 
 
@@ -357,7 +357,7 @@ def _where_jet(eqn, values, jets, mode):
         lead = (D,) if batched_part else ()
         jx = 0.0 if jx is None else (jet_rules.lift(jx, rank) if batched_part else jx)
         jy = 0.0 if jy is None else (jet_rules.lift(jy, rank) if batched_part else jy)
-        return jet_rules.fit(dnp.where(c, jx, jy), lead + shape, ans.dtype)
+        return jet_rules.fit(lax.where(c, jx, jy), lead + shape, ans.dtype)
 
     return [(select(0, True), select(1, mode.diag))]
 
@@ -369,7 +369,7 @@ def _cast_jet(eqn, values, jets, mode):
         if x is None:
             return None
         if eqn.prim in (ew.real, ew.imag, ew.conj) and x.dtype.kind != "c":
-            x = dnp.astype(x, values[0].dtype)
+            x = lax.astype(x, values[0].dtype)
         out = eqn.prim.bind(x, **eqn.params)
         if eqn.outs[0].dtype.kind not in "fc":
             return None
@@ -389,10 +389,10 @@ def _polygamma_jet(eqn, values, jets, mode):
     d1 = ew.polygamma.bind(x, n=n + 1)
     d2 = ew.polygamma.bind(x, n=n + 2)
     J, S = jets[0]
-    Sy = dnp.multiply(d2, mode.pair(J, J))
+    Sy = lax.multiply(d2, mode.pair(J, J))
     if S is not None:
-        Sy = dnp.add(Sy, dnp.multiply(d1, S))
-    return [(dnp.multiply(d1, J), jet_rules.fit(Sy, ((mode.size,) if mode.diag else ()) +
+        Sy = lax.add(Sy, lax.multiply(d1, S))
+    return [(lax.multiply(d1, J), jet_rules.fit(Sy, ((mode.size,) if mode.diag else ()) +
                                        tuple(ans.shape), ans.dtype))]
 
 

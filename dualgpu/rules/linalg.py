@@ -6,7 +6,7 @@ import string
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.ir import Aval
 from ..core.primitives import defrules
 from ..core.trace import Tracer
@@ -19,22 +19,22 @@ from ._util import defmultilinear, unbroadcast, wants_cotangent
 
 def _matmul_vjp(g, primals, ans):
     a, b = primals
-    a2 = dnp.reshape(a, (1,) + tuple(a.shape)) if a.ndim == 1 else a
-    b2 = dnp.reshape(b, tuple(b.shape) + (1,)) if b.ndim == 1 else b
+    a2 = lax.reshape(a, (1,) + tuple(a.shape)) if a.ndim == 1 else a
+    b2 = lax.reshape(b, tuple(b.shape) + (1,)) if b.ndim == 1 else b
     g2 = g
     if a.ndim == 1:
-        g2 = dnp.expand_dims(g2, -2 if b.ndim > 1 else -1)
+        g2 = lax.expand_dims(g2, -2 if b.ndim > 1 else -1)
     if b.ndim == 1:
-        g2 = dnp.expand_dims(g2, -1)
+        g2 = lax.expand_dims(g2, -1)
     ca = cb = None
     if wants_cotangent(a):
-        ca = matmul.bind(g2, dnp.swapaxes(b2, -1, -2))
+        ca = matmul.bind(g2, lax.swapaxes(b2, -1, -2))
         ca = unbroadcast(ca, Aval(tuple(a2.shape), a.dtype))
-        ca = dnp.reshape(ca, a.shape) if a.ndim == 1 else ca
+        ca = lax.reshape(ca, a.shape) if a.ndim == 1 else ca
     if wants_cotangent(b):
-        cb = matmul.bind(dnp.swapaxes(a2, -1, -2), g2)
+        cb = matmul.bind(lax.swapaxes(a2, -1, -2), g2)
         cb = unbroadcast(cb, Aval(tuple(b2.shape), b.dtype))
-        cb = dnp.reshape(cb, b.shape) if b.ndim == 1 else cb
+        cb = lax.reshape(cb, b.shape) if b.ndim == 1 else cb
     return ca, cb
 
 
@@ -67,8 +67,8 @@ def _einsum_operand_ct(g, primals, in_specs, out, i):
         for pos, c in zip(idx, reachable):
             shape_keep[pos] = sizes[c]
         order = sorted(range(len(reachable)), key=lambda k: idx[k])
-        ct = dnp.transpose(ct, order) if order != list(range(len(order))) else ct
-        ct = dnp.broadcast_to(dnp.reshape(ct, tuple(shape_keep)),
+        ct = lax.transpose(ct, order) if order != list(range(len(order))) else ct
+        ct = lax.broadcast_to(lax.reshape(ct, tuple(shape_keep)),
                               tuple(sizes[c] for c in unique))
     # Repeated indices (a diagonal): embed with identity matrices.
     if unique != target:
@@ -80,7 +80,7 @@ def _einsum_operand_ct(g, primals, in_specs, out, i):
                 new = spare.pop(0)
                 labels.append(new)
                 eyes.append(c + new)
-                eye_ops.append(dnp.eye(sizes[c], dtype=x.dtype, like=x))
+                eye_ops.append(lax.eye(sizes[c], dtype=x.dtype, like=x))
             else:
                 seen.add(c)
                 labels.append(c)
@@ -99,8 +99,8 @@ def _matmul_vmap(eqn, args, batched, size):
     if batched[1] and not batched[0]:
         return batching.one(_matmul_right(a, b, size, eqn))
     ra, rb = len(a.shape) - 1, len(b.shape) - 1
-    a2 = a if ra >= 2 else dnp.reshape(a, (size, 1, a.shape[-1]))
-    b2 = b if rb >= 2 else dnp.reshape(b, (size, b.shape[-1], 1))
+    a2 = a if ra >= 2 else lax.reshape(a, (size, 1, a.shape[-1]))
+    b2 = b if rb >= 2 else lax.reshape(b, (size, b.shape[-1], 1))
     a2, b2 = batching.pad_batch(a2, b2)
     return batching.one(batching.drop_to(matmul.bind(a2, b2), size, eqn))
 
@@ -111,13 +111,13 @@ def _matmul_left(a, b, size, eqn):
     if rb <= 2:
         if ra == 1:
             return matmul.bind(a, b)  # (B, k) @ b
-        out = matmul.bind(dnp.reshape(a, (-1, a.shape[-1])), b)
+        out = matmul.bind(lax.reshape(a, (-1, a.shape[-1])), b)
         return batching.drop_to(out, size, eqn)
-    a2 = a if ra >= 2 else dnp.reshape(a, (size, 1, a.shape[-1]))
+    a2 = a if ra >= 2 else lax.reshape(a, (size, 1, a.shape[-1]))
     nb = rb - 2
     na = len(a2.shape) - 3
     if na < nb:
-        a2 = dnp.reshape(a2, (size,) + (1,) * (nb - na) + tuple(a2.shape[1:]))
+        a2 = lax.reshape(a2, (size,) + (1,) * (nb - na) + tuple(a2.shape[1:]))
     return batching.drop_to(matmul.bind(a2, b), size, eqn)
 
 
@@ -127,18 +127,18 @@ def _matmul_right(a, b, size, eqn):
     if rb == 1:
         if ra == 1:
             return matmul.bind(b, a)  # one dot per example: (B, k) @ (k,)
-        out = matmul.bind(a, dnp.transpose(b))  # (..., n, B)
-        return dnp.moveaxis(out, -1, 0)
+        out = matmul.bind(a, lax.transpose(b))  # (..., n, B)
+        return lax.moveaxis(out, -1, 0)
     if ra == 1:
         return matmul.bind(a, b)  # (k,) @ (B, ..., k, m)
     if ra == 2 and rb == 2:
         k, m = b.shape[1:]
-        wide = dnp.reshape(dnp.transpose(b, (1, 0, 2)), (k, size * m))
-        out = dnp.reshape(matmul.bind(a, wide), (np.shape(a)[0], size, m))
-        return dnp.transpose(out, (1, 0, 2))
+        wide = lax.reshape(lax.transpose(b, (1, 0, 2)), (k, size * m))
+        out = lax.reshape(matmul.bind(a, wide), (np.shape(a)[0], size, m))
+        return lax.transpose(out, (1, 0, 2))
     na, nb = ra - 2, rb - 2
     if nb < na:
-        b = dnp.reshape(b, (size,) + (1,) * (na - nb) + tuple(b.shape[1:]))
+        b = lax.reshape(b, (size,) + (1,) * (na - nb) + tuple(b.shape[1:]))
     return matmul.bind(a, b)
 
 
@@ -210,8 +210,8 @@ def _matmul_cross(eqn, values, i, j, Ja, Jb, mode):
         return jet_rules.batched_cross(eqn, values, i, j, Ja, Jb, mode)
     D, m, k = Ja.shape
     n = Jb.shape[2]
-    wide = dnp.reshape(dnp.transpose(Ja, (1, 0, 2)), (m, D * k))
-    return matmul.bind(wide, dnp.reshape(Jb, (D * k, n)))
+    wide = lax.reshape(lax.transpose(Ja, (1, 0, 2)), (m, D * k))
+    return matmul.bind(wide, lax.reshape(Jb, (D * k, n)))
 
 
 def _einsum_cross(eqn, values, i, j, Ji, Jj, mode):
@@ -255,7 +255,7 @@ def _seeded_product(values, jets, mode):
     else:          # A (m, k) @ x (k, n) or (k,): J[d, :, ...] = A[:, d - offset]
         if seed.inst != (0,) or a.ndim != 2 or b.ndim > 2:
             return None
-        rows, out_shape = dnp.transpose(_traced(a, jets[side][0]), (1, 0)), \
+        rows, out_shape = lax.transpose(_traced(a, jets[side][0]), (1, 0)), \
             (a.shape[0],) + tuple(b.shape[1:])
         tail = (a.shape[0],) + (1,) * (b.ndim - 1)
     D = mode.size
@@ -263,13 +263,13 @@ def _seeded_product(values, jets, mode):
     if seed.first or seed.size != rows.shape[0]:   # a chunk's part of the coordinates
         rows = rows[seed.first:seed.first + seed.size]
     if D != seed.size:
-        rows = dnp.pad(rows, [(seed.offset, D - seed.offset - seed.size)]
+        rows = lax.pad(rows, [(seed.offset, D - seed.offset - seed.size)]
                        + [(0, 0)] * (rows.ndim - 1))
-    small = dnp.reshape(rows, (D,) + tail)
+    small = lax.reshape(rows, (D,) + tail)
     dtype = np.result_type(a.dtype, b.dtype)
     if small.dtype != dtype:
-        small = dnp.astype(small, dtype)
-    J = dnp.broadcast_to(small, (D,) + out_shape) if small.shape != (D,) + out_shape else small
+        small = lax.astype(small, dtype)
+    J = lax.broadcast_to(small, (D,) + out_shape) if small.shape != (D,) + out_shape else small
     mode.small[jet_rules.vid(J)] = small
     return J
 

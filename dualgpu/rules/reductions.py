@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.dtypes import float_dtype
 from ..core.primitives import defrules
 from ..ops.reductions import cumprod, cumsum, reduce_max, reduce_min, reduce_prod, reduce_sum
@@ -18,22 +18,22 @@ def _keep_shape(shape, axes):
 
 def _expand_back(g, in_shape, axes):
     """Broadcast a reduced cotangent back over the reduced axes."""
-    g = dnp.reshape(g, _keep_shape(in_shape, axes))
-    return dnp.broadcast_to(g, in_shape)
+    g = lax.reshape(g, _keep_shape(in_shape, axes))
+    return lax.broadcast_to(g, in_shape)
 
 
 deflinear(reduce_sum, lambda g, x, axes: _expand_back(g, x.shape, axes))
-deflinear(cumsum, lambda g, x, axis: dnp.flip(cumsum.bind(dnp.flip(g, axis=axis), axis=axis),
+deflinear(cumsum, lambda g, x, axis: lax.flip(cumsum.bind(lax.flip(g, axis=axis), axis=axis),
                                               axis=axis))
 
 
 # --------------------------------------------------------------------------- max and min
 def _tie_weights(x, ans, axes):
     """1/k at each of the k positions that attain the extremum, 0 elsewhere."""
-    hit = dnp.equal(x, _expand_back(ans, x.shape, axes))
-    hitf = dnp.astype(hit, float_dtype(x.dtype))
+    hit = lax.equal(x, _expand_back(ans, x.shape, axes))
+    hitf = lax.astype(hit, float_dtype(x.dtype))
     count = reduce_sum.bind(hitf, axes=axes)
-    return dnp.true_divide(hitf, _expand_back(count, x.shape, axes))
+    return lax.true_divide(hitf, _expand_back(count, x.shape, axes))
 
 
 def _extremum_rules(prim):
@@ -44,12 +44,12 @@ def _extremum_rules(prim):
         if t is None:
             return ans, None
         mask = _tie_weights(x, ans, axes)
-        return ans, reduce_sum.bind(dnp.multiply(mask, t), axes=axes)
+        return ans, reduce_sum.bind(lax.multiply(mask, t), axes=axes)
 
     def vjp(g, primals, ans, axes):
         x = primals[0]
         mask = _tie_weights(x, ans, axes)
-        return (dnp.multiply(mask, _expand_back(g, x.shape, axes)),)
+        return (lax.multiply(mask, _expand_back(g, x.shape, axes)),)
 
     defrules(prim, jvp=jvp, vjp=vjp)
 
@@ -65,12 +65,12 @@ def _prod_jvp(primals, tangents, axes):
     t = tangents[0]
     if t is None:
         return ans, None
-    return ans, reduce_sum.bind(dnp.multiply(_prod_others(x, axes), t), axes=axes)
+    return ans, reduce_sum.bind(lax.multiply(_prod_others(x, axes), t), axes=axes)
 
 
 def _prod_vjp(g, primals, ans, axes):
     x = primals[0]
-    return (dnp.multiply(_prod_others(x, axes), _expand_back(g, x.shape, axes)),)
+    return (lax.multiply(_prod_others(x, axes), _expand_back(g, x.shape, axes)),)
 
 
 def _prod_others(x, axes):
@@ -82,16 +82,16 @@ def _prod_others(x, axes):
     nd = len(x.shape)
     keep = [i for i in range(nd) if i not in axes]
     perm = keep + list(axes)
-    xt = dnp.transpose(x, perm)
+    xt = lax.transpose(x, perm)
     kept_shape = tuple(x.shape[i] for i in keep)
     n = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
-    flat = dnp.reshape(xt, kept_shape + (n,))
-    ones = dnp.ones_like(flat[..., :1])
-    left = dnp.concatenate([ones, dnp.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+    flat = lax.reshape(xt, kept_shape + (n,))
+    ones = lax.ones_like(flat[..., :1])
+    left = lax.concatenate([ones, lax.cumprod(flat[..., :-1], axis=-1)], axis=-1)
     rev = flat[..., ::-1]
-    right = dnp.concatenate([ones, dnp.cumprod(rev[..., :-1], axis=-1)], axis=-1)[..., ::-1]
-    others = dnp.reshape(dnp.multiply(left, right), tuple(xt.shape))
-    return dnp.transpose(others, list(np.argsort(perm)))
+    right = lax.concatenate([ones, lax.cumprod(rev[..., :-1], axis=-1)], axis=-1)[..., ::-1]
+    others = lax.reshape(lax.multiply(left, right), tuple(xt.shape))
+    return lax.transpose(others, list(np.argsort(perm)))
 
 
 def _cumprod_jvp(primals, tangents, axis):
@@ -108,14 +108,14 @@ def _cumprod_linear(x, t, axis):
     n = x.shape[axis]
     if n == 0:  # an empty axis (the VJP of a length-1 product takes cumprod of x[:0])
         return t
-    xm = dnp.moveaxis(x, axis, -1)
-    tm = dnp.moveaxis(t, axis, -1)
+    xm = lax.moveaxis(x, axis, -1)
+    tm = lax.moveaxis(t, axis, -1)
     cols = []
     for k in range(n):
         xk = xm[..., : k + 1]
         others = _prod_others(xk, (xk.ndim - 1,))
-        cols.append(dnp.sum(dnp.multiply(others, tm[..., : k + 1]), axis=-1))
-    return dnp.moveaxis(dnp.stack(cols, axis=-1), -1, axis)
+        cols.append(lax.sum(lax.multiply(others, tm[..., : k + 1]), axis=-1))
+    return lax.moveaxis(lax.stack(cols, axis=-1), -1, axis)
 
 
 def _cumprod_vjp(g, primals, ans, axis):
@@ -123,18 +123,18 @@ def _cumprod_vjp(g, primals, ans, axis):
     n = x.shape[axis]
     if n == 0:
         return (g,)
-    xm = dnp.moveaxis(x, axis, -1)
-    gm = dnp.moveaxis(g, axis, -1)
+    xm = lax.moveaxis(x, axis, -1)
+    gm = lax.moveaxis(g, axis, -1)
     # x_bar_j = sum_{k>=j} g_k prod_{i<=k, i!=j} x_i
     total = None
     for k in range(n):
         xk = xm[..., : k + 1]
         others = _prod_others(xk, (xk.ndim - 1,))
-        term = dnp.multiply(others, gm[..., k: k + 1])
+        term = lax.multiply(others, gm[..., k: k + 1])
         pad = [(0, 0)] * (term.ndim - 1) + [(0, n - k - 1)]
-        term = dnp.pad(term, pad)
-        total = term if total is None else dnp.add(total, term)
-    return (dnp.moveaxis(total, -1, axis),)
+        term = lax.pad(term, pad)
+        total = term if total is None else lax.add(total, term)
+    return (lax.moveaxis(total, -1, axis),)
 
 
 defrules(reduce_prod, jvp=_prod_jvp, vjp=_prod_vjp)
@@ -147,14 +147,14 @@ def _extremum_jet(eqn, values, jets, mode):
     axes = eqn.params["axes"]
     ans = eqn.prim.bind(x, axes=axes)
     keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    hit = dnp.astype(dnp.equal(x, dnp.reshape(ans, keep)), x.dtype)
-    w = dnp.true_divide(hit, dnp.reshape(reduce_sum.bind(hit, axes=axes), keep))
+    hit = lax.astype(lax.equal(x, lax.reshape(ans, keep)), x.dtype)
+    w = lax.true_divide(hit, lax.reshape(reduce_sum.bind(hit, axes=axes), keep))
     J, S = jets[0]
-    Jy = reduce_sum.bind(dnp.multiply(w, J), axes=tuple(a + 1 for a in axes))
+    Jy = reduce_sum.bind(lax.multiply(w, J), axes=tuple(a + 1 for a in axes))
     Sy = None
     if S is not None:
         s_axes = tuple(a + 1 for a in axes) if mode.diag else axes
-        Sy = reduce_sum.bind(dnp.multiply(w, S), axes=s_axes)
+        Sy = reduce_sum.bind(lax.multiply(w, S), axes=s_axes)
     return [(Jy, Sy)]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.indexing import key_to_python
 from ..core.ir import Eqn
 from ..core.primitives import defrules
@@ -27,7 +27,7 @@ def _concat_jvp(primals, tangents, axis):
     ans = concatenate.bind(*primals, axis=axis)
     if all(t is None for t in tangents):
         return ans, None
-    ts = [dnp.zeros_like(p, dtype=ans.dtype) if t is None else t
+    ts = [lax.zeros_like(p, dtype=ans.dtype) if t is None else t
           for p, t in zip(primals, tangents)]
     return ans, concatenate.bind(*ts, axis=axis)
 
@@ -140,13 +140,13 @@ def _getitem_vmap(eqn, args, batched, size):
     if not any(batched[1:]):
         new_key, q = _shared_index_key(key, arrays, batched[1:])
         out = getitem.bind(x, *arrays, key=new_key)
-        return batching.one(dnp.moveaxis(out, q, 0) if q else out)
+        return batching.one(lax.moveaxis(out, q, 0) if q else out)
     if not batched[0]:
         x = batching.batched(x, size)
     new_key, new_arrays, perm, _, _ = _batched_index_key(key, arrays, batched[1:], size)
     out = getitem.bind(x, *new_arrays, key=new_key)
     if perm is not None:
-        out = dnp.transpose(out, perm + list(range(len(perm), len(out.shape))))
+        out = lax.transpose(out, perm + list(range(len(perm), len(out.shape))))
     return batching.one(out)
 
 
@@ -157,12 +157,12 @@ def _scatter_add_vmap(eqn, args, batched, size):
         g = batching.batched(g, size)
     if not any(batched[1:]):
         new_key, q = _shared_index_key(key, arrays, batched[1:])
-        g = dnp.moveaxis(g, 0, q) if q else g
+        g = lax.moveaxis(g, 0, q) if q else g
         return batching.one(scatter_add.bind(g, *arrays, key=new_key, shape=shape))
     new_key, new_arrays, perm, _, _ = _batched_index_key(key, arrays, batched[1:], size)
     if perm is not None:
         full = perm + list(range(len(perm), len(g.shape)))
-        g = dnp.transpose(g, [int(i) for i in np.argsort(full)])
+        g = lax.transpose(g, [int(i) for i in np.argsort(full)])
     return batching.one(scatter_add.bind(g, *new_arrays, key=new_key, shape=shape))
 
 

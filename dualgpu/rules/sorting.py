@@ -4,7 +4,7 @@ back (the transpose of the gather). Both are ``getitem``/``scatter_add``, which
 differentiate again, so the HVP needs nothing more."""
 from __future__ import annotations
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.primitives import defrules
 from ..ops.sorting import argsort, sort
 from . import _batching as batching
@@ -16,12 +16,12 @@ def _sort_jvp(primals, tangents, axis):
     t = tangents[0]
     if t is None:
         return ans, None
-    return ans, dnp.take_along_axis(t, argsort.bind(x, axis=axis), axis)
+    return ans, lax.take_along_axis(t, argsort.bind(x, axis=axis), axis)
 
 
 def _sort_vjp(g, primals, ans, axis):
     x = primals[0]
-    return (dnp.put_along_axis_add(g, argsort.bind(x, axis=axis), axis, x.shape),)
+    return (lax.put_along_axis_add(g, argsort.bind(x, axis=axis), axis, x.shape),)
 
 
 defrules(sort, jvp=_sort_jvp, vjp=_sort_vjp, vmap=batching.axis_rule)  # one static axis

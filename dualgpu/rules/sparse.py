@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..backends import array_backend
 from ..core.primitives import defrules
 from ..core.trace import Tracer
@@ -62,16 +62,16 @@ def _spmm_vmap(eqn, args, batched, size):
     if any(batched[2:]) or not _concrete(ind, ptr):
         return batching.loop_rule(eqn, args, batched, size)
     if not batched[0]:  # one matrix, many dense operands: one product with B*p columns
-        xt = dnp.moveaxis(x, 0, -1) if len(x.shape) == 2 else dnp.transpose(x, (1, 0, 2))
+        xt = lax.moveaxis(x, 0, -1) if len(x.shape) == 2 else lax.transpose(x, (1, 0, 2))
         k = xt.shape[0]
-        out = spmm.bind(data, dnp.reshape(xt, (k, -1)), ind, ptr, **p)
-        out = dnp.reshape(out, (out.shape[0],) + tuple(xt.shape[1:]))
-        return batching.one(dnp.moveaxis(out, -1, 0) if len(x.shape) == 2
-                    else dnp.transpose(out, (1, 0, 2)))
+        out = spmm.bind(data, lax.reshape(xt, (k, -1)), ind, ptr, **p)
+        out = lax.reshape(out, (out.shape[0],) + tuple(xt.shape[1:]))
+        return batching.one(lax.moveaxis(out, -1, 0) if len(x.shape) == 2
+                    else lax.transpose(out, (1, 0, 2)))
     # many matrices of one pattern: one sparse matrix of size blocks (COO)
     rows, cols = coo_indices(ind, ptr, p["fmt"], p["shape"])
     R, C = p["shape"]
-    flat = dnp.reshape(data, (-1,))
+    flat = lax.reshape(data, (-1,))
     if not batched[1]:
         # op(A_i) stacked down: A_i stacked down, or A_i side by side when transposed
         down = not p["transpose"]
@@ -80,7 +80,7 @@ def _spmm_vmap(eqn, args, batched, size):
         out = spmm.bind(flat, x, r, c, fmt="coo", shape=shape, transpose=p["transpose"])
     else:
         r, c = _block_pattern(rows, cols, (R, C), size, True, True)
-        xs = dnp.reshape(x, (-1,) + tuple(x.shape[2:]))
+        xs = lax.reshape(x, (-1,) + tuple(x.shape[2:]))
         out = spmm.bind(flat, xs, r, c, fmt="coo", shape=(size * R, size * C),
                             transpose=p["transpose"])
     return batching.one(batching.drop_to(out, size, eqn))
@@ -94,11 +94,11 @@ def _sddmm_vmap(eqn, args, batched, size):
     R, C = p["shape"]
     r, c = _block_pattern(rows, cols, (R, C), size, True, True)
     gs, xs = (a if b else batching.batched(a, size) for a, b in zip((g, x), batched))
-    gs = dnp.reshape(gs, (-1,) + tuple(gs.shape[2:]))
-    xs = dnp.reshape(xs, (-1,) + tuple(xs.shape[2:]))
+    gs = lax.reshape(gs, (-1,) + tuple(gs.shape[2:]))
+    xs = lax.reshape(xs, (-1,) + tuple(xs.shape[2:]))
     out = sddmm.bind(gs, xs, r, c, r, c, fmt="coo", shape=(size * R, size * C),
                          transpose=p["transpose"])
-    return batching.one(dnp.reshape(out, (size, -1)))
+    return batching.one(lax.reshape(out, (size, -1)))
 
 
 defrules(spmm, vmap=_spmm_vmap)

@@ -1,0 +1,137 @@
+"""The ``fold`` rules: exact algebraic identities on literals and fills, applied where an
+equation would be recorded (``bind``), so that rules written naturally give lean graphs.
+
+A fold rule gets the op's arguments and returns the value that stands for the equation, or
+``None`` to record it as it is. Only traced values fold; concrete arrays compute as NumPy
+does. What folds:
+
+* a neutral operand: ``x + (-0.0)``, ``x - 0``, ``x * 1``, ``x / 1``, ``x ** 1`` are ``x``
+  (only ``-0.0`` is neutral for ``+``: ``-0.0 + 0.0`` is ``0.0``), ``x * -1`` is ``-x`` and
+  ``x ** 2`` is ``x * x``, when the other operand changes neither shape nor dtype;
+* fills with fills or Python numbers: ``0.25 * ones`` is a 0.25 fill, with no equation on data;
+* a fill whose shape the other operand fixes is passed as its number (``x + fill`` records
+  ``x + 0.5``).
+
+:func:`dualgpu.transforms.fold.fold_fills` applies the same rules to a whole graph.
+
+    >>> g = dg.trace(lambda x: np.multiply(x, 1.0) + np.zeros_like(x) * 3.0, np.ones(2))
+    >>> [(e.prim.name, [getattr(a, "value", "x") for a in e.inputs]) for e in g.eqns]
+    [('add', ['x', 0.0])]
+
+(``x * 1`` is ``x``; ``zeros * 3`` a zero fill, added as the number ``0.0``, which is kept:
+``-0.0 + 0.0`` is ``0.0``, so only ``-0.0`` is neutral for ``+``.)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.primitives import defrules
+from ..core.trace import Tracer
+from ..ops import elementwise as ew
+
+
+def _fill(x):
+    return x.fill_value if isinstance(x, Tracer) else None
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _is_literal(x, value) -> bool:
+    """``x`` is the Python number ``value`` or a fill of it."""
+    v = _fill(x) if isinstance(x, Tracer) else x
+    return _is_number(v) and v == value
+
+
+def _is_zero_of_sign(x, negative: bool) -> bool:
+    """``x`` is a zero number or fill whose sign is ``negative`` (ints count as +0)."""
+    v = _fill(x) if isinstance(x, Tracer) else x
+    if not _is_number(v) or v != 0:
+        return False
+    return (math.copysign(1.0, v) < 0) == negative
+
+
+def _passes_through(x, other) -> bool:
+    """``x`` can stand for ``op(x, other)``: a float tracer whose shape and dtype ``other``
+    (a neutral number or fill) changes neither of."""
+    if not isinstance(x, Tracer) or x.dtype.kind not in "fc":
+        return False
+    if isinstance(other, Tracer):
+        return (np.broadcast_shapes(x.shape, other.shape) == x.shape
+                and np.result_type(x.dtype, other.dtype) == x.dtype)
+    return True
+
+
+def _fill_arithmetic(op, x, y):
+    """``op`` of two fills, or of a fill and a Python number, as a fill of the result."""
+    fx, fy = _fill(x) is not None, _fill(y) is not None
+    if not (fx or fy):
+        return None
+    if (isinstance(x, Tracer) and not fx) or (isinstance(y, Tracer) and not fy):
+        return None
+    if not all(isinstance(a, Tracer) or _is_number(a) for a in (x, y)):
+        return None
+    base = x if fx else y
+    if fx and fy and x.shape != y.shape:
+        return None
+    value = op(_fill(x) if fx else x, _fill(y) if fy else y)
+    if base.dtype.kind not in "fc" or isinstance(value, complex) and base.dtype.kind != "c":
+        return None
+    return ew.fill_like.bind(base, value=float(value) if base.dtype.kind == "f" else value)
+
+
+def _number_for_fill(x, other):
+    """A fill ``x`` as its number when ``other`` alone fixes the result's shape and dtype."""
+    if _fill(x) is not None and _passes_through(other, x):
+        return _fill(x)
+    return x
+
+
+def _binary_fold(prim, op, neutral_right, neutral_left=None):
+    """The fold rule of a binary arithmetic op: neutral operands, fill arithmetic, fills
+    passed as numbers; ``None`` when nothing folds."""
+    def fold(x, y):
+        if neutral_right(y) and _passes_through(x, y):
+            return x
+        if neutral_left is not None and neutral_left(x) and _passes_through(y, x):
+            return y
+        folded = _fill_arithmetic(op, x, y)
+        if folded is not None:
+            return folded
+        nx, ny = _number_for_fill(x, y), _number_for_fill(y, x)
+        if nx is x and ny is y:
+            return None
+        return prim.bind(nx, ny)
+
+    return fold
+
+
+def _fold_multiply(x, y):
+    for a, b in ((x, y), (y, x)):
+        if _is_literal(b, -1) and _passes_through(a, b):
+            return ew.negative.bind(a)
+    return _multiply(x, y)
+
+
+def _fold_power(x, y):
+    if isinstance(x, Tracer) and _is_literal(y, 1) and not isinstance(y, Tracer):
+        return x
+    if isinstance(x, Tracer) and _is_literal(y, 2) and not isinstance(y, Tracer):
+        return ew.multiply.bind(x, x)
+    return None
+
+
+_multiply = _binary_fold(ew.multiply, lambda a, b: a * b, lambda y: _is_literal(y, 1),
+                         lambda x: _is_literal(x, 1))
+defrules(ew.add, fold=_binary_fold(ew.add, lambda a, b: a + b,
+                                   lambda y: _is_zero_of_sign(y, True),
+                                   lambda x: _is_zero_of_sign(x, True)))
+defrules(ew.subtract, fold=_binary_fold(ew.subtract, lambda a, b: a - b,
+                                        lambda y: _is_zero_of_sign(y, False)))
+defrules(ew.multiply, fold=_fold_multiply)
+defrules(ew.true_divide, fold=_binary_fold(ew.true_divide, lambda a, b: a / b,
+                                           lambda y: _is_literal(y, 1)))
+defrules(ew.power, fold=_fold_power)
