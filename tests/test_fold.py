@@ -45,8 +45,12 @@ def _program(steps):
     def f(x):
         acc = x
         for name, (kind, *value), left in steps:
-            other = {"x": lambda: x, "num": lambda: value[0],
-                     "fill": lambda: np.zeros_like(x) + value[0]}[kind]()
+            if kind == "x":
+                other = x
+            elif kind == "num":
+                other = value[0]
+            else:
+                other = np.zeros_like(x) + value[0]
             a, b = (other, acc) if left else (acc, other)
             acc = getattr(np, name)(a, b)
         return acc
