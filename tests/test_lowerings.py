@@ -184,3 +184,12 @@ def test_memory_profile_of_a_plan_indexing_with_new_axes():
     prof = memory_profile(plan)
     assert prof["materialised"] == prof["peak"] == 4 * 4 * 4 * 8
     assert prof["large"] == [(4, 4, 4)]
+
+
+def test_a_memory_budget_on_a_program_indexing_with_new_axes():
+    """``dg.laplacian(memory_budget=...)`` sizes its chunks on the plan's memory profile,
+    which failed with a TypeError on ``x[:, None]``. f = (sum x²)², so Δf = (8 + 4n) sum x²."""
+    f = lambda x: np.sum((x[:, None] * x[None, :]) ** 2)  # noqa: E731
+    x = np.random.default_rng(0).standard_normal(6)
+    want = (8 + 4 * x.size) * np.sum(x ** 2)
+    np.testing.assert_allclose(dg.laplacian(f, memory_budget=1000)(x), want, rtol=1e-12)
