@@ -2,7 +2,7 @@
 docs/op_matrix.md (``make op-matrix`` writes it; tests/test_op_matrix.py checks that the
 file is current and that no built-in op lacks what it needs).
 
-Each cell is ``(how, detail)``: ``how`` is ``"own"`` (a rule the op declares),
+Each cell is ``(how, detail)``: ``how`` is ``"own"`` (a rule or a lowering the op declares),
 ``"flag"`` (the interpreter's rule for the op's kind), ``"fallback"`` (a generic way that is
 exact but slower: the per-example loop, the nested JVP), ``"refused"`` (a clear error, the
 reason in ``detail``) or ``"n/a"``.
@@ -14,6 +14,8 @@ Example::
     (('own', ''), 'own')
     >>> coverage(dg.REGISTRY["sin"])["vmap"]
     ('flag', 'elementwise')
+    >>> cells["tiny"], cells["library"]   # its lowerings (deflowering in dualgpu/ops/linalg.py)
+    (('own', 'matmul'), ('own', 'gemm'))
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive
 from .transforms.laplacian import rule_kind
 from .transforms.vmap import rule_for
 
-INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "jet", "kernel", "export")
+INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "jet", "kernel", "tiny", "view",
+                "library", "export")
 _KINDS = (Flag.ELEMENTWISE, Flag.REDUCTION, Flag.SCAN)
 
 
@@ -77,6 +80,37 @@ def _kernel(prim: Primitive) -> tuple[str, str]:
     return ("flag", kind) if kind is not None else ("n/a", "library call")
 
 
+def _is_reshape(prim: Primitive) -> bool:
+    return prim.has(Flag.VIEW) and not prim.has(Flag.ELEMENTWISE)
+
+
+def _tiny(prim: Primitive) -> tuple[str, str]:
+    if prim.lowering("view") is not None:
+        return ("own", "view")
+    if _is_reshape(prim):
+        return ("flag", "view")
+    form = prim.lowering("tiny")
+    if form is not None:
+        return ("own", form)
+    if prim.has(Flag.REDUCTION):
+        return ("flag", "reduction")
+    if prim.has(Flag.ELEMENTWISE):
+        return ("flag", "elementwise") if prim.c is not None else ("refused", "no C form")
+    return ("refused", "no tiny form")
+
+
+def _view(prim: Primitive) -> tuple[str, str]:
+    form = prim.lowering("view")
+    if form is not None:
+        return ("own", form)
+    return ("flag", "reshape") if _is_reshape(prim) else ("n/a", "")
+
+
+def _library(prim: Primitive) -> tuple[str, str]:
+    form = prim.lowering("library")
+    return ("own", form) if form is not None else ("n/a", "")
+
+
 def _export(prim: Primitive) -> tuple[str, str]:
     refused = prim.standalone_refused.get("numpy")
     if refused is not None:
@@ -94,7 +128,8 @@ def coverage(prim: Primitive) -> dict[str, tuple[str, str]]:
     """The cell of ``prim`` for each interpreter of :data:`INTERPRETERS`."""
     return {"jvp": _derivative(prim, prim.jvp), "vjp": _derivative(prim, prim.vjp),
             "vmap": _vmap(prim), "separability": _separability(prim), "jet": _jet(prim),
-            "kernel": _kernel(prim), "export": _export(prim)}
+            "kernel": _kernel(prim), "tiny": _tiny(prim), "view": _view(prim),
+            "library": _library(prim), "export": _export(prim)}
 
 
 def builtin_ops() -> dict[str, Primitive]:
@@ -106,8 +141,9 @@ def builtin_ops() -> dict[str, Primitive]:
 def _cell(how: str, detail: str) -> str:
     mark = {"own": "own", "flag": "by flag", "fallback": "fallback", "refused": "refused",
             "n/a": "–"}[how]
-    return f"{mark}: {detail}" if detail and how != "n/a" else (detail if how == "n/a"
-                                                                  else mark)
+    if how == "n/a":
+        return detail or mark
+    return f"{mark}: {detail}" if detail else mark
 
 
 def matrix_markdown() -> str:
@@ -125,7 +161,12 @@ def matrix_markdown() -> str:
         "",
         "Interpreters: `jvp`, `vjp` (derivatives), `vmap` (batching), `separability` (the "
         "proof behind `batch_axes`), `jet` (the forward Laplacian and Hessian diagonal), "
-        "`kernel` (the fused GPU kernels), `export` (`dg.export`'s standalone module).",
+        "`kernel` (the fused GPU kernels), `tiny` (a tiny program as one kernel), `view` "
+        "(strides over the input's memory, in kernels and as a CuPy library step), `library` "
+        "(the CuPy launcher's own way to run the op as a library step; – : its "
+        "implementation), `export` (`dg.export`'s standalone module). The forms of `tiny`, "
+        "`view` and `library` an op declares are its lowerings (`deflowering` beside the "
+        "op in `dualgpu/ops/`).",
         "",
         "| op | kind | " + " | ".join(INTERPRETERS) + " |",
         "|" + "---|" * (len(INTERPRETERS) + 2),

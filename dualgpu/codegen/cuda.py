@@ -50,7 +50,6 @@ from ..core.flags import Flag
 from ..core.ir import Eqn, Literal, Var
 from ..errors import CodegenSafetyError
 from ..fusion import Region, is_reduction, is_reshape, reads_no_values
-from ..ops import elementwise as _ew
 
 BLOCK = 256
 
@@ -204,11 +203,12 @@ def _block_reduce(g: GridReduction, value: str, dest: str, prelude: tuple = ()) 
 
 def compute_dtype(eqn) -> np.dtype:
     """The dtype an elementwise equation's C form computes in (a comparison computes in its
-    operands' promoted type, ``where`` in its output's)."""
+    operands' promoted type; an op with a condition operand, ``where``, and a cast in their
+    output's)."""
     out = eqn.outs[0]
-    if eqn.prim is _ew.where:
+    if eqn.prim.has(Flag.CONDITION):
         return np.dtype(out.dtype)
-    if out.dtype.kind == "b" and eqn.prim is not _ew.convert_element_type:
+    if out.dtype.kind == "b" and not eqn.prim.has(Flag.CASTS):
         return promote([a.aval for a in eqn.inputs])
     return np.dtype(out.dtype)
 
@@ -240,8 +240,8 @@ def _c_args(eqn, operands: list, comp) -> list:
         if reads_no_values(prim):
             args.append("")
             continue
-        want = np.dtype(bool) if (prim is _ew.where and pos == 0) else comp
-        if prim is _ew.convert_element_type:  # its C form casts the operand itself
+        want = np.dtype(bool) if (pos == 0 and prim.has(Flag.CONDITION)) else comp
+        if prim.has(Flag.CASTS):  # its C form casts the operand itself
             want = a.dtype
         if isinstance(a, Literal):
             args.append(c_literal(a.value, want))

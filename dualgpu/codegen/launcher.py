@@ -17,8 +17,6 @@ from ..backends.cublas import (
 )
 from ..core.ir import Literal, Var
 from ..fusion import LibraryStep, Region, concat_slots, plan_graph
-from ..ops.linalg import matmul
-from ..ops.reductions import reduce_sum
 from .cuda import BLOCK, array_strides, plan_source, region_kernels
 from .products import matmul_kernel_choice, product_kernel, product_layout
 from .tiny import TINY_THREADS, tiny_program_kernel, worth_one_kernel
@@ -277,12 +275,13 @@ class FusedProgram:
             if out is not None:
                 env[eqn.outs[0].id] = out
                 return
-        if eqn.prim is reduce_sum:
+        form = eqn.prim.lowering("library")
+        if form == "sum_as_gemm":
             out = self._sum_as_product(eqn, env)
             if out is not None:
                 env[eqn.outs[0].id] = out
                 return
-        if eqn.prim is matmul:
+        if form == "gemm":
             out = self._small_matmul(eqn, env)
             if out is None:
                 out = self._gemm(eqn, env)
@@ -451,8 +450,9 @@ MAX_BATCHED = 8              # products one launch computes at most
 
 
 def product_groups(steps) -> dict:
-    """Index of the first step -> indices of each run of two or more consecutive matmul
-    steps of which none reads another's result: products that may run in one launch.
+    """Index of the first step -> indices of each run of two or more consecutive product
+    steps (ops of library form ``gemm``: matmul) of which none reads another's result:
+    products that may run in one launch.
 
     Example::
 
@@ -464,7 +464,7 @@ def product_groups(steps) -> dict:
     """
     groups, run, made = {}, [], set()
     for i, step in enumerate(steps):
-        if isinstance(step, LibraryStep) and step.eqn.prim is matmul:
+        if isinstance(step, LibraryStep) and step.eqn.prim.lowering("library") == "gemm":
             if run and not any(isinstance(a, Var) and a.id in made for a in step.eqn.inputs):
                 run.append(i)
                 made.add(step.eqn.outs[0].id)
@@ -485,7 +485,8 @@ def _writes_into(step) -> bool:
     """Whether :class:`FusedProgram` computes the values of ``step`` into the destinations
     ``_dest`` gives: a kernel's outputs, a product's, a sum's (their eager fallbacks do not;
     an in-place concatenation checks)."""
-    return isinstance(step, Region) or step.eqn.prim in (matmul, reduce_sum)
+    return isinstance(step, Region) \
+        or step.eqn.prim.lowering("library") in ("gemm", "sum_as_gemm")
 
 
 def _address(a) -> int:

@@ -72,8 +72,6 @@ from ..core.flags import Flag
 from ..core.indexing import key_to_source
 from ..core.ir import Literal, Var
 from ..fusion import KERNEL_DTYPES, fusible, is_reduction, is_reshape, reads_no_values
-from ..ops.linalg import einsum, matmul
-from ..ops.shape import broadcast_to, concatenate, getitem, transpose
 from .cuda import _combine, _identity, _named, c_literal, contiguous_strides, ctype, eqn_c_expr
 
 TINY_THREADS = 256       # one block; a power of two (the tree reductions halve it)
@@ -197,19 +195,20 @@ class _Builder:
         elementwise = prim.has(Flag.ELEMENTWISE) and not is_reshape(prim)
         if len(ins) != len(eqn.inputs) and not elementwise:
             raise _Refused(f"{prim.name} of a literal")
-        if prim is broadcast_to or prim is transpose or (prim is getitem and len(ins) == 1):
-            self._view(eqn)
+        view, form = prim.lowering("view"), prim.lowering("tiny")
+        if view in ("permute", "broadcast") or (view == "index" and len(ins) == 1):
+            self._view(eqn, view)
         elif is_reshape(prim):
             self._reshape(eqn)
-        elif prim is matmul:
+        elif form == "matmul":
             if len({np.dtype(a.dtype) for a in ins + [out]}) != 1 or out.dtype.kind != "f":
-                raise _Refused("matmul of mixed or non-float dtypes")
+                raise _Refused(f"{prim.name} of mixed or non-float dtypes")
             self._place(_Member("matmul", out, eqn), out.aval.size, [(a, False) for a in ins])
-        elif prim is einsum:
+        elif form == "einsum":
             if out.dtype.kind == "b":
-                raise _Refused("einsum of bools")
+                raise _Refused(f"{prim.name} of bools")
             self._place(_Member("einsum", out, eqn), out.aval.size, [(a, False) for a in ins])
-        elif prim is concatenate:
+        elif form == "concat":
             self._place(_Member("concat", out, eqn), out.aval.size, [(a, False) for a in ins])
         elif is_reduction(prim) and fusible(eqn):
             if out.aval.size == 1 and ins[0].aval.size > TREE_MIN:
@@ -281,12 +280,14 @@ class _Builder:
         self.home[out.id] = st.index
         self.needed.add(out.id)   # thread 0 stores the result
 
-    def _view(self, eqn):
+    def _view(self, eqn, view: str):
+        """A view of the op's ``view`` form (:data:`~dualgpu.core.primitives.LOWERING_FORMS`):
+        new strides (and offset) over the memory its input reads."""
         x, out = eqn.inputs[0], eqn.outs[0]
         root, off, st = self.layout[x.id]
-        if eqn.prim is transpose:
+        if view == "permute":
             new = tuple(st[p] for p in eqn.params["perm"])
-        elif eqn.prim is broadcast_to:
+        elif view == "broadcast":
             lead = out.ndim - x.ndim
             new = (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(x.shape, st))
         else:

@@ -25,3 +25,5 @@ class Flag:
     SELECTS = "selects"          # every output element is an element of the first input
     LINEAR = "linear"            # linear in its floating inputs (the JVP is the op itself)
     IGNORES_VALUES = "ignores_values"  # reads only the shape and dtype of its input
+    CONDITION = "condition"      # its first operand is a condition, read as bool (C: where)
+    CASTS = "casts"              # its C form casts its operand, read in its own dtype

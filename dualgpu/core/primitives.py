@@ -16,7 +16,9 @@ A :class:`Primitive` carries everything the system knows about one op:
   applied where the op is recorded, e.g. ``x * 1`` is ``x``), attached with
   :func:`defrules` beside the op's derivatives;
 * ``standalone``: for an op the generated source calls as ``ops.<name>``, the function an
-  exported module defines for it, per library (:func:`defstandalone`).
+  exported module defines for it, per library (:func:`defstandalone`);
+* ``lowerings``: how a code generator lowers the op where its flags do not say
+  (:data:`LOWERING_FORMS`), declared with :func:`deflowering` beside the op.
 
 Example -- registering a new primitive (see ``docs/custom_rules.md`` for the whole story)::
 
@@ -44,6 +46,21 @@ REGISTRY: dict[str, Primitive] = {}
 # The interpreters that ask an op for a rule of their own (``Primitive.rules``); each falls
 # back on defaults by flag (elementwise, reduction, scan) for ops without one.
 RULE_KINDS = ("vmap", "separability", "jet", "fold")
+# The code generators that ask an op how it is lowered (``Primitive.lowerings``), and the
+# forms each one implements; an op without a form of a kind is lowered by its flags.
+LOWERING_FORMS = {
+    # strides over the input's memory, in a kernel and as a library step on CuPy:
+    # permute (params perm), broadcast (to params shape), index (a key of slices, ints and
+    # new axes; with index arrays it is no view)
+    "view": ("permute", "broadcast", "index"),
+    # an element of the output in the tiny kernel (codegen/tiny.py): matmul (a row times a
+    # column), einsum (a sum over the contracted letters), concat (the input holding it)
+    "tiny": ("matmul", "einsum", "concat"),
+    # the CuPy launcher's library step, where not the op's impl: gemm (our product kernels
+    # or cuBLAS, into the step's destination), sum_as_gemm (a sum over leading or trailing
+    # axes as a product with ones), concat_in_place (inputs computed into their ranges)
+    "library": ("gemm", "sum_as_gemm", "concat_in_place"),
+}
 # Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
 NON_DIFFERENTIABLE: set[str] = set()
 # Bumped whenever a registered primitive's definition is replaced (custom_op re-registration):
@@ -97,6 +114,7 @@ class Primitive:
         # it cannot be exported for that library (see defstandalone)
         self.standalone: dict[str, str] = {}
         self.standalone_refused: dict[str, str] = {}
+        self.lowerings: dict[str, str] = {}   # kind of LOWERING_FORMS -> form (deflowering)
         if batch is not None:  # the separability rule's older keyword
             self.rules["separability"] = batch
         self.differentiable = differentiable
@@ -111,6 +129,10 @@ class Primitive:
     def rule(self, kind: str) -> Callable | None:
         """The op's own rule for interpreter ``kind`` (:data:`RULE_KINDS`), or None."""
         return self.rules.get(kind)
+
+    def lowering(self, kind: str) -> str | None:
+        """The op's form for code generator ``kind`` (:data:`LOWERING_FORMS`), or None."""
+        return self.lowerings.get(kind)
 
     def has(self, flag: str) -> bool:
         """Whether the op has a property of :class:`Flag`."""
@@ -156,6 +178,28 @@ def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | No
     if partials is not None:
         prim.partials = partials
     prim.rules.update({k: r for k, r in rules.items() if r is not None})
+    return prim
+
+
+def deflowering(prim: Primitive, **forms: str) -> Primitive:
+    """Declare how code generators lower ``prim``, one form per kind of
+    :data:`LOWERING_FORMS` (``view=``, ``tiny=``, ``library=``), beside the op's
+    declaration; a generator asks ``prim.lowering(kind)``, never the op's identity.
+
+    Example::
+
+        >>> from dualgpu.ops.shape import transpose
+        >>> transpose.lowering("view"), transpose.lowering("tiny")
+        ('permute', None)
+    """
+    for kind, form in forms.items():
+        if kind not in LOWERING_FORMS:
+            raise DualgpuError(f"deflowering({prim.name}): no lowering kind is named "
+                               f"{kind!r}; the kinds: {', '.join(LOWERING_FORMS)}")
+        if form not in LOWERING_FORMS[kind]:
+            raise DualgpuError(f"deflowering({prim.name}): {form!r} is not a form of "
+                               f"{kind}=; the forms: {', '.join(LOWERING_FORMS[kind])}")
+    prim.lowerings.update(forms)
     return prim
 
 

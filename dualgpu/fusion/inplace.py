@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.ir import Var
-from ..ops.shape import concatenate
 from .plan import LibraryStep, Plan, is_reshape
 
 
@@ -72,7 +71,7 @@ def concat_slots(plan: Plan, writes_into) -> list:
     found = []
     for step in plan.library_steps:
         eqn = step.eqn
-        if eqn.prim is not concatenate or not _qualifies(eqn):
+        if eqn.prim.lowering("library") != "concat_in_place" or not _qualifies(eqn):
             continue
         heads, offsets, start = [], [], 0
         for a in eqn.inputs:

@@ -10,7 +10,6 @@ import numpy as np
 from ..core.flags import Flag
 from ..core.ir import Graph, Var
 from ..core.pprint import Namer, _param_str
-from ..ops.shape import broadcast_to, getitem, reshape, transpose
 
 
 # the kinds of ops a kernel evaluates, asked by flag (never by name)
@@ -599,15 +598,16 @@ def _releases(steps: list, graph: Graph) -> list:
 
 
 def _is_view_step(eqn, broadcasts: set) -> bool:
-    """Whether the CuPy runner gets a view from this library step: broadcasts, transposes,
-    basic slices, and reshapes of values that are not broadcasts (those copy)."""
-    prim = eqn.prim
-    if prim is broadcast_to or prim is transpose:
+    """Whether the CuPy runner gets a view from this library step: an op of the view forms
+    permute and broadcast, an index of slices, ints and new axes (no index arrays), and
+    reshapes of values that are not broadcasts (those copy)."""
+    view = eqn.prim.lowering("view")
+    if view in ("permute", "broadcast"):
         return True
-    if prim is reshape:
+    if is_reshape(eqn.prim):
         return not any(getattr(a, "id", None) in broadcasts for a in eqn.inputs)
-    if prim is getitem:
-        return all(k[0] in ("slice", "int", "none") for k in eqn.params["key"])
+    if view == "index":
+        return all(k is None or k[0] in ("slice", "int") for k in eqn.params["key"])
     return False
 
 
@@ -638,7 +638,8 @@ def memory_profile(plan: Plan, min_bytes: int = 0) -> dict:
         if isinstance(step, LibraryStep):
             eqn, outs = step.eqn, step.eqn.outs
             view, src = _is_view_step(eqn, broadcasts), eqn.inputs[0]
-            if eqn.prim is broadcast_to or (view and getattr(src, "id", None) in broadcasts):
+            if eqn.prim.lowering("view") == "broadcast" \
+                    or (view and getattr(src, "id", None) in broadcasts):
                 broadcasts.update(v.id for v in outs)
         else:
             outs = step.outputs

@@ -209,7 +209,8 @@ def _where_shape(avals, **params):
     return Aval(shape, promote(avals[1:]), False)
 
 
-where = elementwise("where", "where", 3, c="({0} ? {1} : {2})", abstract_eval=_where_shape)
+where = elementwise("where", "where", 3, c="({0} ? {1} : {2})", abstract_eval=_where_shape,
+                    flags=(Flag.CONDITION,))
 
 # --------------------------------------------------------------------------- non-differentiable
 # (comparisons, rounding, logic: their outputs carry no derivative)
@@ -275,7 +276,8 @@ def _convert_shape(avals, dtype):
 
 convert_element_type = elementwise(
     "convert_element_type", None, 1, c="(({dtype}){0})", py="{0}.astype(xp.{dtype})",
-    impl=lambda xp, x, dtype: xp.asarray(x).astype(dtype), abstract_eval=_convert_shape)
+    impl=lambda xp, x, dtype: xp.asarray(x).astype(dtype), abstract_eval=_convert_shape,
+    flags=(Flag.CASTS,))
 stop_gradient = elementwise(
     "stop_gradient", None, 1, c="{0}", py="{0}", impl=lambda xp, x: x,
     abstract_eval=lambda avals: avals[0], flags=(Flag.VIEW, Flag.SELECTS))

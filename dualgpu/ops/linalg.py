@@ -15,7 +15,7 @@ import numpy as np
 from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim
+from ..core.primitives import deflowering, defprim
 from ..errors import DualgpuError
 
 
@@ -46,6 +46,7 @@ def _matmul_shape(avals):
 matmul = defprim("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape,
                  kind=Flag.LIBRARY, arity=2,
                  py="{0} @ {1}")
+deflowering(matmul, tiny="matmul", library="gemm")
 
 
 # --------------------------------------------------------------------------- einsum
@@ -102,3 +103,4 @@ einsum = defprim(
     "einsum", lambda xp, *ops, spec: xp.einsum(spec, *ops), _einsum_shape,
     kind=Flag.LIBRARY,
     py=lambda names, params: f"xp.einsum({params['spec']!r}, {', '.join(names)})")
+deflowering(einsum, tiny="einsum")

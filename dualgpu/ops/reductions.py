@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim
+from ..core.primitives import deflowering, defprim
 
 
 def _reduce_shape(avals, axes, **params):
@@ -32,6 +32,7 @@ def _reduction(name, numpy_name, monoid, flags=(), doc=""):
 
 
 reduce_sum = _reduction("reduce_sum", "sum", "sum", flags=(Flag.LINEAR,))
+deflowering(reduce_sum, library="sum_as_gemm")
 _TIES = "Ties share the derivative equally among the tied elements."
 reduce_max = _reduction("reduce_max", "max", "max", doc=_TIES)
 reduce_min = _reduction("reduce_min", "min", "min", doc=_TIES)

@@ -14,7 +14,7 @@ from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.indexing import key_to_python, key_to_source
 from ..core.ir import Aval
-from ..core.primitives import defprim, defstandalone
+from ..core.primitives import deflowering, defprim, defstandalone
 from ..errors import DualgpuError
 
 
@@ -44,6 +44,7 @@ def _transpose_shape(avals, perm):
 transpose = defprim(
     "transpose", lambda xp, x, perm: xp.transpose(x, perm), _transpose_shape,
     kind=Flag.SHAPE, flags=(Flag.LINEAR, Flag.SELECTS), arity=1, py="xp.transpose({0}, {perm})")
+deflowering(transpose, view="permute")
 
 
 # --------------------------------------------------------------------------- broadcast_to
@@ -62,6 +63,7 @@ broadcast_to = defprim(
     "broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_shape,
     kind=Flag.ELEMENTWISE, flags=(Flag.LINEAR, Flag.VIEW, Flag.SELECTS), arity=1, c="{0}",
     py="xp.broadcast_to({0}, {shape})")
+deflowering(broadcast_to, view="broadcast")
 
 
 # --------------------------------------------------------------------------- indexing
@@ -90,6 +92,7 @@ def _getitem_py(names, params):
 
 getitem = defprim("getitem", _getitem_impl, _getitem_shape, kind=Flag.SHAPE,
                   flags=(Flag.LINEAR, Flag.SELECTS), py=_getitem_py)
+deflowering(getitem, view="index")
 
 
 def _scatter_shape(avals, key, shape):
@@ -134,6 +137,7 @@ concatenate = defprim(
     "concatenate", lambda xp, *xs, axis: xp.concatenate(xs, axis=axis), _concat_shape,
     kind=Flag.SHAPE, flags=(Flag.LINEAR,),
     py=lambda names, params: f"xp.concatenate([{', '.join(names)}], axis={params['axis']})")
+deflowering(concatenate, tiny="concat", library="concat_in_place")
 
 
 # --------------------------------------------------------------------------- pad

@@ -1,10 +1,39 @@
 """Graph clean-up: common-subexpression elimination, dead-code elimination, and the merge
-of cotangent pieces scattered into disjoint slices (the VJP of unpacking a flat vector)."""
+of cotangent pieces scattered into disjoint slices (the VJP of unpacking a flat vector).
+
+CSE and DCE treat every op alike. The merge is a pattern pass: it matches ``scatter_add``
+into a slice and ``add`` of two pieces in the predicates at the top of the module, the one
+place that asks which op an equation applies, and builds ``concatenate`` and ``reshape``.
+"""
 from __future__ import annotations
 
 from ..core.ir import Aval, Const, Eqn, Graph, Literal, Var, exact_key
 from ..ops.elementwise import add
 from ..ops.shape import concatenate, reshape, scatter_add
+
+
+# ------------------------------------------------------------------ the merge's patterns
+def _is_sum(eqn) -> bool:
+    """An add of two operands."""
+    return eqn.prim is add and len(eqn.inputs) == 2
+
+
+def _slice_piece(eqn, length):
+    """``(start, stop, value)`` when ``eqn`` scatters ``value`` into ``[start:stop]`` of the
+    first axis of zeros, else None."""
+    if eqn is None or eqn.prim is not scatter_add or len(eqn.inputs) != 1 \
+            or not isinstance(eqn.inputs[0], Var):
+        return None
+    key = eqn.params["key"]
+    if not key or key[0] is None or any(e != ("slice", None, None, None) for e in key[1:]):
+        return None
+    if key[0][0] == "int":  # x[i]: a piece of length one, without its leading axis
+        i = key[0][1] % length
+        return (i, i + 1, eqn.inputs[0])
+    if key[0][0] != "slice" or key[0][3] not in (None, 1):
+        return None
+    start, stop, _ = slice(key[0][1], key[0][2]).indices(length)
+    return (start, stop, eqn.inputs[0]) if stop > start else None
 
 
 def _atom_key(a):
@@ -69,24 +98,6 @@ def _replace(graph: Graph, eqns, outputs) -> Graph:
                  input_names=graph.input_names, xp=graph.xp)
 
 
-def _slice_piece(eqn, length):
-    """``(start, stop, value)`` when ``eqn`` scatters ``value`` into ``[start:stop]`` of the
-    first axis of zeros, else None."""
-    if eqn is None or eqn.prim is not scatter_add or len(eqn.inputs) != 1 \
-            or not isinstance(eqn.inputs[0], Var):
-        return None
-    key = eqn.params["key"]
-    if not key or key[0] is None or any(e != ("slice", None, None, None) for e in key[1:]):
-        return None
-    if key[0][0] == "int":  # x[i]: a piece of length one, without its leading axis
-        i = key[0][1] % length
-        return (i, i + 1, eqn.inputs[0])
-    if key[0][0] != "slice" or key[0][3] not in (None, 1):
-        return None
-    start, stop, _ = slice(key[0][1], key[0][2]).indices(length)
-    return (start, stop, eqn.inputs[0]) if stop > start else None
-
-
 class _PieceSum:
     """A sum of scatter pieces, kept as a binary tree so that building the sums of a long
     chain of adds costs O(1) per add; :meth:`flat` lists the pieces only when needed."""
@@ -118,7 +129,7 @@ def _piece_sums(graph: Graph) -> dict:
         out = eqn.outs[0] if eqn.outs else None
         if out is None or out.ndim < 1:
             continue
-        if eqn.prim is add and len(eqn.inputs) == 2:
+        if _is_sum(eqn):
             same = [_is_var(a) and tuple(a.shape) == tuple(out.shape) for a in eqn.inputs]
             left, right = (sums.get(a.id) if ok else None for a, ok in zip(eqn.inputs, same))
             if left is not None and right is not None:
@@ -159,7 +170,7 @@ def _merge_one(eqn, sums: dict, eqns: list) -> bool:
     out = eqn.outs[0]
     n = out.shape[0]
     total = sums[out.id]
-    if eqn.prim is not add:
+    if not _is_sum(eqn):   # a piece
         if total.piece[:2] != (0, n):
             return False
         # a scatter that covers the whole array is a reshape (x[0] of a (1, n) array)

@@ -14,6 +14,11 @@ A concatenation of transposes is built as the transpose of a concatenation, so t
 a view that a GEMM reads through its transpose flag. The result is exactly the unstacked
 program up to float rounding (the sums run in another order inside the GEMM).
 
+A pattern pass names the ops of its patterns: it matches ``matmul`` and ``add`` (and sees
+through a 2-D ``transpose``) in the predicates at the top of the module, the one place that
+asks which op an equation applies, and builds ``concatenate``, ``matmul``, ``transpose`` and
+``getitem`` slices in :class:`_Builder`.
+
 Example::
 
     >>> f = lambda x, w, v: np.sum(np.tanh(x @ w) * (x @ v))
@@ -31,8 +36,26 @@ from ..ops.shape import concatenate, getitem, transpose
 from .simplify import _replace, cse, dce
 
 
-def _ops():
-    return add, matmul, concatenate, getitem, transpose
+# ------------------------------------------------------------------ the patterns' ops
+def _is_gemm(eqn) -> bool:
+    """A float matmul of two 2-D variables, all of one dtype."""
+    if eqn.prim is not matmul or len(eqn.inputs) != 2:
+        return False
+    a, b = eqn.inputs
+    out = eqn.outs[0]
+    return (not isinstance(a, Literal) and not isinstance(b, Literal)
+            and a.ndim == 2 and b.ndim == 2 and out.dtype.kind == "f"
+            and a.dtype == b.dtype == out.dtype)
+
+
+def _is_sum(eqn) -> bool:
+    """An add of two operands."""
+    return eqn.prim is add and len(eqn.inputs) == 2
+
+
+def _is_matrix_transpose(eqn) -> bool:
+    """The transpose of a matrix."""
+    return eqn.prim is transpose and eqn.params["perm"] == (1, 0)
 
 
 class _Builder:
@@ -43,7 +66,6 @@ class _Builder:
         self.eqns: list = []
         self.producers = producers
         self.source = source
-        self.add, self.matmul, self.concatenate, self.getitem, self.transpose = _ops()
 
     def emit(self, prim, inputs, params, aval, out=None) -> Var:
         out = out if out is not None else Var(aval)
@@ -53,7 +75,7 @@ class _Builder:
 
     def _untransposed(self, v):
         eqn = self.producers.get(v.id)
-        if eqn is not None and eqn.prim is self.transpose and eqn.params["perm"] == (1, 0):
+        if eqn is not None and _is_matrix_transpose(eqn):
             return eqn.inputs[0]
         return None
 
@@ -64,15 +86,15 @@ class _Builder:
             return self.transposed(self.concat(inner, 1 - axis))
         shape = list(parts[0].shape)
         shape[axis] = sum(p.shape[axis] for p in parts)
-        return self.emit(self.concatenate, parts, {"axis": axis},
+        return self.emit(concatenate, parts, {"axis": axis},
                          Aval(tuple(shape), parts[0].dtype))
 
     def transposed(self, v) -> Var:
-        return self.emit(self.transpose, [v], {"perm": (1, 0)},
+        return self.emit(transpose, [v], {"perm": (1, 0)},
                          Aval((v.shape[1], v.shape[0]), v.dtype))
 
     def product(self, a, b, out=None) -> Var:
-        return self.emit(self.matmul, [a, b], {}, Aval((a.shape[0], b.shape[1]), a.dtype),
+        return self.emit(matmul, [a, b], {}, Aval((a.shape[0], b.shape[1]), a.dtype),
                          out)
 
     def pieces(self, whole, outs: list, axis: int) -> None:
@@ -82,19 +104,8 @@ class _Builder:
             stop = start + out.shape[axis]
             entry = ("slice", start or None, stop, None)
             key = (entry,) if axis == 0 else (("slice", None, None, None), entry)
-            self.emit(self.getitem, [whole], {"key": key}, out.aval, out)
+            self.emit(getitem, [whole], {"key": key}, out.aval, out)
             start = stop
-
-
-def _is_gemm(eqn, matmul) -> bool:
-    """A float matmul of two 2-D variables, all of one dtype."""
-    if eqn.prim is not matmul or len(eqn.inputs) != 2:
-        return False
-    a, b = eqn.inputs
-    out = eqn.outs[0]
-    return (not isinstance(a, Literal) and not isinstance(b, Literal)
-            and a.ndim == 2 and b.ndim == 2 and out.dtype.kind == "f"
-            and a.dtype == b.dtype == out.dtype)
 
 
 def _use_counts(graph: Graph) -> dict:
@@ -111,7 +122,6 @@ def _use_counts(graph: Graph) -> dict:
 
 def stack_sums(graph: Graph) -> Graph:
     """``A @ B + C @ D`` -> ``[A | C] @ [B ; D]`` where both products feed only the add."""
-    add, matmul, *_ = _ops()
     uses = _use_counts(graph)
     producers: dict = {}
     gemms: dict = {}  # var id -> (left, right) of a product, rewritten ones included
@@ -119,9 +129,9 @@ def stack_sums(graph: Graph) -> Graph:
     for eqn in graph.eqns:
         for v in eqn.outs:
             producers[v.id] = eqn
-        if _is_gemm(eqn, matmul):
+        if _is_gemm(eqn):
             gemms[eqn.outs[0].id] = tuple(eqn.inputs)
-        pair = _summed_products(eqn, add, gemms, uses)
+        pair = _summed_products(eqn, gemms, uses)
         if pair is None:
             eqns.append(eqn)
             continue
@@ -134,10 +144,10 @@ def stack_sums(graph: Graph) -> Graph:
     return dce(_replace(graph, eqns, graph.outputs)) if changed else graph
 
 
-def _summed_products(eqn, add, gemms: dict, uses: dict):
+def _summed_products(eqn, gemms: dict, uses: dict):
     """The two ``(left, right)`` pairs when ``eqn`` adds two products of its own shape, each
     used once (by this add), else None."""
-    if eqn.prim is not add or len(eqn.inputs) != 2:
+    if not _is_sum(eqn):
         return None
     x, y = eqn.inputs
     out = eqn.outs[0]
@@ -160,13 +170,12 @@ def stack_shared(graph: Graph) -> Graph:
 
 
 def _stack_shared_side(graph: Graph, side: int) -> Graph:
-    _, matmul, *_ = _ops()
     defined = {}  # var id -> index of the equation that makes it (inputs: absent)
     groups: dict[int, list[int]] = {}
     for i, eqn in enumerate(graph.eqns):
         for v in eqn.outs:
             defined[v.id] = i
-        if _is_gemm(eqn, matmul):
+        if _is_gemm(eqn):
             groups.setdefault(eqn.inputs[side].id, []).append(i)
     plans = {}  # index of the first product of a group -> the group's indices
     for members in groups.values():
