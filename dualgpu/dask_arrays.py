@@ -13,7 +13,7 @@ parameter is chunked along with it.
 
 Dask stays optional: ``api.Transformed.__call__`` recognises a Dask array by its type's module
 name and hands the call here; only then is dask imported. CuPy is reached through
-:mod:`dualgpu.backends.cupy`, and only for CuPy chunks.
+:mod:`dualgpu.backends`, and only for CuPy chunks.
 """
 from __future__ import annotations
 
@@ -24,9 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends import array_backend
-from .backends.cupy import get_cupy_backend
-from .backends.numpy import NUMPY
+from .backends import NUMPY, array_backend, backend_named
 from .errors import BackendMismatchError, DualgpuError, SeparabilityError
 from .executor import generation
 
@@ -86,9 +84,9 @@ def call(t, args: tuple, kwargs: dict):
     if key in plans:  # the same shapes and chunks: no tracing on this call
         follow, outs = plans[key]
     else:
-        if not backend.is_cupy:  # before any program is built on mixed arrays
-            _no_cupy_parameters(tuple(None if i in chunked else a
-                                      for i, a in enumerate(args)), what)
+        if not backend.on_device:  # before any program is built on mixed arrays
+            _no_device_parameters(tuple(None if i in chunked else a
+                                        for i, a in enumerate(args)), what)
         _whole(t, args, chunked, blocks, backend)  # the proof on the whole arrays' shapes
         follow, outs = _followers(t, args, chunked, x, backend, what), None
     index = tuple(f"i{a}" for a in range(x.ndim))
@@ -108,10 +106,10 @@ def call(t, args: tuple, kwargs: dict):
             f"differentiated argument{', the direction v' if directional else ''} and "
             "parameters with an axis along a chunked batch axis may be Dask arrays. Pass it "
             "as a NumPy or CuPy array: it goes whole to every chunk")
-    if backend.is_cupy:  # NumPy parameters go to the device once; every chunk shares them
-        params = dask.delayed(_on_device, pure=True)(whole)
+    if backend.on_device:  # NumPy parameters go to the device once; every chunk shares them
+        params = dask.delayed(_on_device, pure=True)(backend.name, whole)
     else:
-        _no_cupy_parameters(whole, what)
+        _no_device_parameters(whole, what)
         params = dask.delayed(whole, pure=True)
     if outs is None:
         outs = _chunk_outputs(t, args, chunked, blocks, follow, backend)  # proofs per chunk
@@ -181,33 +179,34 @@ def _backend(args: tuple, chunked: tuple, what: str):
     array of CuPy chunks, else NumPy."""
     found = [chunk_backend(args[i]) for i in chunked if is_dask_array(args[i])]
     found += [array_backend(args[i]) for i in chunked if not is_dask_array(args[i])]
-    cupy = [b for b in found if b is not None and b.is_cupy]
-    return cupy[0] if cupy else NUMPY
+    device = [b for b in found if b is not None and b.on_device]
+    return device[0] if device else NUMPY
 
 
 def _on(backend, x):
     """The Dask array ``x`` with chunks of ``backend``'s library (CuPy chunks stay CuPy; NumPy
     chunks go to the device chunk by chunk when the backend is CuPy)."""
-    if not backend.is_cupy or chunk_backend(x).is_cupy:
+    if not backend.on_device or chunk_backend(x).on_device:
         return x
     xp = backend.xp
     return x.map_blocks(xp.asarray, dtype=x.dtype, meta=xp.empty((0,) * x.ndim, x.dtype))
 
 
-def _no_cupy_parameters(params: tuple, what: str) -> None:
+def _no_device_parameters(params: tuple, what: str) -> None:
     for i, p in enumerate(params):
         b = array_backend(p)
-        if b is not None and b.is_cupy:
+        if b is not None and b.on_device:
             raise BackendMismatchError(
                 f"{what}: argument {i} is a CuPy array and the chunks are NumPy; give the "
                 "Dask arrays CuPy chunks (x.map_blocks(cupy.asarray)) or the parameter as "
                 "NumPy (p.get())")
 
 
-def _on_device(params: tuple) -> tuple:
-    """The parameters with every NumPy array moved to the current CUDA device (a task)."""
-    xp = get_cupy_backend().xp
-    return tuple(xp.asarray(p) if isinstance(p, np.ndarray) else p for p in params)
+def _on_device(backend_name: str, params: tuple) -> tuple:
+    """The parameters with every NumPy array moved to the device of the backend called
+    ``backend_name`` (a task: it names its backend, which then need not be pickled)."""
+    backend = backend_named(backend_name)
+    return tuple(backend.to_device(p) if isinstance(p, np.ndarray) else p for p in params)
 
 
 def _rechunked(x, batch_axes: tuple, what: str, dask):
@@ -244,7 +243,7 @@ def _stand_ins(args: tuple, backend, shapes: dict) -> list:
     for i, a in enumerate(args):
         if i in shapes:
             a = _placeholder(backend, shapes[i], a.dtype)
-        elif is_dask_array(a) or (isinstance(a, np.ndarray) and backend.is_cupy):
+        elif is_dask_array(a) or (isinstance(a, np.ndarray) and backend.on_device):
             a = _placeholder(backend, a.shape, a.dtype)
         out.append(a)
     return out

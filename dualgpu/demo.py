@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 import dualgpu as dg
+from dualgpu.backends import backend_for_xp
 from dualgpu.backends.cupy import cupy_available
 
 
@@ -139,10 +140,8 @@ def scenario_dense(xp, report: Report, show_source: bool = True) -> None:
 
     # Newton system with a shift (the Hessian of this loss is indefinite in general)
     shift = 0.1
-    if xp is np:
-        from scipy.sparse.linalg import LinearOperator, cg
-    else:
-        from cupyx.scipy.sparse.linalg import LinearOperator, cg
+    solvers = backend_for_xp(xp).sparse_linalg  # scipy.sparse.linalg, or cupyx's
+    LinearOperator, cg = solvers.LinearOperator, solvers.cg
     shifted = LinearOperator(H.shape, matvec=lambda u: H @ u + shift * u, dtype=H.dtype)
     H.nprod = 0
     s, info = cg(shifted, -g, maxiter=200)
@@ -197,8 +196,7 @@ def scenario_particles(xp, report: Report, n: int) -> None:
     reps = 5
     for _ in range(reps):
         dg.grad_and_hvp(f_batch, batch_axes=(1, 2, 3), return_value=True)(x, mu, v)
-    if xp is not np:
-        xp.cuda.Device().synchronize()
+    backend_for_xp(xp).synchronize()
     dt = (time.perf_counter() - t0) / reps
     out(f"  {n ** 3} particles: value + per-particle gradient + per-particle H·v in one "
         f"program, {dt * 1e3:.2f} ms per call (cached, no re-trace)")
@@ -237,12 +235,8 @@ def scenario_sparse(xp, report: Report) -> None:
     out = report.out
     out("Scenario 3: gradient of sum(tanh(x @ A)), A sparse CSR")
     rng = np.random.default_rng(2)
-    if xp is np:
-        import scipy.sparse as sparse
-    else:
-        import cupyx.scipy.sparse as sparse
     A_host = _random_csr(rng, 200, 150, 0.02)
-    A = A_host if xp is np else sparse.csr_matrix(A_host)
+    A = backend_for_xp(xp).sparse.csr_matrix(A_host)  # SciPy's, or on the device cupyx's
     x = xp.asarray(rng.standard_normal((8, 200)))
     try:
         g = dg.grad(sparse_loss)(x, A)

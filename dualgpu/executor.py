@@ -33,10 +33,7 @@ cache key: changing one builds new programs and never reuses one built under ano
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .backends.cuda_graphs import CudaGraphRunner
-from .backends.cupy import MatmulPrecision
 from .codegen.host import host_program
 from .codegen.launcher import compile_fused
 from .codegen.python import compile_python
@@ -179,9 +176,12 @@ config = Config(DEFAULTS)
 class Executable:
     """A compiled program: ``exe(*arrays) -> list of arrays``; ``exe.source`` shows it.
 
-    On CuPy with ``config["fuse"]``, ``exe.plan`` is the fusion plan
-    (:class:`dualgpu.fusion.Plan`); ``exe.graph_runner`` replays it as a CUDA graph. On
-    NumPy with ``config["host_kernel"]`` (and ``"fuse"``), ``exe.host`` is the
+    Which program runs is the backend's choice (its capabilities,
+    :class:`~dualgpu.backends.base.Backend`). On a backend that ``runs_fused_kernels``
+    (CuPy) with ``config["fuse"]``, ``exe.plan`` is the fusion plan
+    (:class:`dualgpu.fusion.Plan`); where it ``replays_cuda_graphs``, ``exe.graph_runner``
+    replays it as a CUDA graph. On one that ``runs_host_kernels`` (NumPy) with
+    ``config["host_kernel"]`` (and ``"fuse"``), ``exe.host`` is the
     :class:`~dualgpu.codegen.host.HostProgram` that runs instead of the generated Python,
     when the program is tiny and a C++ compiler is found (else None: the Python runs).
 
@@ -203,24 +203,24 @@ class Executable:
         self.matmul_precision = config["matmul_precision"]
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
-        if backend.is_cupy and config["fuse"]:
+        if backend.runs_fused_kernels and config["fuse"]:
             self._fn, self.source = compile_fused(graph, backend, self.matmul_precision,
                                                   config["recompute"], config["tiny_kernel"])
             self.plan = self._fn.plan
-        elif backend.xp is np and config["fuse"] and config["host_kernel"] and \
+        elif backend.runs_host_kernels and config["fuse"] and config["host_kernel"] and \
                 (host := host_program(graph)) is not None:
             self.host = self._fn = host
             self.source = host.source
         else:
             self._fn = compile_python(graph, backend.xp)
             self.source = self._fn.__dualgpu_source__
-        # what an eager call runs: on CuPy under the program's matmul precision, which CuPy's
-        # own library products read (a replayed graph has its products' precision baked in,
-        # so a replay skips setting it); NumPy has no TF32
+        # what an eager call runs: where graphs replay, under the program's matmul
+        # precision, which the library's own products read (a replayed graph has its
+        # products' precision baked in, so a replay skips setting it)
         self._eager = self._fn
-        if backend.is_cupy:
+        if backend.replays_cuda_graphs:
             runs = self._fn if self.plan is not None else _writing_into(self._fn, backend.xp)
-            self._eager = _under(MatmulPrecision(self.matmul_precision), runs)
+            self._eager = _under(backend.matmul_precision(self.matmul_precision), runs)
             self.graph_runner = CudaGraphRunner(self._eager)
 
     def __call__(self, *arrays):
@@ -231,14 +231,13 @@ class Executable:
             # replayed outputs are the runner's own buffers ("reuse": documented) or a fresh
             # block; the eager calls of the runner are made to own their results here
             return outs if replayed else owned_outputs(outs, arrays, self._const_values)
-        outs = self._eager(*arrays)
-        if not self.backend.is_cupy:
-            outs = [np.asarray(o) if not isinstance(o, np.ndarray) else o for o in outs]
+        outs = self.backend.as_arrays(self._eager(*arrays))
         return owned_outputs(outs, arrays, self._const_values)
 
 
 def _under(precision, fn):
-    """``fn`` run within the context ``precision`` (a :class:`MatmulPrecision`)."""
+    """``fn`` run within the context ``precision`` (a
+    :class:`~dualgpu.backends.cupy.MatmulPrecision`)."""
 
     def run(*arrays, **kwargs):
         with precision:

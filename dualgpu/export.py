@@ -47,6 +47,8 @@ from . import tree as T
 from ._version import __version__
 from .api import Transformed, jit
 from .backends import array_backend
+from .backends.base import Backend
+from .backends.cupy import CupyBackend
 from .codegen.cupy_python import kernel_global, plan_program
 from .codegen.python import emit_equation, generate_python
 from .core import encode as E
@@ -179,7 +181,7 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
                            "function")
     if sig.sparse:
         raise DualgpuError("dg.export: sparse matrix arguments cannot be exported yet")
-    target = backend or ("cupy" if sig.backend.is_cupy else "numpy")
+    target = backend or sig.backend.export_target
     extras = t.extra_inputs(sig, extra)
     with cupy_build() if target == "cupy" else _as_is():
         compiled = t.compiled(sig)
@@ -204,11 +206,70 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
     return text
 
 
-class _CupyLike:
-    """What ``config.stack_gemms_for`` asks of a backend, for a CuPy build made on the CPU."""
+class CupyOnCpu(Backend):
+    """The CuPy backend as a CuPy build made on the CPU sees it (a CuPy export or plan
+    from NumPy example arguments, without CuPy or a GPU): CuPy's name and capabilities,
+    which decide how its programs are built (``config.stack_gemms_for``); no modules, no
+    CuPy array to recognise, and anything that would touch the device refused.
 
-    is_cupy = True
-    name = "cupy"
+    Example::
+
+        >>> from dualgpu.backends import missing_members
+        >>> b = CupyOnCpu()
+        >>> missing_members(CupyOnCpu), b.export_target, b.is_array(np.ones(2))
+        ([], 'cupy', False)
+    """
+
+    name = export_target = CupyBackend.name
+    on_device = CupyBackend.on_device
+    runs_fused_kernels = CupyBackend.runs_fused_kernels
+    runs_host_kernels = CupyBackend.runs_host_kernels
+    replays_cuda_graphs = CupyBackend.replays_cuda_graphs
+    xp = special = sparse = sparse_linalg = None  # CuPy is not imported for a build
+
+    def is_array(self, x) -> bool:
+        return False  # a build made on the CPU is given NumPy arrays only
+
+    def is_sparse(self, x) -> bool:
+        return False
+
+    def _needs_gpu(self, what: str):
+        return DualgpuError(f"{what} needs CuPy and a GPU; this is a CuPy build made on the "
+                            "CPU (dg.export(..., backend='cupy')), which only writes code: "
+                            "run the exported module on the GPU machine")
+
+    def to_device(self, a):
+        raise self._needs_gpu("moving an array to the device")
+
+    def to_host(self, a):
+        raise self._needs_gpu("copying an array from the device")
+
+    def as_arrays(self, values: list) -> list:
+        raise self._needs_gpu("running a program")
+
+    def device_of(self, a):
+        raise self._needs_gpu("the device of an array")
+
+    def default_device(self):
+        raise self._needs_gpu("the current CUDA device")
+
+    def synchronize(self) -> None:
+        raise self._needs_gpu("synchronizing the device")
+
+    def stable_sort(self, x, axis: int):
+        raise self._needs_gpu("sorting")
+
+    def stable_argsort(self, x, axis: int):
+        raise self._needs_gpu("sorting")
+
+    def scatter_add(self, out, key, values):
+        raise self._needs_gpu("scatter_add")
+
+    def linear_operator_class(self):
+        raise self._needs_gpu("cupyx's LinearOperator")
+
+    def matmul_precision(self, precision: str):
+        raise self._needs_gpu("the cuBLAS compute type")
 
 
 @contextmanager
@@ -216,7 +277,7 @@ def cupy_build():
     """Build switches as a CuPy call sets them, for programs traced on NumPy arrays that
     stand for CuPy ones (a CuPy export or plan made without a GPU)."""
     saved = config["stack_gemms"]
-    wanted = config.stack_gemms_for(_CupyLike())
+    wanted = config.stack_gemms_for(CupyOnCpu())
     if wanted == config.stack_gemms_for(None):  # the same program either way: keep caches
         yield
         return
@@ -250,7 +311,7 @@ def _fresh(tree):
         if isinstance(x, np.ndarray) and type(x) is np.ndarray:
             return np.array(x, copy=True)
         b = array_backend(x)
-        if b is not None and b.is_cupy and b.is_array(x):
+        if b is not None and b.on_device and b.is_array(x):
             return x.copy()
         return x
 
@@ -312,8 +373,8 @@ def _constants(consts: dict) -> list[str]:
     lines = []
     for cname, value in consts.items():
         b = array_backend(value)
-        if b is not None and b.is_cupy and b.is_array(value):
-            value = value.get()  # a closed-over CuPy array: its bytes, from the device
+        if b is not None and b.is_array(value):
+            value = b.to_host(value)  # a closed-over CuPy array: its bytes, from the device
         a = np.ascontiguousarray(np.asarray(value))
         if a.dtype.kind not in "biufc":
             raise DualgpuError(f"dg.export: constant {cname} has dtype {a.dtype}")

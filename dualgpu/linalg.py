@@ -148,8 +148,7 @@ class HessianOperator:
     def __new__(cls, f: Callable = None, x=None, *args, argnums: int = 0):
         if cls is not HessianOperator:
             return object.__new__(cls)
-        b = array_backend(x)
-        backend = b if b is not None and b.is_cupy else NUMPY
+        backend = array_backend(x) or NUMPY
         return object.__new__(_operator_class(backend))
 
     def __init__(self, f: Callable, x, *args, argnums: int = 0):

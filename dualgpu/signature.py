@@ -148,8 +148,8 @@ class Signature:
             diff.append(d)
             arg_of_input.append(i)
         self.backend = backend_of_all(backends, what)
-        if self.backend.is_cupy:  # converted scalars live on the call's device
-            inputs = [self.backend.xp.asarray(a) if type(a) is np.ndarray else a
+        if self.backend.on_device:  # converted scalars live on the call's device
+            inputs = [self.backend.to_device(a) if type(a) is np.ndarray else a
                       for a in inputs]
         self.leaves = leaves
         self.inputs = inputs

@@ -85,7 +85,7 @@ LOG: list = []
 
 class FakeBackend:
     name = "cupy"
-    is_cupy = True
+    on_device = True
 
     def __init__(self):
         self.xp = _fake_cupy()

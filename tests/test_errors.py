@@ -219,7 +219,7 @@ def _fake_cupy(monkeypatch):
 
     class FakeBackend(backends.Backend):
         name = "cupy"
-        is_cupy = True
+        on_device = True
         xp = types.SimpleNamespace(__name__="cupy")
 
         def is_array(self, x):

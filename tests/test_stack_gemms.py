@@ -173,9 +173,7 @@ def test_mlp_through_the_api_with_stacking_on():
 def test_auto_stacks_nowhere_true_everywhere():
     """Measured (benchmarks/NOTES.md): with graph replay, stacking no longer pays on CuPy."""
     from dualgpu.backends import backend_of
-
-    class FakeCupy:
-        is_cupy = True
+    from dualgpu.export import CupyOnCpu as FakeCupy
 
     config["stack_gemms"] = "auto"
     assert config.stack_gemms_for(FakeCupy()) is False

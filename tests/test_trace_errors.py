@@ -208,7 +208,7 @@ def fake_cupy_backend(monkeypatch):
     from dualgpu.backends import cupy as cupy_backend
 
     class NoArrays(backends.Backend):
-        name, is_cupy = "cupy", True
+        name, on_device = "cupy", True
 
         def is_array(self, x):
             return False

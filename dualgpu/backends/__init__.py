@@ -1,4 +1,5 @@
-"""Array backends. ``backend_of(arrays)`` picks NumPy or CuPy from the arguments; only
+"""Array backends. ``backend_of(arrays)`` picks NumPy or CuPy from the arguments; what the
+layers above ask of it is the :class:`~dualgpu.backends.base.Backend` protocol. Only
 :mod:`dualgpu.backends.cupy` imports CuPy."""
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from ..errors import BackendMismatchError
 from . import cupy as _cupy
-from .base import Backend
+from .base import MEMBERS, Backend, missing_members
 from .numpy import NUMPY
 
 
@@ -58,6 +59,27 @@ def namespace_of(args: Sequence[Any]):
 
 
 def backend_for_xp(xp) -> Backend:
+    """The backend whose namespace is ``xp`` (``numpy`` or ``cupy``)."""
     if xp is np:
         return _numpy()
     return _cupy.get_cupy_backend()
+
+
+def backend_named(name: str) -> Backend:
+    """The backend called ``name`` (``"numpy"`` or ``"cupy"``): what a task run in another
+    process names its backend by.
+
+    Example::
+
+        >>> backend_named("numpy").xp is np
+        True
+    """
+    if name == "numpy":
+        return _numpy()
+    if name == "cupy":
+        return _cupy.get_cupy_backend()
+    raise ValueError(f"no backend is called {name!r}; the backends are 'numpy' and 'cupy'")
+
+
+__all__ = ["MEMBERS", "NUMPY", "Backend", "array_backend", "backend_for_xp", "backend_named",
+           "backend_of", "missing_members", "namespace_of"]

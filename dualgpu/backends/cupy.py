@@ -9,19 +9,51 @@ from .base import Backend
 
 
 class CupyBackend(Backend):
-    name = "cupy"
-    is_cupy = True
+    """CuPy on the current CUDA device: fused-kernel plans replayed as CUDA graphs (or, with
+    ``dg.config["fuse"] = False``, the generated Python run op by op)."""
 
-    def __init__(self):
+    name = "cupy"
+    export_target = "cupy"
+    on_device = True
+    runs_fused_kernels = True
+    runs_host_kernels = False
+    replays_cuda_graphs = True
+
+    def __init__(self):  # without CuPy there is no backend: fail here, not at a first use
+        import cupy  # noqa: F401
+        import cupyx.scipy.sparse  # noqa: F401
+        import cupyx.scipy.special  # noqa: F401
+
+    # the modules, imported at first use (then plain instance attributes)
+    @functools.cached_property
+    def xp(self):
         import cupy
+
+        return cupy
+
+    @functools.cached_property
+    def cupyx(self):
         import cupyx
-        import cupyx.scipy.sparse
+
+        return cupyx
+
+    @functools.cached_property
+    def special(self):
         import cupyx.scipy.special
 
-        self.xp = cupy
-        self.cupyx = cupyx
-        self.special = cupyx.scipy.special
-        self.sparse = cupyx.scipy.sparse
+        return cupyx.scipy.special
+
+    @functools.cached_property
+    def sparse(self):
+        import cupyx.scipy.sparse
+
+        return cupyx.scipy.sparse
+
+    @functools.cached_property
+    def sparse_linalg(self):
+        import cupyx.scipy.sparse.linalg
+
+        return cupyx.scipy.sparse.linalg
 
     def is_array(self, x) -> bool:
         return isinstance(x, self.xp.ndarray)
@@ -29,16 +61,42 @@ class CupyBackend(Backend):
     def is_sparse(self, x) -> bool:
         return self.sparse.issparse(x)
 
+    def to_device(self, a):
+        return self.xp.asarray(a)
+
+    def to_host(self, a):
+        return self.xp.asnumpy(a)
+
+    def as_arrays(self, values: list) -> list:
+        return values  # CuPy returns 0-d arrays, never scalars
+
+    def device_of(self, a):
+        return a.device
+
+    def default_device(self):
+        return self.xp.cuda.Device()
+
+    def synchronize(self) -> None:
+        self.xp.cuda.Device().synchronize()
+
+    def stable_sort(self, x, axis: int):
+        return self.xp.sort(x, axis=axis)  # thrust's sort: always stable
+
+    def stable_argsort(self, x, axis: int):
+        import numpy as np
+
+        return self.xp.argsort(x, axis=axis).astype(np.int64, copy=False)
+
     def scatter_add(self, out, key, values):
         self.cupyx.scatter_add(out, key, values)
         return out
 
     def linear_operator_class(self):
         """cupyx's LinearOperator (HessianOperator subclasses it for CuPy inputs)."""
-        from cupyx.scipy.sparse.linalg import LinearOperator
+        return self.sparse_linalg.LinearOperator
 
-        return LinearOperator
-
+    def matmul_precision(self, precision: str):
+        return MatmulPrecision(precision)
 
 
 @functools.lru_cache(maxsize=1)

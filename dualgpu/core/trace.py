@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import array_backend, namespace_of
+from ..backends import array_backend, backend_for_xp, namespace_of
 from ..errors import (
     BackendMismatchError,
     DualgpuError,
@@ -39,6 +39,7 @@ class GraphBuilder:
 
     def __init__(self, xp, parent: GraphBuilder | None = None):
         self.xp = xp
+        self.backend = backend_for_xp(xp)
         self.parent = parent  # the trace this one runs inside (a transform called on tracers)
         self.eqns: list[Eqn] = []
         self.consts: dict[int, tuple[Any, Const]] = {}
@@ -120,13 +121,15 @@ class GraphBuilder:
             raise UnsupportedOpError(
                 f"cannot use a value of type {type(value).__name__} inside a traced function "
                 f"(at {user_location()}); pass arrays, sparse matrices or Python scalars")
-        if backend.is_cupy and self.xp is np:
-            raise BackendMismatchError(
-                f"a CuPy array is used inside a function traced with NumPy inputs "
-                f"(at {user_location()}); use one array library per call")
-        if not backend.is_cupy and self.xp is not np and not backend.is_sparse(arr):
-            # a closed-over NumPy array in a CuPy program: moved to the device once, here
-            arr = self.xp.asarray(arr)
+        if backend is not self.backend:
+            if backend.on_device:
+                raise BackendMismatchError(
+                    f"a CuPy array is used inside a function traced with NumPy inputs "
+                    f"(at {user_location()}); use one array library per call")
+            if not backend.is_sparse(arr):
+                # a closed-over host (NumPy) array in a device (CuPy) program: moved to the
+                # device once, here
+                arr = self.backend.to_device(arr)
         c = Const(arr, Aval(tuple(arr.shape), np.dtype(arr.dtype)))
         self.consts[key] = (value, c)  # keep value alive so that id() stays unique
         return c
@@ -273,8 +276,7 @@ class Tracer:
     def device(self):
         """The array-API device: ``"cpu"`` for NumPy traces, the current CUDA device for
         CuPy ones (so ``xp.asarray(c, device=x.device)`` traces)."""
-        xp = self._builder.xp
-        return "cpu" if xp is np else xp.cuda.Device()
+        return self._builder.backend.default_device()
 
     def __len__(self) -> int:
         if not self.shape:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backends import backend_for_xp
 from ..core.axes import check_axis
 from ..core.flags import Flag
 from ..core.ir import Aval
@@ -20,13 +21,11 @@ from ..core.primitives import defprim, defstandalone
 
 
 def _sort_impl(xp, x, axis):
-    return xp.sort(x, axis=axis, kind="stable") if xp is np else xp.sort(x, axis=axis)
+    return backend_for_xp(xp).stable_sort(x, axis)
 
 
 def _argsort_impl(xp, x, axis):
-    if xp is np:
-        return np.argsort(x, axis=axis, kind="stable")
-    return xp.argsort(x, axis=axis).astype(np.int64, copy=False)
+    return backend_for_xp(xp).stable_argsort(x, axis)
 
 
 def _sort_shape(avals, axis):
