@@ -30,7 +30,14 @@ from .core.interpret import eval_graph
 from .core.ir import Graph
 from .core.primitives import registry_version
 from .core.trace import Tracer, current_builder, trace_to_graph
-from .errors import BackendMismatchError, DualgpuError, NonScalarOutputError, ShapeMismatchError
+from .errors import (
+    ArgumentTypeError,
+    BackendMismatchError,
+    DualgpuError,
+    InvalidArgumentError,
+    NonScalarOutputError,
+    ShapeMismatchError,
+)
 from .executor import Executable, config, generation
 from .guards import Guards, collect_guards
 from .namespace import rebind_function
@@ -57,8 +64,10 @@ def cache_info() -> dict:
 
 def set_cache_size(n: int) -> None:
     """Bound the number of cached programs (least recently used are dropped)."""
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-        raise DualgpuError(f"set_cache_size takes an int >= 0, got {n!r}")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise ArgumentTypeError(f"set_cache_size takes an int >= 0, got {n!r}")
+    if n < 0:
+        raise InvalidArgumentError(f"set_cache_size takes an int >= 0, got {n!r}")
     _GLOBAL_CACHE.maxsize = int(n)
     config["cache_size"] = int(n)
     _generation[0] += 1
@@ -130,8 +139,9 @@ def _check_call(fn, args: tuple, kwargs: dict) -> None:
     try:
         params.bind(*args, **kwargs)
     except TypeError as e:
-        raise DualgpuError(f"{_name(fn)}{params} cannot take these arguments "
-                           f"({len(args)} positional, keywords {sorted(kwargs)}): {e}") from None
+        raise ArgumentTypeError(
+            f"{_name(fn)}{params} cannot take these arguments ({len(args)} positional, "
+            f"keywords {sorted(kwargs)}): {e}") from None
 
 
 class Traced:
@@ -152,8 +162,8 @@ class Traced:
         if not has_aux:
             return g, None, tree, None
         if tree.kind != "tuple" or len(tree.children) != 2:
-            raise DualgpuError(f"{what} has has_aux=True, so the function must return a pair "
-                               f"(output, aux); it returns {tree}")
+            raise ArgumentTypeError(f"{what} has has_aux=True, so the function must return a pair "
+                                    f"(output, aux); it returns {tree}")
         n_main = tree.children[0].num_leaves
         main = Graph(g.inputs, g.outputs[:n_main], g.eqns, name=g.name,
                      input_names=g.input_names, xp=g.xp)
@@ -201,7 +211,7 @@ def _scalar_output(graph: Graph, tree, what: str, holomorphic: bool | None = Non
 def _check_holomorphic(value, what: str) -> bool:
     """``holomorphic`` is a bool (it selects the program: part of the cache key)."""
     if not isinstance(value, bool):
-        raise DualgpuError(f"{what}: holomorphic must be True or False, got {value!r}")
+        raise ArgumentTypeError(f"{what}: holomorphic must be True or False, got {value!r}")
     return value
 
 
@@ -245,12 +255,12 @@ def _check_complex_inputs(graph: Graph, sig: Signature, what: str, holomorphic: 
         arg = sig.arg_of_input[k]
         name = f"argument {arg}" + (f" ({names[k]})" if k < len(names) and names[k] else "")
         if holomorphic and v.dtype.kind != "c":
-            raise DualgpuError(
+            raise ArgumentTypeError(
                 f"{what} has holomorphic=True, but {name} is real ({v.dtype}): the complex "
                 "derivative needs complex inputs. Pass it as a complex array "
                 "(x.astype(np.complex128)), or drop holomorphic=True")
         if not holomorphic and v.dtype.kind == "c" and mode == "fwd":
-            raise DualgpuError(
+            raise ArgumentTypeError(
                 f"{what}: {name} is complex ({v.dtype}); forward-mode Jacobians take real "
                 "inputs, or complex ones with holomorphic=True (JAX's rule). Pass "
                 "holomorphic=True for the complex derivative of a holomorphic function, or "
@@ -341,11 +351,11 @@ class Transformed:
     def __init__(self, fn: Callable, argnums=0, *, has_aux: bool = False, batch_axes=None):
         if not callable(fn):
             what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
-            raise DualgpuError(f"{what} expects a function, got {type(fn).__name__}")
+            raise ArgumentTypeError(f"{what} expects a function, got {type(fn).__name__}")
         self.fn = fn
         self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
         if not isinstance(has_aux, bool):
-            raise DualgpuError(f"has_aux must be True or False, got {has_aux!r}")
+            raise ArgumentTypeError(f"has_aux must be True or False, got {has_aux!r}")
         self.has_aux = has_aux
         self.batch_axes = _normalize_batch_axes(batch_axes)
         self.__name__ = f"{self.kind}_{_name(fn)}"
@@ -586,8 +596,8 @@ def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
     if not isinstance(nums, (tuple, list)) or not all(
             isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0
             for i in nums):
-        raise DualgpuError(f"argnums must be a non-negative int or a tuple of them, got "
-                           f"{argnums!r}")
+        raise ArgumentTypeError(f"argnums must be a non-negative int or a tuple of them, got "
+                                f"{argnums!r}")
     return tuple(int(i) for i in nums), not single
 
 
@@ -597,8 +607,8 @@ def _normalize_batch_axes(batch_axes):
     axes = (batch_axes,) if isinstance(batch_axes, (int, np.integer)) else batch_axes
     if not isinstance(axes, (tuple, list)) or not all(
             isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axes):
-        raise DualgpuError(f"batch_axes must be an int or a tuple of ints, got "
-                           f"{batch_axes!r}")
+        raise ArgumentTypeError(f"batch_axes must be an int or a tuple of ints, got "
+                                f"{batch_axes!r}")
     return tuple(int(a) for a in axes)
 
 
@@ -645,13 +655,13 @@ class _Hvp(Transformed):
     def __init__(self, fn, argnums=0, batch_axes=None, has_aux=False):
         super().__init__(fn, argnums, has_aux=has_aux, batch_axes=batch_axes)
         if len(set(self.argnums)) != len(self.argnums):
-            raise DualgpuError(f"hvp: argnums {self.argnums} names an argument twice; "
-                               "give each argument once (its direction goes with it)")
+            raise InvalidArgumentError(f"hvp: argnums {self.argnums} names an argument twice; "
+                                       "give each argument once (its direction goes with it)")
 
     def split(self, args):
         if len(args) < 1:
-            raise DualgpuError(f"{self.__name__} needs the arguments followed by the "
-                               "direction v")
+            raise ArgumentTypeError(f"{self.__name__} needs the arguments followed by the "
+                                    "direction v")
         return args[:-1], args[-1]
 
     def extra_inputs(self, sig, v):
@@ -696,8 +706,8 @@ class _GradAndHvp(_Hvp):
 
     def __init__(self, fn, argnums=0, batch_axes=None, has_aux=False, return_value=False):
         if not isinstance(return_value, bool):
-            raise DualgpuError(f"grad_and_hvp: return_value must be True or False, got "
-                               f"{return_value!r}")
+            raise ArgumentTypeError(f"grad_and_hvp: return_value must be True or False, got "
+                                    f"{return_value!r}")
         self.return_value = return_value
         super().__init__(fn, argnums, batch_axes, has_aux)
 
@@ -758,8 +768,8 @@ class _Vjp(Transformed):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
         for o in main.outputs:
             if o.dtype.kind not in "fc":
-                raise DualgpuError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
-                                   "differentiated by vjp (only floating-point outputs)")
+                raise ArgumentTypeError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
+                                        "differentiated by vjp (only floating-point outputs)")
         pullback = vjp_graph(main, _flags(sig, main))
         k = len(main.outputs)
         pullback.outputs = pullback.outputs[k:]  # the pullback returns the cotangents only

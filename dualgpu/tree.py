@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .backends import backend_of
-from .errors import DualgpuError
+from .errors import InvalidArgumentError
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "tree_map", "ravel"]
 
@@ -178,8 +178,8 @@ def unflatten(treedef: TreeDef, leaves) -> Any:
     it = iter(leaves)
     tree = _build(treedef, it)
     if next(it, _END) is not _END:
-        raise DualgpuError(f"unflatten: more leaves than the structure "
-                           f"{_describe(treedef)} holds ({treedef.num_leaves})")
+        raise InvalidArgumentError(f"unflatten: more leaves than the structure "
+                                   f"{_describe(treedef)} holds ({treedef.num_leaves})")
     return tree
 
 
@@ -192,7 +192,7 @@ def _build(treedef: TreeDef, it):
         if kind == "*":
             leaf = next(it, _END)
             if leaf is _END:
-                raise DualgpuError("unflatten: fewer leaves than the structure holds")
+                raise InvalidArgumentError("unflatten: fewer leaves than the structure holds")
             return leaf
         if kind == "none":
             return None
@@ -230,8 +230,8 @@ def tree_map(fn: Callable, tree: Any, *rest: Any) -> Any:
     for i, r in enumerate(rest):
         lv, td = flatten(r)
         if td != treedef:
-            raise DualgpuError(f"tree_map: tree {i + 1} has structure {_describe(td)}, "
-                               f"expected {_describe(treedef)}")
+            raise InvalidArgumentError(f"tree_map: tree {i + 1} has structure {_describe(td)}, "
+                                       f"expected {_describe(treedef)}")
         others.append(lv)
     return unflatten(treedef, [fn(*xs) for xs in zip(flat, *others)])
 
@@ -261,8 +261,8 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
 
     def unravel(v):
         if tuple(getattr(v, "shape", ())) != (total,):
-            raise DualgpuError(f"unravel: expected a vector of shape ({total},), got "
-                               f"{tuple(getattr(v, 'shape', ()))}")
+            raise InvalidArgumentError(f"unravel: expected a vector of shape ({total},), got "
+                                       f"{tuple(getattr(v, 'shape', ()))}")
         parts, start = [], 0
         for shape, dt, size in zip(shapes, dtypes, sizes):
             parts.append(v[start:start + size].reshape(shape).astype(dt))

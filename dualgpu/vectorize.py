@@ -32,7 +32,7 @@ from .api import (
 from .core.interpret import eval_graph
 from .core.ir import Aval, Graph
 from .core.trace import Tracer, trace_to_graph
-from .errors import DualgpuError, ShapeMismatchError
+from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from .namespace import rebind_function
 from .sparse_api import SparseValue
 from .transforms.jvp import jvp_graph
@@ -60,8 +60,8 @@ def _check_axes_spec(spec, what: str) -> None:
         for s in spec.values():
             _check_axes_spec(s, what)
         return
-    raise DualgpuError(f"vmap: {what} must be an int, None, or a tuple/list/dict of them "
-                       f"(matching the arguments), got {spec!r}")
+    raise ArgumentTypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict of them "
+                            f"(matching the arguments), got {spec!r}")
 
 
 def _axes_key(spec):
@@ -80,15 +80,15 @@ def _axes_for_leaves(spec, value, where: str) -> list:
         return [spec] * len(T.leaves(value))
     if isinstance(spec, (tuple, list)):
         if not isinstance(value, (tuple, list)) or len(value) != len(spec):
-            raise DualgpuError(f"vmap: {where} is {spec!r}, which does not match the "
-                               f"structure of the value ({T.structure(value)})")
+            raise InvalidArgumentError(f"vmap: {where} is {spec!r}, which does not match the "
+                                       f"structure of the value ({T.structure(value)})")
         out = []
         for i, (s, v) in enumerate(zip(spec, value)):
             out += _axes_for_leaves(s, v, f"{where}[{i}]")
         return out
     if not isinstance(value, dict) or set(value) != set(spec):
-        raise DualgpuError(f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, "
-                           f"which does not match the value ({T.structure(value)})")
+        raise InvalidArgumentError(f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, "
+                                   f"which does not match the value ({T.structure(value)})")
     out = []
     for k in T._dict_keys(value):
         out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
@@ -97,8 +97,8 @@ def _axes_for_leaves(spec, value, where: str) -> list:
 
 def _normalize_axis(axis, ndim: int, where: str) -> int:
     if not -ndim <= axis < ndim:
-        raise DualgpuError(f"vmap: {where} is {axis}, out of range for a mapped value of "
-                           f"rank {ndim} (axes -{ndim} to {ndim - 1})")
+        raise InvalidArgumentError(f"vmap: {where} is {axis}, out of range for a mapped value of "
+                                   f"rank {ndim} (axes -{ndim} to {ndim - 1})")
     return int(axis) % ndim
 
 
@@ -150,13 +150,13 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     in_axes = b.in_axes
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
-            raise DualgpuError(f"vmap: in_axes has {len(in_axes)} entries but "
-                               f"{_name(b.fn)} got {len(args)} positional argument(s)")
+            raise InvalidArgumentError(f"vmap: in_axes has {len(in_axes)} entries but "
+                                       f"{_name(b.fn)} got {len(args)} positional argument(s)")
         per_arg = list(in_axes)
     elif isinstance(in_axes, dict):
-        raise DualgpuError("vmap: in_axes must be an int, None or a tuple with one entry per "
-                           "positional argument, not a dict (a dict entry of that tuple can "
-                           "match a dict argument)")
+        raise ArgumentTypeError("vmap: in_axes must be an int, None or a tuple with one entry per "
+                                "positional argument, not a dict (a dict entry of that tuple can "
+                                "match a dict argument)")
     else:
         per_arg = [in_axes] * len(args)
     leaves, trees, axes, owner = [], [], [], []
@@ -180,8 +180,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             if axis is not None:
                 what = "a sparse matrix" if isinstance(leaf, SparseValue) else \
                     f"a {type(leaf).__name__}"
-                raise DualgpuError(f"vmap: {owner[j]} is mapped (axis {axis}) but holds "
-                                   f"{what}, not an array; give it the axis None")
+                raise InvalidArgumentError(f"vmap: {owner[j]} is mapped (axis {axis}) but holds "
+                                           f"{what}, not an array; give it the axis None")
             continue
         positions.append(j)
         inputs.append(leaf)
@@ -190,8 +190,9 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             avals.append(Aval(tuple(leaf.shape), leaf.dtype))
             continue
         if leaf.ndim == 0:
-            raise DualgpuError(f"vmap: {owner[j]} is mapped along axis {axis}, but a leaf of "
-                               "it is 0-d (nothing to map over); give it the axis None")
+            raise InvalidArgumentError(
+                f"vmap: {owner[j]} is mapped along axis {axis}, but a leaf of it is 0-d "
+                "(nothing to map over); give it the axis None")
         d = _normalize_axis(axis, leaf.ndim, f"the axis of {owner[j]}")
         n = leaf.shape[d]
         if size is None:
@@ -205,8 +206,9 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
         del shape[d]
         avals.append(Aval(tuple(shape), leaf.dtype))
     if size is None:
-        raise DualgpuError(f"vmap of {_name(b.fn)}: no argument is mapped (every in_axes is "
-                           "None or the arguments hold no arrays); map at least one")
+        raise InvalidArgumentError(
+            f"vmap of {_name(b.fn)}: no argument is mapped (every in_axes is None or the "
+            "arguments hold no arrays); map at least one, or give axis_size")
 
     call = _PerExample(b.fn, trees, leaves, positions)
     captured: list = []
@@ -222,8 +224,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
 def _out_dims(out_axes, out_tree, graph: Graph) -> list:
     shaped = T.unflatten(out_tree, list(range(out_tree.num_leaves)))
     if isinstance(out_axes, (tuple, list, dict)) and out_tree.is_leaf:
-        raise DualgpuError(f"vmap: out_axes is {out_axes!r}, but the function returns a "
-                           "single array")
+        raise InvalidArgumentError(f"vmap: out_axes is {out_axes!r}, but the function returns a "
+                                   "single array")
     dims = _axes_for_leaves(out_axes, shaped, "out_axes")
     out = []
     for k, (d, o) in enumerate(zip(dims, graph.outputs)):
@@ -237,7 +239,7 @@ class _Vmap(Transformed):
 
     def __init__(self, fn: Callable, in_axes=0, out_axes=0):
         if not callable(fn):
-            raise DualgpuError(f"dg.vmap expects a function, got {type(fn).__name__}")
+            raise ArgumentTypeError(f"dg.vmap expects a function, got {type(fn).__name__}")
         _check_axes_spec(in_axes, "in_axes")
         _check_axes_spec(out_axes, "out_axes")
         super().__init__(_Batched(fn, in_axes, out_axes), argnums=())
@@ -324,9 +326,9 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
     if mode == "rev":
         for o in outs:
             if o.dtype.kind not in "fc":
-                raise DualgpuError(f"jacrev of {graph.name}: an output of dtype {o.dtype} "
-                                   "cannot be differentiated (only floating-point and "
-                                   "complex outputs)")
+                raise ArgumentTypeError(f"jacrev of {graph.name}: an output of dtype {o.dtype} "
+                                        "cannot be differentiated (only floating-point and "
+                                        "complex outputs)")
         lin = vjp_graph(graph, wrt)  # (primals, out cotangents) -> (outs, input cotangents)
         basis_avals = out_avals
     else:
