@@ -21,7 +21,7 @@ from .backends import array_backend, backend_for_xp, backend_of
 from .cache import WeakIdentityKey, identity_key
 from .core.ir import Aval
 from .core.trace import Tracer
-from .errors import BackendMismatchError, DualgpuError, IntegerInputError
+from .errors import ArgumentTypeError, BackendMismatchError, DualgpuError, IntegerInputError
 from .names import function_name
 
 _NUMBERS = (int, float, complex)
@@ -129,11 +129,12 @@ class Signature:
                 key = ("c", leaf.dtype.str)  # converted to an array on the call's backend
             else:
                 if d:
-                    raise DualgpuError(
+                    raise ArgumentTypeError(
                         f"argument {i} of {what} is differentiated, but "
                         f"{'it' if arg_trees[i].is_leaf else 'a leaf of it'} is a "
                         f"{type(leaf).__name__}: differentiated arguments hold arrays or "
-                        "numbers (pytrees of them)")
+                        "numbers (pytrees of them; register a class of yours with "
+                        "dg.tree_util.register_dataclass or register_pytree_node)")
                 keys.append(("v", static_key(leaf, weak)))
                 continue
             if d:
@@ -221,16 +222,10 @@ class Signature:
             return None
         if any(i >= len(params) or i < 0 for i in self.arg_of_input):
             return None
-        counts: dict[int, int] = {}
-        for i in self.arg_of_input:
-            counts[i] = counts.get(i, 0) + 1
-        names, seen = [], {}
-        for i in self.arg_of_input:
-            base = function_name(params[i])
-            if counts[i] > 1:
-                seen[i] = seen.get(i, -1) + 1
-                base = f"{base}_{seen[i]}"
-            names.append(base)
+        starts = np.cumsum([0] + [t.num_leaves for t in self.arg_trees])
+        paths = [T.leaf_paths(t) for t in self.arg_trees]  # p['W1'], x[0], s.a
+        names = [function_name(params[i]) + paths[i][j - starts[i]]
+                 for i, j in zip(self.arg_of_input, self.input_pos)]
         return names if len(set(names)) == len(names) else None
 
 

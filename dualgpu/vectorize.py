@@ -49,19 +49,16 @@ def _is_axis(a) -> bool:
 
 
 def _check_axes_spec(spec, what: str) -> None:
-    """An axes spec is an int, None, or a (nested) tuple, list or dict of them."""
+    """An axes spec is an int, None, or a pytree (tuple, list, dict, registered class...) of
+    them."""
     if _is_axis(spec):
         return
-    if isinstance(spec, (tuple, list)):
-        for s in spec:
-            _check_axes_spec(s, what)
-        return
-    if isinstance(spec, dict):
-        for s in spec.values():
-            _check_axes_spec(s, what)
-        return
-    raise ArgumentTypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict of them "
-                            f"(matching the arguments), got {spec!r}")
+    parts = T.node_parts(spec)
+    if parts is None:
+        raise ArgumentTypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict of "
+                                f"them (matching the arguments), got {spec!r}")
+    for s in parts[2]:
+        _check_axes_spec(s, what)
 
 
 def _axes_key(spec):
@@ -70,28 +67,37 @@ def _axes_key(spec):
         return None if spec is None else int(spec)
     if isinstance(spec, dict):
         return ("dict", tuple(sorted((repr(k), _axes_key(v)) for k, v in spec.items())))
-    return (type(spec).__name__, tuple(_axes_key(s) for s in spec))
+    kind, meta, children = T.node_parts(spec)
+    return (kind, meta, tuple(_axes_key(s) for s in children))
 
 
 def _axes_for_leaves(spec, value, where: str) -> list:
     """The axis of every leaf of ``value`` (in :func:`dualgpu.tree.flatten` order), from a
-    spec that is a prefix of ``value``'s structure, as in JAX."""
+    spec that is a prefix of ``value``'s structure, as in JAX (a list may stand for a
+    tuple)."""
     if _is_axis(spec):
         return [spec] * len(T.leaves(value))
-    if isinstance(spec, (tuple, list)):
-        if not isinstance(value, (tuple, list)) or len(value) != len(spec):
-            raise InvalidArgumentError(f"vmap: {where} is {spec!r}, which does not match the "
-                                       f"structure of the value ({T.structure(value)})")
+    if type(spec) is dict:
+        if not isinstance(value, dict) or set(value) != set(spec):
+            raise InvalidArgumentError(
+                f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, which does not "
+                f"match the value ({T.structure(value)})")
         out = []
-        for i, (s, v) in enumerate(zip(spec, value)):
-            out += _axes_for_leaves(s, v, f"{where}[{i}]")
+        for k in T.node_parts(value)[1]:
+            out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
         return out
-    if not isinstance(value, dict) or set(value) != set(spec):
-        raise InvalidArgumentError(f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, "
-                                   f"which does not match the value ({T.structure(value)})")
+    s_kind, s_meta, s_children = T.node_parts(spec)
+    v_parts = T.node_parts(value)
+    sequences = ("tuple", "list")
+    if v_parts is None or len(v_parts[2]) != len(s_children) or not (
+            (s_kind in sequences and v_parts[0] in sequences)
+            or (s_kind == v_parts[0] and s_meta == v_parts[1])):
+        raise InvalidArgumentError(f"vmap: {where} is {spec!r}, which does not match the "
+                                   f"structure of the value ({T.structure(value)})")
     out = []
-    for k in T._dict_keys(value):
-        out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
+    paths = T.leaf_paths(T.TreeDef(v_parts[0], v_parts[1], (T.LEAF,) * len(s_children)))
+    for p, s, v in zip(paths, s_children, v_parts[2]):
+        out += _axes_for_leaves(s, v, f"{where}{p}")
     return out
 
 
