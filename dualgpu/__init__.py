@@ -60,6 +60,7 @@ from .executor import config
 from .export import export
 from .linalg import HessianOperator, hessp
 from .numpy_api import stop_gradient
+from .signature import FLOAT0 as float0
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 __all__ = [
@@ -71,4 +72,5 @@ __all__ = [
     "NonScalarOutputError", "SeparabilityError", "ShapeMismatchError", "TracerControlFlowError",
     "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
     "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
+    "float0",
 ]

@@ -27,6 +27,7 @@ from .api import (
     _flags,
     _name,
     _rebindable,
+    _with_aux,
     function_key,
 )
 from .core.interpret import eval_graph
@@ -377,32 +378,38 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
 
 
 class _Jacobian(Transformed):
-    def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False):
+    def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False,
+                 has_aux: bool = False):
         self.mode = mode
         self.kind = "jacfwd" if mode == "fwd" else "jacrev"
         self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
-        super().__init__(fn, argnums)
+        super().__init__(fn, argnums, has_aux=has_aux)
 
     def options(self) -> dict:
         return {"holomorphic": self.holomorphic}
 
     def build(self, traced, sig):
-        graph = traced.graph
-        _check_complex(graph, sig, self.__name__, self.holomorphic, self.mode)
-        return jacobian_graph(graph, _flags(sig, graph), self.mode), traced.out_tree
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        _check_complex(main, sig, self.__name__, self.holomorphic, self.mode)
+        program = jacobian_graph(main, _flags(sig, main), self.mode)
+        return _with_aux(program, aux), (tree, aux_tree)
 
     def finish(self, compiled, sig, outs):
-        tree = compiled.trees
+        tree, aux_tree = compiled.trees
         k = sum(sig.diff)
         per_out = []
         for j in range(tree.num_leaves):
             values = outs[j * k:(j + 1) * k]
             per = [sig.per_argument(values, a, repackage=False) for a in self.argnums]
             per_out.append(tuple(per) if self.argnums_tuple else per[0])
-        return T.unflatten(tree, per_out)
+        jac = T.unflatten(tree, per_out)
+        if self.has_aux:
+            return jac, T.unflatten(aux_tree, outs[tree.num_leaves * k:])
+        return jac
 
 
-def jacfwd(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
+def jacfwd(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian of ``fn`` by forward mode (one pass, batched over the input's size):
     best when the inputs are smaller than the outputs.
 
@@ -411,8 +418,10 @@ def jacfwd(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
     the argument's structure (a tuple of them when ``argnums`` is a tuple).
 
     JAX's rules for complex values: real inputs may have complex outputs (the Jacobian is
-    complex); complex inputs need ``holomorphic=True`` (and complex outputs), and the
-    Jacobian is then the complex derivative.
+    complex); complex inputs need ``holomorphic=True`` (and complex outputs; a
+    ``TypeError`` otherwise), and the Jacobian is then the complex derivative. With
+    ``has_aux=True``, ``fn`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``;
+    negative ``argnums`` count from the end.
 
     Example::
 
@@ -421,13 +430,16 @@ def jacfwd(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
                [0., 4.]])
         >>> dg.jacfwd(lambda x: x * (1 + 2j))(np.array([1.0]))
         array([[1.+2.j]])
+        >>> dg.jacfwd(lambda x: (x ** 2, np.sum(x)), has_aux=True)(np.array([3.0]))
+        (array([[6.]]), array(3.))
     """
     if fn is None:
-        return lambda f: jacfwd(f, argnums, holomorphic)
-    return _Jacobian(fn, argnums, "fwd", holomorphic)
+        return lambda f: jacfwd(f, argnums, has_aux, holomorphic)
+    return _Jacobian(fn, argnums, "fwd", holomorphic, has_aux)
 
 
-def jacrev(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
+def jacrev(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian of ``fn`` by reverse mode (one pass, batched over the output's size):
     best when the outputs are smaller than the inputs. Shapes and structure as
     :func:`jacfwd`.
@@ -435,7 +447,7 @@ def jacrev(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
     As in JAX, complex outputs are refused unless ``holomorphic=True``; then the inputs
     must be complex too and the Jacobian is the complex derivative (of a holomorphic
     ``fn``: dualgpu does not check that it is). Real outputs of complex inputs follow
-    :func:`dualgpu.grad`'s convention.
+    :func:`dualgpu.grad`'s convention. ``has_aux`` and ``argnums`` as :func:`jacfwd`.
 
     Example::
 
@@ -446,11 +458,12 @@ def jacrev(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
         array([[0.+2.j]])
     """
     if fn is None:
-        return lambda f: jacrev(f, argnums, holomorphic)
-    return _Jacobian(fn, argnums, "rev", holomorphic)
+        return lambda f: jacrev(f, argnums, has_aux, holomorphic)
+    return _Jacobian(fn, argnums, "rev", holomorphic, has_aux)
 
 
-def jacobian(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
+def jacobian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+             holomorphic: bool = False):
     """``jacrev`` (as in JAX). ``dg.jacfwd(dg.jacrev(f))`` is the Hessian.
 
     Example::
@@ -458,4 +471,4 @@ def jacobian(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
         >>> dg.jacobian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
         array([ 3., 12.])
     """
-    return jacrev(fn, argnums, holomorphic)
+    return jacrev(fn, argnums, has_aux, holomorphic)
