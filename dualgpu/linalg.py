@@ -131,7 +131,9 @@ class HessianOperator:
     inserted as ``f``'s argument ``k``.
 
     Vectors are cast to ``x``'s dtype; the product is taken at the fixed point ``x``. ``x``
-    must be a floating-point array (a float scalar is converted); a vector of the wrong size
+    is a floating-point array (a float scalar is converted), or a pytree of them: the
+    operator then acts on its raveled vector (:func:`dualgpu.tree.ravel`; ``n`` is the total
+    size) and ``H.unravel(v)`` turns a vector back into the tree. A vector of the wrong size
     raises :class:`~dualgpu.ShapeMismatchError`.
 
     Example::
@@ -149,6 +151,12 @@ class HessianOperator:
         array([0.08333333, 0.08333333, 0.08333333])
         >>> H.nprod >= 2
         True
+        >>> Hp = dg.HessianOperator(lambda p: np.sum(p["w"] ** 2) * p["s"],
+        ...                         {"w": np.ones(2), "s": np.array(3.0)})
+        >>> Hp @ np.array([1.0, 0.0, 0.0])            # ravel order: sorted keys, s then w
+        array([0., 2., 2.])
+        >>> Hp.unravel(np.array([1.0, 2.0, 3.0]))
+        {'s': array(3.), 'w': array([1., 2.])}
     """
 
     def __new__(cls, f: Callable = None, x=None, *args, argnums: int = 0):
@@ -170,6 +178,11 @@ class HessianOperator:
         if self.argnums > len(args):
             raise ArgumentTypeError(f"{what}: argnums={self.argnums} but f gets only "
                                     f"{len(args) + 1} argument(s) (x and {len(args)} more)")
+        self.unravel = None
+        if not T.structure(x).is_leaf:  # a pytree: the operator acts on its raveled vector
+            _check_pytree_point(x, what)
+            x, self.unravel = T.ravel(x)
+            f = _OnRaveled(f, self.unravel, self.argnums)
         x = _as_point(x, what)
         self.f = f
         self.x = x
@@ -291,6 +304,30 @@ class HessianOperator:
     def __repr__(self) -> str:
         return (f"<HessianOperator {self.n}x{self.n} {self.dtype} on {self.backend.name}, "
                 f"{self.nprod} products>")
+
+
+def _check_pytree_point(x, what: str) -> None:
+    for leaf in T.leaves(x):
+        if isinstance(leaf, (bool, np.bool_)) or np.dtype(getattr(
+                leaf, "dtype", np.result_type(leaf))).kind not in "fc":
+            raise IntegerInputError(f"{what}: a leaf of x is {leaf!r:.40}; the leaves of a "
+                                    "pytree point must be floating-point arrays")
+
+
+class _OnRaveled:
+    """``f`` with its argument ``argnums`` taken as the raveled vector of a pytree point
+    (what :class:`HessianOperator` differentiates for a pytree ``x``)."""
+
+    _dualgpu_transform = True  # guards and names look through to fn
+
+    def __init__(self, fn, unravel, argnums: int):
+        self.fn, self.unravel, self.argnums = fn, unravel, argnums
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+
+    def __call__(self, *args, **kwargs):
+        args = list(args)
+        args[self.argnums] = self.unravel(args[self.argnums])
+        return rebind_function(self.fn)(*args, **kwargs)
 
 
 def _is_number(v) -> bool:

@@ -138,8 +138,9 @@ class _Batched:
 
     _dualgpu_transform = True  # guards and names look through to fn
 
-    def __init__(self, fn, in_axes, out_axes):
+    def __init__(self, fn, in_axes, out_axes, axis_size=None):
         self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
+        self.axis_size = axis_size
         self.__name__ = _name(fn)
         if not isinstance(fn, Transformed):  # readable input names in the graph
             try:
@@ -180,7 +181,7 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     axes += [0 if isinstance(x, Tracer) else None for x in flat]  # keywords: axis 0, as JAX
     owner += ["a keyword argument"] * len(flat)
 
-    size, size_from = None, None
+    size, size_from = b.axis_size, "axis_size"
     positions, inputs, in_dims, avals = [], [], [], []
     for j, (leaf, axis) in enumerate(zip(leaves, axes)):
         if isinstance(leaf, SparseValue) or not isinstance(leaf, Tracer):
@@ -205,9 +206,11 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
         if size is None:
             size, size_from = n, owner[j]
         elif n != size:
+            first = (f"axis_size is {size}" if size_from == "axis_size" else
+                     f"{size_from} has {size} examples along its mapped axis")
             raise ShapeMismatchError(
-                f"vmap: mapped sizes disagree: {size_from} has {size} examples along its "
-                f"mapped axis, but {owner[j]} has {n} (shape {tuple(leaf.shape)}, axis {d})")
+                f"vmap: mapped sizes disagree: {first}, but {owner[j]} has {n} (shape "
+                f"{tuple(leaf.shape)}, axis {d})")
         in_dims.append(d)
         shape = list(leaf.shape)
         del shape[d]
@@ -216,6 +219,9 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
         raise InvalidArgumentError(
             f"vmap of {_name(b.fn)}: no argument is mapped (every in_axes is None or the "
             "arguments hold no arrays); map at least one, or give axis_size")
+    if not inputs:
+        raise InvalidArgumentError(f"vmap of {_name(b.fn)}: the arguments hold no arrays; "
+                                   "pass at least one array (axis_size alone maps nothing)")
 
     call = _PerExample(b.fn, trees, leaves, positions)
     captured: list = []
@@ -244,15 +250,22 @@ def _out_dims(out_axes, out_tree, graph: Graph) -> list:
 class _Vmap(Transformed):
     kind = "vmap"
 
-    def __init__(self, fn: Callable, in_axes=0, out_axes=0):
+    def __init__(self, fn: Callable, in_axes=0, out_axes=0, axis_size=None):
         if not callable(fn):
             raise ArgumentTypeError(f"dg.vmap expects a function, got {type(fn).__name__}")
         _check_axes_spec(in_axes, "in_axes")
         _check_axes_spec(out_axes, "out_axes")
-        super().__init__(_Batched(fn, in_axes, out_axes), argnums=())
+        if axis_size is not None:
+            if not isinstance(axis_size, (int, np.integer)) or isinstance(axis_size, bool):
+                raise ArgumentTypeError(f"vmap: axis_size must be an int or None, got "
+                                        f"{axis_size!r}")
+            if axis_size < 0:
+                raise InvalidArgumentError(f"vmap: axis_size must be >= 0, got {axis_size}")
+            axis_size = int(axis_size)
+        super().__init__(_Batched(fn, in_axes, out_axes, axis_size), argnums=())
         self._weak = []
         self._fn_key = function_key(fn, self._weak)  # rebuilding vmap(f) hits the cache
-        self._axes = (_axes_key(in_axes), _axes_key(out_axes))
+        self._axes = (_axes_key(in_axes), _axes_key(out_axes), axis_size)
         self.__name__ = self.__qualname__ = f"vmap_{_name(fn)}"
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -270,13 +283,16 @@ class _Vmap(Transformed):
         return T.unflatten(compiled.trees, outs)
 
 
-def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
+def vmap(fn: Callable | None = None, in_axes=0, out_axes=0, axis_size: int | None = None):
     """Map ``fn`` over an axis of its arguments: ``vmap(f)(X)[i] == f(X[i])``, as one program.
 
     ``in_axes`` is an int, ``None`` (the argument is shared by every example) or a tuple with
     one entry per positional argument, each a pytree prefix of its argument (JAX's rules;
     negative axes count from the end). Keyword arguments are mapped along axis 0.
-    ``out_axes`` places the examples in the results in the same way. The function is traced
+    ``out_axes`` places the examples in the results in the same way (``None``: a result
+    that does not depend on the mapped arguments, returned once). ``axis_size`` gives the
+    number of examples when no argument is mapped (and must agree with the mapped sizes
+    otherwise). The function is traced
     on one example and its graph batched: every built-in op has a batching rule (``W @ V``
     with a shared ``W`` is one GEMM over all the examples); an op without one, such as a
     custom op with no C expression, runs once per example. Composes with every transform:
@@ -288,10 +304,13 @@ def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
         >>> import numpy as np, dualgpu as dg
         >>> dg.vmap(lambda x, w: x @ w, in_axes=(0, None))(np.ones((3, 2)), np.arange(2.0))
         array([1., 1., 1.])
+        >>> dg.vmap(lambda w: 2 * w, in_axes=None, axis_size=2)(np.arange(2.0))
+        array([[0., 2.],
+               [0., 2.]])
     """
     if fn is None:
-        return lambda f: vmap(f, in_axes, out_axes)
-    return _Vmap(fn, in_axes, out_axes)
+        return lambda f: vmap(f, in_axes, out_axes, axis_size)
+    return _Vmap(fn, in_axes, out_axes, axis_size)
 
 
 # ------------------------------------------------------------------------------ Jacobians
