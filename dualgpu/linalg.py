@@ -156,7 +156,7 @@ class HessianOperator:
         >>> Hp @ np.array([1.0, 0.0, 0.0])            # ravel order: sorted keys, s then w
         array([0., 2., 2.])
         >>> Hp.unravel(np.array([1.0, 2.0, 3.0]))
-        {'s': array(3.), 'w': array([1., 2.])}
+        {'s': array(1.), 'w': array([2., 3.])}
     """
 
     def __new__(cls, f: Callable = None, x=None, *args, argnums: int = 0):
