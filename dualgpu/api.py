@@ -221,7 +221,7 @@ def _check_bool(value, name: str, what: str) -> bool:
 
 
 def _check_complex_outputs(graph: Graph, what: str, holomorphic: bool, mode: str,
-                           error: type[DualgpuError] = DualgpuError) -> None:
+                           error: type[DualgpuError] = ArgumentTypeError) -> None:
     """JAX's rules for the outputs: with ``holomorphic=True`` every output is complex;
     without, reverse mode (``mode == "rev"``) refuses complex outputs, whose imaginary
     part a real cotangent would drop."""
