@@ -1024,6 +1024,17 @@ class _Hessian(Transformed):
 
     kind = "hessian"
 
+    def split(self, args):
+        for a in self.argnums:
+            x = args[a] if -len(args) <= a < len(args) else None
+            if isinstance(x, (list, tuple)) and x and all(
+                    isinstance(leaf, (int, float)) for leaf in T.leaves(x)):
+                raise ArgumentTypeError(
+                    f"{self.__name__}: argument {a} is a {type(x).__name__} of numbers; pass "
+                    "np.asarray(x) for the Hessian in an array (a pytree of arrays is "
+                    "differentiated leaf by leaf)")
+        return args, None
+
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
         _scalar_output(main, tree, self.__name__)

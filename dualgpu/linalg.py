@@ -179,7 +179,9 @@ class HessianOperator:
             raise ArgumentTypeError(f"{what}: argnums={self.argnums} but f gets only "
                                     f"{len(args) + 1} argument(s) (x and {len(args)} more)")
         self.unravel = None
-        if not T.structure(x).is_leaf:  # a pytree: the operator acts on its raveled vector
+        tree = T.structure(x)
+        if not tree.is_leaf and tree.num_leaves and not _numbers_only(x):  # a pytree: the
+            # operator acts on its raveled vector (a list of numbers is refused below)
             _check_pytree_point(x, what)
             x, self.unravel = T.ravel(x)
             f = _OnRaveled(f, self.unravel, self.argnums)
@@ -304,6 +306,12 @@ class HessianOperator:
     def __repr__(self) -> str:
         return (f"<HessianOperator {self.n}x{self.n} {self.dtype} on {self.backend.name}, "
                 f"{self.nprod} products>")
+
+
+def _numbers_only(x) -> bool:
+    """A list or tuple of Python numbers: meant as an array (``np.asarray(x)``)."""
+    return isinstance(x, (list, tuple)) and all(
+        isinstance(leaf, (int, float, complex)) for leaf in T.leaves(x))
 
 
 def _check_pytree_point(x, what: str) -> None:
