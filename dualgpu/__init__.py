@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (registers every rule)
     rules,
     testing,  # noqa: F401
     tree,  # noqa: F401
+    tree_util,  # noqa: F401
 )
 from ._version import __version__  # noqa: F401  (the one version source)
 from .api import (
@@ -39,12 +40,14 @@ from .core.primitives import REGISTRY, defprim
 from .curvature import hessian_diag, hessian_trace, laplacian
 from .custom import custom_op
 from .errors import (
+    ArgumentTypeError,
     AxisError,
     BackendMismatchError,
     CodegenSafetyError,
     DualgpuError,
     EscapedTracerError,
     IntegerInputError,
+    InvalidArgumentError,
     NonScalarOutputError,
     RandomInTraceError,
     SeparabilityError,
@@ -57,15 +60,17 @@ from .executor import config
 from .export import export
 from .linalg import HessianOperator, hessp
 from .numpy_api import stop_gradient
+from .signature import FLOAT0 as float0
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 __all__ = [
     "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
-    "HessianOperator", "trace", "source", "jit", "nn", "tree", "testing", "Graph", "DualgpuError",
-    "defprim", "custom_op", "REGISTRY", "stop_gradient", "config", "cache_info",
-    "clear_cache", "set_cache_size", "BackendMismatchError", "CodegenSafetyError",
-    "EscapedTracerError", "IntegerInputError", "NonScalarOutputError", "SeparabilityError",
-    "ShapeMismatchError", "TracerControlFlowError", "UnsupportedOpError",
-    "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError", "vmap", "jacfwd",
-    "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
+    "HessianOperator", "trace", "source", "jit", "nn", "tree", "tree_util", "testing", "Graph",
+    "DualgpuError", "ArgumentTypeError", "InvalidArgumentError", "defprim", "custom_op",
+    "REGISTRY", "stop_gradient", "config", "cache_info", "clear_cache", "set_cache_size",
+    "BackendMismatchError", "CodegenSafetyError", "EscapedTracerError", "IntegerInputError",
+    "NonScalarOutputError", "SeparabilityError", "ShapeMismatchError", "TracerControlFlowError",
+    "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
+    "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
+    "float0",
 ]

@@ -10,6 +10,7 @@ penalty that calls ``grad`` inside the loss.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import threading
@@ -30,7 +31,14 @@ from .core.interpret import eval_graph
 from .core.ir import Graph
 from .core.primitives import registry_version
 from .core.trace import Tracer, current_builder, trace_to_graph
-from .errors import BackendMismatchError, DualgpuError, NonScalarOutputError, ShapeMismatchError
+from .errors import (
+    ArgumentTypeError,
+    BackendMismatchError,
+    DualgpuError,
+    InvalidArgumentError,
+    NonScalarOutputError,
+    ShapeMismatchError,
+)
 from .executor import Executable, config, generation
 from .guards import Guards, collect_guards
 from .namespace import rebind_function
@@ -57,8 +65,10 @@ def cache_info() -> dict:
 
 def set_cache_size(n: int) -> None:
     """Bound the number of cached programs (least recently used are dropped)."""
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-        raise DualgpuError(f"set_cache_size takes an int >= 0, got {n!r}")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise ArgumentTypeError(f"set_cache_size takes an int >= 0, got {n!r}")
+    if n < 0:
+        raise InvalidArgumentError(f"set_cache_size takes an int >= 0, got {n!r}")
     _GLOBAL_CACHE.maxsize = int(n)
     config["cache_size"] = int(n)
     _generation[0] += 1
@@ -130,8 +140,9 @@ def _check_call(fn, args: tuple, kwargs: dict) -> None:
     try:
         params.bind(*args, **kwargs)
     except TypeError as e:
-        raise DualgpuError(f"{_name(fn)}{params} cannot take these arguments "
-                           f"({len(args)} positional, keywords {sorted(kwargs)}): {e}") from None
+        raise ArgumentTypeError(
+            f"{_name(fn)}{params} cannot take these arguments ({len(args)} positional, "
+            f"keywords {sorted(kwargs)}): {e}") from None
 
 
 class Traced:
@@ -152,8 +163,8 @@ class Traced:
         if not has_aux:
             return g, None, tree, None
         if tree.kind != "tuple" or len(tree.children) != 2:
-            raise DualgpuError(f"{what} has has_aux=True, so the function must return a pair "
-                               f"(output, aux); it returns {tree}")
+            raise ArgumentTypeError(f"{what} has has_aux=True, so the function must return a pair "
+                                    f"(output, aux); it returns {tree}")
         n_main = tree.children[0].num_leaves
         main = Graph(g.inputs, g.outputs[:n_main], g.eqns, name=g.name,
                      input_names=g.input_names, xp=g.xp)
@@ -200,13 +211,17 @@ def _scalar_output(graph: Graph, tree, what: str, holomorphic: bool | None = Non
 
 def _check_holomorphic(value, what: str) -> bool:
     """``holomorphic`` is a bool (it selects the program: part of the cache key)."""
+    return _check_bool(value, "holomorphic", what)
+
+
+def _check_bool(value, name: str, what: str) -> bool:
     if not isinstance(value, bool):
-        raise DualgpuError(f"{what}: holomorphic must be True or False, got {value!r}")
+        raise ArgumentTypeError(f"{what}: {name} must be True or False, got {value!r}")
     return value
 
 
 def _check_complex_outputs(graph: Graph, what: str, holomorphic: bool, mode: str,
-                           error: type[DualgpuError] = DualgpuError) -> None:
+                           error: type[DualgpuError] = ArgumentTypeError) -> None:
     """JAX's rules for the outputs: with ``holomorphic=True`` every output is complex;
     without, reverse mode (``mode == "rev"``) refuses complex outputs, whose imaginary
     part a real cotangent would drop."""
@@ -245,12 +260,12 @@ def _check_complex_inputs(graph: Graph, sig: Signature, what: str, holomorphic: 
         arg = sig.arg_of_input[k]
         name = f"argument {arg}" + (f" ({names[k]})" if k < len(names) and names[k] else "")
         if holomorphic and v.dtype.kind != "c":
-            raise DualgpuError(
+            raise ArgumentTypeError(
                 f"{what} has holomorphic=True, but {name} is real ({v.dtype}): the complex "
                 "derivative needs complex inputs. Pass it as a complex array "
                 "(x.astype(np.complex128)), or drop holomorphic=True")
         if not holomorphic and v.dtype.kind == "c" and mode == "fwd":
-            raise DualgpuError(
+            raise ArgumentTypeError(
                 f"{what}: {name} is complex ({v.dtype}); forward-mode Jacobians take real "
                 "inputs, or complex ones with holomorphic=True (JAX's rule). Pass "
                 "holomorphic=True for the complex derivative of a holomorphic function, or "
@@ -335,17 +350,18 @@ class Transformed:
 
     kind = "abstract"
     program_type = Compiled  # what compiles the graph(s) that build returns
+    allow_int = False  # integer leaves of differentiated arguments get float0 zeros
     _dualgpu_transform = True
     FAST_SLOTS = 8
 
     def __init__(self, fn: Callable, argnums=0, *, has_aux: bool = False, batch_axes=None):
         if not callable(fn):
             what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
-            raise DualgpuError(f"{what} expects a function, got {type(fn).__name__}")
+            raise ArgumentTypeError(f"{what} expects a function, got {type(fn).__name__}")
         self.fn = fn
         self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
         if not isinstance(has_aux, bool):
-            raise DualgpuError(f"has_aux must be True or False, got {has_aux!r}")
+            raise ArgumentTypeError(f"has_aux must be True or False, got {has_aux!r}")
         self.has_aux = has_aux
         self.batch_axes = _normalize_batch_axes(batch_axes)
         self.__name__ = f"{self.kind}_{_name(fn)}"
@@ -357,6 +373,27 @@ class Transformed:
         self._lock = threading.Lock()
         self._weak: list = []
         self._fn_key = function_key(fn, self._weak)
+        self._by_arity: dict | None = {} if any(a < 0 for a in self.argnums) else None
+
+    def _resolved(self, args: tuple) -> Transformed:
+        """This transform with negative ``argnums`` counted from the end of ``args`` (the
+        function's positional arguments), as JAX: one copy per number of arguments."""
+        n = len(args)
+        hit = self._by_arity.get(n)
+        if hit is not None:
+            return hit
+        if any(not -n <= a < n for a in self.argnums):
+            raise ArgumentTypeError(
+                f"{self.__name__}: argnums {self.argnums} names an argument out of range for "
+                f"a call with {n} positional argument(s) (argnums from {-n} to {n - 1})")
+        resolved = copy.copy(self)
+        resolved.argnums = tuple(a % n for a in self.argnums)
+        resolved._by_arity = None
+        resolved._programs, resolved._quick = {}, {}
+        resolved._lock = threading.Lock()
+        with self._lock:
+            self._by_arity[n] = resolved
+        return resolved
 
     @property
     def spec(self) -> Spec:
@@ -388,6 +425,8 @@ class Transformed:
 
     # ------------------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
+        if self._by_arity is not None:
+            return self._resolved(self.split(args)[0])(*args, **kwargs)
         qkey = None if kwargs else quick_key(args)
         if qkey is not None:
             hit = self._quick.get(qkey)
@@ -398,7 +437,7 @@ class Transformed:
         if dask_arrays.has_dask_array(args, kwargs):  # per-chunk programs over Dask arrays
             return dask_arrays.call(self, args, kwargs)
         fargs, extra = self.split(args)
-        sig = Signature(fargs, kwargs, self.argnums, self.__name__)
+        sig = Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int)
         extras = self.extra_inputs(sig, extra)
         if sig.traced or current_builder() is not None:
             # inside a trace: inline (the function may read values of the enclosing trace)
@@ -452,14 +491,18 @@ class Transformed:
 
     def graph(self, *args, **kwargs) -> Graph:
         """The program this call runs (its graph), built afresh and not compiled."""
+        if self._by_arity is not None:
+            return self._resolved(self.split(args)[0]).graph(*args, **kwargs)
         fargs, extra = self.split(args)
-        sig = Signature(fargs, kwargs, self.argnums, self.__name__)
+        sig = Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int)
         self.extra_inputs(sig, extra)
         return self.build(Traced(self.fn, sig, None), sig)[0]
 
     def source(self, *args, **kwargs) -> str:
+        if self._by_arity is not None:
+            return self._resolved(self.split(args)[0]).source(*args, **kwargs)
         fargs, extra = self.split(args)
-        sig = Signature(fargs, kwargs, self.argnums, self.__name__)
+        sig = Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int)
         self.extra_inputs(sig, extra)
         return self.compiled(sig).exe.source
 
@@ -581,13 +624,13 @@ def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
 
 
 def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
+    """``(argnums as a tuple, whether it was one)``; negative entries count from the end
+    of the positional arguments (resolved per call: :meth:`Transformed._resolved`)."""
     single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
     nums = (argnums,) if single else argnums
     if not isinstance(nums, (tuple, list)) or not all(
-            isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0
-            for i in nums):
-        raise DualgpuError(f"argnums must be a non-negative int or a tuple of them, got "
-                           f"{argnums!r}")
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in nums):
+        raise ArgumentTypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}")
     return tuple(int(i) for i in nums), not single
 
 
@@ -597,8 +640,8 @@ def _normalize_batch_axes(batch_axes):
     axes = (batch_axes,) if isinstance(batch_axes, (int, np.integer)) else batch_axes
     if not isinstance(axes, (tuple, list)) or not all(
             isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axes):
-        raise DualgpuError(f"batch_axes must be an int or a tuple of ints, got "
-                           f"{batch_axes!r}")
+        raise ArgumentTypeError(f"batch_axes must be an int or a tuple of ints, got "
+                                f"{batch_axes!r}")
     return tuple(int(a) for a in axes)
 
 
@@ -606,12 +649,14 @@ class _Grad(Transformed):
     kind = "grad"
     returns_value = False
 
-    def __init__(self, fn, argnums=0, *, has_aux: bool = False, holomorphic: bool = False):
+    def __init__(self, fn, argnums=0, *, has_aux: bool = False, holomorphic: bool = False,
+                 allow_int: bool = False):
         super().__init__(fn, argnums, has_aux=has_aux)
         self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
+        self.allow_int = _check_bool(allow_int, "allow_int", f"dg.{self.kind}")
 
     def options(self) -> dict:
-        return {"holomorphic": self.holomorphic}
+        return {"holomorphic": self.holomorphic, "allow_int": self.allow_int}
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
@@ -645,13 +690,13 @@ class _Hvp(Transformed):
     def __init__(self, fn, argnums=0, batch_axes=None, has_aux=False):
         super().__init__(fn, argnums, has_aux=has_aux, batch_axes=batch_axes)
         if len(set(self.argnums)) != len(self.argnums):
-            raise DualgpuError(f"hvp: argnums {self.argnums} names an argument twice; "
-                               "give each argument once (its direction goes with it)")
+            raise InvalidArgumentError(f"hvp: argnums {self.argnums} names an argument twice; "
+                                       "give each argument once (its direction goes with it)")
 
     def split(self, args):
         if len(args) < 1:
-            raise DualgpuError(f"{self.__name__} needs the arguments followed by the "
-                               "direction v")
+            raise ArgumentTypeError(f"{self.__name__} needs the arguments followed by the "
+                                    "direction v")
         return args[:-1], args[-1]
 
     def extra_inputs(self, sig, v):
@@ -696,8 +741,8 @@ class _GradAndHvp(_Hvp):
 
     def __init__(self, fn, argnums=0, batch_axes=None, has_aux=False, return_value=False):
         if not isinstance(return_value, bool):
-            raise DualgpuError(f"grad_and_hvp: return_value must be True or False, got "
-                               f"{return_value!r}")
+            raise ArgumentTypeError(f"grad_and_hvp: return_value must be True or False, got "
+                                    f"{return_value!r}")
         self.return_value = return_value
         super().__init__(fn, argnums, batch_axes, has_aux)
 
@@ -758,8 +803,8 @@ class _Vjp(Transformed):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
         for o in main.outputs:
             if o.dtype.kind not in "fc":
-                raise DualgpuError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
-                                   "differentiated by vjp (only floating-point outputs)")
+                raise ArgumentTypeError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
+                                        "differentiated by vjp (only floating-point outputs)")
         pullback = vjp_graph(main, _flags(sig, main))
         k = len(main.outputs)
         pullback.outputs = pullback.outputs[k:]  # the pullback returns the cotangents only
@@ -812,7 +857,7 @@ def _flags(sig: Signature, graph: Graph) -> list[bool]:
 
 # ------------------------------------------------------------------------------ public API
 def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,
-         holomorphic: bool = False):
+         holomorphic: bool = False, allow_int: bool = False):
     """Gradient of a scalar function: ``grad(f)(*args)``; a tuple when ``argnums`` is.
 
     Arguments may be pytrees (nested tuples, lists and dicts of arrays): the gradient has the
@@ -825,6 +870,10 @@ def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,
     result is the complex derivative ``f'(z)`` (of a holomorphic ``f``: dualgpu does not
     check that it is).
 
+    As in JAX, ``argnums`` may count from the end (``-1`` is the last positional argument),
+    and an integer argument (a Python ``int`` too) is refused unless ``allow_int=True``,
+    which gives it a zero gradient of dtype ``float0`` (``dg.float0``, JAX's).
+
     Example::
 
         >>> import numpy as np, dualgpu as dg
@@ -834,16 +883,21 @@ def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,
         {'b': array([1., 1.]), 'w': array([0., 1.])}
         >>> dg.grad(lambda z: z ** 2, holomorphic=True)(np.array(1 + 2j))
         array(2.+4.j)
+        >>> dg.grad(lambda x, n: np.sum(x ** 2) * n, argnums=-2)(np.ones(2), 3)
+        array([6., 6.])
+        >>> g, g_n = dg.grad(lambda x, n: np.sum(x) * n, (0, 1), allow_int=True)(np.ones(2), 3)
+        >>> g, g_n.dtype == dg.float0
+        (array([3., 3.]), True)
     """
     if fn is None:
-        return lambda f: grad(f, argnums, has_aux, holomorphic)
-    return _Grad(fn, argnums, has_aux=has_aux, holomorphic=holomorphic)
+        return lambda f: grad(f, argnums, has_aux, holomorphic, allow_int)
+    return _Grad(fn, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
 
 
 def value_and_grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,
-                   holomorphic: bool = False):
+                   holomorphic: bool = False, allow_int: bool = False):
     """``value_and_grad(f)(*args) -> (f(*args), grad)``; with ``has_aux=True``,
-    ``((value, aux), grad)``. ``holomorphic`` as in :func:`grad`.
+    ``((value, aux), grad)``. ``holomorphic`` and ``allow_int`` as in :func:`grad`.
 
     Example::
 
@@ -854,8 +908,9 @@ def value_and_grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,
         (array(0.+2.j), array(2.+2.j))
     """
     if fn is None:
-        return lambda f: value_and_grad(f, argnums, has_aux, holomorphic)
-    return _ValueAndGrad(fn, argnums, has_aux=has_aux, holomorphic=holomorphic)
+        return lambda f: value_and_grad(f, argnums, has_aux, holomorphic, allow_int)
+    return _ValueAndGrad(fn, argnums, has_aux=has_aux, holomorphic=holomorphic,
+                         allow_int=allow_int)
 
 
 def hvp(fn: Callable | None = None, argnums=0, batch_axes=None, has_aux: bool = False):
@@ -961,78 +1016,98 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
 
 
 class _Hessian(Transformed):
-    """The dense Hessian of a scalar function with respect to one array argument,
-    ``x.shape + x.shape``: the forward-over-reverse product with every basis vector, batched
-    into one program (JAX's ``jacfwd(jacrev(f))``). A transform like the others: cached,
-    inlined when called on traced values, exported."""
+    """The dense Hessian of a scalar function, JAX's ``jacfwd(jacrev(f, argnums),
+    argnums)``: for one array argument of shape ``S``, an array ``S + S``; for pytrees and
+    tuple ``argnums``, JAX's nesting (block ``[a][b]`` of shape ``a.shape + b.shape``). The
+    forward-over-reverse product with every basis vector, batched into one program. A
+    transform like the others: cached, inlined when called on traced values, exported."""
 
     kind = "hessian"
 
-    def __init__(self, fn, argnums=0):
-        if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool) \
-                or argnums < 0:
-            raise DualgpuError(f"hessian: argnums must be one non-negative int, the position "
-                               f"of the array argument, got {argnums!r}")
-        super().__init__(fn, argnums)
-
     def split(self, args):
-        a = self.argnums[0]
-        if a >= len(args):
-            raise DualgpuError(f"hessian: argnums names argument {a}, but only {len(args)} "
-                               "given")
-        x = args[a]
-        if not isinstance(x, (Tracer, int, float, np.generic)) or isinstance(x, bool):
-            b = array_backend(x)
-            if b is None or b.is_sparse(x):
-                raise DualgpuError(
-                    f"hessian: argument {a} must be a dense array (or a float), got "
-                    f"{type(x).__name__}" + ("; use np.asarray(x), or dg.jacfwd(dg.jacrev(f)) "
-                                             "for a pytree" if isinstance(
-                                                 x, (list, tuple, dict)) else ""))
+        for a in self.argnums:
+            x = args[a] if -len(args) <= a < len(args) else None
+            if isinstance(x, (list, tuple)) and x and all(
+                    isinstance(leaf, (int, float)) for leaf in T.leaves(x)):
+                raise ArgumentTypeError(
+                    f"{self.__name__}: argument {a} is a {type(x).__name__} of numbers; pass "
+                    "np.asarray(x) for the Hessian in an array (a pytree of arrays is "
+                    "differentiated leaf by leaf)")
         return args, None
 
     def build(self, traced, sig):
-        main = traced.graph
-        _scalar_output(main, traced.out_tree, self.__name__)
-        return hessian_graph(main, sig.diff_inputs()[0]), None
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        _scalar_output(main, tree, self.__name__)
+        if sig.sparse:
+            raise ArgumentTypeError(f"{self.__name__}: a sparse matrix argument has no dense "
+                                    "Hessian; pass its dense form (x.toarray())")
+        return _with_aux(hessian_graph(main, sig.diff_inputs()), aux), aux_tree
 
     def finish(self, compiled, sig, outs):
-        return outs[0]
+        k = sum(sig.diff)
+        rows = [self._per_argnum(sig, outs[i * k:(i + 1) * k], repackage=False)
+                for i in range(k)]  # rows[i]: the blocks of leaf i against every leaf
+        hess = self._per_argnum(sig, rows, repackage=False)
+        if self.has_aux:
+            return hess, T.unflatten(compiled.trees, outs[k * k:])
+        return hess
 
 
-def hessian_graph(graph: Graph, k: int) -> Graph:
-    """``(*inputs) -> H``, the Hessian of ``graph``'s scalar output with respect to input
-    ``k``, of shape ``x.shape + x.shape``: ``H[a, b] = (H e_b)[a]``, the HVP graph batched
-    over the basis vectors ``e_b``."""
-    x = graph.inputs[k]
-    shape, n = tuple(x.shape), int(np.prod(x.shape, dtype=np.int64))
-    hv = hvp_graph(graph, [k], value=False, grads=False)
+def hessian_graph(graph: Graph, ks) -> Graph:
+    """``(*inputs) -> H``: the blocks ``H[i][j]`` of the Hessian of ``graph``'s scalar
+    output with respect to inputs ``ks`` (an int: one input), in that order, each of shape
+    ``x_i.shape + x_j.shape``: ``H[i][j][a, b] = (H e_b)_i[a]``, the HVP graph batched over
+    the basis vectors ``e_b`` of every input at once."""
+    ks = [ks] if isinstance(ks, (int, np.integer)) else list(ks)
+    xs = [graph.inputs[k] for k in ks]
+    shapes = [tuple(x.shape) for x in xs]
+    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
+    n = sum(sizes)
+    hv = hvp_graph(graph, ks, value=False, grads=False)
     batched = None
     if n:
-        batched, _ = batch_graph(hv, [None] * len(graph.inputs) + [0], n, [0])
-    nd = len(shape)
+        batched, _ = batch_graph(hv, [None] * len(graph.inputs) + [0] * len(ks), n,
+                                 [0] * len(ks))
 
     def run(*inputs):
         xp = graph.xp or np
         if batched is None:  # no variables: the Hessian is empty
-            return [xp.zeros(shape + shape, dtype=x.dtype)]
-        basis = xp.eye(n, dtype=x.dtype).reshape((n,) + shape)
-        (columns,) = eval_graph(batched, list(inputs) + [basis])  # columns[b] = H e_b
-        block = dnp.reshape(columns, shape + shape)
-        return [dnp.transpose(block, list(range(nd, 2 * nd)) + list(range(nd)))]
+            return [xp.zeros(si + sj, dtype=np.result_type(xi.dtype, xj.dtype))
+                    for xi, si in zip(xs, shapes) for xj, sj in zip(xs, shapes)]
+        basis, start = [], 0  # basis[j]: (n, *x_j.shape), rows start..start+size_j = I
+        for x, shape, size in zip(xs, shapes, sizes):
+            block = xp.zeros((n, size), dtype=x.dtype)
+            block[start:start + size] = xp.eye(size, dtype=x.dtype)
+            basis.append(block.reshape((n,) + shape))
+            start += size
+        columns = eval_graph(batched, list(inputs) + basis)  # columns[i][b] = (H e_b)_i
+        blocks = []
+        for col, si in zip(columns, shapes):
+            start = 0
+            for sj, size in zip(shapes, sizes):
+                part = dnp.getitem(col, (slice(start, start + size),)) if len(ks) > 1 else col
+                block = dnp.reshape(part, sj + si)
+                blocks.append(dnp.transpose(block, list(range(len(sj), len(sj) + len(si)))
+                                            + list(range(len(sj)))))
+                start += size
+        return blocks
 
     new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp,
                             name=f"hessian_{graph.name}", input_names=graph.input_names)
     return simplify(new)
 
 
-def hessian(fn: Callable | None = None, argnums: int = 0):
-    """Dense Hessian (for small problems): ``hessian(f)(*args, **kwargs)`` has shape
-    ``x.shape + x.shape`` for the array ``x = args[argnums]``; keyword arguments are passed
-    through to ``f``, not differentiated. One program (the Hessian-vector product batched
-    over the basis vectors, as JAX's ``jacfwd(jacrev(f))``), cached like the other
-    transforms, and composable with them: ``jit``, ``vmap``, ``grad`` (third derivatives),
-    ``jvp``, ``hessian`` and ``dg.export`` of it. Usable as a decorator.
+def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False):
+    """Dense Hessian (for small problems), JAX's ``jacfwd(jacrev(f, argnums), argnums)``:
+    ``hessian(f)(*args, **kwargs)`` has shape ``x.shape + x.shape`` for the array
+    ``x = args[argnums]``. For a pytree argument or a tuple ``argnums``, JAX's nesting:
+    the argument's structure, each leaf ``a`` replaced by the structure again, holding the
+    blocks ``a.shape + b.shape``. Keyword arguments are passed through to ``f``, not
+    differentiated; with ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
+    ``(hessian, aux)``. One program (the Hessian-vector product batched over the basis
+    vectors), cached like the other transforms, and composable with them: ``jit``,
+    ``vmap``, ``grad`` (third derivatives), ``jvp``, ``hessian`` and ``dg.export`` of it.
+    Usable as a decorator.
 
     Example::
 
@@ -1046,10 +1121,15 @@ def hessian(fn: Callable | None = None, argnums: int = 0):
         array([[[ 6.]],
         <BLANKLINE>
                [[12.]]])
+        >>> H = dg.hessian(lambda x, y: x * y ** 2, argnums=(0, 1))(1.0, 3.0)
+        >>> [[float(h) for h in row] for row in H]
+        [[0.0, 6.0], [6.0, 2.0]]
+        >>> dg.hessian(lambda p: p["a"] * p["b"])({"a": 2.0, "b": 5.0})["a"]["b"]
+        array(1.)
     """
     if fn is None:
-        return lambda f: hessian(f, argnums)
-    return _Hessian(fn, argnums)
+        return lambda f: hessian(f, argnums, has_aux)
+    return _Hessian(fn, argnums, has_aux=has_aux)
 
 
 # ------------------------------------------------------------------------------ inspection

@@ -24,7 +24,7 @@ from . import tree as T
 from .api import Transformed, _flags, hvp
 from .backends import array_backend
 from .core.trace import Tracer
-from .errors import DualgpuError
+from .errors import ArgumentTypeError, InvalidArgumentError
 from .executor import config
 from .fusion.plan import memory_profile, plan_graph
 from .transforms.laplacian import coordinate_layout, curvature_graph
@@ -103,12 +103,10 @@ class _Laplacian(_Curvature):
                  memory_budget=None):
         super().__init__(fn, argnums, batch_axes=batch_axes)
         for name, value in (("chunk_size", chunk_size), ("memory_budget", memory_budget)):
-            if value is not None and (not isinstance(value, (int, np.integer))
-                                      or isinstance(value, bool) or value < 1):
-                raise DualgpuError(f"laplacian: {name} must be a positive int or None, got "
-                                   f"{value!r}")
+            if value is not None:
+                _positive_int(value, name, "laplacian", " or None")
         if chunk_size is not None and memory_budget is not None:
-            raise DualgpuError("laplacian: give chunk_size or memory_budget, not both")
+            raise InvalidArgumentError("laplacian: give chunk_size or memory_budget, not both")
         self.chunk_size = None if chunk_size is None else int(chunk_size)
         self.memory_budget = None if memory_budget is None else int(memory_budget)
 
@@ -210,12 +208,12 @@ def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     if method == "exact":
         for name, value in (("chunk_size", chunk_size), ("memory_budget", memory_budget)):
             if value is not None:
-                raise DualgpuError(f"hessian_diag: {name} is a parameter of "
-                                   f"method='hutchinson' (the exact diagonal is one pass)")
+                raise ArgumentTypeError(f"hessian_diag: {name} is a parameter of "
+                                        f"method='hutchinson' (the exact diagonal is one pass)")
         return _HessianDiag(fn, argnums, batch_axes=batch_axes)
     if method == "hutch++":
-        raise DualgpuError("hessian_diag: method must be 'exact' or 'hutchinson' "
-                           "('hutch++' estimates traces only)")
+        raise InvalidArgumentError("hessian_diag: method must be 'exact' or 'hutchinson' "
+                                   "('hutch++' estimates traces only)")
     return _Estimator(fn, argnums, "diag", batch_axes, num_samples, seed, memory_budget,
                       chunk_size)
 
@@ -285,8 +283,8 @@ def _check_method(method, what):
         return
     hint = (" ('hutch++' estimates traces only: dg.hessian_trace(f, method='hutch++'))"
             if method == "hutch++" else "")
-    raise DualgpuError(f"{what}: method must be one of {', '.join(map(repr, offered))}, got "
-                       f"{method!r}{hint}")
+    raise InvalidArgumentError(f"{what}: method must be one of "
+                               f"{', '.join(map(repr, offered))}, got {method!r}{hint}")
 
 
 # ------------------------------------------------------------------------------ estimators
@@ -302,19 +300,19 @@ class _Estimator:
         named = "hutchinson" if method == "diag" else method
         self.what = what
         if not callable(fn):
-            raise DualgpuError(f"{what}: expects a function, got {type(fn).__name__}")
+            raise ArgumentTypeError(f"{what}: expects a function, got {type(fn).__name__}")
         if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool) or \
                 argnums < 0:
-            raise DualgpuError(f"{what}: method={named!r} takes one argument index as "
-                               f"argnums, got {argnums!r}")
+            raise ArgumentTypeError(f"{what}: method={named!r} takes one argument index as "
+                                    f"argnums, got {argnums!r}")
         if batch_axes is not None:
-            raise DualgpuError(f"{what}: batch_axes works with method='exact' only (got "
-                               f"method={named!r})")
+            raise InvalidArgumentError(f"{what}: batch_axes works with method='exact' only (got "
+                                       f"method={named!r})")
         _positive_int(num_samples, "num_samples", what)
         if method == "hutch++" and num_samples < 3:
-            raise DualgpuError(f"{what}: num_samples must be at least 3 for "
-                               f"'hutch++' (a third sketches, a third projects, a third "
-                               f"estimates), got {num_samples}")
+            raise InvalidArgumentError(f"{what}: num_samples must be at least 3 for "
+                                       f"'hutch++' (a third sketches, a third projects, a third "
+                                       f"estimates), got {num_samples}")
         if chunk_size is not None:
             _positive_int(chunk_size, "chunk_size", what)
         if memory_budget is None:
@@ -322,7 +320,7 @@ class _Estimator:
         _positive_int(memory_budget, "memory_budget", what)
         if seed is not None and (not isinstance(seed, (int, np.integer))
                                  or isinstance(seed, bool)):
-            raise DualgpuError(f"{what}: seed must be an int or None, got {seed!r}")
+            raise ArgumentTypeError(f"{what}: seed must be an int or None, got {seed!r}")
         self.fn, self.argnums, self.method = fn, int(argnums), method
         self.num_samples, self.seed = int(num_samples), seed
         self.memory_budget, self.chunk_size = int(memory_budget), chunk_size
@@ -338,12 +336,12 @@ class _Estimator:
         ``fn``, not differentiated. A point with no coordinates has the trace 0 (of a 0 x 0
         Hessian, as ``np.trace``) and an empty diagonal."""
         if self.argnums >= len(args):
-            raise DualgpuError(f"{self.__name__}: argnums names argument {self.argnums}, but "
-                               f"only {len(args)} given")
+            raise ArgumentTypeError(f"{self.__name__}: argnums names argument {self.argnums}, but "
+                                    f"only {len(args)} given")
         if any(isinstance(leaf, Tracer) for leaf in T.leaves((args, kwargs))):
-            raise DualgpuError(f"{self.__name__}: the estimators draw random directions and "
-                               "run on concrete arrays; they cannot be traced (use "
-                               "method='exact' inside a transformed function)")
+            raise ArgumentTypeError(f"{self.__name__}: the estimators draw random directions and "
+                                    "run on concrete arrays; they cannot be traced (use "
+                                    "method='exact' inside a transformed function)")
         x = args[self.argnums]
         leaves, tree = T.flatten(x)
         xp = _xp_of(leaves, self.what)
@@ -473,10 +471,15 @@ def _hutchpp(rng, m: int, n: int, dtype, products, xp):
 def _xp_of(leaves, what: str):
     b = array_backend(leaves[0]) if leaves else None
     if b is None or b.is_sparse(leaves[0]):
-        raise DualgpuError(f"{what}: the differentiated argument must hold dense arrays")
+        raise ArgumentTypeError(f"{what}: the differentiated argument must hold dense arrays")
     return b.xp
 
 
-def _positive_int(v, name, what: str):
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-        raise DualgpuError(f"{what}: {name} must be a positive int, got {v!r}")
+def _positive_int(v, name, what: str, alternative: str = ""):
+    """A ``TypeError`` for a value that is no int, a ``ValueError`` for one below 1."""
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise ArgumentTypeError(f"{what}: {name} must be a positive int{alternative}, got "
+                                f"{v!r}")
+    if v < 1:
+        raise InvalidArgumentError(f"{what}: {name} must be a positive int{alternative}, got "
+                                   f"{v!r}")

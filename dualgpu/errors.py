@@ -14,7 +14,21 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class DualgpuError(Exception):
-    """Base class of every error dualgpu raises on purpose."""
+    """Base class of every error dualgpu raises on purpose. dualgpu raises one of its
+    subclasses, each also the built-in exception NumPy or JAX raises in that case (see the
+    table in docs/api.md, "Errors"), so ``except TypeError`` works as it does with JAX."""
+
+
+class ArgumentTypeError(DualgpuError, TypeError):
+    """An argument or option of the wrong type or kind: a function expected, a bool option
+    given something else, a call that does not fit the function, a complex or integer value
+    where the transform needs another (JAX's ``TypeError``)."""
+
+
+class InvalidArgumentError(DualgpuError, ValueError):
+    """An argument or option of the right type whose value the call cannot take: an
+    ``in_axes`` that does not match its argument, an axis out of range, leaves that do not
+    fit a structure (JAX's and NumPy's ``ValueError``)."""
 
 
 class UnsupportedOpError(DualgpuError, TypeError):
@@ -29,8 +43,9 @@ class EscapedTracerError(DualgpuError, RuntimeError):
     """A traced value was used after the trace that created it had finished."""
 
 
-class NonScalarOutputError(DualgpuError, ValueError):
-    """``grad``/``hvp`` was given a function whose output is not a scalar."""
+class NonScalarOutputError(DualgpuError, TypeError, ValueError):
+    """``grad``/``hvp`` was given a function whose output is not a real scalar. A
+    ``TypeError``, as JAX's, and a ``ValueError`` (what it derived from before)."""
 
 
 class IntegerInputError(DualgpuError, TypeError):

@@ -27,7 +27,13 @@ from .backends import NUMPY, array_backend, backend_for_xp, backend_of
 from .core.interpret import eval_graph
 from .core.ir import Graph
 from .core.trace import Tracer, trace_to_graph
-from .errors import BackendMismatchError, DualgpuError, IntegerInputError, ShapeMismatchError
+from .errors import (
+    ArgumentTypeError,
+    BackendMismatchError,
+    IntegerInputError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+)
 from .namespace import rebind_function
 from .transforms import hvp_graph, simplify
 from .vectorize import vmap
@@ -40,7 +46,7 @@ def _insert(args: tuple, argnums: int, x) -> tuple:
 
 def _check_fn(f, what: str) -> None:
     if not callable(f):
-        raise DualgpuError(f"{what}: f must be a function, got {type(f).__name__}")
+        raise ArgumentTypeError(f"{what}: f must be a function, got {type(f).__name__}")
 
 
 def _check_argnums(argnums, what: str) -> int:
@@ -49,8 +55,8 @@ def _check_argnums(argnums, what: str) -> int:
             or argnums < 0:
         hint = (" (one argument only: concatenate several into one flat x)"
                 if isinstance(argnums, (tuple, list)) else "")
-        raise DualgpuError(f"{what}: argnums must be a non-negative int, the position of x, "
-                           f"got {argnums!r}{hint}")
+        raise ArgumentTypeError(f"{what}: argnums must be a non-negative int, the position of x, "
+                                f"got {argnums!r}{hint}")
     return int(argnums)
 
 
@@ -64,8 +70,8 @@ def _as_point(x, what: str, name: str = "x"):
         x = np.asarray(x)
     b = array_backend(x)
     if b is None or b.is_sparse(x):
-        raise DualgpuError(f"{what}: {name} must be a NumPy or CuPy array (or a float), got "
-                           f"{type(x).__name__}" + ("; use np.asarray(x)"
+        raise ArgumentTypeError(f"{what}: {name} must be a NumPy or CuPy array (or a float), got "
+                                f"{type(x).__name__}" + ("; use np.asarray(x)"
                                                     if isinstance(x, (list, tuple)) else ""))
     kind = np.dtype(x.dtype).kind
     if kind not in "fc":
@@ -82,15 +88,15 @@ def _as_vector(v, xp, backend, n: int, dtype, what: str, name: str):
         raise BackendMismatchError(f"{what}: {name} is a {b.name} array but x is a "
                                    f"{backend.name} array")
     if b is None and not isinstance(v, (list, tuple, int, float, complex, np.generic)):
-        raise DualgpuError(f"{what}: {name} must be an array, got {type(v).__name__}")
+        raise ArgumentTypeError(f"{what}: {name} must be an array, got {type(v).__name__}")
     try:
         v = xp.asarray(v)
     except (TypeError, ValueError) as e:
-        raise DualgpuError(f"{what}: {name} is not a numeric array "
-                           f"({' '.join(str(e).split())})") from None
+        raise ArgumentTypeError(f"{what}: {name} is not a numeric array "
+                                f"({' '.join(str(e).split())})") from None
     kind = np.dtype(v.dtype).kind
     if kind not in "biufc":
-        raise DualgpuError(f"{what}: {name} must be numeric, got dtype {v.dtype}")
+        raise ArgumentTypeError(f"{what}: {name} must be numeric, got dtype {v.dtype}")
     if kind == "c" and np.dtype(dtype).kind != "c":
         raise ShapeMismatchError(f"{what}: {name} is complex ({v.dtype}) but x is real "
                                  f"({np.dtype(dtype)})")
@@ -125,7 +131,9 @@ class HessianOperator:
     inserted as ``f``'s argument ``k``.
 
     Vectors are cast to ``x``'s dtype; the product is taken at the fixed point ``x``. ``x``
-    must be a floating-point array (a float scalar is converted); a vector of the wrong size
+    is a floating-point array (a float scalar is converted), or a pytree of them: the
+    operator then acts on its raveled vector (:func:`dualgpu.tree.ravel`; ``n`` is the total
+    size) and ``H.unravel(v)`` turns a vector back into the tree. A vector of the wrong size
     raises :class:`~dualgpu.ShapeMismatchError`.
 
     Example::
@@ -143,6 +151,12 @@ class HessianOperator:
         array([0.08333333, 0.08333333, 0.08333333])
         >>> H.nprod >= 2
         True
+        >>> Hp = dg.HessianOperator(lambda p: np.sum(p["w"] ** 2) * p["s"],
+        ...                         {"w": np.ones(2), "s": np.array(3.0)})
+        >>> Hp @ np.array([1.0, 0.0, 0.0])            # ravel order: sorted keys, s then w
+        array([0., 2., 2.])
+        >>> Hp.unravel(np.array([1.0, 2.0, 3.0]))
+        {'s': array(1.), 'w': array([2., 3.])}
     """
 
     def __new__(cls, f: Callable = None, x=None, *args, argnums: int = 0):
@@ -155,14 +169,21 @@ class HessianOperator:
         what = "HessianOperator"
         _check_fn(f, what)
         if any(isinstance(a, Tracer) for a in T.leaves((x, args))):
-            raise DualgpuError(
+            raise ArgumentTypeError(
                 "HessianOperator: x or an argument is a traced value; the operator (a SciPy "
                 "LinearOperator at a fixed point) is built on concrete arrays. Inside jit, "
                 "grad, vmap or export use dg.hessp(f)(x, p) or dg.hvp(f)(x, v) instead")
         self.argnums = _check_argnums(argnums, what)
         if self.argnums > len(args):
-            raise DualgpuError(f"{what}: argnums={self.argnums} but f gets only "
-                               f"{len(args) + 1} argument(s) (x and {len(args)} more)")
+            raise ArgumentTypeError(f"{what}: argnums={self.argnums} but f gets only "
+                                    f"{len(args) + 1} argument(s) (x and {len(args)} more)")
+        self.unravel = None
+        tree = T.structure(x)
+        if not tree.is_leaf and tree.num_leaves and not _numbers_only(x):  # a pytree: the
+            # operator acts on its raveled vector (a list of numbers is refused below)
+            _check_pytree_point(x, what)
+            x, self.unravel = T.ravel(x)
+            f = _OnRaveled(f, self.unravel, self.argnums)
         x = _as_point(x, what)
         self.f = f
         self.x = x
@@ -262,8 +283,8 @@ class HessianOperator:
 
     def __matmul__(self, v):
         if _is_number(v):
-            raise DualgpuError("HessianOperator: H @ a number is not a product; scale the "
-                               "operator with * instead")
+            raise InvalidArgumentError("HessianOperator: H @ a number is not a product; scale the "
+                                       "operator with * instead")
         return self.dot(v)
 
     @property
@@ -284,6 +305,36 @@ class HessianOperator:
     def __repr__(self) -> str:
         return (f"<HessianOperator {self.n}x{self.n} {self.dtype} on {self.backend.name}, "
                 f"{self.nprod} products>")
+
+
+def _numbers_only(x) -> bool:
+    """A list or tuple of Python numbers: meant as an array (``np.asarray(x)``)."""
+    return isinstance(x, (list, tuple)) and all(
+        isinstance(leaf, (int, float, complex)) for leaf in T.leaves(x))
+
+
+def _check_pytree_point(x, what: str) -> None:
+    for leaf in T.leaves(x):
+        if isinstance(leaf, (bool, np.bool_)) or np.dtype(getattr(
+                leaf, "dtype", np.result_type(leaf))).kind not in "fc":
+            raise IntegerInputError(f"{what}: a leaf of x is {leaf!r:.40}; the leaves of a "
+                                    "pytree point must be floating-point arrays")
+
+
+class _OnRaveled:
+    """``f`` with its argument ``argnums`` taken as the raveled vector of a pytree point
+    (what :class:`HessianOperator` differentiates for a pytree ``x``)."""
+
+    _dualgpu_transform = True  # guards and names look through to fn
+
+    def __init__(self, fn, unravel, argnums: int):
+        self.fn, self.unravel, self.argnums = fn, unravel, argnums
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+
+    def __call__(self, *args, **kwargs):
+        args = list(args)
+        args[self.argnums] = self.unravel(args[self.argnums])
+        return rebind_function(self.fn)(*args, **kwargs)
 
 
 def _is_number(v) -> bool:
@@ -373,12 +424,12 @@ class _Hessp(Transformed):
 
     def split(self, args):
         if len(args) < 2:
-            raise DualgpuError(f"hessp: hp takes (x, p, *args), got {len(args)} positional "
-                               "argument(s)")
+            raise ArgumentTypeError(f"hessp: hp takes (x, p, *args), got {len(args)} positional "
+                                    "argument(s)")
         x, p, rest = args[0], args[1], args[2:]
         if self.x_argnums > len(rest):
-            raise DualgpuError(f"hessp: argnums={self.x_argnums} but hp got only {len(rest)} "
-                               "extra argument(s) after x and p")
+            raise ArgumentTypeError(f"hessp: argnums={self.x_argnums} but hp got only {len(rest)} "
+                                    "extra argument(s) after x and p")
         if isinstance(x, Tracer):
             if np.dtype(x.dtype).kind not in "fc":
                 raise IntegerInputError(f"hessp: x has dtype {np.dtype(x.dtype)}: only "
@@ -396,8 +447,8 @@ class _Hessp(Transformed):
                 raise ShapeMismatchError(f"hessp: p is complex ({p.dtype}) but x is real "
                                          f"({x.dtype})")
         elif isinstance(p, (list, tuple)):  # one argument, one program input: an array
-            raise DualgpuError(f"hessp: p must be an array of {n} entries, got a "
-                               f"{type(p).__name__}; pass np.asarray(p)")
+            raise ArgumentTypeError(f"hessp: p must be an array of {n} entries, got a "
+                                    f"{type(p).__name__}; pass np.asarray(p)")
         else:
             p = _as_vector(p, backend.xp, backend, n, x.dtype, "hessp", "p")
         return (x, p) + tuple(rest), None

@@ -21,7 +21,12 @@ from .backends import array_backend, backend_for_xp, backend_of
 from .cache import WeakIdentityKey, identity_key
 from .core.ir import Aval
 from .core.trace import Tracer
-from .errors import BackendMismatchError, DualgpuError, IntegerInputError
+from .errors import (
+    ArgumentTypeError,
+    BackendMismatchError,
+    DualgpuError,
+    IntegerInputError,
+)
 from .names import function_name
 
 _NUMBERS = (int, float, complex)
@@ -71,16 +76,21 @@ class Signature:
 
     __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
                  "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
-                 "avals", "argnums")
+                 "avals", "argnums", "int_inputs")
 
-    def __init__(self, args: tuple, kwargs: dict, argnums: tuple, what: str):
+    def __init__(self, args: tuple, kwargs: dict, argnums: tuple, what: str,
+                 allow_int: bool = False):
         self.args = args
         self.kwargs = kwargs
         self.argnums = argnums
         for i in argnums:
+            if i < 0:
+                raise ArgumentTypeError(f"{what}: argnums {tuple(argnums)} must be resolved "
+                                        "to non-negative positions here; pass argnums "
+                                        "counted from the front")
             if i >= len(args):
-                raise DualgpuError(f"argnums names argument {i}, but {what} has only "
-                                   f"{len(args)} positional argument(s)")
+                raise ArgumentTypeError(f"argnums names argument {i}, but {what} has only "
+                                        f"{len(args)} positional argument(s)")
         leaves: list = []
         arg_trees = []
         owner: list = []  # per leaf: its argument's position (-1 for keyword arguments)
@@ -102,7 +112,7 @@ class Signature:
         diff_args = set(argnums)
         weak: list = []
         keys = []
-        inputs, input_pos, diff, arg_of_input = [], [], [], []
+        inputs, input_pos, diff, arg_of_input, int_inputs = [], [], [], [], []
         sparse = sparse_api.SparseArgs()
         backends = []
         traced = False
@@ -124,24 +134,31 @@ class Signature:
                 key = ("a", tuple(leaf.shape), leaf.dtype.str, d)
             elif d and (isinstance(leaf, np.generic) or (isinstance(leaf, _NUMBERS)
                                                          and type(leaf) is not bool)):
+                # a Python int is an integer, as in JAX (refused unless allow_int)
                 leaf = np.asarray(leaf, dtype=leaf.dtype if isinstance(leaf, np.generic)
-                                  else np.result_type(leaf, np.float64))
+                                  else np.result_type(leaf, 0.0 if type(leaf) is float
+                                                      else leaf))
                 key = ("c", leaf.dtype.str)  # converted to an array on the call's backend
             else:
                 if d:
-                    raise DualgpuError(
+                    raise ArgumentTypeError(
                         f"argument {i} of {what} is differentiated, but "
                         f"{'it' if arg_trees[i].is_leaf else 'a leaf of it'} is a "
                         f"{type(leaf).__name__}: differentiated arguments hold arrays or "
-                        "numbers (pytrees of them)")
+                        "numbers (pytrees of them; register a class of yours with "
+                        "dg.tree_util.register_dataclass or register_pytree_node)")
                 keys.append(("v", static_key(leaf, weak)))
                 continue
             if d:
                 dt = np.dtype(leaf.dtype)
-                if dt.kind not in "fc":
+                if dt.kind not in "fc" and allow_int:
+                    d = False  # not differentiated: its gradient is a float0 zero
+                    int_inputs.append(len(inputs))
+                elif dt.kind not in "fc":
                     raise IntegerInputError(
                         f"argument {i} of {what} has dtype {dt}: only floating-point inputs "
-                        "can be differentiated; convert it with .astype(float)")
+                        "can be differentiated; convert it with .astype(float) (or pass "
+                        "allow_int=True for a float0 zero gradient, as JAX)")
             keys.append(key)
             inputs.append(leaf)
             input_pos.append(j)
@@ -156,6 +173,7 @@ class Signature:
         self.input_pos = input_pos
         self.diff = diff
         self.arg_of_input = arg_of_input
+        self.int_inputs = frozenset(int_inputs)
         self.sparse = sparse
         self.traced = traced
         self.weak = weak
@@ -202,6 +220,8 @@ class Signature:
         picked = []
         it = iter(values)
         for k, d in enumerate(self.diff):
+            if k in self.int_inputs and self.arg_of_input[k] == arg:
+                picked.append(np.zeros(self.avals[k].shape, dtype=FLOAT0))
             if not d:
                 continue
             v = next(it)
@@ -221,17 +241,14 @@ class Signature:
             return None
         if any(i >= len(params) or i < 0 for i in self.arg_of_input):
             return None
-        counts: dict[int, int] = {}
-        for i in self.arg_of_input:
-            counts[i] = counts.get(i, 0) + 1
-        names, seen = [], {}
-        for i in self.arg_of_input:
-            base = function_name(params[i])
-            if counts[i] > 1:
-                seen[i] = seen.get(i, -1) + 1
-                base = f"{base}_{seen[i]}"
-            names.append(base)
+        starts = np.cumsum([0] + [t.num_leaves for t in self.arg_trees])
+        paths = [T.leaf_paths(t) for t in self.arg_trees]  # p['W1'], x[0], s.a
+        names = [function_name(params[i]) + paths[i][j - starts[i]]
+                 for i, j in zip(self.arg_of_input, self.input_pos)]
         return names if len(set(names)) == len(names) else None
+
+
+FLOAT0 = np.dtype([("float0", np.void, 0)])  # JAX's dtype of integer inputs' gradients
 
 
 def _plain_array(x: np.ndarray, i, what: str) -> np.ndarray:

@@ -1,9 +1,11 @@
 """Pytrees: nested tuples, lists, dicts and namedtuples of arrays, with JAX's conventions.
 
 Containers are nodes, ``None`` is an empty node, and everything else is a leaf. Dict keys
-are visited in sorted order (insertion order when they cannot be sorted), so a gradient
-comes back with the same keys as the parameters. ``ravel`` flattens a tree of arrays into
-one vector, for optimisers and SciPy.
+are visited in sorted order (insertion order when they cannot be sorted, and for an
+``OrderedDict``), so a gradient comes back with the same keys as the parameters. A user's
+class becomes a node with :func:`register_node` (``dg.tree_util.register_pytree_node``,
+``register_pytree_node_class``, ``register_dataclass``). ``ravel`` flattens a tree of arrays
+into one vector, for optimisers and SciPy.
 
 Example::
 
@@ -16,22 +18,95 @@ Example::
 """
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .backends import backend_of
-from .errors import DualgpuError
+from .errors import ArgumentTypeError, InvalidArgumentError
 
-__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "tree_map", "ravel"]
+__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "tree_map", "ravel",
+           "register_node", "leaf_paths", "flatten_up_to", "node_parts"]
+
+
+class _Node:
+    """How a registered class is taken apart and put back together: ``flatten(x) ->
+    (children, aux)``, ``unflatten(aux, children) -> x``, and ``path(aux, i)``, the words
+    for child ``i`` in a leaf's path (``['W']``, ``.a``, ``[0]``)."""
+
+    __slots__ = ("flatten", "unflatten", "path")
+
+    def __init__(self, flatten, unflatten, path):
+        self.flatten, self.unflatten, self.path = flatten, unflatten, path
+
+
+_NODES: dict[type, _Node] = {}  # registered classes (exact types, as JAX), builtins first
+
+
+def _index_path(aux, i: int) -> str:
+    return f"[{i}]"
+
+
+def register_node(cls: type, flatten: Callable, unflatten: Callable,
+                  path: Callable[[Any, int], str] = _index_path) -> None:
+    """Make ``cls`` a pytree node: ``flatten(x) -> (children, aux)`` (``aux`` hashable, the
+    static part of the structure) and ``unflatten(aux, children) -> x``. Instances of exactly
+    ``cls`` are then walked by every transform; ``path(aux, i)`` names child ``i`` in
+    pictures and errors. :mod:`dualgpu.tree_util` has JAX's names for this.
+
+    Example::
+
+        >>> class Pair:
+        ...     def __init__(self, a, b):
+        ...         self.a, self.b = a, b
+        >>> dg.tree.register_node(Pair, lambda p: ((p.a, p.b), None),
+        ...                       lambda aux, ch: Pair(*ch))
+        >>> dg.tree.leaves(Pair(1.0, (2.0, 3.0)))
+        [1.0, 2.0, 3.0]
+    """
+    if not isinstance(cls, type):
+        raise ArgumentTypeError(f"register a pytree node: expected a class, got {cls!r}")
+    if cls in _NODES or cls in _CONTAINERS or cls is type(None):
+        raise InvalidArgumentError(
+            f"the class {cls.__qualname__} is already a pytree node; a class is registered "
+            "once (register a subclass for another layout)")
+    for name, fn in (("flatten", flatten), ("unflatten", unflatten), ("path", path)):
+        if not callable(fn):
+            raise ArgumentTypeError(f"register a pytree node ({cls.__qualname__}): {name} must "
+                                    f"be a function, got {type(fn).__name__}")
+    _NODES[cls] = _Node(flatten, unflatten, path)
+
+
+def _key_path(aux, i: int) -> str:
+    return f"[{aux[i]!r}]"
+
+
+def _defaultdict_path(aux, i: int) -> str:
+    return f"[{aux[1][i]!r}]"
+
+
+_NODES[collections.OrderedDict] = _Node(
+    lambda d: (tuple(d.values()), tuple(d)),
+    lambda keys, children: collections.OrderedDict(zip(keys, children)), _key_path)
+def _flatten_defaultdict(d: collections.defaultdict) -> tuple:
+    keys = _dict_keys(d)
+    return tuple(d[k] for k in keys), (d.default_factory, keys)
+
+
+_NODES[collections.defaultdict] = _Node(
+    _flatten_defaultdict,
+    lambda aux, children: collections.defaultdict(aux[0], zip(aux[1], children)),
+    _defaultdict_path)
 
 
 class TreeDef:
     """The structure of a pytree, without its leaves. Hashable and comparable.
 
     ``kind`` is ``"*"`` for a leaf, or one of ``"tuple"``, ``"list"``, ``"dict"``,
-    ``"none"`` and a namedtuple class; ``meta`` holds a dict's keys.
+    ``"none"``, a namedtuple class and a registered class; ``meta`` holds a dict's keys, or
+    a registered class's aux data.
     """
 
     __slots__ = ("kind", "meta", "children", "num_leaves", "_hash")
@@ -132,7 +207,7 @@ def _is_namedtuple(x) -> bool:
 def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
     """The leaves of ``tree`` (left to right) and its structure."""
     if is_leaf is None and type(tree) not in _CONTAINERS and tree is not None \
-            and not _is_namedtuple(tree):
+            and type(tree) not in _NODES and not _is_namedtuple(tree):
         return [tree], LEAF  # one array: the common case, without the walk
     out: list = []
     return out, _flatten(tree, out, is_leaf)
@@ -147,17 +222,11 @@ def _flatten(tree: Any, out: list, is_leaf) -> TreeDef:
     def expand(x):
         if is_leaf is not None and is_leaf(x):
             return ("*", None, x), ()
-        t = type(x)
-        if t is tuple or t is list:
-            return (t.__name__, None, None), tuple(x)
-        if t is dict:
-            keys = _dict_keys(x)
-            return ("dict", keys, None), tuple(x[k] for k in keys)
-        if x is None:
-            return ("none", None, None), ()
-        if _is_namedtuple(x):
-            return (t, None, None), tuple(x)
-        return ("*", None, x), ()
+        parts = node_parts(x)
+        if parts is None:
+            return ("*", None, x), ()
+        kind, meta, children = parts
+        return (kind, meta, None), children
 
     def combine(tag, inner):
         kind, meta, leaf = tag
@@ -171,6 +240,38 @@ def _flatten(tree: Any, out: list, is_leaf) -> TreeDef:
     return postorder(tree, expand, combine)
 
 
+def node_parts(x) -> tuple | None:
+    """``(kind, meta, children)`` of a node of a pytree (as in its :class:`TreeDef`), or
+    ``None`` for a leaf."""
+    t = type(x)
+    if t is tuple or t is list:
+        return t.__name__, None, tuple(x)
+    if t is dict:
+        keys = _dict_keys(x)
+        return "dict", keys, tuple(x[k] for k in keys)
+    if x is None:
+        return "none", None, ()
+    node = _NODES.get(t)
+    if node is not None:
+        children, aux = node.flatten(x)
+        return t, _hashable(aux, t), tuple(children)
+    if _is_namedtuple(x):
+        return t, None, tuple(x)
+    return None
+
+
+def _hashable(aux, cls: type):
+    """``aux``, checked: it becomes part of the structure, which is hashed (the cache key)."""
+    try:
+        hash(aux)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"the pytree node {cls.__qualname__} flattens with aux data {aux!r:.80}, which is "
+            "not hashable; return a tuple (not a list or dict) of hashable static values, and "
+            "put arrays among the children") from None
+    return aux
+
+
 def unflatten(treedef: TreeDef, leaves) -> Any:
     """The tree of structure ``treedef`` holding ``leaves``."""
     if treedef.kind == "*" and type(leaves) in (list, tuple) and len(leaves) == 1:
@@ -178,8 +279,8 @@ def unflatten(treedef: TreeDef, leaves) -> Any:
     it = iter(leaves)
     tree = _build(treedef, it)
     if next(it, _END) is not _END:
-        raise DualgpuError(f"unflatten: more leaves than the structure "
-                           f"{_describe(treedef)} holds ({treedef.num_leaves})")
+        raise InvalidArgumentError(f"unflatten: more leaves than the structure "
+                                   f"{_describe(treedef)} holds ({treedef.num_leaves})")
     return tree
 
 
@@ -192,7 +293,7 @@ def _build(treedef: TreeDef, it):
         if kind == "*":
             leaf = next(it, _END)
             if leaf is _END:
-                raise DualgpuError("unflatten: fewer leaves than the structure holds")
+                raise InvalidArgumentError("unflatten: fewer leaves than the structure holds")
             return leaf
         if kind == "none":
             return None
@@ -202,7 +303,38 @@ def _build(treedef: TreeDef, it):
             return children
         if kind == "dict":
             return dict(zip(t.meta, children))
+        node = _NODES.get(kind)
+        if node is not None:
+            return node.unflatten(t.meta, children)
         return kind(*children)
+
+    return postorder(treedef, lambda t: (t, t.children), combine)
+
+
+def leaf_paths(treedef: TreeDef) -> list[str]:
+    """Words for the place of each leaf of ``treedef``, as JAX's ``keystr``: ``['W']`` in a
+    dict, ``[0]`` in a sequence, ``.a`` in a namedtuple or dataclass; ``""`` for a tree
+    that is one leaf.
+
+    Example::
+
+        >>> dg.tree.leaf_paths(dg.tree.structure({"W": [1.0, 2.0], "b": 3.0}))
+        ["['W'][0]", "['W'][1]", "['b']"]
+    """
+    def child_paths(t: TreeDef, i: int) -> str:
+        if t.kind == "dict":
+            return f"[{t.meta[i]!r}]"
+        node = _NODES.get(t.kind) if not isinstance(t.kind, str) else None
+        if node is not None:
+            return node.path(t.meta, i)
+        if not isinstance(t.kind, str):  # a namedtuple
+            return f".{t.kind._fields[i]}"
+        return f"[{i}]"
+
+    def combine(t: TreeDef, inner: list) -> list[str]:
+        if t.is_leaf:
+            return [""]
+        return [child_paths(t, i) + p for i, paths in enumerate(inner) for p in paths]
 
     return postorder(treedef, lambda t: (t, t.children), combine)
 
@@ -217,23 +349,44 @@ def structure(tree: Any) -> TreeDef:
     return flatten(tree)[1]
 
 
-def tree_map(fn: Callable, tree: Any, *rest: Any) -> Any:
-    """``fn`` applied leaf by leaf to ``tree`` and trees of the same structure.
+def tree_map(fn: Callable, tree: Any, *rest: Any,
+             is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``fn`` applied leaf by leaf to ``tree`` and trees of the same structure (or with
+    ``tree``'s structure as a prefix: ``fn`` then gets their subtrees), as JAX's.
+    ``is_leaf(x)`` True stops the walk of ``tree`` at ``x``.
 
     Example::
 
         >>> dg.tree.tree_map(lambda a, b: a + b, {"w": 1.0}, {"w": 2.0})
         {'w': 3.0}
     """
-    flat, treedef = flatten(tree)
-    others = []
-    for i, r in enumerate(rest):
-        lv, td = flatten(r)
-        if td != treedef:
-            raise DualgpuError(f"tree_map: tree {i + 1} has structure {_describe(td)}, "
-                               f"expected {_describe(treedef)}")
-        others.append(lv)
+    flat, treedef = flatten(tree, is_leaf)
+    others = [flatten_up_to(treedef, r, f"tree_map: tree {i + 1}")
+              for i, r in enumerate(rest)]
     return unflatten(treedef, [fn(*xs) for xs in zip(flat, *others)])
+
+
+def flatten_up_to(treedef: TreeDef, tree: Any, what: str) -> list:
+    """The subtrees of ``tree`` at the leaves of ``treedef``, a prefix of its structure
+    (a clear ``ValueError`` naming ``what`` where it is not)."""
+    out: list = []
+    stack = [(treedef, tree, "")]
+    while stack:
+        t, x, path = stack.pop()
+        if t.is_leaf:
+            out.append(x)
+            continue
+        parts = node_parts(x)
+        if parts is None or parts[0] != t.kind or parts[1] != t.meta \
+                or len(parts[2]) != len(t.children):
+            found = "a leaf" if parts is None else str(structure(x))
+            raise InvalidArgumentError(
+                f"{what} has {found} at {path or 'its root'}, where the first tree has "
+                f"{t}: the trees must have the same structure")
+        paths = leaf_paths(TreeDef(t.kind, t.meta, (LEAF,) * len(t.children)))
+        stack.extend((c, v, path + p) for c, v, p in
+                     reversed(list(zip(t.children, parts[2], paths))))
+    return out
 
 
 def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
@@ -261,8 +414,8 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
 
     def unravel(v):
         if tuple(getattr(v, "shape", ())) != (total,):
-            raise DualgpuError(f"unravel: expected a vector of shape ({total},), got "
-                               f"{tuple(getattr(v, 'shape', ()))}")
+            raise InvalidArgumentError(f"unravel: expected a vector of shape ({total},), got "
+                                       f"{tuple(getattr(v, 'shape', ()))}")
         parts, start = [], 0
         for shape, dt, size in zip(shapes, dtypes, sizes):
             parts.append(v[start:start + size].reshape(shape).astype(dt))

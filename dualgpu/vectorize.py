@@ -27,12 +27,13 @@ from .api import (
     _flags,
     _name,
     _rebindable,
+    _with_aux,
     function_key,
 )
 from .core.interpret import eval_graph
 from .core.ir import Aval, Graph
 from .core.trace import Tracer, trace_to_graph
-from .errors import DualgpuError, ShapeMismatchError
+from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from .namespace import rebind_function
 from .sparse_api import SparseValue
 from .transforms.jvp import jvp_graph
@@ -49,19 +50,16 @@ def _is_axis(a) -> bool:
 
 
 def _check_axes_spec(spec, what: str) -> None:
-    """An axes spec is an int, None, or a (nested) tuple, list or dict of them."""
+    """An axes spec is an int, None, or a pytree (tuple, list, dict, registered class...) of
+    them."""
     if _is_axis(spec):
         return
-    if isinstance(spec, (tuple, list)):
-        for s in spec:
-            _check_axes_spec(s, what)
-        return
-    if isinstance(spec, dict):
-        for s in spec.values():
-            _check_axes_spec(s, what)
-        return
-    raise DualgpuError(f"vmap: {what} must be an int, None, or a tuple/list/dict of them "
-                       f"(matching the arguments), got {spec!r}")
+    parts = T.node_parts(spec)
+    if parts is None:
+        raise ArgumentTypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict of "
+                                f"them (matching the arguments), got {spec!r}")
+    for s in parts[2]:
+        _check_axes_spec(s, what)
 
 
 def _axes_key(spec):
@@ -70,35 +68,44 @@ def _axes_key(spec):
         return None if spec is None else int(spec)
     if isinstance(spec, dict):
         return ("dict", tuple(sorted((repr(k), _axes_key(v)) for k, v in spec.items())))
-    return (type(spec).__name__, tuple(_axes_key(s) for s in spec))
+    kind, meta, children = T.node_parts(spec)
+    return (kind, meta, tuple(_axes_key(s) for s in children))
 
 
 def _axes_for_leaves(spec, value, where: str) -> list:
     """The axis of every leaf of ``value`` (in :func:`dualgpu.tree.flatten` order), from a
-    spec that is a prefix of ``value``'s structure, as in JAX."""
+    spec that is a prefix of ``value``'s structure, as in JAX (a list may stand for a
+    tuple)."""
     if _is_axis(spec):
         return [spec] * len(T.leaves(value))
-    if isinstance(spec, (tuple, list)):
-        if not isinstance(value, (tuple, list)) or len(value) != len(spec):
-            raise DualgpuError(f"vmap: {where} is {spec!r}, which does not match the "
-                               f"structure of the value ({T.structure(value)})")
+    if type(spec) is dict:
+        if not isinstance(value, dict) or set(value) != set(spec):
+            raise InvalidArgumentError(
+                f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, which does not "
+                f"match the value ({T.structure(value)})")
         out = []
-        for i, (s, v) in enumerate(zip(spec, value)):
-            out += _axes_for_leaves(s, v, f"{where}[{i}]")
+        for k in T.node_parts(value)[1]:
+            out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
         return out
-    if not isinstance(value, dict) or set(value) != set(spec):
-        raise DualgpuError(f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, "
-                           f"which does not match the value ({T.structure(value)})")
+    s_kind, s_meta, s_children = T.node_parts(spec)
+    v_parts = T.node_parts(value)
+    sequences = ("tuple", "list")
+    if v_parts is None or len(v_parts[2]) != len(s_children) or not (
+            (s_kind in sequences and v_parts[0] in sequences)
+            or (s_kind == v_parts[0] and s_meta == v_parts[1])):
+        raise InvalidArgumentError(f"vmap: {where} is {spec!r}, which does not match the "
+                                   f"structure of the value ({T.structure(value)})")
     out = []
-    for k in T._dict_keys(value):
-        out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
+    paths = T.leaf_paths(T.TreeDef(v_parts[0], v_parts[1], (T.LEAF,) * len(s_children)))
+    for p, s, v in zip(paths, s_children, v_parts[2]):
+        out += _axes_for_leaves(s, v, f"{where}{p}")
     return out
 
 
 def _normalize_axis(axis, ndim: int, where: str) -> int:
     if not -ndim <= axis < ndim:
-        raise DualgpuError(f"vmap: {where} is {axis}, out of range for a mapped value of "
-                           f"rank {ndim} (axes -{ndim} to {ndim - 1})")
+        raise InvalidArgumentError(f"vmap: {where} is {axis}, out of range for a mapped value of "
+                                   f"rank {ndim} (axes -{ndim} to {ndim - 1})")
     return int(axis) % ndim
 
 
@@ -131,8 +138,9 @@ class _Batched:
 
     _dualgpu_transform = True  # guards and names look through to fn
 
-    def __init__(self, fn, in_axes, out_axes):
+    def __init__(self, fn, in_axes, out_axes, axis_size=None):
         self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
+        self.axis_size = axis_size
         self.__name__ = _name(fn)
         if not isinstance(fn, Transformed):  # readable input names in the graph
             try:
@@ -150,13 +158,13 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     in_axes = b.in_axes
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
-            raise DualgpuError(f"vmap: in_axes has {len(in_axes)} entries but "
-                               f"{_name(b.fn)} got {len(args)} positional argument(s)")
+            raise InvalidArgumentError(f"vmap: in_axes has {len(in_axes)} entries but "
+                                       f"{_name(b.fn)} got {len(args)} positional argument(s)")
         per_arg = list(in_axes)
     elif isinstance(in_axes, dict):
-        raise DualgpuError("vmap: in_axes must be an int, None or a tuple with one entry per "
-                           "positional argument, not a dict (a dict entry of that tuple can "
-                           "match a dict argument)")
+        raise ArgumentTypeError("vmap: in_axes must be an int, None or a tuple with one entry per "
+                                "positional argument, not a dict (a dict entry of that tuple can "
+                                "match a dict argument)")
     else:
         per_arg = [in_axes] * len(args)
     leaves, trees, axes, owner = [], [], [], []
@@ -173,15 +181,15 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     axes += [0 if isinstance(x, Tracer) else None for x in flat]  # keywords: axis 0, as JAX
     owner += ["a keyword argument"] * len(flat)
 
-    size, size_from = None, None
+    size, size_from = b.axis_size, "axis_size"
     positions, inputs, in_dims, avals = [], [], [], []
     for j, (leaf, axis) in enumerate(zip(leaves, axes)):
         if isinstance(leaf, SparseValue) or not isinstance(leaf, Tracer):
             if axis is not None:
                 what = "a sparse matrix" if isinstance(leaf, SparseValue) else \
                     f"a {type(leaf).__name__}"
-                raise DualgpuError(f"vmap: {owner[j]} is mapped (axis {axis}) but holds "
-                                   f"{what}, not an array; give it the axis None")
+                raise InvalidArgumentError(f"vmap: {owner[j]} is mapped (axis {axis}) but holds "
+                                           f"{what}, not an array; give it the axis None")
             continue
         positions.append(j)
         inputs.append(leaf)
@@ -190,23 +198,30 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             avals.append(Aval(tuple(leaf.shape), leaf.dtype))
             continue
         if leaf.ndim == 0:
-            raise DualgpuError(f"vmap: {owner[j]} is mapped along axis {axis}, but a leaf of "
-                               "it is 0-d (nothing to map over); give it the axis None")
+            raise InvalidArgumentError(
+                f"vmap: {owner[j]} is mapped along axis {axis}, but a leaf of it is 0-d "
+                "(nothing to map over); give it the axis None")
         d = _normalize_axis(axis, leaf.ndim, f"the axis of {owner[j]}")
         n = leaf.shape[d]
         if size is None:
             size, size_from = n, owner[j]
         elif n != size:
+            first = (f"axis_size is {size}" if size_from == "axis_size" else
+                     f"{size_from} has {size} examples along its mapped axis")
             raise ShapeMismatchError(
-                f"vmap: mapped sizes disagree: {size_from} has {size} examples along its "
-                f"mapped axis, but {owner[j]} has {n} (shape {tuple(leaf.shape)}, axis {d})")
+                f"vmap: mapped sizes disagree: {first}, but {owner[j]} has {n} (shape "
+                f"{tuple(leaf.shape)}, axis {d})")
         in_dims.append(d)
         shape = list(leaf.shape)
         del shape[d]
         avals.append(Aval(tuple(shape), leaf.dtype))
     if size is None:
-        raise DualgpuError(f"vmap of {_name(b.fn)}: no argument is mapped (every in_axes is "
-                           "None or the arguments hold no arrays); map at least one")
+        raise InvalidArgumentError(
+            f"vmap of {_name(b.fn)}: no argument is mapped (every in_axes is None or the "
+            "arguments hold no arrays); map at least one, or give axis_size")
+    if not inputs:
+        raise InvalidArgumentError(f"vmap of {_name(b.fn)}: the arguments hold no arrays; "
+                                   "pass at least one array (axis_size alone maps nothing)")
 
     call = _PerExample(b.fn, trees, leaves, positions)
     captured: list = []
@@ -222,8 +237,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
 def _out_dims(out_axes, out_tree, graph: Graph) -> list:
     shaped = T.unflatten(out_tree, list(range(out_tree.num_leaves)))
     if isinstance(out_axes, (tuple, list, dict)) and out_tree.is_leaf:
-        raise DualgpuError(f"vmap: out_axes is {out_axes!r}, but the function returns a "
-                           "single array")
+        raise InvalidArgumentError(f"vmap: out_axes is {out_axes!r}, but the function returns a "
+                                   "single array")
     dims = _axes_for_leaves(out_axes, shaped, "out_axes")
     out = []
     for k, (d, o) in enumerate(zip(dims, graph.outputs)):
@@ -235,15 +250,22 @@ def _out_dims(out_axes, out_tree, graph: Graph) -> list:
 class _Vmap(Transformed):
     kind = "vmap"
 
-    def __init__(self, fn: Callable, in_axes=0, out_axes=0):
+    def __init__(self, fn: Callable, in_axes=0, out_axes=0, axis_size=None):
         if not callable(fn):
-            raise DualgpuError(f"dg.vmap expects a function, got {type(fn).__name__}")
+            raise ArgumentTypeError(f"dg.vmap expects a function, got {type(fn).__name__}")
         _check_axes_spec(in_axes, "in_axes")
         _check_axes_spec(out_axes, "out_axes")
-        super().__init__(_Batched(fn, in_axes, out_axes), argnums=())
+        if axis_size is not None:
+            if not isinstance(axis_size, (int, np.integer)) or isinstance(axis_size, bool):
+                raise ArgumentTypeError(f"vmap: axis_size must be an int or None, got "
+                                        f"{axis_size!r}")
+            if axis_size < 0:
+                raise InvalidArgumentError(f"vmap: axis_size must be >= 0, got {axis_size}")
+            axis_size = int(axis_size)
+        super().__init__(_Batched(fn, in_axes, out_axes, axis_size), argnums=())
         self._weak = []
         self._fn_key = function_key(fn, self._weak)  # rebuilding vmap(f) hits the cache
-        self._axes = (_axes_key(in_axes), _axes_key(out_axes))
+        self._axes = (_axes_key(in_axes), _axes_key(out_axes), axis_size)
         self.__name__ = self.__qualname__ = f"vmap_{_name(fn)}"
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -261,13 +283,16 @@ class _Vmap(Transformed):
         return T.unflatten(compiled.trees, outs)
 
 
-def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
+def vmap(fn: Callable | None = None, in_axes=0, out_axes=0, axis_size: int | None = None):
     """Map ``fn`` over an axis of its arguments: ``vmap(f)(X)[i] == f(X[i])``, as one program.
 
     ``in_axes`` is an int, ``None`` (the argument is shared by every example) or a tuple with
     one entry per positional argument, each a pytree prefix of its argument (JAX's rules;
     negative axes count from the end). Keyword arguments are mapped along axis 0.
-    ``out_axes`` places the examples in the results in the same way. The function is traced
+    ``out_axes`` places the examples in the results in the same way (``None``: a result
+    that does not depend on the mapped arguments, returned once). ``axis_size`` gives the
+    number of examples when no argument is mapped (and must agree with the mapped sizes
+    otherwise). The function is traced
     on one example and its graph batched: every built-in op has a batching rule (``W @ V``
     with a shared ``W`` is one GEMM over all the examples); an op without one, such as a
     custom op with no C expression, runs once per example. Composes with every transform:
@@ -279,10 +304,13 @@ def vmap(fn: Callable | None = None, in_axes=0, out_axes=0):
         >>> import numpy as np, dualgpu as dg
         >>> dg.vmap(lambda x, w: x @ w, in_axes=(0, None))(np.ones((3, 2)), np.arange(2.0))
         array([1., 1., 1.])
+        >>> dg.vmap(lambda w: 2 * w, in_axes=None, axis_size=2)(np.arange(2.0))
+        array([[0., 2.],
+               [0., 2.]])
     """
     if fn is None:
-        return lambda f: vmap(f, in_axes, out_axes)
-    return _Vmap(fn, in_axes, out_axes)
+        return lambda f: vmap(f, in_axes, out_axes, axis_size)
+    return _Vmap(fn, in_axes, out_axes, axis_size)
 
 
 # ------------------------------------------------------------------------------ Jacobians
@@ -324,9 +352,9 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
     if mode == "rev":
         for o in outs:
             if o.dtype.kind not in "fc":
-                raise DualgpuError(f"jacrev of {graph.name}: an output of dtype {o.dtype} "
-                                   "cannot be differentiated (only floating-point and "
-                                   "complex outputs)")
+                raise ArgumentTypeError(f"jacrev of {graph.name}: an output of dtype {o.dtype} "
+                                        "cannot be differentiated (only floating-point and "
+                                        "complex outputs)")
         lin = vjp_graph(graph, wrt)  # (primals, out cotangents) -> (outs, input cotangents)
         basis_avals = out_avals
     else:
@@ -369,32 +397,38 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
 
 
 class _Jacobian(Transformed):
-    def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False):
+    def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False,
+                 has_aux: bool = False):
         self.mode = mode
         self.kind = "jacfwd" if mode == "fwd" else "jacrev"
         self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
-        super().__init__(fn, argnums)
+        super().__init__(fn, argnums, has_aux=has_aux)
 
     def options(self) -> dict:
         return {"holomorphic": self.holomorphic}
 
     def build(self, traced, sig):
-        graph = traced.graph
-        _check_complex(graph, sig, self.__name__, self.holomorphic, self.mode)
-        return jacobian_graph(graph, _flags(sig, graph), self.mode), traced.out_tree
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        _check_complex(main, sig, self.__name__, self.holomorphic, self.mode)
+        program = jacobian_graph(main, _flags(sig, main), self.mode)
+        return _with_aux(program, aux), (tree, aux_tree)
 
     def finish(self, compiled, sig, outs):
-        tree = compiled.trees
+        tree, aux_tree = compiled.trees
         k = sum(sig.diff)
         per_out = []
         for j in range(tree.num_leaves):
             values = outs[j * k:(j + 1) * k]
             per = [sig.per_argument(values, a, repackage=False) for a in self.argnums]
             per_out.append(tuple(per) if self.argnums_tuple else per[0])
-        return T.unflatten(tree, per_out)
+        jac = T.unflatten(tree, per_out)
+        if self.has_aux:
+            return jac, T.unflatten(aux_tree, outs[tree.num_leaves * k:])
+        return jac
 
 
-def jacfwd(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
+def jacfwd(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian of ``fn`` by forward mode (one pass, batched over the input's size):
     best when the inputs are smaller than the outputs.
 
@@ -403,8 +437,10 @@ def jacfwd(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
     the argument's structure (a tuple of them when ``argnums`` is a tuple).
 
     JAX's rules for complex values: real inputs may have complex outputs (the Jacobian is
-    complex); complex inputs need ``holomorphic=True`` (and complex outputs), and the
-    Jacobian is then the complex derivative.
+    complex); complex inputs need ``holomorphic=True`` (and complex outputs; a
+    ``TypeError`` otherwise), and the Jacobian is then the complex derivative. With
+    ``has_aux=True``, ``fn`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``;
+    negative ``argnums`` count from the end.
 
     Example::
 
@@ -413,13 +449,16 @@ def jacfwd(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
                [0., 4.]])
         >>> dg.jacfwd(lambda x: x * (1 + 2j))(np.array([1.0]))
         array([[1.+2.j]])
+        >>> dg.jacfwd(lambda x: (x ** 2, np.sum(x)), has_aux=True)(np.array([3.0]))
+        (array([[6.]]), array(3.))
     """
     if fn is None:
-        return lambda f: jacfwd(f, argnums, holomorphic)
-    return _Jacobian(fn, argnums, "fwd", holomorphic)
+        return lambda f: jacfwd(f, argnums, has_aux, holomorphic)
+    return _Jacobian(fn, argnums, "fwd", holomorphic, has_aux)
 
 
-def jacrev(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
+def jacrev(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian of ``fn`` by reverse mode (one pass, batched over the output's size):
     best when the outputs are smaller than the inputs. Shapes and structure as
     :func:`jacfwd`.
@@ -427,7 +466,7 @@ def jacrev(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
     As in JAX, complex outputs are refused unless ``holomorphic=True``; then the inputs
     must be complex too and the Jacobian is the complex derivative (of a holomorphic
     ``fn``: dualgpu does not check that it is). Real outputs of complex inputs follow
-    :func:`dualgpu.grad`'s convention.
+    :func:`dualgpu.grad`'s convention. ``has_aux`` and ``argnums`` as :func:`jacfwd`.
 
     Example::
 
@@ -438,11 +477,12 @@ def jacrev(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
         array([[0.+2.j]])
     """
     if fn is None:
-        return lambda f: jacrev(f, argnums, holomorphic)
-    return _Jacobian(fn, argnums, "rev", holomorphic)
+        return lambda f: jacrev(f, argnums, has_aux, holomorphic)
+    return _Jacobian(fn, argnums, "rev", holomorphic, has_aux)
 
 
-def jacobian(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
+def jacobian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+             holomorphic: bool = False):
     """``jacrev`` (as in JAX). ``dg.jacfwd(dg.jacrev(f))`` is the Hessian.
 
     Example::
@@ -450,4 +490,4 @@ def jacobian(fn: Callable | None = None, argnums=0, holomorphic: bool = False):
         >>> dg.jacobian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
         array([ 3., 12.])
     """
-    return jacrev(fn, argnums, holomorphic)
+    return jacrev(fn, argnums, has_aux, holomorphic)

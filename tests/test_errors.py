@@ -458,6 +458,19 @@ def test_random_in_trace_names_the_call_and_says_what_to_do():
     assert "numpy.random.rand" in msg and "test_errors.py" in msg and "pass them in" in msg
 
 
+def test_argument_type_error_names_the_option_and_is_a_type_error():
+    with pytest.raises(dg.ArgumentTypeError) as info:
+        dg.grad(lambda x: np.sum(x), has_aux="yes")
+    assert "has_aux" in str(info.value) and isinstance(info.value, TypeError)
+
+
+def test_invalid_argument_error_names_the_axis_and_is_a_value_error():
+    with pytest.raises(dg.InvalidArgumentError) as info:
+        dg.vmap(np.sin, in_axes=3)(np.ones(2))
+    assert "axis" in str(info.value) and "3" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
 # --------------------------------------------------------------------------- the catalogue
 # each class and the tests above that check its message
 COVERED = {
@@ -475,6 +488,8 @@ COVERED = {
     "CodegenSafetyError": "test_codegen_safety_error",
     "AxisError": "test_axis_error_names_op_axis_and_line",
     "RandomInTraceError": "test_random_in_trace_names_the_call_and_says_what_to_do",
+    "ArgumentTypeError": "test_argument_type_error_names_the_option_and_is_a_type_error",
+    "InvalidArgumentError": "test_invalid_argument_error_names_the_axis_and_is_a_value_error",
 }
 
 

@@ -115,8 +115,10 @@ def test_compositions_and_caching():
 
 
 def test_errors_and_edge_cases():
+    with pytest.raises(dg.DualgpuError, match="argnums"):  # negative: counted from the end
+        dg.jacrev(np.sin, argnums=-2)(np.ones(2))
     with pytest.raises(dg.DualgpuError, match="argnums"):
-        dg.jacrev(np.sin, argnums=-1)
+        dg.jacrev(np.sin, argnums=0.5)
     with pytest.raises(dg.IntegerInputError):
         dg.jacfwd(np.sin)(np.arange(3))
     with pytest.raises(dg.DualgpuError, match="cannot be differentiated"):
