@@ -49,6 +49,7 @@ from .lax import dtype_of as _dtype
 from .lax import is_tracer as _is_tracer
 from .lax import namespace_like as _xp_like
 from .lax import shape_of as _shape
+from .oplib.searchsorted import searchsorted  # noqa: F401  (np.searchsorted)
 from .ops import decompositions as _dec
 from .ops import elementwise as _ew
 from .ops import linalg as _la

@@ -78,6 +78,8 @@ def library_cases(rng, dtype):
         "det": (lambda m: np.linalg.det(m), (sq,)),
         "slogdet": (lambda m: np.linalg.slogdet(m)[1], (sq,)),
         "cholesky": (lambda m: np.linalg.cholesky(m @ m.T), (sq,)),
+        # the index times the value: differentiable through the value only
+        "searchsorted": (lambda x: x * np.searchsorted(np.sort(x[0]), x, side="right"), (a,)),
     }
 
 

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import dualgpu as dg
 from dualgpu import numpy_api as dnp
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
+from dualgpu.oplib.searchsorted import SIDES
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
 from dualgpu.testing import strategies as dst
 
@@ -704,6 +705,15 @@ spec("np.take_along_axis(argsort)", build_take_along_argsort, prim=None)
 spec("argsort", lambda data, dtype: (
     lambda x: dnp.argsort(x, axis=0), (distinct_array(data, (3, 2), dtype),)),
     kind="nondiff")
+
+
+def build_searchsorted(data, dtype):
+    side = data.draw(st.sampled_from(SIDES))
+    return (lambda x: dnp.searchsorted(np.sort(x[0]), x, side=side),
+            (distinct_array(data, (3, 4), dtype),))
+
+
+spec("searchsorted", build_searchsorted, kind="nondiff")
 
 
 # --------------------------------------------------------------------------- decompositions

@@ -1,6 +1,6 @@
-"""Elementwise ops: value (the NumPy function), shape rule, Python form and C expression,
-one line each. Their derivatives are in :mod:`dualgpu.rules.elementwise` (one partials line
-per op); the fused kernels use the C expressions.
+"""Elementwise ops, one declaration each: value (the NumPy function), shape rule, Python form,
+C expression and partial derivatives. :mod:`dualgpu.rules.elementwise` derives the JVP and VJP
+from the partials; the fused kernels use the C expressions.
 
 >>> import numpy as np
 >>> from dualgpu.ops import elementwise as ew
@@ -8,6 +8,8 @@ per op); the fused kernels use the C expressions.
 ('exp({0})', True, 1.0)
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -41,12 +43,15 @@ def _shape_rule(name: str, result: str):
 def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
                 c_int: str | None = None, result: str = "same", py: str | None = None,
                 impl=None, abstract_eval=None, differentiable: bool = True,
-                flags=(), doc: str = ""):
+                partials=None, flags=(), doc: str = ""):
     """Declare an elementwise primitive: its value, Python form and C expression.
 
     ``result`` is the output dtype: ``"same"`` (promoted), ``"float"``, ``"real"`` or
     ``"bool"``. ``c_int`` is the C form used when the kernel computes in an integer or
-    bool type (``{T}`` is that C type). Example::
+    bool type (``{T}`` is that C type). ``partials`` are its partial derivatives, one
+    function of ``(*inputs, ans)`` per input, written with these ops so that they
+    differentiate again: the JVP, VJP, HVP, the Laplacian's jets and the kernels' tangents
+    all follow from them (:mod:`dualgpu.rules.elementwise`). Example::
 
         >>> my_exp2 = elementwise("my_exp2", "exp", 1, c="exp({0})", result="float")
         >>> my_exp2.c_for(np.float32), my_exp2.arity, float(my_exp2(0.0))
@@ -60,7 +65,8 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
                    kind=Flag.ELEMENTWISE, c=c, c_int=c_int, arity=arity, flags=flags,
                    py=py or (f"xp.{numpy_name}(" + ", ".join(
                        f"{{{i}}}" for i in range(arity)) + ")"),
-                   differentiable=differentiable, doc=doc)
+                   differentiable=differentiable, doc=doc,
+                   partials=list(partials) if partials is not None else None)
     ELEMENTWISE[name] = prim
     return prim
 
@@ -77,30 +83,128 @@ _NAN_MIN = "((({0}) < ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))"
 _TIES = "Ties send half the derivative to each argument."
 _FTIES = _TIES + " A NaN argument gets none: the derivative follows the value returned."
 
+# ------------------------------------------------------------ helpers of the partial derivatives
+# A partial is a function of the primal inputs and the output ``ans``, written with these ops
+# (so that it differentiates again); rules/elementwise.py derives the JVP and VJP from it.
+def _astype(x, dtype):
+    return x if x.dtype == dtype else convert_element_type(x, dtype=np.dtype(dtype).name)
+
+
+def _recip(x):
+    return true_divide(1.0, x)
+
+
+def _sq(x):
+    return multiply(x, x)
+
+
+def _pow_dx(x, y, ans):
+    """y * x**(y - 1), taken as 0 where y == 0 (as JAX does: x**0 is constant, also at
+    x == 0 where x**-1 is inf)."""
+    if isinstance(y, (int, float)):
+        if y == 0:
+            return 0.0
+        if y == 1:
+            return 1
+        if y == 2:
+            return multiply(2, x)
+        return multiply(y, power(x, y - 1))
+    y0 = equal(y, 0)
+    # x is replaced under the where too, so that the derivative of this partial (the HVP)
+    # sees no 0 * inf where y == 0 and x == 0
+    return where(y0, 0.0, y * power(where(y0, 1.0, x), y - 1))
+
+
+def _pow_dy(x, y, ans):
+    """log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0, as JAX does), also for
+    a constant base (np.power(0.0, y))."""
+    safe = where(equal(x, 0), 1.0, x)
+    return multiply(log(safe), ans)
+
+
+def _win_weight(a, b, ans, larger: bool):
+    """1 where ``a`` wins the max (or min) against ``b``, 1/2 on ties, 0 where it loses;
+    in the output's dtype, so that float32 programs stay float32."""
+    wins = greater(a, b) if larger else less(a, b)
+    w = where(wins, 1.0, where(equal(a, b), 0.5, 0.0))
+    return _astype(w, ans.dtype)
+
+
+def _nan_skip_weight(a, b, ans, larger: bool):
+    """fmax/fmin: ``a``'s weight, where a NaN never wins: where exactly one argument is NaN
+    the result is the other one and so is the whole derivative (as in JAX); where both are
+    NaN, the first argument takes it (JAX's choice too)."""
+    w = _win_weight(a, b, ans, larger)
+    w = where(isnan(b), 1.0, where(isnan(a), 0.0, w))
+    return _astype(w, ans.dtype)
+
+
+def _nan_skip_weight_second(b, a, ans, larger: bool):
+    w = _win_weight(b, a, ans, larger)
+    w = where(isnan(b), 0.0, where(isnan(a), 1.0, w))
+    return _astype(w, ans.dtype)
+
+
+def _safe_ratio(x, ans):
+    """x / ans where ans != 0; 0 where ans == 0 (then x == 0 too: the kink of a norm, where
+    0 is the subgradient taken, as for np.linalg.norm)."""
+    zero = equal(ans, 0)
+    return where(zero, 0.0, true_divide(x, where(zero, 1.0, ans)))
+
+
+def _logaddexp_d(x, y):
+    """d logaddexp / dx = logistic(x - y); where x and y are the same infinity (x - y is
+    NaN), 1/2, the value on the diagonal logaddexp(a, a) = a + log 2."""
+    same_inf = logical_and(equal(x, y), logical_not(isfinite(x)))
+    return logistic(where(same_inf, 0.0, subtract(x, y)))
+
+
+_SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
+
+
 # --------------------------------------------------------------------------- arithmetic
-add = elementwise("add", "add", 2, c="({0} + {1})", py="{0} + {1}")
-subtract = elementwise("subtract", "subtract", 2, c="({0} - {1})", py="{0} - {1}")
-multiply = elementwise("multiply", "multiply", 2, c="({0} * {1})", py="{0} * {1}")
+add = elementwise("add", "add", 2, c="({0} + {1})", py="{0} + {1}",
+    partials=(lambda x, y, ans: 1, lambda x, y, ans: 1))
+subtract = elementwise("subtract", "subtract", 2, c="({0} - {1})", py="{0} - {1}",
+    partials=(lambda x, y, ans: 1, lambda x, y, ans: -1))
+multiply = elementwise("multiply", "multiply", 2, c="({0} * {1})", py="{0} * {1}",
+    partials=(lambda x, y, ans: y, lambda x, y, ans: x))
 true_divide = elementwise("true_divide", "true_divide", 2, c="({0} / {1})", py="{0} / {1}",
-                          result="float")
-negative = elementwise("negative", "negative", 1, c="(-{0})", py="-{0}")
+                          result="float",
+    partials=(lambda x, y, ans: _recip(y), lambda x, y, ans: negative(ans / y)))
+negative = elementwise("negative", "negative", 1, c="(-{0})", py="-{0}",
+    partials=(lambda x, ans: -1,))
 power = elementwise("power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}",
-                    c_int="(({T})pow((double)({0}), (double)({1})))")
-square = elementwise("square", "square", 1, c="({0} * {0})")
-reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float")
+                    c_int="(({T})pow((double)({0}), (double)({1})))",
+    partials=(_pow_dx, _pow_dy))
+square = elementwise("square", "square", 1, c="({0} * {0})",
+    partials=(lambda x, ans: multiply(2, x),))
+reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float",
+    partials=(lambda x, ans: negative(_sq(ans)),))
 absolute = elementwise(
     "absolute", "abs", 1, c="fabs({0})", c_int="(({0}) < 0 ? -({0}) : ({0}))", result="real",
     doc="The derivative at 0 is 0 (sign(0)). For complex z, d|z| = Re(conj(z) dz) / |z| "
         "(0 at z == 0), with JAX's cotangent convention: the cotangent of z is "
-        "g * conj(z) / |z|.")
-sqrt = elementwise("sqrt", "sqrt", 1, c="sqrt({0})", result="float")
-cbrt = elementwise("cbrt", "cbrt", 1, c="cbrt({0})", result="float")
-maximum = elementwise("maximum", "maximum", 2, c=_NAN_MAX, doc=_TIES)
-minimum = elementwise("minimum", "minimum", 2, c=_NAN_MIN, doc=_TIES)
+        "g * conj(z) / |z|.",
+    partials=(lambda x, ans: sign(x),))
+sqrt = elementwise("sqrt", "sqrt", 1, c="sqrt({0})", result="float",
+    partials=(lambda x, ans: true_divide(0.5, ans),))
+cbrt = elementwise("cbrt", "cbrt", 1, c="cbrt({0})", result="float",
+    partials=(lambda x, ans: true_divide(1.0, 3 * _sq(ans)),))
+maximum = elementwise("maximum", "maximum", 2, c=_NAN_MAX, doc=_TIES,
+    partials=(lambda x, y, ans: _win_weight(x, y, ans, True),
+              lambda x, y, ans: _win_weight(y, x, ans, True)))
+minimum = elementwise("minimum", "minimum", 2, c=_NAN_MIN, doc=_TIES,
+    partials=(lambda x, y, ans: _win_weight(x, y, ans, False),
+              lambda x, y, ans: _win_weight(y, x, ans, False)))
 fmax = elementwise("fmax", "fmax", 2, c="fmax({0}, {1})",
-                   c_int="(({0}) > ({1}) ? ({0}) : ({1}))", doc=_FTIES)
+                   c_int="(({0}) > ({1}) ? ({0}) : ({1}))", doc=_FTIES,
+    partials=(lambda x, y, ans: _nan_skip_weight(x, y, ans, True),
+              lambda x, y, ans: _nan_skip_weight_second(y, x, ans, True)))
 fmin = elementwise("fmin", "fmin", 2, c="fmin({0}, {1})",
-                   c_int="(({0}) < ({1}) ? ({0}) : ({1}))", doc=_FTIES)
+                   c_int="(({0}) < ({1}) ? ({0}) : ({1}))", doc=_FTIES,
+    partials=(lambda x, y, ans: _nan_skip_weight(x, y, ans, False),
+              lambda x, y, ans: _nan_skip_weight_second(y, x, ans, False)))
 # hypot as m * sqrt(1 + (n / m)**2), m and n the larger and smaller magnitude: CUDA's double
 # hypot overflows to inf next to the largest finite value (hypot(DBL_MAX, 0.75)); an
 # infinity wins over NaN, as in NumPy
@@ -109,8 +213,10 @@ hypot = elementwise(
     "hypot", "hypot", 2, result="float", doc="Derivatives at (0, 0) are 0.",
     c=f"(isinf({{0}}) ? fabs({{0}}) : isinf({{1}}) ? fabs({{1}}) : "
       f"({{0}} != {{0}} || {{1}} != {{1}}) ? {{0}} + {{1}} : {_BIG} == 0 ? {_BIG} : "
-      f"{_BIG} * sqrt(1 + ({_SMALL} / {_BIG}) * ({_SMALL} / {_BIG})))")
-copysign = elementwise("copysign", "copysign", 2, c="copysign({0}, {1})", result="float")
+      f"{_BIG} * sqrt(1 + ({_SMALL} / {_BIG}) * ({_SMALL} / {_BIG})))",
+    partials=(lambda x, y, ans: _safe_ratio(x, ans), lambda x, y, ans: _safe_ratio(y, ans)))
+copysign = elementwise("copysign", "copysign", 2, c="copysign({0}, {1})", result="float",
+    partials=(lambda x, y, ans: sign(x) * sign(ans), lambda x, y, ans: 0.0))
 
 # --------------------------------------------------------------------------- complex parts
 # real, imag and conj of complex values; on real values numpy_api returns x, zeros and x
@@ -136,54 +242,81 @@ conj = elementwise("conj", "conj", 1, c=None, abstract_eval=_complex_shape(False
                        "it).")
 
 # --------------------------------------------------------------------------- exp and log
-exp = elementwise("exp", "exp", 1, c="exp({0})", result="float")
-exp2 = elementwise("exp2", "exp2", 1, c="exp2({0})", result="float")
-expm1 = elementwise("expm1", "expm1", 1, c="expm1({0})", result="float")
+exp = elementwise("exp", "exp", 1, c="exp({0})", result="float",
+    partials=(lambda x, ans: ans,))
+exp2 = elementwise("exp2", "exp2", 1, c="exp2({0})", result="float",
+    partials=(lambda x, ans: multiply(math.log(2.0), ans),))
+expm1 = elementwise("expm1", "expm1", 1, c="expm1({0})", result="float",
+    partials=(lambda x, ans: add(ans, 1.0),))
 # CUDA's double logarithms give -inf for a negative subnormal (NumPy: NaN); the square root
 # of a negative value is NaN
-log = elementwise("log", "log", 1, c="(({0}) < 0 ? sqrt({0}) : log({0}))", result="float")
+log = elementwise("log", "log", 1, c="(({0}) < 0 ? sqrt({0}) : log({0}))", result="float",
+    partials=(lambda x, ans: _recip(x),))
 log2 = elementwise("log2", "log2", 1, c="(({0}) < 0 ? sqrt({0}) : log2({0}))",
-                   result="float")
+                   result="float",
+    partials=(lambda x, ans: true_divide(1 / math.log(2.0), x),))
 log10 = elementwise("log10", "log10", 1, c="(({0}) < 0 ? sqrt({0}) : log10({0}))",
-                    result="float")
-log1p = elementwise("log1p", "log1p", 1, c="log1p({0})", result="float")
+                    result="float",
+    partials=(lambda x, ans: true_divide(1 / math.log(10.0), x),))
+log1p = elementwise("log1p", "log1p", 1, c="log1p({0})", result="float",
+    partials=(lambda x, ans: _recip(add(x, 1.0)),))
 logaddexp = elementwise(
     "logaddexp", "logaddexp", 2,
     # x == y takes a difference of 0: also for two equal infinities (inf - inf is NaN)
     c="(fmax({0}, {1}) + log1p(exp(-fabs((({0}) == ({1})) ? 0 : (({0}) - ({1}))))))",
-    result="float", doc="Derivatives are finite at infinities: 1/2 each at (-inf, -inf).")
+    result="float", doc="Derivatives are finite at infinities: 1/2 each at (-inf, -inf).",
+    partials=(lambda x, y, ans: _logaddexp_d(x, y), lambda x, y, ans: _logaddexp_d(y, x)))
 
 # --------------------------------------------------------------------------- trigonometry
-sin = elementwise("sin", "sin", 1, c="sin({0})", result="float")
-cos = elementwise("cos", "cos", 1, c="cos({0})", result="float")
-tan = elementwise("tan", "tan", 1, c="tan({0})", result="float")
-arcsin = elementwise("arcsin", "arcsin", 1, c="asin({0})", result="float")
-arccos = elementwise("arccos", "arccos", 1, c="acos({0})", result="float")
-arctan = elementwise("arctan", "arctan", 1, c="atan({0})", result="float")
-arctan2 = elementwise("arctan2", "arctan2", 2, c="atan2({0}, {1})", result="float")
-sinh = elementwise("sinh", "sinh", 1, c="sinh({0})", result="float")
-cosh = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float")
-tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float")
-arcsinh = elementwise("arcsinh", "arcsinh", 1, c="asinh({0})", result="float")
-arccosh = elementwise("arccosh", "arccosh", 1, c="acosh({0})", result="float")
-arctanh = elementwise("arctanh", "arctanh", 1, c="atanh({0})", result="float")
+sin = elementwise("sin", "sin", 1, c="sin({0})", result="float",
+    partials=(lambda x, ans: cos(x),))
+cos = elementwise("cos", "cos", 1, c="cos({0})", result="float",
+    partials=(lambda x, ans: negative(sin(x)),))
+tan = elementwise("tan", "tan", 1, c="tan({0})", result="float",
+    partials=(lambda x, ans: add(1.0, _sq(ans)),))
+arcsin = elementwise("arcsin", "arcsin", 1, c="asin({0})", result="float",
+    partials=(lambda x, ans: _recip(sqrt(1.0 - _sq(x))),))
+arccos = elementwise("arccos", "arccos", 1, c="acos({0})", result="float",
+    partials=(lambda x, ans: negative(_recip(sqrt(1.0 - _sq(x)))),))
+arctan = elementwise("arctan", "arctan", 1, c="atan({0})", result="float",
+    partials=(lambda x, ans: _recip(1.0 + _sq(x)),))
+arctan2 = elementwise("arctan2", "arctan2", 2, c="atan2({0}, {1})", result="float",
+    partials=(lambda y, x, ans: x / (_sq(x) + _sq(y)),
+              lambda y, x, ans: negative(y / (_sq(x) + _sq(y)))))
+sinh = elementwise("sinh", "sinh", 1, c="sinh({0})", result="float",
+    partials=(lambda x, ans: cosh(x),))
+cosh = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float",
+    partials=(lambda x, ans: sinh(x),))
+tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
+    partials=(lambda x, ans: 1.0 - _sq(ans),))
+arcsinh = elementwise("arcsinh", "arcsinh", 1, c="asinh({0})", result="float",
+    partials=(lambda x, ans: _recip(sqrt(_sq(x) + 1.0)),))
+arccosh = elementwise("arccosh", "arccosh", 1, c="acosh({0})", result="float",
+    partials=(lambda x, ans: _recip(sqrt(_sq(x) - 1.0)),))
+arctanh = elementwise("arctanh", "arctanh", 1, c="atanh({0})", result="float",
+    partials=(lambda x, ans: _recip(1.0 - _sq(x)),))
 
 # --------------------------------------------------------------------------- special functions
 logistic = elementwise(
     "logistic", None, 1, c="(1 / (1 + exp(-{0})))", result="float", py="ops.logistic({0})",
-    impl=lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1), doc="The logistic sigmoid 1/(1+exp(-x)).")
+    impl=lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1), doc="The logistic sigmoid 1/(1+exp(-x)).",
+    partials=(lambda x, ans: ans * (1.0 - ans),))
 erf = elementwise("erf", None, 1, c="erf({0})", result="float", py="ops.erf({0})",
-                  impl=_special("erf"))
+                  impl=_special("erf"),
+    partials=(lambda x, ans: _SQRT_2_OVER_PI * exp(-_sq(x)),))
 erfc = elementwise("erfc", None, 1, c="erfc({0})", result="float", py="ops.erfc({0})",
-                   impl=_special("erfc"))
+                   impl=_special("erfc"),
+    partials=(lambda x, ans: -_SQRT_2_OVER_PI * exp(-_sq(x)),))
 gammaln = elementwise("gammaln", None, 1, result="float", py="ops.gammaln({0})",
                       # -inf at -inf as SciPy and CuPy (C's lgamma gives inf)
                       c="((isinf({0}) && ({0}) < 0) ? ({0}) : lgamma({0}))",
-                      impl=_special("gammaln"))
+                      impl=_special("gammaln"),
+    partials=(lambda x, ans: digamma(x),))
 digamma = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamma({0})",
                       impl=_special("digamma"),
                       doc="psi(x), the derivative of gammaln; its derivative is "
-                          "polygamma(1, x).")
+                          "polygamma(1, x).",
+    partials=(lambda x, ans: polygamma(x, n=1),))
 
 
 def _polygamma_impl(xp, x, n):
@@ -260,12 +393,14 @@ remainder = elementwise(
     "remainder", "remainder", 2,
     c=f"({_MOVED} ? {_FMOD} + {{1}} : copysign({_FMOD}, {{1}}))",
     c_int="(({1}) == 0 ? 0 : ((({0}) % ({1})) != 0 && ((({0}) < 0) != (({1}) < 0))) ? "
-          "(({0}) % ({1})) + ({1}) : (({0}) % ({1})))")
+          "(({0}) % ({1})) + ({1}) : (({0}) % ({1})))",
+    partials=(lambda x, y, ans: 1, lambda x, y, ans: negative(floor_divide(x, y))))
 
 # C's remainder, signed as x (np.fmod): x - trunc(x / y) * y; an integer x % 0 is 0
 fmod = elementwise("fmod", "fmod", 2, c="fmod({0}, {1})",
                    c_int="(({1}) == 0 ? 0 : ({0}) % ({1}))",
-                   doc="Derivatives hold between the jumps (where x / y is an integer).")
+                   doc="Derivatives hold between the jumps (where x / y is an integer).",
+    partials=(lambda x, y, ans: 1, lambda x, y, ans: negative(trunc(true_divide(x, y)))))
 
 # --------------------------------------------------------------------------- dtype and fills
 

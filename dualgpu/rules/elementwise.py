@@ -1,15 +1,15 @@
-"""Derivatives of the elementwise ops: one line of partials per op (ChainRules'
-``@scalar_rule`` idea). ``defpartials`` derives the JVP (``sum_i d_i f * x_dot_i``) and the
-VJP (``unbroadcast(d_i f * y_bar)``) from them; the fused kernels differentiate nothing
-themselves, they run the graphs these rules record.
+"""Derivatives of the elementwise ops. Each op declares its partial derivatives in its
+declaration row (``partials=`` in :mod:`dualgpu.ops.elementwise`, ChainRules' ``@scalar_rule``
+idea); ``defpartials`` derives the JVP (``sum_i d_i f * x_dot_i``) and the VJP
+(``unbroadcast(d_i f * y_bar)``) from them. The fused kernels differentiate nothing
+themselves: they run the graphs these rules record. ``1`` and ``-1`` partials are recognised
+so that ``add``/``sub`` cost no multiplications.
 
-A partial is a function of the primal inputs and the output ``ans``, written in registry ops
-(so that it can be differentiated again). ``1`` and ``-1`` are recognised so that
-``add``/``sub`` cost no multiplications.
+The ops whose rules are not partials (``where``, casts, complex parts, ``polygamma`` with its
+order, ``abs`` of complex values) and the forward Laplacian's jets of the non-smooth ones are
+written out below.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -39,7 +39,7 @@ def _fit_shape(t, ans):
 def defpartials(prim, *partials):
     """Attach the JVP and VJP derived from ``prim``'s partial derivatives.
 
-    Example (adding an op: one declaration in ops, one partials line here)::
+    Example (an op declared after this module was imported)::
 
         >>> from dualgpu.ops.elementwise import elementwise
         >>> my_exp = elementwise("my_exp", "exp", 1, c="exp({0})", result="float")
@@ -70,144 +70,14 @@ def defpartials(prim, *partials):
     return defrules(prim, jvp=jvp, vjp=vjp, partials=list(partials))
 
 
-# --------------------------------------------------------------------------- helpers in ops
-def _recip(x):
-    return lax.true_divide(1.0, x)
+# --------------------------------------------------------------------------- by kind
+# an elementwise op declared with partials (ops/elementwise.py) gets its JVP and VJP from them
+for _prim in ew.ELEMENTWISE.values():
+    if _prim.partials is not None:
+        defpartials(_prim, *_prim.partials)
 
 
-def _sq(x):
-    return lax.multiply(x, x)
-
-
-def _pow_dx(x, y, ans):
-    """y * x**(y - 1), taken as 0 where y == 0 (as JAX does: x**0 is constant, also at
-    x == 0 where x**-1 is inf)."""
-    if isinstance(y, (int, float)):
-        if y == 0:
-            return 0.0
-        if y == 1:
-            return 1
-        if y == 2:
-            return lax.multiply(2, x)
-        return lax.multiply(y, lax.power(x, y - 1))
-    y0 = lax.equal(y, 0)
-    # x is replaced under the where too, so that the derivative of this partial (the HVP)
-    # sees no 0 * inf where y == 0 and x == 0
-    return lax.where(y0, 0.0, y * lax.power(lax.where(y0, 1.0, x), y - 1))
-
-
-def _pow_dy(x, y, ans):
-    """log(x) * x**y, taken as 0 where x == 0 (the limit for y > 0, as JAX does), also for
-    a constant base (np.power(0.0, y))."""
-    safe = lax.where(lax.equal(x, 0), 1.0, x)
-    return lax.multiply(lax.log(safe), ans)
-
-
-def _win_weight(a, b, ans, larger: bool):
-    """1 where ``a`` wins the max (or min) against ``b``, 1/2 on ties, 0 where it loses;
-    in the output's dtype, so that float32 programs stay float32."""
-    wins = lax.greater(a, b) if larger else lax.less(a, b)
-    w = lax.where(wins, 1.0, lax.where(lax.equal(a, b), 0.5, 0.0))
-    return lax.astype(w, ans.dtype)
-
-
-def _nan_skip_weight(a, b, ans, larger: bool):
-    """fmax/fmin: ``a``'s weight, where a NaN never wins: where exactly one argument is NaN
-    the result is the other one and so is the whole derivative (as in JAX); where both are
-    NaN, the first argument takes it (JAX's choice too)."""
-    w = _win_weight(a, b, ans, larger)
-    w = lax.where(lax.isnan(b), 1.0, lax.where(lax.isnan(a), 0.0, w))
-    return lax.astype(w, ans.dtype)
-
-
-def _nan_skip_weight_second(b, a, ans, larger: bool):
-    w = _win_weight(b, a, ans, larger)
-    w = lax.where(lax.isnan(b), 0.0, lax.where(lax.isnan(a), 1.0, w))
-    return lax.astype(w, ans.dtype)
-
-
-def _safe_ratio(x, ans):
-    """x / ans where ans != 0; 0 where ans == 0 (then x == 0 too: the kink of a norm, where
-    0 is the subgradient taken, as for np.linalg.norm)."""
-    zero = lax.equal(ans, 0)
-    return lax.where(zero, 0.0, lax.true_divide(x, lax.where(zero, 1.0, ans)))
-
-
-def _logaddexp_d(x, y):
-    """d logaddexp / dx = logistic(x - y); where x and y are the same infinity (x - y is
-    NaN), 1/2, the value on the diagonal logaddexp(a, a) = a + log 2."""
-    same_inf = lax.logical_and(lax.equal(x, y), lax.logical_not(lax.isfinite(x)))
-    return ew.logistic.bind(lax.where(same_inf, 0.0, lax.subtract(x, y)))
-
-
-_SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
-
-# --------------------------------------------------------------------------- arithmetic
-defpartials(ew.add, lambda x, y, ans: 1, lambda x, y, ans: 1)
-defpartials(ew.subtract, lambda x, y, ans: 1, lambda x, y, ans: -1)
-defpartials(ew.multiply, lambda x, y, ans: y, lambda x, y, ans: x)
-defpartials(ew.true_divide, lambda x, y, ans: _recip(y),
-            lambda x, y, ans: lax.negative(ans / y))
-defpartials(ew.negative, lambda x, ans: -1)
-defpartials(ew.power, _pow_dx, _pow_dy)
-defpartials(ew.square, lambda x, ans: lax.multiply(2, x))
-defpartials(ew.reciprocal, lambda x, ans: lax.negative(_sq(ans)))
-defpartials(ew.absolute, lambda x, ans: lax.sign(x))  # complex inputs: below
-defpartials(ew.sqrt, lambda x, ans: lax.true_divide(0.5, ans))
-defpartials(ew.cbrt, lambda x, ans: lax.true_divide(1.0, 3 * _sq(ans)))
-defpartials(ew.maximum, lambda x, y, ans: _win_weight(x, y, ans, True),
-            lambda x, y, ans: _win_weight(y, x, ans, True))
-defpartials(ew.minimum, lambda x, y, ans: _win_weight(x, y, ans, False),
-            lambda x, y, ans: _win_weight(y, x, ans, False))
-defpartials(ew.fmax, lambda x, y, ans: _nan_skip_weight(x, y, ans, True),
-            lambda x, y, ans: _nan_skip_weight_second(y, x, ans, True))
-defpartials(ew.fmin, lambda x, y, ans: _nan_skip_weight(x, y, ans, False),
-            lambda x, y, ans: _nan_skip_weight_second(y, x, ans, False))
-defpartials(ew.hypot, lambda x, y, ans: _safe_ratio(x, ans),
-            lambda x, y, ans: _safe_ratio(y, ans))
-defpartials(ew.copysign, lambda x, y, ans: lax.sign(x) * lax.sign(ans), lambda x, y, ans: 0.0)
-# x mod y = x - floor(x / y) * y: slope 1 in x and -floor(x / y) in y (between the jumps)
-defpartials(ew.remainder, lambda x, y, ans: 1,
-            lambda x, y, ans: lax.negative(lax.floor_divide(x, y)))
-# fmod(x, y) = x - trunc(x / y) * y: slope 1 in x and -trunc(x / y) in y
-defpartials(ew.fmod, lambda x, y, ans: 1,
-            lambda x, y, ans: lax.negative(lax.trunc(lax.true_divide(x, y))))
-
-# --------------------------------------------------------------------------- exp and log
-defpartials(ew.exp, lambda x, ans: ans)
-defpartials(ew.exp2, lambda x, ans: lax.multiply(math.log(2.0), ans))
-defpartials(ew.expm1, lambda x, ans: lax.add(ans, 1.0))
-defpartials(ew.log, lambda x, ans: _recip(x))
-defpartials(ew.log2, lambda x, ans: lax.true_divide(1 / math.log(2.0), x))
-defpartials(ew.log10, lambda x, ans: lax.true_divide(1 / math.log(10.0), x))
-defpartials(ew.log1p, lambda x, ans: _recip(lax.add(x, 1.0)))
-defpartials(ew.logaddexp, lambda x, y, ans: _logaddexp_d(x, y),
-            lambda x, y, ans: _logaddexp_d(y, x))
-
-# --------------------------------------------------------------------------- trigonometry
-defpartials(ew.sin, lambda x, ans: lax.cos(x))
-defpartials(ew.cos, lambda x, ans: lax.negative(lax.sin(x)))
-defpartials(ew.tan, lambda x, ans: lax.add(1.0, _sq(ans)))
-defpartials(ew.arcsin, lambda x, ans: _recip(lax.sqrt(1.0 - _sq(x))))
-defpartials(ew.arccos, lambda x, ans: lax.negative(_recip(lax.sqrt(1.0 - _sq(x)))))
-defpartials(ew.arctan, lambda x, ans: _recip(1.0 + _sq(x)))
-defpartials(ew.arctan2, lambda y, x, ans: x / (_sq(x) + _sq(y)),
-            lambda y, x, ans: lax.negative(y / (_sq(x) + _sq(y))))
-defpartials(ew.sinh, lambda x, ans: lax.cosh(x))
-defpartials(ew.cosh, lambda x, ans: lax.sinh(x))
-defpartials(ew.tanh, lambda x, ans: 1.0 - _sq(ans))
-defpartials(ew.arcsinh, lambda x, ans: _recip(lax.sqrt(_sq(x) + 1.0)))
-defpartials(ew.arccosh, lambda x, ans: _recip(lax.sqrt(_sq(x) - 1.0)))
-defpartials(ew.arctanh, lambda x, ans: _recip(1.0 - _sq(x)))
-
-# --------------------------------------------------------------------------- special functions
-defpartials(ew.logistic, lambda x, ans: ans * (1.0 - ans))
-defpartials(ew.erf, lambda x, ans: _SQRT_2_OVER_PI * lax.exp(-_sq(x)))
-defpartials(ew.erfc, lambda x, ans: -_SQRT_2_OVER_PI * lax.exp(-_sq(x)))
-defpartials(ew.gammaln, lambda x, ans: lax.digamma(x))
-defpartials(ew.digamma, lambda x, ans: ew.polygamma.bind(x, n=1))
-
-
+# --------------------------------------------------------------------------- written out
 def _polygamma_jvp(primals, tangents, n):
     ans = ew.polygamma.bind(primals[0], n=n)
     t = tangents[0]
