@@ -33,15 +33,23 @@ def test_sorter_and_the_derivative_of_a_product_with_the_index():
     dg.testing.check_grads(f, (x,), order=2)
 
 
-def test_vmap_over_values_and_over_sorted_arrays():
+@pytest.mark.parametrize("with_ties_and_nan", [False, True])
+def test_vmap_over_values_and_over_sorted_arrays(with_ties_and_nan):
     ks = np.sort(np.random.default_rng(0).normal(size=(3, 6)), axis=1)
     vs = np.random.default_rng(1).normal(size=(3, 4))
+    if with_ties_and_nan:  # NaN sorts last in NumPy, and searchsorted follows that order
+        ks[:, 2] = ks[:, 3]
+        ks[1, -2:] = np.nan
+        vs[:, 0], vs[:, 1], vs[2, 2] = ks[:, 3], np.nan, np.inf
     np.testing.assert_array_equal(
         dg.vmap(lambda v: np.searchsorted(ks[0], v))(vs),
         np.stack([np.searchsorted(ks[0], v) for v in vs]))
     np.testing.assert_array_equal(
         dg.vmap(lambda k, v: np.searchsorted(k, v, side="right"))(ks, vs),
         np.stack([np.searchsorted(k, v, side="right") for k, v in zip(ks, vs)]))
+    np.testing.assert_array_equal(
+        dg.vmap(lambda k: np.searchsorted(k, vs[0]))(ks),
+        np.stack([np.searchsorted(k, vs[0]) for k in ks]))
 
 
 def test_separability_keeps_instances_apart_through_the_values_only():

@@ -4,8 +4,9 @@ One module holds everything about the op:
 
 * the declaration (value: the library's ``searchsorted``; shape rule; Python form; flags:
   a library call whose integer output carries no derivative);
-* its rules: ``vmap`` (values batched: the op itself; the sorted array batched: one search
-  per example), ``separability`` (each output reads its own value and the whole sorted array);
+* its rules: ``vmap`` (values batched: the op itself; the sorted array batched: for each
+  value, the number of entries that sort before it, NumPy's answer for a sorted array),
+  ``separability`` (each output reads its own value and the whole sorted array);
   derivatives need none (not differentiable), nor does the forward Laplacian;
 * :func:`searchsorted`, the NumPy-compatible function (arguments checked as NumPy does).
 
@@ -51,11 +52,30 @@ searchsorted_p = defprim(
 
 
 # --------------------------------------------------------------------------- rules
+def _sorts_before(x, y):
+    """``x`` sorts before ``y`` in NumPy's order (NaN last): ``x < y``, or ``y`` is NaN and
+    ``x`` is not."""
+    return lax.logical_or(lax.less(x, y),
+                          lax.logical_and(lax.isnan(y), lax.logical_not(lax.isnan(x))))
+
+
 def _vmap(eqn, args, batched, size):
-    a_batched, v_batched = batched
-    if a_batched:  # a sorted array per example: one search each
-        return batching.loop_rule(eqn, args, batched, size)
-    return batching.one(searchsorted_p.bind(args[0], args[1], **eqn.params))
+    a, v = args
+    if not batched[0]:  # one sorted array: the op itself, on all the values at once
+        return batching.one(searchsorted_p.bind(a, v, **eqn.params))
+    # a sorted array per example: the index is the number of its entries that sort before
+    # the value (side="left") or not after it ("right"), which is what searchsorted returns
+    # for a sorted array, NaN included
+    if not batched[1]:
+        v = batching.batched(v, size)
+    extra = len(v.shape) - 1
+    a = lax.reshape(a, tuple(a.shape) + (1,) * extra)
+    v = lax.expand_dims(v, 1)
+    if eqn.params["side"] == "left":
+        counted = _sorts_before(a, v)
+    else:
+        counted = lax.logical_not(_sorts_before(v, a))
+    return batching.one(lax.sum(lax.astype(counted, np.int64), axis=1))
 
 
 def _separability(eqn, dep, sizes):

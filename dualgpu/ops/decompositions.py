@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backends import backend_for_xp
 from ..core.dtypes import float_dtype, promote
 from ..core.flags import Flag
 from ..core.ir import Aval
@@ -216,7 +217,7 @@ def _eig_impl(xp, a):
     if w.dtype.kind == "c" and w.size:  # NumPy's result is complex as soon as one eigenvalue is
         w, v = _real_eigenpairs(xp, w, v, dt)
     w, v = w.astype(dt, copy=False), v.astype(dt, copy=False)
-    if xp is not np:
+    if backend_for_xp(xp).on_device:
         # LAPACK's order is NumPy's; another solver's (cuSOLVER's) is not, and CuPy does not
         # promise one: eigenpairs in ascending order of eigenvalue, a deterministic order
         # (which may differ from NumPy's). The signs of the eigenvectors are the solver's.

@@ -76,7 +76,8 @@ def _spmm_shape(avals, fmt, shape, transpose):
 
 
 def _spmm_impl(xp, data, x, ind, ptr, fmt, shape, transpose):
-    if xp is not np and x.ndim == 2 and _kernel_dtype(data, x) is not None:
+    if backend_for_xp(xp).runs_fused_kernels and x.ndim == 2 and \
+            _kernel_dtype(data, x) is not None:  # our CUDA kernels
         return _spmm_gpu(xp, data, x, ind, ptr, fmt, shape, transpose)
     a = make_matrix(xp, data, ind, ptr, fmt, shape)
     if transpose:
@@ -179,7 +180,7 @@ def _sddmm_impl(xp, g, x, ind, ptr, rows, cols, fmt, shape, transpose):
     gi, xi = (cols, rows) if transpose else (rows, cols)
     if g.ndim == 1:
         return g[gi] * x[xi]
-    if xp is not np and _kernel_dtype(g, x) is not None:
+    if backend_for_xp(xp).runs_fused_kernels and _kernel_dtype(g, x) is not None:
         return _sddmm_gpu(xp, g, x, gi, xi)
     out = xp.empty((gi.shape[0],), dtype=xp.result_type(g, x))
     step = 1 << 16  # bound the gathered temporaries: nnz x p in blocks of rows

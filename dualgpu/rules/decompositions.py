@@ -63,7 +63,7 @@ def _solve_vjp(g, primals, ans):
     return ca, cb
 
 
-def _trace_product(m, t):
+def _matrix_trace_of_product(m, t):
     """trace(m @ t) over the last two axes, without forming the product."""
     return lax.sum(lax.multiply(_mT(m), t), axis=(-2, -1))
 
@@ -134,7 +134,7 @@ def _slogdet_jvp(primals, tangents):
     t = tangents[0]
     if t is None:
         return (sign, logabsdet), (None, None)
-    return (sign, logabsdet), (None, _trace_product(inv.bind(a), t))
+    return (sign, logabsdet), (None, _matrix_trace_of_product(inv.bind(a), t))
 
 
 def _slogdet_vjp(cts, primals, ans):
