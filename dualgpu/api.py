@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import logging
 import threading
 import types
@@ -133,8 +134,6 @@ def _name(fn) -> str:
 def _check_call(fn, args: tuple, kwargs: dict) -> None:
     """A clear error for a call that does not fit ``fn``'s parameters (before tracing, so
     that a TypeError of the user's own code is never mistaken for one)."""
-    import inspect
-
     try:
         params = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -412,9 +411,14 @@ class Transformed:
     FAST_SLOTS = 8
 
     def __init__(self, fn: Callable, argnums=0, *, has_aux: bool = False, batch_axes=None):
+        what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
         if not callable(fn):
-            what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
             raise ArgumentTypeError(f"{what} expects a function, got {type(fn).__name__}")
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise ArgumentTypeError(
+                f"{what}: {_name(fn)} is a generator function (it yields): a traced function "
+                "returns its arrays. Return them (a list or tuple of arrays is a pytree), or "
+                "transform the function that computes each item")
         self.fn = fn
         self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
         if not isinstance(has_aux, bool):
@@ -465,6 +469,13 @@ class Transformed:
 
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {_name(self.fn)}>"
+
+    def __get__(self, instance, owner=None):
+        """As a method (``@dg.jit`` in a class body): bound to the instance, which is the
+        first argument (static, by identity), as a Python function would be."""
+        if instance is None:
+            return self
+        return types.MethodType(self, instance)
 
     def _signature(self, fargs: tuple, kwargs: dict) -> Signature:
         """The analysis of a call of the function (scalars traced under jit; the static
@@ -676,8 +687,9 @@ class _Inlined:
 def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
     x = sig.inputs[k]
     v = sig.sparse.direction(k, v)
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and x.ndim == 0:
-        v = sig.backend.xp.asarray(v, dtype=x.dtype)
+    if (isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool)
+            and x.ndim == 0):  # a scalar tangent of a scalar primal, real or complex
+        v = sig.backend.xp.asarray(v)
     if isinstance(v, Tracer):
         b = None
     else:
@@ -1098,6 +1110,13 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
         if np.dtype(c.dtype).kind == "c" and np.dtype(o.dtype).kind != "c":
             raise ShapeMismatchError(f"the cotangent is complex ({c.dtype}), but the output is "
                                      f"real ({o.dtype})")
+        if (np.dtype(c.dtype).kind in "fc" and np.dtype(o.dtype).kind in "fc"
+                and not np.can_cast(o.dtype, c.dtype)):  # JAX: the output's type, no less
+            leaf = "the cotangent" if len(outs) == 1 else f"cotangent leaf {i}"
+            raise ArgumentTypeError(
+                f"{leaf} has dtype {c.dtype}, less precise than the output's {o.dtype}: its "
+                f"values would already be rounded. Pass it as {o.dtype} "
+                f"(ct.astype(np.{o.dtype}))")
         cts.append(c.astype(o.dtype) if c.dtype != o.dtype else c)
     return cts
 
@@ -1298,8 +1317,6 @@ def _static_arguments(fn, static_argnums, static_argnames) -> tuple:
         raise ArgumentTypeError(f"jit: static_argnames must be a str or a tuple of str, got "
                                 f"{static_argnames!r}")
     names = tuple(names)
-    import inspect
-
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
