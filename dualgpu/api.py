@@ -1072,6 +1072,30 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     return t(tuple(primals), tuple(tangents))
 
 
+def linearize(fn: Callable, *primals):
+    """JAX's ``linearize``: ``(f(*primals), f_jvp)``, where ``f_jvp(*tangents)`` is the
+    Jacobian of ``f`` at ``primals`` applied to ``tangents`` (one per primal, each with its
+    primal's structure): the ``jvp`` of ``f`` with the point fixed. ``f_jvp`` runs one
+    cached jvp program per call (its forward part included), so it is cheap to call again.
+
+    Example::
+
+        >>> y, f_jvp = dg.linearize(np.sin, np.zeros(2))
+        >>> y, f_jvp(np.array([1.0, 2.0]))
+        (array([0., 0.]), array([1., 2.]))
+    """
+    t = _Jvp(fn, argnums=tuple(range(len(primals))))
+    out = _Jit(fn)(*primals)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise ShapeMismatchError(f"the linearization of {_name(fn)} takes one tangent per "
+                                     f"primal: {len(primals)}, got {len(tangents)}")
+        return t(tuple(primals), tuple(tangents))[1]
+
+    return out, f_jvp
+
+
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """Reverse mode: ``(f(*primals), pullback)``; ``pullback(cotangent)`` returns a tuple of
     cotangents, one per primal, each with its primal's structure. With ``has_aux=True``:

@@ -98,3 +98,24 @@ def test_a_pullback_called_inside_jit_and_grad():
     np.testing.assert_allclose(g, 2 * f_prime(x) ** 2 * ct, rtol=1e-14)
     inside = dg.jit(lambda v, c: dg.vjp(f, v)[1](c)[0])
     np.testing.assert_allclose(inside(x, ct), f_prime(x) * ct, rtol=1e-15)
+
+
+# ------------------------------------------------------------------------------ linearize
+def test_linearize_is_the_jvp_at_a_fixed_point():
+    y = np.array([1.5, 0.25, -2.0])
+    out, f_jvp = dg.linearize(lambda a, b: np.sin(a) * b, x, y)
+    np.testing.assert_allclose(out, np.sin(x) * y, rtol=1e-15)
+    for ta, tb in [(np.ones(3), np.zeros(3)), (np.zeros(3), np.ones(3)), (x, y)]:
+        np.testing.assert_allclose(f_jvp(ta, tb), np.cos(x) * y * ta + np.sin(x) * tb,
+                                   rtol=1e-14)
+    with pytest.raises(dg.ShapeMismatchError, match="one tangent per primal"):
+        f_jvp(np.ones(3))
+
+
+def test_linearize_of_a_pytree_matches_central_differences():
+    p = {"w": x, "b": 0.3}
+    out, f_jvp = dg.linearize(lambda q: np.tanh(q["w"] * 2.0 + q["b"]), p)
+    t = {"w": np.array([0.1, -0.2, 0.3]), "b": np.float64(0.5)}
+    eps = 1e-6
+    shifted = [np.tanh((x + s * eps * t["w"]) * 2.0 + 0.3 + s * eps * 0.5) for s in (1, -1)]
+    np.testing.assert_allclose(f_jvp(t), (shifted[0] - shifted[1]) / (2 * eps), rtol=1e-7)
