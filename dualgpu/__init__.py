@@ -29,6 +29,7 @@ from .api import (
     hvp,
     jit,
     jvp,
+    linearize,
     set_cache_size,
     source,
     trace,
@@ -65,6 +66,7 @@ from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 __all__ = [
     "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
+    "linearize",
     "HessianOperator", "trace", "source", "jit", "nn", "tree", "tree_util", "testing", "Graph",
     "DualgpuError", "ArgumentTypeError", "InvalidArgumentError", "defprim", "custom_op",
     "REGISTRY", "stop_gradient", "config", "cache_info", "clear_cache", "set_cache_size",

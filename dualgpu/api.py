@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import logging
 import threading
 import types
@@ -27,8 +28,9 @@ from . import numpy_api as dnp
 from . import tree as T
 from .backends import array_backend
 from .cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
-from .core.interpret import eval_graph
-from .core.ir import Graph
+from .core.dtypes import promote
+from .core.interpret import eval_graph, read
+from .core.ir import Const, Graph, Literal
 from .core.primitives import registry_version
 from .core.trace import Tracer, current_builder, trace_to_graph
 from .errors import (
@@ -38,6 +40,7 @@ from .errors import (
     InvalidArgumentError,
     NonScalarOutputError,
     ShapeMismatchError,
+    TracerControlFlowError,
 )
 from .executor import Executable, config, generation
 from .guards import Guards, collect_guards
@@ -131,8 +134,6 @@ def _name(fn) -> str:
 def _check_call(fn, args: tuple, kwargs: dict) -> None:
     """A clear error for a call that does not fit ``fn``'s parameters (before tracing, so
     that a TypeError of the user's own code is never mistaken for one)."""
-    import inspect
-
     try:
         params = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -152,8 +153,15 @@ class Traced:
         if not isinstance(fn, Transformed):
             _check_call(fn, sig.args, sig.kwargs)
         flat = _FlatCall(fn, sig)
-        self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=_name(fn),
-                                       input_names=sig.input_names(fn), captured=captured)
+        try:
+            self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=_name(fn),
+                                           input_names=sig.input_names(fn), captured=captured)
+        except TracerControlFlowError as e:
+            if not sig.scalar_inputs:
+                raise
+            raise TracerControlFlowError(f"{e}\n{_static_hint(fn, sig)}") from None
+        if any(weakly for _, weakly in sig.scalar_inputs):
+            self.graph = _strengthen_weak_inputs(self.graph)
         self.out_tree = flat.out_tree
         self.captured = captured or []
 
@@ -171,6 +179,50 @@ class Traced:
         aux = Graph(g.inputs, g.outputs[n_main:], g.eqns, name=g.name,
                     input_names=g.input_names, xp=g.xp)
         return simplify(main), simplify(aux), tree.children[0], tree.children[1]
+
+
+def _static_hint(fn, sig: Signature) -> str:
+    """What to do when the function needs the value of a scalar argument that was traced."""
+    args = sorted({sig.arg_of_input[k] for k, _ in sig.scalar_inputs})
+    nums = [a for a in args if a >= 0]
+    where = ", ".join(f"argument {a}" for a in nums) or "a keyword argument"
+    fix = (f"dg.jit({_name(fn)}, static_argnums={tuple(nums)!r})" if nums
+           else f"dg.jit({_name(fn)}, static_argnames=(...))")
+    return (f"Scalar arguments (here {where}) are traced as 0-d values, as in JAX, so that a "
+            "new value reuses the program. If the function needs the number itself (a "
+            f"branch, a shape, a loop count, math.*), mark it static: {fix} (each new value "
+            "then traces again), or pass an int where a count is meant (ints are static).")
+
+
+def _strengthen_weak_inputs(graph: Graph) -> Graph:
+    """``graph`` with its weakly typed scalar inputs (Python floats) made ordinary 0-d
+    inputs: wherever such a value meets a strongly typed operand, it is first cast to the
+    dtype the equation promotes to, so that the program computes in the dtypes the weak
+    typing gave (``x32 * dt`` stays float32) whatever array library runs it."""
+
+    def run(*args):
+        env = {v.id: a for v, a in zip(graph.inputs, args)}
+        builder = current_builder()
+        for eqn in graph.eqns:
+            builder.rule_source = eqn.source  # the recorded equations keep the user's line
+            ins = [read(env, a) for a in eqn.inputs]
+            weak = [k for k, a in enumerate(eqn.inputs)
+                    if not isinstance(a, (Literal, Const)) and a.aval.weak]
+            if weak and any(not a.aval.weak for a in eqn.inputs):
+                target = promote([a.aval for a in eqn.inputs])
+                for k in weak:
+                    if eqn.inputs[k].dtype != target:
+                        ins[k] = dnp.astype(ins[k], target)
+            outs = eqn.prim.bind(*ins, **eqn.params)
+            for v, o in zip(eqn.outs, outs if eqn.prim.multiple_results else [outs]):
+                env[v.id] = o
+        builder.rule_source = None
+        return [read(env, a) for a in graph.outputs]
+
+    avals = [v.aval._replace(weak=False) for v in graph.inputs]
+    new, _ = trace_to_graph(run, avals, graph.xp, name=graph.name,
+                            input_names=graph.input_names)
+    return new
 
 
 def _with_aux(program: Graph, aux: Graph | None) -> Graph:
@@ -351,13 +403,22 @@ class Transformed:
     kind = "abstract"
     program_type = Compiled  # what compiles the graph(s) that build returns
     allow_int = False  # integer leaves of differentiated arguments get float0 zeros
+    static: tuple = ((), ())  # (positions, keyword names) of static arguments (jit)
+    # floating scalars of the arguments are traced (jit, as JAX); the derivative transforms
+    # run the function on their values in JAX, so there they stay static (keyed by value)
+    trace_scalars = False
     _dualgpu_transform = True
     FAST_SLOTS = 8
 
     def __init__(self, fn: Callable, argnums=0, *, has_aux: bool = False, batch_axes=None):
+        what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
         if not callable(fn):
-            what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
             raise ArgumentTypeError(f"{what} expects a function, got {type(fn).__name__}")
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise ArgumentTypeError(
+                f"{what}: {_name(fn)} is a generator function (it yields): a traced function "
+                "returns its arrays. Return them (a list or tuple of arrays is a pytree), or "
+                "transform the function that computes each item")
         self.fn = fn
         self.argnums, self.argnums_tuple = _normalize_argnums(argnums)
         if not isinstance(has_aux, bool):
@@ -409,6 +470,23 @@ class Transformed:
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {_name(self.fn)}>"
 
+    def __get__(self, instance, owner=None):
+        """As a method (``@dg.jit`` in a class body): bound to the instance, which is the
+        first argument (static, by identity), as a Python function would be."""
+        if instance is None:
+            return self
+        return types.MethodType(self, instance)
+
+    def _signature(self, fargs: tuple, kwargs: dict) -> Signature:
+        """The analysis of a call of the function (scalars traced under jit; the static
+        arguments kept static)."""
+        static = self.static
+        if any(i < 0 for i in static[0]):  # counted from the end, as argnums
+            static = (tuple(i % len(fargs) if -len(fargs) <= i else i for i in static[0]),
+                      static[1])
+        return Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int,
+                         trace_scalars=self.trace_scalars, static=static)
+
     # subclasses: split a call's arguments into the function's and extra inputs; build the
     # graph; prepare the extra inputs; shape the results
     def split(self, args: tuple) -> tuple[tuple, Any]:
@@ -433,11 +511,13 @@ class Transformed:
             if (hit is not None and hit[2] == _generation[0] and hit[0].guards_hold()
                     and current_builder() is None):
                 # plain arrays seen before: every argument passes straight to the program
+                if hit[3]:  # Python floats: 0-d inputs
+                    args = _scalars_as_arrays(args, hit[1].backend)
                 return self.finish(hit[0], hit[1], hit[0].exe(*args))
         if dask_arrays.has_dask_array(args, kwargs):  # per-chunk programs over Dask arrays
             return dask_arrays.call(self, args, kwargs)
         fargs, extra = self.split(args)
-        sig = Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int)
+        sig = self._signature(fargs, kwargs)
         extras = self.extra_inputs(sig, extra)
         if sig.traced or current_builder() is not None:
             # inside a trace: inline (the function may read values of the enclosing trace)
@@ -445,9 +525,10 @@ class Transformed:
         compiled = self.compiled(sig)
         passed = list(sig.inputs) + list(extras)
         if (qkey is not None and len(passed) == len(args) and not sig.sparse
-                and all(p is a for p, a in zip(passed, args))):
+                and all(p is a or type(a) is float for p, a in zip(passed, args))):
+            floats = any(type(a) is float for a in args)
             with self._lock:
-                self._quick[qkey] = (compiled, sig.layout(), _generation[0])
+                self._quick[qkey] = (compiled, sig.layout(), _generation[0], floats)
                 while len(self._quick) > self.FAST_SLOTS:
                     self._quick.pop(next(iter(self._quick)))
         return self.finish(compiled, sig, compiled.exe(*passed))
@@ -494,7 +575,7 @@ class Transformed:
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).graph(*args, **kwargs)
         fargs, extra = self.split(args)
-        sig = Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int)
+        sig = self._signature(fargs, kwargs)
         self.extra_inputs(sig, extra)
         return self.build(Traced(self.fn, sig, None), sig)[0]
 
@@ -502,7 +583,7 @@ class Transformed:
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).source(*args, **kwargs)
         fargs, extra = self.split(args)
-        sig = Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int)
+        sig = self._signature(fargs, kwargs)
         self.extra_inputs(sig, extra)
         return self.compiled(sig).exe.source
 
@@ -548,6 +629,15 @@ class Transformed:
             for k, v in zip(ks, leaves):
                 out.append(_check_direction(sig, k, v, a, what))
         return out
+
+
+def _scalars_as_arrays(args: tuple, backend) -> tuple:
+    """``args`` with the Python floats as the 0-d arrays they are passed as."""
+    def array(a):
+        a = np.asarray(a)
+        return backend.to_device(a) if backend.on_device else a
+
+    return tuple(array(a) if type(a) is float else a for a in args)
 
 
 def _count_build(t: Transformed, sig: Signature, changed: str | None = None) -> None:
@@ -597,8 +687,9 @@ class _Inlined:
 def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
     x = sig.inputs[k]
     v = sig.sparse.direction(k, v)
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and x.ndim == 0:
-        v = sig.backend.xp.asarray(v, dtype=x.dtype)
+    if (isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool)
+            and x.ndim == 0):  # a scalar tangent of a scalar primal, real or complex
+        v = sig.backend.xp.asarray(v)
     if isinstance(v, Tracer):
         b = None
     else:
@@ -759,6 +850,14 @@ class _GradAndHvp(_Hvp):
 
 class _Jit(Transformed):
     kind = "jit"
+    trace_scalars = True
+
+    def __init__(self, fn, argnums=(), *, static_argnums=(), static_argnames=()):
+        super().__init__(fn, argnums)
+        self.static = _static_arguments(fn, static_argnums, static_argnames)
+
+    def options(self) -> dict:
+        return {"static": self.static} if self.static != ((), ()) else {}
 
     def build(self, traced, sig):
         return simplify(traced.graph), traced.out_tree
@@ -973,6 +1072,30 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     return t(tuple(primals), tuple(tangents))
 
 
+def linearize(fn: Callable, *primals):
+    """JAX's ``linearize``: ``(f(*primals), f_jvp)``, where ``f_jvp(*tangents)`` is the
+    Jacobian of ``f`` at ``primals`` applied to ``tangents`` (one per primal, each with its
+    primal's structure): the ``jvp`` of ``f`` with the point fixed. ``f_jvp`` runs one
+    cached jvp program per call (its forward part included), so it is cheap to call again.
+
+    Example::
+
+        >>> y, f_jvp = dg.linearize(np.sin, np.zeros(2))
+        >>> y, f_jvp(np.array([1.0, 2.0]))
+        (array([0., 0.]), array([1., 2.]))
+    """
+    t = _Jvp(fn, argnums=tuple(range(len(primals))))
+    out = _Jit(fn)(*primals)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise ShapeMismatchError(f"the linearization of {_name(fn)} takes one tangent per "
+                                     f"primal: {len(primals)}, got {len(tangents)}")
+        return t(tuple(primals), tuple(tangents))[1]
+
+    return out, f_jvp
+
+
 def vjp(fn: Callable, *primals, has_aux: bool = False):
     """Reverse mode: ``(f(*primals), pullback)``; ``pullback(cotangent)`` returns a tuple of
     cotangents, one per primal, each with its primal's structure. With ``has_aux=True``:
@@ -991,7 +1114,7 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
         (array([ 1., -2.]),)
     """
     t = _Vjp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
-    return t.pair(Signature(primals, {}, t.argnums, t.__name__))
+    return t.pair(t._signature(primals, {}))
 
 
 def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
@@ -1011,6 +1134,13 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
         if np.dtype(c.dtype).kind == "c" and np.dtype(o.dtype).kind != "c":
             raise ShapeMismatchError(f"the cotangent is complex ({c.dtype}), but the output is "
                                      f"real ({o.dtype})")
+        if (np.dtype(c.dtype).kind in "fc" and np.dtype(o.dtype).kind in "fc"
+                and not np.can_cast(o.dtype, c.dtype)):  # JAX: the output's type, no less
+            leaf = "the cotangent" if len(outs) == 1 else f"cotangent leaf {i}"
+            raise ArgumentTypeError(
+                f"{leaf} has dtype {c.dtype}, less precise than the output's {o.dtype}: its "
+                f"values would already be rounded. Pass it as {o.dtype} "
+                f"(ct.astype(np.{o.dtype}))")
         cts.append(c.astype(o.dtype) if c.dtype != o.dtype else c)
     return cts
 
@@ -1170,16 +1300,57 @@ def source(fn: Callable, *example_args, **example_kwargs) -> str:
     return fn.source(*example_args, **example_kwargs)
 
 
-def jit(fn: Callable | None = None):
+def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=()):
     """Trace, cache and compile ``fn`` itself (no derivative): NumPy runs generated
     Python, CuPy runs fused kernels. Arguments and results may be pytrees.
+
+    As in JAX, floating and complex scalars are traced: a Python ``float`` is a weakly typed
+    0-d input (``x32 * dt`` stays float32), so a new value (the time step of an ODE loop)
+    reuses the program. Python ints, bools and strings are static (a new value traces
+    again: they may be shapes, indices or loop counts). ``static_argnums`` /
+    ``static_argnames`` make other arguments static, keyed by their value: for a function
+    that branches on a number, or passes it to ``math``. Usable as a decorator, also with
+    options: ``@dg.jit(static_argnums=1)``.
 
     Example::
 
         >>> fast = dg.jit(lambda x: np.exp(-x ** 2).sum())
         >>> fast(np.zeros(3))
         array(3.)
+        >>> step = dg.jit(lambda x, dt: x + dt * np.sin(x))
+        >>> step(np.zeros(2, np.float32), 0.1).dtype  # dt is traced, weakly typed
+        dtype('float32')
+        >>> def power(x, p):
+        ...     return x ** 2 if p > 1.5 else x
+        >>> dg.jit(power, static_argnums=1)(np.array([3.0]), 2.0)
+        array([9.])
     """
     if fn is None:
-        return jit
-    return _Jit(fn, argnums=())
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames)
+    return _Jit(fn, argnums=(), static_argnums=static_argnums,
+                static_argnames=static_argnames)
+
+
+def _static_arguments(fn, static_argnums, static_argnames) -> tuple:
+    """``(positions, names)`` of ``fn``'s static arguments: each given position with its
+    parameter's name and each given name with its position, as JAX pairs them."""
+    nums, _ = _normalize_argnums(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+        raise ArgumentTypeError(f"jit: static_argnames must be a str or a tuple of str, got "
+                                f"{static_argnames!r}")
+    names = tuple(names)
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if positional:  # negative positions count from the end of the parameters, as JAX
+        nums = tuple(i % len(positional) if -len(positional) <= i < 0 else i for i in nums)
+    names += tuple(positional[i] for i in nums
+                   if -len(positional) <= i < len(positional) and positional[i] not in names)
+    nums += tuple(positional.index(n) for n in names
+                  if n in positional and positional.index(n) not in nums)
+    return tuple(sorted(set(nums))), tuple(sorted(set(names)))

@@ -3,10 +3,15 @@ exact cache key of the program they call for.
 
 Arguments are pytrees (:mod:`dualgpu.tree`). Array leaves (NumPy, CuPy, SciPy/cupyx sparse)
 become inputs of the traced graph; in differentiated arguments, Python and NumPy scalars are
-converted to arrays and become inputs too; every other leaf is static and keyed by its exact
-value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no value type we know,
-by identity. The key also holds the pytree structure and which inputs alias each other, so
-two calls share a program only when a fresh build would give the same one.
+converted to arrays and become inputs too. With ``trace_scalars`` (the transforms of
+:mod:`dualgpu.api`), floating and complex scalars of the other arguments are inputs as well,
+as in JAX: a Python ``float`` or ``complex`` as a weakly typed 0-d value (``Aval.weak``), a
+NumPy scalar as a 0-d array of its dtype; a new value then reuses the program. Every other
+leaf (Python ints and bools, strings, the leaves of ``static`` arguments) is static and
+keyed by its exact value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no
+value type we know, by identity. The key also holds the pytree structure and which inputs
+alias each other, so two calls share a program only when a fresh build would give the same
+one.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from .errors import (
 from .names import function_name
 
 _NUMBERS = (int, float, complex)
+_TRACED_SCALARS = (float, complex, np.floating, np.complexfloating)
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis), range)
 
 
@@ -76,10 +82,11 @@ class Signature:
 
     __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
                  "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
-                 "avals", "argnums", "int_inputs")
+                 "avals", "argnums", "int_inputs", "scalar_inputs")
 
     def __init__(self, args: tuple, kwargs: dict, argnums: tuple, what: str,
-                 allow_int: bool = False):
+                 allow_int: bool = False, trace_scalars: bool = False,
+                 static: tuple = ((), ())):
         self.args = args
         self.kwargs = kwargs
         self.argnums = argnums
@@ -99,10 +106,12 @@ class Signature:
             arg_trees.append(T._flatten(a, leaves, None))
             owner.extend([i] * (len(leaves) - n0))
         kw_tree = None
+        static_leaf: list = [i in static[0] for i in owner]
         if kwargs:
-            n0 = len(leaves)
             kw_tree = T._flatten(kwargs, leaves, None)
-            owner.extend([-1] * (len(leaves) - n0))
+            owner.extend([-1] * kw_tree.num_leaves)
+            for name in T._dict_keys(kwargs):
+                static_leaf += [name in static[1]] * len(T.leaves(kwargs[name]))
         self.arg_trees = tuple(arg_trees)
         for i in argnums:
             if arg_trees[i].num_leaves == 0:
@@ -113,6 +122,7 @@ class Signature:
         weak: list = []
         keys = []
         inputs, input_pos, diff, arg_of_input, int_inputs = [], [], [], [], []
+        scalar_inputs: list = []  # (input index, weakly typed): traced non-array scalars
         sparse = sparse_api.SparseArgs()
         backends = []
         traced = False
@@ -120,6 +130,16 @@ class Signature:
             d = i in diff_args
             if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
                 leaf = _plain_array(leaf, i, what)
+            if static_leaf[j]:
+                if isinstance(leaf, Tracer) or _is_dense_array(leaf) or sparse_api.is_sparse(leaf):
+                    raise ArgumentTypeError(
+                        f"{what}: {_static_name(i, kwargs, j - len(owner))} is static "
+                        f"(static_argnums / static_argnames), but holds a "
+                        f"{type(leaf).__name__}: a static argument is a hashable Python "
+                        "value (a number, string, tuple), keyed by its value. Pass an array "
+                        "as an ordinary argument (it becomes an input of the program)")
+                keys.append(("v", static_key(leaf, weak)))
+                continue
             if isinstance(leaf, Tracer):
                 traced = True
                 backends.append(backend_for_xp(leaf._builder.xp))
@@ -139,6 +159,12 @@ class Signature:
                                   else np.result_type(leaf, 0.0 if type(leaf) is float
                                                       else leaf))
                 key = ("c", leaf.dtype.str)  # converted to an array on the call's backend
+            elif trace_scalars and isinstance(leaf, _TRACED_SCALARS):
+                # as JAX: a Python float is a weakly typed 0-d input (promotes as the
+                # literal would), a NumPy scalar a 0-d array of its dtype
+                scalar_inputs.append((len(inputs), not isinstance(leaf, np.generic)))
+                leaf = np.asarray(leaf)
+                key = ("t", leaf.dtype.str, scalar_inputs[-1][1])
             else:
                 if d:
                     raise ArgumentTypeError(
@@ -174,10 +200,13 @@ class Signature:
         self.diff = diff
         self.arg_of_input = arg_of_input
         self.int_inputs = frozenset(int_inputs)
+        self.scalar_inputs = tuple(scalar_inputs)
         self.sparse = sparse
         self.traced = traced
         self.weak = weak
         self.avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in inputs]
+        for k, weakly in scalar_inputs:
+            self.avals[k] = self.avals[k]._replace(weak=weakly)
         self.key = (self.backend.name, self.arg_trees, kw_tree, tuple(keys),
                     _alias_pattern(inputs))
 
@@ -246,6 +275,17 @@ class Signature:
         names = [function_name(params[i]) + paths[i][j - starts[i]]
                  for i, j in zip(self.arg_of_input, self.input_pos)]
         return names if len(set(names)) == len(names) else None
+
+
+def _static_name(i: int, kwargs: dict, kw_leaf: int) -> str:
+    """The static argument a leaf belongs to: ``argument i`` or ``keyword argument k``."""
+    if i >= 0:
+        return f"argument {i}"
+    for name in T._dict_keys(kwargs):
+        kw_leaf -= len(T.leaves(kwargs[name]))
+        if kw_leaf < 0:
+            return f"keyword argument {name!r}"
+    return "a keyword argument"
 
 
 FLOAT0 = np.dtype([("float0", np.void, 0)])  # JAX's dtype of integer inputs' gradients

@@ -175,6 +175,7 @@ def fmt_value(v) -> str:
 # Hand-made functions. Each has signature variants: a list of argument kinds
 #   ("a", shape)  an array;  ("list"|"tuple", [shapes]), ("dict", {key: shape}) containers
 #   ("s",)        a static value (drawn from STATIC_VALUES)
+#   ("f",)        a Python float used as a number (traced by jit; FLOAT_VALUES)
 # and optionally keyword arguments (static, drawn from their own lists).
 
 
@@ -199,6 +200,11 @@ def h_static(x, c):
 def h_static2(c, x, d):
     k = static_code(c) - 2.0 * static_code(d)
     return np.sum(np.cos(x * k) + x ** 2)
+
+
+def h_scalar(x, c):
+    """A float argument used as a value: jit traces it (a weakly typed 0-d input)."""
+    return np.sum(np.sin(x) * c + c * c * x ** 2) + c
 
 
 def h_list(x, wb):
@@ -234,6 +240,7 @@ HAND = {
     "h_vec": (h_vec, [[(A, (3,)), (A, (3,))], [(A, (2, 3)), (A, (3,))]], {}, "any"),
     "h_static": (h_static, [[(A, (3,)), ("s",)], [(A, (2, 2)), ("s",)]], {}, "scalar"),
     "h_static2": (h_static2, [[("s",), (A, (3,)), ("s",)]], {}, "scalar"),
+    "h_scalar": (h_scalar, [[(A, (3,)), ("f",)], [(A, (2, 2)), ("f",)]], {}, "scalar"),
     "h_list": (h_list, [[(A, (2, 3)), ("list", [(3, 2), (2,)])],
                         [(A, (2, 3)), ("tuple", [(3, 2), (2,)])]], {}, "scalar"),
     "h_dict": (h_dict, [[("dict", {"W": (3, 2), "b": (2,)}), (A, (4, 3))]], {}, "scalar"),
@@ -246,6 +253,7 @@ CAPTURED_FNS = ["h_gact", "h_gcoef", "h_gmode", "h_gknobs", "h_gtable", "h_gmod"
                 "h_gcell", "h_gcall"]
 NESTED_SHAPES = {"a": ("list", [(2,), (2,)]), "c": ("tuple", [(3,)])}
 
+FLOAT_VALUES = [0.0, -0.0, 0.5, 1.0, 2.5, -1.25, float("nan"), 1e-300]
 STATIC_VALUES = [0.0, -0.0, 1.0, 1, True, 2, 2.0, False, float("nan"), (1, 2), (1.0, 2.0),
                  (True,), (1,), None, "a", 0.5]
 
@@ -561,7 +569,8 @@ def t_text(t) -> str:
     if k == "fn":
         return fn_text(t[1])
     if k == "jit":
-        return f"dg.jit({t_text(t[1])})"
+        static = static_positions(t)
+        return f"dg.jit({t_text(t[1])}" + (f", static_argnums={static})" if static else ")")
     if k == "sumw":
         return f"sumw({t_text(t[1])}, salt={t[2]})"
     if k == "vmap":
@@ -647,6 +656,17 @@ def make_fn(spec):
     return f if spec[2] == "f" else loss
 
 
+def static_positions(t) -> tuple:
+    """The positions of the static-value arguments ``("s",)`` of the function under ``t``:
+    ``jit`` traces floats, so a function that needs their value marks them static (JAX's
+    ``static_argnums``); the other transforms keep them static by themselves."""
+    spec = _fn_specs(t)[0][1]
+    if spec[0] != "hand":
+        return ()
+    return tuple(sorted({i for variant in HAND[spec[1]][1]
+                         for i, kind in enumerate(variant) if kind[0] == "s"}))
+
+
 def build(t, fns: dict | None = None):
     """A transform object for spec ``t``; ``fns`` (when given) reuses function objects."""
     k = t[0]
@@ -659,7 +679,7 @@ def build(t, fns: dict | None = None):
         return fns[key]
     inner = build(t[1], fns)
     if k == "jit":
-        return dg.jit(inner)
+        return dg.jit(inner, static_argnums=static_positions(t))
     if k == "sumw":
         return sumw(inner, t[2])
     if k == "vmap":
@@ -1102,6 +1122,8 @@ class Gen:
             name = self.pick_array(kind[1], dtype, base, taken)
             taken.append(name)
             return ("arr", name)
+        if k == "f":
+            return ("val", self.rnd.choice(FLOAT_VALUES))
         if k == "s":
             if self.rnd.random() < 0.85:
                 return ("val", self.rnd.choice(self.static_group))
@@ -1137,7 +1159,7 @@ class Gen:
         if fam == "arrays":
             return arrays_only * 2 + ["prog"] * 3
         if fam == "static":
-            return ["h_static", "h_static2", "h_sin"]
+            return ["h_static", "h_static2", "h_scalar", "h_sin"]
         if fam == "closures":
             return ["closure"] * 4 + ["h_sin"]
         if fam == "containers":
@@ -1167,7 +1189,7 @@ class Gen:
         return ("hand", name), variants, kw, out
 
     def diff_positions(self, variant):
-        return [i for i, k in enumerate(variant) if k[0] != "s"]
+        return [i for i, k in enumerate(variant) if k[0] not in ("s", "f")]
 
     def draw_argnums(self, variant):
         pos = self.diff_positions(variant)
@@ -1310,7 +1332,7 @@ class Gen:
             fnspec, variants, kw, out = self.draw_fn()
             variant = rnd.choice(variants)
             tspec, how = self.draw_transform(fnspec, out, variant)
-            if how in ("jvp", "vjp") and any(k[0] == "s" for k in variant):
+            if how in ("jvp", "vjp") and any(k[0] in ("s", "f") for k in variant):
                 continue  # jvp/vjp differentiate every argument: arrays only
             entries.append((fnspec, variants, variant, kw, tspec, how))
         if not entries:
@@ -1400,7 +1422,7 @@ def _argnums_of(t):
 def _argnums_bad(t, variant):
     am = _argnums_of(t)
     nums = [] if am is None else [am] if isinstance(am, int) else list(am)
-    return any(i >= len(variant) or variant[i][0] == "s" for i in nums)
+    return any(i >= len(variant) or variant[i][0] in ("s", "f") for i in nums)
 
 
 def _replace_fn(t, fnspec):

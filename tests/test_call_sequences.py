@@ -191,6 +191,19 @@ def test_known_static_values_that_compare_equal(first, second):
                ("call", 2, g, None, [("arr", "x"), ("val", second)], [])])
 
 
+@pytest.mark.parametrize("first,second", [(0.0, -0.0), (0.5, 2.5), (0.5, np.float64(0.5)),
+                                          (1.0, 1), (float("nan"), 1.0)], ids=repr)
+def test_known_jit_traced_floats(first, second):
+    """jit traces a float argument (one program for every value, weakly typed): the cached
+    program gives what a fresh build gives, for a new value, an int or a NumPy scalar, and
+    the static value of a function that needs it (static_argnums) is still keyed exactly."""
+    for fn in ("h_scalar", "h_static"):
+        t = ("jit", _h(fn))
+        check_seq([X, ("call", 0, t, 0, [("arr", "x"), ("val", first)], []),
+                   ("call", 1, t, 0, [("arr", "x"), ("val", second)], []),
+                   ("call", 2, t, None, [("arr", "x"), ("val", first)], [])])
+
+
 def test_known_vjp_of_fresh_lambdas():
     """dg.vjp cached by id(fn): a fresh lambda got a freed lambda's pullback."""
     steps = [X]

@@ -1,0 +1,121 @@
+"""Transforms as JAX users call them (issue 25): a jitted method, refusals of what JAX
+refuses (a generator function, a cotangent less precise than its output), scalar tangents
+real or complex, a pullback across a jit boundary. References are closed forms."""
+import numpy as np
+import pytest
+
+import dualgpu as dg
+
+x = np.array([0.5, -1.0, 2.0])
+
+
+def f(v):
+    return np.sin(v) * v
+
+
+def f_prime(v):
+    return np.cos(v) * v + np.sin(v)
+
+
+# ------------------------------------------------------------------------------ methods
+class Model:
+    def __init__(self, scale):
+        self.scale = scale
+
+    @dg.jit
+    def apply(self, v):
+        return self.scale * np.sin(v)
+
+    @dg.jit(static_argnums=2)
+    def power(self, v, n):
+        return self.scale * v ** n
+
+    loss_grad = dg.grad(lambda self, v: self.scale * np.sum(v ** 3), argnums=1)
+
+
+def test_jit_on_a_method_binds_the_instance():
+    a, b = Model(2.0), Model(-0.5)
+    np.testing.assert_allclose(a.apply(x), 2.0 * np.sin(x), rtol=1e-15)
+    np.testing.assert_allclose(b.apply(x), -0.5 * np.sin(x), rtol=1e-15)
+    np.testing.assert_allclose(Model.apply(a, x), 2.0 * np.sin(x), rtol=1e-15)
+    np.testing.assert_allclose(a.power(x, 3), 2.0 * x ** 3, rtol=1e-15)
+
+
+def test_grad_as_a_class_attribute_binds_the_instance():
+    np.testing.assert_allclose(Model(2.0).loss_grad(x), 6.0 * x ** 2, rtol=1e-15)
+
+
+# ------------------------------------------------------------------------------ refusals
+def test_jit_of_a_generator_function_is_a_type_error():
+    def items(v):
+        yield np.sin(v)
+
+    with pytest.raises(dg.ArgumentTypeError, match="items is a generator function"):
+        dg.jit(items)
+    with pytest.raises(TypeError, match="generator"):
+        dg.grad(items)
+
+
+def test_a_cotangent_less_precise_than_the_output_is_refused():
+    out, pullback = dg.vjp(f, x.astype(np.float32))
+    with pytest.raises(dg.ArgumentTypeError, match="float16, less precise than the output's "
+                                                    "float32"):
+        pullback(np.ones(3, np.float16))
+    (ct,) = pullback(np.ones(3))  # a more precise one is rounded to the output's type
+    assert ct.dtype == np.float32
+    np.testing.assert_allclose(ct, f_prime(x), rtol=1e-6)
+
+
+def test_a_complex64_cotangent_of_a_complex128_output_is_refused():
+    z = np.array([1 + 1j, 0.5 - 2j])
+    _, pullback = dg.vjp(lambda v: v * v, z)
+    with pytest.raises(dg.ArgumentTypeError, match="complex64"):
+        pullback(np.ones(2, np.complex64))
+
+
+# ------------------------------------------------------------------------------ scalars
+@pytest.mark.parametrize("tangent", [np.complex128(1j), 1j, np.complex64(0.5 + 1j)])
+def test_complex_scalar_tangents_are_accepted(tangent):
+    z = np.complex128(1 + 2j)
+    out, t = dg.jvp(lambda v: v * v, (z,), (tangent,))
+    assert out == z * z
+    np.testing.assert_allclose(t, 2 * z * tangent, rtol=1e-7)
+
+
+@pytest.mark.parametrize("tangent", [np.float64(1.5), 1.5, np.float32(1.5), 2])
+def test_real_scalar_tangents_are_accepted(tangent):
+    _, t = dg.jvp(f, (np.float64(0.7),), (tangent,))
+    np.testing.assert_allclose(t, f_prime(0.7) * tangent, rtol=1e-15)
+
+
+# ------------------------------------------------------------------------------ across jit
+def test_a_pullback_called_inside_jit_and_grad():
+    _, pullback = dg.vjp(f, x)
+    ct = np.array([1.0, 2.0, -1.0])
+    np.testing.assert_allclose(dg.jit(lambda c: pullback(c)[0])(ct), f_prime(x) * ct,
+                               rtol=1e-15)
+    g = dg.grad(lambda c: np.sum(pullback(c)[0] ** 2))(ct)
+    np.testing.assert_allclose(g, 2 * f_prime(x) ** 2 * ct, rtol=1e-14)
+    inside = dg.jit(lambda v, c: dg.vjp(f, v)[1](c)[0])
+    np.testing.assert_allclose(inside(x, ct), f_prime(x) * ct, rtol=1e-15)
+
+
+# ------------------------------------------------------------------------------ linearize
+def test_linearize_is_the_jvp_at_a_fixed_point():
+    y = np.array([1.5, 0.25, -2.0])
+    out, f_jvp = dg.linearize(lambda a, b: np.sin(a) * b, x, y)
+    np.testing.assert_allclose(out, np.sin(x) * y, rtol=1e-15)
+    for ta, tb in [(np.ones(3), np.zeros(3)), (np.zeros(3), np.ones(3)), (x, y)]:
+        np.testing.assert_allclose(f_jvp(ta, tb), np.cos(x) * y * ta + np.sin(x) * tb,
+                                   rtol=1e-14)
+    with pytest.raises(dg.ShapeMismatchError, match="one tangent per primal"):
+        f_jvp(np.ones(3))
+
+
+def test_linearize_of_a_pytree_matches_central_differences():
+    p = {"w": x, "b": 0.3}
+    out, f_jvp = dg.linearize(lambda q: np.tanh(q["w"] * 2.0 + q["b"]), p)
+    t = {"w": np.array([0.1, -0.2, 0.3]), "b": np.float64(0.5)}
+    eps = 1e-6
+    shifted = [np.tanh((x + s * eps * t["w"]) * 2.0 + 0.3 + s * eps * 0.5) for s in (1, -1)]
+    np.testing.assert_allclose(f_jvp(t), (shifted[0] - shifted[1]) / (2 * eps), rtol=1e-7)
