@@ -700,7 +700,13 @@ class _Hvp(Transformed):
         return args[:-1], args[-1]
 
     def extra_inputs(self, sig, v):
-        return self._directions(sig, v, "direction")
+        try:
+            return self._directions(sig, v, "direction")
+        except ShapeMismatchError as e:  # often scipy's hessp(x, p, *args) order
+            raise ShapeMismatchError(
+                f"{e} (hvp(f) takes f's arguments, then v last: hvp(f)(*args, v); for "
+                "scipy.optimize.minimize's hessp=, called as hessp(x, p, *args), use "
+                "dg.hessp(f))") from None
 
     def outputs(self) -> tuple[bool, bool]:
         """Whether the program computes ``(the value, the gradients)`` besides ``H·v``:
