@@ -135,8 +135,10 @@ FOREIGN_NAMES = {
     "primitive": "dg.custom_op (docs/custom_rules.md) (autograd's @primitive with defvjp)",
     "defvjp": "dg.custom_op (docs/custom_rules.md)",
     "functional_call": "a plain function of a parameter pytree: dg.grad(loss)(params, x)",
-    "checkpoint": "dg.config['recompute'] (docs/performance.md)",
-    "remat": "dg.config['recompute'] (docs/performance.md)",
+    "grad_and_value": "dg.value_and_grad(f) -> (value, grad) (the reverse of torch.func's "
+                      "order)",
+    "checkpoint": "nothing: a program is planned whole (dg.config['recompute'] recomputes "
+                  "cheap values inside kernels)",
 }
 
 
