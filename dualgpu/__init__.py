@@ -12,6 +12,7 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
     hv = dg.hvp(loss)(w, x, v)      # H·v with respect to w
 """
 from . import (  # noqa: F401  (registers every rule)
+    autograd_compat,  # autograd's spellings (docs/coming_from.md)
     nn,
     numpy_api,
     rules,
@@ -36,6 +37,7 @@ from .api import (
     value_and_grad,
     vjp,
 )
+from .autograd_compat import deriv, elementwise_grad, hessian_vector_product, make_hvp
 from .core.ir import Graph
 from .core.primitives import REGISTRY, defprim
 from .curvature import hessian_diag, hessian_trace, laplacian
@@ -64,6 +66,21 @@ from .numpy_api import stop_gradient
 from .signature import FLOAT0 as float0
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
+# autograd's argnum= is taken as argnums= by every transform that takes argnums
+grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobian, \
+    hessian_diag, hessian_trace = map(autograd_compat.accepts_argnum, (
+        grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobian,
+        hessian_diag, hessian_trace))
+
+
+def __getattr__(name: str):
+    """``dg.<name>`` for a name JAX, autograd or torch.func has and dualgpu spells
+    differently: an AttributeError that gives dualgpu's spelling."""
+    if name in autograd_compat.FOREIGN_NAMES:
+        raise autograd_compat.foreign_name_error(__name__, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
     "linearize",
@@ -74,5 +91,5 @@ __all__ = [
     "NonScalarOutputError", "SeparabilityError", "ShapeMismatchError", "TracerControlFlowError",
     "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
     "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
-    "float0",
+    "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
 ]

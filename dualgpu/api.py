@@ -511,6 +511,7 @@ class Transformed:
             if (hit is not None and hit[2] == _generation[0] and hit[0].guards_hold()
                     and current_builder() is None):
                 # plain arrays seen before: every argument passes straight to the program
+                _GLOBAL_CACHE.hits += 1  # a statistic: unlocked, one int increment
                 if hit[3]:  # Python floats: 0-d inputs
                     args = _scalars_as_arrays(args, hit[1].backend)
                 return self.finish(hit[0], hit[1], hit[0].exe(*args))
@@ -538,6 +539,7 @@ class Transformed:
         local_key = (_generation[0], sig.key)
         hit = self._programs.get(local_key)
         if hit is not None and hit.guards_hold():
+            _GLOBAL_CACHE.hits += 1
             return hit
         key = (self.spec, self._fn_key, sig.key, registry_version(), config.build_key())
         stale = hit
@@ -791,7 +793,13 @@ class _Hvp(Transformed):
         return args[:-1], args[-1]
 
     def extra_inputs(self, sig, v):
-        return self._directions(sig, v, "direction")
+        try:
+            return self._directions(sig, v, "direction")
+        except ShapeMismatchError as e:  # often scipy's hessp(x, p, *args) order
+            raise ShapeMismatchError(
+                f"{e} (hvp(f) takes f's arguments, then v last: hvp(f)(*args, v); for "
+                "scipy.optimize.minimize's hessp=, called as hessp(x, p, *args), use "
+                "dg.hessp(f))") from None
 
     def outputs(self) -> tuple[bool, bool]:
         """Whether the program computes ``(the value, the gradients)`` besides ``H·v``:

@@ -17,8 +17,10 @@ and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import inspect as _inspect
+import io
 import math
 import os
 import re
@@ -304,19 +306,56 @@ class ProgressBar:
         self.stream.flush()
 
 
-def cmd_bench(ns: argparse.Namespace) -> int:
+BENCH_USAGE = "usage: dualgpu bench [HARNESS OPTIONS]"
+BENCH_MISSING = ("the benchmark harness (benchmarks/run.py) ships with dualgpu's source "
+                 "repository, not with the installed package: in a source checkout, run "
+                 "'dualgpu bench' (or 'make bench') from the repository root")
+
+
+def _load_bench():
+    """``benchmarks.run`` of the current folder (a source checkout), or None."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         import benchmarks.run as bench
-    except ImportError as e:
-        print(f"dualgpu: benchmarks are not available ({_one_line(e)}); run 'dualgpu bench' "
-              "from the repository root", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except ImportError:
+        return None
+    return bench
+
+
+def _bench_help(bench) -> None:
+    """``dualgpu bench --help``: what the command does, then the harness's own options
+    (under this command's name, not ``python -m benchmarks.run``)."""
+    print(f"{BENCH_USAGE}\n\nRuns benchmarks/run.py of a source checkout with a progress bar; "
+          "every option is passed on to it.")
+    if bench is None:
+        print(f"\nNot available here: {BENCH_MISSING}.")
+        return
+    parse = getattr(bench, "parse_args", None)
+    if parse is None:
+        return
+    text = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(text):
+            parse(["--help"])
+    except SystemExit:
+        pass
+    # the harness's description and options, without its usage block (its program name)
+    _usage, _, rest = text.getvalue().partition("\n\n")
+    print("\n" + rest.replace("python -m benchmarks.run", "dualgpu bench").rstrip())
+
+
+def cmd_bench(ns: argparse.Namespace) -> int:
+    bench = _load_bench()
+    argv = list(ns.bench_args)
+    if "-h" in argv or "--help" in argv:
+        _bench_help(bench)
+        return 0
+    if bench is None:
+        raise CliError(f"no benchmarks here: {BENCH_MISSING}")
     main = getattr(bench, "main", None)
     if main is None:
-        print("dualgpu: benchmarks.run has no main()", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise CliError("benchmarks.run has no main()")
     kwargs: dict[str, Any] = {}
     try:
         params = _inspect.signature(main).parameters
@@ -324,7 +363,6 @@ def cmd_bench(ns: argparse.Namespace) -> int:
         params = {}
     if "progress" in params:
         kwargs["progress"] = ProgressBar()
-    argv = list(ns.bench_args)
     if params and next(iter(params)) not in ("progress",):
         result = main(argv, **kwargs)
     else:
@@ -335,11 +373,12 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="dualgpu", description="Second-order automatic differentiation of "
-                "NumPy/CuPy programs: demo, graph inspection and benchmarks.")
+                "NumPy/CuPy programs: demo, graph inspection, export and benchmarks.")
     p.add_argument("--version", action="version", version=f"dualgpu {__version__}")
     p.add_argument("--traceback", action="store_true",
                    help="show the full Python traceback on errors (for bug reports)")
-    sub = p.add_subparsers(dest="command", metavar="{demo,inspect,bench}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{demo,inspect,export,bench}",
+                           parser_class=_Parser)
 
     d = sub.add_parser("demo", help="run the three user scenarios, checked against finite "
                        "differences")
@@ -421,7 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    show_tb = "--traceback" in argv
+    show_tb = "--traceback" in argv  # accepted anywhere, before or after the command
+    argv = [a for a in argv if a != "--traceback"]
     try:
         # everything after `bench` goes to benchmarks.run untouched (argparse's REMAINDER
         # would refuse arguments that look like options)
@@ -434,7 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "bench":
             ns.bench_args = rest
         if ns.command is None:
-            raise CliError("choose a command: demo, inspect or bench (see 'dualgpu --help')")
+            raise CliError("choose a command: demo, inspect, export or bench "
+                           "(see 'dualgpu --help')")
         return ns.run(ns)
     except (CliError, DualgpuError) as e:
         if show_tb:

@@ -18,7 +18,10 @@ Example::
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import sys
 import time
 from collections.abc import Callable
 
@@ -263,6 +266,28 @@ def _one_line(e: BaseException) -> str:
 
 
 # ----------------------------------------------------------------------------- driver
+def cli_hint() -> str:
+    """Where the ``dualgpu`` command is, for the demo's closing lines: on PATH, or the
+    script beside this Python (``make demo`` installs it as ``.venv/bin/dualgpu``, and
+    does not put it on PATH).
+
+    Example::
+
+        >>> "dualgpu" in cli_hint()
+        True
+    """
+    on_path = shutil.which("dualgpu")
+    if on_path:
+        return f"the dualgpu command (inspect, export, bench): {on_path}"
+    script = os.path.join(os.path.dirname(sys.executable), "dualgpu")
+    if os.path.isfile(script):
+        shown = os.path.relpath(script) if script.startswith(os.getcwd() + os.sep) else script
+        return (f"the dualgpu command (inspect, export, bench) is {shown}, not on PATH: "
+                f"run it by that path, or first 'source {os.path.dirname(shown)}/activate'")
+    return (f"the dualgpu command (inspect, export, bench): '{os.path.basename(sys.executable)}"
+            " -m dualgpu' (pip install dualgpu puts a 'dualgpu' script on PATH)")
+
+
 def run(use_gpu: bool | None = None, out: Callable[[str], None] = print,
         show_source: bool = True) -> int:
     """Run the three scenarios; return 0 when every check passes, 1 otherwise.
@@ -295,6 +320,7 @@ def run(use_gpu: bool | None = None, out: Callable[[str], None] = print,
         out(f"{report.failed} check(s) FAILED ({took:.1f} s)")
         return 1
     out(f"all checks passed ({took:.1f} s)")
+    out(cli_hint())
     return 0
 
 

@@ -123,11 +123,12 @@ class HessianOperator:
     ``H = HessianOperator(f, x, *args)`` is ``n × n`` with ``n = x.size``: a
     ``scipy.sparse.linalg.LinearOperator`` for NumPy inputs and a
     ``cupyx.scipy.sparse.linalg.LinearOperator`` for CuPy inputs, so SciPy's algebra and
-    solvers take it as it is: ``H + lam * I`` (with ``I`` an ``aslinearoperator`` of the
-    identity), ``alpha * H``, ``H.T``, ``H.H``, ``H @ v``, ``H @ V``, ``cg``, ``minres``,
-    ``eigsh``. ``H @ V`` with a 2-D ``V`` is one program for all the columns (``dg.vmap`` of
-    the HVP). ``H.nprod`` counts every Hessian-vector product, also those made through a
-    sum or a scaled operator. ``f`` is called as ``f(x, *args)``; with ``argnums=k``, ``x`` is
+    solvers take it as it is: ``H + lam * np.eye(n)`` (or a sparse identity, or any
+    ``LinearOperator``), ``H - M``, ``alpha * H``, ``H.T``, ``H.H``, ``H @ v``, ``H @ V``,
+    ``cg``, ``minres``, ``eigsh``. ``H @ V`` with a 2-D ``V`` is one program for all the
+    columns (``dg.vmap`` of the HVP); ``H.toarray()`` is the dense Hessian. ``H.nprod``
+    counts every Hessian-vector product, also those made through a sum or a scaled
+    operator. ``f`` is called as ``f(x, *args)``; with ``argnums=k``, ``x`` is
     inserted as ``f``'s argument ``k``.
 
     Vectors are cast to ``x``'s dtype; the product is taken at the fixed point ``x``. ``x``
@@ -144,9 +145,13 @@ class HessianOperator:
         >>> from scipy.sparse.linalg import LinearOperator, aslinearoperator, cg
         >>> isinstance(H, LinearOperator), aslinearoperator(H) is H
         (True, True)
-        >>> damped = H + 0.5 * aslinearoperator(np.eye(3))      # H + 0.5 I
+        >>> damped = H + 0.5 * np.eye(3)                         # H + 0.5 I
         >>> damped @ np.ones(3)
         array([12.5, 12.5, 12.5])
+        >>> H.toarray()
+        array([[12.,  0.,  0.],
+               [ 0., 12.,  0.],
+               [ 0.,  0., 12.]])
         >>> cg(H, np.ones(3))[0]
         array([0.08333333, 0.08333333, 0.08333333])
         >>> H.nprod >= 2
@@ -286,6 +291,64 @@ class HessianOperator:
             raise InvalidArgumentError("HessianOperator: H @ a number is not a product; scale the "
                                        "operator with * instead")
         return self.dot(v)
+
+    # SciPy's operator algebra with matrices: H + lam * np.eye(n), H - M, M + H
+    def _as_operator(self, other, op: str):
+        """``other`` of ``H + other`` (``op``): a LinearOperator as it is, an ``(n, n)``
+        dense or sparse matrix of ``x``'s library as its LinearOperator; ``NotImplemented``
+        for anything else."""
+        if isinstance(other, self.backend.linear_operator_class()):
+            return other
+        if _is_number(other):
+            raise InvalidArgumentError(
+                f"HessianOperator: H {op} a number is not defined (nor for SciPy's "
+                f"operators); for a shift by lam * I write H {op} lam * scipy.sparse.eye("
+                f"{self.n}) (or np.eye({self.n}))")
+        b = array_backend(other)
+        if b is None:
+            return NotImplemented
+        if b is not self.backend:
+            raise BackendMismatchError(f"HessianOperator: H {op} a {b.name} matrix, but x is a "
+                                       f"{self.backend.name} array")
+        if tuple(other.shape) != (self.n, self.n):
+            raise ShapeMismatchError(f"HessianOperator: H {op} a matrix of shape "
+                                     f"{tuple(other.shape)}; H is {self.n}x{self.n}")
+        return self.backend.sparse_linalg.aslinearoperator(other)
+
+    def __add__(self, other):
+        """``H + M`` for a LinearOperator or an ``(n, n)`` dense or sparse matrix ``M``:
+        their sum as a LinearOperator (each product of it is one Hessian product)."""
+        other = self._as_operator(other, "+")
+        if other is NotImplemented:
+            return NotImplemented
+        return self.backend.linear_operator_class().__add__(self, other)
+
+    def __radd__(self, other):
+        return self.__add__(other)
+
+    def __sub__(self, other):
+        other = self._as_operator(other, "-")
+        if other is NotImplemented:
+            return NotImplemented
+        return self.backend.linear_operator_class().__add__(self, -other)
+
+    def __rsub__(self, other):
+        other = self._as_operator(other, "-")
+        if other is NotImplemented:
+            return NotImplemented
+        return other + (-self)
+
+    def toarray(self):
+        """The dense ``n x n`` Hessian, ``H @ I``: ``n`` products run as one batched
+        program (``n * n`` entries: for small ``n``).
+
+        Example::
+
+            >>> dg.HessianOperator(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0])).toarray()
+            array([[4., 2.],
+                   [2., 0.]])
+        """
+        return self.matmat(self.backend.xp.eye(self.n, dtype=self.dtype))
 
     @property
     def T(self):

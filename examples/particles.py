@@ -11,6 +11,7 @@ coordinate axis only, so all particles iterate in lockstep with one batched HVP 
 Run: ``python examples/particles.py``
 """
 import sys
+import textwrap
 import time
 
 import numpy as np
@@ -117,7 +118,8 @@ def main():
         print("FAILED: a coupled function was accepted")
         sys.exit(1)
     except dg.SeparabilityError as e:
-        print(f"coupled function refused: {str(e)[:100]}...")
+        print("coupled function refused:")
+        print(textwrap.fill(str(e), width=100, initial_indent="  ", subsequent_indent="  "))
 
 
 if __name__ == "__main__":

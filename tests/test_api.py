@@ -172,6 +172,23 @@ def test_cache_is_bounded():
         dg.set_cache_size(old)
 
 
+def test_cache_info_counts_hits_on_the_fast_path():
+    """500 cached calls are 499 hits (the fast paths count too), with or without keywords."""
+    def f(x, scale=1.0):
+        return np.sum(np.sin(x) ** 2) * scale
+
+    g = dg.grad(f)
+    dg.clear_cache()
+    for _ in range(500):
+        g(np.ones(4))
+    info = dg.cache_info()
+    assert (info["hits"], info["misses"]) == (499, 1)
+    for _ in range(100):
+        g(np.ones(4), scale=2.0)  # keywords: the per-function fast path
+    info = dg.cache_info()
+    assert (info["hits"], info["misses"]) == (499 + 99, 2)
+
+
 @pytest.mark.parametrize("bad", [np.ones(4), np.ones((3, 1))])
 def test_direction_shape_checked(bad):
     with pytest.raises(dg.ShapeMismatchError, match="shape"):

@@ -395,3 +395,73 @@ def test_static_number_arguments(capsys, tmp_path):
                   "--arg", "0.5", "--grad", "--argnum", "1")
     assert_one_line_error(*bad)
     assert "static" in bad[2]
+
+
+# ------------------------------------------------------------------------------ newcomer frictions
+def test_usage_and_no_command_message_name_export(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "{demo,inspect,export,bench}" in capsys.readouterr().out
+    out = run_cli(capsys)
+    assert_one_line_error(*out)
+    assert "export" in out[2]
+
+
+def test_traceback_flag_after_the_command_reraises(model):
+    with pytest.raises(dg.UnsupportedOpError):
+        main(["inspect", f"{model}:unsupported", "--arg", "float64[5]", "--traceback"])
+
+
+def _fake_harness(monkeypatch, calls):
+    import argparse
+
+    def parse_args(argv=None):
+        p = argparse.ArgumentParser(prog="python -m benchmarks.run",
+                                    description="Drive the benchmarks.")
+        p.add_argument("--quick", action="store_true", help="fewer sizes")
+        return p.parse_args(argv)
+
+    def fake_main(argv=None, progress=None):
+        calls.append(argv)
+        return 0
+
+    pkg = types.ModuleType("benchmarks")
+    run = types.ModuleType("benchmarks.run")
+    run.main, run.parse_args = fake_main, parse_args
+    pkg.run = run
+    monkeypatch.setitem(sys.modules, "benchmarks", pkg)
+    monkeypatch.setitem(sys.modules, "benchmarks.run", run)
+
+
+def test_bench_help_is_the_commands_own(capsys, monkeypatch):
+    calls = []
+    _fake_harness(monkeypatch, calls)
+    code, out, _ = run_cli(capsys, "bench", "--help")
+    assert code == 0 and calls == []  # the harness did not run
+    assert out.startswith("usage: dualgpu bench")
+    assert "python -m benchmarks.run" not in out
+    assert "--quick" in out and "fewer sizes" in out  # the harness's options
+
+
+def test_bench_without_harness_says_where_it_is(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "benchmarks.run", None)  # an installed copy: no harness
+    out = run_cli(capsys, "bench")
+    assert_one_line_error(*out)
+    assert "source" in out[2] and "repository root" in out[2]
+    code, text, _ = run_cli(capsys, "bench", "--help")
+    assert code == 0 and "usage: dualgpu bench" in text and "source" in text
+
+
+def test_demo_says_where_the_command_is(capsys, monkeypatch, tmp_path):
+    import dualgpu.demo as demo
+
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "dualgpu").write_text("#!/bin/sh\n")
+    monkeypatch.setattr(demo.shutil, "which", lambda name: None)  # not on PATH
+    monkeypatch.setattr(demo.sys, "executable", str(venv_bin / "python"))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "demo", "--cpu", "--no-source")
+    assert code == 0
+    last = out.strip().splitlines()[-1]
+    assert ".venv/bin/dualgpu" in last and "not on PATH" in last and "activate" in last

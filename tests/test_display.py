@@ -125,3 +125,50 @@ def test_large_graphs_display_as_text(monkeypatch):
     g = _graph()
     assert g._repr_svg_() is None
     assert g._repr_html_().startswith("<pre>")
+
+
+def _long_hvp():
+    """An HVP program of about 66 equations (a small MLP loss)."""
+    def loss(w, X):
+        h = np.tanh(X @ w[:12].reshape(3, 4))
+        return np.mean((np.sin(h) @ w[12:16] - 1.0) ** 2) + 0.1 * np.sum(w ** 2)
+
+    return dg.trace(dg.hvp(loss), np.ones(16), np.ones((5, 3)), np.ones(16))
+
+
+def _size(dot):
+    import re
+
+    w, h = re.search(r'graph \[size="([0-9.]+),([0-9.]+)"\]', dot).groups()
+    return float(w), float(h)
+
+
+def test_pictures_are_sized_to_the_graph():
+    small = _graph()
+    assert _size(small.to_dot()) == (9.0, 14.0)          # a page: small graphs fit it
+    g = _long_hvp()
+    assert len(g.eqns) > 40 and "rankdir=LR" in g.to_dot()
+    w, h = _size(g.to_dot())
+    # room along the edges for every op and value at a readable scale, not a 9-inch strip
+    assert w >= 0.8 * len(g.eqns) and h >= 14.0
+
+
+def test_literal_operands_are_drawn_as_constants():
+    dot = dg.trace(lambda x: np.sum(1.5 - x * x), np.ones(3)).to_dot()
+    literal = next(line for line in dot.splitlines() if 'label="1.5"' in line)
+    legend = next(line for line in dot.splitlines() if 'label="constant' in line)
+    fill = 'fillcolor="{}"'.format(pprint._COLORS["const"])
+    assert fill in literal and fill in legend
+    assert "style=filled" in literal and "plaintext" not in dot
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="needs Graphviz's dot")
+def test_a_long_program_renders_readably(tmp_path):
+    import re
+
+    svg = tmp_path / "hvp.svg"
+    g = _long_hvp()
+    g.render(str(svg))
+    w, h = (float(v) for v in re.search(r'width="([0-9.]+)pt" height="([0-9.]+)pt"',
+                                         svg.read_text()).groups())
+    assert h >= 150 and w >= 20 * len(g.eqns)  # points: not a 648x110 (864x147 px) strip

@@ -78,3 +78,18 @@ def test_python_blocks_run(path, tmp_path, monkeypatch, restore_dualgpu_state):
                         f"{type(e).__name__}: {e}\n{code}")
         ran += 1
     del ran
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])
+def test_a_page_imports_np_and_dg_before_using_them(path):
+    """A reader copies a page's first block: it must import what it uses (the test
+    namespace pre-seeds np and dg, so running the blocks alone would not notice)."""
+    blocks = [(line, code) for line, code in python_blocks(path.read_text(encoding="utf-8"))
+              if not code.startswith(SKIP)]
+    for name, statement in (("dg", "import dualgpu as dg"), ("np", "import numpy as np")):
+        users = [line for line, code in blocks if re.search(rf"\b{name}\.", code)]
+        if users:
+            imported = [line for line, code in blocks if statement in code]
+            assert imported and imported[0] <= users[0], (
+                f"{path.name}: the block at line {users[0]} uses {name} before any block "
+                f"has '{statement}'")

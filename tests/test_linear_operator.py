@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, aslinearoperator, cg, eigsh, minres
 
 import dualgpu as dg
@@ -87,3 +88,53 @@ def test_float32_point_keeps_its_dtype():
     H = dg.HessianOperator(f, X.astype(np.float32))
     assert H.dtype == np.float32 and (H @ np.ones(6)).dtype == np.float32
     assert (H + aslinearoperator(np.eye(6, dtype=np.float32))).dtype == np.float32
+
+
+# ------------------------------------------------------------------ SciPy algebra newcomers type
+def cubic(x):
+    return x[0] ** 2 * x[1] + x[1] * x[2] ** 3
+
+
+def cubic_hessian(x):  # closed form
+    return np.array([[2 * x[1], 2 * x[0], 0.0],
+                     [2 * x[0], 0.0, 3 * x[2] ** 2],
+                     [0.0, 3 * x[2] ** 2, 6 * x[1] * x[2]]])
+
+
+P = np.array([0.7, -1.3, 0.4])
+
+
+def test_toarray_is_the_dense_hessian():
+    H = dg.HessianOperator(cubic, P)
+    np.testing.assert_allclose(H.toarray(), cubic_hessian(P), rtol=1e-12, atol=1e-12)
+    assert H.nprod == 3
+
+
+@pytest.mark.parametrize("combine, dense", [
+    (lambda H: H + 0.1 * np.eye(3), lambda A: A + 0.1 * np.eye(3)),
+    (lambda H: 0.1 * np.eye(3) + H, lambda A: A + 0.1 * np.eye(3)),
+    (lambda H: H + 0.1 * sp.eye(3), lambda A: A + 0.1 * np.eye(3)),
+    (lambda H: 0.1 * sp.eye_array(3) + H, lambda A: A + 0.1 * np.eye(3)),
+    (lambda H: H - 2.0 * np.eye(3), lambda A: A - 2.0 * np.eye(3)),
+    (lambda H: np.eye(3) - H, lambda A: np.eye(3) - A),
+    (lambda H: sp.eye(3, format="csr") - H, lambda A: np.eye(3) - A),
+])
+def test_plus_and_minus_a_matrix(combine, dense):
+    H = dg.HessianOperator(cubic, P)
+    op = combine(H)
+    assert isinstance(op, LinearOperator) and op.shape == (3, 3)
+    v = np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(op @ v, dense(cubic_hessian(P)) @ v, rtol=1e-12)
+    b = np.ones(3)
+    shifted = H + 20.0 * sp.eye(3)  # positive definite: cg converges
+    sol, info = cg(shifted, b, rtol=1e-12)
+    assert info == 0
+    np.testing.assert_allclose((cubic_hessian(P) + 20.0 * np.eye(3)) @ sol, b, rtol=1e-8)
+
+
+def test_plus_a_number_or_a_wrong_matrix_is_refused_with_the_fix():
+    H = dg.HessianOperator(cubic, P)
+    with pytest.raises(dg.DualgpuError, match=r"lam \* scipy.sparse.eye\(3\)"):
+        H + 0.1
+    with pytest.raises(dg.ShapeMismatchError, match=r"\(2, 2\).*3x3"):
+        H + np.eye(2)

@@ -165,3 +165,18 @@ def test_operator_counts_products_in_cubic_newton_style_loop():
     n = H.nprod
     H @ B
     assert H.nprod == n + 1
+
+
+def test_minimize_with_hvp_as_hessp_names_dg_hessp():
+    """scipy calls hessp(x, p, *args): dg.hvp(f) takes (x, *args, v), so with extra
+    arguments the direction lands on the wrong argument; the error says to use dg.hessp."""
+    def loss(w, X):
+        return np.sum((X @ w - 1.0) ** 2)
+
+    X = np.arange(6.0).reshape(2, 3) / 6
+    with pytest.raises(dg.ShapeMismatchError, match=r"dg\.hessp\(f\)"):
+        minimize(loss, np.zeros(3), args=(X,), jac=dg.grad(loss), hessp=dg.hvp(loss),
+                 method="Newton-CG")
+    res = minimize(loss, np.zeros(3), args=(X,), jac=dg.grad(loss), hessp=dg.hessp(loss),
+                   method="Newton-CG")
+    np.testing.assert_allclose(X @ res.x, 1.0, atol=1e-6)

@@ -110,8 +110,16 @@ def to_networkx(graph: Graph):
 
 
 _LONG = 30  # programs longer than this are laid out left to right
+# Graphviz scales a drawing larger than the graph's "size" down to it: pictures fit a page
+# (inches, width x height) unless the graph is large, and are never scaled below _MIN_SCALE
+# of their estimated natural extent (a long program is not drawn as an unreadable strip).
+_PAGE = (9.0, 14.0)
+_MIN_SCALE = 0.7
+# the inches a rank (a step along the edges) and a node beside another take, by direction
+_RANK_STEP = {"TB": 1.1, "LR": 1.7}
+_NODE_STEP = {"TB": 1.4, "LR": 0.85}
 _COLORS = {"input": "#c8e6c9", "const": "#fff9c4", "output": "#bbdefb", "var": "white",
-           "op": "#eeeeee", "literal": "#f5f5f5"}
+           "op": "#eeeeee"}
 
 
 def _dot_text(text: str) -> str:
@@ -131,11 +139,49 @@ def _op_label(eqn, limit: int = 48) -> str:
     return "\n".join(lines)
 
 
+def _ranks(graph: Graph) -> tuple[int, int]:
+    """(depth, breadth) of the layered drawing: how many ranks (values and ops alternate
+    along the edges) and the most nodes on one rank (literal operands and the legend
+    included)."""
+    level: dict = {}
+    per_rank: dict = {0: len(graph.inputs) + len(graph.consts) + 4}  # + the legend
+    depth = 1
+    for eqn in graph.eqns:
+        ins = [a for a in eqn.inputs if not isinstance(a, Literal)]
+        at = 1 + max((level.get(a.id, 0) for a in ins), default=0)
+        per_rank[at] = per_rank.get(at, 0) + 1
+        lits = len(eqn.inputs) - len(ins)
+        if lits:
+            per_rank[at - 1] = per_rank.get(at - 1, 0) + lits
+        for v in eqn.outs:
+            level[v.id] = at + 1
+            per_rank[at + 1] = per_rank.get(at + 1, 0) + 1
+        depth = max(depth, at + 2)
+    return depth, max(per_rank.values())
+
+
+def figure_size(graph: Graph) -> tuple[float, float]:
+    """The bound (width, height, inches) a picture of ``graph`` is drawn within: a page for
+    small graphs; for larger ones, their estimated extent (rank by rank) at no less than
+    ``_MIN_SCALE``, so that the text stays readable.
+
+    >>> figure_size(dg.trace(np.sin, np.ones(2)))
+    (9.0, 14.0)
+    """
+    rank = "LR" if len(graph.eqns) > _LONG else "TB"
+    depth, breadth = _ranks(graph)
+    along = depth * _RANK_STEP[rank] * _MIN_SCALE
+    across = breadth * _NODE_STEP[rank] * _MIN_SCALE
+    w, h = (along, across) if rank == "LR" else (across, along)
+    return round(max(_PAGE[0], w), 1), round(max(_PAGE[1], h), 1)
+
+
 def to_dot(graph: Graph, plan=None) -> str:
     """DOT text: values as ellipses (inputs green, constants yellow, outputs blue and named
     by their role: value, grad, H·v), ops as boxes with their parameters, literal operands as
-    small plain nodes, one edge per operand (``t0 * t0`` has two, numbered by position) and a
-    legend. Long programs run left to right; with a fusion ``plan``, the ops each generated
+    constants (yellow, labelled by their value), one edge per operand (``t0 * t0`` has two,
+    numbered by position) and a legend. Long programs run left to right, in a picture sized
+    to the graph (:func:`figure_size`); with a fusion ``plan``, the ops each generated
     kernel evaluates are drawn in one cluster.
 
     >>> dot = dg.trace(lambda x: np.sum(1.0 - x * x), np.ones(3)).to_dot()
@@ -145,7 +191,9 @@ def to_dot(graph: Graph, plan=None) -> str:
     name = Namer(graph)
     title = _dot_text(graph.name)
     rank = "LR" if len(graph.eqns) > _LONG else "TB"
-    lines = [f'digraph "{title}" {{', f"  rankdir={rank};", '  graph [size="9,14"];',
+    width, height = figure_size(graph)
+    lines = [f'digraph "{title}" {{', f"  rankdir={rank};",
+             f'  graph [size="{width},{height}"];',
              '  node [fontname="Helvetica", fontsize=11];',
              '  edge [fontname="Helvetica", fontsize=9, color="#555555"];']
     ids: dict = {}
@@ -158,8 +206,7 @@ def to_dot(graph: Graph, plan=None) -> str:
         color = _COLORS["output"] if key in roles else _COLORS[kind]
         if key in roles:
             label = f"{label}\n= {roles[key]}"
-        style = "filled" if shape != "plaintext" else "solid"
-        lines.append(f'  {ids[key]} [shape={shape}, style={style}, fillcolor="{color}", '
+        lines.append(f'  {ids[key]} [shape={shape}, style=filled, fillcolor="{color}", '
                      f'label="{_dot_text(label)}"];')
         return ids[key]
 
@@ -176,7 +223,7 @@ def to_dot(graph: Graph, plan=None) -> str:
         ops.append(op)
         numbered = len(eqn.inputs) > 1
         for pos, a in enumerate(eqn.inputs):
-            src = (node(("lit", k, pos), _literal(a.value), "plaintext", "literal")
+            src = (node(("lit", k, pos), _literal(a.value), "ellipse", "const")
                    if isinstance(a, Literal) else value(a, "var"))
             label = f' [label="{pos}"]' if numbered else ""
             lines.append(f"  {src} -> {op}{label};")
@@ -216,7 +263,7 @@ def _plan_clusters(graph: Graph, plan, ops: list) -> list[str]:
 
 
 def _legend() -> list[str]:
-    entries = [("input", "ellipse", "input"), ("constant", "ellipse", "const"),
+    entries = [("input", "ellipse", "input"), ("constant, literal", "ellipse", "const"),
                ("op (params)", "box", "op"), ("output", "ellipse", "output")]
     lines = ["  subgraph cluster_legend {", '    label="legend"; style=dotted; fontsize=9;']
     for i, (text, shape, kind) in enumerate(entries):

@@ -33,3 +33,22 @@ def test_cupy_hessian_operator_algebra_and_solvers():
     np.testing.assert_allclose(cp.asnumpy(sol), np.linalg.solve(dense + 2 * np.eye(6),
                                                                  np.ones(6)), rtol=1e-4)
     assert H.nprod >= 4
+
+
+def test_cupy_hessian_operator_plus_matrices_and_toarray():
+    import cupyx.scipy.sparse as csp
+
+    def cubic(x):
+        return x[0] ** 2 * x[1] + x[1] * x[2] ** 3
+
+    p = np.array([0.7, -1.3, 0.4])
+    closed = np.array([[2 * p[1], 2 * p[0], 0.0], [2 * p[0], 0.0, 3 * p[2] ** 2],
+                       [0.0, 3 * p[2] ** 2, 6 * p[1] * p[2]]])
+    H = dg.HessianOperator(cubic, cp.asarray(p))
+    np.testing.assert_allclose(cp.asnumpy(H.toarray()), closed, rtol=1e-12, atol=1e-12)
+    v = cp.asarray([1.0, -2.0, 0.5])
+    for op in (H + 0.1 * cp.eye(3), H + 0.1 * csp.identity(3), H - (-0.1) * cp.eye(3)):
+        np.testing.assert_allclose(cp.asnumpy(op @ v), (closed + 0.1 * np.eye(3)) @ cp.asnumpy(v),
+                                   rtol=1e-12)
+    with pytest.raises(dg.BackendMismatchError):
+        H + np.eye(3)

@@ -1,0 +1,155 @@
+"""autograd's spellings, for code and habits brought over from autograd (docs/coming_from.md).
+
+``elementwise_grad`` (and its alias ``deriv``), ``hessian_vector_product`` and ``make_hvp``
+are dualgpu transforms under autograd's names, and :func:`accepts_argnum` lets the
+transforms that take ``argnums=`` also take autograd's ``argnum=`` (``dualgpu/__init__.py``
+applies it to the public ones). Names of autograd, JAX and torch.func that dualgpu spells
+differently are in :data:`FOREIGN_NAMES`: ``dg.<name>`` raises an ``AttributeError`` that
+gives dualgpu's spelling.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from . import numpy_api as dnp
+from .api import _check_call, _name, _rebindable, grad, hvp
+from .cache import LRUCache, identity_key, register_clear_hook
+from .errors import InvalidArgumentError
+from .namespace import rebind_function
+
+
+def accepts_argnum(transform: Callable) -> Callable:
+    """``transform`` (a function taking ``argnums=``) that also takes autograd's
+    ``argnum=`` for it, as an alias.
+
+    Example::
+
+        >>> f = lambda x, y: np.sum(x * y ** 2)
+        >>> dg.grad(f, argnum=1)(np.ones(2), np.array([1.0, 2.0]))
+        array([2., 4.])
+    """
+    @functools.wraps(transform)
+    def with_argnum(*args, argnum=None, **kwargs):
+        if argnum is not None:
+            if "argnums" in kwargs or len(args) > 1:
+                raise InvalidArgumentError(
+                    f"{transform.__name__}: give argnums= (dualgpu's and JAX's name) or "
+                    "autograd's argnum=, not both")
+            kwargs["argnums"] = argnum
+        return transform(*args, **kwargs)
+
+    return with_argnum
+
+
+class _SummedOutput:
+    """``sum(fn(*args, **kwargs))``: what :func:`elementwise_grad` differentiates."""
+
+    _dualgpu_transform = True  # guards and names look through to fn
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.__name__ = f"sum_of_{_name(fn)}"
+
+    def __call__(self, *args, **kwargs):
+        _check_call(self.fn, args, kwargs)
+        return dnp.sum(rebind_function(_rebindable(self.fn))(*args, **kwargs))
+
+
+# one wrapper per function, so that elementwise_grad(f) made anew reuses its program
+_SUMMED = LRUCache(maxsize=128)
+register_clear_hook(_SUMMED.clear)
+
+
+def elementwise_grad(fn: Callable, argnum: int = 0) -> Callable:
+    """autograd's ``elementwise_grad``: the gradient of ``sum(fn(*args))`` with respect to
+    argument ``argnum`` -- for an elementwise ``fn``, its derivative at every element (the
+    diagonal of the Jacobian). ``dg.grad(lambda *a: np.sum(fn(*a)), argnums)`` in dualgpu's
+    terms; a function of other shapes gives the vector-Jacobian product with ones, as in
+    autograd.
+
+    Example::
+
+        >>> dg.elementwise_grad(np.tanh)(np.array([0.0, 1.0]))
+        array([1.        , 0.41997434])
+    """
+    if not callable(fn):
+        raise InvalidArgumentError(f"elementwise_grad expects a function, got "
+                                   f"{type(fn).__name__}")
+    summed = _SUMMED.get_or_build(identity_key(fn), lambda: _SummedOutput(fn))
+    return grad(summed, argnums=argnum)
+
+
+deriv = elementwise_grad  # autograd's other name for it
+
+
+def hessian_vector_product(fn: Callable, argnum: int = 0) -> Callable:
+    """autograd's ``hessian_vector_product``: ``(*args, v) -> H·v``, the Hessian of ``fn``
+    with respect to argument ``argnum``; ``dg.hvp(fn, argnums=argnum)``.
+
+    Example::
+
+        >>> hvp = dg.hessian_vector_product(lambda x: np.sum(x ** 3))
+        >>> hvp(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+        array([ 6., 12.])
+    """
+    return hvp(fn, argnums=argnum)
+
+
+def make_hvp(fn: Callable, argnum: int = 0) -> Callable:
+    """autograd's ``make_hvp``: ``make_hvp(fn)(*args) -> (v -> H·v, gradient)`` at the point
+    ``args``; the products are ``dg.hvp(fn, argnums=argnum)`` at that point.
+
+    Example::
+
+        >>> hvp_at, g = dg.make_hvp(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+        >>> g, hvp_at(np.array([1.0, 0.0]))
+        (array([ 3., 12.]), array([6., 0.]))
+    """
+    product = hvp(fn, argnums=argnum)
+    gradient = grad(fn, argnums=argnum)
+
+    def at(*args, **kwargs):
+        def hvp_at(v):
+            return product(*args, v, **kwargs)
+
+        return hvp_at, gradient(*args, **kwargs)
+
+    return at
+
+
+# name elsewhere -> how dualgpu spells it
+FOREIGN_NAMES = {
+    "make_vjp": "dg.vjp(f, *primals) -> (out, pullback) (autograd's make_vjp(f)(x) is "
+                "(pullback, out))",
+    "make_jvp": "dg.jvp(f, primals, tangents) -> (out, tangent_out)",
+    "vector_jacobian_product": "dg.vjp(f, *primals)[1](v)",
+    "tensor_jacobian_product": "dg.vjp(f, *primals)[1](v)",
+    "grad_and_aux": "dg.grad(f, has_aux=True) -> (gradient, aux)",
+    "holomorphic_grad": "dg.grad(f, holomorphic=True)",
+    "make_ggnvp": "dg.jvp and dg.vjp (a Gauss-Newton product is J^T (H_out (J v)))",
+    "multigrad_dict": "dg.grad(f, argnums=(0, 1, ...)) or a dict argument (a pytree)",
+    "linearize": "dg.jvp(f, primals, tangents) (one program per call, cached)",
+    "custom_jvp": "dg.custom_op (docs/custom_rules.md)",
+    "custom_vjp": "dg.custom_op (docs/custom_rules.md)",
+    "primitive": "dg.custom_op (docs/custom_rules.md) (autograd's @primitive with defvjp)",
+    "defvjp": "dg.custom_op (docs/custom_rules.md)",
+    "functional_call": "a plain function of a parameter pytree: dg.grad(loss)(params, x)",
+    "grad_and_value": "dg.value_and_grad(f) -> (value, grad) (the reverse of torch.func's "
+                      "order)",
+    "checkpoint": "nothing: a program is planned whole (dg.config['recompute'] recomputes "
+                  "cheap values inside kernels)",
+}
+
+
+def foreign_name_error(module: str, name: str) -> AttributeError:
+    """The ``AttributeError`` of ``dg.<name>`` for a name :data:`FOREIGN_NAMES` knows.
+
+    Example::
+
+        >>> print(foreign_name_error("dualgpu", "grad_and_aux"))
+        module 'dualgpu' has no attribute 'grad_and_aux'; dualgpu spells it
+        dg.grad(f, has_aux=True) -> (gradient, aux) (docs/coming_from.md)
+    """
+    return AttributeError(f"module {module!r} has no attribute {name!r}; dualgpu spells it "
+                          f"{FOREIGN_NAMES[name]} (docs/coming_from.md)")
