@@ -129,7 +129,6 @@ FOREIGN_NAMES = {
     "holomorphic_grad": "dg.grad(f, holomorphic=True)",
     "make_ggnvp": "dg.jvp and dg.vjp (a Gauss-Newton product is J^T (H_out (J v)))",
     "multigrad_dict": "dg.grad(f, argnums=(0, 1, ...)) or a dict argument (a pytree)",
-    "linearize": "dg.jvp(f, primals, tangents) (one program per call, cached)",
     "custom_jvp": "dg.custom_op (docs/custom_rules.md)",
     "custom_vjp": "dg.custom_op (docs/custom_rules.md)",
     "primitive": "dg.custom_op (docs/custom_rules.md) (autograd's @primitive with defvjp)",
