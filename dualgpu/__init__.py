@@ -12,8 +12,7 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
     hv = dg.hvp(loss)(w, x, v)      # H·v with respect to w
 """
 from . import (  # noqa: F401  (registers every rule)
-    nn,
-    numpy_api,
+    frontend,
     rules,
     testing,  # noqa: F401
     tree,  # noqa: F401
@@ -58,8 +57,9 @@ from .errors import (
 )
 from .executor import config
 from .export import export
+from .frontend import nn
+from .lax import stop_gradient
 from .linalg import HessianOperator, hessp
-from .numpy_api import stop_gradient
 from .signature import FLOAT0 as float0
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from . import sparse_api
 from . import tree as T
 from .backends import array_backend, backend_for_xp, backend_of
 from .cache import WeakIdentityKey, identity_key
@@ -27,6 +26,7 @@ from .errors import (
     DualgpuError,
     IntegerInputError,
 )
+from .frontend.scipy.sparse import SparseArgs, is_sparse
 from .names import function_name
 
 _NUMBERS = (int, float, complex)
@@ -113,7 +113,7 @@ class Signature:
         weak: list = []
         keys = []
         inputs, input_pos, diff, arg_of_input, int_inputs = [], [], [], [], []
-        sparse = sparse_api.SparseArgs()
+        sparse = SparseArgs()
         backends = []
         traced = False
         for j, (leaf, i) in enumerate(zip(leaves, owner)):
@@ -124,7 +124,7 @@ class Signature:
                 traced = True
                 backends.append(backend_for_xp(leaf._builder.xp))
                 key = ("a", leaf.shape, leaf.dtype.str, d)
-            elif sparse_api.is_sparse(leaf):
+            elif is_sparse(leaf):
                 data, skey = sparse.add(len(inputs), leaf)
                 backends.append(array_backend(leaf))
                 key = ("s", skey, d)
