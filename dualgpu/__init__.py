@@ -13,8 +13,7 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 """
 from . import (  # noqa: F401  (registers every rule)
     autograd_compat,  # autograd's spellings (docs/coming_from.md)
-    nn,
-    numpy_api,
+    frontend,
     rules,
     testing,  # noqa: F401
     tree,  # noqa: F401
@@ -61,8 +60,9 @@ from .errors import (
 )
 from .executor import config
 from .export import export
+from .frontend import nn
+from .lax import stop_gradient
 from .linalg import HessianOperator, hessp
-from .numpy_api import stop_gradient
 from .signature import FLOAT0 as float0
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 

@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dask_arrays
-from . import numpy_api as dnp
+from . import dask_arrays, lax
 from . import tree as T
 from .backends import array_backend
 from .cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
@@ -43,10 +42,10 @@ from .errors import (
     TracerControlFlowError,
 )
 from .executor import Executable, config, generation
+from .frontend.scipy.sparse import SparseValue
 from .guards import Guards, collect_guards
 from .namespace import rebind_function
 from .signature import Signature, _class_call, check_plain_values, quick_key
-from .sparse_api import SparseValue
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.separability import check_separable, sum_output
 from .transforms.vmap import batch_graph
@@ -212,7 +211,7 @@ def _strengthen_weak_inputs(graph: Graph) -> Graph:
                 target = promote([a.aval for a in eqn.inputs])
                 for k in weak:
                     if eqn.inputs[k].dtype != target:
-                        ins[k] = dnp.astype(ins[k], target)
+                        ins[k] = lax.astype(ins[k], target)
             outs = eqn.prim.bind(*ins, **eqn.params)
             for v, o in zip(eqn.outs, outs if eqn.prim.multiple_results else [outs]):
                 env[v.id] = o
@@ -1223,9 +1222,9 @@ def hessian_graph(graph: Graph, ks) -> Graph:
         for col, si in zip(columns, shapes):
             start = 0
             for sj, size in zip(shapes, sizes):
-                part = dnp.getitem(col, (slice(start, start + size),)) if len(ks) > 1 else col
-                block = dnp.reshape(part, sj + si)
-                blocks.append(dnp.transpose(block, list(range(len(sj), len(sj) + len(si)))
+                part = lax.getitem(col, (slice(start, start + size),)) if len(ks) > 1 else col
+                block = lax.reshape(part, sj + si)
+                blocks.append(lax.transpose(block, list(range(len(sj), len(sj) + len(si)))
                                             + list(range(len(sj)))))
                 start += size
         return blocks

@@ -36,8 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from . import api
-from . import numpy_api as dnp
+from . import api, lax
 from .backends import namespace_of
 from .cache import IdentityKey, LRUCache, register_clear_hook
 from .core.axes import broadcast_shapes
@@ -47,9 +46,9 @@ from .core.ir import Aval
 from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
 from .core.trace import Tracer, trace_to_graph
 from .errors import DualgpuError, ShapeMismatchError
+from .lax import zeros_like
 from .names import check_c_expression, check_identifier
 from .namespace import rebind_function
-from .numpy_api import zeros_like
 from .rules._util import unbroadcast
 from .transforms.vjp import vjp_graph
 
@@ -604,10 +603,10 @@ def _xp_of(primals, ans):
 
 def _fit(t, like):
     """Give a tangent the shape (broadcasting) and dtype of ``like``."""
-    shape = tuple(dnp._shape(like))
-    if tuple(dnp._shape(t)) != shape:
-        t = dnp.broadcast_to(t, shape)
-    dt = dnp._dtype(like)
-    if dnp._dtype(t) != dt and np.dtype(dt).kind in "fc":
-        t = dnp.astype(t, dt)
+    shape = tuple(lax.shape_of(like))
+    if tuple(lax.shape_of(t)) != shape:
+        t = lax.broadcast_to(t, shape)
+    dt = lax.dtype_of(like)
+    if lax.dtype_of(t) != dt and np.dtype(dt).kind in "fc":
+        t = lax.astype(t, dt)
     return t

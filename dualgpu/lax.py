@@ -7,7 +7,7 @@ computes at once. The elementwise ops are the primitives themselves (calling a p
 binds it); algebraic identities on literals and fills (``x * 1``, ``0.5 * ones``) are folded
 where an equation is recorded (each op's ``fold`` rule, :mod:`dualgpu.rules.folding`).
 
-The NumPy-compatible namespace (:mod:`dualgpu.numpy_api`) sits above: it adds NumPy's
+The NumPy-compatible namespace (:mod:`dualgpu.frontend.numpy`) sits above: it adds NumPy's
 keyword arguments, array-likes and the functions built from several ops.
 
     >>> from dualgpu import lax

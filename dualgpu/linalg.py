@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import numpy_api as dnp
+from . import lax
 from . import tree as T
 from .api import (
     Transformed,
@@ -535,9 +535,9 @@ def hessp_graph(graph: Graph) -> Graph:
     def run(*inputs):
         p = inputs[1]
         if tuple(p.shape) != tuple(x.shape):
-            p = dnp.reshape(p, tuple(x.shape))
+            p = lax.reshape(p, tuple(x.shape))
         if p.dtype != x.dtype:
-            p = dnp.astype(p, x.dtype)
+            p = lax.astype(p, x.dtype)
         return eval_graph(hv, list(inputs) + [p])
 
     new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp,

@@ -3,8 +3,11 @@
 :func:`rebind_function` returns a copy of a function whose references to ``numpy``,
 ``cupy``, ``cupyx``, ``scipy.special`` (and to functions imported from them) point at a
 :class:`TracingNamespace`, recursively through the plain Python functions it calls. Calls on
-concrete values fall through to the real library; calls on traced values go to
-:mod:`dualgpu.numpy_api`, and a function with no rule raises :class:`UnsupportedOpError`.
+concrete values fall through to the real library; calls on traced values go to the function
+of the same dotted name in :mod:`dualgpu.frontend`, a package laid out like the libraries
+(``np.linalg.norm`` -> ``frontend.numpy.linalg.norm``, ``cupyx.scipy.special.expit`` ->
+``frontend.scipy.special.expit``), and a function with no rule raises
+:class:`UnsupportedOpError`.
 """
 from __future__ import annotations
 
@@ -17,22 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from . import array_api, nn, sparse_api
-from . import numpy_api as dnp
+from . import frontend
 from .core.trace import Tracer, install_protocol_handlers
 from .errors import RandomInTraceError, UnsupportedOpError, user_location
-from .sparse_api import SparseValue, is_sparse
+from .frontend import array_api
+from .frontend import numpy as dnp
+from .frontend.numpy.joining import Concatenator
+from .frontend.scipy.sparse import SparseValue, is_sparse
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
-
-# Names whose numpy_api counterpart differs, per submodule path.
-_ALIASES = {
-    "special.expit": "logistic", "special.erf": "erf", "special.erfc": "erfc",
-    "special.gammaln": "gammaln", "special.digamma": "digamma", "special.psi": "digamma",
-    "special.logsumexp": "nn_logsumexp", "special.softmax": "nn_softmax",
-    "special.log_softmax": "nn_log_softmax", "special.xlogy": "nn_xlogy",
-    "special.logit": "nn_logit", "linalg.norm": "linalg_norm",
-}
 
 
 # NumPy's index-trick objects (not callables): their traced counterparts
@@ -40,12 +36,12 @@ _INDEX_TRICKS = {"r_": False, "c_": True}  # name -> stacks columns
 
 
 def _special_path(ufunc) -> str | None:
-    """``special.<name>`` for a scipy.special ufunc (their ``__name__`` may differ from the
-    name they are imported under: ``digamma`` is ``psi``), else None."""
+    """``scipy.special.<name>`` for a scipy.special ufunc (their ``__name__`` may differ from
+    the name they are imported under: ``digamma`` is ``psi``), else None."""
     special = sys.modules.get("scipy.special")
     name = getattr(ufunc, "__name__", "")
     if special is not None and getattr(special, name, None) is ufunc:
-        return "special." + name
+        return "scipy.special." + name
     return None
 
 
@@ -60,23 +56,37 @@ def _contains_tracer(args, kwargs) -> bool:
     return any(check(a) for a in args) or any(check(v) for v in kwargs.values())
 
 
+def _mirror_path(module_name: str) -> str:
+    """The dotted path, in :mod:`dualgpu.frontend`, of the namespace mirroring a library
+    module: CuPy mirrors NumPy (``cupy.linalg`` -> ``numpy.linalg``) and cupyx's SciPy
+    mirrors SciPy (``cupyx.scipy.special`` -> ``scipy.special``)."""
+    parts = module_name.split(".")
+    if parts[0] == "cupy":
+        parts[0] = "numpy"
+    elif parts[0] == "cupyx":
+        parts = parts[1:]
+    return ".".join(parts)
+
+
 def _lookup(path: str):
-    """The numpy_api function for a dotted path inside a traced module, or None."""
-    if array_api.lookup(path) is not None:  # array API spellings (acos, concat, ...)
-        return array_api.lookup(path)
-    if path in _ALIASES:
-        name = _ALIASES[path]
-        if name.startswith("nn_"):
-            return getattr(nn, name[3:], None)
-        return getattr(dnp, name, None)
-    head, _, last = path.rpartition(".")
-    if head in ("", "special") and hasattr(dnp, last) and not last.startswith("_"):
-        return getattr(dnp, last)
-    if head.endswith("sparse"):
-        return getattr(sparse_api, last, None)
-    if head in ("linalg", "fft"):
-        return getattr(dnp, f"{head}_{last}", None)
-    return None
+    """The front end's function of a dotted path (``numpy.linalg.norm``,
+    ``scipy.special.expit``), found by walking :mod:`dualgpu.frontend`'s public attributes;
+    None when there is none."""
+    if path.startswith("numpy."):  # the array API's spellings (acos, concat, ...)
+        ours = array_api.lookup(path[len("numpy."):])
+        if ours is not None:
+            return ours
+    root, _, rest = path.partition(".")
+    if root not in ("numpy", "scipy") or not rest:
+        return None
+    obj = getattr(frontend, root)
+    for name in rest.split("."):
+        if name.startswith("_") or not isinstance(obj, types.ModuleType):
+            return None
+        obj = getattr(obj, name, None)
+    if isinstance(obj, (types.ModuleType, type)) or not callable(obj):
+        return None
+    return obj
 
 
 class TracingNamespace(types.ModuleType):
@@ -89,14 +99,14 @@ class TracingNamespace(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         real_attr = getattr(self._real, name)
-        path = f"{self._path}.{name}" if self._path else name
+        path = f"{self._path}.{name}"
         if isinstance(real_attr, types.ModuleType):
             ns = (RandomRefusal(real_attr) if _is_random_module(real_attr)
-                  else TracingNamespace(real_attr, path))
+                  else TracingNamespace(real_attr, _mirror_path(real_attr.__name__)))
             object.__setattr__(self, name, ns)
             return ns
-        if name in _INDEX_TRICKS and not self._path:
-            trick = dnp.Concatenator(real_attr, columns=_INDEX_TRICKS[name])
+        if name in _INDEX_TRICKS and self._path == "numpy":
+            trick = Concatenator(real_attr, columns=_INDEX_TRICKS[name])
             object.__setattr__(self, name, trick)
             return trick
         if not callable(real_attr) or isinstance(real_attr, type):
@@ -105,8 +115,7 @@ class TracingNamespace(types.ModuleType):
         if ours is None and hasattr(real_attr, "reduce") and hasattr(real_attr, "nin"):
             # a ufunc under another name (np.acos is arccos, np.mod is remainder)
             canonical = getattr(real_attr, "__name__", "").removeprefix("cupy_")
-            head = path.rpartition(".")[0]
-            ours = _lookup(f"{head}.{canonical}" if head else canonical)
+            ours = _lookup(f"{path.rpartition('.')[0]}.{canonical}")
         wrapper = _dispatcher(real_attr, ours, f"{getattr(self._real, '__name__', '')}.{name}")
         object.__setattr__(self, name, wrapper)
         return wrapper
@@ -271,7 +280,7 @@ _MATH_TO_NUMPY = {"fabs": "abs", "pow": "power", "atan2": "arctan2", "asin": "ar
 def _math_refusing(real):
     name = f"{real.__module__ or 'math'}.{real.__name__}"
     counterpart = _MATH_TO_NUMPY.get(real.__name__, real.__name__)
-    if not hasattr(dnp, counterpart.replace(".", "_")) and not hasattr(dnp, counterpart):
+    if _lookup("numpy." + counterpart) is None:
         counterpart = None
 
     @functools.wraps(real)
@@ -305,15 +314,7 @@ def _namespace_for_module(mod):
     with _lock:
         ns = _namespaces.get(id(mod))
         if ns is None:
-            name = mod.__name__
-            # the path inside the array library, e.g. "linalg" for numpy.linalg
-            parts = name.split(".")
-            path = ".".join(p for p in parts[1:] if p not in ("scipy",))
-            if parts[0] in ("cupyx", "scipy") and "special" in parts:
-                path = "special"
-            elif "sparse" in parts:
-                path = "sparse"
-            ns = TracingNamespace(mod, path)
+            ns = TracingNamespace(mod, _mirror_path(mod.__name__))
             _namespaces[id(mod)] = ns
         return ns
 
@@ -353,7 +354,8 @@ def _replacement(obj, memo):
             mod = getattr(obj, "__module__", "") or ""
             if mod.split(".")[0] == "cupy":
                 name = name.removeprefix("cupy_")  # CuPy's ufuncs: cp.tanh is 'cupy_tanh'
-            path = "special." + name if "special" in mod else (_special_path(obj) or name)
+            path = ("scipy.special." + name if "special" in mod
+                    else _special_path(obj) or "numpy." + name)
             ours = _lookup(path)
             return _dispatcher(obj, ours, f"{mod}.{name}")
     math_refusal = _math_replacement(obj)
@@ -483,7 +485,7 @@ def rebind_function(fn):
 # ------------------------------------------------------------------- NumPy protocol handlers
 def ufunc_handler(ufunc, method, inputs, kwargs):
     if method == "__call__":
-        f = _lookup(_special_path(ufunc) or ufunc.__name__)
+        f = _lookup(_special_path(ufunc) or "numpy." + ufunc.__name__)
         if f is None:
             raise UnsupportedOpError(
                 f"numpy.{ufunc.__name__} has no dualgpu rule (called on a traced value at "
@@ -509,10 +511,8 @@ def ufunc_handler(ufunc, method, inputs, kwargs):
 def function_handler(func, args, kwargs):
     mod = getattr(func, "__module__", "") or ""
     name = func.__name__
-    path = name
-    if "linalg" in mod:
-        path = "linalg." + name
-    f = _lookup(path)
+    path = ("linalg." + name) if "linalg" in mod else name
+    f = _lookup("numpy." + path)
     if f is None:
         raise UnsupportedOpError(
             f"numpy.{path} has no dualgpu rule (called on a traced value at "
@@ -522,10 +522,10 @@ def function_handler(func, args, kwargs):
 
 def cupy_kernel_handler(kernel, args, kwargs):
     """A CuPy ufunc (``cp.tanh``, held anywhere: a default argument, an attribute) called on
-    a traced value: its numpy_api counterpart."""
+    a traced value: its counterpart in the numpy namespace of :mod:`dualgpu.frontend`."""
     name = str(getattr(kernel, "__name__", None) or getattr(kernel, "name", "?"))
     name = name.removeprefix("cupy_")
-    ours = _lookup(name) if hasattr(kernel, "nin") else None
+    ours = _lookup("numpy." + name) if hasattr(kernel, "nin") else None
     if ours is None:
         raise _no_rule(f"cupy.{name}")
     return ours(*args, **kwargs)

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from . import sparse_api
 from . import tree as T
 from .backends import array_backend, backend_for_xp, backend_of
 from .cache import WeakIdentityKey, identity_key
@@ -32,6 +31,7 @@ from .errors import (
     DualgpuError,
     IntegerInputError,
 )
+from .frontend.scipy.sparse import SparseArgs, is_sparse
 from .names import function_name
 
 _NUMBERS = (int, float, complex)
@@ -123,7 +123,7 @@ class Signature:
         keys = []
         inputs, input_pos, diff, arg_of_input, int_inputs = [], [], [], [], []
         scalar_inputs: list = []  # (input index, weakly typed): traced non-array scalars
-        sparse = sparse_api.SparseArgs()
+        sparse = SparseArgs()
         backends = []
         traced = False
         for j, (leaf, i) in enumerate(zip(leaves, owner)):
@@ -131,7 +131,7 @@ class Signature:
             if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
                 leaf = _plain_array(leaf, i, what)
             if static_leaf[j]:
-                if isinstance(leaf, Tracer) or _is_dense_array(leaf) or sparse_api.is_sparse(leaf):
+                if isinstance(leaf, Tracer) or _is_dense_array(leaf) or is_sparse(leaf):
                     raise ArgumentTypeError(
                         f"{what}: {_static_name(i, kwargs, j - len(owner))} is static "
                         f"(static_argnums / static_argnames), but holds a "
@@ -144,7 +144,7 @@ class Signature:
                 traced = True
                 backends.append(backend_for_xp(leaf._builder.xp))
                 key = ("a", leaf.shape, leaf.dtype.str, d)
-            elif sparse_api.is_sparse(leaf):
+            elif is_sparse(leaf):
                 data, skey = sparse.add(len(inputs), leaf)
                 backends.append(array_backend(leaf))
                 key = ("s", skey, d)

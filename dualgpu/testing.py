@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import numpy_api as dnp
 from .api import grad, hvp, jvp, vjp
 from .backends import array_backend, backend_of
 from .errors import DualgpuError, IntegerInputError
+from .frontend import numpy as dnp
 
 MODES = ("fwd", "rev")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import numpy_api as dnp
+from . import lax
 from . import tree as T
 from .api import (
     Transformed,
@@ -34,8 +34,8 @@ from .core.interpret import eval_graph
 from .core.ir import Aval, Graph
 from .core.trace import Tracer, trace_to_graph
 from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
+from .frontend.scipy.sparse import SparseValue
 from .namespace import rebind_function
-from .sparse_api import SparseValue
 from .transforms.jvp import jvp_graph
 from .transforms.simplify import dce, simplify
 from .transforms.vjp import vjp_graph
@@ -338,7 +338,7 @@ def _offsets(avals) -> list[tuple[int, int]]:
 
 
 def _rows(x, lo, hi):
-    return dnp.getitem(x, (slice(lo, hi),))
+    return lax.getitem(x, (slice(lo, hi),))
 
 
 def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
@@ -381,14 +381,14 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
         if mode == "rev":  # rows[i]: (width, *in_i.shape), width over the outputs
             for (lo, hi), o in zip(_offsets(out_avals), out_avals):
                 for r, a in zip(rows, in_avals):
-                    jac.append(dnp.reshape(_rows(r, lo, hi), tuple(o.shape) + tuple(a.shape)))
+                    jac.append(lax.reshape(_rows(r, lo, hi), tuple(o.shape) + tuple(a.shape)))
             return jac
         offsets = _offsets(in_avals)  # rows[j]: (width, *out_j.shape), width over the inputs
         for r, o in zip(rows, out_avals):
             for (lo, hi), a in zip(offsets, in_avals):
-                block = dnp.reshape(_rows(r, lo, hi), tuple(a.shape) + tuple(o.shape))
+                block = lax.reshape(_rows(r, lo, hi), tuple(a.shape) + tuple(o.shape))
                 na, no = len(a.shape), len(o.shape)
-                jac.append(dnp.transpose(block, list(range(na, na + no)) + list(range(na))))
+                jac.append(lax.transpose(block, list(range(na, na + no)) + list(range(na))))
         return jac
 
     new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp,

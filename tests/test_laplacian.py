@@ -14,7 +14,7 @@ from test_registry import SPECS
 from test_vmap import _SETTINGS
 
 import dualgpu as dg
-from dualgpu import numpy_api as dnp
+from dualgpu.frontend import numpy as dnp
 
 DIFF_SPECS = sorted(n for n, s in SPECS.items() if s.kind == "diff")
 

@@ -1,8 +1,9 @@
 """One property test over the whole rule registry.
 
 ``SPECS`` maps every primitive of ``dualgpu.core.primitives.REGISTRY`` (and some public composite
-functions of ``dg.nn`` and ``numpy_api``) to a builder that draws, with hypothesis, a function
-exercising it and arguments inside its domain (broadcastable shapes, axes, index keys, ...).
+functions of ``dg.nn`` and ``dualgpu.frontend.numpy``) to a builder that draws, with hypothesis,
+a function exercising it and arguments inside its domain (broadcastable shapes, axes, index
+keys, ...).
 For each entry and example:
 
 * JVP against central differences (``check_jvp``),
@@ -25,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dualgpu as dg
-from dualgpu import numpy_api as dnp
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
+from dualgpu.frontend import numpy as dnp
 from dualgpu.oplib.searchsorted import SIDES
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
 from dualgpu.testing import strategies as dst
@@ -230,14 +231,14 @@ def build_norm(data, dtype):
     keepdims = data.draw(st.booleans())
     kind = data.draw(st.sampled_from(["all", "vector"] + (["matrix"] if nd >= 2 else [])))
     if kind == "all":
-        return (lambda x: dnp.linalg_norm(x, keepdims=keepdims)), (x,)
+        return (lambda x: dnp.linalg.norm(x, keepdims=keepdims)), (x,)
     if kind == "vector":
         axis = data.draw(st.integers(-nd, nd - 1))
         ord_ = data.draw(st.sampled_from([None, 2, 1, np.inf, -np.inf, 3, 1.5]))
-        return (lambda x: dnp.linalg_norm(x, ord=ord_, axis=axis, keepdims=keepdims)), (x,)
+        return (lambda x: dnp.linalg.norm(x, ord=ord_, axis=axis, keepdims=keepdims)), (x,)
     axes = tuple(data.draw(st.permutations(list(range(nd))))[:2])
     ord_ = data.draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
-    return (lambda x: dnp.linalg_norm(x, ord=ord_, axis=axes, keepdims=keepdims)), (x,)
+    return (lambda x: dnp.linalg.norm(x, ord=ord_, axis=axes, keepdims=keepdims)), (x,)
 
 
 spec("np.linalg.norm", build_norm, prim=None)
@@ -448,15 +449,15 @@ def build_solve(data, dtype):
     n = a.shape[-1]
     vector = data.draw(st.booleans())
     b_shape = (n,) if vector else a.shape[:-2] + (n, data.draw(st.integers(1, 2)))
-    return dnp.linalg_solve, (a, draw_array(data, b_shape, dtype))
+    return dnp.linalg.solve, (a, draw_array(data, b_shape, dtype))
 
 
 spec("solve", build_solve)
-spec("inv", lambda data, dtype: (dnp.linalg_inv, (well_conditioned(data, dtype),)))
-spec("det", lambda data, dtype: (dnp.linalg_det, (well_conditioned(data, dtype),)))
-spec("slogdet", lambda data, dtype: (lambda a: dnp.linalg_slogdet(a)[1],
+spec("inv", lambda data, dtype: (dnp.linalg.inv, (well_conditioned(data, dtype),)))
+spec("det", lambda data, dtype: (dnp.linalg.det, (well_conditioned(data, dtype),)))
+spec("slogdet", lambda data, dtype: (lambda a: dnp.linalg.slogdet(a)[1],
                                      (well_conditioned(data, dtype),)))
-spec("cholesky", lambda data, dtype: (dnp.linalg_cholesky,
+spec("cholesky", lambda data, dtype: (dnp.linalg.cholesky,
                                       (well_conditioned(data, dtype, spd=True),)))
 
 
@@ -471,8 +472,8 @@ def sparse_pattern(data):
 
 
 def build_spmm(data, dtype):
+    from dualgpu.frontend.scipy.sparse import Pattern
     from dualgpu.ops.sparse import spmm
-    from dualgpu.sparse_api import Pattern
 
     a = sparse_pattern(data)
     p = Pattern.of(a)
@@ -485,8 +486,8 @@ def build_spmm(data, dtype):
 
 
 def build_sddmm(data, dtype):
+    from dualgpu.frontend.scipy.sparse import Pattern
     from dualgpu.ops.sparse import sddmm
-    from dualgpu.sparse_api import Pattern
 
     a = sparse_pattern(data)
     p = Pattern.of(a)
@@ -543,7 +544,8 @@ SHAPE_COMPOSITIONS = [
     ("rot90 k=2 axes", lambda x: dnp.rot90(x, 2, axes=(1, 2)), (2, 3, 2)),
     ("roll", lambda x: dnp.roll(x, 2), (2, 3)),
     ("roll axes", lambda x: dnp.roll(x, (1, -1), axis=(0, 1)), (2, 3)),
-    ("fftshift", dnp.fftshift, (3, 4)), ("ifftshift", lambda x: dnp.ifftshift(x, axes=0), (3, 4)),
+    ("fftshift", dnp.fft.fftshift, (3, 4)),
+    ("ifftshift", lambda x: dnp.fft.ifftshift(x, axes=0), (3, 4)),
     ("rollaxis", lambda x: dnp.rollaxis(x, 2), (2, 3, 1)),
     ("atleast_3d", dnp.atleast_3d, (3,)), ("append", lambda x: dnp.append(x, [1.0, 2.0]), (2, 2)),
     ("append axis", lambda x: dnp.append(x, x * 2, axis=1), (2, 2)),
@@ -651,9 +653,9 @@ MISC_COMPOSITIONS = [
     ("clip traced bounds", lambda x, lo: dnp.clip(x, lo, lo + 1.5),
      lambda d, t: (draw_array(d, (2, 3), t, avoid=(0.0,)), draw_array(d, (3,), t, -0.8, 0.8,
                                                                         avoid=(0.0,)))),
-    ("matrix_power", lambda a: dnp.linalg_matrix_power(a, 3), (2, 2, 2)),
-    ("matrix_power -2", lambda a: dnp.linalg_matrix_power(a + 3.0 * np.eye(2), -2), (2, 2)),
-    ("matrix_power 0", lambda a: dnp.linalg_matrix_power(a, 0) * a, (2, 2)),
+    ("matrix_power", lambda a: dnp.linalg.matrix_power(a, 3), (2, 2, 2)),
+    ("matrix_power -2", lambda a: dnp.linalg.matrix_power(a + 3.0 * np.eye(2), -2), (2, 2)),
+    ("matrix_power 0", lambda a: dnp.linalg.matrix_power(a, 0) * a, (2, 2)),
     ("einsum sublist", lambda a, b: dnp.einsum(a, [0, 1], b, [1, 2], [0, 2]),
      lambda d, t: (draw_array(d, (2, 3), t), draw_array(d, (3, 2), t))),
     ("einsum sublist trace", lambda a: dnp.einsum(a, [0, 0]), (3, 3)),
@@ -662,7 +664,7 @@ MISC_COMPOSITIONS = [
     ("array nested", lambda x: dnp.array([[x[0], x[1] * 2], [x[2], 0.5]]), (3,)),
     ("mean of a list", lambda x: dnp.mean([x[0], x[1] + 2]), (2,)),
     ("std of a list", lambda x: dnp.std([x[0], x[1] + 2, 1.0]), (2,)),
-    ("norm of a list", lambda x: dnp.linalg_norm([x[0], x[1], 3.0]), (2,)),
+    ("norm of a list", lambda x: dnp.linalg.norm([x[0], x[1], 3.0]), (2,)),
 ]
 spec("np.linspace/interp/clip/misc family", one_of(MISC_COMPOSITIONS), prim=None)
 INTERP_TRACED_KNOTS = [
@@ -753,11 +755,11 @@ def _sign_free(vectors, axis):
 
 
 spec("eigh", lambda data, dtype: (
-    lambda a: (lambda w, v: _flat(w, _sign_free(v, -2)))(*dnp.linalg_eigh(a)),
+    lambda a: (lambda w, v: _flat(w, _sign_free(v, -2)))(*dnp.linalg.eigh(a)),
     (separated_symmetric(data, dtype),)))
 def build_eigvalsh(data, dtype):
     uplo = data.draw(st.sampled_from(["L", "U"]))
-    return (lambda a: dnp.linalg_eigvalsh(a, UPLO=uplo)), (separated_symmetric(data, dtype),)
+    return (lambda a: dnp.linalg.eigvalsh(a, UPLO=uplo)), (separated_symmetric(data, dtype),)
 
 
 spec("np.linalg.eigvalsh", build_eigvalsh, prim="eigh")
@@ -782,20 +784,20 @@ def _sorted_eig(w, v):
 def build_eig(data, dtype):
     """eig's eigenvalues and (sign-free) eigenvectors, or eigvals alone."""
     if data.draw(st.booleans()):
-        return (lambda a: dnp.sort(dnp.linalg_eigvals(a), axis=-1)), (
+        return (lambda a: dnp.sort(dnp.linalg.eigvals(a), axis=-1)), (
             separated_general(data, dtype),)
     return (lambda a: (lambda w, v: _flat(w, _sign_free(v, -2)))(
-        *_sorted_eig(*dnp.linalg_eig(a))), (separated_general(data, dtype),))
+        *_sorted_eig(*dnp.linalg.eig(a))), (separated_general(data, dtype),))
 
 
 spec("eig", build_eig)
 spec("svd", lambda data, dtype: (
     lambda a: (lambda u, s, vh: _flat(_sign_free(u, -2), s, _sign_free(vh, -1)))(
-        *dnp.linalg_svd(a, full_matrices=False)),
+        *dnp.linalg.svd(a, full_matrices=False)),
     (separated_rectangular(data, dtype),)))
-spec("qr", lambda data, dtype: (lambda a: _flat(*dnp.linalg_qr(a)),
+spec("qr", lambda data, dtype: (lambda a: _flat(*dnp.linalg.qr(a)),
                                 (separated_rectangular(data, dtype, tall=True),)))
-spec("pinv", lambda data, dtype: (dnp.linalg_pinv, (separated_rectangular(data, dtype),)))
+spec("pinv", lambda data, dtype: (dnp.linalg.pinv, (separated_rectangular(data, dtype),)))
 
 
 def build_lstsq(data, dtype):
@@ -803,7 +805,7 @@ def build_lstsq(data, dtype):
     if a.ndim == 3:
         a = a[0]
     b = draw_array(data, (a.shape[0],) + data.draw(st.sampled_from([(), (2,)])), dtype)
-    return (lambda a, b: (lambda r: _flat(r.x, r.residuals))(dnp.linalg_lstsq(a, b))), (a, b)
+    return (lambda a, b: (lambda r: _flat(r.x, r.residuals))(dnp.linalg.lstsq(a, b))), (a, b)
 
 
 spec("np.linalg.lstsq", build_lstsq, prim="pinv")
@@ -815,11 +817,11 @@ def build_norm_orders(data, dtype):
     if kind == "matrix":
         a = separated_rectangular(data, dtype)
         ord_ = data.draw(st.sampled_from([2, -2, "nuc"]))
-        return (lambda a: dnp.linalg_norm(a, ord=ord_, axis=(-2, -1))), (a,)
+        return (lambda a: dnp.linalg.norm(a, ord=ord_, axis=(-2, -1))), (a,)
     x = draw_array(data, (2, 3), dtype, 0.3, 2.0)
     ord_ = data.draw(st.sampled_from([3, 4, -2, -1, 0.5, np.inf, -np.inf]))
     x = x if abs(ord_) != np.inf else distinct_array(data, (2, 3), dtype) + 2.0
-    return (lambda x: dnp.linalg_norm(x, ord=ord_, axis=1)), (x,)
+    return (lambda x: dnp.linalg.norm(x, ord=ord_, axis=1)), (x,)
 
 
 spec("np.linalg.norm(ord=2/-2/nuc/p)", build_norm_orders, prim=None)

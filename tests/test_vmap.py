@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from test_registry import SPECS
 
 import dualgpu as dg
-from dualgpu import numpy_api as dnp
+from dualgpu.frontend import numpy as dnp
+from dualgpu.frontend.scipy.sparse import Pattern
 from dualgpu.ops.sparse import spmm
 from dualgpu.rules import _batching as batching_rules
-from dualgpu.sparse_api import Pattern
 from dualgpu.transforms.vmap import batch_graph
 
 SCALES = (1.0, 1.07, 0.93)

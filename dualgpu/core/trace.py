@@ -270,7 +270,7 @@ class Tracer:
     ndim = property(lambda self: len(self._var.aval.shape))
     size = property(lambda self: self._var.aval.size)
     # T, mT, real, imag, the operators and the ndarray methods are installed by
-    # dualgpu.numpy_api (this module is a leaf: it records, it knows no op)
+    # dualgpu.frontend (this module is a leaf: it records, it knows no op)
 
     @property
     def device(self):
@@ -341,7 +341,7 @@ class Tracer:
 
     # ------------------------------------------------------------ the ndarray interface
     # Each operator and method calls the NumPy-compatible function of that name (``np`` here
-    # is dualgpu.numpy_api, registered from above at import: the core records equations and
+    # is dualgpu.frontend.numpy, registered from above at import: the core records equations and
     # knows no op).
     def __add__(self, other): return _np().add(self, other)
     def __radd__(self, other): return _np().add(other, self)
@@ -488,8 +488,8 @@ def _np():
 
 
 def register_front_end(module) -> None:
-    """Make ``module`` (:mod:`dualgpu.numpy_api`, at its import) the functions the Tracer's
-    operators and methods call."""
+    """Make ``module`` (:mod:`dualgpu.frontend.numpy`, registered by :mod:`dualgpu.frontend`)
+    the functions the Tracer's operators and methods call."""
     _PROTOCOLS["numpy"] = module
 
 

@@ -2,7 +2,7 @@
 does not derive it from the op's flags, the lowering, and the NumPy-compatible function.
 
 This layer sits above :mod:`dualgpu.lax` and the rule helpers (:mod:`dualgpu.rules`), so an
-op's rules are written beside its declaration; the front end (:mod:`dualgpu.numpy_api`)
+op's rules are written beside its declaration; the front end (:mod:`dualgpu.frontend`)
 exports the function under NumPy's name. CONTRIBUTING.md ("Adding a structured op") walks
 through :mod:`~dualgpu.oplib.searchsorted`, the first op written this way.
 """

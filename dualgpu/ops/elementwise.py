@@ -219,7 +219,7 @@ copysign = elementwise("copysign", "copysign", 2, c="copysign({0}, {1})", result
     partials=(lambda x, y, ans: sign(x) * sign(ans), lambda x, y, ans: 0.0))
 
 # --------------------------------------------------------------------------- complex parts
-# real, imag and conj of complex values; on real values numpy_api returns x, zeros and x
+# real, imag and conj of complex values; on real values lax returns x, zeros and x
 # without binding these, so they see complex inputs only.
 
 

@@ -1,7 +1,7 @@
 """Reductions over static axes: sum, max, min, prod, cumulative sums and products.
 
 Primitives take ``axes`` (a sorted tuple) and never keep dims; ``keepdims`` is a reshape
-done by :mod:`dualgpu.numpy_api`. Derivatives: :mod:`dualgpu.rules.reductions`.
+done by :mod:`dualgpu.lax`. Derivatives: :mod:`dualgpu.rules.reductions`.
 
 >>> from dualgpu.ops.reductions import reduce_max
 >>> reduce_max.monoid, reduce_max.has("reduction")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.interpret import read
 from ..core.ir import Aval, Graph
 from ..core.trace import Tracer, current_builder, trace_to_graph
@@ -85,8 +85,8 @@ def _materialize(t, o):
     if t is not None:
         return t
     if isinstance(o, Tracer):
-        return dnp.zeros_like(o)
-    return dnp.zeros_like(o) if hasattr(o, "shape") else 0.0
+        return lax.zeros_like(o)
+    return lax.zeros_like(o) if hasattr(o, "shape") else 0.0
 
 
 def _xp_of(graph: Graph):

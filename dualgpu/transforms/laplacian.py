@@ -52,12 +52,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .. import numpy_api as dnp
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, read
 from ..core.ir import Graph, Var
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import DualgpuError
+from ..frontend import numpy as dnp
 from ..ops import shape as _sh
 from ..rules._jet import Mode, Seed, bind_all, fit, is_zero, lift, scale, traced_constant, vid
 from ..rules._util import add_any

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.interpret import eval_environment, read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import current_builder, trace_to_graph
@@ -64,7 +64,7 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
                     f"{getattr(ct, 'shape', ())} for an input of shape {a.shape}")
             if getattr(ct, "dtype", a.dtype) != a.dtype and a.dtype.kind in "fc":
                 # a cotangent has its primal's dtype (float32 x @ float64 A: float32 grad)
-                ct = dnp.astype(ct, a.dtype)
+                ct = lax.astype(ct, a.dtype)
             ct_env[a.id] = add_any(ct_env.get(a.id), ct)
     if builder is not None:
         builder.rule_source = outer
@@ -101,7 +101,7 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
         env = eval_environment(graph, args[:n])
         outs = [read(env, a) for a in graph.outputs]
         if unit_cotangent:
-            out_cts = [dnp.ones_like(outs[0])]
+            out_cts = [lax.ones_like(outs[0])]
         else:
             out_cts = list(args[n:])
         ct_env = backward_pass(graph, env, active, out_cts)
@@ -111,9 +111,9 @@ def vjp_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
                 continue
             ct = ct_env.get(v.id)
             if ct is None:
-                ct = dnp.zeros_like(env[v.id])
+                ct = lax.zeros_like(env[v.id])
             elif tuple(getattr(ct, "shape", ())) != tuple(v.shape):
-                ct = dnp.broadcast_to(ct, v.shape)
+                ct = lax.broadcast_to(ct, v.shape)
             grads.append(ct)
         return outs + grads
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .. import numpy_api as dnp
+from .. import lax
 from ..core.flags import Flag
 from ..core.interpret import read
 from ..core.ir import Aval, Graph, Var
@@ -73,7 +73,7 @@ def batch_graph(graph: Graph, in_dims: Sequence[int | None], size: int,
     def run(*args):
         env: dict[int, tuple] = {}
         for v, a, d in zip(graph.inputs, args, in_dims):
-            env[v.id] = (a if d in (None, 0) else dnp.moveaxis(a, d, 0), d is not None)
+            env[v.id] = (a if d in (None, 0) else lax.moveaxis(a, d, 0), d is not None)
         builder = current_builder()
         for eqn in graph.eqns:
             builder.rule_source = eqn.source  # batched equations keep the user's line
@@ -105,8 +105,8 @@ def batch_graph(graph: Graph, in_dims: Sequence[int | None], size: int,
                 results.append(x)
             else:
                 if not b:
-                    x = dnp.broadcast_to(x, (size,) + tuple(np.shape(x)))
-                results.append(dnp.moveaxis(x, 0, d) if d else x)
+                    x = lax.broadcast_to(x, (size,) + tuple(np.shape(x)))
+                results.append(lax.moveaxis(x, 0, d) if d else x)
             result_dims.append(d)
         return results
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 
-from . import numpy_api as dnp
-from .errors import DualgpuError, UnsupportedOpError, user_location
+from ..errors import DualgpuError, UnsupportedOpError, user_location
+from ..lax import dtype_of, is_tracer, shape_of
+from . import numpy as dnp
+from .numpy.arguments import arraylike
 
 __all__ = ["sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu", "silu", "swish",
            "softplus", "mish", "hard_tanh", "softmax", "log_softmax", "logsumexp", "xlogy",
@@ -25,7 +27,7 @@ def sigmoid(x):
     >>> dg.nn.sigmoid([0.0, 2.0])
     array([0.5       , 0.88079708])
     """
-    return dnp.logistic(dnp._arraylike(x))
+    return dnp.logistic(arraylike(x))
 
 
 def tanh(x):
@@ -66,7 +68,7 @@ def gelu(x, approximate: bool = False):
 
 def silu(x):
     """``x * sigmoid(x)`` (also called swish)."""
-    x = dnp._arraylike(x)
+    x = arraylike(x)
     return dnp.multiply(x, dnp.logistic(x))
 
 
@@ -83,7 +85,7 @@ def mish(x):
 
 
 def hard_tanh(x, lo: float = -1.0, hi: float = 1.0):
-    return dnp.clip(dnp._arraylike(x), lo, hi)
+    return dnp.clip(arraylike(x), lo, hi)
 
 
 def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = False):
@@ -96,16 +98,16 @@ def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if return_sign:
         raise UnsupportedOpError("logsumexp(return_sign=True) is not supported on traced "
                                  "values: the sign is piecewise constant; take b > 0")
-    x = dnp._arraylike(x)
+    x = arraylike(x)
     if b is not None:
-        x, b = dnp.broadcast_arrays(x, dnp._arraylike(b))
+        x, b = dnp.broadcast_arrays(x, arraylike(b))
     m = dnp.stop_gradient(dnp.max(x, axis=axis, keepdims=True))
     m = dnp.where(dnp.isfinite(m), m, 0.0)
     e = dnp.exp(dnp.subtract(x, m))
     s = dnp.sum(e if b is None else dnp.multiply(b, e), axis=axis, keepdims=True)
     out = dnp.add(dnp.log(s), m)
     if not keepdims:
-        out = dnp.squeeze(out, axis=_axes_tuple(axis, len(dnp._shape(x))))
+        out = dnp.squeeze(out, axis=_axes_tuple(axis, len(shape_of(x))))
     return out
 
 
@@ -156,18 +158,18 @@ def cross_entropy(logits, labels):
     """
     import numpy as np
 
-    logits, labels = dnp._arraylike(logits), dnp._arraylike(labels)
-    shape, label_shape = dnp._shape(logits), dnp._shape(labels)
+    logits, labels = arraylike(logits), arraylike(labels)
+    shape, label_shape = shape_of(logits), shape_of(labels)
     if len(shape) != 2 or label_shape != shape[:1]:
         raise DualgpuError(f"nn.cross_entropy: expected logits of shape (n, k) and labels of "
                            f"shape (n,), got {shape} and {label_shape} (at {user_location()})")
-    if np.dtype(dnp._dtype(labels)).kind not in "iu":
+    if np.dtype(dtype_of(labels)).kind not in "iu":
         raise DualgpuError(f"nn.cross_entropy: labels must be integer class indices, got "
-                           f"dtype {dnp._dtype(labels)}; pass labels.astype(int) "
+                           f"dtype {dtype_of(labels)}; pass labels.astype(int) "
                            f"(at {user_location()})")
     n, k = shape
     outside = dnp.logical_or(dnp.less(labels, 0), dnp.greater_equal(labels, k))
-    if not dnp._is_tracer(labels):
+    if not is_tracer(labels):
         bad = np.flatnonzero(_to_host(outside))
         if bad.size:
             i = int(bad[0])

@@ -25,13 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from . import numpy_api as dnp
-from .backends import array_backend
-from .cache import IdentityKey
-from .core.trace import Tracer
-from .errors import DualgpuError, UnsupportedOpError, UnsupportedSparseFormatError
-from .ops.shape import scatter_add
-from .ops.sparse import coo_indices, make_matrix, spmm
+from ...backends import array_backend
+from ...cache import IdentityKey
+from ...core.trace import Tracer
+from ...errors import DualgpuError, UnsupportedOpError, UnsupportedSparseFormatError
+from ...lax import shape_of
+from ...ops.shape import scatter_add
+from ...ops.sparse import coo_indices, make_matrix, spmm
+from .. import numpy as dnp
+from ..numpy.products import register_matmul_override
 
 __all__ = ["is_sparse", "SparseValue", "Pattern", "matmul", "as_sparse_value"]
 
@@ -200,7 +202,7 @@ class SparseValue:
         if is_sparse_like(other):
             raise UnsupportedOpError("sparse.multiply(sparse) is not supported on traced "
                                      "values; multiply by a dense array")
-        shape = dnp._shape(other)
+        shape = shape_of(other)
         if len(shape) == 0:
             return SparseValue(dnp.multiply(self.data, other), self.pattern)
         if len(shape) == 1:
@@ -218,7 +220,7 @@ class SparseValue:
     def _matrix_semantics(self, other) -> bool:
         """``*`` is a matrix product for the ``*_matrix`` classes, elementwise otherwise."""
         cls = self.pattern.container
-        return len(dnp._shape(other)) > 0 and cls is not None and "matrix" in cls.__name__
+        return len(shape_of(other)) > 0 and cls is not None and "matrix" in cls.__name__
 
     def __mul__(self, other):
         return matmul(self, other) if self._matrix_semantics(other) else self.multiply(other)
@@ -297,7 +299,7 @@ def matmul(a, b):
         if not _is_tracer(x) and not _is_tracer(A.data):
             return a @ x if not isinstance(a, SparseValue) else _eager(A, x)
         p = A.pattern
-        shape = dnp._shape(x)
+        shape = shape_of(x)
         if len(shape) <= 2:
             return spmm.bind(A.data, x, p.ind, p.ptr, **p.params(), transpose=False)
         # batched: (..., n, k) -> (n, ...*k) -> spmm -> (m, ...*k) -> (..., m, k)
@@ -309,7 +311,7 @@ def matmul(a, b):
     if not _is_tracer(x) and not _is_tracer(A.data):
         return x @ b if not isinstance(b, SparseValue) else _eager(A.T, dnp.transpose(x)).T
     p = A.pattern
-    shape = dnp._shape(x)
+    shape = shape_of(x)
     if len(shape) == 1:
         return spmm.bind(A.data, x, p.ind, p.ptr, **p.params(), transpose=True)
     # x @ A = (A.T @ x.T).T, with the leading axes of x flattened
@@ -377,4 +379,4 @@ class SparseArgs:
         return self.patterns[i].rebuild(values, like=self.originals[i])
 
 
-dnp.register_matmul_override(is_sparse_like, matmul)
+register_matmul_override(is_sparse_like, matmul)

@@ -11,16 +11,19 @@ differentiates::
     dg.grad(f)(np.linspace(0, 1, 5))
 
 :func:`lookup` maps a name (``"acos"``, ``"linalg.vector_norm"``) to its implementation; the
-tracing namespace consults it before the NumPy names of :mod:`dualgpu.numpy_api`.
+tracing namespace consults it before the NumPy names of :mod:`dualgpu.frontend.numpy`.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import numpy_api as dnp
-from .errors import UnsupportedOpError
+from ..core.axes import normalize_axes
+from ..errors import UnsupportedOpError
+from ..lax import shape_of
+from . import numpy as dnp
+from .numpy.linalg import _matrix_norm, _vector_norm
 
-# array API name -> numpy_api name (same signature)
+# array API name -> the numpy namespace's name (same signature)
 _RENAMED = {
     "acos": "arccos", "asin": "arcsin", "atan": "arctan", "atan2": "arctan2",
     "acosh": "arccosh", "asinh": "arcsinh", "atanh": "arctanh", "pow": "power",
@@ -52,7 +55,7 @@ def positive(x, /):
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    ndim = len(dnp._shape(x))
+    ndim = len(shape_of(x))
     if axis is None:
         if ndim != 1:
             raise UnsupportedOpError("cumulative_sum needs axis= for arrays of more than one "
@@ -69,21 +72,21 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """The array API's vector norm: over ``axis`` (all axes when None, several axes as one
     flattened vector); the same conventions as ``np.linalg.norm`` (gradient 0 at zero)."""
-    nd = len(dnp._shape(x))
-    axes = dnp.normalize_axes(axis, nd, "vector_norm")
+    nd = len(shape_of(x))
+    axes = normalize_axes(axis, nd, "vector_norm")
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
         raise UnsupportedOpError(f"vector_norm(ord={ord!r}) is not a vector norm order")
-    return dnp._vector_norm(x, ord, axes, keepdims)
+    return _vector_norm(x, ord, axes, keepdims)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """The array API's matrix norm over the last two axes, ``np.linalg.norm``'s conventions
     (the spectral (2, -2) and nuclear norms from the singular values)."""
-    nd = len(dnp._shape(x))
+    nd = len(shape_of(x))
     if nd < 2:
         raise UnsupportedOpError(f"matrix_norm needs an array of at least 2 dimensions, got "
                                  f"{nd}")
-    return dnp._matrix_norm(x, ord, (nd - 2, nd - 1), keepdims)
+    return _matrix_norm(x, ord, (nd - 2, nd - 1), keepdims)
 
 
 _DEFINED: dict[str, Callable] = {

@@ -1,0 +1,76 @@
+"""What NumPy's functions accept, made what the ops take: array-likes (nested lists mixing
+traced values and constants) as arrays (``np.array``, ``np.asarray``), and the keywords
+(``out=``, ``where=``, ...) that traced values refuse with a clear error."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import lax
+from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...lax import astype
+from ...lax import dtype_of as _dtype
+from ...lax import is_tracer as _is_tracer
+from ...lax import shape_of as _shape
+
+
+def unsupported_kwargs(name, kwargs):
+    bad = {k: v for k, v in kwargs.items() if v is not None and k not in ("casting", "order")}
+    if bad:
+        raise UnsupportedOpError(
+            f"np.{name}: argument(s) {', '.join(bad)} are not supported on traced values "
+            f"(at {user_location()})")
+
+
+def holds_tracer(a) -> bool:
+    if _is_tracer(a):
+        return True
+    return isinstance(a, (list, tuple)) and any(holds_tracer(x) for x in a)
+
+
+def build_array(a):
+    """A traced array from nested lists/tuples mixing traced values and constants."""
+    if _is_tracer(a):
+        return a
+    if isinstance(a, (list, tuple)) and holds_tracer(a):
+        if not a:
+            raise DualgpuError(f"array: an empty list inside a nested list of traced values "
+                               f"(at {user_location()})")
+        parts = [build_array(x) for x in a]
+        shapes = {_shape(p) for p in parts}
+        if len(shapes) > 1:
+            raise DualgpuError(f"array: the nested sequence is ragged (element shapes "
+                               f"{sorted(shapes)}) (at {user_location()})")
+        return lax.stack(parts, 0)
+    return a if hasattr(a, "dtype") else np.asarray(a)
+
+
+def array(a, dtype=None, copy=True, **kw):
+    """``np.array``: also of nested lists mixing traced values and constants.
+
+    >>> dg.grad(lambda s: np.sum(np.array([[s, 2 * s], [s, 0.5]])))(np.array(1.0))
+    array(4.)
+    """
+    if _is_tracer(a) or holds_tracer(a):
+        r = build_array(a)
+        return r if dtype is None else astype(r, dtype)
+    return np.array(a, dtype=dtype)
+
+
+def asarray(a, dtype=None, **kw):
+    return array(a, dtype=dtype)
+
+
+def arraylike(a):
+    """Lists and tuples become arrays (traced when they hold traced values): what NumPy
+    functions accept as ``array_like``."""
+    if isinstance(a, (list, tuple)):
+        return build_array(a) if holds_tracer(a) else np.asarray(a)
+    return a
+
+
+def is_complex(x) -> bool:
+    return _dtype(x).kind == "c"
+
+
+def as_float(x):
+    return astype(x, np.float64) if _dtype(x).kind in "biu" else x

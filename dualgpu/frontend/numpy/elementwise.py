@@ -1,0 +1,371 @@
+"""NumPy's elementwise functions: the ufuncs (each an elementwise primitive, its keywords
+checked, ``dtype=`` a cast) and the composites written with them (``clip``, ``sinc``,
+``angle``, ``nan_to_num``, ...), and the constants ``pi``, ``e``, ``inf``, ``nan``.
+
+``abs`` and ``pow`` are NumPy's names of :func:`absolute` and :func:`power`, and ``round`` of
+:func:`round_`; they are exported under those names by :mod:`dualgpu.frontend.numpy` only, so
+that no module here shadows Python's builtins."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import lax
+from ...errors import UnsupportedOpError, user_location
+from ...lax import astype, imag, real, stop_gradient, where, zeros_like
+from ...lax import dtype_of as _dtype
+from ...lax import is_tracer as _is_tracer
+from ...lax import namespace_like as _xp_like
+from ...ops import elementwise as _ew
+from .arguments import as_float, is_complex, unsupported_kwargs
+
+
+def _ufunc(prim):
+    """The NumPy function of elementwise ``prim``: its keywords checked, ``dtype=`` a cast."""
+    name = prim.name
+
+    def f(*args, out=None, where=None, dtype=None, **kwargs):
+        unsupported_kwargs(name, {"out": out, "where": where, **kwargs})
+        result = prim.bind(*args)
+        return result if dtype is None else astype(result, dtype)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise ``{name}`` (NumPy semantics, broadcasting)."
+    return f
+
+
+add = _ufunc(_ew.add)
+
+
+subtract = _ufunc(_ew.subtract)
+
+
+multiply = _ufunc(_ew.multiply)
+
+
+true_divide = _ufunc(_ew.true_divide)
+
+
+negative = _ufunc(_ew.negative)
+
+
+power = _ufunc(_ew.power)
+
+
+square = _ufunc(_ew.square)
+
+
+reciprocal = _ufunc(_ew.reciprocal)
+
+
+absolute = _ufunc(_ew.absolute)
+
+
+sqrt = _ufunc(_ew.sqrt)
+
+
+cbrt = _ufunc(_ew.cbrt)
+
+
+maximum = _ufunc(_ew.maximum)
+
+
+minimum = _ufunc(_ew.minimum)
+
+
+fmax = _ufunc(_ew.fmax)
+
+
+fmin = _ufunc(_ew.fmin)
+
+
+hypot = _ufunc(_ew.hypot)
+
+
+copysign = _ufunc(_ew.copysign)
+
+
+exp = _ufunc(_ew.exp)
+
+
+exp2 = _ufunc(_ew.exp2)
+
+
+expm1 = _ufunc(_ew.expm1)
+
+
+log = _ufunc(_ew.log)
+
+
+log2 = _ufunc(_ew.log2)
+
+
+log10 = _ufunc(_ew.log10)
+
+
+log1p = _ufunc(_ew.log1p)
+
+
+logaddexp = _ufunc(_ew.logaddexp)
+
+
+sin = _ufunc(_ew.sin)
+
+
+cos = _ufunc(_ew.cos)
+
+
+tan = _ufunc(_ew.tan)
+
+
+arcsin = _ufunc(_ew.arcsin)
+
+
+arccos = _ufunc(_ew.arccos)
+
+
+arctan = _ufunc(_ew.arctan)
+
+
+arctan2 = _ufunc(_ew.arctan2)
+
+
+sinh = _ufunc(_ew.sinh)
+
+
+cosh = _ufunc(_ew.cosh)
+
+
+tanh = _ufunc(_ew.tanh)
+
+
+arcsinh = _ufunc(_ew.arcsinh)
+
+
+arccosh = _ufunc(_ew.arccosh)
+
+
+arctanh = _ufunc(_ew.arctanh)
+
+
+erf = _ufunc(_ew.erf)
+
+
+erfc = _ufunc(_ew.erfc)
+
+
+gammaln = _ufunc(_ew.gammaln)
+
+
+digamma = _ufunc(_ew.digamma)
+
+
+sign = _ufunc(_ew.sign)
+
+
+floor = _ufunc(_ew.floor)
+
+
+ceil = _ufunc(_ew.ceil)
+
+
+rint = _ufunc(_ew.rint)
+
+
+trunc = _ufunc(_ew.trunc)
+
+
+less = _ufunc(_ew.less)
+
+
+less_equal = _ufunc(_ew.less_equal)
+
+
+greater = _ufunc(_ew.greater)
+
+
+greater_equal = _ufunc(_ew.greater_equal)
+
+
+equal = _ufunc(_ew.equal)
+
+
+not_equal = _ufunc(_ew.not_equal)
+
+
+logical_and = _ufunc(_ew.logical_and)
+
+
+logical_or = _ufunc(_ew.logical_or)
+
+
+logical_not = _ufunc(_ew.logical_not)
+
+
+isnan = _ufunc(_ew.isnan)
+
+
+isfinite = _ufunc(_ew.isfinite)
+
+
+floor_divide = _ufunc(_ew.floor_divide)
+
+
+remainder = _ufunc(_ew.remainder)
+
+
+fmod = _ufunc(_ew.fmod)
+
+
+fill_like = _ufunc(_ew.fill_like)
+
+
+divide = true_divide
+
+
+fabs = absolute
+
+
+def logistic(x):
+    """The logistic sigmoid ``1 / (1 + exp(-x))``."""
+    return _ew.logistic.bind(x)
+
+
+expit = logistic
+
+
+def polygamma(n, x):
+    """``scipy.special.polygamma(n, x)`` for a static integer order ``n``."""
+    return _ew.polygamma.bind(x, n=int(n))
+
+
+def round_(a, decimals=0, out=None):
+    """``np.round``: halves to even, as NumPy; its derivative is zero."""
+    unsupported_kwargs("round", {"out": out})
+    if decimals == 0:
+        return rint(a)
+    scale = 10.0 ** decimals
+    return true_divide(rint(multiply(a, scale)), scale)
+
+
+def logical_xor(x, y):
+    return not_equal(astype(x, bool), astype(y, bool))
+
+
+def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # noqa: A002
+    unsupported_kwargs("clip", {"out": out, **kw})
+    a_min = min if a_min is None else a_min  # NumPy 2 also spells the bounds min=, max=
+    a_max = max if a_max is None else a_max
+    r = a
+    if a_min is not None:
+        r = where(less(r, a_min), a_min, r)
+    if a_max is not None:
+        r = where(greater(r, a_max), a_max, r)
+    return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
+
+
+def conj(x, out=None, **kw):
+    """``np.conj``: the identity on real values."""
+    unsupported_kwargs("conj", {"out": out, **kw})
+    return lax.conj(x)
+
+
+conjugate = conj
+
+
+def angle(z, deg=False):
+    """``np.angle``: ``arctan2(imag(z), real(z))``; on real values 0 or pi, a constant."""
+    if is_complex(z):
+        r = arctan2(imag(z), real(z))
+    else:
+        if _dtype(z).kind in "biu":
+            z = astype(z, np.float64)
+        r = arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)
+    return multiply(r, 180.0 / math.pi) if deg else r
+
+
+def sinc(x):
+    """``np.sinc``: ``sin(pi x) / (pi x)``, 1 at 0. Near 0 (``|pi x| < 0.1``) its Maclaurin
+    polynomial (degree 10, exact to rounding there) is used, so that the derivatives at 0
+    are right (0, -pi**2/3, ..., to order 10) rather than NaN, as JAX's are."""
+    if _dtype(x).kind in "biu":
+        x = astype(x, np.float64)
+    if not _is_tracer(x):
+        return _xp_like(x).sinc(x)
+    px = multiply(x, math.pi)
+    small = less(absolute(px), 0.1)
+    # the polynomial part sees only small arguments, the quotient only large ones
+    ps = where(small, px, 0.0)
+    p2 = multiply(ps, ps)
+    poly = 1.0
+    for k in (10, 8, 6, 4, 2):  # 1 - u/3! + u^2/5! - ... in u = (pi x)^2, Horner's form
+        poly = subtract(1.0, true_divide(multiply(p2, poly), float(k * (k + 1))))
+    pl = where(small, 1.0, px)
+    return where(small, poly, true_divide(sin(pl), pl))
+
+
+def abs2(x):
+    """``|x|**2`` elementwise: ``x * x`` on real values, ``real(x * conj(x))`` on complex."""
+    if is_complex(x):
+        return real(multiply(x, conj(x)))
+    return multiply(x, x)
+
+
+def safe_sqrt(v):
+    """``sqrt(v)`` whose derivatives (of any order) are 0 where ``v == 0`` rather than
+    ``inf * 0 = nan``: for norm-like values (``std``, ``linalg.norm``) ``v == 0`` is the kink
+    of a norm, and 0 is the subgradient taken there. Concrete values: plain ``sqrt``."""
+    if not _is_tracer(v):
+        return sqrt(v)
+    zero = equal(v, 0)
+    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """``np.nan_to_num``: derivative 1 at finite values, 0 where a value is replaced."""
+    if is_complex(x):
+        raise UnsupportedOpError(f"nan_to_num of complex traced values is not supported "
+                                 f"(at {user_location()})")
+    if _dtype(x).kind not in "fc":
+        return x
+    big = np.finfo(_dtype(x)).max
+    hi = big if posinf is None else posinf
+    lo = -big if neginf is None else neginf
+    y = where(isnan(x), float(nan), x)
+    y = where(equal(x, math.inf), float(hi), y)
+    y = where(equal(x, -math.inf), float(lo), y)
+    return astype(y, _dtype(x))
+
+
+def deg2rad(x, **kw):
+    unsupported_kwargs("deg2rad", kw)
+    return multiply(as_float(x), math.pi / 180.0)
+
+
+def rad2deg(x, **kw):
+    unsupported_kwargs("rad2deg", kw)
+    return multiply(as_float(x), 180.0 / math.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def logaddexp2(x, y, **kw):
+    """``log2(2**x + 2**y)``, stable: ``logaddexp(x ln2, y ln2) / ln2``."""
+    unsupported_kwargs("logaddexp2", kw)
+    ln2 = math.log(2.0)
+    return true_divide(logaddexp(multiply(x, ln2), multiply(y, ln2)), ln2)
+
+
+def real_if_close(a, tol=100):
+    """``np.real_if_close``: real traced values pass through; for complex ones the answer's
+    dtype would depend on the data, so they are refused."""
+    if not is_complex(a):
+        return a
+    raise UnsupportedOpError(
+        f"np.real_if_close of a complex traced value (at {user_location()}): whether it "
+        "returns real or complex values depends on the data; use np.real(x) instead")
+
+
+pi, e, inf, nan = math.pi, math.e, math.inf, math.nan

@@ -1,0 +1,60 @@
+"""Gathering and masking: ``take``, ``diag``, ``tril``/``triu``, ``select``, and the slice of
+a range along one axis that the other modules use."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.axes import check_axis as _check_axis
+from ...errors import DualgpuError, user_location
+from ...lax import diagonal, getitem, ravel, where
+from ...lax import shape_of as _shape
+from ...ops import shape as _sh
+
+
+def take(a, indices, axis=None):
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _check_axis(axis, len(_shape(a)), "take")
+    return getitem(a, (slice(None),) * axis + (indices,))
+
+
+def diag(v, k=0):
+    s = _shape(v)
+    if len(s) == 2:
+        return diagonal(v, k)
+    n = s[0] + abs(k)
+    i = np.arange(s[0])
+    rows, cols = (i, i + k) if k >= 0 else (i - k, i)
+    return _sh.scatter_add.bind(v, rows, cols, key=(("array", 0), ("array", 1)), shape=(n, n))
+
+
+def tril(m, k=0):
+    n, p = _shape(m)[-2:]
+    return where(np.tri(n, p, k, dtype=bool), m, 0.0)
+
+
+def triu(m, k=0):
+    n, p = _shape(m)[-2:]
+    return where(np.tri(n, p, k - 1, dtype=bool), 0.0, m)
+
+
+def select(condlist, choicelist, default=0):
+    """``np.select``: the first true condition picks its choice."""
+    if len(condlist) != len(choicelist):
+        raise DualgpuError(f"select: list of cases must be same length as list of "
+                           f"conditions (at {user_location()})")
+    result = default
+    for cond, choice in zip(reversed(condlist), reversed(choicelist)):
+        result = where(cond, choice, result)
+    return result
+
+
+newaxis = None
+
+
+def axis_slice(nd, axis, sl):
+    return (slice(None),) * axis + (sl,) + (slice(None),) * (nd - axis - 1)
+
+
+def take_range(a, axis, lo, hi):
+    return getitem(a, axis_slice(len(_shape(a)), axis, slice(lo, hi)))

@@ -1,0 +1,219 @@
+"""Numerical routines written in ops: differences (``diff``, ``ediff1d``, ``gradient``),
+``interp``, ``convolve`` and ``correlate``."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.axes import check_axis as _check_axis
+from ...core.axes import normalize_axes
+from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...lax import astype, broadcast_to, expand_dims, flip, getitem, pad, ravel, where
+from ...lax import dtype_of as _dtype
+from ...lax import is_tracer as _is_tracer
+from ...lax import shape_of as _shape
+from .arguments import arraylike
+from .elementwise import add, conj, greater, greater_equal, less, multiply, subtract, true_divide
+from .indexing import take, take_range
+from .introspection import result_type
+from .joining import concatenate
+from .products import matmul
+from .reductions import sum_
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """``np.diff``: ``n``-th differences along ``axis`` (with optional prepend/append)."""
+    a = arraylike(a)
+    nd = len(_shape(a))
+    axis = _check_axis(axis, nd, "diff")
+
+    def edge(v):
+        v = arraylike(v)
+        if len(_shape(v)) == 0:
+            shape = list(_shape(a))
+            shape[axis] = 1
+            v = broadcast_to(v, tuple(shape))
+        return v
+
+    if prepend is not None or append is not None:
+        parts = ([edge(prepend)] if prepend is not None else []) + [a] + (
+            [edge(append)] if append is not None else [])
+        a = concatenate(parts, axis=axis)
+    for _ in range(int(n)):
+        m = _shape(a)[axis]
+        a = subtract(take_range(a, axis, 1, m), take_range(a, axis, 0, m - 1))
+    return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    parts = [diff(ravel(arraylike(ary)))]
+    if to_begin is not None:
+        parts.insert(0, ravel(arraylike(to_begin)))
+    if to_end is not None:
+        parts.append(ravel(arraylike(to_end)))
+    return concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+
+
+def _spacings(spacing, n, name):
+    """Constant grid spacings along one axis: n - 1 differences."""
+    if _is_tracer(spacing):
+        raise UnsupportedOpError(f"{name}: traced spacings or coordinates are not supported "
+                                 f"(at {user_location()}); pass them as constants")
+    s = np.asarray(spacing, dtype=np.float64)
+    if s.ndim == 0:
+        return np.full(n - 1, float(s))
+    if s.shape != (n,):
+        raise DualgpuError(f"{name}: coordinates of length {s.shape} do not match an axis of "
+                           f"length {n} (at {user_location()})")
+    return np.diff(s)
+
+
+def _along(coef, nd, axis, dtype):
+    return coef.reshape((-1,) + (1,) * (nd - axis - 1)).astype(dtype)
+
+
+def _gradient_axis(f, dx, axis, edge_order):
+    nd, n = len(_shape(f)), _shape(f)[axis]
+
+    def part(lo, hi):
+        return take_range(f, axis, lo, hi)
+
+    d1, d2, dt = dx[:-1], dx[1:], _dtype(f)
+    inner = add(add(multiply(_along(-d2 / (d1 * (d1 + d2)), nd, axis, dt), part(0, n - 2)),
+                    multiply(_along((d2 - d1) / (d1 * d2), nd, axis, dt), part(1, n - 1))),
+                multiply(_along(d1 / (d2 * (d1 + d2)), nd, axis, dt), part(2, n)))
+    if edge_order == 1:
+        first = true_divide(subtract(part(1, 2), part(0, 1)), float(dx[0]))
+        last = true_divide(subtract(part(n - 1, n), part(n - 2, n - 1)), float(dx[-1]))
+    else:
+        h1, h2 = float(dx[0]), float(dx[1])
+        first = add(add(multiply(-(2 * h1 + h2) / (h1 * (h1 + h2)), part(0, 1)),
+                        multiply((h1 + h2) / (h1 * h2), part(1, 2))),
+                    multiply(-h1 / (h2 * (h1 + h2)), part(2, 3)))
+        h1, h2 = float(dx[-2]), float(dx[-1])
+        last = add(add(multiply(h2 / (h1 * (h1 + h2)), part(n - 3, n - 2)),
+                       multiply(-(h1 + h2) / (h1 * h2), part(n - 2, n - 1))),
+                   multiply((2 * h2 + h1) / (h2 * (h1 + h2)), part(n - 1, n)))
+    return concatenate([first, inner, last], axis=axis)
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """``np.gradient``: central differences inside, one-sided at the edges (``edge_order``
+    1 or 2), for constant spacings or coordinates (uniform or not)."""
+    f = arraylike(f)
+    if _dtype(f).kind in "biu":
+        f = astype(f, np.float64)
+    nd = len(_shape(f))
+    axes = normalize_axes(axis, nd, "gradient") if axis is not None else tuple(range(nd))
+    if isinstance(axis, (int, np.integer)):
+        axes = (_check_axis(axis, nd, "gradient"),)
+    if len(varargs) == 0:
+        spacings = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = list(varargs)
+    else:
+        raise DualgpuError(f"gradient: {len(varargs)} spacings for {len(axes)} axes "
+                           f"(at {user_location()})")
+    if edge_order not in (1, 2):
+        raise DualgpuError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
+    out = []
+    for ax, sp in zip(axes, spacings):
+        n = _shape(f)[ax]
+        if n < edge_order + 1:
+            raise DualgpuError(f"gradient: an axis of length {n} is too short for "
+                               f"edge_order={edge_order} (at {user_location()})")
+        out.append(_gradient_axis(f, _spacings(sp, n, "gradient"), ax, edge_order))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """``np.interp``: piecewise-linear interpolation, differentiable in ``x`` (the slope of
+    the segment; at a knot, the right segment's), in ``fp`` and in the sample points ``xp``
+    (which must increase, as NumPy's; where two coincide the slope is infinite). Traced
+    ``left``/``right`` are differentiable too.
+
+    >>> dg.grad(lambda xp: np.interp(0.5, xp, np.array([0.0, 2.0])))(np.array([0.0, 1.0]))
+    array([-1., -1.])
+    """
+    if period is not None:
+        raise UnsupportedOpError(f"np.interp(period=...) is not supported on traced values "
+                                 f"(at {user_location()})")
+    traced_knots = _is_tracer(xp)
+    knots = arraylike(xp) if traced_knots else np.asarray(xp, dtype=np.float64)
+    x, fp = arraylike(x), arraylike(fp)
+    if len(_shape(knots)) != 1 or _shape(fp) != _shape(knots) or _shape(knots)[0] == 0:
+        raise DualgpuError(f"np.interp: xp and fp must be 1-D of the same length, got "
+                           f"{_shape(knots)} and {_shape(fp)} (at {user_location()})")
+    n = _shape(knots)[0]
+    if n == 1:
+        return broadcast_to(fp[0], _shape(x))
+    if _is_tracer(x) or traced_knots:  # each x's segment: how many inner knots are <= x
+        below = greater_equal(expand_dims(x, -1), knots[1:-1])
+        seg = sum_(astype(below, np.int64), axis=-1)
+    else:
+        seg = np.clip(np.searchsorted(knots, np.asarray(x), side="right") - 1, 0, n - 2)
+    dt = result_type(x, fp, knots, 1.0)
+    if traced_knots:
+        x0, width = astype(knots[:-1], dt), astype(subtract(knots[1:], knots[:-1]), dt)
+    else:
+        x0, width = knots[:-1].astype(dt), np.diff(knots).astype(dt)
+    x0_seg = take(x0, seg) if _is_tracer(seg) or _is_tracer(x0) else x0[seg]
+    w_seg = take(width, seg) if _is_tracer(seg) or _is_tracer(width) else width[seg]
+    t = true_divide(subtract(x, x0_seg), w_seg)
+    y = add(take(fp, seg), multiply(t, subtract(take(fp, add(seg, 1)), take(fp, seg))))
+    lo = fp[0] if left is None else left
+    hi = fp[n - 1] if right is None else right
+    first, last = (knots[0], knots[n - 1]) if traced_knots else (float(knots[0]),
+                                                                  float(knots[-1]))
+    y = where(less(x, first), lo, y)
+    return where(greater(x, last), hi, y)
+
+
+def _convolve_full(a, v):
+    """Every overlap of ``a`` with reversed ``v``: windows of ``a`` (zero-padded) gathered
+    by constant indices, times ``v`` reversed (a matmul: bilinear in a and v)."""
+    n, m = _shape(a)[0], _shape(v)[0]
+    padded = pad(a, [(m - 1, m - 1)])
+    windows = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
+    return matmul(getitem(padded, windows), flip(v, axis=0))
+
+
+def _conv_mode(full, n, m, mode, name):
+    short, long_ = min(n, m), max(n, m)
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (short - 1) // 2
+        return getitem(full, slice(start, start + long_))
+    if mode == "valid":
+        return getitem(full, slice(short - 1, long_))
+    raise DualgpuError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r} "
+                       f"(at {user_location()})")
+
+
+def _check_1d(name, *arrays):
+    for a in arrays:
+        if len(_shape(a)) != 1 or _shape(a)[0] == 0:
+            raise DualgpuError(f"{name}: inputs must be non-empty 1-D arrays, got shape "
+                               f"{_shape(a)} (at {user_location()})")
+
+
+def convolve(a, v, mode="full"):
+    """``np.convolve`` of 1-D arrays, differentiable in both."""
+    a, v = arraylike(a), arraylike(v)
+    _check_1d("convolve", a, v)
+    n, m = _shape(a)[0], _shape(v)[0]
+    full = _convolve_full(a, v) if n >= m else _convolve_full(v, a)
+    return _conv_mode(full, n, m, mode, "convolve")
+
+
+def correlate(a, v, mode="valid"):
+    """``np.correlate`` of 1-D arrays: ``convolve(a, conj(v)[::-1])``; when ``v`` is the
+    longer input NumPy reverses the result, and so does this."""
+    a, v = arraylike(a), arraylike(v)
+    _check_1d("correlate", a, v)
+    n, m = _shape(a)[0], _shape(v)[0]
+    if n >= m:
+        return convolve(a, flip(conj(v), axis=0), mode)
+    return flip(conj(convolve(v, flip(conj(a), axis=0), mode)), axis=0)

@@ -1,0 +1,178 @@
+"""NumPy's reductions (``sum``, ``max``, ``mean``, ``var``, ...) and their NaN-aware forms.
+
+Defined as ``sum_``, ``amax``, ``amin``, ``all_`` and ``any_`` (NumPy's names are exported by
+:mod:`dualgpu.frontend.numpy`), so that this module does not shadow Python's builtins."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import lax
+from ...core.axes import normalize_axes
+from ...errors import DualgpuError, user_location
+from ...lax import astype, where
+from ...lax import dtype_of as _dtype
+from ...lax import shape_of as _shape
+from .arguments import arraylike, as_float, unsupported_kwargs
+from .elementwise import abs2, equal, isnan, logical_not, safe_sqrt, subtract, true_divide
+
+
+def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    unsupported_kwargs("sum", {"out": out, "initial": initial, "where": where})
+    return lax.sum(arraylike(a), axis, dtype, keepdims)
+
+
+def amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    unsupported_kwargs("max", {"out": out, "initial": initial, "where": where})
+    return lax.max(arraylike(a), axis, keepdims)
+
+
+def amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    unsupported_kwargs("min", {"out": out, "initial": initial, "where": where})
+    return lax.min(arraylike(a), axis, keepdims)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    unsupported_kwargs("prod", {"out": out, "initial": initial, "where": where})
+    return lax.prod(arraylike(a), axis, dtype, keepdims)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    unsupported_kwargs("cumsum", {"out": out})
+    return lax.cumsum(arraylike(a), axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    unsupported_kwargs("cumprod", {"out": out})
+    return lax.cumprod(arraylike(a), axis, dtype)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    unsupported_kwargs("mean", {"out": out, "where": where})
+    a = arraylike(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    elif _dtype(a).kind in "biu":
+        a = astype(a, np.float64)
+    axes = normalize_axes(axis, len(_shape(a)), "mean")
+    n = int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+    return true_divide(sum_(a, axis=axis, keepdims=keepdims), float(n))
+
+
+_mean = mean  # var's keyword `mean` shadows the function there
+
+
+def _ddof(name, ddof, correction):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise DualgpuError(f"{name}: ddof and correction cannot both be given "
+                           f"(at {user_location()})")
+    return correction
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
+        correction=None, mean=None, **kw):
+    """``np.var``; complex values give the (real) variance of their modulus, as NumPy's.
+
+    ``ddof`` at least the number of reduced elements is refused: NumPy returns inf or nan
+    with a warning there, and no derivative exists."""
+    unsupported_kwargs("var", {"out": out, "where": where, "mean": mean, **kw})
+    ddof = _ddof("var", ddof, correction)
+    a = arraylike(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    elif _dtype(a).kind in "biu":
+        a = astype(a, np.float64)
+    axes = normalize_axes(axis, len(_shape(a)), "var")
+    n = int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+    if n - ddof <= 0:
+        raise DualgpuError(
+            f"var/std: ddof={ddof} with {n} element(s) per result leaves no degrees of "
+            f"freedom: NumPy returns inf or nan (with a RuntimeWarning) and there is no "
+            f"derivative; dualgpu refuses it (at {user_location()}). Use ddof < {n}.")
+    centered = subtract(a, _mean(a, axis=axis, keepdims=True))
+    return true_divide(sum_(abs2(centered), axis=axis, keepdims=keepdims), float(n - ddof))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
+        correction=None, mean=None, **kw):
+    """``np.std``: ``sqrt(var)``, with gradient (and HVP) 0 where the variance is 0 (one
+    element, or all equal: the kink of a norm) instead of NaN."""
+    return safe_sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                          where=where, correction=correction, mean=mean, **kw))
+
+
+def all_(a, axis=None, keepdims=False):
+    return equal(amin(astype(a, bool), axis=axis, keepdims=keepdims), True)
+
+
+def any_(a, axis=None, keepdims=False):
+    return equal(amax(astype(a, bool), axis=axis, keepdims=keepdims), True)
+
+
+def _nan_filled(a, value):
+    a = arraylike(a)
+    return where(isnan(a), value, a) if _dtype(a).kind in "fc" else a
+
+
+def _not_nan_count(a, axis, keepdims):
+    return sum_(astype(logical_not(isnan(a)), _dtype(a)), axis=axis,
+               keepdims=keepdims)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    unsupported_kwargs("nansum", {"out": out, **kw})
+    return sum_(_nan_filled(a, 0.0), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    unsupported_kwargs("nanprod", {"out": out, **kw})
+    return prod(_nan_filled(a, 1.0), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def _nan_extremum(reduce, fill, a, axis, keepdims):
+    a = as_float(arraylike(a))
+    r = reduce(_nan_filled(a, fill), axis=axis, keepdims=keepdims)
+    all_nan = all_(isnan(a), axis=axis, keepdims=keepdims)
+    return where(all_nan, math.nan, r)  # NumPy: NaN (with a warning) for all-NaN slices
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, **kw):
+    unsupported_kwargs("nanmax", {"out": out, **kw})
+    return _nan_extremum(amax, -math.inf, a, axis, keepdims)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, **kw):
+    unsupported_kwargs("nanmin", {"out": out, **kw})
+    return _nan_extremum(amin, math.inf, a, axis, keepdims)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    unsupported_kwargs("nanmean", {"out": out, **kw})
+    a = as_float(arraylike(a)) if dtype is None else astype(arraylike(a), dtype)
+    return true_divide(nansum(a, axis=axis, keepdims=keepdims),
+                       _not_nan_count(a, axis, keepdims))
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    """``np.nanvar``: the variance of the non-NaN values (their count minus ``ddof``)."""
+    unsupported_kwargs("nanvar", {"out": out, **kw})
+    a = as_float(arraylike(a)) if dtype is None else astype(arraylike(a), dtype)
+    centered = subtract(a, nanmean(a, axis=axis, keepdims=True))
+    total = nansum(abs2(centered), axis=axis, keepdims=keepdims)
+    return true_divide(total, subtract(_not_nan_count(a, axis, keepdims), float(ddof)))
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    return safe_sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof,
+                             keepdims=keepdims, **kw))
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    return cumsum(_nan_filled(a, 0.0), axis=axis, dtype=dtype, out=out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    return cumprod(_nan_filled(a, 1.0), axis=axis, dtype=dtype, out=out)

@@ -1,0 +1,27 @@
+"""``scipy.special`` (and ``cupyx.scipy.special``) on traced values, under SciPy's names:
+the special functions that are elementwise primitives, and the composites of :mod:`..nn`.
+
+    >>> import scipy.special
+    >>> dg.grad(lambda x: scipy.special.expit(x))(np.array(0.0))
+    array(0.25)
+"""
+from ..nn import log_softmax, logit, logsumexp, softmax, xlogy
+from ..numpy.elementwise import (
+    cbrt,
+    digamma,
+    erf,
+    erfc,
+    exp2,
+    expit,
+    expm1,
+    gammaln,
+    log1p,
+    polygamma,
+    sinc,
+)
+from ..numpy.elementwise import digamma as psi
+from ..numpy.elementwise import round_ as round
+
+__all__ = ["cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1", "gammaln", "log1p",
+           "log_softmax", "logit", "logsumexp", "polygamma", "psi", "round", "sinc", "softmax",
+           "xlogy"]
