@@ -119,3 +119,17 @@ def test_linearize_of_a_pytree_matches_central_differences():
     eps = 1e-6
     shifted = [np.tanh((x + s * eps * t["w"]) * 2.0 + 0.3 + s * eps * 0.5) for s in (1, -1)]
     np.testing.assert_allclose(f_jvp(t), (shifted[0] - shifted[1]) / (2 * eps), rtol=1e-7)
+
+
+# ------------------------------------------------------------------------------ vmap out_axes
+def test_vmap_out_axes_none_on_a_mapped_output_is_a_value_error_naming_it():
+    # JAX raises ValueError: an output that depends on the mapped input has no single value
+    shared_and_mapped = dg.vmap(lambda v, w: (np.sum(w), v * 2), in_axes=(0, None),
+                                out_axes=(None, None))
+    with pytest.raises(dg.InvalidArgumentError, match="out_axes is None for output 1") as e:
+        shared_and_mapped(np.ones((3, 2)), np.arange(2.0))
+    assert isinstance(e.value, ValueError)
+    # the shared output alone is fine
+    np.testing.assert_allclose(
+        dg.vmap(lambda v, w: np.sum(w), in_axes=(0, None), out_axes=None)(
+            np.ones((3, 2)), np.arange(2.0)), 1.0)
