@@ -45,7 +45,7 @@ from .errors import (
 from .executor import Executable, config, generation
 from .guards import Guards, collect_guards
 from .namespace import rebind_function
-from .signature import Signature, _class_call, check_plain_values, quick_key
+from .signature import FLOAT0, Signature, _class_call, check_plain_values, quick_key
 from .sparse_api import SparseValue
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.separability import check_separable, sum_output
@@ -619,7 +619,8 @@ class Transformed:
         out = []
         for a in sorted(per_arg):
             leaves, tree = T.flatten(per_arg[a])
-            ks = [k for k, d in enumerate(sig.diff) if d and sig.arg_of_input[k] == a]
+            ks = [k for k, d in enumerate(sig.diff)
+                  if (d or k in sig.int_inputs) and sig.arg_of_input[k] == a]
             if tree != sig.arg_trees[a] and sig.arg_trees[a].is_leaf:
                 raise ShapeMismatchError(
                     f"{self.__name__}: the {what} for argument {a} must be an array like "
@@ -629,7 +630,10 @@ class Transformed:
                     f"{self.__name__}: the {what} for argument {a} has structure {tree}, "
                     f"but the argument has {sig.arg_trees[a]}")
             for k, v in zip(ks, leaves):
-                out.append(_check_direction(sig, k, v, a, what))
+                if k in sig.int_inputs:
+                    _check_float0_direction(sig, k, v, a, what)
+                else:
+                    out.append(_check_direction(sig, k, v, a, what))
         return out
 
 
@@ -714,6 +718,22 @@ def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
     if v.dtype != x.dtype:
         v = v.astype(x.dtype)
     return v
+
+
+def _check_float0_direction(sig: Signature, k: int, v, arg: int, what: str) -> None:
+    """JAX's rule for an integer (or bool) input: its tangent is a ``float0`` array of its
+    shape (an integer has no perturbation to carry)."""
+    x = sig.inputs[k]
+    dtype = getattr(v, "dtype", None)
+    shape = tuple(getattr(v, "shape", np.shape(v)))
+    if dtype is None or np.dtype(dtype) != FLOAT0 or shape != tuple(x.shape):
+        got = (f"{type(v).__name__}" if dtype is None
+               else f"{np.dtype(dtype) if np.dtype(dtype) != FLOAT0 else 'float0'}{list(shape)}")
+        raise ArgumentTypeError(
+            f"the {what} for argument {arg} goes with an integer primal ({x.dtype}"
+            f"{list(x.shape)}), so it must be a float0 array of the primal's shape, as in JAX; "
+            f"got {got}. Pass np.zeros({tuple(x.shape)}, dtype=dg.float0) (or make the "
+            "primal floating point to perturb it)")
 
 
 def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
@@ -878,6 +898,7 @@ class _Jvp(Transformed):
     """``(f(*primals), J·tangents)``: every leaf of every primal is differentiated."""
 
     kind = "jvp"
+    allow_int = True  # an integer primal takes a float0 tangent (JAX's rule)
 
     def split(self, args):
         return args[0], args[1]
@@ -905,6 +926,7 @@ class _Vjp(Transformed):
 
     kind = "vjp"
     program_type = _VjpCompiled
+    allow_int = True  # an integer primal gets a float0 cotangent (JAX's rule)
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)

@@ -133,3 +133,49 @@ def test_vmap_out_axes_none_on_a_mapped_output_is_a_value_error_naming_it():
     np.testing.assert_allclose(
         dg.vmap(lambda v, w: np.sum(w), in_axes=(0, None), out_axes=None)(
             np.ones((3, 2)), np.arange(2.0)), 1.0)
+
+
+# ------------------------------------------------------------------------------ float0
+def _is_float0_zeros(a, shape):
+    return a.dtype == dg.float0 and a.shape == shape
+
+
+def test_jvp_takes_a_float0_tangent_for_an_integer_primal():
+    n = np.array([3, 4])
+    out, t = dg.jvp(lambda v, k: np.sin(v) * k, (x[:2], n),
+                    (np.ones(2), np.zeros(2, dtype=dg.float0)))
+    np.testing.assert_allclose(out, np.sin(x[:2]) * n, rtol=1e-15)
+    np.testing.assert_allclose(t, np.cos(x[:2]) * n, rtol=1e-15)
+    # a Python int primal: a 0-d float0 tangent
+    _, t = dg.jvp(lambda v, k: v * k, (x, 3), (np.ones(3), np.zeros((), dtype=dg.float0)))
+    np.testing.assert_allclose(t, 3.0)
+
+
+def test_jvp_refuses_a_numeric_tangent_for_an_integer_primal_naming_float0():
+    with pytest.raises(dg.ArgumentTypeError, match=r"argument 1 .*float0.*np\.zeros\(\(2,\)"):
+        dg.jvp(lambda v, k: v * k, (x[:2], np.array([3, 4])), (np.ones(2), np.zeros(2)))
+    with pytest.raises(dg.ArgumentTypeError, match="float0"):
+        dg.jvp(lambda v, k: v * k, (x[:2], np.array([3, 4])),
+               (np.ones(2), np.zeros(3, dtype=dg.float0)))
+
+
+def test_vjp_returns_a_float0_cotangent_for_an_integer_primal():
+    n = np.array([3, 4])
+    out, pullback = dg.vjp(lambda v, k: np.sin(v) * k, x[:2], n)
+    ct_v, ct_n = pullback(np.ones(2))
+    np.testing.assert_allclose(ct_v, np.cos(x[:2]) * n, rtol=1e-15)
+    assert _is_float0_zeros(ct_n, (2,))
+    (ct_b,) = dg.vjp(lambda b: np.where(b, 2.0, 1.0), np.array([True, False]))[1](np.ones(2))
+    assert _is_float0_zeros(ct_b, (2,))
+
+
+@pytest.mark.parametrize("jac", [dg.jacrev, dg.jacfwd])
+def test_jacobians_with_allow_int_give_float0_blocks_of_the_block_shape(jac):
+    n = np.array([3, 4])
+    (j_vv, j_vn), (j_sv, j_sn) = jac(lambda v, k: (v * k, np.sum(v ** 2)), (0, 1),
+                                     allow_int=True)(x[:2], n)
+    np.testing.assert_allclose(j_vv, np.diag(n.astype(float)), rtol=1e-15)
+    np.testing.assert_allclose(j_sv, 2 * x[:2], rtol=1e-15)
+    assert _is_float0_zeros(j_vn, (2, 2)) and _is_float0_zeros(j_sn, (2,))
+    with pytest.raises(dg.IntegerInputError, match="allow_int"):
+        jac(lambda v, k: v * k, (0, 1))(x[:2], n)
