@@ -30,6 +30,7 @@ from .api import (
     hvp,
     jit,
     jvp,
+    linear_transpose,
     linearize,
     set_cache_size,
     source,
@@ -83,7 +84,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
-    "linearize",
+    "linearize", "linear_transpose",
     "HessianOperator", "trace", "source", "jit", "nn", "tree", "tree_util", "testing", "Graph",
     "DualgpuError", "ArgumentTypeError", "InvalidArgumentError", "defprim", "custom_op",
     "REGISTRY", "stop_gradient", "config", "cache_info", "clear_cache", "set_cache_size",

@@ -179,3 +179,69 @@ def test_jacobians_with_allow_int_give_float0_blocks_of_the_block_shape(jac):
     assert _is_float0_zeros(j_vn, (2, 2)) and _is_float0_zeros(j_sn, (2,))
     with pytest.raises(dg.IntegerInputError, match="allow_int"):
         jac(lambda v, k: v * k, (0, 1))(x[:2], n)
+
+
+# ------------------------------------------------------------------------------ linear_transpose
+class ShapeDtype:  # what jax.ShapeDtypeStruct is: only shape and dtype are read
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, np.dtype(dtype)
+
+
+def test_linear_transpose_of_jaxs_example_keeps_the_primals_dtypes():
+    scalar = ShapeDtype((), np.float32)
+    f_t = dg.linear_transpose(lambda a, b: 0.5 * a - 0.5 * b, scalar, scalar)
+    a_bar, b_bar = f_t(np.float32(1.0))
+    assert a_bar.dtype == b_bar.dtype == np.float32
+    assert (float(a_bar), float(b_bar)) == (0.5, -0.5)
+
+
+def test_linear_transpose_is_the_matrix_transpose_on_pytrees():
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((4, 3)), rng.standard_normal((2, 5))
+
+    def lin(p, w):  # linear in both arguments together
+        return {"y": A @ p["u"] + np.sum(w) * np.ones(4), "z": (B @ p["v"].T).T * 2.0}
+
+    primals = ({"u": np.zeros(3), "v": np.zeros((6, 5))}, np.zeros(2))
+    ct = {"y": rng.standard_normal(4), "z": rng.standard_normal((6, 2))}
+    p_bar, w_bar = dg.linear_transpose(lin, *primals)(ct)
+    np.testing.assert_allclose(p_bar["u"], A.T @ ct["y"], rtol=1e-13)
+    np.testing.assert_allclose(p_bar["v"], 2.0 * ct["z"] @ B, rtol=1e-13)
+    np.testing.assert_allclose(w_bar, np.full(2, ct["y"].sum()), rtol=1e-13)
+    # the defining identity <lin(x), c> == <x, lin_t(c)> at a random x
+    u, v, w = rng.standard_normal(3), rng.standard_normal((6, 5)), rng.standard_normal(2)
+    out = lin({"u": u, "v": v}, w)
+    lhs = out["y"] @ ct["y"] + np.sum(out["z"] * ct["z"])
+    rhs = u @ p_bar["u"] + np.sum(v * p_bar["v"]) + w @ w_bar
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
+
+
+def test_linear_transpose_of_an_unused_argument_is_zero_and_is_cached():
+    f_t = dg.linear_transpose(lambda a, b: 3.0 * a, np.zeros(2), np.zeros(3))
+    a_bar, b_bar = f_t(np.ones(2))
+    np.testing.assert_array_equal(a_bar, [3.0, 3.0])
+    np.testing.assert_array_equal(b_bar, np.zeros(3))
+    np.testing.assert_array_equal(f_t(np.array([1.0, -1.0]))[0], [3.0, -3.0])
+
+
+@pytest.mark.parametrize("nonlinear, what", [
+    (lambda v: v * v, "not linear in argument 0"),
+    (np.sin, "not linear in argument 0"),
+    (lambda v: np.where(v > 0, v, 0.0), "not linear in argument 0"),
+    (lambda v: 2.0 * v + 1.0, "affine"),
+])
+def test_linear_transpose_refuses_a_nonlinear_function(nonlinear, what):
+    with pytest.raises(dg.InvalidArgumentError, match=what):
+        dg.linear_transpose(nonlinear, np.zeros(3))
+
+
+def test_linear_transpose_refuses_integer_primals_and_bad_cotangents():
+    with pytest.raises(dg.ArgumentTypeError, match="argument 0 has dtype int64"):
+        dg.linear_transpose(lambda v: v, np.zeros(3, dtype=np.int64))
+    with pytest.raises(dg.ShapeMismatchError, match="shape"):
+        dg.linear_transpose(lambda v: 2.0 * v, np.zeros(3))(np.ones(4))
+
+
+def test_linear_transpose_called_inside_jit():
+    f_t = dg.linear_transpose(lambda v: np.cumsum(v), np.zeros(3))
+    np.testing.assert_allclose(dg.jit(lambda c: f_t(c)[0])(np.ones(3)), [3.0, 2.0, 1.0])
