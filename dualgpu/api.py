@@ -568,10 +568,32 @@ class Transformed:
         return entry
 
     def _inline(self, sig: Signature, extras: list):
-        captured: list = []
-        graph, trees = self.build(Traced(self.fn, sig, captured), sig)
-        outs = eval_graph(graph, list(sig.inputs) + captured + list(extras))
-        return self.finish(_Inlined(graph, trees), sig, outs)
+        """Evaluate the program into the enclosing trace. Its graph is cached like a
+        compiled program (an outer function traced again does not trace this one again),
+        unless the function read values of the enclosing trace (they differ per trace)."""
+        key = ("inline", self.spec, self._fn_key, sig.key, registry_version(),
+               config.build_key())
+        fresh: list = []
+
+        def build():
+            captured: list = []
+            before = collect_guards(self.fn)
+            graph, trees = self.build(Traced(self.fn, sig, captured), sig)
+            fresh.append(captured)
+            _evict_on_death(key, self._weak + sig.weak)
+            return _Inlined(graph, trees, collect_guards(self.fn, before), not captured)
+
+        entry = _GLOBAL_CACHE.get_or_build(key, build)
+        if fresh:
+            captured = fresh[0]
+        elif entry.reusable and entry.guards_hold():
+            captured = []
+        else:
+            _GLOBAL_CACHE.discard_later(key)
+            captured = []
+            entry = _Inlined(*self.build(Traced(self.fn, sig, captured), sig))
+        outs = eval_graph(entry.graph, list(sig.inputs) + captured + list(extras))
+        return self.finish(entry, sig, outs)
 
     def graph(self, *args, **kwargs) -> Graph:
         """The program this call runs (its graph), built afresh and not compiled."""
@@ -684,11 +706,17 @@ def _evict_on_death(key, weak_parts) -> None:
 
 
 class _Inlined:
-    """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled."""
+    """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled;
+    ``reusable``: it reads no value of the trace it was built in (so it may be cached)."""
 
-    def __init__(self, graph, trees):
+    def __init__(self, graph, trees, guards: Guards = _NO_GUARDS, reusable: bool = False):
         self.graph = graph
         self.trees = trees
+        self.guards = guards
+        self.reusable = reusable
+
+    def guards_hold(self) -> bool:
+        return self.guards.hold()
 
 
 def _check_direction(sig: Signature, k: int, v, arg: int, what: str):

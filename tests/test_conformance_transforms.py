@@ -245,3 +245,36 @@ def test_linear_transpose_refuses_integer_primals_and_bad_cotangents():
 def test_linear_transpose_called_inside_jit():
     f_t = dg.linear_transpose(lambda v: np.cumsum(v), np.zeros(3))
     np.testing.assert_allclose(dg.jit(lambda c: f_t(c)[0])(np.ones(3)), [3.0, 2.0, 1.0])
+
+
+# ------------------------------------------------------------------------------ nested jit
+def test_a_jitted_function_inside_a_retraced_outer_function_is_traced_once():
+    traces = []
+
+    def body(v):
+        traces.append(1)
+        return np.sin(v) * 2.0
+
+    inner = dg.jit(body)
+    outer_grad = dg.grad(lambda v, k: k * np.sum(inner(v)))
+    for k in range(1, 5):  # a new static k: the outer function is traced again each time
+        np.testing.assert_allclose(outer_grad(x, k), 2.0 * k * np.cos(x), rtol=1e-15)
+    for k in range(1, 4):
+        np.testing.assert_allclose(dg.jit(lambda v, k: inner(v) * k)(x, k),
+                                   2.0 * k * np.sin(x), rtol=1e-15)
+    assert len(traces) == 1
+
+
+def test_an_inlined_jit_still_sees_a_changed_global_and_enclosing_values():
+    scale = {"s": 2.0}
+
+    def body(v):
+        return v * scale["s"]
+
+    inner = dg.jit(body)
+    np.testing.assert_allclose(dg.jit(lambda v: inner(v) + 0.0)(x), 2.0 * x)
+    scale["s"] = 3.0  # a value the function reads from outside its arguments
+    np.testing.assert_allclose(dg.jit(lambda v: inner(v) + 1.0)(x), 3.0 * x + 1.0)
+    # a function reading a value of the enclosing trace is rebuilt in each trace
+    np.testing.assert_allclose(dg.grad(lambda w: np.sum(dg.jit(lambda v: v * w)(x)))(x), x)
+    np.testing.assert_allclose(dg.grad(lambda w: np.sum(dg.jit(lambda v: v * w)(x)))(2 * x), x)
