@@ -29,6 +29,7 @@ from .api import (
     hvp,
     jit,
     jvp,
+    linear_transpose,
     linearize,
     set_cache_size,
     source,
@@ -40,7 +41,7 @@ from .autograd_compat import deriv, elementwise_grad, hessian_vector_product, ma
 from .core.ir import Graph
 from .core.primitives import REGISTRY, defprim
 from .curvature import hessian_diag, hessian_trace, laplacian
-from .custom import custom_op
+from .custom import custom_jvp, custom_op, custom_vjp
 from .errors import (
     ArgumentTypeError,
     AxisError,
@@ -83,9 +84,10 @@ def __getattr__(name: str):
 
 __all__ = [
     "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
-    "linearize",
+    "linearize", "linear_transpose",
     "HessianOperator", "trace", "source", "jit", "nn", "tree", "tree_util", "testing", "Graph",
     "DualgpuError", "ArgumentTypeError", "InvalidArgumentError", "defprim", "custom_op",
+    "custom_jvp", "custom_vjp",
     "REGISTRY", "stop_gradient", "config", "cache_info", "clear_cache", "set_cache_size",
     "BackendMismatchError", "CodegenSafetyError", "EscapedTracerError", "IntegerInputError",
     "NonScalarOutputError", "SeparabilityError", "ShapeMismatchError", "TracerControlFlowError",

@@ -28,6 +28,7 @@ from . import tree as T
 from .backends import array_backend
 from .cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
 from .core.dtypes import promote
+from .core.flags import Flag
 from .core.interpret import eval_graph, read
 from .core.ir import Const, Graph, Literal
 from .core.primitives import registry_version
@@ -45,7 +46,7 @@ from .executor import Executable, config, generation
 from .frontend.scipy.sparse import SparseValue
 from .guards import Guards, collect_guards
 from .namespace import rebind_function
-from .signature import Signature, _class_call, check_plain_values, quick_key
+from .signature import FLOAT0, Signature, _class_call, check_plain_values, quick_key
 from .transforms import grad_graph, hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.separability import check_separable, sum_output
 from .transforms.vmap import batch_graph
@@ -566,10 +567,32 @@ class Transformed:
         return entry
 
     def _inline(self, sig: Signature, extras: list):
-        captured: list = []
-        graph, trees = self.build(Traced(self.fn, sig, captured), sig)
-        outs = eval_graph(graph, list(sig.inputs) + captured + list(extras))
-        return self.finish(_Inlined(graph, trees), sig, outs)
+        """Evaluate the program into the enclosing trace. Its graph is cached like a
+        compiled program (an outer function traced again does not trace this one again),
+        unless the function read values of the enclosing trace (they differ per trace)."""
+        key = ("inline", self.spec, self._fn_key, sig.key, registry_version(),
+               config.build_key())
+        fresh: list = []
+
+        def build():
+            captured: list = []
+            before = collect_guards(self.fn)
+            graph, trees = self.build(Traced(self.fn, sig, captured), sig)
+            fresh.append(captured)
+            _evict_on_death(key, self._weak + sig.weak)
+            return _Inlined(graph, trees, collect_guards(self.fn, before), not captured)
+
+        entry = _GLOBAL_CACHE.get_or_build(key, build)
+        if fresh:
+            captured = fresh[0]
+        elif entry.reusable and entry.guards_hold():
+            captured = []
+        else:
+            _GLOBAL_CACHE.discard_later(key)
+            captured = []
+            entry = _Inlined(*self.build(Traced(self.fn, sig, captured), sig))
+        outs = eval_graph(entry.graph, list(sig.inputs) + captured + list(extras))
+        return self.finish(entry, sig, outs)
 
     def graph(self, *args, **kwargs) -> Graph:
         """The program this call runs (its graph), built afresh and not compiled."""
@@ -618,7 +641,8 @@ class Transformed:
         out = []
         for a in sorted(per_arg):
             leaves, tree = T.flatten(per_arg[a])
-            ks = [k for k, d in enumerate(sig.diff) if d and sig.arg_of_input[k] == a]
+            ks = [k for k, d in enumerate(sig.diff)
+                  if (d or k in sig.int_inputs) and sig.arg_of_input[k] == a]
             if tree != sig.arg_trees[a] and sig.arg_trees[a].is_leaf:
                 raise ShapeMismatchError(
                     f"{self.__name__}: the {what} for argument {a} must be an array like "
@@ -628,7 +652,10 @@ class Transformed:
                     f"{self.__name__}: the {what} for argument {a} has structure {tree}, "
                     f"but the argument has {sig.arg_trees[a]}")
             for k, v in zip(ks, leaves):
-                out.append(_check_direction(sig, k, v, a, what))
+                if k in sig.int_inputs:
+                    _check_float0_direction(sig, k, v, a, what)
+                else:
+                    out.append(_check_direction(sig, k, v, a, what))
         return out
 
 
@@ -678,11 +705,17 @@ def _evict_on_death(key, weak_parts) -> None:
 
 
 class _Inlined:
-    """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled."""
+    """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled;
+    ``reusable``: it reads no value of the trace it was built in (so it may be cached)."""
 
-    def __init__(self, graph, trees):
+    def __init__(self, graph, trees, guards: Guards = _NO_GUARDS, reusable: bool = False):
         self.graph = graph
         self.trees = trees
+        self.guards = guards
+        self.reusable = reusable
+
+    def guards_hold(self) -> bool:
+        return self.guards.hold()
 
 
 def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
@@ -713,6 +746,22 @@ def _check_direction(sig: Signature, k: int, v, arg: int, what: str):
     if v.dtype != x.dtype:
         v = v.astype(x.dtype)
     return v
+
+
+def _check_float0_direction(sig: Signature, k: int, v, arg: int, what: str) -> None:
+    """JAX's rule for an integer (or bool) input: its tangent is a ``float0`` array of its
+    shape (an integer has no perturbation to carry)."""
+    x = sig.inputs[k]
+    dtype = getattr(v, "dtype", None)
+    shape = tuple(getattr(v, "shape", np.shape(v)))
+    if dtype is None or np.dtype(dtype) != FLOAT0 or shape != tuple(x.shape):
+        got = (f"{type(v).__name__}" if dtype is None
+               else f"{np.dtype(dtype) if np.dtype(dtype) != FLOAT0 else 'float0'}{list(shape)}")
+        raise ArgumentTypeError(
+            f"the {what} for argument {arg} goes with an integer primal ({x.dtype}"
+            f"{list(x.shape)}), so it must be a float0 array of the primal's shape, as in JAX; "
+            f"got {got}. Pass np.zeros({tuple(x.shape)}, dtype=dg.float0) (or make the "
+            "primal floating point to perturb it)")
 
 
 def _normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
@@ -877,6 +926,7 @@ class _Jvp(Transformed):
     """``(f(*primals), J·tangents)``: every leaf of every primal is differentiated."""
 
     kind = "jvp"
+    allow_int = True  # an integer primal takes a float0 tangent (JAX's rule)
 
     def split(self, args):
         return args[0], args[1]
@@ -904,6 +954,7 @@ class _Vjp(Transformed):
 
     kind = "vjp"
     program_type = _VjpCompiled
+    allow_int = True  # an integer primal gets a float0 cotangent (JAX's rule)
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
@@ -1122,6 +1173,109 @@ def vjp(fn: Callable, *primals, has_aux: bool = False):
     """
     t = _Vjp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     return t.pair(t._signature(primals, {}))
+
+
+def linear_transpose(fn: Callable, *primals):
+    """JAX's ``linear_transpose``: the transpose of a linear function. ``primals`` give only
+    the shapes and dtypes of ``fn``'s arguments (arrays, pytrees of them, or any objects with
+    ``shape`` and ``dtype`` such as ``jax.ShapeDtypeStruct``); ``f_t(cotangent)``, with a
+    cotangent shaped like ``fn``'s output, returns a tuple with one cotangent per argument,
+    each with its primal's structure and dtype (the real part for a real primal).
+
+    ``fn`` is checked to be linear: its pullback must not read the point and ``fn(0)`` must be
+    ``0``; anything else (``x * x``, ``np.sin(x)``, ``x + 1``) is an
+    :class:`InvalidArgumentError` naming the argument. Integer primals are refused. The
+    transpose is one cached program (the pullback at zero), cheap to call again.
+
+    Example::
+
+        >>> f_t = dg.linear_transpose(lambda x, y: 0.5 * x - 0.5 * y, 1.0, 1.0)
+        >>> f_t(1.0)
+        (array(0.5), array(-0.5))
+        >>> A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> dg.linear_transpose(lambda v: A @ v, np.zeros(2))(np.ones(3))
+        (array([ 9., 12.]),)
+    """
+    if not callable(fn):
+        raise ArgumentTypeError(f"linear_transpose expects a function, got "
+                                f"{type(fn).__name__}")
+    zeros = tuple(T.tree_map(_zeros_like_spec, p) for p in primals)
+    for i, p in enumerate(zeros):
+        for leaf in T.leaves(p):
+            if np.dtype(leaf.dtype).kind not in "fc":
+                raise ArgumentTypeError(
+                    f"linear_transpose of {_name(fn)}: argument {i} has dtype {leaf.dtype}; "
+                    "a linear map transposes between floating-point or complex values "
+                    "(integer dtypes are not supported, as in JAX); give its primal a "
+                    "floating dtype")
+    t = _Vjp(fn, argnums=tuple(range(len(zeros))))
+    sig = t._signature(zeros, {})
+    if sig.traced or current_builder() is not None:
+        captured: list = []
+        (forward, pullback_graph), trees = t.build(Traced(fn, sig, captured), sig)
+        inputs = list(sig.inputs) + captured
+        outs = eval_graph(forward, inputs)
+        exe = None
+    else:
+        program = t.compiled(sig)
+        trees, inputs = program.trees, list(sig.inputs)
+        outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
+    _check_linear(fn, sig, pullback_graph, outs)
+    tree = trees[0]
+    pullback = _pullback(sig, tree, outs[:tree.num_leaves], inputs, pullback_graph, exe)
+
+    def transpose(cotangent):
+        return pullback(cotangent)
+
+    transpose.__name__ = f"linear_transpose_{_name(fn)}"
+    return transpose
+
+
+def _zeros_like_spec(leaf):
+    """Zeros with a primal's shape and dtype (an array, a number, or any object with
+    ``shape`` and ``dtype``), on the primal's backend."""
+    if isinstance(leaf, Tracer):
+        return np.zeros(tuple(leaf.shape), dtype=leaf.dtype)
+    b = array_backend(leaf)
+    if b is not None:
+        return b.xp.zeros(tuple(leaf.shape), dtype=leaf.dtype)
+    if isinstance(leaf, (bool, int, float, complex, np.generic)):
+        return np.zeros((), dtype=np.result_type(leaf))
+    shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+    if shape is None or dtype is None:
+        raise ArgumentTypeError(f"linear_transpose: a primal is a {type(leaf).__name__}; pass "
+                                "arrays, numbers or objects with shape and dtype (their values "
+                                "are not read)")
+    return np.zeros(tuple(shape), dtype=np.dtype(dtype))
+
+
+def _check_linear(fn, sig: Signature, pullback: Graph, outs: list) -> None:
+    """Refuse a function that is not linear: its pullback reads the point (``x * x``,
+    ``np.sin(x)``), or it is not zero at zero (``x + 1``)."""
+    n = len(sig.inputs)
+    reads = {v.id: {k} for k, v in enumerate(pullback.inputs[:n])}
+    for eqn in pullback.eqns:
+        if eqn.prim.has(Flag.IGNORES_VALUES):  # zeros shaped like an argument
+            continue
+        found = set().union(*(reads.get(getattr(a, "id", None), set()) for a in eqn.inputs))
+        if found:
+            for v in eqn.outs:
+                reads[v.id] = found
+    on_point = sorted(set().union(*(reads.get(getattr(o, "id", None), set())
+                                    for o in pullback.outputs)))
+    if on_point:
+        arg = sig.arg_of_input[on_point[0]]
+        raise InvalidArgumentError(
+            f"linear_transpose: {_name(fn)} is not linear in argument {arg}: its derivative "
+            "depends on the point (a product of two arguments, a nonlinear function such as "
+            "np.sin, or a branch on the values), so it has no transpose. Transpose its "
+            "linearization instead: dg.vjp(f, x)[1] is the transpose of the Jacobian at x")
+    for j, o in enumerate(outs):
+        if not isinstance(o, Tracer) and bool(np.any(o != 0)):
+            raise InvalidArgumentError(
+                f"linear_transpose: {_name(fn)} is affine, not linear: output {j} is not 0 "
+                "at 0 (a constant is added). Transpose the linear part, lambda *a: f(*a) - "
+                "f(*zeros), or use dg.vjp(f, x)[1]")
 
 
 def _cotangents(cotangent, tree, outs, sig: Signature) -> list:

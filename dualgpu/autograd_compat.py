@@ -129,8 +129,6 @@ FOREIGN_NAMES = {
     "holomorphic_grad": "dg.grad(f, holomorphic=True)",
     "make_ggnvp": "dg.jvp and dg.vjp (a Gauss-Newton product is J^T (H_out (J v)))",
     "multigrad_dict": "dg.grad(f, argnums=(0, 1, ...)) or a dict argument (a pytree)",
-    "custom_jvp": "dg.custom_op (docs/custom_rules.md)",
-    "custom_vjp": "dg.custom_op (docs/custom_rules.md)",
     "primitive": "dg.custom_op (docs/custom_rules.md) (autograd's @primitive with defvjp)",
     "defvjp": "dg.custom_op (docs/custom_rules.md)",
     "functional_call": "a plain function of a parameter pytree: dg.grad(loss)(params, x)",

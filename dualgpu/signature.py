@@ -243,14 +243,16 @@ class Signature:
         """Graph-input indices of the differentiated leaves (in leaf order)."""
         return [k for k, d in enumerate(self.diff) if d]
 
-    def per_argument(self, values, arg: int, repackage: bool = True):
+    def per_argument(self, values, arg: int, repackage: bool = True, int_prefix: tuple = ()):
         """Results for the differentiated leaves (in leaf order) regrouped as argument
-        ``arg``'s pytree (sparse leaves come back sparse)."""
+        ``arg``'s pytree (sparse leaves come back sparse); an integer leaf (``allow_int``)
+        gets float0 zeros of shape ``int_prefix + its shape`` (a Jacobian block's)."""
         picked = []
         it = iter(values)
         for k, d in enumerate(self.diff):
             if k in self.int_inputs and self.arg_of_input[k] == arg:
-                picked.append(np.zeros(self.avals[k].shape, dtype=FLOAT0))
+                picked.append(np.zeros(tuple(int_prefix) + tuple(self.avals[k].shape),
+                                       dtype=FLOAT0))
             if not d:
                 continue
             v = next(it)

@@ -21,6 +21,7 @@ from . import lax
 from . import tree as T
 from .api import (
     Transformed,
+    _check_bool,
     _check_call,
     _check_complex,
     _check_holomorphic,
@@ -398,28 +399,31 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
 
 class _Jacobian(Transformed):
     def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False,
-                 has_aux: bool = False):
+                 has_aux: bool = False, allow_int: bool = False):
         self.mode = mode
         self.kind = "jacfwd" if mode == "fwd" else "jacrev"
         self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
+        self.allow_int = _check_bool(allow_int, "allow_int", f"dg.{self.kind}")
         super().__init__(fn, argnums, has_aux=has_aux)
 
     def options(self) -> dict:
-        return {"holomorphic": self.holomorphic}
+        return {"holomorphic": self.holomorphic, "allow_int": self.allow_int}
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
         _check_complex(main, sig, self.__name__, self.holomorphic, self.mode)
         program = jacobian_graph(main, _flags(sig, main), self.mode)
-        return _with_aux(program, aux), (tree, aux_tree)
+        out_shapes = tuple(tuple(o.shape) for o in main.outputs)
+        return _with_aux(program, aux), (tree, aux_tree, out_shapes)
 
     def finish(self, compiled, sig, outs):
-        tree, aux_tree = compiled.trees
+        tree, aux_tree, out_shapes = compiled.trees
         k = sum(sig.diff)
         per_out = []
         for j in range(tree.num_leaves):
             values = outs[j * k:(j + 1) * k]
-            per = [sig.per_argument(values, a, repackage=False) for a in self.argnums]
+            per = [sig.per_argument(values, a, repackage=False, int_prefix=out_shapes[j])
+                   for a in self.argnums]
             per_out.append(tuple(per) if self.argnums_tuple else per[0])
         jac = T.unflatten(tree, per_out)
         if self.has_aux:
@@ -428,7 +432,7 @@ class _Jacobian(Transformed):
 
 
 def jacfwd(fn: Callable | None = None, argnums=0, has_aux: bool = False,
-           holomorphic: bool = False):
+           holomorphic: bool = False, allow_int: bool = False):
     """The Jacobian of ``fn`` by forward mode (one pass, batched over the input's size):
     best when the inputs are smaller than the outputs.
 
@@ -440,7 +444,9 @@ def jacfwd(fn: Callable | None = None, argnums=0, has_aux: bool = False,
     complex); complex inputs need ``holomorphic=True`` (and complex outputs; a
     ``TypeError`` otherwise), and the Jacobian is then the complex derivative. With
     ``has_aux=True``, ``fn`` returns ``(output, aux)`` and the result is ``(jacobian, aux)``;
-    negative ``argnums`` count from the end.
+    negative ``argnums`` count from the end. An integer argument is refused unless
+    ``allow_int=True``, which gives its blocks as ``float0`` zeros of shape
+    ``out.shape + in.shape`` (JAX's rule).
 
     Example::
 
@@ -451,14 +457,19 @@ def jacfwd(fn: Callable | None = None, argnums=0, has_aux: bool = False,
         array([[1.+2.j]])
         >>> dg.jacfwd(lambda x: (x ** 2, np.sum(x)), has_aux=True)(np.array([3.0]))
         (array([[6.]]), array(3.))
+        >>> j_x, j_n = dg.jacfwd(lambda x, n: x * n, (0, 1), allow_int=True)(
+        ...     np.ones(2), np.arange(3, 5))
+        >>> j_x, j_n.shape, j_n.dtype == dg.float0
+        (array([[3., 0.],
+               [0., 4.]]), (2, 2), True)
     """
     if fn is None:
-        return lambda f: jacfwd(f, argnums, has_aux, holomorphic)
-    return _Jacobian(fn, argnums, "fwd", holomorphic, has_aux)
+        return lambda f: jacfwd(f, argnums, has_aux, holomorphic, allow_int)
+    return _Jacobian(fn, argnums, "fwd", holomorphic, has_aux, allow_int)
 
 
 def jacrev(fn: Callable | None = None, argnums=0, has_aux: bool = False,
-           holomorphic: bool = False):
+           holomorphic: bool = False, allow_int: bool = False):
     """The Jacobian of ``fn`` by reverse mode (one pass, batched over the output's size):
     best when the outputs are smaller than the inputs. Shapes and structure as
     :func:`jacfwd`.
@@ -466,7 +477,8 @@ def jacrev(fn: Callable | None = None, argnums=0, has_aux: bool = False,
     As in JAX, complex outputs are refused unless ``holomorphic=True``; then the inputs
     must be complex too and the Jacobian is the complex derivative (of a holomorphic
     ``fn``: dualgpu does not check that it is). Real outputs of complex inputs follow
-    :func:`dualgpu.grad`'s convention. ``has_aux`` and ``argnums`` as :func:`jacfwd`.
+    :func:`dualgpu.grad`'s convention. ``has_aux``, ``argnums`` and ``allow_int`` as
+    :func:`jacfwd`.
 
     Example::
 
@@ -477,12 +489,12 @@ def jacrev(fn: Callable | None = None, argnums=0, has_aux: bool = False,
         array([[0.+2.j]])
     """
     if fn is None:
-        return lambda f: jacrev(f, argnums, has_aux, holomorphic)
-    return _Jacobian(fn, argnums, "rev", holomorphic, has_aux)
+        return lambda f: jacrev(f, argnums, has_aux, holomorphic, allow_int)
+    return _Jacobian(fn, argnums, "rev", holomorphic, has_aux, allow_int)
 
 
 def jacobian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
-             holomorphic: bool = False):
+             holomorphic: bool = False, allow_int: bool = False):
     """``jacrev`` (as in JAX). ``dg.jacfwd(dg.jacrev(f))`` is the Hessian.
 
     Example::
@@ -490,4 +502,4 @@ def jacobian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
         >>> dg.jacobian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
         array([ 3., 12.])
     """
-    return jacrev(fn, argnums, has_aux, holomorphic)
+    return jacrev(fn, argnums, has_aux, holomorphic, allow_int)

@@ -76,13 +76,18 @@ def test_argnum_and_argnums_together_are_refused():
 
 @pytest.mark.parametrize("name, spelling", [
     ("make_vjp", "dg.vjp"), ("make_jvp", "dg.jvp"), ("grad_and_aux", "has_aux=True"),
-    ("holomorphic_grad", "holomorphic=True"), ("custom_vjp", "dg.custom_op"),
+    ("holomorphic_grad", "holomorphic=True"), ("primitive", "dg.custom_op"),
     ("grad_and_value", "dg.value_and_grad"),
 ])
 def test_names_spelled_otherwise_say_how(name, spelling):
     with pytest.raises(AttributeError, match=f"'{name}'.*{spelling.replace('.', '[.]')}"):
         getattr(dg, name)
     assert not hasattr(dg, name)
+
+
+@pytest.mark.parametrize("name", ["linearize", "custom_jvp", "custom_vjp"])
+def test_names_dualgpu_now_has_are_not_foreign(name):
+    assert callable(getattr(dg, name))
 
 
 def test_unknown_names_are_a_plain_attribute_error():

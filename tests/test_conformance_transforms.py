@@ -119,3 +119,162 @@ def test_linearize_of_a_pytree_matches_central_differences():
     eps = 1e-6
     shifted = [np.tanh((x + s * eps * t["w"]) * 2.0 + 0.3 + s * eps * 0.5) for s in (1, -1)]
     np.testing.assert_allclose(f_jvp(t), (shifted[0] - shifted[1]) / (2 * eps), rtol=1e-7)
+
+
+# ------------------------------------------------------------------------------ vmap out_axes
+def test_vmap_out_axes_none_on_a_mapped_output_is_a_value_error_naming_it():
+    # JAX raises ValueError: an output that depends on the mapped input has no single value
+    shared_and_mapped = dg.vmap(lambda v, w: (np.sum(w), v * 2), in_axes=(0, None),
+                                out_axes=(None, None))
+    with pytest.raises(dg.InvalidArgumentError, match="out_axes is None for output 1") as e:
+        shared_and_mapped(np.ones((3, 2)), np.arange(2.0))
+    assert isinstance(e.value, ValueError)
+    # the shared output alone is fine
+    np.testing.assert_allclose(
+        dg.vmap(lambda v, w: np.sum(w), in_axes=(0, None), out_axes=None)(
+            np.ones((3, 2)), np.arange(2.0)), 1.0)
+
+
+# ------------------------------------------------------------------------------ float0
+def _is_float0_zeros(a, shape):
+    return a.dtype == dg.float0 and a.shape == shape
+
+
+def test_jvp_takes_a_float0_tangent_for_an_integer_primal():
+    n = np.array([3, 4])
+    out, t = dg.jvp(lambda v, k: np.sin(v) * k, (x[:2], n),
+                    (np.ones(2), np.zeros(2, dtype=dg.float0)))
+    np.testing.assert_allclose(out, np.sin(x[:2]) * n, rtol=1e-15)
+    np.testing.assert_allclose(t, np.cos(x[:2]) * n, rtol=1e-15)
+    # a Python int primal: a 0-d float0 tangent
+    _, t = dg.jvp(lambda v, k: v * k, (x, 3), (np.ones(3), np.zeros((), dtype=dg.float0)))
+    np.testing.assert_allclose(t, 3.0)
+
+
+def test_jvp_refuses_a_numeric_tangent_for_an_integer_primal_naming_float0():
+    with pytest.raises(dg.ArgumentTypeError, match=r"argument 1 .*float0.*np\.zeros\(\(2,\)"):
+        dg.jvp(lambda v, k: v * k, (x[:2], np.array([3, 4])), (np.ones(2), np.zeros(2)))
+    with pytest.raises(dg.ArgumentTypeError, match="float0"):
+        dg.jvp(lambda v, k: v * k, (x[:2], np.array([3, 4])),
+               (np.ones(2), np.zeros(3, dtype=dg.float0)))
+
+
+def test_vjp_returns_a_float0_cotangent_for_an_integer_primal():
+    n = np.array([3, 4])
+    out, pullback = dg.vjp(lambda v, k: np.sin(v) * k, x[:2], n)
+    ct_v, ct_n = pullback(np.ones(2))
+    np.testing.assert_allclose(ct_v, np.cos(x[:2]) * n, rtol=1e-15)
+    assert _is_float0_zeros(ct_n, (2,))
+    (ct_b,) = dg.vjp(lambda b: np.where(b, 2.0, 1.0), np.array([True, False]))[1](np.ones(2))
+    assert _is_float0_zeros(ct_b, (2,))
+
+
+@pytest.mark.parametrize("jac", [dg.jacrev, dg.jacfwd])
+def test_jacobians_with_allow_int_give_float0_blocks_of_the_block_shape(jac):
+    n = np.array([3, 4])
+    (j_vv, j_vn), (j_sv, j_sn) = jac(lambda v, k: (v * k, np.sum(v ** 2)), (0, 1),
+                                     allow_int=True)(x[:2], n)
+    np.testing.assert_allclose(j_vv, np.diag(n.astype(float)), rtol=1e-15)
+    np.testing.assert_allclose(j_sv, 2 * x[:2], rtol=1e-15)
+    assert _is_float0_zeros(j_vn, (2, 2)) and _is_float0_zeros(j_sn, (2,))
+    with pytest.raises(dg.IntegerInputError, match="allow_int"):
+        jac(lambda v, k: v * k, (0, 1))(x[:2], n)
+
+
+# ------------------------------------------------------------------------------ linear_transpose
+class ShapeDtype:  # what jax.ShapeDtypeStruct is: only shape and dtype are read
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, np.dtype(dtype)
+
+
+def test_linear_transpose_of_jaxs_example_keeps_the_primals_dtypes():
+    scalar = ShapeDtype((), np.float32)
+    f_t = dg.linear_transpose(lambda a, b: 0.5 * a - 0.5 * b, scalar, scalar)
+    a_bar, b_bar = f_t(np.float32(1.0))
+    assert a_bar.dtype == b_bar.dtype == np.float32
+    assert (float(a_bar), float(b_bar)) == (0.5, -0.5)
+
+
+def test_linear_transpose_is_the_matrix_transpose_on_pytrees():
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((4, 3)), rng.standard_normal((2, 5))
+
+    def lin(p, w):  # linear in both arguments together
+        return {"y": A @ p["u"] + np.sum(w) * np.ones(4), "z": (B @ p["v"].T).T * 2.0}
+
+    primals = ({"u": np.zeros(3), "v": np.zeros((6, 5))}, np.zeros(2))
+    ct = {"y": rng.standard_normal(4), "z": rng.standard_normal((6, 2))}
+    p_bar, w_bar = dg.linear_transpose(lin, *primals)(ct)
+    np.testing.assert_allclose(p_bar["u"], A.T @ ct["y"], rtol=1e-13)
+    np.testing.assert_allclose(p_bar["v"], 2.0 * ct["z"] @ B, rtol=1e-13)
+    np.testing.assert_allclose(w_bar, np.full(2, ct["y"].sum()), rtol=1e-13)
+    # the defining identity <lin(x), c> == <x, lin_t(c)> at a random x
+    u, v, w = rng.standard_normal(3), rng.standard_normal((6, 5)), rng.standard_normal(2)
+    out = lin({"u": u, "v": v}, w)
+    lhs = out["y"] @ ct["y"] + np.sum(out["z"] * ct["z"])
+    rhs = u @ p_bar["u"] + np.sum(v * p_bar["v"]) + w @ w_bar
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
+
+
+def test_linear_transpose_of_an_unused_argument_is_zero_and_is_cached():
+    f_t = dg.linear_transpose(lambda a, b: 3.0 * a, np.zeros(2), np.zeros(3))
+    a_bar, b_bar = f_t(np.ones(2))
+    np.testing.assert_array_equal(a_bar, [3.0, 3.0])
+    np.testing.assert_array_equal(b_bar, np.zeros(3))
+    np.testing.assert_array_equal(f_t(np.array([1.0, -1.0]))[0], [3.0, -3.0])
+
+
+@pytest.mark.parametrize("nonlinear, what", [
+    (lambda v: v * v, "not linear in argument 0"),
+    (np.sin, "not linear in argument 0"),
+    (lambda v: np.where(v > 0, v, 0.0), "not linear in argument 0"),
+    (lambda v: 2.0 * v + 1.0, "affine"),
+])
+def test_linear_transpose_refuses_a_nonlinear_function(nonlinear, what):
+    with pytest.raises(dg.InvalidArgumentError, match=what):
+        dg.linear_transpose(nonlinear, np.zeros(3))
+
+
+def test_linear_transpose_refuses_integer_primals_and_bad_cotangents():
+    with pytest.raises(dg.ArgumentTypeError, match="argument 0 has dtype int64"):
+        dg.linear_transpose(lambda v: v, np.zeros(3, dtype=np.int64))
+    with pytest.raises(dg.ShapeMismatchError, match="shape"):
+        dg.linear_transpose(lambda v: 2.0 * v, np.zeros(3))(np.ones(4))
+
+
+def test_linear_transpose_called_inside_jit():
+    f_t = dg.linear_transpose(lambda v: np.cumsum(v), np.zeros(3))
+    np.testing.assert_allclose(dg.jit(lambda c: f_t(c)[0])(np.ones(3)), [3.0, 2.0, 1.0])
+
+
+# ------------------------------------------------------------------------------ nested jit
+def test_a_jitted_function_inside_a_retraced_outer_function_is_traced_once():
+    traces = []
+
+    def body(v):
+        traces.append(1)
+        return np.sin(v) * 2.0
+
+    inner = dg.jit(body)
+    outer_grad = dg.grad(lambda v, k: k * np.sum(inner(v)))
+    for k in range(1, 5):  # a new static k: the outer function is traced again each time
+        np.testing.assert_allclose(outer_grad(x, k), 2.0 * k * np.cos(x), rtol=1e-15)
+    for k in range(1, 4):
+        np.testing.assert_allclose(dg.jit(lambda v, k: inner(v) * k)(x, k),
+                                   2.0 * k * np.sin(x), rtol=1e-15)
+    assert len(traces) == 1
+
+
+def test_an_inlined_jit_still_sees_a_changed_global_and_enclosing_values():
+    scale = {"s": 2.0}
+
+    def body(v):
+        return v * scale["s"]
+
+    inner = dg.jit(body)
+    np.testing.assert_allclose(dg.jit(lambda v: inner(v) + 0.0)(x), 2.0 * x)
+    scale["s"] = 3.0  # a value the function reads from outside its arguments
+    np.testing.assert_allclose(dg.jit(lambda v: inner(v) + 1.0)(x), 3.0 * x + 1.0)
+    # a function reading a value of the enclosing trace is rebuilt in each trace
+    np.testing.assert_allclose(dg.grad(lambda w: np.sum(dg.jit(lambda v: v * w)(x)))(x), x)
+    np.testing.assert_allclose(dg.grad(lambda w: np.sum(dg.jit(lambda v: v * w)(x)))(2 * x), x)

@@ -37,7 +37,7 @@ from ..core.flags import Flag
 from ..core.interpret import read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import current_builder, trace_to_graph
-from ..errors import DualgpuError
+from ..errors import DualgpuError, InvalidArgumentError
 from ..rules import _batching as batching
 from ._gc import collector_paused
 from .simplify import simplify
@@ -99,9 +99,9 @@ def batch_graph(graph: Graph, in_dims: Sequence[int | None], size: int,
             d = out_dims[k]
             if d is None:
                 if b:
-                    raise DualgpuError(
+                    raise InvalidArgumentError(
                         f"vmap: out_axes is None for output {k}, but that output depends on "
-                        "the mapped inputs (give it an int axis)")
+                        "the mapped inputs (give it an int axis, e.g. out_axes=0)")
                 results.append(x)
             else:
                 if not b:

@@ -1,0 +1,171 @@
+"""JAX's custom_jvp and custom_vjp decorators (issue 25 group 7), built on dg.custom_op: the
+behaviour JAX documents (the rule is used in place of the traced function, nondiff_argnums,
+None cotangents), composed with grad, jvp, hvp, jit, vmap and hessian. References are
+closed forms and central differences (dg.testing)."""
+from functools import partial
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+
+x = np.array([0.3, -1.2, 2.0])
+y = np.array([2.0, -1.0, 0.5])
+
+
+@dg.custom_jvp
+def sin_times(a, b):
+    return np.sin(a) * b
+
+
+@sin_times.defjvp
+def sin_times_jvp(primals, tangents):
+    (a, b), (a_dot, b_dot) = primals, tangents
+    return sin_times(a, b), np.cos(a) * a_dot * b + np.sin(a) * b_dot
+
+
+def test_custom_jvp_value_and_derivatives_to_second_order():
+    np.testing.assert_allclose(sin_times(x, y), np.sin(x) * y, rtol=1e-15)
+    ga, gb = dg.grad(lambda a, b: np.sum(sin_times(a, b)), (0, 1))(x, y)
+    np.testing.assert_allclose(ga, np.cos(x) * y, rtol=1e-14)
+    np.testing.assert_allclose(gb, np.sin(x), rtol=1e-14)
+    hv = dg.hvp(lambda a: np.sum(sin_times(a, y)))(x, np.ones(3))
+    np.testing.assert_allclose(hv, -np.sin(x) * y, rtol=1e-14)
+    dg.testing.check_grads(lambda a, b: sin_times(a, b) ** 2, (x, y), order=2)
+
+
+@dg.custom_jvp
+def log1pexp(v):
+    return np.log1p(np.exp(v))
+
+
+@log1pexp.defjvp
+def log1pexp_jvp(primals, tangents):
+    (v,), (v_dot,) = primals, tangents
+    return log1pexp(v), v_dot * (1.0 - 1.0 / (1.0 + np.exp(v)))
+
+
+def test_custom_jvp_rule_replaces_the_traced_derivative():
+    # JAX's example: the traced derivative exp(v) / (1 + exp(v)) is nan at 800 (inf / inf)
+    v = np.array([0.0, 800.0])
+    with np.errstate(over="ignore"):
+        g = dg.grad(lambda v: np.sum(log1pexp(v)))(v)
+        _, t = dg.jvp(log1pexp, (v,), (np.ones(2),))
+    np.testing.assert_allclose(g, [0.5, 1.0], rtol=1e-15)
+    np.testing.assert_allclose(t, [0.5, 1.0], rtol=1e-15)
+
+    @dg.custom_jvp
+    def doubled_slope(v):
+        return np.sin(v)
+
+    doubled_slope.defjvp(lambda p, t: (doubled_slope(p[0]), 2.0 * t[0]))
+    np.testing.assert_array_equal(dg.grad(lambda v: np.sum(doubled_slope(v)))(x), 2.0)
+
+
+def test_custom_jvp_nondiff_argnums_come_first_in_the_rule():
+    @partial(dg.custom_jvp, nondiff_argnums=(0,))
+    def power(n, v):
+        return v ** n
+
+    @power.defjvp
+    def power_jvp(n, primals, tangents):
+        (v,), (v_dot,) = primals, tangents
+        return power(n, v), n * v ** (n - 1) * v_dot
+
+    for n in (2, 3):
+        np.testing.assert_allclose(dg.grad(lambda v, n=n: np.sum(power(n, v)))(x),
+                                   n * x ** (n - 1), rtol=1e-14)
+    dg.testing.check_grads(lambda v: power(3, v), (x,), order=2)
+
+
+# ------------------------------------------------------------------------------ custom_vjp
+@dg.custom_vjp
+def scaled_tanh(v, p):
+    return np.tanh(v) * p["a"]
+
+
+def scaled_tanh_fwd(v, p):
+    t = np.tanh(v)
+    return t * p["a"], (t, p["a"])
+
+
+def scaled_tanh_bwd(res, g):
+    t, a = res
+    return (1.0 - t ** 2) * a * g, {"a": t * g}
+
+
+scaled_tanh.defvjp(scaled_tanh_fwd, scaled_tanh_bwd)
+params = {"a": np.array([1.5, 2.0, -0.5])}
+
+
+def test_custom_vjp_pytree_arguments_and_second_order():
+    np.testing.assert_allclose(scaled_tanh(x, params), np.tanh(x) * params["a"], rtol=1e-15)
+    gv, gp = dg.grad(lambda v, p: np.sum(scaled_tanh(v, p)), (0, 1))(x, params)
+    np.testing.assert_allclose(gv, (1 - np.tanh(x) ** 2) * params["a"], rtol=1e-14)
+    np.testing.assert_allclose(gp["a"], np.tanh(x), rtol=1e-14)
+    # forward mode and hvp differentiate through fwd and bwd (JAX refuses forward mode)
+    dg.testing.check_grads(lambda v, p: scaled_tanh(v, p) ** 2, (x, params), order=2)
+
+
+def test_custom_vjp_bwd_replaces_the_gradient_and_none_is_zero():
+    @partial(dg.custom_vjp, nondiff_argnums=(0, 1))
+    def clip_gradient(lo, hi, v):
+        return v
+
+    clip_gradient.defvjp(lambda lo, hi, v: (v, None),
+                         lambda lo, hi, res, g: (np.clip(g, lo, hi),))
+    g = dg.grad(lambda v: np.sum(3.0 * clip_gradient(-1.0, 1.0, v)))(x)
+    np.testing.assert_array_equal(g, [1.0, 1.0, 1.0])
+
+    @dg.custom_vjp
+    def first_only(a, b):
+        return a * b
+
+    first_only.defvjp(lambda a, b: (a * b, b), lambda b, g: (g * b, None))
+    ga, gb = dg.grad(lambda a, b: np.sum(first_only(a, b)), (0, 1))(x, y)
+    np.testing.assert_allclose(ga, y, rtol=1e-15)
+    np.testing.assert_array_equal(gb, np.zeros(3))
+
+
+def test_custom_rules_compose_with_jit_vmap_and_hessian():
+    f = dg.jit(lambda v: sin_times(v, y) + scaled_tanh(v, params))
+    np.testing.assert_allclose(f(x), np.sin(x) * y + np.tanh(x) * params["a"], rtol=1e-15)
+    rows = dg.vmap(lambda v: sin_times(v, y))(np.stack([x, 2 * x]))
+    np.testing.assert_allclose(rows, np.sin(np.stack([x, 2 * x])) * y, rtol=1e-15)
+    H = dg.hessian(lambda v: np.sum(sin_times(v, y)))(x)
+    np.testing.assert_allclose(H, np.diag(-np.sin(x) * y), rtol=1e-14, atol=1e-15)
+
+
+# ------------------------------------------------------------------------------ mistakes
+def test_custom_functions_without_rules_or_with_bad_rules_say_what_to_do():
+    @dg.custom_jvp
+    def no_rule(v):
+        return v
+
+    with pytest.raises(dg.DualgpuError, match=r"no JVP rule yet.*@no_rule\.defjvp"):
+        no_rule(x)
+
+    @dg.custom_vjp
+    def bad_bwd(a, b):
+        return a * b
+
+    bad_bwd.defvjp(lambda a, b: (a * b, (a, b)), lambda res, g: (g,))
+    with pytest.raises(dg.DualgpuError, match="tuple of 2 cotangent"):
+        dg.grad(lambda a: np.sum(bad_bwd(a, y)))(x)
+
+    @partial(dg.custom_vjp, nondiff_argnums=(1,))
+    def static_array(a, b):
+        return a * b
+
+    static_array.defvjp(lambda a, b: (a * b, None), lambda b, res, g: (g * b,))
+    with pytest.raises(dg.DualgpuError, match="argument 1 is in nondiff_argnums but is an "
+                                              "array"):
+        static_array(x, y)
+
+    @dg.custom_jvp
+    def pair(v):
+        return v, v
+
+    pair.defjvp(lambda p, t: (pair(*p), t))
+    with pytest.raises(dg.DualgpuError, match="return one array"):
+        dg.jit(pair)(x)
