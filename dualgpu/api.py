@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import dask_arrays, lax
-from . import tree as T
+from . import tree as pytree
 from .backends import array_backend
 from .cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
 from .core.dtypes import promote
@@ -105,7 +105,7 @@ class _FlatCall:
             values[k] = SparseValue(values[k], p)
         args, kwargs = self.sig.rebuild(values)
         out = rebind_function(self.fn)(*args, **kwargs)
-        leaves, self.out_tree = T.flatten(out)
+        leaves, self.out_tree = pytree.flatten(out)
         return leaves
 
 
@@ -619,7 +619,7 @@ class Transformed:
             diff = sig.diff_inputs()
             check_separable(main, diff, self.batch_axes, what=self.kind)
             main = sum_output(main)
-            tree = T.LEAF
+            tree = pytree.LEAF
         return main, aux, tree, aux_tree
 
     def _per_argnum(self, sig: Signature, values, repackage=True):
@@ -640,7 +640,7 @@ class Transformed:
             per_arg = {self.argnums[0]: vs}
         out = []
         for a in sorted(per_arg):
-            leaves, tree = T.flatten(per_arg[a])
+            leaves, tree = pytree.flatten(per_arg[a])
             ks = [k for k, d in enumerate(sig.diff)
                   if (d or k in sig.int_inputs) and sig.arg_of_input[k] == a]
             if tree != sig.arg_trees[a] and sig.arg_trees[a].is_leaf:
@@ -812,7 +812,7 @@ class _Grad(Transformed):
         value, grads, aux = outs[0], outs[1:1 + n], outs[1 + n:]
         g = self._per_argnum(sig, grads)
         if self.has_aux:
-            aux = T.unflatten(compiled.trees, aux)
+            aux = pytree.unflatten(compiled.trees, aux)
             return ((value, aux), g) if self.returns_value else (g, aux)
         return (value, g) if self.returns_value else g
 
@@ -877,7 +877,7 @@ class _Hvp(Transformed):
         hvps, aux = outs[:n], outs[n:]
         result = self.pick(sig, value, grads, hvps)
         if self.has_aux:
-            result = result + (T.unflatten(compiled.trees, aux),)
+            result = result + (pytree.unflatten(compiled.trees, aux),)
         return result[0] if len(result) == 1 else result
 
 
@@ -919,7 +919,7 @@ class _Jit(Transformed):
         return simplify(traced.graph), traced.out_tree
 
     def finish(self, compiled, sig, outs):
-        return T.unflatten(compiled.trees, outs)
+        return pytree.unflatten(compiled.trees, outs)
 
 
 class _Jvp(Transformed):
@@ -941,10 +941,10 @@ class _Jvp(Transformed):
     def finish(self, compiled, sig, outs):
         tree, aux_tree = compiled.trees
         n = tree.num_leaves
-        out = T.unflatten(tree, outs[:n])
-        tangent = T.unflatten(tree, outs[n:2 * n])
+        out = pytree.unflatten(tree, outs[:n])
+        tangent = pytree.unflatten(tree, outs[n:2 * n])
         if self.has_aux:
-            return out, tangent, T.unflatten(aux_tree, outs[2 * n:])
+            return out, tangent, pytree.unflatten(aux_tree, outs[2 * n:])
         return out, tangent
 
 
@@ -984,9 +984,9 @@ class _Vjp(Transformed):
         tree, aux_tree = trees
         outs = fwd[:tree.num_leaves]
         pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe)
-        out = T.unflatten(tree, outs)
+        out = pytree.unflatten(tree, outs)
         if self.has_aux:
-            return out, pullback, T.unflatten(aux_tree, fwd[tree.num_leaves:])
+            return out, pullback, pytree.unflatten(aux_tree, fwd[tree.num_leaves:])
         return out, pullback
 
 
@@ -1199,9 +1199,9 @@ def linear_transpose(fn: Callable, *primals):
     if not callable(fn):
         raise ArgumentTypeError(f"linear_transpose expects a function, got "
                                 f"{type(fn).__name__}")
-    zeros = tuple(T.tree_map(_zeros_like_spec, p) for p in primals)
+    zeros = tuple(pytree.tree_map(_zeros_like_spec, p) for p in primals)
     for i, p in enumerate(zeros):
-        for leaf in T.leaves(p):
+        for leaf in pytree.leaves(p):
             if np.dtype(leaf.dtype).kind not in "fc":
                 raise ArgumentTypeError(
                     f"linear_transpose of {_name(fn)}: argument {i} has dtype {leaf.dtype}; "
@@ -1279,7 +1279,7 @@ def _check_linear(fn, sig: Signature, pullback: Graph, outs: list) -> None:
 
 
 def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
-    leaves, ct_tree = T.flatten(cotangent)
+    leaves, ct_tree = pytree.flatten(cotangent)
     if ct_tree != tree:
         raise ShapeMismatchError(f"the cotangent has structure {ct_tree}, but the output has "
                                  f"{tree}")
@@ -1319,7 +1319,7 @@ class _Hessian(Transformed):
         for a in self.argnums:
             x = args[a] if -len(args) <= a < len(args) else None
             if isinstance(x, (list, tuple)) and x and all(
-                    isinstance(leaf, (int, float)) for leaf in T.leaves(x)):
+                    isinstance(leaf, (int, float)) for leaf in pytree.leaves(x)):
                 raise ArgumentTypeError(
                     f"{self.__name__}: argument {a} is a {type(x).__name__} of numbers; pass "
                     "np.asarray(x) for the Hessian in an array (a pytree of arrays is "
@@ -1340,7 +1340,7 @@ class _Hessian(Transformed):
                 for i in range(k)]  # rows[i]: the blocks of leaf i against every leaf
         hess = self._per_argnum(sig, rows, repackage=False)
         if self.has_aux:
-            return hess, T.unflatten(compiled.trees, outs[k * k:])
+            return hess, pytree.unflatten(compiled.trees, outs[k * k:])
         return hess
 
 

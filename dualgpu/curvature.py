@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import api
-from . import tree as T
+from . import tree as pytree
 from .api import Transformed, _flags, hvp
 from .backends import array_backend
 from .core.trace import Tracer
@@ -114,7 +114,7 @@ class _Laplacian(_Curvature):
         return {"chunk_size": self.chunk_size, "memory_budget": self.memory_budget}
 
     def finish(self, compiled, sig, outs):
-        return T.unflatten(compiled.trees, outs)
+        return pytree.unflatten(compiled.trees, outs)
 
 
 class _ExactTrace(_Laplacian):
@@ -136,7 +136,7 @@ class _HessianDiag(_Curvature):
             values = outs[j * k:(j + 1) * k]
             per = [sig.per_argument(values, a, repackage=False) for a in self.argnums]
             per_out.append(tuple(per) if self.argnums_tuple else per[0])
-        return T.unflatten(tree, per_out)
+        return pytree.unflatten(tree, per_out)
 
 
 def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
@@ -338,12 +338,12 @@ class _Estimator:
         if self.argnums >= len(args):
             raise ArgumentTypeError(f"{self.__name__}: argnums names argument {self.argnums}, but "
                                     f"only {len(args)} given")
-        if any(isinstance(leaf, Tracer) for leaf in T.leaves((args, kwargs))):
+        if any(isinstance(leaf, Tracer) for leaf in pytree.leaves((args, kwargs))):
             raise ArgumentTypeError(f"{self.__name__}: the estimators draw random directions and "
                                     "run on concrete arrays; they cannot be traced (use "
                                     "method='exact' inside a transformed function)")
         x = args[self.argnums]
-        leaves, tree = T.flatten(x)
+        leaves, tree = pytree.flatten(x)
         xp = _xp_of(leaves, self.what)
         n = sum(int(np.prod(np.shape(leaf), dtype=np.int64)) for leaf in leaves)
         dtype = np.result_type(*[leaf.dtype for leaf in leaves])
@@ -355,7 +355,7 @@ class _Estimator:
             V = _rademacher(rng, self.num_samples, n, dtype)
             HV = products(V)
             est = xp.mean(xp.asarray(V) * HV, axis=0)
-            return T.unflatten(tree, _split(est, leaves, xp, ()))
+            return pytree.unflatten(tree, _split(est, leaves, xp, ()))
         if self.method == "hutchinson":
             V = _rademacher(rng, self.num_samples, n, dtype)
             return xp.mean(xp.sum(xp.asarray(V) * products(V), axis=1))
@@ -369,9 +369,9 @@ class _Estimator:
         if self.chunk_size is not None:
             return self.chunk_size
         kwargs = kwargs or {}
-        key = (T.structure((args, kwargs)),) + tuple(
+        key = (pytree.structure((args, kwargs)),) + tuple(
             (tuple(np.shape(a)), str(getattr(a, "dtype", type(a))))
-            for a in T.leaves((args, kwargs)))
+            for a in pytree.leaves((args, kwargs)))
         cost = self._per_sample.get(key)
         if cost is None:
             two, four = (self._held(args, leaves, tree, xp, k, kwargs) for k in (2, 4))
@@ -381,7 +381,7 @@ class _Estimator:
         return max(1, (self.memory_budget - fixed) // per)
 
     def _held(self, args, leaves, tree, xp, k: int, kwargs=None) -> int:
-        V = T.unflatten(tree, [xp.zeros((k,) + tuple(np.shape(leaf)), leaf.dtype)
+        V = pytree.unflatten(tree, [xp.zeros((k,) + tuple(np.shape(leaf)), leaf.dtype)
                                for leaf in leaves])
         g = api.trace(_vmapped_hvp(self, len(args)), *args, V, kwargs or {})
         return memory_profile(plan_graph(g, recompute=config["recompute"]))["peak"]
@@ -429,10 +429,10 @@ class _Products:
         out = []
         for lo in range(0, V.shape[0], self.chunk):
             block = V[lo:lo + self.chunk]
-            v = T.unflatten(self.tree, _split(block, self.leaves, xp, (block.shape[0],)))
+            v = pytree.unflatten(self.tree, _split(block, self.leaves, xp, (block.shape[0],)))
             hv = self.prog(*self.args, v, self.kwargs)
             out.append(xp.concatenate([xp.reshape(h, (block.shape[0], -1))
-                                       for h in T.leaves(hv)], axis=1))
+                                       for h in pytree.leaves(hv)], axis=1))
         return xp.concatenate(out, axis=0)
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from . import api, lax
-from . import tree as T
+from . import tree as pytree
 from .backends import namespace_of
 from .cache import IdentityKey, LRUCache, register_clear_hook
 from .core.axes import broadcast_shapes
@@ -671,7 +671,7 @@ class _CustomFunction:
                     "values (functions, numbers, strings). Pass arrays as ordinary "
                     "arguments (stop their derivative with dg.stop_gradient)")
         diff_args = tuple(a for i, a in enumerate(args) if i not in nums)
-        leaves, tree = T.flatten(diff_args)
+        leaves, tree = pytree.flatten(diff_args)
         key = (nums, tuple(static_key(a, []) for a in nondiff), tree)
         op = self._ops.get(key)
         if op is None:
@@ -711,7 +711,7 @@ class _Merge:
         self.nums, self.nondiff, self.tree = nums, nondiff, tree
 
     def diff_args(self, leaves) -> tuple:
-        return T.unflatten(self.tree, list(leaves))
+        return pytree.unflatten(self.tree, list(leaves))
 
     def args(self, leaves) -> tuple:
         diff = iter(self.diff_args(leaves))
@@ -792,11 +792,11 @@ class _VjpRule:
                 f"a tuple of {len(diff_args)} cotangent(s), one per differentiable argument")
         out: list = []
         for i, (ct, arg) in enumerate(zip(cts, diff_args)):
-            arg_leaves, arg_tree = T.flatten(arg)
+            arg_leaves, arg_tree = pytree.flatten(arg)
             if ct is None:
                 out += [zeros_like(a) if _float(a) else None for a in arg_leaves]
                 continue
-            ct_leaves, ct_tree = T.flatten(ct)
+            ct_leaves, ct_tree = pytree.flatten(ct)
             if ct_tree != arg_tree:
                 raise ShapeMismatchError(
                     f"the bwd rule of custom_vjp function {name} returned a cotangent of "

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import tree as T
+from . import tree as pytree
 from ._version import __version__
 from .api import Transformed, jit
 from .backends import array_backend
@@ -51,7 +51,7 @@ from .backends.base import Backend
 from .backends.cupy import CupyBackend
 from .codegen.cupy_python import kernel_global, plan_program
 from .codegen.python import emit_equation, generate_python
-from .core import encode as E
+from .core import encode
 from .core.primitives import REGISTRY
 from .core.trace import Tracer
 from .errors import DualgpuError
@@ -189,7 +189,7 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
     outs = compiled.exe(*passed)
     result = t.finish(compiled, sig, outs)
     input_leaves = _input_positions(args, kwargs, fargs, sig, extras)
-    out_leaves, out_tree = T.flatten(result)
+    out_leaves, out_tree = pytree.flatten(result)
     order = [_index_of(o, outs, "a result") for o in out_leaves]
     what = f"{t.kind} of {_python_name(getattr(t.fn, '__name__', 'f'))}"
     checks = _static_checks(args, kwargs, input_leaves)
@@ -315,7 +315,7 @@ def _fresh(tree):
             return x.copy()
         return x
 
-    return T.tree_map(fresh, tree)
+    return pytree.tree_map(fresh, tree)
 
 
 def _index_of(obj, items, what: str) -> int:
@@ -328,9 +328,9 @@ def _index_of(obj, items, what: str) -> int:
 
 def _input_positions(args, kwargs, fargs, sig, extras) -> list:
     """For each program input, the index of its leaf in ``_leaves((args, kwargs))``."""
-    all_leaves = T.leaves((args, kwargs))
-    n_f = len(T.leaves(tuple(fargs)))
-    n_args = len(T.leaves(tuple(args)))
+    all_leaves = pytree.leaves((args, kwargs))
+    n_f = len(pytree.leaves(tuple(fargs)))
+    n_args = len(pytree.leaves(tuple(args)))
     positions = []
     for j in sig.input_pos:  # leaves of (fargs, kwargs): kwargs follow the extra arguments
         positions.append(j if j < n_f else j + (n_args - n_f))
@@ -343,11 +343,11 @@ def _static_checks(args, kwargs, input_leaves) -> list[tuple[int, str]]:
     """(leaf index, literal) of the static leaves whose value the program depends on."""
     checks = []
     used = set(input_leaves)
-    for k, leaf in enumerate(T.leaves((args, kwargs))):
+    for k, leaf in enumerate(pytree.leaves((args, kwargs))):
         if k in used or isinstance(leaf, np.ndarray):
             continue
         try:
-            checks.append((k, E.py_literal(leaf, "a static argument")))
+            checks.append((k, encode.py_literal(leaf, "a static argument")))
         except DualgpuError:
             continue  # an object known by identity: nothing to compare in the module
     return checks
@@ -362,7 +362,7 @@ def _spec(tree) -> str:
     kids = ", ".join(_spec(c) for c in tree.children)
     kids = f"[{kids}]"
     if tree.kind == "dict":
-        keys = ", ".join(E.py_literal(k, "a dict key") for k in tree.meta)
+        keys = ", ".join(encode.py_literal(k, "a dict key") for k in tree.meta)
         return f"('dict', [{keys}], {kids})"
     if tree.kind in ("tuple", "list"):
         return f"({tree.kind!r}, {kids})"
@@ -452,10 +452,10 @@ def _glue(what, fname, passed, input_leaves, order, out_tree, checks, where) -> 
     return [
         "",
         f"_N_LEAVES = {len(where)}",
-        f"_WHERE = {E.py_literal(tuple(where), 'the argument names')}",
+        f"_WHERE = {encode.py_literal(tuple(where), 'the argument names')}",
         f"_INPUTS = {tuple(input_leaves)!r}",
         f"_DTYPES = {tuple(dtypes)!r}",
-        f"_SHAPES = {E.py_literal(shapes, 'the input shapes')}",
+        f"_SHAPES = {encode.py_literal(shapes, 'the input shapes')}",
         f"_ORDER = {tuple(order)!r}",
         f"_OUT = {_spec(out_tree)}",
         f"_STATIC = {{{', '.join(f'{k}: {lit}' for k, lit in checks)}}}",
@@ -491,7 +491,7 @@ def _argument_names(fn, args, kwargs) -> list[str]:
     for i, a in enumerate(args):
         label = f"argument {i}" + (f" ({params[i]})" if i < len(params) else "")
         _leaf_names(a, label, names)
-    for key in T._dict_keys(kwargs):
+    for key in pytree._dict_keys(kwargs):
         _leaf_names(kwargs[key], f"keyword argument {_key_text(key)}", names)
     return names
 
@@ -508,7 +508,7 @@ def _leaf_names(tree, label: str, out: list) -> None:
             for i, child in enumerate(t.children):
                 walk(child, f"{path}[{i}]")
 
-    walk(T.structure(tree), "")
+    walk(pytree.structure(tree), "")
 
 
 def _key_text(key) -> str:
@@ -581,9 +581,9 @@ def _kernel_lines(kernels: dict) -> list[str]:
     if not kernels:
         return []
     lines = ["", "# The generated CUDA kernels (dg.source shows the same text), compiled once.",
-             "_CUDA = " + E.py_text_block("\n".join(kernels.values()), "the CUDA source"),
+             "_CUDA = " + encode.py_text_block("\n".join(kernels.values()), "the CUDA source"),
              "_kernels = cupy.RawModule(code=_CUDA)"]
     for kname in kernels:
         lines.append(f"{kernel_global(kname)} = _kernels.get_function("
-                     f"{E.py_literal(kname, 'a kernel name')})")
+                     f"{encode.py_literal(kname, 'a kernel name')})")
     return lines

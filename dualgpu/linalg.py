@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import lax
-from . import tree as T
+from . import tree as pytree
 from .api import (
     Transformed,
     _check_call,
@@ -173,7 +173,7 @@ class HessianOperator:
     def __init__(self, f: Callable, x, *args, argnums: int = 0):
         what = "HessianOperator"
         _check_fn(f, what)
-        if any(isinstance(a, Tracer) for a in T.leaves((x, args))):
+        if any(isinstance(a, Tracer) for a in pytree.leaves((x, args))):
             raise ArgumentTypeError(
                 "HessianOperator: x or an argument is a traced value; the operator (a SciPy "
                 "LinearOperator at a fixed point) is built on concrete arrays. Inside jit, "
@@ -183,11 +183,11 @@ class HessianOperator:
             raise ArgumentTypeError(f"{what}: argnums={self.argnums} but f gets only "
                                     f"{len(args) + 1} argument(s) (x and {len(args)} more)")
         self.unravel = None
-        tree = T.structure(x)
+        tree = pytree.structure(x)
         if not tree.is_leaf and tree.num_leaves and not _numbers_only(x):  # a pytree: the
             # operator acts on its raveled vector (a list of numbers is refused below)
             _check_pytree_point(x, what)
-            x, self.unravel = T.ravel(x)
+            x, self.unravel = pytree.ravel(x)
             f = _OnRaveled(f, self.unravel, self.argnums)
         x = _as_point(x, what)
         self.f = f
@@ -373,11 +373,11 @@ class HessianOperator:
 def _numbers_only(x) -> bool:
     """A list or tuple of Python numbers: meant as an array (``np.asarray(x)``)."""
     return isinstance(x, (list, tuple)) and all(
-        isinstance(leaf, (int, float, complex)) for leaf in T.leaves(x))
+        isinstance(leaf, (int, float, complex)) for leaf in pytree.leaves(x))
 
 
 def _check_pytree_point(x, what: str) -> None:
-    for leaf in T.leaves(x):
+    for leaf in pytree.leaves(x):
         if isinstance(leaf, (bool, np.bool_)) or np.dtype(getattr(
                 leaf, "dtype", np.result_type(leaf))).kind not in "fc":
             raise IntegerInputError(f"{what}: a leaf of x is {leaf!r:.40}; the leaves of a "

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import tree as T
+from . import tree as pytree
 from .backends import array_backend, backend_for_xp, backend_of
 from .cache import WeakIdentityKey, identity_key
 from .core.ir import Aval
@@ -103,15 +103,15 @@ class Signature:
         owner: list = []  # per leaf: its argument's position (-1 for keyword arguments)
         for i, a in enumerate(args):
             n0 = len(leaves)
-            arg_trees.append(T._flatten(a, leaves, None))
+            arg_trees.append(pytree._flatten(a, leaves, None))
             owner.extend([i] * (len(leaves) - n0))
         kw_tree = None
         static_leaf: list = [i in static[0] for i in owner]
         if kwargs:
-            kw_tree = T._flatten(kwargs, leaves, None)
+            kw_tree = pytree._flatten(kwargs, leaves, None)
             owner.extend([-1] * kw_tree.num_leaves)
-            for name in T._dict_keys(kwargs):
-                static_leaf += [name in static[1]] * len(T.leaves(kwargs[name]))
+            for name in pytree._dict_keys(kwargs):
+                static_leaf += [name in static[1]] * len(pytree.leaves(kwargs[name]))
         self.arg_trees = tuple(arg_trees)
         for i in argnums:
             if arg_trees[i].num_leaves == 0:
@@ -226,8 +226,8 @@ class Signature:
         for j, v in zip(self.input_pos, values):
             leaves[j] = v
         it = iter(leaves)
-        args = tuple(T._build(t, it) for t in self.arg_trees)
-        kwargs = T._build(self.kw_tree, it) if self.kw_tree is not None else {}
+        args = tuple(pytree._build(t, it) for t in self.arg_trees)
+        kwargs = pytree._build(self.kw_tree, it) if self.kw_tree is not None else {}
         return args, kwargs
 
     def arg_of_leaf(self, j: int):
@@ -260,7 +260,7 @@ class Signature:
                 if repackage and self.sparse:
                     v = self.sparse.repackage(k, v)
                 picked.append(v)
-        return T.unflatten(self.arg_trees[arg], picked)
+        return pytree.unflatten(self.arg_trees[arg], picked)
 
     def input_names(self, fn) -> list[str] | None:
         """Readable graph-input names from ``fn``'s parameter names, when they exist."""
@@ -273,7 +273,7 @@ class Signature:
         if any(i >= len(params) or i < 0 for i in self.arg_of_input):
             return None
         starts = np.cumsum([0] + [t.num_leaves for t in self.arg_trees])
-        paths = [T.leaf_paths(t) for t in self.arg_trees]  # p['W1'], x[0], s.a
+        paths = [pytree.leaf_paths(t) for t in self.arg_trees]  # p['W1'], x[0], s.a
         names = [function_name(params[i]) + paths[i][j - starts[i]]
                  for i, j in zip(self.arg_of_input, self.input_pos)]
         return names if len(set(names)) == len(names) else None
@@ -283,8 +283,8 @@ def _static_name(i: int, kwargs: dict, kw_leaf: int) -> str:
     """The static argument a leaf belongs to: ``argument i`` or ``keyword argument k``."""
     if i >= 0:
         return f"argument {i}"
-    for name in T._dict_keys(kwargs):
-        kw_leaf -= len(T.leaves(kwargs[name]))
+    for name in pytree._dict_keys(kwargs):
+        kw_leaf -= len(pytree.leaves(kwargs[name]))
         if kw_leaf < 0:
             return f"keyword argument {name!r}"
     return "a keyword argument"

@@ -26,18 +26,18 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import tree as T
+from . import tree as pytree
 from .errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["PyTreeDef", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
            "tree_map", "register_pytree_node", "register_pytree_node_class",
            "register_dataclass", "keystr_of_leaves"]
 
-PyTreeDef = T.TreeDef
+PyTreeDef = pytree.TreeDef
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
-                 ) -> tuple[list, T.TreeDef]:
+                 ) -> tuple[list, pytree.TreeDef]:
     """``(leaves, treedef)``: the leaves of ``tree``, left to right, and its structure.
 
     Example::
@@ -48,16 +48,16 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
         >>> dg.tree_util.tree_unflatten(treedef, [20.0, 10.0])
         {'a': (20.0, None), 'b': 10.0}
     """
-    return T.flatten(tree, is_leaf)
+    return pytree.flatten(tree, is_leaf)
 
 
-def tree_unflatten(treedef: T.TreeDef, leaves: Iterable) -> Any:
+def tree_unflatten(treedef: pytree.TreeDef, leaves: Iterable) -> Any:
     """The tree of structure ``treedef`` holding ``leaves`` (a ``ValueError`` when their
     number is not the structure's)."""
-    if not isinstance(treedef, T.TreeDef):
+    if not isinstance(treedef, pytree.TreeDef):
         raise ArgumentTypeError(f"tree_unflatten: treedef must come from tree_flatten or "
                                 f"tree_structure, got {type(treedef).__name__}")
-    return T.unflatten(treedef, list(leaves))
+    return pytree.unflatten(treedef, list(leaves))
 
 
 def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
@@ -68,10 +68,10 @@ def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list
         >>> dg.tree_util.tree_leaves([1.0, {"x": 2.0, "y": None}])
         [1.0, 2.0]
     """
-    return T.flatten(tree, is_leaf)[0]
+    return pytree.flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> T.TreeDef:
+def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> pytree.TreeDef:
     """The structure of ``tree`` (hashable, comparable; ``num_leaves`` counts its leaves).
 
     Example::
@@ -79,7 +79,7 @@ def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> T
         >>> dg.tree_util.tree_structure((1.0, [2.0, 3.0])).num_leaves
         3
     """
-    return T.flatten(tree, is_leaf)[1]
+    return pytree.flatten(tree, is_leaf)[1]
 
 
 def tree_map(f: Callable, tree: Any, *rest: Any,
@@ -94,7 +94,7 @@ def tree_map(f: Callable, tree: Any, *rest: Any,
         >>> dg.tree_util.tree_map(len, [(1, 2), (3,)], is_leaf=lambda x: isinstance(x, tuple))
         [2, 1]
     """
-    return T.tree_map(f, tree, *rest, is_leaf=is_leaf)
+    return pytree.tree_map(f, tree, *rest, is_leaf=is_leaf)
 
 
 def keystr_of_leaves(tree: Any) -> list[str]:
@@ -106,7 +106,7 @@ def keystr_of_leaves(tree: Any) -> list[str]:
         >>> dg.tree_util.keystr_of_leaves({"W": [1.0, 2.0], "b": 3.0})
         ["['W'][0]", "['W'][1]", "['b']"]
     """
-    return T.leaf_paths(T.structure(tree))
+    return pytree.leaf_paths(pytree.structure(tree))
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable
@@ -126,7 +126,7 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
         >>> float(g.x), float(g.y)
         (3.0, 2.0)
     """
-    T.register_node(nodetype, flatten_func, unflatten_func)
+    pytree.register_node(nodetype, flatten_func, unflatten_func)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -153,7 +153,7 @@ def register_pytree_node_class(cls: type) -> type:
             raise ArgumentTypeError(f"register_pytree_node_class: {cls.__qualname__} has no "
                                     f"method {name}; define tree_flatten(self) -> (children, "
                                     "aux) and the classmethod tree_unflatten(aux, children)")
-    T.register_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    pytree.register_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
     return cls
 
 
@@ -210,7 +210,7 @@ def register_dataclass(nodetype: type | None = None, data_fields: Iterable[str] 
     def unflatten(aux, children):
         return nodetype(**dict(zip(data, children)), **dict(zip(meta, aux)))
 
-    T.register_node(nodetype, flatten, unflatten, lambda aux, i: f".{data[i]}")
+    pytree.register_node(nodetype, flatten, unflatten, lambda aux, i: f".{data[i]}")
     return nodetype
 
 

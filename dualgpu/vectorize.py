@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import lax
-from . import tree as T
+from . import tree as pytree
 from .api import (
     Transformed,
     _check_bool,
@@ -55,7 +55,7 @@ def _check_axes_spec(spec, what: str) -> None:
     them."""
     if _is_axis(spec):
         return
-    parts = T.node_parts(spec)
+    parts = pytree.node_parts(spec)
     if parts is None:
         raise ArgumentTypeError(f"vmap: {what} must be an int, None, or a tuple/list/dict of "
                                 f"them (matching the arguments), got {spec!r}")
@@ -69,7 +69,7 @@ def _axes_key(spec):
         return None if spec is None else int(spec)
     if isinstance(spec, dict):
         return ("dict", tuple(sorted((repr(k), _axes_key(v)) for k, v in spec.items())))
-    kind, meta, children = T.node_parts(spec)
+    kind, meta, children = pytree.node_parts(spec)
     return (kind, meta, tuple(_axes_key(s) for s in children))
 
 
@@ -78,26 +78,27 @@ def _axes_for_leaves(spec, value, where: str) -> list:
     spec that is a prefix of ``value``'s structure, as in JAX (a list may stand for a
     tuple)."""
     if _is_axis(spec):
-        return [spec] * len(T.leaves(value))
+        return [spec] * len(pytree.leaves(value))
     if type(spec) is dict:
         if not isinstance(value, dict) or set(value) != set(spec):
             raise InvalidArgumentError(
                 f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, which does not "
-                f"match the value ({T.structure(value)})")
+                f"match the value ({pytree.structure(value)})")
         out = []
-        for k in T.node_parts(value)[1]:
+        for k in pytree.node_parts(value)[1]:
             out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
         return out
-    s_kind, s_meta, s_children = T.node_parts(spec)
-    v_parts = T.node_parts(value)
+    s_kind, s_meta, s_children = pytree.node_parts(spec)
+    v_parts = pytree.node_parts(value)
     sequences = ("tuple", "list")
     if v_parts is None or len(v_parts[2]) != len(s_children) or not (
             (s_kind in sequences and v_parts[0] in sequences)
             or (s_kind == v_parts[0] and s_meta == v_parts[1])):
         raise InvalidArgumentError(f"vmap: {where} is {spec!r}, which does not match the "
-                                   f"structure of the value ({T.structure(value)})")
+                                   f"structure of the value ({pytree.structure(value)})")
     out = []
-    paths = T.leaf_paths(T.TreeDef(v_parts[0], v_parts[1], (T.LEAF,) * len(s_children)))
+    leaf_children = (pytree.LEAF,) * len(s_children)
+    paths = pytree.leaf_paths(pytree.TreeDef(v_parts[0], v_parts[1], leaf_children))
     for p, s, v in zip(paths, s_children, v_parts[2]):
         out += _axes_for_leaves(s, v, f"{where}{p}")
     return out
@@ -125,10 +126,10 @@ class _PerExample:
         for j, v in zip(self.positions, values):
             leaves[j] = v
         it = iter(leaves)
-        args = [T._build(t, it) for t in self.trees[:-1]]
-        kwargs = T._build(self.trees[-1], it) if self.trees[-1] is not None else {}
+        args = [pytree._build(t, it) for t in self.trees[:-1]]
+        kwargs = pytree._build(self.trees[-1], it) if self.trees[-1] is not None else {}
         out = rebind_function(self.fn)(*args, **kwargs)
-        flat, self.out_tree = T.flatten(out)
+        flat, self.out_tree = pytree.flatten(out)
         return flat
 
 
@@ -170,13 +171,13 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
         per_arg = [in_axes] * len(args)
     leaves, trees, axes, owner = [], [], [], []
     for i, (a, spec) in enumerate(zip(args, per_arg)):
-        flat, tree = T.flatten(a)
+        flat, tree = pytree.flatten(a)
         leaves += flat
         trees.append(tree)
         axes += _axes_for_leaves(spec, a, f"in_axes[{i}]" if isinstance(
             in_axes, (tuple, list)) else "in_axes")
         owner += [f"argument {i}"] * len(flat)
-    flat, tree = T.flatten(kwargs) if kwargs else ([], None)
+    flat, tree = pytree.flatten(kwargs) if kwargs else ([], None)
     leaves += flat
     trees.append(tree)
     axes += [0 if isinstance(x, Tracer) else None for x in flat]  # keywords: axis 0, as JAX
@@ -232,11 +233,11 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     out_dims = _out_dims(b.out_axes, out_tree, graph)
     batched, _ = batch_graph(graph, in_dims + [None] * len(captured), size, out_dims)
     outs = eval_graph(batched, inputs + captured)
-    return T.unflatten(out_tree, outs)
+    return pytree.unflatten(out_tree, outs)
 
 
 def _out_dims(out_axes, out_tree, graph: Graph) -> list:
-    shaped = T.unflatten(out_tree, list(range(out_tree.num_leaves)))
+    shaped = pytree.unflatten(out_tree, list(range(out_tree.num_leaves)))
     if isinstance(out_axes, (tuple, list, dict)) and out_tree.is_leaf:
         raise InvalidArgumentError(f"vmap: out_axes is {out_axes!r}, but the function returns a "
                                    "single array")
@@ -281,7 +282,7 @@ class _Vmap(Transformed):
         return simplify(traced.graph), traced.out_tree
 
     def finish(self, compiled, sig, outs):
-        return T.unflatten(compiled.trees, outs)
+        return pytree.unflatten(compiled.trees, outs)
 
 
 def vmap(fn: Callable | None = None, in_axes=0, out_axes=0, axis_size: int | None = None):
@@ -425,9 +426,9 @@ class _Jacobian(Transformed):
             per = [sig.per_argument(values, a, repackage=False, int_prefix=out_shapes[j])
                    for a in self.argnums]
             per_out.append(tuple(per) if self.argnums_tuple else per[0])
-        jac = T.unflatten(tree, per_out)
+        jac = pytree.unflatten(tree, per_out)
         if self.has_aux:
-            return jac, T.unflatten(aux_tree, outs[tree.num_leaves * k:])
+            return jac, pytree.unflatten(aux_tree, outs[tree.num_leaves * k:])
         return jac
 
 

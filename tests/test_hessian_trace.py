@@ -115,7 +115,7 @@ def test_errors():
 def test_memory_budget_counts_the_vmapped_program():
     """The chunk for ``memory_budget`` is the most directions whose vmapped HVP program,
     counted on its GPU plan, fits: 7 when the budget is just above the count at 7."""
-    from dualgpu import tree as T
+    from dualgpu import tree as pytree
 
     rng = np.random.default_rng(0)
 
@@ -124,7 +124,7 @@ def test_memory_budget_counts_the_vmapped_program():
 
     p = {"W": rng.standard_normal((20, 64)), "v": rng.standard_normal(64)}
     X = rng.standard_normal((256, 20))
-    leaves, tree = T.flatten(p)
+    leaves, tree = pytree.flatten(p)
     probe = dg.hessian_trace(loss, method="hutchinson")
     held = {k: probe._held((p, X), leaves, tree, np, k) for k in (1, 7, 8)}
     assert held[1] < held[7] < held[8]

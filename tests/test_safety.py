@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu import names as N
+from dualgpu import names as naming
 from dualgpu.core.primitives import same_as_first
 
 HOSTILE_NAMES = [
@@ -75,42 +75,42 @@ def _raises_safety(fn):
 # --------------------------------------------------------------------------- validators
 @pytest.mark.parametrize("name", HOSTILE_NAMES + NOT_STRINGS, ids=repr)
 def test_check_identifier_rejects(name):
-    _raises_safety(lambda: N.check_identifier(name))
+    _raises_safety(lambda: naming.check_identifier(name))
 
 
 @pytest.mark.parametrize("name", ["cube", "my_op2", "Softsign", "a" * 64])
 def test_check_identifier_accepts(name):
-    assert N.check_identifier(name) == name
+    assert naming.check_identifier(name) == name
 
 
 @pytest.mark.parametrize("expr", HOSTILE_C + NOT_STRINGS, ids=repr)
 def test_check_c_expression_rejects(expr):
-    _raises_safety(lambda: N.check_c_expression(expr, 2))
+    _raises_safety(lambda: naming.check_c_expression(expr, 2))
 
 
 @pytest.mark.parametrize("expr", GOOD_C)
 def test_check_c_expression_accepts(expr):
-    assert N.check_c_expression(expr, 2) == expr
+    assert naming.check_c_expression(expr, 2) == expr
 
 
 @pytest.mark.parametrize("tpl", HOSTILE_PY + NOT_STRINGS, ids=repr)
 def test_check_py_template_rejects(tpl):
-    _raises_safety(lambda: N.check_py_template(tpl))
+    _raises_safety(lambda: naming.check_py_template(tpl))
 
 
 def test_every_registered_template_passes_the_checks():
     """The registry's own templates are held to the rules applied to users'."""
     for name, prim in dg.REGISTRY.items():
-        N.check_identifier(name)
+        naming.check_identifier(name)
         if isinstance(prim.py, str):
-            N.check_py_template(prim.py)
+            naming.check_py_template(prim.py)
         if isinstance(prim.c, str):
-            N.check_c_expression(prim.c, 16)
+            naming.check_c_expression(prim.c, 16)
 
 
 def test_error_message_of_a_huge_name_is_short():
     with pytest.raises(dg.CodegenSafetyError) as info:
-        N.check_identifier("a" * 100_000)
+        naming.check_identifier("a" * 100_000)
     assert len(str(info.value)) < 300
 
 
@@ -235,18 +235,18 @@ def test_argument_names_do_not_shadow_generated_names(params):
 
 
 def test_safe_input_names():
-    got = N.safe_input_names(["xp", "ops", "t0", "x", "x", "x_dot", "c12", "ñ", "float"])
+    got = naming.safe_input_names(["xp", "ops", "t0", "x", "x", "x_dot", "c12", "ñ", "float"])
     assert len(set(got)) == len(got)
     for name in got:
         assert name.isidentifier() and name.isascii()
-        assert name not in N.RESERVED_NAMES and not N._GENERATED.match(name)
+        assert name not in naming.RESERVED_NAMES and not naming._GENERATED.match(name)
 
 
 @pytest.mark.parametrize("raw", _TRACED_NAMES + [None, 7], ids=repr)
 def test_function_name_is_a_safe_identifier(raw):
-    name = N.function_name(raw)
+    name = naming.function_name(raw)
     assert name.isidentifier() and name.isascii() and len(name) <= 64
-    assert name not in N.RESERVED_NAMES and not N._GENERATED.match(name)
+    assert name not in naming.RESERVED_NAMES and not naming._GENERATED.match(name)
     import keyword
 
     assert not keyword.iskeyword(name)
@@ -275,7 +275,7 @@ def _assert_generated_source_is_clean(src: str):
             assert not isinstance(node, (ast.Import, ast.ImportFrom, ast.Lambda, ast.Global,
                                          ast.Nonlocal, ast.With, ast.Try)), ast.dump(node)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                assert node.id in allowed or N._GENERATED.match(node.id), node.id
+                assert node.id in allowed or naming._GENERATED.match(node.id), node.id
             if isinstance(node, ast.Attribute):
                 assert not node.attr.startswith("_"), node.attr
 

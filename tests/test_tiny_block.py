@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import test_tiny_kernel as T
+import test_tiny_kernel as tiny_tests
 from tiny_block_harness import run_tiny_block
 from tiny_harness import needs_gxx
 
@@ -19,9 +19,9 @@ TESTS = ["test_dense_tiny_hvp_and_grad", "test_small_mlps", "test_a_long_sum_is_
 @pytest.mark.parametrize("name", TESTS)
 @pytest.mark.parametrize("threads, reverse", [(4, False), (4, True), (256, False), (256, True)])
 def test_tiny_kernels_as_blocks_of_threads(monkeypatch, name, threads, reverse):
-    monkeypatch.setattr(T, "run_tiny",
+    monkeypatch.setattr(tiny_tests, "run_tiny",
                         lambda tk, arrays: run_tiny_block(tk, arrays, threads, reverse))
-    test = getattr(T, name)
+    test = getattr(tiny_tests, name)
     if name in ("test_dense_tiny_hvp_and_grad", "test_small_mlps",
                 "test_integer_and_bool_values"):
         for dtype in (np.float64, np.float32):

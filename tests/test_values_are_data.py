@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import dualgpu as dg
 from dualgpu.codegen.cuda import region_kernels
-from dualgpu.core import encode as E
+from dualgpu.core import encode
 from dualgpu.fusion import plan_graph
 
 SPECIALS = [math.inf, -math.inf, math.nan, -0.0]
@@ -110,6 +110,13 @@ def test_traced_fill_value_is_refused():
 
 # --------------------------------------------------------------------------- hostile objects
 _FLAG = {"executed": False}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_flag():
+    """Each test starts with the flag down: a Hostile's text made outside a test (its repr
+    when pytest or xdist describes a parameter) must not fail the next test."""
+    _FLAG["executed"] = False
 
 
 class Hostile:
@@ -265,7 +272,7 @@ def test_hostile_cuda_parameters_are_refused(hostile_op):
     (np.bool_(False), np.bool_, "false"),
 ])
 def test_c_literal_forms(value, dtype, text):
-    assert E.c_literal(value, dtype) == text
+    assert encode.c_literal(value, dtype) == text
 
 
 @pytest.mark.parametrize("value, dtype", [(300, np.int8), (-1, np.uint8), (2.5, np.int32),
@@ -274,7 +281,7 @@ def test_c_literal_forms(value, dtype, text):
                                           (1.0, np.float16)])
 def test_c_literal_refuses(value, dtype):
     with pytest.raises(dg.CodegenSafetyError):
-        E.c_literal(value, dtype)
+        encode.c_literal(value, dtype)
     assert not _FLAG["executed"]
 
 
@@ -323,15 +330,15 @@ _values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_values)
 def test_python_encoding_round_trips(v):
-    E.check_value(v)
-    assert _same(_eval(E.py_literal(v)), v)
+    encode.check_value(v)
+    assert _same(_eval(encode.py_literal(v)), v)
 
 
 @settings(max_examples=300, deadline=None)
 @given(_floats)
 def test_encoded_floats_are_one_operand(f):
     """Negative numbers come in parentheses: -x ** 2 and x - -y parse as meant."""
-    src = E.py_literal(f)
+    src = encode.py_literal(f)
     with np.errstate(all="ignore"):
         assert _same(_eval(f"-{src}"), -f)
         assert _same(_eval(f"0.5 - {src}"), 0.5 - f)
@@ -366,8 +373,8 @@ def _parse_c(text: str, single: bool):
 def test_c_encoding_round_trips(f):
     with np.errstate(over="ignore"):
         want32 = np.float32(f)
-    assert _same_bits(_parse_c(E.c_literal(f, np.float32), True), want32)
-    assert _same_bits(_parse_c(E.c_literal(f, np.float64), False), np.float64(f))
+    assert _same_bits(_parse_c(encode.c_literal(f, np.float32), True), want32)
+    assert _same_bits(_parse_c(encode.c_literal(f, np.float64), False), np.float64(f))
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
@@ -385,7 +392,7 @@ def test_c_literals_compile_with_their_types_and_values(tmp_path):
     want = []
     for i, v in enumerate(values):
         for dt, ct, it in ((np.float32, "float", "uint32_t"), (np.float64, "double", "uint64_t")):
-            lit = E.c_literal(v, dt)
+            lit = encode.c_literal(v, dt)
             lines += [f"  {{ auto v = {lit};",
                       f"    static_assert(std::is_same<decltype(v), {ct}>::value, \"{i}\");",
                       f"    {it} b; std::memcpy(&b, &v, sizeof b);",
@@ -409,13 +416,13 @@ def test_encoder_refuses_unknown_types():
                 np.longdouble(1), np.datetime64("2020-01-01"), np.dtype("M8[s]"),
                 np.dtype(">f8"), slice(0.5, 1)):
         with pytest.raises(dg.CodegenSafetyError):
-            E.py_literal(bad)
+            encode.py_literal(bad)
         with pytest.raises(dg.CodegenSafetyError):
-            E.check_value(bad)
+            encode.check_value(bad)
     nested = []
     nested.append(nested)
     with pytest.raises(dg.CodegenSafetyError):
-        E.check_value(nested)
+        encode.check_value(nested)
     assert not _FLAG["executed"]
 
 

@@ -43,8 +43,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import names as N
-from ..core import encode as E
+from .. import names as naming
+from ..core import encode
 from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.ir import Eqn, Literal, Var
@@ -56,12 +56,12 @@ BLOCK = 256
 
 def ctype(dtype) -> str:
     """The C type of a NumPy dtype (kernel dtypes only)."""
-    return E.c_type(dtype)
+    return encode.c_type(dtype)
 
 
 # A C literal of a value typed as a dtype (``2.0f`` for float32, ``2.0`` for float64): the
 # one encoder writes every number printed into a kernel.
-c_literal = E.c_literal
+c_literal = encode.c_literal
 
 
 def _identity(op: str, dtype) -> str:
@@ -130,7 +130,7 @@ def array_strides(a) -> tuple:
 
 def _named(template: str, prefix: str) -> tuple[str, str]:
     digest = hashlib.sha1(template.encode()).hexdigest()[:16]
-    name = N.kernel_name(prefix, digest)
+    name = naming.kernel_name(prefix, digest)
     return name, template.replace("@KERNEL@", name)
 
 
@@ -257,7 +257,7 @@ def _c_params(eqn, template: str, comp) -> dict:
     """The parameters the C template prints: every one through the encoder, as a C type
     or a number (values are data, never code)."""
     name = eqn.prim.name
-    E.check_params(name, eqn.params)
+    encode.check_params(name, eqn.params)
     params = {}
     for p in {f for _, f, _, _ in Formatter().parse(template) if f and not f.isdigit()}:
         if p == "T" and template is eqn.prim.c_int:  # the C type of an integer form
@@ -266,9 +266,9 @@ def _c_params(eqn, template: str, comp) -> dict:
             raise CodegenSafetyError(f"{name}: the C template uses {{{p}}}, which is "
                                      "not a parameter of the equation")
         elif p == "dtype":
-            params[p] = E.c_type(eqn.params[p], f"{name}: parameter 'dtype'")
+            params[p] = encode.c_type(eqn.params[p], f"{name}: parameter 'dtype'")
         else:
-            params[p] = E.c_param(name, p, eqn.params[p],
+            params[p] = encode.c_param(name, p, eqn.params[p],
                                   eqn.outs[0].dtype if p == "value" else comp)
     return params
 
@@ -287,7 +287,7 @@ class _Emitter:
         big = int(np.prod(region.domain, dtype=np.int64)) >= 2 ** 31 - 1 \
             or reach > 2 ** 31 - 1
         self.idx = "long long" if big else "int"
-        self.in_names = {v.id: N.input_name(i) for i, v in enumerate(region.inputs)}
+        self.in_names = {v.id: naming.input_name(i) for i, v in enumerate(region.inputs)}
         self.out_names = {v.id: f"out{i}" for i, v in enumerate(region.outputs)}
         self.grid = [GridReduction(f"g{i}", _reduction_op(e), e.outs[0])
                      for i, e in enumerate(region.grid)]
@@ -326,7 +326,7 @@ class _Emitter:
         return by_level
 
     def vname(self, k: int) -> str:
-        return N.var_name(k).replace("t", "v", 1)
+        return naming.var_name(k).replace("t", "v", 1)
 
     def in_loop(self, k: int) -> bool:
         return self.r.varies_in_loop(self.nodes[k].dims)

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import names as N
-from ..core import encode as E
+from .. import names as naming
+from ..core import encode
 from ..core.ir import Literal, Var
 from ..core.pprint import Namer
 from ..fusion import LibraryStep, Plan, plan_graph  # noqa: F401  (plan_graph: the examples)
@@ -58,11 +58,11 @@ class PlanProgram:
 
 
 def _dtype(dtype) -> str:
-    return "xp." + E.py_dtype_attr(dtype, "a value's dtype")
+    return "xp." + encode.py_dtype_attr(dtype, "a value's dtype")
 
 
 def _shape(shape) -> str:
-    return E.py_literal(tuple(int(s) for s in shape), "a shape")
+    return encode.py_literal(tuple(int(s) for s in shape), "a shape")
 
 
 def _locations(eqns) -> str:
@@ -83,12 +83,12 @@ class _Writer:
         self.name = Namer(graph)
         # the user's argument names become parameters: off xp, ops, t0, c0, ...
         labels = [self.name(v) for v in graph.inputs]
-        for v, safe in zip(graph.inputs, N.safe_input_names(labels)):
+        for v, safe in zip(graph.inputs, naming.safe_input_names(labels)):
             self.name.names[v.id] = safe
         for e in graph.eqns:  # values named in graph order, as str(graph) and the plan do
             for v in e.outs:
                 self.name(v)
-        self.fn_name = N.function_name(fn_name)
+        self.fn_name = naming.function_name(fn_name)
         # values known to be C-contiguous arrays of their own dtype
         self.contiguous = {v.id for v in graph.inputs} | {c.id for c in graph.consts}
         self.out = PlanProgram(source="", consts={self.name(c): c.value for c in graph.consts})
@@ -114,7 +114,7 @@ class _Writer:
                               f"dtype={_dtype(v.dtype)})")
         parts = [f"_part{i}" for i in range(len(region.grid))]
         for p, e in zip(parts, region.grid):
-            self.lines.append(f"    {p} = xp.empty({E.py_literal(rk.blocks)}, "
+            self.lines.append(f"    {p} = xp.empty({encode.py_literal(rk.blocks)}, "
                               f"dtype={_dtype(e.outs[0].dtype)})")
         args = [self.kernel_input(v) for v in region.inputs]
         args += [self.name(v) for v in region.outputs if v.id not in grid_ids]
@@ -133,8 +133,8 @@ class _Writer:
     def call(self, kernel: str, blocks: int, args: list) -> str:
         self.out.launches += 1
         tup = ", ".join(args) + ("," if len(args) == 1 else "")
-        return (f"{kernel_global(kernel)}(({E.py_literal(int(blocks))},), "
-                f"({E.py_literal(BLOCK)},), ({tup}))")
+        return (f"{kernel_global(kernel)}(({encode.py_literal(int(blocks))},), "
+                f"({encode.py_literal(BLOCK)},), ({tup}))")
 
     def region(self, i: int, region) -> None:
         rk = region_kernels(region)

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import names as N
+from .. import names as naming
 from ..core.ir import Graph
 from .cuda import array_strides, ctype
 from .tiny import TinyKernel, tiny_program_kernel
@@ -108,7 +108,7 @@ def _entry_text(kernel: TinyKernel) -> str:
             "static inline void* dg_data(const void* a) {\n"
             "  void* p; memcpy(&p, (const char*)a + DG_DATA_OFFSET, sizeof p); return p;\n}\n"
             f'extern "C" void* {_PROBE}(const void* a) {{ return dg_data(a); }}\n'
-            f'extern "C" void {N.host_entry_name(kernel.name)}({params}) {{\n'
+            f'extern "C" void {naming.host_entry_name(kernel.name)}({params}) {{\n'
             f"  {kernel.name}({calls});\n}}\n")
 
 
@@ -181,7 +181,7 @@ class HostProgram:
         n_args = len(kernel.inputs) + len(kernel.outputs)
         self._by_object = _reads_data_pointers(lib)
         if self._by_object:
-            fn = getattr(lib, N.host_entry_name(kernel.name))
+            fn = getattr(lib, naming.host_entry_name(kernel.name))
             self._const_args = [id(c) for c in consts]
         else:
             fn = getattr(lib, kernel.name)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from string import Formatter
 
-from .. import names as N
-from ..core import encode as E
+from .. import names as naming
+from ..core import encode
 from ..core.ir import Graph, Literal, Var
 from ..core.pprint import Namer
 from ..core.primitives import REGISTRY
@@ -35,11 +35,11 @@ class OpsNamespace:
 
 def literal_source(v) -> str:
     """Python source of a literal operand (see :mod:`dualgpu.core.encode`)."""
-    return E.py_literal(v, "literal")
+    return encode.py_literal(v, "literal")
 
 
 def _param_source(v, what: str = "parameter") -> str:
-    return E.py_literal(v, what)
+    return encode.py_literal(v, what)
 
 
 def _attribute_fields(tpl: str) -> set:
@@ -59,16 +59,16 @@ def emit_equation(eqn, arg_names: list[str]) -> str:
     the fixed dtype names."""
     prim = eqn.prim
     tpl = prim.py
-    E.check_params(prim.name, eqn.params)
+    encode.check_params(prim.name, eqn.params)
     if callable(tpl):
-        return tpl(arg_names, E.template_params(prim.name, eqn.params))
+        return tpl(arg_names, encode.template_params(prim.name, eqn.params))
     if tpl is None:
-        params = "".join(f", {E.check_param_name(prim.name, k)}="
+        params = "".join(f", {encode.check_param_name(prim.name, k)}="
                          f"{_param_source(v, f'{prim.name}: parameter {k!r}')}"
                          for k, v in eqn.params.items())
         return f"ops.{prim.name}({', '.join(arg_names)}{params})"
     attrs = _attribute_fields(tpl)
-    fmt_params = {k: (E.py_dtype_attr(v, f"{prim.name}: parameter {k!r}") if k in attrs
+    fmt_params = {k: (encode.py_dtype_attr(v, f"{prim.name}: parameter {k!r}") if k in attrs
                       else _param_source(v, f"{prim.name}: parameter {k!r}"))
                   for k, v in eqn.params.items()}
     return tpl.format(*arg_names, **fmt_params)
@@ -111,10 +111,10 @@ def generate_python(graph: Graph, fn_name: str | None = None) -> tuple[str, dict
             return (t1,)
         <BLANKLINE>
     """
-    fn_name = N.function_name(fn_name or graph.name)
+    fn_name = naming.function_name(fn_name or graph.name)
     name = Namer(graph)
     # the user's argument names become parameters: keep them off xp, ops, t0, c0, ...
-    for v, safe in zip(graph.inputs, N.safe_input_names([name(v) for v in graph.inputs])):
+    for v, safe in zip(graph.inputs, naming.safe_input_names([name(v) for v in graph.inputs])):
         name.names[v.id] = safe
     consts = {name(c): c.value for c in graph.consts}
     params = ", ".join(name(v) for v in graph.inputs)
@@ -142,7 +142,7 @@ def compile_python(graph: Graph, xp, fn_name: str | None = None):
     namespace = {"xp": xp, "ops": OpsNamespace(xp), **consts}
     code = compile(src, f"<dualgpu generated {graph.name}>", "exec")
     exec(code, namespace)  # the source is built from registry templates only
-    fn = namespace[N.function_name(fn_name or graph.name)]
+    fn = namespace[naming.function_name(fn_name or graph.name)]
     fn.__dualgpu_source__ = src
     return fn
 
