@@ -12,9 +12,9 @@ Greedy coloring in a good order is the standard heuristic. On small graphs the r
 the best of our greedy orders and of networkx's ``greedy_color`` strategies (largest first,
 smallest last, connected sequential; DSATUR up to :data:`NETWORKX_DSATUR_VERTICES`
 vertices), on the intersection graph and, for Hessians, on the distance-2 graph, so it never
-uses more colors than networkx's best greedy distance-2 coloring. Our DSATUR (a heap: networkx's is quadratic) runs up to
-:data:`DSATUR_VERTICES` vertices; larger graphs use our greedy in natural and largest-first
-order. Everything is deterministic.
+uses more colors than networkx's best greedy distance-2 coloring. Our DSATUR (with a heap:
+networkx's is quadratic) runs up to :data:`DSATUR_VERTICES` vertices; larger graphs use our
+greedy in natural and largest-first order. Everything is deterministic.
 
 >>> import scipy.sparse as sp
 >>> tridiagonal = sp.diags([1, 1, 1], [-1, 0, 1], shape=(6, 6), format="csr", dtype=bool)
