@@ -64,6 +64,12 @@ from .export import export
 from .linalg import HessianOperator, hessp
 from .numpy_api import stop_gradient
 from .signature import FLOAT0 as float0
+from .sparse_derivatives import (
+    hessian_sparsity,
+    jacobian_sparsity,
+    sparse_hessian,
+    sparse_jacobian,
+)
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 # autograd's argnum= is taken as argnums= by every transform that takes argnums
@@ -92,4 +98,5 @@ __all__ = [
     "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
     "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
+    "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
 ]
