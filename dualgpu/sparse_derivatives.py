@@ -53,20 +53,28 @@ class _Plan:
         self._on_device: dict = {}
         self.out_shape: tuple = ()
 
-    def seeds(self, xp, shape: tuple, dtype) -> object:
-        """One seed per color, ``(n_colors, *shape)``: the sum of its unit vectors."""
-        size = int(np.prod(shape, dtype=np.int64))
-        seeds = np.zeros((self.n_colors, size), dtype=dtype)
-        seeds[self.colors, np.arange(size)] = 1
-        return xp.asarray(seeds.reshape((self.n_colors,) + tuple(shape)))
+    def seeds(self, backend, shape: tuple, dtype) -> object:
+        """One seed per color, ``(n_colors, *shape)``: the sum of its unit vectors (made
+        once per library, shape and dtype)."""
+        key = ("seeds", backend.name, tuple(shape), np.dtype(dtype).str)
+        if key not in self._on_device:
+            size = int(np.prod(shape, dtype=np.int64))
+            seeds = np.zeros((self.n_colors, size), dtype=dtype)
+            seeds[self.colors, np.arange(size)] = 1
+            self._on_device[key] = backend.xp.asarray(
+                seeds.reshape((self.n_colors,) + tuple(shape)))
+        return self._on_device[key]
 
     def decompress(self, backend, products, dtype):
         """The CSR matrix from the compressed products ``(n_colors, ...)``."""
         key = backend.name
         if key not in self._on_device:
             xp = backend.xp
-            self._on_device[key] = (xp.asarray(self.index), xp.asarray(self.pattern.indices),
-                                    xp.asarray(self.pattern.indptr))
+            small = max(self.pattern.nnz, *self.pattern.shape) < 2 ** 31
+            index_type = np.int32 if small else np.int64   # cupyx's CSR wants int32
+            self._on_device[key] = (xp.asarray(self.index),
+                                    xp.asarray(self.pattern.indices.astype(index_type)),
+                                    xp.asarray(self.pattern.indptr.astype(index_type)))
         index, indices, indptr = self._on_device[key]
         values = products.reshape(-1)[index].astype(dtype, copy=False)
         return backend.sparse.csr_matrix((values, indices, indptr), shape=self.pattern.shape)
@@ -276,7 +284,7 @@ class _SparseJacobian(_Sparse):
         if plan.n_colors == 0:
             return backend.sparse.csr_matrix((m, n), dtype=x.dtype)
         seed_shape = plan.out_shape if plan.mode == "rev" else tuple(x.shape)
-        seeds = plan.seeds(backend.xp, seed_shape, x.dtype)
+        seeds = plan.seeds(backend, seed_shape, x.dtype)
         products = self._program(k, plan.mode)(x, seeds, *others)
         return plan.decompress(backend, products, x.dtype)
 
@@ -331,7 +339,7 @@ class _SparseHessian(_Sparse):
         n = plan.pattern.shape[0]
         if plan.n_colors == 0:
             return backend.sparse.csr_matrix((n, n), dtype=x.dtype)
-        seeds = plan.seeds(backend.xp, tuple(x.shape), x.dtype)
+        seeds = plan.seeds(backend, tuple(x.shape), x.dtype)
         products = self._program(k)(x, seeds, *others)
         return plan.decompress(backend, products, x.dtype)
 
