@@ -77,7 +77,9 @@ class _Plan:
                                     xp.asarray(self.pattern.indptr.astype(index_type)))
         index, indices, indptr = self._on_device[key]
         values = products.reshape(-1)[index].astype(dtype, copy=False)
-        return backend.sparse.csr_matrix((values, indices, indptr), shape=self.pattern.shape)
+        # each result owns its index arrays: a caller may sort or edit them in place
+        return backend.sparse.csr_matrix((values, indices.copy(), indptr.copy()),
+                                         shape=self.pattern.shape)
 
 
 class _Sparse:

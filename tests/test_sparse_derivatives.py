@@ -164,6 +164,17 @@ def test_pattern_and_coloring_are_built_once_per_signature(monkeypatch):
     assert len(calls) == 2
 
 
+def test_results_own_their_arrays():
+    hess = dg.sparse_hessian(rosenbrock)
+    x = np.linspace(-1, 1, 10)
+    first, second = hess(x), hess(x)
+    for a in (first.data, first.indices, first.indptr):
+        for b in (second.data, second.indices, second.indptr):
+            assert not np.shares_memory(a, b)
+    second.indices[:] = 0   # editing one result leaves the next one whole
+    np.testing.assert_allclose(hess(x).toarray(), rosenbrock_hessian(x), rtol=1e-12, atol=1e-9)
+
+
 def test_a_given_pattern_is_used_and_checked():
     x = np.linspace(-1, 1, 8)
     full = sp.csr_matrix(np.ones((8, 8), dtype=bool))
