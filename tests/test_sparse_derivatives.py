@@ -164,6 +164,27 @@ def test_pattern_and_coloring_are_built_once_per_signature(monkeypatch):
     assert len(calls) == 2
 
 
+def test_a_static_int_argument_is_part_of_the_signature():
+    f = lambda x, k: np.sum(x[:k] ** 2 * x[1:k + 1])   # k is static: it shapes the pattern
+    x = np.arange(1.0, 7.0)
+    hess = dg.sparse_hessian(f)
+    for k in (2, 4, 2):
+        h = hess(x, k).toarray()
+        want = np.zeros((6, 6))   # d2/dx_i dx_j of sum_i x_i^2 x_{i+1}, closed form
+        for i in range(k):
+            want[i, i] += 2 * x[i + 1]
+            want[i, i + 1] += 2 * x[i]
+            want[i + 1, i] += 2 * x[i]
+        np.testing.assert_allclose(h, want, rtol=1e-12)
+
+
+def test_values_read_only_by_comparisons_add_no_interaction():
+    f = lambda x: np.sum(np.where(x ** 2 > 1, x, 2 * x))   # linear in x, branch by branch
+    assert dg.hessian_sparsity(f)(np.ones(3)).nnz == 0
+    g = lambda x: np.sum(np.floor(x * x) * x)
+    assert dg.hessian_sparsity(g)(np.ones(3)).nnz == 0
+
+
 def test_results_own_their_arrays():
     hess = dg.sparse_hessian(rosenbrock)
     x = np.linspace(-1, 1, 10)

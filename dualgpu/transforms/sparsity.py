@@ -138,10 +138,12 @@ def _propagate(graph: Graph, wrt: Sequence[int], hessian: bool):
 
 
 def _live(graph: Graph) -> set[int]:
-    """The ids of the values the output's value depends on."""
+    """The ids of the values the output's derivatives depend on: not those read only by
+    ops without a derivative (a comparison's operands, what ``fill_like`` reads), whose
+    second-order interactions never reach the output."""
     live = {a.id for a in graph.outputs if isinstance(a, Var)}
     for eqn in reversed(graph.eqns):
-        if any(v.id in live for v in eqn.outs) and not eqn.prim.has(Flag.IGNORES_VALUES):
+        if any(v.id in live for v in eqn.outs) and rule_kind(eqn.prim) != "no derivative":
             live.update(a.id for a in eqn.inputs if isinstance(a, Var))
     return live
 
