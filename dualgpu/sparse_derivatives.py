@@ -151,10 +151,10 @@ class _Sparse:
             backend = array_backend(a)
             if backend is not None:
                 key.append((backend.name, tuple(a.shape), a.dtype.str))
+            elif isinstance(a, bool | int | np.integer | np.bool_):
+                key.append((type(a), a))   # may be static: it may shape the pattern
             elif isinstance(a, float | complex | np.generic):
                 key.append(type(a))   # traced: the pattern holds for every value
-            elif isinstance(a, bool | int):
-                key.append((type(a), a))   # static: it may shape the pattern
             else:
                 try:
                     hash(a)
