@@ -147,6 +147,18 @@ def test_products_with_constant_matrices_follow_their_zeros():
     np.testing.assert_array_equal(h.toarray().astype(int), [[0, 1, 0], [1, 0, 1], [0, 1, 0]])
 
 
+def test_a_batch_of_decompositions_is_one_dense_block_per_matrix():
+    a = np.random.default_rng(6).uniform(-1, 1, (4, 3, 3)) + 3 * np.eye(3)
+    block = np.kron(np.eye(4), np.ones((9, 9))) != 0
+    np.testing.assert_array_equal(dg.jacobian_sparsity(np.linalg.inv)(a).toarray(), block)
+    det_sum = lambda a: np.sum(np.linalg.det(a))
+    np.testing.assert_array_equal(dg.hessian_sparsity(det_sum)(a).toarray(), block)
+    dense = dg.hessian(det_sum)(a).reshape(36, 36)
+    assert not np.any((dense != 0) & ~block)
+    np.testing.assert_allclose(dg.sparse_hessian(det_sum)(a).toarray(), dense, rtol=1e-12,
+                               atol=1e-12)
+
+
 # ------------------------------------------------------------------ reuse and use
 def test_pattern_and_coloring_are_built_once_per_signature(monkeypatch):
     calls = []

@@ -248,13 +248,30 @@ def no_derivative(eqn, deps, ctx):
 
 def dense_block(eqn, deps, ctx):
     """Every output entry depends on every entry the operands depend on, and all of them
-    interact (matrix decompositions: inv, solve, det, eigh, ...)."""
+    interact (matrix decompositions: inv, solve, det, eigh, ...). A batch of matrices (the
+    leading axes of the first operand, which every operand and output starts with) is one
+    dense block per matrix (when every operand is a stack of the same batch)."""
+    first = eqn.inputs[0]
+    batch = tuple(first.shape[:-2])
+    stacked = all(a.ndim == first.ndim and tuple(a.shape[:len(batch)]) == batch
+                  for a in eqn.inputs) and \
+        all(tuple(v.shape[:len(batch)]) == batch for v in eqn.outs)
+    if not stacked:   # an operand broadcast against the batch (solve's vector b): one block
+        batch = ()
+    count = int(np.prod(batch, dtype=np.int64))
+
+    def batch_of(shape):   # the batch of each entry of an array of ``shape``
+        size = int(np.prod(shape, dtype=np.int64))
+        return np.arange(size, dtype=np.int64) // max(size // count, 1) if size else \
+            np.zeros(0, dtype=np.int64)
+
+    per_batch = union([None if d is None else combine(group_matrix(batch_of(a.shape), count), d)
+                       for a, d in zip(eqn.inputs, deps)], ctx.n)
+    ctx.interact(per_batch, per_batch)
     outs = []
     for v in eqn.outs:
-        rows = int(np.prod(v.shape, dtype=np.int64))
-        outs.append(dense(deps, rows, ctx.n) if v.dtype.kind in "fc" else None)
-    whole = dense(deps, 1, ctx.n)
-    ctx.interact(whole, whole)
+        live = per_batch is not None and v.dtype.kind in "fc"
+        outs.append(gather(per_batch, batch_of(v.shape)) if live else None)
     return outs if eqn.prim.multiple_results else outs[0]
 
 
