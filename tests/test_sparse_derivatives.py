@@ -259,6 +259,13 @@ def test_bad_input_is_a_clear_error():
         dg.sparse_jacobian(lambda x: (x, x))(x)
 
 
+def test_a_pattern_too_dense_for_a_sparse_matrix_is_refused_naming_the_op():
+    with pytest.raises(dg.DualgpuError, match="cumsum .* too dense for a sparse matrix"):
+        dg.jacobian_sparsity(np.cumsum)(np.ones(20_000))
+    with pytest.raises(dg.DualgpuError, match="reduce_prod .* second-order interactions"):
+        dg.hessian_sparsity(np.prod)(np.ones(10_000))
+
+
 def test_an_op_without_a_sparsity_rule_is_named():
     opaque = dg.defprim("opaque_sparsity_test", impl=lambda xp, x: x[::-1] * 1.0,
                         abstract_eval=dg.core.primitives.same_as_first,

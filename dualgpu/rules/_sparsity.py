@@ -32,8 +32,20 @@ import scipy.sparse as sp
 from ..core.indexing import key_to_python
 from ..errors import DualgpuError
 
-# the most index combinations a product rule enumerates (einsum: the flop count)
+# the most index combinations a rule enumerates (einsum: the flop count; a dense block: its
+# entries): beyond, the derivative is too dense for a sparse matrix
 MAX_COMBINATIONS = 50_000_000
+
+
+class TooDense(DualgpuError):
+    """A rule's pattern would have more than :data:`MAX_COMBINATIONS` entries; the
+    interpreter names the op."""
+
+
+def check_count(count: int, what: str) -> None:
+    """Refuse a pattern of ``count`` entries beyond :data:`MAX_COMBINATIONS`."""
+    if count > MAX_COMBINATIONS:
+        raise TooDense(f"{what} has {count} entries, more than {MAX_COMBINATIONS}")
 
 
 def empty(rows: int, n: int) -> sp.csr_matrix:
@@ -103,6 +115,7 @@ def dense(deps, rows: int, n: int) -> sp.csr_matrix | None:
     if not live:
         return None
     cols = np.unique(np.concatenate([d.indices for d in live]))
+    check_count(rows * len(cols), "its dense block")
     data = np.ones(rows * len(cols), dtype=np.float32)
     indptr = np.arange(rows + 1, dtype=np.int64) * len(cols)
     return sp.csr_matrix((data, np.tile(cols, rows), indptr), shape=(rows, n))
@@ -184,9 +197,7 @@ def einsum_indices(spec: str, shapes) -> tuple[np.ndarray, list[np.ndarray]]:
             sizes[c] = max(sizes.get(c, 1), d)
     letters = sorted(sizes)
     count = int(np.prod([sizes[c] for c in letters], dtype=np.int64))
-    if count > MAX_COMBINATIONS:
-        raise DualgpuError(f"sparsity of einsum {spec!r}: {count} index combinations, more "
-                           f"than {MAX_COMBINATIONS}; give pattern= to the sparse transform")
+    check_count(count, f"the enumeration of einsum {spec!r}")
     grid_shape = tuple(sizes[c] for c in letters)
 
     def flat(subscripts, shape):
@@ -283,6 +294,7 @@ def along_axis(eqn, deps, ctx):
     length = shape[axis]
     index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
     lines = np.moveaxis(index, axis, -1).reshape(-1, length)
+    check_count(lines.size * length, "the pattern of a sort (every entry of a line)")
     rows = np.repeat(lines, length, axis=1).ravel()
     cols = np.tile(lines, (1, length)).ravel()
     reads = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),

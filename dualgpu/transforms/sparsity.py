@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from ..backends import array_backend
 from ..core.flags import Flag
 from ..core.ir import Const, Eqn, Graph, Literal, Var
-from ..errors import NonScalarOutputError, UnsupportedOpError
+from ..errors import DualgpuError, NonScalarOutputError, UnsupportedOpError
 from ..rules import _sparsity as S
 
 
@@ -48,6 +48,8 @@ class SparsityContext:
         """Every entry of row ``r`` of ``a`` interacts with every entry of row ``r`` of
         ``b`` (``a`` and ``b``: dependencies of aligned entries)."""
         if self.hessian and a is not None and b is not None:
+            pairs = int(np.dot(np.diff(a.indptr), np.diff(b.indptr)))   # an upper bound
+            S.check_count(pairs, "its second-order interactions")
             self._terms.append(S.ones_of(a.T @ b))
 
     def interact_through(self, a, pairs, b) -> None:
@@ -183,7 +185,17 @@ def _apply(eqn: Eqn, deps: list, ctx: SparsityContext) -> list:
     flags."""
     prim = eqn.prim
     ctx.values = [_known(a) for a in eqn.inputs]
-    kind = rule_kind(prim)
+    try:
+        return _rule_of_kind(eqn, deps, ctx, rule_kind(prim))
+    except S.TooDense as e:
+        raise DualgpuError(
+            f"sparsity detection: {prim.name} (at {eqn.source or 'an unknown line'}): {e}; "
+            "this derivative is too dense for a sparse matrix: use dg.jacobian or "
+            "dg.hessian, or products (dg.hvp, dg.HessianOperator)") from None
+
+
+def _rule_of_kind(eqn: Eqn, deps: list, ctx: SparsityContext, kind: str | None) -> list:
+    prim = eqn.prim
     if kind == "own":
         result = prim.rule("sparsity")(eqn, deps, ctx)
         return list(result) if prim.multiple_results else [result]
@@ -242,6 +254,7 @@ def _prefix_matrix(shape: tuple, axis: int) -> sp.csr_matrix:
     size = int(np.prod(shape, dtype=np.int64))
     index = np.arange(size, dtype=np.int64).reshape(shape)
     lines = np.moveaxis(index, axis, -1).reshape(-1, length)   # (lines, length)
+    S.check_count(lines.shape[0] * length * (length + 1) // 2, "the pattern of a cumulative op")
     to, frm = np.tril_indices(length)
     rows = lines[:, to].ravel()
     cols = lines[:, frm].ravel()
