@@ -65,6 +65,12 @@ from .frontend import nn
 from .lax import stop_gradient
 from .linalg import HessianOperator, hessp
 from .signature import FLOAT0 as float0
+from .sparse_derivatives import (
+    hessian_sparsity,
+    jacobian_sparsity,
+    sparse_hessian,
+    sparse_jacobian,
+)
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 # autograd's argnum= is taken as argnums= by every transform that takes argnums
@@ -94,4 +100,5 @@ __all__ = [
     "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
     "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
+    "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
 ]

@@ -22,10 +22,11 @@ from __future__ import annotations
 from .core.flags import Flag
 from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive
 from .transforms.laplacian import rule_kind
+from .transforms.sparsity import rule_kind as sparsity_rule_kind
 from .transforms.vmap import rule_for
 
-INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "jet", "kernel", "tiny", "view",
-                "library", "export")
+INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "jet", "sparsity", "kernel", "tiny",
+                "view", "library", "export")
 _KINDS = (Flag.ELEMENTWISE, Flag.REDUCTION, Flag.SCAN)
 
 
@@ -68,6 +69,15 @@ def _jet(prim: Primitive) -> tuple[str, str]:
     kind = rule_kind(prim)
     return {"own": ("own", ""), "linear": ("flag", "linear"), "partials": ("flag", "partials"),
             "fallback": ("fallback", "nested JVP")}[kind]
+
+
+def _sparsity(prim: Primitive) -> tuple[str, str]:
+    kind = sparsity_rule_kind(prim)
+    if kind is None:
+        return ("refused", "no sparsity rule")
+    if kind == "no derivative":
+        return ("n/a", "not differentiable")
+    return ("own", "") if kind == "own" else ("flag", kind)
 
 
 def _kernel(prim: Primitive) -> tuple[str, str]:
@@ -128,8 +138,8 @@ def coverage(prim: Primitive) -> dict[str, tuple[str, str]]:
     """The cell of ``prim`` for each interpreter of :data:`INTERPRETERS`."""
     return {"jvp": _derivative(prim, prim.jvp), "vjp": _derivative(prim, prim.vjp),
             "vmap": _vmap(prim), "separability": _separability(prim), "jet": _jet(prim),
-            "kernel": _kernel(prim), "tiny": _tiny(prim), "view": _view(prim),
-            "library": _library(prim), "export": _export(prim)}
+            "sparsity": _sparsity(prim), "kernel": _kernel(prim), "tiny": _tiny(prim),
+            "view": _view(prim), "library": _library(prim), "export": _export(prim)}
 
 
 def builtin_ops() -> dict[str, Primitive]:
@@ -161,6 +171,7 @@ def matrix_markdown() -> str:
         "",
         "Interpreters: `jvp`, `vjp` (derivatives), `vmap` (batching), `separability` (the "
         "proof behind `batch_axes`), `jet` (the forward Laplacian and Hessian diagonal), "
+        "`sparsity` (the Jacobian and Hessian patterns of `dg.sparse_jacobian`), "
         "`kernel` (the fused GPU kernels), `tiny` (a tiny program as one kernel), `view` "
         "(strides over the input's memory, in kernels and as a CuPy library step), `library` "
         "(the CuPy launcher's own way to run the op as a library step; – : its "

@@ -9,6 +9,7 @@ from ..core.primitives import defrules
 from ..ops.decompositions import cholesky, det, eig, eigh, inv, pinv, qr, slogdet, solve, svd
 from ..ops.linalg import matmul
 from . import _batching as batching
+from . import _sparsity as sparsity
 from ._util import unbroadcast, wants_cotangent
 
 
@@ -469,3 +470,8 @@ def _solve_vmap(eqn, args, batched, size):
 for _prim in (inv, det, slogdet, cholesky, eigh, eig, svd, qr, pinv):
     defrules(_prim, vmap=batching.leading_axes_rule)  # leading axes are batch axes already
 defrules(solve, vmap=_solve_vmap)
+
+
+# sparsity patterns: every entry of a decomposition may depend on every entry of its operands
+for _prim in (inv, solve, det, slogdet, cholesky, eigh, eig, svd, qr, pinv):
+    defrules(_prim, sparsity=sparsity.dense_block)

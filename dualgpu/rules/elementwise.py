@@ -17,6 +17,7 @@ from .. import lax
 from ..core.primitives import defrules
 from ..ops import elementwise as ew
 from . import _jet as jet_rules
+from . import _sparsity as sparsity
 from ._util import unbroadcast, wants_cotangent
 
 
@@ -271,3 +272,13 @@ for _prim in (ew.convert_element_type, ew.real, ew.imag, ew.conj):
     defrules(_prim, jet=_cast_jet)  # linear over the reals
 defrules(ew.stop_gradient, jet=_stop_jet)
 defrules(ew.polygamma, jet=_polygamma_jet)
+
+
+# ------------------------------------------------------------------ sparsity patterns
+# the other elementwise ops go by their flag: each operand pair may interact
+for _prim in (ew.add, ew.subtract, ew.negative, ew.where, ew.real, ew.imag, ew.conj,
+              ew.convert_element_type):
+    defrules(_prim, sparsity=sparsity.linear_elementwise)
+defrules(ew.multiply, sparsity=sparsity.bilinear_elementwise)
+defrules(ew.true_divide, sparsity=sparsity.quotient_elementwise)
+defrules(ew.stop_gradient, sparsity=sparsity.no_derivative)

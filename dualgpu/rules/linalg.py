@@ -13,6 +13,7 @@ from ..core.trace import Tracer
 from ..ops.linalg import einsum, matmul
 from . import _batching as batching
 from . import _jet as jet_rules
+from . import _sparsity as sparsity
 from ._separability import Coupling
 from ._util import defmultilinear, unbroadcast, wants_cotangent
 
@@ -289,3 +290,21 @@ def _einsum_jet(eqn, values, jets, mode):
 
 defrules(matmul, jet=_matmul_jet)
 defrules(einsum, jet=_einsum_jet)
+
+
+# ------------------------------------------------------------------ sparsity patterns
+def _product_sparsity(spec, eqn, deps, ctx):
+    out_size = int(np.prod(eqn.outs[0].shape, dtype=np.int64))
+    out_index, operand_indices = sparsity.einsum_indices(
+        spec, [tuple(a.shape) for a in eqn.inputs])
+    return sparsity.multilinear(ctx, out_size, deps, ctx.values, out_index, operand_indices)
+
+
+def _matmul_sparsity(eqn, deps, ctx):
+    a, b = eqn.inputs
+    return _product_sparsity(sparsity.matmul_spec(a.ndim, b.ndim), eqn, deps, ctx)
+
+
+defrules(matmul, sparsity=_matmul_sparsity)
+defrules(einsum, sparsity=lambda eqn, deps, ctx: _product_sparsity(eqn.params["spec"], eqn,
+                                                                   deps, ctx))

@@ -3,6 +3,7 @@ takes the transpose (the VJP) alone and derives the JVP."""
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import lax
 from ..core.indexing import key_to_python
@@ -11,6 +12,7 @@ from ..core.primitives import defrules
 from ..ops.shape import broadcast_to, concatenate, getitem, pad, reshape, scatter_add, transpose
 from . import _batching as batching
 from . import _jet as jet_rules
+from . import _sparsity as sparsity
 from ._separability import At, Coupling
 from ._util import deflinear, unbroadcast
 
@@ -313,3 +315,41 @@ def _pad_jet(eqn, values, jets, mode):
 
 
 defrules(pad, jet=_pad_jet)  # the other shape ops go by their flag (linear)
+
+
+# ------------------------------------------------------------------ sparsity patterns
+def _pad_sparsity(eqn, deps, ctx):
+    # the entries the padding adds are constants: index -1 reads nothing
+    x = eqn.inputs[0]
+    source = np.arange(1, x.aval.size + 1, dtype=np.int64).reshape(x.shape)
+    index = np.pad(source, eqn.params["pad_width"], constant_values=0) - 1
+    return sparsity.gather(deps[0], index)
+
+
+def _concatenate_sparsity(eqn, deps, ctx):
+    blocks, parts, start = [], [], 0
+    for a, d in zip(eqn.inputs, deps):
+        size = int(np.prod(a.shape, dtype=np.int64))
+        parts.append(np.arange(start, start + size, dtype=np.int64).reshape(a.shape))
+        blocks.append(sparsity.empty(size, ctx.n) if d is None else d)
+        start += size
+    index = np.concatenate(parts, axis=eqn.params["axis"])
+    return sparsity.gather(sp.vstack(blocks, format="csr"), index)
+
+
+def _scatter_add_sparsity(eqn, deps, ctx):
+    g = eqn.inputs[0]
+    shape = tuple(eqn.params["shape"])
+    out_size = int(np.prod(shape, dtype=np.int64))
+    if deps[0] is None:
+        return None
+    targets = sparsity.scatter_targets(eqn.params["key"], ctx.values[1:], tuple(g.shape), shape)
+    if targets is None:   # index arrays computed from the input: any entry may be hit
+        return sparsity.dense(deps[:1], out_size, ctx.n)
+    return sparsity.combine(sparsity.group_matrix(targets, out_size), deps[0])
+
+
+defrules(pad, sparsity=_pad_sparsity)
+defrules(concatenate, sparsity=_concatenate_sparsity)
+defrules(scatter_add, sparsity=_scatter_add_sparsity)
+# reshape, transpose, broadcast_to and getitem go by their flag (they select entries)

@@ -8,6 +8,7 @@ from .. import lax
 from ..core.primitives import defrules
 from ..ops.sorting import argsort, sort
 from . import _batching as batching
+from . import _sparsity as sparsity
 
 
 def _sort_jvp(primals, tangents, axis):
@@ -26,3 +27,4 @@ def _sort_vjp(g, primals, ans, axis):
 
 defrules(sort, jvp=_sort_jvp, vjp=_sort_vjp, vmap=batching.axis_rule)  # one static axis
 defrules(argsort, vmap=batching.axis_rule)
+defrules(sort, sparsity=sparsity.along_axis)  # argsort: no derivative, by its flag

@@ -11,6 +11,7 @@ from ..core.trace import Tracer
 from ..ops.sparse import coo_indices, sddmm, spmm
 from . import _batching as batching
 from . import _jet as jet_rules
+from . import _sparsity as sparsity
 from ._util import defmultilinear, wants_cotangent
 
 
@@ -107,3 +108,44 @@ defrules(sddmm, vmap=_sddmm_vmap)
 # ------------------------------------------------------------------ jets (forward Laplacian)
 for _prim in (spmm, sddmm):  # bilinear
     defrules(_prim, jet=jet_rules.multilinear_rule)
+
+
+# ------------------------------------------------------------------ sparsity patterns
+def _terms(first, second, width):
+    """Flat indices of the terms ``(entry, k)``: ``first * width + k`` and likewise."""
+    k = np.arange(width, dtype=np.int64)
+    return ((first.astype(np.int64)[:, None] * width + k).ravel(),
+            (second.astype(np.int64)[:, None] * width + k).ravel())
+
+
+def _spmm_sparsity(eqn, deps, ctx):
+    # out[r_e, q] += data[e] * x[c_e, q] over the stored entries e: by the sparse pattern
+    data, x, ind, ptr = ctx.values[:4]
+    if ind is None or ptr is None:
+        return sparsity.dense_block(eqn, deps, ctx)
+    p = eqn.params
+    rows, cols = (np.asarray(i) for i in coo_indices(ind, ptr, p["fmt"], p["shape"]))
+    if p["transpose"]:
+        rows, cols = cols, rows
+    width = int(eqn.inputs[1].shape[1]) if eqn.inputs[1].ndim == 2 else 1
+    out_index, x_index = _terms(rows, cols, width)
+    data_index = np.repeat(np.arange(len(rows), dtype=np.int64), width)
+    out_size = int(np.prod(eqn.outs[0].shape, dtype=np.int64))
+    return sparsity.multilinear(ctx, out_size, deps[:2], [data, x], out_index,
+                                [data_index, x_index])
+
+
+def _sddmm_sparsity(eqn, deps, ctx):
+    # out[e] = sum_k g[gi_e, k] * x[xi_e, k] at the stored entries e
+    g, x, ind, ptr, rows, cols = ctx.values
+    if rows is None or cols is None:
+        return sparsity.dense_block(eqn, deps, ctx)
+    gi, xi = (cols, rows) if eqn.params["transpose"] else (rows, cols)
+    width = int(eqn.inputs[0].shape[1]) if eqn.inputs[0].ndim == 2 else 1
+    g_index, x_index = _terms(np.asarray(gi), np.asarray(xi), width)
+    out_index = np.repeat(np.arange(len(gi), dtype=np.int64), width)
+    return sparsity.multilinear(ctx, len(gi), deps[:2], [g, x], out_index, [g_index, x_index])
+
+
+defrules(spmm, sparsity=_spmm_sparsity)
+defrules(sddmm, sparsity=_sddmm_sparsity)

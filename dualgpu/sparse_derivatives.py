@@ -1,0 +1,433 @@
+"""Sparse Jacobians and Hessians, detected from the graph and computed compressed.
+
+``dg.jacobian_sparsity(f)(x)`` and ``dg.hessian_sparsity(f)(x)`` read the patterns from the
+traced graph (:mod:`dualgpu.transforms.sparsity`: global patterns, valid for every value of
+the arguments). ``dg.sparse_jacobian(f)(x)`` and ``dg.sparse_hessian(f)(x)`` color the
+pattern (:mod:`dualgpu.coloring`), evaluate one JVP, VJP or HVP per color in one program
+(``vmap`` over the seed matrix) and decompress the products into a CSR matrix with a
+precomputed index map: ``scipy.sparse`` on NumPy, ``cupyx.scipy.sparse`` on CuPy. The
+pattern, the coloring, the index map and the program are built once per signature (shapes
+and dtypes of the arguments) and reused. docs/sparse_derivatives.md tells the story.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import api
+from .backends import array_backend
+from .coloring import column_coloring, row_coloring, symmetric_coloring
+from .errors import (
+    ArgumentTypeError,
+    IntegerInputError,
+    InvalidArgumentError,
+    NonScalarOutputError,
+)
+from .transforms.sparsity import hessian_pattern, jacobian_pattern
+from .vectorize import jacobian, vmap
+
+__all__ = ["jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian"]
+
+MODES = ("fwd", "rev", "auto")
+_PLANS_PER_FUNCTION = 8   # signatures whose pattern, coloring and program are kept
+
+
+class _Plan:
+    """What one signature needs: the pattern, the colors, the seeds and the index map of
+    the compressed products into the CSR values (host arrays; device copies on demand)."""
+
+    def __init__(self, pattern: sp.csr_matrix, colors: np.ndarray, mode: str):
+        self.pattern = pattern
+        self.colors = colors
+        self.mode = mode
+        self.n_colors = int(colors.max()) + 1 if len(colors) else 0
+        rows = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
+        cols = pattern.indices.astype(np.int64)
+        if mode == "rev":   # product k holds row-colored rows: entry (i, j) at (colors[i], j)
+            self.index = colors[rows] * pattern.shape[1] + cols
+        else:               # product k holds column-colored columns: (i, j) at (colors[j], i)
+            self.index = colors[cols] * pattern.shape[0] + rows
+        self._on_device: dict = {}
+        self.out_shape: tuple = ()
+
+    def seeds(self, backend, shape: tuple, dtype) -> object:
+        """One seed per color, ``(n_colors, *shape)``: the sum of its unit vectors (made
+        once per library, shape and dtype)."""
+        key = ("seeds", backend.name, tuple(shape), np.dtype(dtype).str)
+        if key not in self._on_device:
+            size = int(np.prod(shape, dtype=np.int64))
+            seeds = np.zeros((self.n_colors, size), dtype=dtype)
+            seeds[self.colors, np.arange(size)] = 1
+            self._on_device[key] = backend.xp.asarray(
+                seeds.reshape((self.n_colors,) + tuple(shape)))
+        return self._on_device[key]
+
+    def decompress(self, backend, products, dtype):
+        """The CSR matrix from the compressed products ``(n_colors, ...)``."""
+        key = backend.name
+        if key not in self._on_device:
+            xp = backend.xp
+            small = max(self.pattern.nnz, *self.pattern.shape) < 2 ** 31
+            index_type = np.int32 if small else np.int64   # cupyx's CSR wants int32
+            self._on_device[key] = (xp.asarray(self.index),
+                                    xp.asarray(self.pattern.indices.astype(index_type)),
+                                    xp.asarray(self.pattern.indptr.astype(index_type)))
+        index, indices, indptr = self._on_device[key]
+        values = products.reshape(-1)[index].astype(dtype, copy=False)
+        # each result owns its index arrays: a caller may sort or edit them in place
+        return backend.sparse.csr_matrix((values, indices.copy(), indptr.copy()),
+                                         shape=self.pattern.shape)
+
+
+class _Sparse:
+    """The shared machinery of the four transforms: argument checks, the trace, and the
+    plans per signature."""
+
+    what = "sparse"
+
+    def __init__(self, fn: Callable, argnums, pattern=None, check_pattern: bool = False):
+        if not callable(fn):
+            raise ArgumentTypeError(f"dg.{self.what} expects a function, got "
+                                    f"{type(fn).__name__}")
+        if isinstance(argnums, bool) or not isinstance(argnums, int | np.integer):
+            raise InvalidArgumentError(
+                f"dg.{self.what}: argnums must be one int (the position of the argument to "
+                f"differentiate), got {argnums!r}; to differentiate several arguments, "
+                "concatenate them into one array")
+        self.fn = fn
+        self.argnums = int(argnums)
+        self.user_pattern = pattern
+        self.check_pattern = bool(check_pattern)
+        self._plans: OrderedDict = OrderedDict()
+        self.__name__ = f"{self.what}_{getattr(fn, '__name__', 'f')}"
+        self.__wrapped__ = fn
+
+    # ------------------------------------------------------------------ arguments
+    def _split(self, args: tuple):
+        k = self.argnums if self.argnums >= 0 else len(args) + self.argnums
+        if not 0 <= k < len(args):
+            raise InvalidArgumentError(f"dg.{self.what}: argnums={self.argnums} but the "
+                                       f"function was called with {len(args)} arguments")
+        x = args[k]
+        backend = array_backend(x)
+        if backend is None:
+            x = np.asarray(x)
+            backend = array_backend(x)
+        if x.dtype.kind in "iub":
+            raise IntegerInputError(
+                f"dg.{self.what}: argument {k} has dtype {x.dtype}; only floating-point "
+                f"arguments are differentiated (pass x.astype(float))")
+        if x.dtype.kind != "f":
+            raise ArgumentTypeError(
+                f"dg.{self.what}: argument {k} has dtype {x.dtype}; sparse derivatives "
+                "take real floating-point arguments (split a complex one into real and "
+                "imaginary parts)")
+        others = args[:k] + args[k + 1:]
+        return k, x, others, backend
+
+    def _call_with(self, k: int, others: tuple) -> Callable:
+        fn = self.fn
+        return lambda y, *rest: fn(*rest[:k], y, *rest[k:])
+
+    def _graph(self, k, x, others):
+        graph = api.trace(self._call_with(k, others), x, *others)
+        out = graph.outputs[0] if len(graph.outputs) == 1 else None
+        if out is None:
+            raise ArgumentTypeError(f"dg.{self.what}: the function must return one array, "
+                                    f"but it returns {len(graph.outputs)} outputs")
+        if out.dtype.kind != "f":
+            raise ArgumentTypeError(f"dg.{self.what}: the function returns dtype "
+                                    f"{out.dtype}; sparse derivatives take real "
+                                    "floating-point outputs")
+        return graph
+
+    @staticmethod
+    def _key(args: tuple) -> tuple:
+        key = []
+        for a in args:
+            backend = array_backend(a)
+            if backend is not None:
+                key.append((backend.name, tuple(a.shape), a.dtype.str))
+            elif isinstance(a, bool | int | np.integer | np.bool_):
+                key.append((type(a), a))   # may be static: it may shape the pattern
+            elif isinstance(a, float | complex | np.generic):
+                key.append(type(a))   # traced: the pattern holds for every value
+            else:
+                try:
+                    hash(a)
+                    key.append(("value", type(a), a))
+                except TypeError:
+                    key.append(("object", id(a)))
+        return tuple(key)
+
+    def _plan(self, args: tuple) -> _Plan:
+        key = self._key(args)
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
+            return plan
+        k, x, others, _ = self._split(args)
+        graph = self._graph(k, x, others)
+        plan = self._build(graph, k, x, others)
+        plan.out_shape = tuple(graph.outputs[0].shape)
+        self._plans[key] = plan
+        if len(self._plans) > _PLANS_PER_FUNCTION:
+            self._plans.popitem(last=False)
+        return plan
+
+    def _given_pattern(self, shape: tuple) -> sp.csr_matrix:
+        p = self.user_pattern
+        p = sp.csr_matrix(p.get() if hasattr(p, "get") else p)
+        if p.shape != shape:
+            raise InvalidArgumentError(f"dg.{self.what}: pattern= has shape {p.shape}, but "
+                                       f"the derivative has shape {shape}")
+        p = sp.csr_matrix((np.ones(p.nnz, dtype=bool), p.indices, p.indptr), shape=p.shape)
+        p.sum_duplicates()
+        p.eliminate_zeros()
+        return p
+
+    def _check_superset(self, pattern, dense_at, args, k, x):
+        """``check_pattern=True``: the dense derivative at the call's point and at a random
+        point near it has no nonzero outside ``pattern`` (costs a dense derivative)."""
+        rng = np.random.default_rng(0)
+        host = np.asarray(array_backend(x).to_host(x))
+        noise = rng.standard_normal(host.shape).astype(host.dtype)
+        for point in (host, host + 1e-2 * (np.abs(host) + 1) * noise):
+            moved = args[:k] + (array_backend(x).to_device(point),) + args[k + 1:]
+            dense = np.asarray(array_backend(x).to_host(dense_at(moved)))
+            dense = dense.reshape(pattern.shape)
+            missed = np.argwhere((np.nan_to_num(dense) != 0) & ~pattern.toarray())
+            if len(missed):
+                i, j = missed[0]
+                raise InvalidArgumentError(
+                    f"dg.{self.what}: pattern= misses entry ({i}, {j}) of the derivative "
+                    f"(and {len(missed) - 1} more): it is not a superset of the sparsity "
+                    "pattern; leave pattern= out to detect it from the graph")
+
+    def coloring(self, *args) -> np.ndarray:
+        """The color of each column (of each row for ``mode="rev"``): the entries of one
+        color come from one product."""
+        return self._plan(args).colors
+
+    def sparsity(self, *args) -> sp.csr_matrix:
+        """The pattern the transform uses at this signature (boolean CSR)."""
+        return self._plan(args).pattern
+
+
+class _Detect:
+    """``dg.jacobian_sparsity`` and ``dg.hessian_sparsity``."""
+
+    def __init__(self, fn, argnums, hessian: bool):
+        self.transform = (_SparseHessian if hessian else _SparseJacobian)(fn, argnums)
+        self.transform.what = "hessian_sparsity" if hessian else "jacobian_sparsity"
+        self.hessian = hessian
+        self.__wrapped__ = fn
+
+    def __call__(self, *args) -> sp.csr_matrix:
+        t = self.transform
+        k, x, others, _ = t._split(args)
+        graph = t._graph(k, x, others)
+        return (hessian_pattern if self.hessian else jacobian_pattern)(graph, [0])
+
+
+class _SparseJacobian(_Sparse):
+    what = "sparse_jacobian"
+
+    def __init__(self, fn, argnums=0, mode: str = "auto", pattern=None,
+                 check_pattern: bool = False):
+        if mode not in MODES:
+            raise InvalidArgumentError(f"dg.sparse_jacobian: mode must be one of "
+                                       f"{', '.join(map(repr, MODES))}, got {mode!r}")
+        super().__init__(fn, argnums, pattern, check_pattern)
+        self.mode = mode
+        self._programs: dict = {}
+
+    def _build(self, graph, k, x, others) -> _Plan:
+        m = int(np.prod(graph.outputs[0].shape, dtype=np.int64))
+        n = int(x.size)
+        if self.user_pattern is None:
+            pattern = jacobian_pattern(graph, [0])
+        else:
+            pattern = self._given_pattern((m, n))
+            if self.check_pattern:
+                args = others[:k] + (x,) + others[k:]
+                self._check_superset(pattern, lambda a: jacobian(self.fn, argnums=k)(*a),
+                                     args, k, x)
+        mode = self.mode
+        columns = rows = None
+        if mode in ("fwd", "auto"):
+            columns = column_coloring(pattern)
+        if mode in ("rev", "auto"):
+            rows = row_coloring(pattern)
+        if mode == "auto":
+            mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
+        return _Plan(pattern, columns if mode == "fwd" else rows, mode)
+
+    def _program(self, k: int, mode: str):
+        if (k, mode) not in self._programs:
+            fn = self.fn
+
+            def compressed(x, seeds, *rest):
+                def g(y):
+                    return fn(*rest[:k], y, *rest[k:])
+                if mode == "fwd":
+                    return vmap(lambda s: api.jvp(g, (x,), (s,))[1])(seeds)
+                return vmap(lambda w: api.vjp(g, x)[1](w)[0])(seeds)
+
+            compressed.__name__ = f"compressed_{mode}_{getattr(fn, '__name__', 'f')}"
+            self._programs[(k, mode)] = api.jit(compressed)
+        return self._programs[(k, mode)]
+
+    def __call__(self, *args):
+        plan = self._plan(args)
+        k, x, others, backend = self._split(args)
+        m, n = plan.pattern.shape
+        if plan.n_colors == 0:
+            return backend.sparse.csr_matrix((m, n), dtype=x.dtype)
+        seed_shape = plan.out_shape if plan.mode == "rev" else tuple(x.shape)
+        seeds = plan.seeds(backend, seed_shape, x.dtype)
+        products = self._program(k, plan.mode)(x, seeds, *others)
+        return plan.decompress(backend, products, x.dtype)
+
+
+class _SparseHessian(_Sparse):
+    what = "sparse_hessian"
+
+    def __init__(self, fn, argnums=0, pattern=None, check_pattern: bool = False):
+        super().__init__(fn, argnums, pattern, check_pattern)
+        self._program_fn = None
+
+    def _graph(self, k, x, others):
+        graph = super()._graph(k, x, others)
+        size = int(np.prod(graph.outputs[0].shape, dtype=np.int64))
+        if size != 1:
+            from_shape = tuple(graph.outputs[0].shape)
+            raise NonScalarOutputError(
+                f"dg.{self.what}: the function must return a scalar, but it returns shape "
+                f"{from_shape}; sum it or take the entry you need (for the Hessians of "
+                "several outputs, one sparse_hessian per output)")
+        return graph
+
+    def _build(self, graph, k, x, others) -> _Plan:
+        n = int(x.size)
+        if self.user_pattern is None:
+            pattern = hessian_pattern(graph, [0])
+        else:
+            pattern = self._given_pattern((n, n))
+            pattern = (pattern + pattern.T).tocsr()   # a Hessian is symmetric
+            if self.check_pattern:
+                args = others[:k] + (x,) + others[k:]
+                self._check_superset(pattern, lambda a: api.hessian(self.fn, argnums=k)(*a),
+                                     args, k, x)
+        return _Plan(pattern, symmetric_coloring(pattern), "fwd")
+
+    def _program(self, k: int):
+        if self._program_fn is None:
+            fn = self.fn
+
+            def compressed(x, seeds, *rest):
+                def g(y):
+                    return fn(*rest[:k], y, *rest[k:])
+                return vmap(api.hvp(g), in_axes=(None, 0))(x, seeds)
+
+            compressed.__name__ = f"compressed_hvp_{getattr(fn, '__name__', 'f')}"
+            self._program_fn = api.jit(compressed)
+        return self._program_fn
+
+    def __call__(self, *args):
+        plan = self._plan(args)
+        k, x, others, backend = self._split(args)
+        n = plan.pattern.shape[0]
+        if plan.n_colors == 0:
+            return backend.sparse.csr_matrix((n, n), dtype=x.dtype)
+        seeds = plan.seeds(backend, tuple(x.shape), x.dtype)
+        products = self._program(k)(x, seeds, *others)
+        return plan.decompress(backend, products, x.dtype)
+
+
+def jacobian_sparsity(fn: Callable, argnums: int = 0) -> Callable:
+    """``jacobian_sparsity(f)(*args)``: the boolean pattern of the Jacobian of ``f`` with
+    respect to argument ``argnums``, read from the graph (a ``scipy.sparse`` CSR matrix,
+    ``f``'s output entries by the argument's entries, both flattened in C order). Valid for
+    every value of the arguments.
+
+    Example::
+
+        >>> f = lambda x: x[1:] ** 2 - x[:-1]
+        >>> dg.jacobian_sparsity(f)(np.ones(4)).toarray()
+        array([[ True,  True, False, False],
+               [False,  True,  True, False],
+               [False, False,  True,  True]])
+    """
+    return _Detect(fn, argnums, hessian=False)
+
+
+def hessian_sparsity(fn: Callable, argnums: int = 0) -> Callable:
+    """``hessian_sparsity(f)(*args)``: the boolean, symmetric pattern of the Hessian of the
+    scalar ``f`` with respect to argument ``argnums`` (n x n, flattened in C order), read from
+    the graph; valid for every value of the arguments.
+
+    Example::
+
+        >>> f = lambda x: np.sum(x[1:] * x[:-1]) + np.sum(x ** 3)
+        >>> dg.hessian_sparsity(f)(np.ones(3)).toarray().astype(int)
+        array([[1, 1, 0],
+               [1, 1, 1],
+               [0, 1, 1]])
+    """
+    return _Detect(fn, argnums, hessian=True)
+
+
+def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=None,
+                    check_pattern: bool = False):
+    """``sparse_jacobian(f)(*args)``: the Jacobian of ``f`` with respect to argument
+    ``argnums`` as a CSR matrix (``scipy.sparse`` on NumPy, ``cupyx.scipy.sparse`` on CuPy) of
+    the argument's dtype, output entries by argument entries (flattened).
+
+    The pattern is detected from the graph (or given as ``pattern=``, a superset of the
+    nonzeros; ``check_pattern=True`` checks it against the dense Jacobian at the call's
+    point and at a random point near it), colored, and the Jacobian computed with one JVP
+    per column color (``mode="fwd"``), one VJP per row color (``"rev"``), or whichever
+    needs fewer (``"auto"``), all in one program. Pattern, coloring and program are built
+    once per signature; ``.coloring(*args)`` gives the colors, ``.sparsity(*args)`` the
+    pattern.
+
+    Example::
+
+        >>> f = lambda x: x[1:] ** 2 - x[:-1]
+        >>> jac = dg.sparse_jacobian(f)
+        >>> jac(np.arange(4.0)).toarray()
+        array([[-1.,  2.,  0.,  0.],
+               [ 0., -1.,  4.,  0.],
+               [ 0.,  0., -1.,  6.]])
+        >>> jac.coloring(np.arange(4.0)).tolist()
+        [0, 1, 0, 1]
+    """
+    return _SparseJacobian(fn, argnums, mode, pattern, check_pattern)
+
+
+def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: bool = False):
+    """``sparse_hessian(f)(*args)``: the Hessian of the scalar ``f`` with respect to argument
+    ``argnums`` as a CSR matrix of the argument's dtype (n x n over its flattened entries).
+
+    The pattern is detected from the graph (or given as ``pattern=``; ``check_pattern=True``
+    checks it against the dense Hessian), colored so that each entry is read from one HVP,
+    and all colors' HVPs run in one program; built once per signature.
+    ``.coloring(*args)`` gives the color of each column.
+
+    Example::
+
+        >>> f = lambda x: np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+        >>> hess = dg.sparse_hessian(f)
+        >>> hess(np.zeros(4)).toarray()
+        array([[   2.,    0.,    0.,    0.],
+               [   0.,  202.,    0.,    0.],
+               [   0.,    0.,  202.,    0.],
+               [   0.,    0.,    0.,  200.]])
+        >>> hess.coloring(np.zeros(4)).tolist()
+        [0, 1, 2, 0]
+    """
+    return _SparseHessian(fn, argnums, pattern, check_pattern)
