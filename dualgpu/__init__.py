@@ -63,7 +63,7 @@ from .executor import config
 from .export import export
 from .frontend import nn
 from .lax import stop_gradient
-from .linalg import HessianOperator, hessp
+from .operators import HessianOperator, hessp
 from .signature import FLOAT0 as float0
 from .sparse_derivatives import (
     hessian_sparsity,

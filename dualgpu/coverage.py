@@ -14,7 +14,7 @@ Example::
     (('own', ''), 'own')
     >>> coverage(dg.REGISTRY["sin"])["vmap"]
     ('flag', 'elementwise')
-    >>> cells["tiny"], cells["library"]   # its lowerings (deflowering in dualgpu/ops/linalg.py)
+    >>> cells["tiny"], cells["library"]   # its lowerings (deflowering in dualgpu/ops/products.py)
     (('own', 'matmul'), ('own', 'gemm'))
 """
 from __future__ import annotations

@@ -105,7 +105,7 @@ def test_a_users_op_declared_a_permutation_view_is_one_in_the_tiny_kernel(probe_
 
 def test_a_users_op_declared_a_gemm_is_grouped_with_the_products(probe_ops):
     from dualgpu.codegen.launcher import _writes_into, product_groups
-    from dualgpu.ops.linalg import matmul
+    from dualgpu.ops.products import matmul
 
     product = defprim("lowering_probe_product", lambda xp, a, b: xp.matmul(a, b),
                       matmul.abstract_eval, kind=Flag.LIBRARY, arity=2)

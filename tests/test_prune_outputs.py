@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.ops.linalg import matmul
+from dualgpu.ops.products import matmul
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.mlp import TINY, make_inputs, make_loss, reference  # noqa: E402

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from test_registry import _SETTINGS, SPECS
 
 import dualgpu as dg
-from dualgpu import numpy_api as dnp
+from dualgpu.frontend import numpy as dnp
 from dualgpu.transforms.sparsity import hessian_pattern, jacobian_pattern
 
 EXAMPLES = 4

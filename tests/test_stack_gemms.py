@@ -17,7 +17,7 @@ from dualgpu.codegen.cuda import region_kernels
 from dualgpu.core.interpret import eval_graph
 from dualgpu.executor import config
 from dualgpu.fusion import emulate, plan_graph
-from dualgpu.ops.linalg import matmul
+from dualgpu.ops.products import matmul
 from dualgpu.transforms import hvp_graph, stack_gemms
 from dualgpu.transforms.stack_gemms import stack_shared, stack_sums
 

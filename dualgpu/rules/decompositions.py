@@ -7,7 +7,7 @@ import numpy as np
 from .. import lax
 from ..core.primitives import defrules
 from ..ops.decompositions import cholesky, det, eig, eigh, inv, pinv, qr, slogdet, solve, svd
-from ..ops.linalg import matmul
+from ..ops.products import matmul
 from . import _batching as batching
 from . import _sparsity as sparsity
 from ._util import unbroadcast, wants_cotangent

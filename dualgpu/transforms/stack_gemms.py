@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..core.ir import Aval, Eqn, Graph, Literal, Var
 from ..ops.elementwise import add
-from ..ops.linalg import matmul
+from ..ops.products import matmul
 from ..ops.shape import concatenate, getitem, transpose
 from .simplify import _replace, cse, dce
 

@@ -12,7 +12,7 @@ from ...errors import AxisError as _AxisError
 from ...errors import DualgpuError, user_location
 from ...lax import diagonal, moveaxis, ravel, reshape
 from ...lax import shape_of as _shape
-from ...ops import linalg as _la
+from ...ops import products as _products
 from .arguments import arraylike, unsupported_kwargs
 from .elementwise import conj, multiply, subtract
 from .joining import stack
@@ -41,7 +41,7 @@ def matmul(a, b, out=None, **kw):
     fn = _override(a, b)
     if fn is not None:
         return fn(a, b)
-    return _la.matmul.bind(a, b)
+    return _products.matmul.bind(a, b)
 
 
 def dot(a, b, out=None):
@@ -127,8 +127,8 @@ def einsum(subscripts, *operands, optimize=None, **kw):
     if not isinstance(subscripts, str):
         subscripts, operands = _sublist_subscripts((subscripts,) + operands)
     operands = [arraylike(o) for o in operands]
-    spec = _la.normalize_einsum(subscripts, [_shape(o) for o in operands])
-    return _la.einsum.bind(*operands, spec=spec)
+    spec = _products.normalize_einsum(subscripts, [_shape(o) for o in operands])
+    return _products.einsum.bind(*operands, spec=spec)
 
 
 def kron(a, b):

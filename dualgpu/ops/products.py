@@ -1,8 +1,8 @@
 """Linear algebra: matmul (every rank combination NumPy allows) and einsum (any subscripts,
 repeated indices and ellipsis included). Library ops: on the GPU they run through cuBLAS on
-plain arrays, never on dual numbers. Derivatives: :mod:`dualgpu.rules.linalg`.
+plain arrays, never on dual numbers. Derivatives: :mod:`dualgpu.rules.products`.
 
->>> from dualgpu.ops.linalg import normalize_einsum
+>>> from dualgpu.ops.products import normalize_einsum
 >>> normalize_einsum("ij,jk", [(2, 3), (3, 4)])
 'ij,jk->ik'
 """

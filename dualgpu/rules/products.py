@@ -10,7 +10,7 @@ from .. import lax
 from ..core.ir import Aval
 from ..core.primitives import defrules
 from ..core.trace import Tracer
-from ..ops.linalg import einsum, matmul
+from ..ops.products import einsum, matmul
 from . import _batching as batching
 from . import _jet as jet_rules
 from . import _sparsity as sparsity
