@@ -16,7 +16,7 @@ _C_TOKEN = re.compile(r"\s*(\{\d\}|\{[A-Za-z][A-Za-z0-9_]*\}"
 C_FUNCTIONS = frozenset("""
 exp exp2 expm1 log log2 log10 log1p sqrt cbrt rsqrt sin cos tan asin acos atan atan2 sinh cosh
 tanh asinh acosh atanh pow fabs fmax fmin floor ceil round rint trunc erf erfc erfinv erfcinv
-lgamma tgamma hypot copysign fma fmod isnan isinf signbit normcdf normcdfinv
+lgamma tgamma hypot copysign fma fmod isnan isinf signbit normcdf normcdfinv nextafter ldexp
 """.split())
 
 

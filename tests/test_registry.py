@@ -183,6 +183,10 @@ spec("floor_divide", nondiff("floor_divide", 2, low=0.6, high=3), kind="nondiff"
 spec("remainder", binary("remainder", 0.1, 0.9, 1.1, 3.0))  # x / y stays in (0, 1)
 spec("fmod", binary("fmod", 1.2, 1.9, 1.0, 1.1))  # x / y stays in (1, 2): trunc is 1
 spec("fill_like", nondiff("fill_like", fn=lambda x: dnp.full_like(x, 2.5)), kind="nondiff")
+for _name in ("isinf", "signbit"):
+    spec(_name, nondiff(_name), kind="nondiff")
+spec("nextafter", nondiff("nextafter", 2), kind="nondiff")
+spec("heaviside", binary("heaviside", avoid_x=(0.0,)))  # tests/test_conformance_ops: x == 0
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
 
 

@@ -92,7 +92,8 @@ ROWS: dict[str, Row] = {name: Row() for name in (
     "arcsinh", "arccosh", "arctanh", "erf", "erfc", "where", "sign", "floor",
     "ceil", "rint", "trunc", "less", "less_equal", "greater", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_not", "isnan", "isfinite",
-    "floor_divide", "remainder", "fmod", "stop_gradient")}
+    "floor_divide", "remainder", "fmod", "stop_gradient", "isinf", "signbit", "nextafter",
+    "heaviside")}
 ROWS.update({
     # glibc's and cephes' lgamma differ by 3 ulps at 1.5 (a value near lgamma's zero at 2)
     "gammaln": Row(ulps=8, kernel_reference=_gammaln_of_tiny),

@@ -373,6 +373,20 @@ logical_not = elementwise("logical_not", "logical_not", 1, c="(!{0})", result="b
 isnan = elementwise("isnan", "isnan", 1, c="isnan({0})", result="bool", differentiable=False)
 isfinite = elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))",
                        result="bool", differentiable=False)
+isinf = elementwise("isinf", "isinf", 1, c="isinf({0})", result="bool", differentiable=False)
+signbit = elementwise("signbit", "signbit", 1, c="signbit({0})", result="bool",
+                      differentiable=False)
+# the next representable value after x toward y: a step of one ulp, no derivative
+nextafter = elementwise("nextafter", "nextafter", 2, c="nextafter({0}, {1})", result="float",
+                        differentiable=False)
+# 0 for x < 0, 1 for x > 0, h0 at x == 0 (NaN at NaN): flat in x; h0 is the value at the jump
+heaviside = elementwise(
+    "heaviside", "heaviside", 2, result="float",
+    c="(({0}) != ({0}) ? ({0}) : ({0}) < 0 ? 0 : ({0}) > 0 ? 1 : ({1}))",
+    doc="The step function; its derivative in x is 0 (also at the jump, as JAX's), in h0 it "
+        "is 1 where x == 0.",
+    partials=(lambda x, h0, ans: 0,
+              lambda x, h0, ans: _astype(where(equal(x, 0), 1.0, 0.0), ans.dtype)))
 # floor_divide and remainder as NumPy computes them (npy_divmod): the remainder is fmod moved
 # to the divisor's sign, a zero remainder signed as the divisor; the quotient is
 # (x - fmod) / y, less one where fmod was moved, snapped to an integer and signed as x / y;

@@ -218,6 +218,18 @@ remainder = _ufunc(_ew.remainder)
 fmod = _ufunc(_ew.fmod)
 
 
+isinf = _ufunc(_ew.isinf)
+
+
+signbit = _ufunc(_ew.signbit)
+
+
+nextafter = _ufunc(_ew.nextafter)
+
+
+heaviside = _ufunc(_ew.heaviside)
+
+
 fill_like = _ufunc(_ew.fill_like)
 
 
