@@ -46,6 +46,9 @@ def elementwise_case(prim, rng, dtype):
             return imag.bind(part) if prim.name == "conj" else part
 
         return through_complex, (rng.uniform(lo, hi, (4, 5)).astype(dtype),)
+    if prim.name == "ldexp":  # an integer exponent: differentiable in x only
+        return (lambda x, e: prim.bind(x, e)), (rng.uniform(lo, hi, (4, 5)).astype(dtype),
+                                                rng.integers(-3, 4, (5,)).astype(np.int32))
     params = {"convert_element_type": {"dtype": np.dtype(np.float32)},
               "fill_like": {"value": 2.5}, "broadcast_to": {"shape": (3, 4, 5)},
               "polygamma": {"n": 1}}.get(

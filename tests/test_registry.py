@@ -187,6 +187,18 @@ for _name in ("isinf", "signbit"):
     spec(_name, nondiff(_name), kind="nondiff")
 spec("nextafter", nondiff("nextafter", 2), kind="nondiff")
 spec("heaviside", binary("heaviside", avoid_x=(0.0,)))  # tests/test_conformance_ops: x == 0
+
+
+def build_ldexp(data, dtype):
+    sx, se = draw_shapes(data, 2)
+    e = seed(data).integers(-3, 4, size=se).astype(np.int32)
+    return (lambda x: dnp.ldexp(x, e)), (draw_array(data, sx, dtype),)
+
+
+spec("ldexp", build_ldexp)
+# away from the powers of two, where the mantissa jumps
+spec("frexp", unary("frexp", 2.2, 3.8, fn=lambda x: dnp.frexp(x)[0] * dnp.frexp(-x / 5)[0]))
+spec("float_power", binary("float_power", 0.4, 2.5))
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
 
 

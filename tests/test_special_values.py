@@ -82,6 +82,14 @@ class Row:
     d_ulps: float = 8
     kernel_reference: Callable | None = None
     zero_sign: bool = True
+    integer_exponent: bool = False
+
+
+# the second operands of an op whose second argument is an integer exponent (ldexp), one per
+# special value: each first operand meets each of them once
+EXPONENTS = np.array([0, 1, -1, 3, -3, 30, -30, 126, -149, 1023, -1074, 1100, -1100, 64],
+                     dtype=np.int32)
+assert EXPONENTS.size == N_VALUES
 
 
 ROWS: dict[str, Row] = {name: Row() for name in (
@@ -94,6 +102,8 @@ ROWS: dict[str, Row] = {name: Row() for name in (
     "not_equal", "logical_and", "logical_or", "logical_not", "isnan", "isfinite",
     "floor_divide", "remainder", "fmod", "stop_gradient", "isinf", "signbit", "nextafter",
     "heaviside")}
+# integer exponents: no NaN, infinity or zero of x is moved; overflow and underflow of x * 2**e
+ROWS["ldexp"] = Row(integer_exponent=True)
 ROWS.update({
     # glibc's and cephes' lgamma differ by 3 ulps at 1.5 (a value near lgamma's zero at 2)
     "gammaln": Row(ulps=8, kernel_reference=_gammaln_of_tiny),
@@ -126,18 +136,20 @@ def _params(row: Row, dtype) -> dict:
     return dict(row.params)
 
 
-def _operands(prim, x, a, b) -> tuple:
+def _operands(prim, x, a, b, row: Row | None = None) -> tuple:
     """``x`` for a unary op, the pairs ``(a, b)`` for a binary one, a fixed condition and
     the pairs for ``where``."""
     if prim.arity == 1:
         return (x,)
     if prim.arity == 2:
+        if row is not None and row.integer_exponent:
+            return (a, np.resize(EXPONENTS, np.shape(a)))
         return (a, b)
     return (np.arange(np.shape(a)[0]) % 3 != 1, a, b)
 
 
 def _apply(ops, dtype, x, a, b) -> tuple:
-    return tuple(prim.bind(*_operands(prim, x, a, b), **_params(row, dtype))
+    return tuple(prim.bind(*_operands(prim, x, a, b, row), **_params(row, dtype))
                  for _, prim, row in ops)
 
 
@@ -160,7 +172,7 @@ def values_program(dtype) -> Program:
     ops = table()
     args = _inputs(dtype)
     graph = dg.trace(lambda x, a, b: _apply(ops, dtype, x, a, b), *args)
-    return Program(graph, args, [(n, r, _operands(p, *args)) for n, p, r in ops])
+    return Program(graph, args, [(n, r, _operands(p, *args, r)) for n, p, r in ops])
 
 
 def _differentiable(dtype) -> list:
@@ -191,7 +203,7 @@ def jvp_program(dtype) -> Program:
 
     graph = dg.trace(jvp, *args, *[np.ones_like(v) for v in args])
     return Program(graph, args + tuple(np.ones_like(v) for v in args),
-                   [(n, r, _operands(p, *args)) for n, p, r in ops])
+                   [(n, r, _operands(p, *args, r)) for n, p, r in ops])
 
 
 def vjp_program(dtype) -> Program:
@@ -200,7 +212,7 @@ def vjp_program(dtype) -> Program:
     x, a, b = _inputs(dtype)
     uses, primals, rows = [], [], []
     for name, prim, row in _differentiable(dtype):
-        operands = _operands(prim, x, a, b)
+        operands = _operands(prim, x, a, b, row)
         traced = [k for k, v in enumerate(operands) if v.dtype.kind == "f"]
         uses.append((prim, row, operands, traced, len(primals)))
         primals.extend(operands[k] for k in traced)

@@ -332,6 +332,32 @@ polygamma = elementwise(
     doc="The n-th derivative of digamma (scipy.special.polygamma(n, x)); differentiable to "
         "any order, so gammaln is.")
 
+def _two_to_the(e, dtype):
+    """2**e in ``dtype`` for an integer ``e`` (traced or a constant): ldexp's partial."""
+    if hasattr(e, "aval"):
+        return exp2(_astype(e, dtype))
+    with np.errstate(over="ignore"):
+        return np.ldexp(np.ones((), dtype), np.asarray(e))
+
+
+def _ldexp_shape(avals, **params):
+    x, e = avals
+    if e.dtype.kind not in "biu":
+        raise DualgpuError(f"ldexp: the exponent (second argument) must be an integer array, "
+                           f"got {e.dtype}; round it and cast it, e.g. "
+                           f"np.rint(e).astype(np.int32)")
+    shape = broadcast_shapes(x.shape, e.shape, op="ldexp")
+    # NumPy's loops: the smallest float that holds x's values (int8 -> float16, ...)
+    dtype = np.ldexp(np.zeros((), x.dtype), np.zeros((), e.dtype)).dtype
+    return Aval(shape, dtype, x.weak)
+
+
+# x * 2**e for an integer e, exact (no overflow of 2**e where the product is finite)
+ldexp = elementwise(
+    "ldexp", "ldexp", 2, c="ldexp({0}, {1})", abstract_eval=_ldexp_shape,
+    doc="x * 2**e for integer e; the derivative in x is 2**e, e has none.",
+    partials=(lambda x, e, ans: _two_to_the(e, ans.dtype), lambda x, e, ans: 0))
+
 # --------------------------------------------------------------------------- selection
 
 

@@ -230,6 +230,49 @@ nextafter = _ufunc(_ew.nextafter)
 heaviside = _ufunc(_ew.heaviside)
 
 
+ldexp = _ufunc(_ew.ldexp)
+
+
+def frexp(x, out=None, where=None):
+    """``np.frexp``: the mantissa ``m`` in [0.5, 1) (signed as x) and the integer exponent
+    ``e`` (int32) with ``x == m * 2**e``; both 0 at 0, ``(x, 0)`` at inf and NaN. The
+    mantissa's derivative is ``2**-e`` between the jumps (at the powers of two).
+
+    >>> dg.grad(lambda x: np.frexp(x)[0])(np.float64(6.0))
+    array(0.125)
+    """
+    unsupported_kwargs("frexp", {"out": out, "where": where})
+    x = as_float(x)
+    if not _is_tracer(x):
+        return _xp_like(x).frexp(x)
+    if is_complex(x):
+        raise UnsupportedOpError(f"np.frexp: complex input is not supported, as in NumPy "
+                                 f"(at {user_location()})")
+    scaled = lax.logical_and(lax.isfinite(x), lax.not_equal(x, 0))
+    magnitude = lax.absolute(stop_gradient(lax.where(scaled, x, 1.0)))
+    e = astype(lax.floor(lax.log2(magnitude)), np.int32) + np.int32(1)
+    # log2 rounds up just below a power of two: move the exponent by one where the mantissa
+    # left [0.5, 1)
+    m = lax.absolute(_ew.ldexp.bind(stop_gradient(x), -e))
+    e = e + astype(lax.greater_equal(m, 1.0), np.int32) - astype(
+        lax.logical_and(scaled, lax.less(m, 0.5)), np.int32)
+    e = lax.where(scaled, e, np.int32(0))
+    return _ew.ldexp.bind(x, -e), e
+
+
+def float_power(x1, x2, out=None, where=None, dtype=None):
+    """``np.float_power``: ``x1 ** x2`` computed in float64 (complex128 for complex
+    inputs), whatever the inputs' dtypes.
+
+    >>> dg.grad(lambda x: np.float_power(x, 3))(np.float64(2.0))
+    array(12.)
+    """
+    unsupported_kwargs("float_power", {"out": out, "where": where})
+    wide = np.complex128 if is_complex(x1) or is_complex(x2) else np.float64
+    result = power(astype(x1, wide), astype(x2, wide))
+    return result if dtype is None else astype(result, dtype)
+
+
 fill_like = _ufunc(_ew.fill_like)
 
 
