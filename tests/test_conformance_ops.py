@@ -84,3 +84,67 @@ def test_float_power_computes_in_float64():
     assert grad.dtype == np.float32  # a gradient is typed as its argument
     np.testing.assert_allclose(grad, y.astype(np.float64) * np.float_power(x, y - 1),
                                rtol=1e-6)
+
+
+def _interp_knot_gradient(x, knots, fp):
+    """The closed form of d sum(interp(x, knots, fp)) / d knots (x inside, off the knots):
+    on [a, b] with t = (x - a) / (b - a), dy/da = (fb - fa) (t - 1) / (b - a) and
+    dy/db = -(fb - fa) t / (b - a)."""
+    out = np.zeros(len(knots))
+    for v in x:
+        if knots[0] < v < knots[-1]:
+            j = np.searchsorted(knots, v) - 1
+            w, df = knots[j + 1] - knots[j], fp[j + 1] - fp[j]
+            t = (v - knots[j]) / w
+            out[j] += df * (t - 1) / w
+            out[j + 1] -= df * t / w
+    return out
+
+
+def test_interp_gradient_is_finite_where_knots_are_close_in_float32():
+    """A segment 1e-20 wide: the unselected formula at x outside the knots had t ~ 1e20 and a
+    derivative in the width overflowing float32, which the final where turned into NaN."""
+    knots = np.array([0.0, 1e-20, 1.0, 2.0], dtype=np.float32)
+    fp = np.array([0.0, 1.0, 3.0, 2.0], dtype=np.float32)
+    x = np.array([-1.0, 0.5, 1.5, 3.0], dtype=np.float32)
+    got = dg.grad(lambda k: np.sum(np.interp(x, k, fp)))(knots)
+    want = _interp_knot_gradient(x.astype(np.float64), knots.astype(np.float64),
+                                 fp.astype(np.float64))
+    assert np.all(np.isfinite(got)), got
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert np.all(np.isfinite(dg.hessian(lambda k: np.sum(np.interp(x, k, fp)))(knots)))
+
+
+def test_interp_at_a_repeated_last_knot_is_numpy_s():
+    knots, fp = np.array([0.0, 1.0, 1.0]), np.array([0.0, 1.0, 5.0])
+    x = np.array([0.5, 1.0, 2.0])
+    np.testing.assert_array_equal(dg.jit(lambda x: np.interp(x, knots, fp))(x),
+                                  np.interp(x, knots, fp))
+    np.testing.assert_array_equal(dg.jit(lambda k: np.interp(x, k, fp))(knots),
+                                  np.interp(x, knots, fp))
+
+
+@pytest.mark.parametrize("period", [2.5, -4.0, 360])
+def test_interp_period_is_numpy_s(period):
+    rng = np.random.default_rng(3)
+    knots = rng.uniform(-10, 10, 6)  # unsorted, and wider than a period: reduced and sorted
+    fp = rng.normal(size=6)
+    x = rng.uniform(-12, 12, 15)
+    want = np.interp(x, knots, fp, period=period)
+    for got in (dg.jit(lambda x, k, f: np.interp(x, k, f, period=period))(x, knots, fp),
+                dg.jit(lambda x: np.interp(x, knots, fp, period=period))(x),
+                dg.jit(lambda x: np.interp(x, list(knots), list(fp), left=9, right=9,
+                                           period=period))(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    f = lambda x: np.interp(x, knots, fp, period=period)  # noqa: E731
+    np.testing.assert_allclose(dg.jvp(f, (x,), (np.ones_like(x),))[1],
+                               (f(x + 1e-7) - f(x - 1e-7)) / 2e-7, rtol=1e-5, atol=1e-6)
+    dg.testing.check_grads(lambda k, f: np.interp(x, k, f, period=period), (knots, fp),
+                           order=1)
+
+
+def test_interp_period_refuses_zero_and_traced_periods():
+    with pytest.raises(dg.DualgpuError, match="period must be a non-zero"):
+        dg.jit(lambda x: np.interp(x, [0.0, 1.0], [0.0, 1.0], period=0))(0.5)
+    with pytest.raises(dg.DualgpuError, match="period must be a constant"):
+        dg.jit(lambda x, p: np.interp(x, [0.0, 1.0], [0.0, 1.0], period=p))(0.5, 2.0)

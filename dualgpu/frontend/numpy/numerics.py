@@ -12,12 +12,25 @@ from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
 from .arguments import arraylike
-from .elementwise import add, conj, greater, greater_equal, less, multiply, subtract, true_divide
+from .elementwise import (
+    absolute,
+    add,
+    conj,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    multiply,
+    remainder,
+    subtract,
+    true_divide,
+)
 from .indexing import take, take_range
 from .introspection import result_type
 from .joining import concatenate
 from .products import matmul
 from .reductions import sum_
+from .sorting import argsort
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
@@ -130,24 +143,37 @@ def gradient(f, *varargs, axis=None, edge_order=1):
 def interp(x, xp, fp, left=None, right=None, period=None):
     """``np.interp``: piecewise-linear interpolation, differentiable in ``x`` (the slope of
     the segment; at a knot, the right segment's), in ``fp`` and in the sample points ``xp``
-    (which must increase, as NumPy's; where two coincide the slope is infinite). Traced
-    ``left``/``right`` are differentiable too.
+    (which must increase, as NumPy's). Traced
+    ``left``/``right`` are differentiable too. ``period`` (a constant) interpolates a
+    periodic function as NumPy does: ``x`` and ``xp`` are taken modulo the period, ``xp``
+    sorted, and ``left``/``right`` ignored. A segment narrower than ``spacing(eps)`` of the
+    dtype is taken as a jump (its left value, no derivative), as JAX does: the slope across
+    it would overflow.
 
     >>> dg.grad(lambda xp: np.interp(0.5, xp, np.array([0.0, 2.0])))(np.array([0.0, 1.0]))
     array([-1., -1.])
+    >>> dg.grad(lambda x: np.interp(x, [0.0, 1.0, 3.0], [0.0, 2.0, 1.0], period=4))(7.5)
+    array(-1.)
     """
-    if period is not None:
-        raise UnsupportedOpError(f"np.interp(period=...) is not supported on traced values "
-                                 f"(at {user_location()})")
     traced_knots = _is_tracer(xp)
     knots = arraylike(xp) if traced_knots else np.asarray(xp, dtype=np.float64)
     x, fp = arraylike(x), arraylike(fp)
     if len(_shape(knots)) != 1 or _shape(fp) != _shape(knots) or _shape(knots)[0] == 0:
         raise DualgpuError(f"np.interp: xp and fp must be 1-D of the same length, got "
                            f"{_shape(knots)} and {_shape(fp)} (at {user_location()})")
+    if period is not None:
+        x, knots, fp = _periodic_knots(x, knots, fp, period)
+        left = right = None
+        traced_knots = _is_tracer(knots)
     n = _shape(knots)[0]
     if n == 1:
         return broadcast_to(fp[0], _shape(x))
+    first, last = (knots[0], knots[n - 1]) if traced_knots else (float(knots[0]),
+                                                                  float(knots[-1]))
+    # the segments' formula is evaluated at x clamped into the knots' range: outside it the
+    # result is left/right, and an unclamped x would make huge t and overflowing derivatives
+    # that the final where multiplies by zero (NaN)
+    inside = where(less(x, first), first, where(greater(x, last), last, x))
     if _is_tracer(x) or traced_knots:  # each x's segment: how many inner knots are <= x
         below = greater_equal(expand_dims(x, -1), knots[1:-1])
         seg = sum_(astype(below, np.int64), axis=-1)
@@ -160,14 +186,38 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         x0, width = knots[:-1].astype(dt), np.diff(knots).astype(dt)
     x0_seg = take(x0, seg) if _is_tracer(seg) or _is_tracer(x0) else x0[seg]
     w_seg = take(width, seg) if _is_tracer(seg) or _is_tracer(width) else width[seg]
-    t = true_divide(subtract(x, x0_seg), w_seg)
-    y = add(take(fp, seg), multiply(t, subtract(take(fp, add(seg, 1)), take(fp, seg))))
+    jump = less_equal(absolute(w_seg), float(np.spacing(np.finfo(dt).eps)))
+    t = true_divide(subtract(inside, x0_seg), where(jump, 1.0, w_seg))
+    f0, f1 = take(fp, seg), take(fp, add(seg, 1))
+    y = add(f0, multiply(t, subtract(f1, f0)))
+    # across a jump: its left value, its right one at its right end (a repeated last knot)
+    y = where(jump, where(greater_equal(inside, add(x0_seg, w_seg)), f1, f0), y)
     lo = fp[0] if left is None else left
     hi = fp[n - 1] if right is None else right
-    first, last = (knots[0], knots[n - 1]) if traced_knots else (float(knots[0]),
-                                                                  float(knots[-1]))
     y = where(less(x, first), lo, y)
     return where(greater(x, last), hi, y)
+
+
+def _periodic_knots(x, knots, fp, period):
+    """NumPy's reduction for ``interp(period=)``: x and the knots modulo the period, the
+    knots sorted (fp with them) and extended by one period on each side."""
+    if _is_tracer(period) or not np.isscalar(period) or not np.isreal(period):
+        raise DualgpuError(f"np.interp: period must be a constant real number, got "
+                           f"{type(period).__name__} (at {user_location()})")
+    if period == 0:
+        raise DualgpuError(f"np.interp: period must be a non-zero value (at "
+                           f"{user_location()})")
+    period = abs(float(period))
+    x = remainder(astype(x, np.float64), period)
+    knots = remainder(knots, period)
+    order = argsort(knots, kind="stable") if _is_tracer(knots) else np.argsort(knots,
+                                                                               kind="stable")
+    knots, fp = take(knots, order), take(fp, order)
+    n = _shape(knots)[0]
+    knots = concatenate([subtract(getitem(knots, slice(n - 1, n)), period), knots,
+                         add(getitem(knots, slice(0, 1)), period)])
+    fp = concatenate([getitem(fp, slice(n - 1, n)), fp, getitem(fp, slice(0, 1))])
+    return x, knots, fp
 
 
 def _convolve_full(a, v):
