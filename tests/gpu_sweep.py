@@ -49,6 +49,10 @@ def elementwise_case(prim, rng, dtype):
     if prim.name == "ldexp":  # an integer exponent: differentiable in x only
         return (lambda x, e: prim.bind(x, e)), (rng.uniform(lo, hi, (4, 5)).astype(dtype),
                                                 rng.integers(-3, 4, (5,)).astype(np.int32))
+    if prim.name == "betainc":  # differentiable in x only: a and b are constants
+        a, b = rng.uniform(0.6, 3.0, (5,)).astype(dtype), rng.uniform(0.6, 3.0, (4, 1))
+        return (lambda x: prim.bind(a, b.astype(dtype), x)), (
+            rng.uniform(0.1, 0.9, (4, 5)).astype(dtype),)
     params = {"convert_element_type": {"dtype": np.dtype(np.float32)},
               "fill_like": {"value": 2.5}, "broadcast_to": {"shape": (3, 4, 5)},
               "polygamma": {"n": 1}}.get(

@@ -148,3 +148,29 @@ def test_interp_period_refuses_zero_and_traced_periods():
         dg.jit(lambda x: np.interp(x, [0.0, 1.0], [0.0, 1.0], period=0))(0.5)
     with pytest.raises(dg.DualgpuError, match="period must be a constant"):
         dg.jit(lambda x, p: np.interp(x, [0.0, 1.0], [0.0, 1.0], period=p))(0.5, 2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_betainc_is_scipy_s_and_its_x_derivative_the_beta_density(dtype):
+    import scipy.special
+    a = np.array([0.5, 1.0, 2.0, 3.5], dtype=dtype)[:, None]
+    b = np.array([1.0, 0.7, 4.0], dtype=dtype)
+    x = np.array([0.0, 0.05, 0.5, 0.95, 1.0], dtype=dtype)[:, None, None]
+    got = dg.jit(lambda x: scipy.special.betainc(a, b, x))(x)
+    want = scipy.special.betainc(a, b, x)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-14)
+    inner = x[1:4].astype(np.float64)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    density = inner ** (a64 - 1) * (1 - inner) ** (b64 - 1) / scipy.special.beta(a64, b64)
+    np.testing.assert_allclose(
+        dg.jvp(lambda x: scipy.special.betainc(a, b, x), (x[1:4],), (np.ones_like(x[1:4]),))[1],
+        density, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_betainc_refuses_derivatives_in_a_and_b():
+    import scipy.special
+    with pytest.raises(dg.DualgpuError, match="no derivative in a or b"):
+        dg.grad(lambda a: scipy.special.betainc(a, 3.0, 0.5))(2.0)
+    with pytest.raises(dg.DualgpuError, match="no derivative in a or b"):
+        dg.grad(lambda b: scipy.special.betainc(2.0, b, 0.5))(2.0)

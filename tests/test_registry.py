@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import dualgpu as dg
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
 from dualgpu.frontend import numpy as dnp
+from dualgpu.frontend.scipy import special as dnp_special
 from dualgpu.oplib.searchsorted import SIDES
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
 from dualgpu.testing import strategies as dst
@@ -199,6 +200,15 @@ spec("ldexp", build_ldexp)
 # away from the powers of two, where the mantissa jumps
 spec("frexp", unary("frexp", 2.2, 3.8, fn=lambda x: dnp.frexp(x)[0] * dnp.frexp(-x / 5)[0]))
 spec("float_power", binary("float_power", 0.4, 2.5))
+
+
+def build_betainc(data, dtype):
+    a, b = (data.draw(st.floats(0.6, 4.0)) for _ in range(2))
+    x = draw_array(data, draw_shape(data), dtype, 0.1, 0.9)
+    return (lambda x: dnp_special.betainc(a, b, x)), (x,)
+
+
+spec("betainc", build_betainc)
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
 
 

@@ -19,7 +19,7 @@ from ..core.dtypes import float_dtype, promote, real_dtype
 from ..core.flags import Flag
 from ..core.ir import Aval
 from ..core.primitives import defprim, defstandalone
-from ..errors import DualgpuError
+from ..errors import DualgpuError, user_location
 
 ELEMENTWISE: dict[str, object] = {}
 
@@ -319,6 +319,28 @@ digamma = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamm
     partials=(lambda x, ans: polygamma(x, n=1),))
 
 
+def _betainc_ab(a, b, x, ans):
+    raise DualgpuError(
+        "scipy.special.betainc(a, b, x): no derivative in a or b (JAX has none either): pass "
+        "a and b as constants, or through dg.lax.stop_gradient; the derivative in x is "
+        f"x**(a-1) * (1-x)**(b-1) / B(a, b) (at {user_location()})")
+
+
+def _betainc_dx(a, b, x, ans):
+    """d/dx I_x(a, b) = x**(a-1) (1-x)**(b-1) / B(a, b), B from gammaln."""
+    log_beta = subtract(add(gammaln(a), gammaln(b)), gammaln(add(a, b)))
+    density = multiply(power(x, subtract(a, 1)), power(subtract(1, x), subtract(b, 1)))
+    return _astype(multiply(density, exp(negative(log_beta))), ans.dtype)
+
+
+# the regularized incomplete beta function; no C form (CUDA has none): a library call
+betainc = elementwise(
+    "betainc", None, 3, c=None, result="float", py="ops.betainc({0}, {1}, {2})",
+    impl=lambda xp, a, b, x: backend_for_xp(xp).special.betainc(a, b, x),
+    doc="I_x(a, b) (scipy.special.betainc); differentiable in x only, as in JAX.",
+    partials=(_betainc_ab, _betainc_ab, _betainc_dx))
+
+
 def _polygamma_impl(xp, x, n):
     # cupyx's polygamma needs an array order (it calls n.astype); SciPy takes either
     x = xp.asarray(x)
@@ -477,6 +499,7 @@ defstandalone(erf, 'def erf(x):\n    return _special().erf(x)\n')
 defstandalone(erfc, 'def erfc(x):\n    return _special().erfc(x)\n')
 defstandalone(gammaln, 'def gammaln(x):\n    return _special().gammaln(x)\n')
 defstandalone(digamma, 'def digamma(x):\n    return _special().digamma(x)\n')
+defstandalone(betainc, 'def betainc(a, b, x):\n    return _special().betainc(a, b, x)\n')
 defstandalone(polygamma, (
         'def polygamma(x, n):\n'
         '    x = xp.asarray(x)\n'
