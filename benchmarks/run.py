@@ -16,7 +16,16 @@ import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # before any jax import
 
-from . import dense_tiny, laplacian, mlp, mlp_deep, overhead, scenario2, sparse  # noqa: E402
+from . import (  # noqa: E402
+    dense_tiny,
+    laplacian,
+    mlp,
+    mlp_deep,
+    overhead,
+    scenario2,
+    sparse,
+    sparse_derivatives,
+)
 from .common import Context  # noqa: E402
 from .report import Report, environment  # noqa: E402
 
@@ -29,6 +38,7 @@ WORKLOADS = {
     "overhead": overhead.run,
     "sweep": scenario2.run_sweep,
     "laplacian": laplacian.run,
+    "sparse_derivatives": sparse_derivatives.run,
 }
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

@@ -23,6 +23,7 @@ from benchmarks import (
     run,
     scenario2,
     sparse,
+    sparse_derivatives,
     timing,
 )
 from benchmarks.report import Report, Row
@@ -146,6 +147,7 @@ WORKLOADS = {
     "sparse": sparse.run,
     "overhead": overhead.run,
     "laplacian": laplacian.run,
+    "sparse_derivatives": sparse_derivatives.run,
 }
 
 

@@ -85,3 +85,55 @@ def test_empty_and_square_checks():
     assert C.column_coloring(sp.csr_matrix((3, 0), dtype=bool)).shape == (0,)
     with pytest.raises(C.InvalidArgumentError, match="square"):
         C.symmetric_coloring(sp.csr_matrix((3, 4), dtype=bool))
+
+
+def _grid_laplacian(side):
+    line = sp.diags([1, 1, 1], [-1, 0, 1], shape=(side, side), dtype=bool)
+    eye = sp.identity(side, dtype=bool)
+    return ((sp.kron(line, eye) + sp.kron(eye, line)) != 0).tocsr()
+
+
+@pytest.mark.parametrize("side", [316, 1000])
+def test_large_stencils_get_optimal_colors_fast(side):
+    """At 10^5 and 10^6 columns the 5-point Laplacian gets 5 colors (the densest row has 5
+    entries: no fewer is possible) and a tridiagonal pattern 3, in seconds (DSATUR, in
+    Python, stops at 2*10^5 columns and the greedy orders give 7 on the grid)."""
+    import time
+    grid = _grid_laplacian(side)
+    start = time.perf_counter()
+    colors = C.symmetric_coloring(grid)
+    assert time.perf_counter() - start < 10
+    assert colors.max() + 1 == 5
+    assert C.is_valid_column_coloring(grid, colors)
+    n = side * side
+    tridiagonal = sp.diags([1, 1, 1], [-1, 0, 1], shape=(n, n), format="csr", dtype=bool)
+    colors = C.symmetric_coloring(tridiagonal)
+    assert colors.max() + 1 == 3 and C.is_valid_column_coloring(tridiagonal, colors)
+
+
+@pytest.mark.parametrize("bandwidth", [1, 2, 4, 7])
+def test_banded_jacobian_columns_get_the_row_count(bandwidth):
+    n = 30_000
+    pattern = sp.diags([1] * (2 * bandwidth + 1), range(-bandwidth, bandwidth + 1),
+                       shape=(n, n), format="csr", dtype=bool)
+    colors = C.column_coloring(pattern)
+    assert colors.max() + 1 == 2 * bandwidth + 1
+    assert C.is_valid_column_coloring(pattern, colors)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scrambled_grids_fall_back_to_a_valid_greedy_coloring(seed):
+    """A grid with its columns permuted is no lattice: the greedy candidates still give a
+    valid coloring, no worse than networkx's."""
+    grid = _grid_laplacian(12)
+    perm = np.random.default_rng(seed).permutation(144)
+    scrambled = grid[perm][:, perm].tocsr()
+    colors = C.symmetric_coloring(scrambled)
+    assert C.is_valid_column_coloring(scrambled, colors)
+    assert colors.max() + 1 <= _networkx_best(C.distance2_graph(scrambled))
+
+
+def test_is_valid_column_coloring_finds_a_clash():
+    pattern = sp.csr_matrix(np.array([[1, 0, 1], [0, 1, 1]], dtype=bool))
+    assert C.is_valid_column_coloring(pattern, [0, 0, 1])
+    assert not C.is_valid_column_coloring(pattern, [0, 1, 0])
