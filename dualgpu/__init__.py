@@ -70,6 +70,7 @@ from .sparse_derivatives import (
     jacobian_sparsity,
     sparse_hessian,
     sparse_jacobian,
+    spy,
 )
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
@@ -100,5 +101,5 @@ __all__ = [
     "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
     "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
-    "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
+    "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian", "spy",
 ]
