@@ -922,6 +922,11 @@ class _Jit(Transformed):
         return pytree.unflatten(compiled.trees, outs)
 
 
+def _is_integer_like(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "iub"
+
+
 class _Jvp(Transformed):
     """``(f(*primals), J·tangents)``: every leaf of every primal is differentiated."""
 
@@ -942,7 +947,10 @@ class _Jvp(Transformed):
         tree, aux_tree = compiled.trees
         n = tree.num_leaves
         out = pytree.unflatten(tree, outs[:n])
-        tangent = pytree.unflatten(tree, outs[n:2 * n])
+        # an integer or bool output has a float0 tangent, as in JAX
+        tangents = [np.zeros(np.shape(t), dtype=FLOAT0) if _is_integer_like(o) else t
+                    for o, t in zip(outs[:n], outs[n:2 * n])]
+        tangent = pytree.unflatten(tree, tangents)
         if self.has_aux:
             return out, tangent, pytree.unflatten(aux_tree, outs[2 * n:])
         return out, tangent

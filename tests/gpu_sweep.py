@@ -87,6 +87,8 @@ def library_cases(rng, dtype):
         "cholesky": (lambda m: np.linalg.cholesky(m @ m.T), (sq,)),
         # the index times the value: differentiable through the value only
         "searchsorted": (lambda x: x * np.searchsorted(np.sort(x[0]), x, side="right"), (a,)),
+        "argmax": (lambda x: x[0] * np.argmax(x, axis=0), (a,)),
+        "argmin": (lambda x: x[:, 0] * np.argmin(x, axis=1), (a,)),
     }
 
 

@@ -140,6 +140,16 @@ def _is_float0_zeros(a, shape):
     return a.dtype == dg.float0 and a.shape == shape
 
 
+def test_an_integer_output_has_a_float0_tangent():
+    """JAX: the tangent of an integer (or bool) output is a float0 array of its shape."""
+    (y, k), (ty, tk) = dg.jvp(lambda x: (x * 2, np.argmax(x, axis=0)),
+                              (np.ones((3, 2)),), (np.ones((3, 2)),))
+    np.testing.assert_allclose(ty, 2 * np.ones((3, 2)))
+    assert _is_float0_zeros(tk, (2,)) and k.dtype == np.int64
+    _, f_jvp = dg.linearize(lambda x: x > 0.5, np.ones(4))
+    assert _is_float0_zeros(f_jvp(np.ones(4)), (4,))
+
+
 def test_jvp_takes_a_float0_tangent_for_an_integer_primal():
     n = np.array([3, 4])
     out, t = dg.jvp(lambda v, k: np.sin(v) * k, (x[:2], n),

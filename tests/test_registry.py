@@ -744,6 +744,20 @@ def build_searchsorted(data, dtype):
 spec("searchsorted", build_searchsorted, kind="nondiff")
 
 
+def build_arg_extremum(name):
+    def build(data, dtype):
+        axis = data.draw(st.sampled_from([None, 0, -1]))
+        keepdims = data.draw(st.booleans())
+        return (lambda x: getattr(dnp, name)(x, axis=axis, keepdims=keepdims),
+                (distinct_array(data, (3, 4), dtype),))
+
+    return build
+
+
+spec("argmax", build_arg_extremum("argmax"), kind="nondiff")
+spec("argmin", build_arg_extremum("argmin"), kind="nondiff")
+
+
 # --------------------------------------------------------------------------- decompositions
 def separated_symmetric(data, dtype):
     """A symmetric matrix with eigenvalues at least ~1 apart (eigenvector derivatives

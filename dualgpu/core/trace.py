@@ -403,6 +403,8 @@ class Tracer:
     def conj(self, *args, **kwargs): return _np().conj(self, *args, **kwargs)
     def conjugate(self, *args, **kwargs): return _np().conjugate(self, *args, **kwargs)
     def argsort(self, *args, **kwargs): return _np().argsort(self, *args, **kwargs)
+    def argmax(self, *args, **kwargs): return _np().argmax(self, *args, **kwargs)
+    def argmin(self, *args, **kwargs): return _np().argmin(self, *args, **kwargs)
 
     def reshape(self, *shape, order="C"):
         """``x.reshape(2, 3)`` and ``x.reshape((2, 3))``, as ndarray's."""
@@ -415,14 +417,6 @@ class Tracer:
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
             axes = axes[0]
         return _np().transpose(self, axes if axes != () else None)
-
-    def argmax(self, *args, **kwargs):
-        raise UnsupportedOpError(f"the method .argmax() has no dualgpu rule (called on a "
-                                 f"traced value at {user_location()})")
-
-    def argmin(self, *args, **kwargs):
-        raise UnsupportedOpError(f"the method .argmin() has no dualgpu rule (called on a "
-                                 f"traced value at {user_location()})")
 
 
 def _conversion_error(frame) -> TracerControlFlowError:

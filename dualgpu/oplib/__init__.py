@@ -6,4 +6,4 @@ op's rules are written beside its declaration; the front end (:mod:`dualgpu.fron
 exports the function under NumPy's name. CONTRIBUTING.md ("Adding a structured op") walks
 through :mod:`~dualgpu.oplib.searchsorted`, the first op written this way.
 """
-from . import searchsorted  # noqa: F401  (registers the op)
+from . import argmax, searchsorted  # noqa: F401  (registers the ops)
