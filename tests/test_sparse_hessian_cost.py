@@ -1,11 +1,8 @@
-"""Cost of a cached sparse Hessian on NumPy (issue 26): within 10 single HVPs of the same
-function at a size where the arithmetic dominates (a 2-D Poisson energy, 5 colors), and the
-values equal the closed form. Timings take the fastest of several calls (the machine is
-shared), and the bound leaves room (issue 26 asks for 8 at 10^6 variables: 7.8 measured
-there, 5 of them the HVPs); the batched program cost 12-15 HVPs."""
+"""A cached sparse Hessian on NumPy (one HVP per color, read straight into the CSR values)
+equals the closed form of a 2-D Poisson energy, with its 5 colors. What it costs (in single
+HVPs) is measured by the sparse_derivatives benchmark (benchmarks/), not here: timings are
+not tests."""
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
@@ -13,18 +10,8 @@ import dualgpu as dg
 from benchmarks.sparse_derivatives import make_point, poisson, poisson_hessian
 
 
-def _fastest(fn, *args, reps=7):
-    fn(*args)
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def test_cached_sparse_hessian_costs_at_most_10_hvps_on_numpy():
-    side = 500
+def test_a_cached_sparse_hessian_is_the_closed_form():
+    side = 60
     f = poisson(np, side)
     x = make_point(side * side)
     hess = dg.sparse_hessian(f)
@@ -35,5 +22,5 @@ def test_cached_sparse_hessian_costs_at_most_10_hvps_on_numpy():
     one_hvp = dg.jit(dg.hvp(f))
     v = make_point(side * side, 1)
     np.testing.assert_allclose(one_hvp(x, v), ref @ v, rtol=1e-12, atol=1e-12)
-    ratio = _fastest(hess, x) / _fastest(one_hvp, x, v)
-    assert ratio <= 10, f"a cached sparse Hessian costs {ratio:.1f} HVPs"
+    again = hess(x)  # the cached call: the same matrix, in fresh arrays
+    assert abs(again - h).max() == 0 and again.data is not h.data
