@@ -14,6 +14,7 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 from . import (  # noqa: F401  (registers every rule)
     autograd_compat,  # autograd's spellings (docs/coming_from.md)
     frontend,
+    nn,  # dg.nn (dualgpu/nn.py: the public path of frontend/nn.py)
     rules,
     testing,  # noqa: F401
     tree,  # noqa: F401
@@ -61,7 +62,6 @@ from .errors import (
 )
 from .executor import config
 from .export import export
-from .frontend import nn
 from .lax import stop_gradient
 from .operators import HessianOperator, hessp
 from .signature import FLOAT0 as float0

@@ -84,3 +84,13 @@ def test_traced_calls_through_the_mirrored_namespaces():
     h = 1e-6
     fd = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(3)]
     np.testing.assert_allclose(dg.grad(f)(x), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_dualgpu_nn_keeps_its_import_path():
+    """``from dualgpu.nn import ...`` works as before the front end moved (dg.nn is it)."""
+    import dualgpu.nn
+    from dualgpu.frontend import nn as frontend_nn
+    from dualgpu.nn import relu
+
+    assert dg.nn is dualgpu.nn and relu is frontend_nn.relu
+    assert set(dualgpu.nn.__all__) == set(frontend_nn.__all__)
