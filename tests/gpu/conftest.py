@@ -17,3 +17,17 @@ def _restore_switches():
     saved = dict(config)
     yield
     config.update(saved)
+
+
+@pytest.fixture(params=["fused", "graphs", "python"])
+def path(request):
+    """Each of a program's three GPU paths: fused kernels replayed as CUDA graphs ("graphs"),
+    fused kernels launched one by one ("fused"), and the plain CuPy Python program."""
+    import dualgpu as dg
+    from dualgpu.executor import config
+
+    config["fuse"] = request.param != "python"
+    config["cuda_graphs"] = request.param == "graphs"
+    dg.clear_cache()
+    yield request.param
+    dg.clear_cache()  # the switches come back with _restore_switches

@@ -8,21 +8,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.executor import config
 
 cp = pytest.importorskip("cupy")
-
-
-@pytest.fixture(params=["fused", "graphs", "python"])
-def path(request):
-    saved = dict(config)
-    config["fuse"] = request.param != "python"
-    config["cuda_graphs"] = request.param == "graphs"
-    dg.clear_cache()
-    yield request.param
-    config.clear()
-    config.update(saved)
-    dg.clear_cache()
 
 
 def _leaves(r):

@@ -9,18 +9,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.executor import config
 
 cp = pytest.importorskip("cupy")
-
-
-@pytest.fixture(params=["fused", "graphs", "python"])
-def path(request):
-    config["fuse"] = request.param != "python"
-    config["cuda_graphs"] = request.param == "graphs"
-    dg.clear_cache()
-    yield request.param
-    dg.clear_cache()
 
 
 BODIES = [lambda a: np.sum(a), lambda a: np.mean(a), lambda a: np.sum(a * 2.0),

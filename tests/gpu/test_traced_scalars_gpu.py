@@ -6,21 +6,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.executor import config
 
 cp = pytest.importorskip("cupy")
-
-
-@pytest.fixture(params=["fused", "graphs", "python"])
-def path(request):
-    saved = dict(config)
-    config["fuse"] = request.param != "python"
-    config["cuda_graphs"] = request.param == "graphs"
-    dg.clear_cache()
-    yield request.param
-    config.clear()
-    config.update(saved)
-    dg.clear_cache()
 
 
 def test_cupy_traced_float_is_weak_and_new_values_are_data(path):
