@@ -212,22 +212,22 @@ def prod(a, axis=None, dtype=None, keepdims=False):
     return _reduce(_red.reduce_prod, a, axis, keepdims, "prod")
 
 
-def cumsum(a, axis=None, dtype=None):
-    """The running sum along ``axis`` (None: of the flattened array)."""
+def _scan(prim, a, axis, dtype):
     if dtype is not None:
         a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
-    return _red.cumsum.bind(a, axis=_check_axis(axis, len(shape_of(a)), "cumsum"))
+    return prim.bind(a, axis=_check_axis(axis, len(shape_of(a)), prim.name))
+
+
+def cumsum(a, axis=None, dtype=None):
+    """The running sum along ``axis`` (None: of the flattened array)."""
+    return _scan(_red.cumsum, a, axis, dtype)
 
 
 def cumprod(a, axis=None, dtype=None):
     """The running product along ``axis`` (None: of the flattened array)."""
-    if dtype is not None:
-        a = astype(a, dtype)
-    if axis is None:
-        a, axis = ravel(a), 0
-    return _red.cumprod.bind(a, axis=_check_axis(axis, len(shape_of(a)), "cumprod"))
+    return _scan(_red.cumprod, a, axis, dtype)
 
 
 def reshape(a, newshape=None, order="C", shape=None):

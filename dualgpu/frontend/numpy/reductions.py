@@ -48,15 +48,21 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return lax.cumprod(arraylike(a), axis, dtype)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    unsupported_kwargs("mean", {"out": out, "where": where})
+def _float_and_count(a, axis, dtype, name):
+    """``a`` in ``dtype`` (integers and bools in float64, as NumPy's mean and var compute)
+    and the number of elements each result reduces."""
     a = arraylike(a)
     if dtype is not None:
         a = astype(a, dtype)
     elif _dtype(a).kind in "biu":
         a = astype(a, np.float64)
-    axes = normalize_axes(axis, len(_shape(a)), "mean")
-    n = int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+    axes = normalize_axes(axis, len(_shape(a)), name)
+    return a, int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    unsupported_kwargs("mean", {"out": out, "where": where})
+    a, n = _float_and_count(a, axis, dtype, "mean")
     return true_divide(sum_(a, axis=axis, keepdims=keepdims), float(n))
 
 
@@ -80,13 +86,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     with a warning there, and no derivative exists."""
     unsupported_kwargs("var", {"out": out, "where": where, "mean": mean, **kw})
     ddof = _ddof("var", ddof, correction)
-    a = arraylike(a)
-    if dtype is not None:
-        a = astype(a, dtype)
-    elif _dtype(a).kind in "biu":
-        a = astype(a, np.float64)
-    axes = normalize_axes(axis, len(_shape(a)), "var")
-    n = int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+    a, n = _float_and_count(a, axis, dtype, "var")
     if n - ddof <= 0:
         raise DualgpuError(
             f"var/std: ddof={ddof} with {n} element(s) per result leaves no degrees of "
