@@ -86,6 +86,9 @@ def _kernel(prim: Primitive) -> tuple[str, str]:
                                                              "library call")
     if prim.has(Flag.LIBRARY):
         return ("n/a", "library call")
+    form = prim.lowering("kernel")
+    if form is not None:
+        return ("own", form.replace("_", " ") + " (of slices)")
     kind = next((k for k in (Flag.REDUCTION, Flag.SCAN, Flag.VIEW) if prim.has(k)), None)
     return ("flag", kind) if kind is not None else ("n/a", "library call")
 

@@ -12,6 +12,7 @@ transforms) draws a pattern with its coloring. docs/sparse_derivatives.md tells 
 """
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -143,23 +144,19 @@ class _Plan:
                 seeds.reshape((self.n_colors,) + tuple(shape)))
         return self._on_device[key]
 
-    def _index_arrays(self, backend) -> tuple:
-        """The index map and the CSR structure on ``backend``'s device (made once)."""
+    def index_arrays(self, backend) -> tuple:
+        """The index map and the CSR structure on ``backend``'s device (made once; int32
+        where every index fits, as cupyx's CSR wants)."""
         key = backend.name
         if key not in self._on_device:
             xp = backend.xp
-            small = max(self.pattern.nnz, *self.pattern.shape) < 2 ** 31
-            index_type = np.int32 if small else np.int64   # cupyx's CSR wants int32
-            self._on_device[key] = (xp.asarray(self.index),
+            reach = max(self.pattern.nnz, *self.pattern.shape,
+                        self.n_colors * max(self.pattern.shape))
+            index_type = np.int32 if reach < 2 ** 31 else np.int64
+            self._on_device[key] = (xp.asarray(self.index.astype(index_type)),
                                     xp.asarray(self.pattern.indices.astype(index_type)),
                                     xp.asarray(self.pattern.indptr.astype(index_type)))
         return self._on_device[key]
-
-    def decompress(self, backend, products, dtype):
-        """The CSR matrix from the compressed products ``(n_colors, ...)``."""
-        index, indices, indptr = self._index_arrays(backend)
-        values = products.reshape(-1)[index].astype(dtype, copy=False)
-        return self._csr(backend, values, indices, indptr)
 
     def decompress_each(self, product_of_color, dtype) -> sp.csr_matrix:
         """The CSR matrix (NumPy) from ``product_of_color(k)``, called once per color: each
@@ -175,13 +172,34 @@ class _Plan:
         for k, (places, rows) in enumerate(self._on_device["per color"]):
             values[places] = product_of_color(k).reshape(-1)[rows]
         backend = array_backend(values)
-        _, indices, indptr = self._index_arrays(backend)
-        return self._csr(backend, values, indices, indptr)
+        _, indices, indptr = self.index_arrays(backend)
+        return self.csr(backend, values, indices.copy(), indptr.copy())
 
-    def _csr(self, backend, values, indices, indptr):
-        # each result owns its index arrays: a caller may sort or edit them in place
-        return backend.sparse.csr_matrix((values, indices.copy(), indptr.copy()),
-                                         shape=self.pattern.shape)
+    def csr(self, backend, values, indices, indptr):
+        """The CSR matrix of ``values`` on this pattern, holding the arrays given (each
+        result owns its index arrays: a caller may sort or edit them in place). The
+        constructor of SciPy's and cupyx's CSR checks its arrays (cupyx with reductions
+        on the device, ~0.1 ms a call); the structure is checked once, by the matrix made
+        on a first call, and every later result is a shallow copy of it with its own
+        arrays (``data``, ``indices`` and ``indptr`` are attributes both libraries let a
+        caller set)."""
+        key = ("csr", backend.name, np.dtype(values.dtype).str)
+        template = self._on_device.get(key)
+        if template is None:
+            template = self._on_device[key] = backend.sparse.csr_matrix(
+                (values, indices.copy(), indptr.copy()), shape=self.pattern.shape)
+            template.data = values[:0]   # the template keeps no result alive
+        out = copy.copy(template)
+        out.data, out.indices, out.indptr = values, indices, indptr
+        return out
+
+
+def _decompressed(products, index, indices, indptr) -> tuple:
+    """Inside the compiled program: the CSR values gathered from the compressed products
+    by the index map, and copies of the CSR structure (a program's output that is one of
+    its inputs is copied), so that a cached call is one program run, decompression included.
+    """
+    return products.reshape(-1)[index], indices, indptr
 
 
 class _Sparse:
@@ -385,12 +403,14 @@ class _SparseJacobian(_Sparse):
         if (k, mode) not in self._programs:
             fn = self.fn
 
-            def compressed(x, seeds, *rest):
+            def compressed(x, seeds, index, indices, indptr, *rest):
                 def g(y):
                     return fn(*rest[:k], y, *rest[k:])
                 if mode == "fwd":
-                    return vmap(lambda s: api.jvp(g, (x,), (s,))[1])(seeds)
-                return vmap(lambda w: api.vjp(g, x)[1](w)[0])(seeds)
+                    products = vmap(lambda s: api.jvp(g, (x,), (s,))[1])(seeds)
+                else:
+                    products = vmap(lambda w: api.vjp(g, x)[1](w)[0])(seeds)
+                return _decompressed(products, index, indices, indptr)
 
             compressed.__name__ = f"compressed_{mode}_{getattr(fn, '__name__', 'f')}"
             self._programs[(k, mode)] = api.jit(compressed)
@@ -404,8 +424,9 @@ class _SparseJacobian(_Sparse):
             return backend.sparse.csr_matrix((m, n), dtype=x.dtype)
         seed_shape = plan.out_shape if plan.mode == "rev" else tuple(x.shape)
         seeds = plan.seeds(backend, seed_shape, x.dtype)
-        products = self._program(k, plan.mode)(x, seeds, *others)
-        return plan.decompress(backend, products, x.dtype)
+        index, indices, indptr = plan.index_arrays(backend)
+        return plan.csr(backend, *self._program(k, plan.mode)(x, seeds, index, indices,
+                                                               indptr, *others))
 
 
 class _SparseHessian(_Sparse):
@@ -444,10 +465,11 @@ class _SparseHessian(_Sparse):
         if self._program_fn is None:
             fn = self.fn
 
-            def compressed(x, seeds, *rest):
+            def compressed(x, seeds, index, indices, indptr, *rest):
                 def g(y):
                     return fn(*rest[:k], y, *rest[k:])
-                return vmap(api.hvp(g), in_axes=(None, 0))(x, seeds)
+                products = vmap(api.hvp(g), in_axes=(None, 0))(x, seeds)
+                return _decompressed(products, index, indices, indptr)
 
             compressed.__name__ = f"compressed_hvp_{getattr(fn, '__name__', 'f')}"
             self._program_fn = api.jit(compressed)
@@ -465,8 +487,8 @@ class _SparseHessian(_Sparse):
             # HVPs per color at 10^6 variables: wider temporaries, no launches to save)
             hvp_once = self._one_hvp(k)
             return plan.decompress_each(lambda c: hvp_once(x, seeds[c], *others), x.dtype)
-        products = self._program(k)(x, seeds, *others)
-        return plan.decompress(backend, products, x.dtype)
+        index, indices, indptr = plan.index_arrays(backend)
+        return plan.csr(backend, *self._program(k)(x, seeds, index, indices, indptr, *others))
 
     def _one_hvp(self, k: int):
         if self._one_hvp_fn is None:

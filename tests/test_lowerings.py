@@ -150,8 +150,8 @@ def test_deflowering_refuses_an_unknown_kind_or_form(probe_ops):
 
     probe = defprim("lowering_probe_refused", lambda xp, x: x, transpose.abstract_eval)
     probe_ops.append(probe)
-    with pytest.raises(dg.DualgpuError, match="no lowering kind is named 'kernel'.*view"):
-        deflowering(probe, kernel="permute")
+    with pytest.raises(dg.DualgpuError, match="no lowering kind is named 'shader'.*view"):
+        deflowering(probe, shader="permute")
     with pytest.raises(dg.DualgpuError, match="'rotate'.*view.*permute, broadcast, index"):
         deflowering(probe, view="rotate")
     assert probe.lowering("view") is None

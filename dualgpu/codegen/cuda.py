@@ -49,7 +49,7 @@ from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.ir import Eqn, Literal, Var
 from ..errors import CodegenSafetyError
-from ..fusion import Region, is_reduction, is_reshape, reads_no_values
+from ..fusion import Region, is_reduction, is_reshape, padded_read, reads_no_values
 
 BLOCK = 256
 
@@ -304,8 +304,8 @@ class _Emitter:
         r = self.r
         for eqn in r.eqns:
             for a in eqn.inputs:
-                if reads_no_values(eqn.prim):
-                    break  # reads no element of its input
+                if reads_no_values(eqn.prim) or padded_read(eqn) is not None:
+                    break  # reads no element of its input, or reads it in its own node
                 if isinstance(a, Var) and not r.defines(a):
                     dims = r.load_dims(eqn, a)
                     self._add_node(Node(("load", a.id, dims), a, None, dims, 0))
@@ -345,7 +345,7 @@ class _Emitter:
 
     def deps(self, k: int) -> list:
         node = self.nodes[k]
-        if node.is_load or reads_no_values(node.eqn.prim):
+        if node.is_load or reads_no_values(node.eqn.prim) or padded_read(node.eqn):
             return []
         out = []
         for a in node.eqn.inputs:
@@ -379,10 +379,39 @@ class _Emitter:
             return f"acc{k}"
         if is_reshape(eqn.prim):
             return self.vname(self.deps(k)[0])
+        if padded_read(eqn):
+            return self.padded_read(eqn, node.dims)
         deps = iter(self.deps(k))
         operands = [None if isinstance(a, Literal) or reads_no_values(eqn.prim)
                     else self.vname(next(deps)) for a in eqn.inputs]
         return eqn_c_expr(eqn, operands)
+
+    def padded_read(self, eqn, dims) -> str:
+        """The element of a padded read (:func:`dualgpu.fusion.padded_read`): its input's
+        element where every output index falls in the key's slices, else zero."""
+        g = eqn.inputs[0]
+        conds, terms = [], []
+        for d, (start, step, count), st in zip(dims, padded_read(eqn), self.strides[g.id]):
+            if d is None:     # an axis of size 1: element 0, always in the slices
+                continue
+            i = self.axis(d)
+            shifted = f"({i} - {start})" if start else i
+            last = start + step * (count - 1)
+            low, high = min(start, last), max(start, last)
+            if low > 0:
+                conds.append(f"{i} >= {low}")
+            if high < self.r.domain[d] - 1:
+                conds.append(f"{i} <= {high}")
+            if abs(step) != 1:
+                conds.append(f"{shifted} % {step} == 0")
+            k = shifted if step == 1 else f"({shifted} / {step})" if step != -1 \
+                else f"(-{shifted})"
+            if st:
+                terms.append(k if st == 1 else f"{k} * {st}")
+        read = f"{self.in_names[g.id]}[{' + '.join(terms) or '0'}]"
+        if not conds:
+            return read
+        return f"(({' && '.join(conds)}) ? {read} : ({ctype(eqn.outs[0].dtype)})0)"
 
     # ------------------------------------------------------------------ lines
     def guard(self, dims, in_loop: bool) -> str:

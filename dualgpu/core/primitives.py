@@ -61,6 +61,10 @@ LOWERING_FORMS = {
     # or cuBLAS, into the step's destination), sum_as_gemm (a sum over leading or trailing
     # axes as a product with ones), concat_in_place (inputs computed into their ranges)
     "library": ("gemm", "sum_as_gemm", "concat_in_place"),
+    # an element of the output in a fused region kernel, read from the input's memory:
+    # padded_read (scatter_add of a key of slices: the input's element where the index
+    # falls in the slices, else zero -- the transpose of a slice, fused with its readers)
+    "kernel": ("padded_read",),
 }
 # Primitives whose outputs carry no derivative (comparisons, sign, floor, ...).
 NON_DIFFERENTIABLE: set[str] = set()
@@ -184,7 +188,7 @@ def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | No
 
 def deflowering(prim: Primitive, **forms: str) -> Primitive:
     """Declare how code generators lower ``prim``, one form per kind of
-    :data:`LOWERING_FORMS` (``view=``, ``tiny=``, ``library=``), beside the op's
+    :data:`LOWERING_FORMS` (``view=``, ``tiny=``, ``library=``, ``kernel=``), beside the op's
     declaration; a generator asks ``prim.lowering(kind)``, never the op's identity.
 
     Example::

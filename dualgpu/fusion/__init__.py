@@ -12,8 +12,10 @@ pre-reduction chain runs in loop 0, the reduction results feed the per-thread ch
 it, and values broadcast back over ``R`` (the keepdims + broadcast_to of a gradient) run in
 loop 1, and so on. A reduction of a per-thread value over *all* thread axes (the ``sum`` of
 a loss) is a *grid reduction*: each block writes a partial result, and a second small kernel
-finishes it. Everything else (matmul, einsum, solves, sparse ops, gathers, scatters, views of
-graph inputs) runs as a library call on plain arrays.
+finishes it. The transpose of a slice (``scatter_add`` of a key of slices, an op whose kernel
+lowering is ``padded_read``) is read in the kernel straight from its input's memory, zero
+outside the slices. Everything else (matmul, einsum, solves, sparse ops, gathers, other
+scatters, views of graph inputs) runs as a library call on plain arrays.
 
 Example (scenario 2 of the design, ``x`` of shape ``(3, n, n, n)``)::
 
@@ -51,6 +53,7 @@ from .plan import (
     is_reduction,
     is_reshape,
     is_view,
+    padded_read,
     plan_graph,
     reads_no_values,
 )
@@ -58,4 +61,4 @@ from .plan import (
 __all__ = ["KERNEL_DTYPES", "LOOP_MAX", "LOOP_MIN_THREADS", "ROLLED_LOOPS_MAX",
            "UNROLL_MAX", "ConcatSlots", "LibraryStep", "Plan", "Region", "concat_slots",
            "emulate", "emulate_region", "fusible", "is_reduction", "is_reshape", "is_view",
-           "reads_no_values", "plan_graph"]
+           "padded_read", "reads_no_values", "plan_graph"]

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.interpret import read
 from ..core.ir import Const, Literal
-from .plan import LibraryStep, Plan, Region, is_reduction, is_view
+from .plan import LibraryStep, Plan, Region, is_reduction, is_view, padded_read
 
 
 def _to_domain(arr, dims, nd):
@@ -46,8 +46,13 @@ def emulate_region(region: Region, env: dict) -> None:
     dom: dict[int, Any] = {}
     grid_outs = region.grid_outs()
     for eqn in region.eqns:
-        args = _region_args(region, eqn, dom, env)
         out = eqn.outs[0]
+        if padded_read(eqn) is not None:   # its input is in memory, read whole
+            res = eqn.prim.impl(np, np.asarray(read(env, eqn.inputs[0])), **eqn.params)
+            dom[out.id] = _to_domain(np.asarray(res).astype(out.dtype), region.dims[out.id],
+                                     len(region.domain))
+            continue
+        args = _region_args(region, eqn, dom, env)
         if is_view(eqn.prim):
             res = args[0]
         elif is_reduction(eqn.prim) and out.id in grid_outs:

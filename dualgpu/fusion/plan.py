@@ -31,6 +31,36 @@ def is_reshape(prim) -> bool:
 def reads_no_values(prim) -> bool:
     """Reads only the shape of its input (fill_like)."""
     return prim.has(Flag.IGNORES_VALUES)
+
+
+def padded_read(eqn) -> tuple | None:
+    """How a kernel reads the output of ``eqn`` straight from its input's memory, when its
+    op lowers as a ``padded_read`` (the transpose of a slice: ``scatter_add`` of a key of
+    slices into zeros) and the key allows it: per output axis ``(start, step, count)``,
+    element ``i`` being the input's ``(i - start) / step`` where that is an integer in
+    ``[0, count)``, else zero. None for any other equation or key.
+
+    Example (the gradient of ``x[1:]``: element 0 is zero, element ``i`` is ``g[i - 1]``)::
+
+        >>> g = dg.trace(dg.grad(lambda x: np.sum(np.sin(x[1:]))), np.ones(5))
+        >>> [padded_read(e) for e in g.eqns if e.prim.name == "scatter_add"]
+        [((1, 1, 4),)]
+    """
+    if eqn.prim.lowering("kernel") != "padded_read" or len(eqn.inputs) != 1:
+        return None
+    g, key, shape = eqn.inputs[0], eqn.params["key"], tuple(eqn.outs[0].shape)
+    if not isinstance(g, Var) or len(g.shape) != len(shape) or len(key) > len(shape) \
+            or any(e is None or e[0] != "slice" for e in key):
+        return None
+    axes = []
+    for j, n in enumerate(shape):
+        e = key[j] if j < len(key) else ("slice", None, None, None)
+        start, stop, step = slice(e[1], e[2], e[3]).indices(n)
+        count = len(range(start, stop, step))
+        if count != g.shape[j] or count == 0:
+            return None
+        axes.append((start, step, count))
+    return tuple(axes)
 KERNEL_DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
                           "float32 float64".split())
 UNROLL_MAX = 32        # loops over at most this many reduced elements are fully unrolled
@@ -56,7 +86,7 @@ def fusible(eqn) -> bool:
         return False
     if is_reduction(prim):
         return True
-    if is_reshape(prim):
+    if is_reshape(prim) or padded_read(eqn) is not None:
         return True
     return prim.has(Flag.ELEMENTWISE) and prim.c is not None
 
@@ -166,6 +196,8 @@ class Region:
     def _add_elementwise(self, eqn) -> bool:
         if is_view(eqn.prim) and not any(self.defines(a) for a in eqn.inputs):
             return False  # a view of an array made elsewhere: the library does it for free
+        if padded_read(eqn) is not None and self.defines(eqn.inputs[0]):
+            return False  # a padded read reads memory: its input is made before the kernel
         domain = self._grown(eqn.outs[0].shape)
         if domain is None:
             return False
@@ -395,6 +427,7 @@ def _partition(eqns) -> list:
     steps: list = []
     cur: Region | None = None
     count = 0
+    eqns = _sink_padded_reads(eqns)
 
     def close():
         nonlocal cur
@@ -423,6 +456,29 @@ def _partition(eqns) -> list:
         steps.append(LibraryStep(eqn))
     close()
     return steps
+
+
+def _sink_padded_reads(eqns) -> list:
+    """``eqns`` with each padded read moved to just before its first reader (a topological
+    order still): the transposes of a graph's slices then meet in the region of the sum
+    that reads them, instead of each one closing the region open where the graph made it.
+    """
+    first_reader: dict = {}
+    for k, e in enumerate(eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                first_reader.setdefault(a.id, k)
+    before: dict[int, list] = {}
+    order = []
+    for k, e in enumerate(eqns):
+        if padded_read(e) is not None and fusible(e):
+            before.setdefault(first_reader.get(e.outs[0].id, len(eqns)), []).append(e)
+            continue
+        order += before.pop(k, [])
+        order.append(e)
+    for k in sorted(before):
+        order += before[k]
+    return order
 
 
 def _finish_regions(steps: list, graph: Graph) -> None:

@@ -115,6 +115,7 @@ scatter_add = defprim(
     "scatter_add", _scatter_impl, _scatter_shape, kind=Flag.SHAPE, flags=(Flag.LINEAR,),
     py=_scatter_py,
     doc="zeros(shape) with g added at x[key]; repeated indices accumulate.")
+deflowering(scatter_add, kernel="padded_read")
 
 
 # --------------------------------------------------------------------------- concatenate

@@ -43,6 +43,24 @@ def on_device(program, dtype):
     return program, list
 
 
+def device_reference(program, want: list, dtype) -> list:
+    """NumPy's values as a flush-to-zero device gives them where flushing changes an op's
+    definition, not only its subnormal results: float32 ``nextafter`` steps from a zero to
+    the smallest *normal* value (CUDA's ``nextafterf`` under ``-ftz=true``, as
+    ``cp.nextafter`` gives; the subnormal NumPy steps to would read back as the zero itself)."""
+    if np.dtype(dtype) != np.float32:
+        return want
+    out = []
+    for (name, _row, operands), value in zip(program.rows, want):
+        if name == "nextafter":
+            x, y = np.broadcast_arrays(*operands)
+            steps_from_zero = (x == 0) & (x != y)
+            value = np.where(steps_from_zero,
+                             np.copysign(np.finfo(np.float32).tiny, y - x), value)
+        out.append(value)
+    return out
+
+
 def run_cupy(graph, args, tiny: bool) -> list:
     """``graph`` as CuPy's fused program (region kernels, or the one tiny kernel)."""
     config["fuse"], config["tiny_kernel"] = True, tiny
@@ -58,8 +76,17 @@ def run_cupy(graph, args, tiny: bool) -> list:
 def test_values_agree_with_numpy(dtype, tiny):
     program, read = on_device(values_program(dtype), dtype)
     got = read(run_cupy(program.graph, program.args, tiny))
-    assert_agree(program, got, read(numpy_values(program, dtype, kernel=True)), dtype,
-                 lambda row: row.ulps)
+    want = device_reference(program, read(numpy_values(program, dtype, kernel=True)), dtype)
+    assert_agree(program, got, want, dtype, lambda row: row.ulps)
+
+
+def test_cupy_nextafter_agrees_with_the_device_reference():
+    """The float32 reference above is the device's own ufunc's, not a tolerance made up here."""
+    x = np.array([0.0, -0.0, 0.0, 1.0], np.float32)
+    y = np.array([1.0, -2.0, -1.0, 2.0], np.float32)
+    got = cp.asnumpy(cp.nextafter(cp.asarray(x), cp.asarray(y)))
+    tiny = np.finfo(np.float32).tiny
+    np.testing.assert_array_equal(got, [tiny, -tiny, -tiny, np.nextafter(np.float32(1), 2)])
 
 
 def test_sign_of_nan_is_nan():

@@ -1,0 +1,112 @@
+"""The transpose of a slice (``scatter_add`` of a key of slices) read in the fused region
+kernels straight from its input's memory, zero outside the slices (``padded_read``): the
+plan, the emulated plan and the real CUDA text compiled for the host, against NumPy, over
+fuzzed keys (starts, stops, negative and long steps, several axes, size-1 axes) and fuzzed
+input layouts."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dualgpu as dg
+from dualgpu.codegen.python import compile_python
+from dualgpu.fusion import LibraryStep, emulate, padded_read, plan_graph
+from dualgpu.vectorize import vmap
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_cupy_launcher import HOST_KERNELS, FakeBackend, HostProgram  # noqa: E402
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _library_ops(plan) -> list:
+    return [s.eqn.prim.name for s in plan.steps if isinstance(s, LibraryStep)]
+
+
+def test_the_hvps_of_a_chained_rosenbrock_are_two_kernels():
+    """Three directions at once (the compressed sparse Hessian): one kernel for the slices'
+    values, one that reads the three transposed slices and sums them; no scatter left to
+    the library (each was zeros and a copy there)."""
+    x, seeds = np.linspace(-1, 1, 10), np.eye(3, 10)
+    graph = dg.trace(lambda x, s: vmap(dg.hvp(rosenbrock), in_axes=(None, 0))(x, s), x, seeds)
+    plan = plan_graph(graph)
+    assert plan.kernel_count() == 2
+    assert set(_library_ops(plan)) == {"getitem"}
+    want = compile_python(graph, np)(x, seeds)[0]
+    np.testing.assert_allclose(emulate(plan, (x, seeds))[0], want, rtol=1e-14)
+
+
+def test_keys_the_kernel_cannot_read_stay_library_calls():
+    x = np.arange(6.0)
+    g = dg.trace(dg.grad(lambda x: np.sum(np.sin(x[[0, 2, 2]]))), x)      # index array
+    assert [padded_read(e) for e in g.eqns if e.prim.name == "scatter_add"] == [None]
+    g = dg.trace(dg.grad(lambda x: np.sum(np.sin(x[2]))), x)              # an int
+    assert [padded_read(e) for e in g.eqns if e.prim.name == "scatter_add"] == [None]
+
+
+def _check(graph, args):
+    want = compile_python(graph, np)(*args)
+    plan = plan_graph(graph)
+    for got in [emulate(plan, args)] + ([HostProgram(graph, FakeBackend())(*args)]
+                                         if HOST_KERNELS else []):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-15)
+
+
+@st.composite
+def sliced_programs(draw):
+    """A shape, a key of slices on it, and how the cotangent is laid out."""
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=ndim, max_size=ndim)))
+    key = []
+    for n in shape[:draw(st.integers(1, ndim))]:
+        start = draw(st.none() | st.integers(-n - 1, n + 1))
+        stop = draw(st.none() | st.integers(-n - 1, n + 1))
+        step = draw(st.none() | st.sampled_from([1, 2, 3, -1, -2]))
+        key.append(slice(start, stop, step))
+    return shape, tuple(key), draw(st.sampled_from(["c", "transposed", "strided"]))
+
+
+EXAMPLES = int(os.environ.get("DUALGPU_HOST_KERNEL_EXAMPLES", 20))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sliced_programs())
+def test_fuzzed_slice_transposes_equal_numpy(case):
+    """The VJP of ``x[key]`` for a cotangent given as an input (C order, transposed, or a
+    strided view: the kernel reads its memory as laid out), and the gradient of a loss whose
+    slices feed a sum (the transposes fused with their readers)."""
+    shape, key, layout = case
+    x = np.random.default_rng(0).uniform(-1, 1, shape)
+    sliced = x[key]
+    if sliced.size == 0:
+        return
+    ct = np.random.default_rng(1).uniform(-1, 1, sliced.shape)
+    if layout == "transposed":
+        ct = np.asfortranarray(ct)
+    elif layout == "strided":
+        ct = np.repeat(ct, 2, axis=-1)[..., ::2]
+    graph = dg.trace(lambda x, ct: dg.vjp(lambda x: x[key], x)[1](ct)[0], x, ct)
+    _check(graph, (x, ct))
+    graph = dg.trace(dg.grad(lambda x: np.sum(np.sin(x[key]) * x[key] ** 2) + np.sum(x ** 3)),
+                     x)
+    _check(graph, (x,))
+
+
+@pytest.mark.skipif(not HOST_KERNELS, reason="no host C++ compiler (g++)")
+def test_a_stencil_gradient_on_the_real_kernels():
+    """A 2-D five-point energy: four transposed slices of two axes meet in one sum."""
+    def energy(u):
+        return (np.sum((u[1:, :] - u[:-1, :]) ** 2) + np.sum((u[:, 1:] - u[:, :-1]) ** 2)
+                + np.sum(u ** 4))
+    u = np.random.default_rng(2).uniform(-1, 1, (7, 9))
+    v = np.random.default_rng(3).uniform(-1, 1, (7, 9))
+    _check(dg.trace(dg.hvp(energy), u, v), (u, v))
