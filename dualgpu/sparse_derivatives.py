@@ -8,7 +8,7 @@ pattern (:mod:`dualgpu.coloring`), evaluate one JVP, VJP or HVP per color in one
 precomputed index map: ``scipy.sparse`` on NumPy, ``cupyx.scipy.sparse`` on CuPy. The
 pattern, the coloring, the index map and the program are built once per signature (shapes
 and dtypes of the arguments) and reused. :func:`spy` (and ``.spy(*args)`` on the four
-transforms) draws a pattern with its coloring. docs/sparse_derivatives.md tells the story.
+transforms) draws a pattern with its coloring. docs/sparse_ad.md tells the story.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from .errors import (
     InvalidArgumentError,
     NonScalarOutputError,
 )
+from .guards import Guards, collect_guards
 from .transforms.sparsity import hessian_pattern, jacobian_pattern
 from .vectorize import jacobian, vmap
 
@@ -131,6 +132,7 @@ class _Plan:
             self.index = colors[cols] * pattern.shape[0] + rows
         self._on_device: dict = {}
         self.out_shape: tuple = ()
+        self.guards = Guards()   # what the function read outside its arguments, as traced
 
     def seeds(self, backend, shape: tuple, dtype) -> object:
         """One seed per color, ``(n_colors, *shape)``: the sum of its unit vectors (made
@@ -286,17 +288,31 @@ class _Sparse:
     def _plan(self, args: tuple) -> _Plan:
         key = self._key(args)
         plan = self._plans.get(key)
-        if plan is not None:
+        if plan is not None and plan.guards.hold():
             self._plans.move_to_end(key)
             return plan
+        if plan is not None:
+            # a global, closure cell or default the function read has changed: every plan
+            # and program bakes in what it read, so all are built again (the compiled
+            # programs are dualgpu's functions, whose own guards stop at the user's)
+            self._plans.clear()
+            self._forget_programs()
         k, x, others, _ = self._split(args)
+        before = collect_guards(self.fn)
         graph = self._graph(k, x, others)
         plan = self._build(graph, k, x, others)
+        plan.guards = collect_guards(self.fn, before)
         plan.out_shape = tuple(graph.outputs[0].shape)
+        # an argument keyed by identity is kept alive with its plan: its id is not reused
+        plan.held = [a for a, part in zip(args, key) if isinstance(part, tuple)
+                     and part[:1] == ("object",)]
         self._plans[key] = plan
         if len(self._plans) > _PLANS_PER_FUNCTION:
             self._plans.popitem(last=False)
         return plan
+
+    def _forget_programs(self) -> None:
+        """Drop the compiled programs (each transform keeps its own)."""
 
     def _given_pattern(self, shape: tuple) -> sp.csr_matrix:
         p = self.user_pattern
@@ -378,6 +394,9 @@ class _SparseJacobian(_Sparse):
         self.mode = mode
         self._programs: dict = {}
 
+    def _forget_programs(self) -> None:
+        self._programs = {}
+
     def _build(self, graph, k, x, others) -> _Plan:
         m = int(np.prod(graph.outputs[0].shape, dtype=np.int64))
         n = int(x.size)
@@ -434,6 +453,9 @@ class _SparseHessian(_Sparse):
 
     def __init__(self, fn, argnums=0, pattern=None, check_pattern: bool = False):
         super().__init__(fn, argnums, pattern, check_pattern)
+        self._forget_programs()
+
+    def _forget_programs(self) -> None:
         self._program_fn = None
         self._one_hvp_fn = None
 

@@ -103,10 +103,6 @@ def through_global(x):
     return A @ np.sin(x)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the compressed program is a function of dualgpu/sparse_derivatives.py, which guards.py "
-    "does not follow into the user's function, and the plan key has no guards: a reassigned "
-    "global is not seen (docs/sparse_ad.md#reuse says so; update it when this passes)"))
 def test_a_reassigned_global_is_seen(monkeypatch):
     jac = dg.sparse_jacobian(through_global)
     x = np.zeros(3)
