@@ -548,12 +548,14 @@ def _recompute(steps: list, graph: Graph) -> None:
     for j, r in enumerate(steps):
         if not isinstance(r, Region) or r.loop_axes or r.grid:
             continue
+        padded = {e.inputs[0].id for e in r.eqns if padded_read(e) is not None}
         changed = True
         while changed:
             changed = False
             for a in _memory_reads(r):
                 i = where.get(a.id)
-                if i is None or i == j or a.id in outputs or readers.get(a.id, set()) - {j}:
+                if i is None or i == j or a.id in outputs or readers.get(a.id, set()) - {j} \
+                        or a.id in padded:   # a padded read reads memory
                     continue
                 p = steps[i]
                 if p.loop_axes or p.grid or tuple(p.domain) != tuple(r.domain):
