@@ -133,6 +133,7 @@ class _Plan:
         self._on_device: dict = {}
         self.out_shape: tuple = ()
         self.guards = Guards()   # what the function read outside its arguments, as traced
+        self.programs: dict = {}  # library name -> the compiled compressed program
 
     def seeds(self, backend, shape: tuple, dtype) -> object:
         """One seed per color, ``(n_colors, *shape)``: the sum of its unit vectors (made
@@ -194,14 +195,6 @@ class _Plan:
         out = copy.copy(template)
         out.data, out.indices, out.indptr = values, indices, indptr
         return out
-
-
-def _decompressed(products, index, indices, indptr) -> tuple:
-    """Inside the compiled program: the CSR values gathered from the compressed products
-    by the index map, and copies of the CSR structure (a program's output that is one of
-    its inputs is copied), so that a cached call is one program run, decompression included.
-    """
-    return products.reshape(-1)[index], indices, indptr
 
 
 class _Sparse:
@@ -312,7 +305,39 @@ class _Sparse:
         return plan
 
     def _forget_programs(self) -> None:
-        """Drop the compiled programs (each transform keeps its own)."""
+        """Drop the compiled programs that are not a plan's (a transform's own)."""
+
+    def _products(self, g: Callable, x, seeds, mode: str):
+        """The compressed products of ``g`` at ``x``, one per seed (traced)."""
+        raise NotImplementedError
+
+    def _compressed(self, plan: _Plan, k: int, backend, x) -> Callable:
+        """The function compiled for ``plan`` on ``backend``: the compressed products of
+        the seeds, the CSR values gathered from them by the index map, and copies of the
+        CSR structure (a program's output that is one of its constants is copied). Seeds
+        and index arrays are the program's constants, so a cached call is one program run
+        on the arguments alone, decompression included."""
+        fn, products_of, mode = self.fn, self._products, plan.mode
+        seed_shape = plan.out_shape if mode == "rev" else tuple(x.shape)
+        seeds = plan.seeds(backend, seed_shape, x.dtype)
+        index, indices, indptr = plan.index_arrays(backend)
+
+        def compressed(x, *rest):
+            def g(y):
+                return fn(*rest[:k], y, *rest[k:])
+            products = products_of(g, x, seeds, mode)
+            return products.reshape(-1)[index], indices, indptr
+
+        compressed.__name__ = f"compressed_{mode}_{getattr(fn, '__name__', 'f')}"
+        return compressed
+
+    def _run(self, plan: _Plan, k: int, x, others: tuple, backend):
+        """The CSR derivative by the plan's compiled program (one per library)."""
+        program = plan.programs.get(backend.name)
+        if program is None:
+            program = plan.programs[backend.name] = api.jit(
+                self._compressed(plan, k, backend, x))
+        return plan.csr(backend, *program(x, *others))
 
     def _given_pattern(self, shape: tuple) -> sp.csr_matrix:
         p = self.user_pattern
@@ -392,10 +417,6 @@ class _SparseJacobian(_Sparse):
                                        f"{', '.join(map(repr, MODES))}, got {mode!r}")
         super().__init__(fn, argnums, pattern, check_pattern)
         self.mode = mode
-        self._programs: dict = {}
-
-    def _forget_programs(self) -> None:
-        self._programs = {}
 
     def _build(self, graph, k, x, others) -> _Plan:
         m = int(np.prod(graph.outputs[0].shape, dtype=np.int64))
@@ -418,22 +439,10 @@ class _SparseJacobian(_Sparse):
             mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
         return _Plan(pattern, columns if mode == "fwd" else rows, mode)
 
-    def _program(self, k: int, mode: str):
-        if (k, mode) not in self._programs:
-            fn = self.fn
-
-            def compressed(x, seeds, index, indices, indptr, *rest):
-                def g(y):
-                    return fn(*rest[:k], y, *rest[k:])
-                if mode == "fwd":
-                    products = vmap(lambda s: api.jvp(g, (x,), (s,))[1])(seeds)
-                else:
-                    products = vmap(lambda w: api.vjp(g, x)[1](w)[0])(seeds)
-                return _decompressed(products, index, indices, indptr)
-
-            compressed.__name__ = f"compressed_{mode}_{getattr(fn, '__name__', 'f')}"
-            self._programs[(k, mode)] = api.jit(compressed)
-        return self._programs[(k, mode)]
+    def _products(self, g, x, seeds, mode: str):
+        if mode == "fwd":
+            return vmap(lambda s: api.jvp(g, (x,), (s,))[1])(seeds)
+        return vmap(lambda w: api.vjp(g, x)[1](w)[0])(seeds)
 
     def __call__(self, *args):
         plan = self._plan(args)
@@ -441,11 +450,7 @@ class _SparseJacobian(_Sparse):
         m, n = plan.pattern.shape
         if plan.n_colors == 0:
             return backend.sparse.csr_matrix((m, n), dtype=x.dtype)
-        seed_shape = plan.out_shape if plan.mode == "rev" else tuple(x.shape)
-        seeds = plan.seeds(backend, seed_shape, x.dtype)
-        index, indices, indptr = plan.index_arrays(backend)
-        return plan.csr(backend, *self._program(k, plan.mode)(x, seeds, index, indices,
-                                                               indptr, *others))
+        return self._run(plan, k, x, others, backend)
 
 
 class _SparseHessian(_Sparse):
@@ -456,7 +461,6 @@ class _SparseHessian(_Sparse):
         self._forget_programs()
 
     def _forget_programs(self) -> None:
-        self._program_fn = None
         self._one_hvp_fn = None
 
     def _graph(self, k, x, others):
@@ -483,19 +487,8 @@ class _SparseHessian(_Sparse):
                                      args, k, x)
         return _Plan(pattern, symmetric_coloring(pattern), "fwd")
 
-    def _program(self, k: int):
-        if self._program_fn is None:
-            fn = self.fn
-
-            def compressed(x, seeds, index, indices, indptr, *rest):
-                def g(y):
-                    return fn(*rest[:k], y, *rest[k:])
-                products = vmap(api.hvp(g), in_axes=(None, 0))(x, seeds)
-                return _decompressed(products, index, indices, indptr)
-
-            compressed.__name__ = f"compressed_hvp_{getattr(fn, '__name__', 'f')}"
-            self._program_fn = api.jit(compressed)
-        return self._program_fn
+    def _products(self, g, x, seeds, mode: str):
+        return vmap(api.hvp(g), in_axes=(None, 0))(x, seeds)
 
     def __call__(self, *args):
         plan = self._plan(args)
@@ -503,14 +496,13 @@ class _SparseHessian(_Sparse):
         n = plan.pattern.shape[0]
         if plan.n_colors == 0:
             return backend.sparse.csr_matrix((n, n), dtype=x.dtype)
-        seeds = plan.seeds(backend, tuple(x.shape), x.dtype)
         if backend.name == "numpy":
             # on the host one HVP per color beats the batched program (which costs 2-4
             # HVPs per color at 10^6 variables: wider temporaries, no launches to save)
+            seeds = plan.seeds(backend, tuple(x.shape), x.dtype)
             hvp_once = self._one_hvp(k)
             return plan.decompress_each(lambda c: hvp_once(x, seeds[c], *others), x.dtype)
-        index, indices, indptr = plan.index_arrays(backend)
-        return plan.csr(backend, *self._program(k)(x, seeds, index, indices, indptr, *others))
+        return self._run(plan, k, x, others, backend)
 
     def _one_hvp(self, k: int):
         if self._one_hvp_fn is None:
