@@ -52,14 +52,15 @@ def test_keys_the_kernel_cannot_read_stay_library_calls():
     assert [padded_read(e) for e in g.eqns if e.prim.name == "scatter_add"] == [None]
 
 
-def _check(graph, args):
-    """The plan emulated and its kernels run on the host equal the NumPy program, with and
-    without recomputation (which must leave a padded read's input in memory)."""
+def _check(graph, args, host: bool = True):
+    """The plan emulated (and with ``host`` its kernels compiled and run on the host) equals
+    the NumPy program, with and without recomputation (which must leave a padded read's
+    input in memory)."""
     want = compile_python(graph, np)(*args)
     runs = []
     for recompute in (False, True):
         runs.append(emulate(plan_graph(graph, recompute=recompute), args))
-        if HOST_KERNELS:
+        if host and HOST_KERNELS:
             runs.append(HostProgram(graph, FakeBackend(), recompute=recompute)(*args))
     for got in runs:
         for g, w in zip(got, want):
@@ -80,12 +81,7 @@ def sliced_programs(draw):
     return shape, tuple(key), draw(st.sampled_from(["c", "transposed", "strided"]))
 
 
-EXAMPLES = int(os.environ.get("DUALGPU_HOST_KERNEL_EXAMPLES", 20))
-
-
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(sliced_programs())
-def test_fuzzed_slice_transposes_equal_numpy(case):
+def _programs(case):
     """The VJP of ``x[key]`` for a cotangent given as an input (C order, transposed, or a
     strided view: the kernel reads its memory as laid out), and the gradient of a loss whose
     slices feed a sum (the transposes fused with their readers)."""
@@ -93,17 +89,36 @@ def test_fuzzed_slice_transposes_equal_numpy(case):
     x = np.random.default_rng(0).uniform(-1, 1, shape)
     sliced = x[key]
     if sliced.size == 0:
-        return
+        return []
     ct = np.random.default_rng(1).uniform(-1, 1, sliced.shape)
     if layout == "transposed":
         ct = np.asfortranarray(ct)
     elif layout == "strided":
         ct = np.repeat(ct, 2, axis=-1)[..., ::2]
-    graph = dg.trace(lambda x, ct: dg.vjp(lambda x: x[key], x)[1](ct)[0], x, ct)
-    _check(graph, (x, ct))
-    graph = dg.trace(dg.grad(lambda x: np.sum(np.sin(x[key]) * x[key] ** 2) + np.sum(x ** 3)),
-                     x)
-    _check(graph, (x,))
+    vjp = dg.trace(lambda x, ct: dg.vjp(lambda x: x[key], x)[1](ct)[0], x, ct)
+    grad = dg.trace(dg.grad(lambda x: np.sum(np.sin(x[key]) * x[key] ** 2) + np.sum(x ** 3)),
+                    x)
+    return [(vjp, (x, ct)), (grad, (x,))]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sliced_programs())
+def test_fuzzed_slice_transposes_emulate_like_numpy(case):
+    for graph, args in _programs(case):
+        _check(graph, args, host=False)
+
+
+# each example compiles its kernels with g++ (about a second): a few in CI, more with
+# DUALGPU_HOST_KERNEL_EXAMPLES=100
+HOST_EXAMPLES = int(os.environ.get("DUALGPU_HOST_KERNEL_EXAMPLES", 4))
+
+
+@pytest.mark.skipif(not HOST_KERNELS, reason="no host C++ compiler (g++)")
+@settings(max_examples=HOST_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(sliced_programs())
+def test_fuzzed_slice_transposes_on_the_real_kernels(case):
+    for graph, args in _programs(case):
+        _check(graph, args)
 
 
 @pytest.mark.skipif(not HOST_KERNELS, reason="no host C++ compiler (g++)")
