@@ -27,6 +27,10 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
     dg.config["host_kernel"] = True           # NumPy: a program of small values runs as
                                               # its tiny kernel compiled for the host CPU
                                               # (default False: the generated Python)
+    dg.config["host_fused"] = False           # NumPy: no program runs by its fusion plan
+                                              # with regions compiled for the host CPU
+                                              # (default True, for a region of at least
+                                              # HOST_FUSED_MIN elements)
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 from .backends.cuda_graphs import CudaGraphRunner
 from .codegen.host import host_program
+from .codegen.host_regions import host_fused_program
 from .codegen.launcher import compile_fused
 from .codegen.python import compile_python
 from .core.ir import Graph
@@ -71,6 +76,7 @@ class Config(dict):
         "recompute": (lambda v: isinstance(v, bool), "True or False"),
         "tiny_kernel": (lambda v: isinstance(v, bool), "True or False"),
         "host_kernel": (lambda v: isinstance(v, bool), "True or False"),
+        "host_fused": (lambda v: isinstance(v, bool), "True or False"),
     }
 
     def _check(self, key, value, value_too: bool = True) -> None:
@@ -163,13 +169,14 @@ class Config(dict):
 MATMUL_PRECISIONS = ("float32", "tf32", "tf32x3")
 # switches read when a program is built; changing one builds new programs
 BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel",
-                  "host_kernel")
+                  "host_kernel", "host_fused")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 _WATCHERS: dict = {}  # switch -> what applies it when it is set (Config.watch)
 DEFAULTS = dict(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
-                stack_gemms="auto", recompute=True, tiny_kernel=True, host_kernel=False)
+                stack_gemms="auto", recompute=True, tiny_kernel=True, host_kernel=False,
+                host_fused=True)
 config = Config(DEFAULTS)
 
 
@@ -184,6 +191,10 @@ class Executable:
     ``config["host_kernel"]`` (and ``"fuse"``), ``exe.host`` is the
     :class:`~dualgpu.codegen.host.HostProgram` that runs instead of the generated Python,
     when the program is tiny and a C++ compiler is found (else None: the Python runs).
+    Before that, with ``config["host_fused"]`` (and ``"fuse"``), ``exe.host_fused`` is the
+    :class:`~dualgpu.codegen.host_regions.HostFusedProgram` that runs the fusion plan with
+    its regions compiled for the host, when a region is large enough
+    (:data:`~dualgpu.codegen.host_regions.HOST_FUSED_MIN` elements) and a compiler is found.
 
     Example::
 
@@ -200,6 +211,7 @@ class Executable:
         self.plan = None
         self.graph_runner = None
         self.host = None
+        self.host_fused = None
         self.matmul_precision = config["matmul_precision"]
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
@@ -207,6 +219,10 @@ class Executable:
             self._fn, self.source = compile_fused(graph, backend, self.matmul_precision,
                                                   config["recompute"], config["tiny_kernel"])
             self.plan = self._fn.plan
+        elif backend.runs_host_kernels and config["fuse"] and config["host_fused"] and \
+                (fused := host_fused_program(graph, config["recompute"])) is not None:
+            self.host_fused = self._fn = fused
+            self.source = fused.source
         elif backend.runs_host_kernels and config["fuse"] and config["host_kernel"] and \
                 (host := host_program(graph)) is not None:
             self.host = self._fn = host

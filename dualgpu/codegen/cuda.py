@@ -451,8 +451,9 @@ class _Emitter:
         return ctype(self.nodes[k].dtype)
 
     # ------------------------------------------------------------------ kernel
-    def generate(self) -> str:
-        """The main kernel's text (its name left as ``@KERNEL@``)."""
+    def thread_code(self) -> list:
+        """The lines one thread runs for its point ``tid`` (declared by the caller, as are
+        the grid reductions' accumulators): index decomposition, sections and loops."""
         self.cached, self.used_cache = {}, set()
         levels = max([n.level for n in self.nodes], default=0)
         by_level = self.nodes_by_level(levels)
@@ -460,10 +461,14 @@ class _Emitter:
         for lv in range(levels + 1):
             thread += self._section(by_level[lv])
             thread += self._loop(lv, by_level)
+        return self._place_loops(thread)
+
+    def generate(self) -> str:
+        """The main kernel's text (its name left as ``@KERNEL@``)."""
         idx = self.idx
         body = [f"const {idx} tid = ({idx})blockIdx.x * {BLOCK} + ({idx})threadIdx.x;"]
         body += [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};" for g in self.grid]
-        body += [f"if (tid < {self.r.thread_count()}) {{", *_indent(self._place_loops(thread)),
+        body += [f"if (tid < {self.r.thread_count()}) {{", *_indent(self.thread_code()),
                  "}"]
         for g in self.grid:
             body += _block_reduce(g, g.name, f"part_{g.name}[blockIdx.x]")

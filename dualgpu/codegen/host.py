@@ -143,18 +143,31 @@ def compile_library(text: str, compiler: str, flags=FLAGS) -> Path:
     return path
 
 
-_LIBS: dict = {}              # library path -> ctypes.PyDLL, loaded once per process
+_LIBS: dict = {}              # (library path, loader) -> library, loaded once per process
 _LOCK = threading.Lock()
 
 
-def load_library(text: str, compiler: str) -> ctypes.PyDLL:
-    """``text`` compiled (or found on disk) and loaded; calls through it hold the GIL."""
+def load_library(text: str, compiler: str, loader=ctypes.PyDLL):
+    """``text`` compiled (or found on disk) and loaded by ``loader``: ``ctypes.PyDLL`` (calls
+    hold the GIL) or ``ctypes.CDLL`` (calls release it)."""
     with _LOCK:
         path = compile_library(text, compiler)
-        lib = _LIBS.get(path)
+        lib = _LIBS.get((path, loader))
         if lib is None:
-            lib = _LIBS[path] = ctypes.PyDLL(str(path))
+            lib = _LIBS[(path, loader)] = loader(str(path))
         return lib
+
+
+def library_or_none(text: str, compiler: str, what: str, level: int = logging.WARNING,
+                    loader=ctypes.PyDLL):
+    """:func:`load_library`, or None where the compiler refuses ``text`` or the library
+    does not load: logged at ``level`` on the ``"dualgpu"`` logger, naming ``what``, and
+    the caller runs the Python program instead."""
+    try:
+        return load_library(text, compiler, loader)
+    except (HostCompileError, OSError) as e:
+        log.log(level, "dualgpu: %s not compiled, running the Python program: %s", what, e)
+        return None
 
 
 def _reads_data_pointers(lib) -> bool:
@@ -243,10 +256,7 @@ def host_program(graph: Graph, compiler: str | None = None) -> HostProgram | Non
     kernel = tiny_program_kernel(graph, strides)
     if kernel is None or kernel.work > HOST_WORK_MAX:
         return None
-    try:
-        lib = load_library(library_text(kernel), compiler)
-    except (HostCompileError, OSError) as e:
-        log.warning("dualgpu: host kernel %s not compiled, running the Python program: %s",
-                    kernel.name, e)
+    lib = library_or_none(library_text(kernel), compiler, f"host kernel {kernel.name}")
+    if lib is None:
         return None
     return HostProgram(kernel, consts, lib, compiler)
