@@ -7,7 +7,10 @@ Workloads (float32) and the goals of issue 12:
   ``dualgpu (host_kernel)``: ``dg.config["host_kernel"] = True``, the program's tiny kernel
   compiled for the host CPU (skipped with one line where no C++ compiler is found);
 * MLP 784-256-10 sigmoid, batch 256: HVP w.r.t. the flat parameters — goal ≤ JAX on CPU;
-* per-particle grad + HVP, 100k particles (``f`` of scenario 2) — goal ≤ 1.25× NumPy by hand.
+* per-particle grad + HVP, 100k particles (``f`` of scenario 2) — goal ≤ 1.25× NumPy by hand;
+  also at 300k particles (issue 27's table). Both run their fusion plan with regions compiled
+  for the host (``dg.config["host_fused"]``, the default at these sizes); each is also timed
+  as ``dualgpu (Python program)`` with the switch off.
 
 Each figure is the median over repeats of the mean time of a group of calls (the group is
 sized to ~50 ms). ``--quick`` shortens the run. BLAS threads are the environment's
@@ -199,6 +202,8 @@ def run_case(case, peers: dict, repeats: int) -> dict:
     res["dualgpu"] = per_call(dg_fn, args, repeats)
     if name.startswith("tiny"):
         res.update(host_kernel_time(loss, kind, args, by_hand, name, repeats))
+    if name.startswith("per-particle"):
+        res.update(python_program_time(loss, kind, args, repeats))
     if peers.get("jax"):
         run, convert = jax_fn(loss, kind, name)
         jargs = convert(args)
@@ -232,6 +237,19 @@ def host_kernel_time(loss, kind, args, by_hand, name, repeats) -> dict:
                 "host_kernel first call": first}
     finally:
         config["host_kernel"] = False
+
+
+def python_program_time(loss, kind, args, repeats) -> dict:
+    """``{"dualgpu (Python program)": seconds}``: the generated Python, with
+    ``dg.config["host_fused"]`` off (the time before fused host plans)."""
+    from dualgpu.executor import config
+
+    fn = dualgpu_fn(loss, kind)
+    config["host_fused"] = False
+    try:
+        return {"dualgpu (Python program)": per_call(fn, args, repeats)}
+    finally:
+        config["host_fused"] = True
 
 
 def _peers() -> dict:
@@ -268,7 +286,7 @@ def main(argv=None) -> int:
           f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
     print(f"{'workload':32} {'dualgpu':>10} {'by hand':>10} {'dg/hand':>8} {'JAX':>10} "
           f"{'dg/JAX':>7} {'autograd':>10}  goal")
-    for case in (tiny_case(), mlp_case(), particles_case()):
+    for case in (tiny_case(), mlp_case(), particles_case(), particles_case(300_000)):
         res = run_case(case, peers, repeats)
         name = case[0]
         goal, met = _goal(name)
@@ -279,6 +297,10 @@ def main(argv=None) -> int:
               f"{fmt(jax_t) if jax_t else '-':>10} "
               f"{(res['dualgpu'] / jax_t) if jax_t else float('nan'):>6.2f}x "
               f"{fmt(ag_t) if ag_t else '-':>10}  {goal}: {_verdict(met(res))}")
+        python_t = res.get("dualgpu (Python program)")
+        if python_t:
+            print(f"{'  dualgpu (Python program)':32} {fmt(python_t):>10} {'':>10} "
+                  f"{python_t / res['numpy by hand']:>7.2f}x")
         host_t = res.get("dualgpu (host_kernel)")
         if host_t:
             print(f"{'  dualgpu (host_kernel)':32} {fmt(host_t):>10} {'':>10} "

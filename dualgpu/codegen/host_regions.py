@@ -3,12 +3,13 @@
 
 The plan is the one the GPU runs (:func:`dualgpu.fusion.plan_graph`). Each region becomes a
 C++ function written by the region kernels' emitter (:class:`~dualgpu.codegen.cuda._Emitter`:
-the same index decomposition, loops, C expressions and stores), its threads run in order by
-one loop ``for (tid = 0; tid < threads; ++tid)``; a grid reduction is accumulated in one
-local across the whole loop (its monoid's identity first) and stored once at the end, so
-there are no partials and no finish kernel. Inputs are read as C-contiguous arrays of
-their value's dtype (the runner copies an argument that is not one; the values the plan
-computes are). Every region of a program goes into one shared library, compiled by
+the same loops, C expressions and stores), its threads run in order by one loop per thread
+axis (nested, the last innermost, where the kernel decomposes its thread index); a grid
+reduction is accumulated in one local across all of them (its monoid's identity first) and
+stored once at the end: no partials, no finish kernel. Inputs are read as C-contiguous
+arrays of their value's dtype (the runner copies a value that is not one: a strided
+argument, a transposed view made by a library step), not specialised on strides. Every
+region of a program goes into one shared library, compiled by
 :func:`dualgpu.codegen.host.load_library` (the host compiler, the hashed on-disk cache) with
 :data:`~dualgpu.codegen.host.FLAGS` (``-O2``, no ``-ffast-math``: NaN, infinities and signed
 zeros stay IEEE's; no ``-march=native``: the cache may be shared between machines).
@@ -29,9 +30,7 @@ Example::
         const double* __restrict__ in0,
         double* __restrict__ out0) {
       double g0 = 0.0;
-      for (int tid = 0; tid < 4; ++tid) {
-        int q = tid;
-        const int i0 = q;
+      for (int i0 = 0; i0 < 4; ++i0) {
         const double v0 = in0[i0];  // load
         const double v1 = (-v0);  // negative
         const double v2 = (v1 * v0);  // multiply
@@ -70,15 +69,23 @@ _logged: set = set()      # reasons already logged (each once per process)
 
 
 class _HostEmitter(_Emitter):
-    """A region's text as one C++ function whose loop runs the region's threads in order."""
+    """A region's text as one C++ function whose loops run the region's threads in order:
+    one loop per thread axis, nested, the last innermost (where the kernel decomposes its
+    thread index into those axes)."""
+
+    def _thread_index(self) -> list:
+        return []
 
     def generate_host(self) -> str:
         """The function's text (its name left as ``@KERNEL@``): inputs, then every output
         (a grid reduction's output is written once, after the loop)."""
         idx = self.idx
         body = [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};" for g in self.grid]
-        body += [f"for ({idx} tid = 0; tid < {self.r.thread_count()}; ++tid) {{",
-                 *_indent(self.thread_code()), "}"]
+        loops = self.thread_code()
+        for d in reversed(self.r.thread_axes()):   # innermost (last) axis first
+            loops = [f"for ({idx} {self.axis(d)} = 0; {self.axis(d)} < {self.r.domain[d]}; "
+                     f"++{self.axis(d)}) {{", *_indent(loops), "}"]
+        body += loops
         body += [f"{self.out_names[g.var.id]}[0] = {g.name};" for g in self.grid]
         params = [f"const {ctype(v.dtype)}* __restrict__ {self.in_names[v.id]}"
                   for v in self.r.inputs]
