@@ -96,7 +96,7 @@ def test_fuzzed_programs_and_their_derivatives(every_region, prog):
 def test_per_particle_program_runs_fused_at_its_benchmark_size():
     """benchmarks/cpu.py's per-particle grad + HVP, above the threshold (default settings):
     the plan runs on the host fused path, and its results are the Python program's."""
-    shape = shape_for(50_000)
+    shape = shape_for(200_000)
     assert int(np.prod(shape)) >= host_regions.HOST_FUSED_MIN
     x, mu, v = (a.astype(np.float64) for a in particles_inputs(np, shape, 1)[0])
     fn = dg.grad_and_hvp(particles_f, batch_axes=(1, 2, 3))

@@ -57,13 +57,15 @@ log = logging.getLogger("dualgpu")
 
 # The smallest region (its domain's element count) for which a program runs by its fused
 # host plan rather than as the generated Python. The compiled loop is scalar (libm's exp,
-# no -ffast-math), NumPy's ufuncs are SIMD: while NumPy's temporaries stay in cache the
-# Python program keeps up. Measured (2-core EPYC, OPENBLAS_NUM_THREADS=1), fused against
-# Python: MLP 784-256-10 HVP, regions of 65536 elements, batch 256: 6.2 against 5.6 ms,
-# batch 512 (131072): 11.9 against 11.8 ms; per-particle grad+HVP, domain 3n: n = 10k
-# 108 against 87 µs, 50k 0.69 against 1.04 ms, 100k 1.1 against 4.0 ms; the HVP of
-# sum(tanh(x)**2 + x*x/2), float64: 32768 624 against 688 µs, 131072 2.2 against 4.3 ms.
-HOST_FUSED_MIN = 1 << 17
+# no -ffast-math), NumPy's ufuncs are SIMD: while NumPy's temporaries stay in cache (and
+# its allocator recycles them without page faults) the Python program keeps up. Measured
+# on a shared 2-core EPYC (OPENBLAS_NUM_THREADS=1; figures vary 2-5x between runs there),
+# fused against Python: MLP 784-256-10 HVP, regions of 65536 elements: 6.2 against
+# 5.6 ms, batch 512 (131072): 11.9 against 11.8 ms; per-particle grad+HVP (domain 3n):
+# n = 100k, a fresh process 1.1-3.3 against 4.0-5.3 ms but 1.35 against 0.65 ms in
+# benchmarks/cpu.py's process (after the MLP case); n = 300k 7.5-9.6 against 17-21 ms in
+# both; HVP of sum(tanh(x)**2 + x*x/2) in float64: 131072 2.2 against 4.3 ms.
+HOST_FUSED_MIN = 1 << 19
 
 _logged: set = set()      # reasons already logged (each once per process)
 
