@@ -21,11 +21,11 @@ def probe(label, f, n, jf, seeds_host):
     t("sparse_hessian (cached, total)", H, (x,))
     plan = H._plan((x,))
     k, xx, others, backend = H._split((x,))
-    seeds = plan.seeds(backend, tuple(x.shape), x.dtype)
-    prog = H._program(0)
-    idx = plan.index_arrays(backend)
-    t("program (products, gather, copies)", prog, (x, seeds) + idx)
-    out = prog(x, seeds, *idx)
+    prog = plan.programs["cupy"]
+    t("program (products, gather, copies)", prog, (x,))
+    out = prog(x)
+    from benchmarks.profile_steps import profile
+    profile(label + " compressed program", prog, (x,), 12)
     t("csr wrap", plan.csr, (backend,) + tuple(out))
     v = cp.asarray(seeds_host[0])
     t("dg.hvp one", dg.hvp(f), (x, v))
