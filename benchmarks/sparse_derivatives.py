@@ -17,7 +17,9 @@ problem:
 * ``hessian_sparsity``: wall time of the detection alone.
 
 At n = 10^4 (Rosenbrock) also dense ``jax.hessian`` against the cached sparse Hessian, and
-dense ``jax.hessian`` at 3*10^4 and 10^5 (where it stops fitting: those rows say why).
+dense ``jax.hessian`` at 3*10^4 and 10^5 (where it stops fitting: those rows say why; CuPy's
+pool is emptied before each, and one whose two n x n arrays exceed the free device memory
+is skipped, not attempted).
 The case ``cpu n=...`` runs on NumPy whatever the device: one HVP (reference), the cached
 sparse Hessian (``x one HVP`` in its extras; issue 26's target <= 8) and detection.
 
@@ -217,6 +219,7 @@ def problem_rows(ctx: Context, name: str, f_np, make_f_jax, x_host: np.ndarray,
                         check=lambda out: dense_err(out, compressed_ref), tol=1e-8))
     if dense:
         def build_dense():
+            _room_for_dense(ctx, len(x_host))
             jax = _jax64()
             return jax.jit(jax.hessian(make_f_jax(jax.numpy)))
 
@@ -226,6 +229,24 @@ def problem_rows(ctx: Context, name: str, f_np, make_f_jax, x_host: np.ndarray,
                             check=lambda out: sparse_err(out, ref), tol=1e-8))
     _ratio(rows, rows[0])
     return rows
+
+
+def _room_for_dense(ctx: Context, m: int) -> None:
+    """Before a dense ``jax.hessian`` of ``m`` variables on the GPU: CuPy's pool gives its
+    cached blocks back (the sparse rows leave gigabytes there), and a Hessian whose two
+    ``m x m`` float64 copies (the result and ``jacfwd``'s intermediate) exceed the free
+    device memory is a skipped row saying so, not an attempt (JAX's allocator retries a
+    failed allocation for minutes)."""
+    if not ctx.gpu:
+        return
+    import cupy as cp
+
+    cp.get_default_memory_pool().free_all_blocks()
+    free = cp.cuda.runtime.memGetInfo()[0]
+    need = 2 * m * m * 8
+    if need > free:
+        raise Skip(f"does not fit: the dense Hessian needs about {need / 2**30:.1f} GiB "
+                   f"(two {m} x {m} float64 arrays), {free / 2**30:.1f} GiB free")
 
 
 def run(ctx: Context) -> list[Row]:
@@ -251,7 +272,8 @@ def run(ctx: Context) -> list[Row]:
                                  dense=True)
             continue
 
-        def build_dense():
+        def build_dense(m=m):
+            _room_for_dense(ctx, m)
             jax = _jax64()
             return jax.jit(jax.hessian(rosenbrock(jax.numpy)))
 
