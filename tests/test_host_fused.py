@@ -19,6 +19,7 @@ import fuzz_programs as fp
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tiny_harness import needs_gxx
 
 import dualgpu as dg
@@ -77,10 +78,12 @@ def _bitwise(got, want) -> bool:
 # ------------------------------------------------------------------ results
 @needs_gxx
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(fp.programs(max_nodes=6, sparse=False))
-def test_fuzzed_programs_and_their_derivatives(every_region, prog):
-    """Fuzzed programs, their gradients and HVPs: every region compiled and run on the host
+@given(fp.programs(max_nodes=6, sparse=False), st.booleans())
+def test_fuzzed_programs_and_their_derivatives(every_region, monkeypatch, prog, threads):
+    """Fuzzed programs, their gradients and HVPs: every region compiled and run on the host,
+    as one serial loop or (``threads``) on OpenMP's threads, grid reductions by chunks
     (DUALGPU_HOST_FUSED_EXAMPLES=100 for a longer campaign)."""
+    monkeypatch.setattr(host_regions, "PARALLEL_MIN", 0 if threads else 1 << 62)
     f, loss = prog.functions()
     args = tuple(np.asarray(a) for a in prog.args())
     argnums = tuple(range(len(args)))
@@ -234,3 +237,52 @@ def test_the_switch_is_checked_and_keys_programs():
     with pytest.raises(dg.DualgpuError, match="host_fused"):
         config["host_fused"] = "yes"
     assert config["host_fused"] is True
+
+
+# ------------------------------------------------------------------ OpenMP threads
+_THREADS_SCRIPT = """
+import sys
+import numpy as np
+import dualgpu as dg
+from dualgpu.codegen.host_regions import host_fused_program
+x = np.random.default_rng(5).uniform(-3, 3, 3 * 70001)
+g = dg.trace(lambda x: (np.sum(np.exp(-x * x)), np.sin(x) * x), x)
+prog = host_fused_program(g, min_elements=0)
+assert prog is not None and "#pragma omp" in prog.source
+total, values = prog(x)
+print(float(total).hex(), float(np.sum(values)).hex())
+"""
+
+
+@needs_gxx
+def test_parallel_regions_give_the_same_bits_on_any_number_of_threads():
+    """A large region runs on OpenMP's threads; its grid reduction sums fixed chunks in
+    order, so one thread and two give the same bits (and both NumPy's value closely)."""
+    import subprocess
+
+    outs = []
+    for threads in ("1", "2"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads,
+                   PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        proc = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append(proc.stdout.split())
+    assert outs[0] == outs[1]
+    x = np.random.default_rng(5).uniform(-3, 3, 3 * 70001)
+    np.testing.assert_allclose(float.fromhex(outs[0][0]), np.sum(np.exp(-x * x)), rtol=1e-12)
+
+
+def test_which_regions_run_on_threads():
+    """Elementwise regions of at least PARALLEL_MIN threads share their loops out; a grid
+    reduction that large sums CHUNKS chunks; a small region stays one serial loop."""
+    from dualgpu.fusion import plan_graph
+
+    def text(n, f):
+        return host_regions.region_host_text(plan_graph(dg.trace(f, np.ones(n))).regions[0])
+
+    big = host_regions.PARALLEL_MIN
+    assert "#pragma omp parallel for collapse(1)" in text(big, lambda x: np.sin(x) * x)
+    chunked = text(big, lambda x: np.sum(np.exp(x)))
+    assert f"part_g0[{host_regions.CHUNKS}]" in chunked and "for (int c = 0;" in chunked
+    assert "#pragma omp" not in text(big - 1, lambda x: np.sum(np.exp(x)))

@@ -147,11 +147,11 @@ _LIBS: dict = {}              # (library path, loader) -> library, loaded once p
 _LOCK = threading.Lock()
 
 
-def load_library(text: str, compiler: str, loader=ctypes.PyDLL):
-    """``text`` compiled (or found on disk) and loaded by ``loader``: ``ctypes.PyDLL`` (calls
-    hold the GIL) or ``ctypes.CDLL`` (calls release it)."""
+def load_library(text: str, compiler: str, loader=ctypes.PyDLL, flags=FLAGS):
+    """``text`` compiled with ``flags`` (or found on disk) and loaded by ``loader``:
+    ``ctypes.PyDLL`` (calls hold the GIL) or ``ctypes.CDLL`` (calls release it)."""
     with _LOCK:
-        path = compile_library(text, compiler)
+        path = compile_library(text, compiler, flags)
         lib = _LIBS.get((path, loader))
         if lib is None:
             lib = _LIBS[(path, loader)] = loader(str(path))
@@ -159,12 +159,12 @@ def load_library(text: str, compiler: str, loader=ctypes.PyDLL):
 
 
 def library_or_none(text: str, compiler: str, what: str, level: int = logging.WARNING,
-                    loader=ctypes.PyDLL):
+                    loader=ctypes.PyDLL, flags=FLAGS):
     """:func:`load_library`, or None where the compiler refuses ``text`` or the library
     does not load: logged at ``level`` on the ``"dualgpu"`` logger, naming ``what``, and
     the caller runs the Python program instead."""
     try:
-        return load_library(text, compiler, loader)
+        return load_library(text, compiler, loader, flags)
     except (HostCompileError, OSError) as e:
         log.log(level, "dualgpu: %s not compiled, running the Python program: %s", what, e)
         return None

@@ -51,7 +51,7 @@ import numpy as np
 from ..core.ir import Graph, Literal
 from ..fusion import LibraryStep, Plan, Region, plan_graph
 from . import host
-from .cuda import _Emitter, _identity, _indent, _named, contiguous_strides, ctype
+from .cuda import _combine, _Emitter, _identity, _indent, _named, contiguous_strides, ctype
 
 log = logging.getLogger("dualgpu")
 
@@ -66,6 +66,12 @@ log = logging.getLogger("dualgpu")
 # benchmarks/cpu.py's process (after the MLP case); n = 300k 7.5-9.6 against 17-21 ms in
 # both; HVP of sum(tanh(x)**2 + x*x/2) in float64: 131072 2.2 against 4.3 ms.
 HOST_FUSED_MIN = 1 << 19
+# A region of at least this many threads runs them on OpenMP's threads (where the compiler
+# takes -fopenmp); a grid reduction then sums CHUNKS fixed chunks, each in order, and their
+# partials in order: the same bits whatever the number of threads.
+PARALLEL_MIN = 1 << 15
+CHUNKS = 64
+FLAGS = host.FLAGS + ("-fopenmp",)
 
 _logged: set = set()      # reasons already logged (each once per process)
 
@@ -75,19 +81,27 @@ class _HostEmitter(_Emitter):
     one loop per thread axis, nested, the last innermost (where the kernel decomposes its
     thread index into those axes)."""
 
+    flat = False   # threads by one flat index (chunks of a parallel grid reduction)
+
     def _thread_index(self) -> list:
-        return []
+        return super()._thread_index() if self.flat else []
 
     def generate_host(self) -> str:
         """The function's text (its name left as ``@KERNEL@``): inputs, then every output
-        (a grid reduction's output is written once, after the loop)."""
-        idx = self.idx
-        body = [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};" for g in self.grid]
-        loops = self.thread_code()
-        for d in reversed(self.r.thread_axes()):   # innermost (last) axis first
-            loops = [f"for ({idx} {self.axis(d)} = 0; {self.axis(d)} < {self.r.domain[d]}; "
-                     f"++{self.axis(d)}) {{", *_indent(loops), "}"]
-        body += loops
+        (a grid reduction's output is written once, after the loop). A region of at least
+        :data:`PARALLEL_MIN` threads runs them on OpenMP's threads: without grid reductions
+        the nested loops are shared out as they are (each point is computed alone: the
+        values do not depend on the thread count); with them, the flat thread range is cut
+        into :data:`CHUNKS` fixed chunks, each accumulated in order into its partial, and
+        the partials are combined in chunk order after the loop, so the result does not
+        depend on how many threads ran the chunks either."""
+        threads = self.r.thread_count()
+        if self.grid and threads >= PARALLEL_MIN:
+            body = self._chunked()
+        else:
+            body = [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};"
+                    for g in self.grid]
+            body += self._nested(parallel=threads >= PARALLEL_MIN)
         body += [f"{self.out_names[g.var.id]}[0] = {g.name};" for g in self.grid]
         params = [f"const {ctype(v.dtype)}* __restrict__ {self.in_names[v.id]}"
                   for v in self.r.inputs]
@@ -95,6 +109,41 @@ class _HostEmitter(_Emitter):
                    for v in self.r.outputs]
         head = ['extern "C" void @KERNEL@(', "    " + ",\n    ".join(params) + ") {"]
         return "\n".join(head + _indent(body) + ["}"]) + "\n"
+
+    def _nested(self, parallel: bool) -> list:
+        """One loop per thread axis, nested, the last innermost."""
+        idx, axes = self.idx, self.r.thread_axes()
+        loops = self.thread_code()
+        for d in reversed(axes):
+            loops = [f"for ({idx} {self.axis(d)} = 0; {self.axis(d)} < {self.r.domain[d]}; "
+                     f"++{self.axis(d)}) {{", *_indent(loops), "}"]
+        if parallel and axes:
+            loops = [f"#pragma omp parallel for collapse({len(axes)}) schedule(static)",
+                     *loops]
+        return loops
+
+    def _chunked(self) -> list:
+        """The threads as :data:`CHUNKS` chunks of the flat thread index, in parallel, each
+        grid reduction's partials combined in chunk order."""
+        idx, n = self.idx, self.r.thread_count()
+        self.flat = True
+        try:
+            code = self.thread_code()
+        finally:
+            self.flat = False
+        lines = [f"{g.ctype} part_{g.name}[{CHUNKS}];" for g in self.grid]
+        chunk = [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};" for g in self.grid]
+        chunk += [f"const {idx} lo = ({idx})((long long){n} * c / {CHUNKS});",
+                  f"const {idx} hi = ({idx})((long long){n} * (c + 1) / {CHUNKS});",
+                  f"for ({idx} tid = lo; tid < hi; ++tid) {{", *_indent(code), "}"]
+        chunk += [f"part_{g.name}[c] = {g.name};" for g in self.grid]
+        lines += ["#pragma omp parallel for schedule(static)",
+                  f"for (int c = 0; c < {CHUNKS}; ++c) {{", *_indent(chunk), "}"]
+        for g in self.grid:
+            lines += [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};",
+                      f"for (int c = 0; c < {CHUNKS}; ++c) "
+                      f"{g.name} = {_combine(g.op, g.name, f'part_{g.name}[c]')};"]
+        return lines
 
 
 def region_host_text(region: Region) -> str:
@@ -196,8 +245,11 @@ def host_fused_program(graph: Graph, recompute: bool = True,
     names = {i: _function_name(t) for i, t in texts.items()}
     text = "".join(dict.fromkeys(texts.values()))   # a region's twin defined once
     lib = host.library_or_none(host.PRELUDE + text, compiler,
-                               f"host fused plan of {graph.name}", logging.DEBUG,
-                               ctypes.CDLL)
+                               f"host fused plan of {graph.name} (OpenMP)", logging.DEBUG,
+                               ctypes.CDLL, FLAGS) \
+        or host.library_or_none(host.PRELUDE + text, compiler,
+                                f"host fused plan of {graph.name}", logging.DEBUG,
+                                ctypes.CDLL)   # without -fopenmp: the pragmas are ignored
     if lib is None:
         return None
     functions = {}
