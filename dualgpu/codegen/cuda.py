@@ -390,9 +390,12 @@ class _Emitter:
         """The element of a padded read (:func:`dualgpu.fusion.padded_read`): its input's
         element where every output index falls in the key's slices, else zero."""
         g = eqn.inputs[0]
-        conds, terms = [], []
-        for d, (start, step, count), st in zip(dims, padded_read(eqn), self.strides[g.id]):
+        conds, terms, ks = [], [], []
+        cone = self.r.cones.get(eqn.outs[0].id)
+        strides = self.strides[g.id] if cone is None else (0,) * len(dims)
+        for d, (start, step, count), st in zip(dims, padded_read(eqn), strides):
             if d is None:     # an axis of size 1: element 0, always in the slices
+                ks.append("0")
                 continue
             i = self.axis(d)
             shifted = f"({i} - {start})" if start else i
@@ -406,12 +409,40 @@ class _Emitter:
                 conds.append(f"{shifted} % {step} == 0")
             k = shifted if step == 1 else f"({shifted} / {step})" if step != -1 \
                 else f"(-{shifted})"
+            ks.append(k)
             if st:
                 terms.append(k if st == 1 else f"{k} * {st}")
+        t = ctype(eqn.outs[0].dtype)
+        cone = self.r.cones.get(eqn.outs[0].id)
+        if cone is not None:
+            return self.recomputed(cone, conds, ks, t)
         read = f"{self.in_names[g.id]}[{' + '.join(terms) or '0'}]"
         if not conds:
             return read
-        return f"(({' && '.join(conds)}) ? {read} : ({ctype(eqn.outs[0].dtype)})0)"
+        return f"(({' && '.join(conds)}) ? {read} : ({t})0)"
+
+    def recomputed(self, cone, conds: list, ks: list, t: str) -> str:
+        """A padded read whose input is recomputed (:class:`dualgpu.fusion.plan.Cone`): a
+        lambda that returns zero outside the slices, else evaluates the cone's equations
+        at the input's index ``ks`` (one C index per axis of the input)."""
+        lines = [f"if (!({' && '.join(conds)})) return ({t})0;"] if conds else []
+        names: dict = {}
+        for k, e in enumerate(cone.eqns):
+            operands = []
+            for pos, a in enumerate(e.inputs):
+                if isinstance(a, Literal) or reads_no_values(e.prim):
+                    operands.append(None)
+                elif a.id in names:
+                    operands.append(names[a.id])
+                else:
+                    terms = [f"{ks[j]} * {st}" if st != 1 else ks[j]
+                             for j, st in zip(cone.loads[(k, pos)], self.strides[a.id])
+                             if j is not None and st]
+                    operands.append(f"{self.in_names[a.id]}[{' + '.join(terms) or '0'}]")
+            names[e.outs[0].id] = f"c{k}"
+            lines.append(f"const {ctype(e.outs[0].dtype)} c{k} = {eqn_c_expr(e, operands)};")
+        lines.append(f"return c{len(cone.eqns) - 1};")
+        return f"[&]() -> {t} {{ " + " ".join(lines) + " }()"
 
     # ------------------------------------------------------------------ lines
     def guard(self, dims, in_loop: bool) -> str:

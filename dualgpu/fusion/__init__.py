@@ -14,8 +14,10 @@ loop 1, and so on. A reduction of a per-thread value over *all* thread axes (the
 a loss) is a *grid reduction*: each block writes a partial result, and a second small kernel
 finishes it. The transpose of a slice (``scatter_add`` of a key of slices, an op whose kernel
 lowering is ``padded_read``) is read in the kernel straight from its input's memory, zero
-outside the slices. Everything else (matmul, einsum, solves, sparse ops, gathers, other
-scatters, views of graph inputs) runs as a library call on plain arrays.
+outside the slices; with recomputation, it evaluates its input's elementwise equations at
+its shifted index instead (:class:`~dualgpu.fusion.plan.Cone`). Everything else (matmul,
+einsum, solves, sparse ops, gathers, other scatters, views of graph inputs) runs as a library
+call on plain arrays.
 
 Example (scenario 2 of the design, ``x`` of shape ``(3, n, n, n)``)::
 

@@ -47,8 +47,10 @@ def emulate_region(region: Region, env: dict) -> None:
     grid_outs = region.grid_outs()
     for eqn in region.eqns:
         out = eqn.outs[0]
-        if padded_read(eqn) is not None:   # its input is in memory, read whole
-            res = eqn.prim.impl(np, np.asarray(read(env, eqn.inputs[0])), **eqn.params)
+        if padded_read(eqn) is not None:   # its input is in memory, or recomputed whole
+            cone = region.cones.get(out.id)
+            g = _cone_value(cone, env) if cone is not None else read(env, eqn.inputs[0])
+            res = eqn.prim.impl(np, np.asarray(g), **eqn.params)
             dom[out.id] = _to_domain(np.asarray(res).astype(out.dtype), region.dims[out.id],
                                      len(region.domain))
             continue
@@ -64,6 +66,17 @@ def emulate_region(region: Region, env: dict) -> None:
         dom[out.id] = np.asarray(res).astype(out.dtype)
     for v in region.outputs:
         env[v.id] = _from_domain(dom[v.id], region.dims[v.id], tuple(v.shape), region.domain)
+
+
+def _cone_value(cone, env: dict):
+    """The value a padded read's :class:`~dualgpu.fusion.plan.Cone` recomputes, whole."""
+    vals: dict = {}
+    for e in cone.eqns:
+        args = [a.value if isinstance(a, Literal) else vals[a.id] if a.id in vals
+                else np.asarray(read(env, a)) for a in e.inputs]
+        vals[e.outs[0].id] = np.asarray(e.prim.impl(np, *args, **e.params)).astype(
+            e.outs[0].dtype)
+    return vals[cone.eqns[-1].outs[0].id]
 
 
 def _region_args(region: Region, eqn, dom: dict, env: dict) -> list:

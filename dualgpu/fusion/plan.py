@@ -92,6 +92,21 @@ def fusible(eqn) -> bool:
 
 
 @dataclass
+class Cone:
+    """What a padded read recomputes instead of reading its input from memory: the
+    elementwise equations (``eqns``, in order, the last computing the input) of an earlier
+    region, evaluated at the read's shifted index. ``axes[var id]``, and ``loads[(k, p)]``
+    for operand ``p`` of ``eqns[k]`` read from memory, give for each axis of the value the
+    axis of the padded read's input that indexes it (None: broadcast). ``inputs``: the
+    arrays in memory the cone reads, first-use order."""
+
+    eqns: list
+    axes: dict
+    loads: dict
+    inputs: list
+
+
+@dataclass
 class Region:
     """Equations evaluated by one generated kernel (see the module docstring)."""
 
@@ -105,6 +120,7 @@ class Region:
     inputs: list = field(default_factory=list)    # external Vars read, first-use order
     outputs: list = field(default_factory=list)   # Vars used after the region
     index: int = 0
+    cones: dict = field(default_factory=dict)     # padded read's output id -> its Cone
     _grid_ids: set = field(default_factory=set, repr=False)  # grid_outs() while building
 
     # ------------------------------------------------------------------ queries
@@ -388,6 +404,10 @@ class Plan:
             for eqn in step.eqns:
                 tag = "   [grid reduction, finished by a second kernel]" \
                     if eqn.outs[0].id in grid else ""
+                cone = step.cones.get(eqn.outs[0].id)
+                if cone is not None:
+                    tag = (f"   [recomputes its input: {len(cone.eqns)} equation(s) of "
+                           + " ".join(name(v) for v in cone.inputs) + "]")
                 lines.append(f"      {_format_eqn(eqn, name)}{tag}")
             lines.append("      reads: " + (" ".join(name(v) for v in step.inputs) or "-")
                          + "; writes: " + (" ".join(name(v) for v in step.outputs) or "-"))
@@ -417,6 +437,8 @@ def plan_graph(graph: Graph, recompute: bool = False) -> Plan:
     steps = _partition(graph.eqns)
     if recompute:
         _recompute(steps, graph)
+        _recompute_padded(steps, graph)
+        _merge_neighbours(steps)
     _finish_regions(steps, graph)
     return Plan(graph, steps, _releases(steps, graph))
 
@@ -503,7 +525,8 @@ def _memory_reads(step) -> list:
     region = isinstance(step, Region)
     seen, out = set(), []
     for e in step.eqns if region else [step.eqn]:
-        for a in e.inputs:
+        cone = step.cones.get(e.outs[0].id) if region else None
+        for a in cone.inputs if cone is not None else e.inputs:
             if isinstance(a, Var) and not (region and step.defines(a)) and a.id not in seen:
                 seen.add(a.id)
                 out.append(a)
@@ -511,6 +534,9 @@ def _memory_reads(step) -> list:
 
 
 RECOMPUTE_MAX = 12   # equations a region may copy to recompute one value
+# ... and a padded read (each read of the value evaluates its own copy at its own index;
+# memory, not arithmetic, bounds these kernels)
+PADDED_RECOMPUTE_MAX = 32
 
 
 def _recompute(steps: list, graph: Graph) -> None:
@@ -593,6 +619,149 @@ def _cone(p: Region, a) -> list | None:
         cone.append(e)
         need.update(v.id for v in e.inputs if isinstance(v, Var) and p.defines(v))
     return cone[::-1]
+
+
+def _recompute_padded(steps: list, graph: Graph) -> None:
+    """Let a padded read recompute its input instead of reading it from memory.
+
+    When every reader of a value ``a`` is a padded read of one region ``R`` (the transposes
+    of a stencil's slices), ``a`` is computed by an earlier region ``P`` (no in-thread loops,
+    no grid reductions) from ``P``'s inputs by at most ``RECOMPUTE_MAX`` elementwise
+    equations over ``a``'s own axes, the graph does not return it, and those inputs are no
+    more bytes than ``a`` costs to write and read back: each padded read evaluates that
+    cone at its shifted index (:class:`Cone`), ``P`` no longer writes ``a``, and a region
+    left with nothing to do is dropped. The chained Rosenbrock's compressed Hessian becomes
+    one kernel.
+
+    Example::
+
+        >>> f = lambda x: np.sum(np.sin(x[1:] - x[:-1]) ** 2)
+        >>> g = dg.trace(dg.hvp(f), np.ones(8), np.ones(8))
+        >>> len(plan_graph(g).regions), len(plan_graph(g, recompute=True).regions)
+        (2, 1)
+    """
+    outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
+    readers: dict[int, set] = {}
+    for i, step in enumerate(steps):
+        for a in _memory_reads(step):
+            readers.setdefault(a.id, set()).add(i)
+    where = {e.outs[0].id: i for i, step in enumerate(steps) if isinstance(step, Region)
+             for e in step.eqns}
+    root: dict = {}   # a view's var id -> the var whose memory it reads (x for x[1:], x[:-1])
+    for step in steps:
+        if isinstance(step, LibraryStep) and _is_view_step(step.eqn, set()) \
+                and isinstance(step.eqn.inputs[0], Var):
+            base = step.eqn.inputs[0]
+            root[step.eqn.outs[0].id] = root.get(base.id, base)
+
+    def memory(vs) -> dict:
+        return {root.get(v.id, v).id: root.get(v.id, v) for v in vs}
+
+    for j, r in enumerate(steps):
+        if not isinstance(r, Region):
+            continue
+        found = []   # (value, its producer, its cone, the padded reads of it)
+        for a in _memory_reads(r):
+            i = where.get(a.id)
+            if i is None or i == j or a.id in outputs or readers.get(a.id, set()) - {j}:
+                continue
+            users = [e for e in r.eqns if any(b is a for b in e.inputs)]
+            if not users or any(padded_read(e) is None or e.outs[0].id in r.cones
+                                for e in users):
+                continue
+            p = steps[i]
+            if p.loop_axes or p.grid:
+                continue
+            cone = _padded_cone(p, a)
+            if cone is None or len(cone.eqns) > PADDED_RECOMPUTE_MAX:
+                continue
+            found.append((a, p, cone, users))
+        # the values recomputed together must not read more new memory than writing them
+        # and reading them back costs (overlapping views of one array count once)
+        read = memory(_memory_reads(r))
+        while found:
+            new = memory(v for _, _, cone, _ in found for v in cone.inputs)
+            extra = sum(_nbytes(v) for vid, v in new.items() if vid not in read)
+            if extra <= 2 * sum(_nbytes(a) for a, _, _, _ in found):
+                break
+            found.pop()
+        for a, p, cone, users in found:
+            for e in users:
+                r.cones[e.outs[0].id] = cone
+            readers[a.id].discard(j)
+            for v in cone.inputs:
+                readers.setdefault(v.id, set()).add(j)
+            _prune(p, readers, outputs)
+    steps[:] = [s for s in steps if not isinstance(s, Region) or s.eqns]
+
+
+def _merge_neighbours(steps: list) -> None:
+    """Merge a region into the region right before it when both have the same domain, the
+    first has no in-thread loops or grid reductions, the second no in-thread loops, and the
+    second reads from memory nothing the first computes (a padded read's input, or what a
+    cone recomputes): what recomputation left as two kernels becomes one."""
+    merged: list = []
+    for step in steps:
+        prev = merged[-1] if merged else None
+        if isinstance(step, Region) and isinstance(prev, Region) \
+                and tuple(prev.domain) == tuple(step.domain) and not prev.loop_axes \
+                and not prev.grid and not step.loop_axes and not _reads_memory_of(step, prev):
+            prev.eqns += step.eqns
+            prev.dims.update(step.dims)
+            prev.level.update(step.level)
+            prev.cones.update(step.cones)
+            prev.grid += step.grid
+            prev._grid_ids |= step._grid_ids
+            prev.frozen = prev.frozen or step.frozen
+            continue
+        merged.append(step)
+    steps[:] = merged
+
+
+def _reads_memory_of(step: Region, prev: Region) -> bool:
+    """Whether ``step`` must read from memory a value that ``prev`` computes."""
+    for e in step.eqns:
+        cone = step.cones.get(e.outs[0].id)
+        if cone is not None and any(prev.defines(v) for v in cone.inputs):
+            return True
+        if cone is None and padded_read(e) is not None and prev.defines(e.inputs[0]):
+            return True
+    return False
+
+
+def _padded_cone(p: Region, a) -> Cone | None:
+    """The :class:`Cone` of ``a`` in ``p``: its elementwise equations, each value's axes as
+    axes of ``a``; None when ``_cone`` refuses, it is too long, or a value varies along a
+    domain axis that ``a`` does not have."""
+    eqns = _cone(p, a)
+    if eqns is None:
+        return None
+    own = {d: j for j, d in enumerate(p.dims[a.id]) if d is not None}
+
+    def as_a(dims):
+        if any(d is not None and d not in own for d in dims):
+            return None
+        return tuple(None if d is None else own[d] for d in dims)
+
+    axes, loads, inputs, seen = {}, {}, [], set()
+    for k, e in enumerate(eqns):
+        mapped = as_a(p.dims[e.outs[0].id])
+        if mapped is None:
+            return None
+        axes[e.outs[0].id] = mapped
+        for pos, v in enumerate(e.inputs):
+            if not isinstance(v, Var) or v.id in axes:
+                continue
+            if reads_no_values(e.prim):
+                break
+            mapped = as_a(p.load_dims(e, v))
+            if mapped is None:
+                return None
+            loads[(k, pos)] = mapped
+            if v.id not in seen:
+                seen.add(v.id)
+                inputs.append(v)
+    return Cone(eqns, axes, loads, inputs)
 
 
 def _copy_into(r: Region, p: Region, cone: list, order: dict) -> None:
