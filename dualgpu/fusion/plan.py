@@ -563,13 +563,7 @@ def _recompute(steps: list, graph: Graph) -> None:
         >>> [len(r.eqns) for r in plan_graph(g, recompute=True).regions]
         [1, 4]
     """
-    outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
-    readers: dict[int, set] = {}
-    for i, step in enumerate(steps):
-        for a in _memory_reads(step):
-            readers.setdefault(a.id, set()).add(i)
-    where = {e.outs[0].id: i for i, step in enumerate(steps) if isinstance(step, Region)
-             for e in step.eqns}
+    outputs, readers, where = _who_reads_and_writes(steps, graph)
     order = {id(e): k for k, e in enumerate(graph.eqns)}
     for j, r in enumerate(steps):
         if not isinstance(r, Region) or r.loop_axes or r.grid:
@@ -606,6 +600,19 @@ def _recompute(steps: list, graph: Graph) -> None:
     steps[:] = [s for s in steps if not isinstance(s, Region) or s.eqns]
 
 
+def _who_reads_and_writes(steps: list, graph: Graph) -> tuple[set, dict, dict]:
+    """The graph's output ids; var id -> the steps that read it from memory; var id -> the
+    step of the region that computes it."""
+    outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
+    readers: dict[int, set] = {}
+    for i, step in enumerate(steps):
+        for a in _memory_reads(step):
+            readers.setdefault(a.id, set()).add(i)
+    where = {e.outs[0].id: i for i, step in enumerate(steps) if isinstance(step, Region)
+             for e in step.eqns}
+    return outputs, readers, where
+
+
 def _cone(p: Region, a) -> list | None:
     """The equations of ``p`` that compute ``a`` from ``p``'s inputs, in ``p``'s order;
     None when one of them is not a plain elementwise equation."""
@@ -640,13 +647,7 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
         >>> len(plan_graph(g).regions), len(plan_graph(g, recompute=True).regions)
         (2, 1)
     """
-    outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
-    readers: dict[int, set] = {}
-    for i, step in enumerate(steps):
-        for a in _memory_reads(step):
-            readers.setdefault(a.id, set()).add(i)
-    where = {e.outs[0].id: i for i, step in enumerate(steps) if isinstance(step, Region)
-             for e in step.eqns}
+    outputs, readers, where = _who_reads_and_writes(steps, graph)
     root: dict = {}   # a view's var id -> the var whose memory it reads (x for x[1:], x[:-1])
     for step in steps:
         if isinstance(step, LibraryStep) and _is_view_step(step.eqn, set()) \
