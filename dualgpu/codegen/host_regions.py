@@ -58,14 +58,15 @@ log = logging.getLogger("dualgpu")
 # The smallest region (its domain's element count) for which a program runs by its fused
 # host plan rather than as the generated Python. The compiled loop is scalar (libm's exp,
 # no -ffast-math), NumPy's ufuncs are SIMD: while NumPy's temporaries stay in cache (and
-# its allocator recycles them without page faults) the Python program keeps up. Measured
-# on a shared 2-core EPYC (OPENBLAS_NUM_THREADS=1; figures vary 2-5x between runs there),
-# fused against Python: MLP 784-256-10 HVP, regions of 65536 elements: 6.2 against
-# 5.6 ms, batch 512 (131072): 11.9 against 11.8 ms; per-particle grad+HVP (domain 3n):
-# n = 100k, a fresh process 1.1-3.3 against 4.0-5.3 ms but 1.35 against 0.65 ms in
-# benchmarks/cpu.py's process (after the MLP case); n = 300k 7.5-9.6 against 17-21 ms in
-# both; HVP of sum(tanh(x)**2 + x*x/2) in float64: 131072 2.2 against 4.3 ms.
-HOST_FUSED_MIN = 1 << 19
+# its allocator recycles them without page faults) the Python program keeps up on small
+# programs. Measured on a shared 2-core EPYC (OPENBLAS_NUM_THREADS=1; figures vary 2-5x
+# between runs there), with the regions on 2 OpenMP threads, fused against Python:
+# per-particle grad+HVP (domain 3n) in benchmarks/cpu.py's process, n = 100k 0.49-0.54
+# against 0.54-0.62 ms, n = 300k 4.1-4.3 against 15-16 ms; in a process without JAX
+# (NumPy's temporaries page-faulted each call) n = 100k 1.5 against 4.2 ms, n = 30k 0.23
+# against 0.17 ms (Python ahead), n = 10k 0.09 against 0.09 ms; the MLP 784-256-10 HVP
+# (regions of 65536 elements) 4.7 against 4.3 ms (Python ahead).
+HOST_FUSED_MIN = 1 << 17
 # A region of at least this many threads runs them on OpenMP's threads (where the compiler
 # takes -fopenmp); a grid reduction then sums CHUNKS fixed chunks, each in order, and their
 # partials in order: the same bits whatever the number of threads.
