@@ -35,6 +35,7 @@ from .errors import (
     ShapeMismatchError,
 )
 from .namespace import rebind_function
+from .signature import float_point
 from .transforms import hvp_graph, simplify
 from .vectorize import vmap
 
@@ -58,27 +59,6 @@ def _check_argnums(argnums, what: str) -> int:
         raise ArgumentTypeError(f"{what}: argnums must be a non-negative int, the position of x, "
                                 f"got {argnums!r}{hint}")
     return int(argnums)
-
-
-def _as_point(x, what: str, name: str = "x"):
-    """``x`` as a floating-point array: arrays pass, float scalars are converted."""
-    if isinstance(x, (bool, np.bool_)):
-        raise IntegerInputError(f"{what}: {name} is a bool; pass a floating-point array")
-    if isinstance(x, (int, float)) and not isinstance(x, np.generic):
-        return np.asarray(float(x))
-    if isinstance(x, np.generic):
-        x = np.asarray(x)
-    b = array_backend(x)
-    if b is None or b.is_sparse(x):
-        raise ArgumentTypeError(f"{what}: {name} must be a NumPy or CuPy array (or a float), got "
-                                f"{type(x).__name__}" + ("; use np.asarray(x)"
-                                                    if isinstance(x, (list, tuple)) else ""))
-    kind = np.dtype(x.dtype).kind
-    if kind not in "fc":
-        raise IntegerInputError(f"{what}: {name} has dtype {np.dtype(x.dtype)}: only "
-                                f"floating-point points can be differentiated; convert it "
-                                "with .astype(float)")
-    return x
 
 
 def _as_vector(v, xp, backend, n: int, dtype, what: str, name: str):
@@ -189,7 +169,7 @@ class HessianOperator:
             _check_pytree_point(x, what)
             x, self.unravel = pytree.ravel(x)
             f = _OnRaveled(f, self.unravel, self.argnums)
-        x = _as_point(x, what)
+        x = float_point(x, what, "x")
         self.f = f
         self.x = x
         self.args = args
@@ -499,7 +479,7 @@ class _Hessp(Transformed):
                                         "floating-point points can be differentiated")
             backend = backend_for_xp(x._builder.xp)
         else:
-            x = _as_point(x, "hessp")
+            x = float_point(x, "hessp", "x")
             backend = backend_of([x], "hessp arguments")
         n = int(np.prod(x.shape, dtype=np.int64))
         if isinstance(p, Tracer):

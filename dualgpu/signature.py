@@ -319,6 +319,33 @@ def check_plain_values(x, what: str) -> None:
             "np.asarray(ct, dtype=float) (entries such as None are not numbers)")
 
 
+def float_point(x, what: str, name: str, purpose: str = "differentiated"):
+    """``x`` as a floating-point (or complex) array to differentiate at: arrays pass, Python
+    and NumPy scalars become arrays; a bool, an integer dtype, a sparse matrix or anything
+    that is no array is an error naming ``name`` (``purpose`` says what only floating-point
+    values can be).
+
+    >>> float_point(2.0, "dg.hvp_operator", "x")
+    array(2.)
+    """
+    if isinstance(x, (bool, np.bool_)):
+        raise IntegerInputError(f"{what}: {name} is a bool; pass a floating-point array")
+    if isinstance(x, (int, float)) and not isinstance(x, np.generic):
+        return np.asarray(float(x))
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    b = array_backend(x)
+    if b is None or b.is_sparse(x):
+        raise ArgumentTypeError(f"{what}: {name} must be a NumPy or CuPy array (or a float), got "
+                                f"{type(x).__name__}" + ("; use np.asarray(x)"
+                                                    if isinstance(x, (list, tuple)) else ""))
+    if np.dtype(x.dtype).kind not in "fc":
+        raise IntegerInputError(f"{what}: {name} has dtype {np.dtype(x.dtype)}: only "
+                                f"floating-point values can be {purpose}; convert it with "
+                                ".astype(float)")
+    return x
+
+
 def backend_of_all(backends, what: str):
     found = None
     for b in backends:

@@ -20,8 +20,9 @@ import numpy as np
 
 from .api import grad, hvp, jvp, vjp
 from .backends import array_backend, backend_of
-from .errors import DualgpuError, IntegerInputError
+from .errors import DualgpuError
 from .frontend import numpy as dnp
+from .signature import float_point
 
 MODES = ("fwd", "rev")
 
@@ -132,25 +133,8 @@ def _check_args(f, args, what: str) -> tuple:
                            f"{type(args).__name__}")
     if not args:
         raise DualgpuError(f"{what}: args is empty: there is nothing to differentiate")
-    def leaf(a, i):
-        if isinstance(a, (bool, np.bool_)):
-            raise IntegerInputError(f"{what}: argument {i} is a bool; pass a floating-point "
-                                    "array")
-        if isinstance(a, (int, float)) and not isinstance(a, np.generic):
-            return np.asarray(float(a))
-        if isinstance(a, np.generic):
-            a = np.asarray(a)
-        b = array_backend(a)
-        if b is None or b.is_sparse(a):
-            raise DualgpuError(f"{what}: argument {i} must be a NumPy or CuPy array (or a "
-                               f"float), got {type(a).__name__}")
-        if np.dtype(a.dtype).kind not in "fc":
-            raise IntegerInputError(f"{what}: argument {i} has dtype {np.dtype(a.dtype)}: "
-                                    "only floating-point arguments can be checked; convert "
-                                    "it with .astype(float)")
-        return a
-
-    return tuple(_tree_map(lambda a, i=i: leaf(a, i), a) for i, a in enumerate(args))
+    return tuple(_tree_map(lambda a, i=i: float_point(a, what, f"argument {i}", "checked"),
+                           a) for i, a in enumerate(args))
 
 
 def _check_argnum(argnum, args, what: str) -> int:
