@@ -48,8 +48,9 @@ import logging
 
 import numpy as np
 
+from ..core.interpret import read
 from ..core.ir import Graph, Literal
-from ..fusion import LibraryStep, Plan, Region, plan_graph
+from ..fusion import LibraryStep, Plan, Region, plan_graph, run_library_step
 from . import host
 from .cuda import _combine, _Emitter, _identity, _indent, _named, contiguous_strides, ctype
 
@@ -173,32 +174,18 @@ class HostFusedProgram:
         self.plan = plan
         self.compiler = compiler
         self._functions = functions
-        self._consts = {c.id: c.value for c in graph.consts}
         self.source = (f"// host fused plan of {graph.name}: {len(plan.regions)} region(s) "
                        f"compiled by {compiler} {host.FLAGS[0]}, each a loop over its "
                        "threads (dg.config['host_fused'])\n"
                        + "\n".join("// " + ln for ln in plan.describe().splitlines())
                        + "\n" + text)
 
-    def _read(self, env, a):
-        if isinstance(a, Literal):
-            return a.value
-        if a.id in self._consts:
-            return self._consts[a.id]
-        return env[a.id]
-
-    def _library(self, eqn, env) -> None:
-        outs = eqn.prim.impl(np, *[self._read(env, a) for a in eqn.inputs], **eqn.params)
-        outs = outs if eqn.prim.multiple_results else [outs]
-        for v, o in zip(eqn.outs, outs):
-            env[v.id] = o
-
     def _region(self, region: Region, env) -> None:
         if region.thread_count() == 0:   # an empty domain: some outputs have no writer
             for eqn in region.eqns:
-                self._library(eqn, env)
+                run_library_step(eqn, env)
             return
-        args = [_dense(self._read(env, v), v.dtype) for v in region.inputs]
+        args = [_dense(read(env, v), v.dtype) for v in region.inputs]
         outs = [np.empty(tuple(v.shape), v.dtype) for v in region.outputs]
         self._functions[region.index](*[a.ctypes.data for a in args],
                                       *[o.ctypes.data for o in outs])
@@ -209,13 +196,13 @@ class HostFusedProgram:
         env = {v.id: a for v, a in zip(self.graph.inputs, arrays)}
         for step, dead in zip(self.plan.steps, self.plan.releases):
             if isinstance(step, LibraryStep):
-                self._library(step.eqn, env)
+                run_library_step(step.eqn, env)
             else:
                 self._region(step, env)
             for vid in dead:   # a call holds what is alive, not all it made
                 env.pop(vid, None)
         return [np.full((), a.value, dtype=a.dtype) if isinstance(a, Literal)
-                else self._read(env, a) for a in self.graph.outputs]
+                else read(env, a) for a in self.graph.outputs]
 
 
 def _dense(a, dtype):

@@ -40,7 +40,7 @@ each region's domain), which is how the planner is tested without a GPU.
 ``concat_slots(plan, writes_into)`` finds the concatenations whose inputs a runner can
 compute straight into their ranges of the output (the flat gradient of a parameter vector).
 """
-from .emulate import emulate, emulate_region
+from .emulate import emulate, emulate_region, run_library_step
 from .inplace import ConcatSlots, concat_slots
 from .plan import (
     KERNEL_DTYPES,
@@ -63,4 +63,4 @@ from .plan import (
 __all__ = ["KERNEL_DTYPES", "LOOP_MAX", "LOOP_MIN_THREADS", "ROLLED_LOOPS_MAX",
            "UNROLL_MAX", "ConcatSlots", "LibraryStep", "Plan", "Region", "concat_slots",
            "emulate", "emulate_region", "fusible", "is_reduction", "is_reshape", "is_view",
-           "padded_read", "reads_no_values", "plan_graph"]
+           "padded_read", "reads_no_values", "plan_graph", "run_library_step"]

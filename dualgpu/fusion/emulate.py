@@ -138,7 +138,7 @@ def emulate(plan: Plan, args: Sequence[Any]) -> list:
         env[c.id] = np.asarray(c.value)
     for step, dead in zip(plan.steps, plan.releases):
         if isinstance(step, LibraryStep):
-            _run_library(step.eqn, env)
+            run_library_step(step.eqn, env)
         else:
             emulate_region(step, env)
         for vid in dead:  # as the CuPy runner does: a value read later must not be here
@@ -146,7 +146,9 @@ def emulate(plan: Plan, args: Sequence[Any]) -> list:
     return [read(env, a) if not isinstance(a, Const) else a.value for a in plan.graph.outputs]
 
 
-def _run_library(eqn, env: dict) -> None:
+def run_library_step(eqn, env: dict) -> None:
+    """Run ``eqn`` by its op's NumPy implementation on the values in ``env`` (literals and
+    constants read from the equation), binding its outputs there."""
     outs = eqn.prim.impl(np, *[read(env, a) for a in eqn.inputs], **eqn.params)
     outs = outs if eqn.prim.multiple_results else [outs]
     for v, o in zip(eqn.outs, outs):
