@@ -390,10 +390,8 @@ class _Emitter:
         """The element of a padded read (:func:`dualgpu.fusion.padded_read`): its input's
         element where every output index falls in the key's slices, else zero."""
         g = eqn.inputs[0]
-        conds, terms, ks = [], [], []
-        cone = self.r.cones.get(eqn.outs[0].id)
-        strides = self.strides[g.id] if cone is None else (0,) * len(dims)
-        for d, (start, step, count), st in zip(dims, padded_read(eqn), strides):
+        conds, ks = [], []   # the slices' conditions; the input's C index on each axis
+        for d, (start, step, count) in zip(dims, padded_read(eqn)):
             if d is None:     # an axis of size 1: element 0, always in the slices
                 ks.append("0")
                 continue
@@ -407,19 +405,23 @@ class _Emitter:
                 conds.append(f"{i} <= {high}")
             if abs(step) != 1:
                 conds.append(f"{shifted} % {step} == 0")
-            k = shifted if step == 1 else f"({shifted} / {step})" if step != -1 \
-                else f"(-{shifted})"
-            ks.append(k)
-            if st:
-                terms.append(k if st == 1 else f"{k} * {st}")
+            ks.append(shifted if step == 1 else f"({shifted} / {step})" if step != -1
+                      else f"(-{shifted})")
         t = ctype(eqn.outs[0].dtype)
         cone = self.r.cones.get(eqn.outs[0].id)
         if cone is not None:
             return self.recomputed(cone, conds, ks, t)
-        read = f"{self.in_names[g.id]}[{' + '.join(terms) or '0'}]"
+        read = self.element(g, ks, range(len(ks)))
         if not conds:
             return read
         return f"(({' && '.join(conds)}) ? {read} : ({t})0)"
+
+    def element(self, v, ks: list, axes) -> str:
+        """Input ``v``'s element whose axis ``m`` is at C index ``ks[axes[m]]`` (None in
+        ``axes``: a broadcast axis)."""
+        terms = [ks[j] if st == 1 else f"{ks[j]} * {st}"
+                 for j, st in zip(axes, self.strides[v.id]) if j is not None and st]
+        return f"{self.in_names[v.id]}[{' + '.join(terms) or '0'}]"
 
     def recomputed(self, cone, conds: list, ks: list, t: str) -> str:
         """A padded read whose input is recomputed (:class:`dualgpu.fusion.plan.Cone`): a
@@ -435,10 +437,7 @@ class _Emitter:
                 elif a.id in names:
                     operands.append(names[a.id])
                 else:
-                    terms = [f"{ks[j]} * {st}" if st != 1 else ks[j]
-                             for j, st in zip(cone.loads[(k, pos)], self.strides[a.id])
-                             if j is not None and st]
-                    operands.append(f"{self.in_names[a.id]}[{' + '.join(terms) or '0'}]")
+                    operands.append(self.element(a, ks, cone.loads[(k, pos)]))
             names[e.outs[0].id] = f"c{k}"
             lines.append(f"const {ctype(e.outs[0].dtype)} c{k} = {eqn_c_expr(e, operands)};")
         lines.append(f"return c{len(cone.eqns) - 1};")
