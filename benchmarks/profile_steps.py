@@ -4,7 +4,8 @@ CUDA graph, replayed between events: no launch gaps), for the workloads of issue
 
 Prints, per workload, the steps sorted by time with their share, and the sum against the
 time of the whole call (replayed as a CUDA graph): what to optimise next. Also the
-per-point Laplacian of issue 16 at d = 50."""
+per-point Laplacian of issue 16 at d = 50, and the MLP of :mod:`.mlp_layouts` in each layout
+and loss (issue 27). ``--only`` picks groups: mlp, layouts, tiny, particles, laplacian."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,7 @@ import numpy as np
 
 import dualgpu as dg
 
-from . import laplacian
+from . import laplacian, mlp_layouts
 from .mlp import FULL, make_inputs, make_loss
 
 
@@ -57,15 +58,33 @@ def main(argv=None) -> None:
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.profile_steps")
     p.add_argument("--top", type=int, default=12)
+    p.add_argument("--only", action="append",
+                   choices=("mlp", "layouts", "tiny", "particles", "laplacian"))
     opts = p.parse_args(argv)
-    loss = make_loss(FULL)
+    groups = set(opts.only or ("mlp", "layouts", "tiny", "particles", "laplacian"))
     args = make_inputs(cp, FULL, 1)[0]
-    for precision in ("float32", "tf32", "tf32x3"):
-        dg.config["matmul_precision"] = precision
-        profile(f"MLP 784-512-10 HVP, batch 4096, {precision}", dg.hvp(loss), args, opts.top)
-        profile(f"MLP gradient, {precision}", dg.grad(loss), args[:3], opts.top)
+    if "mlp" in groups:
+        loss = make_loss(FULL)
+        for precision in ("float32", "tf32", "tf32x3"):
+            dg.config["matmul_precision"] = precision
+            profile(f"MLP 784-512-10 HVP, batch 4096, {precision}", dg.hvp(loss), args,
+                    opts.top)
+            profile(f"MLP gradient, {precision}", dg.grad(loss), args[:3], opts.top)
+    if "layouts" in groups:
+        for layout in mlp_layouts.LAYOUTS:
+            (lay_args,) = mlp_layouts.layout_inputs(cp, FULL, layout, [args])
+            for loss_name in mlp_layouts.LOSSES:
+                fn = mlp_layouts.make_loss(FULL, layout, loss_name)
+                for precision in ("float32", "tf32"):
+                    dg.config["matmul_precision"] = precision
+                    profile(f"MLP HVP {layout} {loss_name}, {precision}", dg.hvp(fn),
+                            lay_args, opts.top)
     dg.config["matmul_precision"] = "float32"
+    if groups & {"tiny", "particles", "laplacian"}:
+        _small_and_laplacian(cp, groups, opts.top)
 
+
+def _small_and_laplacian(cp, groups, top) -> None:
     def f(x, mu):
         return np.exp(-np.sum((x - mu[:, None, None, :]) ** 2, axis=0))
 
@@ -77,17 +96,20 @@ def main(argv=None) -> None:
 
     tiny = [cp.asarray(a) for a in (rng.standard_normal(11), rng.standard_normal((4, 10)),
                                     rng.random((4, 1)), rng.standard_normal(11))]
-    profile("Dense(10->1) HVP, batch 4, float64", dg.hvp(dense), tiny, opts.top)
-    x = cp.random.standard_normal((3, 100, 100, 100), dtype=cp.float32)
-    mu = cp.zeros((3, 100), cp.float32)
-    profile("per-particle value+grad+HVP, N = 1M",
-            dg.grad_and_hvp(f, batch_axes=(1, 2, 3), return_value=True), (x, mu, x), opts.top)
-    lap_args = laplacian.make_inputs(cp, 50, laplacian.HIDDEN, laplacian.POINTS)
-    for precision in ("float32", "tf32", "tf32x3"):
-        dg.config["matmul_precision"] = precision
-        profile(f"per-point Laplacian, tanh MLP, d = 50, {precision}",
-                dg.laplacian(laplacian.u, batch_axes=0), lap_args, opts.top)
-    dg.config["matmul_precision"] = "float32"
+    if "tiny" in groups:
+        profile("Dense(10->1) HVP, batch 4, float64", dg.hvp(dense), tiny, top)
+    if "particles" in groups:
+        x = cp.random.standard_normal((3, 100, 100, 100), dtype=cp.float32)
+        mu = cp.zeros((3, 100), cp.float32)
+        profile("per-particle value+grad+HVP, N = 1M",
+                dg.grad_and_hvp(f, batch_axes=(1, 2, 3), return_value=True), (x, mu, x), top)
+    if "laplacian" in groups:
+        lap_args = laplacian.make_inputs(cp, 50, laplacian.HIDDEN, laplacian.POINTS)
+        for precision in ("float32", "tf32", "tf32x3"):
+            dg.config["matmul_precision"] = precision
+            profile(f"per-point Laplacian, tanh MLP, d = 50, {precision}",
+                    dg.laplacian(laplacian.u, batch_axes=0), lap_args, top)
+        dg.config["matmul_precision"] = "float32"
 
 
 if __name__ == "__main__":

@@ -119,6 +119,16 @@ TARGETS: list[Target] = [
            _ratio_target("mlp", "hvp", "dualgpu", "dualgpu", 1.6, ref_case="grad")),
     Target("mlp", "MLP 784-512-10 HVP peak memory", "<= 2x its gradient",
            _peak_target("mlp", "hvp", "dualgpu", "dualgpu", 2.0, ref_case="grad")),
+    *(target
+      for layout in ("batch-major", "feature-major") for loss in ("mse", "sigmoid-sum")
+      for target in (
+          Target("mlp_layouts", f"MLP HVP {layout} {loss}, float32", "<= 0.8x JAX (highest)",
+                 _ratio_target("mlp_layouts", f"{layout} {loss}", "dualgpu",
+                               "jax (precision=highest)", 0.8)),
+          Target("mlp_layouts", f"MLP HVP {layout} {loss}, tf32",
+                 "<= 1.0x JAX (default precision)",
+                 _ratio_target("mlp_layouts", f"{layout} {loss}", "dualgpu (tf32)", "jax",
+                               1.0)))),
     Target("dense_tiny", "Dense(10->1) HVP, batch 4", "<= 20 us per call",
            _abs_target("dense_tiny", "B=4", "dualgpu", 20.0)),
     Target("sparse", "grad sum(tanh(x@A)), nnz 2M", "<= 400 us",

@@ -18,6 +18,7 @@ from benchmarks import (
     laplacian,
     mlp,
     mlp_deep,
+    mlp_layouts,
     overhead,
     report,
     run,
@@ -143,6 +144,7 @@ WORKLOADS = {
     "sweep": scenario2.run_sweep,
     "mlp": mlp.run,
     "mlp_deep": mlp_deep.run,
+    "mlp_layouts": mlp_layouts.run,
     "dense_tiny": dense_tiny.run,
     "sparse": sparse.run,
     "overhead": overhead.run,
@@ -155,7 +157,7 @@ WORKLOADS = {
 def test_workload_tiny_numpy(name):
     rows = WORKLOADS[name](tiny_ctx())
     assert rows, "a workload returns at least one row"
-    if name == "mlp_deep":   # checked against the float64 reference written out by hand
+    if name in ("mlp_deep", "mlp_layouts"):   # checked against a float64 reference by hand
         assert all(r.status == "ok" for r in rows if r.impl == "dualgpu")
     for r in rows:
         assert r.status in ("ok", "skipped")
@@ -169,6 +171,16 @@ def test_workload_tiny_numpy(name):
         assert r.status == "ok", r.note
         if r.rel_err is not None:
             assert r.rel_err < 1e-5
+
+
+def _fd_hvp(f, q, X, Y, v, eps=1e-6, step=1e-4):
+    """H·v of ``f(q, X, Y)`` by central differences of a central-difference gradient."""
+    import numpy as np
+
+    e = np.eye(q.size)
+    grad = lambda q: np.array([(f(q + eps * e_i, X, Y) - f(q - eps * e_i, X, Y)) / (2 * eps)
+                               for e_i in e])
+    return (grad(q + step * v) - grad(q - step * v)) / (2 * step)
 
 
 def test_reference_formulas_agree_with_finite_differences():
@@ -205,6 +217,17 @@ def test_reference_formulas_agree_with_finite_differences():
     g_fd = np.array([(loss_deep(p + eps * e_i, X, Y) - loss_deep(p - eps * e_i, X, Y))
                      / (2 * eps) for e_i in np.eye(deep.n_params)])
     np.testing.assert_allclose(g_fd, g_of(p), rtol=1e-5, atol=1e-9)
+
+    dims = mlp_layouts.TINY
+    p, X, Y, v = (a.astype(np.float64) for a in mlp.make_inputs(np, dims, 1)[0])
+    for loss_name in mlp_layouts.LOSSES:
+        want = mlp_layouts.reference(np, dims, loss_name, p, X, Y, v)
+        for layout in mlp_layouts.LAYOUTS:
+            (q, Xl, Yl, vl), = mlp_layouts.layout_inputs(np, dims, layout, [(p, X, Y, v)])
+            fd_hv = _fd_hvp(mlp_layouts.make_loss(dims, layout, loss_name), q, Xl, Yl, vl)
+            expect = want if layout == "batch-major" else mlp_layouts.to_feature_major(
+                np, dims, want)
+            np.testing.assert_allclose(fd_hv, expect, rtol=1e-3, atol=1e-6)
 
     p, X, Y, v = dense_tiny.make_inputs(np, 1)[0]
     loss = lambda q: float(np.mean((1 / (1 + np.exp(-(X.astype(np.float64) @ q[:10, None]
