@@ -24,6 +24,11 @@ SHAPES = [
     ("h.T @ g (1024, b8192)", (8192, 1024), (8192, 10), True, False),
     ("g @ W.T (1024, b8192)", (8192, 10), (1024, 10), False, True),
     ("x @ B (long x)", (100000,), (100000, 3), False, False),
+    # the same MLP written feature-major (W1 @ X): the transposes of the first four
+    ("W2 @ h (by feature)", (10, 512), (512, 4096), False, False),
+    ("W2.T @ g (by feature)", (10, 512), (10, 4096), True, False),
+    ("g @ h.T (by feature)", (10, 4096), (512, 4096), False, True),
+    ("g @ X.T (784, by feature)", (10, 4096), (784, 4096), False, True),
 ]
 
 
@@ -47,7 +52,7 @@ def main() -> None:
     import cupy as cp
 
     rng = np.random.default_rng(0)
-    print(f"{'product':>24} {'choice':>7} {'ours us':>8} {'GB/s':>7} {'cuBLAS us':>10} "
+    print(f"{'product':>26} {'choice':>8} {'ours us':>8} {'GB/s':>7} {'cuBLAS us':>10} "
           f"{'GB/s':>7} {'max rel err':>12}")
     for label, sa_, sb_, ta, tb in SHAPES:
         a = cp.asarray(rng.standard_normal(sa_), dtype=cp.float32)
@@ -60,7 +65,7 @@ def main() -> None:
         ours_t, got = product_time(a, b, True)
         err = float(cp.abs(got - want).max() / cp.abs(want).max())
         blas_t, _ = product_time(a, b, False)
-        print(f"{label:>24} {choice or '-':>7} {ours_t:8.1f} {moved / ours_t:7.0f} "
+        print(f"{label:>26} {choice or '-':>8} {ours_t:8.1f} {moved / ours_t:7.0f} "
               f"{blas_t:10.1f} {moved / blas_t:7.0f} {err:12.2e}", flush=True)
 
 

@@ -136,9 +136,16 @@ def test_kernel_choice_by_shape():
     assert choose(1, 1, 60000, (0, 1), (1, 0), 8) is None              # a long dot product
     assert choose(1, 1, 200, (0, 1), (1, 0), 8) == "tiny"              # a short one
     assert choose(512, 10, 1024, (1024, 1), (10, 1), 4) == "skinny"    # rows contiguous
-    assert choose(4096, 10, 4096, (4096, 1), (10, 1), 8) is None       # b too big to stage
+    assert choose(4096, 10, 4096, (4096, 1), (10, 1), 8) == "skinny"   # b staged in slices
     assert choose(100, 10, 512, (512, 1), (10, 1), 4) is None          # too few rows
     assert choose(4096, 512, 784, (784, 1), (512, 1), 4) is None       # a real GEMM
+    # the same network written feature-major (W1 @ X): the transposed products
+    assert choose(10, 4096, 512, (512, 1), (4096, 1), 4) == "wide"      # W2 @ h
+    assert choose(10, 4096, 512, (512, 1), (1, 512), 4) == "skinny_t"   # ... hᵀ stored
+    assert choose(10, 4096, 1024, (1024, 1), (4096, 1), 8) is None      # a too big to stage
+    assert choose(512, 4096, 10, (1, 512), (4096, 1), 4) == "thin"      # W2ᵀ @ g: tiles
+    assert choose(10, 512, 4096, (4096, 1), (1, 4096), 4) == "skinny_t"  # g @ hᵀ
+    assert choose(10, 100, 4096, (4096, 1), (1, 4096), 4) is None       # too few rows of h
 
 
 def test_skinny_kernel_text():

@@ -317,8 +317,9 @@ def _kernel_emulation(monkeypatch):
     return RawKernel
 
 
-@pytest.mark.parametrize("case", ["tiny", "thin", "thin_wide", "thin_cols", "skinny",
-                                  "skinny_rows", "vec_a", "vec_b", "dot"])
+@pytest.mark.parametrize("case", ["tiny", "thin", "thin_wide", "thin_cols", "thin_tiles",
+                                  "skinny", "skinny_rows", "skinny_t", "wide", "vec_a",
+                                  "vec_b", "dot"])
 @pytest.mark.parametrize("view", ["plain", "reversed", "transposed", "sliced"])
 def test_small_products_read_strided_operands(monkeypatch, case, view):
     """x[::-1], .T and column slices as operands of our product kernels: each kernel reads
@@ -326,7 +327,9 @@ def test_small_products_read_strided_operands(monkeypatch, case, view):
     rng = np.random.default_rng(0)
     shapes = {"tiny": ((4, 5), (5, 3)), "thin": ((300, 7), (7, 40)),
               "thin_wide": ((1500, 7), (7, 100)), "thin_cols": ((1100, 5), (5, 300)),
+              "thin_tiles": ((300, 5), (5, 4000)),
               "skinny": ((600, 40), (40, 3)), "skinny_rows": ((4099, 20), (20, 3)),
+              "skinny_t": ((3, 40), (40, 600)), "wide": ((3, 40), (40, 1100)),
               "vec_a": ((7,), (7, 3)),
               "vec_b": ((4, 7), (7,)), "dot": ((7,), (7,))}[case]
 
@@ -351,7 +354,10 @@ def test_small_products_read_strided_operands(monkeypatch, case, view):
     want = {"thin": "gemm" if transposed else "matmul",
             "skinny": "gemm" if transposed else "skinny",
             "skinny_rows": "gemm" if transposed else "skinny",
-            "thin_wide": "thin", "thin_cols": "thin"}.get(case, "matmul")
+            "thin_wide": "thin", "thin_cols": "thin", "thin_tiles": "thin",
+            # the feature-major products: by their own layout, else the transposed view's
+            "skinny_t": "skinny" if transposed else "gemm",
+            "wide": "skinny" if transposed else "wide"}.get(case, "matmul")
     assert want in LOG, LOG
 
 

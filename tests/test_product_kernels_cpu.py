@@ -53,3 +53,32 @@ def test_thin_and_tiny():
            R.standard_normal((16, 1024)).astype(np.float32))
     _check("thin", R.standard_normal((1100, 5))[::-1], R.standard_normal((300, 5)).T, count=3)
     _check("tiny", R.standard_normal((4, 5)), R.standard_normal((5, 3)), count=2)
+
+
+def test_skinny_stages_b_in_slices_when_it_does_not_fit():
+    """k·n·8 bytes over 48 KiB: ``b`` in two slices of 2048 terms, rows past the end of
+    ``a`` still at every barrier."""
+    for rows in (1, 4):
+        _check("skinny", R.standard_normal((37, 2100)), R.standard_normal((2100, 3)),
+               rows=rows)
+    _check("skinny", R.standard_normal((20, 2100)), R.standard_normal((2100, 3)), count=2)
+
+
+@pytest.mark.parametrize("k", [1, 2100])
+def test_skinny_transposed_writes_the_transpose(k):
+    """``g @ hᵀ`` of a feature-major network: few rows, ``b`` a transposed view; the
+    kernel computes ``h @ gᵀ`` and writes it column-major (every element once)."""
+    _check("skinny_t", R.standard_normal((3, k)), R.standard_normal((70, k)).T)
+    _check("skinny_t", R.standard_normal((2, k))[:, ::-1], R.standard_normal((40, k)).T,
+           count=2)
+
+
+def test_thin_in_column_tiles_and_wide():
+    """Outputs wider than 4·BLOCK columns in tiles of BLOCK (``W2ᵀ @ g`` by feature), and
+    the wide kernel (``W2 @ h`` by feature: few rows, long contiguous rows of ``b``)."""
+    _check("thin", R.standard_normal((40, 5)), R.standard_normal((5, 1100)))
+    _check("thin", R.standard_normal((3, 20)).T, R.standard_normal((3, 1030)), count=2)
+    _check("wide", R.standard_normal((3, 40)), R.standard_normal((40, 70)))
+    _check("wide", R.standard_normal((40, 16)).T, R.standard_normal((40, 33)), count=2)
+    _check("wide", R.standard_normal((1, 9)).astype(np.float32),
+           R.standard_normal((9, 100)).astype(np.float32))

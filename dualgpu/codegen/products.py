@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from .cuda import BLOCK, _named, c_literal, ctype
 
 SMALL_MATMUL = 1 << 16  # M*N*K up to which matmul runs as our "tiny" kernel ...
@@ -24,6 +26,8 @@ WARPS = BLOCK // 32
 THIN_MIN_N, THIN_MAX_N = 64, 4 * BLOCK   # thin products with a wide output ...
 THIN_MIN_ROWS = 1024                     # ... and many rows: b held in registers
 TINY_MAX_K = 256        # ... over at most this many terms (one thread loops over all of K)
+WIDE_M, WIDE_MIN_N = 16, 1024   # few rows and long contiguous ones: a thread a column,
+WIDE_SHARED = 32 << 10          # ... a in shared memory (beside the warps' partial sums)
 
 
 class ProductKernel(NamedTuple):
@@ -63,8 +67,17 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
       many rows (``g @ W2ᵀ``): each thread holds a few columns of ``b`` in registers and
       writes them for a band of rows, stores coalesced, ``b`` read once per block;
     * ``"tiny"`` too for other products with K ≤ ``THIN_K`` and ``b`` read along its rows;
-    * ``"skinny"``: N ≤ ``SKINNY_N``, ``a``'s rows contiguous, ``b`` fits in shared memory,
-      at least ``SKINNY_MIN_ROWS`` rows (each warp reads whole rows of ``a``, coalesced).
+    * ``"skinny"``: N ≤ ``SKINNY_N``, ``a``'s rows contiguous, at least ``SKINNY_MIN_ROWS``
+      rows (each warp reads whole rows of ``a``, coalesced; ``b`` staged in shared memory,
+      in slices of K when it does not fit);
+    * ``"skinny_t"``: the same kernel on the transposed product ``cᵀ = bᵀ @ aᵀ`` (M small,
+      ``b``'s columns contiguous), writing ``c`` through its transposed strides;
+    * ``"wide"``: M ≤ ``WIDE_M``, ``b``'s rows contiguous and long (N ≥ ``WIDE_MIN_N``),
+      ``a`` fits in shared memory: a thread a column, the block's warps split K.
+
+    The feature-major network (``W1 @ X``, batch along the columns) meets the transposes of
+    the batch-major one's products: ``"thin"`` with column tiles, ``"skinny_t"`` and
+    ``"wide"`` are those, so either layout runs its small products on our kernels.
 
     Example::
 
@@ -76,6 +89,12 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
         'thin'
         >>> matmul_kernel_choice(4096, 512, 784, (784, 1), (512, 1), 4) is None
         True
+        >>> matmul_kernel_choice(10, 512, 4096, (4096, 1), (1, 4096), 4)  # g @ hᵀ, by feature
+        'skinny_t'
+        >>> matmul_kernel_choice(10, 4096, 512, (512, 1), (4096, 1), 4)   # W2 @ h, by feature
+        'wide'
+        >>> matmul_kernel_choice(512, 4096, 10, (1, 512), (4096, 1), 4)   # W2ᵀ @ g, by feature
+        'thin'
     """
     if m * n * k <= SMALL_MATMUL and k <= TINY_MAX_K:
         return "tiny"
@@ -83,12 +102,24 @@ def matmul_kernel_choice(m: int, n: int, k: int, a_strides, b_strides, itemsize:
         return None
     if k <= THIN_K and THIN_MIN_N <= n <= THIN_MAX_N and m >= THIN_MIN_ROWS:
         return "thin"
+    if k <= THIN_K and n > THIN_MAX_N and m * n >= THIN_MIN_ROWS * THIN_MAX_N:
+        return "thin"       # column tiles of BLOCK (a feature-major W2ᵀ @ g)
     if k <= THIN_K and (b_strides[1] == 1 or n == 1):
         return "tiny"
-    if n <= SKINNY_N and (a_strides[1] == 1 or k == 1) and m >= SKINNY_MIN_ROWS \
-            and k * n * itemsize <= SKINNY_SHARED:
+    if _skinny(m, n, k, a_strides):
         return "skinny"
+    if _skinny(n, m, k, b_strides[::-1]):
+        return "skinny_t"   # the skinny kernel on cᵀ = bᵀ @ aᵀ (a feature-major g @ hᵀ)
+    if m <= WIDE_M and b_strides[1] == 1 and n >= WIDE_MIN_N and m * k * itemsize <= \
+            WIDE_SHARED:
+        return "wide"       # few rows, columns contiguous (a feature-major W2 @ h)
     return None
+
+
+def _skinny(m: int, n: int, k: int, a_strides) -> bool:
+    """Whether ``(m, k) @ (k, n)`` suits the skinny kernel: few columns, ``a``'s rows
+    contiguous, many rows."""
+    return n <= SKINNY_N and (a_strides[1] == 1 or k == 1) and m >= SKINNY_MIN_ROWS
 
 
 def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
@@ -111,14 +142,23 @@ def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
         name, src = matmul_kernel(m, n, k, a_strides, b_strides, dtype, count)
         return ProductKernel(name, src, max(1, -(-(m * n) // BLOCK)))
     if choice == "thin":
-        rows = thin_rows_per_block(m)
+        tiles = thin_column_tiles(n)
+        rows = thin_rows_per_block(m, tiles)
         name, src = thin_matmul_kernel(m, n, k, a_strides, b_strides, dtype, rows, count)
-        return ProductKernel(name, src, -(-m // rows))
+        return ProductKernel(name, src, tiles * -(-m // rows))
     if choice == "skinny":
         rows = skinny_rows_per_warp(m, n)
         name, src = skinny_matmul_kernel(m, n, k, a_strides[0], b_strides, dtype, rows,
                                          count)
         return ProductKernel(name, src, -(-m // (WARPS * rows)))
+    if choice == "skinny_t":
+        rows = skinny_rows_per_warp(n, m)
+        name, src = skinny_matmul_kernel(n, m, k, b_strides[1], a_strides[::-1], dtype, rows,
+                                         count, transposed=True)
+        return ProductKernel(name, src, -(-n // (WARPS * rows)))
+    if choice == "wide":
+        name, src = wide_matmul_kernel(m, n, k, a_strides, b_strides[0], dtype, count)
+        return ProductKernel(name, src, -(-n // 32))
     raise ValueError(f"no product kernel {choice!r}")
 
 
@@ -156,77 +196,125 @@ def skinny_rows_per_warp(m: int, n: int) -> int:
 
 
 def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
-                         rows: int = 1, count: int = 1):
+                         rows: int = 1, count: int = 1, transposed: bool = False):
     """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few columns ``n``: ``b`` is
     staged in shared memory column by column (``bs[j*k + p]``: a warp reads consecutive
     words, no bank conflicts); each warp reads ``rows`` rows of ``a`` at once (row stride
     ``a_row``, unit stride along a row), coalesced, keeps ``rows × n`` accumulators and
-    reduces them across the warp by shuffles. ``c`` is C-contiguous.
+    reduces them across the warp by shuffles. ``c`` is C-contiguous. When ``b`` does not
+    fit in ``SKINNY_SHARED`` bytes it is staged in slices of K, one after the other.
+
+    ``transposed=True`` is the kernel of ``cᵀ = bᵀ @ aᵀ``: it is passed ``(a, b, c)`` of the
+    product ``(n, k) @ (k, m)`` and computes that product's transpose (its ``a`` is this
+    ``b``, and it writes ``c`` column-major).
 
     Example::
 
         >>> name, src = skinny_matmul_kernel(4096, 10, 512, 512, (10, 1), np.float32, 4)
         >>> "__shfl_xor_sync" in src and "__shared__ float bs[5120]" in src
         True
+        >>> src = skinny_matmul_kernel(512, 10, 4096, 4096, (1, 4096), np.float32)[1]
+        >>> "__shared__ float bs[12160]" in src      # 1216 terms a slice: 48 KiB
+        True
     """
     ct = ctype(dtype)
     b0, b1 = b_strides
     zero = c_literal(0, dtype)
     rs = range(rows)
+    item = np.dtype(dtype).itemsize
+    tile = k if k * n * item <= SKINNY_SHARED else SKINNY_SHARED // (n * item) // 32 * 32
+    sliced = tile < k
+    a_name, b_name = ("b", "a") if transposed else ("a", "b")
     lines = [
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
         *_signature(ct, count),
-        f"  __shared__ {ct} bs[{k * n}];",
-        f"  for (int t = threadIdx.x; t < {k * n}; t += {BLOCK}) {{",
-        f"    const int j = t / {k}, p = t % {k};",
-        f"    bs[t] = b[(long long)p * {b0} + (long long)j * {b1}];",
+        f"  __shared__ {ct} bs[{tile * n}];",
+    ]
+    stage = [
+        f"  for (int t = threadIdx.x; t < {tile * n}; t += {BLOCK}) {{",
+        f"    const int j = t / {tile}, p = t % {tile};",
+        f"    bs[t] = {b_name}[(long long)p * {b0} + (long long)j * {b1}];",
         "  }",
         "  __syncthreads();",
+    ]
+    if not sliced:
+        lines += stage
+    lines += [
         "  const int lane = threadIdx.x & 31;",
         f"  const long long row = ((long long)blockIdx.x * {WARPS} + (threadIdx.x >> 5))"
         f" * {rows};",
-        f"  if (row >= {m}) return;   // the whole warp: no shuffle is left half-done",
     ]
+    if sliced:   # every warp stays for the barriers of each slice
+        lines.append(f"  const bool in0 = row < {m};")
+    else:
+        lines.append(f"  if (row >= {m}) return;   // the whole warp: no shuffle is left half-done")
     for r in rs:
         if r:
             lines.append(f"  const bool in{r} = row + {r} < {m};")
-        lines.append(f"  const {ct}* a{r} = a + (row + {r}) * {a_row};")
+        lines.append(f"  const {ct}* a{r} = {a_name} + (row + {r}) * {a_row};")
         lines.append("  " + " ".join(f"{ct} acc{r}_{j} = {zero};" for j in range(n)))
+    if sliced:
+        lines += [
+            f"  for (int p0 = 0; p0 < {k}; p0 += {tile}) {{",
+            f"    const int kt = min({tile}, {k} - p0);",
+            "    __syncthreads();   // the last slice is read",
+            f"    for (int t = threadIdx.x; t < kt * {n}; t += {BLOCK}) {{",
+            "      const int j = t / kt, p = t % kt;",
+            f"      bs[j * {tile} + p] = {b_name}[(long long)(p0 + p) * {b0} + "
+            f"(long long)j * {b1}];",
+            "    }",
+            "    __syncthreads();",
+        ]
     lines += [   # loads of `rows` rows × the unrolled steps in flight at once: ~32 a lane
         f"#pragma unroll {max(1, 32 // rows)}",
-        f"  for (int p = lane; p < {k}; p += 32) {{",
+        f"  for (int p = lane; p < {'kt' if sliced else k}; p += 32) {{",
     ]
     for r in rs:
-        load = f"a{r}[p]" if r == 0 else f"in{r} ? a{r}[p] : {zero}"
+        at = "p0 + p" if sliced else "p"
+        load = f"a{r}[{at}]" if r == 0 and not sliced else f"in{r} ? a{r}[{at}] : {zero}"
         lines.append(f"    const {ct} x{r} = {load};")
     for j in range(n):
-        lines.append(f"    {{ const {ct} bj = bs[{j * k} + p]; "
+        lines.append(f"    {{ const {ct} bj = bs[{j * tile} + p]; "
                      + " ".join(f"acc{r}_{j} += x{r} * bj;" for r in rs) + " }")
-    lines += ["  }", "  for (int o = 16; o > 0; o >>= 1) {"]
+    lines += ["  }"] + (["  }"] if sliced else []) + ["  for (int o = 16; o > 0; o >>= 1) {"]
     for r in rs:
         for j in range(n):
             lines.append(f"    acc{r}_{j} += __shfl_xor_sync(0xffffffffu, acc{r}_{j}, o);")
     lines.append("  }")
     for r in rs:
-        guard = f"if (in{r}) " if r else ""
+        guard = f"if (in{r}) " if r or sliced else ""
         lines.append(f"  {guard}{{")
         for j in range(n):
-            lines.append(f"    if (lane == {j}) c[(row + {r}) * {n} + {j}] = acc{r}_{j};")
+            at = f"(row + {r}) + {j * m}" if transposed else f"(row + {r}) * {n} + {j}"
+            lines.append(f"    if (lane == {j}) c[{at}] = acc{r}_{j};")
         lines.append("  }")
     lines.append("}")
     return _named("\n".join(lines) + "\n", "skinny")
 
 
-def thin_rows_per_block(m: int) -> int:
-    """Rows of the output each block of the thin kernel writes: about two waves of blocks.
+def thin_column_tiles(n: int) -> int:
+    """Column tiles of the thin kernel: one up to ``THIN_MAX_N`` columns (each thread holds
+    a few), else tiles of ``BLOCK`` columns, one a thread.
 
     Example::
 
-        >>> thin_rows_per_block(4096), thin_rows_per_block(10 ** 6)
-        (16, 64)
+        >>> thin_column_tiles(512), thin_column_tiles(4096)
+        (1, 16)
+    """
+    return 1 if n <= THIN_MAX_N else -(-n // BLOCK)
+
+
+def thin_rows_per_block(m: int, tiles: int = 1) -> int:
+    """Rows of the output each block of the thin kernel writes: about two waves of blocks
+    over ``tiles`` column tiles.
+
+    Example::
+
+        >>> thin_rows_per_block(4096), thin_rows_per_block(10 ** 6), thin_rows_per_block(512, 16)
+        (16, 64, 16)
     """
     for rows in (64, 32):
-        if -(-m // rows) >= 264:
+        if tiles * -(-m // rows) >= 264:
             return rows
     return 16
 
@@ -237,30 +325,37 @@ def thin_matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
     output: thread ``t`` of block ``h`` holds column(s) ``t, t + BLOCK, ...`` of ``b`` in
     registers (any strides: read once per block) and writes them for rows ``h*rows ...``;
     each row of ``a`` is read by all threads at one address (a broadcast), the stores are
-    coalesced. ``c`` is C-contiguous.
+    coalesced. ``c`` is C-contiguous. Beyond ``THIN_MAX_N`` columns the blocks take tiles
+    of ``BLOCK`` columns (:func:`thin_column_tiles`), one column a thread.
 
     Example::
 
         >>> name, src = thin_matmul_kernel(4096, 512, 10, (10, 1), (1, 10), np.float32, 16)
         >>> name.startswith("dg_thin_") and "b1_9" in src
         True
+        >>> "blockIdx.x % 16" in thin_matmul_kernel(512, 4096, 10, (1, 512), (4096, 1),
+        ...                                         np.float32, 16)[1]
+        True
     """
     ct = ctype(dtype)
     a0, a1 = a_strides
     b0, b1 = b_strides
-    cols = range(-(-n // BLOCK))
+    tiles = thin_column_tiles(n)
+    cols = range(-(-n // BLOCK)) if tiles == 1 else range(1)
     lines = [
         f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
         *_signature(ct, count),
-        "  const long long j0 = threadIdx.x;",
+        "  const long long j0 = threadIdx.x;" if tiles == 1 else
+        f"  const long long j0 = (long long)(blockIdx.x % {tiles}) * {BLOCK} + threadIdx.x;",
     ]
     for u in cols:
         lines.append(f"  const bool on{u} = j0 + {u * BLOCK} < {n};")
         lines.append("  " + " ".join(
             f"const {ct} b{u}_{p} = on{u} ? b[{p}LL * {b0} + (j0 + {u * BLOCK}) * {b1}] "
             f": {c_literal(0, dtype)};" for p in range(k)))
+    band = "blockIdx.x" if tiles == 1 else f"(blockIdx.x / {tiles})"
     lines += [
-        f"  const long long r0 = (long long)blockIdx.x * {rows};",
+        f"  const long long r0 = (long long){band} * {rows};",
         "#pragma unroll 4",
         f"  for (int r = 0; r < {rows}; ++r) {{",
         "    const long long i = r0 + r;",
@@ -272,6 +367,55 @@ def thin_matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
         lines.append(f"    if (on{u}) c[i * {n} + j0 + {u * BLOCK}] = {dot};")
     lines += ["  }", "}"]
     return _named("\n".join(lines) + "\n", "thin")
+
+
+def wide_matmul_kernel(m: int, n: int, k: int, a_strides, b_row: int, dtype,
+                       count: int = 1) -> tuple[str, str]:
+    """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few rows ``m`` and long
+    contiguous rows of ``b`` (row stride ``b_row``): ``a`` is staged in shared memory; a
+    block takes 32 columns, lane ``j`` one column, and its ``WARPS`` warps split K (warp
+    ``w`` the terms ``w, w + WARPS, ...``: each a coalesced read of 32 consecutive values of
+    ``b``); the warps' ``m`` partial sums a column are added in shared memory in warp order
+    (the same result every run) and written coalesced.
+
+    Example::
+
+        >>> name, src = wide_matmul_kernel(10, 4096, 512, (512, 1), 4096, np.float32)
+        >>> name.startswith("dg_wide_") and "__shared__ float as_[5120]" in src
+        True
+    """
+    ct = ctype(dtype)
+    a0, a1 = a_strides
+    zero = c_literal(0, dtype)
+    lines = [
+        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+        *_signature(ct, count),
+        f"  __shared__ {ct} as_[{m * k}];",
+        f"  __shared__ {ct} part[{WARPS * m * 32}];",
+        f"  for (int t = threadIdx.x; t < {m * k}; t += {BLOCK}) {{",
+        f"    const int i = t / {k}, p = t % {k};",
+        f"    as_[t] = a[(long long)i * {a0} + (long long)p * {a1}];",
+        "  }",
+        "  __syncthreads();",
+        "  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;",
+        "  const long long j = (long long)blockIdx.x * 32 + lane;",
+        f"  const bool on = j < {n};",
+        "  " + " ".join(f"{ct} acc{i} = {zero};" for i in range(m)),
+        "#pragma unroll 8",
+        f"  for (int p = w; p < {k}; p += {WARPS}) {{",
+        f"    const {ct} x = on ? b[(long long)p * {b_row} + j] : {zero};",
+        *(f"    acc{i} += as_[{i * k} + p] * x;" for i in range(m)),
+        "  }",
+        *(f"  part[({i} * {WARPS} + w) * 32 + lane] = acc{i};" for i in range(m)),
+        "  __syncthreads();",
+        f"  for (int i = w; i < {m}; i += {WARPS}) {{",
+        f"    {ct} s = part[i * {WARPS * 32} + lane];",
+        f"    for (int v = 1; v < {WARPS}; ++v) s += part[(i * {WARPS} + v) * 32 + lane];",
+        f"    if (on) c[(long long)i * {n} + j] = s;",
+        "  }",
+        "}",
+    ]
+    return _named("\n".join(lines) + "\n", "wide")
 
 
 def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,

@@ -198,7 +198,12 @@ def test_first_calls_from_several_threads():
     ((5001, 16), (16, 1000), False, False),             # thin, 4 columns a thread
     ((4096, 512), (4096, 10), True, False),             # hᵀ @ g: cuBLAS
     ((60000,), (60000,), False, False),                 # a long dot product: cuBLAS
-    ((512, 4096), (4096, 10), False, False), ((4, 10), (10,), False, False)])  # cuBLAS, tiny
+    ((512, 4096), (4096, 10), False, False), ((4, 10), (10,), False, False),  # cuBLAS, tiny
+    # the feature-major network's: g @ hᵀ (skinny_t, b sliced when K is long), W2 @ h
+    # (wide), W2ᵀ @ g (thin in column tiles)
+    ((10, 4096), (512, 4096), False, True), ((3, 20000), (300, 20000), False, True),
+    ((10, 512), (512, 4096), False, False), ((10, 512), (10, 4096), True, False),
+    ((7, 100), (100, 3001), False, False)])
 def test_thin_and_skinny_products_match_numpy(dtype, a_shape, b_shape, ta, tb):
     rng = np.random.default_rng(0)
     a = rng.standard_normal(a_shape).astype(dtype)
