@@ -26,6 +26,7 @@ WARPS = BLOCK // 32
 THIN_MIN_N, THIN_MAX_N = 64, 4 * BLOCK   # thin products with a wide output ...
 THIN_MIN_ROWS = 1024                     # ... and many rows: b held in registers
 TINY_MAX_K = 256        # ... over at most this many terms (one thread loops over all of K)
+SPLIT_MIN_K, SPLIT_BELOW_BLOCKS = 1024, 132   # skinny over a long K and few rows: split K
 WIDE_M, WIDE_MIN_N = 16, 1024   # few rows and long contiguous ones: a thread a column,
 WIDE_SHARED = 32 << 10          # ... a in shared memory (beside the warps' partial sums)
 
@@ -146,16 +147,19 @@ def product_kernel(choice: str, m: int, n: int, k: int, a_strides, b_strides,
         rows = thin_rows_per_block(m, tiles)
         name, src = thin_matmul_kernel(m, n, k, a_strides, b_strides, dtype, rows, count)
         return ProductKernel(name, src, tiles * -(-m // rows))
-    if choice == "skinny":
-        rows = skinny_rows_per_warp(m, n)
-        name, src = skinny_matmul_kernel(m, n, k, a_strides[0], b_strides, dtype, rows,
-                                         count)
-        return ProductKernel(name, src, -(-m // (WARPS * rows)))
-    if choice == "skinny_t":
-        rows = skinny_rows_per_warp(n, m)
-        name, src = skinny_matmul_kernel(n, m, k, b_strides[1], a_strides[::-1], dtype, rows,
-                                         count, transposed=True)
-        return ProductKernel(name, src, -(-n // (WARPS * rows)))
+    if choice in ("skinny", "skinny_t"):
+        t = choice == "skinny_t"     # the product cᵀ = bᵀ @ aᵀ, c written column-major
+        rows_of, cols, a_row, bs = ((n, m, b_strides[1], a_strides[::-1]) if t else
+                                    (m, n, a_strides[0], b_strides))
+        if skinny_splits_k(rows_of, k):
+            rows = split_rows_per_block(rows_of)
+            name, src = skinny_split_kernel(rows_of, cols, k, a_row, bs, dtype, rows, count,
+                                            transposed=t)
+            return ProductKernel(name, src, -(-rows_of // rows))
+        rows = skinny_rows_per_warp(rows_of, cols)
+        name, src = skinny_matmul_kernel(rows_of, cols, k, a_row, bs, dtype, rows, count,
+                                         transposed=t)
+        return ProductKernel(name, src, -(-rows_of // (WARPS * rows)))
     if choice == "wide":
         name, src = wide_matmul_kernel(m, n, k, a_strides, b_strides[0], dtype, count)
         return ProductKernel(name, src, -(-n // 32))
@@ -289,6 +293,98 @@ def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
             lines.append(f"    if (lane == {j}) c[{at}] = acc{r}_{j};")
         lines.append("  }")
     lines.append("}")
+    return _named("\n".join(lines) + "\n", "skinny")
+
+
+def skinny_splits_k(m: int, k: int) -> bool:
+    """Whether a skinny product of ``m`` rows over ``k`` terms runs as
+    :func:`skinny_split_kernel`: a long K over too few rows for a warp a row to fill the
+    GPU (``g @ hᵀ`` of a feature-major network: 512 rows of 4096 terms).
+
+    Example::
+
+        >>> skinny_splits_k(512, 4096), skinny_splits_k(4096, 512)
+        (True, False)
+    """
+    return k >= SPLIT_MIN_K and -(-m // WARPS) < SPLIT_BELOW_BLOCKS
+
+
+def split_rows_per_block(m: int) -> int:
+    """Rows of ``a`` each block of :func:`skinny_split_kernel` reads: as many as keep
+    about a wave of 128 blocks (each value of ``b`` loaded serves them all).
+
+    Example::
+
+        >>> split_rows_per_block(512), split_rows_per_block(100)
+        (4, 1)
+    """
+    for rows in (4, 2):
+        if -(-m // rows) >= 128:
+            return rows
+    return 1
+
+
+def skinny_split_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
+                        rows: int = 1, count: int = 1, transposed: bool = False):
+    """Name and source of the skinny product ``c[m, n] = a[m, k] @ b[k, n]`` over a long K
+    split across a block: block ``h`` takes rows ``h*rows ...`` of ``a``; thread ``t`` the
+    terms ``t, t + BLOCK, ...`` (the block reads ``BLOCK`` consecutive values of a row at a
+    time, coalesced) and the matching values of ``b`` (read once for all ``rows`` rows);
+    the ``rows × n`` sums are reduced across each warp by shuffles, then across the warps in
+    shared memory in warp order (the same result every run). ``transposed`` as in
+    :func:`skinny_matmul_kernel`.
+
+    Example::
+
+        >>> name, src = skinny_split_kernel(512, 10, 4096, 4096, (1, 4096), np.float32, 4)
+        >>> name.startswith("dg_skinny_") and "part[" in src
+        True
+    """
+    ct = ctype(dtype)
+    b0, b1 = b_strides
+    zero = c_literal(0, dtype)
+    rs = range(rows)
+    a_name, b_name = ("b", "a") if transposed else ("a", "b")
+    at = f"(row + r) + (long long)j * {m}" if transposed else f"(row + r) * {n} + j"
+    lines = [
+        f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
+        *_signature(ct, count),
+        f"  __shared__ {ct} part[{WARPS * rows * n}];",
+        "  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;",
+        f"  const long long row = (long long)blockIdx.x * {rows};",
+    ]
+    for r in rs:
+        lines.append(f"  const bool in{r} = row + {r} < {m};")
+        lines.append(f"  const {ct}* a{r} = {a_name} + (in{r} ? row + {r} : 0) * {a_row};")
+        lines.append("  " + " ".join(f"{ct} acc{r}_{j} = {zero};" for j in range(n)))
+    lines += [
+        "#pragma unroll 4",
+        f"  for (int p = threadIdx.x; p < {k}; p += {BLOCK}) {{",
+        *(f"    const {ct} x{r} = in{r} ? a{r}[p] : {zero};" for r in rs),
+    ]
+    for j in range(n):
+        lines.append(f"    {{ const {ct} bj = {b_name}[(long long)p * {b0} + {j * b1}LL]; "
+                     + " ".join(f"acc{r}_{j} += x{r} * bj;" for r in rs) + " }")
+    lines += ["  }", "  for (int o = 16; o > 0; o >>= 1) {"]
+    for r in rs:
+        for j in range(n):
+            lines.append(f"    acc{r}_{j} += __shfl_xor_sync(0xffffffffu, acc{r}_{j}, o);")
+    lines.append("  }")
+    lines.append("  if (lane == 0) {")
+    for r in rs:
+        lines.append("    " + " ".join(f"part[{(r * n + j) * WARPS} + w] = acc{r}_{j};"
+                                       for j in range(n)))
+    lines += [
+        "  }",
+        "  __syncthreads();",
+        f"  if (threadIdx.x < {rows * n}) {{",
+        f"    const int r = threadIdx.x / {n}, j = threadIdx.x % {n};",
+        f"    {ct} s = part[threadIdx.x * {WARPS}];",
+        f"    for (int v = 1; v < {WARPS}; ++v) s += part[threadIdx.x * {WARPS} + v];",
+        f"    if (row + r < {m}) c[{at}] = s;",
+        "  }",
+        "}",
+    ]
     return _named("\n".join(lines) + "\n", "skinny")
 
 

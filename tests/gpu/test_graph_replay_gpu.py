@@ -203,7 +203,8 @@ def test_first_calls_from_several_threads():
     # (wide), W2ᵀ @ g (thin in column tiles)
     ((10, 4096), (512, 4096), False, True), ((3, 20000), (300, 20000), False, True),
     ((10, 512), (512, 4096), False, False), ((10, 512), (10, 4096), True, False),
-    ((7, 100), (100, 3001), False, False)])
+    ((7, 100), (100, 3001), False, False),
+    ((2000, 3000), (3000, 10), False, False)])         # skinny, b staged in slices of K
 def test_thin_and_skinny_products_match_numpy(dtype, a_shape, b_shape, ta, tb):
     rng = np.random.default_rng(0)
     a = rng.standard_normal(a_shape).astype(dtype)
