@@ -58,35 +58,27 @@ def test_thin_and_tiny():
 def test_skinny_stages_b_in_slices_when_it_does_not_fit():
     """k·n·8 bytes over 48 KiB: ``b`` in two slices of 2048 terms, rows past the end of
     ``a`` still at every barrier."""
-    for rows in (1, 4):
-        _check("skinny", R.standard_normal((37, 2100)), R.standard_normal((2100, 3)),
-               rows=rows)
-    _check("skinny", R.standard_normal((20, 2100)), R.standard_normal((2100, 3)), count=2,
-           rows=1)
+    _check("skinny", R.standard_normal((37, 2100)), R.standard_normal((2100, 3)), rows=4)
 
 
-@pytest.mark.parametrize("k", [1, 2100])
-def test_skinny_transposed_writes_the_transpose(k):
+def test_skinny_transposed_writes_the_transpose():
     """``g @ hᵀ`` of a feature-major network: few rows, ``b`` a transposed view; the
     kernel computes ``h @ gᵀ`` and writes it column-major (every element once)."""
-    _check("skinny_t", R.standard_normal((3, k)), R.standard_normal((20, k)).T)
-    _check("skinny_t", R.standard_normal((2, k))[:, ::-1], R.standard_normal((40, k)).T,
+    _check("skinny_t", R.standard_normal((2, 50))[:, ::-1], R.standard_normal((40, 50)).T,
            count=2)
 
 
 def test_thin_in_column_tiles_and_wide():
     """Outputs wider than 4·BLOCK columns in tiles of BLOCK (``W2ᵀ @ g`` by feature), and
     the wide kernel (``W2 @ h`` by feature: few rows, long contiguous rows of ``b``)."""
-    _check("thin", R.standard_normal((40, 5)), R.standard_normal((5, 1100)))
     _check("thin", R.standard_normal((3, 20)).T, R.standard_normal((3, 1030)), count=2)
-    _check("wide", R.standard_normal((3, 40)), R.standard_normal((40, 70)))
     _check("wide", R.standard_normal((40, 16)).T, R.standard_normal((40, 33)), count=2)
     _check("wide", R.standard_normal((1, 9)).astype(np.float32),
            R.standard_normal((9, 100)).astype(np.float32))
 
 
-@pytest.mark.parametrize("rows", [1, 4])
-def test_skinny_over_a_long_k_splits_it_across_the_block(rows):
+@pytest.mark.parametrize("rows,transposed", [(4, False), (1, True)])
+def test_skinny_over_a_long_k_splits_it_across_the_block(rows, transposed):
     """Few rows over a long K (``g @ hᵀ`` by feature: 512 rows of 4096 terms): the block's
     threads split K and the warps' sums meet in shared memory; rows past the end, one row
     and several rows a block, batched, and transposed."""
@@ -95,12 +87,11 @@ def test_skinny_over_a_long_k_splits_it_across_the_block(rows):
     assert skinny_splits_k(512, 4096) and not skinny_splits_k(4096, 512)
     m, k, n = 9, 1500, 3
     a, b = R.standard_normal((m, k)), R.standard_normal((k, n))
-    for transposed in (False, True):
-        x, y = (b.T, a.T) if transposed else (a, b)
-        sa, sb = a.strides[0] // 8, tuple(s // 8 for s in b.strides)
-        name, src = skinny_split_kernel(m, n, k, sa, sb, a.dtype, rows, 2, transposed)
-        outs = [np.full((x.shape[0], y.shape[1]), np.nan) for _ in range(2)]
-        run_product(ProductKernel(name, src, -(-m // rows)), 2,
-                    [v for c in outs for v in (x, y, c)])
-        for c in outs:
-            np.testing.assert_allclose(c, x @ y, rtol=1e-12, atol=1e-12)
+    x, y = (b.T, a.T) if transposed else (a, b)
+    sa, sb = a.strides[0] // 8, tuple(s // 8 for s in b.strides)
+    name, src = skinny_split_kernel(m, n, k, sa, sb, a.dtype, rows, 2, transposed)
+    outs = [np.full((x.shape[0], y.shape[1]), np.nan) for _ in range(2)]
+    run_product(ProductKernel(name, src, -(-m // rows)), 2,
+                [v for c in outs for v in (x, y, c)])
+    for c in outs:
+        np.testing.assert_allclose(c, x @ y, rtol=1e-12, atol=1e-12)
