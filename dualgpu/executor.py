@@ -17,7 +17,8 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
                                                  # keeps one block of that size)
     dg.config["matmul_precision"] = "tf32"    # CuPy float32 products on TF32 tensor cores
     dg.config["stack_gemms"] = True           # grad/hvp programs merge products sharing an
-                                              # operand ("auto", the default: never, measured)
+                                              # operand ("auto", the default: on CuPy only
+                                              # large ones with small others, "large")
     dg.config["recompute"] = False            # CuPy plans: every kernel reads the values of
                                               # earlier kernels (default True: a kernel
                                               # recomputes cheap elementwise values of an
@@ -71,8 +72,8 @@ class Config(dict):
                        "an int >= 0"),
         "matmul_precision": (lambda v: v in MATMUL_PRECISIONS,
                              "'float32', 'tf32' or 'tf32x3'"),
-        "stack_gemms": (lambda v: isinstance(v, bool) or v == "auto",
-                        "'auto', True or False"),
+        "stack_gemms": (lambda v: isinstance(v, bool) or v in ("auto", "large"),
+                        "'auto', 'large', True or False"),
         "recompute": (lambda v: isinstance(v, bool), "True or False"),
         "tiny_kernel": (lambda v: isinstance(v, bool), "True or False"),
         "host_kernel": (lambda v: isinstance(v, bool), "True or False"),
@@ -108,14 +109,18 @@ class Config(dict):
         self._check(key, None, value_too=False)
         _WATCHERS.setdefault(key, []).append(apply)
 
-    def stack_gemms_for(self, backend) -> bool:
-        """Whether grad/hvp programs for ``backend`` stack their GEMMs. ``"auto"`` does
-        not, on either backend: on NumPy the concatenations cost more than the products
-        gain, and on CuPy, where a program replays as one CUDA graph, a GEMM saved is no
-        longer a host call saved (H200: MLP HVP 470 µs unstacked, 502 µs stacked;
-        benchmarks/NOTES.md, issue 12). ``True`` stacks everywhere."""
+    def stack_gemms_for(self, backend):
+        """How grad/hvp programs for ``backend`` stack their GEMMs: ``True`` (everywhere),
+        ``False``, or ``"large"`` — what ``"auto"`` gives on CuPy: only large products that
+        share an operand, the others being small (``X @ W1`` and ``X @ V1`` as
+        ``X @ [W1 | V1]``: two weight matrices copied, one wider GEMM). On NumPy ``"auto"``
+        does not stack: the concatenations cost more than the products gain. Stacking
+        everything lost on CuPy too once programs replay as CUDA graphs (H200: MLP HVP
+        470 µs unstacked, 502 µs stacked; benchmarks/NOTES.md, issue 12)."""
         value = self["stack_gemms"]
-        return False if value == "auto" else value
+        if value != "auto":
+            return value
+        return "large" if getattr(backend, "name", None) == "cupy" else False
 
     def build_key(self) -> tuple:
         """The values of the switches that shape a compiled program (part of its key)."""

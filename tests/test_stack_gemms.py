@@ -170,13 +170,14 @@ def test_mlp_through_the_api_with_stacking_on():
     assert n_products(dg.trace(dg.hvp(loss), *args)) == 11
 
 
-def test_auto_stacks_nowhere_true_everywhere():
-    """Measured (benchmarks/NOTES.md): with graph replay, stacking no longer pays on CuPy."""
+def test_auto_stacks_large_products_on_cupy_only_true_everywhere():
+    """Measured (benchmarks/NOTES.md): with graph replay, stacking everything no longer pays
+    on CuPy; widening a large product by small weight matrices is what "auto" keeps."""
     from dualgpu.backends import backend_of
     from dualgpu.export import CupyOnCpu as FakeCupy
 
     config["stack_gemms"] = "auto"
-    assert config.stack_gemms_for(FakeCupy()) is False
+    assert config.stack_gemms_for(FakeCupy()) == "large"
     assert config.stack_gemms_for(backend_of([np.ones(1)])) is False
     config["stack_gemms"] = True
     assert config.stack_gemms_for(FakeCupy()) is True
@@ -299,3 +300,41 @@ def test_generated_python_frees_large_temporaries():
     assert "del " not in small
     out = dg.jit(f)(x)
     np.testing.assert_allclose(out[0], np.sum(np.exp(np.sin(x)) * np.sin(x)))
+
+
+def test_large_only_widens_a_large_product_by_small_operands():
+    """``"large"`` (CuPy's default): ``X @ W1`` and ``X @ V1`` become ``X @ [W1 | V1]`` (and
+    ``W1 @ X``, ``V1 @ X`` become ``[W1 ; V1] @ X``); the small products of the same
+    program (``h @ W2``, ``h @ V2``) and products sharing a large operand with another large
+    one are left alone."""
+    rng = np.random.default_rng(3)
+    X, W, V = rng.standard_normal((2048, 256)), rng.standard_normal((256, 512)), \
+        rng.standard_normal((256, 512))
+    W2, V2 = rng.standard_normal((512, 3)), rng.standard_normal((512, 3))
+
+    def f(X, W, V, W2, V2):
+        h = np.tanh(X @ W)
+        return np.sum(h @ W2) + np.sum((X @ V) @ V2) + np.sum(h @ V2)
+
+    args = (X, W, V, W2, V2)
+    g = dg.trace(f, *args)
+    s = stack_gemms(g, large_only=True)
+    concats = [e for e in s.eqns if e.prim.name == "concatenate"]
+    assert n_products(s) == n_products(g) - 1 and len(concats) == 1
+    assert [tuple(v.shape) for v in concats[0].inputs] == [(256, 512), (256, 512)]
+    assert_same(g, s, args)
+    def ft(X, W, V):   # feature-major: the batch along the columns
+        Xt, Wt, Vt = X.T, W.T, V.T
+        return np.sum(np.tanh(Wt @ Xt)) + np.sum(Vt @ Xt)
+
+    st = stack_gemms(dg.trace(ft, X, W, V), large_only=True)
+    assert n_products(st) == 1
+    assert_same(dg.trace(ft, X, W, V), st, (X, W, V))
+    # others as large as the shared operand: not widened (activations are never copied)
+    A, B = rng.standard_normal((256, 2048)), rng.standard_normal((256, 2048))
+    huge = lambda X, A, B: np.sum(np.tanh(X @ A) * (X @ B))
+    assert n_products(stack_gemms(dg.trace(huge, X, A, B), large_only=True)) == 2
+    assert n_products(stack_gemms(dg.trace(huge, X, A, B))) == 1
+    assert dg.config.stack_gemms_for(None) is False
+    dg.config["stack_gemms"] = "large"
+    assert dg.config.stack_gemms_for(None) == "large"

@@ -14,7 +14,8 @@ from .vjp import vjp_graph
 
 def grad_graph(graph: Graph, argnums: Sequence[int], *, stack: bool = False) -> Graph:
     """``(*args) -> (value, *grads)`` for a graph with one scalar output; ``stack=True``
-    merges its matrix products where that saves GEMMs (:func:`stack_gemms`)."""
+    merges its matrix products where that saves GEMMs (:func:`stack_gemms`), ``"large"``
+    only large products sharing an operand (``X @ [W1 | V1]``)."""
     if len(graph.outputs) != 1 or tuple(graph.outputs[0].shape) != ():
         shapes = ", ".join(str(tuple(o.shape)) for o in graph.outputs)
         raise NonScalarOutputError(
@@ -23,7 +24,7 @@ def grad_graph(graph: Graph, argnums: Sequence[int], *, stack: bool = False) -> 
             "hvp(batch_axes=...)")
     wrt = [i in argnums for i in range(len(graph.inputs))]
     g = vjp_graph(graph, wrt, unit_cotangent=True)
-    g = stack_gemms(g) if stack else g
+    g = stack_gemms(g, large_only=stack == "large") if stack else g
     g.output_names = ["value"] + [f"grad {n}" for n in _names(graph, argnums)]
     return g
 
@@ -64,7 +65,7 @@ def hvp_graph(graph: Graph, argnums: Sequence[int], *, value: bool = True,
     # j is simplified already and CSE and the slice merge are idempotent: dropping an output
     # only leaves dead code
     j = dce(j)
-    j = stack_gemms(j) if stack else j
+    j = stack_gemms(j, large_only=stack == "large") if stack else j
     names = _names(graph, argnums)
     j.output_names = ((["value"] if value else []) + ([f"grad {n}" for n in names] if grads
                       else []) + [f"H·v {n}" for n in names])

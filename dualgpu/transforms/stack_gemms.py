@@ -163,13 +163,30 @@ def _summed_products(eqn, gemms: dict, uses: dict):
     return gemms[x.id], gemms[y.id]
 
 
-def stack_shared(graph: Graph) -> Graph:
-    """Products sharing their left (then their right) operand -> one product and slices."""
-    graph = _stack_shared_side(graph, 0)
-    return _stack_shared_side(graph, 1)
+LARGE_PRODUCT = 1 << 26   # multiply-adds from which a product is a GEMM worth widening
 
 
-def _stack_shared_side(graph: Graph, side: int) -> Graph:
+def stack_shared(graph: Graph, large_only: bool = False) -> Graph:
+    """Products sharing their left (then their right) operand -> one product and slices.
+    ``large_only``: only where every product is large (``LARGE_PRODUCT`` multiply-adds) and
+    the concatenated operands are each at most a quarter of the shared one: ``X @ [W1 | V1]``
+    concatenates two weight matrices, never activations."""
+    graph = _stack_shared_side(graph, 0, large_only)
+    return _stack_shared_side(graph, 1, large_only)
+
+
+def _large_with_small_others(eqns: list, members: list[int], side: int) -> bool:
+    shared = eqns[members[0]].inputs[side]
+    for i in members:
+        a, b = eqns[i].inputs
+        other = eqns[i].inputs[1 - side]
+        if a.shape[0] * a.shape[1] * b.shape[1] < LARGE_PRODUCT \
+                or 4 * other.shape[0] * other.shape[1] > shared.shape[0] * shared.shape[1]:
+            return False
+    return True
+
+
+def _stack_shared_side(graph: Graph, side: int, large_only: bool = False) -> Graph:
     defined = {}  # var id -> index of the equation that makes it (inputs: absent)
     groups: dict[int, list[int]] = {}
     for i, eqn in enumerate(graph.eqns):
@@ -180,7 +197,8 @@ def _stack_shared_side(graph: Graph, side: int) -> Graph:
     plans = {}  # index of the first product of a group -> the group's indices
     for members in groups.values():
         members = _ready(graph.eqns, members, defined)
-        if len(members) > 1:
+        if len(members) > 1 and (not large_only
+                                 or _large_with_small_others(graph.eqns, members, side)):
             plans[members[0]] = members
     if not plans:
         return graph
@@ -224,10 +242,12 @@ def _stacked(eqns: list, members: list[int], side: int, producers: dict) -> list
     return build.eqns
 
 
-def stack_gemms(graph: Graph) -> Graph:
+def stack_gemms(graph: Graph, large_only: bool = False) -> Graph:
     """Sums of products first (they remove an add each), then shared operands; CSE merges
-    the concatenations that two rewrites build alike, DCE drops what was replaced."""
-    stacked = stack_shared(stack_sums(graph))
+    the concatenations that two rewrites build alike, DCE drops what was replaced.
+    ``large_only``: only large products sharing an operand, the others concatenated being
+    small (:func:`stack_shared`); no sums."""
+    stacked = stack_shared(graph, True) if large_only else stack_shared(stack_sums(graph))
     if stacked is graph:
         return graph
     return dce(cse(stacked))
