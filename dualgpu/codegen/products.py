@@ -199,6 +199,16 @@ def skinny_rows_per_warp(m: int, n: int) -> int:
     return 1
 
 
+def _warp_sums(rows: int, n: int) -> list:
+    """Lines that add each accumulator ``acc<r>_<j>`` over the 32 lanes of a warp (every
+    lane ends with the warp's sum), by butterfly shuffles."""
+    lines = ["  for (int o = 16; o > 0; o >>= 1) {"]
+    for r in range(rows):
+        for j in range(n):
+            lines.append(f"    acc{r}_{j} += __shfl_xor_sync(0xffffffffu, acc{r}_{j}, o);")
+    return lines + ["  }"]
+
+
 def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
                          rows: int = 1, count: int = 1, transposed: bool = False):
     """Name and source of ``c[m, n] = a[m, k] @ b[k, n]`` for few columns ``n``: ``b`` is
@@ -280,11 +290,7 @@ def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
     for j in range(n):
         lines.append(f"    {{ const {ct} bj = bs[{j * tile} + p]; "
                      + " ".join(f"acc{r}_{j} += x{r} * bj;" for r in rs) + " }")
-    lines += ["  }"] + (["  }"] if sliced else []) + ["  for (int o = 16; o > 0; o >>= 1) {"]
-    for r in rs:
-        for j in range(n):
-            lines.append(f"    acc{r}_{j} += __shfl_xor_sync(0xffffffffu, acc{r}_{j}, o);")
-    lines.append("  }")
+    lines += ["  }"] + (["  }"] if sliced else []) + _warp_sums(rows, n)
     for r in rs:
         guard = f"if (in{r}) " if r or sliced else ""
         lines.append(f"  {guard}{{")
@@ -365,12 +371,7 @@ def skinny_split_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
     for j in range(n):
         lines.append(f"    {{ const {ct} bj = {b_name}[(long long)p * {b0} + {j * b1}LL]; "
                      + " ".join(f"acc{r}_{j} += x{r} * bj;" for r in rs) + " }")
-    lines += ["  }", "  for (int o = 16; o > 0; o >>= 1) {"]
-    for r in rs:
-        for j in range(n):
-            lines.append(f"    acc{r}_{j} += __shfl_xor_sync(0xffffffffu, acc{r}_{j}, o);")
-    lines.append("  }")
-    lines.append("  if (lane == 0) {")
+    lines += ["  }", *_warp_sums(rows, n), "  if (lane == 0) {"]
     for r in rs:
         lines.append("    " + " ".join(f"part[{(r * n + j) * WARPS} + w] = acc{r}_{j};"
                                        for j in range(n)))

@@ -12,7 +12,8 @@ from .stack_gemms import stack_gemms
 from .vjp import vjp_graph
 
 
-def grad_graph(graph: Graph, argnums: Sequence[int], *, stack: bool = False) -> Graph:
+def grad_graph(graph: Graph, argnums: Sequence[int], *,
+               stack: bool | str = False) -> Graph:
     """``(*args) -> (value, *grads)`` for a graph with one scalar output; ``stack=True``
     merges its matrix products where that saves GEMMs (:func:`stack_gemms`), ``"large"``
     only large products sharing an operand (``X @ [W1 | V1]``)."""
@@ -36,7 +37,7 @@ def _names(graph: Graph, argnums: Sequence[int]) -> list[str]:
 
 @collector_paused()
 def hvp_graph(graph: Graph, argnums: Sequence[int], *, value: bool = True,
-              grads: bool = True, stack: bool = False) -> Graph:
+              grads: bool = True, stack: bool | str = False) -> Graph:
     """``(*args, *vs) -> (value, *grads, *hvps)``: forward-over-reverse.
 
     The tangent directions ``vs`` are fed into the differentiated arguments of the gradient
