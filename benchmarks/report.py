@@ -157,6 +157,30 @@ TARGETS: list[Target] = [
     Target("laplacian", "k=16 HVP directions, MLP 784-512-10", "<= 4x one direction",
            _ratio_target("laplacian", "k=16 HVPs", "dualgpu vmap(hvp) (k=16)",
                          "dualgpu hvp (k=1)", 4.0)),
+    *(target
+      for D in (5, 10)
+      for target in (
+          Target("taylor", f"biharmonic D={D}, float32", "<= 0.3x JAX nested (highest)",
+                 _ratio_target("taylor", f"biharmonic D={D}", "dualgpu",
+                               "jax nested (precision=highest)", 0.3)),
+          Target("taylor", f"biharmonic D={D}, peak memory", "<= 0.3x JAX nested (highest)",
+                 _peak_target("taylor", f"biharmonic D={D}", "dualgpu",
+                              "jax nested (precision=highest)", 0.3)),
+          Target("taylor", f"biharmonic D={D}, peak memory, memory_budget=1 GiB",
+                 "<= 0.3x JAX nested (highest)",
+                 _peak_target("taylor", f"biharmonic D={D}", "dualgpu (memory_budget=1 GiB)",
+                              "jax nested (precision=highest)", 0.3)),
+          Target("taylor", f"biharmonic D={D}, tf32", "<= 0.3x JAX nested (default)",
+                 _ratio_target("taylor", f"biharmonic D={D}", "dualgpu (tf32)", "jax nested",
+                               0.3)))),
+    Target("taylor", "weighted Laplacian D=50, rank 50", "<= 1.1x dualgpu laplacian",
+           _ratio_target("taylor", "weighted Laplacian D=50", "dualgpu laplacian(sigma, rank 50)",
+                         "dualgpu laplacian (no sigma)", 1.1)),
+    Target("taylor", "jet order 4, MLP D=10, float32", "<= 1.0x JAX jet (highest)",
+           _ratio_target("taylor", "jet order 4, D=10", "dualgpu", "jax jet (precision=highest)",
+                         1.0)),
+    Target("taylor", "jet order 4, MLP D=10, tf32", "<= 1.0x JAX jet (default)",
+           _ratio_target("taylor", "jet order 4, D=10", "dualgpu (tf32)", "jax jet", 1.0)),
 ]
 
 

@@ -26,6 +26,7 @@ from . import (  # noqa: E402
     scenario2,
     sparse,
     sparse_derivatives,
+    taylor,
 )
 from .common import Context  # noqa: E402
 from .report import Report, environment  # noqa: E402
@@ -41,6 +42,7 @@ WORKLOADS = {
     "sweep": scenario2.run_sweep,
     "laplacian": laplacian.run,
     "sparse_derivatives": sparse_derivatives.run,
+    "taylor": taylor.run,
 }
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

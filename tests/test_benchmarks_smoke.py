@@ -25,6 +25,7 @@ from benchmarks import (
     scenario2,
     sparse,
     sparse_derivatives,
+    taylor,
     timing,
 )
 from benchmarks.report import Report, Row
@@ -150,6 +151,7 @@ WORKLOADS = {
     "overhead": overhead.run,
     "laplacian": laplacian.run,
     "sparse_derivatives": sparse_derivatives.run,
+    "taylor": taylor.run,
 }
 
 
@@ -157,7 +159,7 @@ WORKLOADS = {
 def test_workload_tiny_numpy(name):
     rows = WORKLOADS[name](tiny_ctx())
     assert rows, "a workload returns at least one row"
-    if name in ("mlp_deep", "mlp_layouts"):   # checked against a float64 reference by hand
+    if name in ("mlp_deep", "mlp_layouts", "taylor"):   # checked against float64 references
         assert all(r.status == "ok" for r in rows if r.impl == "dualgpu")
     for r in rows:
         assert r.status in ("ok", "skipped")
