@@ -94,6 +94,8 @@ class _Pairs:
         index[iu, ju] = np.arange(self.P)
         index[ju, iu] = np.arange(self.P)
         self.full = index.ravel()                      # (D*D,): the pair of each (i, j)
+        # the pairs in blocks: block i holds (i, i), (i, i+1), ..., (i, D-1) from offset[i]
+        self.offset = [int(i * D - i * (i - 1) // 2) for i in range(D + 1)]
         self.rows = np.repeat(np.arange(D), D)         # (D*D,): i of each (i, j)
         self.weight = np.where(iu == ju, 1.0, 2.0).astype(dtype)   # Σ_ij over pairs
         self.mode = Mode(False, D, rule_for)
@@ -142,14 +144,28 @@ def _weighted_sum(w, x):
 
 
 def _G(pairs: _Pairs, J, A):
-    """``G_j = Σ_i J_i A_ij``: ``(D, *s)`` (the square of ``A`` is read through an index,
-    which the fused kernels read in place)."""
+    """``G_j = Σ_i J_i A_ij``: ``(D, *s)``, read from slices of the pair blocks (views
+    the fused kernels read in place): ``A_ij`` for ``i <= j`` is row ``j - i`` of block
+    ``i``, and ``Σ_{i>j} J_i A_ji`` is block ``j`` past its first row against ``J[j+1:]``."""
     if J is None or A is None:
         return None
-    D = pairs.D
-    full = dnp.reshape(_take(A, pairs.full), (D, D) + tuple(A.shape[1:]))
-    Jl = dnp.reshape(J, (D, 1) + tuple(J.shape[1:]))
-    return dnp.sum(dnp.multiply(Jl, full), axis=0)
+    D, off = pairs.D, pairs.offset
+    rows = []
+    for j in range(D):
+        terms = [dnp.multiply(J[i:i + 1], A[off[i] + j - i:off[i] + j - i + 1])
+                 for i in range(j + 1)]
+        if j + 1 < D:
+            terms.append(dnp.sum(dnp.multiply(J[j + 1:], A[off[j] + 1:off[j + 1]]), axis=0,
+                                 keepdims=True))
+        rows.append(_add(*terms))
+    return dnp.concatenate(rows, axis=0)
+
+
+def _pair_blocks(pairs: _Pairs, J, each):
+    """``concat_i each(i, J[i:i+1] * J[i:])``: a value per pair, block by block, from
+    slices of ``J`` (no gathered copies)."""
+    return dnp.concatenate([each(i, dnp.multiply(J[i:i + 1], J[i:]))
+                            for i in range(pairs.D)], axis=0)
 
 
 def _dot(x, y):
@@ -230,9 +246,13 @@ def _unary(pairs: _Pairs, eqn, values, states, k: int, y):
     Jl, Al, Tl = _lead(J, r), _lead(A, r), _lead(T, r)
     Q = _dot(J, J)
     G = _G(pairs, J, A)
-    JJ = _mul(_take(J, pairs.i), _take(J, pairs.j))
     Jy = _mul(f1, Jl)
-    Ay = _add(_mul(f1, Al), _mul(f2, _lead(JJ, r)))
+    off = pairs.offset
+    if f2 is None:
+        Ay = _mul(f1, Al)
+    else:   # f1 A + f2 J_i J_j, block by block
+        Ay = _pair_blocks(pairs, Jl, lambda i, jj: _add(
+            _mul(f1, None if Al is None else Al[off[i]:off[i + 1]]), _mul(f2, jj)))
     Ly = _add(_mul(f1, L), _mul(f2, Q))
     Ty = _add(_mul(f1, Tl),
               _mul(f2, _add(_mul(Jl, L), _scaled(2, _lead(G, r)))),
