@@ -49,6 +49,7 @@ TINY_HIDDEN, TINY_POINTS = (8, 8, 6, 6), 5
 TINY_BIHARMONIC_DIMS, TINY_SIGMA, TINY_JET_DIM = (2, 3), (3, 2), 3
 BUDGET_S = 1.0                 # timed seconds per row at most
 BIHARMONIC_BUDGET = 1 << 30    # bytes: the memory_budget row
+JAX_COMPILE_S = 300.0          # seconds allowed per row (build, check and timing)
 
 
 def biharmonic_directions(xp, D: int, dtype=np.float64):
@@ -265,7 +266,9 @@ def measure_jet(ctx, ref, case, impl, build, inputs, tol, reference=False, extra
 def run(ctx: Context) -> list[Row]:
     """The biharmonic, the weighted Laplacian and the jet, each row timed for at most
     :data:`BUDGET_S` seconds."""
-    ctx = dataclasses.replace(ctx, budget_s=min(ctx.budget_s, BUDGET_S))
+    # JAX's nested biharmonic at full float32 takes 70-95 s to compile on the H200
+    ctx = dataclasses.replace(ctx, budget_s=min(ctx.budget_s, BUDGET_S),
+                              impl_timeout_s=max(ctx.impl_timeout_s, JAX_COMPILE_S))
     rows = []
     for part in (run_biharmonic, run_weighted, run_jet):
         try:
