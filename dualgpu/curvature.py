@@ -33,7 +33,7 @@ from .transforms.laplacian import coordinate_layout, curvature_graph
 from .transforms.separability import check_separable
 from .vectorize import vmap
 
-__all__ = ["laplacian", "hessian_diag", "hessian_trace", "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["laplacian", "biharmonic", "hessian_diag", "hessian_trace", "DEFAULT_MEMORY_BUDGET"]
 
 # bytes that one chunk of random directions may use (see _chunk_size); a parameter of the
 # estimators
@@ -45,6 +45,7 @@ class _Curvature(Transformed):
     """The forward Laplacian (``diag=False``) or the exact Hessian diagonal."""
 
     diag = False
+    levels = 1             # 2: the Laplacian of the Laplacian program (the biharmonic)
     chunk_size = None      # coordinates propagated at a time (the Laplacian's options)
     memory_budget = None
 
@@ -59,9 +60,12 @@ class _Curvature(Transformed):
 
         def program(chunk):
             if chunk not in programs:
-                programs[chunk] = curvature_graph(graph, flags, diag=self.diag,
-                                                  batch_axes=self.batch_axes, values=False,
-                                                  chunk_size=chunk, sigma=sigma)
+                g, wrt = graph, flags
+                for _ in range(self.levels):  # the biharmonic: the Laplacian's Laplacian
+                    g = curvature_graph(g, wrt, diag=self.diag, batch_axes=self.batch_axes,
+                                        values=False, chunk_size=chunk, sigma=sigma)
+                    wrt = wrt + [False] * (len(g.inputs) - len(wrt))  # its directions
+                programs[chunk] = g
             return programs[chunk]
 
         chunk = self.chunk_size
@@ -149,14 +153,22 @@ class _Laplacian(_Curvature):
     def extra_inputs(self, sig, extra) -> list:
         if self.sigma is not None:
             return [_as_input(self.sigma, sig, self.kind, self.batch_axes)]
-        if self.random is not None:
+        if self.random is not None:   # independent directions for each level
             rng = self.random.rng(self.kind)
             return [_as_input(self.random.draw(rng, sig, self.batch_axes), sig, self.kind,
-                              self.batch_axes, "the directions")]
+                              self.batch_axes, "the directions") for _ in range(self.levels)]
         return []
 
     def finish(self, compiled, sig, outs):
         return pytree.unflatten(compiled.trees, outs)
+
+
+class _Biharmonic(_Laplacian):
+    """``biharmonic``: the forward Laplacian of the forward-Laplacian program, one program;
+    with ``method="hutchinson"`` each level has its own random directions."""
+
+    kind = "biharmonic"
+    levels = 2
 
 
 class _ExactTrace(_Laplacian):
@@ -386,6 +398,59 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
                       memory_budget=memory_budget, sigma=sigma, method=method,
                       num_samples=num_samples, seed=seed, distribution=distribution)
+
+
+def biharmonic(fn: Callable | None = None, argnums=0, batch_axes=None, *,
+               chunk_size: int | None = None, memory_budget: int | None = None,
+               method: str = "exact", num_samples: int | None = None, seed: int | None = 0,
+               distribution: str = "rademacher", samples=None):
+    """The biharmonic ``Δ²f = sum_ij d4f/dx_i2 dx_j2`` of ``fn`` with respect to argument
+    ``argnums`` (all its coordinates; per instance with ``batch_axes``, after the
+    separability check), for any output shape (one value per output element).
+
+    ``method="exact"``: the forward Laplacian of the forward-Laplacian program (both
+    collapsed), built as one program: no Hessian, no nested differentiation at run time.
+    ``chunk_size`` / ``memory_budget``: as :func:`laplacian`, applied to both levels (a
+    chunk of ``c`` coordinates at a time in each, so a call holds about ``c^2`` of the
+    ``D^2`` second-level Jacobian rows). ``method="hutchinson"``: each of the two
+    Laplacians is estimated with its own ``num_samples`` random directions (``seed``,
+    ``distribution``, ``samples`` as :func:`laplacian`; the two sets are independent, so
+    the product of the two unbiased estimates is unbiased): the cost grows with
+    ``num_samples^2`` instead of ``D^2``.
+
+    Cost (exact): per value of ``fn`` the inner Laplacian carries ``1 + D + 1`` values
+    (the value, its Jacobian rows, its Laplacian) and the outer one carries ``1 + D + 1``
+    of each of those: ``(D + 2)^2`` value-sized arrays, so a dense layer ``h @ W`` costs
+    ``(D + 2)^2`` matmul-equivalents -- against ``3 D^2 + 2`` for a collapsed 4th-order
+    Taylor mode over the ``D^2`` directions ``e_i`` and ``e_i ± e_j`` (``D`` ... ``D^2``
+    coefficients of orders 1 to 3, the 4th collapsed). The nested form is redundant: the
+    outer Jacobian of the inner Jacobian is the Hessian (``D (D + 1) / 2`` distinct of its
+    ``D^2`` rows), the outer Jacobian of the inner Laplacian equals the outer Laplacian of
+    the inner Jacobian (``∇Δf`` both), and the outer Jacobian / Laplacian of the value
+    repeat the inner ones -- ``D (D + 1) / 2 + 2 D + 3`` distinct arrays of the
+    ``(D + 2)^2``. (Measured counts: docs/concepts.md, the biharmonic section.)
+
+    Composes with ``grad`` (a PINN loss of the plate equation ``Δ²w = q``), ``jit``,
+    ``vmap`` and ``batch_axes``.
+
+    Example::
+
+        >>> r4 = lambda x: np.sum(x ** 2) ** 2         # |x|^4: Δ² = 8 D (D + 2)
+        >>> dg.biharmonic(r4)(np.array([0.3, -1.0, 2.0]))
+        array(120.)
+        >>> pts = np.array([[1.0, 2.0], [0.5, 0.0]])
+        >>> dg.biharmonic(lambda p: p[:, 0] ** 2 * p[:, 1] ** 2, batch_axes=0)(pts)
+        array([8., 8.])
+    """
+    num_samples = _samples_alias(num_samples, samples, "biharmonic")
+    if fn is None:
+        return lambda f: biharmonic(f, argnums, batch_axes, chunk_size=chunk_size,
+                                    memory_budget=memory_budget, method=method,
+                                    num_samples=num_samples, seed=seed,
+                                    distribution=distribution)
+    return _Biharmonic(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
+                       memory_budget=memory_budget, method=method, num_samples=num_samples,
+                       seed=seed, distribution=distribution)
 
 
 def _samples_alias(num_samples, samples, what):
