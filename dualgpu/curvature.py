@@ -71,7 +71,8 @@ class _Curvature(Transformed):
         chunk = self.chunk_size
         if chunk is None and self.memory_budget is not None:
             D = coordinate_layout(graph, flags, self.batch_axes)[1]
-            chunk = self._fitting_chunk(program, D if sigma is None else sigma.shape[-1])
+            chunk = self._fitting_chunk(program, D if sigma is None else sigma.shape[-1],
+                                        "coordinate" if sigma is None else "direction")
         return program(chunk), traced.out_tree
 
     def _directions_aval(self, sig, graph, flags):
@@ -79,7 +80,7 @@ class _Curvature(Transformed):
         Laplacian)."""
         return None
 
-    def _fitting_chunk(self, program, D: int) -> int | None:
+    def _fitting_chunk(self, program, D: int, unit: str = "coordinate") -> int | None:
         """The chunk size for ``memory_budget``: the most coordinates at a time whose
         program (``program(chunk)``) holds at most that many bytes at once, counted on its
         GPU plan (:func:`~dualgpu.fusion.plan.memory_profile`; a bisection, the count grows
@@ -97,8 +98,8 @@ class _Curvature(Transformed):
         one = held(1)
         if one > budget:
             warnings.warn(f"{self.kind}: memory_budget={budget} bytes is less than the "
-                          f"{one} bytes of one coordinate at a time; propagating one "
-                          f"coordinate at a time", stacklevel=4)
+                          f"{one} bytes of one {unit} at a time; propagating one "
+                          f"{unit} at a time", stacklevel=4)
             return 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
