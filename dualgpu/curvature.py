@@ -429,7 +429,8 @@ def biharmonic(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     ``D^2`` rows), the outer Jacobian of the inner Laplacian equals the outer Laplacian of
     the inner Jacobian (``∇Δf`` both), and the outer Jacobian / Laplacian of the value
     repeat the inner ones -- ``D (D + 1) / 2 + 2 D + 3`` distinct arrays of the
-    ``(D + 2)^2``. (Measured counts: docs/concepts.md, the biharmonic section.)
+    ``(D + 2)^2``, not exploited yet. (Counted on an MLP's program: docs/api.md,
+    ``dg.biharmonic``.)
 
     Composes with ``grad`` (a PINN loss of the plate equation ``Δ²w = q``), ``jit``,
     ``vmap`` and ``batch_axes``.
