@@ -25,15 +25,21 @@ from .api import Transformed, _flags, hvp
 from .backends import array_backend
 from .core.ir import Aval
 from .core.trace import Tracer, current_builder
-from .errors import (ArgumentTypeError, BackendMismatchError, InvalidArgumentError,
-                     RandomInTraceError, ShapeMismatchError)
+from .errors import (
+    ArgumentTypeError,
+    BackendMismatchError,
+    InvalidArgumentError,
+    RandomInTraceError,
+    ShapeMismatchError,
+)
 from .executor import config
 from .fusion.plan import memory_profile, plan_graph
 from .transforms.laplacian import coordinate_layout, curvature_graph
 from .transforms.separability import check_separable
 from .vectorize import vmap
 
-__all__ = ["laplacian", "biharmonic", "hessian_diag", "hessian_trace", "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["laplacian", "biharmonic", "hessian_diag", "hessian_trace",
+           "DEFAULT_MEMORY_BUDGET"]
 
 # bytes that one chunk of random directions may use (see _chunk_size); a parameter of the
 # estimators
