@@ -133,14 +133,7 @@ class _Laplacian(_Curvature):
         self.memory_budget = None if memory_budget is None else int(memory_budget)
         self.random = _RandomDirections.check(self.kind, method, num_samples, seed,
                                               distribution)
-        self.sigma = None
-        if sigma is not None:
-            if self.random is not None:
-                raise InvalidArgumentError(
-                    f"{self.kind}: give sigma or method='hutchinson', not both (for a "
-                    f"randomized weighted Laplacian pass sigma @ V / sqrt(K) as sigma, V of "
-                    f"shape (R, K) random)")
-            self.sigma = _check_sigma(sigma, self.kind)
+        self.sigma = None if sigma is None else _check_sigma(sigma, self.kind)
 
     def options(self) -> dict:
         opts = {"chunk_size": self.chunk_size, "memory_budget": self.memory_budget}
@@ -151,15 +144,23 @@ class _Laplacian(_Curvature):
         return opts
 
     def _directions_aval(self, sig, graph, flags):
+        if self.random is not None:   # (*batch, D, K), also for sigma @ V
+            return Aval(self.random.shape(sig, self.batch_axes), _common_dtype(sig))
         if self.sigma is not None:
             return Aval(tuple(self.sigma.shape), _common_dtype(sig))
-        if self.random is not None:
-            return Aval(self.random.shape(sig, self.batch_axes), _common_dtype(sig))
         return None
 
     def extra_inputs(self, sig, extra) -> list:
         if self.sigma is not None:
-            return [_as_input(self.sigma, sig, self.kind, self.batch_axes)]
+            S = _as_input(self.sigma, sig, self.kind, self.batch_axes)
+            if self.random is None:
+                return [S]
+            # the randomized weighted Laplacian: S V / sqrt(K), V (R, K) per instance
+            rows = int(S.shape[-1])
+            V = self.random.draw(self.random.rng(self.kind), sig, self.batch_axes, rows)
+            if sig.backend.on_device:
+                V = sig.backend.to_device(V)
+            return [S @ V]
         if self.random is not None:   # independent directions for each level
             rng = self.random.rng(self.kind)
             return [_as_input(self.random.draw(rng, sig, self.batch_axes), sig, self.kind,
@@ -298,10 +299,11 @@ class _RandomDirections:
                                        f"'gaussian', got {distribution!r}")
         return cls(int(num_samples), seed, distribution)
 
-    def shape(self, sig, batch_axes) -> tuple:
+    def shape(self, sig, batch_axes, rows: int | None = None) -> tuple:
+        """``(*batch, rows, K)``; ``rows`` defaults to ``D``."""
         D, batches = _instance_shapes(sig, batch_axes)
         batch = next(iter(batches)) if batch_axes is not None and len(batches) == 1 else ()
-        return tuple(batch) + (D, self.num_samples)
+        return tuple(batch) + (D if rows is None else rows, self.num_samples)
 
     def rng(self, what: str = "laplacian"):
         if self.seed is None and current_builder() is not None:
@@ -313,8 +315,8 @@ class _RandomDirections:
                 "sigma=V / sqrt(K) as a traced argument")
         return np.random.default_rng(self.seed)
 
-    def draw(self, rng, sig, batch_axes):
-        shape = self.shape(sig, batch_axes)
+    def draw(self, rng, sig, batch_axes, rows: int | None = None):
+        shape = self.shape(sig, batch_axes, rows)
         dtype = _common_dtype(sig)
         if self.distribution == "gaussian":
             V = rng.standard_normal(shape)
@@ -371,7 +373,9 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     into the program). With ``batch_axes`` every instance has its own directions. For new
     directions at every step of a jitted or differentiated loss, draw ``V`` outside and
     pass ``sigma=V / sqrt(K)`` as a traced argument. ``samples`` is an alias of
-    ``num_samples`` (the name in issue 28); default 64.
+    ``num_samples`` (the name in issue 28); default 64. With ``sigma`` too, the estimate is of
+    the weighted Laplacian: the directions are ``S V / sqrt(K)``, ``V`` of shape ``(R, K)``
+    (per instance with ``batch_axes``), ``K`` directions instead of ``R``.
 
     Example::
 
