@@ -66,6 +66,18 @@ def test_weighted_laplacian_of_two_arguments_and_matrix_input():
     H = dg.hessian(flat)(np.concatenate([a, b.ravel()]))
     np.testing.assert_allclose(dg.laplacian(f, argnums=(0, 1), sigma=S)(a, b),
                                _weighted(H, S), rtol=1e-10)
+    # batched, two arguments, one sigma per instance over both arguments' coordinates
+    A = rng.standard_normal((2, 3))
+    g = lambda a, b: np.sum(np.tanh(a @ A) * b, axis=1) + np.sum(a ** 3, axis=1) * b[:, 0]  # noqa: E731,E501
+    a, b, Sb = rng.standard_normal((4, 2)), rng.standard_normal((4, 3)), \
+        rng.standard_normal((4, 5, 2))
+    one = lambda z: g(z[None, :2], z[None, 2:])[0]                 # noqa: E731
+    pts = np.concatenate([a, b], axis=1)
+    np.testing.assert_allclose(dg.laplacian(g, argnums=(0, 1), batch_axes=0, sigma=Sb)(a, b),
+                               [_weighted(dg.hessian(one)(p), s) for p, s in zip(pts, Sb)],
+                               rtol=1e-10)
+    np.testing.assert_allclose(dg.biharmonic(g, argnums=(0, 1), batch_axes=0)(a, b),
+                               [dg.biharmonic(one)(p) for p in pts], rtol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -287,8 +287,8 @@ def _direction_seed(x, S, inst, off, axes, lo, hi):
     R = hi - lo
     if S.dtype != x.dtype:
         S = dnp.astype(S, x.dtype)
-    nb = S.ndim - 2
-    part = dnp.getitem(S, (Ellipsis, slice(off, off + n), slice(lo, hi)))   # (*B, n, R)
+    nb = S.ndim - 2          # S[..., off:off + n, lo:hi]: (*B, n, R)
+    part = dnp.getitem(S, (slice(None),) * nb + (slice(off, off + n), slice(lo, hi)))
     if nb == 0:
         small = dnp.reshape(dnp.transpose(part, (1, 0)),
                             (R,) + tuple(1 if a in axes else s for a, s in enumerate(x.shape)))
