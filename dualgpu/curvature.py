@@ -204,13 +204,14 @@ class _HessianDiag(_Curvature):
 # ------------------------------------------------------------------- weighted and random
 def _instance_shapes(sig, batch_axes) -> tuple[int, set]:
     """``D`` (the differentiated coordinates, per instance with ``batch_axes``) and the
-    batch shapes of the differentiated inputs (their batch axes in axis order)."""
+    batch shapes of the differentiated inputs (their batch axes in the order of
+    ``batch_axes``, as the result's)."""
     D, batches = 0, set()
     for x, d in zip(sig.inputs, sig.diff):
         if not d:
             continue
         shape = tuple(np.shape(x))
-        axes = () if batch_axes is None else tuple(sorted(a % len(shape) for a in batch_axes))
+        axes = () if batch_axes is None else tuple(a % len(shape) for a in batch_axes)
         D += int(np.prod([s for a, s in enumerate(shape) if a not in axes], dtype=np.int64))
         batches.add(tuple(shape[a] for a in axes))
     return D, batches
@@ -355,10 +356,11 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     flattened differentiated coordinates, per instance with ``batch_axes``), by seeding the
     Jacobians with the ``R`` directions instead of the ``D`` rows of the identity: the cost
     grows with ``R``. With ``batch_axes``, ``S`` may be ``(*batch, D, R)``, one matrix per
-    instance (``sigma(x)``; its batch axes are those of the argument, in their order). ``S``
-    is an input of the program, not a constant: it may be a traced value (computed in a
-    ``grad``-ed loss, its gradient flows), a new ``S`` of the same shape reuses the program,
-    and ``chunk_size`` / ``memory_budget`` count directions. It is cast to the dtype of the
+    instance (``sigma(x)``; its batch axes are the argument's, in the order of
+    ``batch_axes``, as the result's). ``S`` is an input of the program, not a constant: it
+    may be a traced value (computed in a ``grad``-ed loss, its gradient flows), a new ``S``
+    of the same shape reuses the program, and ``chunk_size`` / ``memory_budget`` count
+    directions. It is cast to the dtype of the
     differentiated argument (a float32 program stays float32).
 
     ``method="hutchinson"``: an unbiased estimate of the Laplacian, the weighted Laplacian

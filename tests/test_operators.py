@@ -102,6 +102,16 @@ def test_weighted_laplacian_batched_shared_and_per_instance(dtype):
     # instances along the last axis: sigma's batch axes are the argument's
     np.testing.assert_allclose(dg.laplacian(lambda xt: u(xt.T), batch_axes=1, sigma=Sb)(
         Xd.T), per, **TOL[dtype])
+    # two batch axes, in either order: sigma's batch axes follow batch_axes, as the result's
+    Xg, Sg = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 3, 3, 2))
+    ug = lambda X: u(X.reshape(-1, 3)).reshape(X.shape[:2])      # noqa: E731
+    want = [[_weighted(dg.hessian(u_one)(Xg[i, j]), Sg[i, j]) for j in range(3)]
+            for i in range(2)]
+    np.testing.assert_allclose(dg.laplacian(ug, batch_axes=(0, 1), sigma=Sg)(Xg), want,
+                               rtol=1e-9)
+    np.testing.assert_allclose(
+        dg.laplacian(lambda X: ug(X).T, batch_axes=(1, 0), sigma=np.swapaxes(Sg, 0, 1))(Xg),
+        np.transpose(want), rtol=1e-9)
     # a new sigma of the same shape reuses the program and gives its own answer
     lap = dg.laplacian(u, batch_axes=0, sigma=2 * Sb)
     np.testing.assert_allclose(lap(Xd), 4 * per, **TOL[dtype])

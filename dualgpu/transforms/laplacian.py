@@ -294,7 +294,7 @@ def _direction_seed(x, S, inst, off, axes, lo, hi):
                             (R,) + tuple(1 if a in axes else s for a, s in enumerate(x.shape)))
         full = (R,) + tuple(x.shape)
         return small if tuple(small.shape) == full else dnp.broadcast_to(small, full)
-    order = sorted(axes)
+    order = list(axes)       # S's batch axes: the argument's, in batch_axes' order
     batch = tuple(x.shape[a] for a in order)
     part = dnp.transpose(part, (nb + 1,) + tuple(range(nb)) + (nb,))          # (R, *B, n)
     part = dnp.reshape(part, (R,) + batch + tuple(inst))
@@ -314,8 +314,8 @@ def _check_sigma_aval(graph, layout, D, batch_axes, sigma):
     if np.dtype(sigma.dtype).kind != "f":
         raise DualgpuError(f"laplacian: sigma must be a real floating-point array, got dtype "
                            f"{np.dtype(sigma.dtype)}")
-    batches = {tuple(graph.inputs[k].shape[a] for a in sorted(_batch_axes(graph.inputs[k],
-                                                                          batch_axes)))
+    batches = {tuple(graph.inputs[k].shape[a] for a in _batch_axes(graph.inputs[k],
+                                                                    batch_axes))
                for k, _, _ in layout}
     allowed = [(D,)] + ([(*b, D) for b in batches if b] if batch_axes is not None else [])
     if len(shape) < 2 or shape[:-1] not in allowed or shape[-1] < 1:
@@ -357,13 +357,13 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
 
     With ``sigma`` (Laplacian mode; the aval of a directions matrix ``S``, shape ``(D, R)``
     or, with ``batch_axes``, ``(*batch, D, R)``: one matrix per instance, its batch axes
-    those of the differentiated inputs in their order), the graph takes ``S`` as one more
-    input, after the others, and computes the weighted Laplacian ``tr(S S^T H)`` =
-    ``sum_r s_r^T H s_r``: the Jacobians are seeded with the ``R`` columns of ``S`` (rows
-    ``s_r`` over the instance coordinates) instead of the ``D`` rows of the identity, so the
-    cost grows with ``R``. ``chunk_size`` then counts directions. ``S`` is an ordinary input
-    of the graph: a derivative of the result with respect to it is taken through the graph
-    like any other (no seed shortcuts, which assume identity rows).
+    those of the differentiated inputs in the order of ``batch_axes``), the graph takes
+    ``S`` as one more input, after the others, and computes the weighted Laplacian
+    ``tr(S S^T H) = sum_r s_r^T H s_r``: the Jacobians are seeded with the ``R`` columns
+    of ``S`` (rows ``s_r`` over the instance coordinates) instead of the ``D`` rows of the
+    identity, so the cost grows with ``R``. ``chunk_size`` then counts directions. ``S`` is
+    an ordinary input of the graph: a derivative of the result with respect to it is taken
+    through the graph like any other (no seed shortcuts, which assume identity rows).
     """
     if wrt is None:
         wrt = [v.dtype.kind == "f" for v in graph.inputs]
