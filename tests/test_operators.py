@@ -200,6 +200,22 @@ def test_hutchinson_laplacian_is_the_weighted_laplacian_of_its_draws(distributio
     assert not np.array_equal(fresh(X), fresh(X))
 
 
+def test_new_directions_reuse_the_program():
+    """sigma's values, the seed and a new transform object of the same options are not in
+    the cache key: one build per shape."""
+    u = lambda X: np.sum(np.tanh(X) ** 3, axis=1)                # noqa: E731
+    X = np.random.default_rng(0).standard_normal((4, 3))
+    dg.laplacian(u, batch_axes=0, sigma=np.ones((4, 3, 2)))(X)
+    dg.biharmonic(u, batch_axes=0, method="hutchinson", num_samples=2, seed=0)(X)
+    before = dg.cache_info()["misses"]
+    for k in range(3):
+        dg.laplacian(u, batch_axes=0, sigma=np.full((4, 3, 2), k + 1.0))(X)
+        dg.biharmonic(u, batch_axes=0, method="hutchinson", num_samples=2, seed=k)(X)
+    assert dg.cache_info()["misses"] == before
+    dg.laplacian(u, batch_axes=0, sigma=np.ones((4, 3, 5)))(X)    # a new R: a new program
+    assert dg.cache_info()["misses"] == before + 1
+
+
 def test_hutchinson_laplacian_is_unbiased():
     """The mean over 400 seeds of 4-sample estimates is within 5 standard errors of the
     exact per-point Laplacians (deterministic seeds: the test cannot flake), and the
