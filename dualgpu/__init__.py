@@ -41,7 +41,7 @@ from .api import (
 from .autograd_compat import deriv, elementwise_grad, hessian_vector_product, make_hvp
 from .core.ir import Graph
 from .core.primitives import REGISTRY, defprim
-from .curvature import hessian_diag, hessian_trace, laplacian
+from .curvature import biharmonic, hessian_diag, hessian_trace, laplacian
 from .custom import custom_jvp, custom_op, custom_vjp
 from .errors import (
     ArgumentTypeError,
@@ -99,7 +99,8 @@ __all__ = [
     "BackendMismatchError", "CodegenSafetyError", "EscapedTracerError", "IntegerInputError",
     "NonScalarOutputError", "SeparabilityError", "ShapeMismatchError", "TracerControlFlowError",
     "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
-    "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
+    "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "biharmonic", "hessian_diag",
+    "hessian_trace",
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian", "spy",
 ]

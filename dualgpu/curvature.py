@@ -23,15 +23,23 @@ from . import api
 from . import tree as pytree
 from .api import Transformed, _flags, hvp
 from .backends import array_backend
-from .core.trace import Tracer
-from .errors import ArgumentTypeError, InvalidArgumentError
+from .core.ir import Aval
+from .core.trace import Tracer, current_builder
+from .errors import (
+    ArgumentTypeError,
+    BackendMismatchError,
+    InvalidArgumentError,
+    RandomInTraceError,
+    ShapeMismatchError,
+)
 from .executor import config
 from .fusion.plan import memory_profile, plan_graph
 from .transforms.laplacian import coordinate_layout, curvature_graph
 from .transforms.separability import check_separable
 from .vectorize import vmap
 
-__all__ = ["laplacian", "hessian_diag", "hessian_trace", "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["laplacian", "biharmonic", "hessian_diag", "hessian_trace",
+           "DEFAULT_MEMORY_BUDGET"]
 
 # bytes that one chunk of random directions may use (see _chunk_size); a parameter of the
 # estimators
@@ -43,6 +51,7 @@ class _Curvature(Transformed):
     """The forward Laplacian (``diag=False``) or the exact Hessian diagonal."""
 
     diag = False
+    levels = 1             # 2: the Laplacian of the Laplacian program (the biharmonic)
     chunk_size = None      # coordinates propagated at a time (the Laplacian's options)
     memory_budget = None
 
@@ -53,20 +62,31 @@ class _Curvature(Transformed):
         flags = _flags(sig, graph)
         programs: dict = {}      # chunk size -> its graph (a budget's search builds a few)
 
+        sigma = self._directions_aval(sig, graph, flags)
+
         def program(chunk):
             if chunk not in programs:
-                programs[chunk] = curvature_graph(graph, flags, diag=self.diag,
-                                                  batch_axes=self.batch_axes, values=False,
-                                                  chunk_size=chunk)
+                g, wrt = graph, flags
+                for _ in range(self.levels):  # the biharmonic: the Laplacian's Laplacian
+                    g = curvature_graph(g, wrt, diag=self.diag, batch_axes=self.batch_axes,
+                                        values=False, chunk_size=chunk, sigma=sigma)
+                    wrt = wrt + [False] * (len(g.inputs) - len(wrt))  # its directions
+                programs[chunk] = g
             return programs[chunk]
 
         chunk = self.chunk_size
         if chunk is None and self.memory_budget is not None:
             D = coordinate_layout(graph, flags, self.batch_axes)[1]
-            chunk = self._fitting_chunk(program, D)
+            chunk = self._fitting_chunk(program, D if sigma is None else sigma.shape[-1],
+                                        "coordinate" if sigma is None else "direction")
         return program(chunk), traced.out_tree
 
-    def _fitting_chunk(self, program, D: int) -> int | None:
+    def _directions_aval(self, sig, graph, flags):
+        """The aval of the directions input (None: the identity rows, the plain forward
+        Laplacian)."""
+        return None
+
+    def _fitting_chunk(self, program, D: int, unit: str = "coordinate") -> int | None:
         """The chunk size for ``memory_budget``: the most coordinates at a time whose
         program (``program(chunk)``) holds at most that many bytes at once, counted on its
         GPU plan (:func:`~dualgpu.fusion.plan.memory_profile`; a bisection, the count grows
@@ -84,8 +104,8 @@ class _Curvature(Transformed):
         one = held(1)
         if one > budget:
             warnings.warn(f"{self.kind}: memory_budget={budget} bytes is less than the "
-                          f"{one} bytes of one coordinate at a time; propagating one "
-                          f"coordinate at a time", stacklevel=4)
+                          f"{one} bytes of one {unit} at a time; propagating one "
+                          f"{unit} at a time", stacklevel=4)
             return 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -100,21 +120,63 @@ class _Laplacian(_Curvature):
     kind = "laplacian"
 
     def __init__(self, fn, argnums=0, *, batch_axes=None, chunk_size=None,
-                 memory_budget=None):
+                 memory_budget=None, sigma=None, method="exact", num_samples=None, seed=0,
+                 distribution="rademacher"):
         super().__init__(fn, argnums, batch_axes=batch_axes)
         for name, value in (("chunk_size", chunk_size), ("memory_budget", memory_budget)):
             if value is not None:
-                _positive_int(value, name, "laplacian", " or None")
+                _positive_int(value, name, self.kind, " or None")
         if chunk_size is not None and memory_budget is not None:
-            raise InvalidArgumentError("laplacian: give chunk_size or memory_budget, not both")
+            raise InvalidArgumentError(f"{self.kind}: give chunk_size or memory_budget, not "
+                                       "both")
         self.chunk_size = None if chunk_size is None else int(chunk_size)
         self.memory_budget = None if memory_budget is None else int(memory_budget)
+        self.random = _RandomDirections.check(self.kind, method, num_samples, seed,
+                                              distribution)
+        self.sigma = None if sigma is None else _check_sigma(sigma, self.kind)
 
     def options(self) -> dict:
-        return {"chunk_size": self.chunk_size, "memory_budget": self.memory_budget}
+        opts = {"chunk_size": self.chunk_size, "memory_budget": self.memory_budget}
+        if self.sigma is not None:   # the program takes S as an input: its shape and dtype
+            opts["sigma"] = (tuple(self.sigma.shape), np.dtype(self.sigma.dtype).str)
+        if self.random is not None:  # drawn per call: their count, not their values
+            opts["hutchinson"] = self.random.num_samples
+        return opts
+
+    def _directions_aval(self, sig, graph, flags):
+        if self.random is not None:   # (*batch, D, K), also for sigma @ V
+            return Aval(self.random.shape(sig, self.batch_axes), _common_dtype(sig))
+        if self.sigma is not None:
+            return Aval(tuple(self.sigma.shape), _common_dtype(sig))
+        return None
+
+    def extra_inputs(self, sig, extra) -> list:
+        if self.sigma is not None:
+            S = _as_input(self.sigma, sig, self.kind, self.batch_axes)
+            if self.random is None:
+                return [S]
+            # the randomized weighted Laplacian: S V / sqrt(K), V (R, K) per instance
+            rows = int(S.shape[-1])
+            V = self.random.draw(self.random.rng(self.kind), sig, self.batch_axes, rows)
+            if sig.backend.on_device:
+                V = sig.backend.to_device(V)
+            return [S @ V]
+        if self.random is not None:   # independent directions for each level
+            rng = self.random.rng(self.kind)
+            return [_as_input(self.random.draw(rng, sig, self.batch_axes), sig, self.kind,
+                              self.batch_axes, "the directions") for _ in range(self.levels)]
+        return []
 
     def finish(self, compiled, sig, outs):
         return pytree.unflatten(compiled.trees, outs)
+
+
+class _Biharmonic(_Laplacian):
+    """``biharmonic``: the forward Laplacian of the forward-Laplacian program, one program;
+    with ``method="hutchinson"`` each level has its own random directions."""
+
+    kind = "biharmonic"
+    levels = 2
 
 
 class _ExactTrace(_Laplacian):
@@ -139,8 +201,135 @@ class _HessianDiag(_Curvature):
         return pytree.unflatten(tree, per_out)
 
 
+# ------------------------------------------------------------------- weighted and random
+def _instance_shapes(sig, batch_axes) -> tuple[int, set]:
+    """``D`` (the differentiated coordinates, per instance with ``batch_axes``) and the
+    batch shapes of the differentiated inputs (their batch axes in the order of
+    ``batch_axes``, as the result's)."""
+    D, batches = 0, set()
+    for x, d in zip(sig.inputs, sig.diff):
+        if not d:
+            continue
+        shape = tuple(np.shape(x))
+        axes = () if batch_axes is None else tuple(a % len(shape) for a in batch_axes)
+        D += int(np.prod([s for a, s in enumerate(shape) if a not in axes], dtype=np.int64))
+        batches.add(tuple(shape[a] for a in axes))
+    return D, batches
+
+
+def _common_dtype(sig):
+    """The dtype of the directions: that of the differentiated inputs (float32 stays
+    float32)."""
+    return np.result_type(*[np.dtype(x.dtype) for x, d in zip(sig.inputs, sig.diff) if d])
+
+
+def _check_sigma(sigma, what: str):
+    """``sigma`` as an array (a traced value stays one): real floating point, at least 2-d
+    (the shape against the arguments is checked per call)."""
+    if not isinstance(sigma, Tracer) and not hasattr(sigma, "dtype"):
+        try:
+            sigma = np.asarray(sigma)
+        except Exception:   # noqa: BLE001 -- any failure is the same bad argument
+            raise ArgumentTypeError(f"{what}: sigma must be an array of shape (D, R), got "
+                                    f"{type(sigma).__name__}") from None
+    if not hasattr(sigma, "shape") or np.dtype(sigma.dtype).kind != "f":
+        raise ArgumentTypeError(f"{what}: sigma must be a real floating-point array (D, R), got "
+                                f"dtype {getattr(sigma, 'dtype', type(sigma).__name__)}")
+    if sigma.ndim < 2:
+        raise ShapeMismatchError(f"{what}: sigma must have shape (D, R) (its columns are the "
+                                 f"directions), or (*batch, D, R) with batch_axes; got shape "
+                                 f"{tuple(sigma.shape)}")
+    return sigma
+
+
+def _as_input(S, sig, what: str, batch_axes=None, name: str = "sigma"):
+    """``S`` checked against the call (shape ``(D, R)`` or ``(*batch, D, R)``), on the
+    call's backend, in the dtype of the differentiated inputs."""
+    D, batches = _instance_shapes(sig, batch_axes)
+    shape = tuple(S.shape)
+    allowed = [(D,)] + [(*b, D) for b in sorted(batches) if b and batch_axes is not None]
+    if shape[:-1] not in allowed or shape[-1] < 1:
+        want = " or ".join(str(a + ("R",)).replace("'R'", "R") for a in allowed)
+        per = " per instance" if batch_axes is not None else ""
+        raise ShapeMismatchError(f"{what}: {name} must have shape {want} (D = {D} "
+                                 f"differentiated coordinates{per}, R >= 1 directions), got "
+                                 f"{shape}")
+    dtype = _common_dtype(sig)
+    if isinstance(S, Tracer):
+        return S if S.dtype == dtype else S.astype(dtype)
+    b = array_backend(S)
+    if b is None:
+        raise ArgumentTypeError(f"{what}: {name} must be an array, got {type(S).__name__}")
+    if b is not sig.backend:
+        if sig.backend.on_device and b.name == "numpy":
+            S = sig.backend.to_device(np.asarray(S))
+        else:
+            raise BackendMismatchError(f"{what}: {name} is a {b.name} array but the arguments "
+                                       f"are {sig.backend.name} arrays")
+    return S if S.dtype == dtype else S.astype(dtype)
+
+
+class _RandomDirections:
+    """``method="hutchinson"``: ``num_samples`` random directions (Rademacher or Gaussian)
+    scaled by ``1/sqrt(num_samples)``, drawn on the host with
+    ``np.random.default_rng(seed)`` at each call; one set per instance with batch_axes."""
+
+    DISTRIBUTIONS = ("rademacher", "gaussian")
+
+    def __init__(self, num_samples: int, seed, distribution: str):
+        self.num_samples, self.seed, self.distribution = num_samples, seed, distribution
+
+    @classmethod
+    def check(cls, what, method, num_samples, seed, distribution):
+        """None for ``method="exact"``; the checked options of ``"hutchinson"``."""
+        if method not in ("exact", "hutchinson"):
+            raise InvalidArgumentError(f"{what}: method must be 'exact' or 'hutchinson', got "
+                                       f"{method!r}")
+        if method == "exact":
+            if num_samples is not None:
+                raise InvalidArgumentError(f"{what}: num_samples is a parameter of "
+                                           "method='hutchinson' (the exact form takes none)")
+            return None
+        num_samples = 64 if num_samples is None else num_samples
+        _positive_int(num_samples, "num_samples", what)
+        if seed is not None and (not isinstance(seed, (int, np.integer))
+                                 or isinstance(seed, bool)):
+            raise ArgumentTypeError(f"{what}: seed must be an int or None, got {seed!r}")
+        if distribution not in cls.DISTRIBUTIONS:
+            raise InvalidArgumentError(f"{what}: distribution must be 'rademacher' or "
+                                       f"'gaussian', got {distribution!r}")
+        return cls(int(num_samples), seed, distribution)
+
+    def shape(self, sig, batch_axes, rows: int | None = None) -> tuple:
+        """``(*batch, rows, K)``; ``rows`` defaults to ``D``."""
+        D, batches = _instance_shapes(sig, batch_axes)
+        batch = next(iter(batches)) if batch_axes is not None and len(batches) == 1 else ()
+        return tuple(batch) + (D if rows is None else rows, self.num_samples)
+
+    def rng(self, what: str = "laplacian"):
+        if self.seed is None and current_builder() is not None:
+            raise RandomInTraceError(
+                f"{what}: method='hutchinson' with seed=None draws fresh directions per call, "
+                "but this call is traced (inside grad, jit, ...): the draws would be frozen "
+                "into the compiled program. Give a seed (the directions are then fixed by it, "
+                "traced or not), or draw the directions V (D, K) outside and pass "
+                "sigma=V / sqrt(K) as a traced argument")
+        return np.random.default_rng(self.seed)
+
+    def draw(self, rng, sig, batch_axes, rows: int | None = None):
+        shape = self.shape(sig, batch_axes, rows)
+        dtype = _common_dtype(sig)
+        if self.distribution == "gaussian":
+            V = rng.standard_normal(shape)
+        else:
+            V = rng.integers(0, 2, size=shape) * 2.0 - 1.0
+        return (V / np.sqrt(self.num_samples)).astype(dtype)
+
+
 def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
-              chunk_size: int | None = None, memory_budget: int | None = None):
+              chunk_size: int | None = None, memory_budget: int | None = None,
+              sigma=None, method: str = "exact", num_samples: int | None = None,
+              seed: int | None = 0, distribution: str = "rademacher", samples=None):
     """The Laplacian ``sum_d d2f/dx_d2`` of ``fn`` with respect to argument ``argnums``
     (all coordinates of all the differentiated arguments), by forward-Laplacian
     propagation: one pass, no Hessian, no nested differentiation.
@@ -161,6 +350,35 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     the arguments, cuBLAS's workspace and the memory pool's rounding come on top); one pass
     when everything fits.
 
+    ``sigma`` (an array ``S`` of shape ``(D, R)``): the weighted Laplacian
+    ``tr(S S^T H) = sum_r s_r^T H s_r`` over the columns ``s_r`` of ``S`` (the diffusion
+    term ``tr(sigma sigma^T H)`` of a Fokker-Planck or Kolmogorov equation, ``D`` the
+    flattened differentiated coordinates, per instance with ``batch_axes``), by seeding the
+    Jacobians with the ``R`` directions instead of the ``D`` rows of the identity: the cost
+    grows with ``R``. With ``batch_axes``, ``S`` may be ``(*batch, D, R)``, one matrix per
+    instance (``sigma(x)``; its batch axes are the argument's, in the order of
+    ``batch_axes``, as the result's). ``S`` is an input of the program, not a constant: it
+    may be a traced value (computed in a ``grad``-ed loss, its gradient flows), a new ``S``
+    of the same shape reuses the program, and ``chunk_size`` / ``memory_budget`` count
+    directions. It is cast to the dtype of the differentiated argument (a float32 program
+    stays float32).
+
+    ``method="hutchinson"``: an unbiased estimate of the Laplacian, the weighted Laplacian
+    with ``S = V / sqrt(K)`` for ``K = num_samples`` random directions ``V`` (Rademacher;
+    ``distribution="gaussian"``: standard normal), ``E[V V^T] / K = I`` -- one forward pass
+    whose cost grows with ``K`` instead of ``D`` (the randomized collapsed Taylor mode of
+    Dangel et al. 2025). The directions are drawn on the host with
+    ``np.random.default_rng(seed)`` at every call (as :func:`hessian_trace`): a given
+    ``seed`` gives the same directions at every call, for NumPy and CuPy arguments alike
+    (reproducible, like a fixed JAX key); ``seed=None`` draws fresh ones per call, which a
+    traced call refuses (:class:`~dualgpu.RandomInTraceError`: the draws would be frozen
+    into the program). With ``batch_axes`` every instance has its own directions. For new
+    directions at every step of a jitted or differentiated loss, draw ``V`` outside and
+    pass ``sigma=V / sqrt(K)`` as a traced argument. ``samples`` is an alias of
+    ``num_samples`` (the name in issue 28); default 64. With ``sigma`` too, the estimate is of
+    the weighted Laplacian: the directions are ``S V / sqrt(K)``, ``V`` of shape ``(R, K)``
+    (per instance with ``batch_axes``), ``K`` directions instead of ``R``.
+
     Example::
 
         >>> import numpy as np, dualgpu as dg
@@ -175,12 +393,87 @@ def laplacian(fn: Callable | None = None, argnums=0, batch_axes=None, *,
         >>> dg.laplacian(lambda p: np.sum(p ** 3, axis=1), batch_axes=0,
         ...              memory_budget=1 << 20)(pts)
         array([18., 18.])
+        >>> S = np.array([[1.0], [1.0]])                # one direction (1, 1): H = diag(6x)
+        >>> dg.laplacian(u, sigma=S)(np.array([1.0, 2.0]))
+        array(18.)
+        >>> dg.laplacian(u, sigma=np.array([[2.0], [0.0]]))(np.array([1.0, 2.0]))
+        array(24.)
+        >>> est = dg.laplacian(u, method="hutchinson", num_samples=4, seed=0)
+        >>> est(np.array([1.0, 2.0]))                   # exact for a diagonal Hessian
+        array(18.)
     """
+    num_samples = _samples_alias(num_samples, samples, "laplacian")
     if fn is None:
         return lambda f: laplacian(f, argnums, batch_axes, chunk_size=chunk_size,
-                                   memory_budget=memory_budget)
+                                   memory_budget=memory_budget, sigma=sigma, method=method,
+                                   num_samples=num_samples, seed=seed,
+                                   distribution=distribution)
     return _Laplacian(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
-                      memory_budget=memory_budget)
+                      memory_budget=memory_budget, sigma=sigma, method=method,
+                      num_samples=num_samples, seed=seed, distribution=distribution)
+
+
+def biharmonic(fn: Callable | None = None, argnums=0, batch_axes=None, *,
+               chunk_size: int | None = None, memory_budget: int | None = None,
+               method: str = "exact", num_samples: int | None = None, seed: int | None = 0,
+               distribution: str = "rademacher", samples=None):
+    """The biharmonic ``Δ²f = sum_ij d4f/dx_i2 dx_j2`` of ``fn`` with respect to argument
+    ``argnums`` (all its coordinates; per instance with ``batch_axes``, after the
+    separability check), for any output shape (one value per output element).
+
+    ``method="exact"``: the forward Laplacian of the forward-Laplacian program (both
+    collapsed), built as one program: no Hessian, no nested differentiation at run time.
+    ``chunk_size`` / ``memory_budget``: as :func:`laplacian`, applied to both levels (a
+    chunk of ``c`` coordinates at a time in each, so a call holds about ``c^2`` of the
+    ``D^2`` second-level Jacobian rows). ``method="hutchinson"``: each of the two
+    Laplacians is estimated with its own ``num_samples`` random directions (``seed``,
+    ``distribution``, ``samples`` as :func:`laplacian`; the two sets are independent, so
+    the product of the two unbiased estimates is unbiased): the cost grows with
+    ``num_samples^2`` instead of ``D^2``.
+
+    Cost (exact): per value of ``fn`` the inner Laplacian carries ``1 + D + 1`` values
+    (the value, its Jacobian rows, its Laplacian) and the outer one carries ``1 + D + 1``
+    of each of those: ``(D + 2)^2`` value-sized arrays, so a dense layer ``h @ W`` costs
+    ``(D + 2)^2`` matmul-equivalents -- against ``3 D^2 + 2`` for a collapsed 4th-order
+    Taylor mode over the ``D^2`` directions ``e_i`` and ``e_i ± e_j`` (the coefficients of
+    orders 1 to 3 of each direction, the 4th collapsed over all of them, and the value):
+    fewer from ``D = 3`` on (25 against 29; 100 against 194 at ``D = 8``). The nested form
+    is redundant: the outer Jacobian of the inner Jacobian is the Hessian (``D (D + 1) / 2``
+    distinct of its ``D^2`` rows), the outer Jacobian of the inner Laplacian equals the
+    outer Laplacian of the inner Jacobian (``∇Δf`` both), and the outer Jacobian /
+    Laplacian of the value repeat the inner ones -- ``D (D + 1) / 2 + 2 D + 3`` distinct
+    arrays of the ``(D + 2)^2``, not exploited yet. (Counted on an MLP's program:
+    docs/api.md, ``dg.biharmonic``.)
+
+    Composes with ``grad`` (a PINN loss of the plate equation ``Δ²w = q``), ``jit``,
+    ``vmap`` and ``batch_axes``.
+
+    Example::
+
+        >>> r4 = lambda x: np.sum(x ** 2) ** 2         # |x|^4: Δ² = 8 D (D + 2)
+        >>> dg.biharmonic(r4)(np.array([0.3, -1.0, 2.0]))
+        array(120.)
+        >>> pts = np.array([[1.0, 2.0], [0.5, 0.0]])
+        >>> dg.biharmonic(lambda p: p[:, 0] ** 2 * p[:, 1] ** 2, batch_axes=0)(pts)
+        array([8., 8.])
+    """
+    num_samples = _samples_alias(num_samples, samples, "biharmonic")
+    if fn is None:
+        return lambda f: biharmonic(f, argnums, batch_axes, chunk_size=chunk_size,
+                                    memory_budget=memory_budget, method=method,
+                                    num_samples=num_samples, seed=seed,
+                                    distribution=distribution)
+    return _Biharmonic(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
+                       memory_budget=memory_budget, method=method, num_samples=num_samples,
+                       seed=seed, distribution=distribution)
+
+
+def _samples_alias(num_samples, samples, what):
+    if samples is None:
+        return num_samples
+    if num_samples is not None:
+        raise InvalidArgumentError(f"{what}: give num_samples or its alias samples, not both")
+    return samples
 
 
 def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,

@@ -167,6 +167,10 @@ def _check_supported(t, kwargs: dict) -> None:
             f"{what} was given a Dask array; only per-instance programs (dg.hvp, "
             "dg.grad_and_hvp, dg.laplacian with batch_axes=...) take Dask arrays for now. "
             "Compute the Dask array to NumPy first (x.compute()), or use batch_axes")
+    if getattr(t, "sigma", None) is not None or getattr(t, "random", None) is not None:
+        raise DualgpuError(f"{what}: with Dask arrays, the weighted and randomized "
+                           "Laplacians (sigma=, method='hutchinson') are not supported yet; "
+                           "compute the Dask array to NumPy first (x.compute())")
     if kwargs:
         raise DualgpuError(f"{what}: with Dask arrays, pass every argument by position")
     if t.has_aux or t.argnums_tuple:

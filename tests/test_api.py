@@ -258,7 +258,8 @@ def test_every_transform_declares_its_spec_in_one_frozen_object():
     f = lambda x: np.sum(np.sin(x))  # noqa: E731
     made = [dg.grad(f), dg.value_and_grad(f), dg.hvp(f), dg.grad_and_hvp(f), dg.jit(f),
             dg.hessian(f), dg.hessp(f), dg.jacfwd(f), dg.jacrev(f), dg.vmap(f),
-            dg.laplacian(f), dg.hessian_diag(f), dg.hessian_trace(f)]
+            dg.laplacian(f), dg.hessian_diag(f), dg.hessian_trace(f), dg.biharmonic(f),
+            dg.laplacian(f, sigma=np.ones((3, 2))), dg.laplacian(f, method="hutchinson")]
     for t in made:
         spec = t.spec
         assert isinstance(spec, Spec), t
@@ -268,3 +269,8 @@ def test_every_transform_declares_its_spec_in_one_frozen_object():
     assert dg.grad(f).spec != dg.grad(f, holomorphic=True).spec
     assert dict(dg.grad_and_hvp(f, return_value=True).spec.options)["return_value"] is True
     assert dg.vmap(f, in_axes=1).spec != dg.vmap(f).spec
+    # the weighted Laplacian's program takes S as an input: keyed by its shape, not values
+    assert dg.laplacian(f, sigma=np.ones((3, 2))).spec == dg.laplacian(
+        f, sigma=np.zeros((3, 2))).spec != dg.laplacian(f, sigma=np.ones((3, 4))).spec
+    assert dg.laplacian(f, method="hutchinson", seed=1).spec == dg.laplacian(
+        f, method="hutchinson", seed=2).spec

@@ -67,6 +67,13 @@ CASES = [
      dg.InvalidArgumentError, "chunk_size"),
     ("laplacian chunk_size not an int", lambda: dg.laplacian(np.sum, chunk_size=1.5),
      TypeError, dg.ArgumentTypeError, "chunk_size"),
+    ("laplacian sigma of a wrong shape", lambda: dg.laplacian(np.sum, sigma=np.ones((2, 1)))(
+        np.ones(3)), ValueError, dg.ShapeMismatchError, "sigma"),
+    ("laplacian sigma of integers", lambda: dg.laplacian(np.sum, sigma=np.ones((3, 1), int)),
+     TypeError, dg.ArgumentTypeError, "sigma"),
+    ("biharmonic num_samples below 1", lambda: dg.biharmonic(np.sum, method="hutchinson",
+                                                            num_samples=0), ValueError,
+     dg.InvalidArgumentError, "num_samples"),
     ("set_cache_size below 0", lambda: dg.set_cache_size(-1), ValueError,
      dg.InvalidArgumentError, "set_cache_size"),
     ("HessianOperator of a non-function", lambda: dg.HessianOperator(3, x), TypeError,

@@ -54,6 +54,9 @@ def _transforms():
         "hessian": lambda b, s: (lambda x, v: dg.hessian(b)(x)) if s else None,
         "hessp": lambda b, s: (lambda x, v: dg.hessp(b)(x, v)) if s else None,
         "laplacian": lambda b, s: (lambda x, v: dg.laplacian(b)(x)),
+        "weighted laplacian": lambda b, s: (lambda x, v: dg.laplacian(
+            b, sigma=np.ones((np.size(x), 2)))(x)),
+        "biharmonic": lambda b, s: (lambda x, v: dg.biharmonic(b)(x)),
         "hessian_diag": lambda b, s: (lambda x, v: dg.hessian_diag(b)(x)),
         "jit of grad": lambda b, s: (lambda x, v: dg.jit(dg.grad(b))(x)) if s else None,
     }

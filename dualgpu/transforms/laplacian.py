@@ -54,7 +54,7 @@ import numpy as np
 
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, read
-from ..core.ir import Graph, Var
+from ..core.ir import Aval, Graph, Var
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import DualgpuError
 from ..frontend import numpy as dnp
@@ -278,6 +278,53 @@ def _seed(x, inst, offset, D, axes, first=0, count=None):
     return x._builder.record(_sh.broadcast_to, [eye], {"shape": full})
 
 
+def _direction_seed(x, S, inst, off, axes, lo, hi):
+    """``J`` of an input ``x`` for the directions ``lo .. hi`` (columns of ``S``): ``J[r]``
+    is ``S[off:off + n, lo + r]`` laid out over ``x``'s instance axes, broadcast along its
+    batch axes when ``S`` is ``(D, R)``, or each instance's own rows when ``S`` is
+    ``(*batch, D, R)``."""
+    n = int(np.prod(inst, dtype=np.int64))
+    R = hi - lo
+    if S.dtype != x.dtype:
+        S = dnp.astype(S, x.dtype)
+    nb = S.ndim - 2          # S[..., off:off + n, lo:hi]: (*B, n, R)
+    part = dnp.getitem(S, (slice(None),) * nb + (slice(off, off + n), slice(lo, hi)))
+    if nb == 0:
+        small = dnp.reshape(dnp.transpose(part, (1, 0)),
+                            (R,) + tuple(1 if a in axes else s for a, s in enumerate(x.shape)))
+        full = (R,) + tuple(x.shape)
+        return small if tuple(small.shape) == full else dnp.broadcast_to(small, full)
+    order = list(axes)       # S's batch axes: the argument's, in batch_axes' order
+    batch = tuple(x.shape[a] for a in order)
+    part = dnp.transpose(part, (nb + 1,) + tuple(range(nb)) + (nb,))          # (R, *B, n)
+    part = dnp.reshape(part, (R,) + batch + tuple(inst))
+    perm, k = [0], 0
+    for a in range(x.ndim):
+        if a in axes:
+            perm.append(1 + order.index(a))
+        else:
+            perm.append(1 + nb + k)
+            k += 1
+    return dnp.transpose(part, tuple(perm))
+
+
+def _check_sigma_aval(graph, layout, D, batch_axes, sigma):
+    """``sigma`` is ``(D, R)``, or ``(*batch, D, R)`` with the inputs' batch shape."""
+    shape = tuple(sigma.shape)
+    if np.dtype(sigma.dtype).kind != "f":
+        raise DualgpuError(f"laplacian: sigma must be a real floating-point array, got dtype "
+                           f"{np.dtype(sigma.dtype)}")
+    batches = {tuple(graph.inputs[k].shape[a] for a in _batch_axes(graph.inputs[k],
+                                                                    batch_axes))
+               for k, _, _ in layout}
+    allowed = [(D,)] + ([(*b, D) for b in batches if b] if batch_axes is not None else [])
+    if len(shape) < 2 or shape[:-1] not in allowed or shape[-1] < 1:
+        want = " or ".join(f"{(*a, 'R')}".replace("'R'", "R") for a in allowed)
+        raise DualgpuError(f"laplacian: sigma must have shape {want} (D = {D} differentiated "
+                           f"coordinates{' per instance' if batch_axes is not None else ''}, "
+                           f"R >= 1 directions), got {shape}")
+
+
 def coordinate_chunks(D: int, chunk_size: int | None) -> list:
     """``[(lo, hi)]``: the coordinates ``0 .. D`` in chunks of at most ``chunk_size``.
 
@@ -292,7 +339,7 @@ def coordinate_chunks(D: int, chunk_size: int | None) -> list:
 
 def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bool = False,
                     batch_axes: Sequence[int] | None = None, values: bool = True,
-                    chunk_size: int | None = None) -> Graph:
+                    chunk_size: int | None = None, sigma: Aval | None = None) -> Graph:
     """A graph computing ``(*outputs, *curvatures)`` from the inputs (only the curvatures
     with ``values=False``: what only the outputs needed is left out of the program).
 
@@ -307,6 +354,16 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
     Laplacian is a sum of per-coordinate terms, so this is exact): a call holds the
     Jacobians of one chunk, not of all ``D`` coordinates. The values are computed once
     (the chunks' repeated value computations are merged by CSE).
+
+    With ``sigma`` (Laplacian mode; the aval of a directions matrix ``S``, shape ``(D, R)``
+    or, with ``batch_axes``, ``(*batch, D, R)``: one matrix per instance, its batch axes
+    those of the differentiated inputs in the order of ``batch_axes``), the graph takes
+    ``S`` as one more input, after the others, and computes the weighted Laplacian
+    ``tr(S S^T H) = sum_r s_r^T H s_r``: the Jacobians are seeded with the ``R`` columns
+    of ``S`` (rows ``s_r`` over the instance coordinates) instead of the ``D`` rows of the
+    identity, so the cost grows with ``R``. ``chunk_size`` then counts directions. ``S`` is
+    an ordinary input of the graph: a derivative of the result with respect to it is taken
+    through the graph like any other (no seed shortcuts, which assume identity rows).
     """
     if wrt is None:
         wrt = [v.dtype.kind == "f" for v in graph.inputs]
@@ -316,13 +373,19 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                                f"{v.dtype}; only real floating-point inputs")
     if diag and chunk_size is not None:
         raise DualgpuError("hessian_diag: chunk_size is for the Laplacian only")
+    if diag and sigma is not None:
+        raise DualgpuError("hessian_diag: sigma is for the Laplacian only")
     layout, D = coordinate_layout(graph, wrt, batch_axes)
-    chunks = coordinate_chunks(D, chunk_size)
+    if sigma is not None:
+        _check_sigma_aval(graph, layout, D, batch_axes, sigma)
+    R = D if sigma is None else int(sigma.shape[-1])
+    chunks = coordinate_chunks(R, chunk_size)
     with_values = values
-    avals = [v.aval for v in graph.inputs]
+    avals = [v.aval for v in graph.inputs] + ([] if sigma is None else [sigma])
 
     def propagate(args, lo, hi):
-        """The outputs and their jets, with the coordinates ``lo .. hi`` seeded."""
+        """The outputs and their jets, with the coordinates (or, with ``sigma``, the
+        directions) ``lo .. hi`` seeded."""
         mode = Mode(diag, hi - lo, rule_for)
         env, jenv = {}, {}
         for v, a in zip(graph.inputs, args):
@@ -330,6 +393,11 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
         for k, inst, off in layout:
             v = graph.inputs[k]
             n = int(np.prod(inst, dtype=np.int64))
+            if sigma is not None:
+                axes = _batch_axes(v, batch_axes)
+                J = _direction_seed(args[k], args[len(graph.inputs)], inst, off, axes, lo, hi)
+                jenv[v.id] = (J, None)
+                continue
             a, b = max(off, lo), min(off + n, hi)
             if a >= b:     # none of this input's coordinates in the chunk: a constant
                 continue
