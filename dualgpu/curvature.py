@@ -34,6 +34,7 @@ from .errors import (
 )
 from .executor import config
 from .fusion.plan import memory_profile, plan_graph
+from .transforms.biharmonic import NoForwardRule, biharmonic_graph
 from .transforms.laplacian import coordinate_layout, curvature_graph
 from .transforms.separability import check_separable
 from .vectorize import vmap
@@ -74,6 +75,9 @@ class _Curvature(Transformed):
                 programs[chunk] = g
             return programs[chunk]
 
+        forward = self._forward_program(graph, flags)
+        if forward is not None:
+            return forward, traced.out_tree
         chunk = self.chunk_size
         if chunk is None and self.memory_budget is not None:
             D = coordinate_layout(graph, flags, self.batch_axes)[1]
@@ -86,6 +90,14 @@ class _Curvature(Transformed):
         Laplacian)."""
         return None
 
+    def _forward_program(self, graph, flags):
+        """A one-pass program that replaces the levels of forward Laplacians, or None."""
+        return None
+
+    def _held(self, program) -> int:
+        """Bytes ``program`` holds at once, counted on its GPU plan."""
+        return memory_profile(plan_graph(program, recompute=config["recompute"]))["peak"]
+
     def _fitting_chunk(self, program, D: int, unit: str = "coordinate") -> int | None:
         """The chunk size for ``memory_budget``: the most coordinates at a time whose
         program (``program(chunk)``) holds at most that many bytes at once, counted on its
@@ -95,8 +107,7 @@ class _Curvature(Transformed):
         budget = self.memory_budget
 
         def held(chunk) -> int:
-            plan = plan_graph(program(chunk), recompute=config["recompute"])
-            return memory_profile(plan)["peak"]
+            return self._held(program(chunk))
 
         if D <= 1 or held(None) <= budget:
             return None
@@ -177,6 +188,20 @@ class _Biharmonic(_Laplacian):
 
     kind = "biharmonic"
     levels = 2
+
+    def _forward_program(self, graph, flags):
+        """The forward biharmonic (:mod:`dualgpu.transforms.biharmonic`) for the exact
+        method without ``chunk_size``, when every op of ``fn`` has its rule and the program
+        fits ``memory_budget`` (if given); else None: nested forward Laplacians."""
+        if self.random is not None or self.chunk_size is not None:
+            return None
+        try:
+            program = biharmonic_graph(graph, flags, batch_axes=self.batch_axes)
+        except NoForwardRule:
+            return None
+        if self.memory_budget is not None and self._held(program) > self.memory_budget:
+            return None
+        return program
 
 
 class _ExactTrace(_Laplacian):
@@ -421,29 +446,28 @@ def biharmonic(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     ``argnums`` (all its coordinates; per instance with ``batch_axes``, after the
     separability check), for any output shape (one value per output element).
 
-    ``method="exact"``: the forward Laplacian of the forward-Laplacian program (both
-    collapsed), built as one program: no Hessian, no nested differentiation at run time.
-    ``chunk_size`` / ``memory_budget``: as :func:`laplacian`, applied to both levels (a
-    chunk of ``c`` coordinates at a time in each, so a call holds about ``c^2`` of the
-    ``D^2`` second-level Jacobian rows). ``method="hutchinson"``: each of the two
-    Laplacians is estimated with its own ``num_samples`` random directions (``seed``,
-    ``distribution``, ``samples`` as :func:`laplacian`; the two sets are independent, so
-    the product of the two unbiased estimates is unbiased): the cost grows with
+    ``method="exact"``: one forward pass, no Hessian and no nested differentiation at run
+    time. Every value carries its Jacobian rows, the upper triangle of its Hessian
+    (``D (D + 1) / 2`` rows: the Hessian is symmetric), its Laplacian, the gradient of its
+    Laplacian and its biharmonic, with the fourth-order chain rule applied op by op
+    (:mod:`dualgpu.transforms.biharmonic`): ``3 + 2 D + D (D + 1) / 2`` value-sized arrays,
+    so a dense layer ``h @ W`` costs that many matmul-equivalents (28 at ``D = 5``, 78 at
+    ``D = 10``). For a function with an op that pass has no rule for (a sort, a max, a
+    quotient of two differentiated values, complex values), and with ``chunk_size``, the
+    program is the forward Laplacian of the forward-Laplacian program instead: ``(D + 2)^2``
+    arrays (49 at ``D = 5``, 144 at ``D = 10``; less after common-subexpression elimination)
+    but through every op, and in chunks. Both are cheaper than a collapsed 4th-order Taylor
+    mode over the ``D^2`` directions ``e_i``, ``e_i ± e_j`` (``3 D^2 + 2``: the coefficients
+    of orders 1 to 3 of each direction, the 4th collapsed over all of them, and the value),
+    which :func:`~dualgpu.differential_operator` computes for any directions.
+    ``chunk_size`` / ``memory_budget``: as :func:`laplacian`, applied to both levels of the
+    nested form (a chunk of ``c`` coordinates at a time in each, so a call holds about
+    ``c^2`` of the ``D^2`` second-level Jacobian rows); with ``memory_budget`` the one-pass
+    program runs when it fits. ``method="hutchinson"``: each of the two nested Laplacians
+    is estimated with its own ``num_samples`` random directions (``seed``,
+    ``distribution``, ``samples`` as :func:`laplacian`; the two sets are independent, so the
+    product of the two unbiased estimates is unbiased): the cost grows with
     ``num_samples^2`` instead of ``D^2``.
-
-    Cost (exact): per value of ``fn`` the inner Laplacian carries ``1 + D + 1`` values
-    (the value, its Jacobian rows, its Laplacian) and the outer one carries ``1 + D + 1``
-    of each of those: ``(D + 2)^2`` value-sized arrays, so a dense layer ``h @ W`` costs
-    ``(D + 2)^2`` matmul-equivalents -- against ``3 D^2 + 2`` for a collapsed 4th-order
-    Taylor mode over the ``D^2`` directions ``e_i`` and ``e_i ± e_j`` (the coefficients of
-    orders 1 to 3 of each direction, the 4th collapsed over all of them, and the value):
-    fewer from ``D = 3`` on (25 against 29; 100 against 194 at ``D = 8``). The nested form
-    is redundant: the outer Jacobian of the inner Jacobian is the Hessian (``D (D + 1) / 2``
-    distinct of its ``D^2`` rows), the outer Jacobian of the inner Laplacian equals the
-    outer Laplacian of the inner Jacobian (``∇Δf`` both), and the outer Jacobian /
-    Laplacian of the value repeat the inner ones -- ``D (D + 1) / 2 + 2 D + 3`` distinct
-    arrays of the ``(D + 2)^2``, not exploited yet. (Counted on an MLP's program:
-    docs/api.md, ``dg.biharmonic``.)
 
     Composes with ``grad`` (a PINN loss of the plate equation ``Δ²w = q``), ``jit``,
     ``vmap`` and ``batch_axes``.

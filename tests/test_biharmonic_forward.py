@@ -109,3 +109,17 @@ def test_ops_without_a_rule_are_refused(f):
 
 def test_state_sizes():
     assert state_sizes(5) == {"forward": 28, "nested": 42}
+
+
+def test_dg_biharmonic_runs_the_forward_pass_or_falls_back():
+    x = RNG.standard_normal(3)
+    f, sort = PROGRAMS["layers"], (lambda x: np.sum(np.sort(x) ** 3 * np.sin(x)))
+    assert dg.trace(dg.biharmonic(f), x).name.startswith("bih_")           # one pass
+    assert not dg.trace(dg.biharmonic(sort), x).name.startswith("bih_")    # nested
+    assert not dg.trace(dg.biharmonic(f, chunk_size=2), x).name.startswith("bih_")
+    for fn in (f, sort):
+        want = nested(fn, x)
+        np.testing.assert_allclose(dg.biharmonic(fn)(x), want, rtol=1e-10)
+        np.testing.assert_allclose(dg.biharmonic(fn, chunk_size=2)(x), want, rtol=1e-10)
+        np.testing.assert_allclose(dg.biharmonic(fn, memory_budget=1 << 20)(x), want,
+                                   rtol=1e-10)
