@@ -65,6 +65,7 @@ from .export import export
 from .lax import stop_gradient
 from .operators import HessianOperator, hessp
 from .signature import FLOAT0 as float0
+from .taylor import biharmonic_directions, differential_operator, jet
 from .sparse_derivatives import (
     hessian_sparsity,
     jacobian_sparsity,
@@ -102,4 +103,5 @@ __all__ = [
     "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "hessian_diag", "hessian_trace",
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian", "spy",
+    "jet", "differential_operator", "biharmonic_directions",
 ]
