@@ -23,6 +23,7 @@ Example (an op without derivatives: ``stop_gradient``)::
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -292,18 +293,65 @@ def unary_derivatives_rule(derivative):
         ans = bind_all(eqn, values)[0]
         if series[0] is None:
             return [None]
-        K = mode.order
         d = lifted(series[0], mode, len(ans.shape))
-        power, out = d, [None] * (K + 1)
-        for m in range(1, K + 1):
-            f = lax.multiply(1.0 / float(np.prod(np.arange(1, m + 1))),
-                             derivative(values[0], m, eqn))
-            for k in range(m, K + 1):
-                out[k] = add_any(out[k], mul(f, power[k]))
-            power = [None] + [cauchy(power, d, k, lo=1) for k in range(1, K + 1)]
+        out = faa_di_bruno(d, lambda m: derivative(values[0], m, eqn), mode.order)
         return [finish(out[1:], ans, mode)]
 
     return rule
+
+
+def faa_di_bruno(d, derivative, K):
+    """``[None, y_1..y_K]`` of ``y = f(x)`` from the lifted series ``d`` of ``x`` (its
+    value slot empty) and the derivatives ``derivative(m)`` of ``f`` at ``x_0``:
+    ``y_k = sum_m f^(m) / m! [(x - x_0)**m]_k``."""
+    power, out = d, [None] * (K + 1)
+    for m in range(1, K + 1):
+        f = lax.multiply(1.0 / math.factorial(m), derivative(m))
+        for k in range(m, K + 1):
+            out[k] = add_any(out[k], mul(f, power[k]))
+        power = [None] + [cauchy(power, d, k, lo=1) for k in range(1, K + 1)]
+    return out
+
+
+def power_rule(eqn, values, series, mode):
+    """``x ** y``. A constant exponent: Faà di Bruno with ``d^m/dx^m x**p = p (p-1) ..
+    (p-m+1) x**(p-m)`` (0 where the falling factorial is: exact at ``x = 0`` for integer
+    powers). A differentiated exponent: ``exp(y log x)``, the series of log, a Cauchy
+    product and the series of exp (``log x`` taken as 0 at a constant ``x = 0``, as the
+    partial does). Exact where the declared partials are not smooth (``y * x**(y-1)`` is
+    taken as 0 at ``y == 0``, so that nested JVPs of ``power`` are off at that point from
+    the third order on)."""
+    x, y = values
+    ans = bind_all(eqn, values)[0]
+    rank, K = len(ans.shape), mode.order
+    if series[1] is None:
+        if series[0] is None:
+            return [None]
+        d = lifted(series[0], mode, rank)
+
+        def derivative(m):
+            c = y
+            for i in range(1, m):
+                c = lax.multiply(c, lax.subtract(y, float(i)))
+            return lax.where(lax.equal(c, 0), 0.0,
+                             lax.multiply(c, ew.power(x, lax.subtract(y, float(m)))))
+
+        return [finish(faa_di_bruno(d, derivative, K)[1:], ans, mode)]
+    if series[0] is None:
+        lx = [ew.log(lax.where(lax.equal(x, 0), 1.0, x))] + [None] * K
+    else:
+        xs = lifted(series[0], mode, rank)
+        xs[0] = x
+        lx = [ew.log(x)]
+        for k in range(1, K + 1):
+            lx.append(log_step(xs, lx, k))
+    ys = lifted(series[1], mode, rank)
+    ys[0] = y
+    z = [lax.multiply(y, lx[0])] + [cauchy(ys, lx, k) for k in range(1, K + 1)]
+    e = [ans]
+    for k in range(1, K + 1):
+        e.append(exp_step(z, e, k))
+    return [finish(e[1:], ans, mode)]
 
 
 # ------------------------------------------------------------------------------ per op

@@ -299,6 +299,7 @@ def _cast_coefficient(eqn, c, mode):
 
 defrules(ew.multiply, taylor=taylor.multilinear_rule)   # bilinear: a Cauchy product
 defrules(ew.true_divide, taylor=taylor.divide_rule)
+defrules(ew.power, taylor=taylor.power_rule)
 for _prim, _step in ((ew.exp, taylor.exp_step), (ew.expm1, taylor.expm1_step),
                      (ew.log, taylor.log_step), (ew.log1p, taylor.log1p_step),
                      (ew.sqrt, taylor.sqrt_step), (ew.reciprocal, taylor.reciprocal_step),

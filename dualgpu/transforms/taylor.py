@@ -142,7 +142,12 @@ def partials_rule(eqn, values, series, mode):
     """Faà di Bruno: ``y_k = sum_{1 <= |alpha| <= k} d^alpha f(x_0) / alpha! [P_alpha]_k``
     with ``P_alpha = prod_i (x_i(t) - x_i0)**alpha_i`` (a product of series), the
     derivatives of order ``m + 1`` the forward derivatives of those of order ``m``
-    (starting from the declared partials); a zero derivative ends its branch."""
+    (starting from the declared partials); a zero derivative ends its branch.
+
+    The sum runs over ordered index sequences ``(j_1..j_m)`` (weight ``1/m!``:
+    ``d_(j_m) .. d_(j_2) f_(j_1)``), not multisets, so that a mixed partial is taken in
+    every order, as nested JVPs take it: where a declared partial is not smooth
+    (``power``'s ``y * x**(y-1)``, taken as 0 at ``y == 0``), both agree with the JVP."""
     prim, params = eqn.prim, eqn.params
     active = [i for i, s in enumerate(series) if s is not None]
 
@@ -163,9 +168,8 @@ def partials_rule(eqn, values, series, mode):
         for alpha, f in zip(level, fs):
             if _is_zero(f):
                 continue
-            P = _product(products, alpha, delta)
-            scale = 1.0 / math.prod(math.factorial(alpha.count(i)) for i in set(alpha))
-            f = f if scale == 1.0 else lax.multiply(scale, f)
+            P = _product(products, tuple(sorted(alpha)), delta)
+            f = f if m == 1 else lax.multiply(1.0 / math.factorial(m), f)
             for k in range(m, K + 1):
                 if P[k] is not None:
                     out[k] = add_any(out[k], lax.multiply(f, P[k]))
@@ -188,8 +192,8 @@ def _product(products, alpha, delta):
 
 
 def _next_derivatives(graph, live, active, pos):
-    """The graph of the derivatives ``d/dx_j`` of ``graph``'s live outputs (``j`` at or
-    after the multi-index's last operand: each multi-index once), and their indices."""
+    """The graph of the derivatives ``d/dx_j`` of ``graph``'s live outputs, for every
+    operand ``j``, and their index sequences."""
     level: list = []
 
     def run(*xs):
@@ -199,9 +203,8 @@ def _next_derivatives(graph, live, active, pos):
             unit[pos.index(j)] = lax.ones_like(xs[pos.index(j)])
             ts = _forward_tangents(graph, list(xs), unit)
             for alpha, idx in live:
-                if j >= alpha[-1]:
-                    level.append(alpha + (j,))
-                    outs.append(0 if ts[idx] is None else ts[idx])
+                level.append(alpha + (j,))
+                outs.append(0 if ts[idx] is None else ts[idx])
         return outs
 
     new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp, name="partials")
