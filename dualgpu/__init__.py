@@ -65,7 +65,6 @@ from .export import export
 from .lax import stop_gradient
 from .operators import HessianOperator, hessp
 from .signature import FLOAT0 as float0
-from .taylor import biharmonic_directions, differential_operator, jet
 from .sparse_derivatives import (
     hessian_sparsity,
     jacobian_sparsity,
@@ -73,6 +72,7 @@ from .sparse_derivatives import (
     sparse_jacobian,
     spy,
 )
+from .taylor import biharmonic_directions, differential_operator, jet
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 # autograd's argnum= is taken as argnums= by every transform that takes argnums

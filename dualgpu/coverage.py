@@ -180,7 +180,8 @@ def matrix_markdown() -> str:
         "(a rule the op declares, beside its derivatives in `dualgpu/rules/` or its "
         "declaration in `dualgpu/ops/`), **by flag** (the interpreter's rule for the op's "
         "kind), **fallback** (exact but generic: vmap's per-example loop, the Laplacian's "
-        "nested JVP, Taylor mode's nested JVPs along the curve), **refused** (a clear error, with the reason) or – (does not apply).",
+        "nested JVP, Taylor mode's nested JVPs along the curve), **refused** (a clear error, "
+        "with the reason) or – (does not apply).",
         "",
         "Interpreters: `jvp`, `vjp` (derivatives), `vmap` (batching), `separability` (the "
         "proof behind `batch_axes`), `jet` (the forward Laplacian and Hessian diagonal), "

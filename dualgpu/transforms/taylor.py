@@ -216,7 +216,7 @@ def fallback_rule(eqn, values, series, mode):
     """Any op: the coefficients of ``t -> op(x_0 + c_1 t + ... + c_K t**K)``, its ``K``
     derivatives at ``t = 0`` by nested JVPs (divided by ``k!``), batched over the
     directions."""
-    prim, params, K = eqn.prim, eqn.params, mode.order
+    K = mode.order
     slots = [(i, k) for i, s in enumerate(series) if s is not None
              for k in range(1, K + 1) if s[k - 1] is not None]
     n_out = len(eqn.outs)
