@@ -19,6 +19,7 @@ from .core.trace import Tracer
 from .errors import (
     ArgumentTypeError,
     BackendMismatchError,
+    IntegerInputError,
     InvalidArgumentError,
     ShapeMismatchError,
 )
@@ -107,6 +108,15 @@ def jet(fun: Callable, primals: Sequence[Any], series: Sequence[Sequence[Any]]):
         if not isinstance(terms, (tuple, list)):
             raise ShapeMismatchError(f"jet: the series of argument {i} must be a list of "
                                      f"terms, got {type(terms).__name__}")
+    for i, p in enumerate(primals):
+        for leaf in pytree.flatten(p)[0]:
+            kind = np.dtype(getattr(leaf, "dtype", np.result_type(leaf))).kind
+            if kind in "iub":
+                raise IntegerInputError(
+                    f"jet: argument {i} has a leaf of dtype "
+                    f"{getattr(leaf, 'dtype', type(leaf).__name__)}; Taylor series are for "
+                    "floating-point primals: convert it with .astype(float), or close over "
+                    "it in the function")
     orders = {len(t) for t in series}
     if len(orders) != 1:
         raise ShapeMismatchError(

@@ -105,6 +105,23 @@ def _check_spec(name, data, order_nested=K):
             tol = 1e-7 if r.dtype != np.float32 else 1e-5   # a cast to float32 inside
             np.testing.assert_allclose(g, r, rtol=tol, atol=tol * scale,
                                        err_msg=f"{name}: order {k} against nested JVPs")
+    # the collapsed operator over two directions of the first argument (coefficients with
+    # a direction axis through every op's rule, the top one summed) against the jet
+    V = rng.standard_normal((2,) + np.shape(primals[0])) * 0.5
+    w = np.array([0.7, -1.3])
+    op = _leaves(dg.differential_operator(fn, V, K, w)(*primals))
+    zeros = tuple(tuple(np.zeros_like(p) for _ in range(K)) for p in primals[1:])
+    want = None
+    for wr, v in zip(w, V):
+        terms = dg.jet(fn, primals, ((v,) + (np.zeros_like(v),) * (K - 1),) + zeros)[1]
+        top = [wr * t[K - 1] for t in pytree.flatten(
+            terms, is_leaf=lambda x: isinstance(x, list))[0]]
+        want = top if want is None else [a + b for a, b in zip(want, top)]
+    for o, (g, r) in enumerate(zip(op, want)):
+        scale = max(1.0, float(np.max(np.abs(r), initial=0.0)))
+        tol = 1e-7 if r.dtype != np.float32 else 1e-5
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol * scale,
+                                   err_msg=f"{name}: differential_operator")
     # central differences of the curve: orders 1 and 2 (1 only for the casts to float32)
     steps = ((1, s.f64_tol["eps"]),) if "eps" in s.f64_tol else ((1, 1e-5), (2, 1e-3))
     rtol = s.f64_tol.get("rtol", 2e-4)
@@ -254,6 +271,8 @@ def test_errors_name_the_argument():
         dg.jet(lambda a, b: a, (x, x), ((x,),))
     with pytest.raises(DualgpuError, match="as tuples"):
         dg.jet(np.sin, x, ((x,),))
+    with pytest.raises(dg.IntegerInputError, match="argument 1 has a leaf of dtype int"):
+        dg.jet(lambda a, b: a * b, (x, np.arange(3)), ((x,), (x,)))
     with pytest.raises(DualgpuError, match="series are empty"):
         dg.jet(np.sin, (x,), ((),))
 
