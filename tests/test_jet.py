@@ -117,7 +117,7 @@ def _check_spec(name, data, order_nested=K):
         top = [wr * t[K - 1] for t in pytree.flatten(
             terms, is_leaf=lambda x: isinstance(x, list))[0]]
         want = top if want is None else [a + b for a, b in zip(want, top)]
-    for o, (g, r) in enumerate(zip(op, want)):
+    for g, r in zip(op, want):
         scale = max(1.0, float(np.max(np.abs(r), initial=0.0)))
         tol = 1e-7 if r.dtype != np.float32 else 1e-5
         np.testing.assert_allclose(g, r, rtol=tol, atol=tol * scale,
