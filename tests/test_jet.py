@@ -348,6 +348,15 @@ def test_biharmonic_is_the_nested_laplacian(dtype):
     np.testing.assert_allclose(got, want, rtol=1e-9 if dtype == np.float64 else 2e-3)
 
 
+def test_weighted_laplacian_per_point():
+    rng = np.random.default_rng(3)
+    pts = rng.uniform(-1, 1, (4, 3))
+    sigma = rng.standard_normal((3, 3))
+    got = dg.differential_operator(_u_sep, sigma.T, 2, batch_axes=0)(pts)
+    want = [np.trace(sigma.T @ dg.hessian(_u_sep)(p) @ sigma) for p in pts]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
 def test_operators_of_orders_one_and_three_against_jet():
     rng = np.random.default_rng(2)
     x, V = rng.uniform(-1, 1, 3), rng.standard_normal((4, 3))
