@@ -99,6 +99,19 @@ def cauchy(a: list, b: list, k: int, lo: int = 0):
     return out
 
 
+def square(a: list, k: int, lo: int = 0):
+    """The t**k coefficient of ``a * a``: ``cauchy(a, a, k, lo)`` with each symmetric pair
+    of terms taken once and doubled."""
+    out = None
+    for i in range(lo, (k + 1) // 2):
+        term = mul(a[i], a[k - i])
+        if term is not None:
+            out = add_any(out, lax.multiply(2.0, term))
+    if k % 2 == 0 and k // 2 >= lo:
+        out = add_any(out, mul(a[k // 2], a[k // 2]))
+    return out
+
+
 def lifted(series, mode, rank):
     """A series ``[c_1..c_K]`` (or None) as ``[None, c_1, ..., c_K]`` with each coefficient
     lifted to rank ``rank`` (index = the power of t; the value slot left empty)."""
@@ -208,7 +221,7 @@ def log1p_step(x, y, k):
 
 
 def sqrt_step(x, y, k):       # y * y = x  ->  y_k = (x_k - sum_{0<i<k} y_i y_(k-i)) / (2 y_0)
-    s = cauchy(y + [None], y + [None], k, lo=1) if k > 1 else None
+    s = square(y + [None], k, lo=1) if k > 1 else None
     num = x[k] if s is None else (lax.negative(s) if x[k] is None else lax.subtract(x[k], s))
     return None if num is None else lax.true_divide(num, lax.multiply(2.0, y[0]))
 
@@ -222,7 +235,7 @@ def reciprocal_step(x, y, k):  # x y = 1  ->  y_k = -sum_{1<=i<=k} x_i y_(k-i) /
 
 def _odd_square(y, m, sign):
     """``[1 + sign * y**2]_m`` (the t**m coefficient)."""
-    sq = cauchy(y, y, m) if m > 0 else lax.multiply(y[0], y[0])
+    sq = square(y, m)
     if m == 0:
         return lax.add(1.0, sq) if sign > 0 else lax.subtract(1.0, sq)
     if sq is None:
@@ -243,7 +256,7 @@ def tan_step(x, y, k):        # y' = (1 + y**2) x'
 def logistic_step(x, y, k):   # y' = y (1 - y) x'
     z = []
     for m in range(k):
-        sq = cauchy(y, y, m)
+        sq = square(y, m)
         z.append(lax.subtract(y[0], sq) if m == 0 else
                  (y[m] if sq is None else (lax.negative(sq) if y[m] is None
                                            else lax.subtract(y[m], sq))))
