@@ -38,10 +38,13 @@ class Mode:
     """The propagation: ``order`` (``K``, the coefficients carried) and ``size`` (``R``, the
     leading direction axis of every coefficient, or None for none)."""
 
-    def __init__(self, order: int, size: int | None, batch_rule):
+    def __init__(self, order: int, size: int | None, batch_rule, cache: dict | None = None):
         self.order = order
         self.size = size
         self.batch_rule = batch_rule  # prim -> its vmap rule (transforms.vmap.rule_for)
+        # the interpreter's graphs of one build (derivatives of partials, nested JVPs), by
+        # op, parameters and operand types: an op met again reuses them
+        self.cache = {} if cache is None else cache
 
     @property
     def lead(self) -> tuple:

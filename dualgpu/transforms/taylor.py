@@ -134,6 +134,27 @@ def _sub_trace(fn, values, extra_avals=()):
     return graph, pos
 
 
+def _cache_key(kind, eqn, values, *extra):
+    """A key for graphs derived from ``eqn``'s op on these operands (traced ones by type,
+    the others by value when they are Python scalars), or None when it cannot be keyed
+    (an array operand closed over, unhashable parameters)."""
+    parts = []
+    for v in values:
+        if isinstance(v, Tracer):
+            parts.append(("t", tuple(v.shape), str(v.dtype), bool(v.aval.weak)))
+        elif isinstance(v, (bool, int, float, complex)):
+            parts.append(("s", type(v).__name__, v))
+        else:
+            return None
+    try:
+        key = (kind, eqn.prim.name, id(eqn.prim), tuple(sorted(eqn.params.items())),
+               tuple(parts)) + extra
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def _is_zero(c) -> bool:
     return c is None or (isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0)
 
@@ -155,15 +176,22 @@ def partials_rule(eqn, values, series, mode):
         ans = prim.bind(*full, **params)
         return [prim.partials[i](*full, ans) for i in active]
 
-    graph, pos = _sub_trace(first_partials, values)
+    key = _cache_key("partials", eqn, values, tuple(active))
+    levels = mode.cache.get(key) if key is not None else None
+    if levels is None:
+        graph, pos = _sub_trace(first_partials, values)
+        levels = [(graph, [(i,) for i in active])]
+        if key is not None:
+            mode.cache[key] = levels
+    pos = [i for i, v in enumerate(values) if isinstance(v, Tracer)]
     traced = [values[i] for i in pos]
     ans = prim.bind(*values, **params)
     K, rank = mode.order, len(ans.shape)
     delta = {i: lifted(series[i], mode, rank) for i in active}
     products = {(i,): delta[i] for i in active}
-    level = [(i,) for i in active]          # the multi-indices of graph's outputs, in order
     out = [None] * (K + 1)
     for m in range(1, K + 1):
+        graph, level = levels[m - 1]   # level: the index sequences of graph's outputs
         fs = eval_graph(graph, traced)
         for alpha, f in zip(level, fs):
             if _is_zero(f):
@@ -175,11 +203,12 @@ def partials_rule(eqn, values, series, mode):
                     out[k] = add_any(out[k], lax.multiply(f, P[k]))
         if m == K:
             break
-        live = [(a, idx) for idx, a in enumerate(level)
-                if isinstance(graph.outputs[idx], Var)]
-        if not live:
-            break
-        graph, level = _next_derivatives(graph, live, active, pos)
+        if len(levels) == m:
+            live = [(a, idx) for idx, a in enumerate(level)
+                    if isinstance(graph.outputs[idx], Var)]
+            if not live:
+                break
+            levels.append(_next_derivatives(graph, live, active, pos))
     return [finish(out[1:], ans, mode)]
 
 
@@ -235,18 +264,21 @@ def fallback_rule(eqn, values, series, mode):
             full[i] = lax.add(full[i], lax.multiply(c, tk))
         return bind_all(eqn, full)
 
-    coef_avals = [Aval(tuple(values[i].shape), values[i].dtype) for i, _ in slots]
-    graph, pos = _sub_trace(curve, values, coef_avals + [Aval((), tdtype)])
+    key = _cache_key("fallback", eqn, values, tuple(slots), K, mode.size)
+    derivs = mode.cache.get(key) if key is not None else None
+    pos = [i for i, v in enumerate(values) if isinstance(v, Tracer)]
     n_in = len(pos)
-    derivs = _nested_derivatives(simplify(graph), n_out, K)
+    if derivs is None:
+        coef_avals = [Aval(tuple(values[i].shape), values[i].dtype) for i, _ in slots]
+        graph, _ = _sub_trace(curve, values, coef_avals + [Aval((), tdtype)])
+        derivs = _nested_derivatives(simplify(graph), n_out, K)
+        if mode.size is not None:
+            derivs, _ = batch_graph(derivs, [None] * n_in + [0] * n_s + [None], mode.size,
+                                    [0] * (K * n_out))
+        if key is not None:
+            mode.cache[key] = derivs
     args = [values[i] for i in pos] + [series[i][k - 1] for i, k in slots]
-    zero = np.zeros((), tdtype)
-    if mode.size is None:
-        outs = eval_graph(derivs, args + [zero])
-    else:
-        batched, _ = batch_graph(derivs, [None] * n_in + [0] * n_s + [None], mode.size,
-                                 [0] * (K * n_out))
-        outs = eval_graph(batched, args + [zero])
+    outs = eval_graph(derivs, args + [np.zeros((), tdtype)])
     ans = bind_all(eqn, values)
     res = []
     for o, a in enumerate(ans):
@@ -424,12 +456,12 @@ def operator_graph(graph: Graph, wrt: Sequence[bool], order: int, size: int, *,
 
     def run(*args):
         xs, dirs, w = args[:n], args[n:n + len(diff)], args[-1]
-        total, outs = None, None
+        total, outs, cache = None, None, {}
         for lo, hi in chunks:
             part = (lambda a: a) if (lo, hi) == (0, size) else (
                 lambda a, lo=lo, hi=hi: lax.getitem(a, (slice(lo, hi),)))
             wc = part(w)
-            mode = Mode(K, hi - lo, rule_for)
+            mode = Mode(K, hi - lo, rule_for, cache)
             seeds = {}
             for k, d in zip(diff, dirs):
                 d = part(d)
