@@ -387,3 +387,23 @@ def test_an_operator_composes_with_grad_and_checks_its_arguments():
     with pytest.raises(DualgpuError, match="couple|separab|instance"):
         dg.differential_operator(lambda p: np.sum(p, axis=0), np.eye(2), 2,
                                  batch_axes=0)(np.ones((3, 2)))
+
+
+def test_a_pinn_loss_through_the_operator_and_the_jet_differentiates_in_the_weights():
+    """The operator and the jet inside a traced loss, reading the weights of the enclosing
+    trace (captured values): the gradient against central differences."""
+    rng = np.random.default_rng(4)
+    X, W = rng.uniform(-1, 1, (5, 2)), rng.standard_normal((2, 3))
+    dirs, w = dg.biharmonic_directions(2)
+
+    def loss(W):
+        u = lambda p: np.sum(np.tanh(p @ W) ** 2, axis=-1)  # noqa: E731
+        bi = dg.differential_operator(u, dirs, 4, w, batch_axes=0)(X)
+        third = dg.jet(lambda p: np.sum(np.sin(p @ W)), (X,), ((X, X, X),))[1][2]
+        return np.mean(bi ** 2) + third
+
+    g = dg.grad(loss)(W)
+    h = 1e-6
+    fd = [(loss(W + h * E) - loss(W - h * E)) / (2 * h)
+          for E in np.eye(W.size).reshape(-1, *W.shape)]
+    np.testing.assert_allclose(g.ravel(), fd, rtol=1e-6, atol=1e-8)
