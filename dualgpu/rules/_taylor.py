@@ -267,19 +267,23 @@ def logistic_step(x, y, k):   # y' = y (1 - y) x'
 
 
 def sin_cos_rule(which: str):
-    """sin and cos together: ``s' = c x'``, ``c' = -s x'``."""
+    """sin and cos together: ``s' = c x'``, ``c' = -s x'``; sinh and cosh likewise
+    (``c' = s x'``)."""
+    hyperbolic = which in ("sinh", "cosh")
+    first, second = (ew.sinh, ew.cosh) if hyperbolic else (ew.sin, ew.cos)
+
     def rule(eqn, values, series, mode):
         ans = bind_all(eqn, values)[0]
         if series[0] is None:
             return [None]
         x = lifted(series[0], mode, len(ans.shape))
         x[0] = values[0]
-        s, c = [ew.sin(values[0])], [ew.cos(values[0])]
+        s, c = [first(values[0])], [second(values[0])]
         for k in range(1, mode.order + 1):
             sk, ck = _over(_weighted(x, c, k), k), _over(_weighted(x, s, k), k)
             s.append(sk)
-            c.append(None if ck is None else lax.negative(ck))
-        return [finish((s if which == "sin" else c)[1:], ans, mode)]
+            c.append(ck if ck is None or hyperbolic else lax.negative(ck))
+        return [finish((s if which in ("sin", "sinh") else c)[1:], ans, mode)]
 
     return rule
 

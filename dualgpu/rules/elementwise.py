@@ -306,8 +306,8 @@ for _prim, _step in ((ew.exp, taylor.exp_step), (ew.expm1, taylor.expm1_step),
                      (ew.tanh, taylor.tanh_step), (ew.tan, taylor.tan_step),
                      (ew.logistic, taylor.logistic_step)):
     defrules(_prim, taylor=taylor.unary_recurrence(_step))  # the op's ODE, O(K**2)
-defrules(ew.sin, taylor=taylor.sin_cos_rule("sin"))
-defrules(ew.cos, taylor=taylor.sin_cos_rule("cos"))
+for _prim in (ew.sin, ew.cos, ew.sinh, ew.cosh):
+    defrules(_prim, taylor=taylor.sin_cos_rule(_prim.name))
 defrules(ew.where, taylor=taylor.where_rule)
 for _prim in (ew.convert_element_type, ew.real, ew.imag, ew.conj):
     defrules(_prim, taylor=taylor.coefficientwise(_cast_coefficient))  # linear over the reals

@@ -13,7 +13,7 @@ Rules, chosen by what the registry says of an op (first match wins, :func:`rule_
 * the op's own rule (``defrules(prim, taylor=...)`` beside its derivatives): the products
   (multiply, matmul, einsum, spmm, sddmm: Leibniz sums of the op applied to coefficient
   pairs), the ODE recurrences of exp, expm1, log, log1p, sqrt, reciprocal, divide, sin,
-  cos, tan, tanh and logistic (O(K**2) products per value), power, where, max/min
+  cos, sinh, cosh, tan, tanh and logistic (O(K**2) products per value), power, where, max/min
   reductions, the casts and complex parts, pad, stop_gradient, polygamma;
 * ``Flag.LINEAR`` ops: the op applied to each coefficient (through the vmap rules when
   the coefficients carry directions);
