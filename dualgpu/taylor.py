@@ -133,108 +133,131 @@ def jet(fun: Callable, primals: Sequence[Any], series: Sequence[Sequence[Any]]):
 
 # ------------------------------------------------------------------------------ operators
 class _DifferentialOperator(Transformed):
-    """``sum_r w_r d^K/dt^K f(x + t v_r)`` at ``t = 0`` (per instance with batch axes)."""
+    """``sum_r w_r d^K/dt^K f(x + t v_r)`` at ``t = 0`` (per instance with batch axes); with
+    a tuple ``argnums``, ``v_r`` has one part per argument (``directions`` a tuple)."""
 
     kind = "differential_operator"
 
     def __init__(self, fn, directions, order, weights, argnums, batch_axes, chunk_size):
         super().__init__(fn, argnums, batch_axes=batch_axes)
-        if self.argnums_tuple:
-            raise InvalidArgumentError("differential_operator: argnums must be one int (the "
-                                       "argument the directions move)")
+        what = "differential_operator"
+        if len(set(self.argnums)) != len(self.argnums):
+            raise InvalidArgumentError(f"{what}: argnums {self.argnums} names an argument "
+                                       "twice")
         if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
-            raise InvalidArgumentError(f"differential_operator: order must be a positive "
-                                       f"int, got {order!r}")
+            raise InvalidArgumentError(f"{what}: order must be a positive int, got {order!r}")
         if chunk_size is not None and (isinstance(chunk_size, bool)
                                        or not isinstance(chunk_size, (int, np.integer))
                                        or chunk_size < 1):
-            raise InvalidArgumentError(f"differential_operator: chunk_size must be a positive "
-                                       f"int or None, got {chunk_size!r}")
-        if array_backend(directions) is None or isinstance(directions, Tracer):
-            raise ArgumentTypeError(f"differential_operator: directions must be a NumPy or "
-                                    f"CuPy array of shape (R, ...), got "
-                                    f"{type(directions).__name__}")
-        if directions.ndim < 1 or directions.shape[0] < 1:
-            raise ShapeMismatchError(f"differential_operator: directions must have shape "
-                                     f"(R, ...) with R >= 1, got {tuple(directions.shape)}")
-        if np.dtype(directions.dtype).kind not in "fiu":
-            raise ArgumentTypeError(f"differential_operator: directions must be real, got "
-                                    f"dtype {directions.dtype}")
-        R = int(directions.shape[0])
+            raise InvalidArgumentError(f"{what}: chunk_size must be a positive int or None, "
+                                       f"got {chunk_size!r}")
+        if self.argnums_tuple:
+            if not isinstance(directions, (tuple, list)) or len(directions) != len(
+                    self.argnums):
+                raise ShapeMismatchError(
+                    f"{what}: with argnums {self.argnums}, directions must be a tuple of "
+                    f"{len(self.argnums)} arrays (R, *argument shape), one per argument")
+            parts = list(directions)
+        else:
+            parts = [directions]
+        for a, d in zip(self.argnums, parts):
+            if array_backend(d) is None or isinstance(d, Tracer):
+                raise ArgumentTypeError(f"{what}: the directions of argument {a} must be a "
+                                        f"NumPy or CuPy array of shape (R, ...), got "
+                                        f"{type(d).__name__}")
+            if d.ndim < 1 or d.shape[0] < 1:
+                raise ShapeMismatchError(f"{what}: the directions of argument {a} must have "
+                                         f"shape (R, ...) with R >= 1, got "
+                                         f"{tuple(d.shape)}")
+            if np.dtype(d.dtype).kind not in "fiu":
+                raise ArgumentTypeError(f"{what}: directions must be real, got dtype "
+                                        f"{d.dtype} for argument {a}")
+        R = int(parts[0].shape[0])
+        if any(int(d.shape[0]) != R for d in parts):
+            raise ShapeMismatchError(f"{what}: the directions of the arguments must have the "
+                                     f"same count R, got {[int(d.shape[0]) for d in parts]}")
         if weights is None:
             weights = np.ones(R)
         elif array_backend(weights) is None:
             weights = np.asarray(weights, dtype=float)
         if tuple(weights.shape) != (R,):
-            raise ShapeMismatchError(f"differential_operator: weights must have shape "
-                                     f"({R},), one per direction, got {tuple(weights.shape)}")
-        self.directions, self.weights = directions, weights
+            raise ShapeMismatchError(f"{what}: weights must have shape ({R},), one per "
+                                     f"direction, got {tuple(weights.shape)}")
+        self.directions = dict(zip(self.argnums, parts))   # argnum -> (R, ...)
+        self.weights, self.R = weights, R
         self.order = int(order)
         self.chunk_size = None if chunk_size is None else int(chunk_size)
 
     def options(self) -> dict:
         return {"order": self.order, "chunk_size": self.chunk_size,
-                "directions": tuple(self.directions.shape)}
+                "directions": tuple((a, tuple(d.shape)) for a, d in self.directions.items())}
 
-    def _leaf(self, sig) -> int:
-        ks = [k for k, d in enumerate(sig.diff) if d]
-        if len(ks) != 1:
-            raise ArgumentTypeError(
-                f"differential_operator: argument {self.argnums[0]} must be one floating "
-                f"array (its directions are arrays of shape (R, *x.shape)); it has "
-                f"{len(ks)} differentiable leaves")
-        return ks[0]
+    def _leaves(self, sig) -> dict:
+        """argnum -> the index of its one differentiated input."""
+        out = {}
+        for a in self.argnums:
+            ks = [k for k, d in enumerate(sig.diff) if d and sig.arg_of_input[k] == a]
+            if len(ks) != 1:
+                raise ArgumentTypeError(
+                    f"differential_operator: argument {a} must be one floating array (its "
+                    f"directions are an array of shape (R, *x.shape)); it has {len(ks)} "
+                    "differentiable leaves")
+            out[a] = ks[0]
+        return out
 
-    def _direction_shape(self, sig) -> tuple:
-        """The shape the directions enter the program with: ``(R, *x.shape)``, or with batch
-        axes ``(R, *x.shape)`` with ones on the batch axes."""
-        x = sig.inputs[self._leaf(sig)]
-        shape = tuple(self.directions.shape[1:])
-        R = self.directions.shape[0]
+    def _direction_shape(self, sig, a: int, k: int) -> tuple:
+        """The shape argument ``a``'s directions enter the program with: ``(R, *x.shape)``,
+        or with batch axes ``(R, *x.shape)`` with ones on the batch axes."""
+        x = sig.inputs[k]
+        d = self.directions[a]
+        shape = tuple(d.shape[1:])
         if shape == tuple(x.shape):
-            return (R,) + shape
+            return (self.R,) + shape
         if self.batch_axes is not None:
-            axes = tuple(a % x.ndim for a in self.batch_axes)
-            inst = tuple(s for a, s in enumerate(x.shape) if a not in axes)
+            axes = tuple(b % x.ndim for b in self.batch_axes)
+            inst = tuple(s for b, s in enumerate(x.shape) if b not in axes)
             if shape == inst:
                 it = iter(inst)
-                return (R,) + tuple(1 if a in axes else next(it) for a in range(x.ndim))
+                return (self.R,) + tuple(1 if b in axes else next(it) for b in range(x.ndim))
         raise ShapeMismatchError(
-            f"differential_operator: directions of shape {tuple(self.directions.shape)} do "
-            f"not fit argument {self.argnums[0]} of shape {tuple(x.shape)}: give (R, "
-            f"*x.shape)" + (", or (R, *instance shape) with batch_axes"
-                            if self.batch_axes is not None else ""))
+            f"differential_operator: directions of shape {tuple(d.shape)} do not fit "
+            f"argument {a} of shape {tuple(x.shape)}: give (R, *x.shape)"
+            + (", or (R, *instance shape) with batch_axes"
+               if self.batch_axes is not None else ""))
+
+    def _to_backend(self, sig, name, a, dtype):
+        b = array_backend(a)
+        if b is not sig.backend:
+            if b.on_device:
+                raise BackendMismatchError(
+                    f"differential_operator: the {name} are a {b.name} array but the "
+                    f"arguments are {sig.backend.name} arrays")
+            a = sig.backend.to_device(np.asarray(a)) if sig.backend.on_device else a
+        return a.astype(dtype) if a.dtype != dtype else a
 
     def extra_inputs(self, sig, extra):
-        x = sig.inputs[self._leaf(sig)]
-        if np.dtype(x.dtype).kind != "f":
-            raise ArgumentTypeError(f"differential_operator: argument {self.argnums[0]} has "
-                                    f"dtype {x.dtype}; only real floating-point arguments")
-        shape = self._direction_shape(sig)
+        leaves = self._leaves(sig)
         out = []
-        for name, a, dtype in (("directions", self.directions, x.dtype),
-                               ("weights", self.weights, x.dtype)):
-            b = array_backend(a)
-            if b is not sig.backend:
-                if b.on_device:
-                    raise BackendMismatchError(
-                        f"differential_operator: the {name} are a {b.name} array but the "
-                        f"arguments are {sig.backend.name} arrays")
-                a = sig.backend.to_device(np.asarray(a)) if sig.backend.on_device else a
-            if name == "directions" and tuple(a.shape) != shape:
-                a = a.reshape(shape)
-            out.append(a.astype(dtype) if a.dtype != dtype else a)
+        for a, k in sorted(leaves.items(), key=lambda item: item[1]):   # the inputs' order
+            x = sig.inputs[k]
+            if np.dtype(x.dtype).kind != "f":
+                raise ArgumentTypeError(f"differential_operator: argument {a} has dtype "
+                                        f"{x.dtype}; only real floating-point arguments")
+            d = self._to_backend(sig, f"directions of argument {a}", self.directions[a],
+                                 x.dtype)
+            shape = self._direction_shape(sig, a, k)
+            out.append(d.reshape(shape) if tuple(d.shape) != shape else d)
+        dtype = np.result_type(*[sig.inputs[k].dtype for k in leaves.values()])
+        out.append(self._to_backend(sig, "weights", self.weights, dtype))
         return out
 
     def build(self, traced, sig):
         main, _, tree, _ = traced.split_aux(False, self.__name__)
         if self.batch_axes is not None:
             check_separable(main, sig.diff_inputs(), self.batch_axes, what=self.kind)
-        flags = _flags(sig, main)
-        k = self._leaf(sig)
-        shape = self._direction_shape(sig)
-        graph = operator_graph(main, flags, self.order, shape[0], chunk_size=self.chunk_size,
-                               direction_shapes={k: shape})
+        shapes = {k: self._direction_shape(sig, a, k) for a, k in self._leaves(sig).items()}
+        graph = operator_graph(main, _flags(sig, main), self.order, self.R,
+                               chunk_size=self.chunk_size, direction_shapes=shapes)
         return graph, tree
 
     def finish(self, compiled, sig, outs):
@@ -245,7 +268,9 @@ def differential_operator(fn: Callable, directions, order: int, weights=None, ar
                           batch_axes=None, chunk_size: int | None = None):
     """The collapsed Taylor operator ``x -> sum_r w_r d^K/dt^K fn(x + t v_r)`` at ``t = 0``
     (``K = order``), for directions ``v_r`` (``directions``, shape ``(R, *x.shape)``, or
-    ``(R, *instance shape)`` with ``batch_axes``) and weights ``w_r`` (default ones).
+    ``(R, *instance shape)`` with ``batch_axes``) and weights ``w_r`` (default ones). With
+    a tuple ``argnums``, ``x`` is those arguments (one array each) and ``directions`` a
+    tuple of one such array per argument (the parts of each ``v_r``, same ``R``).
 
     One forward pass: Taylor coefficients ``1..K-1`` travel per direction, and of the
     ``K``-th only its weighted sum (the top coefficient is affine in the operands' top

@@ -414,3 +414,22 @@ def test_a_pinn_loss_through_the_operator_and_the_jet_differentiates_in_the_weig
     fd = [(loss(W + h * E) - loss(W - h * E)) / (2 * h)
           for E in np.eye(W.size).reshape(-1, *W.shape)]
     np.testing.assert_allclose(g.ravel(), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_an_operator_over_two_arguments():
+    """``u_xt`` by polarization: directions ``(1, 1)`` and ``(1, -1)`` over ``(x, t)``,
+    weights ``1/4`` and ``-1/4``; per point, with instance-shaped directions."""
+    u = lambda x, t: np.sin(x[..., 0] * x[..., 1]) * np.exp(t)  # noqa: E731
+    x, t = np.array([[0.3, -0.5], [1.1, 0.2]]), np.array([0.4, -0.1])
+    dx = np.array([[1.0, 0.0], [1.0, 0.0]])      # d/dx_0 in both directions
+    dt = np.array([1.0, -1.0])
+    op = dg.differential_operator(u, (dx, dt), 2, np.array([0.25, -0.25]), argnums=(0, 1),
+                                  batch_axes=0)
+    got = op(x, t)
+    want = [dg.jacfwd(dg.grad(lambda x, t: u(x, t)), argnums=1)(xi, ti)[0]
+            for xi, ti in zip(x, t)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    with pytest.raises(DualgpuError, match="a tuple of 2 arrays"):
+        dg.differential_operator(u, dx, 2, argnums=(0, 1))
+    with pytest.raises(DualgpuError, match="same count R"):
+        dg.differential_operator(u, (dx, np.ones(3)), 2, argnums=(0, 1))
