@@ -150,11 +150,7 @@ def test_jet_of_every_op(name, data):
         _SEEN.add(name)
         SPECS[name].build(data, np.float64)   # draws: hypothesis then tries another example
         return
-    prim = dg.REGISTRY.get(SPECS[name].prim or "")
-    fallback = prim is not None and coverage(prim)["taylor"][0] == "fallback"
-    # an op by the fallback is its nested JVPs: checked against them to order 2 (and the
-    # differences), which keeps the file fast; every other op to order 4
-    _check_spec(name, data, order_nested=2 if fallback else K)
+    _check_spec(name, data)
 
 
 def test_only_structured_ops_fall_back():
