@@ -72,6 +72,7 @@ from .sparse_derivatives import (
     sparse_jacobian,
     spy,
 )
+from .taylor import biharmonic_directions, differential_operator, jet
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 # autograd's argnum= is taken as argnums= by every transform that takes argnums
@@ -103,4 +104,5 @@ __all__ = [
     "hessian_trace",
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian", "spy",
+    "jet", "differential_operator", "biharmonic_directions",
 ]

@@ -23,10 +23,11 @@ from .core.flags import Flag
 from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive
 from .transforms.laplacian import rule_kind
 from .transforms.sparsity import rule_kind as sparsity_rule_kind
+from .transforms.taylor import rule_kind as taylor_rule_kind
 from .transforms.vmap import rule_for
 
-INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "jet", "sparsity", "kernel", "tiny",
-                "view", "library", "export")
+INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "jet", "taylor", "sparsity", "kernel",
+                "tiny", "view", "library", "export")
 _KINDS = (Flag.ELEMENTWISE, Flag.REDUCTION, Flag.SCAN)
 
 
@@ -67,6 +68,14 @@ def _jet(prim: Primitive) -> tuple[str, str]:
     if prim.name in NON_DIFFERENTIABLE:
         return ("n/a", "not differentiable")
     kind = rule_kind(prim)
+    return {"own": ("own", ""), "linear": ("flag", "linear"), "partials": ("flag", "partials"),
+            "fallback": ("fallback", "nested JVP")}[kind]
+
+
+def _taylor(prim: Primitive) -> tuple[str, str]:
+    if prim.name in NON_DIFFERENTIABLE:
+        return ("n/a", "not differentiable")
+    kind = taylor_rule_kind(prim)
     return {"own": ("own", ""), "linear": ("flag", "linear"), "partials": ("flag", "partials"),
             "fallback": ("fallback", "nested JVP")}[kind]
 
@@ -141,7 +150,8 @@ def coverage(prim: Primitive) -> dict[str, tuple[str, str]]:
     """The cell of ``prim`` for each interpreter of :data:`INTERPRETERS`."""
     return {"jvp": _derivative(prim, prim.jvp), "vjp": _derivative(prim, prim.vjp),
             "vmap": _vmap(prim), "separability": _separability(prim), "jet": _jet(prim),
-            "sparsity": _sparsity(prim), "kernel": _kernel(prim), "tiny": _tiny(prim),
+            "taylor": _taylor(prim), "sparsity": _sparsity(prim), "kernel": _kernel(prim),
+            "tiny": _tiny(prim),
             "view": _view(prim), "library": _library(prim), "export": _export(prim)}
 
 
@@ -170,10 +180,12 @@ def matrix_markdown() -> str:
         "(a rule the op declares, beside its derivatives in `dualgpu/rules/` or its "
         "declaration in `dualgpu/ops/`), **by flag** (the interpreter's rule for the op's "
         "kind), **fallback** (exact but generic: vmap's per-example loop, the Laplacian's "
-        "nested JVP), **refused** (a clear error, with the reason) or – (does not apply).",
+        "nested JVP, Taylor mode's nested JVPs along the curve), **refused** (a clear error, "
+        "with the reason) or – (does not apply).",
         "",
         "Interpreters: `jvp`, `vjp` (derivatives), `vmap` (batching), `separability` (the "
         "proof behind `batch_axes`), `jet` (the forward Laplacian and Hessian diagonal), "
+        "`taylor` (Taylor mode of any order: `dg.jet`, `dg.differential_operator`), "
         "`sparsity` (the Jacobian and Hessian patterns of `dg.sparse_jacobian`), "
         "`kernel` (the fused GPU kernels), `tiny` (a tiny program as one kernel), `view` "
         "(strides over the input's memory, in kernels and as a CuPy library step), `library` "

@@ -14,7 +14,7 @@ A :class:`Primitive` carries everything the system knows about one op:
   it from the op's flags (``"vmap"``: batching, ``"separability"``: the proof behind
   ``hvp(batch_axes=...)``, ``"jet"``: the forward Laplacian, ``"fold"``: an exact identity
   applied where the op is recorded, e.g. ``x * 1`` is ``x``; ``"sparsity"``: the Jacobian
-  and Hessian pattern detection), attached with
+  and Hessian pattern detection; ``"taylor"``: Taylor mode of any order), attached with
   :func:`defrules` beside the op's derivatives;
 * ``standalone``: for an op the generated source calls as ``ops.<name>``, the function an
   exported module defines for it, per library (:func:`defstandalone`);
@@ -46,7 +46,7 @@ from .trace import bind
 REGISTRY: dict[str, Primitive] = {}
 # The interpreters that ask an op for a rule of their own (``Primitive.rules``); each falls
 # back on defaults by flag (elementwise, reduction, scan) for ops without one.
-RULE_KINDS = ("vmap", "separability", "jet", "fold", "sparsity")
+RULE_KINDS = ("vmap", "separability", "jet", "fold", "sparsity", "taylor")
 # The code generators that ask an op how it is lowered (``Primitive.lowerings``), and the
 # forms each one implements; an op without a form of a kind is lowered by its flags.
 LOWERING_FORMS = {

@@ -18,6 +18,7 @@ from ..core.primitives import defrules
 from ..ops import elementwise as ew
 from . import _jet as jet_rules
 from . import _sparsity as sparsity
+from . import _taylor as taylor
 from ._util import unbroadcast, wants_cotangent
 
 
@@ -282,3 +283,34 @@ for _prim in (ew.add, ew.subtract, ew.negative, ew.where, ew.real, ew.imag, ew.c
 defrules(ew.multiply, sparsity=sparsity.bilinear_elementwise)
 defrules(ew.true_divide, sparsity=sparsity.quotient_elementwise)
 defrules(ew.stop_gradient, sparsity=sparsity.no_derivative)
+
+
+# ------------------------------------------------------------------ Taylor mode (any order)
+# the other elementwise ops go by their partials (Faà di Bruno) or the nested-JVP fallback
+def _cast_coefficient(eqn, c, mode):
+    """A cast or complex part of one coefficient (a real coefficient of a complex value
+    made complex first, as the JVP rules do); None for a non-floating result."""
+    if eqn.outs[0].dtype.kind not in "fc":
+        return None
+    if eqn.prim in (ew.real, ew.imag, ew.conj) and c.dtype.kind != "c":
+        c = lax.astype(c, eqn.inputs[0].dtype)
+    return eqn.prim.bind(c, **eqn.params)
+
+
+defrules(ew.multiply, taylor=taylor.multilinear_rule)   # bilinear: a Cauchy product
+defrules(ew.true_divide, taylor=taylor.divide_rule)
+defrules(ew.power, taylor=taylor.power_rule)
+for _prim, _step in ((ew.exp, taylor.exp_step), (ew.expm1, taylor.expm1_step),
+                     (ew.log, taylor.log_step), (ew.log1p, taylor.log1p_step),
+                     (ew.sqrt, taylor.sqrt_step), (ew.reciprocal, taylor.reciprocal_step),
+                     (ew.tanh, taylor.tanh_step), (ew.tan, taylor.tan_step),
+                     (ew.logistic, taylor.logistic_step)):
+    defrules(_prim, taylor=taylor.unary_recurrence(_step))  # the op's ODE, O(K**2)
+for _prim in (ew.sin, ew.cos, ew.sinh, ew.cosh):
+    defrules(_prim, taylor=taylor.sin_cos_rule(_prim.name))
+defrules(ew.where, taylor=taylor.where_rule)
+for _prim in (ew.convert_element_type, ew.real, ew.imag, ew.conj):
+    defrules(_prim, taylor=taylor.coefficientwise(_cast_coefficient))  # linear over the reals
+defrules(ew.stop_gradient, taylor=taylor.stop_rule)
+defrules(ew.polygamma, taylor=taylor.unary_derivatives_rule(
+    lambda x, m, eqn: ew.polygamma.bind(x, n=eqn.params["n"] + m)))

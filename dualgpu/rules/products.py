@@ -14,6 +14,7 @@ from ..ops.products import einsum, matmul
 from . import _batching as batching
 from . import _jet as jet_rules
 from . import _sparsity as sparsity
+from . import _taylor as taylor_rules
 from ._separability import Coupling
 from ._util import defmultilinear, unbroadcast, wants_cotangent
 
@@ -290,6 +291,9 @@ def _einsum_jet(eqn, values, jets, mode):
 
 defrules(matmul, jet=_matmul_jet)
 defrules(einsum, jet=_einsum_jet)
+# Taylor mode: Leibniz sums of the product applied to coefficient pairs (tuples for einsum)
+for _prim in (matmul, einsum):
+    defrules(_prim, taylor=taylor_rules.multilinear_rule)
 
 
 # ------------------------------------------------------------------ sparsity patterns

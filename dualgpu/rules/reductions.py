@@ -9,6 +9,7 @@ from .. import lax
 from ..core.dtypes import float_dtype
 from ..core.primitives import defrules
 from ..ops.reductions import cumprod, cumsum, reduce_max, reduce_min, reduce_prod, reduce_sum
+from . import _taylor as taylor_rules
 from ._util import deflinear
 
 
@@ -160,3 +161,26 @@ def _extremum_jet(eqn, values, jets, mode):
 
 for _prim in (reduce_max, reduce_min):
     defrules(_prim, jet=_extremum_jet)
+
+
+# ------------------------------------------------------------------ Taylor mode
+def _extremum_taylor(eqn, values, series, mode):
+    """Locally a weighted selection (ties share the weight, as the JVP): every coefficient
+    selected alike (the weights are piecewise constant, so no higher terms)."""
+    x = values[0]
+    axes = eqn.params["axes"]
+    ans = eqn.prim.bind(x, axes=axes)
+    if series[0] is None:
+        return [None]
+    keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    hit = lax.astype(lax.equal(x, lax.reshape(ans, keep)), x.dtype)
+    w = lax.true_divide(hit, lax.reshape(reduce_sum.bind(hit, axes=axes), keep))
+    lead = 0 if mode.size is None else 1
+    out = [None if c is None else
+           reduce_sum.bind(lax.multiply(w, c), axes=tuple(a + lead for a in axes))
+           for c in series[0]]
+    return [taylor_rules.finish(out, ans, mode)]
+
+
+for _prim in (reduce_max, reduce_min):
+    defrules(_prim, taylor=_extremum_taylor)

@@ -13,6 +13,7 @@ from ..ops.shape import broadcast_to, concatenate, getitem, pad, reshape, scatte
 from . import _batching as batching
 from . import _jet as jet_rules
 from . import _sparsity as sparsity
+from . import _taylor as taylor_rules
 from ._separability import At, Coupling
 from ._util import deflinear, unbroadcast
 
@@ -315,6 +316,9 @@ def _pad_jet(eqn, values, jets, mode):
 
 
 defrules(pad, jet=_pad_jet)  # the other shape ops go by their flag (linear)
+# Taylor mode: each coefficient padded with zeros (the padding is a constant)
+defrules(pad, taylor=taylor_rules.coefficientwise(
+    lambda eqn, c, mode: mode.apply(eqn, [c], [mode.size is not None], value=0)[0]))
 
 
 # ------------------------------------------------------------------ sparsity patterns

@@ -12,6 +12,7 @@ from ..ops.sparse import coo_indices, sddmm, spmm
 from . import _batching as batching
 from . import _jet as jet_rules
 from . import _sparsity as sparsity
+from . import _taylor as taylor_rules
 from ._util import defmultilinear, wants_cotangent
 
 
@@ -108,6 +109,7 @@ defrules(sddmm, vmap=_sddmm_vmap)
 # ------------------------------------------------------------------ jets (forward Laplacian)
 for _prim in (spmm, sddmm):  # bilinear
     defrules(_prim, jet=jet_rules.multilinear_rule)
+    defrules(_prim, taylor=taylor_rules.multilinear_rule)  # Taylor mode: Leibniz sums
 
 
 # ------------------------------------------------------------------ sparsity patterns
