@@ -52,26 +52,6 @@ BIHARMONIC_BUDGET = 1 << 30    # bytes: the memory_budget row
 JAX_COMPILE_S = 300.0          # seconds allowed per row (build, check and timing)
 
 
-def biharmonic_directions(xp, D: int, dtype=np.float64):
-    """``(directions (R, D), weights (R,))`` with ``sum_r w_r d^4/dt^4 f(x + t v_r) =
-    Δ²f(x)``: ``v = e_i`` with weight ``1 - (D-1)/3`` and ``v = e_i ± e_j`` (``i < j``) with
-    weight ``1/6`` (from ``D⁴_{e_i+e_j} + D⁴_{e_i-e_j} = 2∂_i⁴ + 12∂_i²∂_j² + 2∂_j⁴``).
-
-    Example::
-
-        >>> V, w = biharmonic_directions(np, 2)
-        >>> V.tolist(), [round(float(x), 4) for x in w]
-        ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0]], [0.6667, 0.6667, 0.1667, 0.1667])
-    """
-    eye = np.eye(D)
-    dirs, weights = list(eye), [1.0 - (D - 1) / 3.0] * D
-    for i in range(D):
-        for j in range(i + 1, D):
-            dirs += [eye[i] + eye[j], eye[i] - eye[j]]
-            weights += [1.0 / 6.0, 1.0 / 6.0]
-    return xp.asarray(np.array(dirs, dtype=dtype)), xp.asarray(np.array(weights, dtype=dtype))
-
-
 def _f64(args):
     return tuple(a.astype(np.float64) for a in args)
 
@@ -98,8 +78,8 @@ def build_biharmonic(memory_budget=None):
 def build_collapsed_taylor(xp, D: int):
     import dualgpu as dg
 
-    V, w = biharmonic_directions(xp, D, np.float32)
-    op = dg.differential_operator(u, V, 4, weights=w, batch_axes=0)
+    V, w = dg.biharmonic_directions(D, np.float32)       # D² directions
+    op = dg.differential_operator(u, xp.asarray(V), 4, weights=xp.asarray(w), batch_axes=0)
     op.bench_note = f"order 4, {len(w)} directions"
     return op
 
@@ -180,12 +160,10 @@ def run_weighted(ctx: Context) -> list[Row]:
                              build=lambda: dg.laplacian(u, batch_axes=0), inputs=inputs,
                              reference=True, extra=cupy_peak(ctx, inputs)))
 
-        def weighted(*a):
-            return dg.laplacian(u, batch_axes=0, sigma=S)(*a)
-
         rows.append(_measure(ctx, ref, workload=NAME, case=case,
                              impl=f"dualgpu laplacian(sigma, rank {R})",
-                             build=lambda: weighted, inputs=inputs,
+                             build=lambda: dg.laplacian(u, batch_axes=0, sigma=S),
+                             inputs=inputs,
                              extra=cupy_peak(ctx, inputs)))
     return rows
 
