@@ -73,11 +73,11 @@ __all__ = ["curvature_graph", "uses_fallback"]
 JetRule = Callable[..., list]
 
 
-def rule_kind(prim, values=None) -> str:
-    """Which rule propagates jets through ``prim``: ``"own"`` (the op's ``jet`` rule),
-    ``"linear"``, ``"partials"`` or ``"fallback"`` (``values``: the operands, for the
-    complex check)."""
-    if prim.rule("jet") is not None:
+def rule_kind(prim, values=None, own: str = "jet") -> str:
+    """Which rule propagates jets through ``prim``: ``"own"`` (the op's rule of the kind
+    ``own``: ``jet`` here, ``taylor`` for Taylor mode), ``"linear"``, ``"partials"`` or
+    ``"fallback"`` (``values``: the operands, for the complex check)."""
+    if prim.rule(own) is not None:
         return "own"
     if prim.has(Flag.LINEAR):
         return "linear"

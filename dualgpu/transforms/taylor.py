@@ -49,7 +49,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import lax
-from ..core.flags import Flag
 from ..core.interpret import eval_graph, read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import Tracer, current_builder, trace_to_graph
@@ -58,6 +57,8 @@ from ..rules._taylor import Mode, bind_all, cauchy, finish, lifted
 from ..rules._util import add_any
 from ._gc import collector_paused
 from .jvp import jvp_graph, jvp_rule
+from .laplacian import _forward_tangents
+from .laplacian import rule_kind as laplacian_rule_kind
 from .simplify import simplify
 from .vmap import batch_graph, rule_for
 
@@ -66,18 +67,9 @@ __all__ = ["jet_graph", "operator_graph", "rule_kind", "taylor_rule"]
 
 def rule_kind(prim, values=None) -> str:
     """Which rule propagates series through ``prim``: ``"own"`` (its ``taylor`` rule),
-    ``"linear"``, ``"partials"`` or ``"fallback"`` (``values``: the operands, for the
-    complex check)."""
-    if prim.rule("taylor") is not None:
-        return "own"
-    if prim.has(Flag.LINEAR):
-        return "linear"
-    if prim.partials is not None and prim.kind == "elementwise":
-        if values is not None and any(getattr(v, "dtype", np.dtype(float)).kind == "c"
-                                      for v in values):
-            return "fallback"  # the partials are real-valued forms (absolute, say)
-        return "partials"
-    return "fallback"
+    ``"linear"``, ``"partials"`` or ``"fallback"``; chosen as the forward Laplacian
+    chooses (:func:`dualgpu.transforms.laplacian.rule_kind`)."""
+    return laplacian_rule_kind(prim, values, own="taylor")
 
 
 # ------------------------------------------------------------------------------ linear
@@ -103,20 +95,6 @@ def linear_rule(eqn, values, series, mode):
 
 
 # ------------------------------------------------------------------------------ partials
-def _forward_tangents(graph: Graph, args: list, tangents: list) -> list:
-    """The output tangents of ``graph`` (JVP rules; ``None`` stays a symbolic zero)."""
-    env, tenv = {}, {}
-    for v, a, t in zip(graph.inputs, args, tangents):
-        env[v.id], tenv[v.id] = a, t
-    for eqn in graph.eqns:
-        ps = [read(env, a) for a in eqn.inputs]
-        ts = [tenv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
-        outs, outs_t = jvp_rule(eqn, ps, ts)
-        for v, o, t in zip(eqn.outs, outs, outs_t):
-            env[v.id], tenv[v.id] = o, t
-    return [tenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
-
-
 def _sub_trace(fn, values, extra_avals=()):
     """Trace ``fn(*values, *extra)`` with the traced operands (and ``extra``) as inputs, the
     others closed over: ``(graph, positions of the traced operands)``."""
