@@ -48,12 +48,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.flags import Flag
-from ..core.interpret import eval_graph, read
+from ..core.interpret import eval_graph
 from ..core.ir import Graph, Var
-from ..core.trace import current_builder, trace_to_graph
+from ..core.trace import trace_to_graph
 from ..errors import DualgpuError
 from ..frontend import numpy as dnp
 from ..rules._jet import Mode, bind_all, fit, is_zero, lift
+from ._forward import propagate_states
 from ._gc import collector_paused
 from .laplacian import _batch_axes, _forward_tangents, _seed, _sub_trace, coordinate_layout
 from .simplify import simplify
@@ -405,36 +406,19 @@ def biharmonic_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
     pairs = _Pairs(max(D, 1), dtype)
     avals = [v.aval for v in graph.inputs]
 
+    def rule(eqn, values, states):
+        outs = bind_all(eqn, values)
+        return outs, [_fitted(s, o) for o, s in zip(outs, _rule(pairs, eqn, values, states))]
+
     def run(*args):
-        env, senv = {}, {}
-        for v, a in zip(graph.inputs, args):
-            env[v.id] = a
+        seeds = {}
         for k, inst, off in layout:
             v = graph.inputs[k]
-            axes = _batch_axes(v, batch_axes)
-            J = _seed(args[k], inst, off, D, axes)
-            senv[v.id] = (J, None, None, None, None)
-        builder = current_builder()
-        outer = builder.rule_source
-        for eqn in graph.eqns:
-            builder.rule_source = eqn.source or outer
-            values = [read(env, a) for a in eqn.inputs]
-            states = [senv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
-            outs = bind_all(eqn, values)
-            for v, o, s in zip(eqn.outs, outs, _rule(pairs, eqn, values, states)):
-                env[v.id] = o
-                fitted = _fitted(s, o)
-                if fitted is not None:
-                    senv[v.id] = fitted
-        builder.rule_source = outer
-        res = []
-        for a in graph.outputs:
-            o = read(env, a)
-            s = senv.get(a.id) if isinstance(a, Var) else None
-            B = s[4] if s is not None else None
-            res.append(fit(B, tuple(np.shape(o)), o.dtype) if B is not None
-                       else dnp.zeros_like(o))
-        return res
+            J = _seed(args[k], inst, off, D, _batch_axes(v, batch_axes))
+            seeds[v.id] = (J, None, None, None, None)
+        outs, states = propagate_states(graph, args, seeds, rule)
+        return [fit(s[4], tuple(np.shape(o)), o.dtype) if s is not None and s[4] is not None
+                else dnp.zeros_like(o) for o, s in zip(outs, states)]
 
     new, _ = trace_to_graph(run, avals, graph.xp, name=f"bih_{graph.name}",
                             input_names=graph.input_names)

@@ -55,12 +55,13 @@ import numpy as np
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, read
 from ..core.ir import Aval, Graph, Var
-from ..core.trace import Tracer, current_builder, trace_to_graph
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
 from ..frontend import numpy as dnp
 from ..ops import shape as _sh
 from ..rules._jet import Mode, Seed, bind_all, fit, is_zero, lift, scale, traced_constant, vid
 from ..rules._util import add_any
+from ._forward import propagate_states
 from ._gc import collector_paused
 from .jvp import jvp_graph, jvp_rule
 from .simplify import dce, simplify
@@ -387,9 +388,7 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
         """The outputs and their jets, with the coordinates (or, with ``sigma``, the
         directions) ``lo .. hi`` seeded."""
         mode = Mode(diag, hi - lo, rule_for)
-        env, jenv = {}, {}
-        for v, a in zip(graph.inputs, args):
-            env[v.id] = a
+        jenv = {}
         for k, inst, off in layout:
             v = graph.inputs[k]
             n = int(np.prod(inst, dtype=np.int64))
@@ -407,20 +406,13 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
                                                              if i not in axes),
                                        a - lo, b - a, first=a - off)
             jenv[v.id] = (J, None)
-        builder = current_builder()
-        outer = builder.rule_source
-        for eqn in graph.eqns:
-            builder.rule_source = eqn.source or outer  # what it records: the user's line
-            values = [read(env, a) for a in eqn.inputs]
-            jets = [jenv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
+
+        def rule(eqn, values, jets):
             outs, out_jets = jet_rule(eqn, values, jets, mode)
-            for v, o, j in zip(eqn.outs, outs, out_jets):
-                env[v.id] = o
-                if j is not None and (j[0] is not None or j[1] is not None):
-                    jenv[v.id] = j
-        builder.rule_source = outer
-        outs = [read(env, a) for a in graph.outputs]
-        return outs, [jenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
+            return outs, [j if j is not None and (j[0] is not None or j[1] is not None)
+                          else None for j in out_jets]
+
+        return propagate_states(graph, args, jenv, rule)
 
     def run(*args):
         outs, jets = propagate(args, *chunks[0])

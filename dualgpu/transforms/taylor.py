@@ -49,12 +49,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import lax
-from ..core.interpret import eval_graph, read
+from ..core.interpret import eval_graph
 from ..core.ir import Aval, Graph, Var
-from ..core.trace import Tracer, current_builder, trace_to_graph
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
 from ..rules._taylor import Mode, bind_all, cauchy, finish, lifted
 from ..rules._util import add_any
+from ._forward import propagate_states
 from ._gc import collector_paused
 from .jvp import jvp_graph, jvp_rule
 from .laplacian import _forward_tangents
@@ -339,28 +340,13 @@ def _weighted_sum(p, weights):
 
 def _propagate(graph: Graph, args, seeds: dict, mode, weights=None):
     """The outputs and their series, from ``seeds`` (input index -> series)."""
-    env, senv = {}, {}
-    for v, a in zip(graph.inputs, args):
-        env[v.id] = a
-    for k, s in seeds.items():
-        senv[graph.inputs[k].id] = s
-    builder = current_builder()
-    outer = builder.rule_source
-    for eqn in graph.eqns:
-        builder.rule_source = eqn.source or outer  # what it records: the user's line
-        values = [read(env, a) for a in eqn.inputs]
-        series = [senv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
+    def rule(eqn, values, series):
         if weights is None:
-            outs, out_series = taylor_rule(eqn, values, series, mode)
-        else:
-            outs, out_series = _collapsed_rule(eqn, values, series, mode, weights)
-        for v, o, s in zip(eqn.outs, outs, out_series):
-            env[v.id] = o
-            if s is not None:
-                senv[v.id] = s
-    builder.rule_source = outer
-    outs = [read(env, a) for a in graph.outputs]
-    return outs, [senv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
+            return taylor_rule(eqn, values, series, mode)
+        return _collapsed_rule(eqn, values, series, mode, weights)
+
+    return propagate_states(graph, args, {graph.inputs[k].id: s for k, s in seeds.items()},
+                            rule)
 
 
 def _zeros_like(o):
