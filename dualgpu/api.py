@@ -106,6 +106,13 @@ class _FlatCall:
         args, kwargs = self.sig.rebuild(values)
         out = rebind_function(self.fn)(*args, **kwargs)
         leaves, self.out_tree = pytree.flatten(out)
+        if any(isinstance(leaf, SparseValue) for leaf in leaves):
+            raise ArgumentTypeError(
+                f"{self.__name__} returns a sparse matrix from a traced function (dg.jit, "
+                "dg.grad...), which returns arrays: return its values (H.data, in the order "
+                "of its pattern), H.toarray() or a product (H @ v); for the CSR matrix of "
+                "dg.sparse_hessian or dg.sparse_jacobian, call it outside dg.jit (it "
+                "compiles and caches its own program)")
         return leaves
 
 
@@ -501,6 +508,12 @@ class Transformed:
     def finish(self, compiled, sig: Signature, outs: list):
         raise NotImplementedError
 
+    def entry_guards(self, guards: Guards, trees) -> Guards:
+        """The guards of a cache entry: what the function read (``guards``), and what else
+        its build read (subclasses: the sparse transforms add the constant arrays whose
+        values their pattern was read from, :mod:`dualgpu.sparse_derivatives`)."""
+        return guards
+
     # ------------------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
         if self._by_arity is not None:
@@ -549,7 +562,7 @@ class Transformed:
             before = collect_guards(self.fn)
             graph, trees = self.build(Traced(self.fn, sig, None), sig)
             compiled = self.program_type(graph, trees, sig.backend,
-                                         collect_guards(self.fn, before))
+                                         self.entry_guards(collect_guards(self.fn, before), trees))
             log.debug("compiled %s: %d equations on %s", self.__name__,
                       len(compiled.graph.eqns), sig.backend.name)
             _evict_on_death(key, self._weak + sig.weak)
@@ -580,7 +593,8 @@ class Transformed:
             graph, trees = self.build(Traced(self.fn, sig, captured), sig)
             fresh.append(captured)
             _evict_on_death(key, self._weak + sig.weak)
-            return _Inlined(graph, trees, collect_guards(self.fn, before), not captured)
+            guards = self.entry_guards(collect_guards(self.fn, before), trees)
+            return _Inlined(graph, trees, guards, not captured)
 
         entry = _GLOBAL_CACHE.get_or_build(key, build)
         if fresh:

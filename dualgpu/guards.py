@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import sys
 import types
@@ -153,6 +154,41 @@ class Guards:
 
     def __len__(self) -> int:
         return len(self.places)
+
+    def __add__(self, other: Guards) -> Guards:
+        return Guards(self.places + other.places, self.keep + other.keep,
+                      self.static + other.static)
+
+
+def _contents(array, _name) -> tuple:
+    """What :func:`array_contents` compares: the shape, dtype and a digest of the bytes."""
+    backend = array_backend(array)
+    host = np.ascontiguousarray(backend.to_host(array) if backend is not None else array)
+    return (host.shape, host.dtype.str, hashlib.blake2b(host.view(np.uint8)).digest())
+
+
+def array_contents(arrays, labels) -> Guards:
+    """Guards on the values inside ``arrays`` (a digest of their bytes, compared on every
+    check; ``labels`` name them for :meth:`Guards.changed`): for the few arrays whose values
+    shaped a program beyond its arithmetic, such as the constant index arrays and matrices
+    a sparsity pattern was read from (a program reads an array's values when it runs; a
+    pattern read them once).
+
+    Example::
+
+        >>> mask = np.eye(2)
+        >>> g = array_contents([mask], ["mask"])
+        >>> g.hold()
+        True
+        >>> mask[0, 1] = 1.0
+        >>> g.hold(), g.changed()
+        (False, 'mask')
+    """
+    places = []
+    for array, label in zip(arrays, labels):
+        seen = _contents(array, None)
+        places.append((label, _contents, array, None, _VALUE, (seen, static_key(seen, []))))
+    return Guards(places)
 
 
 def _snapshot_key(value, budget=None):

@@ -13,7 +13,7 @@ transforms) draws a pattern with its coloring. docs/sparse_ad.md tells the story
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
+import hashlib
 from collections.abc import Callable
 
 import numpy as np
@@ -22,6 +22,10 @@ import scipy.sparse as sp
 from . import api
 from .backends import array_backend
 from .coloring import column_coloring, row_coloring, symmetric_coloring
+from .core.flags import Flag
+from .core.interpret import eval_graph
+from .core.ir import Const, Graph
+from .core.trace import Tracer, current_builder, trace_to_graph
 from .errors import (
     ArgumentTypeError,
     DualgpuError,
@@ -29,9 +33,12 @@ from .errors import (
     InvalidArgumentError,
     NonScalarOutputError,
 )
-from .guards import Guards, collect_guards
-from .transforms.sparsity import hessian_pattern, jacobian_pattern
-from .vectorize import jacobian, vmap
+from .frontend.scipy.sparse import Pattern, SparseValue
+from .guards import Guards, array_contents
+from .transforms import hvp_graph, jvp_graph, simplify, vjp_graph
+from .transforms.sparsity import hessian_pattern, jacobian_pattern, rule_kind
+from .transforms.vmap import batch_graph
+from .vectorize import jacobian
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian"]
 
@@ -112,18 +119,25 @@ def spy(pattern, coloring=None, ax=None, rows: bool = False, markersize: float |
     colors = f", {n_colors} colors" if coloring is not None else ""
     ax.set_title(f"{m} x {n}, {pattern.nnz} nonzeros{colors}")
     return ax
-_PLANS_PER_FUNCTION = 8   # signatures whose pattern, coloring and program are kept
 
 
 class _Plan:
-    """What one signature needs: the pattern, the colors, the seeds and the index map of
-    the compressed products into the CSR values (host arrays; device copies on demand)."""
+    """What a trace gives the compressed program: the pattern, the colors, the seeds and
+    the index map of the compressed products into the CSR values (host arrays; device
+    copies on demand). A plan is the ``trees`` of one entry of the program cache, with the
+    program built from the same trace: it is never paired with another trace's program."""
 
-    def __init__(self, pattern: sp.csr_matrix, colors: np.ndarray, mode: str):
+    def __init__(self, pattern: sp.csr_matrix, colors: np.ndarray, mode: str,
+                 seed_shape: tuple, seed_dtype, dtype):
         self.pattern = pattern
         self.colors = colors
         self.mode = mode
+        self.seed_shape = tuple(seed_shape)
+        self.seed_dtype = np.dtype(seed_dtype)  # the output's for "rev", else the argument's
+        self.dtype = np.dtype(dtype)            # the result's: the argument's
         self.n_colors = int(colors.max()) + 1 if len(colors) else 0
+        self.per_color = False   # the program is one product, run once per color (NumPy)
+        self.guards = Guards()   # the constant arrays whose values the pattern was read from
         rows = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
         cols = pattern.indices.astype(np.int64)
         if mode == "rev":   # product k holds row-colored rows: entry (i, j) at (colors[i], j)
@@ -131,20 +145,17 @@ class _Plan:
         else:               # product k holds column-colored columns: (i, j) at (colors[j], i)
             self.index = colors[cols] * pattern.shape[0] + rows
         self._on_device: dict = {}
-        self.out_shape: tuple = ()
-        self.guards = Guards()   # what the function read outside its arguments, as traced
-        self.programs: dict = {}  # library name -> the compiled compressed program
 
-    def seeds(self, backend, shape: tuple, dtype) -> object:
-        """One seed per color, ``(n_colors, *shape)``: the sum of its unit vectors (made
-        once per library, shape and dtype)."""
-        key = ("seeds", backend.name, tuple(shape), np.dtype(dtype).str)
+    def seeds(self, backend) -> object:
+        """One seed per color, ``(n_colors, *seed_shape)``: the sum of its unit vectors
+        (made once per library)."""
+        key = ("seeds", backend.name)
         if key not in self._on_device:
-            size = int(np.prod(shape, dtype=np.int64))
-            seeds = np.zeros((self.n_colors, size), dtype=dtype)
+            size = int(np.prod(self.seed_shape, dtype=np.int64))
+            seeds = np.zeros((self.n_colors, size), dtype=self.seed_dtype)
             seeds[self.colors, np.arange(size)] = 1
             self._on_device[key] = backend.xp.asarray(
-                seeds.reshape((self.n_colors,) + tuple(shape)))
+                seeds.reshape((self.n_colors,) + self.seed_shape))
         return self._on_device[key]
 
     def index_arrays(self, backend) -> tuple:
@@ -161,9 +172,9 @@ class _Plan:
                                     xp.asarray(self.pattern.indptr.astype(index_type)))
         return self._on_device[key]
 
-    def decompress_each(self, product_of_color, dtype) -> sp.csr_matrix:
-        """The CSR matrix (NumPy) from ``product_of_color(k)``, called once per color: each
-        product is read into the CSR values as it comes, never stacked."""
+    def places_per_color(self) -> list:
+        """Per color ``k``: the places in the CSR values of its entries and their positions
+        in product ``k``."""
         if "per color" not in self._on_device:
             size = self.pattern.shape[0]
             order = np.argsort(self.index // size, kind="stable")
@@ -171,12 +182,7 @@ class _Plan:
             self._on_device["per color"] = [
                 (order[a:b], self.index[order[a:b]] - k * size)
                 for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
-        values = np.empty(self.pattern.nnz, dtype=dtype)
-        for k, (places, rows) in enumerate(self._on_device["per color"]):
-            values[places] = product_of_color(k).reshape(-1)[rows]
-        backend = array_backend(values)
-        _, indices, indptr = self.index_arrays(backend)
-        return self.csr(backend, values, indices.copy(), indptr.copy())
+        return self._on_device["per color"]
 
     def csr(self, backend, values, indices, indptr):
         """The CSR matrix of ``values`` on this pattern, holding the arrays given (each
@@ -196,150 +202,190 @@ class _Plan:
         out.data, out.indices, out.indptr = values, indices, indptr
         return out
 
+    def traced(self, values, backend) -> SparseValue:
+        """The matrix as a value of the enclosing trace (called on traced values: inside
+        ``dg.jit``, ``dg.grad``...): traced values on the concrete pattern."""
+        _, indices, indptr = self.index_arrays(backend)
+        return SparseValue(values, Pattern("csr", self.pattern.shape, indices, indptr))
 
-class _Sparse:
-    """The shared machinery of the four transforms: argument checks, the trace, and the
-    plans per signature."""
 
-    what = "sparse"
+class _PerColor:
+    """The NumPy Hessian's program: its one HVP run once per color, each product read into
+    the CSR values as it comes (on the host the batched program costs 2-4 HVPs per color at
+    10^6 variables: wider temporaries, no launches to save). Reads as the
+    :class:`~dualgpu.executor.Executable` it wraps."""
+
+    def __init__(self, exe, plan: _Plan):
+        self.exe = exe
+        self.plan = plan
+
+    def __call__(self, *inputs) -> list:
+        plan = self.plan
+        seeds = plan.seeds(self.exe.backend)
+        values = np.empty(plan.pattern.nnz, dtype=plan.dtype)
+        for k, (places, rows) in enumerate(plan.places_per_color()):
+            values[places] = self.exe(*inputs, seeds[k])[0].reshape(-1)[rows]
+        return [values]
+
+    def __getattr__(self, name):
+        return getattr(self.exe, name)
+
+
+class _SparseProgram(api.Compiled):
+    """One entry of the program cache: the compressed program and the plan (its
+    ``trees``) built from one trace, under one key and one set of guards."""
+
+    __slots__ = ()
+
+    def __init__(self, graph, plan: _Plan, backend, guards: Guards):
+        super().__init__(graph, plan, backend, guards)
+        if plan.per_color:
+            self.exe = _PerColor(self.exe, plan)
+
+
+def _pattern_key(pattern) -> str | None:
+    """A given ``pattern=`` as part of the cache key: a digest of its entries."""
+    if pattern is None:
+        return None
+    p = sp.csr_matrix(pattern.get() if hasattr(pattern, "get") else pattern)
+    p.sum_duplicates()
+    p.eliminate_zeros()
+    p.sort_indices()
+    digest = hashlib.blake2b(repr(p.shape).encode())
+    digest.update(p.indptr.astype(np.int64).tobytes())
+    digest.update(p.indices.astype(np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def _constants_read(graph: Graph) -> Guards:
+    """Guards on the contents of the constant arrays (closed-over or global) whose values
+    the detection read: index arrays, the zeros of a matrix in a product. Changed in place,
+    such an array changes the pattern, so the entry is built again."""
+    arrays: dict = {}
+    for eqn in graph.eqns:
+        if rule_kind(eqn.prim) not in ("own", Flag.SELECTS):
+            continue   # the rules of the other kinds read no values
+        for a in eqn.inputs:
+            if isinstance(a, Const) and np.ndim(a.value) > 0 and id(a.value) not in arrays:
+                arrays[id(a.value)] = (a.value, (
+                    f"the values of a {a.value.dtype}{list(a.value.shape)} array read by the "
+                    f"sparsity pattern of {eqn.prim.name} (at {eqn.source or 'a line'})"))
+    return array_contents([a for a, _ in arrays.values()], [w for _, w in arrays.values()])
+
+
+class _Sparse(api.Transformed):
+    """The shared machinery of the sparse transforms: argument checks, the plan and the
+    compressed program, built from one trace into one entry of the program cache."""
+
+    kind = "sparse"
+    program_type = _SparseProgram
+    # floats are inputs, as under dg.jit: the pattern holds for every value
+    trace_scalars = True
 
     def __init__(self, fn: Callable, argnums, pattern=None, check_pattern: bool = False):
-        if not callable(fn):
-            raise ArgumentTypeError(f"dg.{self.what} expects a function, got "
-                                    f"{type(fn).__name__}")
         if isinstance(argnums, bool) or not isinstance(argnums, int | np.integer):
             raise InvalidArgumentError(
-                f"dg.{self.what}: argnums must be one int (the position of the argument to "
+                f"dg.{self.kind}: argnums must be one int (the position of the argument to "
                 f"differentiate), got {argnums!r}; to differentiate several arguments, "
                 "concatenate them into one array")
-        self.fn = fn
-        self.argnums = int(argnums)
+        super().__init__(fn, int(argnums))
+        self.what = self.kind
         self.user_pattern = pattern
         self.check_pattern = bool(check_pattern)
-        self._plans: OrderedDict = OrderedDict()
-        self.__name__ = f"{self.what}_{getattr(fn, '__name__', 'f')}"
-        self.__wrapped__ = fn
+        self._pattern_key = _pattern_key(pattern)
+
+    def options(self) -> dict:
+        return {"pattern": self._pattern_key, "check_pattern": self.check_pattern}
 
     # ------------------------------------------------------------------ arguments
-    def _split(self, args: tuple):
-        k = self.argnums if self.argnums >= 0 else len(args) + self.argnums
-        if not 0 <= k < len(args):
-            raise InvalidArgumentError(f"dg.{self.what}: argnums={self.argnums} but the "
-                                       f"function was called with {len(args)} arguments")
+    def split(self, args: tuple):
+        """The arguments, the differentiated one made an array and checked."""
+        n = len(args)
+        k = self.argnums[0]
+        if not -n <= k < n:
+            raise InvalidArgumentError(f"dg.{self.what}: argnums={k} but the function was "
+                                       f"called with {n} arguments")
+        k %= n
         x = args[k]
-        backend = array_backend(x)
-        if backend is None:
+        if not isinstance(x, Tracer) and array_backend(x) is None:
             x = np.asarray(x)
-            backend = array_backend(x)
-        if x.dtype.kind in "iub":
+            args = args[:k] + (x,) + args[k + 1:]
+        dtype = np.dtype(x.dtype)
+        if dtype.kind in "iub":
             raise IntegerInputError(
-                f"dg.{self.what}: argument {k} has dtype {x.dtype}; only floating-point "
+                f"dg.{self.what}: argument {k} has dtype {dtype}; only floating-point "
                 f"arguments are differentiated (pass x.astype(float))")
-        if x.dtype.kind != "f":
+        if dtype.kind != "f":
             raise ArgumentTypeError(
-                f"dg.{self.what}: argument {k} has dtype {x.dtype}; sparse derivatives "
+                f"dg.{self.what}: argument {k} has dtype {dtype}; sparse derivatives "
                 "take real floating-point arguments (split a complex one into real and "
                 "imaginary parts)")
-        others = args[:k] + args[k + 1:]
-        return k, x, others, backend
+        return args, None
 
-    def _call_with(self, k: int, others: tuple) -> Callable:
-        fn = self.fn
-        return lambda y, *rest: fn(*rest[:k], y, *rest[k:])
-
-    def _graph(self, k, x, others):
-        graph = api.trace(self._call_with(k, others), x, *others)
-        out = graph.outputs[0] if len(graph.outputs) == 1 else None
-        if out is None:
+    def _main(self, traced: api.Traced) -> Graph:
+        """The function's graph, checked: one real floating-point array output."""
+        graph = traced.graph
+        if len(graph.outputs) != 1:
             raise ArgumentTypeError(f"dg.{self.what}: the function must return one array, "
                                     f"but it returns {len(graph.outputs)} outputs")
+        out = graph.outputs[0]
         if out.dtype.kind != "f":
             raise ArgumentTypeError(f"dg.{self.what}: the function returns dtype "
                                     f"{out.dtype}; sparse derivatives take real "
                                     "floating-point outputs")
         return graph
 
-    @staticmethod
-    def _key(args: tuple) -> tuple:
-        key = []
-        for a in args:
-            backend = array_backend(a)
-            if backend is not None:
-                key.append((backend.name, tuple(a.shape), a.dtype.str))
-            elif isinstance(a, bool | int | np.integer | np.bool_):
-                key.append((type(a), a))   # may be static: it may shape the pattern
-            elif isinstance(a, float | complex | np.generic):
-                key.append(type(a))   # traced: the pattern holds for every value
-            else:
-                try:
-                    hash(a)
-                    key.append(("value", type(a), a))
-                except TypeError:
-                    key.append(("object", id(a)))
-        return tuple(key)
+    # ------------------------------------------------------------------ building
+    def build(self, traced, sig):
+        graph = self._main(traced)
+        (k,) = sig.diff_inputs()
+        inline = current_builder() is not None
+        if self.user_pattern is None:
+            pattern = self._detect(graph, k)
+        else:
+            pattern = self._given_pattern(graph, k, sig, inline)
+        plan = self._plan(graph, k, pattern)
+        if self.user_pattern is None:
+            plan.guards = _constants_read(graph)
+        plan.per_color = self.per_color and not inline and not sig.backend.on_device
+        return self._program(graph, k, plan, sig.backend, inline), plan
 
-    def _plan(self, args: tuple) -> _Plan:
-        key = self._key(args)
-        plan = self._plans.get(key)
-        if plan is not None and plan.guards.hold():
-            self._plans.move_to_end(key)
-            return plan
-        if plan is not None:
-            # a global, closure cell or default the function read has changed: every plan
-            # and program bakes in what it read, so all are built again (the compiled
-            # programs are dualgpu's functions, whose own guards stop at the user's)
-            self._plans.clear()
-            self._forget_programs()
-        k, x, others, _ = self._split(args)
-        before = collect_guards(self.fn)
-        graph = self._graph(k, x, others)
-        plan = self._build(graph, k, x, others)
-        plan.guards = collect_guards(self.fn, before)
-        plan.out_shape = tuple(graph.outputs[0].shape)
-        # an argument keyed by identity is kept alive with its plan: its id is not reused
-        plan.held = [a for a, part in zip(args, key) if isinstance(part, tuple)
-                     and part[:1] == ("object",)]
-        self._plans[key] = plan
-        if len(self._plans) > _PLANS_PER_FUNCTION:
-            self._plans.popitem(last=False)
-        return plan
+    def entry_guards(self, guards: Guards, plan: _Plan) -> Guards:
+        return guards + plan.guards
 
-    def _forget_programs(self) -> None:
-        """Drop the compiled programs that are not a plan's (a transform's own)."""
-
-    def _products(self, g: Callable, x, seeds, mode: str):
-        """The compressed products of ``g`` at ``x``, one per seed (traced)."""
-        raise NotImplementedError
-
-    def _compressed(self, plan: _Plan, k: int, backend, x) -> Callable:
-        """The function compiled for ``plan`` on ``backend``: the compressed products of
-        the seeds, the CSR values gathered from them by the index map, and copies of the
-        CSR structure (a program's output that is one of its constants is copied). Seeds
-        and index arrays are the program's constants, so a cached call is one program run
-        on the arguments alone, decompression included."""
-        fn, products_of, mode = self.fn, self._products, plan.mode
-        seed_shape = plan.out_shape if mode == "rev" else tuple(x.shape)
-        seeds = plan.seeds(backend, seed_shape, x.dtype)
+    def _program(self, graph: Graph, k: int, plan: _Plan, backend, inline: bool) -> Graph:
+        """``(*inputs) -> (values, indices, indptr)`` of the CSR matrix: the compressed
+        products of the seeds, the values gathered from them by the index map, and the CSR
+        structure (copied: a program's output that is one of its constants is copied).
+        Seeds and index arrays are the program's constants, so a cached call is one program
+        run on the arguments alone, decompression included. With ``plan.per_color``: the
+        one product ``(*inputs, seed) -> product``, run per color by :class:`_PerColor`."""
+        product = simplify(self._product_graph(graph, k, plan.mode))
+        if plan.per_color:
+            return product
+        n = len(graph.inputs)
+        batched = None
+        if plan.n_colors:
+            batched, _ = batch_graph(product, [None] * n + [0], plan.n_colors, [0])
+        xp = graph.xp or backend.xp
+        seeds = plan.seeds(backend)
         index, indices, indptr = plan.index_arrays(backend)
 
-        def compressed(x, *rest):
-            def g(y):
-                return fn(*rest[:k], y, *rest[k:])
-            products = products_of(g, x, seeds, mode)
-            return products.reshape(-1)[index], indices, indptr
+        def compressed(*inputs):
+            if batched is None:   # no entries
+                return [xp.zeros(0, dtype=plan.dtype), indices, indptr]
+            (products,) = eval_graph(batched, list(inputs) + [seeds])
+            values = products.reshape(-1)[index]
+            return [values.astype(plan.dtype) if values.dtype != plan.dtype else values,
+                    indices, indptr]
 
-        compressed.__name__ = f"compressed_{mode}_{getattr(fn, '__name__', 'f')}"
-        return compressed
+        program, _ = trace_to_graph(compressed, [v.aval for v in graph.inputs], graph.xp,
+                                    name=f"compressed_{plan.mode}_{graph.name}",
+                                    input_names=graph.input_names)
+        return simplify(program)
 
-    def _run(self, plan: _Plan, k: int, x, others: tuple, backend):
-        """The CSR derivative by the plan's compiled program (one per library)."""
-        program = plan.programs.get(backend.name)
-        if program is None:
-            program = plan.programs[backend.name] = api.jit(
-                self._compressed(plan, k, backend, x))
-        return plan.csr(backend, *program(x, *others))
-
-    def _given_pattern(self, shape: tuple) -> sp.csr_matrix:
+    def _given_pattern(self, graph: Graph, k: int, sig, inline: bool) -> sp.csr_matrix:
+        shape = self._shape(graph, k)
         p = self.user_pattern
         p = sp.csr_matrix(p.get() if hasattr(p, "get") else p)
         if p.shape != shape:
@@ -348,17 +394,32 @@ class _Sparse:
         p = sp.csr_matrix((np.ones(p.nnz, dtype=bool), p.indices, p.indptr), shape=p.shape)
         p.sum_duplicates()
         p.eliminate_zeros()
+        p = self._symmetrized(p)
+        if self.check_pattern:
+            if inline:
+                raise InvalidArgumentError(
+                    f"dg.{self.what}: check_pattern=True compares the pattern with the dense "
+                    "derivative at the call's values, which a trace (dg.jit, dg.grad...) does "
+                    "not have: check it in a call outside the trace")
+            self._check_superset(p, sig)
         return p
 
-    def _check_superset(self, pattern, dense_at, args, k, x):
+    def _symmetrized(self, pattern: sp.csr_matrix) -> sp.csr_matrix:
+        return pattern
+
+    def _check_superset(self, pattern, sig):
         """``check_pattern=True``: the dense derivative at the call's point and at a random
         point near it has no nonzero outside ``pattern`` (costs a dense derivative)."""
+        k = self.argnums[0]
+        x = sig.args[k]
+        backend = array_backend(x)
         rng = np.random.default_rng(0)
-        host = np.asarray(array_backend(x).to_host(x))
+        host = np.asarray(backend.to_host(x))
         noise = rng.standard_normal(host.shape).astype(host.dtype)
+        dense_at = self._dense(k)
         for point in (host, host + 1e-2 * (np.abs(host) + 1) * noise):
-            moved = args[:k] + (array_backend(x).to_device(point),) + args[k + 1:]
-            dense = np.asarray(array_backend(x).to_host(dense_at(moved)))
+            moved = sig.args[:k] + (backend.to_device(point),) + sig.args[k + 1:]
+            dense = np.asarray(backend.to_host(dense_at(*moved, **sig.kwargs)))
             dense = dense.reshape(pattern.shape)
             missed = np.argwhere((np.nan_to_num(dense) != 0) & ~pattern.toarray())
             if len(missed):
@@ -368,67 +429,94 @@ class _Sparse:
                     f"(and {len(missed) - 1} more): it is not a superset of the sparsity "
                     "pattern; leave pattern= out to detect it from the graph")
 
-    def coloring(self, *args) -> np.ndarray:
+    def finish(self, compiled, sig, outs):
+        plan = compiled.trees
+        values = outs[0]
+        if isinstance(values, Tracer):
+            return plan.traced(values, sig.backend)
+        if len(outs) == 3:
+            return plan.csr(sig.backend, values, outs[1], outs[2])
+        _, indices, indptr = plan.index_arrays(sig.backend)
+        return plan.csr(sig.backend, values, indices.copy(), indptr.copy())
+
+    # ------------------------------------------------------------------ inspection
+    def _entry(self, args: tuple, kwargs: dict) -> _SparseProgram:
+        """The cache entry of this call (built if needed): its plan is ``.trees``."""
+        if self._by_arity is not None:
+            return self._resolved(self.split(args)[0])._entry(args, kwargs)
+        fargs, _ = self.split(args)
+        return self.compiled(self._signature(fargs, kwargs))
+
+    def coloring(self, *args, **kwargs) -> np.ndarray:
         """The color of each column (of each row for ``mode="rev"``): the entries of one
         color come from one product."""
-        return self._plan(args).colors
+        return self._entry(args, kwargs).trees.colors
 
-    def sparsity(self, *args) -> sp.csr_matrix:
+    def sparsity(self, *args, **kwargs) -> sp.csr_matrix:
         """The pattern the transform uses at this signature (boolean CSR)."""
-        return self._plan(args).pattern
+        return self._entry(args, kwargs).trees.pattern
 
-    def spy(self, *args, ax=None, markersize: float | None = None):
+    def spy(self, *args, ax=None, markersize: float | None = None, **kwargs):
         """Draw the pattern at this signature with its coloring (:func:`spy`, matplotlib);
         returns the axes."""
-        plan = self._plan(args)
+        plan = self._entry(args, kwargs).trees
         return spy(plan.pattern, plan.colors, ax=ax, rows=plan.mode == "rev",
                    markersize=markersize)
 
 
 class _Detect:
-    """``dg.jacobian_sparsity`` and ``dg.hessian_sparsity``."""
+    """``dg.jacobian_sparsity`` and ``dg.hessian_sparsity``: detection on every call."""
 
     def __init__(self, fn, argnums, hessian: bool):
         self.transform = (_SparseHessian if hessian else _SparseJacobian)(fn, argnums)
         self.transform.what = "hessian_sparsity" if hessian else "jacobian_sparsity"
-        self.hessian = hessian
         self.__wrapped__ = fn
 
-    def __call__(self, *args) -> sp.csr_matrix:
+    def __call__(self, *args, **kwargs) -> sp.csr_matrix:
         t = self.transform
-        k, x, others, _ = t._split(args)
-        graph = t._graph(k, x, others)
-        return (hessian_pattern if self.hessian else jacobian_pattern)(graph, [0])
+        if t._by_arity is not None:
+            t = t._resolved(t.split(args)[0])
+        fargs, _ = t.split(args)
+        sig = t._signature(fargs, kwargs)
+        captured = [] if sig.traced or current_builder() is not None else None
+        graph = t._main(api.Traced(t.fn, sig, captured))
+        return t._detect(graph, sig.diff_inputs()[0])
 
-    def spy(self, *args, ax=None, markersize: float | None = None):
+    def spy(self, *args, ax=None, markersize: float | None = None, **kwargs):
         """Draw the pattern with the coloring the sparse transform would use (:func:`spy`:
         the symmetric coloring for a Hessian, columns or rows, whichever are fewer, for a
         Jacobian); returns the axes."""
-        return self.transform.spy(*args, ax=ax, markersize=markersize)
+        return self.transform.spy(*args, ax=ax, markersize=markersize, **kwargs)
 
 
 class _SparseJacobian(_Sparse):
-    what = "sparse_jacobian"
+    kind = "sparse_jacobian"
+    per_color = False
 
     def __init__(self, fn, argnums=0, mode: str = "auto", pattern=None,
                  check_pattern: bool = False):
         if mode not in MODES:
             raise InvalidArgumentError(f"dg.sparse_jacobian: mode must be one of "
                                        f"{', '.join(map(repr, MODES))}, got {mode!r}")
-        super().__init__(fn, argnums, pattern, check_pattern)
         self.mode = mode
+        super().__init__(fn, argnums, pattern, check_pattern)
 
-    def _build(self, graph, k, x, others) -> _Plan:
-        m = int(np.prod(graph.outputs[0].shape, dtype=np.int64))
-        n = int(x.size)
-        if self.user_pattern is None:
-            pattern = jacobian_pattern(graph, [0])
-        else:
-            pattern = self._given_pattern((m, n))
-            if self.check_pattern:
-                args = others[:k] + (x,) + others[k:]
-                self._check_superset(pattern, lambda a: jacobian(self.fn, argnums=k)(*a),
-                                     args, k, x)
+    def options(self) -> dict:
+        return {**super().options(), "mode": self.mode}
+
+    @staticmethod
+    def _shape(graph: Graph, k: int) -> tuple:
+        out = graph.outputs[0]
+        return (int(np.prod(out.shape, dtype=np.int64)),
+                int(np.prod(graph.inputs[k].shape, dtype=np.int64)))
+
+    def _detect(self, graph: Graph, k: int) -> sp.csr_matrix:
+        return jacobian_pattern(graph, [k])
+
+    def _dense(self, k: int) -> Callable:
+        return jacobian(self.fn, argnums=k)
+
+    def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
         mode = self.mode
         columns = rows = None
         if mode in ("fwd", "auto"):
@@ -437,83 +525,54 @@ class _SparseJacobian(_Sparse):
             rows = row_coloring(pattern)
         if mode == "auto":
             mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
-        return _Plan(pattern, columns if mode == "fwd" else rows, mode)
+        x, out = graph.inputs[k], graph.outputs[0]
+        seed = out if mode == "rev" else x
+        return _Plan(pattern, columns if mode == "fwd" else rows, mode, tuple(seed.shape),
+                     seed.dtype, x.dtype)
 
-    def _products(self, g, x, seeds, mode: str):
-        if mode == "fwd":
-            return vmap(lambda s: api.jvp(g, (x,), (s,))[1])(seeds)
-        return vmap(lambda w: api.vjp(g, x)[1](w)[0])(seeds)
-
-    def __call__(self, *args):
-        plan = self._plan(args)
-        k, x, others, backend = self._split(args)
-        m, n = plan.pattern.shape
-        if plan.n_colors == 0:
-            return backend.sparse.csr_matrix((m, n), dtype=x.dtype)
-        return self._run(plan, k, x, others, backend)
+    def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
+        """``(*inputs, seed) -> J seed`` (fwd) or ``seed^T J`` (rev)."""
+        wrt = [i == k for i in range(len(graph.inputs))]
+        product = jvp_graph(graph, wrt) if mode == "fwd" else vjp_graph(graph, wrt)
+        product.outputs = product.outputs[1:]   # the product alone, not the value
+        return product
 
 
 class _SparseHessian(_Sparse):
-    what = "sparse_hessian"
+    kind = "sparse_hessian"
+    per_color = True   # on the host: one HVP per color (:class:`_PerColor`)
 
-    def __init__(self, fn, argnums=0, pattern=None, check_pattern: bool = False):
-        super().__init__(fn, argnums, pattern, check_pattern)
-        self._forget_programs()
+    @staticmethod
+    def _shape(graph: Graph, k: int) -> tuple:
+        n = int(np.prod(graph.inputs[k].shape, dtype=np.int64))
+        return (n, n)
 
-    def _forget_programs(self) -> None:
-        self._one_hvp_fn = None
-
-    def _graph(self, k, x, others):
-        graph = super()._graph(k, x, others)
-        size = int(np.prod(graph.outputs[0].shape, dtype=np.int64))
-        if size != 1:
-            from_shape = tuple(graph.outputs[0].shape)
+    def _main(self, traced):
+        graph = super()._main(traced)
+        shape = tuple(graph.outputs[0].shape)
+        if shape != ():
             raise NonScalarOutputError(
                 f"dg.{self.what}: the function must return a scalar, but it returns shape "
-                f"{from_shape}; sum it or take the entry you need (for the Hessians of "
+                f"{shape}; sum it or take the entry you need (for the Hessians of "
                 "several outputs, one sparse_hessian per output)")
         return graph
 
-    def _build(self, graph, k, x, others) -> _Plan:
-        n = int(x.size)
-        if self.user_pattern is None:
-            pattern = hessian_pattern(graph, [0])
-        else:
-            pattern = self._given_pattern((n, n))
-            pattern = (pattern + pattern.T).tocsr()   # a Hessian is symmetric
-            if self.check_pattern:
-                args = others[:k] + (x,) + others[k:]
-                self._check_superset(pattern, lambda a: api.hessian(self.fn, argnums=k)(*a),
-                                     args, k, x)
-        return _Plan(pattern, symmetric_coloring(pattern), "fwd")
+    def _detect(self, graph: Graph, k: int) -> sp.csr_matrix:
+        return hessian_pattern(graph, [k])
 
-    def _products(self, g, x, seeds, mode: str):
-        return vmap(api.hvp(g), in_axes=(None, 0))(x, seeds)
+    def _symmetrized(self, pattern: sp.csr_matrix) -> sp.csr_matrix:
+        return (pattern + pattern.T).tocsr()   # a Hessian is symmetric
 
-    def __call__(self, *args):
-        plan = self._plan(args)
-        k, x, others, backend = self._split(args)
-        n = plan.pattern.shape[0]
-        if plan.n_colors == 0:
-            return backend.sparse.csr_matrix((n, n), dtype=x.dtype)
-        if backend.name == "numpy":
-            # on the host one HVP per color beats the batched program (which costs 2-4
-            # HVPs per color at 10^6 variables: wider temporaries, no launches to save)
-            seeds = plan.seeds(backend, tuple(x.shape), x.dtype)
-            hvp_once = self._one_hvp(k)
-            return plan.decompress_each(lambda c: hvp_once(x, seeds[c], *others), x.dtype)
-        return self._run(plan, k, x, others, backend)
+    def _dense(self, k: int) -> Callable:
+        return api.hessian(self.fn, argnums=k)
 
-    def _one_hvp(self, k: int):
-        if self._one_hvp_fn is None:
-            fn = self.fn
+    def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
+        x = graph.inputs[k]
+        return _Plan(pattern, symmetric_coloring(pattern), "fwd", tuple(x.shape), x.dtype,
+                     x.dtype)
 
-            def one_hvp(x, seed, *rest):
-                return api.hvp(lambda y: fn(*rest[:k], y, *rest[k:]))(x, seed)
-
-            one_hvp.__name__ = f"hvp_{getattr(fn, '__name__', 'f')}"
-            self._one_hvp_fn = api.jit(one_hvp)
-        return self._one_hvp_fn
+    def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
+        return hvp_graph(graph, [k], value=False, grads=False)
 
 
 def jacobian_sparsity(fn: Callable, argnums: int = 0) -> Callable:
