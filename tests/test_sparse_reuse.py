@@ -1,7 +1,8 @@
-"""What docs/sparse_ad.md's Reuse section says: a sparse transform builds its pattern and
-coloring once per signature (arrays by shape and dtype, ints by value, floats by type, other
-objects by value or identity), keeps 8 signatures, and ``pattern=`` skips detection.
-References are closed forms."""
+"""What docs/sparse_ad.md's Reuse section says: a sparse transform builds its pattern,
+coloring and program once per signature (the program cache's: arrays by shape and dtype,
+ints by value, floats by type, containers by structure and contents), in one entry of the
+program cache (bounded by its size, emptied by ``dg.clear_cache()``), and ``pattern=`` skips
+detection. References are closed forms."""
 import numpy as np
 import pytest
 
@@ -11,7 +12,9 @@ from dualgpu import sparse_derivatives
 
 @pytest.fixture
 def detections(monkeypatch):
-    """The number of pattern detections so far (Hessian and Jacobian)."""
+    """The number of pattern detections so far (Hessian and Jacobian), from an empty
+    program cache."""
+    dg.clear_cache()
     calls = []
     for name in ("hessian_pattern", "jacobian_pattern"):
         detect = getattr(sparse_derivatives, name)
@@ -49,36 +52,39 @@ def test_the_lagrange_multipliers_are_a_second_argument(detections):
     assert len(detections) == 1
 
 
-def test_eight_signatures_are_kept_least_recently_used_dropped(detections):
-    kept = sparse_derivatives._PLANS_PER_FUNCTION
-    hess = dg.sparse_hessian(chain)
-    sizes = range(3, 3 + kept)
-    for n in sizes:
-        hess(np.ones(n), 1.0)
-    hess(np.ones(3), 1.0)                          # the oldest, used again: now the newest
-    assert len(detections) == kept
-    hess(np.ones(3 + kept), 1.0)                   # one more drops the least recently used
-    hess(np.ones(3), 1.0)
-    assert len(detections) == kept + 1
-    hess(np.ones(4), 1.0)
-    assert len(detections) == kept + 2
+def test_plans_are_entries_of_the_program_cache(detections):
+    """A new transform object of the same function finds the plan there (a transform
+    written inside a loop reuses it), and the cache's bound drops it."""
+    for _ in range(3):
+        dg.sparse_hessian(chain)(np.ones(5), 1.0)
+    assert len(detections) == 1
+    size = dg.config["cache_size"]
+    try:
+        dg.set_cache_size(1)
+        dg.sparse_hessian(chain)(np.ones(4), 1.0)  # the only entry now
+        dg.sparse_hessian(chain)(np.ones(5), 1.0)
+        assert len(detections) == 3
+    finally:
+        dg.set_cache_size(size)
 
 
-def test_clear_cache_leaves_the_patterns(detections):
+def test_clear_cache_drops_the_plans_with_the_programs(detections):
     hess = dg.sparse_hessian(chain)
     hess(np.ones(5), 1.0)
     dg.clear_cache()
     np.testing.assert_array_equal(hess(np.ones(5), 2.0).toarray(), chain_hessian(5, 2.0))
-    assert len(detections) == 1
+    assert len(detections) == 2
 
 
-def test_an_unhashable_argument_is_keyed_by_identity(detections):
-    hess = dg.sparse_hessian(lambda x, scales: chain(x, scales[0]))
-    scales = [1.0]
+def test_a_container_argument_is_keyed_by_its_contents(detections):
+    hess = dg.sparse_hessian(lambda x, scales: chain(x[:scales[1]], scales[0]))
+    scales = [1.0, 5]
     hess(np.ones(5), scales)
-    hess(np.ones(5), scales)
-    assert len(detections) == 1
-    np.testing.assert_array_equal(hess(np.ones(5), [4.0]).toarray(), chain_hessian(5, 4.0))
+    np.testing.assert_array_equal(hess(np.ones(5), [4.0, 5]).toarray(), chain_hessian(5, 4.0))
+    assert len(detections) == 1                    # a new list, a new float: reused
+    scales[1] = 3                                  # an int in it, changed in place
+    np.testing.assert_array_equal(hess(np.ones(5), scales).toarray()[:3, :3],
+                                  chain_hessian(3, 1.0))
     assert len(detections) == 2
 
 
