@@ -43,10 +43,12 @@ import random
 import traceback
 import types
 import zlib
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 import fuzz_programs as fp
 import numpy as np
+import scipy.sparse as sp
 
 import dualgpu as dg
 
@@ -104,6 +106,8 @@ def snapshot(x):
     """A deep copy of argument values (arrays copied with their dtype and shape)."""
     if isinstance(x, np.ndarray):
         return np.array(x, copy=True)
+    if isinstance(x, CSR):
+        return CSR(*(snapshot(i) for i in x))
     if isinstance(x, (tuple, list)):
         return type(x)(snapshot(i) for i in x)
     if isinstance(x, dict):
@@ -437,13 +441,136 @@ CAPTURED = {
                                 "h_gdefault.__defaults__ = {v}"),
     "h_gcell.k": ([1.0, -2.0, 0.5], _set_cell, "k = {v}  # h_gcell's closure cell"),
 }
+
+# --------------------------------------------------------------------------- sparse transforms
+# The "sparse" family: dg.sparse_hessian, dg.sparse_jacobian (fwd, rev, auto) and the two
+# patterns, on functions whose pattern depends on what they read: a dict argument (an item
+# decides whether entries couple, a list inside it by how far), globals, and captured arrays
+# changed IN PLACE (a matrix in a product, an index array). A result is compared as its CSR
+# arrays (shape, indptr, indices, data: bitwise), and against the dense dg.hessian /
+# dg.jacobian (the values to rounding; a pattern must cover the dense nonzeros).
+CSR = namedtuple("CSR", "shape indptr indices data")
+S_N = 6
+S_MATRICES = [np.eye(S_N), np.eye(S_N) + 0.5 * np.eye(S_N, k=1),
+              np.eye(S_N) - np.eye(S_N, k=-2), np.diag(np.arange(S_N) % 2 * 1.0),
+              np.eye(S_N)[::-1] + np.eye(S_N)]
+S_ORDERS = [np.arange(S_N), np.array([1, 0, 3, 2, 5, 4]), np.arange(S_N)[::-1],
+            np.array([0, 0, 1, 1, 2, 2])]
+S_MATRIX = S_MATRICES[0].copy()   # changed in place by "set" steps (never reassigned)
+S_ORDER = S_ORDERS[0].copy()
+S_COUPLE = False
+S_SHIFT = 1
+
+
+def s_cfg(x, cfg):
+    energy = cfg["scale"] * np.sum(np.sin(x) ** 2)
+    if cfg["couple"]:
+        energy = energy + np.sum(x * np.roll(x, cfg["shift"][0]) ** 2)
+    return energy
+
+
+def s_cfgv(x, cfg):
+    out = np.sin(x) * cfg["scale"]
+    return out + x * np.roll(x, cfg["shift"][0]) if cfg["couple"] else out
+
+
+def s_mat(x):
+    return np.sum(x * (S_MATRIX @ x) ** 2)
+
+
+def s_matv(x):
+    return S_MATRIX @ np.sin(x) + x ** 2
+
+
+def s_order(x):
+    return np.sum(x * x[S_ORDER] ** 2)
+
+
+def s_orderv(x):
+    return x[S_ORDER] * np.cos(x)
+
+
+def s_glob(x):
+    coupling = np.sum(x * np.roll(x, S_SHIFT) ** 2) if S_COUPLE else 0.0
+    return np.sum(np.sin(x) ** 2) + coupling
+
+
+def s_kw(x, *, k=1, c=1.0):
+    return c * np.sum(x[k:] * x[:-k] ** 2)
+
+
+def s_kwv(x, *, k=1, c=1.0):
+    return c * x[k:] * x[:-k]
+
+
+SPARSE_FNS = {  # name: (function, variants, keyword choices, output)
+    "s_cfg": (s_cfg, [[(A, (S_N,)), ("cfg",)], [(A, (5,)), ("cfg",)]], {}, "scalar"),
+    "s_cfgv": (s_cfgv, [[(A, (S_N,)), ("cfg",)]], {}, "vector"),
+    "s_mat": (s_mat, [[(A, (S_N,))]], {}, "scalar"),
+    "s_matv": (s_matv, [[(A, (S_N,))]], {}, "vector"),
+    "s_order": (s_order, [[(A, (S_N,))]], {}, "scalar"),
+    "s_orderv": (s_orderv, [[(A, (S_N,))]], {}, "vector"),
+    "s_glob": (s_glob, [[(A, (S_N,))], [(A, (5,))]], {}, "scalar"),
+    "s_kw": (s_kw, [[(A, (S_N,))], [(A, (5,))]], {"k": [1, 2, 3], "c": [0.5, 2.0]}, "scalar"),
+    "s_kwv": (s_kwv, [[(A, (S_N,))]], {"k": [1, 2], "c": [0.5, 2.0]}, "vector"),
+}
+
+
+def _set_in_place(get_array):
+    def setter(value):
+        get_array()[...] = value
+    return setter
+
+
+SPARSE_CAPTURED = {
+    "S_MATRIX[...]": (S_MATRICES, _set_in_place(lambda: S_MATRIX),
+                      "S_MATRIX[...] = S_MATRICES[{i}]  # in place"),
+    "S_ORDER[...]": (S_ORDERS, _set_in_place(lambda: S_ORDER),
+                     "S_ORDER[...] = S_ORDERS[{i}]  # in place"),
+    "S_COUPLE": ([False, True], _set_global("S_COUPLE"), "S_COUPLE = {v}"),
+    "S_SHIFT": ([1, 2, -1], _set_global("S_SHIFT"), "S_SHIFT = {v}"),
+}
+SPARSE_KINDS = {"scalar": ("sparse_hessian", "sparse_hessian", "hessian_sparsity"),
+                "vector": ("sparse_jacobian", "sparse_jacobian", "jacobian_sparsity")}
+
+
+def as_csr_parts(res):
+    """A sparse result as its CSR arrays (the arrays themselves: the alias checks see
+    them); anything else as it is."""
+    if sp.issparse(res):
+        res = res.tocsr()
+        return CSR(np.array(res.shape), res.indptr, res.indices, res.data)
+    return res
+
+
+def sparse_reference(step, args, extra, fresh) -> str | None:
+    """What is wrong with a fresh sparse result against the dense derivative (None: right):
+    a matrix equals it to rounding, a pattern covers its nonzeros."""
+    t = step[2]
+    if step[0] != "call" or t[0] not in SPARSE_KINDS["scalar"] + SPARSE_KINDS["vector"]:
+        return None
+    f = build(t[1], None)
+    dense_of = dg.hessian if t[0] in SPARSE_KINDS["scalar"] else dg.jacobian
+    dense = np.asarray(dense_of(f, argnums=t[2])(*args, **extra))
+    got = sp.csr_matrix((fresh.data, fresh.indices, fresh.indptr), shape=tuple(fresh.shape))
+    dense = dense.reshape(got.shape)
+    if t[0].endswith("sparsity"):
+        missed = np.argwhere((dense != 0) & ~got.toarray())
+        return f"the pattern misses the dense nonzero {tuple(missed[0])}" if len(missed) else None
+    if not close(got.toarray(), dense, inputs=args):
+        return f"{short(got.toarray())} but the dense derivative is {short(dense)}"
+    return None
+
+
+# every captured place a "set" step may change (the sparse family's only in that family)
+ALL_CAPTURED = {**CAPTURED, **SPARSE_CAPTURED}
 # applied in this order (a new G_KNOBS first, then its scale)
-START_WORLD = {target: 0 for target in CAPTURED}
+START_WORLD = {target: 0 for target in ALL_CAPTURED}
 
 
 def apply_world(world: dict) -> None:
     """Sets every captured place to the choice ``world`` names."""
-    for target, (choices, setter, _) in CAPTURED.items():
+    for target, (choices, setter, _) in ALL_CAPTURED.items():
         value = choices[world.get(target, 0)]
         if value is not None:
             setter(value)
@@ -557,7 +684,7 @@ def _fn_specs(t):
 
 
 def fn_text(spec) -> str:
-    if spec[0] == "hand":
+    if spec[0] in ("hand", "sparse"):
         return spec[1]
     if spec[0] == "closure":
         return f"make_{spec[1]}({fmt_value(spec[2])})"
@@ -575,6 +702,8 @@ def t_text(t) -> str:
         return f"sumw({t_text(t[1])}, salt={t[2]})"
     if k == "vmap":
         return f"dg.vmap({t_text(t[1])}, in_axes={t[2]!r})"
+    if k == "sparse_jacobian":
+        return f"dg.sparse_jacobian({t_text(t[1])}, mode={t[3]!r})"
     opts = ""
     if t[2] != 0:
         opts += f", argnums={t[2]!r}"
@@ -609,8 +738,13 @@ def step_text(step, objs) -> str:
     if k == "mutate":
         return f"{step[1]}[...] = rand({step[1]}.shape, seed={step[2]})  # in place"
     if k == "set":
-        choices, _, form = CAPTURED[step[1]]
-        return form.format(v=value_text(choices[step[2]]))
+        choices, _, form = ALL_CAPTURED[step[1]]
+        return form.format(v=value_text(choices[step[2]]), i=step[2])
+    if k == "cfg":
+        return f"{step[1]} = {{'couple': {step[2]}, 'scale': {step[3]!r}, 'shift': [{step[4]}]}}"
+    if k == "cfgset":
+        where = "['shift'][0]" if step[2] == "shift" else f"[{step[2]!r}]"
+        return f"{step[1]}{where} = {step[3]!r}  # in place"
     if k == "clear":
         return "dg.clear_cache()"
     if k == "cache_size":
@@ -651,6 +785,8 @@ def make_fn(spec):
         return HAND[spec[1]][0]
     if spec[0] == "closure":
         return CLOSURES[spec[1]][0](spec[2])
+    if spec[0] == "sparse":
+        return SPARSE_FNS[spec[1]][0]
     prog = _CURRENT[spec[1]]
     f, loss = prog.functions()  # a new function object each time
     return f if spec[2] == "f" else loss
@@ -684,6 +820,8 @@ def build(t, fns: dict | None = None):
         return sumw(inner, t[2])
     if k == "vmap":
         return dg.vmap(inner, in_axes=t[2])
+    if k == "sparse_jacobian":
+        return dg.sparse_jacobian(inner, argnums=t[2], mode=t[3])
     if k in ("grad", "value_and_grad"):
         kw = {"has_aux": True} if t[3] else {}
         return getattr(dg, k)(inner, argnums=t[2], **kw)
@@ -745,7 +883,7 @@ def _invoke(step, obj, args, kwargs, pending, pid_out):
     """Runs one call step with transform object ``obj``: returns the result."""
     k = step[0]
     if k == "call":
-        return obj(*args, **kwargs)
+        return as_csr_parts(obj(*args, **kwargs))
     if k == "jvp":
         return dg.jvp(obj, tuple(args), tuple(kwargs))
     if k == "vjp":
@@ -782,8 +920,19 @@ def run_cached(seq: Seq):
             world[step[1]] = step[2]
             if step[1] == "G_KNOBS":
                 world["G_KNOBS.scale"] = 0  # a new object: its own scale
-            choices, setter, _ = CAPTURED[step[1]]
+            choices, setter, _ = ALL_CAPTURED[step[1]]
             setter(choices[step[2]])
+            continue
+        if k == "cfg":
+            env[step[1]] = {"couple": step[2], "scale": step[3], "shift": [step[4]]}
+            continue
+        if k == "cfgset":
+            if step[1] not in env:
+                raise Invalid(step[1])
+            if step[2] == "shift":
+                env[step[1]]["shift"][0] = step[3]   # the list inside the dict, in place
+            else:
+                env[step[1]][step[2]] = step[3]
             continue
         if k == "new":
             _, name, shape, dtype, seed, base = step
@@ -898,7 +1047,7 @@ def run_fresh(rec: Record):
         args, extra = snapshot(rec.args)
         obj = build(step[2], None)
         if step[0] == "call":
-            return obj(*args, **extra)
+            return as_csr_parts(obj(*args, **extra))
         if step[0] == "jvp":
             return dg.jvp(obj, tuple(args), tuple(extra))
         return dg.vjp(obj, *args)[0]
@@ -1005,6 +1154,13 @@ def _check_record(rec: Record, checks) -> list[Failure]:
         except Exception as e:  # noqa: BLE001
             out.append(Failure("error", rec.cid, f"its reference raises {_err(e)}"))
             return out
+        try:
+            with np.errstate(all="ignore"):
+                wrong = sparse_reference(rec.step, args, extra, fresh)
+        except Exception as e:  # noqa: BLE001
+            wrong = f"its dense reference raises {_err(e)}"
+        if wrong is not None:
+            out.append(Failure("compose", rec.cid, wrong))
         if ref is not None and not close(fresh, ref, inputs=args):
             out.append(Failure("compose", rec.cid,
                                f"a fresh build gives {short(fresh)}, but the reference "
@@ -1064,7 +1220,8 @@ def _struct_text(x) -> str:
 
 
 # =========================================================================== generating
-FAMILIES = ("arrays", "static", "closures", "containers", "compose", "mixed", "captured")
+FAMILIES = ("arrays", "static", "closures", "containers", "compose", "mixed", "captured",
+            "sparse")
 
 
 class Gen:
@@ -1089,6 +1246,7 @@ class Gen:
         self.protected: set = set()  # arrays a pending pullback holds (never mutated)
         self.programs: dict = {}
         self.n_programs = n_programs
+        self.cfgs: list = []     # names of the dict arguments of the sparse family
 
     # ---------------------------------------------------------------- arrays
     def new_array(self, shape, dtype="float64", base=None) -> str:
@@ -1136,7 +1294,18 @@ class Gen:
         if k == "nest":
             return ("dict", [(key, self.arg_expr(v, dtype, None, taken))
                              for key, v in NESTED_SHAPES.items()])
+        if k == "cfg":   # one dict object, passed again after items changed in place
+            if self.cfgs and self.rnd.random() < 0.75:
+                return ("arr", self.rnd.choice(self.cfgs))
+            return ("arr", self.new_cfg())
         raise ValueError(k)
+
+    def new_cfg(self) -> str:
+        name = f"cfg{len(self.cfgs)}"
+        self.cfgs.append(name)
+        self.steps.append(("cfg", name, self.rnd.random() < 0.5, self.rnd.choice([1.0, 0.5]),
+                           self.rnd.choice([1, 2, -1])))
+        return name
 
     def like_expr(self, e, dtype):
         """A direction with the structure of argument ``e`` (new arrays)."""
@@ -1325,7 +1494,48 @@ class Gen:
         self.n_call += 1
         self.steps.append(("pull", cid, pid, self.rnd.randrange(7)))
 
+    def generate_sparse(self, n_steps) -> Seq:
+        """The sparse family: one or two sparse transforms called between changes of what
+        their pattern depends on (dict items in place, globals, captured arrays in place),
+        of the arguments' values and shapes, and of the cache."""
+        rnd = self.rnd
+        entries = []
+        for _ in range(rnd.randint(1, 2)):
+            name = rnd.choice(sorted(SPARSE_FNS))
+            _, variants, kw, out = SPARSE_FNS[name]
+            kind = rnd.choice(SPARSE_KINDS[out])
+            tspec = (kind, ("fn", ("sparse", name)), 0)
+            if kind == "sparse_jacobian":
+                tspec += (rnd.choice(["fwd", "rev", "auto"]),)
+            entries.append((tspec, variants, kw))
+        for _ in range(n_steps):
+            r = rnd.random()
+            if r < 0.2:
+                target = rnd.choice(sorted(SPARSE_CAPTURED))
+                self.steps.append(("set", target,
+                                   rnd.randrange(len(SPARSE_CAPTURED[target][0]))))
+            elif r < 0.3 and self.cfgs:
+                key = rnd.choice(["couple", "couple", "shift", "scale"])
+                value = {"couple": rnd.random() < 0.5, "shift": rnd.choice([1, 2, -1]),
+                         "scale": rnd.choice([1.0, 0.5, 2.0])}[key]
+                self.steps.append(("cfgset", rnd.choice(self.cfgs), key, value))
+            elif r < 0.34:
+                self.steps.append(("clear",))
+            elif r < 0.37:
+                self.steps.append(("cache_size", rnd.choice([1, 2])))
+            elif r < 0.43 and self.arrays:
+                self.steps.append(("mutate", rnd.choice(sorted(self.arrays)),
+                                   rnd.randrange(10 ** 6)))
+            else:
+                tspec, variants, kw = rnd.choice(entries)
+                obj = None if rnd.random() < 0.3 else self._obj_for(tspec)
+                dtype = "float32" if rnd.random() < 0.15 else "float64"
+                self.call(tspec, "call", rnd.choice(variants), kw, obj, dtype, None)
+        return Seq(self.seed, self.family, self.steps, {})
+
     def generate(self, n_steps) -> Seq:
+        if self.family == "sparse":
+            return self.generate_sparse(n_steps)
         rnd = self.rnd
         entries = []
         for _ in range(rnd.randint(1, 3)):

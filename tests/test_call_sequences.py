@@ -324,6 +324,58 @@ def test_oracle_detects_a_stale_captured_value(monkeypatch):
     assert "G_COEF = (3.0, 0.0)" in seq.text()
 
 
+# ----------------------------------------------------------------------------- sparse transforms
+XS = ("new", "xs", (fc.S_N,), "float64", 21, None)
+
+
+def _s(kind, name, *mode):
+    return (kind, ("fn", ("sparse", name)), 0) + mode
+
+
+def test_known_sparse_hessian_dict_item_changed_in_place():
+    """The plan was keyed by the dict's identity, the program by its contents: after
+    cfg["couple"] = True, the old pattern came back with the new values."""
+    hess = _s("sparse_hessian", "s_cfg")
+    check_seq([XS, ("cfg", "cfg0", False, 1.0, 1),
+               ("call", 0, hess, 0, [("arr", "xs"), ("arr", "cfg0")], []),
+               ("cfgset", "cfg0", "couple", True),
+               ("call", 1, hess, 0, [("arr", "xs"), ("arr", "cfg0")], []),
+               ("cfgset", "cfg0", "shift", 2),
+               ("call", 2, hess, 0, [("arr", "xs"), ("arr", "cfg0")], [])], ALL_CHECKS)
+
+
+@pytest.mark.parametrize("spec", [_s("sparse_jacobian", "s_matv", "rev"),
+                                  _s("sparse_jacobian", "s_orderv", "fwd"),
+                                  _s("sparse_hessian", "s_order"),
+                                  _s("sparse_hessian", "s_mat")])
+def test_known_sparse_captured_array_changed_in_place(spec):
+    """A captured matrix or index array changed in place changes the pattern: the entry is
+    built again (its contents are guarded), as a fresh build sees them."""
+    target = "S_MATRIX[...]" if "mat" in spec[1][1][1] else "S_ORDER[...]"
+    check_seq([XS, ("call", 0, spec, 0, [("arr", "xs")], []), ("set", target, 2),
+               ("call", 1, spec, 0, [("arr", "xs")], []), ("set", target, 3),
+               ("call", 2, spec, 0, [("arr", "xs")], [])], ALL_CHECKS)
+
+
+def test_known_sparse_keywords_and_float32():
+    """Keyword arguments were refused; reverse mode on a float32 argument of a float64
+    function asked for a float64 cotangent nobody passed."""
+    x32 = ("new", "x32", (fc.S_N,), "float32", 22, None)
+    check_seq([XS, x32,
+               ("call", 0, _s("sparse_hessian", "s_kw"), 0, [("arr", "xs")], [("k", 2)]),
+               ("call", 1, _s("jacobian_sparsity", "s_kwv"), 1, [("arr", "xs")], [("k", 2)]),
+               ("call", 2, _s("sparse_jacobian", "s_matv", "rev"), 2, [("arr", "x32")], []),
+               ("call", 3, _s("sparse_jacobian", "s_matv", "fwd"), 3, [("arr", "x32")], [])],
+              ALL_CHECKS)
+
+
+def test_sequences_sparse():
+    """Sparse transforms and patterns between in-place changes of dict arguments and of
+    captured arrays, reassigned globals, new values and shapes, cleared and tiny caches:
+    every result bitwise equal to a fresh build's, and to the dense derivative."""
+    run_family("sparse", range(0, 24), ALL_CHECKS)
+
+
 ALIAS_SEEDS = range(2000, 2040)
 
 
