@@ -36,12 +36,11 @@ def probe(label: str, f, x_host: np.ndarray, seed: np.ndarray) -> None:
     hess = dg.sparse_hessian(f)
     hess(x)
     _timed("sparse_hessian (cached, whole call)", hess, (x,))
-    plan = hess._plan((x,))
-    backend = hess._split((x,))[3]
-    program = plan.programs["cupy"]
+    entry = hess._entry((x,), {})   # its program-cache entry: the program and the plan
+    program, plan = entry.exe, entry.trees
     _timed("its program", program, (x,))
-    profile(f"{label}: the program's steps", program, (x,), 12)
-    _timed("the CSR wrapper", plan.csr, (backend,) + tuple(program(x)))
+    profile(f"{label}: the program's steps", hess, (x,), 12)
+    _timed("the CSR wrapper", plan.csr, (program.backend,) + tuple(program(x)))
     _timed("one dg.hvp", dg.hvp(f), (x, cp.asarray(seed)))
 
 

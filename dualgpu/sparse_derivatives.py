@@ -6,8 +6,10 @@ the arguments). ``dg.sparse_jacobian(f)(x)`` and ``dg.sparse_hessian(f)(x)`` col
 pattern (:mod:`dualgpu.coloring`), evaluate one JVP, VJP or HVP per color in one program
 (``vmap`` over the seed matrix) and decompress the products into a CSR matrix with a
 precomputed index map: ``scipy.sparse`` on NumPy, ``cupyx.scipy.sparse`` on CuPy. The
-pattern, the coloring, the index map and the program are built once per signature (shapes
-and dtypes of the arguments) and reused. :func:`spy` (and ``.spy(*args)`` on the four
+pattern, the coloring, the index map and the program are built from one trace per
+signature into one entry of the program cache (its key, its guards, and guards on the
+contents of the constant arrays the pattern was read from), so a cached call returns what
+a fresh build returns. :func:`spy` (and ``.spy(*args)`` on the four
 transforms) draws a pattern with its coloring. docs/sparse_ad.md tells the story.
 """
 from __future__ import annotations
