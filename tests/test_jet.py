@@ -14,10 +14,12 @@ from test_registry import _SETTINGS, SPECS
 
 import dualgpu as dg
 from dualgpu import tree as pytree
+from dualgpu.core.primitives import REGISTRY
 from dualgpu.coverage import builtin_ops, coverage
 from dualgpu.errors import DualgpuError
 
 K = 4
+K_VJP = 3      # the orders reached through the VJP rules in CI (K under --fuzz-long)
 DIFF = sorted(n for n, s in SPECS.items() if s.kind == "diff")
 
 
@@ -51,12 +53,6 @@ def _nested_jvps(g, order: int):
     return level
 
 
-# power's declared partial ``y * x**(y-1)`` is taken as 0 at ``y == 0`` (JAX's convention),
-# so nested JVPs of power are off at that point from the third order on, where dg.jet's own
-# rule for power is exact: the reference is the smooth ``exp(y log x)`` (x > 0 in the specs)
-SMOOTH_REFERENCE = {"power": lambda x, y:
-                    np.exp(y * np.log(x))}
-SMOOTH_REFERENCE["float_power"] = SMOOTH_REFERENCE["power"]
 
 
 def _split_float(args):
@@ -64,7 +60,7 @@ def _split_float(args):
     return idx
 
 
-def _check_spec(name, data, order_nested=K):
+def _check_spec(name, data, order_nested=K, vjp_order=K_VJP):
     s = SPECS[name]
     f, args = s.build(data, np.float64)
     idx = _split_float(args)
@@ -90,10 +86,8 @@ def _check_spec(name, data, order_nested=K):
     got = [_leaves(t) for t in pytree.flatten(terms, is_leaf=lambda x: isinstance(x, list))[0]]
     curve = _curve(primals, series)
 
-    reference = SMOOTH_REFERENCE.get(name) if len(primals) == 2 else None
-
     def along(t):
-        return (reference or fn)(*curve(t))
+        return fn(*curve(t))
 
     # nested JVPs along the curve: every order
     nested_at = _nested_jvps(along, order_nested)
@@ -110,6 +104,8 @@ def _check_spec(name, data, order_nested=K):
     # that is exact to some order only (a constant where a derivative should be) shows here,
     # where the jet, falling back on nested JVPs, would agree with it
     _check_nested_against_differences(name, nested_at, nested, s.f64_tol)
+    if s.prim is None or REGISTRY[s.prim].kind != "elementwise":  # their VJP: one rule
+        _check_vjp_rules_to_order(name, fn, primals, series, nested, rng, vjp_order)
     # the collapsed operator over two directions of the first argument (coefficients with
     # a direction axis through every op's rule, the top one summed) against the jet
     V = rng.standard_normal((2,) + np.shape(primals[0])) * 0.5
@@ -161,6 +157,35 @@ def _check_nested_against_differences(name, nested_at, nested, f64_tol):
                                                f"differences of order {k - 1}")
 
 
+def _check_vjp_rules_to_order(name, fn, primals, series, nested, rng, order):
+    """The VJP rules differentiated again: with F = <w, f>, the nested JVPs (orders
+    0..order-1) of ``t -> <grad F(x(t)), x'(t)>`` are the orders 1..order of F along the
+    curve."""
+    weights = [rng.standard_normal(np.shape(o)) for o in _leaves(nested[0])]
+
+    def scalar(*xs):
+        outs = pytree.flatten(fn(*xs))[0]
+        return sum((w * o).sum() for w, o in zip(weights, outs)
+                   if np.dtype(o.dtype).kind in "fc")
+
+    grads = dg.grad(scalar, argnums=tuple(range(len(primals))))
+    curve = _curve(primals, series)
+
+    def slope(t):   # <grad F(x(t)), x'(t)>, x'(t) = sum_k x_k t^(k-1) / (k-1)!
+        velocity = [sum(c * (t ** (k - 1) / math.factorial(k - 1))
+                        for k, c in enumerate(terms, start=1)) for terms in series]
+        return sum((g * v).sum() for g, v in zip(pytree.flatten(grads(*curve(t)))[0],
+                                                    velocity))
+
+    got = _nested_jvps(slope, order - 1)(np.array(0.0))
+    for k in range(1, order + 1):
+        want = sum((w * o).sum() for w, o in zip(weights, _leaves(nested[k]))
+                   if o.dtype.kind in "fc")
+        scale = max(1.0, abs(float(want)))
+        np.testing.assert_allclose(got[k - 1], want, rtol=1e-7, atol=1e-7 * scale,
+                                   err_msg=f"{name}: order {k} through the VJP rules")
+
+
 # ------------------------------------------------------------------------------ the registry
 _SEEN: set = set()
 
@@ -177,6 +202,24 @@ def test_jet_of_every_op(name, data):
         SPECS[name].build(data, np.float64)   # draws: hypothesis then tries another example
         return
     _check_spec(name, data)
+
+
+LONG_EXAMPLES = 25
+
+
+@pytest.mark.parametrize("name", DIFF)
+def test_jet_of_every_op_long(name, fuzz_long):
+    """The long campaign of the test above (``make fuzz``, ``--fuzz-long``): more random
+    examples per op, every order through the VJP rules too."""
+    if not fuzz_long:
+        pytest.skip("the long campaign runs under --fuzz-long (make fuzz)")
+
+    @settings(max_examples=LONG_EXAMPLES, **_SETTINGS)
+    @given(data=st.data())
+    def run(data):
+        _check_spec(name, data, vjp_order=K)
+
+    run()
 
 
 def test_only_structured_ops_fall_back():
@@ -264,6 +307,10 @@ LINES = {
                 [(-1.0) ** (k - 1) * math.factorial(k - 1)
                  * np.trace(np.linalg.matrix_power(np.linalg.solve(_A3, _V3), k))
                  for k in range(1, K + 1)]),
+    # (1.7 + 0.3 t) ** t through y == 0, where power's partial in x was held at 0: no
+    # closed form, the jet and differences are the references
+    "power at y = 0": (lambda z: z[0] ** z[1], np.array([1.7, 0.0]), np.array([0.3, 1.0]),
+                       None),
     "reduce_prod": (np.prod, _X4, _W4, _poly_terms(_line_prod(_X4, _W4), K)),
     "cumprod": (np.cumprod, _X4, _W4, _poly_terms(np.stack(
         [np.pad(_line_prod(_X4[:i + 1], _W4[:i + 1]), (0, 4 - i)) for i in range(4)],
@@ -273,14 +320,21 @@ LINES = {
 
 @pytest.mark.parametrize("name", sorted(LINES))
 def test_structured_ops_along_a_line(name):
-    """The ops whose derivatives are not elementwise, along ``t -> x + t v``: nested JVPs and
-    the jet against closed forms to order K (det's polynomial of degree n, the Neumann
-    series of inv and solve, prod's polynomial)."""
+    """The ops whose derivatives are not elementwise, along ``t -> x + t v``, at sizes where
+    every order to K is not 0: nested JVPs (also against differences of the order below)
+    and the jet against closed forms (det's polynomial of degree n, the Neumann series of
+    inv and solve, prod's polynomial)."""
     f, x, v, want = LINES[name]
     along = lambda t: f(x + t * v)  # noqa: E731
-    nested = _nested_jvps(along, K)(np.array(0.0))
+    nested_at = _nested_jvps(along, K)
+    nested = nested_at(np.array(0.0))
+    _check_nested_against_differences(name, nested_at, nested, {})
     _, terms = dg.jet(f, (x,), ((v,) + (np.zeros_like(v),) * (K - 1),))
     for k in range(1, K + 1):
+        if want is None:
+            np.testing.assert_allclose(nested[k], terms[k - 1], rtol=1e-9, atol=1e-9,
+                                       err_msg=f"{name}: order {k}, nested JVPs and the jet")
+            continue
         scale = max(1.0, float(np.max(np.abs(want[k - 1]))))
         for got, what in ((nested[k], "nested JVPs"), (terms[k - 1], "jet")):
             np.testing.assert_allclose(got, want[k - 1], rtol=1e-9, atol=1e-9 * scale,
