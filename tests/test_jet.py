@@ -14,10 +14,12 @@ from test_registry import _SETTINGS, SPECS
 
 import dualgpu as dg
 from dualgpu import tree as pytree
+from dualgpu.core.primitives import REGISTRY
 from dualgpu.coverage import builtin_ops, coverage
 from dualgpu.errors import DualgpuError
 
 K = 4
+K_VJP = 3      # the orders reached through the VJP rules in CI (K under --fuzz-long)
 DIFF = sorted(n for n, s in SPECS.items() if s.kind == "diff")
 
 
@@ -51,12 +53,6 @@ def _nested_jvps(g, order: int):
     return level
 
 
-# power's declared partial ``y * x**(y-1)`` is taken as 0 at ``y == 0`` (JAX's convention),
-# so nested JVPs of power are off at that point from the third order on, where dg.jet's own
-# rule for power is exact: the reference is the smooth ``exp(y log x)`` (x > 0 in the specs)
-SMOOTH_REFERENCE = {"power": lambda x, y:
-                    np.exp(y * np.log(x))}
-SMOOTH_REFERENCE["float_power"] = SMOOTH_REFERENCE["power"]
 
 
 def _split_float(args):
@@ -64,7 +60,7 @@ def _split_float(args):
     return idx
 
 
-def _check_spec(name, data, order_nested=K):
+def _check_spec(name, data, order_nested=K, vjp_order=K_VJP):
     s = SPECS[name]
     f, args = s.build(data, np.float64)
     idx = _split_float(args)
@@ -90,13 +86,12 @@ def _check_spec(name, data, order_nested=K):
     got = [_leaves(t) for t in pytree.flatten(terms, is_leaf=lambda x: isinstance(x, list))[0]]
     curve = _curve(primals, series)
 
-    reference = SMOOTH_REFERENCE.get(name) if len(primals) == 2 else None
-
     def along(t):
-        return (reference or fn)(*curve(t))
+        return fn(*curve(t))
 
     # nested JVPs along the curve: every order
-    nested = _nested_jvps(along, order_nested)(np.array(0.0))
+    nested_at = _nested_jvps(along, order_nested)
+    nested = nested_at(np.array(0.0))
     for k in range(1, order_nested + 1):
         ref = _leaves(nested[k])
         for o, r in enumerate(ref):
@@ -105,6 +100,12 @@ def _check_spec(name, data, order_nested=K):
             tol = 1e-7 if r.dtype != np.float32 else 1e-5   # a cast to float32 inside
             np.testing.assert_allclose(g, r, rtol=tol, atol=tol * scale,
                                        err_msg=f"{name}: order {k} against nested JVPs")
+    # each order k of the nested JVPs against central differences of order k - 1: a rule
+    # that is exact to some order only (a constant where a derivative should be) shows here,
+    # where the jet, falling back on nested JVPs, would agree with it
+    _check_nested_against_differences(name, nested_at, nested, s.f64_tol)
+    if s.prim is None or REGISTRY[s.prim].kind != "elementwise":  # their VJP: one rule
+        _check_vjp_rules_to_order(name, fn, primals, series, nested, rng, vjp_order)
     # the collapsed operator over two directions of the first argument (coefficients with
     # a direction axis through every op's rule, the top one summed) against the jet
     V = rng.standard_normal((2,) + np.shape(primals[0])) * 0.5
@@ -135,6 +136,56 @@ def _check_spec(name, data, order_nested=K):
                                        err_msg=f"{name}: order {k} against differences")
 
 
+def _check_nested_against_differences(name, nested_at, nested, f64_tol):
+    """Order k of ``nested`` (the nested JVPs at 0) against central differences of order
+    k - 1 (steps h and h / 2, Richardson-extrapolated: error O(h**4)), for every order the
+    nesting reaches."""
+    h = f64_tol.get("eps", 2e-3)
+    rtol = f64_tol.get("rtol", 1e-6)
+    at = {t: nested_at(np.array(t)) for t in (h, -h, h / 2, -h / 2)}
+
+    def central(step, k):
+        return [(up - down) / (2 * step) for up, down in
+                zip(_leaves(at[step][k - 1]), _leaves(at[-step][k - 1]))]
+
+    for k in range(1, len(nested)):
+        for r, wide, narrow in zip(_leaves(nested[k]), central(h, k), central(h / 2, k)):
+            fd = (4 * narrow - wide) / 3
+            scale = max(1.0, float(np.max(np.abs(fd), initial=0.0)))
+            np.testing.assert_allclose(r, fd, rtol=rtol, atol=rtol * scale,
+                                       err_msg=f"{name}: nested JVP of order {k} against "
+                                               f"differences of order {k - 1}")
+
+
+def _check_vjp_rules_to_order(name, fn, primals, series, nested, rng, order):
+    """The VJP rules differentiated again: with F = <w, f>, the nested JVPs (orders
+    0..order-1) of ``t -> <grad F(x(t)), x'(t)>`` are the orders 1..order of F along the
+    curve."""
+    weights = [rng.standard_normal(np.shape(o)) for o in _leaves(nested[0])]
+
+    def scalar(*xs):
+        outs = pytree.flatten(fn(*xs))[0]
+        return sum((w * o).sum() for w, o in zip(weights, outs)
+                   if np.dtype(o.dtype).kind in "fc")
+
+    grads = dg.grad(scalar, argnums=tuple(range(len(primals))))
+    curve = _curve(primals, series)
+
+    def slope(t):   # <grad F(x(t)), x'(t)>, x'(t) = sum_k x_k t^(k-1) / (k-1)!
+        velocity = [sum(c * (t ** (k - 1) / math.factorial(k - 1))
+                        for k, c in enumerate(terms, start=1)) for terms in series]
+        return sum((g * v).sum() for g, v in zip(pytree.flatten(grads(*curve(t)))[0],
+                                                    velocity))
+
+    got = _nested_jvps(slope, order - 1)(np.array(0.0))
+    for k in range(1, order + 1):
+        want = sum((w * o).sum() for w, o in zip(weights, _leaves(nested[k]))
+                   if o.dtype.kind in "fc")
+        scale = max(1.0, abs(float(want)))
+        np.testing.assert_allclose(got[k - 1], want, rtol=1e-7, atol=1e-7 * scale,
+                                   err_msg=f"{name}: order {k} through the VJP rules")
+
+
 # ------------------------------------------------------------------------------ the registry
 _SEEN: set = set()
 
@@ -151,6 +202,24 @@ def test_jet_of_every_op(name, data):
         SPECS[name].build(data, np.float64)   # draws: hypothesis then tries another example
         return
     _check_spec(name, data)
+
+
+LONG_EXAMPLES = 25
+
+
+@pytest.mark.parametrize("name", DIFF)
+def test_jet_of_every_op_long(name, fuzz_long):
+    """The long campaign of the test above (``make fuzz``, ``--fuzz-long``): more random
+    examples per op, every order through the VJP rules too."""
+    if not fuzz_long:
+        pytest.skip("the long campaign runs under --fuzz-long (make fuzz)")
+
+    @settings(max_examples=LONG_EXAMPLES, **_SETTINGS)
+    @given(data=st.data())
+    def run(data):
+        _check_spec(name, data, vjp_order=K)
+
+    run()
 
 
 def test_only_structured_ops_fall_back():
@@ -195,6 +264,81 @@ def test_closed_forms(order):
         for k in range(order):
             np.testing.assert_allclose(terms[k], want[k], rtol=1e-10, atol=1e-10,
                                        err_msg=f"{name} order {k + 1}")
+
+
+def _poly_terms(coefficients, order):
+    """The derivatives 1..order at 0 of ``sum_k c_k t^k`` (c along the first axis)."""
+    c = list(coefficients) + [np.zeros_like(coefficients[0])] * (order + 1)
+    return [math.factorial(k) * c[k] for k in range(1, order + 1)]
+
+
+def _line_det(a, v):
+    """det(a + t v) = det(a) prod_i (1 + t l_i), l the eigenvalues of a^-1 v."""
+    lam = np.linalg.eigvals(np.linalg.solve(a, v))
+    return np.real(np.linalg.det(a) * np.poly(-lam))  # [1, e_1(l), e_2(l), ...] times det
+
+
+def _line_prod(x, v):
+    out = np.ones(1)
+    for xi, vi in zip(x, v):
+        out = np.polynomial.polynomial.polymul(out, [xi, vi])
+    return out
+
+
+def _line_powers(a, v, order):
+    """(a^-1 v)^k a^-1, k = 0..order: (a + t v)^-1 = sum_k (-t)^k (a^-1 v)^k a^-1."""
+    ainv = np.linalg.inv(a)
+    return [np.linalg.matrix_power(-ainv @ v, k) @ ainv for k in range(order + 1)]
+
+
+_RNG = np.random.default_rng(35)
+_A3, _V3 = _RNG.normal(size=(3, 3)) + 3 * np.eye(3), _RNG.normal(size=(3, 3))
+_A4, _V4 = _RNG.normal(size=(4, 4)) + 4 * np.eye(4), _RNG.normal(size=(4, 4))
+_X4, _W4 = _RNG.uniform(0.5, 2, size=4), _RNG.normal(size=4)
+_B3 = _RNG.normal(size=3)
+# op -> (f, x, v, the derivatives of f(x + t v) at 0 of orders 1..K, in closed form)
+LINES = {
+    "det 3x3": (np.linalg.det, _A3, _V3, _poly_terms(_line_det(_A3, _V3), K)),
+    "det 4x4": (np.linalg.det, _A4, _V4, _poly_terms(_line_det(_A4, _V4), K)),
+    "inv": (np.linalg.inv, _A3, _V3, _poly_terms(_line_powers(_A3, _V3, K), K)),
+    "solve": (lambda a: np.linalg.solve(a, _B3), _A3, _V3,
+              _poly_terms([m @ _B3 for m in _line_powers(_A3, _V3, K)], K)),
+    "slogdet": (lambda a: np.linalg.slogdet(a)[1], _A3, _V3,
+                [(-1.0) ** (k - 1) * math.factorial(k - 1)
+                 * np.trace(np.linalg.matrix_power(np.linalg.solve(_A3, _V3), k))
+                 for k in range(1, K + 1)]),
+    # (1.7 + 0.3 t) ** t through y == 0, where power's partial in x was held at 0: no
+    # closed form, the jet and differences are the references
+    "power at y = 0": (lambda z: z[0] ** z[1], np.array([1.7, 0.0]), np.array([0.3, 1.0]),
+                       None),
+    "reduce_prod": (np.prod, _X4, _W4, _poly_terms(_line_prod(_X4, _W4), K)),
+    "cumprod": (np.cumprod, _X4, _W4, _poly_terms(np.stack(
+        [np.pad(_line_prod(_X4[:i + 1], _W4[:i + 1]), (0, 4 - i)) for i in range(4)],
+        axis=1), K)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_structured_ops_along_a_line(name):
+    """The ops whose derivatives are not elementwise, along ``t -> x + t v``, at sizes where
+    every order to K is not 0: nested JVPs (also against differences of the order below)
+    and the jet against closed forms (det's polynomial of degree n, the Neumann series of
+    inv and solve, prod's polynomial)."""
+    f, x, v, want = LINES[name]
+    along = lambda t: f(x + t * v)  # noqa: E731
+    nested_at = _nested_jvps(along, K)
+    nested = nested_at(np.array(0.0))
+    _check_nested_against_differences(name, nested_at, nested, {})
+    _, terms = dg.jet(f, (x,), ((v,) + (np.zeros_like(v),) * (K - 1),))
+    for k in range(1, K + 1):
+        if want is None:
+            np.testing.assert_allclose(nested[k], terms[k - 1], rtol=1e-9, atol=1e-9,
+                                       err_msg=f"{name}: order {k}, nested JVPs and the jet")
+            continue
+        scale = max(1.0, float(np.max(np.abs(want[k - 1]))))
+        for got, what in ((nested[k], "nested JVPs"), (terms[k - 1], "jet")):
+            np.testing.assert_allclose(got, want[k - 1], rtol=1e-9, atol=1e-9 * scale,
+                                       err_msg=f"{name}: order {k} by {what}")
 
 
 def test_exp_along_a_quadratic_curve():

@@ -99,8 +99,9 @@ def _sq(x):
 
 
 def _pow_dx(x, y, ans):
-    """y * x**(y - 1), taken as 0 where y == 0 (as JAX does: x**0 is constant, also at
-    x == 0 where x**-1 is inf)."""
+    """y * x**(y - 1), taken as 0 where y == 0 and x == 0 (x**0 is constant there, and
+    x**-1 inf); elsewhere the product itself, so that its derivative in y at y == 0 is
+    x**-1, not 0."""
     if isinstance(y, (int, float)):
         if y == 0:
             return 0.0
@@ -109,7 +110,7 @@ def _pow_dx(x, y, ans):
         if y == 2:
             return multiply(2, x)
         return multiply(y, power(x, y - 1))
-    y0 = equal(y, 0)
+    y0 = logical_and(equal(y, 0), equal(x, 0))
     # x is replaced under the where too, so that the derivative of this partial (the HVP)
     # sees no 0 * inf where y == 0 and x == 0
     return where(y0, 0.0, y * power(where(y0, 1.0, x), y - 1))

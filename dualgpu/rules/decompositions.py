@@ -77,7 +77,14 @@ def _matrix_trace_of_product(m, t):
 # C_ij = prod_{k != i, j} s_k off the diagonal (the second derivative of det, exact at every
 # a, repeated or zero singular values included). The factors are held constant
 # (stop_gradient) and D enters through T = a - stop_gradient(a), which is 0 in value and
-# the tangent in derivative: first and second derivatives are exact, the third is 0.
+# the tangent in derivative. The terms of degree 2 and more in P come from
+#   cof(S + P) = cof(S) cof(I + Q),   Q = S^-1 P,   cof(I + Q) = det(I + Q) inv(I + Q)^T,
+# less its first two terms I + (tr(Q) I - Q^T) (those are adj(S) and D(P)): 0 in value, and
+# made of det and inv, so differentiable again to any order. Their terms cancel to about
+# eps cond(a)^2, so a singular value below n sqrt(eps) s_max (0 included: a zero matrix, a
+# diagonal one with a 0) is taken as 1 in Q: the first and second derivatives of det stay
+# exact at every a, the third and higher miss the terms along those directions
+# (docs/limitations.md).
 def _cofactor(a):
     n = lax.shape_of(a)[-1]
     if n <= 1:
@@ -95,7 +102,23 @@ def _cofactor(a):
     pairs = _pair_products(s)
     diag_term = matmul.bind(pairs, lax.expand_dims(_diag_part(p), -1))[..., 0]
     second = lax.subtract(_diag_embed(diag_term), lax.multiply(pairs, _mT(p)))
-    return lax.multiply(sigma, lax.add(value, _mm(u, second, vh)))
+    inner = lax.add(second, _scale_rows(_cofactor_rest(p, s), adj_s))
+    return lax.multiply(sigma, lax.add(value, _mm(u, inner, vh)))
+
+
+def _cofactor_rest(p, s):
+    """cof(I + Q) - I - (tr(Q) I - Q^T) with Q = S^-1 P (singular values below n sqrt(eps)
+    s_max taken as 1): exactly 0 in value where P is, of degree 2 and more in P."""
+    n = lax.shape_of(p)[-1]
+    floor = n * float(np.sqrt(np.finfo(lax.dtype_of(s)).eps))
+    small = lax.less_equal(s, lax.multiply(lax.max(s, axis=-1, keepdims=True), floor))
+    q = _scale_rows(p, lax.true_divide(1.0, lax.where(small, 1.0, s)))
+    eye = _eye_like(n, p)
+    m = lax.add(q, eye)
+    cof_m = lax.multiply(lax.expand_dims(det.bind(m), (-2, -1)), _mT(inv.bind(m)))
+    trace = lax.expand_dims(lax.sum(_diag_part(q), axis=-1), (-2, -1))
+    first = lax.subtract(lax.multiply(trace, eye), _mT(q))
+    return lax.subtract(lax.subtract(cof_m, eye), first)
 
 
 def _pair_products(s):
