@@ -81,6 +81,12 @@ class AxisError(DualgpuError, np.exceptions.AxisError):
         np.exceptions.AxisError.__init__(self, message)
 
 
+class IndexOutOfBoundsError(DualgpuError, IndexError):
+    """An index array reaching a gather or scatter at run time (an argument of the program, or
+    computed from one) holds an index outside ``[-n, n)`` for its axis of size ``n``: NumPy's
+    ``IndexError``. Raised by programs that run on NumPy; see docs/gpu.md for CuPy."""
+
+
 class RandomInTraceError(DualgpuError, RuntimeError):
     """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
     function, whose draws would become constants of the compiled program."""
