@@ -123,6 +123,20 @@ def not_users(filename: str) -> bool:
     return _inside_package(filename) or in_stdlib(filename)
 
 
+def library_location(location: str) -> bool:
+    """Whether a ``file:line`` location (an equation's ``source``) lies in dualgpu's own
+    package, by the package's folder: a user's file under a folder named ``dualgpu`` (a
+    clone of this repository) or ``mydualgpu_project`` is the user's. The examples of the
+    package's docstrings are its own too (doctest names their file by the module:
+    ``<doctest dualgpu.export.export[2]>``).
+
+    >>> library_location(f"{_PACKAGE_DIR}/api.py:12"), library_location("/home/u/dualgpu/f.py:3")
+    (True, False)
+    """
+    return (location.startswith(f"<doctest {__package__}.")
+            or _inside_package(location.rpartition(":")[0] or location))
+
+
 def user_location(skip_stdlib: bool = False) -> str:
     """Return ``file:line`` of the innermost stack frame outside the dualgpu package (and
     outside the standard library with ``skip_stdlib``)."""
