@@ -156,8 +156,10 @@ class Traced:
         try:
             self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=_name(fn),
                                            input_names=sig.input_names(fn), captured=captured)
-        except TracerControlFlowError as e:
-            if not sig.scalar_inputs:
+        except (TypeError, ValueError) as e:
+            if sig.number_sequence() is not None:
+                raise _number_sequence_error(sig, e) from None
+            if not isinstance(e, TracerControlFlowError) or not sig.scalar_inputs:
                 raise
             raise TracerControlFlowError(f"{e}\n{_static_hint(fn, sig)}") from None
         if any(weakly for _, weakly in sig.scalar_inputs):
@@ -179,6 +181,18 @@ class Traced:
         aux = Graph(g.inputs, g.outputs[n_main:], g.eqns, name=g.name,
                     input_names=g.input_names, xp=g.xp)
         return simplify(main), simplify(aux), tree.children[0], tree.children[1]
+
+
+def _number_sequence_error(sig: Signature, e: Exception) -> ArgumentTypeError:
+    """The error of a function that failed on a list (or tuple) of numbers given as an
+    argument: traced as a pytree of scalars, as JAX does, where it wanted an array."""
+    name, seq = sig.number_sequence()
+    first = str(e).splitlines()[0] if str(e) else ""
+    return ArgumentTypeError(
+        f"{sig.what}: {name} is a {type(seq).__name__} of {len(seq)} numbers, traced as a "
+        f"pytree of {len(seq)} scalars (as JAX does), not as an array, and the function "
+        f"failed on it ({type(e).__name__}: {first}); pass np.asarray(...) to give it an "
+        "array")
 
 
 def _static_hint(fn, sig: Signature) -> str:
@@ -1322,17 +1336,6 @@ class _Hessian(Transformed):
     transform like the others: cached, inlined when called on traced values, exported."""
 
     kind = "hessian"
-
-    def split(self, args):
-        for a in self.argnums:
-            x = args[a] if -len(args) <= a < len(args) else None
-            if isinstance(x, (list, tuple)) and x and all(
-                    isinstance(leaf, (int, float)) for leaf in pytree.leaves(x)):
-                raise ArgumentTypeError(
-                    f"{self.__name__}: argument {a} is a {type(x).__name__} of numbers; pass "
-                    "np.asarray(x) for the Hessian in an array (a pytree of arrays is "
-                    "differentiated leaf by leaf)")
-        return args, None
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
