@@ -72,6 +72,11 @@ class UnsupportedSparseFormatError(DualgpuError, TypeError):
     """A sparse matrix format that dualgpu does not handle."""
 
 
+class SparseMethodError(DualgpuError, AttributeError):
+    """A method of ``scipy.sparse``/``cupyx`` matrices that traced code cannot call on a
+    sparse matrix it reads (an ``AttributeError``, as for any missing attribute)."""
+
+
 class AxisError(DualgpuError, np.exceptions.AxisError):
     """An axis argument out of bounds (or repeated). NumPy raises its ``AxisError`` where
     dualgpu raises this, which is both a :class:`DualgpuError` and a NumPy ``AxisError``

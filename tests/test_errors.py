@@ -482,6 +482,9 @@ def test_index_out_of_bounds_names_the_index_and_line():
     assert isinstance(info.value, IndexError)
 
 
+from test_sparse_methods import test_other_sparse_methods_are_one_error_naming_the_method  # noqa
+
+
 # --------------------------------------------------------------------------- the catalogue
 # each class and the tests above that check its message
 COVERED = {
@@ -502,6 +505,7 @@ COVERED = {
     "ArgumentTypeError": "test_argument_type_error_names_the_option_and_is_a_type_error",
     "InvalidArgumentError": "test_invalid_argument_error_names_the_axis_and_is_a_value_error",
     "IndexOutOfBoundsError": "test_index_out_of_bounds_names_the_index_and_line",
+    "SparseMethodError": "test_other_sparse_methods_are_one_error_naming_the_method",
 }
 
 
