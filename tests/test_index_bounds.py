@@ -76,3 +76,19 @@ def test_in_range_negative_indices_count_from_the_end(op):
     got = dg.jit(fn)(X, negative)
     want = fn(X, negative % n)  # concrete indices: NumPy's own indexing
     np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_take_modes_are_numpys(mode, axis):
+    idx = np.array([[0, 5], [-7, 3]])  # out of range both ways: the mode decides
+    want = np.take(X, idx, axis=axis, mode=mode)
+    np.testing.assert_array_equal(
+        dg.jit(lambda x, i: np.take(x, i, axis=axis, mode=mode))(X, idx), want)
+    np.testing.assert_array_equal(dg.jit(lambda x: x.take(idx, axis=axis, mode=mode))(X), want)
+    dg.testing.check_grads(lambda x: np.sum(np.take(x, idx, axis=axis, mode=mode) ** 2), (X,))
+
+
+def test_take_refuses_an_unknown_mode():
+    with pytest.raises(dg.InvalidArgumentError, match="mode.*'bogus'"):
+        dg.jit(lambda x: np.take(x, [0], mode="bogus"))(X)
