@@ -925,9 +925,15 @@ class _Jit(Transformed):
     def __init__(self, fn, argnums=(), *, static_argnums=(), static_argnames=()):
         super().__init__(fn, argnums)
         self.static = _static_arguments(fn, static_argnums, static_argnames)
+        self._static_refusal = _unknown_static(fn, static_argnums, static_argnames)
 
     def options(self) -> dict:
         return {"static": self.static} if self.static != ((), ()) else {}
+
+    def _signature(self, fargs, kwargs):
+        if self._static_refusal is not None:  # when called, as JAX
+            raise InvalidArgumentError(self._static_refusal)
+        return super()._signature(fargs, kwargs)
 
     def build(self, traced, sig):
         return simplify(traced.graph), traced.out_tree
@@ -1502,6 +1508,31 @@ def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=()):
                                  static_argnames=static_argnames)
     return _Jit(fn, argnums=(), static_argnums=static_argnums,
                 static_argnames=static_argnames)
+
+
+def _unknown_static(fn, static_argnums, static_argnames) -> str | None:
+    """What is wrong with static positions or names that ``fn`` has no parameter for
+    (JAX's ``ValueError``), or None; a function taking ``*args``/``**kwargs`` takes any."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    kinds = {p.kind for p in params}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums, _ = _normalize_argnums(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    n = len(positional)
+    bad = [i for i in nums if not -n <= i < n]
+    if bad and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        return (f"jit of {_name(fn)}: static_argnums={tuple(nums)!r} names position(s) "
+                f"{tuple(bad)!r}, but the function takes {n} positional argument(s)")
+    known = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+    unknown = [a for a in names if a not in known]
+    if unknown and inspect.Parameter.VAR_KEYWORD not in kinds:
+        return (f"jit of {_name(fn)}: static_argnames={names!r} names {tuple(unknown)!r}, "
+                f"which the function has no parameter for (its parameters: "
+                f"{', '.join(p.name for p in params) or 'none'})")
+    return None
 
 
 def _static_arguments(fn, static_argnums, static_argnames) -> tuple:

@@ -278,3 +278,17 @@ def test_a_list_of_numbers_is_a_pytree_of_scalars_as_in_jax():
     assert [float(g) for g in dg.grad(product)([3.0, 2.0])] == [4.0, 12.0]
     assert [[float(h) for h in row] for row in dg.hessian(product)([3.0, 2.0])] == \
         [[0.0, 4.0], [4.0, 6.0]]
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"static_argnums": 5}, "static_argnums=(5,)"), ({"static_argnums": -3}, "(-3,)"),
+    ({"static_argnames": "z"}, "'z'"), ({"static_argnames": ("y", "q")}, "('q',)")])
+def test_static_arguments_the_function_has_no_parameter_for_are_refused_when_called(options,
+                                                                                   named):
+    jitted = dg.jit(lambda x, y: x * y, **options)  # as JAX: refused when called
+    with pytest.raises(dg.InvalidArgumentError, match="jit") as info:
+        jitted(np.ones(2), 2.0)
+    assert named in str(info.value) and isinstance(info.value, ValueError)
+    np.testing.assert_array_equal(dg.jit(lambda *a: a[0] * a[1], **options)(np.ones(2), 3.0)
+                                  if "static_argnums" in options else
+                                  dg.jit(lambda x, **kw: x * 3.0, **options)(np.ones(2)), 3.0)
