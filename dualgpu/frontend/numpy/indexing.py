@@ -12,8 +12,8 @@ from ...ops import shape as _sh
 
 
 def take(a, indices, axis=None, out=None, mode="raise"):
-    """``np.take``; ``mode="wrap"`` takes the indices modulo the axis' length, ``"clip"``
-    clips them to ``[0, n - 1]`` (a negative index to 0), as NumPy's modes do."""
+    """``mode="wrap"`` and ``"clip"`` as NumPy's (indices modulo n, or clipped to [0, n-1]).
+    """
     if out is not None:
         raise DualgpuError(f"take: out= is not supported on traced values; use the result "
                            f"(at {user_location()})")
