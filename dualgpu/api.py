@@ -163,8 +163,10 @@ class Traced:
         try:
             self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=_name(fn),
                                            input_names=sig.input_names(fn), captured=captured)
-        except TracerControlFlowError as e:
-            if not sig.scalar_inputs:
+        except (TypeError, ValueError) as e:
+            if sig.number_sequence() is not None:
+                raise _number_sequence_error(sig, e) from None
+            if not isinstance(e, TracerControlFlowError) or not sig.scalar_inputs:
                 raise
             raise TracerControlFlowError(f"{e}\n{_static_hint(fn, sig)}") from None
         if any(weakly for _, weakly in sig.scalar_inputs):
@@ -186,6 +188,18 @@ class Traced:
         aux = Graph(g.inputs, g.outputs[n_main:], g.eqns, name=g.name,
                     input_names=g.input_names, xp=g.xp)
         return simplify(main), simplify(aux), tree.children[0], tree.children[1]
+
+
+def _number_sequence_error(sig: Signature, e: Exception) -> ArgumentTypeError:
+    """The error of a function that failed on a list (or tuple) of numbers given as an
+    argument: traced as a pytree of scalars, as JAX does, where it wanted an array."""
+    name, seq = sig.number_sequence()
+    first = str(e).splitlines()[0] if str(e) else ""
+    return ArgumentTypeError(
+        f"{sig.what}: {name} is a {type(seq).__name__} of {len(seq)} numbers, traced as a "
+        f"pytree of {len(seq)} scalars (as JAX does), not as an array, and the function "
+        f"failed on it ({type(e).__name__}: {first}); pass np.asarray(...) to give it an "
+        "array")
 
 
 def _static_hint(fn, sig: Signature) -> str:
@@ -925,9 +939,15 @@ class _Jit(Transformed):
     def __init__(self, fn, argnums=(), *, static_argnums=(), static_argnames=()):
         super().__init__(fn, argnums)
         self.static = _static_arguments(fn, static_argnums, static_argnames)
+        self._static_refusal = _unknown_static(fn, static_argnums, static_argnames)
 
     def options(self) -> dict:
         return {"static": self.static} if self.static != ((), ()) else {}
+
+    def _signature(self, fargs, kwargs):
+        if self._static_refusal is not None:  # when called, as JAX
+            raise InvalidArgumentError(self._static_refusal)
+        return super()._signature(fargs, kwargs)
 
     def build(self, traced, sig):
         return simplify(traced.graph), traced.out_tree
@@ -1337,17 +1357,6 @@ class _Hessian(Transformed):
 
     kind = "hessian"
 
-    def split(self, args):
-        for a in self.argnums:
-            x = args[a] if -len(args) <= a < len(args) else None
-            if isinstance(x, (list, tuple)) and x and all(
-                    isinstance(leaf, (int, float)) for leaf in pytree.leaves(x)):
-                raise ArgumentTypeError(
-                    f"{self.__name__}: argument {a} is a {type(x).__name__} of numbers; pass "
-                    "np.asarray(x) for the Hessian in an array (a pytree of arrays is "
-                    "differentiated leaf by leaf)")
-        return args, None
-
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
         _scalar_output(main, tree, self.__name__)
@@ -1513,6 +1522,31 @@ def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=()):
                                  static_argnames=static_argnames)
     return _Jit(fn, argnums=(), static_argnums=static_argnums,
                 static_argnames=static_argnames)
+
+
+def _unknown_static(fn, static_argnums, static_argnames) -> str | None:
+    """What is wrong with static positions or names that ``fn`` has no parameter for
+    (JAX's ``ValueError``), or None; a function taking ``*args``/``**kwargs`` takes any."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    kinds = {p.kind for p in params}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    nums, _ = _normalize_argnums(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    n = len(positional)
+    bad = [i for i in nums if not -n <= i < n]
+    if bad and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        return (f"jit of {_name(fn)}: static_argnums={tuple(nums)!r} names position(s) "
+                f"{tuple(bad)!r}, but the function takes {n} positional argument(s)")
+    known = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+    unknown = [a for a in names if a not in known]
+    if unknown and inspect.Parameter.VAR_KEYWORD not in kinds:
+        return (f"jit of {_name(fn)}: static_argnames={names!r} names {tuple(unknown)!r}, "
+                f"which the function has no parameter for (its parameters: "
+                f"{', '.join(p.name for p in params) or 'none'})")
+    return None
 
 
 def _static_arguments(fn, static_argnums, static_argnames) -> tuple:

@@ -72,6 +72,11 @@ class UnsupportedSparseFormatError(DualgpuError, TypeError):
     """A sparse matrix format that dualgpu does not handle."""
 
 
+class SparseMethodError(DualgpuError, AttributeError):
+    """A method of ``scipy.sparse``/``cupyx`` matrices that traced code cannot call on a
+    sparse matrix it reads (an ``AttributeError``, as for any missing attribute)."""
+
+
 class AxisError(DualgpuError, np.exceptions.AxisError):
     """An axis argument out of bounds (or repeated). NumPy raises its ``AxisError`` where
     dualgpu raises this, which is both a :class:`DualgpuError` and a NumPy ``AxisError``
@@ -79,6 +84,12 @@ class AxisError(DualgpuError, np.exceptions.AxisError):
 
     def __init__(self, message: str):
         np.exceptions.AxisError.__init__(self, message)
+
+
+class IndexOutOfBoundsError(DualgpuError, IndexError):
+    """An index array reaching a gather or scatter at run time (an argument of the program, or
+    computed from one) holds an index outside ``[-n, n)`` for its axis of size ``n``: NumPy's
+    ``IndexError``. Raised by programs that run on NumPy; see docs/gpu.md for CuPy."""
 
 
 class RandomInTraceError(DualgpuError, RuntimeError):
@@ -115,6 +126,20 @@ def in_stdlib(filename: str) -> bool:
 def not_users(filename: str) -> bool:
     """Whether ``filename`` is dualgpu's or the standard library's, not the user's."""
     return _inside_package(filename) or in_stdlib(filename)
+
+
+def library_location(location: str) -> bool:
+    """Whether a ``file:line`` location (an equation's ``source``) lies in dualgpu's own
+    package, by the package's folder: a user's file under a folder named ``dualgpu`` (a
+    clone of this repository) or ``mydualgpu_project`` is the user's. The examples of the
+    package's docstrings are its own too (doctest names their file by the module:
+    ``<doctest dualgpu.export.export[2]>``).
+
+    >>> library_location(f"{_PACKAGE_DIR}/api.py:12"), library_location("/home/u/dualgpu/f.py:3")
+    (True, False)
+    """
+    return (location.startswith(f"<doctest {__package__}.")
+            or _inside_package(location.rpartition(":")[0] or location))
 
 
 def user_location(skip_stdlib: bool = False) -> str:

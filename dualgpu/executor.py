@@ -43,8 +43,9 @@ from .codegen.host import host_program
 from .codegen.host_regions import host_fused_program
 from .codegen.launcher import compile_fused
 from .codegen.python import compile_python
+from .core.indexing import key_has_arrays
 from .core.ir import Graph
-from .errors import DualgpuError
+from .errors import DualgpuError, IndexOutOfBoundsError
 
 
 class Config(dict):
@@ -252,8 +253,25 @@ class Executable:
             # replayed outputs are the runner's own buffers ("reuse": documented) or a fresh
             # block; the eager calls of the runner are made to own their results here
             return outs if replayed else owned_outputs(outs, arrays, self._const_values)
-        outs = self.backend.as_arrays(self._eager(*arrays))
+        try:
+            outs = self.backend.as_arrays(self._eager(*arrays))
+        except IndexError as e:
+            raise _out_of_bounds(self.graph, e) from e
         return owned_outputs(outs, arrays, self._const_values)
+
+
+def _out_of_bounds(graph: Graph, e: IndexError) -> IndexOutOfBoundsError:
+    """NumPy's ``IndexError`` of a gather or scatter whose indices the program received (or
+    computed) as a :class:`~dualgpu.errors.IndexOutOfBoundsError` naming the user's lines of
+    the indexing operations."""
+    lines = sorted({q.source or "<unknown location>" for q in graph.eqns
+                    if key_has_arrays(q.params.get("key", ()))})
+    where = f" at {', '.join(lines)}" if lines else ""
+    return IndexOutOfBoundsError(
+        f"{graph.name}: {e} -- an index array given to the program (or computed from its "
+        f"arguments) holds an index outside [-n, n) for an axis of size n, indexed{where}; "
+        f"NumPy raises this IndexError too: check the indices, or clip/wrap them "
+        f"(np.take(..., mode='clip'))")
 
 
 def _under(precision, fn):

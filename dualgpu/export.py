@@ -54,7 +54,7 @@ from .codegen.python import emit_equation, generate_python
 from .core import encode
 from .core.primitives import REGISTRY
 from .core.trace import Tracer
-from .errors import DualgpuError
+from .errors import DualgpuError, library_location
 from .executor import config
 from .fusion import plan_graph
 from .names import check_identifier
@@ -418,7 +418,7 @@ def _with_locations(src: str, graph) -> str:
                 and k < len(graph.eqns)):
             loc = graph.eqns[k].source
             k += 1
-            if loc and "dualgpu" not in loc:  # a file name is data: printable, one line
+            if loc and not library_location(loc):  # a file name is data: printable
                 line = f"{line}  # " + "".join(c if c.isprintable() else "?" for c in loc)
         out.append(line)
     return "\n".join(out) + "\n"

@@ -82,7 +82,7 @@ class Signature:
 
     __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
                  "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
-                 "avals", "argnums", "int_inputs", "scalar_inputs")
+                 "avals", "argnums", "int_inputs", "scalar_inputs", "what")
 
     def __init__(self, args: tuple, kwargs: dict, argnums: tuple, what: str,
                  allow_int: bool = False, trace_scalars: bool = False,
@@ -90,6 +90,7 @@ class Signature:
         self.args = args
         self.kwargs = kwargs
         self.argnums = argnums
+        self.what = what
         for i in argnums:
             if i < 0:
                 raise ArgumentTypeError(f"{what}: argnums {tuple(argnums)} must be resolved "
@@ -243,6 +244,17 @@ class Signature:
         """Graph-input indices of the differentiated leaves (in leaf order)."""
         return [k for k, d in enumerate(self.diff) if d]
 
+    def number_sequence(self) -> tuple[str, Any] | None:
+        """The first list or tuple of Python numbers, a float among them, given as a
+        positional argument (or inside one: a dict's entry, a list's item), as ``(its name,
+        it)``: a pytree of scalars, traced leaf by leaf as JAX does, where the function may
+        have expected an array."""
+        for i, a in enumerate(self.args):
+            found = _number_sequence(a, f"argument {i}")
+            if found is not None:
+                return found
+        return None
+
     def per_argument(self, values, arg: int, repackage: bool = True, int_prefix: tuple = ()):
         """Results for the differentiated leaves (in leaf order) regrouped as argument
         ``arg``'s pytree (sparse leaves come back sparse); an integer leaf (``allow_int``)
@@ -277,6 +289,21 @@ class Signature:
         names = [function_name(params[i]) + paths[i][j - starts[i]]
                  for i, j in zip(self.arg_of_input, self.input_pos)]
         return names if len(set(names)) == len(names) else None
+
+
+def _number_sequence(x, name: str, depth: int = 0) -> tuple[str, Any] | None:
+    # with a float in it: a list of ints is static (a shape, axes), not traced
+    if isinstance(x, (list, tuple)) and x and all(
+            isinstance(v, _NUMBERS) and not isinstance(v, bool) for v in x) and any(
+            isinstance(v, (float, complex)) for v in x):
+        return name, x
+    if depth < 8 and isinstance(x, (list, tuple, dict)):
+        items = x.items() if isinstance(x, dict) else enumerate(x)
+        for k, v in items:
+            found = _number_sequence(v, f"{name}[{k!r}]", depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def _static_name(i: int, kwargs: dict, kw_leaf: int) -> str:

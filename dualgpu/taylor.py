@@ -47,6 +47,8 @@ class _Jet(Transformed):
 
     def extra_inputs(self, sig, series):
         K = self.order
+        for k in range(K):
+            _same_dtypes(sig, tuple(terms[k] for terms in series), k)
         per_term = [self._directions(sig, tuple(terms[k] for terms in series),
                                      f"series term {k}") for k in range(K)]
         return [per_term[k][j] for j in range(len(per_term[0])) for k in range(K)]
@@ -66,6 +68,21 @@ class _Jet(Transformed):
                 block = [np.zeros(np.shape(t), dtype=FLOAT0) for t in block]
             terms.append(list(block))
         return pytree.unflatten(tree, primal), pytree.unflatten(tree, terms)
+
+
+def _same_dtypes(sig, terms: tuple, k: int) -> None:
+    """A series term's arrays have their primals' dtypes (Python numbers take the primal's):
+    a float64 term of a float32 primal is refused, as the documentation says, not cast."""
+    for a, term in enumerate(terms):
+        primals = [sig.inputs[j] for j, d in enumerate(sig.diff)
+                   if d and sig.arg_of_input[j] == a]
+        for x, v in zip(primals, pytree.flatten(term)[0]):
+            dtype = getattr(v, "dtype", None)
+            if dtype is not None and np.dtype(dtype) != np.dtype(x.dtype):
+                raise ShapeMismatchError(
+                    f"jet: series term {k} for argument {a} has dtype {np.dtype(dtype)}, but "
+                    f"the argument has dtype {np.dtype(x.dtype)}; give the series the "
+                    f"primal's dtype (.astype(np.{np.dtype(x.dtype).name}))")
 
 
 def jet(fun: Callable, primals: Sequence[Any], series: Sequence[Sequence[Any]]):

@@ -10,7 +10,7 @@ x = np.array([0.5, -1.0, 2.0])
 
 
 def test_every_error_class_is_also_a_builtin_exception():
-    builtins = (TypeError, ValueError, RuntimeError, IndexError)
+    builtins = (TypeError, ValueError, RuntimeError, IndexError, AttributeError)
     for name, cls in vars(errors).items():
         if isinstance(cls, type) and issubclass(cls, dg.DualgpuError) \
                 and cls is not dg.DualgpuError:

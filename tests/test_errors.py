@@ -472,6 +472,19 @@ def test_invalid_argument_error_names_the_axis_and_is_a_value_error():
     assert isinstance(info.value, ValueError)
 
 
+def test_index_out_of_bounds_names_the_index_and_line():
+    pick = dg.jit(lambda x, i: x[i] * 2)  # tests/test_index_bounds.py: every gather, executor
+    with pytest.raises(dg.IndexOutOfBoundsError) as info:
+        pick(np.ones(3), np.array([0, 3]))
+    message = str(info.value)
+    assert "index 3 is out of bounds" in message and "size 3" in message
+    assert "test_errors.py" in message
+    assert isinstance(info.value, IndexError)
+
+
+from test_sparse_methods import test_other_sparse_methods_are_one_error_naming_the_method  # noqa
+
+
 # --------------------------------------------------------------------------- the catalogue
 # each class and the tests above that check its message
 COVERED = {
@@ -491,6 +504,8 @@ COVERED = {
     "RandomInTraceError": "test_random_in_trace_names_the_call_and_says_what_to_do",
     "ArgumentTypeError": "test_argument_type_error_names_the_option_and_is_a_type_error",
     "InvalidArgumentError": "test_invalid_argument_error_names_the_axis_and_is_a_value_error",
+    "IndexOutOfBoundsError": "test_index_out_of_bounds_names_the_index_and_line",
+    "SparseMethodError": "test_other_sparse_methods_are_one_error_naming_the_method",
 }
 
 

@@ -573,3 +573,13 @@ def test_an_operator_over_two_arguments():
         dg.differential_operator(u, dx, 2, argnums=(0, 1))
     with pytest.raises(DualgpuError, match="same count R"):
         dg.differential_operator(u, (dx, np.ones(3)), 2, argnums=(0, 1))
+
+
+@pytest.mark.parametrize("primal, term", [(np.float32, np.float64), (np.float64, np.float32)])
+def test_series_of_another_dtype_than_the_primal_is_refused_as_documented(primal, term):
+    x = np.ones(3, primal)
+    with pytest.raises(dg.ShapeMismatchError, match=f"term 1 for argument 0 has dtype "
+                                                    f"{np.dtype(term).name}"):
+        dg.jet(np.sin, (x,), ((np.ones(3, primal), np.ones(3, term)),))
+    _, (t1, t2) = dg.jet(np.sin, (x,), ((np.ones(3, primal), np.zeros(3, primal)),))
+    assert t1.dtype == t2.dtype == primal

@@ -240,3 +240,55 @@ def test_check_grads_on_pytrees():
     wrong = lambda p: _wrong_vjp(p["w"]) + p["b"]  # noqa: E731
     with pytest.raises(AssertionError):
         testing.check_grads(wrong, (params,), order=1, modes=("rev",))
+
+
+# a list of floats is a pytree of scalars (as JAX): a function that wants an array fails on
+# it with one ArgumentTypeError naming the transform and the argument, for every transform
+_sq = lambda x: np.sum(x ** 2)  # noqa: E731
+_L = [1.0, 2.0]
+_LIST_CALLS = {
+    "grad": lambda: dg.grad(_sq)(_L),
+    "value_and_grad": lambda: dg.value_and_grad(_sq)(_L),
+    "hvp": lambda: dg.hvp(_sq)(_L, _L),
+    "hessian": lambda: dg.hessian(_sq)(_L),
+    "jvp": lambda: dg.jvp(_sq, (_L,), (_L,)),
+    "vjp": lambda: dg.vjp(_sq, _L),
+    "jacfwd": lambda: dg.jacfwd(np.sin)(_L),
+    "jacrev": lambda: dg.jacrev(np.sin)(_L),
+    "jit": lambda: dg.jit(_sq)(_L),
+    "vmap": lambda: dg.vmap(np.sin)(_L),
+    "laplacian": lambda: dg.laplacian(_sq)(_L),
+    "jet": lambda: dg.jet(_sq, (_L,), ((_L,),)),
+    "grad, in a dict": lambda: dg.grad(lambda d: np.sum(d["a"] ** 2))({"a": _L}),
+}
+
+
+@pytest.mark.parametrize("name", list(_LIST_CALLS))
+def test_a_list_of_numbers_where_an_array_is_meant_is_one_clear_error(name):
+    with pytest.raises(dg.ArgumentTypeError) as info:
+        _LIST_CALLS[name]()
+    message = str(info.value)
+    assert name.split(",")[0] in message and "argument 0" in message
+    assert "list of 2 numbers" in message and "np.asarray" in message
+    assert len(message.splitlines()) == 1
+
+
+def test_a_list_of_numbers_is_a_pytree_of_scalars_as_in_jax():
+    product = lambda xs: xs[0] * xs[1] ** 2  # noqa: E731
+    assert [float(g) for g in dg.grad(product)([3.0, 2.0])] == [4.0, 12.0]
+    assert [[float(h) for h in row] for row in dg.hessian(product)([3.0, 2.0])] == \
+        [[0.0, 4.0], [4.0, 6.0]]
+
+
+@pytest.mark.parametrize("options, named", [
+    ({"static_argnums": 5}, "static_argnums=(5,)"), ({"static_argnums": -3}, "(-3,)"),
+    ({"static_argnames": "z"}, "'z'"), ({"static_argnames": ("y", "q")}, "('q',)")])
+def test_static_arguments_the_function_has_no_parameter_for_are_refused_when_called(options,
+                                                                                   named):
+    jitted = dg.jit(lambda x, y: x * y, **options)  # as JAX: refused when called
+    with pytest.raises(dg.InvalidArgumentError, match="jit") as info:
+        jitted(np.ones(2), 2.0)
+    assert named in str(info.value) and isinstance(info.value, ValueError)
+    np.testing.assert_array_equal(dg.jit(lambda *a: a[0] * a[1], **options)(np.ones(2), 3.0)
+                                  if "static_argnums" in options else
+                                  dg.jit(lambda x, **kw: x * 3.0, **options)(np.ones(2)), 3.0)

@@ -39,6 +39,7 @@ from .. import names as naming
 from ..core import encode
 from ..core.ir import Literal, Var
 from ..core.pprint import Namer
+from ..errors import library_location
 from ..fusion import LibraryStep, Plan, plan_graph  # noqa: F401  (plan_graph: the examples)
 from .cuda import BLOCK, RegionKernels, region_kernels
 from .python import emit_equation, literal_source
@@ -70,7 +71,7 @@ def _locations(eqns) -> str:
     seen: list = []
     for e in eqns:
         loc = e.source
-        if loc and "dualgpu" not in loc and loc not in seen:
+        if loc and not library_location(loc) and loc not in seen:
             seen.append(loc)
     # a file name is data: printable, one line
     return ", ".join("".join(c if c.isprintable() else "?" for c in loc) for loc in seen)

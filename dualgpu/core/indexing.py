@@ -26,6 +26,11 @@ def key_to_python(key, arrays) -> tuple:
     return tuple(out)
 
 
+def key_has_arrays(key) -> bool:
+    """Whether the key reads index arrays (a gather or scatter), not only slices and ints."""
+    return any(e is not None and e[0] == "array" for e in key)
+
+
 def key_to_source(key, array_names) -> str:
     """The key as Python source, index arrays by their names."""
     parts = []

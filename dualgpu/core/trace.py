@@ -395,6 +395,7 @@ class Tracer:
     def swapaxes(self, *args, **kwargs): return _np().swapaxes(self, *args, **kwargs)
     def repeat(self, *args, **kwargs): return _np().repeat(self, *args, **kwargs)
     def diagonal(self, *args, **kwargs): return _np().diagonal(self, *args, **kwargs)
+    def take(self, *args, **kwargs): return _np().take(self, *args, **kwargs)
     def trace(self, *args, **kwargs): return _np().trace(self, *args, **kwargs)
     def clip(self, *args, **kwargs): return _np().clip(self, *args, **kwargs)
     def dot(self, *args, **kwargs): return _np().dot(self, *args, **kwargs)

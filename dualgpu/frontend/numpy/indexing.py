@@ -5,16 +5,31 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
-from ...errors import DualgpuError, user_location
-from ...lax import diagonal, getitem, ravel, where
+from ...errors import DualgpuError, InvalidArgumentError, user_location
+from ...lax import diagonal, getitem, maximum, minimum, ravel, remainder, where
 from ...lax import shape_of as _shape
 from ...ops import shape as _sh
 
 
-def take(a, indices, axis=None):
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """``mode="wrap"`` and ``"clip"`` as NumPy's (indices modulo n, or clipped to [0, n-1]).
+    """
+    if out is not None:
+        raise DualgpuError(f"take: out= is not supported on traced values; use the result "
+                           f"(at {user_location()})")
+    if mode not in ("raise", "wrap", "clip"):
+        raise InvalidArgumentError(f"take: mode must be 'raise', 'wrap' or 'clip', got "
+                                   f"{mode!r} (at {user_location()})")
     if axis is None:
         a, axis = ravel(a), 0
     axis = _check_axis(axis, len(_shape(a)), "take")
+    n = _shape(a)[axis]
+    if mode != "raise" and n == 0:
+        raise IndexError("cannot do a non-empty take from an empty axes.")
+    if mode == "wrap":
+        indices = remainder(indices, n)
+    elif mode == "clip":
+        indices = maximum(minimum(indices, n - 1), 0)
     return getitem(a, (slice(None),) * axis + (indices,))
 
 

@@ -8,8 +8,12 @@ densified, and the gradient with respect to a sparse argument comes back as a sp
 of the same class, format and pattern.
 
 Supported: ``A @ x``, ``x @ A``, ``A.T``, ``A.dot(x)``, ``A.multiply(dense)`` (keeps the
-pattern), ``A * scalar``, ``-A``, ``A.sum(axis)``, ``A.toarray()``, for CSR, CSC and COO
-(both the ``*_matrix`` and ``*_array`` classes of SciPy, and cupyx's matrices).
+pattern), ``A * scalar``, ``-A``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``,
+``A.toarray()``, ``A.astype(dtype)``, ``A.copy()`` and the conversions ``A.tocsr()``,
+``A.tocsc()``, ``A.tocoo()``, ``A.asformat(fmt)`` (the values permuted, the pattern
+converted once), for CSR, CSC and COO (both the ``*_matrix`` and ``*_array`` classes of
+SciPy, and cupyx's matrices). Any other method is a :class:`~dualgpu.errors.SparseMethodError`
+naming it.
 
 Example::
 
@@ -28,7 +32,13 @@ import numpy as np
 from ...backends import array_backend
 from ...cache import IdentityKey
 from ...core.trace import Tracer
-from ...errors import DualgpuError, UnsupportedOpError, UnsupportedSparseFormatError
+from ...errors import (
+    DualgpuError,
+    SparseMethodError,
+    UnsupportedOpError,
+    UnsupportedSparseFormatError,
+    user_location,
+)
 from ...lax import shape_of
 from ...ops.shape import scatter_add
 from ...ops.sparse import coo_indices, make_matrix, spmm
@@ -96,8 +106,9 @@ class Pattern:
     def T(self) -> Pattern:
         if self.fmt == "coo":
             return Pattern("coo", self.shape[::-1], self.ptr, self.ind, self.container)
+        # another format: not of this class (a csr_matrix's transpose is a CSC matrix)
         return Pattern("csc" if self.fmt == "csr" else "csr", self.shape[::-1], self.ind,
-                       self.ptr, self.container)
+                       self.ptr, None)
 
     def coo(self):
         """Row and column index of every stored entry, in data order."""
@@ -255,6 +266,65 @@ class SparseValue:
                                 shape=self.shape)
 
     todense = toarray
+
+    def mean(self, axis=None):
+        """Mean of all entries, stored or not (``axis=None``), or along an axis."""
+        if axis is None:
+            return dnp.true_divide(self.sum(), self.shape[0] * self.shape[1])
+        return dnp.true_divide(self.sum(axis), self.shape[int(axis) % 2])
+
+    def diagonal(self, k: int = 0):
+        """The ``k``-th diagonal as a dense 1-D array (zeros where nothing is stored)."""
+        m, n = self.shape
+        k = int(k)
+        length = max(0, min(m + min(k, 0), n - max(k, 0)))
+        rows, cols = self.pattern.coo()
+        xp = array_backend(rows).xp
+        on = xp.flatnonzero(cols - rows == k)
+        where = (rows if k >= 0 else cols)[on]
+        return scatter_add.bind(dnp.getitem(self.data, on), where, key=(("array", 0),),
+                                shape=(length,))
+
+    # ---------------------------------------------------------------- conversions
+    def astype(self, dtype, copy=True) -> SparseValue:
+        return SparseValue(dnp.astype(self.data, dtype), self.pattern)
+
+    def copy(self) -> SparseValue:
+        return SparseValue(self.data, self.pattern)
+
+    def asformat(self, format, copy=False) -> SparseValue:
+        """The matrix in ``format`` (``"csr"``, ``"csc"``, ``"coo"``): the pattern converted
+        once (on the index arrays), the values gathered in the new order."""
+        if format is None or format == self.format:
+            return self
+        xp = _xp(self)
+        positions = xp.arange(1, self.nnz + 1, dtype=np.float64)
+        converted = self.pattern.rebuild(positions, own=False).asformat(format)
+        if converted.nnz != self.nnz:  # a COO matrix with repeated entries (summed)
+            raise UnsupportedOpError(
+                f"sparse .to{format}() of a {self.format} matrix with repeated entries is not "
+                f"supported in traced code (at {user_location()}); call A.sum_duplicates() "
+                "on the matrix first")
+        order = (converted.data - 1).astype(np.intp)
+        return SparseValue(dnp.getitem(self.data, order), Pattern.of(converted))
+
+    def tocsr(self, copy=False) -> SparseValue:
+        return self.asformat("csr")
+
+    def tocsc(self, copy=False) -> SparseValue:
+        return self.asformat("csc")
+
+    def tocoo(self, copy=False) -> SparseValue:
+        return self.asformat("coo")
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise SparseMethodError(
+            f"sparse matrix .{name} is not supported in traced code (at {user_location()}); "
+            "supported: @, .T, .dot, .multiply, * and / by a scalar, .sum, .mean, .diagonal, "
+            ".toarray, .astype, .copy, .tocsr, .tocsc, .tocoo, .asformat; or compute it "
+            "outside the traced function")
 
 
 def _xp(sv):
