@@ -50,7 +50,7 @@ bench-build:
 # DUALGPU_FUZZ_REPORT / DUALGPU_CALLS_REPORT=path write the failures to files.
 FUZZ_SEEDS ?= 0:10000
 fuzz: $(STAMP)
-	$(PY) -m pytest tests/test_fuzz.py tests/test_jet.py --fuzz-long; s1=$$?; \
+	$(PY) -m pytest tests/test_fuzz.py tests/test_jet.py tests/test_separability_operands.py --fuzz-long; s1=$$?; \
 	$(PY) -m pytest tests/test_call_sequences.py --fuzz-long --calls-seeds=$(FUZZ_SEEDS); \
 	s2=$$?; exit $$((s1 || s2))
 

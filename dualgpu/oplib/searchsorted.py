@@ -79,8 +79,7 @@ def _vmap(eqn, args, batched, size):
 
 
 def _separability(eqn, dep, sizes):
-    a, v = eqn.inputs
-    if any(x is a for x, _ in dep):
+    if any(i == 0 for i, _ in dep):  # the sorted array
         raise Coupling("every output of searchsorted reads the whole sorted array")
     (_, m), = dep
     return m  # one output per value, where the value sits

@@ -1,13 +1,16 @@
 """What an op's separability rule works with (the proof behind ``hvp(batch_axes=...)``,
 :mod:`dualgpu.transforms.separability`).
 
-A separability rule is ``rule(eqn, dep, sizes) -> map``: ``dep`` pairs each operand that
-depends on the differentiated inputs with its map, a tuple of :class:`At` (one per batch
-axis: where that axis's instances sit in the operand), ``sizes`` the number of instances
-along each batch axis, and the result is the map of the output (a list of maps for an op
-with several outputs). A rule raises :class:`Coupling` with the reason when the op mixes
-instances. The ops attach their rules with ``defrules(prim, separability=rule)`` beside
-their derivatives; elementwise ops, reductions and scans are proved by their flags.
+A separability rule is ``rule(eqn, dep, sizes) -> map``: ``dep`` pairs the position (in
+``eqn.inputs``) of each operand that depends on the differentiated inputs with its map, a
+tuple of :class:`At` (one per batch axis: where that axis's instances sit in the operand),
+``sizes`` the number of instances along each batch axis, and the result is the map of the
+output (a list of maps for an op with several outputs). Operands are told apart by their
+position, never by the variable: ``einsum("id,jd->i", p, p)`` passes ``p`` twice, once
+with its instances kept and once with them summed over. A rule raises :class:`Coupling`
+with the reason when the op mixes instances. The ops attach their rules with
+``defrules(prim, separability=rule)`` beside their derivatives; elementwise ops,
+reductions and scans are proved by their flags.
 
 Example (the rule of ``transpose``: the instance axes move with the permutation)::
 
@@ -42,14 +45,41 @@ class At(NamedTuple):
         return self.outer == 1 and self.inner == 1
 
 
-def aligned(dep, out_ndim: int) -> tuple:
+def aligned(eqn, dep) -> tuple:
     """Broadcasting: every operand that depends on the input holds its instances on the
     same axes of the output (the interpreter checks the lengths)."""
-    result = None
-    for a, m in dep:
-        shift = out_ndim - a.ndim
-        mapped = tuple(at.moved(at.pos + shift) for at in m)
-        if result is not None and mapped != result:
-            raise Coupling("its operands hold instances along different axes")
-        result = mapped
+    out_ndim = eqn.outs[0].ndim
+    mapped = [(i, tuple(at.moved(at.pos + out_ndim - eqn.inputs[i].ndim) for at in m))
+              for i, m in dep]
+    return _same(mapped)
+
+
+def labelled(specs: list[str], out: str, dep) -> tuple:
+    """A product written as an einsum (``specs`` the labels of each operand's axes, ``out``
+    the output's): each instance axis of an operand names a label, which the output must
+    keep (else the product sums over instances), and every operand must put its instances
+    on the same axes of the output."""
+    mapped = []
+    for i, m in dep:
+        labels = [specs[i][at.pos] for at in m]
+        lost = next((lab for lab in labels if lab not in out), None)
+        if lost is not None:
+            raise Coupling(f"it sums over an instance axis (it contracts label {lost!r} of "
+                           f"operand {i + 1}, {specs[i]!r}, which the output {out!r} lacks)")
+        mapped.append((i, tuple(at.moved(out.index(lab)) for at, lab in zip(m, labels))))
+    return _same(mapped)
+
+
+def _same(mapped) -> tuple:
+    """The one map every operand gives the output (``(position, map)`` pairs)."""
+    (first, result), *rest = mapped
+    for i, m in rest:
+        if m != result:
+            raise Coupling(f"its operands hold instances along different axes (operand "
+                           f"{first + 1} along {_axes(result)} of the output, operand "
+                           f"{i + 1} along {_axes(m)})")
     return result
+
+
+def _axes(m: tuple) -> str:
+    return ", ".join(f"axis {at.pos}" for at in m)

@@ -15,7 +15,7 @@ from . import _batching as batching
 from . import _jet as jet_rules
 from . import _sparsity as sparsity
 from . import _taylor as taylor_rules
-from ._separability import Coupling
+from ._separability import labelled
 from ._util import defmultilinear, unbroadcast, wants_cotangent
 
 
@@ -157,49 +157,14 @@ defrules(einsum, vmap=_einsum_vmap)
 
 # --------------------------------------------------------------------------- separability
 def _matmul_separability(eqn, dep, sizes) -> tuple:
-    a_atom, b_atom = eqn.inputs
-    out_nd = eqn.outs[0].ndim
-    result = None
-    for x, m in dep:
-        nd = x.ndim
-        mapped = []
-        for at in m:
-            p = at.pos
-            if x is a_atom:
-                if p == nd - 1:
-                    raise Coupling("it contracts over an instance axis")
-                if nd >= 2 and p == nd - 2:
-                    mapped.append(at.moved(out_nd - 2 if b_atom.ndim > 1 else out_nd - 1))
-                else:
-                    mapped.append(at.moved(p + (out_nd - nd)))
-            else:
-                if nd == 1 or p == nd - 2:
-                    raise Coupling("it contracts over an instance axis")
-                if p == nd - 1:
-                    mapped.append(at.moved(out_nd - 1))
-                else:
-                    mapped.append(at.moved(p + (out_nd - nd) + (1 if a_atom.ndim == 1 else 0)))
-        mapped = tuple(mapped)
-        if result is not None and result != mapped:
-            raise Coupling("its operands hold instances along different axes")
-        result = mapped
-    return result
+    a, b = eqn.inputs
+    ins, out = sparsity.matmul_spec(a.ndim, b.ndim).split("->")
+    return labelled(ins.split(","), out, dep)
 
 
 def _einsum_separability(eqn, dep, sizes) -> tuple:
     ins, out = eqn.params["spec"].split("->")
-    specs = ins.split(",")
-    result = None
-    for x, m in dep:
-        s = specs[eqn.inputs.index(x)]
-        labels = [s[at.pos] for at in m]
-        if any(lab not in out for lab in labels):
-            raise Coupling("it sums over an instance axis")
-        mapped = tuple(at.moved(out.index(lab)) for at, lab in zip(m, labels))
-        if result is not None and result != mapped:
-            raise Coupling("its operands hold instances along different axes")
-        result = mapped
-    return result
+    return labelled(ins.split(","), out, dep)
 
 
 defrules(matmul, separability=_matmul_separability)

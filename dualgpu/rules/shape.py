@@ -185,8 +185,8 @@ def _transpose_separability(eqn: Eqn, dep, sizes) -> tuple:
 
 
 def _reshape_separability(eqn: Eqn, dep, sizes) -> tuple:
-    (a, m), = dep
-    return tuple(_reshaped(tuple(a.shape), tuple(eqn.params["new_shape"]), at, n)
+    (i, m), = dep
+    return tuple(_reshaped(tuple(eqn.inputs[i].shape), tuple(eqn.params["new_shape"]), at, n)
                  for at, n in zip(m, sizes))
 
 
@@ -225,12 +225,12 @@ def _reshaped(old: tuple, new: tuple, at: At, n: int) -> At:
 
 
 def _getitem_separability(eqn: Eqn, dep, sizes) -> tuple:
-    if any(x is not eqn.inputs[0] for x, _ in dep):
+    if any(i != 0 for i, _ in dep):
         raise Coupling("an index array depends on the differentiated input")
-    (a, m), = dep
+    (_, m), = dep
     key = key_to_python(eqn.params["key"], [x.value if hasattr(x, "value") else None
                                             for x in eqn.inputs[1:]])
-    return tuple(_indexed(tuple(a.shape), key, at, n) for at, n in zip(m, sizes))
+    return tuple(_indexed(tuple(eqn.inputs[0].shape), key, at, n) for at, n in zip(m, sizes))
 
 
 def _indexed(shape: tuple, key: tuple, at: At, n: int) -> At:

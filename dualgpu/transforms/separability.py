@@ -62,7 +62,8 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
         maps[v.id] = tuple(At(a) for a in axes)
     live = _live(graph)
     for eqn in graph.eqns:
-        dep = [(a, maps[a.id]) for a in eqn.inputs if isinstance(a, Var) and a.id in maps]
+        dep = [(i, maps[a.id]) for i, a in enumerate(eqn.inputs)
+               if isinstance(a, Var) and a.id in maps]
         if not dep or not any(v.id in live for v in eqn.outs) or \
                 eqn.prim.has(Flag.IGNORES_VALUES):   # fill_like: a constant
             continue
@@ -135,7 +136,7 @@ def _propagate(eqn: Eqn, dep, sizes: tuple) -> list[tuple]:
         maps = own(eqn, dep, sizes)
         return list(maps) if prim.multiple_results else [maps]
     if prim.has(Flag.ELEMENTWISE):
-        return [aligned(dep, eqn.outs[0].ndim)]
+        return [aligned(eqn, dep)]
     if prim.has(Flag.REDUCTION):
         return [_reduction_map(eqn, dep)]
     if prim.has(Flag.SCAN):
