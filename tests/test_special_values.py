@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+import scipy.special
 from test_cupy_launcher import FakeBackend
 from test_cupy_launcher import HostProgram as RegionKernelsOnHost
 from tiny_harness import needs_gxx
@@ -39,16 +40,23 @@ from dualgpu.executor import Executable, config
 
 DTYPES = (np.float64, np.float32)
 ORDINARY = (0.75, -0.75, 1.5, -2.0, 3.0)
-N_VALUES = 9 + len(ORDINARY)
+# extreme finite values, both signs: where exp, logistic and their derivatives underflow or
+# cancel (+-40: logistic(-40) is 4e-18, 1 - logistic(40) rounds to 0), where exp overflows
+# (+-700, +-88), huge (squares overflow) and tiny (squares underflow) normal values
+EXTREMES = {np.dtype(np.float64): (1e-300, 40.0, 700.0, 1e300),
+            np.dtype(np.float32): (1e-38, 40.0, 88.0, 3e38)}
+N_VALUES = 9 + len(ORDINARY) + 8
 
 
 def special_values(dtype) -> np.ndarray:
     """NaN, +-inf, +-0, the smallest subnormal and the largest finite value of each sign,
-    and a few ordinary values of both signs (-2 a pole of gammaln), in ``dtype``."""
+    a few ordinary values of both signs (-2 a pole of gammaln) and :data:`EXTREMES` of both
+    signs, in ``dtype``."""
     fi = np.finfo(dtype)
     tiny, big = fi.smallest_subnormal, fi.max
-    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, big, -big, *ORDINARY],
-                    dtype=dtype)
+    extremes = [s * v for v in EXTREMES[np.dtype(dtype)] for s in (1, -1)]
+    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, big, -big, *ORDINARY,
+                     *extremes], dtype=dtype)
 
 
 def special_pairs(dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +83,9 @@ class Row:
     ``kernel_reference(x, numpy_value)``: what the kernels must give instead of NumPy's
     value, where that is wrong and the difference is documented (docs/limitations.md).
     ``zero_sign``: False where IEEE leaves the sign of a zero result open and NumPy's own
-    loops differ (``fmax(0.0, -0.0)`` is 0.0 or -0.0 by dtype and NumPy build)."""
+    loops differ (``fmax(0.0, -0.0)`` is 0.0 or -0.0 by dtype and NumPy build).
+    ``reference``: the NumPy or SciPy function every executor is compared with, where the
+    op's implementation is not one (the generated Python calls the implementation)."""
 
     params: dict = field(default_factory=dict)
     ulps: float = 4
@@ -83,12 +93,13 @@ class Row:
     kernel_reference: Callable | None = None
     zero_sign: bool = True
     integer_exponent: bool = False
+    reference: Callable | None = None
 
 
 # the second operands of an op whose second argument is an integer exponent (ldexp), one per
 # special value: each first operand meets each of them once
-EXPONENTS = np.array([0, 1, -1, 3, -3, 30, -30, 126, -149, 1023, -1074, 1100, -1100, 64],
-                     dtype=np.int32)
+EXPONENTS = np.array([0, 1, -1, 3, -3, 30, -30, 126, -149, 1023, -1074, 1100, -1100, 64,
+                      2, -2, 127, -127, 1000, -1000, 2 ** 31 - 1, -2 ** 31], dtype=np.int32)
 assert EXPONENTS.size == N_VALUES
 
 
@@ -101,19 +112,15 @@ ROWS: dict[str, Row] = {name: Row() for name in (
     "ceil", "rint", "trunc", "less", "less_equal", "greater", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_not", "isnan", "isfinite",
     "floor_divide", "remainder", "fmod", "stop_gradient", "isinf", "signbit", "nextafter",
+    "tanh", "logaddexp",
     "heaviside")}
 # integer exponents: no NaN, infinity or zero of x is moved; overflow and underflow of x * 2**e
 ROWS["ldexp"] = Row(integer_exponent=True)
 ROWS.update({
     # glibc's and cephes' lgamma differ by 3 ulps at 1.5 (a value near lgamma's zero at 2)
     "gammaln": Row(ulps=8, kernel_reference=_gammaln_of_tiny),
-    # derivatives that cancel: 1 - tanh(x)**2 at 1.5 turns tanh's last bit into ~9 ulps;
-    # ans * (1 - ans) at 3 (logistic, and logaddexp's logistic(x - y)) into ~20, and the
-    # Python program's logistic (0.5 * (tanh(x / 2) + 1)) differs from the kernels'
-    # 1 / (1 + exp(-x)) in the last bits
-    "tanh": Row(d_ulps=32),
-    "logistic": Row(d_ulps=64),
-    "logaddexp": Row(d_ulps=64),
+    # SciPy's expit: the generated Python calls the op's implementation
+    "logistic": Row(reference=scipy.special.expit),
     "fmax": Row(zero_sign=False),
     "fmin": Row(zero_sign=False),
     "convert_element_type": Row(params=dict(dtype="other")),
@@ -328,7 +335,8 @@ def numpy_values(program: Program, dtype, kernel: bool) -> list:
     want = []
     with np.errstate(all="ignore"):
         for (name, row, operands) in program.rows:
-            value = np.asarray(REGISTRY[name].impl(np, *operands, **_params(row, dtype)))
+            value = np.asarray(row.reference(*operands) if row.reference is not None else
+                               REGISTRY[name].impl(np, *operands, **_params(row, dtype)))
             if kernel and row.kernel_reference is not None:
                 value = row.kernel_reference(*operands, value).astype(value.dtype)
             want.append(value)
