@@ -395,3 +395,97 @@ def test_integer_floor_divide_and_remainder_are_numpy_s(executor, dtype):
     got = KERNEL_EXECUTORS[executor](graph, (a, b))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# --------------------------------------------------------------------------- analytic derivatives
+def _logistic_ld(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+_LN2, _LN10 = np.log(np.longdouble(2)), np.log(np.longdouble(10))
+_TWO_OVER_SQRT_PI = 2 / np.sqrt(np.longdouble(np.pi))
+# The partial derivatives of each op in closed form, one function per input, evaluated in
+# long double (squares of 1e300 and exp(-40) ** 2 do not overflow or underflow there): what
+# the derivative programs must give where it is finite (tests/test_registry.py checks the
+# derivatives against finite differences inside each op's domain).
+DERIVATIVES: dict[str, tuple] = {
+    "negative": (lambda x: -np.ones_like(x),),
+    "square": (lambda x: 2 * x,),
+    "reciprocal": (lambda x: -1 / (x * x),),
+    "absolute": (np.sign,),
+    "sqrt": (lambda x: 0.5 / np.sqrt(x),),
+    "cbrt": (lambda x: 1 / (3 * np.cbrt(x) ** 2),),
+    "exp": (np.exp,),
+    "exp2": (lambda x: _LN2 * np.exp2(x),),
+    "expm1": (np.exp,),
+    "log": (lambda x: 1 / x,),
+    "log2": (lambda x: 1 / (x * _LN2),),
+    "log10": (lambda x: 1 / (x * _LN10),),
+    "log1p": (lambda x: 1 / (1 + x),),
+    "sin": (np.cos,),
+    "cos": (lambda x: -np.sin(x),),
+    "tan": (lambda x: 1 / np.cos(x) ** 2,),
+    "arcsin": (lambda x: 1 / np.sqrt(1 - x * x),),
+    "arccos": (lambda x: -1 / np.sqrt(1 - x * x),),
+    "arctan": (lambda x: 1 / (1 + x * x),),
+    "sinh": (np.cosh,),
+    "cosh": (np.sinh,),
+    "tanh": (lambda x: 1 / np.cosh(x) ** 2,),
+    "arcsinh": (lambda x: 1 / np.sqrt(x * x + 1),),
+    "arccosh": (lambda x: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)),),   # NaN below 1
+    "arctanh": (lambda x: 1 / (1 - x * x),),
+    "erf": (lambda x: _TWO_OVER_SQRT_PI * np.exp(-x * x),),
+    "erfc": (lambda x: -_TWO_OVER_SQRT_PI * np.exp(-x * x),),
+    "logistic": (lambda x: _logistic_ld(x) * _logistic_ld(-x),),
+    "add": (lambda a, b: np.ones_like(a), lambda a, b: np.ones_like(b)),
+    "subtract": (lambda a, b: np.ones_like(a), lambda a, b: -np.ones_like(b)),
+    "multiply": (lambda a, b: b, lambda a, b: a),
+    "true_divide": (lambda a, b: 1 / b, lambda a, b: -a / (b * b)),
+    "hypot": (lambda a, b: a / np.hypot(a, b), lambda a, b: b / np.hypot(a, b)),
+    "arctan2": (lambda y, x: x / (x * x + y * y), lambda y, x: -y / (x * x + y * y)),
+    "logaddexp": (lambda a, b: _logistic_ld(a - b), lambda a, b: _logistic_ld(b - a)),
+    "copysign": (lambda a, b: np.sign(a) * np.where(np.signbit(b), -1, 1),
+                 lambda a, b: np.zeros_like(b)),
+}
+# differentiable ops whose derivatives are conventions at the special points (ties, jumps,
+# x ** y at x <= 0) or trivial, checked elsewhere (tests/test_registry.py, tests/test_vmap.py)
+NO_CLOSED_FORM = {"power", "maximum", "minimum", "fmax", "fmin", "remainder", "fmod", "ldexp",
+                  "heaviside", "where", "stop_gradient", "convert_element_type",
+                  "broadcast_to", "gammaln"}
+
+
+def test_every_differentiable_op_has_a_closed_form_derivative():
+    differentiable = {name for name in ROWS if name not in NON_DIFFERENTIABLE}
+    assert differentiable - NO_CLOSED_FORM == set(DERIVATIVES)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_derivatives_agree_with_their_closed_forms(dtype):
+    """The gradient program's partials (the generated Python; the kernels are compared with
+    it above) at the special and extreme values: within 16 ulps of the closed form where
+    that is a normal number, finite and below the smallest normal where it is finite and
+    smaller (1 - logistic(40) and 1 - tanh(19)**2 round to 0; expm1(-40) + 1 is 0 too)."""
+    program = vjp_program(dtype)
+    got = run_python(program.graph, program.args)
+    report = []
+    tiny = np.finfo(dtype).tiny
+    for (label, _, operands), g in zip(program.rows, got):
+        name, k = label[1:].rsplit("/d", 1)
+        if name not in DERIVATIVES:
+            continue
+        with np.errstate(all="ignore"):
+            want = np.asarray(DERIVATIVES[name][int(k)](
+                *[np.asarray(v, np.longdouble) for v in operands])).astype(dtype)
+        g = np.broadcast_to(g, want.shape).ravel()
+        want = want.ravel()
+        finite = np.isfinite(want)
+        normal = finite & (np.abs(want) >= tiny)
+        bad = np.zeros(want.shape, bool)
+        bad[normal] = ~np.isfinite(g[normal]) | (np.signbit(g[normal]) != np.signbit(want[normal]))
+        close = normal & ~bad
+        bad[np.flatnonzero(close)[_ulps_apart(g[close], want[close]) > 16]] = True
+        bad |= finite & ~normal & ~(np.abs(g) < tiny)
+        for i in np.flatnonzero(bad)[:6]:
+            report.append(f"{label}({_at(operands, i)}) = {g[i]!r}, want {want[i]!r}")
+    assert not report, f"{np.dtype(dtype).name}:\n" + "\n".join(report)
