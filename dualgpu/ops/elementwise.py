@@ -145,11 +145,17 @@ def _nan_skip_weight_second(b, a, ans, larger: bool):
     return _astype(w, ans.dtype)
 
 
-def _safe_ratio(x, ans):
-    """x / ans where ans != 0; 0 where ans == 0 (then x == 0 too: the kink of a norm, where
-    0 is the subgradient taken, as for np.linalg.norm)."""
-    zero = equal(ans, 0)
-    return where(zero, 0.0, true_divide(x, where(zero, 1.0, ans)))
+def _hypot_d(x, y):
+    """x / hypot(x, y) as (x / m) / hypot(x / m, y / m), m = max(|x|, |y|): hypot(x, y)
+    overflows past 1.3e308 and loses its digits among the subnormals, where the ratio is a
+    number of [-1, 1] (the value does not depend on m, so neither does the derivative of
+    this partial; an infinite or NaN m is not divided by); 0 where x == y == 0 (the kink
+    of a norm, as for np.linalg.norm)."""
+    m = maximum(absolute(x), absolute(y))
+    zero = equal(m, 0)
+    m = where(logical_and(isfinite(m), logical_not(zero)), m, 1.0)
+    x, y = true_divide(x, m), true_divide(y, m)
+    return where(zero, 0.0, true_divide(x, hypot(x, y)))
 
 
 def _logaddexp_d(x, y):
@@ -249,7 +255,7 @@ hypot = elementwise(
     c=f"(isinf({{0}}) ? fabs({{0}}) : isinf({{1}}) ? fabs({{1}}) : "
       f"({{0}} != {{0}} || {{1}} != {{1}}) ? {{0}} + {{1}} : {_BIG} == 0 ? {_BIG} : "
       f"{_BIG} * sqrt(1 + ({_SMALL} / {_BIG}) * ({_SMALL} / {_BIG})))",
-    partials=(lambda x, y, ans: _safe_ratio(x, ans), lambda x, y, ans: _safe_ratio(y, ans)))
+    partials=(lambda x, y, ans: _hypot_d(x, y), lambda x, y, ans: _hypot_d(y, x)))
 copysign = elementwise("copysign", "copysign", 2, c="copysign({0}, {1})", result="float",
     partials=(lambda x, y, ans: sign(x) * sign(ans), lambda x, y, ans: 0.0))
 
