@@ -386,7 +386,8 @@ def test_derivatives_agree_with_the_python_program(executor, make, dtype, monkey
 @pytest.mark.parametrize("executor", sorted(KERNEL_EXECUTORS))
 def test_integer_floor_divide_and_remainder_are_numpy_s(executor, dtype):
     """x // 0 and x % 0 are 0 in NumPy (a C division by zero traps on the host); negative
-    operands round toward -inf. (INT_MIN // -1 overflows: left out.)"""
+    operands round toward -inf (MIN // -1 and the other extremes:
+    tests/test_integer_extremes.py)."""
     v = np.array([0, 1, -1, 7, -7, 3, -3, np.iinfo(dtype).max], dtype=dtype)
     a, b = (m.ravel() for m in np.meshgrid(v, v, indexing="ij"))
     graph = dg.trace(lambda a, b: (np.floor_divide(a, b), np.remainder(a, b)), a, b)

@@ -16,9 +16,10 @@ from ..lax import dtype_of, is_tracer, shape_of
 from . import numpy as dnp
 from .numpy.arguments import arraylike
 
-__all__ = ["sigmoid", "log_sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu", "silu", "swish",
-           "softplus", "mish", "hard_tanh", "softmax", "log_softmax", "logsumexp", "xlogy",
-           "logit", "mse", "cross_entropy", "binary_cross_entropy_with_logits"]
+__all__ = ["sigmoid", "log_sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu",
+           "silu", "swish", "softplus", "mish", "hard_tanh", "softmax", "log_softmax",
+           "logsumexp", "xlogy", "logit", "mse", "cross_entropy",
+           "binary_cross_entropy_with_logits"]
 
 
 def sigmoid(x):

@@ -25,5 +25,5 @@ from ..numpy.elementwise import round_ as round
 from ._special_functions import betainc
 
 __all__ = ["betainc", "cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1", "gammaln",
-           "log1p", "log_expit", "log_softmax", "logit", "logsumexp", "polygamma", "psi", "round", "sinc",
-           "softmax", "xlogy"]
+           "log1p", "log_expit", "log_softmax", "logit", "logsumexp", "polygamma", "psi",
+           "round", "sinc", "softmax", "xlogy"]
