@@ -37,9 +37,10 @@ REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
 
 def _unwritten(shape, dtype=np.float64):
-    """A new array of NaN (-12345 for integers): a value nothing wrote shows up."""
+    """A new array of NaN (-12345 for integers, wrapped to narrow ones): a value nothing
+    wrote shows up."""
     dt = np.dtype(dtype)
-    return np.full(shape, np.nan if dt.kind in "fc" else -12345, dtype=dt)
+    return np.full(shape, np.nan if dt.kind in "fc" else np.array(-12345).astype(dt), dtype=dt)
 
 
 def _fake_cupy():

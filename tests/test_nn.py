@@ -129,3 +129,49 @@ def test_one_layer_sigmoid_network_hvp():
         return dg.nn.mse(dg.nn.sigmoid(x @ w + b), y)
 
     check_grads(loss, (rng.standard_normal(11),), order=2)
+
+
+TAIL = np.array([-40.0, -30.0, -10.0, 10.0, 30.0, 40.0])
+# references accurate in the tails: SciPy's expit, log_expit and ndtr, and closed forms of
+# the derivatives
+TAIL_REFERENCE = {
+    "sigmoid": (dg.nn.sigmoid, ss.expit),
+    "log_sigmoid": (dg.nn.log_sigmoid, ss.log_expit),
+    # the composite is SciPy's composite (log(1 - 4e-18) is 0), accurate for x <= 0
+    "log_of_sigmoid": (lambda x: np.log(dg.nn.sigmoid(x)), lambda x: np.log(ss.expit(x))),
+    # x / sqrt(2) rounds: a relative error of ~x**2 ulps at -30, in ndtr's value too
+    "gelu": (dg.nn.gelu, lambda x: x * ss.ndtr(x), 1e-12),
+    "gelu_tanh": (lambda x: dg.nn.gelu(x, approximate=True),
+                  lambda x: x * ss.expit(2 * math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+    "silu": (dg.nn.silu, lambda x: x * ss.expit(x)),
+    "elu": (dg.nn.elu, lambda x: np.where(x > 0, x, np.expm1(x))),
+}
+TAIL_GRADIENT = {
+    "sigmoid": lambda x: ss.expit(x) * ss.expit(-x),
+    "log_sigmoid": lambda x: ss.expit(-x),
+    "log_of_sigmoid": lambda x: ss.expit(-x),
+    "tanh": lambda x: 1 / np.cosh(x) ** 2,
+    "silu": lambda x: ss.expit(x) + x * ss.expit(x) * ss.expit(-x),
+    "elu": lambda x: np.where(x > 0, 1.0, np.exp(x)),
+    "softplus": ss.expit,
+}
+
+
+@pytest.mark.parametrize("name", list(TAIL_REFERENCE))
+def test_values_in_the_tails(name):
+    """Where 1 - sigmoid, 1 + erf or 1 + tanh would cancel (x = -40: sigmoid is 4e-18, and
+    log(sigmoid) -40), eager and traced."""
+    ours, ref, *rtol = TAIL_REFERENCE[name]
+    rtol = rtol[0] if rtol else 1e-13
+    np.testing.assert_allclose(ours(TAIL), ref(TAIL), rtol=rtol)
+    np.testing.assert_allclose(dg.jit(lambda x: ours(x))(TAIL), ref(TAIL), rtol=rtol)
+
+
+@pytest.mark.parametrize("name", list(TAIL_GRADIENT))
+def test_gradients_in_the_tails(name):
+    """d sigmoid / dx at 40 is 4e-18 (ans * (1 - ans) gave 0), d log(sigmoid) / dx at -40 is
+    1 (it was NaN), tanh' at 30 is 3.5e-26, elu' at -40 is exp(-40)."""
+    ours = {**{k: v[0] for k, v in TAIL_REFERENCE.items()}, "tanh": dg.nn.tanh,
+            "softplus": dg.nn.softplus}[name]
+    g = dg.grad(lambda x: np.sum(ours(x)))(TAIL)
+    np.testing.assert_allclose(g, TAIL_GRADIENT[name](TAIL), rtol=1e-13)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+import scipy.special
 from test_cupy_launcher import FakeBackend
 from test_cupy_launcher import HostProgram as RegionKernelsOnHost
 from tiny_harness import needs_gxx
@@ -39,16 +40,23 @@ from dualgpu.executor import Executable, config
 
 DTYPES = (np.float64, np.float32)
 ORDINARY = (0.75, -0.75, 1.5, -2.0, 3.0)
-N_VALUES = 9 + len(ORDINARY)
+# extreme finite values, both signs: where exp, logistic and their derivatives underflow or
+# cancel (+-40: logistic(-40) is 4e-18, 1 - logistic(40) rounds to 0), where exp overflows
+# (+-700, +-88), huge (squares overflow) and tiny (squares underflow) normal values
+EXTREMES = {np.dtype(np.float64): (1e-300, 40.0, 700.0, 1e300),
+            np.dtype(np.float32): (1e-38, 40.0, 88.0, 3e38)}
+N_VALUES = 9 + len(ORDINARY) + 8
 
 
 def special_values(dtype) -> np.ndarray:
     """NaN, +-inf, +-0, the smallest subnormal and the largest finite value of each sign,
-    and a few ordinary values of both signs (-2 a pole of gammaln), in ``dtype``."""
+    a few ordinary values of both signs (-2 a pole of gammaln) and :data:`EXTREMES` of both
+    signs, in ``dtype``."""
     fi = np.finfo(dtype)
     tiny, big = fi.smallest_subnormal, fi.max
-    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, big, -big, *ORDINARY],
-                    dtype=dtype)
+    extremes = [s * v for v in EXTREMES[np.dtype(dtype)] for s in (1, -1)]
+    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, big, -big, *ORDINARY,
+                     *extremes], dtype=dtype)
 
 
 def special_pairs(dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +83,9 @@ class Row:
     ``kernel_reference(x, numpy_value)``: what the kernels must give instead of NumPy's
     value, where that is wrong and the difference is documented (docs/limitations.md).
     ``zero_sign``: False where IEEE leaves the sign of a zero result open and NumPy's own
-    loops differ (``fmax(0.0, -0.0)`` is 0.0 or -0.0 by dtype and NumPy build)."""
+    loops differ (``fmax(0.0, -0.0)`` is 0.0 or -0.0 by dtype and NumPy build).
+    ``reference``: the NumPy or SciPy function every executor is compared with, where the
+    op's implementation is not one (the generated Python calls the implementation)."""
 
     params: dict = field(default_factory=dict)
     ulps: float = 4
@@ -83,12 +93,13 @@ class Row:
     kernel_reference: Callable | None = None
     zero_sign: bool = True
     integer_exponent: bool = False
+    reference: Callable | None = None
 
 
 # the second operands of an op whose second argument is an integer exponent (ldexp), one per
 # special value: each first operand meets each of them once
-EXPONENTS = np.array([0, 1, -1, 3, -3, 30, -30, 126, -149, 1023, -1074, 1100, -1100, 64],
-                     dtype=np.int32)
+EXPONENTS = np.array([0, 1, -1, 3, -3, 30, -30, 126, -149, 1023, -1074, 1100, -1100, 64,
+                      2, -2, 127, -127, 1000, -1000, 2 ** 31 - 1, -2 ** 31], dtype=np.int32)
 assert EXPONENTS.size == N_VALUES
 
 
@@ -101,19 +112,15 @@ ROWS: dict[str, Row] = {name: Row() for name in (
     "ceil", "rint", "trunc", "less", "less_equal", "greater", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_not", "isnan", "isfinite",
     "floor_divide", "remainder", "fmod", "stop_gradient", "isinf", "signbit", "nextafter",
+    "tanh", "logaddexp",
     "heaviside")}
 # integer exponents: no NaN, infinity or zero of x is moved; overflow and underflow of x * 2**e
 ROWS["ldexp"] = Row(integer_exponent=True)
 ROWS.update({
     # glibc's and cephes' lgamma differ by 3 ulps at 1.5 (a value near lgamma's zero at 2)
     "gammaln": Row(ulps=8, kernel_reference=_gammaln_of_tiny),
-    # derivatives that cancel: 1 - tanh(x)**2 at 1.5 turns tanh's last bit into ~9 ulps;
-    # ans * (1 - ans) at 3 (logistic, and logaddexp's logistic(x - y)) into ~20, and the
-    # Python program's logistic (0.5 * (tanh(x / 2) + 1)) differs from the kernels'
-    # 1 / (1 + exp(-x)) in the last bits
-    "tanh": Row(d_ulps=32),
-    "logistic": Row(d_ulps=64),
-    "logaddexp": Row(d_ulps=64),
+    # SciPy's expit: the generated Python calls the op's implementation
+    "logistic": Row(reference=scipy.special.expit),
     "fmax": Row(zero_sign=False),
     "fmin": Row(zero_sign=False),
     "convert_element_type": Row(params=dict(dtype="other")),
@@ -328,7 +335,8 @@ def numpy_values(program: Program, dtype, kernel: bool) -> list:
     want = []
     with np.errstate(all="ignore"):
         for (name, row, operands) in program.rows:
-            value = np.asarray(REGISTRY[name].impl(np, *operands, **_params(row, dtype)))
+            value = np.asarray(row.reference(*operands) if row.reference is not None else
+                               REGISTRY[name].impl(np, *operands, **_params(row, dtype)))
             if kernel and row.kernel_reference is not None:
                 value = row.kernel_reference(*operands, value).astype(value.dtype)
             want.append(value)
@@ -378,7 +386,8 @@ def test_derivatives_agree_with_the_python_program(executor, make, dtype, monkey
 @pytest.mark.parametrize("executor", sorted(KERNEL_EXECUTORS))
 def test_integer_floor_divide_and_remainder_are_numpy_s(executor, dtype):
     """x // 0 and x % 0 are 0 in NumPy (a C division by zero traps on the host); negative
-    operands round toward -inf. (INT_MIN // -1 overflows: left out.)"""
+    operands round toward -inf (MIN // -1 and the other extremes:
+    tests/test_integer_extremes.py)."""
     v = np.array([0, 1, -1, 7, -7, 3, -3, np.iinfo(dtype).max], dtype=dtype)
     a, b = (m.ravel() for m in np.meshgrid(v, v, indexing="ij"))
     graph = dg.trace(lambda a, b: (np.floor_divide(a, b), np.remainder(a, b)), a, b)
@@ -387,3 +396,97 @@ def test_integer_floor_divide_and_remainder_are_numpy_s(executor, dtype):
     got = KERNEL_EXECUTORS[executor](graph, (a, b))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# --------------------------------------------------------------------------- analytic derivatives
+def _logistic_ld(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+_LN2, _LN10 = np.log(np.longdouble(2)), np.log(np.longdouble(10))
+_TWO_OVER_SQRT_PI = 2 / np.sqrt(np.longdouble(np.pi))
+# The partial derivatives of each op in closed form, one function per input, evaluated in
+# long double (squares of 1e300 and exp(-40) ** 2 do not overflow or underflow there): what
+# the derivative programs must give where it is finite (tests/test_registry.py checks the
+# derivatives against finite differences inside each op's domain).
+DERIVATIVES: dict[str, tuple] = {
+    "negative": (lambda x: -np.ones_like(x),),
+    "square": (lambda x: 2 * x,),
+    "reciprocal": (lambda x: -1 / (x * x),),
+    "absolute": (np.sign,),
+    "sqrt": (lambda x: 0.5 / np.sqrt(x),),
+    "cbrt": (lambda x: 1 / (3 * np.cbrt(x) ** 2),),
+    "exp": (np.exp,),
+    "exp2": (lambda x: _LN2 * np.exp2(x),),
+    "expm1": (np.exp,),
+    "log": (lambda x: 1 / x,),
+    "log2": (lambda x: 1 / (x * _LN2),),
+    "log10": (lambda x: 1 / (x * _LN10),),
+    "log1p": (lambda x: 1 / (1 + x),),
+    "sin": (np.cos,),
+    "cos": (lambda x: -np.sin(x),),
+    "tan": (lambda x: 1 / np.cos(x) ** 2,),
+    "arcsin": (lambda x: 1 / np.sqrt(1 - x * x),),
+    "arccos": (lambda x: -1 / np.sqrt(1 - x * x),),
+    "arctan": (lambda x: 1 / (1 + x * x),),
+    "sinh": (np.cosh,),
+    "cosh": (np.sinh,),
+    "tanh": (lambda x: 1 / np.cosh(x) ** 2,),
+    "arcsinh": (lambda x: 1 / np.sqrt(x * x + 1),),
+    "arccosh": (lambda x: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)),),   # NaN below 1
+    "arctanh": (lambda x: 1 / (1 - x * x),),
+    "erf": (lambda x: _TWO_OVER_SQRT_PI * np.exp(-x * x),),
+    "erfc": (lambda x: -_TWO_OVER_SQRT_PI * np.exp(-x * x),),
+    "logistic": (lambda x: _logistic_ld(x) * _logistic_ld(-x),),
+    "add": (lambda a, b: np.ones_like(a), lambda a, b: np.ones_like(b)),
+    "subtract": (lambda a, b: np.ones_like(a), lambda a, b: -np.ones_like(b)),
+    "multiply": (lambda a, b: b, lambda a, b: a),
+    "true_divide": (lambda a, b: 1 / b, lambda a, b: -a / (b * b)),
+    "hypot": (lambda a, b: a / np.hypot(a, b), lambda a, b: b / np.hypot(a, b)),
+    "arctan2": (lambda y, x: x / (x * x + y * y), lambda y, x: -y / (x * x + y * y)),
+    "logaddexp": (lambda a, b: _logistic_ld(a - b), lambda a, b: _logistic_ld(b - a)),
+    "copysign": (lambda a, b: np.sign(a) * np.where(np.signbit(b), -1, 1),
+                 lambda a, b: np.zeros_like(b)),
+}
+# differentiable ops whose derivatives are conventions at the special points (ties, jumps,
+# x ** y at x <= 0) or trivial, checked elsewhere (tests/test_registry.py, tests/test_vmap.py)
+NO_CLOSED_FORM = {"power", "maximum", "minimum", "fmax", "fmin", "remainder", "fmod", "ldexp",
+                  "heaviside", "where", "stop_gradient", "convert_element_type",
+                  "broadcast_to", "gammaln"}
+
+
+def test_every_differentiable_op_has_a_closed_form_derivative():
+    differentiable = {name for name in ROWS if name not in NON_DIFFERENTIABLE}
+    assert differentiable - NO_CLOSED_FORM == set(DERIVATIVES)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_derivatives_agree_with_their_closed_forms(dtype):
+    """The gradient program's partials (the generated Python; the kernels are compared with
+    it above) at the special and extreme values: within 16 ulps of the closed form where
+    that is a normal number, finite and below the smallest normal where it is finite and
+    smaller (1 - logistic(40) and 1 - tanh(19)**2 round to 0; expm1(-40) + 1 is 0 too)."""
+    program = vjp_program(dtype)
+    got = run_python(program.graph, program.args)
+    report = []
+    tiny = np.finfo(dtype).tiny
+    for (label, _, operands), g in zip(program.rows, got):
+        name, k = label[1:].rsplit("/d", 1)
+        if name not in DERIVATIVES:
+            continue
+        with np.errstate(all="ignore"):
+            want = np.asarray(DERIVATIVES[name][int(k)](
+                *[np.asarray(v, np.longdouble) for v in operands])).astype(dtype)
+        g = np.broadcast_to(g, want.shape).ravel()
+        want = want.ravel()
+        finite = np.isfinite(want)
+        normal = finite & (np.abs(want) >= tiny)
+        bad = np.zeros(want.shape, bool)
+        bad[normal] = ~np.isfinite(g[normal]) | (np.signbit(g[normal]) != np.signbit(want[normal]))
+        close = normal & ~bad
+        bad[np.flatnonzero(close)[_ulps_apart(g[close], want[close]) > 16]] = True
+        bad |= finite & ~normal & ~(np.abs(g) < tiny)
+        for i in np.flatnonzero(bad)[:6]:
+            report.append(f"{label}({_at(operands, i)}) = {g[i]!r}, want {want[i]!r}")
+    assert not report, f"{np.dtype(dtype).name}:\n" + "\n".join(report)

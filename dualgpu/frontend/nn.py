@@ -16,9 +16,10 @@ from ..lax import dtype_of, is_tracer, shape_of
 from . import numpy as dnp
 from .numpy.arguments import arraylike
 
-__all__ = ["sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu", "silu", "swish",
-           "softplus", "mish", "hard_tanh", "softmax", "log_softmax", "logsumexp", "xlogy",
-           "logit", "mse", "cross_entropy", "binary_cross_entropy_with_logits"]
+__all__ = ["sigmoid", "log_sigmoid", "tanh", "relu", "leaky_relu", "elu", "selu", "gelu",
+           "silu", "swish", "softplus", "mish", "hard_tanh", "softmax", "log_softmax",
+           "logsumexp", "xlogy", "logit", "mse", "cross_entropy",
+           "binary_cross_entropy_with_logits"]
 
 
 def sigmoid(x):
@@ -28,6 +29,17 @@ def sigmoid(x):
     array([0.5       , 0.88079708])
     """
     return dnp.logistic(arraylike(x))
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x))`` as ``-softplus(-x)``, stable for any ``x`` (SciPy's
+    ``log_expit``): ``log(sigmoid(40))`` is 0 where the value is -4.2e-18, and
+    ``log(sigmoid(-800))`` is -inf (its gradient NaN) where the value is -800.
+
+    >>> dg.nn.log_sigmoid(np.array([-800.0, 40.0]))
+    array([-8.00000000e+02, -4.24835426e-18])
+    """
+    return dnp.negative(softplus(dnp.negative(arraylike(x))))
 
 
 def tanh(x):
@@ -57,13 +69,20 @@ def selu(x):
 
 
 def gelu(x, approximate: bool = False):
-    """Gaussian error linear unit; ``approximate=True`` is the tanh form."""
+    """Gaussian error linear unit ``x * Phi(x)``; ``approximate=True`` is the tanh form
+    ``x * (1 + tanh(u)) / 2``. Both are written without ``1 + erf`` or ``1 + tanh``, which
+    cancel for negative ``x`` (``1 + erf(-7)`` is 0 where Phi(-10) is 7.6e-24): as
+    ``x * erfc(-x / sqrt(2)) / 2`` and ``x * logistic(2u)``.
+
+    >>> f"{float(dg.nn.gelu(np.array(-10.0))):.6e}"     # -10 * scipy.special.ndtr(-10)
+    '-7.619853e-23'
+    """
     if approximate:
         inner = dnp.multiply(math.sqrt(2 / math.pi),
                              dnp.add(x, dnp.multiply(0.044715, dnp.power(x, 3))))
-        return dnp.multiply(dnp.multiply(0.5, x), dnp.add(1.0, dnp.tanh(inner)))
+        return dnp.multiply(x, dnp.logistic(dnp.multiply(2.0, inner)))
     return dnp.multiply(dnp.multiply(0.5, x),
-                        dnp.add(1.0, dnp.erf(dnp.multiply(x, 1 / math.sqrt(2)))))
+                        dnp.erfc(dnp.multiply(x, -1 / math.sqrt(2))))
 
 
 def silu(x):

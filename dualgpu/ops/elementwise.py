@@ -146,11 +146,17 @@ def _nan_skip_weight_second(b, a, ans, larger: bool):
     return _astype(w, ans.dtype)
 
 
-def _safe_ratio(x, ans):
-    """x / ans where ans != 0; 0 where ans == 0 (then x == 0 too: the kink of a norm, where
-    0 is the subgradient taken, as for np.linalg.norm)."""
-    zero = equal(ans, 0)
-    return where(zero, 0.0, true_divide(x, where(zero, 1.0, ans)))
+def _hypot_d(x, y):
+    """x / hypot(x, y) as (x / m) / hypot(x / m, y / m), m = max(|x|, |y|): hypot(x, y)
+    overflows past 1.3e308 and loses its digits among the subnormals, where the ratio is a
+    number of [-1, 1] (the value does not depend on m, so neither does the derivative of
+    this partial; an infinite or NaN m is not divided by); 0 where x == y == 0 (the kink
+    of a norm, as for np.linalg.norm)."""
+    m = maximum(absolute(x), absolute(y))
+    zero = equal(m, 0)
+    m = where(logical_and(isfinite(m), logical_not(zero)), m, 1.0)
+    x, y = true_divide(x, m), true_divide(y, m)
+    return where(zero, 0.0, true_divide(x, hypot(x, y)))
 
 
 def _logaddexp_d(x, y):
@@ -160,30 +166,65 @@ def _logaddexp_d(x, y):
     return logistic(where(same_inf, 0.0, subtract(x, y)))
 
 
+def _one_minus_x_sq(x):
+    """1 - x**2 as (1 - x) * (1 + x): no cancellation next to |x| == 1 (1 - x is exact
+    there), where 1 - x * x loses the bits of x * x's rounding."""
+    return multiply(subtract(1.0, x), add(1.0, x))
+
+
+def _tanh_d(x):
+    """tanh'(x) = 1 - tanh(x)**2 = 4 logistic(2x) logistic(-2x): 1 - tanh(x)**2 is 0 from
+    |x| ~ 19 on (tanh rounds to +-1) where the derivative is ~4 exp(-2|x|); 1 / cosh(x)**2
+    would differentiate again into inf / inf past |x| ~ 710."""
+    return multiply(4.0, multiply(logistic(multiply(2.0, x)), logistic(multiply(-2.0, x))))
+
+
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
+
+# --------------------------------------------------------------------------- integer C forms
+# C's integer division traps (SIGFPE) on x / 0 and on MIN / -1, and its signed overflow is
+# undefined (a compiler may fold max(x + 1, x) to x + 1): the integer forms test both
+# divisors first and add, subtract, multiply and negate in unsigned arithmetic, to give
+# NumPy's values (x // 0 == x % 0 == 0, MIN // -1 == MIN, -MIN == MIN, MAX + 1 == MIN).
+_NEG_INT = "(({T})(0ULL - (unsigned long long)({0})))"        # -x, wrapping as NumPy's
+_WRAP = "(({{T}})((unsigned long long)({{0}}) {op} (unsigned long long)({{1}})))"
+_MINUS_ONE = "(({1}) < 0 && ({1}) == -1)"     # y == -1 (never for an unsigned y)
+# x ** y by squaring, wrapping as NumPy's (the low bits of the product in 64-bit unsigned
+# arithmetic); a negative exponent (NumPy raises) gives x ** y truncated: 1 for x == 1,
+# +-1 for x == -1, else 0
+_IPOW = ("([]({T} b, {T} e) -> {T} {{ "
+         "if (e < 0) return ({T})(b == 1 ? 1 : b == -1 ? (e % 2 ? -1 : 1) : 0); "
+         "unsigned long long r = 1, s = (unsigned long long)b; "
+         "for (; e != 0; e /= 2) {{ if (e % 2) r *= s; s *= s; }} "
+         "return ({T})r; }}({0}, {1}))")
 
 
 # --------------------------------------------------------------------------- arithmetic
-add = elementwise("add", "add", 2, c="({0} + {1})", py="{0} + {1}",
+add = elementwise("add", "add", 2, c="({0} + {1})", c_int=_WRAP.format(op="+"),
+                 py="{0} + {1}",
     partials=(lambda x, y, ans: 1, lambda x, y, ans: 1))
-subtract = elementwise("subtract", "subtract", 2, c="({0} - {1})", py="{0} - {1}",
+subtract = elementwise("subtract", "subtract", 2, c="({0} - {1})",
+                      c_int=_WRAP.format(op="-"), py="{0} - {1}",
     partials=(lambda x, y, ans: 1, lambda x, y, ans: -1))
-multiply = elementwise("multiply", "multiply", 2, c="({0} * {1})", py="{0} * {1}",
+multiply = elementwise("multiply", "multiply", 2, c="({0} * {1})",
+                      c_int=_WRAP.format(op="*"), py="{0} * {1}",
     partials=(lambda x, y, ans: y, lambda x, y, ans: x))
 true_divide = elementwise("true_divide", "true_divide", 2, c="({0} / {1})", py="{0} / {1}",
                           result="float",
     partials=(lambda x, y, ans: _recip(y), lambda x, y, ans: negative(ans / y)))
-negative = elementwise("negative", "negative", 1, c="(-{0})", py="-{0}",
+negative = elementwise("negative", "negative", 1, c="(-{0})", c_int=_NEG_INT, py="-{0}",
     partials=(lambda x, ans: -1,))
 power = elementwise("power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}",
-                    c_int="(({T})pow((double)({0}), (double)({1})))",
+                    c_int=_IPOW,
     partials=(_pow_dx, _pow_dy))
 square = elementwise("square", "square", 1, c="({0} * {0})",
+                    c_int=_WRAP.format(op="*").replace("{1}", "{0}"),
     partials=(lambda x, ans: multiply(2, x),))
 reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float",
     partials=(lambda x, ans: negative(_sq(ans)),))
 absolute = elementwise(
-    "absolute", "abs", 1, c="fabs({0})", c_int="(({0}) < 0 ? -({0}) : ({0}))", result="real",
+    "absolute", "abs", 1, c="fabs({0})", c_int=f"(({{0}}) < 0 ? {_NEG_INT} : ({{0}}))",
+    result="real",
     doc="The derivative at 0 is 0 (sign(0)). For complex z, d|z| = Re(conj(z) dz) / |z| "
         "(0 at z == 0), with JAX's cotangent convention: the cotangent of z is "
         "g * conj(z) / |z|.",
@@ -215,7 +256,7 @@ hypot = elementwise(
     c=f"(isinf({{0}}) ? fabs({{0}}) : isinf({{1}}) ? fabs({{1}}) : "
       f"({{0}} != {{0}} || {{1}} != {{1}}) ? {{0}} + {{1}} : {_BIG} == 0 ? {_BIG} : "
       f"{_BIG} * sqrt(1 + ({_SMALL} / {_BIG}) * ({_SMALL} / {_BIG})))",
-    partials=(lambda x, y, ans: _safe_ratio(x, ans), lambda x, y, ans: _safe_ratio(y, ans)))
+    partials=(lambda x, y, ans: _hypot_d(x, y), lambda x, y, ans: _hypot_d(y, x)))
 copysign = elementwise("copysign", "copysign", 2, c="copysign({0}, {1})", result="float",
     partials=(lambda x, y, ans: sign(x) * sign(ans), lambda x, y, ans: 0.0))
 
@@ -247,8 +288,9 @@ exp = elementwise("exp", "exp", 1, c="exp({0})", result="float",
     partials=(lambda x, ans: ans,))
 exp2 = elementwise("exp2", "exp2", 1, c="exp2({0})", result="float",
     partials=(lambda x, ans: multiply(math.log(2.0), ans),))
+# exp(x), not ans + 1: expm1(x) rounds to -1 from x ~ -37 on, where exp(x) is ~1e-16
 expm1 = elementwise("expm1", "expm1", 1, c="expm1({0})", result="float",
-    partials=(lambda x, ans: add(ans, 1.0),))
+    partials=(lambda x, ans: exp(x),))
 # CUDA's double logarithms give -inf for a negative subnormal (NumPy: NaN); the square root
 # of a negative value is NaN
 log = elementwise("log", "log", 1, c="(({0}) < 0 ? sqrt({0}) : log({0}))", result="float",
@@ -276,32 +318,39 @@ cos = elementwise("cos", "cos", 1, c="cos({0})", result="float",
 tan = elementwise("tan", "tan", 1, c="tan({0})", result="float",
     partials=(lambda x, ans: add(1.0, _sq(ans)),))
 arcsin = elementwise("arcsin", "arcsin", 1, c="asin({0})", result="float",
-    partials=(lambda x, ans: _recip(sqrt(1.0 - _sq(x))),))
+    partials=(lambda x, ans: _recip(sqrt(_one_minus_x_sq(x))),))
 arccos = elementwise("arccos", "arccos", 1, c="acos({0})", result="float",
-    partials=(lambda x, ans: negative(_recip(sqrt(1.0 - _sq(x)))),))
+    partials=(lambda x, ans: negative(_recip(sqrt(_one_minus_x_sq(x)))),))
 arctan = elementwise("arctan", "arctan", 1, c="atan({0})", result="float",
     partials=(lambda x, ans: _recip(1.0 + _sq(x)),))
+# x / (x**2 + y**2) as x / h / h, h = hypot(x, y): the squares overflow past 1e154 and
+# underflow below 1e-154 where the derivatives are finite
 arctan2 = elementwise("arctan2", "arctan2", 2, c="atan2({0}, {1})", result="float",
-    partials=(lambda y, x, ans: x / (_sq(x) + _sq(y)),
-              lambda y, x, ans: negative(y / (_sq(x) + _sq(y)))))
+    partials=(lambda y, x, ans: true_divide(true_divide(x, hypot(x, y)), hypot(x, y)),
+              lambda y, x, ans: negative(true_divide(true_divide(y, hypot(x, y)),
+                                                     hypot(x, y)))))
 sinh = elementwise("sinh", "sinh", 1, c="sinh({0})", result="float",
     partials=(lambda x, ans: cosh(x),))
 cosh = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float",
     partials=(lambda x, ans: sinh(x),))
 tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
-    partials=(lambda x, ans: 1.0 - _sq(ans),))
+    partials=(lambda x, ans: _tanh_d(x),))
 arcsinh = elementwise("arcsinh", "arcsinh", 1, c="asinh({0})", result="float",
-    partials=(lambda x, ans: _recip(sqrt(_sq(x) + 1.0)),))
+    partials=(lambda x, ans: _recip(hypot(x, 1.0)),))     # x**2 + 1 overflows
 arccosh = elementwise("arccosh", "arccosh", 1, c="acosh({0})", result="float",
-    partials=(lambda x, ans: _recip(sqrt(_sq(x) - 1.0)),))
+    partials=(lambda x, ans: _recip(multiply(sqrt(subtract(x, 1.0)),
+                                             sqrt(add(x, 1.0)))),))
 arctanh = elementwise("arctanh", "arctanh", 1, c="atanh({0})", result="float",
-    partials=(lambda x, ans: _recip(1.0 - _sq(x)),))
+    partials=(lambda x, ans: _recip(_one_minus_x_sq(x)),))
 
 # --------------------------------------------------------------------------- special functions
+# SciPy's expit, and its formula in C: 1 / (1 + exp(-x)) has no cancellation for either
+# sign (exp(-x) overflows to inf where the value underflows to 0); its derivative is
+# logistic(x) * logistic(-x), not ans * (1 - ans), 0 from x ~ 37 on
 logistic = elementwise(
     "logistic", None, 1, c="(1 / (1 + exp(-{0})))", result="float", py="ops.logistic({0})",
-    impl=lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1), doc="The logistic sigmoid 1/(1+exp(-x)).",
-    partials=(lambda x, ans: ans * (1.0 - ans),))
+    impl=_special("expit"), doc="The logistic sigmoid 1/(1+exp(-x)).",
+    partials=(lambda x, ans: ans * logistic(negative(x)),))
 erf = elementwise("erf", None, 1, c="erf({0})", result="float", py="ops.erf({0})",
                   impl=_special("erf"),
     partials=(lambda x, ans: _SQRT_2_OVER_PI * exp(-_sq(x)),))
@@ -377,7 +426,9 @@ def _ldexp_shape(avals, **params):
 
 # x * 2**e for an integer e, exact (no overflow of 2**e where the product is finite)
 ldexp = elementwise(
-    "ldexp", "ldexp", 2, c="ldexp({0}, {1})", abstract_eval=_ldexp_shape,
+    # the exponent (read as a float) clamped into C's int, as NumPy clamps a wider one
+    "ldexp", "ldexp", 2, c="ldexp({0}, fmin(fmax({1}, -1e6), 1e6))",
+    abstract_eval=_ldexp_shape,
     doc="x * 2**e for integer e; the derivative in x is 2**e, e has none.",
     partials=(lambda x, e, ans: _two_to_the(e, ans.dtype), lambda x, e, ans: 0))
 
@@ -449,19 +500,20 @@ floor_divide = elementwise(
     "floor_divide", "floor_divide", 2, differentiable=False,
     c=f"({{1}} == 0 ? {{0}} / {{1}} : copysign(floor({_QUOTIENT}) + "
       f"(2 * ({_QUOTIENT} - floor({_QUOTIENT})) > 1), {{0}} / {{1}}))",
-    c_int="(({1}) == 0 ? 0 : ((({0}) / ({1})) - (((({0}) % ({1})) != 0) && "  # x // 0 is 0
-          "((({0}) < 0) != (({1}) < 0)))))")
+    c_int=f"(({{1}}) == 0 ? 0 : {_MINUS_ONE} ? {_NEG_INT} : "  # x // 0 is 0
+          "((({0}) / ({1})) - (((({0}) % ({1})) != 0) && ((({0}) < 0) != (({1}) < 0)))))")
 # x mod y = x - floor(x / y) * y: differentiable between the jumps
 remainder = elementwise(
     "remainder", "remainder", 2,
     c=f"({_MOVED} ? {_FMOD} + {{1}} : copysign({_FMOD}, {{1}}))",
-    c_int="(({1}) == 0 ? 0 : ((({0}) % ({1})) != 0 && ((({0}) < 0) != (({1}) < 0))) ? "
+    c_int=f"((({{1}}) == 0 || {_MINUS_ONE}) ? 0 : "
+          "((({0}) % ({1})) != 0 && ((({0}) < 0) != (({1}) < 0))) ? "
           "(({0}) % ({1})) + ({1}) : (({0}) % ({1})))",
     partials=(lambda x, y, ans: 1, lambda x, y, ans: negative(floor_divide(x, y))))
 
 # C's remainder, signed as x (np.fmod): x - trunc(x / y) * y; an integer x % 0 is 0
 fmod = elementwise("fmod", "fmod", 2, c="fmod({0}, {1})",
-                   c_int="(({1}) == 0 ? 0 : ({0}) % ({1}))",
+                   c_int=f"((({{1}}) == 0 || {_MINUS_ONE}) ? 0 : ({{0}}) % ({{1}}))",
                    doc="Derivatives hold between the jumps (where x / y is an integer).",
     partials=(lambda x, y, ans: 1, lambda x, y, ans: negative(trunc(true_divide(x, y)))))
 
@@ -495,7 +547,7 @@ fill_like = elementwise(
 
 # --------------------------------------------------------------------------- exported modules
 # the functions a module of dg.export defines for the ops it calls as ops.<name>
-defstandalone(logistic, 'def logistic(x):\n    return 0.5 * (xp.tanh(0.5 * x) + 1)\n')
+defstandalone(logistic, 'def logistic(x):\n    return _special().expit(x)\n')
 defstandalone(erf, 'def erf(x):\n    return _special().erf(x)\n')
 defstandalone(erfc, 'def erfc(x):\n    return _special().erfc(x)\n')
 defstandalone(gammaln, 'def gammaln(x):\n    return _special().gammaln(x)\n')

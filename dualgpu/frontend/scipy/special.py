@@ -5,6 +5,7 @@ the special functions that are elementwise primitives, and the composites of :mo
     >>> dg.grad(lambda x: scipy.special.expit(x))(np.array(0.0))
     array(0.25)
 """
+from ..nn import log_sigmoid as log_expit
 from ..nn import log_softmax, logit, logsumexp, softmax, xlogy
 from ..numpy.elementwise import (
     cbrt,
@@ -24,5 +25,5 @@ from ..numpy.elementwise import round_ as round
 from ._special_functions import betainc
 
 __all__ = ["betainc", "cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1", "gammaln",
-           "log1p", "log_softmax", "logit", "logsumexp", "polygamma", "psi", "round", "sinc",
-           "softmax", "xlogy"]
+           "log1p", "log_expit", "log_softmax", "logit", "logsumexp", "polygamma", "psi",
+           "round", "sinc", "softmax", "xlogy"]
