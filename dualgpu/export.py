@@ -159,7 +159,7 @@ def _check_indices(bounds):
     outside [-n, n) (CuPy's gathers wrap around): ``bounds``, the program's last output,
     holds the smallest and the largest index of each array of ``_INDEX_SITES`` (axis,
     size n, the line that indexed); one copy to the host."""
-    bounds = bounds.get()
+    bounds = xp.asnumpy(bounds)
     for k, (axis, n, where) in enumerate(_INDEX_SITES):
         lo, hi = int(bounds[2 * k]), int(bounds[2 * k + 1])
         if hi >= n or lo < -n:
