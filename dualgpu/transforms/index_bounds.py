@@ -88,7 +88,8 @@ def with_index_bounds(graph: Graph) -> IndexBounds | None:
         parts = []
         for site, i in zip(sites, indices):
             current_builder().rule_source = site.source  # the user's line of the gather
-            parts += [lax.astype(lax.min(i), np.int64), lax.astype(lax.max(i), np.int64)]
+            i = lax.astype(i, np.int64)   # cast inside the reductions' kernel
+            parts += [lax.min(i), lax.max(i)]
         return lax.stack(parts)
 
     check, _ = trace_to_graph(bounds, [a.aval for a in arrays], graph.xp,

@@ -6,16 +6,20 @@ computed inside the replayed graph: the indices changed in place), the tiny-kern
 NumPy's."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from gpu_device import cupy_or_skip
-from test_index_bounds import GATHERS, X
 
 import dualgpu as dg
 from dualgpu.backends.cupy import get_cupy_backend
 from dualgpu.executor import Executable, config
 
 cp = cupy_or_skip()
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from test_index_bounds import GATHERS, X  # noqa: E402
 
 PATHS = {
     "python": dict(fuse=False, cuda_graphs=False),
@@ -52,6 +56,7 @@ def test_a_replayed_graph_checks_the_indices_it_reads(op):
     """The same index array, captured with good indices, then changed in place: the replay
     computes the bounds of what it reads now."""
     fn, n = GATHERS[op]
+    config.update(PATHS["graphs"])
     x, idx = cp.asarray(X), cp.asarray([0, n - 1, 1])
     exe = Executable(dg.trace(fn, x, idx), get_cupy_backend())
     for _ in range(3):
