@@ -39,6 +39,7 @@ from .codegen.cuda import plan_source
 from .errors import DualgpuError
 from .export import cupy_build
 from .fusion import plan_graph
+from .transforms.index_bounds import with_index_bounds
 
 EXIT_BAD_INPUT = 2
 # The example arguments of `inspect` are allocated: refuse shapes that need more than this.
@@ -244,6 +245,9 @@ def _cuda_without_gpu(target, args) -> str:
     generator is pure Python): traced on NumPy arrays with the switches a CuPy build uses."""
     with cupy_build():
         graph = dg.trace(target, *args)
+    checked = with_index_bounds(graph) if dg.config["check_indices"] else None
+    if checked is not None:   # CuPy's gathers wrap: the program returns its index bounds
+        graph = checked.graph
     plan = plan_graph(graph, recompute=dg.config["recompute"])
     return ("// generated without a GPU (no CuPy here): the plan and kernels a CuPy call of "
             "these shapes runs\n" + plan_source(plan))

@@ -89,7 +89,8 @@ class AxisError(DualgpuError, np.exceptions.AxisError):
 class IndexOutOfBoundsError(DualgpuError, IndexError):
     """An index array reaching a gather or scatter at run time (an argument of the program, or
     computed from one) holds an index outside ``[-n, n)`` for its axis of size ``n``: NumPy's
-    ``IndexError``. Raised by programs that run on NumPy; see docs/gpu.md for CuPy."""
+    ``IndexError``. Raised by programs on NumPy and on CuPy (after the call, from the
+    bounds the program computes: ``dg.config["check_indices"]``, docs/gpu.md)."""
 
 
 class RandomInTraceError(DualgpuError, RuntimeError):

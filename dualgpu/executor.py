@@ -32,6 +32,12 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
                                               # with regions compiled for the host CPU
                                               # (default True, for a region of at least
                                               # HOST_FUSED_MIN elements)
+    dg.config["check_indices"] = False        # CuPy: index arrays a program receives are
+                                              # not checked (default True: an index out
+                                              # of range raises IndexOutOfBoundsError, at
+                                              # the cost of one small reduction and one
+                                              # copy to the host per call of the programs
+                                              # that gather with them)
 
 The switches that shape a program (:data:`BUILD_SWITCHES`) are part of every program's
 cache key: changing one builds new programs and never reuses one built under another value.
@@ -43,9 +49,9 @@ from .codegen.host import host_program
 from .codegen.host_regions import host_fused_program
 from .codegen.launcher import compile_fused
 from .codegen.python import compile_python
-from .core.indexing import key_has_arrays
 from .core.ir import Graph
-from .errors import DualgpuError, IndexOutOfBoundsError
+from .errors import DualgpuError
+from .transforms.index_bounds import first_out_of_bounds, out_of_bounds_error, with_index_bounds
 
 
 class Config(dict):
@@ -79,6 +85,7 @@ class Config(dict):
         "tiny_kernel": (lambda v: isinstance(v, bool), "True or False"),
         "host_kernel": (lambda v: isinstance(v, bool), "True or False"),
         "host_fused": (lambda v: isinstance(v, bool), "True or False"),
+        "check_indices": (lambda v: isinstance(v, bool), "True or False"),
     }
 
     def _check(self, key, value, value_too: bool = True) -> None:
@@ -175,14 +182,14 @@ class Config(dict):
 MATMUL_PRECISIONS = ("float32", "tf32", "tf32x3")
 # switches read when a program is built; changing one builds new programs
 BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel",
-                  "host_kernel", "host_fused")
+                  "host_kernel", "host_fused", "check_indices")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 _WATCHERS: dict = {}  # switch -> what applies it when it is set (Config.watch)
 DEFAULTS = dict(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
                 stack_gemms="auto", recompute=True, tiny_kernel=True, host_kernel=False,
-                host_fused=True)
+                host_fused=True, check_indices=True)
 config = Config(DEFAULTS)
 
 
@@ -221,6 +228,12 @@ class Executable:
         self.matmul_precision = config["matmul_precision"]
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
+        # where the library's gathers do not check their indices, the program also
+        # returns the bounds of the index arrays it receives, checked after each call
+        self.index_sites = ()
+        if not backend.checks_indices and config["check_indices"] and \
+                (checked := with_index_bounds(graph)) is not None:
+            graph, self.index_sites = checked
         if backend.runs_fused_kernels and config["fuse"]:
             self._fn, self.source = compile_fused(graph, backend, self.matmul_precision,
                                                   config["recompute"], config["tiny_kernel"])
@@ -250,28 +263,26 @@ class Executable:
             reuse = config.get("cuda_graph_outputs") == "reuse"
             outs, replayed = self.graph_runner.run(arrays, reuse,
                                                    config.get("cuda_graph_max_bytes"))
+            outs = self._checked(outs)
             # replayed outputs are the runner's own buffers ("reuse": documented) or a fresh
             # block; the eager calls of the runner are made to own their results here
             return outs if replayed else owned_outputs(outs, arrays, self._const_values)
         try:
             outs = self.backend.as_arrays(self._eager(*arrays))
         except IndexError as e:
-            raise _out_of_bounds(self.graph, e) from e
-        return owned_outputs(outs, arrays, self._const_values)
+            raise out_of_bounds_error(self.graph, e) from e
+        return owned_outputs(self._checked(outs), arrays, self._const_values)
 
-
-def _out_of_bounds(graph: Graph, e: IndexError) -> IndexOutOfBoundsError:
-    """NumPy's ``IndexError`` of a gather or scatter whose indices the program received (or
-    computed) as a :class:`~dualgpu.errors.IndexOutOfBoundsError` naming the user's lines of
-    the indexing operations."""
-    lines = sorted({q.source or "<unknown location>" for q in graph.eqns
-                    if key_has_arrays(q.params.get("key", ()))})
-    where = f" at {', '.join(lines)}" if lines else ""
-    return IndexOutOfBoundsError(
-        f"{graph.name}: {e} -- an index array given to the program (or computed from its "
-        f"arguments) holds an index outside [-n, n) for an axis of size n, indexed{where}; "
-        f"NumPy raises this IndexError too: check the indices, or clip/wrap them "
-        f"(np.take(..., mode='clip'))")
+    def _checked(self, outs: list) -> list:
+        """The program's outputs, less the index bounds of :attr:`index_sites` (its last
+        output, where it has them), which are read back (one copy to the host) and raise
+        :class:`~dualgpu.errors.IndexOutOfBoundsError` for an index out of range."""
+        if not self.index_sites:
+            return outs
+        message = first_out_of_bounds(self.index_sites, self.backend.to_host(outs[-1]))
+        if message is not None:
+            raise out_of_bounds_error(self.graph, message)
+        return outs[:-1]
 
 
 def _under(precision, fn):

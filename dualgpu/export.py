@@ -59,6 +59,7 @@ from .executor import config
 from .fusion import plan_graph
 from .names import check_identifier
 from .signature import Signature
+from .transforms.index_bounds import with_index_bounds
 
 _GLUE = '''
 def _leaves(tree, out):
@@ -151,6 +152,22 @@ def _c(a, dtype):
     return xp.array(a, dtype=dtype, order="C")
 '''
 
+_INDEX_CHECK = '''
+
+def _check_indices(bounds):
+    """Raise NumPy's IndexError where an index array the program read holds an index
+    outside [-n, n) (CuPy's gathers wrap around): ``bounds``, the program's last output,
+    holds the smallest and the largest index of each array of ``_INDEX_SITES`` (axis,
+    size n, the line that indexed); one copy to the host."""
+    bounds = xp.asnumpy(bounds)
+    for k, (axis, n, where) in enumerate(_INDEX_SITES):
+        lo, hi = int(bounds[2 * k]), int(bounds[2 * k + 1])
+        if hi >= n or lo < -n:
+            raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for axis "
+                             f"{axis} with size {n} (indexed at {where})")
+
+'''
+
 
 def export(fn: Callable, *example_args, path: str | None = None, name: str | None = None,
            backend: str | None = None, **example_kwargs) -> str:
@@ -225,6 +242,7 @@ class CupyOnCpu(Backend):
     runs_fused_kernels = CupyBackend.runs_fused_kernels
     runs_host_kernels = CupyBackend.runs_host_kernels
     replays_cuda_graphs = CupyBackend.replays_cuda_graphs
+    checks_indices = CupyBackend.checks_indices
     xp = special = sparse = sparse_linalg = None  # CuPy is not imported for a build
 
     def is_array(self, x) -> bool:
@@ -444,12 +462,15 @@ def _shapes_line(passed) -> str:
             + ", ".join(f"{np.dtype(p.dtype).name}{list(np.shape(p))}" for p in passed) + ".")
 
 
-def _glue(what, fname, passed, input_leaves, order, out_tree, checks, where) -> list:
+def _glue(what, fname, passed, input_leaves, order, out_tree, checks, where,
+          index_sites=()) -> list:
     """The module's tables and its public function, which checks every argument leaf
-    (``_checked``; ``where`` names them) and calls the program."""
+    (``_checked``; ``where`` names them) and calls the program; with ``index_sites``
+    (:func:`~dualgpu.transforms.index_bounds.with_index_bounds`), it checks the index bounds
+    the program returns last."""
     dtypes = [np.dtype(p.dtype).str for p in passed]
     shapes = tuple(tuple(int(d) for d in np.shape(p)) for p in passed)
-    return [
+    lines = [
         "",
         f"_N_LEAVES = {len(where)}",
         f"_WHERE = {encode.py_literal(tuple(where), 'the argument names')}",
@@ -475,8 +496,20 @@ def _glue(what, fname, passed, input_leaves, order, out_tree, checks, where) -> 
         "    inputs = [_checked(leaves[k], k, np.dtype(d), s)",
         "              for k, d, s in zip(_INPUTS, _DTYPES, _SHAPES)]",
         "    outs = program(*inputs)",
+        *(["    _check_indices(outs[-1])"] if index_sites else []),
         "    return _build(_OUT, iter(outs[i] for i in _ORDER))",
     ]
+    if not index_sites:
+        return lines
+    sites = tuple((s.axis, s.size, _printable(s.source or "<unknown location>"))
+                  for s in index_sites)
+    return [_INDEX_CHECK, f"_INDEX_SITES = {encode.py_literal(sites, 'the index sites')}",
+            *lines]
+
+
+def _printable(text: str) -> str:
+    """A file name and line as data for a message: printable, one line."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _argument_names(fn, args, kwargs) -> list[str]:
@@ -544,6 +577,10 @@ def _module_text(what, fname, graph, passed, input_leaves, order, out_tree, chec
 
 def _cupy_module_text(what, fname, graph, passed, input_leaves, order, out_tree,
                       checks, where) -> str:
+    # CuPy's gathers wrap around: the program also returns its index arrays' bounds
+    checked = with_index_bounds(graph) if config["check_indices"] else None
+    if checked is not None:
+        graph = checked.graph
     plan = plan_graph(graph, recompute=config["recompute"])
     prog = plan_program(plan, "program")
     ops = _ops_used(prog.library_eqns, cupy=True)
@@ -570,7 +607,8 @@ def _cupy_module_text(what, fname, graph, passed, input_leaves, order, out_tree,
     head += _ops_class(ops, "cupy", "CuPy")
     head += _constants(prog.consts)
     head += _kernel_lines(prog.kernels)
-    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks, where)
+    glue = _glue(what, fname, passed, input_leaves, order, out_tree, checks, where,
+                 checked.sites if checked is not None else ())
     return ("\n".join(head) + "\n\n\n" + prog.source
             + "\n".join(glue) + "\n")
 

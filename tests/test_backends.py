@@ -21,7 +21,8 @@ from dualgpu.backends.numpy import NumpyBackend
 from dualgpu.executor import Executable, config
 from dualgpu.export import CupyOnCpu
 
-CAPABILITIES = ("on_device", "runs_fused_kernels", "runs_host_kernels", "replays_cuda_graphs")
+CAPABILITIES = ("on_device", "runs_fused_kernels", "runs_host_kernels", "replays_cuda_graphs",
+                "checks_indices")
 BACKEND_CLASSES = (NumpyBackend, CupyBackend, CupyOnCpu)
 
 

@@ -111,8 +111,17 @@ class _Main:
             assert a.shape == tuple(v.shape) and a.dtype == v.dtype and a.flags.c_contiguous
             a[...] = env[v.id]
         for (var, op, _), part in zip(rk.grid, rest[len(outs):]):
-            part[...] = IDENTITY[op]
+            part[...] = _identity(op, part.dtype)
             part[0] = np.asarray(env[var.id]).reshape(-1)[0]   # one element
+
+
+def _identity(op, dtype):
+    """The identity of a grid reduction's partials (an integer max's or min's: the dtype's
+    extremes)."""
+    if np.dtype(dtype).kind in "iu" and op in ("max", "min"):
+        info = np.iinfo(dtype)
+        return info.min if op == "max" else info.max
+    return IDENTITY[op]
 
 
 class _Finish:

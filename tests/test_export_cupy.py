@@ -19,6 +19,7 @@ import dualgpu as dg
 from dualgpu.codegen.cuda import BLOCK, region_kernels
 from dualgpu.core.primitives import REGISTRY
 from dualgpu.fusion import Region, emulate_region, plan_graph
+from dualgpu.transforms.index_bounds import with_index_bounds
 
 SCENARIOS = scenarios()
 IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
@@ -60,6 +61,7 @@ class FakeKernels:
                 return lambda grid, block, args: kernels.launch(name, grid, block, args)
 
         fake.empty = empty
+        fake.asnumpy = np.asarray
         fake.RawModule = RawModule
         return fake
 
@@ -101,7 +103,9 @@ class FakeKernels:
             a[...] = env[v.id]
         for (var, op, _), part in zip(rk.grid, rest[len(outs):]):
             self._check(part, (rk.blocks,), var.dtype, f"{name}: partials")
-            part[...] = IDENTITY[op]
+            # the other partials hold the identity (an integer max's or min's: the value)
+            part[...] = env[var.id] if part.dtype.kind in "iu" and op in ("max", "min") \
+                else IDENTITY[op]
             part[0] = env[var.id]
 
     def expected_launches(self, plan) -> list:
@@ -114,7 +118,9 @@ class FakeKernels:
 
 
 def _plan(fn, args, kwargs=None):
-    return plan_graph(dg.trace(fn, *args, **(kwargs or {})))
+    graph = dg.trace(fn, *args, **(kwargs or {}))
+    checked = with_index_bounds(graph)   # index arrays given at run time: their bounds too
+    return plan_graph(graph if checked is None else checked.graph)
 
 
 def _run_fake(monkeypatch, text, plan, fname, args, kwargs=None):

@@ -17,6 +17,7 @@ MEMBERS = (
     "xp", "special", "sparse", "sparse_linalg",
     # capabilities the layers above read
     "on_device", "runs_fused_kernels", "runs_host_kernels", "replays_cuda_graphs",
+    "checks_indices",
     # what it does
     "is_array", "is_sparse", "to_device", "to_host", "as_arrays", "device_of",
     "default_device", "synchronize", "stable_sort", "stable_argsort", "scatter_add",
@@ -53,7 +54,12 @@ class Backend:
       one kernel compiled for the host CPU (:mod:`dualgpu.codegen.host`);
     * ``replays_cuda_graphs`` -- the executor runs programs under a
       :class:`~dualgpu.backends.cuda_graphs.CudaGraphRunner` (capture and replay) and under
-      the program's :meth:`matmul_precision`.
+      the program's :meth:`matmul_precision`;
+    * ``checks_indices`` -- its gathers and scatters raise ``IndexError`` for an index out
+      of range (NumPy's); where they do not (CuPy's wrap around), the executor, with
+      ``dg.config["check_indices"]``, has the programs that read index arrays they receive
+      return those arrays' bounds too, and checks them after each call
+      (:mod:`dualgpu.transforms.index_bounds`).
 
     Anything else is a method, below. Example::
 
@@ -75,6 +81,7 @@ class Backend:
     runs_fused_kernels: bool
     runs_host_kernels: bool
     replays_cuda_graphs: bool
+    checks_indices: bool
 
     def _missing(self, member: str):
         return NotImplementedError(f"the {type(self).__name__} backend does not define "

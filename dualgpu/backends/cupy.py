@@ -18,6 +18,7 @@ class CupyBackend(Backend):
     runs_fused_kernels = True
     runs_host_kernels = False
     replays_cuda_graphs = True
+    checks_indices = False
 
     def __init__(self):  # without CuPy there is no backend: fail here, not at a first use
         import cupy  # noqa: F401

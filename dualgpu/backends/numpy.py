@@ -25,6 +25,7 @@ class NumpyBackend(Backend):
     runs_fused_kernels = False
     runs_host_kernels = True
     replays_cuda_graphs = False
+    checks_indices = True
 
     def is_array(self, x) -> bool:
         return isinstance(x, np.ndarray)

@@ -31,6 +31,23 @@ def key_has_arrays(key) -> bool:
     return any(e is not None and e[0] == "array" for e in key)
 
 
+def key_array_axes(key) -> dict:
+    """Index-array operand ``k`` -> the axis of the indexed array it indexes (slices, ints
+    and arrays each take one axis; a new axis none).
+
+    >>> key_array_axes((("slice", None, None, None), None, ("array", 0), ("int", 1)))
+    {0: 1}
+    """
+    axes, axis = {}, 0
+    for e in key:
+        if e is None:
+            continue
+        if e[0] == "array":
+            axes[e[1]] = axis
+        axis += 1
+    return axes
+
+
 def key_to_source(key, array_names) -> str:
     """The key as Python source, index arrays by their names."""
     parts = []

@@ -171,8 +171,9 @@ def cross_entropy(logits, labels):
     Labels must lie in ``[0, k)``: concrete ones outside raise :class:`DualgpuError` (a
     negative label would otherwise pick a class from the end); traced labels (an argument
     of the traced function) outside raise :class:`~dualgpu.errors.IndexOutOfBoundsError`
-    when the program runs on NumPy (a negative label reported as the index ``k``), and give
-    a NaN loss on CuPy, whose gathers do not check their indices.
+    when the program runs (a negative label reported as the index ``k``); on CuPy with
+    ``dg.config["check_indices"] = False``, whose gathers do not check their indices, they
+    give a NaN loss.
 
     >>> round(float(dg.nn.cross_entropy(np.log([[0.25, 0.75]]), [1])), 12)  # -log(0.75)
     0.287682072452
@@ -200,8 +201,8 @@ def cross_entropy(logits, labels):
                 f"range, at {user_location()}); remap the labels or widen the logits")
         return dnp.negative(dnp.mean(dnp.getitem(log_softmax(logits, axis=-1),
                                                  (np.arange(n), labels))))
-    # a negative label is sent out of range (to k): NumPy's gather raises on it as on a
-    # label >= k; CuPy's wraps, and the NaN marks the loss
+    # a negative label is sent out of range (to k): the gather raises on it as on a label
+    # >= k (on CuPy from the index bounds); unchecked, CuPy's wraps and the NaN marks the loss
     picked = dnp.getitem(log_softmax(logits, axis=-1),
                          (np.arange(n), dnp.where(dnp.less(labels, 0), k, labels)))
     return dnp.negative(dnp.mean(dnp.where(outside, np.nan, picked)))
