@@ -27,3 +27,5 @@ class Flag:
     IGNORES_VALUES = "ignores_values"  # reads only the shape and dtype of its input
     CONDITION = "condition"      # its first operand is a condition, read as bool (C: where)
     CASTS = "casts"              # its C form casts its operand, read in its own dtype
+    INDICES_OF_AXIS = "indices_of_axis"  # its output holds indices in [0, n) of its input's
+                                 # ``axis`` (n its length): in range wherever that axis is

@@ -37,6 +37,7 @@ def _declare(name: str):
         return Aval(tuple(d for i, d in enumerate(a.shape) if i != axis), np.dtype(np.int64))
 
     return defprim(name, impl, shape, kind=Flag.LIBRARY, arity=1, differentiable=False,
+                   flags={Flag.INDICES_OF_AXIS},
                    py=f"xp.{name}({{0}}, axis={{axis}}).astype(xp.int64, copy=False)",
                    doc=f"np.{name} along one (non-negative) axis (int64); no derivative.")
 

@@ -45,7 +45,8 @@ sort = defprim("sort", _sort_impl, _sort_shape, kind=Flag.LIBRARY, arity=1,
                doc="Stable sort along a (non-negative) axis; the derivative is the gather "
                    "of the sorting permutation, ties in NumPy's stable order.")
 argsort = defprim("argsort", _argsort_impl, _argsort_shape, kind=Flag.LIBRARY, arity=1,
-                  py="ops.argsort({0}, axis={axis})", differentiable=False,
+                  flags={Flag.INDICES_OF_AXIS}, py="ops.argsort({0}, axis={axis})",
+                  differentiable=False,
                   doc="The stable sorting permutation along a (non-negative) axis (int64).")
 
 # --------------------------------------------------------------------------- exported modules

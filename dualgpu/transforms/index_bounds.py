@@ -12,7 +12,9 @@ message, which :func:`out_of_bounds_error` turns into the
 such index arrays are left alone: ``None``, nothing appended.
 
 Constant index arrays (closed over: known when the program is built) are checked here,
-once, on the host; a program reading one out of range raises when it is built.
+once, on the host; a program reading one out of range raises when it is built. Index arrays
+in range by construction (an argsort's permutation gathering along its own axis, as the
+derivatives of ``np.sort`` do: ops flagged ``Flag.INDICES_OF_AXIS``) are not checked.
 
     >>> g = dg.trace(lambda x, i: x[i], np.ones(3), np.array([0, 2]))
     >>> checked = with_index_bounds(g)
@@ -30,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import lax
+from ..core.flags import Flag
 from ..core.indexing import key_array_axes, key_has_arrays
 from ..core.ir import Const, Eqn, Graph, Var
 from ..core.trace import current_builder, trace_to_graph
@@ -65,12 +68,21 @@ def _operands(eqn):
         yield eqn.inputs[1 + k], axis, int(shape[axis])
 
 
+def _in_range_by_construction(a: Var, n: int, producers: dict) -> bool:
+    """Whether the index array ``a`` holds only indices in ``[0, n)`` whatever the inputs: the
+    output of an op that gives indices of an axis (argsort, argmax) no longer than ``n``."""
+    eqn = producers.get(a.id)
+    return eqn is not None and eqn.prim.has(Flag.INDICES_OF_AXIS) and \
+        eqn.inputs[0].aval.shape[eqn.params["axis"]] <= n
+
+
 def with_index_bounds(graph: Graph) -> IndexBounds | None:
     """``graph`` with one more output, the int64 vector of the smallest and largest index of
     each index array it reads at run time (:class:`IndexSite`, in order); None when it reads
     none. Constant index arrays are checked now: one out of range raises
     :class:`~dualgpu.errors.IndexOutOfBoundsError`."""
     sites, arrays, seen = [], [], set()
+    producers = {v.id: q for q in graph.eqns for v in q.outs}
     for eqn in indexing_eqns(graph):
         for a, axis, n in _operands(eqn):
             if a.aval.size == 0 or (a.id, axis, n) in seen:
@@ -78,7 +90,7 @@ def with_index_bounds(graph: Graph) -> IndexBounds | None:
             seen.add((a.id, axis, n))
             if isinstance(a, Const):
                 _check_constant(graph, a.value, axis, n)
-            elif isinstance(a, Var):
+            elif isinstance(a, Var) and not _in_range_by_construction(a, n, producers):
                 sites.append(IndexSite(axis, n, eqn.source))
                 arrays.append(a)
     if not arrays:
