@@ -426,8 +426,9 @@ def _ldexp_shape(avals, **params):
 
 # x * 2**e for an integer e, exact (no overflow of 2**e where the product is finite)
 ldexp = elementwise(
-    # the exponent (read as a float) clamped into C's int, as NumPy clamps a wider one
-    "ldexp", "ldexp", 2, c="ldexp({0}, fmin(fmax({1}, -1e6), 1e6))",
+    # the exponent (read as a float) clamped into C's int, as NumPy clamps a wider one (no
+    # fmin/fmax: CUDA finds them ambiguous between float and double)
+    "ldexp", "ldexp", 2, c="ldexp({0}, (({1}) > 1e6 ? 1e6 : ({1}) < -1e6 ? -1e6 : ({1})))",
     abstract_eval=_ldexp_shape,
     doc="x * 2**e for integer e; the derivative in x is 2**e, e has none.",
     partials=(lambda x, e, ans: _two_to_the(e, ans.dtype), lambda x, e, ans: 0))
@@ -470,12 +471,16 @@ logical_or = elementwise("logical_or", "logical_or", 2, c="({0} || {1})", result
                          differentiable=False)
 logical_not = elementwise("logical_not", "logical_not", 1, c="(!{0})", result="bool",
                           differentiable=False)
-isnan = elementwise("isnan", "isnan", 1, c="isnan({0})", result="bool", differentiable=False)
+# CUDA's isnan/isinf/signbit take floating types only (an integer argument is ambiguous
+# between their overloads): integer and bool forms of their own
+isnan = elementwise("isnan", "isnan", 1, c="isnan({0})", c_int="(({0}) != ({0}))",
+                    result="bool", differentiable=False)
 isfinite = elementwise("isfinite", "isfinite", 1, c="(!isnan({0}) && !isinf({0}))",
-                       result="bool", differentiable=False)
-isinf = elementwise("isinf", "isinf", 1, c="isinf({0})", result="bool", differentiable=False)
-signbit = elementwise("signbit", "signbit", 1, c="signbit({0})", result="bool",
-                      differentiable=False)
+                       c_int="(({0}) == ({0}))", result="bool", differentiable=False)
+isinf = elementwise("isinf", "isinf", 1, c="isinf({0})", c_int="(({0}) != ({0}))",
+                    result="bool", differentiable=False)
+signbit = elementwise("signbit", "signbit", 1, c="signbit({0})", c_int="(({0}) < 0)",
+                      result="bool", differentiable=False)
 # the next representable value after x toward y: a step of one ulp, no derivative
 nextafter = elementwise("nextafter", "nextafter", 2, c="nextafter({0}, {1})", result="float",
                         differentiable=False)
