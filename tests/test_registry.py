@@ -187,6 +187,23 @@ spec("fill_like", nondiff("fill_like", fn=lambda x: dnp.full_like(x, 2.5)), kind
 for _name in ("isinf", "signbit"):
     spec(_name, nondiff(_name), kind="nondiff")
 spec("nextafter", nondiff("nextafter", 2), kind="nondiff")
+
+
+def integer_op(name, arity):
+    """An op on integers only (the bitwise ops): int64 values drawn in [-70, 70], shift
+    counts past the width and negative ones included (the dtype of the table is unused)."""
+    def build(data, dtype):
+        shapes = draw_shapes(data, arity)
+        return getattr(dnp, name), tuple(
+            np.asarray(np.rint(draw_array(data, s, np.float64, -70, 70)), np.int64)
+            for s in shapes)
+
+    return build
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift",
+              "right_shift"):
+    spec(_name, integer_op(_name, REGISTRY[_name].arity), kind="nondiff")
 spec("heaviside", binary("heaviside", avoid_x=(0.0,)))  # tests/test_conformance_ops: x == 0
 
 

@@ -48,7 +48,8 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
 
     ``result`` is the output dtype: ``"same"`` (promoted), ``"float"``, ``"real"`` or
     ``"bool"``. ``c_int`` is the C form used when the kernel computes in an integer or
-    bool type (``{T}`` is that C type). ``partials`` are its partial derivatives, one
+    bool type (``{T}`` is that C type); an op on integers and bools only has ``c=None``
+    and a ``c_int``. ``partials`` are its partial derivatives, one
     function of ``(*inputs, ans)`` per input, written with these ops so that they
     differentiate again: the JVP, VJP, HVP, the Laplacian's jets and the kernels' tangents
     all follow from them (:mod:`dualgpu.rules.elementwise`). Example::
@@ -549,26 +550,31 @@ def _bitwise_shape(name: str, shift: bool = False):
     return rule
 
 
+_BITWISE = "On bools and integers (floats are refused, as in NumPy)."
+_SHIFTS = "On integers (bools as int8, floats refused, as in NumPy)."
 _COUNT_IN_RANGE = "((unsigned long long)({1}) < 8 * sizeof({T}))"
 bitwise_and = elementwise("bitwise_and", "bitwise_and", 2, c=None,
                           c_int="(({T})(({0}) & ({1})))", differentiable=False,
-                          abstract_eval=_bitwise_shape("bitwise_and"))
+                          abstract_eval=_bitwise_shape("bitwise_and"), doc=_BITWISE)
 bitwise_or = elementwise("bitwise_or", "bitwise_or", 2, c=None,
                          c_int="(({T})(({0}) | ({1})))", differentiable=False,
-                         abstract_eval=_bitwise_shape("bitwise_or"))
+                         abstract_eval=_bitwise_shape("bitwise_or"), doc=_BITWISE)
 bitwise_xor = elementwise("bitwise_xor", "bitwise_xor", 2, c=None,
                           c_int="(({T})(({0}) ^ ({1})))", differentiable=False,
-                          abstract_eval=_bitwise_shape("bitwise_xor"))
+                          abstract_eval=_bitwise_shape("bitwise_xor"), doc=_BITWISE)
 invert = elementwise("invert", "invert", 1, c=None, c_int="(({T})(({0}) ^ (({T})-1)))",
-                     differentiable=False, abstract_eval=_bitwise_shape("invert"))
+                     differentiable=False, abstract_eval=_bitwise_shape("invert"),
+                     doc=_BITWISE + " ~ of a bool is its logical not, as in NumPy.")
 left_shift = elementwise(
     "left_shift", "left_shift", 2, c=None, differentiable=False,
     c_int=f"({_COUNT_IN_RANGE} ? ({{T}})((unsigned long long)({{0}}) << ({{1}})) : ({{T}})0)",
-    abstract_eval=_bitwise_shape("left_shift", shift=True))
+    abstract_eval=_bitwise_shape("left_shift", shift=True),
+    doc=_SHIFTS + " A count < 0 or >= the width gives 0.")
 right_shift = elementwise(
     "right_shift", "right_shift", 2, c=None, differentiable=False,
     c_int=f"({_COUNT_IN_RANGE} ? ({{T}})(({{0}}) >> ({{1}})) : ({{T}})(({{0}}) < 0 ? -1 : 0))",
-    abstract_eval=_bitwise_shape("right_shift", shift=True))
+    abstract_eval=_bitwise_shape("right_shift", shift=True),
+    doc=_SHIFTS + " A count < 0 or >= the width gives 0, or -1 for a negative value.")
 
 # --------------------------------------------------------------------------- dtype and fills
 
