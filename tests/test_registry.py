@@ -190,13 +190,13 @@ spec("nextafter", nondiff("nextafter", 2), kind="nondiff")
 
 
 def integer_op(name, arity):
-    """An op on integers only (the bitwise ops): int64 values drawn in [-70, 70], shift
-    counts past the width and negative ones included (the dtype of the table is unused)."""
+    """An op on integers only (the bitwise ops): floats in [-70, 70] cast to int64 by the
+    function (so that the tables built on this one, vmap's, scale and map them), shift counts
+    past the width and negative ones included."""
     def build(data, dtype):
-        shapes = draw_shapes(data, arity)
-        return getattr(dnp, name), tuple(
-            np.asarray(np.rint(draw_array(data, s, np.float64, -70, 70)), np.int64)
-            for s in shapes)
+        op = getattr(dnp, name)
+        return (lambda *a: op(*(dnp.astype(x, np.int64) for x in a))), tuple(
+            draw_array(data, s, dtype, -70, 70) for s in draw_shapes(data, arity))
 
     return build
 
