@@ -91,7 +91,7 @@ def _sparsity(prim: Primitive) -> tuple[str, str]:
 
 def _kernel(prim: Primitive) -> tuple[str, str]:
     if prim.has(Flag.ELEMENTWISE):
-        return ("own", "C form") if prim.c is not None else ("refused", "no C form: a "
+        return ("own", "C form") if prim.has_c_form else ("refused", "no C form: a "
                                                              "library call")
     if prim.has(Flag.LIBRARY):
         return ("n/a", "library call")
@@ -117,7 +117,7 @@ def _tiny(prim: Primitive) -> tuple[str, str]:
     if prim.has(Flag.REDUCTION):
         return ("flag", "reduction")
     if prim.has(Flag.ELEMENTWISE):
-        return ("flag", "elementwise") if prim.c is not None else ("refused", "no C form")
+        return ("flag", "elementwise") if prim.has_c_form else ("refused", "no C form")
     return ("refused", "no tiny form")
 
 

@@ -53,6 +53,11 @@ def elementwise_case(prim, rng, dtype):
         a, b = rng.uniform(0.6, 3.0, (5,)).astype(dtype), rng.uniform(0.6, 3.0, (4, 1))
         return (lambda x: prim.bind(a, b.astype(dtype), x)), (
             rng.uniform(0.1, 0.9, (4, 5)).astype(dtype),)
+    if prim.c is None and prim.c_int is not None:  # on integers and bools only (bitwise)
+        ints = np.int64 if dtype == np.float64 else np.int32
+        shapes = [(4, 5), (5,)][:prim.arity]
+        return (lambda *a: prim.bind(*a)), tuple(rng.integers(-70, 70, s).astype(ints)
+                                                 for s in shapes)
     params = {"convert_element_type": {"dtype": np.dtype(np.float32)},
               "fill_like": {"value": 2.5}, "broadcast_to": {"shape": (3, 4, 5)},
               "polygamma": {"n": 1}}.get(

@@ -1,10 +1,11 @@
 """Integer extremes through every CPU executor, compared with NumPy bit for bit.
 
 Every elementwise op of the registry with a C form whose NumPy value on integers is an integer
-or a bool (``add``, ``floor_divide``, ``power``, ``absolute``, comparisons, ...) is applied to
-:func:`extremes` (MIN, MIN + 1, -1, 0, 1, 2, MAX - 1, MAX; unsigned: 0..3 and the values
-around MAX / 2 and MAX) or to every pair of them, for every integer dtype from int8 to
-uint64, all in one program, run by
+or a bool (``add``, ``floor_divide``, ``power``, ``absolute``, comparisons, the bitwise ops,
+...) is applied to :func:`extremes` (MIN, MIN + 1, -1, 0, 1, 2, MAX - 1, MAX; unsigned: 0..3
+and the values around MAX / 2 and MAX) or to every pair of them (the shifts: to
+:func:`shift_counts`), for bool and every integer dtype from int8 to uint64, all in one
+program, run by
 
 * the generated Python program,
 * the host kernel (``dg.config["host_kernel"]``: the tiny kernel's CUDA text compiled for
@@ -12,8 +13,9 @@ uint64, all in one program, run by
   compiled for the CPU) and the region kernels' CUDA text run thread by thread on the host
   (tests/product_harness.py).
 
-C's integer division traps (SIGFPE) on ``x / 0`` and ``MIN / -1``, and C's signed overflow is
-undefined, where NumPy gives ``x // 0 == 0``, ``MIN // -1 == MIN``, ``MAX + 1 == MIN``: the
+C's integer division traps (SIGFPE) on ``x / 0`` and ``MIN / -1``, and C's signed overflow and
+shifts by counts < 0 or >= the width are undefined, where NumPy gives ``x // 0 == 0``,
+``MIN // -1 == MIN``, ``MAX + 1 == MIN``, ``1 << 64 == 0``: the
 compiled executors run in a forked process (:func:`in_a_child`), so that a trap fails this test with
 its signal instead of killing pytest. NumPy raises for a negative integer exponent; the
 kernels give ``x ** y`` truncated there (1, +-1 or 0), checked separately.
@@ -37,7 +39,7 @@ from dualgpu.backends.numpy import NumpyBackend
 from dualgpu.core.primitives import REGISTRY
 from dualgpu.executor import Executable, config
 
-INT_DTYPES = tuple(np.dtype(d) for d in (np.int8, np.int16, np.int32, np.int64,
+INT_DTYPES = tuple(np.dtype(d) for d in (bool, np.int8, np.int16, np.int32, np.int64,
                                          np.uint8, np.uint16, np.uint32, np.uint64))
 LONG_VALUES = 40     # random values per dtype added by --fuzz-long
 # ops whose parameters make no integer program here (their casts are in the float tables)
@@ -45,8 +47,10 @@ PARAMETRIZED = {"convert_element_type", "fill_like", "broadcast_to"}
 
 
 def extremes(dtype, long: bool = False) -> np.ndarray:
-    """The values where integer arithmetic overflows or traps; with ``long``, random values
-    of the whole range too (seeded)."""
+    """The values where integer arithmetic overflows or traps (bool: both); with ``long``,
+    random values of the whole range too (seeded)."""
+    if np.dtype(dtype) == bool:
+        return np.array([False, True])
     info = np.iinfo(dtype)
     if info.min < 0:
         v = [info.min, info.min + 1, -1, 0, 1, 2, info.max - 1, info.max]
@@ -67,10 +71,21 @@ def _pairs(v):
 
 def _nonnegative(b):
     """``b`` with each negative value ``y`` replaced by ``-1 - y`` (MIN becomes MAX); on
-    NumPy arrays and traced ones (``~b`` of a traced integer array is its logical not)."""
+    NumPy arrays and traced ones."""
     if b.dtype.kind == "u":
         return b
     return np.where(b < 0, -1 - b, b)
+
+
+def shift_counts(dtype, shape) -> np.ndarray:
+    """The second operands of the shifts (a constant of the program): each first operand of
+    the pairs meets each of MIN, -1, 0, 1, width - 1, width, width + 1 and MAX (unsigned: 0,
+    1, 2, width - 1, width, width + 1, MAX - 1, MAX), where C's shifts are undefined and
+    NumPy gives 0 or -1."""
+    info, width = np.iinfo(dtype), 8 * np.dtype(dtype).itemsize
+    low = [info.min, -1, 0, 1] if info.min < 0 else [0, 1, 2, info.max - 1]
+    counts = np.array([*low, width - 1, width, width + 1, info.max], dtype=dtype)
+    return np.resize(counts, shape)
 
 
 def _operands(prim, x, a, b) -> tuple:
@@ -80,6 +95,8 @@ def _operands(prim, x, a, b) -> tuple:
         return (np.arange(a.size) % 3 != 1, a, b)
     if prim.name == "power":    # NumPy refuses negative exponents (checked apart)
         return (a, _nonnegative(b))
+    if prim.name in ("left_shift", "right_shift") and b.dtype != bool:
+        return (a, shift_counts(b.dtype, b.shape))
     return (a, b)
 
 
@@ -91,7 +108,7 @@ def _integer_ops(dtype) -> list:
     x = extremes(dtype)
     ops = []
     for name, prim in sorted(REGISTRY.items()):
-        if prim.kind != "elementwise" or prim.c is None or name in PARAMETRIZED \
+        if prim.kind != "elementwise" or not prim.has_c_form or name in PARAMETRIZED \
                 or getattr(prim, "custom", False):
             continue
         operands = _operands(prim, x, *_pairs(x))
@@ -248,7 +265,8 @@ def test_the_program_holds_the_integer_ops():
     """The table is not empty by accident: the ops that trap or overflow in C are in it."""
     names = {prim.name for _, prim, _ in _checks(False)}
     assert {"add", "subtract", "multiply", "negative", "absolute", "square", "power",
-            "floor_divide", "remainder", "fmod", "maximum", "sign", "less"} <= names
+            "floor_divide", "remainder", "fmod", "maximum", "sign", "less", "bitwise_and",
+            "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift"} <= names
 
 
 def test_python_program_agrees_with_numpy(fuzz_long):

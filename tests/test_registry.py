@@ -187,6 +187,23 @@ spec("fill_like", nondiff("fill_like", fn=lambda x: dnp.full_like(x, 2.5)), kind
 for _name in ("isinf", "signbit"):
     spec(_name, nondiff(_name), kind="nondiff")
 spec("nextafter", nondiff("nextafter", 2), kind="nondiff")
+
+
+def integer_op(name, arity):
+    """An op on integers only (the bitwise ops): floats in [-70, 70] cast to int64 by the
+    function (so that the tables built on this one, vmap's, scale and map them), shift counts
+    past the width and negative ones included."""
+    def build(data, dtype):
+        op = getattr(dnp, name)
+        return (lambda *a: op(*(dnp.astype(x, np.int64) for x in a))), tuple(
+            draw_array(data, s, dtype, -70, 70) for s in draw_shapes(data, arity))
+
+    return build
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift",
+              "right_shift"):
+    spec(_name, integer_op(_name, REGISTRY[_name].arity), kind="nondiff")
 spec("heaviside", binary("heaviside", avoid_x=(0.0,)))  # tests/test_conformance_ops: x == 0
 
 

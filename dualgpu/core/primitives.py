@@ -150,6 +150,13 @@ class Primitive:
             return self.c_int
         return self.c
 
+    @property
+    def has_c_form(self) -> bool:
+        """Whether kernels can compute the op: a C form for floating types (``c``) or for
+        integers and bools (``c_int``; an op defined on those only, as ``bitwise_and``, has
+        no ``c``)."""
+        return self.c is not None or self.c_int is not None
+
     def bind(self, *args: Any, **params: Any):
         """Apply the primitive: record it when an argument is traced, else compute now."""
         return bind(self, args, params)

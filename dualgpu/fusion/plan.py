@@ -88,7 +88,7 @@ def fusible(eqn) -> bool:
         return True
     if is_reshape(prim) or padded_read(eqn) is not None:
         return True
-    return prim.has(Flag.ELEMENTWISE) and prim.c is not None
+    return prim.has(Flag.ELEMENTWISE) and prim.has_c_form
 
 
 @dataclass

@@ -19,7 +19,7 @@ from ..core.dtypes import float_dtype, promote, real_dtype
 from ..core.flags import Flag
 from ..core.ir import Aval
 from ..core.primitives import defprim, defstandalone
-from ..errors import DualgpuError, user_location
+from ..errors import ArgumentTypeError, DualgpuError, user_location
 
 ELEMENTWISE: dict[str, object] = {}
 
@@ -48,7 +48,8 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
 
     ``result`` is the output dtype: ``"same"`` (promoted), ``"float"``, ``"real"`` or
     ``"bool"``. ``c_int`` is the C form used when the kernel computes in an integer or
-    bool type (``{T}`` is that C type). ``partials`` are its partial derivatives, one
+    bool type (``{T}`` is that C type); an op on integers and bools only has ``c=None``
+    and a ``c_int``. ``partials`` are its partial derivatives, one
     function of ``(*inputs, ans)`` per input, written with these ops so that they
     differentiate again: the JVP, VJP, HVP, the Laplacian's jets and the kernels' tangents
     all follow from them (:mod:`dualgpu.rules.elementwise`). Example::
@@ -521,6 +522,64 @@ fmod = elementwise("fmod", "fmod", 2, c="fmod({0}, {1})",
                    c_int=f"((({{1}}) == 0 || {_MINUS_ONE}) ? 0 : ({{0}}) % ({{1}}))",
                    doc="Derivatives hold between the jumps (where x / y is an integer).",
     partials=(lambda x, y, ans: 1, lambda x, y, ans: negative(trunc(true_divide(x, y)))))
+
+# --------------------------------------------------------------------------- bitwise
+# On bools and integers only, as in NumPy (a float operand is refused), with NumPy's promotion
+# (bool & int8 is int8, a Python int weak); the shifts compute bools as int8, as NumPy does.
+# No float C form: the kernels compute them by the integer forms (``{T}``: the C type). C's
+# ~ of a uint8 is a negative int, and of a bool true again: ~x is x ^ (T)-1. C's shifts by a
+# count < 0 or >= the width are undefined, and a left shift of a negative value too: the
+# count is tested first (NumPy's values: 0, or -1 for a negative value shifted right) and the
+# left shift is made in 64-bit unsigned arithmetic.
+_WEAK_NAMES = {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}
+
+
+def _bitwise_shape(name: str, shift: bool = False):
+    same = _shape_rule(name, "same")
+
+    def rule(avals, **params):
+        aval = same(avals)
+        if aval.dtype.kind not in "biu":
+            types = ", ".join(f"Python {_WEAK_NAMES[a.dtype.kind]}" if a.weak else a.dtype.name
+                              for a in avals)
+            mixed = (" (signed and unsigned integers promote to a float)"
+                     if all(a.dtype.kind in "biu" for a in avals) else "")
+            raise ArgumentTypeError(
+                f"np.{name}: ufunc '{name}' not supported for the input types ({types}), as in "
+                f"NumPy: it takes integers and bools{mixed}; cast the operands, e.g. "
+                f"x.astype(np.int64)")
+        if shift and aval.dtype.kind == "b":
+            return Aval(aval.shape, np.dtype(np.int8), aval.weak)
+        return aval
+
+    return rule
+
+
+_BITWISE = "On bools and integers (floats are refused, as in NumPy)."
+_SHIFTS = "On integers (bools as int8, floats refused, as in NumPy)."
+_COUNT_IN_RANGE = "((unsigned long long)({1}) < 8 * sizeof({T}))"
+bitwise_and = elementwise("bitwise_and", "bitwise_and", 2, c=None,
+                          c_int="(({T})(({0}) & ({1})))", differentiable=False,
+                          abstract_eval=_bitwise_shape("bitwise_and"), doc=_BITWISE)
+bitwise_or = elementwise("bitwise_or", "bitwise_or", 2, c=None,
+                         c_int="(({T})(({0}) | ({1})))", differentiable=False,
+                         abstract_eval=_bitwise_shape("bitwise_or"), doc=_BITWISE)
+bitwise_xor = elementwise("bitwise_xor", "bitwise_xor", 2, c=None,
+                          c_int="(({T})(({0}) ^ ({1})))", differentiable=False,
+                          abstract_eval=_bitwise_shape("bitwise_xor"), doc=_BITWISE)
+invert = elementwise("invert", "invert", 1, c=None, c_int="(({T})(({0}) ^ (({T})-1)))",
+                     differentiable=False, abstract_eval=_bitwise_shape("invert"),
+                     doc=_BITWISE + " ~ of a bool is its logical not, as in NumPy.")
+left_shift = elementwise(
+    "left_shift", "left_shift", 2, c=None, differentiable=False,
+    c_int=f"({_COUNT_IN_RANGE} ? ({{T}})((unsigned long long)({{0}}) << ({{1}})) : ({{T}})0)",
+    abstract_eval=_bitwise_shape("left_shift", shift=True),
+    doc=_SHIFTS + " A count < 0 or >= the width gives 0.")
+right_shift = elementwise(
+    "right_shift", "right_shift", 2, c=None, differentiable=False,
+    c_int=f"({_COUNT_IN_RANGE} ? ({{T}})(({{0}}) >> ({{1}})) : ({{T}})(({{0}}) < 0 ? -1 : 0))",
+    abstract_eval=_bitwise_shape("right_shift", shift=True),
+    doc=_SHIFTS + " A count < 0 or >= the width gives 0, or -1 for a negative value.")
 
 # --------------------------------------------------------------------------- dtype and fills
 

@@ -233,6 +233,30 @@ heaviside = _ufunc(_ew.heaviside)
 ldexp = _ufunc(_ew.ldexp)
 
 
+bitwise_and = _ufunc(_ew.bitwise_and)
+
+
+bitwise_or = _ufunc(_ew.bitwise_or)
+
+
+bitwise_xor = _ufunc(_ew.bitwise_xor)
+
+
+invert = _ufunc(_ew.invert)
+
+
+left_shift = _ufunc(_ew.left_shift)
+
+
+right_shift = _ufunc(_ew.right_shift)
+
+
+bitwise_not = bitwise_invert = invert
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
 def frexp(x, out=None, where=None):
     """``np.frexp``: the mantissa ``m`` in [0.5, 1) (signed as x) and the integer exponent
     ``e`` (int32) with ``x == m * 2**e``; both 0 at 0, ``(x, 0)`` at inf and NaN. The
