@@ -530,6 +530,12 @@ FLAT_LOSS_FOUND = {
         ('erf', (2,), (('wrap', False),)),
         ('getitem', (3,), (('kind', 'index'), ('text', '0'))),
         ('matmul', (4, 1), ())), seed=0),
+    # a slice of the vector's piece: the transpose of [::2] is read by the transpose of
+    # the piece's [0:2], and was planned after it (tests/test_padded_reads.py)
+    "a slice of a piece": fp.Program(inputs=((2,), (), ()), nodes=(
+        ('reciprocal', (2,), (('wrap', False),)),
+        ('getitem', (0,), (('kind', 'index'), ('text', '::2'))),
+        ('silu', (3,), (('wrap', False),))), seed=0),
 }
 
 

@@ -484,23 +484,38 @@ def _sink_padded_reads(eqns) -> list:
     """``eqns`` with each padded read moved to just before its first reader (a topological
     order still): the transposes of a graph's slices then meet in the region of the sum
     that reads them, instead of each one closing the region open where the graph made it.
+    A padded read of a padded read (the gradient of ``p[1:-1][::2]``) goes before where
+    its reader goes.
+
+    Example (the transposes of ``[::2]`` and of ``[1:-1]``, in this order, before the
+    ``add`` that reads the second)::
+
+        >>> f = lambda p: np.sum(np.sin(p[1:-1][::2]) * p[2])
+        >>> eqns = _sink_padded_reads(dg.trace(dg.grad(f), np.ones(9)).eqns)
+        >>> [e.params.get("key") for e in eqns[-3:]]   # the last is the add
+        [(('slice', None, None, 2),), (('slice', 1, -1, None),), None]
     """
-    first_reader: dict = {}
+    sunk = [k for k, e in enumerate(eqns) if padded_read(e) is not None and fusible(e)]
+    readers: dict = {}
     for k, e in enumerate(eqns):
         for a in e.inputs:
             if isinstance(a, Var):
-                first_reader.setdefault(a.id, k)
+                readers.setdefault(a.id, []).append(k)
+    # where each sunk equation goes: before its first reader, or before where that
+    # reader goes when it is sunk too (readers come later: walk backwards)
+    goes: dict = {}
+    for k in reversed(sunk):
+        goes[k] = min((goes.get(j, j) for j in readers.get(eqns[k].outs[0].id, ())),
+                      default=len(eqns))
     before: dict[int, list] = {}
+    for k in sunk:   # in graph order: a sunk input before the sunk reader at the same place
+        before.setdefault(goes[k], []).append(eqns[k])
     order = []
     for k, e in enumerate(eqns):
-        if padded_read(e) is not None and fusible(e):
-            before.setdefault(first_reader.get(e.outs[0].id, len(eqns)), []).append(e)
-            continue
         order += before.pop(k, [])
-        order.append(e)
-    for k in sorted(before):
-        order += before[k]
-    return order
+        if k not in goes:
+            order.append(e)
+    return order + before.pop(len(eqns), [])
 
 
 def _finish_regions(steps: list, graph: Graph) -> None:
