@@ -1,9 +1,10 @@
 """Issue 35 on the device: the CuPy plan against NumPy float64 where one kernel computes a
 value along some axes of its domain and another reads it along others (the planner merged
 such neighbours, or let the second recompute the value, and both then read it along the
-first's axes: a silent wrong answer), and the two fuzzed flat-parameter losses that found
-it (tests/test_cupy_launcher.py runs them on a fake CuPy, tests/test_fusion.py and
-tests/test_host_fused.py the plans on the CPU)."""
+first's axes: a silent wrong answer), the fuzzed flat-parameter losses that found it
+(tests/test_cupy_launcher.py runs them on a fake CuPy, tests/test_fusion.py and
+tests/test_host_fused.py the plans on the CPU), and the gradient of a slice of a slice (the
+plan ran the transpose of the inner slice after its reader: a KeyError)."""
 from __future__ import annotations
 
 import sys
@@ -95,3 +96,11 @@ def test_a_value_read_along_other_axes_on_cupy(f, n, switches):
             return sum(np.sum(np.tanh(o)) for o in f(x, *rest))
 
         _compare(dg.hvp(loss), args + (args[0][::-1].copy(),))
+
+
+@pytest.mark.parametrize("n", [11, 4099])
+def test_the_gradient_of_a_slice_of_a_slice_on_cupy(n, switches):
+    """Two padded reads in a row (tests/test_padded_reads.py): the plan ran the first after
+    the second."""
+    p = np.random.default_rng(1).uniform(-1, 1, n)
+    _compare(dg.grad(lambda p: np.sum(np.sin(p[1:-1][::2]) * p[2])), (p,))
