@@ -36,6 +36,20 @@ def dense_loss(p, x, y):
     return np.sum((dg.nn.sigmoid(x @ W + b) - y) ** 2)
 
 
+def column_of_a_row(x, y, w):
+    """The first kernel computes ``x + y`` along the columns (``w * x`` made its domain 2-D)
+    and cannot read its column along the rows: the second kernel reads it from memory."""
+    return w * x, x * (x + y).reshape(-1, 1)
+
+
+def recomputed_along_rows(x, y, w, q):
+    """The second kernel reads ``exp(x + y)`` along the rows (the axis of ``sin(w)``'s
+    reshape); the first computes it along the columns."""
+    a = np.exp(x + y)
+    m = w * x
+    return m @ q, w * y, np.sin(w).reshape(-1) * a
+
+
 def fusion_cases(dtype=np.float64, n=4, seed=0):
     """``name -> (function to trace, example args)``: the programs the tests plan, emulate,
     compile and (on a GPU) run. Shared with tests/gpu."""
@@ -69,6 +83,11 @@ def fusion_cases(dtype=np.float64, n=4, seed=0):
             lambda x: np.sum(np.exp(x - np.max(x, axis=0)) / np.sum(np.exp(x), axis=0))),
             (r(5, 300), r(5, 300))),
         "scalar_inputs": (dg.grad(lambda x, y: np.sum(np.sin(x) * y)), (r(8), r())),
+        # a value of one kernel that another reads along other domain axes: merged into
+        # one kernel, or recomputed by the second, it must keep the reader's axes
+        "column_of_a_row": (dg.jit(column_of_a_row), (r(n + 1), r(n + 1), r(n + 1, 1))),
+        "recomputed_along_rows": (dg.jit(recomputed_along_rows),
+                                  (r(n + 1), r(n + 1), r(n + 1, 1), r(n + 1, 2))),
     }
     return cases
 

@@ -116,6 +116,18 @@ def test_per_particle_program_runs_fused_at_its_benchmark_size():
 
 
 @needs_gxx
+@pytest.mark.parametrize("name", ["column_of_a_row", "recomputed_along_rows"])
+def test_a_value_read_along_other_axes_than_it_is_computed(every_region, name):
+    """A value one region computes along the columns and another reads along the rows: the
+    planner neither merges the two regions nor lets the second recompute it (both gave a
+    wrong answer with the default switches, from 2**17 elements on)."""
+    from test_fusion import fusion_cases
+
+    fn, args = fusion_cases()[name]
+    assert _check(dg.trace(fn, *args), args).host_fused is not None
+
+
+@needs_gxx
 def test_small_programs_run_as_python_by_default():
     graph = dg.trace(dg.grad(lambda x: np.sum(np.tanh(x) ** 2)), np.ones(100))
     assert _build(graph).host_fused is None

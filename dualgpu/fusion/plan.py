@@ -484,23 +484,38 @@ def _sink_padded_reads(eqns) -> list:
     """``eqns`` with each padded read moved to just before its first reader (a topological
     order still): the transposes of a graph's slices then meet in the region of the sum
     that reads them, instead of each one closing the region open where the graph made it.
+    A padded read of a padded read (the gradient of ``p[1:-1][::2]``) goes before where
+    its reader goes.
+
+    Example (the transposes of ``[::2]`` and of ``[1:-1]``, in this order, before the
+    ``add`` that reads the second)::
+
+        >>> f = lambda p: np.sum(np.sin(p[1:-1][::2]) * p[2])
+        >>> eqns = _sink_padded_reads(dg.trace(dg.grad(f), np.ones(9)).eqns)
+        >>> [e.params.get("key") for e in eqns[-3:]]   # the last is the add
+        [(('slice', None, None, 2),), (('slice', 1, -1, None),), None]
     """
-    first_reader: dict = {}
+    sunk = [k for k, e in enumerate(eqns) if padded_read(e) is not None and fusible(e)]
+    readers: dict = {}
     for k, e in enumerate(eqns):
         for a in e.inputs:
             if isinstance(a, Var):
-                first_reader.setdefault(a.id, k)
+                readers.setdefault(a.id, []).append(k)
+    # where each sunk equation goes: before its first reader, or before where that
+    # reader goes when it is sunk too (readers come later: walk backwards)
+    goes: dict = {}
+    for k in reversed(sunk):
+        goes[k] = min((goes.get(j, j) for j in readers.get(eqns[k].outs[0].id, ())),
+                      default=len(eqns))
     before: dict[int, list] = {}
+    for k in sunk:   # in graph order: a sunk input before the sunk reader at the same place
+        before.setdefault(goes[k], []).append(eqns[k])
     order = []
     for k, e in enumerate(eqns):
-        if padded_read(e) is not None and fusible(e):
-            before.setdefault(first_reader.get(e.outs[0].id, len(eqns)), []).append(e)
-            continue
         order += before.pop(k, [])
-        order.append(e)
-    for k in sorted(before):
-        order += before[k]
-    return order
+        if k not in goes:
+            order.append(e)
+    return order + before.pop(len(eqns), [])
 
 
 def _finish_regions(steps: list, graph: Graph) -> None:
@@ -587,7 +602,8 @@ def _recompute(steps: list, graph: Graph) -> None:
                        if isinstance(v, Var) and not p.defines(v)}
                 read = {v.id for v in _memory_reads(r)}
                 extra = sum(_nbytes(v) for vid, v in new.items() if vid not in read)
-                if extra > 2 * _nbytes(a):
+                if extra > 2 * _nbytes(a) or not _reads_as_computed(
+                        r, {e.outs[0].id: p.dims[e.outs[0].id] for e in cone}):
                     continue
                 _copy_into(r, p, cone, order)
                 for e in cone:   # r computes these now: it reads none of them from memory
@@ -699,15 +715,17 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
 def _merge_neighbours(steps: list) -> None:
     """Merge a region into the region right before it when both have the same domain, the
     first has no in-thread loops or grid reductions, the second no in-thread loops, and the
-    second reads from memory nothing the first computes (a padded read's input, or what a
-    cone recomputes): what recomputation left as two kernels becomes one."""
+    second reads every value the first computes as the first computes it
+    (:func:`_reads_as_computed`): what recomputation left as two kernels becomes one."""
     merged: list = []
     for step in steps:
         prev = merged[-1] if merged else None
         if isinstance(step, Region) and isinstance(prev, Region) \
                 and tuple(prev.domain) == tuple(step.domain) and not prev.loop_axes \
-                and not prev.grid and not step.loop_axes and not _reads_memory_of(step, prev):
-            prev.eqns += step.eqns
+                and not prev.grid and not step.loop_axes \
+                and _reads_as_computed(step, prev.dims):
+            # an equation both recompute (a cone copied from an earlier region) runs once
+            prev.eqns += [e for e in step.eqns if not prev.defines(e.outs[0])]
             prev.dims.update(step.dims)
             prev.level.update(step.level)
             prev.cones.update(step.cones)
@@ -719,15 +737,45 @@ def _merge_neighbours(steps: list) -> None:
     steps[:] = merged
 
 
-def _reads_memory_of(step: Region, prev: Region) -> bool:
-    """Whether ``step`` must read from memory a value that ``prev`` computes."""
-    for e in step.eqns:
-        cone = step.cones.get(e.outs[0].id)
-        if cone is not None and any(prev.defines(v) for v in cone.inputs):
-            return True
-        if cone is None and padded_read(e) is not None and prev.defines(e.inputs[0]):
-            return True
-    return False
+def _reads_as_computed(r: Region, dims: dict) -> bool:
+    """Whether ``r`` may compute the values of ``dims`` (var id -> the domain axis of each
+    of its axes, in a region of ``r``'s domain) instead of reading them from memory.
+
+    A kernel indexes a value it computes by the thread's point of the domain, and an array
+    in memory as its reader broadcasts it: every equation of ``r`` that reads one of these
+    values must read it along the axes it is computed along (``x * (x + y)[:, None]``
+    reads ``x + y`` along the rows; a kernel that computes it along the columns cannot
+    serve that read), and no padded read (nor the cone it recomputes) may read one: those
+    read memory.
+
+    Example (the first kernel computes ``x + y`` along the columns of its domain)::
+
+        >>> x, w = np.ones(3), np.ones((3, 1))
+        >>> g = dg.trace(lambda x, w: (w * x, x * (x + x).reshape(-1, 1)), x, w)
+        >>> first, second = plan_graph(g).regions
+        >>> _reads_as_computed(second, first.dims)
+        False
+    """
+    for e in r.eqns:
+        cone = r.cones.get(e.outs[0].id)
+        if cone is not None or padded_read(e) is not None:
+            memory = cone.inputs if cone is not None else e.inputs
+            if any(isinstance(v, Var) and v.id in dims for v in memory):
+                return False
+            continue
+        if reads_no_values(e.prim):
+            continue
+        for v in e.inputs:
+            if isinstance(v, Var) and v.id in dims and not r.defines(v) \
+                    and _live_axes(v, r.load_dims(e, v)) != _live_axes(v, dims[v.id]):
+                return False
+    return True
+
+
+def _live_axes(v, dims) -> tuple:
+    """``dims`` (the domain axis of each axis of ``v``) with the axes of size 1, which
+    every point reads alike, as None."""
+    return tuple(None if n == 1 else d for n, d in zip(v.shape, dims))
 
 
 def _padded_cone(p: Region, a) -> Cone | None:
