@@ -321,10 +321,11 @@ class _Walk:
             self.inside(value.__self__, owner, depth + 1)
         elif isinstance(value, functools.partial):
             self.inside(value.func, what, depth)
-            for i, a in enumerate(value.args):
-                self.inside(a, _sub(what, f".args[{i}]"), depth + 1)
-            for k, a in value.keywords.items():
-                self.inside(a, _sub(what, f".keywords[{k!r}]"), depth + 1)
+            # its arguments are read by every call, as a closure's cells are (the keywords
+            # are a dict that can be changed in place)
+            self.place(_sub(what, ".args"), _attr, value, "args", value.args, depth + 1)
+            self.place(_sub(what, ".keywords"), _attr, value, "keywords", value.keywords,
+                       depth + 1)
         elif isinstance(value, (tuple, frozenset, list, set)):
             for i, v in enumerate(value):
                 self.inside(v, _sub(what, f"[{i}]"), depth + 1)

@@ -245,11 +245,16 @@ class _SparseProgram(api.Compiled):
             self.exe = _PerColor(self.exe, plan)
 
 
-def _pattern_key(pattern) -> str | None:
+def _pattern_key(pattern, what: str) -> str | None:
     """A given ``pattern=`` as part of the cache key: a digest of its entries."""
     if pattern is None:
         return None
-    p = sp.csr_matrix(pattern.get() if hasattr(pattern, "get") else pattern)
+    try:
+        p = sp.csr_matrix(pattern.get() if hasattr(pattern, "get") else pattern)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(
+            f"{what}: pattern= must be a matrix (a scipy.sparse matrix or a 2-D array of "
+            f"booleans or numbers), got {type(pattern).__name__}: {e}") from None
     p.sum_duplicates()
     p.eliminate_zeros()
     p.sort_indices()
@@ -293,8 +298,8 @@ class _Sparse(api.Transformed):
         super().__init__(fn, int(argnums))
         self.what = self.kind
         self.user_pattern = pattern
-        self.check_pattern = bool(check_pattern)
-        self._pattern_key = _pattern_key(pattern)
+        self.check_pattern = api._check_bool(check_pattern, "check_pattern", f"dg.{self.kind}")
+        self._pattern_key = _pattern_key(pattern, f"dg.{self.kind}")
 
     def options(self) -> dict:
         return {"pattern": self._pattern_key, "check_pattern": self.check_pattern}

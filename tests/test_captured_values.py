@@ -191,6 +191,26 @@ def test_called_helpers_and_partials_are_followed():
         np.testing.assert_allclose(dg.grad(functools.partial(power, k=k))(x), k * x ** (k - 1))
 
 
+def test_a_partials_keywords_changed_in_place_rebuild():
+    def affine(x, a, b=1.0):
+        return np.sum(a * x ** 2 + b * x)
+
+    p = functools.partial(affine, a=1.0)
+    g = dg.grad(p)
+    np.testing.assert_allclose(g(x), 2 * x + 1)
+    p.keywords["a"] = 4.0  # the partial's own dict: read by every call
+    np.testing.assert_allclose(g(x), 8 * x + 1)
+    holder = functools.partial(affine, b=0.0)  # a partial reached through a closure
+
+    def f(x):
+        return holder(x, 3.0)
+
+    gf = dg.grad(f)
+    np.testing.assert_allclose(gf(x), 6 * x)
+    holder.keywords["b"] = 2.0
+    np.testing.assert_allclose(gf(x), 6 * x + 2)
+
+
 def test_a_trace_counter_does_not_retrace_every_call():
     traces = []
 

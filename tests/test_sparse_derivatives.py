@@ -219,6 +219,12 @@ def test_a_given_pattern_is_used_and_checked():
         dg.sparse_hessian(rosenbrock, pattern=diagonal, check_pattern=True)(x)
     with pytest.raises(dg.DualgpuError, match=r"pattern= has shape \(3, 3\)"):
         dg.sparse_hessian(rosenbrock, pattern=np.eye(3))(x)
+    with pytest.raises(dg.DualgpuError, match=r"sparse_hessian: pattern= must be a matrix"):
+        dg.sparse_hessian(rosenbrock, pattern="tridiagonal")
+    with pytest.raises(dg.DualgpuError, match=r"sparse_jacobian: pattern= must be a matrix"):
+        dg.sparse_jacobian(np.sin, pattern=np.ones((2, 2, 2)))
+    with pytest.raises(dg.DualgpuError, match="check_pattern must be True or False"):
+        dg.sparse_hessian(rosenbrock, pattern=full, check_pattern="yes")
 
 
 def test_trust_constr_with_the_sparse_hessian():
