@@ -16,6 +16,11 @@ def read(env: dict, atom) -> Any:
     if isinstance(atom, Literal):
         return atom.value
     if isinstance(atom, Const):
+        builder = current_builder()
+        if builder is not None:
+            # re-traced (a transform): a traced value that reads the array when the new
+            # program runs, so that no op on it is evaluated now into a frozen copy
+            return builder.read_const(atom)
         return atom.value
     return env[atom.id]
 

@@ -134,6 +134,14 @@ class GraphBuilder:
         self.consts[key] = (value, c)  # keep value alive so that id() stays unique
         return c
 
+    def read_const(self, const: Const) -> Tracer:
+        """A constant of a graph being re-traced, as a traced value of this trace: ops on it
+        are recorded, never evaluated now. A closed-over array is read by reference when a
+        program runs, so a value computed from it at the trace would keep its old contents
+        after an in-place change while the program read the new ones."""
+        hit = self.consts.setdefault(id(const.value), (const.value, const))
+        return Tracer(hit[1], self)
+
     def record(self, prim, args: Sequence[Any], params: dict):
         self.raise_deferred()
         atoms = [self.atom(a, prim.name) for a in args]
