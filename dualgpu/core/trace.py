@@ -138,7 +138,11 @@ class GraphBuilder:
         """A constant of a graph being re-traced, as a traced value of this trace: ops on it
         are recorded, never evaluated now. A closed-over array is read by reference when a
         program runs, so a value computed from it at the trace would keep its old contents
-        after an in-place change while the program read the new ones."""
+        after an in-place change while the program read the new ones. Index arrays, masks
+        and sparse matrices stay concrete: rules build the derivative's structure from their
+        values (sparse transforms check their contents on every call)."""
+        if const.aval.dtype.kind not in "fc" or array_backend(const.value).is_sparse(const.value):
+            return const.value
         hit = self.consts.setdefault(id(const.value), (const.value, const))
         return Tracer(hit[1], self)
 
