@@ -271,3 +271,40 @@ def test_guards_change_nothing_for_unchanged_values():
     for what in ("act (global)", "COEF (global)", "TABLE (global)",
                  "knobs_module.factor (global)"):
         assert what in names
+
+
+# a closed-over array changed in place: every program reads it by reference, so no transform
+# may compute a value from it while tracing (W @ the Hessian's basis was, and a cached
+# dg.hessian mixed the old products with the new W: neither Hessian, not symmetric)
+IN_PLACE_TRANSFORMS = {
+    "hessian": lambda f: dg.hessian(f),
+    "jacfwd": lambda f: dg.jacfwd(dg.grad(f)),
+    "jacrev": lambda f: dg.jacrev(dg.grad(f)),
+    "hvp": lambda f: _at_v(dg.hvp(f)),
+    "grad": lambda f: dg.grad(f),
+    "laplacian": lambda f: dg.laplacian(f),
+    "jit": lambda f: dg.jit(f),
+    "jacfwd_linear": lambda f: dg.jacfwd(lambda x: W_LIVE @ x),
+}
+W_LIVE = np.zeros((2, 4))
+
+
+def _at_v(hvp):
+    return lambda x: hvp(x, np.array([1.0, -2.0, 0.5, 3.0]))
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE_TRANSFORMS))
+def test_an_array_changed_in_place_is_read_by_cached_programs(name):
+    W_LIVE[...] = [[1.0, 0.0, 0.0, 2.0], [0.0, 3.0, 0.0, 0.0]]
+    x4 = np.arange(1.0, 5.0)
+
+    def f(x):
+        return np.sum((W_LIVE @ x) ** 3)
+
+    transformed = IN_PLACE_TRANSFORMS[name](f)
+    transformed(x4)
+    W_LIVE[0, 1] = 5.0
+    cached = transformed(x4)
+    dg.clear_cache()
+    fresh = IN_PLACE_TRANSFORMS[name](f)(x4)
+    np.testing.assert_array_equal(cached, fresh)
