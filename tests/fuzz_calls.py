@@ -254,7 +254,7 @@ HAND = {
     "h_aux": (h_aux, [[(A, (2, 3)), (A, (3, 2))]], {}, "aux"),
 }
 CAPTURED_FNS = ["h_gact", "h_gcoef", "h_gmode", "h_gknobs", "h_gtable", "h_gmod", "h_gdefault",
-                "h_gcell", "h_gcall"]
+                "h_gcell", "h_gcall", "h_gmat"]
 NESTED_SHAPES = {"a": ("list", [(2,), (2,)]), "c": ("tuple", [(3,)])}
 
 FLOAT_VALUES = [0.0, -0.0, 0.5, 1.0, 2.5, -1.25, float("nan"), 1e-300]
@@ -375,6 +375,16 @@ def h_gdefault(x, fn=np.tanh):
     return np.sum(fn(x) * x)
 
 
+# changed IN PLACE by "set" steps (never reassigned): every transform's program reads it
+G_MATRICES = [np.array([[1.0, 0.0], [0.0, 3.0], [2.0, 0.0]]),
+              np.array([[1.0, 5.0], [0.0, 3.0], [2.0, -1.0]]), -np.ones((3, 2))]
+G_MAT = G_MATRICES[0].copy()
+
+
+def h_gmat(x):
+    return np.sum((x @ G_MAT) ** 3)
+
+
 def _g_helper(v):
     return G_ACT(v) * G_COEF[1]
 
@@ -440,6 +450,8 @@ CAPTURED = {
     "h_gdefault.__defaults__": ([(np.tanh,), (np.cos,), (_softsign,)], _set_defaults,
                                 "h_gdefault.__defaults__ = {v}"),
     "h_gcell.k": ([1.0, -2.0, 0.5], _set_cell, "k = {v}  # h_gcell's closure cell"),
+    "G_MAT[...]": (G_MATRICES, lambda value: G_MAT.__setitem__(Ellipsis, value),
+                   "G_MAT[...] = G_MATRICES[{i}]  # in place"),
 }
 
 # --------------------------------------------------------------------------- sparse transforms
@@ -1397,6 +1409,9 @@ class Gen:
         kinds = ["jit", "grad", "value_and_grad", "hvp", "grad_and_hvp", "jvp", "vjp"]
         kind = self.rnd.choice(kinds)
         single = am if isinstance(am, int) else am[0]
+        if self.family == "captured" and self.rnd.random() < 0.4:
+            # the dense derivatives that multiply a captured matrix by their basis
+            return (self.rnd.choice(["hessian", "jacfwd", "jacrev"]), base, single), "call"
         if not compose:
             if kind == "jit":
                 return ("jit", base), "call"

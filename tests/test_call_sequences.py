@@ -324,6 +324,16 @@ def test_oracle_detects_a_stale_captured_value(monkeypatch):
     assert "G_COEF = (3.0, 0.0)" in seq.text()
 
 
+@pytest.mark.parametrize("kind", ["hessian", "jacfwd", "jacrev"])
+def test_known_dense_captured_matrix_changed_in_place(kind):
+    """A captured matrix in a product, changed in place: the dense derivatives had folded
+    its products with their basis at the trace (a cached Hessian mixed old and new)."""
+    spec = (kind, ("fn", ("hand", "h_gmat")), 0)
+    check_seq([("new", "a0", (3,), "float64", 1, None),
+               ("call", 0, spec, 0, [("arr", "a0")], []), ("set", "G_MAT[...]", 1),
+               ("call", 1, spec, 0, [("arr", "a0")], [])], NO_ALIAS)
+
+
 # ----------------------------------------------------------------------------- sparse transforms
 XS = ("new", "xs", (fc.S_N,), "float64", 21, None)
 
