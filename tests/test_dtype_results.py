@@ -150,3 +150,10 @@ def test_lstsq_solves_in_the_common_type():
     ref, got = f(a, b), dg.jit(f)(a, b)
     assert got.dtype == ref.dtype
     np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("f", [lambda x: x ** -1, lambda x: np.power(x, np.array([1, -2, 3]))])
+def test_constant_negative_integer_powers_of_integers_are_refused(f):
+    # NumPy raises ValueError; the compiled host path computed them silently
+    with pytest.raises(DualgpuError, match="negative integer powers"):
+        dg.jit(f)(np.arange(1, 4))

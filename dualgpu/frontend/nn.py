@@ -180,6 +180,17 @@ def exp_float(x):
     return astype(x, _EXP.resolve_dtypes((dt, None))[1])
 
 
+def scipy_softmax(x, axis=None):
+    """``scipy.special.softmax``: over every element by default (``axis=None``, SciPy's
+    default; :func:`softmax` takes the last axis); integers in ``np.exp``'s float type."""
+    return softmax(exp_float(x), axis=axis)
+
+
+def scipy_log_softmax(x, axis=None):
+    """``scipy.special.log_softmax``: over every element by default, as SciPy."""
+    return log_softmax(exp_float(x), axis=axis)
+
+
 def logit(p):
     (p,) = _scipy_float(p)
     return dnp.subtract(dnp.log(p), dnp.log1p(dnp.negative(p)))

@@ -56,7 +56,21 @@ true_divide = _ufunc(_ew.true_divide)
 negative = _ufunc(_ew.negative)
 
 
-power = _ufunc(_ew.power)
+_power = _ufunc(_ew.power)
+
+
+def power(x1, x2, *args, **kwargs):
+    """``np.power``; an integer power with a constant negative integer exponent raises as
+    NumPy raises (a compiled kernel would compute it silently)."""
+    if _is_tracer(x1) and not _is_tracer(x2) and _dtype(x1).kind in "biu":
+        e = np.asarray(x2)
+        if e.dtype.kind in "iu" and np.any(e < 0):
+            raise ArgumentTypeError(f"np.power: integers to negative integer powers are not "
+                                    f"allowed, as in NumPy (at {user_location()})")
+    return _power(x1, x2, *args, **kwargs)
+
+
+power.__name__ = power.__qualname__ = "power"
 
 
 square = _ufunc(_ew.square)
