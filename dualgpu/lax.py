@@ -194,11 +194,20 @@ def _reduce(prim, a, axis, keepdims, name=None):
     return r
 
 
+def _accumulated(a, dtype):
+    """``a`` in ``dtype``, or in NumPy's accumulator of sums and products when it is None:
+    bools and narrower integers in int64 (unsigned ones in uint64), as ``np.sum`` of int8
+    values is int64."""
+    if dtype is None:
+        dt = dtype_of(a)
+        if dt.kind == "b" or dt.kind in "iu" and dt.itemsize < 8:
+            dtype = np.uint64 if dt.kind == "u" else np.int64
+    return a if dtype is None else astype(a, dtype)
+
+
 def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001
     """The sum over ``axis`` (an int, a tuple or None for all)."""
-    if dtype is not None:
-        a = astype(a, dtype)
-    return _reduce(_red.reduce_sum, a, axis, keepdims, "sum")
+    return _reduce(_red.reduce_sum, _accumulated(a, dtype), axis, keepdims, "sum")
 
 
 def max(a, axis=None, keepdims=False):  # noqa: A001
@@ -213,14 +222,11 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 
 def prod(a, axis=None, dtype=None, keepdims=False):
     """The product over ``axis``."""
-    if dtype is not None:
-        a = astype(a, dtype)
-    return _reduce(_red.reduce_prod, a, axis, keepdims, "prod")
+    return _reduce(_red.reduce_prod, _accumulated(a, dtype), axis, keepdims, "prod")
 
 
 def _scan(prim, a, axis, dtype):
-    if dtype is not None:
-        a = astype(a, dtype)
+    a = _accumulated(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
     return prim.bind(a, axis=_check_axis(axis, len(shape_of(a)), prim.name))

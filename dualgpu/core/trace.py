@@ -363,7 +363,12 @@ class Tracer:
     def __rmul__(self, other): return _np().multiply(other, self)
     def __truediv__(self, other): return _np().true_divide(self, other)
     def __rtruediv__(self, other): return _np().true_divide(other, self)
-    def __pow__(self, other): return _np().power(self, other)
+    def __pow__(self, other):
+        # NumPy's operator squares for the exponent 2 (bool ** 2 is int8, np.power's int64)
+        if type(other) is int and other == 2 and self.dtype.kind == "b":
+            return _np().square(self)
+        return _np().power(self, other)
+
     def __rpow__(self, other): return _np().power(other, self)
     def __matmul__(self, other): return _np().matmul(self, other)
     def __rmatmul__(self, other): return _np().matmul(other, self)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import DualgpuError, UnsupportedOpError, user_location
-from ..lax import dtype_of, is_tracer, shape_of
+from ..lax import astype, dtype_of, is_tracer, shape_of
 from . import numpy as dnp
 from .numpy.arguments import arraylike
 
@@ -150,12 +152,47 @@ def xlogy(x, y):
     Derivatives are JAX's where they are finite: ``log(y)`` in ``x`` and ``x / y`` in ``y``,
     also at ``x == 0`` (``d/dx xlogy(0, 2) = log 2``); at ``x == 0`` with ``y`` not a
     positive finite number they are 0 (JAX gives -inf/NaN there)."""
+    x, y = _scipy_float(x, y)
     y_ok = dnp.logical_and(dnp.greater(y, 0), dnp.isfinite(y))
     safe_y = dnp.where(dnp.logical_and(dnp.equal(x, 0), dnp.logical_not(y_ok)), 1.0, y)
     return dnp.multiply(x, dnp.log(safe_y))
 
 
+def _scipy_float(*xs):
+    """The arguments in the floating type of SciPy's loops: float32 stays, float16 and
+    integers become float64 (SciPy's special functions have no half-precision loops)."""
+    dt = _RESULT_TYPE(*[dtype_of(x) if hasattr(x, "dtype") else x for x in xs])
+    target = dt if dt in (np.float32, np.float64) or dt.kind == "c" else np.dtype(np.float64)
+    return [astype(x, target) if hasattr(x, "dtype") and dtype_of(x) != target
+            else x for x in xs]
+
+
+_EXP, _RESULT_TYPE = np.exp, np.result_type  # bound at import: traced dualgpu functions
+# see ``np`` rebound
+
+
+def exp_float(x):
+    """``x`` in the floating type ``np.exp`` gives it (int8: float16, int64: float64)."""
+    x = arraylike(x)
+    dt = dtype_of(x)
+    if dt.kind in "fc":
+        return x
+    return astype(x, _EXP.resolve_dtypes((dt, None))[1])
+
+
+def scipy_softmax(x, axis=None):
+    """``scipy.special.softmax``: over every element by default (``axis=None``, SciPy's
+    default; :func:`softmax` takes the last axis); integers in ``np.exp``'s float type."""
+    return softmax(exp_float(x), axis=axis)
+
+
+def scipy_log_softmax(x, axis=None):
+    """``scipy.special.log_softmax``: over every element by default, as SciPy."""
+    return log_softmax(exp_float(x), axis=axis)
+
+
 def logit(p):
+    (p,) = _scipy_float(p)
     return dnp.subtract(dnp.log(p), dnp.log1p(dnp.negative(p)))
 
 

@@ -24,16 +24,38 @@ from ..errors import ArgumentTypeError, DualgpuError, user_location
 ELEMENTWISE: dict[str, object] = {}
 
 
-def _shape_rule(name: str, result: str):
+def _loop_dtype(ufunc, name: str, avals) -> np.dtype | None:
+    """The output dtype of the loop NumPy's ``ufunc`` picks for these operands (weak ones
+    as Python scalars): exp of int8 is float16, of int16 float32, bool ** bool is int8;
+    None where every operand is weak. A DualgpuError where NumPy has no loop (bool - bool,
+    fabs of complex values), as NumPy raises."""
+    if all(a.weak for a in avals):
+        return None
+    operands = tuple(type(_WEAK[a.dtype.kind]) if a.weak and a.dtype.kind in "iufc"
+                     else a.dtype for a in avals)
+    try:
+        return ufunc.resolve_dtypes(operands + (None,) * ufunc.nout)[ufunc.nin]
+    except TypeError as e:
+        kinds = ", ".join(str(a.dtype) for a in avals)
+        raise ArgumentTypeError(f"numpy.{ufunc.__name__} of {kinds}: NumPy has no loop for "
+                                f"these types ({e}) (at {user_location()})") from None
+
+
+_WEAK = {"i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def _shape_rule(name: str, result: str, ufunc=None):
     def rule(avals, **params):
         shape = broadcast_shapes(*[a.shape for a in avals], op=name)
-        dtype = promote(avals)
-        if result == "float":
-            dtype = float_dtype(dtype)
-        elif result == "real":  # abs of complex values is real
-            dtype = real_dtype(dtype)
-        elif result == "bool":
-            dtype = np.dtype(bool)
+        dtype = _loop_dtype(ufunc, name, avals) if ufunc is not None else None
+        if dtype is None:
+            dtype = promote(avals)
+            if result == "float":
+                dtype = float_dtype(dtype)
+            elif result == "real":  # abs of complex values is real
+                dtype = real_dtype(dtype)
+            elif result == "bool":
+                dtype = np.dtype(bool)
         weak = all(a.weak for a in avals)
         return Aval(shape, dtype, weak)
 
@@ -58,11 +80,15 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
         >>> my_exp2.c_for(np.float32), my_exp2.arity, float(my_exp2(0.0))
         ('exp({0})', 1, 1.0)
     """
+    # the dtype rule of NumPy's own loops, where the op is a NumPy ufunc computed by it
+    ufunc = getattr(np, numpy_name, None) if numpy_name and impl is None else None
+    if not isinstance(ufunc, np.ufunc) or ufunc.nin != arity:
+        ufunc = None
     if impl is None:
         def impl(xp, *args, _f=numpy_name):
             return getattr(xp, _f)(*args)
 
-    prim = defprim(name, impl, abstract_eval or _shape_rule(name, result),
+    prim = defprim(name, impl, abstract_eval or _shape_rule(name, result, ufunc),
                    kind=Flag.ELEMENTWISE, c=c, c_int=c_int, arity=arity, flags=flags,
                    py=py or (f"xp.{numpy_name}(" + ", ".join(
                        f"{{{i}}}" for i in range(arity)) + ")"),
@@ -221,7 +247,9 @@ power = elementwise("power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}",
 square = elementwise("square", "square", 1, c="({0} * {0})",
                     c_int=_WRAP.format(op="*").replace("{1}", "{0}"),
     partials=(lambda x, ans: multiply(2, x),))
+# NumPy's integer loops divide in double and cast (1 / 0 is no integer division by zero)
 reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float",
+                         c_int="(({T})(1.0 / ({0})))",
     partials=(lambda x, ans: negative(_sq(ans)),))
 absolute = elementwise(
     "absolute", "abs", 1, c="fabs({0})", c_int=f"(({{0}}) < 0 ? {_NEG_INT} : ({{0}}))",

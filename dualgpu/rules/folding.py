@@ -117,9 +117,14 @@ def _fold_multiply(x, y):
 
 
 def _fold_power(x, y):
-    if isinstance(x, Tracer) and _is_literal(y, 1) and not isinstance(y, Tracer):
+    # only where x ** y keeps x's dtype: a float x, or an integer x with an int exponent
+    # (int8 ** 1.0 is float64, bool ** 2 int64 in NumPy)
+    if not isinstance(x, Tracer) or isinstance(y, Tracer) or not (
+            x.dtype.kind in "fc" or x.dtype.kind in "iu" and isinstance(y, int)):
+        return None
+    if _is_literal(y, 1):
         return x
-    if isinstance(x, Tracer) and _is_literal(y, 2) and not isinstance(y, Tracer):
+    if _is_literal(y, 2):
         return ew.multiply.bind(x, x)
     return None
 

@@ -8,17 +8,23 @@ that no module here shadows Python's builtins."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from ... import lax
-from ...errors import UnsupportedOpError, user_location
+from ...errors import ArgumentTypeError, UnsupportedOpError, user_location
 from ...lax import astype, imag, real, stop_gradient, where, zeros_like
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import namespace_like as _xp_like
 from ...ops import elementwise as _ew
 from .arguments import as_float, is_complex, unsupported_kwargs
+
+# NumPy's ufuncs whose loops give the dtypes of composites here, bound at import (a traced
+# dualgpu function sees ``np`` rebound to these functions)
+_UFUNCS = {name: getattr(np, name) for name in ("fabs", "deg2rad", "rad2deg", "arctan2")}
+_RESULT_TYPE = np.result_type
 
 
 def _ufunc(prim):
@@ -50,7 +56,21 @@ true_divide = _ufunc(_ew.true_divide)
 negative = _ufunc(_ew.negative)
 
 
-power = _ufunc(_ew.power)
+_power = _ufunc(_ew.power)
+
+
+def power(x1, x2, *args, **kwargs):
+    """``np.power``; an integer power with a constant negative integer exponent raises as
+    NumPy raises (a compiled kernel would compute it silently)."""
+    if _is_tracer(x1) and not _is_tracer(x2) and _dtype(x1).kind in "biu":
+        e = np.asarray(x2)
+        if e.dtype.kind in "iu" and np.any(e < 0):
+            raise ArgumentTypeError(f"np.power: integers to negative integer powers are not "
+                                    f"allowed, as in NumPy (at {user_location()})")
+    return _power(x1, x2, *args, **kwargs)
+
+
+power.__name__ = power.__qualname__ = "power"
 
 
 square = _ufunc(_ew.square)
@@ -303,7 +323,23 @@ fill_like = _ufunc(_ew.fill_like)
 divide = true_divide
 
 
-fabs = absolute
+def fabs(x, out=None, where=None, dtype=None, **kw):
+    """``np.fabs``: the absolute value in the floating type of NumPy's loop (int8 gives
+    float16, int32 float64); complex values have none, as in NumPy."""
+    return absolute(_as_loop_float(_UFUNCS['fabs'], x), out=out, where=where, dtype=dtype, **kw)
+
+
+def _as_loop_float(ufunc, x):
+    """``x`` cast to the floating type NumPy's ``ufunc`` computes it in (int8: float16,
+    int16: float32, int64: float64); a DualgpuError where it has no loop (complex fabs)."""
+    if not _is_tracer(x) and not hasattr(x, "dtype"):
+        x = np.asarray(x)
+    try:
+        dt = ufunc.resolve_dtypes((_dtype(x), None))[0]
+    except TypeError:
+        raise ArgumentTypeError(f"numpy.{ufunc.__name__} of {_dtype(x)} values: NumPy has no "
+                                f"loop for them (at {user_location()})") from None
+    return astype(x, dt) if dt != _dtype(x) else x
 
 
 def logistic(x):
@@ -320,12 +356,39 @@ def polygamma(n, x):
 
 
 def round_(a, decimals=0, out=None):
-    """``np.round``: halves to even, as NumPy; its derivative is zero."""
+    """``np.round``: halves to even, as NumPy, in NumPy's steps (``x * 10**d`` for
+    ``d >= 0``, ``x / 10**-d`` below, so that float32 rounds as NumPy's does); integers stay
+    integers. Its derivative is zero."""
     unsupported_kwargs("round", {"out": out})
+    decimals = operator.index(decimals)
+    if is_complex(a) and decimals != 0:
+        # NumPy rounds the two parts apart; a complex product by 10**d would turn an
+        # infinite part into NaN
+        raise UnsupportedOpError(f"np.round of complex values with decimals={decimals} is "
+                                 f"not supported; round np.real and np.imag apart "
+                                 f"(at {user_location()})")
+    kind = _dtype(a).kind
+    if kind == "b" and decimals != 0:
+        raise ArgumentTypeError(f"np.round of bool values with decimals={decimals}: NumPy "
+                                f"has no loop for it (at {user_location()})")
+    if kind in "iu":
+        return _round_int(a, decimals)
     if decimals == 0:
         return rint(a)
-    scale = 10.0 ** decimals
-    return true_divide(rint(multiply(a, scale)), scale)
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return true_divide(rint(multiply(a, scale)), scale)
+    scale = 10.0 ** -decimals
+    return multiply(rint(true_divide(a, scale)), scale)
+
+
+def _round_int(a, decimals: int):
+    """Integers rounded to a multiple of ``10**-decimals``, halves to even, by NumPy's own
+    steps: a quotient in float64, rounded, multiplied back and cast."""
+    if decimals >= 0:
+        return a
+    step = 10 ** -decimals
+    return astype(multiply(rint(true_divide(a, step)), step), _dtype(a))
 
 
 def logical_xor(x, y):
@@ -336,6 +399,11 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
     unsupported_kwargs("clip", {"out": out, **kw})
     a_min = min if a_min is None else a_min  # NumPy 2 also spells the bounds min=, max=
     a_max = max if a_max is None else a_max
+    # NumPy 2's dtype: the bounds promote (weakly as Python numbers): an int array clipped
+    # to float bounds is float64
+    bounds = [b if isinstance(b, (int, float, complex)) else _dtype(b)
+              for b in (a_min, a_max) if b is not None]
+    a = astype(a, _RESULT_TYPE(_dtype(a), *bounds))
     r = a
     if a_min is not None:
         r = where(less(r, a_min), a_min, r)
@@ -357,9 +425,8 @@ def angle(z, deg=False):
     """``np.angle``: ``arctan2(imag(z), real(z))``; on real values 0 or pi, a constant."""
     if is_complex(z):
         r = arctan2(imag(z), real(z))
-    else:
-        if _dtype(z).kind in "biu":
-            z = astype(z, np.float64)
+    else:  # NumPy's arctan2(0, z): the Python 0 is weak (bool z gives float64)
+        z = astype(z, _UFUNCS['arctan2'].resolve_dtypes((int, _dtype(z), None))[-1])
         r = arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)
     return multiply(r, 180.0 / math.pi) if deg else r
 
@@ -419,12 +486,12 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 def deg2rad(x, **kw):
     unsupported_kwargs("deg2rad", kw)
-    return multiply(as_float(x), math.pi / 180.0)
+    return multiply(_as_loop_float(_UFUNCS['deg2rad'], x), math.pi / 180.0)
 
 
 def rad2deg(x, **kw):
     unsupported_kwargs("rad2deg", kw)
-    return multiply(as_float(x), 180.0 / math.pi)
+    return multiply(_as_loop_float(_UFUNCS['rad2deg'], x), 180.0 / math.pi)
 
 
 radians, degrees = deg2rad, rad2deg

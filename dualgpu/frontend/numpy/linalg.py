@@ -256,6 +256,12 @@ def lstsq(a, b, rcond=None):
     """``np.linalg.lstsq``: ``x = pinv(a) @ b``; ``residuals`` assume full column rank
     (the rank is data: it is returned, traced, with the singular values)."""
     a, b = arraylike(a), arraylike(b)
+    # NumPy solves in the common type of a and b (a float32 matrix with a float64
+    # right-hand side in float64; integers in float64)
+    dt = np.promote_types(_dtype(a), _dtype(b))
+    if dt.kind in "biu" or dt == np.float16:
+        dt = np.dtype(np.float64)
+    a, b = astype(a, dt), astype(b, dt)
     m, n = _shape(a)[-2:]
     if rcond is None:
         rcond = max(m, n) * np.finfo(_dtype(a)).eps

@@ -15,7 +15,16 @@ from ...lax import astype, where
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
 from .arguments import arraylike, as_float, unsupported_kwargs
-from .elementwise import abs2, equal, isnan, logical_not, safe_sqrt, subtract, true_divide
+from .elementwise import (
+    abs2,
+    equal,
+    isnan,
+    logical_not,
+    not_equal,
+    safe_sqrt,
+    subtract,
+    true_divide,
+)
 
 
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -105,11 +114,26 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
 
 
 def all_(a, axis=None, keepdims=False):
-    return equal(amin(astype(a, bool), axis=axis, keepdims=keepdims), True)
+    a = astype(arraylike(a), bool)
+    if _empty_reduction(a, axis):  # NumPy: True (min of nothing has no identity)
+        return equal(sum_(logical_not(a), axis=axis, keepdims=keepdims), 0)
+    return equal(amin(a, axis=axis, keepdims=keepdims), True)
 
 
 def any_(a, axis=None, keepdims=False):
-    return equal(amax(astype(a, bool), axis=axis, keepdims=keepdims), True)
+    a = astype(arraylike(a), bool)
+    if _empty_reduction(a, axis):  # NumPy: False
+        return not_equal(sum_(a, axis=axis, keepdims=keepdims), 0)
+    return equal(amax(a, axis=axis, keepdims=keepdims), True)
+
+
+def _empty_reduction(a, axis) -> bool:
+    """Whether reducing ``a`` over ``axis`` reduces over no element."""
+    shape = _shape(a)
+    if axis is None:
+        return 0 in shape
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return any(shape[int(i)] == 0 for i in axes if -len(shape) <= int(i) < len(shape))
 
 
 def _nan_filled(a, value):
@@ -133,7 +157,9 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
 
 
 def _nan_extremum(reduce, fill, a, axis, keepdims):
-    a = as_float(arraylike(a))
+    a = arraylike(a)
+    if _dtype(a).kind not in "fc":  # no NaN: NumPy's max, in the array's dtype
+        return reduce(a, axis=axis, keepdims=keepdims)
     r = reduce(_nan_filled(a, fill), axis=axis, keepdims=keepdims)
     all_nan = all_(isnan(a), axis=axis, keepdims=keepdims)
     return where(all_nan, math.nan, r)  # NumPy: NaN (with a warning) for all-NaN slices

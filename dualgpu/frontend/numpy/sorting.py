@@ -2,15 +2,19 @@
 ``percentile``, ``median``."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
 from ...errors import DualgpuError, UnsupportedOpError, user_location
-from ...lax import ravel, reshape, squeeze
+from ...lax import astype, ravel, reshape, squeeze, where
+from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
 from ...ops import sorting as _sorting
-from .arguments import arraylike, as_float, unsupported_kwargs
-from .elementwise import add, multiply, subtract
+from . import reductions as _reductions
+from .arguments import arraylike, unsupported_kwargs
+from .elementwise import add, isnan, multiply, subtract
 from .indexing import take_range
 from .joining import stack
 
@@ -59,14 +63,22 @@ def _quantile_of_sorted(s, q, axis, keepdims):
     if np.any((qs < 0) | (qs > 1)):
         raise DualgpuError(f"quantile: quantiles must be in [0, 1], got {q!r} "
                            f"(at {user_location()})")
+    # NumPy's lerp, step for step: the difference in the array's dtype (int8 wraps, as in
+    # NumPy), from the lower value below t = 1/2 and from the upper one above; a slice
+    # holding a NaN (sorted last) gives NaN
+    has_nan = isnan(take_range(s, axis, n - 1, n)) if _dtype(s).kind in "fc" else None
     outs = []
     for qk in qs.ravel():
-        pos = qk * (n - 1)
-        lo, frac = int(np.floor(pos)), pos - np.floor(pos)
+        pos = float(qk) * (n - 1)
+        lo = int(math.floor(pos))
+        t = pos - lo
         hi = min(lo + 1, n - 1)
-        low = take_range(s, axis, lo, lo + 1)
-        r = low if frac == 0 else add(low, multiply(frac, subtract(
-            take_range(s, axis, hi, hi + 1), low)))
+        low, high = take_range(s, axis, lo, lo + 1), take_range(s, axis, hi, hi + 1)
+        diff = subtract(high, low)
+        r = (add(low, multiply(diff, t)) if t < 0.5
+             else subtract(high, multiply(diff, 1.0 - t)))
+        if has_nan is not None:
+            r = where(has_nan, math.nan, r)
         outs.append(r if keepdims else squeeze(r, axis))
     if np.ndim(q) == 0:
         return outs[0]
@@ -80,7 +92,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     if method != "linear":
         raise UnsupportedOpError(f"quantile(method={method!r}) is not supported on traced "
                                  f"values; use method='linear' (at {user_location()})")
-    a = as_float(arraylike(a))
+    a = _q_dtype(arraylike(a), q)
     nd = len(_shape(a))
     if axis is None:
         s = sort(ravel(a), axis=0)
@@ -90,12 +102,43 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     return _quantile_of_sorted(sort(a, axis=axis), q, axis, keepdims)
 
 
+def _q_dtype(a, q):
+    """``a`` in NumPy's dtype of the interpolation: a Python number ``q`` takes a float
+    array's dtype; an array or NumPy scalar ``q`` promotes with it (float32 values at
+    np.float64(0.3) are interpolated in float64)."""
+    if type(q) in (int, float) or _dtype(a).kind != "f":  # np.float64 is a float subclass
+        return a
+    dt = np.promote_types(_dtype(a), np.asarray(q).dtype)
+    return astype(a, dt) if dt != _dtype(a) else a
+
+
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, **kw):
-    return quantile(a, np.asarray(q, dtype=np.float64) / 100.0, axis=axis, out=out,
+    q = q / 100.0 if type(q) in (int, float) else np.asarray(q, dtype=np.float64) / 100.0
+    return quantile(a, q, axis=axis, out=out,
                     method=method, keepdims=keepdims, **kw)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """``np.median``: the mean of the two middle order statistics for even counts."""
-    return quantile(a, 0.5, axis=axis, out=out, keepdims=keepdims)
+    """``np.median``: as NumPy, the mean of the middle order statistic (two for even counts:
+    their mean in float64 for integers, no wrapped difference); NaN for a slice holding one."""
+    unsupported_kwargs("median", {"out": out})
+    a = arraylike(a)
+    nd = len(_shape(a))
+    if axis is None:
+        s, axis = sort(ravel(a), axis=0), 0
+    else:
+        axis = _check_axis(axis, nd, "median")
+        s = sort(a, axis=axis)
+    n = _shape(s)[axis]
+    if n == 0:
+        raise DualgpuError(f"median of an empty array (at {user_location()})")
+    r = _reductions.mean(take_range(s, axis, (n - 1) // 2, n // 2 + 1), axis=axis,
+                         keepdims=True)
+    if _dtype(s).kind in "fc":
+        r = where(isnan(take_range(s, axis, n - 1, n)), math.nan, r)
+    if not keepdims:
+        r = squeeze(r, axis)
+    elif len(_shape(r)) != nd:  # axis=None keeps every axis as size 1
+        r = reshape(r, (1,) * nd)
+    return r

@@ -6,7 +6,9 @@ the special functions that are elementwise primitives, and the composites of :mo
     array(0.25)
 """
 from ..nn import log_sigmoid as log_expit
-from ..nn import log_softmax, logit, logsumexp, softmax, xlogy
+from ..nn import logit, logsumexp, xlogy
+from ..nn import scipy_log_softmax as log_softmax
+from ..nn import scipy_softmax as softmax
 from ..numpy.elementwise import (
     cbrt,
     digamma,
