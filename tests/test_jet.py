@@ -349,6 +349,28 @@ def test_exp_along_a_quadratic_curve():
     np.testing.assert_allclose([float(t) for t in terms], [1.0, 3.0, 7.0, 25.0])
 
 
+def test_recurrences_keep_their_precision_in_the_tails():
+    """tanh, logistic and expm1 along ``x0 + t`` far out: their ODEs' right-hand sides at
+    ``t = 0`` (``1 - y**2``, ``y (1 - y)``, ``y + 1``) cancel there (off by ``eps / f'``:
+    4e-6 at ``|x| = 12``, all 0 from ``|x| ~ 19`` on), the closed forms do not."""
+    x = np.array([-40.0, -25.0, -12.0, 12.0, 25.0, 40.0])
+    primals, series = _unit_curve(x, 4)
+    s, t = 1 / np.cosh(x) ** 2, np.tanh(x)
+    lo = 1 / (1 + np.exp(-x))
+    ls = lo * (1 / (1 + np.exp(x)))                    # logistic'(x), no cancellation
+    cases = {
+        "tanh": (np.tanh, [s, -2 * t * s, s * (4 * t ** 2 - 2 * s), 8 * t * s * (2 * s - t ** 2)]),
+        "logistic": (lambda x: 1 / (1 + np.exp(-x)),
+                     [ls, ls * (1 - 2 * lo), ls * (1 - 6 * ls), ls * (1 - 2 * lo) * (1 - 12 * ls)]),
+        "expm1": (np.expm1, [np.exp(x)] * 4),
+    }
+    for name, (f, want) in cases.items():
+        _, terms = dg.jet(f, primals, series)
+        for k in range(4):
+            np.testing.assert_allclose(terms[k], want[k], rtol=1e-12, atol=0,
+                                       err_msg=f"{name} order {k + 1}")
+
+
 # ------------------------------------------------------------------------------ conventions
 def test_jax_conventions_by_hand():
     # jax.experimental.jet's docstring: x(t) = t (h0, h1, h2 = 0, 1, 0) through sin

@@ -166,10 +166,14 @@ def _compositions(k: int, n: int):
 
 
 # ------------------------------------------------------------------------------ recurrences
-def unary_recurrence(step):
+def unary_recurrence(step, first: bool = False):
     """A rule for a unary elementwise op ``y = f(x)`` given by its ODE as a recurrence:
     ``step(x, y, k)`` returns ``y_k`` from the lifted series ``x = [x_0, x_1..x_K]`` and
-    ``y = [y_0, y_1..y_(k-1)]`` (O(K**2) products per value, as JAX's ``jet`` rules)."""
+    ``y = [y_0, y_1..y_(k-1)]`` (O(K**2) products per value, as JAX's ``jet`` rules).
+    ``first``: ``step(x, y, k, d)`` also gets ``d = f'(x_0)`` from the op's declared
+    partial, for ODEs whose right-hand side at ``t = 0`` cancels in the tails (tanh's
+    ``1 - y**2`` is 0 from ``|x| ~ 19`` on, and off by ``eps / f'`` long before, where the
+    partial is written without the cancellation)."""
     def rule(eqn, values, series, mode):
         ans = bind_all(eqn, values)[0]
         if series[0] is None or values[0].dtype.kind not in "fc":
@@ -178,8 +182,9 @@ def unary_recurrence(step):
         x = lifted(series[0], mode, rank)
         x[0] = values[0]
         y = [ans]
+        extra = (eqn.prim.partials[0](values[0], ans),) if first else ()
         for k in range(1, mode.order + 1):
-            y.append(step(x, y, k))
+            y.append(step(x, y, k, *extra))
         return [finish(y[1:], ans, mode)]
 
     return rule
@@ -203,8 +208,8 @@ def exp_step(x, y, k):        # y' = y x'
     return _over(_weighted(x, y, k), k)
 
 
-def expm1_step(x, y, k):      # y' = (y + 1) x'
-    z = [lax.add(y[0], 1.0)] + y[1:]
+def expm1_step(x, y, k, d):   # y' = (y + 1) x', y_0 + 1 = d = exp(x_0)
+    z = [d] + y[1:]
     return _over(_weighted(x, z, k), k)
 
 
@@ -246,8 +251,8 @@ def _odd_square(y, m, sign):
     return sq if sign > 0 else lax.negative(sq)
 
 
-def tanh_step(x, y, k):       # y' = (1 - y**2) x'
-    z = [_odd_square(y, m, -1) for m in range(k)]
+def tanh_step(x, y, k, d):    # y' = (1 - y**2) x', 1 - y_0**2 = d = tanh'(x_0)
+    z = [d] + [_odd_square(y, m, -1) for m in range(1, k)]
     return _over(_weighted(x, z, k), k)
 
 
@@ -256,13 +261,12 @@ def tan_step(x, y, k):        # y' = (1 + y**2) x'
     return _over(_weighted(x, z, k), k)
 
 
-def logistic_step(x, y, k):   # y' = y (1 - y) x'
-    z = []
-    for m in range(k):
+def logistic_step(x, y, k, d):  # y' = y (1 - y) x', y_0 (1 - y_0) = d = y_0 logistic(-x_0)
+    z = [d]
+    for m in range(1, k):
         sq = square(y, m)
-        z.append(lax.subtract(y[0], sq) if m == 0 else
-                 (y[m] if sq is None else (lax.negative(sq) if y[m] is None
-                                           else lax.subtract(y[m], sq))))
+        z.append(y[m] if sq is None else (lax.negative(sq) if y[m] is None
+                                          else lax.subtract(y[m], sq)))
     return _over(_weighted(x, z, k), k)
 
 
