@@ -371,6 +371,29 @@ def test_recurrences_keep_their_precision_in_the_tails():
                                        err_msg=f"{name} order {k + 1}")
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning",
+                            "ignore:invalid value:RuntimeWarning")
+def test_power_with_a_differentiated_exponent_at_a_zero_base():
+    """``x ** y`` with both differentiated at ``x = 0`` (log x = -inf there): the series of
+    ``x(t) ** y_0``, as nested JVPs and the Hessian give with the exponent's terms 0 (NaN
+    before); the exponent's terms do not enter (power's partial in y is 0 at x == 0)."""
+    z = np.zeros(3)
+    x, y = np.array([0.0, 0.0, 0.5]), np.array([2.0, 3.0, 1.5])
+    _, terms = dg.jet(lambda x, y: x ** y, (x, y), ((np.ones(3), z, z), (z, z, z)))
+    want = [y * x ** (y - 1), y * (y - 1) * np.where(x == 0, y == 2, x ** (y - 2)),
+            y * (y - 1) * (y - 2) * np.where(x == 0, y == 3, x ** (y - 3))]
+    np.testing.assert_allclose(terms, want, rtol=1e-13)
+    # the exponent's terms do not enter at x == 0 (they do elsewhere: nested JVPs there)
+    _, terms = dg.jet(lambda x, y: x ** y, (x, y), ((np.ones(3), z, z), (np.ones(3), z, z)))
+    np.testing.assert_allclose([t[:2] for t in terms], [w[:2] for w in want], rtol=1e-13)
+    along = lambda t: (x[2] + t) ** (y[2] + t)  # noqa: E731
+    nested = _nested_jvps(along, 3)(np.array(0.0))
+    np.testing.assert_allclose([t[2] for t in terms], nested[1:], rtol=1e-12)
+    hess = dg.hessian(lambda v: v[0] ** v[1])(np.array([0.0, 2.0]))
+    op = dg.differential_operator(lambda v: v[0] ** v[1], np.eye(2), 2)(np.array([0.0, 2.0]))
+    assert float(op) == np.trace(hess) == 2.0
+
+
 # ------------------------------------------------------------------------------ conventions
 def test_jax_conventions_by_hand():
     # jax.experimental.jet's docstring: x(t) = t (h0, h1, h2 = 0, 1, 0) through sin

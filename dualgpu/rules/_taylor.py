@@ -342,15 +342,14 @@ def power_rule(eqn, values, series, mode):
     (p-m+1) x**(p-m)`` (0 where the falling factorial is: exact at ``x = 0`` for integer
     powers). A differentiated exponent: ``exp(y log x)``, the series of log, a Cauchy
     product and the series of exp (``log x`` taken as 0 at a constant ``x = 0``, as the
-    partial does). Exact where the declared partials are not smooth (``y * x**(y-1)`` is
+    partial does; where a differentiated ``x`` is 0, the series of ``x(t) ** y_0``: the
+    exponent's terms do not enter, as the partial in ``y`` is 0 there). Exact where the declared partials are not smooth (``y * x**(y-1)`` is
     taken as 0 at ``y == 0``, so that nested JVPs of ``power`` are off at that point from
     the third order on)."""
     x, y = values
     ans = bind_all(eqn, values)[0]
     rank, K = len(ans.shape), mode.order
-    if series[1] is None:
-        if series[0] is None:
-            return [None]
+    if series[0] is not None:
         d = lifted(series[0], mode, rank)
 
         def derivative(m):
@@ -360,13 +359,18 @@ def power_rule(eqn, values, series, mode):
             return lax.where(lax.equal(c, 0), 0.0,
                              lax.multiply(c, ew.power(x, lax.subtract(y, float(m)))))
 
-        return [finish(faa_di_bruno(d, derivative, K)[1:], ans, mode)]
+        in_x = faa_di_bruno(d, derivative, K)   # the exponent held at y_0
+        if series[1] is None:
+            return [finish(in_x[1:], ans, mode)]
+    elif series[1] is None:
+        return [None]
+    zero = lax.equal(x, 0)
     if series[0] is None:
-        lx = [ew.log(lax.where(lax.equal(x, 0), 1.0, x))] + [None] * K
+        lx = [ew.log(lax.where(zero, 1.0, x))] + [None] * K
     else:
         xs = lifted(series[0], mode, rank)
-        xs[0] = x
-        lx = [ew.log(x)]
+        xs[0] = lax.where(zero, 1.0, x)      # x == 0 is taken from in_x below
+        lx = [ew.log(xs[0])]
         for k in range(1, K + 1):
             lx.append(log_step(xs, lx, k))
     ys = lifted(series[1], mode, rank)
@@ -375,6 +379,13 @@ def power_rule(eqn, values, series, mode):
     e = [ans]
     for k in range(1, K + 1):
         e.append(exp_step(z, e, k))
+    if series[0] is not None:
+        # where x == 0, log x is -inf: the exponent's series are taken not to enter there
+        # (power's partial in y is 0 at x == 0, the documented convention), so the
+        # coefficients are those of x(t) ** y_0 -- exact when the exponent's terms are 0
+        e = [None] + [None if a is None and b is None else
+                      lax.where(zero, 0.0 if a is None else a, 0.0 if b is None else b)
+                      for a, b in zip(in_x[1:], e[1:])]
     return [finish(e[1:], ans, mode)]
 
 
