@@ -581,6 +581,14 @@ def test_an_operator_composes_with_grad_and_checks_its_arguments():
                                  batch_axes=0)(np.ones((3, 2)))
 
 
+@pytest.mark.parametrize("D, dtype", [(0, np.float64), (-1, np.float64), (2.0, np.float64),
+                                      (True, np.float64), (3, np.int64), (3, "f8x")])
+def test_biharmonic_directions_refuses_bad_arguments(D, dtype):
+    """A raw ValueError / TypeError before; an integer dtype rounded the weights to 0."""
+    with pytest.raises(DualgpuError, match="biharmonic_directions"):
+        dg.biharmonic_directions(D, dtype)
+
+
 def test_a_pinn_loss_through_the_operator_and_the_jet_differentiates_in_the_weights():
     """The operator and the jet inside a traced loss, reading the weights of the enclosing
     trace (captured values): the gradient against central differences."""
