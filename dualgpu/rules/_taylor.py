@@ -343,9 +343,9 @@ def power_rule(eqn, values, series, mode):
     powers). A differentiated exponent: ``exp(y log x)``, the series of log, a Cauchy
     product and the series of exp (``log x`` taken as 0 at a constant ``x = 0``, as the
     partial does; where a differentiated ``x`` is 0, the series of ``x(t) ** y_0``: the
-    exponent's terms do not enter, as the partial in ``y`` is 0 there). Exact where the declared partials are not smooth (``y * x**(y-1)`` is
-    taken as 0 at ``y == 0``, so that nested JVPs of ``power`` are off at that point from
-    the third order on)."""
+    exponent's terms do not enter, as the partial in ``y`` is 0 there). Exact where the
+    declared partials are not smooth (``y * x**(y-1)`` is taken as 0 at ``y == 0``, so
+    that nested JVPs of ``power`` are off at that point from the third order on)."""
     x, y = values
     ans = bind_all(eqn, values)[0]
     rank, K = len(ans.shape), mode.order
