@@ -340,6 +340,17 @@ def biharmonic_directions(D: int, dtype=np.float64) -> tuple:
         >>> dirs.shape, [round(float(v), 4) for v in w[2:4]]
         ((9, 3), [0.3333, 0.1667])
     """
+    if isinstance(D, bool) or not isinstance(D, (int, np.integer)) or D < 1:
+        raise InvalidArgumentError(f"biharmonic_directions: D must be a positive int (the "
+                                   f"number of coordinates), got {D!r}")
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:
+        kind = None
+    if kind != "f":  # an integer dtype would round the weights 2/3 and 1/6 to 0
+        raise ArgumentTypeError(f"biharmonic_directions: dtype must be a real floating-point "
+                                f"dtype, got {dtype!r}")
+    D = int(D)
     E = np.eye(D, dtype=dtype)
     pairs = [s * E[i] + E[j] for i in range(D) for j in range(i + 1, D) for s in (1.0, -1.0)]
     dirs = np.array(list(E) + pairs, dtype=dtype).reshape(-1, D)

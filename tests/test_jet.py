@@ -349,6 +349,51 @@ def test_exp_along_a_quadratic_curve():
     np.testing.assert_allclose([float(t) for t in terms], [1.0, 3.0, 7.0, 25.0])
 
 
+def test_recurrences_keep_their_precision_in_the_tails():
+    """tanh, logistic and expm1 along ``x0 + t`` far out: their ODEs' right-hand sides at
+    ``t = 0`` (``1 - y**2``, ``y (1 - y)``, ``y + 1``) cancel there (off by ``eps / f'``:
+    4e-6 at ``|x| = 12``, all 0 from ``|x| ~ 19`` on), the closed forms do not."""
+    x = np.array([-40.0, -25.0, -12.0, 12.0, 25.0, 40.0])
+    primals, series = _unit_curve(x, 4)
+    s, t = 1 / np.cosh(x) ** 2, np.tanh(x)
+    lo = 1 / (1 + np.exp(-x))
+    ls = lo * (1 / (1 + np.exp(x)))                    # logistic'(x), no cancellation
+    cases = {
+        "tanh": (np.tanh, [s, -2 * t * s, s * (4 * t ** 2 - 2 * s), 8 * t * s * (2 * s - t ** 2)]),
+        "logistic": (lambda x: 1 / (1 + np.exp(-x)),
+                     [ls, ls * (1 - 2 * lo), ls * (1 - 6 * ls), ls * (1 - 2 * lo) * (1 - 12 * ls)]),
+        "expm1": (np.expm1, [np.exp(x)] * 4),
+    }
+    for name, (f, want) in cases.items():
+        _, terms = dg.jet(f, primals, series)
+        for k in range(4):
+            np.testing.assert_allclose(terms[k], want[k], rtol=1e-12, atol=0,
+                                       err_msg=f"{name} order {k + 1}")
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning",
+                            "ignore:invalid value:RuntimeWarning")
+def test_power_with_a_differentiated_exponent_at_a_zero_base():
+    """``x ** y`` with both differentiated at ``x = 0`` (log x = -inf there): the series of
+    ``x(t) ** y_0``, as nested JVPs and the Hessian give with the exponent's terms 0 (NaN
+    before); the exponent's terms do not enter (power's partial in y is 0 at x == 0)."""
+    z = np.zeros(3)
+    x, y = np.array([0.0, 0.0, 0.5]), np.array([2.0, 3.0, 1.5])
+    _, terms = dg.jet(lambda x, y: x ** y, (x, y), ((np.ones(3), z, z), (z, z, z)))
+    want = [y * x ** (y - 1), y * (y - 1) * np.where(x == 0, y == 2, x ** (y - 2)),
+            y * (y - 1) * (y - 2) * np.where(x == 0, y == 3, x ** (y - 3))]
+    np.testing.assert_allclose(terms, want, rtol=1e-13)
+    # the exponent's terms do not enter at x == 0 (they do elsewhere: nested JVPs there)
+    _, terms = dg.jet(lambda x, y: x ** y, (x, y), ((np.ones(3), z, z), (np.ones(3), z, z)))
+    np.testing.assert_allclose([t[:2] for t in terms], [w[:2] for w in want], rtol=1e-13)
+    along = lambda t: (x[2] + t) ** (y[2] + t)  # noqa: E731
+    nested = _nested_jvps(along, 3)(np.array(0.0))
+    np.testing.assert_allclose([t[2] for t in terms], nested[1:], rtol=1e-12)
+    hess = dg.hessian(lambda v: v[0] ** v[1])(np.array([0.0, 2.0]))
+    op = dg.differential_operator(lambda v: v[0] ** v[1], np.eye(2), 2)(np.array([0.0, 2.0]))
+    assert float(op) == np.trace(hess) == 2.0
+
+
 # ------------------------------------------------------------------------------ conventions
 def test_jax_conventions_by_hand():
     # jax.experimental.jet's docstring: x(t) = t (h0, h1, h2 = 0, 1, 0) through sin
@@ -534,6 +579,14 @@ def test_an_operator_composes_with_grad_and_checks_its_arguments():
     with pytest.raises(DualgpuError, match="couple|separab|instance"):
         dg.differential_operator(lambda p: np.sum(p, axis=0), np.eye(2), 2,
                                  batch_axes=0)(np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("D, dtype", [(0, np.float64), (-1, np.float64), (2.0, np.float64),
+                                      (True, np.float64), (3, np.int64), (3, "f8x")])
+def test_biharmonic_directions_refuses_bad_arguments(D, dtype):
+    """A raw ValueError / TypeError before; an integer dtype rounded the weights to 0."""
+    with pytest.raises(DualgpuError, match="biharmonic_directions"):
+        dg.biharmonic_directions(D, dtype)
 
 
 def test_a_pinn_loss_through_the_operator_and_the_jet_differentiates_in_the_weights():

@@ -166,10 +166,14 @@ def _compositions(k: int, n: int):
 
 
 # ------------------------------------------------------------------------------ recurrences
-def unary_recurrence(step):
+def unary_recurrence(step, first: bool = False):
     """A rule for a unary elementwise op ``y = f(x)`` given by its ODE as a recurrence:
     ``step(x, y, k)`` returns ``y_k`` from the lifted series ``x = [x_0, x_1..x_K]`` and
-    ``y = [y_0, y_1..y_(k-1)]`` (O(K**2) products per value, as JAX's ``jet`` rules)."""
+    ``y = [y_0, y_1..y_(k-1)]`` (O(K**2) products per value, as JAX's ``jet`` rules).
+    ``first``: ``step(x, y, k, d)`` also gets ``d = f'(x_0)`` from the op's declared
+    partial, for ODEs whose right-hand side at ``t = 0`` cancels in the tails (tanh's
+    ``1 - y**2`` is 0 from ``|x| ~ 19`` on, and off by ``eps / f'`` long before, where the
+    partial is written without the cancellation)."""
     def rule(eqn, values, series, mode):
         ans = bind_all(eqn, values)[0]
         if series[0] is None or values[0].dtype.kind not in "fc":
@@ -178,8 +182,9 @@ def unary_recurrence(step):
         x = lifted(series[0], mode, rank)
         x[0] = values[0]
         y = [ans]
+        extra = (eqn.prim.partials[0](values[0], ans),) if first else ()
         for k in range(1, mode.order + 1):
-            y.append(step(x, y, k))
+            y.append(step(x, y, k, *extra))
         return [finish(y[1:], ans, mode)]
 
     return rule
@@ -203,8 +208,8 @@ def exp_step(x, y, k):        # y' = y x'
     return _over(_weighted(x, y, k), k)
 
 
-def expm1_step(x, y, k):      # y' = (y + 1) x'
-    z = [lax.add(y[0], 1.0)] + y[1:]
+def expm1_step(x, y, k, d):   # y' = (y + 1) x', y_0 + 1 = d = exp(x_0)
+    z = [d] + y[1:]
     return _over(_weighted(x, z, k), k)
 
 
@@ -246,8 +251,8 @@ def _odd_square(y, m, sign):
     return sq if sign > 0 else lax.negative(sq)
 
 
-def tanh_step(x, y, k):       # y' = (1 - y**2) x'
-    z = [_odd_square(y, m, -1) for m in range(k)]
+def tanh_step(x, y, k, d):    # y' = (1 - y**2) x', 1 - y_0**2 = d = tanh'(x_0)
+    z = [d] + [_odd_square(y, m, -1) for m in range(1, k)]
     return _over(_weighted(x, z, k), k)
 
 
@@ -256,13 +261,12 @@ def tan_step(x, y, k):        # y' = (1 + y**2) x'
     return _over(_weighted(x, z, k), k)
 
 
-def logistic_step(x, y, k):   # y' = y (1 - y) x'
-    z = []
-    for m in range(k):
+def logistic_step(x, y, k, d):  # y' = y (1 - y) x', y_0 (1 - y_0) = d = y_0 logistic(-x_0)
+    z = [d]
+    for m in range(1, k):
         sq = square(y, m)
-        z.append(lax.subtract(y[0], sq) if m == 0 else
-                 (y[m] if sq is None else (lax.negative(sq) if y[m] is None
-                                           else lax.subtract(y[m], sq))))
+        z.append(y[m] if sq is None else (lax.negative(sq) if y[m] is None
+                                          else lax.subtract(y[m], sq)))
     return _over(_weighted(x, z, k), k)
 
 
@@ -338,15 +342,14 @@ def power_rule(eqn, values, series, mode):
     (p-m+1) x**(p-m)`` (0 where the falling factorial is: exact at ``x = 0`` for integer
     powers). A differentiated exponent: ``exp(y log x)``, the series of log, a Cauchy
     product and the series of exp (``log x`` taken as 0 at a constant ``x = 0``, as the
-    partial does). Exact where the declared partials are not smooth (``y * x**(y-1)`` is
-    taken as 0 at ``y == 0``, so that nested JVPs of ``power`` are off at that point from
-    the third order on)."""
+    partial does; where a differentiated ``x`` is 0, the series of ``x(t) ** y_0``: the
+    exponent's terms do not enter, as the partial in ``y`` is 0 there). Exact where the
+    declared partials are not smooth (``y * x**(y-1)`` is taken as 0 at ``y == 0``, so
+    that nested JVPs of ``power`` are off at that point from the third order on)."""
     x, y = values
     ans = bind_all(eqn, values)[0]
     rank, K = len(ans.shape), mode.order
-    if series[1] is None:
-        if series[0] is None:
-            return [None]
+    if series[0] is not None:
         d = lifted(series[0], mode, rank)
 
         def derivative(m):
@@ -356,13 +359,18 @@ def power_rule(eqn, values, series, mode):
             return lax.where(lax.equal(c, 0), 0.0,
                              lax.multiply(c, ew.power(x, lax.subtract(y, float(m)))))
 
-        return [finish(faa_di_bruno(d, derivative, K)[1:], ans, mode)]
+        in_x = faa_di_bruno(d, derivative, K)   # the exponent held at y_0
+        if series[1] is None:
+            return [finish(in_x[1:], ans, mode)]
+    elif series[1] is None:
+        return [None]
+    zero = lax.equal(x, 0)
     if series[0] is None:
-        lx = [ew.log(lax.where(lax.equal(x, 0), 1.0, x))] + [None] * K
+        lx = [ew.log(lax.where(zero, 1.0, x))] + [None] * K
     else:
         xs = lifted(series[0], mode, rank)
-        xs[0] = x
-        lx = [ew.log(x)]
+        xs[0] = lax.where(zero, 1.0, x)      # x == 0 is taken from in_x below
+        lx = [ew.log(xs[0])]
         for k in range(1, K + 1):
             lx.append(log_step(xs, lx, k))
     ys = lifted(series[1], mode, rank)
@@ -371,6 +379,13 @@ def power_rule(eqn, values, series, mode):
     e = [ans]
     for k in range(1, K + 1):
         e.append(exp_step(z, e, k))
+    if series[0] is not None:
+        # where x == 0, log x is -inf: the exponent's series are taken not to enter there
+        # (power's partial in y is 0 at x == 0, the documented convention), so the
+        # coefficients are those of x(t) ** y_0 -- exact when the exponent's terms are 0
+        e = [None] + [None if a is None and b is None else
+                      lax.where(zero, 0.0 if a is None else a, 0.0 if b is None else b)
+                      for a, b in zip(in_x[1:], e[1:])]
     return [finish(e[1:], ans, mode)]
 
 
