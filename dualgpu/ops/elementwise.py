@@ -199,11 +199,14 @@ def _one_minus_x_sq(x):
     return multiply(subtract(1.0, x), add(1.0, x))
 
 
-def _tanh_d(x):
-    """tanh'(x) = 1 - tanh(x)**2 = 4 logistic(2x) logistic(-2x): 1 - tanh(x)**2 is 0 from
-    |x| ~ 19 on (tanh rounds to +-1) where the derivative is ~4 exp(-2|x|); 1 / cosh(x)**2
-    would differentiate again into inf / inf past |x| ~ 710."""
-    return multiply(4.0, multiply(logistic(multiply(2.0, x)), logistic(multiply(-2.0, x))))
+def _tanh_d(x, ans):
+    """tanh'(x) = 1 - tanh(x)**2, accurate over the whole range and again when differentiated:
+    ``1 - ans**2`` where |x| < 1 (no cancellation there: ans**2 < 0.59; its derivative
+    ``-2 ans tanh'`` keeps tanh''(x) ~ -2x exact next to 0), ``4 logistic(2x) logistic(-2x)`` elsewhere (``1 - ans**2`` is 0 from
+    |x| ~ 19 on, where the derivative is ~4 exp(-2|x|); the logistic form's own derivative
+    cancels next to 0). 1 / cosh(x)**2 would differentiate into inf / inf past |x| ~ 710."""
+    tails = multiply(4.0, multiply(logistic(multiply(2.0, x)), logistic(multiply(-2.0, x))))
+    return where(less(absolute(x), 1.0), subtract(1.0, _sq(ans)), tails)
 
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
@@ -363,7 +366,7 @@ sinh = elementwise("sinh", "sinh", 1, c="sinh({0})", result="float",
 cosh = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float",
     partials=(lambda x, ans: sinh(x),))
 tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
-    partials=(lambda x, ans: _tanh_d(x),))
+    partials=(lambda x, ans: _tanh_d(x, ans),))
 arcsinh = elementwise("arcsinh", "arcsinh", 1, c="asinh({0})", result="float",
     partials=(lambda x, ans: _recip(hypot(x, 1.0)),))     # x**2 + 1 overflows
 arccosh = elementwise("arccosh", "arccosh", 1, c="acosh({0})", result="float",
@@ -379,7 +382,9 @@ arctanh = elementwise("arctanh", "arctanh", 1, c="atanh({0})", result="float",
 logistic = elementwise(
     "logistic", None, 1, c="(1 / (1 + exp(-{0})))", result="float", py="ops.logistic({0})",
     impl=_special("expit"), doc="The logistic sigmoid 1/(1+exp(-x)).",
-    partials=(lambda x, ans: ans * logistic(negative(x)),))
+    # logistic' = tanh'(x/2) / 4: exact in the tails and, differentiated, next to 0 (where
+    # ans * (1 - ans) and ans * logistic(-x) differentiate into cancelling terms)
+    partials=(lambda x, ans: multiply(0.25, _tanh_d(multiply(0.5, x), tanh(multiply(0.5, x)))),))
 erf = elementwise("erf", None, 1, c="erf({0})", result="float", py="ops.erf({0})",
                   impl=_special("erf"),
     partials=(lambda x, ans: _SQRT_2_OVER_PI * exp(-_sq(x)),))
