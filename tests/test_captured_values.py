@@ -308,3 +308,18 @@ def test_an_array_changed_in_place_is_read_by_cached_programs(name):
     dg.clear_cache()
     fresh = IN_PLACE_TRANSFORMS[name](f)(x4)
     np.testing.assert_array_equal(cached, fresh)
+
+
+def test_operands_that_depend_on_no_differentiated_input_get_no_cotangent():
+    """Closed-over arrays (read as traced values by the transforms) and arguments outside
+    argnums are constants of the derivative: a rule with no derivative in such an operand
+    (betainc's a and b) must not be asked for one."""
+    import scipy.special as ss
+
+    a, b, x = np.full(3, 2.0), np.full(3, 3.0), np.full(3, 0.4)
+    want = x ** (a - 1) * (1 - x) ** (b - 1) / ss.beta(a, b)
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(ss.betainc(a, b, x)))(x), want)
+    np.testing.assert_allclose(
+        dg.grad(lambda x, a, b: np.sum(ss.betainc(a, b, x)))(x, a, b), want)
+    hv = dg.hvp(lambda x, a, b: np.sum(ss.betainc(a, b, x)))(x, a, b, np.ones(3))
+    np.testing.assert_allclose(hv, want * ((a - 1) / x - (b - 1) / (1 - x)))

@@ -250,9 +250,12 @@ power = elementwise("power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}",
 square = elementwise("square", "square", 1, c="({0} * {0})",
                     c_int=_WRAP.format(op="*").replace("{1}", "{0}"),
     partials=(lambda x, ans: multiply(2, x),))
-# NumPy's integer loops divide in double and cast (1 / 0 is no integer division by zero)
+# NumPy's integer loops divide in double and cast; 1 / 0 is the cast of inf, which x86 makes
+# the lowest int32/int64 (0 in narrower and unsigned types) and a GPU saturates: written out
 reciprocal = elementwise("reciprocal", "reciprocal", 1, c="(1 / {0})", result="float",
-                         c_int="(({T})(1.0 / ({0})))",
+                         c_int="(({0}) == 0 ? ((({T})-1 < 0 && sizeof({T}) >= 4) ? "
+                               "({T})(1ULL << (8 * sizeof({T}) - 1)) : ({T})0) : "
+                               "({T})(1.0 / ({0})))",
     partials=(lambda x, ans: negative(_sq(ans)),))
 absolute = elementwise(
     "absolute", "abs", 1, c="fabs({0})", c_int=f"(({{0}}) < 0 ? {_NEG_INT} : ({{0}}))",

@@ -2,6 +2,9 @@
 adding symbolic zeros, and which primals get a cotangent."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 
 from .. import lax
@@ -35,9 +38,26 @@ def unbroadcast(g, aval: Aval):
     return g
 
 
+# the primals of the equation being transposed that depend on no differentiated input (a
+# closed-over constant read as a traced value, an argument not in argnums): no cotangent
+_INACTIVE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("inactive", default=frozenset())
+
+
+@contextlib.contextmanager
+def inactive_primals(values):
+    """While a VJP rule runs: ``values`` (its primals that depend on no differentiated input)
+    want no cotangent (:func:`wants_cotangent` is False for them)."""
+    token = _INACTIVE.set(frozenset(id(v) for v in values))
+    try:
+        yield
+    finally:
+        _INACTIVE.reset(token)
+
+
 def wants_cotangent(x) -> bool:
-    """True for a traced floating-point primal: the only kind a VJP rule gives a cotangent."""
-    return isinstance(x, Tracer) and x.dtype.kind in "fc"
+    """True for a traced floating-point primal that depends on a differentiated input: the
+    only kind a VJP rule gives a cotangent."""
+    return isinstance(x, Tracer) and x.dtype.kind in "fc" and id(x) not in _INACTIVE.get()
 
 
 def add_any(a, b):

@@ -11,7 +11,7 @@ from ..core.interpret import eval_environment, read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import current_builder, trace_to_graph
 from ..errors import DualgpuError
-from ..rules._util import add_any
+from ..rules._util import add_any, inactive_primals
 from ._gc import collector_paused
 from .simplify import simplify
 
@@ -51,10 +51,13 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
                 "cannot go through it. Give it a vjp= (docs/custom_rules.md).")
         primals = [read(env, a) for a in eqn.inputs]
         ans = [env[v.id] for v in eqn.outs]
-        if prim.multiple_results:
-            cts_in = prim.vjp(cts_out, primals, ans, **eqn.params)
-        else:
-            cts_in = prim.vjp(cts_out[0], primals, ans[0], **eqn.params)
+        inactive = [p for p, a in zip(primals, eqn.inputs)
+                    if not (isinstance(a, Var) and a.id in active)]
+        with inactive_primals(inactive):
+            if prim.multiple_results:
+                cts_in = prim.vjp(cts_out, primals, ans, **eqn.params)
+            else:
+                cts_in = prim.vjp(cts_out[0], primals, ans[0], **eqn.params)
         for a, ct in zip(eqn.inputs, cts_in):
             if ct is None or not isinstance(a, Var) or a.id not in active:
                 continue
