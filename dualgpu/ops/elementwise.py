@@ -202,9 +202,9 @@ def _one_minus_x_sq(x):
 def _tanh_d(x, ans):
     """tanh'(x) = 1 - tanh(x)**2, accurate over the whole range and again when differentiated:
     ``1 - ans**2`` where |x| < 1 (no cancellation there: ans**2 < 0.59; its derivative
-    ``-2 ans tanh'`` keeps tanh''(x) ~ -2x exact next to 0), ``4 logistic(2x) logistic(-2x)`` elsewhere (``1 - ans**2`` is 0 from
-    |x| ~ 19 on, where the derivative is ~4 exp(-2|x|); the logistic form's own derivative
-    cancels next to 0). 1 / cosh(x)**2 would differentiate into inf / inf past |x| ~ 710."""
+    ``-2 ans tanh'`` keeps tanh''(x) ~ -2x exact next to 0), ``4 logistic(2x) logistic(-2x)``
+    elsewhere (``1 - ans**2`` is 0 from |x| ~ 19 on, where the derivative is ~4 exp(-2|x|);
+    the logistic form's own derivative cancels next to 0). 1 / cosh(x)**2 would differentiate into inf / inf past |x| ~ 710."""
     tails = multiply(4.0, multiply(logistic(multiply(2.0, x)), logistic(multiply(-2.0, x))))
     return where(less(absolute(x), 1.0), subtract(1.0, _sq(ans)), tails)
 

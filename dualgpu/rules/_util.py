@@ -40,7 +40,8 @@ def unbroadcast(g, aval: Aval):
 
 # the primals of the equation being transposed that depend on no differentiated input (a
 # closed-over constant read as a traced value, an argument not in argnums): no cotangent
-_INACTIVE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("inactive", default=frozenset())
+_INACTIVE: contextvars.ContextVar[frozenset] = contextvars.ContextVar("inactive",
+                                                                     default=frozenset())
 
 
 @contextlib.contextmanager
