@@ -204,7 +204,8 @@ def _tanh_d(x, ans):
     ``1 - ans**2`` where |x| < 1 (no cancellation there: ans**2 < 0.59; its derivative
     ``-2 ans tanh'`` keeps tanh''(x) ~ -2x exact next to 0), ``4 logistic(2x) logistic(-2x)``
     elsewhere (``1 - ans**2`` is 0 from |x| ~ 19 on, where the derivative is ~4 exp(-2|x|);
-    the logistic form's own derivative cancels next to 0). 1 / cosh(x)**2 would differentiate into inf / inf past |x| ~ 710."""
+    the logistic form's own derivative cancels next to 0). 1 / cosh(x)**2 would differentiate
+    into inf / inf past |x| ~ 710."""
     tails = multiply(4.0, multiply(logistic(multiply(2.0, x)), logistic(multiply(-2.0, x))))
     return where(less(absolute(x), 1.0), subtract(1.0, _sq(ans)), tails)
 
