@@ -123,6 +123,10 @@ REDUCTIONS = [
     ("scipy-softmax", lambda a: sp.softmax(a), _X),
     ("scipy-log_softmax", lambda a: sp.log_softmax(a), _X),
     ("scipy-softmax-axis", lambda a: sp.softmax(a, axis=(0, 2)), _X),
+    # a Python number as logsumexp's weights stays weak: float32 in, float32 out
+    ("logsumexp-f32-weak-b", lambda a: sp.logsumexp(a, b=2.0, axis=1), _X.astype(np.float32)),
+    ("logsumexp-f32-array-b", lambda a: sp.logsumexp(a, b=np.full(5, 0.5, np.float32)),
+     _X.astype(np.float32)),
 ]
 
 

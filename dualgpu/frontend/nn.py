@@ -120,7 +120,7 @@ def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
         raise UnsupportedOpError("logsumexp(return_sign=True) is not supported on traced "
                                  "values: the sign is piecewise constant; take b > 0")
     x = arraylike(x)
-    if b is not None:
+    if b is not None and not isinstance(b, (int, float)):  # a Python number stays weak
         x, b = dnp.broadcast_arrays(x, arraylike(b))
     m = dnp.stop_gradient(dnp.max(x, axis=axis, keepdims=True))
     m = dnp.where(dnp.isfinite(m), m, 0.0)
