@@ -19,7 +19,7 @@ from .mlp import FULL, make_inputs, make_loss
 
 
 def _exe(fn, args):
-    from dualgpu.signature import Signature
+    from dualgpu.runtime.signature import Signature
 
     fargs, _ = fn.split(tuple(args))
     return fn.compiled(Signature(fargs, {}, fn.argnums, fn.__name__)).exe

@@ -66,7 +66,7 @@ from .executor import config
 from .export import export
 from .lax import stop_gradient
 from .operators import HessianOperator, hessp
-from .signature import FLOAT0 as float0
+from .runtime.signature import FLOAT0 as float0
 from .sparse_derivatives import (
     hessian_sparsity,
     jacobian_sparsity,

@@ -13,10 +13,11 @@ import functools
 from collections.abc import Callable
 
 from . import lax
-from .api import _check_call, _name, _rebindable, grad, hvp
+from .api import grad, hvp
 from .cache import LRUCache, identity_key, register_clear_hook
 from .errors import InvalidArgumentError
 from .namespace import rebind_function
+from .runtime.tracing import check_call, name_of, rebindable
 
 
 def accepts_argnum(transform: Callable) -> Callable:
@@ -49,11 +50,11 @@ class _SummedOutput:
 
     def __init__(self, fn: Callable):
         self.fn = fn
-        self.__name__ = f"sum_of_{_name(fn)}"
+        self.__name__ = f"sum_of_{name_of(fn)}"
 
     def __call__(self, *args, **kwargs):
-        _check_call(self.fn, args, kwargs)
-        return lax.sum(rebind_function(_rebindable(self.fn))(*args, **kwargs))
+        check_call(self.fn, args, kwargs)
+        return lax.sum(rebind_function(rebindable(self.fn))(*args, **kwargs))
 
 
 # one wrapper per function, so that elementwise_grad(f) made anew reuses its program

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import api
 from . import tree as pytree
-from .api import Transformed, _flags, hvp
+from .api import hvp
 from .backends import array_backend
 from .core.ir import Aval
 from .core.trace import Tracer, current_builder
@@ -34,6 +34,8 @@ from .errors import (
 )
 from .executor import config
 from .fusion.plan import memory_profile, plan_graph
+from .runtime.checks import diff_flags
+from .runtime.transformed import Transformed
 from .transforms.biharmonic import NoForwardRule, biharmonic_graph
 from .transforms.laplacian import coordinate_layout, curvature_graph
 from .transforms.separability import check_separable
@@ -60,7 +62,7 @@ class _Curvature(Transformed):
         graph = traced.graph
         if self.batch_axes is not None:
             check_separable(graph, sig.diff_inputs(), self.batch_axes, what=self.kind)
-        flags = _flags(sig, graph)
+        flags = diff_flags(sig, graph)
         programs: dict = {}      # chunk size -> its graph (a budget's search builds a few)
 
         sigma = self._directions_aval(sig, graph, flags)

@@ -52,7 +52,7 @@ from .lax import zeros_like
 from .names import check_c_expression, check_identifier
 from .namespace import rebind_function
 from .rules._util import unbroadcast
-from .signature import static_key
+from .runtime.signature import static_key
 from .transforms.vjp import vjp_graph
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",

@@ -45,7 +45,7 @@ import numpy as np
 
 from . import tree as pytree
 from ._version import __version__
-from .api import Transformed, jit
+from .api import jit
 from .backends import array_backend
 from .backends.base import Backend
 from .backends.cupy import CupyBackend
@@ -58,7 +58,8 @@ from .errors import DualgpuError, library_location
 from .executor import config
 from .fusion import plan_graph
 from .names import check_identifier
-from .signature import Signature
+from .runtime.signature import Signature
+from .runtime.transformed import Transformed
 from .transforms.index_bounds import with_index_bounds
 
 _GLUE = '''

@@ -14,15 +14,7 @@ import numpy as np
 
 from . import lax
 from . import tree as pytree
-from .api import (
-    Transformed,
-    _check_call,
-    _name,
-    _rebindable,
-    _scalar_output,
-    function_key,
-    hvp,
-)
+from .api import hvp
 from .backends import NUMPY, array_backend, backend_for_xp, backend_of
 from .core.interpret import eval_graph
 from .core.ir import Graph
@@ -35,7 +27,11 @@ from .errors import (
     ShapeMismatchError,
 )
 from .namespace import rebind_function
-from .signature import float_point
+from .runtime.checks import check_scalar_output
+from .runtime.program_cache import function_key
+from .runtime.signature import float_point
+from .runtime.tracing import check_call, name_of, rebindable
+from .runtime.transformed import Transformed
 from .transforms import hvp_graph, simplify
 from .vectorize import vmap
 
@@ -408,18 +404,18 @@ class _PointFirst:
 
     def __init__(self, fn: Callable, argnums: int):
         self.fn, self.argnums = fn, argnums
-        self.__name__ = _name(fn)
+        self.__name__ = name_of(fn)
         self.__signature__ = _point_first_signature(fn, argnums)
 
     def __call__(self, x, p, *args, **kwargs):
         args = _insert(args, self.argnums, x)
-        _check_call(self.fn, args, kwargs)
-        return rebind_function(_rebindable(self.fn))(*args, **kwargs)
+        check_call(self.fn, args, kwargs)
+        return rebind_function(rebindable(self.fn))(*args, **kwargs)
 
 
 def _point_first_signature(fn, argnums: int) -> inspect.Signature:
     """``(x, p, /, *others, *args, **kwargs)``, with ``fn``'s names and defaults where it
-    has them: the input names of the traced program (:func:`_check_call` checks the call
+    has them: the input names of the traced program (:func:`check_call` checks the call
     against ``fn`` itself)."""
     only, either = inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
     try:
@@ -454,16 +450,16 @@ class _Hessp(Transformed):
         super().__init__(_PointFirst(fn, self.x_argnums), argnums=0)
         self._weak = []
         self._fn_key = ("hessp", self.x_argnums, function_key(fn, self._weak))
-        self.__name__ = self.__qualname__ = f"hessp_{_name(fn)}"
+        self.__name__ = self.__qualname__ = f"hessp_{name_of(fn)}"
         self.__wrapped__ = fn
-        self.__doc__ = (f"Hessian-vector product of {_name(fn)}: hp(x, p, *args, "
+        self.__doc__ = (f"Hessian-vector product of {name_of(fn)}: hp(x, p, *args, "
                         "**kwargs) = H(x) @ p.")
 
     def options(self) -> dict:
         return {"x_argnums": self.x_argnums}
 
     def __repr__(self) -> str:
-        return f"<dualgpu.hessp of {_name(self.fn.fn)}>"
+        return f"<dualgpu.hessp of {name_of(self.fn.fn)}>"
 
     def split(self, args):
         if len(args) < 2:
@@ -498,7 +494,7 @@ class _Hessp(Transformed):
 
     def build(self, traced, sig):
         graph = traced.graph
-        _scalar_output(graph, traced.out_tree, self.__name__)
+        check_scalar_output(graph, traced.out_tree, self.__name__)
         return hessp_graph(graph), None
 
     def finish(self, compiled, sig, outs):

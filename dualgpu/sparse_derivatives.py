@@ -36,7 +36,11 @@ from .errors import (
     NonScalarOutputError,
 )
 from .frontend.scipy.sparse import Pattern, SparseValue
-from .guards import Guards, array_contents
+from .runtime.checks import check_bool
+from .runtime.guards import Guards, array_contents
+from .runtime.program_cache import Compiled
+from .runtime.tracing import Traced
+from .runtime.transformed import Transformed
 from .transforms import hvp_graph, jvp_graph, simplify, vjp_graph
 from .transforms.sparsity import hessian_pattern, jacobian_pattern, rule_kind
 from .transforms.vmap import batch_graph
@@ -233,7 +237,7 @@ class _PerColor:
         return getattr(self.exe, name)
 
 
-class _SparseProgram(api.Compiled):
+class _SparseProgram(Compiled):
     """One entry of the program cache: the compressed program and the plan (its
     ``trees``) built from one trace, under one key and one set of guards."""
 
@@ -280,7 +284,7 @@ def _constants_read(graph: Graph) -> Guards:
     return array_contents([a for a, _ in arrays.values()], [w for _, w in arrays.values()])
 
 
-class _Sparse(api.Transformed):
+class _Sparse(Transformed):
     """The shared machinery of the sparse transforms: argument checks, the plan and the
     compressed program, built from one trace into one entry of the program cache."""
 
@@ -298,7 +302,7 @@ class _Sparse(api.Transformed):
         super().__init__(fn, int(argnums))
         self.what = self.kind
         self.user_pattern = pattern
-        self.check_pattern = api._check_bool(check_pattern, "check_pattern", f"dg.{self.kind}")
+        self.check_pattern = check_bool(check_pattern, "check_pattern", f"dg.{self.kind}")
         self._pattern_key = _pattern_key(pattern, f"dg.{self.kind}")
 
     def options(self) -> dict:
@@ -329,7 +333,7 @@ class _Sparse(api.Transformed):
                 "imaginary parts)")
         return args, None
 
-    def _main(self, traced: api.Traced) -> Graph:
+    def _main(self, traced: Traced) -> Graph:
         """The function's graph, checked: one real floating-point array output."""
         graph = traced.graph
         if len(graph.outputs) != 1:
@@ -486,7 +490,7 @@ class _Detect:
         fargs, _ = t.split(args)
         sig = t._signature(fargs, kwargs)
         captured = [] if sig.traced or current_builder() is not None else None
-        graph = t._main(api.Traced(t.fn, sig, captured))
+        graph = t._main(Traced(t.fn, sig, captured))
         return t._detect(graph, sig.diff_inputs()[0])
 
     def spy(self, *args, ax=None, markersize: float | None = None, **kwargs):

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from . import tree as pytree
-from .api import Transformed, _flags, _is_integer_like
 from .backends import array_backend
 from .core.trace import Tracer
 from .errors import (
@@ -23,7 +22,9 @@ from .errors import (
     InvalidArgumentError,
     ShapeMismatchError,
 )
-from .signature import FLOAT0
+from .runtime.checks import diff_flags, is_integer_like
+from .runtime.signature import FLOAT0
+from .runtime.transformed import Transformed
 from .transforms.separability import check_separable
 from .transforms.taylor import jet_graph, operator_graph
 
@@ -55,7 +56,7 @@ class _Jet(Transformed):
 
     def build(self, traced, sig):
         main, _, tree, _ = traced.split_aux(False, self.__name__)
-        return jet_graph(main, _flags(sig, main), self.order), tree
+        return jet_graph(main, diff_flags(sig, main), self.order), tree
 
     def finish(self, compiled, sig, outs):
         tree, K = compiled.trees, self.order
@@ -64,7 +65,7 @@ class _Jet(Transformed):
         terms = []
         for o in range(n):
             block = outs[n + o * K:n + (o + 1) * K]
-            if _is_integer_like(primal[o]):   # an integer output: float0 terms, as jvp
+            if is_integer_like(primal[o]):   # an integer output: float0 terms, as jvp
                 block = [np.zeros(np.shape(t), dtype=FLOAT0) for t in block]
             terms.append(list(block))
         return pytree.unflatten(tree, primal), pytree.unflatten(tree, terms)
@@ -273,7 +274,7 @@ class _DifferentialOperator(Transformed):
         if self.batch_axes is not None:
             check_separable(main, sig.diff_inputs(), self.batch_axes, what=self.kind)
         shapes = {k: self._direction_shape(sig, a, k) for a, k in self._leaves(sig).items()}
-        graph = operator_graph(main, _flags(sig, main), self.order, self.R,
+        graph = operator_graph(main, diff_flags(sig, main), self.order, self.R,
                                chunk_size=self.chunk_size, direction_shapes=shapes)
         return graph, tree
 

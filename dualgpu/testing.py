@@ -22,7 +22,7 @@ from .api import grad, hvp, jvp, vjp
 from .backends import array_backend, backend_of
 from .errors import DualgpuError
 from .frontend import numpy as dnp
-from .signature import float_point
+from .runtime.signature import float_point
 
 MODES = ("fwd", "rev")
 

@@ -19,24 +19,16 @@ import numpy as np
 
 from . import lax
 from . import tree as pytree
-from .api import (
-    Transformed,
-    _check_bool,
-    _check_call,
-    _check_complex,
-    _check_holomorphic,
-    _flags,
-    _name,
-    _rebindable,
-    _with_aux,
-    function_key,
-)
 from .core.interpret import eval_graph
 from .core.ir import Aval, Graph
 from .core.trace import Tracer, trace_to_graph
 from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from .frontend.scipy.sparse import SparseValue
 from .namespace import rebind_function
+from .runtime.checks import check_bool, check_complex, check_holomorphic, diff_flags
+from .runtime.program_cache import function_key
+from .runtime.tracing import check_call, name_of, rebindable, with_aux
+from .runtime.transformed import Transformed
 from .transforms.jvp import jvp_graph
 from .transforms.simplify import dce, simplify
 from .transforms.vjp import vjp_graph
@@ -116,10 +108,10 @@ class _PerExample:
     """``fn`` on one example: the traced inputs are the array leaves, in order."""
 
     def __init__(self, fn, trees, leaves, positions):
-        self.fn = _rebindable(fn)
+        self.fn = rebindable(fn)
         self.trees, self.leaves, self.positions = trees, leaves, positions
         self.out_tree = None
-        self.__name__ = _name(fn)
+        self.__name__ = name_of(fn)
 
     def __call__(self, *values):
         leaves = list(self.leaves)
@@ -143,7 +135,7 @@ class _Batched:
     def __init__(self, fn, in_axes, out_axes, axis_size=None):
         self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
         self.axis_size = axis_size
-        self.__name__ = _name(fn)
+        self.__name__ = name_of(fn)
         if not isinstance(fn, Transformed):  # readable input names in the graph
             try:
                 self.__signature__ = inspect.signature(fn)
@@ -156,12 +148,12 @@ class _Batched:
 
 def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     if not isinstance(b.fn, Transformed):
-        _check_call(b.fn, args, kwargs)
+        check_call(b.fn, args, kwargs)
     in_axes = b.in_axes
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
             raise InvalidArgumentError(f"vmap: in_axes has {len(in_axes)} entries but "
-                                       f"{_name(b.fn)} got {len(args)} positional argument(s)")
+                                       f"{name_of(b.fn)} got {len(args)} positional argument(s)")
         per_arg = list(in_axes)
     elif isinstance(in_axes, dict):
         raise ArgumentTypeError("vmap: in_axes must be an int, None or a tuple with one entry per "
@@ -219,16 +211,16 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
         avals.append(Aval(tuple(shape), leaf.dtype))
     if size is None:
         raise InvalidArgumentError(
-            f"vmap of {_name(b.fn)}: no argument is mapped (every in_axes is None or the "
+            f"vmap of {name_of(b.fn)}: no argument is mapped (every in_axes is None or the "
             "arguments hold no arrays); map at least one, or give axis_size")
     if not inputs:
-        raise InvalidArgumentError(f"vmap of {_name(b.fn)}: the arguments hold no arrays; "
+        raise InvalidArgumentError(f"vmap of {name_of(b.fn)}: the arguments hold no arrays; "
                                    "pass at least one array (axis_size alone maps nothing)")
 
     call = _PerExample(b.fn, trees, leaves, positions)
     captured: list = []
     xp = inputs[0]._builder.xp
-    graph, _ = trace_to_graph(call, avals, xp, name=_name(b.fn), captured=captured)
+    graph, _ = trace_to_graph(call, avals, xp, name=name_of(b.fn), captured=captured)
     out_tree = call.out_tree
     out_dims = _out_dims(b.out_axes, out_tree, graph)
     batched, _ = batch_graph(graph, in_dims + [None] * len(captured), size, out_dims)
@@ -268,7 +260,7 @@ class _Vmap(Transformed):
         self._weak = []
         self._fn_key = function_key(fn, self._weak)  # rebuilding vmap(f) hits the cache
         self._axes = (_axes_key(in_axes), _axes_key(out_axes), axis_size)
-        self.__name__ = self.__qualname__ = f"vmap_{_name(fn)}"
+        self.__name__ = self.__qualname__ = f"vmap_{name_of(fn)}"
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -276,7 +268,7 @@ class _Vmap(Transformed):
         return {"axes": self._axes}
 
     def __repr__(self) -> str:
-        return f"<dualgpu.vmap of {_name(self.fn.fn)}>"
+        return f"<dualgpu.vmap of {name_of(self.fn.fn)}>"
 
     def build(self, traced, sig):
         return simplify(traced.graph), traced.out_tree
@@ -403,8 +395,8 @@ class _Jacobian(Transformed):
                  has_aux: bool = False, allow_int: bool = False):
         self.mode = mode
         self.kind = "jacfwd" if mode == "fwd" else "jacrev"
-        self.holomorphic = _check_holomorphic(holomorphic, f"dg.{self.kind}")
-        self.allow_int = _check_bool(allow_int, "allow_int", f"dg.{self.kind}")
+        self.holomorphic = check_holomorphic(holomorphic, f"dg.{self.kind}")
+        self.allow_int = check_bool(allow_int, "allow_int", f"dg.{self.kind}")
         super().__init__(fn, argnums, has_aux=has_aux)
 
     def options(self) -> dict:
@@ -412,10 +404,10 @@ class _Jacobian(Transformed):
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
-        _check_complex(main, sig, self.__name__, self.holomorphic, self.mode)
-        program = jacobian_graph(main, _flags(sig, main), self.mode)
+        check_complex(main, sig, self.__name__, self.holomorphic, self.mode)
+        program = jacobian_graph(main, diff_flags(sig, main), self.mode)
         out_shapes = tuple(tuple(o.shape) for o in main.outputs)
-        return _with_aux(program, aux), (tree, aux_tree, out_shapes)
+        return with_aux(program, aux), (tree, aux_tree, out_shapes)
 
     def finish(self, compiled, sig, outs):
         tree, aux_tree, out_shapes = compiled.trees

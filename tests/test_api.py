@@ -253,7 +253,7 @@ def test_every_transform_declares_its_spec_in_one_frozen_object():
     two transforms that differ in an option have different specs."""
     import dataclasses
 
-    from dualgpu.api import Spec
+    from dualgpu.runtime.transformed import Spec
 
     f = lambda x: np.sum(np.sin(x))  # noqa: E731
     made = [dg.grad(f), dg.value_and_grad(f), dg.hvp(f), dg.grad_and_hvp(f), dg.jit(f),

@@ -309,7 +309,7 @@ def test_sequences_captured_values():
 def test_oracle_detects_a_stale_captured_value(monkeypatch):
     """The harness itself: with guards that never notice a change, reassigning a captured
     global between two calls of one transform object is reported as ``stale``."""
-    from dualgpu.guards import Guards
+    from dualgpu.runtime.guards import Guards
 
     monkeypatch.setattr(Guards, "hold", lambda self: True)
     grad = ("grad", ("fn", ("hand", "h_gcoef")), 0, False)

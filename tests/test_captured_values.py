@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.guards import collect_guards
+from dualgpu.runtime.guards import collect_guards
 
 x = np.array([1.0, -1.0, 3.0])
 

@@ -73,7 +73,7 @@ def test_case_matches_numpy(name, dtype, mode, switches):
 
 def _exe(fn, args):
     """The compiled executable a call of the transformed ``fn`` on ``args`` runs."""
-    from dualgpu.signature import Signature
+    from dualgpu.runtime.signature import Signature
 
     fargs, _ = fn.split(tuple(args))  # hvp-like transforms take their directions last
     sig = Signature(fargs, {}, fn.argnums, fn.__name__)

@@ -11,7 +11,7 @@ import pytest
 
 import dualgpu as dg
 from dualgpu.executor import config
-from dualgpu.signature import Signature
+from dualgpu.runtime.signature import Signature
 
 cp = pytest.importorskip("cupy")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))

@@ -12,7 +12,7 @@ from gpu_device import cupy_or_skip
 
 import dualgpu as dg
 from dualgpu.executor import config
-from dualgpu.signature import Signature
+from dualgpu.runtime.signature import Signature
 
 cp = cupy_or_skip()
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))

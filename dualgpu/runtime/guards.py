@@ -42,8 +42,8 @@ import weakref
 
 import numpy as np
 
-from .backends import array_backend
-from .errors import in_stdlib
+from ..backends import array_backend
+from ..errors import in_stdlib
 from .signature import _class_call, static_key
 
 # how far the walk goes: functions followed, places guarded, attribute depth
@@ -160,7 +160,7 @@ class Guards:
                       self.static + other.static)
 
 
-def _contents(array, _name) -> tuple:
+def _contents(array, name_of) -> tuple:
     """What :func:`array_contents` compares: the shape, dtype and a digest of the bytes."""
     backend = array_backend(array)
     host = np.ascontiguousarray(backend.to_host(array) if backend is not None else array)

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from .backends import NUMPY, array_backend, backend_named
-from .errors import BackendMismatchError, DualgpuError, SeparabilityError
-from .executor import generation
+from ..backends import NUMPY, array_backend, backend_named
+from ..errors import BackendMismatchError, DualgpuError, SeparabilityError
+from ..executor import generation
 
 DASK_KINDS = ("hvp", "grad_and_hvp", "laplacian")  # per-instance programs that take Dask arrays
 _DIRECTIONAL = ("hvp", "grad_and_hvp")              # the last argument is the direction v

@@ -20,19 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from . import tree as pytree
-from .backends import array_backend, backend_for_xp, backend_of
-from .cache import WeakIdentityKey, identity_key
-from .core.ir import Aval
-from .core.trace import Tracer
-from .errors import (
+from .. import tree as pytree
+from ..backends import array_backend, backend_for_xp, backend_of
+from ..cache import WeakIdentityKey, identity_key
+from ..core.ir import Aval
+from ..core.trace import Tracer
+from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
     DualgpuError,
     IntegerInputError,
 )
-from .frontend.scipy.sparse import SparseArgs, is_sparse
-from .names import function_name
+from ..frontend.scipy.sparse import SparseArgs, is_sparse
+from ..names import function_name
 
 _NUMBERS = (int, float, complex)
 _TRACED_SCALARS = (float, complex, np.floating, np.complexfloating)

@@ -1,0 +1,154 @@
+"""The program cache: one LRU cache of every program built from a trace, keyed by the
+transform's :class:`~dualgpu.runtime.transformed.Spec`, the function's identity, the call's
+signature, the op registry's version and the build switches; each entry carries the guards
+of what its trace read outside its arguments (:mod:`dualgpu.runtime.guards`).
+
+Example::
+
+    >>> dg.clear_cache()
+    >>> f = dg.grad(lambda x: np.sum(x ** 2))
+    >>> _ = f(np.ones(3)); _ = f(np.ones(3))
+    >>> dg.cache_info()["size"]
+    1
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import types
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
+from ..core.ir import Graph
+from ..errors import ArgumentTypeError, InvalidArgumentError
+from ..executor import Executable, config, generation
+from .guards import Guards
+from .signature import Signature
+from .tracing import SelfTracing
+
+PROGRAMS = LRUCache(config["cache_size"])
+config.watch("cache_size", lambda n: setattr(PROGRAMS, "maxsize", n))
+log = logging.getLogger("dualgpu")
+# builds per (transform, function): a function traced again and again because a static
+# argument keeps changing gets one warning (bounded; reset by clear_cache)
+_builds: dict = {}
+RETRACE_WARNING_AFTER = 8
+NO_GUARDS = Guards()
+
+
+def cache_info() -> dict:
+    """Sizes and hit counts of the program cache."""
+    return PROGRAMS.info()
+
+
+def set_cache_size(n: int) -> None:
+    """Bound the number of cached programs (least recently used are dropped)."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise ArgumentTypeError(f"set_cache_size takes an int >= 0, got {n!r}")
+    if n < 0:
+        raise InvalidArgumentError(f"set_cache_size takes an int >= 0, got {n!r}")
+    PROGRAMS.maxsize = int(n)
+    config["cache_size"] = int(n)
+    generation[0] += 1
+
+
+def clear_cache() -> None:
+    """Drop every cached program (the next call of each function traces again)."""
+    PROGRAMS.clear()
+    generation[0] += 1
+    _builds.clear()
+    run_clear_hooks()  # caches of the layers above (custom ops' derived rules)
+
+
+class Compiled:
+    """A transformed graph, compiled, with what is needed to shape its results, and the
+    places outside its arguments that its function read (:mod:`dualgpu.guards`)."""
+
+    __slots__ = ("graph", "exe", "trees", "guards", "__weakref__")
+
+    def __init__(self, graph: Graph, trees, backend, guards: Guards = NO_GUARDS):
+        self.graph = graph
+        self.trees = trees
+        self.exe = Executable(graph, backend)
+        self.guards = guards
+
+    def guards_hold(self) -> bool:
+        return self.guards.hold()
+
+
+class VjpCompiled(Compiled):
+    """A vjp's two programs, compiled: ``exe`` the forward one, ``pullback`` the other."""
+
+    __slots__ = ("pullback",)
+
+    def __init__(self, graphs: tuple[Graph, Graph], trees, backend,
+                 guards: Guards = NO_GUARDS):
+        forward, pullback = graphs
+        super().__init__(forward, trees, backend, guards)
+        self.pullback = Executable(pullback, backend)
+
+
+class Inlined:
+    """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled;
+    ``reusable``: it reads no value of the trace it was built in (so it may be cached)."""
+
+    def __init__(self, graph, trees, guards: Guards = NO_GUARDS, reusable: bool = False):
+        self.graph = graph
+        self.trees = trees
+        self.guards = guards
+        self.reusable = reusable
+
+    def guards_hold(self) -> bool:
+        return self.guards.hold()
+
+
+def function_key(fn, weak: list):
+    """The identity of a function for the cache: weak where Python allows, structural for
+    transformations, bound methods and partials (so rebuilding ``dg.grad(f)`` hits)."""
+    if isinstance(fn, SelfTracing):
+        return ("transform", type(fn), fn.spec, function_key(fn.fn, weak))
+    if isinstance(fn, types.MethodType):
+        return ("method", function_key(fn.__self__, weak), function_key(fn.__func__, weak))
+    k = identity_key(fn)
+    if isinstance(k, WeakIdentityKey):
+        weak.append(k)
+    return k
+
+
+def count_build(t: Any, sig: Signature, changed: str | None = None) -> None:
+    """Log a cache miss; warn once when one function keeps being traced anew for the same
+    shapes (a static argument, or a value the function reads from outside its arguments,
+    keeps changing: ``changed`` names that place)."""
+    backend, trees, kw_tree, leaf_keys, alias = sig.key
+    key = (t.spec, t._fn_key, backend, trees, kw_tree,
+           tuple(k for k in leaf_keys if k[0] != "v"), alias)
+    n = _builds.get(key, 0) + 1
+    _builds[key] = n
+    while len(_builds) > 1024:
+        _builds.pop(next(iter(_builds)))
+    log.debug("cache miss: tracing %s (build %d of this function)%s", t.__name__, n,
+              f": {changed} changed" if changed else "")
+    if n == RETRACE_WARNING_AFTER and changed:
+        warnings.warn(
+            f"dualgpu: {t.__name__} has been traced {n} times for the same shapes; this time "
+            f"because {changed} changed since the last trace (a program bakes in what its "
+            "function reads from outside its arguments). Pass a value that changes as an "
+            "argument (an array, to make it an input of one program).", stacklevel=6)
+    elif n == RETRACE_WARNING_AFTER:
+        statics = [f"argument {sig.arg_of_leaf(j)} = {leaf!r:.40}"
+                   for j, leaf in enumerate(sig.leaves) if j not in set(sig.input_pos)]
+        warnings.warn(
+            f"dualgpu: {t.__name__} has been traced {n} times for the same shapes. Each new "
+            "static (non-array) argument value traces and compiles again"
+            + (f"; static values of this call: {', '.join(statics[:4])}" if statics else "")
+            + ". Pass values that change as arrays (np.asarray(v)) so that they become "
+            "inputs of one program.", stacklevel=6)
+
+
+def evict_on_death(key, weak_parts) -> None:
+    """Drop the entry ``key`` when an object it is keyed on (weakly) is freed."""
+    for w in weak_parts:
+        w.on_death(functools.partial(PROGRAMS.discard_later, key))

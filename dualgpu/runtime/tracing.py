@@ -1,0 +1,214 @@
+"""Tracing a user's function for a transform: the call checked against its parameters,
+its arguments rebuilt around the traced leaves, the graph recorded, and the errors of a
+trace explained (a list of numbers traced as scalars, a branch on a traced scalar).
+
+Example::
+
+    >>> from dualgpu.runtime.signature import Signature
+    >>> sig = Signature((np.ones(2),), {}, (0,), "f")
+    >>> Traced(lambda x: np.sum(x * x), sig, None).graph.outputs[0].shape
+    ()
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from typing import Any
+
+import numpy as np
+
+from .. import lax
+from .. import tree as pytree
+from ..core.dtypes import promote
+from ..core.interpret import eval_graph, read
+from ..core.ir import Const, Graph, Literal
+from ..core.trace import current_builder, trace_to_graph
+from ..errors import ArgumentTypeError, TracerControlFlowError
+from ..frontend.scipy.sparse import SparseValue
+from ..namespace import rebind_function
+from ..transforms import simplify
+from .signature import Signature, _class_call
+
+
+class SelfTracing:
+    """The base of the functions that trace themselves
+    (:class:`~dualgpu.runtime.transformed.Transformed`): called in a trace as they are,
+    neither checked against a signature nor rebound."""
+
+    __slots__ = ()
+
+
+class FlatCall:
+    """``fn`` as a function of its traced input leaves, returning its output leaves.
+
+    A callable object (not a Python function), so that the tracer's rebinding leaves it
+    alone and rebinds the user's function it holds.
+    """
+
+    def __init__(self, fn, sig: Signature):
+        self.fn = rebindable(fn)
+        self.sig = sig
+        self.out_tree = None
+        self.__name__ = name_of(fn)
+
+    def __call__(self, *values):
+        values = list(values)
+        for k, p in self.sig.sparse.patterns.items():
+            values[k] = SparseValue(values[k], p)
+        args, kwargs = self.sig.rebuild(values)
+        out = rebind_function(self.fn)(*args, **kwargs)
+        leaves, self.out_tree = pytree.flatten(out)
+        if any(isinstance(leaf, SparseValue) for leaf in leaves):
+            raise ArgumentTypeError(
+                f"{self.__name__} returns a sparse matrix from a traced function (dg.jit, "
+                "dg.grad...), which returns arrays: return its values (H.data, in the order "
+                "of its pattern), H.toarray() or a product (H @ v); for the CSR matrix of "
+                "dg.sparse_hessian or dg.sparse_jacobian, call it outside dg.jit (it "
+                "compiles and caches its own program)")
+        return leaves
+
+
+def rebindable(fn):
+    """``fn``, with a callable object's ``__call__`` bound as a method (so that the tracer
+    rebinds the array modules it uses, as it does for functions)."""
+    if isinstance(fn, (types.FunctionType, types.MethodType, functools.partial)):
+        return fn
+    if isinstance(fn, SelfTracing) or isinstance(fn, (types.BuiltinFunctionType, np.ufunc)):
+        return fn
+    call = _class_call(type(fn))
+    if isinstance(call, types.FunctionType):
+        return types.MethodType(call, fn)
+    return fn
+
+
+def name_of(fn) -> str:
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        return name
+    if isinstance(fn, functools.partial):
+        return name_of(fn.func)
+    return type(fn).__name__
+
+
+def check_call(fn, args: tuple, kwargs: dict) -> None:
+    """A clear error for a call that does not fit ``fn``'s parameters (before tracing, so
+    that a TypeError of the user's own code is never mistaken for one)."""
+    try:
+        params = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        params.bind(*args, **kwargs)
+    except TypeError as e:
+        raise ArgumentTypeError(
+            f"{name_of(fn)}{params} cannot take these arguments ({len(args)} positional, "
+            f"keywords {sorted(kwargs)}): {e}") from None
+
+
+class Traced:
+    """A traced function: its graph, output structure and enclosing-trace values read."""
+
+    def __init__(self, fn, sig: Signature, captured: list | None):
+        if not isinstance(fn, SelfTracing):
+            check_call(fn, sig.args, sig.kwargs)
+        flat = FlatCall(fn, sig)
+        try:
+            self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=name_of(fn),
+                                           input_names=sig.input_names(fn), captured=captured)
+        except (TypeError, ValueError) as e:
+            if sig.number_sequence() is not None:
+                raise number_sequence_error(sig, e) from None
+            if not isinstance(e, TracerControlFlowError) or not sig.scalar_inputs:
+                raise
+            raise TracerControlFlowError(f"{e}\n{static_hint(fn, sig)}") from None
+        if any(weakly for _, weakly in sig.scalar_inputs):
+            self.graph = strengthen_weak_inputs(self.graph)
+        self.out_tree = flat.out_tree
+        self.captured = captured or []
+
+    def split_aux(self, has_aux: bool, what: str) -> tuple[Graph, Graph | None, Any, Any]:
+        """``(main graph, aux graph or None, main tree, aux tree)`` for ``has_aux``."""
+        g, tree = self.graph, self.out_tree
+        if not has_aux:
+            return g, None, tree, None
+        if tree.kind != "tuple" or len(tree.children) != 2:
+            raise ArgumentTypeError(f"{what} has has_aux=True, so the function must return a pair "
+                                    f"(output, aux); it returns {tree}")
+        n_main = tree.children[0].num_leaves
+        main = Graph(g.inputs, g.outputs[:n_main], g.eqns, name=g.name,
+                     input_names=g.input_names, xp=g.xp)
+        aux = Graph(g.inputs, g.outputs[n_main:], g.eqns, name=g.name,
+                    input_names=g.input_names, xp=g.xp)
+        return simplify(main), simplify(aux), tree.children[0], tree.children[1]
+
+
+def number_sequence_error(sig: Signature, e: Exception) -> ArgumentTypeError:
+    """The error of a function that failed on a list (or tuple) of numbers given as an
+    argument: traced as a pytree of scalars, as JAX does, where it wanted an array."""
+    name, seq = sig.number_sequence()
+    first = str(e).splitlines()[0] if str(e) else ""
+    return ArgumentTypeError(
+        f"{sig.what}: {name} is a {type(seq).__name__} of {len(seq)} numbers, traced as a "
+        f"pytree of {len(seq)} scalars (as JAX does), not as an array, and the function "
+        f"failed on it ({type(e).__name__}: {first}); pass np.asarray(...) to give it an "
+        "array")
+
+
+def static_hint(fn, sig: Signature) -> str:
+    """What to do when the function needs the value of a scalar argument that was traced."""
+    args = sorted({sig.arg_of_input[k] for k, _ in sig.scalar_inputs})
+    nums = [a for a in args if a >= 0]
+    where = ", ".join(f"argument {a}" for a in nums) or "a keyword argument"
+    fix = (f"dg.jit({name_of(fn)}, static_argnums={tuple(nums)!r})" if nums
+           else f"dg.jit({name_of(fn)}, static_argnames=(...))")
+    return (f"Scalar arguments (here {where}) are traced as 0-d values, as in JAX, so that a "
+            "new value reuses the program. If the function needs the number itself (a "
+            f"branch, a shape, a loop count, math.*), mark it static: {fix} (each new value "
+            "then traces again), or pass an int where a count is meant (ints are static).")
+
+
+def strengthen_weak_inputs(graph: Graph) -> Graph:
+    """``graph`` with its weakly typed scalar inputs (Python floats) made ordinary 0-d
+    inputs: wherever such a value meets a strongly typed operand, it is first cast to the
+    dtype the equation promotes to, so that the program computes in the dtypes the weak
+    typing gave (``x32 * dt`` stays float32) whatever array library runs it."""
+
+    def run(*args):
+        env = {v.id: a for v, a in zip(graph.inputs, args)}
+        builder = current_builder()
+        for eqn in graph.eqns:
+            builder.rule_source = eqn.source  # the recorded equations keep the user's line
+            ins = [read(env, a) for a in eqn.inputs]
+            weak = [k for k, a in enumerate(eqn.inputs)
+                    if not isinstance(a, (Literal, Const)) and a.aval.weak]
+            if weak and any(not a.aval.weak for a in eqn.inputs):
+                target = promote([a.aval for a in eqn.inputs])
+                for k in weak:
+                    if eqn.inputs[k].dtype != target:
+                        ins[k] = lax.astype(ins[k], target)
+            outs = eqn.prim.bind(*ins, **eqn.params)
+            for v, o in zip(eqn.outs, outs if eqn.prim.multiple_results else [outs]):
+                env[v.id] = o
+        builder.rule_source = None
+        return [read(env, a) for a in graph.outputs]
+
+    avals = [v.aval._replace(weak=False) for v in graph.inputs]
+    new, _ = trace_to_graph(run, avals, graph.xp, name=graph.name,
+                            input_names=graph.input_names)
+    return new
+
+
+def with_aux(program: Graph, aux: Graph | None) -> Graph:
+    """``program``'s outputs followed by ``aux``'s (computed from its first inputs), in one
+    graph: the shared forward computation is merged by CSE."""
+    if aux is None or not aux.outputs:
+        return program
+    n = len(aux.inputs)
+
+    def both(*args):
+        return eval_graph(program, args) + eval_graph(aux, args[:n])
+
+    g, _ = trace_to_graph(both, [v.aval for v in program.inputs], program.xp,
+                          name=program.name, input_names=program.input_names)
+    return simplify(g)
