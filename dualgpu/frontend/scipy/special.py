@@ -24,8 +24,9 @@ from ..numpy.elementwise import (
 )
 from ..numpy.elementwise import digamma as psi
 from ..numpy.elementwise import round_ as round
-from ._special_functions import betainc
+from ._special_functions import betainc, gammainc, gammaincc
 
-__all__ = ["betainc", "cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1", "gammaln",
+__all__ = ["betainc", "cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1", "gammainc",
+           "gammaincc", "gammaln",
            "log1p", "log_expit", "log_softmax", "logit", "logsumexp", "polygamma", "psi",
            "round", "sinc", "softmax", "xlogy"]
