@@ -394,7 +394,7 @@ class _Cauchy(_Continuous):
         return _log_below_median(self._cdf, self._sf)(y)
 
     def _logsf(self, y):
-        return _log_below_median(self._sf, self._cdf)(dnp.negative(y))
+        return self._logcdf(dnp.negative(y))
 
 
 # ------------------------------------------------------------------- discrete distributions
@@ -405,18 +405,18 @@ class _Discrete(_Distribution):
     params, defaults, x_name = ("loc",), (0.0,), "k"
 
     def _standard(self, method, k, args, kwds):
+        """k - loc, the support, the (safe) shape parameters and the validity mask."""
         *shapes, loc = self._parse(method, args, kwds)
         ok = self._argcheck(*shapes)
-        shapes = self._safe(ok, shapes)
-        return dnp.subtract(_float64(k), loc), shapes, ok
+        support = self._support(*shapes)
+        return dnp.subtract(_float64(k), loc), support, self._safe(ok, shapes), ok
 
     def _finish(self, out, k, ok):
         bad = dnp.logical_or(dnp.logical_not(ok), dnp.isnan(k))
         return dnp.where(bad, _NAN, out)
 
     def _mass(self, method, k, args, kwds, log):
-        k, shapes, ok = self._standard(method, k, args, kwds)
-        a, b = self._support(*shapes)
+        k, (a, b), shapes, ok = self._standard(method, k, args, kwds)
         inside = _and(ok, dnp.greater_equal(k, a), dnp.less_equal(k, b),
                       dnp.equal(dnp.floor(k), k))
         k_in = dnp.where(inside, k, 0.0)
@@ -426,13 +426,15 @@ class _Discrete(_Distribution):
         return self._finish(out, k, ok)
 
     def _cumulative(self, method, k, args, kwds, fn, lower_end, at_lower, at_upper):
-        k, shapes, ok = self._standard(method, k, args, kwds)
-        a, b = self._support(*shapes)
+        k, (a, b), shapes, ok = self._standard(method, k, args, kwds)
         inside = _and(ok, dnp.greater_equal(k, a), dnp.less(k, b), dnp.isfinite(k))
         k_in = dnp.floor(dnp.where(inside, k, 0.0))
         beyond = dnp.greater_equal(k, b) if not lower_end else dnp.less(k, a)
         out = dnp.where(inside, fn(k_in, *shapes), dnp.where(beyond, at_upper, at_lower))
-        return self._finish(out, k, ok)
+        out = self._finish(out, k, ok)
+        if method == "logcdf":  # SciPy's rv_discrete.logcdf: 0 past the support, even for
+            out = dnp.where(beyond, 0.0, out)  # invalid parameters
+        return out
 
     def logpmf(self, k, *args, **kwds):
         return self._mass("logpmf", k, args, kwds, log=True)
