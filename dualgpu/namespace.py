@@ -183,6 +183,8 @@ class DistributionStandIn:
         real_attr = getattr(self._real, name)
         if not callable(real_attr) or name.startswith("_"):
             return real_attr
+        if name == "rvs":  # draws: refused as numpy.random's are
+            return _refusing(f"{self._label}.rvs")
         ours = getattr(self._ours, name) if name in getattr(self._ours, "methods", ()) else None
         return _dispatcher(real_attr, ours, f"{self._label}.{name}")
 

@@ -244,6 +244,10 @@ def _log_below_median(cdf, sf):
 
 
 class _Norm(_Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, loc=0, scale=1)``;
+    ``logcdf`` and ``logsf`` by ``log_ndtr``, finite (with their derivatives) far in the
+    tails."""
+
     name = "norm"
 
     def _logpdf(self, y):
@@ -263,6 +267,10 @@ class _Norm(_Continuous):
 
 
 class _T(_Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, df, loc=0,
+    scale=1)`` (``df = inf``: the normal); the cumulative functions are not differentiable in
+    ``df``."""
+
     name, shapes, safe_shapes = "t", ("df",), (1.0,)
 
     def _logpdf(self, y, df):
@@ -293,6 +301,9 @@ class _T(_Continuous):
 
 
 class _Gamma(_Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, a, loc=0,
+    scale=1)``; the cumulative functions are not differentiable in ``a``."""
+
     name, shapes, safe_shapes = "gamma", ("a",), (1.0,)
     support, inside = (0.0, _INF), 1.0
 
@@ -307,6 +318,9 @@ class _Gamma(_Continuous):
 
 
 class _Beta(_Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, a, b, loc=0,
+    scale=1)``; the cumulative functions are not differentiable in ``a`` and ``b``."""
+
     name, shapes, safe_shapes = "beta", ("a", "b"), (1.0, 1.0)
     support, inside = (0.0, 1.0), 0.5
 
@@ -323,6 +337,9 @@ class _Beta(_Continuous):
 
 
 class _Expon(_Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, loc=0,
+    scale=1)``."""
+
     name, support, inside = "expon", (0.0, _INF), 1.0
 
     def _logpdf(self, y):
@@ -344,6 +361,9 @@ class _Expon(_Continuous):
 
 
 class _Laplace(_Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, loc=0,
+    scale=1)``."""
+
     name = "laplace"
 
     def _logpdf(self, y):
@@ -369,6 +389,9 @@ class _Laplace(_Continuous):
 
 
 class _Cauchy(_Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, loc=0,
+    scale=1)``."""
+
     name = "cauchy"
 
     def _logpdf(self, y):
@@ -458,6 +481,9 @@ class _Discrete(_Distribution):
 
 
 class _Poisson(_Discrete):
+    """``logpmf``, ``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(k, mu, loc=0)``,
+    differentiable in ``mu``."""
+
     name, shapes, safe_shapes = "poisson", ("mu",), (1.0,)
 
     def _argcheck(self, mu):
@@ -477,6 +503,9 @@ class _Poisson(_Discrete):
 
 
 class _Binom(_Discrete):
+    """``logpmf``, ``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(k, n, p, loc=0)``,
+    differentiable in ``p``."""
+
     name, shapes, safe_shapes = "binom", ("n", "p"), (1.0, 0.5)
 
     def _argcheck(self, n, p):
@@ -501,6 +530,9 @@ class _Binom(_Discrete):
 
 
 class _Bernoulli(_Binom):
+    """``logpmf``, ``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(k, p, loc=0)``,
+    differentiable in ``p``."""
+
     name, shapes, safe_shapes = "bernoulli", ("p",), (0.5,)
 
     def _argcheck(self, p):
@@ -526,9 +558,9 @@ def _squeeze(out):
 
 
 class _MultivariateNormal(_Distribution):
-    """``multivariate_normal``: ``logpdf(x, mean=None, cov=1, allow_singular=False)``, the
-    last axis of ``x`` the components; the covariance (a scalar, its diagonal or the
-    matrix) is factored by Cholesky, so it must be positive definite."""
+    """``logpdf``, ``pdf`` of ``(x, mean=None, cov=1, allow_singular=False)``, the last axis
+    of ``x`` the components; the covariance (a scalar, its diagonal or the matrix) is
+    factored by Cholesky, so it must be positive definite (``cdf`` is refused)."""
 
     name, methods = "multivariate_normal", ("logpdf", "pdf")
     params, defaults = ("mean", "cov", "allow_singular"), (None, 1.0, False)
@@ -590,9 +622,9 @@ class _MultivariateNormal(_Distribution):
 
 
 class _Dirichlet(_Distribution):
-    """``dirichlet``: ``logpdf(x, alpha)``, the FIRST axis of ``x`` the components (SciPy's
-    layout), which may omit the last (then ``1 - sum``). SciPy refuses points off the simplex
-    with a ValueError; that check needs values, so it is made where ``x`` is concrete."""
+    """``logpdf``, ``pdf`` of ``(x, alpha)``, the first axis of ``x`` the components (SciPy's
+    layout), which may omit the last (then ``1 - sum``); SciPy's check that ``x`` lies in the
+    simplex needs values, so it is made where ``x`` is concrete."""
 
     name, methods, shapes, params, defaults = "dirichlet", ("logpdf", "pdf"), ("alpha",), (), ()
 
