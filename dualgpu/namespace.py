@@ -181,6 +181,8 @@ class DistributionStandIn:
 
     def __getattr__(self, name: str) -> Any:
         real_attr = getattr(self._real, name)
+        if _is_distribution(real_attr):  # a frozen distribution's .dist
+            return DistributionStandIn(real_attr, _distribution_label(real_attr))
         if not callable(real_attr) or name.startswith("_"):
             return real_attr
         if name == "rvs":  # draws: refused as numpy.random's are
@@ -190,7 +192,9 @@ class DistributionStandIn:
 
     def __call__(self, *args, **kwargs):
         if not _contains_tracer(args, kwargs):
-            return DistributionStandIn(self._real(*args, **kwargs), f"{self._label}(...)")
+            ans = self._real(*args, **kwargs)  # frozen (or a gaussian_kde's values)
+            return DistributionStandIn(ans, f"{self._label}(...)") if _is_distribution(
+                ans) else ans
         if self._ours is None:
             raise _no_rule(self._label)
         return self._ours(*args, **kwargs)

@@ -96,6 +96,10 @@ def _central_difference(fn, args, i, valid):
     return np.where(valid, (fn(*up) - fn(*down)) / (2 * h), 0.0)
 
 
+def _summed(fn):
+    return lambda *args: np.sum(fn(*args))
+
+
 CASES = ([(n, m) for n in CONTINUOUS for m in CONTINUOUS_METHODS]
          + [(n, m) for n in ("poisson", "binom", "bernoulli") for m in DISCRETE_METHODS])
 
@@ -147,7 +151,7 @@ def test_multivariate_normal_values_and_derivatives():
                lambda x, mu, c: mvn(mean=mu, cov=c).logpdf(x),   # frozen, traced parameters
                lambda x, mu, c: mvn.pdf(x, mean=mu, cov=c) * 1e3):
         np.testing.assert_allclose(dg.jit(fn)(x, mean, cov), fn(x, mean, cov), rtol=1e-10)
-        gx, gmu, gc = dg.grad(lambda *a: np.sum(fn(*a)), argnums=(0, 1, 2))(x, mean, cov)
+        gx, gmu, gc = dg.grad(_summed(fn), argnums=(0, 1, 2))(x, mean, cov)
         for i, (g, direction) in enumerate([(gx, rng.normal(size=x.shape)),
                                             (gmu, rng.normal(size=k)),
                                             (gc, (lambda d: d + d.T)(rng.normal(size=(k, k))))]):
@@ -159,7 +163,8 @@ def test_multivariate_normal_values_and_derivatives():
     for x_, mean_, cov_ in [(x[0], mean, cov), (x, mean, 2.0), (x, mean, np.diag(cov)),
                             (np.array([0.3, 1.0]), 0.5, 2.0), (0.3, None, 1.0)]:
         want = mvn.logpdf(x_, mean_, cov_)
-        got = dg.jit(lambda x: mvn.logpdf(x, mean_, cov_))(np.asarray(x_, float))
+        logpdf = (lambda m, c: lambda x: mvn.logpdf(x, m, c))(mean_, cov_)
+        got = dg.jit(logpdf)(np.asarray(x_, float))
         assert np.shape(got) == np.shape(want)
         np.testing.assert_allclose(got, want, rtol=1e-10)
 
@@ -169,21 +174,22 @@ def test_dirichlet_values_and_derivatives():
     x = np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])  # the first axis: the components
     for x_ in (x, x[:, 0], x[:2]):
         want = scipy.stats.dirichlet.logpdf(x_, alpha)
-        np.testing.assert_allclose(
-            dg.jit(lambda a: scipy.stats.dirichlet.logpdf(x_, a))(alpha), want, rtol=1e-12)
+        np.testing.assert_allclose(dg.jit(lambda a, x: scipy.stats.dirichlet.logpdf(x, a))(
+            alpha, x_), want, rtol=1e-12)
         np.testing.assert_allclose(
             dg.jit(lambda x, a: scipy.stats.dirichlet(a).pdf(x))(x_, alpha),
             scipy.stats.dirichlet.pdf(x_, alpha), rtol=1e-12)
     g_alpha, g_x = dg.grad(lambda a, x: np.sum(scipy.stats.dirichlet.logpdf(x, a)),
                            argnums=(0, 1))(alpha, x[:2])
-    for arg, g in ((0, g_alpha), (1, g_x)):
-        def f(v):
-            a, x_ = (v, x[:2]) if arg == 0 else (alpha, v)
-            return np.sum(scipy.stats.dirichlet.logpdf(x_, a))
-        v = (alpha, x[:2])[arg]
-        fd = np.array([(f(v + e) - f(v - e)) / 2e-7
-                       for e in 1e-7 * np.eye(v.size).reshape((v.size,) + v.shape)])
-        np.testing.assert_allclose(g.ravel(), fd, rtol=1e-6)
+    def total(a, x):
+        return np.sum(scipy.stats.dirichlet.logpdf(x, a))
+
+    steps_a = 1e-7 * np.eye(3)
+    steps_x = 1e-7 * np.eye(4).reshape(4, 2, 2)
+    fd_a = [(total(alpha + e, x[:2]) - total(alpha - e, x[:2])) / 2e-7 for e in steps_a]
+    fd_x = [(total(alpha, x[:2] + e) - total(alpha, x[:2] - e)) / 2e-7 for e in steps_x]
+    np.testing.assert_allclose(g_alpha, fd_a, rtol=1e-6)
+    np.testing.assert_allclose(g_x.ravel(), fd_x, rtol=1e-6)
     with pytest.raises(DualgpuError, match="simplex"):
         dg.grad(lambda a: np.sum(scipy.stats.dirichlet.logpdf(x + 0.1, a)))(alpha)
 
@@ -202,7 +208,7 @@ def test_three_spellings_and_a_frozen_distribution_closed_over():
     }
     want = scipy.stats.norm.logpdf(x, mu, s)
     for label, fn in spellings.items():
-        value, grads = dg.value_and_grad(lambda *a: np.sum(fn(*a)), argnums=(0, 1, 2))(x, mu, s)
+        value, grads = dg.value_and_grad(_summed(fn), argnums=(0, 1, 2))(x, mu, s)
         np.testing.assert_allclose(value, np.sum(want), rtol=1e-13, err_msg=label)
         np.testing.assert_allclose(grads[1], np.sum((x - mu) / s**2), rtol=1e-13,
                                    err_msg=label)
@@ -238,3 +244,23 @@ def test_bad_arguments_and_unsupported_methods_are_clear_errors():
         dg.jit(lambda x: scipy.stats.lognorm.logpdf(x, 1.0))(x)
     with pytest.raises(DualgpuError, match="no derivative in a or b"):
         dg.grad(lambda df: scipy.stats.t.cdf(0.5, df))(np.array(3.0))
+    with pytest.raises(DualgpuError, match=r"scipy.stats.norm.rvs .*frozen into the compiled"):
+        dg.jit(lambda x: x + norm.rvs(size=2))(x)
+
+
+FROZEN = scipy.stats.norm(1.0, 2.0)
+
+
+def test_a_cached_program_sees_new_points_and_a_reassigned_frozen_distribution():
+    global FROZEN
+    x = np.array([0.5, 1.5])
+    logpdf = dg.jit(lambda x: scipy.stats.norm.logpdf(x, 1.0, 2.0))
+    logpdf(x)
+    np.testing.assert_allclose(logpdf(x + 1), scipy.stats.norm.logpdf(x + 1, 1.0, 2.0))
+    grad = dg.grad(lambda x: np.sum(FROZEN.logpdf(x)))
+    np.testing.assert_allclose(grad(x), -(x - 1.0) / 4)
+    try:
+        FROZEN = scipy.stats.norm(3.0, 2.0)
+        np.testing.assert_allclose(grad(x), -(x - 3.0) / 4)
+    finally:
+        FROZEN = scipy.stats.norm(1.0, 2.0)
