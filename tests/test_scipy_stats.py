@@ -141,6 +141,24 @@ def test_the_normal_log_cdf_far_in_the_tail_is_scipys_log_ndtr():
                                scipy.special.log_ndtr(x), rtol=1e-13)
 
 
+@pytest.mark.parametrize("name,shapes", [("norm", ()), ("t", (3.0,)), ("t", (np.inf,)),
+                                         ("laplace", ()), ("cauchy", ())])
+def test_derivatives_at_the_center_are_the_density(name, shapes):
+    """At x == loc a symmetric distribution's |x - loc| or (x - loc)**2 has derivative 0:
+    written in them, cdf and logcdf had derivative 0 (laplace) or NaN (t)."""
+    dist = getattr(scipy.stats, name)
+    loc, scale = 0.5, 2.0
+
+    def four(x):  # one method per entry
+        return (dist.cdf(x[0], *shapes, loc, scale) + dist.logcdf(x[1], *shapes, loc, scale)
+                + dist.sf(x[2], *shapes, loc, scale) + dist.logsf(x[3], *shapes, loc, scale))
+
+    pdf = dist.pdf(loc, *shapes, loc, scale)
+    np.testing.assert_allclose(dg.grad(four)(np.full(4, loc)),
+                               [pdf, 2 * pdf, -pdf, -2 * pdf], rtol=1e-12)
+    np.testing.assert_allclose(dg.jit(four)(np.full(4, loc)), 1 - 2 * np.log(2), rtol=1e-14)
+
+
 def test_multivariate_normal_values_and_derivatives():
     rng = np.random.default_rng(1)
     k = 3

@@ -292,9 +292,15 @@ class _T(_Continuous):
         return dnp.multiply(0.5, betainc(dnp.multiply(0.5, df), 0.5, z)), finite
 
     def _cdf(self, y, df):
-        tail, finite = self._tail(y, df)
-        t_form = dnp.where(dnp.less(y, 0), tail, dnp.subtract(1.0, tail))
-        return dnp.where(finite, t_form, ndtr(y))
+        # at y == 0 the tail's argument df / (df + y^2) has a zero derivative and betainc an
+        # infinite one: there the cdf is 1/2 + y pdf(0), exact to first and second order
+        center = dnp.equal(y, 0)
+        y_off = dnp.where(center, 1.0, y)
+        tail, finite = self._tail(y_off, df)
+        t_form = dnp.where(dnp.less(y_off, 0), tail, dnp.subtract(1.0, tail))
+        off_center = dnp.where(finite, t_form, ndtr(y_off))
+        at_center = dnp.add(0.5, dnp.multiply(y, dnp.exp(self._logpdf(0.0, df))))
+        return dnp.where(center, at_center, off_center)
 
     def _sf(self, y, df):
         return self._cdf(dnp.negative(y), df)
@@ -369,20 +375,22 @@ class _Laplace(_Continuous):
     def _logpdf(self, y):
         return dnp.subtract(dnp.negative(dnp.absolute(y)), _LOG_2)
 
-    def _half_tail(self, y):
-        return dnp.multiply(0.5, dnp.exp(dnp.negative(dnp.absolute(y))))
-
+    # written in y, not |y|: the derivative at y == 0 is the density's (|y|'s is 0 there)
     def _cdf(self, y):
-        tail = self._half_tail(y)
-        return dnp.where(dnp.greater(y, 0), dnp.subtract(1.0, tail), tail)
+        above = dnp.greater(y, 0)
+        lower = dnp.multiply(0.5, dnp.exp(dnp.where(above, 0.0, y)))
+        upper = dnp.subtract(1.0, dnp.multiply(0.5, dnp.exp(dnp.negative(
+            dnp.where(above, y, 0.0)))))
+        return dnp.where(above, upper, lower)
 
     def _sf(self, y):
         return self._cdf(dnp.negative(y))
 
     def _logcdf(self, y):
-        tail = self._half_tail(y)
-        return dnp.where(dnp.less(y, 0), dnp.subtract(y, _LOG_2),
-                         dnp.log1p(dnp.negative(tail)))
+        above = dnp.greater(y, 0)
+        upper_tail = dnp.multiply(0.5, dnp.exp(dnp.negative(dnp.where(above, y, 0.0))))
+        return dnp.where(above, dnp.log1p(dnp.negative(upper_tail)),
+                         dnp.subtract(y, _LOG_2))
 
     def _logsf(self, y):
         return self._logcdf(dnp.negative(y))
