@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.special
 import scipy.stats
+from scipy import stats
 
 import dualgpu as dg
 from dualgpu.errors import DualgpuError
@@ -219,6 +220,7 @@ def test_three_spellings_and_a_frozen_distribution_closed_over():
     x, mu, s = np.array([0.3, -1.0, 2.5]), np.array(0.5), np.array(1.5)
     spellings = {
         "module path": lambda x, mu, s: scipy.stats.norm.logpdf(x, mu, s),
+        "submodule imported": lambda x, mu, s: stats.norm.logpdf(x, mu, s),
         "imported name": lambda x, mu, s: norm.logpdf(x, loc=mu, scale=s),
         "keywords for x": lambda x, mu, s: norm.logpdf(scale=s, x=x, loc=mu),
         "frozen": lambda x, mu, s: norm(mu, s).logpdf(x),
