@@ -195,13 +195,15 @@ class _Continuous(_Distribution):
             out = dnp.where(inside, dnp.true_divide(self._pdf(y_in, *shapes), scale), 0.0)
         return self._finish(out, y, ok)
 
-    def _cumulative(self, method, x, args, kwds, fn, lower_end, at_lower, at_upper):
+    def _cumulative(self, method, x, args, kwds, fn, end, at_end, outside):
+        """``fn`` inside the open support, ``at_end`` past its ``end`` (``upper`` for the
+        cdf, ``lower`` for the sf), ``outside`` past the other."""
         y, shapes, _, ok = self._standard(method, x, args, kwds)
         a, b = self._support(*shapes)
         inside = _and(ok, dnp.less(a, y), dnp.less(y, b))
         y_in = dnp.where(inside, y, self.inside)
-        beyond = dnp.greater_equal(y, b) if not lower_end else dnp.less_equal(y, a)
-        out = dnp.where(inside, fn(y_in, *shapes), dnp.where(beyond, at_upper, at_lower))
+        beyond = dnp.greater_equal(y, b) if end == "upper" else dnp.less_equal(y, a)
+        out = dnp.where(inside, fn(y_in, *shapes), dnp.where(beyond, at_end, outside))
         return self._finish(out, y, ok)
 
     def logpdf(self, x, *args, **kwds):
@@ -211,16 +213,16 @@ class _Continuous(_Distribution):
         return self._density("pdf", x, args, kwds, log=False)
 
     def cdf(self, x, *args, **kwds):
-        return self._cumulative("cdf", x, args, kwds, self._cdf, False, 0.0, 1.0)
+        return self._cumulative("cdf", x, args, kwds, self._cdf, "upper", 1.0, 0.0)
 
     def logcdf(self, x, *args, **kwds):
-        return self._cumulative("logcdf", x, args, kwds, self._logcdf, False, -_INF, 0.0)
+        return self._cumulative("logcdf", x, args, kwds, self._logcdf, "upper", 0.0, -_INF)
 
     def sf(self, x, *args, **kwds):
-        return self._cumulative("sf", x, args, kwds, self._sf, True, 0.0, 1.0)
+        return self._cumulative("sf", x, args, kwds, self._sf, "lower", 1.0, 0.0)
 
     def logsf(self, x, *args, **kwds):
-        return self._cumulative("logsf", x, args, kwds, self._logsf, True, -_INF, 0.0)
+        return self._cumulative("logsf", x, args, kwds, self._logsf, "lower", 0.0, -_INF)
 
     # the standard form's defaults, as rv_continuous's
     def _pdf(self, y, *shapes):
@@ -231,16 +233,6 @@ class _Continuous(_Distribution):
 
     def _logsf(self, y, *shapes):
         return dnp.log(self._sf(y, *shapes))
-
-
-def _log_below_median(cdf, sf):
-    """SciPy's logcdf of a distribution with median 0: log(cdf) below it, log1p(-sf)
-    above (each exact where the other loses digits)."""
-    def logcdf(y):
-        below = dnp.less(y, 0)
-        return dnp.where(below, dnp.log(cdf(dnp.where(below, y, -1.0))),
-                         dnp.log1p(dnp.negative(sf(dnp.where(below, 1.0, y)))))
-    return logcdf
 
 
 class _Norm(_Continuous):
@@ -421,8 +413,10 @@ class _Cauchy(_Continuous):
     def _sf(self, y):
         return dnp.multiply(1.0 / math.pi, dnp.arctan2(1.0, y))
 
-    def _logcdf(self, y):
-        return _log_below_median(self._cdf, self._sf)(y)
+    def _logcdf(self, y):  # SciPy's: log(cdf) below the median, log1p(-sf) above
+        below = dnp.less(y, 0)
+        return dnp.where(below, dnp.log(self._cdf(dnp.where(below, y, -1.0))),
+                         dnp.log1p(dnp.negative(self._sf(dnp.where(below, 1.0, y)))))
 
     def _logsf(self, y):
         return self._logcdf(dnp.negative(y))
@@ -456,12 +450,12 @@ class _Discrete(_Distribution):
                else dnp.where(inside, dnp.exp(log_pmf), 0.0))
         return self._finish(out, k, ok)
 
-    def _cumulative(self, method, k, args, kwds, fn, lower_end, at_lower, at_upper):
+    def _cumulative(self, method, k, args, kwds, fn, end, at_end, outside):
         k, (a, b), shapes, ok = self._standard(method, k, args, kwds)
         inside = _and(ok, dnp.greater_equal(k, a), dnp.less(k, b), dnp.isfinite(k))
         k_in = dnp.floor(dnp.where(inside, k, 0.0))
-        beyond = dnp.greater_equal(k, b) if not lower_end else dnp.less(k, a)
-        out = dnp.where(inside, fn(k_in, *shapes), dnp.where(beyond, at_upper, at_lower))
+        beyond = dnp.greater_equal(k, b) if end == "upper" else dnp.less(k, a)
+        out = dnp.where(inside, fn(k_in, *shapes), dnp.where(beyond, at_end, outside))
         out = self._finish(out, k, ok)
         if method == "logcdf":  # SciPy's rv_discrete.logcdf: 0 past the support, even for
             out = dnp.where(beyond, 0.0, out)  # invalid parameters
@@ -474,18 +468,18 @@ class _Discrete(_Distribution):
         return self._mass("pmf", k, args, kwds, log=False)
 
     def cdf(self, k, *args, **kwds):
-        return self._cumulative("cdf", k, args, kwds, self._cdf, False, 0.0, 1.0)
+        return self._cumulative("cdf", k, args, kwds, self._cdf, "upper", 1.0, 0.0)
 
     def logcdf(self, k, *args, **kwds):
         log_cdf = lambda k, *shapes: dnp.log(self._cdf(k, *shapes))  # noqa: E731
-        return self._cumulative("logcdf", k, args, kwds, log_cdf, False, -_INF, 0.0)
+        return self._cumulative("logcdf", k, args, kwds, log_cdf, "upper", 0.0, -_INF)
 
     def sf(self, k, *args, **kwds):
-        return self._cumulative("sf", k, args, kwds, self._sf, True, 0.0, 1.0)
+        return self._cumulative("sf", k, args, kwds, self._sf, "lower", 1.0, 0.0)
 
     def logsf(self, k, *args, **kwds):
         log_sf = lambda k, *shapes: dnp.log(self._sf(k, *shapes))  # noqa: E731
-        return self._cumulative("logsf", k, args, kwds, log_sf, True, -_INF, 0.0)
+        return self._cumulative("logsf", k, args, kwds, log_sf, "lower", 0.0, -_INF)
 
 
 class _Poisson(_Discrete):
@@ -651,8 +645,8 @@ class _Dirichlet(_Distribution):
         if dnp.shape(x)[0] == k - 1:
             last = dnp.subtract(1.0, dnp.sum(x, axis=0, keepdims=True))
             x = dnp.concatenate([x, last], axis=0)
-        if not is_tracer(x):
-            _check_simplex(np.asarray(x), label)
+        if isinstance(x, np.ndarray):  # concrete (on the host): SciPy's check
+            _check_simplex(x, label)
         log_b = dnp.subtract(dnp.sum(dnp.gammaln(alpha)), dnp.gammaln(dnp.sum(alpha)))
         terms = dnp.transpose(xlogy(dnp.subtract(alpha, 1.0), dnp.transpose(x)))
         out = dnp.subtract(dnp.sum(terms, axis=0), log_b)
