@@ -7,7 +7,9 @@ concrete values fall through to the real library; calls on traced values go to t
 of the same dotted name in :mod:`dualgpu.frontend`, a package laid out like the libraries
 (``np.linalg.norm`` -> ``frontend.numpy.linalg.norm``, ``cupyx.scipy.special.expit`` ->
 ``frontend.scipy.special.expit``), and a function with no rule raises
-:class:`UnsupportedOpError`.
+:class:`UnsupportedOpError`. A scipy.stats distribution (``scipy.stats.norm``, an imported
+``norm``, a frozen ``norm(0, 2)``) is a :class:`DistributionStandIn` whose methods dispatch
+the same way, to ``frontend.scipy.stats``.
 """
 from __future__ import annotations
 
