@@ -62,6 +62,8 @@ from .ops.elementwise import (  # noqa: F401  (the elementwise constructors)
     fmax,
     fmin,
     fmod,
+    gammainc,
+    gammaincc,
     gammaln,
     greater,
     greater_equal,

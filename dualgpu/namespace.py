@@ -7,7 +7,9 @@ concrete values fall through to the real library; calls on traced values go to t
 of the same dotted name in :mod:`dualgpu.frontend`, a package laid out like the libraries
 (``np.linalg.norm`` -> ``frontend.numpy.linalg.norm``, ``cupyx.scipy.special.expit`` ->
 ``frontend.scipy.special.expit``), and a function with no rule raises
-:class:`UnsupportedOpError`.
+:class:`UnsupportedOpError`. A scipy.stats distribution (``scipy.stats.norm``, an imported
+``norm``, a frozen ``norm(0, 2)``) is a :class:`DistributionStandIn` whose methods dispatch
+the same way, to ``frontend.scipy.stats``.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from .errors import RandomInTraceError, UnsupportedOpError, user_location
 from .frontend import array_api
 from .frontend import numpy as dnp
 from .frontend.numpy.joining import Concatenator
+from .frontend.scipy import stats as stats_frontend
 from .frontend.scipy.sparse import SparseValue, is_sparse
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
@@ -105,6 +108,10 @@ class TracingNamespace(types.ModuleType):
                   else TracingNamespace(real_attr, _mirror_path(real_attr.__name__)))
             object.__setattr__(self, name, ns)
             return ns
+        if _is_distribution(real_attr):
+            stand_in = DistributionStandIn(real_attr, f"{self._path}.{name}")
+            object.__setattr__(self, name, stand_in)
+            return stand_in
         if name in _INDEX_TRICKS and self._path == "numpy":
             trick = Concatenator(real_attr, columns=_INDEX_TRICKS[name])
             object.__setattr__(self, name, trick)
@@ -153,6 +160,49 @@ def _ufunc_method(real, method: str):
         return ufunc_handler(real, method, args, kwargs)
 
     return call
+
+
+# ------------------------------------------------------------------- scipy.stats
+def _is_distribution(obj) -> bool:
+    """A distribution of scipy.stats, frozen or not (an instance with a density or mass)."""
+    return (not isinstance(obj, type)
+            and (type(obj).__module__ or "").startswith("scipy.stats.")
+            and any(hasattr(obj, m) for m in ("logpdf", "logpmf")))
+
+
+class DistributionStandIn:
+    """Stands in for a scipy.stats distribution (``norm``, or frozen: ``norm(0, 2)``) inside
+    a traced function: a method called on traced values is the front end's of that name
+    (:mod:`dualgpu.frontend.scipy.stats`), on concrete values SciPy's; freezing with traced
+    parameters gives the front end's frozen distribution."""
+
+    def __init__(self, real, label: str):
+        self._real = real
+        self._ours = stats_frontend.counterpart(real)
+        self._label = label
+
+    def __getattr__(self, name: str) -> Any:
+        real_attr = getattr(self._real, name)
+        if _is_distribution(real_attr):  # a frozen distribution's .dist
+            return DistributionStandIn(real_attr, _distribution_label(real_attr))
+        if not callable(real_attr) or name.startswith("_"):
+            return real_attr
+        if name == "rvs":  # draws: refused as numpy.random's are
+            return _refusing(f"{self._label}.rvs")
+        ours = getattr(self._ours, name) if name in getattr(self._ours, "methods", ()) else None
+        return _dispatcher(real_attr, ours, f"{self._label}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        if not _contains_tracer(args, kwargs):
+            ans = self._real(*args, **kwargs)  # frozen (or a gaussian_kde's values)
+            return DistributionStandIn(ans, f"{self._label}(...)") if _is_distribution(
+                ans) else ans
+        if self._ours is None:
+            raise _no_rule(self._label)
+        return self._ours(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<dualgpu stand-in for {self._label} inside a traced function>"
 
 
 # ------------------------------------------------------------------- random numbers
@@ -341,6 +391,8 @@ def _is_array_function(obj) -> bool:
 def _replacement(obj, memo):
     if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
         return SparseValue.constant(obj)
+    if _is_distribution(obj):  # from scipy.stats import norm; a frozen one closed over
+        return DistributionStandIn(obj, _distribution_label(obj))
     refusal = _random_replacement(obj)
     if refusal is not None:
         return refusal
@@ -362,6 +414,14 @@ def _replacement(obj, memo):
     if math_refusal is not None:
         return math_refusal
     return obj
+
+
+def _distribution_label(obj) -> str:
+    dist = getattr(obj, "dist", None)
+    name = getattr(dist if dist is not None else obj, "name", None)
+    name = name or type(obj).__name__.removesuffix("_gen").removesuffix("_frozen")
+    return f"scipy.stats.{name}" + ("(...)" if dist is not None or "_frozen" in
+                                     type(obj).__name__ else "")
 
 
 def _is_user_function(fn) -> bool:

@@ -226,6 +226,19 @@ def build_betainc(data, dtype):
 
 
 spec("betainc", build_betainc)
+
+
+def build_gammainc(name):
+    def build(data, dtype):
+        a = data.draw(st.floats(0.6, 4.0))
+        x = draw_array(data, draw_shape(data), dtype, 0.2, 3.0)
+        return (lambda x: getattr(dnp_special, name)(a, x)), (x,)
+
+    return build
+
+
+spec("gammainc", build_gammainc("gammainc"))
+spec("gammaincc", build_gammainc("gammaincc"))
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
 
 

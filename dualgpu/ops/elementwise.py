@@ -429,6 +429,36 @@ betainc = elementwise(
     partials=(_betainc_ab, _betainc_ab, _betainc_dx))
 
 
+
+def _gammainc_a(a, x, ans):
+    raise DualgpuError(
+        "scipy.special.gammainc/gammaincc(a, x): no derivative in a (JAX's needs a series "
+        "of its own): pass a as a constant, or through dg.lax.stop_gradient; the derivative "
+        f"in x is +-x**(a-1) * exp(-x) / Gamma(a) (at {user_location()})")
+
+
+def _gamma_density(a, x, ans):
+    """d/dx P(a, x) = x**(a-1) exp(-x) / Gamma(a), in logs (no overflow for large a); its
+    limit at x == 0 for a == 1 (1) is kept by taking (a-1) log x as 0 where a == 1."""
+    a_m1 = subtract(a, 1)
+    log_x = log(where(equal(a_m1, 0), 1, x))
+    log_density = subtract(multiply(a_m1, log_x), add(x, gammaln(a)))
+    return _astype(exp(log_density), ans.dtype)
+
+
+# the regularized lower and upper incomplete gamma functions P(a, x) and Q(a, x) = 1 - P;
+# no C form (CUDA has none): library calls
+gammainc = elementwise(
+    "gammainc", None, 2, c=None, result="float", py="ops.gammainc({0}, {1})",
+    impl=lambda xp, a, x: backend_for_xp(xp).special.gammainc(a, x),
+    doc="P(a, x) (scipy.special.gammainc); differentiable in x only, as betainc.",
+    partials=(_gammainc_a, _gamma_density))
+gammaincc = elementwise(
+    "gammaincc", None, 2, c=None, result="float", py="ops.gammaincc({0}, {1})",
+    impl=lambda xp, a, x: backend_for_xp(xp).special.gammaincc(a, x),
+    doc="Q(a, x) = 1 - P(a, x) (scipy.special.gammaincc); differentiable in x only.",
+    partials=(_gammainc_a, lambda a, x, ans: negative(_gamma_density(a, x, ans))))
+
 def _polygamma_impl(xp, x, n):
     # cupyx's polygamma needs an array order (it calls n.astype); SciPy takes either
     x = xp.asarray(x)
@@ -654,6 +684,8 @@ defstandalone(erfc, 'def erfc(x):\n    return _special().erfc(x)\n')
 defstandalone(gammaln, 'def gammaln(x):\n    return _special().gammaln(x)\n')
 defstandalone(digamma, 'def digamma(x):\n    return _special().digamma(x)\n')
 defstandalone(betainc, 'def betainc(a, b, x):\n    return _special().betainc(a, b, x)\n')
+defstandalone(gammainc, 'def gammainc(a, x):\n    return _special().gammainc(a, x)\n')
+defstandalone(gammaincc, 'def gammaincc(a, x):\n    return _special().gammaincc(a, x)\n')
 defstandalone(polygamma, (
         'def polygamma(x, n):\n'
         '    x = xp.asarray(x)\n'

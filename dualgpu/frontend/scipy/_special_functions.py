@@ -15,3 +15,26 @@ def betainc(a, b, x):
     array(1.5)
     """
     return _ew.betainc.bind(a, b, x)
+
+
+def gammainc(a, x):
+    """``scipy.special.gammainc``: the regularized lower incomplete gamma function P(a, x),
+    differentiable in ``x`` (``x**(a-1) exp(-x) / Gamma(a)``); derivatives in ``a`` are
+    refused (as for betainc).
+
+    >>> import scipy.special
+    >>> dg.grad(lambda x: scipy.special.gammainc(1.0, x))(np.array(0.0))
+    array(1.)
+    """
+    return _ew.gammainc.bind(a, x)
+
+
+def gammaincc(a, x):
+    """``scipy.special.gammaincc``: the regularized upper incomplete gamma function
+    Q(a, x) = 1 - P(a, x), differentiable in ``x``.
+
+    >>> import scipy.special
+    >>> dg.grad(lambda x: scipy.special.gammaincc(1.0, x))(np.array(0.0))
+    array(-1.)
+    """
+    return _ew.gammaincc.bind(a, x)

@@ -24,8 +24,10 @@ from ..numpy.elementwise import (
 )
 from ..numpy.elementwise import digamma as psi
 from ..numpy.elementwise import round_ as round
-from ._special_functions import betainc
+from ._special_functions import betainc, gammainc, gammaincc
+from ._stats_special import betaln, log_ndtr, ndtr, xlog1py
 
-__all__ = ["betainc", "cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1", "gammaln",
-           "log1p", "log_expit", "log_softmax", "logit", "logsumexp", "polygamma", "psi",
-           "round", "sinc", "softmax", "xlogy"]
+__all__ = ["betainc", "betaln", "cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1",
+           "gammainc", "gammaincc", "gammaln", "log1p", "log_expit", "log_ndtr", "log_softmax",
+           "logit", "logsumexp", "ndtr", "polygamma", "psi", "round", "sinc", "softmax",
+           "xlog1py", "xlogy"]
