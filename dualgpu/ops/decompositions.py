@@ -34,6 +34,30 @@ def _square(a: Aval, op: str) -> None:
                            f"{a.str_short()}")
 
 
+def _broadcast_batch(avals, op: str) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(a.shape[:-2]) for a in avals)))
+    except ValueError:
+        raise DualgpuError(f"linalg.{op}: batch shapes of "
+                           f"{' and '.join(a.str_short() for a in avals)} do not broadcast"
+                           ) from None
+
+
+def _per_matrix(xp, fn, out_shapes, out_dtypes, *arrays):
+    """``fn`` (2-D arrays to a tuple of arrays) applied to each matrix of the broadcast
+    stacks ``arrays``, its results written into arrays of ``out_shapes`` (SciPy's functions
+    take batches in some versions only)."""
+    batch = tuple(np.broadcast_shapes(*(x.shape[:-2] for x in arrays)))
+    if not batch:
+        return tuple(r.astype(dt, copy=False) for r, dt in zip(fn(*arrays), out_dtypes))
+    arrays = [xp.broadcast_to(x, batch + x.shape[-2:]) for x in arrays]
+    outs = tuple(xp.empty(s, dt) for s, dt in zip(out_shapes, out_dtypes))
+    for i in np.ndindex(*batch):
+        for out, r in zip(outs, fn(*(x[i] for x in arrays))):
+            out[i] = r
+    return outs
+
+
 # --------------------------------------------------------------------------- inv
 def _inv_shape(avals):
     a = avals[0]
@@ -128,25 +152,46 @@ def _real_only(a: Aval, op: str) -> None:
                            "supported on traced values")
 
 
-def _eigh_shape(avals, uplo="L"):
+EIGH_DRIVERS = ("ev", "evd", "evr", "evx")
+"""SciPy's drivers of ``scipy.linalg.eigh`` (``evr`` its default): the eigenvalues agree,
+the signs of the eigenvectors may not (NumPy's ``eigh`` is ``evd``)."""
+
+
+def _eigh_shape(avals, uplo="L", driver=None):
     a = avals[0]
     if uplo not in ("L", "U"):
         raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {uplo!r}")
+    if driver is not None and driver not in EIGH_DRIVERS:
+        raise DualgpuError(f"linalg.eigh: driver must be one of {EIGH_DRIVERS} or None, got "
+                           f"{driver!r}")
     _square(a, "eigh")
     _real_only(a, "eigh")
     dt = float_dtype(a.dtype)
     return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
 
 
-def _eigh_impl(xp, a, uplo="L"):
-    w, v = xp.linalg.eigh(a, UPLO=uplo)  # LAPACK's own call for each triangle: NumPy's signs
-    return w, v
+def _eigh_impl(xp, a, uplo="L", driver=None):
+    scipy_eigh = getattr(backend_for_xp(xp).linalg, "eigh", None)  # cupyx has none
+    if driver is None or scipy_eigh is None or not a.size:
+        w, v = xp.linalg.eigh(a, UPLO=uplo)  # LAPACK's own call per triangle: NumPy's signs
+        return w, v
+    w, v = _eigh_shape([Aval(a.shape, a.dtype)], uplo, driver)
+    return _per_matrix(xp, lambda m: scipy_eigh(m, lower=uplo == "L", driver=driver,
+                                                check_finite=False),
+                       [w.shape, v.shape], [w.dtype, v.dtype], a)
+
+
+def _eigh_py(names, params):
+    driver = f", driver={params['driver']}" if "driver" in params else ""
+    return f"ops.eigh({names[0]}, {params['uplo']}{driver})"
 
 
 eigh = defprim("eigh", _eigh_impl, _eigh_shape, multiple_results=True, kind=Flag.LIBRARY,
-               py="ops.eigh({0}, {uplo})",
+               py=_eigh_py,
                doc="(eigenvalues ascending, eigenvectors) of the symmetric matrix whose lower "
-                   "(uplo 'L') or upper ('U') triangle is a's.")
+                   "(uplo 'L') or upper ('U') triangle is a's; the eigenvectors' signs are "
+                   "NumPy's, or those of SciPy's LAPACK driver (scipy.linalg.eigh's; on "
+                   "CuPy, cuSOLVER's).")
 
 
 def _eig_shape(avals):
@@ -290,30 +335,7 @@ pinv = defprim("pinv", lambda xp, a, rcond: xp.linalg.pinv(a, rcond), _pinv_shap
 
 # --------------------------------------------------------------------------- solve_triangular, LU
 # SciPy's (scipy.linalg, or cupyx.scipy.linalg: the backend's ``linalg``), one matrix at a
-# time (batched calls differ between versions): the leading axes are batch axes, broadcast.
-def _broadcast_batch(avals, op: str) -> tuple:
-    try:
-        return tuple(np.broadcast_shapes(*(tuple(a.shape[:-2]) for a in avals)))
-    except ValueError:
-        raise DualgpuError(f"linalg.{op}: batch shapes of "
-                           f"{' and '.join(a.str_short() for a in avals)} do not broadcast"
-                           ) from None
-
-
-def _per_matrix(xp, fn, out_shapes, out_dtypes, *arrays):
-    """``fn`` (2-D arrays to a tuple of arrays) applied to each matrix of the broadcast
-    stacks ``arrays``, its results written into arrays of ``out_shapes``."""
-    batch = tuple(np.broadcast_shapes(*(x.shape[:-2] for x in arrays)))
-    if not batch:
-        return tuple(r.astype(dt, copy=False) for r, dt in zip(fn(*arrays), out_dtypes))
-    arrays = [xp.broadcast_to(x, batch + x.shape[-2:]) for x in arrays]
-    outs = tuple(xp.empty(s, dt) for s, dt in zip(out_shapes, out_dtypes))
-    for i in np.ndindex(*batch):
-        for out, r in zip(outs, fn(*(x[i] for x in arrays))):
-            out[i] = r
-    return outs
-
-
+# time (:func:`_per_matrix`): the leading axes are batch axes, broadcast.
 def _solve_triangular_shape(avals, lower=False, trans=0, unit_diagonal=False):
     a, b = avals
     _square(a, "solve_triangular")
@@ -410,7 +432,17 @@ defstandalone(solve, (
         '        return xp.linalg.solve(a, b[:, None])[..., 0]\n'
         '    return xp.linalg.solve(a, b)\n'))
 defstandalone(slogdet, 'def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n')
-defstandalone(eigh, "def eigh(a, uplo='L'):\n    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n")
+defstandalone(eigh, (
+        "def eigh(a, uplo='L', driver=None):\n"
+        "    if driver is None:\n"
+        "        return tuple(xp.linalg.eigh(a, UPLO=uplo))\n"
+        "    import scipy.linalg\n"
+        "    parts = [scipy.linalg.eigh(m, lower=uplo == 'L', driver=driver)\n"
+        "             for m in a.reshape((-1,) + a.shape[-2:])]\n"
+        "    return (xp.stack([p[0] for p in parts]).reshape(a.shape[:-1]),\n"
+        "            xp.stack([p[1] for p in parts]).reshape(a.shape))\n"),
+              cupy=("def eigh(a, uplo='L', driver=None):  # cuSOLVER's signs\n"
+                    "    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n"))
 defstandalone(eig, (
         'def eig(a):\n'
         '    w, v = xp.linalg.eig(a)\n'

@@ -284,9 +284,9 @@ def _read_adjoint(s_bar, uplo):
     return _lower_adjoint(s_bar) if uplo == "L" else _mT(_lower_adjoint(_mT(s_bar)))
 
 
-def _eigh_jvp(primals, tangents, uplo="L"):
+def _eigh_jvp(primals, tangents, uplo="L", **driver):
     a = primals[0]
-    w, v = eigh.bind(a, uplo=uplo)
+    w, v = eigh.bind(a, uplo=uplo, **driver)
     t = tangents[0]
     if t is None:
         return (w, v), (None, None)
@@ -296,7 +296,7 @@ def _eigh_jvp(primals, tangents, uplo="L"):
     return (w, v), (w_dot, v_dot)
 
 
-def _eigh_vjp(cts, primals, ans, uplo="L"):
+def _eigh_vjp(cts, primals, ans, uplo="L", driver=None):
     w_bar, v_bar = cts
     w, v = ans
     inner = None

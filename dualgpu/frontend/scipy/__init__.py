@@ -1,3 +1,4 @@
 """The ``scipy`` (and ``cupyx.scipy``) namespaces of traced values: ``special``, ``sparse``,
-and ``linalg``/``fft``, which are NumPy's functions of those names."""
+``linalg`` (SciPy's signatures and conventions) and ``fft`` (NumPy's functions of those
+names)."""
 from . import fft, linalg, sparse, special
