@@ -244,7 +244,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
     if _flag("lu", "permute_l", permute_l):
         return matmul(p, low), up
     if _flag("lu", "p_indices", p_indices):
-        return argsort(perm, axis=-1), low, up
+        return astype(argsort(perm, axis=-1), np.int32), low, up
     return p, low, up
 
 
