@@ -1,6 +1,9 @@
-"""Dense linear algebra: ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky`` over the
-last two axes (leading axes are batch axes). Library ops: the implementations call
-``xp.linalg`` (NumPy's LAPACK, or cuSOLVER through CuPy) on plain arrays; the rules are
+"""Dense linear algebra: ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, the eigen-,
+singular-value and QR decompositions, ``pinv``, and SciPy's ``solve_triangular`` and
+``lu_factor`` (with ``lu_pivots_to_permutation``) over the last two axes (leading axes are
+batch axes). Library ops: the implementations call ``xp.linalg`` (NumPy's LAPACK, or
+cuSOLVER through CuPy) or the backend's ``linalg`` (``scipy.linalg``, ``cupyx.scipy.linalg``)
+on plain arrays; the rules are
 written with these same primitives and matmul (:mod:`dualgpu.rules.decompositions`), so they
 differentiate to any order.
 
