@@ -244,7 +244,7 @@ class CupyOnCpu(Backend):
     runs_host_kernels = CupyBackend.runs_host_kernels
     replays_cuda_graphs = CupyBackend.replays_cuda_graphs
     checks_indices = CupyBackend.checks_indices
-    xp = special = sparse = sparse_linalg = None  # CuPy is not imported for a build
+    xp = special = linalg = sparse = sparse_linalg = None  # CuPy is not imported for a build
 
     def is_array(self, x) -> bool:
         return False  # a build made on the CPU is given NumPy arrays only

@@ -544,5 +544,6 @@ def take_along_axis(arr, indices, axis):
 def put_along_axis_add(values, indices, axis, shape):
     """zeros(shape) with ``values`` added at ``take_along_axis``'s positions (its
     transpose)."""
+    axis = _check_axis(axis, len(shape), "put_along_axis_add")
     nkey, arrays = _normalize_key(values, _along_axis_key(shape, indices, axis))
     return _sh.scatter_add.bind(values, *arrays, key=nkey, shape=tuple(shape))

@@ -1,7 +1,8 @@
 """The tracing namespace and the rebinding of traced functions.
 
 :func:`rebind_function` returns a copy of a function whose references to ``numpy``,
-``cupy``, ``cupyx``, ``scipy.special`` (and to functions imported from them) point at a
+``cupy``, ``cupyx``, ``scipy`` (and to functions imported from ``numpy``, ``cupy``,
+``cupyx``, ``scipy.special`` and ``scipy.linalg``) point at a
 :class:`TracingNamespace`, recursively through the plain Python functions it calls. Calls on
 concrete values fall through to the real library; calls on traced values go to the function
 of the same dotted name in :mod:`dualgpu.frontend`, a package laid out like the libraries
@@ -46,6 +47,23 @@ def _special_path(ufunc) -> str | None:
     if special is not None and getattr(special, name, None) is ufunc:
         return "scipy.special." + name
     return None
+
+
+# the SciPy namespaces whose functions are rebound where they are imported by name
+# (``from scipy.linalg import cholesky``; cupyx's too): scipy.special, scipy.linalg
+_SCIPY_BY_NAME = ("special", "linalg")
+
+
+def _scipy_path(obj, name: str) -> str | None:
+    """``scipy.<namespace>.<name>`` for a function of one of :data:`_SCIPY_BY_NAME` (or of
+    its cupyx mirror), whatever private module defines it
+    (``scipy.linalg._decomp_cholesky``); None for any other function."""
+    parts = (getattr(obj, "__module__", None) or "").split(".")
+    if parts[0] == "cupyx":
+        parts = parts[1:]
+    if len(parts) < 2 or parts[0] != "scipy" or parts[1] not in _SCIPY_BY_NAME:
+        return None
+    return f"scipy.{parts[1]}.{name}"
 
 
 def _contains_tracer(args, kwargs) -> bool:
@@ -376,7 +394,7 @@ def _is_array_module(obj) -> bool:
 
 
 def _is_array_function(obj) -> bool:
-    """A function or ufunc that lives in numpy/cupy/cupyx/scipy.special."""
+    """A function or ufunc that lives in numpy/cupy/cupyx/scipy.special/scipy.linalg."""
     if isinstance(obj, np.ufunc):
         return True
     mod = getattr(obj, "__module__", None) or ""
@@ -384,7 +402,8 @@ def _is_array_function(obj) -> bool:
     if root in ("cupy", "cupyx"):
         return callable(obj) and not isinstance(obj, type)
     if root == "scipy":
-        return "special" in mod and callable(obj) and not isinstance(obj, type)
+        return (_scipy_path(obj, "") is not None and callable(obj)
+                and not isinstance(obj, type))
     return False
 
 
@@ -406,8 +425,7 @@ def _replacement(obj, memo):
             mod = getattr(obj, "__module__", "") or ""
             if mod.split(".")[0] == "cupy":
                 name = name.removeprefix("cupy_")  # CuPy's ufuncs: cp.tanh is 'cupy_tanh'
-            path = ("scipy.special." + name if "special" in mod
-                    else _special_path(obj) or "numpy." + name)
+            path = _scipy_path(obj, name) or _special_path(obj) or "numpy." + name
             ours = _lookup(path)
             return _dispatcher(obj, ours, f"{mod}.{name}")
     math_refusal = _math_replacement(obj)

@@ -93,6 +93,12 @@ def library_cases(rng, dtype):
         "det": (lambda m: np.linalg.det(m), (sq,)),
         "slogdet": (lambda m: np.linalg.slogdet(m)[1], (sq,)),
         "cholesky": (lambda m: np.linalg.cholesky(m @ m.T), (sq,)),
+        "solve_triangular": (lambda m: dg.REGISTRY["solve_triangular"].bind(
+            m, m[:, :2], lower=True, trans=1, unit_diagonal=False), (sq,)),
+        "lu_factor": (lambda m: dg.REGISTRY["lu_factor"].bind(m)[0], (sq,)),
+        # the permuted rows times the value: differentiable through the value only
+        "lu_pivots_to_permutation": (lambda m: m * dg.REGISTRY["lu_pivots_to_permutation"].bind(
+            dg.REGISTRY["lu_factor"].bind(m[::-1])[1]), (sq,)),
         # the index times the value: differentiable through the value only
         "searchsorted": (lambda x: x * np.searchsorted(np.sort(x[0]), x, side="right"), (a,)),
         "argmax": (lambda x: x[0] * np.argmax(x, axis=0), (a,)),

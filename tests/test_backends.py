@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 import scipy.special
@@ -61,8 +62,8 @@ def test_a_missing_member_is_named():
 def test_numpy_backend_modules_and_capabilities():
     b = backend_of([np.ones(2)])
     assert b is NUMPY and backend_named("numpy") is NUMPY
-    assert (b.xp, b.special, b.sparse, b.sparse_linalg) == (
-        np, scipy.special, scipy.sparse, scipy.sparse.linalg)
+    assert (b.xp, b.special, b.linalg, b.sparse, b.sparse_linalg) == (
+        np, scipy.special, scipy.linalg, scipy.sparse, scipy.sparse.linalg)
     assert (b.name, b.export_target) == ("numpy", "numpy")
     assert not b.on_device and not b.runs_fused_kernels and not b.replays_cuda_graphs
     assert b.runs_host_kernels

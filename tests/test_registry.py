@@ -517,6 +517,30 @@ spec("cholesky", lambda data, dtype: (dnp.linalg.cholesky,
                                       (well_conditioned(data, dtype, spd=True),)))
 
 
+def build_solve_triangular(data, dtype):
+    """Every (lower, trans, unit_diagonal); a and b with batch axes that broadcast."""
+    params = dict(lower=data.draw(st.booleans()), trans=data.draw(st.sampled_from([0, 1])),
+                  unit_diagonal=data.draw(st.booleans()))
+    a = well_conditioned(data, dtype)
+    lead = data.draw(st.sampled_from([(), a.shape[:-2]]))
+    b = draw_array(data, lead + (a.shape[-1], 2), dtype)
+    return (lambda a, b: REGISTRY["solve_triangular"].bind(a, b, **params)), (a, b)
+
+
+spec("solve_triangular", build_solve_triangular)
+# partial pivoting well away from ties: a diagonally dominant matrix with its rows shuffled
+def build_lu_factor(data, dtype):
+    a = well_conditioned(data, dtype)
+    rows = data.draw(st.permutations(range(a.shape[-1])))  # the pivots: every order
+    return (lambda a: REGISTRY["lu_factor"].bind(a)[0]), (a[..., rows, :],)
+
+
+spec("lu_factor", build_lu_factor)
+spec("lu_pivots_to_permutation", lambda data, dtype: (
+    lambda a: REGISTRY["lu_pivots_to_permutation"].bind(REGISTRY["lu_factor"].bind(a)[1]),
+    (well_conditioned(data, dtype),)), kind="nondiff")
+
+
 # --------------------------------------------------------------------------- sparse
 def sparse_pattern(data):
     import scipy.sparse as sp

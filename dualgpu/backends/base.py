@@ -14,7 +14,7 @@ MEMBERS = (
     # what it is
     "name", "export_target",
     # its modules
-    "xp", "special", "sparse", "sparse_linalg",
+    "xp", "special", "linalg", "sparse", "sparse_linalg",
     # capabilities the layers above read
     "on_device", "runs_fused_kernels", "runs_host_kernels", "replays_cuda_graphs",
     "checks_indices",
@@ -75,6 +75,7 @@ class Backend:
     export_target: str
     xp: Any
     special: Any
+    linalg: Any
     sparse: Any
     sparse_linalg: Any
     on_device: bool

@@ -45,6 +45,12 @@ class CupyBackend(Backend):
         return cupyx.scipy.special
 
     @functools.cached_property
+    def linalg(self):
+        import cupyx.scipy.linalg
+
+        return cupyx.scipy.linalg
+
+    @functools.cached_property
     def sparse(self):
         import cupyx.scipy.sparse
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 import scipy.special
@@ -19,6 +20,7 @@ class NumpyBackend(Backend):
     export_target = "numpy"
     xp = np
     special = scipy.special
+    linalg = scipy.linalg
     sparse = sp
     sparse_linalg = scipy.sparse.linalg
     on_device = False

@@ -1,6 +1,9 @@
-"""Dense linear algebra: ``solve``, ``inv``, ``det``, ``slogdet`` and ``cholesky`` over the
-last two axes (leading axes are batch axes). Library ops: the implementations call
-``xp.linalg`` (NumPy's LAPACK, or cuSOLVER through CuPy) on plain arrays; the rules are
+"""Dense linear algebra: ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, the eigen-,
+singular-value and QR decompositions, ``pinv``, and SciPy's ``solve_triangular`` and
+``lu_factor`` (with ``lu_pivots_to_permutation``) over the last two axes (leading axes are
+batch axes). Library ops: the implementations call ``xp.linalg`` (NumPy's LAPACK, or
+cuSOLVER through CuPy) or the backend's ``linalg`` (``scipy.linalg``, ``cupyx.scipy.linalg``)
+on plain arrays; the rules are
 written with these same primitives and matmul (:mod:`dualgpu.rules.decompositions`), so they
 differentiate to any order.
 
@@ -32,6 +35,30 @@ def _square(a: Aval, op: str) -> None:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise DualgpuError(f"linalg.{op}: expected square matrices (..., n, n), got "
                            f"{a.str_short()}")
+
+
+def _broadcast_batch(avals, op: str) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(a.shape[:-2]) for a in avals)))
+    except ValueError:
+        raise DualgpuError(f"linalg.{op}: batch shapes of "
+                           f"{' and '.join(a.str_short() for a in avals)} do not broadcast"
+                           ) from None
+
+
+def _per_matrix(xp, fn, out_shapes, out_dtypes, *arrays):
+    """``fn`` (2-D arrays to a tuple of arrays) applied to each matrix of the broadcast
+    stacks ``arrays``, its results written into arrays of ``out_shapes`` (SciPy's functions
+    take batches in some versions only)."""
+    batch = tuple(np.broadcast_shapes(*(x.shape[:-2] for x in arrays)))
+    if not batch:
+        return tuple(r.astype(dt, copy=False) for r, dt in zip(fn(*arrays), out_dtypes))
+    arrays = [xp.broadcast_to(x, batch + x.shape[-2:]) for x in arrays]
+    outs = tuple(xp.empty(s, dt) for s, dt in zip(out_shapes, out_dtypes))
+    for i in np.ndindex(*batch):
+        for out, r in zip(outs, fn(*(x[i] for x in arrays))):
+            out[i] = r
+    return outs
 
 
 # --------------------------------------------------------------------------- inv
@@ -128,25 +155,46 @@ def _real_only(a: Aval, op: str) -> None:
                            "supported on traced values")
 
 
-def _eigh_shape(avals, uplo="L"):
+EIGH_DRIVERS = ("ev", "evd", "evr", "evx")
+"""SciPy's drivers of ``scipy.linalg.eigh`` (``evr`` its default): the eigenvalues agree,
+the signs of the eigenvectors may not (NumPy's ``eigh`` is ``evd``)."""
+
+
+def _eigh_shape(avals, uplo="L", driver=None):
     a = avals[0]
     if uplo not in ("L", "U"):
         raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {uplo!r}")
+    if driver is not None and driver not in EIGH_DRIVERS:
+        raise DualgpuError(f"linalg.eigh: driver must be one of {EIGH_DRIVERS} or None, got "
+                           f"{driver!r}")
     _square(a, "eigh")
     _real_only(a, "eigh")
     dt = float_dtype(a.dtype)
     return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
 
 
-def _eigh_impl(xp, a, uplo="L"):
-    w, v = xp.linalg.eigh(a, UPLO=uplo)  # LAPACK's own call for each triangle: NumPy's signs
-    return w, v
+def _eigh_impl(xp, a, uplo="L", driver=None):
+    scipy_eigh = getattr(backend_for_xp(xp).linalg, "eigh", None)  # cupyx has none
+    if driver is None or scipy_eigh is None or not a.size:
+        w, v = xp.linalg.eigh(a, UPLO=uplo)  # LAPACK's own call per triangle: NumPy's signs
+        return w, v
+    w, v = _eigh_shape([Aval(a.shape, a.dtype)], uplo, driver)
+    return _per_matrix(xp, lambda m: scipy_eigh(m, lower=uplo == "L", driver=driver,
+                                                check_finite=False),
+                       [w.shape, v.shape], [w.dtype, v.dtype], a)
+
+
+def _eigh_py(names, params):
+    driver = f", driver={params['driver']}" if "driver" in params else ""
+    return f"ops.eigh({names[0]}, {params['uplo']}{driver})"
 
 
 eigh = defprim("eigh", _eigh_impl, _eigh_shape, multiple_results=True, kind=Flag.LIBRARY,
-               py="ops.eigh({0}, {uplo})",
+               py=_eigh_py,
                doc="(eigenvalues ascending, eigenvectors) of the symmetric matrix whose lower "
-                   "(uplo 'L') or upper ('U') triangle is a's.")
+                   "(uplo 'L') or upper ('U') triangle is a's; the eigenvectors' signs are "
+                   "NumPy's, or those of SciPy's LAPACK driver (scipy.linalg.eigh's; on "
+                   "CuPy, cuSOLVER's).")
 
 
 def _eig_shape(avals):
@@ -288,6 +336,97 @@ pinv = defprim("pinv", lambda xp, a, rcond: xp.linalg.pinv(a, rcond), _pinv_shap
                doc="The Moore-Penrose pseudo-inverse (singular values below rcond * the "
                    "largest are dropped); derivatives hold where the rank is constant.")
 
+# --------------------------------------------------------------------------- solve_triangular, LU
+# SciPy's (scipy.linalg, or cupyx.scipy.linalg: the backend's ``linalg``), one matrix at a
+# time (:func:`_per_matrix`): the leading axes are batch axes, broadcast.
+def _solve_triangular_shape(avals, lower=False, trans=0, unit_diagonal=False):
+    a, b = avals
+    _square(a, "solve_triangular")
+    _real_only(a, "solve_triangular")
+    if trans not in (0, 1) or not isinstance(lower, bool) or not isinstance(unit_diagonal,
+                                                                            bool):
+        raise DualgpuError(f"linalg.solve_triangular: trans must be 0 or 1 and lower, "
+                           f"unit_diagonal booleans, got {trans!r}, {lower!r}, "
+                           f"{unit_diagonal!r}")
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise DualgpuError(f"linalg.solve_triangular: {a.str_short()} and {b.str_short()} "
+                           "differ (b is a stack of matrices (..., n, k))")
+    batch = _broadcast_batch(avals, "solve_triangular")
+    return Aval(batch + tuple(b.shape[-2:]), float_dtype(promote([a, b])))
+
+
+def _solve_triangular_impl(xp, a, b, lower=False, trans=0, unit_diagonal=False):
+    solver = backend_for_xp(xp).linalg.solve_triangular
+    out = _solve_triangular_shape([Aval(a.shape, a.dtype), Aval(b.shape, b.dtype)],
+                                  lower, trans, unit_diagonal)
+    if not out.size:
+        return xp.zeros(out.shape, out.dtype)
+    return _per_matrix(xp, lambda a, b: (solver(a, b, trans=trans, lower=lower,
+                                                unit_diagonal=unit_diagonal,
+                                                check_finite=False),),
+                       [out.shape], [out.dtype], a, b)[0]
+
+
+solve_triangular = defprim(
+    "solve_triangular", _solve_triangular_impl, _solve_triangular_shape, kind=Flag.LIBRARY,
+    arity=2, py="ops.solve_triangular({0}, {1}, {lower}, {trans}, {unit_diagonal})",
+    doc="x with t @ x = b (trans 0) or t.T @ x = b (trans 1), t the lower (lower) or upper "
+        "triangle of a, its diagonal taken as ones with unit_diagonal; b a stack of matrices.")
+
+
+def _lu_factor_shape(avals):
+    a = avals[0]
+    _square(a, "lu_factor")
+    _real_only(a, "lu_factor")
+    return [Aval(tuple(a.shape), float_dtype(a.dtype)),
+            Aval(tuple(a.shape[:-1]), np.dtype(np.int32))]
+
+
+def _lu_factor_impl(xp, a):
+    factor = backend_for_xp(xp).linalg.lu_factor
+    lu, piv = _lu_factor_shape([Aval(a.shape, a.dtype)])
+    if not a.size:
+        return xp.zeros(lu.shape, lu.dtype), xp.zeros(piv.shape, piv.dtype)
+    return _per_matrix(xp, lambda a: factor(a, check_finite=False), [lu.shape, piv.shape],
+                       [lu.dtype, piv.dtype], a)
+
+
+lu_factor = defprim(
+    "lu_factor", _lu_factor_impl, _lu_factor_shape, multiple_results=True, kind=Flag.LIBRARY,
+    py="ops.lu_factor({0})",
+    doc="LAPACK's LU factorisation with partial pivoting (lu, piv): P a = L U with L's strict "
+        "lower triangle and U in lu; row i was interchanged with row piv[i] (int32), in turn.")
+
+
+def _pivots_shape(avals):
+    piv = avals[0]
+    if piv.ndim < 1 or piv.dtype.kind not in "iu":
+        raise DualgpuError(f"lu_pivots_to_permutation: expected integer pivots (..., n), got "
+                           f"{piv.str_short()}")
+    return Aval(tuple(piv.shape), np.dtype(np.int32))
+
+
+def _pivots_impl(xp, piv):
+    """The permutation ``perm`` with ``(P a) = a[perm]``: LAPACK's row interchanges applied
+    in turn to ``arange(n)``."""
+    n = piv.shape[-1]
+    rows = piv.reshape(-1, n).astype(np.int64)
+    perm = xp.tile(xp.arange(n, dtype=np.int32), (rows.shape[0], 1))
+    batch = xp.arange(rows.shape[0])
+    for i in range(n):
+        j = rows[:, i]
+        here, there = perm[:, i].copy(), perm[batch, j]
+        perm[:, i] = there
+        perm[batch, j] = here
+    return perm.reshape(piv.shape)
+
+
+lu_pivots_to_permutation = defprim(
+    "lu_pivots_to_permutation", _pivots_impl, _pivots_shape, kind=Flag.LIBRARY,
+    differentiable=False, py="ops.lu_pivots_to_permutation({0})",
+    doc="The row permutation (int32) of LAPACK's pivots: (P a) = a[perm]; no derivative.")
+
+
 # --------------------------------------------------------------------------- exported modules
 # the functions a module of dg.export defines for the ops it calls as ops.<name>
 defstandalone(solve, (
@@ -296,7 +435,17 @@ defstandalone(solve, (
         '        return xp.linalg.solve(a, b[:, None])[..., 0]\n'
         '    return xp.linalg.solve(a, b)\n'))
 defstandalone(slogdet, 'def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n')
-defstandalone(eigh, "def eigh(a, uplo='L'):\n    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n")
+defstandalone(eigh, (
+        "def eigh(a, uplo='L', driver=None):\n"
+        "    if driver is None:\n"
+        "        return tuple(xp.linalg.eigh(a, UPLO=uplo))\n"
+        "    import scipy.linalg\n"
+        "    parts = [scipy.linalg.eigh(m, lower=uplo == 'L', driver=driver)\n"
+        "             for m in a.reshape((-1,) + a.shape[-2:])]\n"
+        "    return (xp.stack([p[0] for p in parts]).reshape(a.shape[:-1]),\n"
+        "            xp.stack([p[1] for p in parts]).reshape(a.shape))\n"),
+              cupy=("def eigh(a, uplo='L', driver=None):  # cuSOLVER's signs\n"
+                    "    return tuple(xp.linalg.eigh(a, UPLO=uplo))\n"))
 defstandalone(eig, (
         'def eig(a):\n'
         '    w, v = xp.linalg.eig(a)\n'
@@ -315,3 +464,45 @@ defstandalone(eig, (
               cupy_refused='CuPy has no general eigensolver')
 defstandalone(svd, 'def svd(a):\n    return tuple(xp.linalg.svd(a, full_matrices=False))\n')
 defstandalone(qr, "def qr(a):\n    return tuple(xp.linalg.qr(a, mode='reduced'))\n")
+
+def _scipy_standalone(prim, body: str) -> None:
+    """``prim``'s exported function: ``body`` (which calls ``one``, the SciPy function of one
+    matrix) with ``one`` from scipy.linalg, or cupyx.scipy.linalg for CuPy."""
+    for library, module in (("numpy", "scipy.linalg"), ("cupy", "cupyx.scipy.linalg")):
+        prim.standalone[library] = body.replace("LINALG", module)
+
+
+_scipy_standalone(solve_triangular, (
+    'def solve_triangular(a, b, lower, trans, unit_diagonal):\n'
+    '    import LINALG\n'
+    '    def one(a, b):\n'
+    '        return LINALG.solve_triangular(a, b, trans=trans, lower=lower,\n'
+    '                                       unit_diagonal=unit_diagonal)\n'
+    '    if a.ndim == 2 and b.ndim == 2:\n'
+    '        return one(a, b)\n'
+    '    nd = max(a.ndim, b.ndim)\n'
+    '    a, b = (x.reshape((1,) * (nd - x.ndim) + x.shape) for x in (a, b))\n'
+    '    batch = tuple(max(i, j) for i, j in zip(a.shape[:-2], b.shape[:-2]))\n'
+    '    a, b = (xp.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])\n'
+    '            for x in (a, b))\n'
+    '    return xp.stack([one(p, q) for p, q in zip(a, b)]).reshape(batch + b.shape[-2:])\n'))
+_scipy_standalone(lu_factor, (
+    'def lu_factor(a):\n'
+    '    import LINALG\n'
+    '    if a.ndim == 2:\n'
+    '        return LINALG.lu_factor(a)\n'
+    '    parts = [LINALG.lu_factor(m) for m in a.reshape((-1,) + a.shape[-2:])]\n'
+    '    return (xp.stack([p[0] for p in parts]).reshape(a.shape),\n'
+    '            xp.stack([p[1] for p in parts]).reshape(a.shape[:-1]))\n'))
+defstandalone(lu_pivots_to_permutation, (
+        'def lu_pivots_to_permutation(piv):\n'
+        '    n = piv.shape[-1]\n'
+        '    rows = piv.reshape(-1, n).astype(xp.int64)\n'
+        '    perm = xp.tile(xp.arange(n, dtype=xp.int32), (rows.shape[0], 1))\n'
+        '    batch = xp.arange(rows.shape[0])\n'
+        '    for i in range(n):\n'
+        '        j = rows[:, i]\n'
+        '        here, there = perm[:, i].copy(), perm[batch, j]\n'
+        '        perm[:, i] = there\n'
+        '        perm[batch, j] = here\n'
+        '    return perm.reshape(piv.shape)\n'))

@@ -1,12 +1,27 @@
-"""Derivatives of solve, inv, det, slogdet and cholesky, written with these same
-primitives and matmul, so that they differentiate to any order."""
+"""Derivatives of solve, inv, det, slogdet, cholesky, the eigen-, singular-value and QR
+decompositions, solve_triangular and lu_factor, written with these same primitives and
+matmul, so that they differentiate to any order."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import lax
 from ..core.primitives import defrules
-from ..ops.decompositions import cholesky, det, eig, eigh, inv, pinv, qr, slogdet, solve, svd
+from ..ops.decompositions import (
+    cholesky,
+    det,
+    eig,
+    eigh,
+    inv,
+    lu_factor,
+    lu_pivots_to_permutation,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_triangular,
+    svd,
+)
 from ..ops.products import matmul
 from . import _batching as batching
 from . import _sparsity as sparsity
@@ -269,9 +284,9 @@ def _read_adjoint(s_bar, uplo):
     return _lower_adjoint(s_bar) if uplo == "L" else _mT(_lower_adjoint(_mT(s_bar)))
 
 
-def _eigh_jvp(primals, tangents, uplo="L"):
+def _eigh_jvp(primals, tangents, uplo="L", **driver):
     a = primals[0]
-    w, v = eigh.bind(a, uplo=uplo)
+    w, v = eigh.bind(a, uplo=uplo, **driver)
     t = tangents[0]
     if t is None:
         return (w, v), (None, None)
@@ -281,7 +296,7 @@ def _eigh_jvp(primals, tangents, uplo="L"):
     return (w, v), (w_dot, v_dot)
 
 
-def _eigh_vjp(cts, primals, ans, uplo="L"):
+def _eigh_vjp(cts, primals, ans, uplo="L", driver=None):
     w_bar, v_bar = cts
     w, v = ans
     inner = None
@@ -465,6 +480,91 @@ defrules(svd, jvp=_svd_jvp, vjp=_svd_vjp)
 defrules(qr, jvp=_qr_jvp, vjp=_qr_vjp)
 defrules(pinv, jvp=_pinv_jvp, vjp=_pinv_vjp)
 
+# --------------------------------------------------------------------------- solve_triangular, LU
+def _triangle_mask(n, lower, strict=False):
+    low = np.tri(n, n, -1 if strict else 0, dtype=bool)
+    return low if lower else low.T
+
+
+def _triangle(t, lower, strict=False):
+    """The lower (upper) triangle of t, zero elsewhere; without the diagonal when strict."""
+    return lax.where(_triangle_mask(lax.shape_of(t)[-1], lower, strict), t, 0.0)
+
+
+# x = op(T)^-1 b with T the triangle solve_triangular reads (its diagonal ones when
+# unit_diagonal) and op(T) = T or T^T: dx = op(T)^-1 (db - op(dT) x); the cotangent of b is
+# op(T)^-T g and that of a the triangle of -b_bar x^T (of -x b_bar^T when transposed).
+def _solve_triangular_jvp(primals, tangents, lower=False, trans=0, unit_diagonal=False):
+    a, b = primals
+    ta, tb = tangents
+    params = dict(lower=lower, trans=trans, unit_diagonal=unit_diagonal)
+    ans = solve_triangular.bind(a, b, **params)
+    rhs = tb
+    if ta is not None:
+        t = _triangle(ta, lower, strict=unit_diagonal)
+        term = matmul.bind(_mT(t) if trans else t, ans)
+        rhs = lax.negative(term) if rhs is None else lax.subtract(rhs, term)
+    return ans, None if rhs is None else solve_triangular.bind(a, rhs, **params)
+
+
+def _solve_triangular_vjp(g, primals, ans, lower=False, trans=0, unit_diagonal=False):
+    a, b = primals
+    b_bar = solve_triangular.bind(a, g, lower=lower, trans=1 - trans,
+                                  unit_diagonal=unit_diagonal)
+    ca = None
+    if wants_cotangent(a):
+        outer = matmul.bind(ans, _mT(b_bar)) if trans else matmul.bind(b_bar, _mT(ans))
+        ca = unbroadcast(lax.negative(_triangle(outer, lower, strict=unit_diagonal)), a.aval)
+    return ca, unbroadcast(b_bar, b.aval) if wants_cotangent(b) else None
+
+
+def _lu_parts(lu):
+    """(L, U) of a factorisation ``lu``: L unit lower, U upper."""
+    n = lax.shape_of(lu)[-1]
+    return lax.add(_triangle(lu, True, strict=True), _eye_like(n, lu)), _triangle(lu, False)
+
+
+def _rows_permuted(t, perm):
+    """P t: the rows of t in the order of ``perm``."""
+    return lax.take_along_axis(t, lax.expand_dims(perm, -1), axis=-2)
+
+
+# P A = L U. With X = L^-1 P dA U^-1: dL = L sl(X), dU = u(X) U (sl the strict lower
+# triangle, u the upper one), and lu holds both: d lu = L sl(X) + u(X) U. The VJP is the
+# transpose: X_bar = sl(L^T G) + u(G U^T), A_bar = P^T L^-T X_bar U^-T.
+def _lu_factor_jvp(primals, tangents):
+    a = primals[0]
+    lu, piv = lu_factor.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (lu, piv), (None, None)
+    low, up = _lu_parts(lu)
+    pt = _rows_permuted(t, lu_pivots_to_permutation.bind(piv))
+    y = solve_triangular.bind(lu, pt, lower=True, trans=0, unit_diagonal=True)
+    x = _mT(solve_triangular.bind(lu, _mT(y), lower=False, trans=1, unit_diagonal=False))
+    lu_dot = lax.add(matmul.bind(low, _triangle(x, True, strict=True)),
+                     matmul.bind(_triangle(x, False), up))
+    return (lu, piv), (lu_dot, None)
+
+
+def _lu_factor_vjp(cts, primals, ans):
+    g = cts[0]
+    if g is None:
+        return (None,)
+    lu, piv = ans
+    low, up = _lu_parts(lu)
+    x_bar = lax.add(_triangle(matmul.bind(_mT(low), g), True, strict=True),
+                    _triangle(matmul.bind(g, _mT(up)), False))
+    z = solve_triangular.bind(lu, x_bar, lower=True, trans=1, unit_diagonal=True)
+    z = _mT(solve_triangular.bind(lu, _mT(z), lower=False, trans=0, unit_diagonal=False))
+    perm = lax.expand_dims(lu_pivots_to_permutation.bind(piv), -1)
+    return (lax.put_along_axis_add(z, perm, -2, lax.shape_of(z)),)  # P^T z
+
+
+defrules(solve_triangular, jvp=_solve_triangular_jvp, vjp=_solve_triangular_vjp)
+defrules(lu_factor, jvp=_lu_factor_jvp, vjp=_lu_factor_vjp)
+
+
 # --------------------------------------------------------------------------- batching (vmap)
 def _solve_vmap(eqn, args, batched, size):
     a, b = args
@@ -490,11 +590,20 @@ def _solve_vmap(eqn, args, batched, size):
     return batching.one(batching.drop_to(solve.bind(a2, b2), size, eqn))
 
 
-for _prim in (inv, det, slogdet, cholesky, eigh, eig, svd, qr, pinv):
+def _solve_triangular_vmap(eqn, args, batched, size):
+    """Both operands given the batch axis (length 1 where unbatched): batch axes broadcast."""
+    a, b = (x if bt else lax.expand_dims(x, 0) for x, bt in zip(args, batched))
+    return batching.one(solve_triangular.bind(*batching.pad_batch(a, b), **eqn.params))
+
+
+for _prim in (inv, det, slogdet, cholesky, eigh, eig, svd, qr, pinv, lu_factor,
+              lu_pivots_to_permutation):
     defrules(_prim, vmap=batching.leading_axes_rule)  # leading axes are batch axes already
 defrules(solve, vmap=_solve_vmap)
+defrules(solve_triangular, vmap=_solve_triangular_vmap)
 
 
 # sparsity patterns: every entry of a decomposition may depend on every entry of its operands
-for _prim in (inv, solve, det, slogdet, cholesky, eigh, eig, svd, qr, pinv):
+for _prim in (inv, solve, det, slogdet, cholesky, eigh, eig, svd, qr, pinv, solve_triangular,
+              lu_factor):
     defrules(_prim, sparsity=sparsity.dense_block)

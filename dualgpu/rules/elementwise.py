@@ -206,6 +206,8 @@ def _convert_vjp(g, primals, ans, dtype):
     x = primals[0]
     if not wants_cotangent(x):
         return (None,)
+    if x.dtype.kind == "f" and np.dtype(g.dtype).kind == "c":
+        g = ew.real.bind(g)  # a real value cast to complex: the real part (no ComplexWarning)
     return (ew.convert_element_type.bind(g, dtype=x.dtype),)
 
 

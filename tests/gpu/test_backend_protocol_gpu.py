@@ -15,6 +15,7 @@ from gpu_device import cupy_or_skip  # noqa: E402
 
 cp = cupy_or_skip()
 
+import cupyx.scipy.linalg  # noqa: E402
 import cupyx.scipy.sparse  # noqa: E402
 import cupyx.scipy.sparse.linalg  # noqa: E402
 import cupyx.scipy.special  # noqa: E402
@@ -34,8 +35,9 @@ def test_detection_and_modules():
     b = _cupy()
     assert missing_members(type(b)) == []
     assert isinstance(b, CupyBackend) and b is backend_for_xp(cp) is backend_named("cupy")
-    assert (b.xp, b.special, b.sparse, b.sparse_linalg) == (
-        cp, cupyx.scipy.special, cupyx.scipy.sparse, cupyx.scipy.sparse.linalg)
+    assert (b.xp, b.special, b.linalg, b.sparse, b.sparse_linalg) == (
+        cp, cupyx.scipy.special, cupyx.scipy.linalg, cupyx.scipy.sparse,
+        cupyx.scipy.sparse.linalg)
     assert (b.name, b.export_target) == ("cupy", "cupy")
     assert b.on_device and b.runs_fused_kernels and b.replays_cuda_graphs
     assert not b.runs_host_kernels

@@ -1,12 +1,14 @@
 """NumPy functions beyond the elementwise registry ops on CuPy (sorting, linear-algebra
-decompositions, interpolation, convolution, NaN-aware reductions, array construction):
-values, gradients and HVPs equal the NumPy backend's (which the CPU tests check against
-finite differences). Library ops (sort, eigh, eig, svd, qr, pinv) run through cupy /
-cuSOLVER; the compositions through the fused kernels."""
+decompositions, scipy.linalg's functions, interpolation, convolution, NaN-aware reductions,
+array construction): values, gradients and HVPs equal the NumPy backend's (which the CPU
+tests check against finite differences). Library ops (sort, eigh, eig, svd, qr, pinv) run
+through cupy / cuSOLVER, solve_triangular and lu_factor through cupyx.scipy.linalg; the
+compositions through the fused kernels."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import dualgpu as dg
 
@@ -26,6 +28,14 @@ CASES = {
     "svd": (lambda a: np.linalg.svd(a, full_matrices=False)[1], TALL),
     "norm 2": (lambda a: np.linalg.norm(a, 2) * a, TALL),
     "qr": (lambda a: np.linalg.qr(a)[1], TALL),
+    # scipy.linalg on CuPy arrays: cupyx.scipy.linalg's solve_triangular and lu_factor
+    "scipy cholesky cho_solve": (lambda a: scipy.linalg.cho_solve(
+        scipy.linalg.cho_factor(a @ a.T), a[:, :2]) + scipy.linalg.cholesky(a @ a.T)[:, :2], SYM),
+    "scipy solve_triangular": (lambda a: scipy.linalg.solve_triangular(
+        a, a[:, 1], trans=1, lower=True), SYM),
+    "scipy lu_solve": (lambda a: scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), a[::-1])
+                       + scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), a[0], trans=1), SYM),
+    "scipy qr economic": (lambda a: scipy.linalg.qr(a, mode="economic")[1], TALL),
     "pinv": (lambda a: np.linalg.pinv(a), TALL),
     "lstsq": (lambda a: np.linalg.lstsq(a, a[:, 0] + 1.0)[0], TALL),
     "convolve": (lambda x: np.convolve(x[0], x[1, :3], "same"), X),
