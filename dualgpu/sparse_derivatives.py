@@ -23,7 +23,15 @@ import scipy.sparse as sp
 
 from . import api
 from .backends import array_backend
-from .coloring import column_coloring, row_coloring, symmetric_coloring
+from .coloring import (
+    METHODS,
+    column_coloring,
+    decompress,
+    hessian_coloring,
+    is_structurally_symmetric,
+    row_coloring,
+    symmetric_decompression,
+)
 from .core.flags import Flag
 from .core.interpret import eval_graph
 from .core.ir import Const, Graph
@@ -130,7 +138,7 @@ class _Plan:
     program built from the same trace: it is never paired with another trace's program."""
 
     def __init__(self, pattern: sp.csr_matrix, colors: np.ndarray, mode: str,
-                 seed_shape: tuple, seed_dtype, dtype):
+                 seed_shape: tuple, seed_dtype, dtype, decompression=None):
         self.pattern = pattern
         self.colors = colors
         self.mode = mode
@@ -146,6 +154,13 @@ class _Plan:
             self.index = colors[rows] * pattern.shape[1] + cols
         else:               # product k holds column-colored columns: (i, j) at (colors[j], i)
             self.index = colors[cols] * pattern.shape[0] + rows
+        # a Hessian's: direct (an index map, entries read from a column's or a row's
+        # product) or substitution (dualgpu.coloring.decompress)
+        self.substitution = None
+        if decompression is not None and decompression.nodes is None:
+            self.index = decompression.index
+        elif decompression is not None:
+            self.substitution = decompression
         self._on_device: dict = {}
 
     def seeds(self, backend) -> object:
@@ -173,6 +188,23 @@ class _Plan:
                                     xp.asarray(self.pattern.indices.astype(index_type)),
                                     xp.asarray(self.pattern.indptr.astype(index_type)))
         return self._on_device[key]
+
+    def substitution_arrays(self, backend):
+        """The arrays of the substitution (:class:`~dualgpu.coloring.Decompression`) on
+        ``backend``'s device (made once)."""
+        key = ("substitution", backend.name)
+        if key not in self._on_device:
+            arrays = {name: backend.xp.asarray(a)
+                      for name, a in self.substitution.arrays().items()}
+            self._on_device[key] = type(self.substitution)(**arrays)
+        return self._on_device[key]
+
+    def decompress(self, products, backend):
+        """The CSR values from the products ``(n_colors, size)``."""
+        flat = products.reshape(-1)
+        if self.substitution is not None:
+            return decompress(flat, self.substitution_arrays(backend))
+        return flat[self.index_arrays(backend)[0]]
 
     def places_per_color(self) -> list:
         """Per color ``k``: the places in the CSR values of its entries and their positions
@@ -224,6 +256,10 @@ class _PerColor:
     def __call__(self, *inputs) -> list:
         plan = self.plan
         seeds = plan.seeds(self.exe.backend)
+        if plan.substitution is not None:   # every product first, then substitution
+            products = np.stack([self.exe(*inputs, seeds[k])[0].reshape(-1)
+                                 for k in range(plan.n_colors)])
+            return [plan.decompress(products, self.exe.backend).astype(plan.dtype, copy=False)]
         values = np.empty(plan.pattern.nnz, dtype=plan.dtype)
         for k, (places, rows) in enumerate(plan.places_per_color()):
             values[places] = self.exe(*inputs, seeds[k])[0].reshape(-1)[rows]
@@ -382,7 +418,7 @@ class _Sparse(api.Transformed):
             if batched is None:   # no entries
                 return [xp.zeros(0, dtype=plan.dtype), indices, indptr]
             (products,) = eval_graph(batched, list(inputs) + [seeds])
-            values = products.reshape(-1)[index]
+            values = plan.decompress(products, backend)
             return [values.astype(plan.dtype) if values.dtype != plan.dtype else values,
                     indices, indptr]
 
@@ -528,7 +564,9 @@ class _SparseJacobian(_Sparse):
         columns = rows = None
         if mode in ("fwd", "auto"):
             columns = column_coloring(pattern)
-        if mode in ("rev", "auto"):
+        if mode == "auto" and is_structurally_symmetric(pattern):
+            rows = columns   # what row_coloring would compute again
+        elif mode in ("rev", "auto"):
             rows = row_coloring(pattern)
         if mode == "auto":
             mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
@@ -548,6 +586,17 @@ class _SparseJacobian(_Sparse):
 class _SparseHessian(_Sparse):
     kind = "sparse_hessian"
     per_color = True   # on the host: one HVP per color (:class:`_PerColor`)
+
+    def __init__(self, fn, argnums=0, pattern=None, check_pattern: bool = False,
+                 coloring: str = "auto"):
+        if coloring not in METHODS:
+            raise InvalidArgumentError(f"dg.sparse_hessian: coloring must be one of "
+                                       f"{', '.join(map(repr, METHODS))}, got {coloring!r}")
+        self.coloring_method = coloring
+        super().__init__(fn, argnums, pattern, check_pattern)
+
+    def options(self) -> dict:
+        return {**super().options(), "coloring": self.coloring_method}
 
     @staticmethod
     def _shape(graph: Graph, k: int) -> tuple:
@@ -575,8 +624,11 @@ class _SparseHessian(_Sparse):
 
     def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
         x = graph.inputs[k]
-        return _Plan(pattern, symmetric_coloring(pattern), "fwd", tuple(x.shape), x.dtype,
-                     x.dtype)
+        pattern = sp.csr_matrix(pattern, copy=True)
+        pattern.sort_indices()
+        colors = hessian_coloring(pattern, self.coloring_method)
+        decompression = symmetric_decompression(pattern, colors, self.coloring_method)
+        return _Plan(pattern, colors, "fwd", tuple(x.shape), x.dtype, x.dtype, decompression)
 
     def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
         return hvp_graph(graph, [k], value=False, grads=False)
@@ -643,7 +695,8 @@ def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=
     return _SparseJacobian(fn, argnums, mode, pattern, check_pattern)
 
 
-def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: bool = False):
+def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: bool = False,
+                   coloring: str = "auto"):
     """``sparse_hessian(f)(*args)``: the Hessian of the scalar ``f`` with respect to argument
     ``argnums`` as a CSR matrix of the argument's dtype (n x n over its flattened entries).
 
@@ -664,4 +717,4 @@ def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: 
         >>> hess.coloring(np.zeros(4)).tolist()
         [0, 1, 2, 0]
     """
-    return _SparseHessian(fn, argnums, pattern, check_pattern)
+    return _SparseHessian(fn, argnums, pattern, check_pattern, coloring)

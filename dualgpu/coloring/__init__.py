@@ -37,6 +37,7 @@ from .distance import (
     greedy,
     greedy_columns,
     intersection_degrees,
+    is_structurally_symmetric,
     is_valid_column_coloring,
     lattice_coloring,
     networkx_coloring,
@@ -60,7 +61,7 @@ from .symmetric import (
 )
 
 __all__ = ["InvalidArgumentError", "DSATUR_EDGES", "NETWORKX_EDGES", "column_coloring",
-           "distance2_graph", "dsatur", "greedy", "greedy_columns", "intersection_degrees",
+           "distance2_graph", "dsatur", "greedy", "greedy_columns", "intersection_degrees", "is_structurally_symmetric",
            "is_valid_column_coloring", "lattice_coloring", "networkx_coloring",
            "row_coloring", "smallest_last_order", "symmetric_coloring",
            "METHODS", "STAR_AUTO_EDGES", "Decompression", "acyclic_coloring", "decompress",
