@@ -25,10 +25,15 @@ from . import api
 from .backends import array_backend
 from .coloring import (
     METHODS,
+    Decompression,
+    bicoloring,
+    bidirectional_index,
     column_coloring,
     decompress,
+    has_dense_lines,
     hessian_coloring,
     is_structurally_symmetric,
+    products,
     row_coloring,
     symmetric_decompression,
 )
@@ -52,7 +57,7 @@ from .vectorize import jacobian
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian"]
 
-MODES = ("fwd", "rev", "auto")
+MODES = ("fwd", "rev", "auto", "bidirectional")
 SPY_MARKERS = 100_000   # patterns with more entries are drawn as an image of at most
 SPY_PIXELS = 1_000      # this many pixels a side (each pixel: the largest color in it)
 
@@ -170,7 +175,8 @@ class _Plan:
         if key not in self._on_device:
             size = int(np.prod(self.seed_shape, dtype=np.int64))
             seeds = np.zeros((self.n_colors, size), dtype=self.seed_dtype)
-            seeds[self.colors, np.arange(size)] = 1
+            seeded = self.colors >= 0   # -1: in no seed (a bicoloring's)
+            seeds[self.colors[seeded], np.arange(size)[seeded]] = 1
             self._on_device[key] = backend.xp.asarray(
                 seeds.reshape((self.n_colors,) + self.seed_shape))
         return self._on_device[key]
@@ -241,6 +247,21 @@ class _Plan:
         ``dg.jit``, ``dg.grad``...): traced values on the concrete pattern."""
         _, indices, indptr = self.index_arrays(backend)
         return SparseValue(values, Pattern("csr", self.pattern.shape, indices, indptr))
+
+
+class _BidirectionalPlan(_Plan):
+    """``mode="bidirectional"``: forward products for the column colors and reverse products
+    for the row colors (:func:`~dualgpu.coloring.bicoloring`), each entry gathered from
+    the flat ``[forward..., reverse...]`` products."""
+
+    def __init__(self, pattern, column_colors, row_colors, x, out):
+        index = bidirectional_index(pattern, column_colors, row_colors)
+        super().__init__(pattern, column_colors, "bidirectional", tuple(x.shape), x.dtype,
+                         x.dtype, Decompression(index))
+        self.row_colors = row_colors
+        self.forward = _Plan(pattern, column_colors, "fwd", tuple(x.shape), x.dtype, x.dtype)
+        self.reverse = _Plan(pattern, row_colors, "rev", tuple(out.shape), out.dtype, x.dtype)
+        self.n_colors = self.forward.n_colors + self.reverse.n_colors
 
 
 class _PerColor:
@@ -403,21 +424,25 @@ class _Sparse(api.Transformed):
         Seeds and index arrays are the program's constants, so a cached call is one program
         run on the arguments alone, decompression included. With ``plan.per_color``: the
         one product ``(*inputs, seed) -> product``, run per color by :class:`_PerColor`."""
-        product = simplify(self._product_graph(graph, k, plan.mode))
-        if plan.per_color:
-            return product
+        parts = [(plan.forward, "fwd"), (plan.reverse, "rev")] \
+            if plan.mode == "bidirectional" else [(plan, plan.mode)]
         n = len(graph.inputs)
-        batched = None
-        if plan.n_colors:
-            batched, _ = batch_graph(product, [None] * n + [0], plan.n_colors, [0])
+        batched = []   # per part: the batched product and its seeds
+        for part, mode in parts:
+            product = simplify(self._product_graph(graph, k, mode))
+            if plan.per_color:
+                return product
+            if part.n_colors:
+                batched.append((batch_graph(product, [None] * n + [0], part.n_colors, [0])[0],
+                                part.seeds(backend)))
         xp = graph.xp or backend.xp
-        seeds = plan.seeds(backend)
         index, indices, indptr = plan.index_arrays(backend)
 
         def compressed(*inputs):
-            if batched is None:   # no entries
+            if not batched:   # no entries
                 return [xp.zeros(0, dtype=plan.dtype), indices, indptr]
-            (products,) = eval_graph(batched, list(inputs) + [seeds])
+            flat = [eval_graph(b, list(inputs) + [seeds])[0].reshape(-1) for b, seeds in batched]
+            products = flat[0] if len(flat) == 1 else np.concatenate(flat)
             values = plan.decompress(products, backend)
             return [values.astype(plan.dtype) if values.dtype != plan.dtype else values,
                     indices, indptr]
@@ -492,8 +517,12 @@ class _Sparse(api.Transformed):
 
     def coloring(self, *args, **kwargs) -> np.ndarray:
         """The color of each column (of each row for ``mode="rev"``): the entries of one
-        color come from one product."""
-        return self._entry(args, kwargs).trees.colors
+        color come from one product. A bicoloring (``mode="bidirectional"``): the pair of
+        the columns' forward colors and the rows' reverse colors (-1: in no seed)."""
+        plan = self._entry(args, kwargs).trees
+        if plan.mode == "bidirectional":
+            return plan.colors, plan.row_colors
+        return plan.colors
 
     def sparsity(self, *args, **kwargs) -> sp.csr_matrix:
         """The pattern the transform uses at this signature (boolean CSR)."""
@@ -562,15 +591,21 @@ class _SparseJacobian(_Sparse):
     def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
         mode = self.mode
         columns = rows = None
-        if mode in ("fwd", "auto"):
+        both = mode in ("auto", "bidirectional")
+        if mode == "fwd" or both:
             columns = column_coloring(pattern)
-        if mode == "auto" and is_structurally_symmetric(pattern):
+        if both and is_structurally_symmetric(pattern):
             rows = columns   # what row_coloring would compute again
-        elif mode in ("rev", "auto"):
+        elif mode == "rev" or both:
             rows = row_coloring(pattern)
+        x, out = graph.inputs[k], graph.outputs[0]
+        if mode == "bidirectional" or (mode == "auto" and has_dense_lines(pattern)):
+            bicolors = bicoloring(pattern, columns, rows)
+            fewest = min(columns.max(initial=-1), rows.max(initial=-1)) + 1
+            if mode == "bidirectional" or products(*bicolors) < fewest:
+                return _BidirectionalPlan(pattern, *bicolors, x, out)
         if mode == "auto":
             mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
-        x, out = graph.inputs[k], graph.outputs[0]
         seed = out if mode == "rev" else x
         return _Plan(pattern, columns if mode == "fwd" else rows, mode, tuple(seed.shape),
                      seed.dtype, x.dtype)

@@ -28,6 +28,7 @@ Rosenbrock, 5 for the 5-point Laplacian, at any size).
 [0, 1, 2, 0, 1, 2]
 """
 from ..errors import InvalidArgumentError
+from .bicoloring import bicoloring, bidirectional_index, has_dense_lines, products
 from .distance import (
     DSATUR_EDGES,
     NETWORKX_EDGES,
@@ -60,7 +61,8 @@ from .symmetric import (
     symmetric_decompression,
 )
 
-__all__ = ["InvalidArgumentError", "DSATUR_EDGES", "NETWORKX_EDGES", "column_coloring",
+__all__ = ["InvalidArgumentError", "bicoloring", "bidirectional_index", "has_dense_lines", "products",
+           "DSATUR_EDGES", "NETWORKX_EDGES", "column_coloring",
            "distance2_graph", "dsatur", "greedy", "greedy_columns", "intersection_degrees", "is_structurally_symmetric",
            "is_valid_column_coloring", "lattice_coloring", "networkx_coloring",
            "row_coloring", "smallest_last_order", "symmetric_coloring",
