@@ -56,3 +56,23 @@ def test_coloring_is_part_of_the_cache_key_and_checked():
     assert star.coloring(x).max() > acyclic.coloring(x).max()
     with pytest.raises(dg.DualgpuError, match="coloring must be one of .*got 'greedy'"):
         dg.sparse_hessian(hub_and_chain, coloring="greedy")
+
+
+# ------------------------------------------------------------------ bicoloring
+def arrowhead(x):
+    """One dense row (the first output), one dense column (x[0] in every output), the
+    diagonal: n JVPs or n VJPs, or 2 JVPs and 1 VJP."""
+    return np.concatenate([[np.sum(x ** 2)], x[1:] ** 3 + np.sin(x[0]) * x[1:]])
+
+
+@pytest.mark.parametrize("mode", ["bidirectional", "auto"])
+def test_arrowhead_jacobian_with_three_products(mode):
+    x = np.random.default_rng(3).standard_normal(24)
+    jac = dg.sparse_jacobian(arrowhead, mode=mode)
+    dense = dg.jacobian(arrowhead)(x)
+    np.testing.assert_allclose(jac(x).toarray(), dense, rtol=1e-13, atol=1e-13)
+    columns, rows = jac.coloring(x)
+    assert (columns.max() + 1, rows.max() + 1) == (2, 1)
+    inside = dg.jit(lambda y: jac(y).toarray())(x)
+    np.testing.assert_allclose(inside, dense, rtol=1e-13, atol=1e-13)
+    assert dg.sparse_jacobian(arrowhead, mode="fwd").coloring(x).max() + 1 == 24
