@@ -34,6 +34,7 @@ LATTICE_WIDTHS = 6
 LATTICE_EXTRA_COLORS = 2
 LATTICE_MAX_COLORS = 64
 LATTICE_PROBE_ROWS = 2048   # rows checked first (start and middle) before the full check
+LATTICE_WIDTH_ROWS = 8192   # rows (start and middle) whose offsets propose the widths
 
 
 def column_coloring(pattern) -> np.ndarray:
@@ -125,11 +126,18 @@ def _rows_distinct(indptr, indices, colors) -> bool:
 
 def _lattice_widths(pattern) -> list[int]:
     """The most frequent offsets of the pattern's columns from the first column of their
-    row (and from the row's index when square): a grid's row width is among them."""
-    rows = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
-    cols = pattern.indices.astype(np.int64)
-    first = pattern.indices[np.minimum(pattern.indptr[:-1], max(pattern.nnz - 1, 0))]
-    offsets = [cols - first[rows].astype(np.int64)]
+    row (and from the row's index when square), in :data:`LATTICE_WIDTH_ROWS` rows at the
+    start and in the middle: a grid's row width is among them."""
+    m = pattern.shape[0]
+    sample = np.unique(np.concatenate([np.arange(s, min(s + LATTICE_WIDTH_ROWS, m))
+                                       for s in (0, m // 2)]))
+    part = pattern[sample]   # rows at the start and in the middle suffice to find widths
+    per_row = np.diff(part.indptr)
+    rows = np.repeat(sample.astype(np.int64), per_row)
+    cols = part.indices.astype(np.int64)
+    first = np.repeat(part.indices[np.minimum(part.indptr[:-1], max(part.nnz - 1, 0))],
+                      per_row)
+    offsets = [cols - first.astype(np.int64)]
     if pattern.shape[0] == pattern.shape[1]:
         offsets.append(np.abs(cols - rows))
     offsets = np.concatenate(offsets)

@@ -38,8 +38,8 @@ from scipy.sparse import csgraph
 from ..errors import InvalidArgumentError
 from .distance import _pattern, _without_diagonal, symmetric_coloring
 
-# the largest adjacency graphs (edges) whose "auto" coloring also tries greedy star
-# coloring (Python, O(edges x degree): about 1 s at 10^5 edges of degree 8)
+# the largest patterns (entries / 2, about the edges) whose "auto" coloring also tries greedy
+# star coloring (Python, O(edges x degree): about 0.25 s at 10^5 edges of degree 4)
 STAR_AUTO_EDGES = 100_000
 METHODS = ("auto", "distance2", "star", "acyclic")
 
@@ -48,8 +48,8 @@ def hessian_coloring(pattern, method: str = "auto") -> np.ndarray:
     """A color per column of the symmetric ``pattern`` for ``method``: ``"distance2"``
     (:func:`~dualgpu.coloring.symmetric_coloring`), ``"star"`` (:func:`star_coloring`),
     ``"acyclic"`` (:func:`acyclic_coloring`, decompressed by substitution) or ``"auto"``
-    (direct decompression: distance-2, and star on graphs of up to :data:`STAR_AUTO_EDGES`
-    edges)."""
+    (direct decompression: distance-2, and star on patterns of up to twice
+    :data:`STAR_AUTO_EDGES` entries)."""
     pattern = _square(pattern, "hessian_coloring")
     if method == "distance2":
         return symmetric_coloring(pattern)
@@ -58,7 +58,7 @@ def hessian_coloring(pattern, method: str = "auto") -> np.ndarray:
     if method == "acyclic":
         return acyclic_coloring(pattern)
     if method == "auto":
-        if _without_diagonal(pattern).nnz // 2 <= STAR_AUTO_EDGES:
+        if pattern.nnz // 2 <= STAR_AUTO_EDGES:
             return star_coloring(pattern)
         return symmetric_coloring(pattern)
     raise InvalidArgumentError(f"hessian coloring: method must be one of "
@@ -245,19 +245,22 @@ def symmetric_decompression(pattern, colors, method: str) -> Decompression:
     the coloring does not allow it."""
     p = _square(pattern, "symmetric_decompression")
     p.sort_indices()
-    if (p != p.T).nnz:
-        raise InvalidArgumentError("symmetric_decompression: the pattern must be "
-                                   "structurally symmetric")
     colors = np.asarray(colors, dtype=np.int64)
     n = p.shape[0]
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(p.indptr))
     cols = p.indices.astype(np.int64)
+    k = int(colors.max(initial=-1)) + 1
+    place = colors[cols] * n + rows
+    per_row_color = np.bincount(place, minlength=n * k)
+    own = per_row_color[place] == 1     # j alone of its color in row i
+    if method != "acyclic" and own.all():
+        return Decompression(place)     # every entry from its column's product
+    if (p != p.T).nnz:
+        raise InvalidArgumentError("symmetric_decompression: the pattern must be "
+                                   "structurally symmetric")
     if method == "acyclic":
         return _substitution(p, colors, rows, cols)
-    k = int(colors.max(initial=-1)) + 1
-    per_row_color = np.bincount(rows * k + colors[cols], minlength=n * k)
-    own = per_row_color[rows * k + colors[cols]] == 1     # j alone of its color in row i
-    mirror = per_row_color[cols * k + colors[rows]] == 1  # i alone of its color in row j
+    mirror = per_row_color[colors[rows] * n + cols] == 1  # i alone of its color in row j
     if not np.all(own | mirror):
         (bad,) = np.nonzero(~(own | mirror))[:1]
         i, j = int(rows[bad[0]]), int(cols[bad[0]])
@@ -265,7 +268,7 @@ def symmetric_decompression(pattern, colors, method: str) -> Decompression:
             f"symmetric_decompression: the coloring is not a star coloring: entry ({i}, {j}) "
             f"shares its color {int(colors[j])} with another column of row {i} and its row's "
             f"color {int(colors[i])} with another column of row {j}")
-    return Decompression(np.where(own, colors[cols] * n + rows, colors[rows] * n + cols))
+    return Decompression(np.where(own, place, colors[rows] * n + cols))
 
 
 def _substitution(p, colors, rows, cols) -> Decompression:
