@@ -624,7 +624,7 @@ class _SparseHessian(_Sparse):
 
     def __init__(self, fn, argnums=0, pattern=None, check_pattern: bool = False,
                  coloring: str = "auto"):
-        if coloring not in METHODS:
+        if not isinstance(coloring, str) or coloring not in METHODS:
             raise InvalidArgumentError(f"dg.sparse_hessian: coloring must be one of "
                                        f"{', '.join(map(repr, METHODS))}, got {coloring!r}")
         self.coloring_method = coloring
@@ -711,10 +711,12 @@ def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=
     The pattern is detected from the graph (or given as ``pattern=``, a superset of the
     nonzeros; ``check_pattern=True`` checks it against the dense Jacobian at the call's
     point and at a random point near it), colored, and the Jacobian computed with one JVP
-    per column color (``mode="fwd"``), one VJP per row color (``"rev"``), or whichever
-    needs fewer (``"auto"``), all in one program. Pattern, coloring and program are built
-    once per signature; ``.coloring(*args)`` gives the colors, ``.sparsity(*args)`` the
-    pattern.
+    per column color (``mode="fwd"``), one VJP per row color (``"rev"``), JVPs for some
+    entries and VJPs for the others (``"bidirectional"``, a bicoloring: for dense rows and
+    columns), or whichever needs fewest (``"auto"``), all in one program. Pattern,
+    coloring and program are built once per signature; ``.coloring(*args)`` gives the
+    colors (for ``"bidirectional"`` the pair of column and row colors, ``-1``: in no
+    seed), ``.sparsity(*args)`` the pattern.
 
     Example::
 
@@ -736,8 +738,11 @@ def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: 
     ``argnums`` as a CSR matrix of the argument's dtype (n x n over its flattened entries).
 
     The pattern is detected from the graph (or given as ``pattern=``; ``check_pattern=True``
-    checks it against the dense Hessian), colored so that each entry is read from one HVP,
-    and all colors' HVPs run in one program; built once per signature.
+    checks it against the dense Hessian), colored, and all colors' HVPs run in one program;
+    built once per signature. ``coloring=``: ``"distance2"`` (each entry from its column's
+    HVP), ``"star"`` (fewer colors, each entry read from its column's or its row's HVP),
+    ``"acyclic"`` (fewer still, entries recovered by substitution: sums along two-colored
+    trees) or ``"auto"`` (the fewer of the direct ones; :mod:`dualgpu.coloring`).
     ``.coloring(*args)`` gives the color of each column.
 
     Example::

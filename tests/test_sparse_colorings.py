@@ -56,6 +56,8 @@ def test_coloring_is_part_of_the_cache_key_and_checked():
     assert star.coloring(x).max() > acyclic.coloring(x).max()
     with pytest.raises(dg.DualgpuError, match="coloring must be one of .*got 'greedy'"):
         dg.sparse_hessian(hub_and_chain, coloring="greedy")
+    with pytest.raises(dg.DualgpuError, match="coloring must be one of .*got array"):
+        dg.sparse_hessian(hub_and_chain, coloring=np.arange(16))
 
 
 # ------------------------------------------------------------------ bicoloring

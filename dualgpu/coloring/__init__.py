@@ -22,6 +22,12 @@ checked in NumPy in milliseconds: when one uses as many colors as the densest ro
 entries, no coloring can use fewer, and the greedy passes are skipped (3 colors for chained
 Rosenbrock, 5 for the 5-point Laplacian, at any size).
 
+Hessians can do with fewer colors (:mod:`~dualgpu.coloring.symmetric`): **star** colorings
+read every entry directly from its column's or its row's product, **acyclic** colorings
+recover the entries by substitution along two-colored trees. Jacobians with dense rows and
+columns take fewer products with a **bicoloring** (:mod:`~dualgpu.coloring.bicoloring`):
+forward products for some entries, reverse products for the others.
+
 >>> import scipy.sparse as sp
 >>> tridiagonal = sp.diags([1, 1, 1], [-1, 0, 1], shape=(6, 6), format="csr", dtype=bool)
 >>> symmetric_coloring(tridiagonal).tolist()
@@ -61,11 +67,11 @@ from .symmetric import (
     symmetric_decompression,
 )
 
-__all__ = ["InvalidArgumentError", "bicoloring", "bidirectional_index", "has_dense_lines", "products",
-           "DSATUR_EDGES", "NETWORKX_EDGES", "column_coloring",
-           "distance2_graph", "dsatur", "greedy", "greedy_columns", "intersection_degrees", "is_structurally_symmetric",
-           "is_valid_column_coloring", "lattice_coloring", "networkx_coloring",
-           "row_coloring", "smallest_last_order", "symmetric_coloring",
+__all__ = ["InvalidArgumentError", "bicoloring", "bidirectional_index", "has_dense_lines",
+           "products", "DSATUR_EDGES", "NETWORKX_EDGES", "column_coloring", "distance2_graph",
+           "dsatur", "greedy", "greedy_columns", "intersection_degrees",
+           "is_structurally_symmetric", "is_valid_column_coloring", "lattice_coloring",
+           "networkx_coloring", "row_coloring", "smallest_last_order", "symmetric_coloring",
            "METHODS", "STAR_AUTO_EDGES", "Decompression", "acyclic_coloring", "decompress",
            "greedy_acyclic", "greedy_star", "hessian_coloring", "is_acyclic_coloring",
            "is_star_coloring", "star_coloring", "symmetric_decompression"]
