@@ -23,7 +23,20 @@ import scipy.sparse as sp
 
 from . import api
 from .backends import array_backend
-from .coloring import column_coloring, row_coloring, symmetric_coloring
+from .coloring import (
+    METHODS,
+    Decompression,
+    bicoloring,
+    bidirectional_index,
+    column_coloring,
+    decompress,
+    has_dense_lines,
+    hessian_coloring,
+    is_structurally_symmetric,
+    products,
+    row_coloring,
+    symmetric_decompression,
+)
 from .core.flags import Flag
 from .core.interpret import eval_graph
 from .core.ir import Const, Graph
@@ -48,7 +61,7 @@ from .vectorize import jacobian
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian"]
 
-MODES = ("fwd", "rev", "auto")
+MODES = ("fwd", "rev", "auto", "bidirectional")
 SPY_MARKERS = 100_000   # patterns with more entries are drawn as an image of at most
 SPY_PIXELS = 1_000      # this many pixels a side (each pixel: the largest color in it)
 
@@ -134,7 +147,7 @@ class _Plan:
     program built from the same trace: it is never paired with another trace's program."""
 
     def __init__(self, pattern: sp.csr_matrix, colors: np.ndarray, mode: str,
-                 seed_shape: tuple, seed_dtype, dtype):
+                 seed_shape: tuple, seed_dtype, dtype, decompression=None):
         self.pattern = pattern
         self.colors = colors
         self.mode = mode
@@ -150,6 +163,13 @@ class _Plan:
             self.index = colors[rows] * pattern.shape[1] + cols
         else:               # product k holds column-colored columns: (i, j) at (colors[j], i)
             self.index = colors[cols] * pattern.shape[0] + rows
+        # a Hessian's: direct (an index map, entries read from a column's or a row's
+        # product) or substitution (dualgpu.coloring.decompress)
+        self.substitution = None
+        if decompression is not None and decompression.nodes is None:
+            self.index = decompression.index
+        elif decompression is not None:
+            self.substitution = decompression
         self._on_device: dict = {}
 
     def seeds(self, backend) -> object:
@@ -159,7 +179,8 @@ class _Plan:
         if key not in self._on_device:
             size = int(np.prod(self.seed_shape, dtype=np.int64))
             seeds = np.zeros((self.n_colors, size), dtype=self.seed_dtype)
-            seeds[self.colors, np.arange(size)] = 1
+            seeded = self.colors >= 0   # -1: in no seed (a bicoloring's)
+            seeds[self.colors[seeded], np.arange(size)[seeded]] = 1
             self._on_device[key] = backend.xp.asarray(
                 seeds.reshape((self.n_colors,) + self.seed_shape))
         return self._on_device[key]
@@ -177,6 +198,23 @@ class _Plan:
                                     xp.asarray(self.pattern.indices.astype(index_type)),
                                     xp.asarray(self.pattern.indptr.astype(index_type)))
         return self._on_device[key]
+
+    def substitution_arrays(self, backend):
+        """The arrays of the substitution (:class:`~dualgpu.coloring.Decompression`) on
+        ``backend``'s device (made once)."""
+        key = ("substitution", backend.name)
+        if key not in self._on_device:
+            arrays = {name: backend.xp.asarray(a)
+                      for name, a in self.substitution.arrays().items()}
+            self._on_device[key] = type(self.substitution)(**arrays)
+        return self._on_device[key]
+
+    def decompress(self, products, backend):
+        """The CSR values from the products ``(n_colors, size)``."""
+        flat = products.reshape(-1)
+        if self.substitution is not None:
+            return decompress(flat, self.substitution_arrays(backend))
+        return flat[self.index_arrays(backend)[0]]
 
     def places_per_color(self) -> list:
         """Per color ``k``: the places in the CSR values of its entries and their positions
@@ -215,6 +253,21 @@ class _Plan:
         return SparseValue(values, Pattern("csr", self.pattern.shape, indices, indptr))
 
 
+class _BidirectionalPlan(_Plan):
+    """``mode="bidirectional"``: forward products for the column colors and reverse products
+    for the row colors (:func:`~dualgpu.coloring.bicoloring`), each entry gathered from
+    the flat ``[forward..., reverse...]`` products."""
+
+    def __init__(self, pattern, column_colors, row_colors, x, out):
+        index = bidirectional_index(pattern, column_colors, row_colors)
+        super().__init__(pattern, column_colors, "bidirectional", tuple(x.shape), x.dtype,
+                         x.dtype, Decompression(index))
+        self.row_colors = row_colors
+        self.forward = _Plan(pattern, column_colors, "fwd", tuple(x.shape), x.dtype, x.dtype)
+        self.reverse = _Plan(pattern, row_colors, "rev", tuple(out.shape), out.dtype, x.dtype)
+        self.n_colors = self.forward.n_colors + self.reverse.n_colors
+
+
 class _PerColor:
     """The NumPy Hessian's program: its one HVP run once per color, each product read into
     the CSR values as it comes (on the host the batched program costs 2-4 HVPs per color at
@@ -228,6 +281,10 @@ class _PerColor:
     def __call__(self, *inputs) -> list:
         plan = self.plan
         seeds = plan.seeds(self.exe.backend)
+        if plan.substitution is not None:   # every product first, then substitution
+            products = np.stack([self.exe(*inputs, seeds[k])[0].reshape(-1)
+                                 for k in range(plan.n_colors)])
+            return [plan.decompress(products, self.exe.backend).astype(plan.dtype, copy=False)]
         values = np.empty(plan.pattern.nnz, dtype=plan.dtype)
         for k, (places, rows) in enumerate(plan.places_per_color()):
             values[places] = self.exe(*inputs, seeds[k])[0].reshape(-1)[rows]
@@ -371,22 +428,26 @@ class _Sparse(Transformed):
         Seeds and index arrays are the program's constants, so a cached call is one program
         run on the arguments alone, decompression included. With ``plan.per_color``: the
         one product ``(*inputs, seed) -> product``, run per color by :class:`_PerColor`."""
-        product = simplify(self._product_graph(graph, k, plan.mode))
-        if plan.per_color:
-            return product
+        parts = [(plan.forward, "fwd"), (plan.reverse, "rev")] \
+            if plan.mode == "bidirectional" else [(plan, plan.mode)]
         n = len(graph.inputs)
-        batched = None
-        if plan.n_colors:
-            batched, _ = batch_graph(product, [None] * n + [0], plan.n_colors, [0])
+        batched = []   # per part: the batched product and its seeds
+        for part, mode in parts:
+            product = simplify(self._product_graph(graph, k, mode))
+            if plan.per_color:
+                return product
+            if part.n_colors:
+                batched.append((batch_graph(product, [None] * n + [0], part.n_colors, [0])[0],
+                                part.seeds(backend)))
         xp = graph.xp or backend.xp
-        seeds = plan.seeds(backend)
         index, indices, indptr = plan.index_arrays(backend)
 
         def compressed(*inputs):
-            if batched is None:   # no entries
+            if not batched:   # no entries
                 return [xp.zeros(0, dtype=plan.dtype), indices, indptr]
-            (products,) = eval_graph(batched, list(inputs) + [seeds])
-            values = products.reshape(-1)[index]
+            flat = [eval_graph(b, list(inputs) + [seeds])[0].reshape(-1) for b, seeds in batched]
+            products = flat[0] if len(flat) == 1 else np.concatenate(flat)
+            values = plan.decompress(products, backend)
             return [values.astype(plan.dtype) if values.dtype != plan.dtype else values,
                     indices, indptr]
 
@@ -460,8 +521,12 @@ class _Sparse(Transformed):
 
     def coloring(self, *args, **kwargs) -> np.ndarray:
         """The color of each column (of each row for ``mode="rev"``): the entries of one
-        color come from one product."""
-        return self._entry(args, kwargs).trees.colors
+        color come from one product. A bicoloring (``mode="bidirectional"``): the pair of
+        the columns' forward colors and the rows' reverse colors (-1: in no seed)."""
+        plan = self._entry(args, kwargs).trees
+        if plan.mode == "bidirectional":
+            return plan.colors, plan.row_colors
+        return plan.colors
 
     def sparsity(self, *args, **kwargs) -> sp.csr_matrix:
         """The pattern the transform uses at this signature (boolean CSR)."""
@@ -530,13 +595,21 @@ class _SparseJacobian(_Sparse):
     def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
         mode = self.mode
         columns = rows = None
-        if mode in ("fwd", "auto"):
+        both = mode in ("auto", "bidirectional")
+        if mode == "fwd" or both:
             columns = column_coloring(pattern)
-        if mode in ("rev", "auto"):
+        if both and is_structurally_symmetric(pattern):
+            rows = columns   # what row_coloring would compute again
+        elif mode == "rev" or both:
             rows = row_coloring(pattern)
+        x, out = graph.inputs[k], graph.outputs[0]
+        if mode == "bidirectional" or (mode == "auto" and has_dense_lines(pattern)):
+            bicolors = bicoloring(pattern, columns, rows)
+            fewest = min(columns.max(initial=-1), rows.max(initial=-1)) + 1
+            if mode == "bidirectional" or products(*bicolors) < fewest:
+                return _BidirectionalPlan(pattern, *bicolors, x, out)
         if mode == "auto":
             mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
-        x, out = graph.inputs[k], graph.outputs[0]
         seed = out if mode == "rev" else x
         return _Plan(pattern, columns if mode == "fwd" else rows, mode, tuple(seed.shape),
                      seed.dtype, x.dtype)
@@ -552,6 +625,17 @@ class _SparseJacobian(_Sparse):
 class _SparseHessian(_Sparse):
     kind = "sparse_hessian"
     per_color = True   # on the host: one HVP per color (:class:`_PerColor`)
+
+    def __init__(self, fn, argnums=0, pattern=None, check_pattern: bool = False,
+                 coloring: str = "auto"):
+        if not isinstance(coloring, str) or coloring not in METHODS:
+            raise InvalidArgumentError(f"dg.sparse_hessian: coloring must be one of "
+                                       f"{', '.join(map(repr, METHODS))}, got {coloring!r}")
+        self.coloring_method = coloring
+        super().__init__(fn, argnums, pattern, check_pattern)
+
+    def options(self) -> dict:
+        return {**super().options(), "coloring": self.coloring_method}
 
     @staticmethod
     def _shape(graph: Graph, k: int) -> tuple:
@@ -579,8 +663,11 @@ class _SparseHessian(_Sparse):
 
     def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
         x = graph.inputs[k]
-        return _Plan(pattern, symmetric_coloring(pattern), "fwd", tuple(x.shape), x.dtype,
-                     x.dtype)
+        pattern = sp.csr_matrix(pattern, copy=True)
+        pattern.sort_indices()
+        colors = hessian_coloring(pattern, self.coloring_method)
+        decompression = symmetric_decompression(pattern, colors, self.coloring_method)
+        return _Plan(pattern, colors, "fwd", tuple(x.shape), x.dtype, x.dtype, decompression)
 
     def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
         return hvp_graph(graph, [k], value=False, grads=False)
@@ -628,10 +715,12 @@ def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=
     The pattern is detected from the graph (or given as ``pattern=``, a superset of the
     nonzeros; ``check_pattern=True`` checks it against the dense Jacobian at the call's
     point and at a random point near it), colored, and the Jacobian computed with one JVP
-    per column color (``mode="fwd"``), one VJP per row color (``"rev"``), or whichever
-    needs fewer (``"auto"``), all in one program. Pattern, coloring and program are built
-    once per signature; ``.coloring(*args)`` gives the colors, ``.sparsity(*args)`` the
-    pattern.
+    per column color (``mode="fwd"``), one VJP per row color (``"rev"``), JVPs for some
+    entries and VJPs for the others (``"bidirectional"``, a bicoloring: for dense rows and
+    columns), or whichever needs fewest (``"auto"``), all in one program. Pattern,
+    coloring and program are built once per signature; ``.coloring(*args)`` gives the
+    colors (for ``"bidirectional"`` the pair of column and row colors, ``-1``: in no
+    seed), ``.sparsity(*args)`` the pattern.
 
     Example::
 
@@ -647,13 +736,17 @@ def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=
     return _SparseJacobian(fn, argnums, mode, pattern, check_pattern)
 
 
-def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: bool = False):
+def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: bool = False,
+                   coloring: str = "auto"):
     """``sparse_hessian(f)(*args)``: the Hessian of the scalar ``f`` with respect to argument
     ``argnums`` as a CSR matrix of the argument's dtype (n x n over its flattened entries).
 
     The pattern is detected from the graph (or given as ``pattern=``; ``check_pattern=True``
-    checks it against the dense Hessian), colored so that each entry is read from one HVP,
-    and all colors' HVPs run in one program; built once per signature.
+    checks it against the dense Hessian), colored, and all colors' HVPs run in one program;
+    built once per signature. ``coloring=``: ``"distance2"`` (each entry from its column's
+    HVP), ``"star"`` (fewer colors, each entry read from its column's or its row's HVP),
+    ``"acyclic"`` (fewer still, entries recovered by substitution: sums along two-colored
+    trees) or ``"auto"`` (the fewer of the direct ones; :mod:`dualgpu.coloring`).
     ``.coloring(*args)`` gives the color of each column.
 
     Example::
@@ -668,4 +761,4 @@ def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: 
         >>> hess.coloring(np.zeros(4)).tolist()
         [0, 1, 2, 0]
     """
-    return _SparseHessian(fn, argnums, pattern, check_pattern)
+    return _SparseHessian(fn, argnums, pattern, check_pattern, coloring)

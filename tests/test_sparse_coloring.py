@@ -137,3 +137,168 @@ def test_is_valid_column_coloring_finds_a_clash():
     pattern = sp.csr_matrix(np.array([[1, 0, 1], [0, 1, 1]], dtype=bool))
     assert C.is_valid_column_coloring(pattern, [0, 0, 1])
     assert not C.is_valid_column_coloring(pattern, [0, 1, 0])
+
+
+# ------------------------------------------------------------------ at scale (issue 39)
+def _periodic_brusselator(side):
+    """The Jacobian pattern of the 2-D Brusselator on a periodic side x side grid, species
+    interleaved: a 5-point stencil per species plus the coupling at each point (no lattice
+    coloring fits the wrap-around, so the greedy passes run)."""
+    n = side * side
+    grid = np.arange(n).reshape(side, side)
+    rows, cols = [], []
+    for shift, axis in ((0, 0), (1, 0), (-1, 0), (1, 1), (-1, 1)):
+        neighbour = np.roll(grid, shift, axis).ravel()
+        for s in (0, 1):
+            rows.append(2 * grid.ravel() + s)
+            cols.append(2 * neighbour + s)
+    for s in (0, 1):
+        rows.append(2 * grid.ravel() + s)
+        cols.append(2 * grid.ravel() + 1 - s)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    return sp.csr_matrix((np.ones(len(rows), dtype=bool), (rows, cols)), shape=(2 * n, 2 * n))
+
+
+def _networkx_largest_first(graph) -> int:
+    g = nx.from_scipy_sparse_array(graph)
+    g.remove_edges_from(nx.selfloop_edges(g))
+    return max(nx.greedy_color(g, strategy="largest_first").values(), default=-1) + 1
+
+
+@pytest.mark.parametrize("side", [8, 24])
+def test_past_networkx_sizes_never_more_colors_than_networkx_largest_first(side):
+    """Above NETWORKX_EDGES our greedy passes alone decide; the largest-first one visits
+    columns in networkx's order, so never more colors than networkx's largest_first."""
+    pattern = _periodic_brusselator(side)
+    intersection = (pattern.T.astype(int) @ pattern.astype(int)) != 0
+    assert (intersection.nnz // 2 > C.NETWORKX_EDGES) == (side == 24)
+    colors = C.column_coloring(pattern)
+    assert C.is_valid_column_coloring(pattern, colors)
+    assert colors.max() + 1 <= _networkx_largest_first(intersection)
+    rows = C.row_coloring(pattern[: 2 * side])   # a non-square block: rows colored apart
+    assert C.is_valid_column_coloring(pattern[: 2 * side].T, rows)
+
+
+def test_greedy_columns_is_greedy_on_the_intersection_graph():
+    pattern = _random_pattern(3, 300, 200, 0.02)
+    graph = C.distance.__dict__["_intersection_graph"](pattern)
+    for order in (np.arange(200), np.random.default_rng(0).permutation(200)):
+        np.testing.assert_array_equal(C.greedy_columns(pattern, order), C.greedy(graph, order))
+    np.testing.assert_array_equal(np.diff(graph.indptr), C.intersection_degrees(pattern))
+
+
+def test_brusselator_at_131072_columns_is_colored_in_linear_time(monkeypatch):
+    """Issue 39: 8.3 s on the H200's host (DSATUR and networkx's strategies); now two
+    greedy passes without the graph (0.3 s here): the superlinear passes must not run, and
+    the time bound is loose."""
+    import time
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a superlinear coloring pass ran at 131,072 columns")
+    for name in ("dsatur", "networkx_coloring", "smallest_last_order"):
+        monkeypatch.setattr(C.distance, name, refused)
+    pattern = _periodic_brusselator(256)
+    start = time.perf_counter()
+    colors = C.column_coloring(pattern)
+    assert time.perf_counter() - start < 2.5
+    assert C.is_valid_column_coloring(pattern, colors) and colors.max() + 1 <= 10
+
+
+# ------------------------------------------------------------------ star and acyclic
+def _integer_hessian(pattern, seed):
+    """A random symmetric matrix with exactly ``pattern``'s entries, small integers (sums of
+    them are exact: decompression must give back every entry bit for bit)."""
+    upper = sp.triu(pattern, format="coo")
+    values = np.random.default_rng(seed).integers(1, 10, upper.nnz).astype(float)
+    h = sp.coo_matrix((values, (upper.row, upper.col)), shape=pattern.shape)
+    h = (h + sp.triu(h, 1).T).tocsr()
+    h.sort_indices()
+    return h
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_star_and_acyclic_colorings_decompress_exactly_with_fewer_colors(seed):
+    n = 8 + 4 * seed
+    pattern = _symmetric(seed, n, (0.03, 0.08, 0.2)[seed % 3])
+    if seed % 4 == 0:   # no diagonal entries
+        pattern = C.distance.__dict__["_without_diagonal"](pattern)
+    h = _integer_hessian(pattern, seed)
+    counts = {}
+    for method, coloring in (("distance2", C.symmetric_coloring), ("star", C.star_coloring),
+                             ("acyclic", C.acyclic_coloring)):
+        colors = coloring(pattern)
+        counts[method] = colors.max(initial=-1) + 1
+        seeds = np.eye(max(counts[method], 1))[colors]
+        flat = (h @ seeds).T.reshape(-1)
+        got = C.decompress(flat, C.symmetric_decompression(pattern, colors, method))
+        np.testing.assert_array_equal(got, h.data, err_msg=method)
+    assert counts["acyclic"] <= counts["star"] <= counts["distance2"]
+
+
+def test_star_and_acyclic_use_fewer_colors_on_hubs_and_grids():
+    n = 40   # an arrowhead plus a path: distance-2 needs n colors, a star coloring 3
+    arrow = sp.csr_matrix(np.eye(n) + np.eye(n, k=1) + np.eye(n, k=-1) + np.eye(n)[0]
+                          + np.eye(n)[:, [0]])
+    assert C.symmetric_coloring(arrow).max() + 1 == n
+    assert C.star_coloring(arrow).max() + 1 <= 4
+    assert C.acyclic_coloring(arrow).max() + 1 == 3
+    grid = _grid_laplacian(10)   # the 5-point stencil: 5 colors direct, 4 by substitution
+    assert C.star_coloring(grid).max() + 1 == 5
+    assert C.acyclic_coloring(grid).max() + 1 == 4
+
+
+def test_decompression_refuses_colorings_that_do_not_allow_it():
+    path = sp.csr_matrix(np.eye(4) + np.eye(4, k=1) + np.eye(4, k=-1))
+    alternating = np.array([0, 1, 0, 1])   # acyclic (a path), not a star coloring (P4)
+    assert C.is_acyclic_coloring(path, alternating) and not C.is_star_coloring(path, alternating)
+    with pytest.raises(C.InvalidArgumentError, match="not a star coloring: entry"):
+        C.symmetric_decompression(path, alternating, "star")
+    cycle = sp.csr_matrix(np.eye(4) + np.roll(np.eye(4), 1, 1) + np.roll(np.eye(4), -1, 1))
+    with pytest.raises(C.InvalidArgumentError, match="cycle"):
+        C.symmetric_decompression(cycle, alternating, "acyclic")
+    with pytest.raises(C.InvalidArgumentError, match="adjacent"):
+        C.symmetric_decompression(path, [0, 0, 1, 2], "acyclic")
+    with pytest.raises(C.InvalidArgumentError, match="structurally symmetric"):
+        C.symmetric_decompression(sp.csr_matrix(np.triu(np.ones((3, 3)))), [0, 0, 1], "star")
+    with pytest.raises(C.InvalidArgumentError, match="'acyclic', got 'stars'"):
+        C.hessian_coloring(path, "stars")
+
+
+# ------------------------------------------------------------------ bicoloring
+def _with_dense_lines(seed):
+    rng = np.random.default_rng(seed)
+    m, n = rng.integers(4, 40, 2)
+    p = sp.random(m, n, density=(0.05, 0.15)[seed % 2], random_state=rng, format="lil") != 0
+    p = p.tolil()
+    for r in rng.integers(0, m, seed % 3):
+        p[r, :] = True
+    for c in rng.integers(0, n, (seed // 3) % 3):
+        p[:, c] = True
+    return sp.csr_matrix(p)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bicolorings_decompress_exactly_with_no_more_products_than_one_mode(seed):
+    pattern = _with_dense_lines(seed)
+    m, n = pattern.shape
+    columns, rows = C.bicoloring(pattern)
+    assert C.products(columns, rows) <= min(C.column_coloring(pattern).max(),
+                                            C.row_coloring(pattern).max()) + 1
+    values = np.random.default_rng(seed).integers(1, 10, pattern.nnz).astype(float)
+    jac = sp.csr_matrix((values, pattern.indices, pattern.indptr), shape=pattern.shape)
+    forward = np.zeros((n, columns.max() + 1))
+    forward[np.nonzero(columns >= 0)[0], columns[columns >= 0]] = 1
+    reverse = np.zeros((m, rows.max() + 1))
+    reverse[np.nonzero(rows >= 0)[0], rows[rows >= 0]] = 1
+    flat = np.concatenate([(jac @ forward).T.reshape(-1), (jac.T @ reverse).T.reshape(-1)])
+    np.testing.assert_array_equal(flat[C.bidirectional_index(pattern, columns, rows)], values)
+
+
+def test_arrowhead_takes_three_products_not_n():
+    n = 200
+    arrow = sp.csr_matrix(np.eye(n) + np.eye(n)[0] + np.eye(n)[:, [0]])
+    assert C.column_coloring(arrow).max() + 1 == n and C.row_coloring(arrow).max() + 1 == n
+    assert C.products(*C.bicoloring(arrow)) == 3
+    assert C.has_dense_lines(arrow) and not C.has_dense_lines(_grid_laplacian(6))
+    with pytest.raises(C.InvalidArgumentError, match=r"entry \(0, 1\) is read from no product"):
+        C.bidirectional_index(arrow, np.r_[0, np.ones(n - 1, dtype=int)], -np.ones(n, int))

@@ -1,26 +1,6 @@
-"""Graph coloring for compressed sparse derivatives (Curtis-Powell-Reid; Gebremedhin,
-Manne and Pothen 2005).
-
-Columns of a Jacobian that share no row can be computed with one JVP: the seed is the sum of
-their unit vectors, and each entry of the compressed product belongs to exactly one of them.
-:func:`column_coloring` colors the **column-intersection graph** (columns adjacent when they
-share a row), :func:`row_coloring` the rows for VJPs, and :func:`symmetric_coloring` the
-columns of a symmetric Hessian so that every entry is recovered directly from one HVP
-(structurally orthogonal columns; every distance-2 coloring of the adjacency graph is one).
-
-Greedy coloring in a good order is the standard heuristic. On small graphs the result is
-the best of our greedy orders and of networkx's ``greedy_color`` strategies (largest first,
-smallest last, connected sequential; DSATUR up to :data:`NETWORKX_DSATUR_VERTICES`
-vertices), on the intersection graph and, for Hessians, on the distance-2 graph, so it never
-uses more colors than networkx's best greedy distance-2 coloring. Our DSATUR (with a heap:
-networkx's is quadratic) runs up to :data:`DSATUR_VERTICES` vertices; larger graphs use our
-greedy in natural and largest-first order. Everything is deterministic.
-
-Banded and stencil patterns (a chain, a 2-D grid in row-major order) are first tried with
-**lattice colorings**, ``(j + s * (j // w)) mod k`` for the pattern's own offsets ``w``,
-checked in NumPy in milliseconds: when one uses as many colors as the densest row has
-entries, no coloring can use fewer, and the graphs and greedy passes are skipped (3 colors
-for chained Rosenbrock, 5 for the 5-point Laplacian, at any size).
+"""Distance-1 colorings of the column-intersection graph (Jacobians) and distance-2
+colorings of a symmetric pattern (Hessians, direct): greedy in several orders, DSATUR, lattice
+colorings of stencils. :mod:`dualgpu.coloring` tells the whole story.
 
 >>> import scipy.sparse as sp
 >>> tridiagonal = sp.diags([1, 1, 1], [-1, 0, 1], shape=(6, 6), format="csr", dtype=bool)
@@ -35,12 +15,14 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 
-# the largest graph (vertices) colored by our DSATUR too (about 2 s at 10^5 on one core)
-DSATUR_VERTICES = 200_000
+# the largest graphs (edges) also colored by our DSATUR (O(edges log n), about 1 s at 10^6
+# edges in Python) and by greedy in smallest-last order (O(edges), set operations)
+DSATUR_EDGES = 200_000
+SMALLEST_LAST_EDGES = 400_000
 # the largest graph (edges) whose coloring also tries networkx's strategies
-NETWORKX_EDGES = 20_000
+NETWORKX_EDGES = 5_000
 NETWORKX_STRATEGIES = ("largest_first", "smallest_last", "DSATUR",
                        "connected_sequential_bfs", "connected_sequential_dfs")
 # networkx's DSATUR takes time quadratic in the vertices (53 s at 10^4): only below this
@@ -52,6 +34,7 @@ LATTICE_WIDTHS = 6
 LATTICE_EXTRA_COLORS = 2
 LATTICE_MAX_COLORS = 64
 LATTICE_PROBE_ROWS = 2048   # rows checked first (start and middle) before the full check
+LATTICE_WIDTH_ROWS = 8192   # rows (start and middle) whose offsets propose the widths
 
 
 def column_coloring(pattern) -> np.ndarray:
@@ -66,13 +49,27 @@ def column_coloring(pattern) -> np.ndarray:
     lattice, optimal = _lattice_attempt(pattern)
     if optimal:
         return lattice
-    return _best([_intersection_graph(pattern)], lattice)
+    return _best(pattern, lattice)
 
 
 def row_coloring(pattern) -> np.ndarray:
     """A color per row of ``pattern`` such that rows of one color share no column (the VJPs
-    of one seed per color give every entry)."""
-    return column_coloring(_pattern(pattern).T)
+    of one seed per color give every entry). A structurally symmetric pattern's rows get
+    its columns' coloring."""
+    pattern = _pattern(pattern)
+    if is_structurally_symmetric(pattern):
+        return column_coloring(pattern)
+    return column_coloring(pattern.T)
+
+
+def is_structurally_symmetric(pattern) -> bool:
+    """Whether ``pattern`` is square with its entries placed symmetrically.
+
+    >>> is_structurally_symmetric(np.array([[1, 2], [0, 1]]))
+    False
+    """
+    p = _pattern(pattern)
+    return p.shape[0] == p.shape[1] and (p != p.T).nnz == 0
 
 
 def symmetric_coloring(pattern) -> np.ndarray:
@@ -85,10 +82,7 @@ def symmetric_coloring(pattern) -> np.ndarray:
     lattice, optimal = _lattice_attempt(pattern)
     if optimal:
         return lattice
-    graphs = [_intersection_graph(pattern)]
-    if graphs[0].nnz <= 2 * NETWORKX_EDGES:
-        graphs.append(distance2_graph(pattern))
-    return _best(graphs, lattice)
+    return _best(pattern, lattice, distance2=True)
 
 
 def distance2_graph(pattern) -> sp.csr_matrix:
@@ -117,8 +111,7 @@ def lattice_coloring(n: int, k: int, width: int = 0, shift: int = 0) -> np.ndarr
     >>> lattice_coloring(6, 5, width=3, shift=1).tolist()   # (column + 4 * row) mod 5
     [0, 1, 2, 4, 0, 1]
     """
-    j = np.arange(n, dtype=np.int64)
-    return (j + shift * (j // width) if width else j) % k
+    return _lattice_of(np.arange(n, dtype=np.int64), k, width, shift)
 
 
 def _rows_distinct(indptr, indices, colors) -> bool:
@@ -133,11 +126,18 @@ def _rows_distinct(indptr, indices, colors) -> bool:
 
 def _lattice_widths(pattern) -> list[int]:
     """The most frequent offsets of the pattern's columns from the first column of their
-    row (and from the row's index when square): a grid's row width is among them."""
-    rows = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
-    cols = pattern.indices.astype(np.int64)
-    first = pattern.indices[np.minimum(pattern.indptr[:-1], max(pattern.nnz - 1, 0))]
-    offsets = [cols - first[rows].astype(np.int64)]
+    row (and from the row's index when square), in :data:`LATTICE_WIDTH_ROWS` rows at the
+    start and in the middle: a grid's row width is among them."""
+    m = pattern.shape[0]
+    sample = np.unique(np.concatenate([np.arange(s, min(s + LATTICE_WIDTH_ROWS, m))
+                                       for s in (0, m // 2)]))
+    part = pattern[sample]   # rows at the start and in the middle suffice to find widths
+    per_row = np.diff(part.indptr)
+    rows = np.repeat(sample.astype(np.int64), per_row)
+    cols = part.indices.astype(np.int64)
+    first = np.repeat(part.indices[np.minimum(part.indptr[:-1], max(part.nnz - 1, 0))],
+                      per_row)
+    offsets = [cols - first.astype(np.int64)]
     if pattern.shape[0] == pattern.shape[1]:
         offsets.append(np.abs(cols - rows))
     offsets = np.concatenate(offsets)
@@ -151,7 +151,8 @@ def _lattice_widths(pattern) -> list[int]:
 
 def _lattice_attempt(pattern) -> tuple[np.ndarray | None, bool]:
     """The valid lattice coloring with the fewest colors (``None`` if none is), and whether
-    it is optimal: as many colors as the densest row has entries (they all differ)."""
+    it is optimal: as many colors as the densest row has entries (they all differ). Each
+    candidate is first checked on a few rows (their columns' colors alone), then whole."""
     m, n = pattern.shape
     lower = int(np.diff(pattern.indptr).max(initial=0))
     if n == 0 or lower == 0:
@@ -159,15 +160,30 @@ def _lattice_attempt(pattern) -> tuple[np.ndarray | None, bool]:
     if lower > LATTICE_MAX_COLORS:
         return None, False
     widths = _lattice_widths(pattern)
-    probes = [slice(0, LATTICE_PROBE_ROWS), slice(m // 2, m // 2 + LATTICE_PROBE_ROWS)]
+    probes = [pattern[p] for p in (slice(0, LATTICE_PROBE_ROWS),
+                                   slice(m // 2, m // 2 + LATTICE_PROBE_ROWS))]
+    probe_columns = [p.indices.astype(np.int64) for p in probes]
     for k in range(lower, min(lower + LATTICE_EXTRA_COLORS, n) + 1):
         for width, shift in [(0, 0)] + [(w, s) for w in widths for s in range(1, k)]:
+            if not all(_entries_distinct(p.indptr, _lattice_of(j, k, width, shift), k)
+                       for p, j in zip(probes, probe_columns)):
+                continue
             colors = lattice_coloring(n, k, width, shift)
-            if all(_rows_distinct(pattern[p].indptr, pattern[p].indices, colors)
-                   for p in probes) and _rows_distinct(pattern.indptr, pattern.indices,
-                                                       colors):
+            if _rows_distinct(pattern.indptr, pattern.indices, colors):
                 return colors, k == lower
     return None, False
+
+
+def _lattice_of(j, k: int, width: int, shift: int) -> np.ndarray:
+    return (j + shift * (j // width) if width else j) % k
+
+
+def _entries_distinct(indptr, entry_colors, k: int) -> bool:
+    """Whether the entries of each CSR row (their colors given, ``< k``) differ."""
+    if len(entry_colors) == 0:
+        return True
+    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+    return int(np.bincount(rows * k + entry_colors).max()) <= 1
 
 
 def greedy(graph, order) -> np.ndarray:
@@ -183,6 +199,67 @@ def greedy(graph, order) -> np.ndarray:
             c += 1
         colors[v] = c
     return np.asarray(colors, dtype=np.int64)
+
+
+def greedy_columns(pattern, order) -> np.ndarray:
+    """Greedy distance-1 coloring of the column-intersection graph of ``pattern`` (m x n),
+    visiting columns in ``order``, without building the graph: each column takes the
+    smallest color no row of it holds yet. Each row's colors are one int's bits, so a
+    column costs a few integer operations per entry (about 0.1 s for 10^5 columns of 6
+    entries); the colors are those of :func:`greedy` on the intersection graph.
+
+    >>> import scipy.sparse as sp
+    >>> greedy_columns(sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1]])), [0, 1, 2]).tolist()
+    [0, 1, 0]
+    """
+    order = np.asarray(order, dtype=np.int64)
+    by_column = sp.csc_matrix(pattern)[:, order]
+    indptr = by_column.indptr.tolist()
+    indices = by_column.indices.tolist()
+    held = [0] * pattern.shape[0]   # per row: the bits of the colors its columns have
+    found = []
+    for a, b in zip(indptr[:-1], indptr[1:]):
+        rows = indices[a:b]
+        used = 0
+        for r in rows:
+            used |= held[r]
+        bit = ~used & (used + 1)   # the lowest color not used
+        for r in rows:
+            held[r] |= bit
+        found.append(bit.bit_length() - 1)
+    colors = np.empty(len(order), dtype=np.int64)
+    colors[order] = found
+    return colors
+
+
+def smallest_last_order(graph) -> np.ndarray:
+    """The smallest-last order of ``graph`` (a symmetric CSR adjacency matrix; Matula and
+    Beck 1983): repeatedly remove a vertex of least degree in what remains; visit them in
+    the reverse order of removal. Buckets of vertices by degree: O(n + edges)."""
+    indptr = graph.indptr.tolist()
+    indices = graph.indices.tolist()
+    n = graph.shape[0]
+    degree = [indptr[v + 1] - indptr[v] for v in range(n)]
+    buckets: list[dict] = [{} for _ in range(max(degree, default=0) + 1)]
+    for v in range(n):
+        buckets[degree[v]][v] = None   # dicts: insertion-ordered, so deterministic
+    removed = [False] * n
+    removal = []
+    d = 0
+    for _ in range(n):
+        while not buckets[d]:
+            d += 1
+        v = next(iter(buckets[d]))
+        del buckets[d][v]
+        removed[v] = True
+        removal.append(v)
+        for u in indices[indptr[v]:indptr[v + 1]]:
+            if not removed[u]:
+                del buckets[degree[u]][u]
+                degree[u] -= 1
+                buckets[degree[u]][u] = None
+        d = max(d - 1, 0)
+    return np.asarray(removal[::-1], dtype=np.int64)
 
 
 def dsatur(graph) -> np.ndarray:
@@ -232,7 +309,7 @@ def _pattern(pattern) -> sp.csr_matrix:
 
 
 def _without_diagonal(m) -> sp.csr_matrix:
-    m = sp.csr_matrix(m)
+    m = sp.csr_matrix(m, copy=True)
     m.setdiag(0)
     m.eliminate_zeros()
     m.sort_indices()
@@ -241,27 +318,41 @@ def _without_diagonal(m) -> sp.csr_matrix:
 
 def _intersection_graph(pattern) -> sp.csr_matrix:
     """Columns adjacent when they share a row (in CSR, symmetric, no diagonal)."""
-    p = pattern.astype(np.int64)
-    return _without_diagonal(p.T @ p)
+    p = pattern.astype(bool)
+    return _without_diagonal((p.T @ p).astype(np.int8))
 
 
-def _best(graphs, lattice=None) -> np.ndarray:
-    """The coloring with the fewest colors among the candidates (the first on ties): our
-    greedy in natural and largest-first order on the first graph (the one that decides
-    validity), networkx's strategies on every graph when they are small, and a valid
-    lattice coloring if there is one."""
-    first = graphs[0]
-    n = first.shape[0]
+def intersection_degrees(pattern) -> np.ndarray:
+    """The degree of each column in the column-intersection graph (a boolean product)."""
+    p = sp.csr_matrix(pattern).astype(bool)
+    reach = (p.T.tocsr() @ p).tocsr()
+    return np.diff(reach.indptr) - (np.diff(p.tocsc().indptr) > 0)
+
+
+def _best(pattern, lattice=None, distance2: bool = False) -> np.ndarray:
+    """The coloring of the column-intersection graph of ``pattern`` with the fewest colors
+    among the candidates (the first on ties): greedy in largest-first order (networkx's
+    ``largest_first``: by degree, ties by index, so never more colors than it) and in
+    natural order, both without the graph; on graphs of up to :data:`SMALLEST_LAST_EDGES`
+    and :data:`DSATUR_EDGES` edges, greedy in smallest-last order and our DSATUR; on small
+    graphs, networkx's strategies (``distance2``: on the distance-2 graph too); a valid
+    lattice coloring if there is one. Linear in the entries for bounded degree."""
+    n = pattern.shape[1]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    degree = np.diff(first.indptr)
-    candidates = [greedy(first, np.arange(n)),
-                  greedy(first, np.argsort(-degree, kind="stable"))]
-    if n <= DSATUR_VERTICES:
-        candidates.append(dsatur(first))
-    for graph in graphs:
-        if graph.nnz <= 2 * NETWORKX_EDGES:
-            candidates += [networkx_coloring(graph, s) for s in NETWORKX_STRATEGIES
+    degree = intersection_degrees(pattern)
+    edges = int(degree.sum()) // 2
+    candidates = [greedy_columns(pattern, np.argsort(-degree, kind="stable")),
+                  greedy_columns(pattern, np.arange(n))]
+    if edges <= max(SMALLEST_LAST_EDGES, DSATUR_EDGES):
+        graph = _intersection_graph(pattern)
+        if edges <= SMALLEST_LAST_EDGES:
+            candidates.append(greedy(graph, smallest_last_order(graph)))
+        if edges <= DSATUR_EDGES:
+            candidates.append(dsatur(graph))
+        if edges <= NETWORKX_EDGES:
+            graphs = [graph] + ([distance2_graph(pattern)] if distance2 else [])
+            candidates += [networkx_coloring(g, s) for g in graphs for s in NETWORKX_STRATEGIES
                            if s != "DSATUR" or n <= NETWORKX_DSATUR_VERTICES]
     if lattice is not None:
         candidates.append(lattice)
