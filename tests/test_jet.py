@@ -232,7 +232,8 @@ def test_only_structured_ops_fall_back():
             assert prim.kind in ("library", "reduction", "scan"), name
             fallback.add(name)
     assert fallback <= {"inv", "solve", "det", "slogdet", "cholesky", "eigh", "eig", "svd",
-                        "qr", "pinv", "reduce_prod", "cumprod", "sort"}, fallback
+                        "qr", "pinv", "reduce_prod", "cumprod", "sort",
+                        "solve_triangular", "lu_factor"}, fallback
 
 
 # ------------------------------------------------------------------------------ closed forms
