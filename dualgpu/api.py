@@ -53,6 +53,7 @@ __all__ = ["cache_info", "clear_cache", "grad", "grad_and_hvp", "hessian", "hvp"
 # ------------------------------------------------------------------------------ transforms
 class _Grad(Transformed):
     kind = "grad"
+    finish_places_outputs = True
     returns_value = False
 
     def __init__(self, fn, argnums=0, *, has_aux: bool = False, holomorphic: bool = False,
@@ -92,6 +93,7 @@ class _Hvp(Transformed):
     :meth:`pick` shapes it."""
 
     kind = "hvp"
+    finish_places_outputs = True
 
     def __init__(self, fn, argnums=0, batch_axes=None, has_aux=False):
         super().__init__(fn, argnums, has_aux=has_aux, batch_axes=batch_axes)
@@ -171,6 +173,7 @@ class _GradAndHvp(_Hvp):
 
 class _Jit(Transformed):
     kind = "jit"
+    finish_places_outputs = True
     trace_scalars = True
 
     def __init__(self, fn, argnums=(), *, static_argnums=(), static_argnames=()):
@@ -582,6 +585,7 @@ class _Hessian(Transformed):
     transform like the others: cached, inlined when called on traced values, exported."""
 
     kind = "hessian"
+    finish_places_outputs = True
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)

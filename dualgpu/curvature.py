@@ -53,6 +53,7 @@ METHODS = ("exact", "hutchinson", "hutch++")
 class _Curvature(Transformed):
     """The forward Laplacian (``diag=False``) or the exact Hessian diagonal."""
 
+    finish_places_outputs = True
     diag = False
     levels = 1             # 2: the Laplacian of the Laplacian program (the biharmonic)
     chunk_size = None      # coordinates propagated at a time (the Laplacian's options)

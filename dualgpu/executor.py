@@ -247,8 +247,12 @@ class Executable:
             self.host = self._fn = host
             self.source = host.source
         else:
-            self._fn = compile_python(graph, backend.xp)
+            self._fn = compile_python(graph, backend.xp, arrays=True)
             self.source = self._fn.__dualgpu_source__
+        # the generated Python returns arrays (``arrays=True``); the other programs' results
+        # go through the backend (NumPy's host programs may return NumPy scalars)
+        self._as_arrays = self.plan is not None or self.host is not None or \
+            self.host_fused is not None
         # what an eager call runs: where graphs replay, under the program's matmul
         # precision, which the library's own products read (a replayed graph has its
         # products' precision baked in, so a replay skips setting it)
@@ -268,7 +272,9 @@ class Executable:
             # block; the eager calls of the runner are made to own their results here
             return outs if replayed else owned_outputs(outs, arrays, self._const_values)
         try:
-            outs = self.backend.as_arrays(self._eager(*arrays))
+            outs = self._eager(*arrays)
+            if self._as_arrays:
+                outs = self.backend.as_arrays(outs)
         except IndexError as e:
             raise out_of_bounds_error(self.graph, e) from e
         return owned_outputs(self._checked(outs), arrays, self._const_values)

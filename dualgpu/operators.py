@@ -443,6 +443,7 @@ class _Hessp(Transformed):
     the caller's order (see :class:`_PointFirst`)."""
 
     kind = "hessp"
+    finish_places_outputs = True
 
     def __init__(self, fn: Callable, argnums: int = 0):
         _check_fn(fn, "hessp")

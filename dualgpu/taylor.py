@@ -155,6 +155,7 @@ class _DifferentialOperator(Transformed):
     a tuple ``argnums``, ``v_r`` has one part per argument (``directions`` a tuple)."""
 
     kind = "differential_operator"
+    finish_places_outputs = True
 
     def __init__(self, fn, directions, order, weights, argnums, batch_axes, chunk_size):
         super().__init__(fn, argnums, batch_axes=batch_axes)

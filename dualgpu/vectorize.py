@@ -243,6 +243,7 @@ def _out_dims(out_axes, out_tree, graph: Graph) -> list:
 
 class _Vmap(Transformed):
     kind = "vmap"
+    finish_places_outputs = True
 
     def __init__(self, fn: Callable, in_axes=0, out_axes=0, axis_size=None):
         if not callable(fn):
@@ -391,6 +392,8 @@ def jacobian_graph(graph: Graph, wrt, mode: str) -> Graph:
 
 
 class _Jacobian(Transformed):
+    finish_places_outputs = True
+
     def __init__(self, fn: Callable, argnums=0, mode: str = "rev", holomorphic: bool = False,
                  has_aux: bool = False, allow_int: bool = False):
         self.mode = mode

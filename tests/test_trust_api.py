@@ -309,7 +309,7 @@ def test_reregistering_a_custom_op_rebuilds_programs():
 def test_quick_key_tells_numpy_and_cupy_arrays_apart():
     """The per-function fast path once keyed arrays by shape and dtype alone, so a CuPy call
     after a NumPy call of the same shape ran the NumPy program (found on the GPU)."""
-    from dualgpu.runtime.signature import quick_key
+    from dualgpu.runtime.transformed import quick_key
 
     FakeCupyArray = type("ndarray", (), {"__module__": "cupy._core.core",
                                          "shape": (3,), "dtype": np.dtype(np.float64)})

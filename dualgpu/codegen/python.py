@@ -98,8 +98,11 @@ def freed_after(graph: Graph) -> dict:
     return freed
 
 
-def generate_python(graph: Graph, fn_name: str | None = None) -> tuple[str, dict]:
-    """Source of a function computing the graph, and the constants it reads by name.
+def generate_python(graph: Graph, fn_name: str | None = None,
+                    arrays: bool = False) -> tuple[str, dict]:
+    """Source of a function computing the graph, and the constants it reads by name. With
+    ``arrays``, every 0-d output is returned as an array of ``xp`` (NumPy's functions
+    return NumPy scalars for them).
 
     Example::
 
@@ -132,13 +135,17 @@ def generate_python(graph: Graph, fn_name: str | None = None) -> tuple[str, dict
             lines.append(f"    del {', '.join(name(v) for v in freed[i])}")
     outs = [literal_source(a.value) if isinstance(a, Literal) else name(a)
             for a in graph.outputs]
+    if arrays:
+        outs = [f"xp.asarray({o})" if tuple(a.shape) == () else o
+                for o, a in zip(outs, graph.outputs)]
     lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
     return "\n".join(lines) + "\n", consts
 
 
-def compile_python(graph: Graph, xp, fn_name: str | None = None):
-    """Compile the generated source into a function over arrays of ``xp``."""
-    src, consts = generate_python(graph, fn_name)
+def compile_python(graph: Graph, xp, fn_name: str | None = None, arrays: bool = False):
+    """Compile the generated source into a function over arrays of ``xp`` (``arrays``: see
+    :func:`generate_python`)."""
+    src, consts = generate_python(graph, fn_name, arrays)
     namespace = {"xp": xp, "ops": OpsNamespace(xp), **consts}
     code = compile(src, f"<dualgpu generated {graph.name}>", "exec")
     exec(code, namespace)  # the source is built from registry templates only

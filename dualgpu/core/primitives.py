@@ -169,10 +169,10 @@ class Primitive:
 
 
 def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | None = None,
-             batch: Callable | None = None, partials=None, **rules: Callable) -> Primitive:
+             partials=None, **rules: Callable) -> Primitive:
     """Attach an op's rules to its declared primitive: derivatives (``jvp``, ``vjp``,
     ``partials``) and the rules of other interpreters by :data:`RULE_KINDS` name (``vmap=``,
-    ``separability=``, ``jet=``; ``batch=`` is the older name of ``separability=``).
+    ``separability=``, ``jet=``...).
 
     The rule modules call this once per op; a rule given as ``None`` is left as it was.
     """
@@ -185,8 +185,6 @@ def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | No
         prim.jvp = jvp
     if vjp is not None:
         prim.vjp = vjp
-    if batch is not None:
-        rules.setdefault("separability", batch)
     if partials is not None:
         prim.partials = partials
     prim.rules.update({k: r for k, r in rules.items() if r is not None})

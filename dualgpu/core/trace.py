@@ -186,7 +186,9 @@ def _ours(prim) -> bool:
     return module.split(".")[0] == "dualgpu"
 
 
-_state = threading.local()
+# the traces running on each thread (``thread_state.builders``, innermost last); read
+# directly by the fast path of cached calls, which must not call out of its module
+thread_state = threading.local()
 
 
 def bind(prim, args: Sequence[Any], params: dict):
@@ -527,7 +529,7 @@ def install_protocol_handlers(*, ufunc, function, namespace, cupy_kernel=None) -
 
 def current_builder() -> GraphBuilder | None:
     """The innermost trace running on this thread, if any."""
-    stack = getattr(_state, "builders", None)
+    stack = getattr(thread_state, "builders", None)
     return stack[-1] if stack else None
 
 
@@ -556,7 +558,7 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
             t = builder.new_input(next(it))
             tracers.append(t)
             args[i] = t
-    stack = _state.__dict__.setdefault("builders", [])
+    stack = thread_state.__dict__.setdefault("builders", [])
     stack.append(builder)
     try:
         out = fn(*args)
@@ -596,17 +598,6 @@ def flatten_outputs(out) -> tuple[list, Any]:
         return None
 
     return leaves, postorder(out, expand, combine)  # no recursion: any nesting depth
-
-
-def unflatten_outputs(tree, leaves: Sequence[Any]):
-    it = iter(leaves)
-
-    def combine(t, built):
-        if t is None:
-            return next(it)
-        return t[0](built)
-
-    return postorder(tree, lambda t: (t, () if t is None else t[1]), combine)
 
 
 TRACER_TYPES.append(Tracer)  # the encoder refuses tracers as parameters with a hint

@@ -121,11 +121,6 @@ def dense(deps, rows: int, n: int) -> sp.csr_matrix | None:
     return sp.csr_matrix((data, np.tile(cols, rows), indptr), shape=(rows, n))
 
 
-def all_entries(dep) -> sp.csr_matrix:
-    """One row: the union of all of ``dep``'s rows."""
-    return dense([dep], 1, dep.shape[1])
-
-
 def group_matrix(groups: np.ndarray, n_groups: int) -> sp.csr_matrix:
     """The 0/1 matrix that sends operand entry ``i`` to output entry ``groups[i]``
     (-1: nowhere)."""

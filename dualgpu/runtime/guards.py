@@ -44,7 +44,7 @@ import numpy as np
 
 from ..backends import array_backend
 from ..errors import in_stdlib
-from .signature import _class_call, static_key
+from .signature import class_call, static_key
 
 # how far the walk goes: functions followed, places guarded, attribute depth
 MAX_FUNCTIONS = 64
@@ -338,7 +338,7 @@ class _Walk:
         else:  # a user module, class or object: the attributes the code names
             self.seen.add(id(value))
             self.objects.append([value, what, depth, set()])
-            call = None if isinstance(value, type) else _class_call(type(value))
+            call = None if isinstance(value, type) else class_call(type(value))
             if isinstance(call, types.FunctionType):
                 self.follow(call)
 

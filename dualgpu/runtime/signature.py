@@ -15,7 +15,6 @@ one.
 """
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import numpy as np
@@ -209,7 +208,7 @@ class Signature:
         for k, weakly in scalar_inputs:
             self.avals[k] = self.avals[k]._replace(weak=weakly)
         self.key = (self.backend.name, self.arg_trees, kw_tree, tuple(keys),
-                    _alias_pattern(inputs))
+                    alias_pattern(inputs))
 
     def layout(self) -> Signature:
         """This signature without the call's values: what shaping the results needs, safe to
@@ -384,7 +383,7 @@ def backend_of_all(backends, what: str):
     return found or backend_of([])
 
 
-def _alias_pattern(inputs) -> tuple | None:
+def alias_pattern(inputs) -> tuple | None:
     """For each input, the first input that is the same object — None when none alias."""
     ids = [id(a) for a in inputs]
     if len(set(ids)) == len(ids):
@@ -393,58 +392,7 @@ def _alias_pattern(inputs) -> tuple | None:
     return tuple(first.setdefault(i, k) for k, i in enumerate(ids))
 
 
-def unwrap_function(fn):
-    """The plain Python function behind ``fn`` (a partial, bound method or callable
-    object), or None."""
-    import functools
-
-    for _ in range(16):
-        if isinstance(fn, types.FunctionType):
-            return fn
-        if isinstance(fn, functools.partial):
-            fn = fn.func
-        elif isinstance(fn, types.MethodType):
-            fn = fn.__func__
-        elif hasattr(fn, "fn") and getattr(fn, "_dualgpu_transform", False):
-            fn = fn.fn
-        else:
-            call = _class_call(type(fn))
-            if isinstance(call, types.FunctionType):
-                return call
-            return None
-    return None
-
-
-_QUICK_TYPES = {np.ndarray}
-_QUICK_SCALARS = (int, bool, str, type(None))
-
-
-def quick_key(args: tuple):
-    """A cheap exact key for a call whose positional arguments are all plain arrays (and
-    Python ints, bools, strings, floats or None), or None for any other call. It stands for
-    the same program as the full key: every argument is a leaf, so structure, shapes,
-    dtypes, static values and aliasing are all in it."""
-    key = []
-    for a in args:
-        t = type(a)
-        if t in _QUICK_TYPES:  # the type names the backend: NumPy and CuPy never share
-            key.append((t, a.shape, a.dtype))
-        elif t is float:
-            key.append((float, a.hex()))
-        elif t in _QUICK_SCALARS:
-            key.append((t, a))
-        elif t.__name__ == "ndarray" and t.__module__.startswith("cupy"):
-            _QUICK_TYPES.add(t)
-            key.append((t, a.shape, a.dtype))
-        else:
-            return None
-    ids = {id(a) for a in args}
-    if len(ids) != len(args):
-        key.append(_alias_pattern(args))
-    return tuple(key)
-
-
-def _class_call(cls):
+def class_call(cls):
     """The ``__call__`` a class defines (or inherits), as found on its MRO."""
     for k in cls.__mro__:
         if "__call__" in k.__dict__:

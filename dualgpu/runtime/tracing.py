@@ -28,7 +28,7 @@ from ..errors import ArgumentTypeError, TracerControlFlowError
 from ..frontend.scipy.sparse import SparseValue
 from ..namespace import rebind_function
 from ..transforms import simplify
-from .signature import Signature, _class_call
+from .signature import Signature, class_call
 
 
 class SelfTracing:
@@ -76,7 +76,7 @@ def rebindable(fn):
         return fn
     if isinstance(fn, SelfTracing) or isinstance(fn, (types.BuiltinFunctionType, np.ufunc)):
         return fn
-    call = _class_call(type(fn))
+    call = class_call(type(fn))
     if isinstance(call, types.FunctionType):
         return types.MethodType(call, fn)
     return fn

@@ -27,6 +27,7 @@ import copy
 import inspect
 import threading
 import types
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +38,7 @@ from .. import tree as pytree
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
-from ..core.trace import current_builder
+from ..core.trace import current_builder, thread_state
 from ..errors import ArgumentTypeError, ShapeMismatchError
 from ..executor import config, generation
 from ..transforms.separability import check_separable, sum_output
@@ -53,8 +54,144 @@ from .program_cache import (
     function_key,
     log,
 )
-from .signature import Signature, quick_key
+from .signature import Signature, alias_pattern
 from .tracing import SelfTracing, Traced, name_of
+
+# ------------------------------------------------------------------------------ fast path
+_QUICK_TYPES = {np.ndarray}
+_QUICK_SCALARS = (int, bool, str, type(None))
+
+
+def quick_key(args: tuple):
+    """A cheap exact key for a call whose positional arguments are all plain arrays (and
+    Python ints, bools, strings, floats or None), or tuples and lists of arrays, or None
+    for any other call. It stands for the same program as the full key: every argument is
+    a leaf or a flat sequence of leaves, so structure, shapes, dtypes, static values and
+    aliasing are all in it."""
+    key = []
+    nested = False
+    for a in args:
+        t = type(a)
+        if t in _QUICK_TYPES:  # the type names the backend: NumPy and CuPy never share
+            key.append((t, a.shape, a.dtype))
+        elif t is float:
+            key.append((float, a.hex()))
+        elif t in _QUICK_SCALARS:
+            key.append((t, a))
+        elif t is tuple or t is list:
+            parts = []
+            for b in a:
+                if type(b) not in _QUICK_TYPES:
+                    return None
+                parts.append((type(b), b.shape, b.dtype))
+            key.append((t, tuple(parts)))
+            nested = True
+        elif t.__name__ == "ndarray" and t.__module__.startswith("cupy"):
+            _QUICK_TYPES.add(t)
+            key.append((t, a.shape, a.dtype))
+        else:
+            return None
+    leaves = flat_arguments(args) if nested else args
+    if len({id(a) for a in leaves}) != len(leaves):
+        key.append(alias_pattern(leaves))
+    return tuple(key)
+
+
+def flat_arguments(args: tuple) -> tuple:
+    """``args`` with its tuples and lists spread out (the leaves of a quick-keyed call)."""
+    out: list = []
+    for a in args:
+        if type(a) is tuple or type(a) is list:
+            out.extend(a)
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+class FastCall:
+    """What the fast path of a call seen before needs: its program (held weakly: the
+    program cache owns it), the cache generation it was made in, the program's guards
+    (None when it has none), whether Python floats pass as 0-d arrays, the signature's
+    layout (no values), whether its arguments hold tuples or lists of arrays (spread
+    out), and the template of the results (None: :meth:`Transformed.finish`
+    shapes them)."""
+
+    __slots__ = ("program", "generation", "guards", "floats", "nested", "layout", "template")
+
+    def __init__(self, program, generation_, guards, floats, nested, layout, template):
+        self.program = program
+        self.nested = nested
+        self.generation = generation_
+        self.guards = guards
+        self.floats = floats
+        self.layout = layout
+        self.template = template
+
+
+class _Slot:
+    """Output ``index`` of a program, standing in for it while a template is made."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+TEMPLATE_DEPTH = 32  # results nested deeper are shaped by finish (a pytree walk, no recursion)
+
+
+def slots(n: int) -> list:
+    return [_Slot(i) for i in range(n)]
+
+
+def results_template(result, depth: int = 0):
+    """Where a result built from :func:`slots` put each output: an int (the output itself),
+    ``(tuple | list, parts)``, ``(dict, keys, parts)``, ``(None,)``, or ``("tree", treedef,
+    outputs)`` for other pytree nodes; None when the result holds anything else (an array
+    made by ``finish``, which must be fresh on every call, or containers nested deeper
+    than :data:`TEMPLATE_DEPTH`).
+
+    Example::
+
+        >>> t = results_template(((_Slot(1), {"a": _Slot(0)}), None))
+        >>> t
+        (<class 'tuple'>, [(<class 'tuple'>, [1, (<class 'dict'>, ['a'], [0])]), (None,)])
+        >>> place_results(t, ["x", "y"])
+        (('y', {'a': 'x'}), None)
+    """
+    t = type(result)
+    if t is _Slot:
+        return result.index
+    if depth > TEMPLATE_DEPTH:
+        return None
+    if result is None:
+        return (None,)
+    if t is tuple or t is list or t is dict:
+        items = list(result.values()) if t is dict else list(result)
+        parts = [results_template(r, depth + 1) for r in items]
+        if any(p is None for p in parts):
+            return None
+        return (t, list(result), parts) if t is dict else (t, parts)
+    leaves, treedef = pytree.flatten(result)
+    if treedef.is_leaf or not all(type(leaf) is _Slot for leaf in leaves):
+        return None
+    return ("tree", treedef, [leaf.index for leaf in leaves])
+
+
+def place_results(template, outs):
+    """The results of a call: the outputs ``outs`` placed by ``template``."""
+    if type(template) is int:
+        return outs[template]
+    kind = template[0]
+    if kind is tuple:
+        return tuple([place_results(t, outs) for t in template[1]])
+    if kind is list:
+        return [place_results(t, outs) for t in template[1]]
+    if kind is dict:
+        return dict(zip(template[1], [place_results(t, outs) for t in template[2]]))
+    if kind is None:
+        return None
+    return pytree.unflatten(template[1], [outs[i] for i in template[2]])
 
 
 @dataclass(frozen=True)
@@ -87,6 +224,9 @@ class Transformed(SelfTracing):
     # floating scalars of the arguments are traced (jit, as JAX); the derivative transforms
     # run the function on their values in JAX, so there they stay static (keyed by value)
     trace_scalars = False
+    # whether finish only places the program's outputs in containers (read from no value:
+    # the fast path then places them by a template of finish's result)
+    finish_places_outputs = False
     _dualgpu_transform = True
     FAST_SLOTS = 8
 
@@ -193,14 +333,22 @@ class Transformed(SelfTracing):
             return self._resolved(self.split(args)[0])(*args, **kwargs)
         qkey = None if kwargs else quick_key(args)
         if qkey is not None:
-            hit = self._quick.get(qkey)
-            if (hit is not None and hit[2] == generation[0] and hit[0].guards_hold()
-                    and current_builder() is None):
-                # plain arrays seen before: every argument passes straight to the program
-                PROGRAMS.hits += 1  # a statistic: unlocked, one int increment
-                if hit[3]:  # Python floats: 0-d inputs
-                    args = scalars_as_arrays(args, hit[1].backend)
-                return self.finish(hit[0], hit[1], hit[0].exe(*args))
+            # plain arrays seen before: every argument passes straight to the program. This
+            # path stays in this module but for the guards and the program (a test counts it)
+            fast = self._quick.get(qkey)
+            if (fast is not None and fast.generation == generation[0]
+                    and not getattr(thread_state, "builders", None)):
+                program = fast.program()
+                if program is not None and (fast.guards is None or fast.guards.hold()):
+                    PROGRAMS.hits += 1  # a statistic: unlocked, one int increment
+                    if fast.nested:
+                        args = flat_arguments(args)
+                    if fast.floats:  # Python floats: 0-d inputs
+                        args = scalars_as_arrays(args, fast.layout.backend)
+                    outs = program.exe(*args)
+                    if fast.template is None:
+                        return self.finish(program, fast.layout, outs)
+                    return place_results(fast.template, outs)
         if dask.has_dask_array(args, kwargs):  # per-chunk programs over Dask arrays
             return dask.call(self, args, kwargs)
         fargs, extra = self.split(args)
@@ -211,19 +359,35 @@ class Transformed(SelfTracing):
             return self._inline(sig, extras)
         compiled = self.compiled(sig)
         passed = list(sig.inputs) + list(extras)
-        if (qkey is not None and len(passed) == len(args) and not sig.sparse
-                and all(p is a or type(a) is float for p, a in zip(passed, args))):
-            floats = any(type(a) is float for a in args)
-            with self._lock:
-                self._quick[qkey] = (compiled, sig.layout(), generation[0], floats)
-                while len(self._quick) > self.FAST_SLOTS:
-                    self._quick.pop(next(iter(self._quick)))
-        return self.finish(compiled, sig, compiled.exe(*passed))
+        outs = compiled.exe(*passed)
+        if qkey is not None and not sig.sparse:
+            leaves = flat_arguments(args)
+            if len(passed) == len(leaves) and all(
+                    p is a or type(a) is float for p, a in zip(passed, leaves)):
+                self._remember(qkey, compiled, sig.layout(), len(outs),
+                               any(type(a) is float for a in leaves),
+                               any(type(a) is tuple or type(a) is list for a in args))
+        return self.finish(compiled, sig, outs)
+
+    def _remember(self, qkey, compiled: Compiled, layout: Signature, n_outs: int,
+                  floats: bool, nested: bool) -> None:
+        """Record what the fast path needs for calls with the quick key ``qkey``."""
+        template = None
+        if self.finish_places_outputs:
+            template = results_template(self.finish(compiled, layout, slots(n_outs)))
+        fast = FastCall(weakref.ref(compiled), generation[0],
+                        compiled.guards if len(compiled.guards) else None, floats, nested,
+                        layout, template)
+        with self._lock:
+            self._quick[qkey] = fast
+            while len(self._quick) > self.FAST_SLOTS:
+                self._quick.pop(next(iter(self._quick)))
 
     def compiled(self, sig: Signature) -> Compiled:
         """The cached program for this signature (built on a miss or a failed guard)."""
         local_key = (generation[0], sig.key)
-        hit = self._programs.get(local_key)
+        ref = self._programs.get(local_key)
+        hit = None if ref is None else ref()
         if hit is not None and hit.guards_hold():
             PROGRAMS.hits += 1
             return hit
@@ -247,7 +411,7 @@ class Transformed(SelfTracing):
             PROGRAMS.discard_later(key)
             entry = PROGRAMS.get_or_build(key, build)
         with self._lock:
-            self._programs[local_key] = entry
+            self._programs[local_key] = weakref.ref(entry)
             while len(self._programs) > self.FAST_SLOTS:
                 self._programs.pop(next(iter(self._programs)))
         return entry

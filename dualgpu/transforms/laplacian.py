@@ -67,7 +67,7 @@ from .jvp import jvp_graph, jvp_rule
 from .simplify import dce, simplify
 from .vmap import batch_graph, rule_for
 
-__all__ = ["curvature_graph", "uses_fallback"]
+__all__ = ["curvature_graph"]
 
 
 # Jet = (J, S) or None; a rule returns one jet per output.
@@ -88,11 +88,6 @@ def rule_kind(prim, values=None, own: str = "jet") -> str:
             return "fallback"  # the partials are real-valued forms (absolute, say)
         return "partials"
     return "fallback"
-
-
-def uses_fallback(prim) -> bool:
-    """True when jets go through ``prim`` by the nested-JVP fallback (real operands)."""
-    return rule_kind(prim) == "fallback"
 
 
 # ------------------------------------------------------------------------------ linear

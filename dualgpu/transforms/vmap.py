@@ -136,11 +136,6 @@ def rule_for(prim) -> BatchRule:
     return batching.loop_rule
 
 
-def has_rule(prim) -> bool:
-    """True when ``prim`` is batched by a rule rather than by the per-example loop."""
-    return rule_for(prim) is not batching.loop_rule
-
-
 # ------------------------------------------------------------------------------ by flag
 def elementwise_rule(eqn, args, batched, size):
     """Batched operands are lifted to the op's per-example rank; NumPy broadcasting does
