@@ -21,9 +21,9 @@ import numpy as np
 from .. import lax
 from .. import tree as pytree
 from ..core.dtypes import promote
-from ..core.interpret import eval_graph, read
+from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Const, Graph, Literal
-from ..core.trace import current_builder, trace_to_graph
+from ..core.trace import trace_to_graph
 from ..errors import ArgumentTypeError, TracerControlFlowError
 from ..frontend.scipy.sparse import SparseValue
 from ..namespace import rebind_function
@@ -174,24 +174,20 @@ def strengthen_weak_inputs(graph: Graph) -> Graph:
     dtype the equation promotes to, so that the program computes in the dtypes the weak
     typing gave (``x32 * dt`` stays float32) whatever array library runs it."""
 
+    def cast_weak(eqn, ins, states):
+        weak = [k for k, a in enumerate(eqn.inputs)
+                if not isinstance(a, (Literal, Const)) and a.aval.weak]
+        if weak and any(not a.aval.weak for a in eqn.inputs):
+            target = promote([a.aval for a in eqn.inputs])
+            for k in weak:
+                if eqn.inputs[k].dtype != target:
+                    ins[k] = lax.astype(ins[k], target)
+        outs = eqn.prim.bind(*ins, **eqn.params)
+        outs = outs if eqn.prim.multiple_results else [outs]
+        return outs, [None] * len(outs)
+
     def run(*args):
-        env = {v.id: a for v, a in zip(graph.inputs, args)}
-        builder = current_builder()
-        for eqn in graph.eqns:
-            builder.rule_source = eqn.source  # the recorded equations keep the user's line
-            ins = [read(env, a) for a in eqn.inputs]
-            weak = [k for k, a in enumerate(eqn.inputs)
-                    if not isinstance(a, (Literal, Const)) and a.aval.weak]
-            if weak and any(not a.aval.weak for a in eqn.inputs):
-                target = promote([a.aval for a in eqn.inputs])
-                for k in weak:
-                    if eqn.inputs[k].dtype != target:
-                        ins[k] = lax.astype(ins[k], target)
-            outs = eqn.prim.bind(*ins, **eqn.params)
-            for v, o in zip(eqn.outs, outs if eqn.prim.multiple_results else [outs]):
-                env[v.id] = o
-        builder.rule_source = None
-        return [read(env, a) for a in graph.outputs]
+        return propagate_states(graph, args, {}, cast_weak)[0]
 
     avals = [v.aval._replace(weak=False) for v in graph.inputs]
     new, _ = trace_to_graph(run, avals, graph.xp, name=graph.name,

@@ -48,13 +48,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.flags import Flag
-from ..core.interpret import eval_graph
+from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Graph, Var
 from ..core.trace import trace_to_graph
 from ..errors import DualgpuError
 from ..frontend import numpy as dnp
 from ..rules._jet import Mode, bind_all, fit, is_zero, lift
-from ._forward import propagate_states
 from ._gc import collector_paused
 from .laplacian import _batch_axes, _forward_tangents, _seed, _sub_trace, coordinate_layout
 from .simplify import simplify

@@ -34,8 +34,9 @@ import numpy as np
 from .. import lax
 from ..core.flags import Flag
 from ..core.indexing import key_array_axes, key_has_arrays
+from ..core.interpret import user_lines
 from ..core.ir import Const, Eqn, Graph, Var
-from ..core.trace import current_builder, trace_to_graph
+from ..core.trace import trace_to_graph
 from ..errors import IndexOutOfBoundsError
 
 
@@ -98,10 +99,11 @@ def with_index_bounds(graph: Graph) -> IndexBounds | None:
 
     def bounds(*indices):
         parts = []
-        for site, i in zip(sites, indices):
-            current_builder().rule_source = site.source  # the user's line of the gather
-            i = lax.astype(i, np.int64)   # cast inside the reductions' kernel
-            parts += [lax.min(i), lax.max(i)]
+        with user_lines() as at:
+            for site, i in zip(sites, indices):
+                at(site)  # the user's line of the gather
+                i = lax.astype(i, np.int64)   # cast inside the reductions' kernel
+                parts += [lax.min(i), lax.max(i)]
         return lax.stack(parts)
 
     check, _ = trace_to_graph(bounds, [a.aval for a in arrays], graph.xp,

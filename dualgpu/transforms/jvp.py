@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import lax
-from ..core.interpret import read
+from ..core.interpret import propagate_states
 from ..core.ir import Aval, Graph
-from ..core.trace import Tracer, current_builder, trace_to_graph
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
 from ._gc import collector_paused
 from .simplify import simplify
@@ -52,24 +52,9 @@ def jvp_graph(graph: Graph, with_tangent: Sequence[bool] | None = None) -> Graph
     n = len(avals)
 
     def run(*args):
-        primals = args[:n]
         tangent_iter = iter(args[n:])
-        env, tenv = {}, {}
-        for v, p, w in zip(graph.inputs, primals, with_tangent):
-            env[v.id] = p
-            tenv[v.id] = next(tangent_iter) if w else None
-        builder = current_builder()
-        for eqn in graph.eqns:
-            builder.rule_source = eqn.source  # the derivative's equations: the user's line
-            ps = [read(env, a) for a in eqn.inputs]
-            ts = [tenv.get(a.id) if isinstance(a, _VarT) else None for a in eqn.inputs]
-            outs, outs_t = jvp_rule(eqn, ps, ts)
-            for v, o, t in zip(eqn.outs, outs, outs_t):
-                env[v.id] = o
-                tenv[v.id] = t
-        builder.rule_source = None
-        outs = [read(env, a) for a in graph.outputs]
-        outs_t = [tenv.get(a.id) if isinstance(a, _VarT) else None for a in graph.outputs]
+        tangents = {v.id: next(tangent_iter) for v, w in zip(graph.inputs, with_tangent) if w}
+        outs, outs_t = propagate_states(graph, args[:n], tangents, jvp_rule)
         return outs + [_materialize(t, o) for t, o in zip(outs_t, outs)]
 
     names = None
@@ -92,5 +77,3 @@ def _materialize(t, o):
 def _xp_of(graph: Graph):
     return getattr(graph, "xp", None) or __import__("numpy")
 
-
-from ..core.ir import Var as _VarT  # noqa: E402

@@ -53,7 +53,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..core.flags import Flag
-from ..core.interpret import eval_graph, read
+from ..core.interpret import eval_graph, propagate_states, read
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
@@ -61,7 +61,6 @@ from ..frontend import numpy as dnp
 from ..ops import shape as _sh
 from ..rules._jet import Mode, Seed, bind_all, fit, is_zero, lift, scale, traced_constant, vid
 from ..rules._util import add_any
-from ._forward import propagate_states
 from ._gc import collector_paused
 from .jvp import jvp_graph, jvp_rule
 from .simplify import dce, simplify

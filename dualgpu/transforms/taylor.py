@@ -49,13 +49,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import lax
-from ..core.interpret import eval_graph
+from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
 from ..rules._taylor import Mode, bind_all, cauchy, finish, lifted
 from ..rules._util import add_any
-from ._forward import propagate_states
 from ._gc import collector_paused
 from .jvp import jvp_graph, jvp_rule
 from .laplacian import _forward_tangents

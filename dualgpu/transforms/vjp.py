@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import lax
-from ..core.interpret import eval_environment, read
+from ..core.interpret import eval_environment, read, user_lines
 from ..core.ir import Aval, Graph, Var
-from ..core.trace import current_builder, trace_to_graph
+from ..core.trace import trace_to_graph
 from ..errors import DualgpuError
 from ..rules._util import add_any, inactive_primals
 from ._gc import collector_paused
@@ -34,44 +34,45 @@ def backward_pass(graph: Graph, env: dict, active: set, out_cts: list) -> dict:
     for a, ct in zip(graph.outputs, out_cts):
         if isinstance(a, Var) and a.id in active and ct is not None:
             ct_env[a.id] = add_any(ct_env.get(a.id), ct)
-    builder = current_builder()
-    outer = builder.rule_source if builder is not None else None
-    for eqn in reversed(graph.eqns):
-        if builder is not None:  # the transposed equations: the user's line
-            builder.rule_source = eqn.source or outer
-        cts_out = [ct_env.pop(v.id, None) for v in eqn.outs]
-        if all(c is None for c in cts_out):
-            continue
-        if not any(isinstance(a, Var) and a.id in active for a in eqn.inputs):
-            continue
-        prim = eqn.prim
-        if prim.vjp is None:
-            raise DualgpuError(
-                f"primitive {prim.name} has no VJP rule: reverse mode (grad, vjp, hvp) "
-                "cannot go through it. Give it a vjp= (docs/custom_rules.md).")
-        primals = [read(env, a) for a in eqn.inputs]
-        ans = [env[v.id] for v in eqn.outs]
-        inactive = [p for p, a in zip(primals, eqn.inputs)
-                    if not (isinstance(a, Var) and a.id in active)]
-        with inactive_primals(inactive):
-            if prim.multiple_results:
-                cts_in = prim.vjp(cts_out, primals, ans, **eqn.params)
-            else:
-                cts_in = prim.vjp(cts_out[0], primals, ans[0], **eqn.params)
-        for a, ct in zip(eqn.inputs, cts_in):
-            if ct is None or not isinstance(a, Var) or a.id not in active:
-                continue
-            if tuple(getattr(ct, "shape", ())) != tuple(a.shape):
-                raise DualgpuError(
-                    f"the VJP rule of {prim.name} returned a cotangent of shape "
-                    f"{getattr(ct, 'shape', ())} for an input of shape {a.shape}")
-            if getattr(ct, "dtype", a.dtype) != a.dtype and a.dtype.kind in "fc":
-                # a cotangent has its primal's dtype (float32 x @ float64 A: float32 grad)
-                ct = lax.astype(ct, a.dtype)
-            ct_env[a.id] = add_any(ct_env.get(a.id), ct)
-    if builder is not None:
-        builder.rule_source = outer
+    with user_lines() as at:
+        for eqn in reversed(graph.eqns):
+            at(eqn)  # the transposed equations carry the user's line
+            _transpose(eqn, env, active, ct_env)
     return ct_env
+
+
+def _transpose(eqn, env: dict, active: set, ct_env: dict) -> None:
+    """The cotangents of ``eqn``'s active inputs from its outputs' (``ct_env``, by var id)."""
+    cts_out = [ct_env.pop(v.id, None) for v in eqn.outs]
+    if all(c is None for c in cts_out):
+        return
+    if not any(isinstance(a, Var) and a.id in active for a in eqn.inputs):
+        return
+    prim = eqn.prim
+    if prim.vjp is None:
+        raise DualgpuError(
+            f"primitive {prim.name} has no VJP rule: reverse mode (grad, vjp, hvp) "
+            "cannot go through it. Give it a vjp= (docs/custom_rules.md).")
+    primals = [read(env, a) for a in eqn.inputs]
+    ans = [env[v.id] for v in eqn.outs]
+    inactive = [p for p, a in zip(primals, eqn.inputs)
+                if not (isinstance(a, Var) and a.id in active)]
+    with inactive_primals(inactive):
+        if prim.multiple_results:
+            cts_in = prim.vjp(cts_out, primals, ans, **eqn.params)
+        else:
+            cts_in = prim.vjp(cts_out[0], primals, ans[0], **eqn.params)
+    for a, ct in zip(eqn.inputs, cts_in):
+        if ct is None or not isinstance(a, Var) or a.id not in active:
+            continue
+        if tuple(getattr(ct, "shape", ())) != tuple(a.shape):
+            raise DualgpuError(
+                f"the VJP rule of {prim.name} returned a cotangent of shape "
+                f"{getattr(ct, 'shape', ())} for an input of shape {a.shape}")
+        if getattr(ct, "dtype", a.dtype) != a.dtype and a.dtype.kind in "fc":
+            # a cotangent has its primal's dtype (float32 x @ float64 A: float32 grad)
+            ct = lax.astype(ct, a.dtype)
+        ct_env[a.id] = add_any(ct_env.get(a.id), ct)
 
 
 @collector_paused()

@@ -34,9 +34,9 @@ import numpy as np
 
 from .. import lax
 from ..core.flags import Flag
-from ..core.interpret import read
-from ..core.ir import Aval, Graph, Var
-from ..core.trace import current_builder, trace_to_graph
+from ..core.interpret import propagate_states
+from ..core.ir import Aval, Graph
+from ..core.trace import trace_to_graph
 from ..errors import DualgpuError, InvalidArgumentError
 from ..rules import _batching as batching
 from ._gc import collector_paused
@@ -71,27 +71,24 @@ def batch_graph(graph: Graph, in_dims: Sequence[int | None], size: int,
     result_dims: list = []
 
     def run(*args):
-        env: dict[int, tuple] = {}
-        for v, a, d in zip(graph.inputs, args, in_dims):
-            env[v.id] = (a if d in (None, 0) else lax.moveaxis(a, d, 0), d is not None)
-        builder = current_builder()
-        for eqn in graph.eqns:
-            builder.rule_source = eqn.source  # batched equations keep the user's line
-            ins = [_read(env, a) for a in eqn.inputs]
-            values = [x for x, _ in ins]
-            flags = [b for _, b in ins]
+        # a value's state: True where it is batched (examples along axis 0)
+        moved = [a if d in (None, 0) else lax.moveaxis(a, d, 0) for a, d in zip(args, in_dims)]
+        batched = {v.id: True for v, d in zip(graph.inputs, in_dims) if d is not None}
+
+        def rule(eqn, values, states):
+            flags = [s is True for s in states]
             if any(flags):
                 outs, out_flags = rule_for(eqn.prim)(eqn, values, flags, size)
             else:
                 outs = eqn.prim.bind(*values, **eqn.params)
                 outs = list(outs) if eqn.prim.multiple_results else [outs]
                 out_flags = [False] * len(outs)
-            for v, o, b in zip(eqn.outs, outs, out_flags):
-                env[v.id] = (o, b)
-        builder.rule_source = None
+            return outs, [True if b else None for b in out_flags]
+
+        values, states = propagate_states(graph, moved, batched, rule)
         results = []
-        for k, a in enumerate(graph.outputs):
-            x, b = _read(env, a)
+        for k, (x, s) in enumerate(zip(values, states)):
+            b = s is True
             if out_dims is None:
                 results.append(x)
                 result_dims.append(0 if b else None)
@@ -114,12 +111,6 @@ def batch_graph(graph: Graph, in_dims: Sequence[int | None], size: int,
     new, _ = trace_to_graph(run, avals, graph.xp, name=f"vmap_{graph.name}",
                             input_names=names)
     return simplify(new), result_dims
-
-
-def _read(env, atom):
-    if isinstance(atom, Var) and atom.id in env:
-        return env[atom.id]
-    return read(env, atom), False
 
 
 def rule_for(prim) -> BatchRule:
