@@ -670,7 +670,7 @@ def source(fn: Callable, *example_args, **example_kwargs) -> str:
             t0 = xp.sin(x)
             t1 = xp.sum(t0, axis=(0,))
             t2 = xp.cos(x)
-            return (t1, t2)
+            return (xp.asarray(t1), t2)
         <BLANKLINE>
     """
     if not isinstance(fn, Transformed):

@@ -13,9 +13,10 @@ are not checked for). Leading axes are batch axes, as in SciPy 1.15 and later.
     >>> dg.jit(lambda a: scipy.linalg.cholesky(a))(a)        # upper, as SciPy's
     array([[2.        , 1.        ],
            [0.        , 1.41421356]])
-    >>> dg.grad(lambda a: scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), a[0])[1])(a)
-    array([[ 0.25, -0.5 ],
-           [ 0.  ,  0.  ]])
+    >>> b = np.array([1.0, 2.0])      # only the upper triangle is read, as by SciPy
+    >>> dg.grad(lambda a: scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b)[1])(a)
+    array([[-0.03125,  0.25   ],
+           [ 0.     , -0.375  ]])
 """
 from __future__ import annotations
 
