@@ -10,7 +10,7 @@ reason in ``detail``) or ``"n/a"``.
 Example::
 
     >>> cells = coverage(dg.REGISTRY["matmul"])
-    >>> cells["vmap"], cells["jet"][0]
+    >>> cells["vmap"], cells["laplacian"][0]
     (('own', ''), 'own')
     >>> coverage(dg.REGISTRY["sin"])["vmap"]
     ('flag', 'elementwise')
@@ -26,7 +26,7 @@ from .transforms.sparsity import rule_kind as sparsity_rule_kind
 from .transforms.taylor import rule_kind as taylor_rule_kind
 from .transforms.vmap import rule_for
 
-INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "jet", "taylor", "sparsity", "kernel",
+INTERPRETERS = ("jvp", "vjp", "vmap", "separability", "laplacian", "taylor", "sparsity", "kernel",
                 "tiny", "view", "library", "export")
 _KINDS = (Flag.ELEMENTWISE, Flag.REDUCTION, Flag.SCAN)
 
@@ -64,7 +64,7 @@ def _separability(prim: Primitive) -> tuple[str, str]:
     return ("refused", "couples instances (no rule)")
 
 
-def _jet(prim: Primitive) -> tuple[str, str]:
+def _laplacian(prim: Primitive) -> tuple[str, str]:
     if prim.name in NON_DIFFERENTIABLE:
         return ("n/a", "not differentiable")
     kind = rule_kind(prim)
@@ -149,7 +149,7 @@ def _export(prim: Primitive) -> tuple[str, str]:
 def coverage(prim: Primitive) -> dict[str, tuple[str, str]]:
     """The cell of ``prim`` for each interpreter of :data:`INTERPRETERS`."""
     return {"jvp": _derivative(prim, prim.jvp), "vjp": _derivative(prim, prim.vjp),
-            "vmap": _vmap(prim), "separability": _separability(prim), "jet": _jet(prim),
+            "vmap": _vmap(prim), "separability": _separability(prim), "laplacian": _laplacian(prim),
             "taylor": _taylor(prim), "sparsity": _sparsity(prim), "kernel": _kernel(prim),
             "tiny": _tiny(prim),
             "view": _view(prim), "library": _library(prim), "export": _export(prim)}
@@ -184,7 +184,7 @@ def matrix_markdown() -> str:
         "with the reason) or – (does not apply).",
         "",
         "Interpreters: `jvp`, `vjp` (derivatives), `vmap` (batching), `separability` (the "
-        "proof behind `batch_axes`), `jet` (the forward Laplacian and Hessian diagonal), "
+        "proof behind `batch_axes`), `laplacian` (the forward Laplacian and Hessian diagonal), "
         "`taylor` (Taylor mode of any order: `dg.jet`, `dg.differential_operator`), "
         "`sparsity` (the Jacobian and Hessian patterns of `dg.sparse_jacobian`), "
         "`kernel` (the fused GPU kernels), `tiny` (a tiny program as one kernel), `view` "

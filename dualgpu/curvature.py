@@ -37,7 +37,8 @@ from .fusion.plan import memory_profile, plan_graph
 from .runtime.checks import diff_flags
 from .runtime.transformed import Transformed
 from .transforms.biharmonic import NoForwardRule, biharmonic_graph
-from .transforms.laplacian import coordinate_layout, curvature_graph
+from .transforms.interpreter import coordinate_layout
+from .transforms.laplacian import curvature_graph
 from .transforms.separability import check_separable
 from .vectorize import vmap
 

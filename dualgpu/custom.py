@@ -51,7 +51,7 @@ from .errors import DualgpuError, ShapeMismatchError
 from .lax import zeros_like
 from .names import check_c_expression, check_identifier
 from .namespace import rebind_function
-from .rules._util import unbroadcast
+from .rules.common import unbroadcast
 from .runtime.signature import static_key
 from .transforms.vjp import vjp_graph
 

@@ -80,3 +80,17 @@ def test_no_module_walks_the_equations_setting_lines_itself():
         if rel in ("core/interpret.py", "core/trace.py"):
             continue
         assert not re.search(r"\.rule_source\s*=", path.read_text()), rel
+
+
+def test_no_module_imports_another_modules_private_names():
+    """The seam is public: a module imports no ``_name`` of another dualgpu module."""
+    import ast
+
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (
+                    node.level > 0 or (node.module or "").startswith("dualgpu")):
+                private = [a.name for a in node.names
+                           if a.name.startswith("_") and not a.name.startswith("__")]
+                assert not private, (path.relative_to(PACKAGE).as_posix(), node.module, private)

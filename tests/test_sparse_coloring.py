@@ -221,7 +221,7 @@ def test_star_and_acyclic_colorings_decompress_exactly_with_fewer_colors(seed):
     n = 8 + 4 * seed
     pattern = _symmetric(seed, n, (0.03, 0.08, 0.2)[seed % 3])
     if seed % 4 == 0:   # no diagonal entries
-        pattern = C.distance.__dict__["_without_diagonal"](pattern)
+        pattern = C.distance.without_diagonal(pattern)
     h = _integer_hessian(pattern, seed)
     counts = {}
     for method, coloring in (("distance2", C.symmetric_coloring), ("star", C.star_coloring),

@@ -19,7 +19,7 @@ import dualgpu as dg
 from dualgpu.frontend import numpy as dnp
 from dualgpu.frontend.scipy.sparse import Pattern
 from dualgpu.ops.sparse import spmm
-from dualgpu.rules import _batching as batching_rules
+from dualgpu.rules import batching_rules
 from dualgpu.transforms.vmap import batch_graph
 
 SCALES = (1.0, 1.07, 0.93)

@@ -64,7 +64,7 @@ def ctype(dtype) -> str:
 c_literal = encode.c_literal
 
 
-def _identity(op: str, dtype) -> str:
+def identity_of(op: str, dtype) -> str:
     dt = np.dtype(dtype)
     if op == "sum":
         return c_literal(0, dt)
@@ -78,7 +78,7 @@ def _identity(op: str, dtype) -> str:
     return c_literal(info.min if op == "max" else info.max, dt)
 
 
-def _combine(op: str, a: str, b: str) -> str:
+def combine(op: str, a: str, b: str) -> str:
     if op == "sum":
         return f"({a} + {b})"
     if op == "prod":
@@ -128,7 +128,7 @@ def array_strides(a) -> tuple:
     return tuple(0 if n == 1 else s // a.itemsize for n, s in zip(a.shape, a.strides))
 
 
-def _named(template: str, prefix: str) -> tuple[str, str]:
+def named(template: str, prefix: str) -> tuple[str, str]:
     digest = hashlib.sha1(template.encode()).hexdigest()[:16]
     name = naming.kernel_name(prefix, digest)
     return name, template.replace("@KERNEL@", name)
@@ -178,10 +178,10 @@ class _Loop:
 def _kernel_text(params: list, body: list) -> str:
     head = [f'extern "C" __global__ void __launch_bounds__({BLOCK}) @KERNEL@(',
             "    " + ",\n    ".join(params) + ") {"]
-    return "\n".join(head + _indent(body) + ["}"]) + "\n"
+    return "\n".join(head + indent(body) + ["}"]) + "\n"
 
 
-def _indent(lines: list) -> list:
+def indent(lines: list) -> list:
     return ["  " + ln for ln in lines]
 
 
@@ -195,7 +195,7 @@ def _block_reduce(g: GridReduction, value: str, dest: str, prelude: tuple = ()) 
             f"{sh}[threadIdx.x] = {value};",
             "__syncthreads();",
             f"for (int s = {BLOCK // 2}; s > 0; s >>= 1) {{",
-            f"  if (threadIdx.x < s) {a} = {_combine(g.op, a, b)};",
+            f"  if (threadIdx.x < s) {a} = {combine(g.op, a, b)};",
             "  __syncthreads();",
             "}",
             f"if (threadIdx.x == 0) {dest} = {sh}[0];"]
@@ -273,7 +273,7 @@ def _c_params(eqn, template: str, comp) -> dict:
     return params
 
 
-class _Emitter:
+class Emitter:
     """Builds the body of one region's main kernel."""
 
     def __init__(self, region: Region, strides: dict):
@@ -475,7 +475,7 @@ class _Emitter:
         src = self.vname(source)
         if self.nodes[source].dtype != node.dtype:
             src = f"(({ctype(node.dtype)}){src})"
-        return f"{acc} = {_combine(_reduction_op(node.eqn), acc, src)};"
+        return f"{acc} = {combine(_reduction_op(node.eqn), acc, src)};"
 
     def _ctype_of(self, k) -> str:
         return ctype(self.nodes[k].dtype)
@@ -497,8 +497,8 @@ class _Emitter:
         """The main kernel's text (its name left as ``@KERNEL@``)."""
         idx = self.idx
         body = [f"const {idx} tid = ({idx})blockIdx.x * {BLOCK} + ({idx})threadIdx.x;"]
-        body += [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};" for g in self.grid]
-        body += [f"if (tid < {self.r.thread_count()}) {{", *_indent(self.thread_code()),
+        body += [f"{g.ctype} {g.name} = {identity_of(g.op, g.var.dtype)};" for g in self.grid]
+        body += [f"if (tid < {self.r.thread_count()}) {{", *indent(self.thread_code()),
                  "}"]
         for g in self.grid:
             body += _block_reduce(g, g.name, f"part_{g.name}[blockIdx.x]")
@@ -561,7 +561,7 @@ class _Emitter:
         for k in reductions:
             dt = self.nodes[k].var.dtype
             decls.append(f"{ctype(dt)} acc{k} = "
-                         f"{_identity(_reduction_op(self.nodes[k].eqn), dt)};")
+                         f"{identity_of(_reduction_op(self.nodes[k].eqn), dt)};")
         body = self._loop_index() + self._loop_values(lv, self._loop_needs(roots))
         body += [self.accumulate(k, f"acc{k}") for k in reductions]
         body += [self.accumulate(k, self.grid_names[self.nodes[k].var.id])
@@ -628,7 +628,7 @@ class _Emitter:
             if self.r.unrolled():
                 lines.append("#pragma unroll")
             lines.append(f"for (int r = 0; r < {extent}; ++r) {{")
-            lines += _indent(item.body + [f"c{k}[r] = {self.vname(k)};" for k in stored])
+            lines += indent(item.body + [f"c{k}[r] = {self.vname(k)};" for k in stored])
             lines.append("}")
         return lines
 
@@ -638,7 +638,7 @@ def _reduction_op(eqn) -> str:
     return eqn.prim.monoid
 
 
-def _finish_source(emitter: _Emitter, blocks: int) -> str:
+def _finish_source(emitter: Emitter, blocks: int) -> str:
     """The kernel that finishes the grid reductions: block ``i`` reduces the partials of
     grid reduction ``i``."""
     params, body = [], []
@@ -646,11 +646,11 @@ def _finish_source(emitter: _Emitter, blocks: int) -> str:
         out = emitter.out_names[g.var.id]
         params.append(f"const {g.ctype}* __restrict__ part_{g.name}")
         params.append(f"{g.ctype}* __restrict__ {out}")
-        prelude = (f"{g.ctype} acc = {_identity(g.op, g.var.dtype)};",
+        prelude = (f"{g.ctype} acc = {identity_of(g.op, g.var.dtype)};",
                    f"for (int k = threadIdx.x; k < {blocks}; k += {BLOCK}) "
-                   f"acc = {_combine(g.op, 'acc', f'part_{g.name}[k]')};")
+                   f"acc = {combine(g.op, 'acc', f'part_{g.name}[k]')};")
         body += [f"if (blockIdx.x == {i}) {{",
-                 *_indent(_block_reduce(g, "acc", f"{out}[0]", prelude)),
+                 *indent(_block_reduce(g, "acc", f"{out}[0]", prelude)),
                  "}"]
     return _kernel_text(params, body)
 
@@ -676,12 +676,12 @@ def region_kernels(region: Region, strides: dict | None = None) -> RegionKernels
     strides = dict(strides or {})
     for v in region.inputs:
         strides.setdefault(v.id, contiguous_strides(v.shape))
-    em = _Emitter(region, strides)
-    name, source = _named(em.generate(), "fused")
+    em = Emitter(region, strides)
+    name, source = named(em.generate(), "fused")
     rk = RegionKernels(name=name, source=source, threads=region.thread_count(),
                        inputs=list(region.inputs), outputs=list(region.outputs))
     if region.grid:
-        finish_name, finish = _named(_finish_source(em, rk.blocks), "finish")
+        finish_name, finish = named(_finish_source(em, rk.blocks), "finish")
         rk.finish_name, rk.finish_source = finish_name, finish
         rk.grid = [(g.var, g.op, g.ctype) for g in em.grid]
     return rk

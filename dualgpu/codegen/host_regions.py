@@ -52,7 +52,7 @@ from ..core.interpret import read
 from ..core.ir import Graph, Literal
 from ..fusion import LibraryStep, Plan, Region, plan_graph, run_library_step
 from . import host
-from .cuda import _combine, _Emitter, _identity, _indent, _named, contiguous_strides, ctype
+from .cuda import Emitter, combine, contiguous_strides, ctype, identity_of, indent, named
 
 log = logging.getLogger("dualgpu")
 
@@ -78,7 +78,7 @@ FLAGS = host.FLAGS + ("-fopenmp",)
 _logged: set = set()      # reasons already logged (each once per process)
 
 
-class _HostEmitter(_Emitter):
+class _HostEmitter(Emitter):
     """A region's text as one C++ function whose loops run the region's threads in order:
     one loop per thread axis, nested, the last innermost (where the kernel decomposes its
     thread index into those axes)."""
@@ -101,7 +101,7 @@ class _HostEmitter(_Emitter):
         if self.grid and threads >= PARALLEL_MIN:
             body = self._chunked()
         else:
-            body = [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};"
+            body = [f"{g.ctype} {g.name} = {identity_of(g.op, g.var.dtype)};"
                     for g in self.grid]
             body += self._nested(parallel=threads >= PARALLEL_MIN)
         body += [f"{self.out_names[g.var.id]}[0] = {g.name};" for g in self.grid]
@@ -110,7 +110,7 @@ class _HostEmitter(_Emitter):
         params += [f"{ctype(v.dtype)}* __restrict__ {self.out_names[v.id]}"
                    for v in self.r.outputs]
         head = ['extern "C" void @KERNEL@(', "    " + ",\n    ".join(params) + ") {"]
-        return "\n".join(head + _indent(body) + ["}"]) + "\n"
+        return "\n".join(head + indent(body) + ["}"]) + "\n"
 
     def _nested(self, parallel: bool) -> list:
         """One loop per thread axis, nested, the last innermost."""
@@ -118,7 +118,7 @@ class _HostEmitter(_Emitter):
         loops = self.thread_code()
         for d in reversed(axes):
             loops = [f"for ({idx} {self.axis(d)} = 0; {self.axis(d)} < {self.r.domain[d]}; "
-                     f"++{self.axis(d)}) {{", *_indent(loops), "}"]
+                     f"++{self.axis(d)}) {{", *indent(loops), "}"]
         if parallel and axes:
             loops = [f"#pragma omp parallel for collapse({len(axes)}) schedule(static)",
                      *loops]
@@ -134,24 +134,24 @@ class _HostEmitter(_Emitter):
         finally:
             self.flat = False
         lines = [f"{g.ctype} part_{g.name}[{CHUNKS}];" for g in self.grid]
-        chunk = [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};" for g in self.grid]
+        chunk = [f"{g.ctype} {g.name} = {identity_of(g.op, g.var.dtype)};" for g in self.grid]
         chunk += [f"const {idx} lo = ({idx})((long long){n} * c / {CHUNKS});",
                   f"const {idx} hi = ({idx})((long long){n} * (c + 1) / {CHUNKS});",
-                  f"for ({idx} tid = lo; tid < hi; ++tid) {{", *_indent(code), "}"]
+                  f"for ({idx} tid = lo; tid < hi; ++tid) {{", *indent(code), "}"]
         chunk += [f"part_{g.name}[c] = {g.name};" for g in self.grid]
         lines += ["#pragma omp parallel for schedule(static)",
-                  f"for (int c = 0; c < {CHUNKS}; ++c) {{", *_indent(chunk), "}"]
+                  f"for (int c = 0; c < {CHUNKS}; ++c) {{", *indent(chunk), "}"]
         for g in self.grid:
-            lines += [f"{g.ctype} {g.name} = {_identity(g.op, g.var.dtype)};",
+            lines += [f"{g.ctype} {g.name} = {identity_of(g.op, g.var.dtype)};",
                       f"for (int c = 0; c < {CHUNKS}; ++c) "
-                      f"{g.name} = {_combine(g.op, g.name, f'part_{g.name}[c]')};"]
+                      f"{g.name} = {combine(g.op, g.name, f'part_{g.name}[c]')};"]
         return lines
 
 
 def region_host_text(region: Region) -> str:
     """The C++ function of ``region`` for C-contiguous inputs, named by its text's hash."""
     strides = {v.id: contiguous_strides(v.shape) for v in region.inputs}
-    return _named(_HostEmitter(region, strides).generate_host(), "hostfused")[1]
+    return named(_HostEmitter(region, strides).generate_host(), "hostfused")[1]
 
 
 def _function_name(text: str) -> str:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cuda import BLOCK, _named, c_literal, ctype
+from .cuda import BLOCK, c_literal, ctype, named
 
 SMALL_MATMUL = 1 << 16  # M*N*K up to which matmul runs as our "tiny" kernel ...
 THIN_K = 16             # products over at most this many terms: one thread per output element
@@ -299,7 +299,7 @@ def skinny_matmul_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
             lines.append(f"    if (lane == {j}) c[{at}] = acc{r}_{j};")
         lines.append("  }")
     lines.append("}")
-    return _named("\n".join(lines) + "\n", "skinny")
+    return named("\n".join(lines) + "\n", "skinny")
 
 
 def skinny_splits_k(m: int, k: int) -> bool:
@@ -386,7 +386,7 @@ def skinny_split_kernel(m: int, n: int, k: int, a_row: int, b_strides, dtype,
         "  }",
         "}",
     ]
-    return _named("\n".join(lines) + "\n", "skinny")
+    return named("\n".join(lines) + "\n", "skinny")
 
 
 def thin_column_tiles(n: int) -> int:
@@ -463,7 +463,7 @@ def thin_matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
         dot = " + ".join(f"x{p} * b{u}_{p}" for p in range(k))
         lines.append(f"    if (on{u}) c[i * {n} + j0 + {u * BLOCK}] = {dot};")
     lines += ["  }", "}"]
-    return _named("\n".join(lines) + "\n", "thin")
+    return named("\n".join(lines) + "\n", "thin")
 
 
 def wide_matmul_kernel(m: int, n: int, k: int, a_strides, b_row: int, dtype,
@@ -512,7 +512,7 @@ def wide_matmul_kernel(m: int, n: int, k: int, a_strides, b_row: int, dtype,
         "  }",
         "}",
     ]
-    return _named("\n".join(lines) + "\n", "wide")
+    return named("\n".join(lines) + "\n", "wide")
 
 
 def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
@@ -546,4 +546,4 @@ def matmul_kernel(m: int, n: int, k: int, a_strides, b_strides, dtype,
         f"acc += a[i * {a0} + {w}p * {a1}] * b[{w}p * {b0} + j * {b1}];",
         "  c[t] = acc;",
         "}"]) + "\n"
-    return _named(template, "matmul")
+    return named(template, "matmul")

@@ -72,7 +72,7 @@ from ..core.flags import Flag
 from ..core.indexing import key_to_source
 from ..core.ir import Literal, Var
 from ..fusion import KERNEL_DTYPES, fusible, is_reduction, is_reshape, reads_no_values
-from .cuda import _combine, _identity, _named, c_literal, contiguous_strides, ctype, eqn_c_expr
+from .cuda import c_literal, combine, contiguous_strides, ctype, eqn_c_expr, identity_of, named
 
 TINY_THREADS = 256       # one block; a power of two (the tree reductions halve it)
 TINY_SHARED = 48 << 10   # static shared memory of a block (no opt-in needed on any GPU)
@@ -469,11 +469,11 @@ class _Builder:
             src = f"(({ct}){src})"
         op = m.eqn.prim.monoid
         extent = x.aval.size // v.aval.size
-        step = f"{name} = {_combine(op, name, src)};"
+        step = f"{name} = {combine(op, name, src)};"
         loop = ([f"for (int r = 0; r < {extent}; ++r) {step}"] if not inner else
                 [f"for (int r = 0; r < {extent}; ++r) {{", *["  " + ln for ln in inner],
                  f"  {step}", "}"])
-        return [f"{ct} {name} = {_identity(op, v.dtype)};"] + loop
+        return [f"{ct} {name} = {identity_of(op, v.dtype)};"] + loop
 
     def _einsum_lines(self, m, name, ct, out_idx) -> list:
         """Element ``i`` of an einsum: a loop over the contracted letters summing the
@@ -523,15 +523,15 @@ class _Builder:
             src = f"(({ct}){src})"
         a, b = f"{red}[tid]", f"{red}[tid + s]"
         return ["{",
-                f"  {ct} acc = {_identity(op, v.dtype)};",
+                f"  {ct} acc = {identity_of(op, v.dtype)};",
                 f"  for (int r = tid; r < {st.n}; r += nthreads) {{",
                 *["    " + ln for ln in inner],
-                f"    acc = {_combine(op, 'acc', src)};",
+                f"    acc = {combine(op, 'acc', src)};",
                 "  }",
                 f"  {red}[tid] = acc;",
                 "  __syncthreads();",
                 "  for (int s = nthreads / 2; s > 0; s >>= 1) {",
-                f"    if (tid < s) {a} = {_combine(op, a, b)};",
+                f"    if (tid < s) {a} = {combine(op, a, b)};",
                 "    __syncthreads();",
                 "  }",
                 f"  if (tid == 0) {self.base[v.id]}[0] = {red}[0];",
@@ -695,7 +695,7 @@ def tiny_program_kernel(graph, strides: dict | None = None) -> TinyKernel | None
         b, (steps, work, text, shared, labels, syncs) = _build(graph, strides)
     except _Refused:
         return None
-    name, source = _named(text, "tiny")
+    name, source = named(text, "tiny")
     return TinyKernel(name=name, source=source, inputs=b.args, outputs=list(graph.outputs),
                       shared_bytes=shared, steps=steps, stages=labels, syncs=syncs,
                       work=work)

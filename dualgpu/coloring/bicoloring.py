@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InvalidArgumentError
-from .distance import _pattern, column_coloring, row_coloring
+from .distance import as_pattern, column_coloring, row_coloring
 
 # the thresholds tried: rows (columns) with at least this many times the mean count and at
 # most this many of the largest distinct counts
@@ -38,7 +38,7 @@ def bicoloring(pattern, columns=None, rows=None) -> tuple[np.ndarray, np.ndarray
     column its forward seed (``-1``: none), per row its reverse seed (``-1``: none); every
     entry is read directly from one product (:func:`bidirectional_index`). ``columns`` and
     ``rows``: the pattern's column and row colorings if already computed."""
-    p = _pattern(pattern)
+    p = as_pattern(pattern)
     m, n = p.shape
     columns = column_coloring(p) if columns is None else columns
     rows = row_coloring(p) if rows is None else rows
@@ -55,7 +55,7 @@ def bicoloring(pattern, columns=None, rows=None) -> tuple[np.ndarray, np.ndarray
 def has_dense_lines(pattern) -> bool:
     """Whether some row or column of ``pattern`` has :data:`DENSE_FACTOR` times the mean
     count of entries: where a bicoloring may take fewer products."""
-    p = _pattern(pattern)
+    p = as_pattern(pattern)
     return bool(_dense_sets(np.diff(p.indptr)) or _dense_sets(np.diff(p.tocsc().indptr)))
 
 

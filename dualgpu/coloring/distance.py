@@ -45,7 +45,7 @@ def column_coloring(pattern) -> np.ndarray:
     >>> column_coloring(sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 1]]))).tolist()
     [0, 1, 0]
     """
-    pattern = _pattern(pattern)
+    pattern = as_pattern(pattern)
     lattice, optimal = _lattice_attempt(pattern)
     if optimal:
         return lattice
@@ -56,7 +56,7 @@ def row_coloring(pattern) -> np.ndarray:
     """A color per row of ``pattern`` such that rows of one color share no column (the VJPs
     of one seed per color give every entry). A structurally symmetric pattern's rows get
     its columns' coloring."""
-    pattern = _pattern(pattern)
+    pattern = as_pattern(pattern)
     if is_structurally_symmetric(pattern):
         return column_coloring(pattern)
     return column_coloring(pattern.T)
@@ -68,14 +68,14 @@ def is_structurally_symmetric(pattern) -> bool:
     >>> is_structurally_symmetric(np.array([[1, 2], [0, 1]]))
     False
     """
-    p = _pattern(pattern)
+    p = as_pattern(pattern)
     return p.shape[0] == p.shape[1] and (p != p.T).nnz == 0
 
 
 def symmetric_coloring(pattern) -> np.ndarray:
     """A color per column of a symmetric ``pattern`` (n x n) such that columns of one color
     share no row: every entry of the Hessian is read directly from one HVP per color."""
-    pattern = _pattern(pattern)
+    pattern = as_pattern(pattern)
     if pattern.shape[0] != pattern.shape[1]:
         raise InvalidArgumentError(f"symmetric_coloring: the pattern must be square, got "
                                    f"shape {pattern.shape}")
@@ -88,16 +88,16 @@ def symmetric_coloring(pattern) -> np.ndarray:
 def distance2_graph(pattern) -> sp.csr_matrix:
     """The graph joining columns at distance one or two in the adjacency graph of a
     symmetric pattern (diagonal ignored)."""
-    adjacency = _pattern(pattern).astype(np.int64)
+    adjacency = as_pattern(pattern).astype(np.int64)
     adjacency.setdiag(0)
     adjacency.eliminate_zeros()
     reach = adjacency + adjacency @ adjacency
-    return _without_diagonal(reach)
+    return without_diagonal(reach)
 
 
 def is_valid_column_coloring(pattern, colors) -> bool:
     """Whether no row of ``pattern`` holds two columns of one color."""
-    pattern = _pattern(pattern)
+    pattern = as_pattern(pattern)
     return _rows_distinct(pattern.indptr, pattern.indices, np.asarray(colors, dtype=np.int64))
 
 
@@ -301,14 +301,14 @@ def networkx_coloring(graph, strategy: str) -> np.ndarray:
     return np.asarray([found[v] for v in range(graph.shape[0])], dtype=np.int64)
 
 
-def _pattern(pattern) -> sp.csr_matrix:
+def as_pattern(pattern) -> sp.csr_matrix:
     m = sp.csr_matrix(pattern)
     m = sp.csr_matrix((np.ones(m.nnz, dtype=np.int8), m.indices, m.indptr), shape=m.shape)
     m.sum_duplicates()
     return m
 
 
-def _without_diagonal(m) -> sp.csr_matrix:
+def without_diagonal(m) -> sp.csr_matrix:
     m = sp.csr_matrix(m, copy=True)
     m.setdiag(0)
     m.eliminate_zeros()
@@ -319,7 +319,7 @@ def _without_diagonal(m) -> sp.csr_matrix:
 def _intersection_graph(pattern) -> sp.csr_matrix:
     """Columns adjacent when they share a row (in CSR, symmetric, no diagonal)."""
     p = pattern.astype(bool)
-    return _without_diagonal((p.T @ p).astype(np.int8))
+    return without_diagonal((p.T @ p).astype(np.int8))
 
 
 def intersection_degrees(pattern) -> np.ndarray:

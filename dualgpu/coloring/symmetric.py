@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ..errors import InvalidArgumentError
-from .distance import _pattern, _without_diagonal, symmetric_coloring
+from .distance import as_pattern, symmetric_coloring, without_diagonal
 
 # the largest patterns (entries / 2, about the edges) whose "auto" coloring also tries greedy
 # star coloring (Python, O(edges x degree): about 0.25 s at 10^5 edges of degree 4)
@@ -75,7 +75,7 @@ def star_coloring(pattern) -> np.ndarray:
     [0, 1, 2, 0, 1, 2]
     """
     pattern = _square(pattern, "star_coloring")
-    graph = _without_diagonal(pattern)
+    graph = without_diagonal(pattern)
     candidates = [symmetric_coloring(pattern)]
     candidates += [greedy_star(graph, order) for order in _orders(graph)]
     return min(candidates, key=_count)
@@ -92,7 +92,7 @@ def acyclic_coloring(pattern) -> np.ndarray:
     [1, 0, 1, 0, 1, 0]
     """
     pattern = _square(pattern, "acyclic_coloring")
-    graph = _without_diagonal(pattern)
+    graph = without_diagonal(pattern)
     candidates = [greedy_acyclic(graph, order) for order in _orders(graph)]
     candidates.append(star_coloring(pattern))
     return min(candidates, key=_count)
@@ -342,7 +342,7 @@ def _count(colors) -> int:
 
 
 def _square(pattern, what: str) -> sp.csr_matrix:
-    p = _pattern(pattern)
+    p = as_pattern(pattern)
     if p.shape[0] != p.shape[1]:
         raise InvalidArgumentError(f"{what}: the pattern must be square, got shape {p.shape}")
     return p

@@ -24,6 +24,8 @@ class Flag:
     VIEW = "view"                # inside a kernel: relabels axes, moves no data
     SELECTS = "selects"          # every output element is an element of the first input
     LINEAR = "linear"            # linear in its floating inputs (the JVP is the op itself)
+    MULTILINEAR = "multilinear"  # linear in each operand of ``prim.linear_operands`` apart
+    #                              (a product: multiply, matmul, einsum, the sparse products)
     IGNORES_VALUES = "ignores_values"  # reads only the shape and dtype of its input
     CONDITION = "condition"      # its first operand is a condition, read as bool (C: where)
     CASTS = "casts"              # its C form casts its operand, read in its own dtype

@@ -48,7 +48,7 @@ def _literal(v) -> str:
     return repr(v)
 
 
-def _param_str(k, v) -> str:
+def param_str(k, v) -> str:
     if isinstance(v, np.dtype):
         v = v.name
     if k == "key":
@@ -78,7 +78,7 @@ def format_graph(graph: Graph) -> str:
     for eqn in graph.eqns:
         outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outs)
         args = " ".join(name(a) for a in eqn.inputs)
-        params = " ".join(_param_str(k, v) for k, v in eqn.params.items())
+        params = " ".join(param_str(k, v) for k, v in eqn.params.items())
         lines.append(f"  {outs} = {eqn.prim.name} {args}" + (f" {params}" if params else ""))
     lines.append("  in ( " + " ".join(name(a) for a in graph.outputs) + " ) }")
     return "\n".join(lines)
@@ -134,7 +134,7 @@ def _op_label(eqn, limit: int = 48) -> str:
     """The op and its parameters, one per line, each cut to ``limit`` characters."""
     lines = [eqn.prim.name]
     for k, v in eqn.params.items():
-        text = _param_str(k, v)
+        text = param_str(k, v)
         lines.append(text if len(text) <= limit else text[:limit - 1] + "…")
     return "\n".join(lines)
 

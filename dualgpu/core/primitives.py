@@ -12,7 +12,7 @@ A :class:`Primitive` carries everything the system knows about one op:
   kernels (elementwise ops only);
 * ``rules``: the op's rule for each interpreter of :data:`RULE_KINDS` that does not derive
   it from the op's flags (``"vmap"``: batching, ``"separability"``: the proof behind
-  ``hvp(batch_axes=...)``, ``"jet"``: the forward Laplacian, ``"fold"``: an exact identity
+  ``hvp(batch_axes=...)``, ``"laplacian"``: the forward Laplacian, ``"fold"``: an exact identity
   applied where the op is recorded, e.g. ``x * 1`` is ``x``; ``"sparsity"``: the Jacobian
   and Hessian pattern detection; ``"taylor"``: Taylor mode of any order), attached with
   :func:`defrules` beside the op's derivatives;
@@ -46,7 +46,7 @@ from .trace import bind
 REGISTRY: dict[str, Primitive] = {}
 # The interpreters that ask an op for a rule of their own (``Primitive.rules``); each falls
 # back on defaults by flag (elementwise, reduction, scan) for ops without one.
-RULE_KINDS = ("vmap", "separability", "jet", "fold", "sparsity", "taylor")
+RULE_KINDS = ("vmap", "separability", "laplacian", "fold", "sparsity", "taylor")
 # The code generators that ask an op how it is lowered (``Primitive.lowerings``), and the
 # forms each one implements; an op without a form of a kind is lowered by its flags.
 LOWERING_FORMS = {
@@ -99,7 +99,7 @@ class Primitive:
                  py: str | Callable | None = None, c: str | None = None,
                  c_int: str | None = None, arity: int | None = None,
                  flags: frozenset | set | tuple = (), monoid: str | None = None,
-                 batch: Callable | None = None, differentiable: bool = True,
+                 differentiable: bool = True,
                  partials: Callable | None = None, rules: dict | None = None, doc: str = ""):
         self.name = name
         self.impl = impl
@@ -120,11 +120,15 @@ class Primitive:
         self.standalone: dict[str, str] = {}
         self.standalone_refused: dict[str, str] = {}
         self.lowerings: dict[str, str] = {}   # kind of LOWERING_FORMS -> form (deflowering)
-        if batch is not None:  # the separability rule's older keyword
-            self.rules["separability"] = batch
         self.differentiable = differentiable
         self.partials = partials
+        self.linear_operands: tuple | None = None  # Flag.MULTILINEAR: the positions (None: all)
         self.__doc__ = doc
+
+    def add_flags(self, *flags: str) -> None:
+        """Give the op more :class:`Flag` properties (the rule helpers that state one:
+        ``defmultilinear`` marks a product :data:`Flag.MULTILINEAR`)."""
+        self._flags = self._flags | frozenset(flags)
 
     @property
     def flags(self) -> frozenset:
@@ -172,7 +176,7 @@ def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | No
              partials=None, **rules: Callable) -> Primitive:
     """Attach an op's rules to its declared primitive: derivatives (``jvp``, ``vjp``,
     ``partials``) and the rules of other interpreters by :data:`RULE_KINDS` name (``vmap=``,
-    ``separability=``, ``jet=``...).
+    ``separability=``, ``laplacian=``...).
 
     The rule modules call this once per op; a rule given as ``None`` is left as it was.
     """

@@ -21,7 +21,7 @@ from ..core.axes import normalize_axes
 from ..errors import UnsupportedOpError
 from ..lax import shape_of
 from . import numpy as dnp
-from .numpy.linalg import _matrix_norm, _vector_norm
+from .numpy.linalg import matrix_norm_of, vector_norm_of
 
 # array API name -> the numpy namespace's name (same signature)
 _RENAMED = {
@@ -76,7 +76,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     axes = normalize_axes(axis, nd, "vector_norm")
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
         raise UnsupportedOpError(f"vector_norm(ord={ord!r}) is not a vector norm order")
-    return _vector_norm(x, ord, axes, keepdims)
+    return vector_norm_of(x, ord, axes, keepdims)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
@@ -86,7 +86,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     if nd < 2:
         raise UnsupportedOpError(f"matrix_norm needs an array of at least 2 dimensions, got "
                                  f"{nd}")
-    return _matrix_norm(x, ord, (nd - 2, nd - 1), keepdims)
+    return matrix_norm_of(x, ord, (nd - 2, nd - 1), keepdims)
 
 
 _DEFINED: dict[str, Callable] = {

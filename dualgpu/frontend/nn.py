@@ -152,13 +152,13 @@ def xlogy(x, y):
     Derivatives are JAX's where they are finite: ``log(y)`` in ``x`` and ``x / y`` in ``y``,
     also at ``x == 0`` (``d/dx xlogy(0, 2) = log 2``); at ``x == 0`` with ``y`` not a
     positive finite number they are 0 (JAX gives -inf/NaN there)."""
-    x, y = _scipy_float(x, y)
+    x, y = scipy_float(x, y)
     y_ok = dnp.logical_and(dnp.greater(y, 0), dnp.isfinite(y))
     safe_y = dnp.where(dnp.logical_and(dnp.equal(x, 0), dnp.logical_not(y_ok)), 1.0, y)
     return dnp.multiply(x, dnp.log(safe_y))
 
 
-def _scipy_float(*xs):
+def scipy_float(*xs):
     """The arguments in the floating type of SciPy's loops: float32 stays, float16 and
     integers become float64 (SciPy's special functions have no half-precision loops)."""
     dt = _RESULT_TYPE(*[dtype_of(x) if hasattr(x, "dtype") else x for x in xs])
@@ -192,7 +192,7 @@ def scipy_log_softmax(x, axis=None):
 
 
 def logit(p):
-    (p,) = _scipy_float(p)
+    (p,) = scipy_float(p)
     return dnp.subtract(dnp.log(p), dnp.log1p(dnp.negative(p)))
 
 

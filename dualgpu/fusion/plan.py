@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.flags import Flag
 from ..core.ir import Graph, Var
-from ..core.pprint import Namer, _param_str
+from ..core.pprint import Namer, param_str
 
 
 # the kinds of ops a kernel evaluates, asked by flag (never by name)
@@ -417,7 +417,7 @@ class Plan:
 def _format_eqn(eqn, name) -> str:
     outs = " ".join(f"{name(v)}:{v.aval.str_short()}" for v in eqn.outs)
     args = " ".join(name(a) for a in eqn.inputs)
-    params = " ".join(_param_str(k, v) for k, v in eqn.params.items())
+    params = " ".join(param_str(k, v) for k, v in eqn.params.items())
     return f"{outs} = {eqn.prim.name} {args}" + (f" {params}" if params else "")
 
 

@@ -28,8 +28,8 @@ from ..core.flags import Flag
 from ..core.ir import Aval
 from ..core.primitives import defprim, defrules
 from ..errors import DualgpuError, user_location
-from ..rules import _batching as batching
-from ..rules._separability import Coupling
+from ..rules import batching_rules as batching
+from ..rules.separability_rules import Coupling
 
 SIDES = ("left", "right")
 

@@ -238,7 +238,7 @@ subtract = elementwise("subtract", "subtract", 2, c="({0} - {1})",
                       c_int=_WRAP.format(op="-"), py="{0} - {1}",
     partials=(lambda x, y, ans: 1, lambda x, y, ans: -1))
 multiply = elementwise("multiply", "multiply", 2, c="({0} * {1})",
-                      c_int=_WRAP.format(op="*"), py="{0} * {1}",
+                      c_int=_WRAP.format(op="*"), py="{0} * {1}", flags=(Flag.MULTILINEAR,),
     partials=(lambda x, y, ans: y, lambda x, y, ans: x))
 true_divide = elementwise("true_divide", "true_divide", 2, c="({0} / {1})", py="{0} / {1}",
                           result="float",

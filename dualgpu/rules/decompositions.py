@@ -23,9 +23,9 @@ from ..ops.decompositions import (
     svd,
 )
 from ..ops.products import matmul
-from . import _batching as batching
-from . import _sparsity as sparsity
-from ._util import unbroadcast, wants_cotangent
+from . import batching_rules as batching
+from . import sparsity_rules as sparsity
+from .common import unbroadcast, wants_cotangent
 
 
 def _mT(x):

@@ -16,10 +16,10 @@ import numpy as np
 from .. import lax
 from ..core.primitives import defrules
 from ..ops import elementwise as ew
-from . import _jet as jet_rules
-from . import _sparsity as sparsity
-from . import _taylor as taylor
-from ._util import unbroadcast, wants_cotangent
+from . import laplacian_rules
+from . import sparsity_rules as sparsity
+from . import taylor_rules as taylor
+from .common import unbroadcast, wants_cotangent
 
 
 def _scale(partial, t):
@@ -229,9 +229,9 @@ def _where_jet(eqn, values, jets, mode):
         if jx is None and jy is None:
             return None
         lead = (D,) if batched_part else ()
-        jx = 0.0 if jx is None else (jet_rules.lift(jx, rank) if batched_part else jx)
-        jy = 0.0 if jy is None else (jet_rules.lift(jy, rank) if batched_part else jy)
-        return jet_rules.fit(lax.where(c, jx, jy), lead + shape, ans.dtype)
+        jx = 0.0 if jx is None else (laplacian_rules.lift(jx, rank) if batched_part else jx)
+        jy = 0.0 if jy is None else (laplacian_rules.lift(jy, rank) if batched_part else jy)
+        return laplacian_rules.fit(lax.where(c, jx, jy), lead + shape, ans.dtype)
 
     return [(select(0, True), select(1, mode.diag))]
 
@@ -266,15 +266,15 @@ def _polygamma_jet(eqn, values, jets, mode):
     Sy = lax.multiply(d2, mode.pair(J, J))
     if S is not None:
         Sy = lax.add(Sy, lax.multiply(d1, S))
-    return [(lax.multiply(d1, J), jet_rules.fit(Sy, ((mode.size,) if mode.diag else ()) +
+    return [(lax.multiply(d1, J), laplacian_rules.fit(Sy, ((mode.size,) if mode.diag else ()) +
                                        tuple(ans.shape), ans.dtype))]
 
 
-defrules(ew.where, jet=_where_jet)
+defrules(ew.where, laplacian=_where_jet)
 for _prim in (ew.convert_element_type, ew.real, ew.imag, ew.conj):
-    defrules(_prim, jet=_cast_jet)  # linear over the reals
-defrules(ew.stop_gradient, jet=_stop_jet)
-defrules(ew.polygamma, jet=_polygamma_jet)
+    defrules(_prim, laplacian=_cast_jet)  # linear over the reals
+defrules(ew.stop_gradient, laplacian=_stop_jet)
+defrules(ew.polygamma, laplacian=_polygamma_jet)
 
 
 # ------------------------------------------------------------------ sparsity patterns

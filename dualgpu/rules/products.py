@@ -11,12 +11,12 @@ from ..core.ir import Aval
 from ..core.primitives import defrules
 from ..core.trace import Tracer
 from ..ops.products import einsum, matmul
-from . import _batching as batching
-from . import _jet as jet_rules
-from . import _sparsity as sparsity
-from . import _taylor as taylor_rules
-from ._separability import labelled
-from ._util import defmultilinear, unbroadcast, wants_cotangent
+from . import batching_rules as batching
+from . import laplacian_rules
+from . import sparsity_rules as sparsity
+from . import taylor_rules as taylor_rules
+from .common import defmultilinear, unbroadcast, wants_cotangent
+from .separability_rules import labelled
 
 
 def _matmul_vjp(g, primals, ans):
@@ -174,7 +174,7 @@ defrules(einsum, separability=_einsum_separability)
 def _matmul_cross(eqn, values, i, j, Ja, Jb, mode):
     """``sum_d J_A[d] @ J_B[d]`` for 2-d operands is one GEMM of inner size ``D*k``."""
     if mode.diag or Ja.ndim != 3 or Jb.ndim != 3:
-        return jet_rules.batched_cross(eqn, values, i, j, Ja, Jb, mode)
+        return laplacian_rules.batched_cross(eqn, values, i, j, Ja, Jb, mode)
     D, m, k = Ja.shape
     n = Jb.shape[2]
     wide = lax.reshape(lax.transpose(Ja, (1, 0, 2)), (m, D * k))
@@ -198,7 +198,7 @@ def _matmul_jet(eqn, values, jets, mode):
     seeded = _seeded_product(values, jets, mode)
     if seeded is not None:
         return [(seeded, None)]
-    return jet_rules.multilinear_rule(eqn, values, jets, mode, cross=_matmul_cross)
+    return laplacian_rules.multilinear_rule(eqn, values, jets, mode, cross=_matmul_cross)
 
 
 def _seeded_product(values, jets, mode):
@@ -210,7 +210,7 @@ def _seeded_product(values, jets, mode):
     if len(act) != 1 or jets[act[0]][1] is not None:
         return None
     side = act[0]
-    seed = mode.seeds.get(jet_rules.vid(jets[side][0]))
+    seed = mode.seeds.get(laplacian_rules.vid(jets[side][0]))
     a, b = values
     if seed is None or tuple(values[side].shape) != seed.shape or a.ndim == 0 or b.ndim == 0:
         return None
@@ -237,7 +237,7 @@ def _seeded_product(values, jets, mode):
     if small.dtype != dtype:
         small = lax.astype(small, dtype)
     J = lax.broadcast_to(small, (D,) + out_shape) if small.shape != (D,) + out_shape else small
-    mode.small[jet_rules.vid(J)] = small
+    mode.small[laplacian_rules.vid(J)] = small
     return J
 
 
@@ -246,16 +246,18 @@ def _traced(value, like):
     recorded constant, never an array baked into the rules' arithmetic)."""
     if isinstance(value, Tracer):
         return value
-    return jet_rules.traced_constant(like, value if hasattr(value, "shape") else np.asarray(value))
+    value = value if hasattr(value, "shape") else np.asarray(value)
+    return laplacian_rules.traced_constant(like, value)
 
 
 def _einsum_jet(eqn, values, jets, mode):
-    return jet_rules.multilinear_rule(eqn, values, jets, mode, linear=tuple(range(len(values))),
-                               cross=_einsum_cross)
+    return laplacian_rules.multilinear_rule(eqn, values, jets, mode,
+                                            linear=tuple(range(len(values))),
+                                            cross=_einsum_cross)
 
 
-defrules(matmul, jet=_matmul_jet)
-defrules(einsum, jet=_einsum_jet)
+defrules(matmul, laplacian=_matmul_jet)
+defrules(einsum, laplacian=_einsum_jet)
 # Taylor mode: Leibniz sums of the product applied to coefficient pairs (tuples for einsum)
 for _prim in (matmul, einsum):
     defrules(_prim, taylor=taylor_rules.multilinear_rule)

@@ -9,8 +9,8 @@ from .. import lax
 from ..core.dtypes import float_dtype
 from ..core.primitives import defrules
 from ..ops.reductions import cumprod, cumsum, reduce_max, reduce_min, reduce_prod, reduce_sum
-from . import _taylor as taylor_rules
-from ._util import deflinear
+from . import taylor_rules as taylor_rules
+from .common import deflinear
 
 
 def _keep_shape(shape, axes):
@@ -160,7 +160,7 @@ def _extremum_jet(eqn, values, jets, mode):
 
 
 for _prim in (reduce_max, reduce_min):
-    defrules(_prim, jet=_extremum_jet)
+    defrules(_prim, laplacian=_extremum_jet)
 
 
 # ------------------------------------------------------------------ Taylor mode

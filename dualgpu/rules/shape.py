@@ -10,12 +10,12 @@ from ..core.indexing import key_to_python
 from ..core.ir import Eqn
 from ..core.primitives import defrules
 from ..ops.shape import broadcast_to, concatenate, getitem, pad, reshape, scatter_add, transpose
-from . import _batching as batching
-from . import _jet as jet_rules
-from . import _sparsity as sparsity
-from . import _taylor as taylor_rules
-from ._separability import At, Coupling
-from ._util import deflinear, unbroadcast
+from . import batching_rules as batching
+from . import laplacian_rules
+from . import sparsity_rules as sparsity
+from . import taylor_rules as taylor_rules
+from .common import deflinear, unbroadcast
+from .separability_rules import At, Coupling
 
 deflinear(reshape, lambda g, x, new_shape: reshape.bind(g, new_shape=tuple(x.shape)))
 deflinear(transpose, lambda g, x, perm: transpose.bind(
@@ -311,11 +311,11 @@ def _pad_jet(eqn, values, jets, mode):
     Sy = None
     if S is not None:
         Sy = (mode.batched(eqn, [S], [True], value=0)[0] if mode.diag
-              else jet_rules.bind_all(eqn, [S], value=0)[0])
+              else laplacian_rules.bind_all(eqn, [S], value=0)[0])
     return [(Jy, Sy)]
 
 
-defrules(pad, jet=_pad_jet)  # the other shape ops go by their flag (linear)
+defrules(pad, laplacian=_pad_jet)  # the other shape ops go by their flag (linear)
 # Taylor mode: each coefficient padded with zeros (the padding is a constant)
 defrules(pad, taylor=taylor_rules.coefficientwise(
     lambda eqn, c, mode: mode.apply(eqn, [c], [mode.size is not None], value=0)[0]))

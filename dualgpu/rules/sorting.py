@@ -7,8 +7,8 @@ from __future__ import annotations
 from .. import lax
 from ..core.primitives import defrules
 from ..ops.sorting import argsort, sort
-from . import _batching as batching
-from . import _sparsity as sparsity
+from . import batching_rules as batching
+from . import sparsity_rules as sparsity
 
 
 def _sort_jvp(primals, tangents, axis):

@@ -9,11 +9,11 @@ from ..backends import array_backend
 from ..core.primitives import defrules
 from ..core.trace import Tracer
 from ..ops.sparse import coo_indices, sddmm, spmm
-from . import _batching as batching
-from . import _jet as jet_rules
-from . import _sparsity as sparsity
-from . import _taylor as taylor_rules
-from ._util import defmultilinear, wants_cotangent
+from . import batching_rules as batching
+from . import laplacian_rules
+from . import sparsity_rules as sparsity
+from . import taylor_rules as taylor_rules
+from .common import defmultilinear, wants_cotangent
 
 
 def _spmm_vjp(g, primals, ans, fmt, shape, transpose):
@@ -108,7 +108,7 @@ defrules(sddmm, vmap=_sddmm_vmap)
 
 # ------------------------------------------------------------------ jets (forward Laplacian)
 for _prim in (spmm, sddmm):  # bilinear
-    defrules(_prim, jet=jet_rules.multilinear_rule)
+    defrules(_prim, laplacian=laplacian_rules.multilinear_rule)
     defrules(_prim, taylor=taylor_rules.multilinear_rule)  # Taylor mode: Leibniz sums
 
 

@@ -53,16 +53,20 @@ from ..core.ir import Graph, Var
 from ..core.trace import trace_to_graph
 from ..errors import DualgpuError
 from ..frontend import numpy as dnp
-from ..rules._jet import Mode, bind_all, fit, is_zero, lift
+from ..rules.laplacian_rules import Mode, bind_all, fit, is_zero, lift
 from ._gc import collector_paused
-from .laplacian import _batch_axes, _forward_tangents, _seed, _sub_trace, coordinate_layout
+from .interpreter import (
+    batch_axes_of,
+    coordinate_layout,
+    forward_tangents,
+    seed_coordinates,
+    sub_trace,
+)
 from .simplify import simplify
 from .vmap import rule_for
 
 __all__ = ["biharmonic_graph", "NoForwardRule", "state_sizes"]
 
-# products: multilinear in their floating operands (the other operands fixed)
-MULTILINEAR = frozenset({"multiply", "matmul", "einsum", "spmm", "sddmm"})
 PARTS = ("J", "A", "L", "T", "B")
 
 
@@ -185,7 +189,7 @@ def _derivatives(eqn, values, k: int) -> list:
         ans = prim.bind(*xs, **params)
         return prim.partials[k](*xs, ans)
 
-    graph, pos = _sub_trace(first, values)
+    graph, pos = sub_trace(lambda full, _: first(*full), values)
     traced = [values[i] for i in pos]
     at = pos.index(k)
     xp = values[k]._builder.xp
@@ -195,7 +199,7 @@ def _derivatives(eqn, values, k: int) -> list:
     for n in range(3):
         unit = [None] * len(traced)
         unit[at] = dnp.ones_like(traced[at])
-        nxt = _forward_tangents(graph, traced, unit)[0]
+        nxt = forward_tangents(graph, traced, unit)[0]
         if nxt is None:
             return out + [None] * (3 - n)
         out.append(nxt)
@@ -203,7 +207,7 @@ def _derivatives(eqn, values, k: int) -> list:
             def derivative(*xs, g=graph):
                 u = [None] * len(xs)
                 u[at] = dnp.ones_like(xs[at])
-                t = _forward_tangents(g, list(xs), u)[0]
+                t = forward_tangents(g, list(xs), u)[0]
                 return dnp.zeros_like(xs[at]) if t is None else t
 
             graph, _ = trace_to_graph(derivative, [v.aval for v in traced], xp, name="d")
@@ -220,12 +224,12 @@ def _sum_of_scaled(eqn, values, states, active, y):
         ans = prim.bind(*xs, **params)
         return [prim.partials[i](*xs, ans) for i in active]
 
-    graph, pos = _sub_trace(first, values)
+    graph, pos = sub_trace(lambda full, _: first(*full), values)
     traced = [values[i] for i in pos]
     for j in active:
         unit = [None] * len(traced)
         unit[pos.index(j)] = dnp.ones_like(values[j])
-        if any(t is not None for t in _forward_tangents(graph, traced, unit)):
+        if any(t is not None for t in forward_tangents(graph, traced, unit)):
             return None
     f = eval_graph(graph, traced)
     r = y.ndim
@@ -350,7 +354,7 @@ def _rule(pairs: _Pairs, eqn, values, states) -> list:
         raise NoForwardRule(f"{prim.name} on complex values")
     if prim.has(Flag.LINEAR):
         return _linear(pairs, eqn, values, states, zero_others=True)
-    if prim.name in MULTILINEAR:
+    if prim.has(Flag.MULTILINEAR):
         if len(active) == 1:
             return _linear(pairs, eqn, values, states, zero_others=False)
         if len(active) == 2:
@@ -413,7 +417,7 @@ def biharmonic_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
         seeds = {}
         for k, inst, off in layout:
             v = graph.inputs[k]
-            J = _seed(args[k], inst, off, D, _batch_axes(v, batch_axes))
+            J = seed_coordinates(args[k], inst, off, D, batch_axes_of(v, batch_axes))
             seeds[v.id] = (J, None, None, None, None)
         outs, states = propagate_states(graph, args, seeds, rule)
         return [fit(s[4], tuple(np.shape(o)), o.dtype) if s is not None and s[4] is not None

@@ -17,8 +17,8 @@ the ``D`` axis (so that linear ops apply to it batched). ``None`` is a symbolic 
 
 Rules, chosen by what the registry says of an op (first match wins):
 
-* the op's own rule (``defrules(prim, jet=...)`` beside its derivatives, written with
-  :mod:`dualgpu.rules._jet`: selection, dtype casts, complex parts, pad, max/min
+* the op's own rule (``defrules(prim, laplacian=...)`` beside its derivatives, written with
+  :mod:`dualgpu.rules.laplacian_rules`: selection, dtype casts, complex parts, pad, max/min
   reductions, polygamma, and the multilinear products matmul, einsum, spmm, sddmm:
   ``S(AB) = S_A B + A S_B + 2 <J_A, J_B>``); a matmul with a differentiated input whose
   coordinates are the contracted axis (``x @ W``, ``W @ x``) takes ``W``'s rows as its
@@ -53,16 +53,22 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..core.flags import Flag
-from ..core.interpret import eval_graph, propagate_states, read
-from ..core.ir import Aval, Graph, Var
+from ..core.interpret import eval_graph, propagate_states
+from ..core.ir import Aval, Graph
 from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
 from ..frontend import numpy as dnp
-from ..ops import shape as _sh
-from ..rules._jet import Mode, Seed, bind_all, fit, is_zero, lift, scale, traced_constant, vid
-from ..rules._util import add_any
+from ..rules.common import add_any
+from ..rules.laplacian_rules import Mode, Seed, bind_all, fit, is_zero, lift, scale, vid
 from ._gc import collector_paused
-from .jvp import jvp_graph, jvp_rule
+from .interpreter import (
+    batch_axes_of,
+    coordinate_layout,
+    forward_tangents,
+    seed_coordinates,
+    sub_trace,
+)
+from .jvp import jvp_graph
 from .simplify import dce, simplify
 from .vmap import batch_graph, rule_for
 
@@ -73,7 +79,7 @@ __all__ = ["curvature_graph"]
 JetRule = Callable[..., list]
 
 
-def rule_kind(prim, values=None, own: str = "jet") -> str:
+def rule_kind(prim, values=None, own: str = "laplacian") -> str:
     """Which rule propagates jets through ``prim``: ``"own"`` (the op's rule of the kind
     ``own``: ``jet`` here, ``taylor`` for Taylor mode), ``"linear"``, ``"partials"`` or
     ``"fallback"`` (``values``: the operands, for the complex check)."""
@@ -115,36 +121,6 @@ def linear_rule(eqn, values, jets, mode):
 
 
 # ------------------------------------------------------------------------------ partials
-def _forward_tangents(graph: Graph, args: list, tangents: list) -> list:
-    """The output tangents of ``graph`` (JVP rules; ``None`` stays a symbolic zero)."""
-    env, tenv = {}, {}
-    for v, a, t in zip(graph.inputs, args, tangents):
-        env[v.id], tenv[v.id] = a, t
-    for eqn in graph.eqns:
-        ps = [read(env, a) for a in eqn.inputs]
-        ts = [tenv.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
-        outs, outs_t = jvp_rule(eqn, ps, ts)
-        for v, o, t in zip(eqn.outs, outs, outs_t):
-            env[v.id], tenv[v.id] = o, t
-    return [tenv.get(a.id) if isinstance(a, Var) else None for a in graph.outputs]
-
-
-def _sub_trace(fn, values):
-    """Trace ``fn(*values)`` with the traced operands as inputs (the others closed over):
-    ``(graph, positions of the traced operands)``."""
-    pos = [i for i, v in enumerate(values) if isinstance(v, Tracer)]
-
-    def call(*xs):
-        full = list(values)
-        for i, x in zip(pos, xs):
-            full[i] = x
-        return fn(*full)
-
-    xp = values[pos[0]]._builder.xp
-    graph, _ = trace_to_graph(call, [values[i].aval for i in pos], xp, name="op")
-    return graph, pos
-
-
 def partials_rule(eqn, values, jets, mode):
     """``J_y = sum_i f_i J_i``; ``S_y = sum_i f_i S_i + sum_ij f_ij <J_i, J_j>``."""
     prim, params = eqn.prim, eqn.params
@@ -154,7 +130,7 @@ def partials_rule(eqn, values, jets, mode):
         ans = prim.bind(*xs, **params)
         return [prim.partials[i](*xs, ans) for i in active]
 
-    sub, pos = _sub_trace(first_partials, values)
+    sub, pos = sub_trace(lambda full, _: first_partials(*full), values)
     traced = [values[i] for i in pos]
     f = eval_graph(sub, traced)
     y = prim.bind(*values, **params)
@@ -172,7 +148,7 @@ def partials_rule(eqn, values, jets, mode):
     for b, j in enumerate(active):  # f_ij = d f_i / d x_j, for i <= j
         unit = [None] * len(pos)
         unit[pos.index(j)] = dnp.ones_like(values[j])
-        f_j = _forward_tangents(sub, traced, unit)
+        f_j = forward_tangents(sub, traced, unit)
         for a, i in enumerate(active[:b + 1]):
             fij = f_j[a]
             if fij is None:
@@ -190,7 +166,7 @@ def partials_rule(eqn, values, jets, mode):
 def fallback_rule(eqn, values, jets, mode):
     """Any op: ``J_y[d] = g'[J[d]]`` and ``S_y = g'[S] + <g''[J[d], J[d]]>_d``, from the
     op's JVP rule and the JVP of that, batched over the ``D`` coordinates."""
-    sub, pos = _sub_trace(lambda *xs: eqn.prim.bind(*xs, **eqn.params), values)
+    sub, pos = sub_trace(lambda full, _: eqn.prim.bind(*full, **eqn.params), values)
     traced = [values[i] for i in pos]
     wrt = [jets[i] is not None for i in pos]
     act = [i for i in pos if jets[i] is not None]
@@ -231,48 +207,13 @@ def jet_rule(eqn, values, jets, mode) -> list:
     if not prim.differentiable or all(j is None for j in jets):
         return bind_all(eqn, values), [None] * len(eqn.outs)
     kind = rule_kind(prim, values)
-    rule = {"own": prim.rule("jet"), "linear": linear_rule, "partials": partials_rule,
+    rule = {"own": prim.rule("laplacian"), "linear": linear_rule, "partials": partials_rule,
             "fallback": fallback_rule}[kind]
     out_jets = rule(eqn, values, jets, mode)
     return bind_all(eqn, values), out_jets
 
 
 # ------------------------------------------------------------------------------ the graph
-def coordinate_layout(graph: Graph, wrt: Sequence[bool], batch_axes=None):
-    """Per differentiated input: ``(input index, instance shape, offset)``, and ``D``."""
-    layout, offset = [], 0
-    for k, (v, w) in enumerate(zip(graph.inputs, wrt)):
-        if not w:
-            continue
-        axes = _batch_axes(v, batch_axes)
-        inst = tuple(s for a, s in enumerate(v.shape) if a not in axes)
-        layout.append((k, inst, offset))
-        offset += int(np.prod(inst, dtype=np.int64))
-    return layout, offset
-
-
-def _batch_axes(v, batch_axes) -> tuple:
-    if batch_axes is None:
-        return ()
-    return tuple(a % v.ndim for a in batch_axes)
-
-
-def _seed(x, inst, offset, D, axes, first=0, count=None):
-    """``J`` of an input: rows ``offset..`` of the identity over its instance axes (its
-    coordinates ``first .. first + count``, all of them by default), broadcast along its
-    batch axes (recorded as a broadcast of a small constant, which the fused kernels read as
-    a view)."""
-    n = int(np.prod(inst, dtype=np.int64))
-    count = n if count is None else count
-    eye = np.zeros((D, n), dtype=x.dtype)
-    eye[offset:offset + count, first:first + count] = np.eye(count, dtype=x.dtype)
-    eye = eye.reshape([D] + [1 if a in axes else s for a, s in enumerate(x.shape)])
-    full = (D,) + tuple(x.shape)
-    if eye.shape == full:
-        return traced_constant(x, eye)
-    return x._builder.record(_sh.broadcast_to, [eye], {"shape": full})
-
-
 def _direction_seed(x, S, inst, off, axes, lo, hi):
     """``J`` of an input ``x`` for the directions ``lo .. hi`` (columns of ``S``): ``J[r]``
     is ``S[off:off + n, lo + r]`` laid out over ``x``'s instance axes, broadcast along its
@@ -309,7 +250,7 @@ def _check_sigma_aval(graph, layout, D, batch_axes, sigma):
     if np.dtype(sigma.dtype).kind != "f":
         raise DualgpuError(f"laplacian: sigma must be a real floating-point array, got dtype "
                            f"{np.dtype(sigma.dtype)}")
-    batches = {tuple(graph.inputs[k].shape[a] for a in _batch_axes(graph.inputs[k],
+    batches = {tuple(graph.inputs[k].shape[a] for a in batch_axes_of(graph.inputs[k],
                                                                     batch_axes))
                for k, _, _ in layout}
     allowed = [(D,)] + ([(*b, D) for b in batches if b] if batch_axes is not None else [])
@@ -387,15 +328,15 @@ def curvature_graph(graph: Graph, wrt: Sequence[bool] | None = None, *, diag: bo
             v = graph.inputs[k]
             n = int(np.prod(inst, dtype=np.int64))
             if sigma is not None:
-                axes = _batch_axes(v, batch_axes)
+                axes = batch_axes_of(v, batch_axes)
                 J = _direction_seed(args[k], args[len(graph.inputs)], inst, off, axes, lo, hi)
                 jenv[v.id] = (J, None)
                 continue
             a, b = max(off, lo), min(off + n, hi)
             if a >= b:     # none of this input's coordinates in the chunk: a constant
                 continue
-            axes = _batch_axes(v, batch_axes)
-            J = _seed(args[k], inst, a - lo, hi - lo, axes, first=a - off, count=b - a)
+            axes = batch_axes_of(v, batch_axes)
+            J = seed_coordinates(args[k], inst, a - lo, hi - lo, axes, first=a - off, count=b - a)
             mode.seeds[vid(J)] = Seed(tuple(v.shape), tuple(i for i in range(v.ndim)
                                                              if i not in axes),
                                        a - lo, b - a, first=a - off)
@@ -448,7 +389,7 @@ def _diag_block(jet, o, x, inst, off, D, batch_axes):
     ni, no = len(inst), len(o_shape)
     if batch_axes is None:
         return dnp.transpose(block, list(range(ni, ni + no)) + list(range(ni)))
-    axes = _batch_axes(x, batch_axes)
+    axes = batch_axes_of(x, batch_axes)
     perm, k = [], 0
     for a in range(x.ndim):
         if a in axes:

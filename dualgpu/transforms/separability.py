@@ -23,7 +23,7 @@ from ..core.flags import Flag
 from ..core.ir import Aval, Eqn, Graph, Var
 from ..errors import SeparabilityError, not_users, user_location
 from ..ops.reductions import reduce_sum
-from ..rules._separability import At, Coupling, aligned
+from ..rules.separability_rules import At, Coupling, aligned
 
 
 def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[int],

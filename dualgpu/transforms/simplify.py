@@ -76,7 +76,7 @@ def cse(graph: Graph) -> Graph:
         seen[key] = eqn
         eqns.append(eqn)
     outputs = [rename.get(a.id, a) if isinstance(a, Var) else a for a in graph.outputs]
-    return _replace(graph, eqns, outputs)
+    return replace_uses(graph, eqns, outputs)
 
 
 def dce(graph: Graph) -> Graph:
@@ -90,10 +90,10 @@ def dce(graph: Graph) -> Graph:
                 if isinstance(a, Var):
                     live.add(a.id)
     kept.reverse()
-    return _replace(graph, kept, graph.outputs)
+    return replace_uses(graph, kept, graph.outputs)
 
 
-def _replace(graph: Graph, eqns, outputs) -> Graph:
+def replace_uses(graph: Graph, eqns, outputs) -> Graph:
     return Graph(graph.inputs, list(outputs), eqns, name=graph.name,
                  input_names=graph.input_names, xp=graph.xp)
 
@@ -161,7 +161,7 @@ def merge_slice_scatters(graph: Graph) -> Graph:
         if not done:
             eqns.append(eqn)
         changed = changed or bool(done)
-    return _replace(graph, eqns, graph.outputs) if changed else graph
+    return replace_uses(graph, eqns, graph.outputs) if changed else graph
 
 
 def _merge_one(eqn, sums: dict, eqns: list) -> bool:

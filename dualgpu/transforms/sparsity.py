@@ -1,7 +1,7 @@
 """Sparsity patterns of Jacobians and Hessians, read from the graph.
 
 The interpreter walks the equations once, carrying for every value that depends on the
-differentiated input its **dependencies** (:mod:`dualgpu.rules._sparsity`: a CSR matrix,
+differentiated input its **dependencies** (:mod:`dualgpu.rules.sparsity_rules`: a CSR matrix,
 entries of the value by entries of the input). The Jacobian pattern is the output's
 dependencies. The Hessian pattern of a scalar output is the union, over the ops that reach
 the output, of their second-order interactions (``x * y`` couples x's and y's dependencies;
@@ -30,7 +30,7 @@ from ..backends import array_backend
 from ..core.flags import Flag
 from ..core.ir import Const, Eqn, Graph, Literal, Var
 from ..errors import DualgpuError, NonScalarOutputError, UnsupportedOpError
-from ..rules import _sparsity as S
+from ..rules import sparsity_rules as S
 
 
 class SparsityContext:
@@ -225,7 +225,7 @@ def _rule_of_kind(eqn: Eqn, deps: list, ctx: SparsityContext, kind: str | None) 
         f"sparsity detection: {prim.name} (at {eqn.source or 'an unknown line'}) has no "
         "sparsity rule; give the pattern yourself (pattern= of dg.sparse_jacobian or "
         f"dg.sparse_hessian), or attach one with defrules({prim.name}, sparsity=rule) "
-        "(dualgpu/rules/_sparsity.py)")
+        "(dualgpu/rules/sparsity_rules.py)")
 
 
 def _selected(eqn: Eqn, deps: list, ctx: SparsityContext):

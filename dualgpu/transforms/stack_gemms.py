@@ -33,7 +33,7 @@ from ..core.ir import Aval, Eqn, Graph, Literal, Var
 from ..ops.elementwise import add
 from ..ops.products import matmul
 from ..ops.shape import concatenate, getitem, transpose
-from .simplify import _replace, cse, dce
+from .simplify import cse, dce, replace_uses
 
 
 # ------------------------------------------------------------------ the patterns' ops
@@ -141,7 +141,7 @@ def stack_sums(graph: Graph) -> Graph:
         gemms[out.id] = tuple(build.eqns[-1].inputs)
         eqns.extend(build.eqns)
         changed = True
-    return dce(_replace(graph, eqns, graph.outputs)) if changed else graph
+    return dce(replace_uses(graph, eqns, graph.outputs)) if changed else graph
 
 
 def _summed_products(eqn, gemms: dict, uses: dict):
@@ -210,7 +210,7 @@ def _stack_shared_side(graph: Graph, side: int, large_only: bool = False) -> Gra
             eqns.extend(_stacked(graph.eqns, plans[i], side, producers))
         elif i not in dropped:
             eqns.append(eqn)
-    return _replace(graph, eqns, graph.outputs)
+    return replace_uses(graph, eqns, graph.outputs)
 
 
 def _ready(eqns: list, members: list[int], defined: dict) -> list[int]:

@@ -5,7 +5,7 @@ every step (docs/taylor.md).
 
 Every value ``y`` that depends on the differentiated inputs carries its *series*
 ``[c_1, ..., c_K]``, the normalized Taylor coefficients of ``y(x(t))`` (``c_k = y_k / k!``,
-:mod:`dualgpu.rules._taylor`), each with a leading axis of ``R`` directions when several
+:mod:`dualgpu.rules.taylor_rules`), each with a leading axis of ``R`` directions when several
 curves are propagated together; ``None`` is a symbolic zero.
 
 Rules, chosen by what the registry says of an op (first match wins, :func:`rule_kind`):
@@ -53,11 +53,11 @@ from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
-from ..rules._taylor import Mode, bind_all, cauchy, finish, lifted
-from ..rules._util import add_any
+from ..rules.common import add_any
+from ..rules.taylor_rules import Mode, bind_all, cauchy, finish, lifted
 from ._gc import collector_paused
+from .interpreter import forward_tangents, sub_trace
 from .jvp import jvp_graph, jvp_rule
-from .laplacian import _forward_tangents
 from .laplacian import rule_kind as laplacian_rule_kind
 from .simplify import simplify
 from .vmap import batch_graph, rule_for
@@ -95,23 +95,6 @@ def linear_rule(eqn, values, series, mode):
 
 
 # ------------------------------------------------------------------------------ partials
-def _sub_trace(fn, values, extra_avals=()):
-    """Trace ``fn(*values, *extra)`` with the traced operands (and ``extra``) as inputs, the
-    others closed over: ``(graph, positions of the traced operands)``."""
-    pos = [i for i, v in enumerate(values) if isinstance(v, Tracer)]
-
-    def call(*xs):
-        full = list(values)
-        for i, x in zip(pos, xs):
-            full[i] = x
-        return fn(full, xs[len(pos):])
-
-    xp = values[pos[0]]._builder.xp
-    graph, _ = trace_to_graph(call, [values[i].aval for i in pos] + list(extra_avals), xp,
-                              name="op")
-    return graph, pos
-
-
 def _cache_key(kind, eqn, values, *extra):
     """A key for graphs derived from ``eqn``'s op on these operands (traced ones by type,
     the others by value when they are Python scalars), or None when it cannot be keyed
@@ -157,7 +140,7 @@ def partials_rule(eqn, values, series, mode):
     key = _cache_key("partials", eqn, values, tuple(active))
     levels = mode.cache.get(key) if key is not None else None
     if levels is None:
-        graph, pos = _sub_trace(first_partials, values)
+        graph, pos = sub_trace(first_partials, values)
         levels = [(graph, [(i,) for i in active])]
         if key is not None:
             mode.cache[key] = levels
@@ -208,7 +191,7 @@ def _next_derivatives(graph, live, active, pos):
         for j in active:
             unit = [None] * len(xs)
             unit[pos.index(j)] = lax.ones_like(xs[pos.index(j)])
-            ts = _forward_tangents(graph, list(xs), unit)
+            ts = forward_tangents(graph, list(xs), unit)
             for alpha, idx in live:
                 level.append(alpha + (j,))
                 outs.append(0 if ts[idx] is None else ts[idx])
@@ -248,7 +231,7 @@ def fallback_rule(eqn, values, series, mode):
     n_in = len(pos)
     if derivs is None:
         coef_avals = [Aval(tuple(values[i].shape), values[i].dtype) for i, _ in slots]
-        graph, _ = _sub_trace(curve, values, coef_avals + [Aval((), tdtype)])
+        graph, _ = sub_trace(curve, values, coef_avals + [Aval((), tdtype)])
         derivs = _nested_derivatives(simplify(graph), n_out, K)
         if mode.size is not None:
             derivs, _ = batch_graph(derivs, [None] * n_in + [0] * n_s + [None], mode.size,

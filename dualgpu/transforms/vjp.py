@@ -11,7 +11,7 @@ from ..core.interpret import eval_environment, read, user_lines
 from ..core.ir import Aval, Graph, Var
 from ..core.trace import trace_to_graph
 from ..errors import DualgpuError
-from ..rules._util import add_any, inactive_primals
+from ..rules.common import add_any, inactive_primals
 from ._gc import collector_paused
 from .simplify import simplify
 

@@ -15,7 +15,7 @@ weight matrix is never copied ``size`` times and ``W @ V`` stays one GEMM.
 
 This module holds the traversal and the rules by flag. An op's own batching rule sits beside
 its derivatives (``defrules(prim, vmap=rule)`` in :mod:`dualgpu.rules`, written with the
-helpers of :mod:`dualgpu.rules._batching`); an op without one is batched by its flags:
+helpers of :mod:`dualgpu.rules.batching_rules`); an op without one is batched by its flags:
 elementwise ops (custom ops with a C expression too), reductions and scans share one rule
 each. An op with neither -- a user's custom op without a C expression, for instance -- is
 run once per example and the results stacked (``loop_rule``): correct for every op, but
@@ -38,7 +38,7 @@ from ..core.interpret import propagate_states
 from ..core.ir import Aval, Graph
 from ..core.trace import trace_to_graph
 from ..errors import DualgpuError, InvalidArgumentError
-from ..rules import _batching as batching
+from ..rules import batching_rules as batching
 from ._gc import collector_paused
 from .simplify import simplify
 

@@ -39,7 +39,7 @@ from .products import matmul
 from .reductions import amax, amin, sum_
 
 
-def _vector_norm(x, ord, axis, keepdims):
+def vector_norm_of(x, ord, axis, keepdims):
     """NumPy's vector norms of ``x`` along ``axis`` (a tuple; several axes are one vector)."""
     if ord is None or ord == 2:
         return safe_sqrt(sum_(abs2(x), axis=axis, keepdims=keepdims))
@@ -66,7 +66,7 @@ def _vector_norm(x, ord, axis, keepdims):
     return power(sum_(power(ax, float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
 
 
-def _matrix_norm(x, ord, axes, keepdims):
+def matrix_norm_of(x, ord, axes, keepdims):
     """NumPy's matrix norms over ``axes`` = (row axis, column axis)."""
     row, col = axes
     if ord in (None, "fro", "f"):
@@ -113,13 +113,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
     else:
         axis = tuple(int(a) for a in axis)
     if len(axis) == 1:
-        return _vector_norm(x, ord, normalize_axes(axis, nd, "linalg.norm"), keepdims)
+        return vector_norm_of(x, ord, normalize_axes(axis, nd, "linalg.norm"), keepdims)
     if len(axis) == 2:
         axes = tuple(_check_axis(a, nd, "linalg.norm") for a in axis)
         if axes[0] == axes[1]:
             raise _AxisError(f"linalg.norm: duplicate axes given: {axis} "
                              f"(at {user_location()})")
-        return _matrix_norm(x, ord, axes, keepdims)
+        return matrix_norm_of(x, ord, axes, keepdims)
     raise DualgpuError(f"linalg.norm: improper number of dimensions to norm: axis={axis} "
                        f"(at {user_location()})")
 

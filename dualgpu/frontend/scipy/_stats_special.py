@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import numpy as dnp
-from ..nn import _scipy_float
+from ..nn import scipy_float
 
 _SQRT1_2 = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -21,7 +21,7 @@ def ndtr(x):
     >>> dg.grad(lambda x: scipy.special.ndtr(x))(np.array(0.0))
     array(0.39894228)
     """
-    (x,) = _scipy_float(x)
+    (x,) = scipy_float(x)
     return dnp.multiply(0.5, dnp.erfc(dnp.multiply(-_SQRT1_2, x)))
 
 
@@ -35,7 +35,7 @@ def log_ndtr(x):
     >>> dg.grad(lambda x: scipy.special.log_ndtr(x))(np.array(-50.0))
     array(50.01998403)
     """
-    (x,) = _scipy_float(x)
+    (x,) = scipy_float(x)
     upper = dnp.greater_equal(x, -1.0)
     lower = dnp.less(x, _LOG_NDTR_LOWER)
     x_upper = dnp.where(upper, x, 0.0)
@@ -67,7 +67,7 @@ def xlog1py(x, y):
     >>> dg.grad(lambda y: scipy.special.xlog1py(2.0, y))(np.array(1.0))
     array(1.)
     """
-    x, y = _scipy_float(x, y)
+    x, y = scipy_float(x, y)
     zero = dnp.equal(x, 0)
     ans = dnp.multiply(x, dnp.log1p(dnp.where(zero, 0.0, y)))
     return dnp.where(zero, dnp.zeros_like(ans), ans)
@@ -81,6 +81,6 @@ def betaln(a, b):
     >>> float(np.exp(dg.jit(lambda a: scipy.special.betaln(a, 2.0))(np.array(1.0))))
     0.5
     """
-    a, b = _scipy_float(a, b)
+    a, b = scipy_float(a, b)
     return dnp.subtract(dnp.add(dnp.gammaln(a), dnp.gammaln(b)), dnp.gammaln(dnp.add(a, b)))
 

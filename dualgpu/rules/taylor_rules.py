@@ -30,8 +30,8 @@ import numpy as np
 from .. import lax
 from ..core.ir import Eqn
 from ..ops import elementwise as ew
-from ._batching import lift as _lift
-from ._util import add_any
+from .batching_rules import lift as _lift
+from .common import add_any
 
 
 class Mode:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import lax
 from ..core.dtypes import is_float
+from ..core.flags import Flag
 from ..core.ir import Aval
 from ..core.primitives import defrules
 from ..core.trace import Tracer
@@ -93,8 +94,13 @@ def defmultilinear(prim, vjp, linear=(0, 1)):
     (matmul, einsum, the sparse products): the JVP is the sum over those operands of the op
     with one operand replaced by its tangent; ``vjp`` gives the transposes.
 
+    Marks the op :data:`~dualgpu.core.flags.Flag.MULTILINEAR` (with ``linear`` as its
+    ``linear_operands``), which is how the interpreters recognise a product.
+
     Example: ``defmultilinear(matmul, _matmul_vjp)``.
     """
+    prim.add_flags(Flag.MULTILINEAR)
+    prim.linear_operands = None if linear is None else tuple(linear)
     def jvp(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
         out = None

@@ -7,7 +7,7 @@ second-order part (the Laplacian ``sum_d d2y/dx_d2``, or with ``mode.diag`` the 
 with a leading ``D`` axis); ``None`` is a symbolic zero. A jet rule is
 ``rule(eqn, values, jets, mode) -> [jet of each output]`` (``values``: the operands in the
 new trace, ``jets``: theirs, ``mode``: a :class:`Mode`). The ops attach their rules with
-``defrules(prim, jet=rule)`` beside their derivatives; linear ops, elementwise ops with
+``defrules(prim, laplacian=rule)`` beside their derivatives; linear ops, elementwise ops with
 partials and every other op are handled by the interpreter.
 
 Example (an op with no curvature of its own: ``stop_gradient``)::
@@ -23,8 +23,8 @@ from .. import lax
 from ..core.ir import Eqn
 from ..core.trace import Tracer
 from ..ops.shape import reshape
-from ._batching import lift  # (D, *s) as (D, 1, ..., 1, *s): D leads as a batch
-from ._util import add_any
+from .batching_rules import lift  # (D, *s) as (D, 1, ..., 1, *s): D leads as a batch
+from .common import add_any
 
 
 class Mode:
