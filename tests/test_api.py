@@ -1,4 +1,4 @@
-"""The public API contract of DESIGN.md, on NumPy."""
+"""The public API contract (docs/api.md), on NumPy."""
 import numpy as np
 import pytest
 from scipy.sparse.linalg import LinearOperator

@@ -313,20 +313,12 @@ def test_graph_validation_error_names_equation():
 
 
 # --------------------------------------------------------------------------- sparse formats
-def _sparse_rules():
-    try:
-        import dualgpu.ops.sparse  # noqa: F401
-    except ImportError:
-        pytest.skip("dualgpu.ops.sparse does not exist yet")
-
-
 @pytest.mark.parametrize("make, fmt", [
     (sp.dia_matrix, "dia"), (sp.lil_matrix, "lil"), (sp.bsr_matrix, "bsr"),
     (sp.dia_array, "dia"),
     (sp.dok_matrix, "dok"),
 ])
 def test_unsupported_sparse_formats(make, fmt):
-    _sparse_rules()
     A = make(np.eye(3))
     with pytest.raises(dg.UnsupportedSparseFormatError) as info:
         dg.grad(lambda x: np.sum(A @ x))(np.ones(3))
@@ -336,7 +328,6 @@ def test_unsupported_sparse_formats(make, fmt):
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
 def test_supported_sparse_formats(fmt):
-    _sparse_rules()
     A = sp.random(4, 3, density=0.6, format=fmt, random_state=0)
     x = np.linspace(-1, 1, 3)
     np.testing.assert_allclose(dg.grad(lambda x: np.sum(np.tanh(A @ x)))(x),

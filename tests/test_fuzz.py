@@ -68,8 +68,7 @@ def test_fuzz(fuzz_long, capsys):
     def write_report():
         summary = (f"dualgpu fuzz: {stats['programs']} programs tried ({stats['nodes']} nodes),"
                    f" {len(failures)} failures, {stats['skipped checks']} checks skipped "
-                   f"(finite differences unstable), sparse ops "
-                   f"{'on' if fp.sparse_available() else 'off'}, "
+                   f"(finite differences unstable), "
                    f"{time.monotonic() - start:.0f} s")
         report_path = os.environ.get("DUALGPU_FUZZ_REPORT")
         if report_path:

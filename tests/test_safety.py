@@ -1,6 +1,6 @@
 """Safety of generated code: the source is built only from registry templates and generated
 names; every name, C expression or template a user supplies is validated
-(dualgpu/codegen/names.py) before it can reach generated source; nothing evaluates a user's
+(dualgpu/names.py) before it can reach generated source; nothing evaluates a user's
 string. Hostile names go through dg.defprim, dg.custom_op and the names of traced
 functions and of their arguments."""
 from __future__ import annotations

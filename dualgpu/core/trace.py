@@ -283,8 +283,9 @@ class Tracer:
     dtype = property(lambda self: self._var.aval.dtype)
     ndim = property(lambda self: len(self._var.aval.shape))
     size = property(lambda self: self._var.aval.size)
-    # T, mT, real, imag, the operators and the ndarray methods are installed by
-    # dualgpu.frontend (this module is a leaf: it records, it knows no op)
+    # T, mT, real, imag, the operators and the ndarray methods are written below: each
+    # calls the NumPy function of its name from the module dualgpu.frontend registers
+    # (register_front_end; this module is a leaf: it records, it knows no op)
 
     @property
     def device(self):

@@ -87,7 +87,7 @@ def _concatenate_vmap(eqn, args, batched, size):
     return batching.one(concatenate.bind(*xs, axis=eqn.params["axis"] + 1))
 
 
-# Indexing. A normalized key (rules/shape.py) has entries ("slice", ...), ("int", i), None
+# Indexing. A normalized key (core/indexing.py) has entries ("slice", ...), ("int", i), None
 # and ("array", k). With index arrays present, ints are advanced indices too; advanced
 # indices separated by a slice or None put their dimensions first (NumPy's rule).
 _ALL = ("slice", None, None, None)
