@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from . import lax
 from .api import grad, hvp
-from .cache import LRUCache, identity_key, register_clear_hook
+from .cache import PROGRAMS, identity_key
 from .errors import InvalidArgumentError
 from .namespace import rebind_function
 from .runtime.tracing import check_call, name_of, rebindable
@@ -57,9 +57,9 @@ class _SummedOutput:
         return lax.sum(rebind_function(rebindable(self.fn))(*args, **kwargs))
 
 
-# one wrapper per function, so that elementwise_grad(f) made anew reuses its program
-_SUMMED = LRUCache(maxsize=128)
-register_clear_hook(_SUMMED.clear)
+# one wrapper per function (an entry of the one cache), so that elementwise_grad(f) made
+# anew reuses its program
+SUMMED = "autograd elementwise_grad wrapper"
 
 
 def elementwise_grad(fn: Callable, argnum: int = 0) -> Callable:
@@ -77,7 +77,7 @@ def elementwise_grad(fn: Callable, argnum: int = 0) -> Callable:
     if not callable(fn):
         raise InvalidArgumentError(f"elementwise_grad expects a function, got "
                                    f"{type(fn).__name__}")
-    summed = _SUMMED.get_or_build(identity_key(fn), lambda: _SummedOutput(fn))
+    summed = PROGRAMS.get_or_build((SUMMED, identity_key(fn)), lambda: _SummedOutput(fn))
     return grad(summed, argnums=argnum)
 
 

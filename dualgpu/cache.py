@@ -1,5 +1,9 @@
-"""A bounded, thread-safe LRU cache of traced and compiled programs, and the one way to
-key objects by identity (:class:`IdentityKey`, weak where Python allows)."""
+"""The one cache of the package (:data:`PROGRAMS`: a bounded, thread-safe LRU cache of
+every artifact derived from a trace: programs, inlined graphs, custom ops' derived rules,
+Dask plans, autograd's wrappers), and the one way to key objects by identity
+(:class:`IdentityKey`, weak where Python allows). Keys are tuples whose first item names the
+kind of artifact when it is not a program (:meth:`LRUCache.discard_kind`,
+:meth:`LRUCache.count_kind`)."""
 from __future__ import annotations
 
 import threading
@@ -182,12 +186,45 @@ class LRUCache:
             self._data.clear()
             self.hits = self.misses = self.evictions = 0
 
+    def get(self, key: Any) -> Any:
+        """The entry of ``key`` (marked recently used), or None."""
+        with self._lock:
+            self._purge()
+            if key not in self._data:
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return self._data[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        """Store ``value`` under ``key`` (the least recently used entries make room)."""
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            self._trim()
+
+    def discard_kind(self, kind: str) -> None:
+        """Drop every entry whose key is a tuple starting with ``kind``."""
+        with self._lock:
+            for key in [k for k in self._data if type(k) is tuple and k and k[0] == kind]:
+                del self._data[key]
+
+    def count_kind(self, kind: str) -> int:
+        """The number of entries whose key is a tuple starting with ``kind``."""
+        with self._lock:
+            self._purge()
+            return sum(1 for k in self._data if type(k) is tuple and k and k[0] == kind)
+
     def info(self) -> dict:
         """Size, bound and counters (a consistent snapshot)."""
         with self._lock:
             self._purge()
             return {"size": len(self._data), "maxsize": self._maxsize, "hits": self.hits,
                     "misses": self.misses, "evictions": self.evictions}
+
+
+# the one cache (its bound is dg.config["cache_size"], applied by the program cache)
+PROGRAMS = LRUCache(256)
 
 
 # ------------------------------------------------------------------------------ clear hooks

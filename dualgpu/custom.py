@@ -40,7 +40,7 @@ import numpy as np
 from . import api, lax
 from . import tree as pytree
 from .backends import namespace_of
-from .cache import IdentityKey, LRUCache, register_clear_hook
+from .cache import PROGRAMS, IdentityKey
 from .core.axes import broadcast_shapes
 from .core.dtypes import float_dtype, promote
 from .core.interpret import eval_graph
@@ -59,24 +59,24 @@ __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info", "custom_jvp", "custom_vjp"]
 
 # The graphs of derived rules (the JVP transposed from a VJP-only op, and vice versa), per
-# (rules, input signature): bounded, and emptied by dg.clear_cache() and by re-registration.
-DERIVED_RULES_SIZE = 64
-_DERIVED = LRUCache(DERIVED_RULES_SIZE)
+# (rules, input signature): entries of the one cache, emptied by dg.clear_cache() and by
+# re-registration.
+DERIVED = "custom op derived rule"  # the kinds of these entries of the one cache
+CUSTOM_DERIVATIVE_OP = "custom_jvp/custom_vjp op"
 _BUILDING = threading.local()
 _REGISTER_LOCK = threading.RLock()
 
 
 def clear_derived_rules() -> None:
-    """Drop every cached derived-rule graph (``dg.clear_cache()`` calls this)."""
-    _DERIVED.clear()
+    """Drop every cached derived-rule graph (``dg.clear_cache()`` drops them too)."""
+    PROGRAMS.discard_kind(DERIVED)
 
 
 
-register_clear_hook(clear_derived_rules)
 
 def derived_rules_info() -> dict:
-    """Size, bound and counters of the derived-rule cache."""
-    return _DERIVED.info()
+    """How many derived-rule graphs the cache holds (``size``), and the cache's bound."""
+    return {"size": PROGRAMS.count_kind(DERIVED), "maxsize": PROGRAMS.maxsize}
 
 
 class _Spec:
@@ -526,7 +526,7 @@ class _Rules:
                                "tangents or cotangents); give both jvp= and vjp=")
         building.add(full_key)
         try:
-            return _DERIVED.get_or_build(full_key, build)
+            return PROGRAMS.get_or_build((DERIVED,) + tuple(full_key), build)
         finally:
             building.discard(full_key)
 
@@ -639,10 +639,18 @@ class _CustomFunction:
         self.__name__ = getattr(fun, "__name__", type(fun).__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
-        self._ops: dict = {}
+        self._rules_version = 0  # bumped when rules are given: older ops are not reused
 
     def _rules_given(self) -> bool:
         raise NotImplementedError
+
+    def _new_rules(self) -> None:
+        """Rules given (again): no op or program built with earlier ones runs again (as a
+        re-registered custom op, the cache is cleared)."""
+        self._rules_version += 1
+        if self._rules_version > 1:
+            bump_registry_version()
+            api.clear_cache()
 
     def _rules(self, nondiff: tuple, tree) -> dict:
         raise NotImplementedError
@@ -672,13 +680,10 @@ class _CustomFunction:
                     "arguments (stop their derivative with dg.stop_gradient)")
         diff_args = tuple(a for i, a in enumerate(args) if i not in nums)
         leaves, tree = pytree.flatten(diff_args)
-        key = (nums, tuple(static_key(a, []) for a in nondiff), tree)
-        op = self._ops.get(key)
-        if op is None:
-            op = self._register(nums, nondiff, tree)
-            if len(self._ops) > 64:
-                self._ops.clear()
-            self._ops[key] = op
+        # the op registered for these static arguments: an entry of the one cache
+        key = (CUSTOM_DERIVATIVE_OP, IdentityKey(self), self._rules_version, nums,
+               tuple(static_key(a, []) for a in nondiff), tree)
+        op = PROGRAMS.get_or_build(key, lambda: self._register(nums, nondiff, tree))
         return op(*leaves)
 
     def _register(self, nums: tuple, nondiff: tuple, tree) -> CustomOp:
@@ -842,7 +847,7 @@ class custom_jvp(_CustomFunction):
             raise DualgpuError(f"{self.__name__}.defjvp expects a function, got "
                                f"{type(jvp).__name__}")
         self.jvp = jvp
-        self._ops.clear()
+        self._new_rules()
         return jvp
 
     def _rules_given(self) -> bool:
@@ -892,7 +897,7 @@ class custom_vjp(_CustomFunction):
                 raise DualgpuError(f"{self.__name__}.defvjp: {what} must be a function, got "
                                    f"{type(rule).__name__}")
         self.fwd, self.bwd = fwd, bwd
-        self._ops.clear()
+        self._new_rules()
 
     def _rules_given(self) -> bool:
         return self.fwd is not None

@@ -19,21 +19,21 @@ from __future__ import annotations
 
 import itertools
 import operator
-import weakref
 from typing import Any
 
 import numpy as np
 
 from ..backends import NUMPY, array_backend, backend_named
+from ..cache import PROGRAMS
 from ..errors import BackendMismatchError, DualgpuError, SeparabilityError
 from ..executor import generation
 
 DASK_KINDS = ("hvp", "grad_and_hvp", "laplacian")  # per-instance programs that take Dask arrays
 _DIRECTIONAL = ("hvp", "grad_and_hvp")              # the last argument is the direction v
 _MOST_PROBES = 64                                   # parameter-axis guesses tried per batch axis
-_MOST_PLANS = 8                                     # remembered plans per transform
-# per transform: (shapes, dtypes, chunks, static values) -> (followers, chunk outputs)
-_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# entries of the one cache: (PLAN, transform's spec, function, (shapes, dtypes, chunks,
+# static values)) -> (followers, chunk outputs)
+PLAN = "dask plan"
 
 
 def is_dask_array(x) -> bool:
@@ -80,9 +80,10 @@ def call(t, args: tuple, kwargs: dict):
                                f"differentiated argument {x.shape}; give v the same shape")
         blocks.append(v)
     key = _plan_key(backend, blocks, args, chunked)
-    plans = _PLANS.setdefault(t, {}) if key is not None else {}
-    if key in plans:  # the same shapes and chunks: no tracing on this call
-        follow, outs = plans[key]
+    key = None if key is None else (PLAN, t.spec, t._fn_key, key)
+    hit = None if key is None else PROGRAMS.get(key)
+    if hit is not None:  # the same shapes and chunks: no tracing on this call
+        follow, outs = hit
     else:
         if not backend.on_device:  # before any program is built on mixed arrays
             _no_device_parameters(tuple(None if i in chunked else a
@@ -114,9 +115,7 @@ def call(t, args: tuple, kwargs: dict):
     if outs is None:
         outs = _chunk_outputs(t, args, chunked, blocks, follow, backend)  # proofs per chunk
         if key is not None:
-            plans[key] = (follow, outs)
-            while len(plans) > _MOST_PLANS:
-                plans.pop(next(iter(plans)))
+            PROGRAMS.put(key, (follow, outs))
     xp = backend.xp
     meta = lambda dtype: xp.empty((0,) * x.ndim, dtype)  # noqa: E731
     raw = da.blockwise(_ChunkCall(t, chunked), index, *pairs, params, None, concatenate=True,

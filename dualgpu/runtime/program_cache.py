@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import LRUCache, WeakIdentityKey, identity_key, run_clear_hooks
+from ..cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
 from ..core.ir import Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..executor import Executable, config, generation
@@ -29,7 +29,7 @@ from .guards import Guards
 from .signature import Signature
 from .tracing import SelfTracing
 
-PROGRAMS = LRUCache(config["cache_size"])
+PROGRAMS.maxsize = config["cache_size"]
 config.watch("cache_size", lambda n: setattr(PROGRAMS, "maxsize", n))
 log = logging.getLogger("dualgpu")
 # builds per (transform, function): a function traced again and again because a static
