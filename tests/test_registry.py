@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import dualgpu as dg
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
 from dualgpu.frontend import numpy as dnp
+from dualgpu.frontend.scipy import signal as dsignal
 from dualgpu.frontend.scipy import special as dnp_special
 from dualgpu.oplib.searchsorted import SIDES
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
@@ -528,6 +529,27 @@ def build_solve_triangular(data, dtype):
 
 
 spec("solve_triangular", build_solve_triangular)
+
+
+def build_conv(data, dtype):
+    """1-d or 2-d windows with strides, (negative) padding, both dilations and feature
+    groups, so that the transposes (convolutions with the roles of strides and dilations
+    swapped) meet every parameter."""
+    d = data.draw(st.sampled_from([1, 2]))
+    groups, per_group, outs = (data.draw(st.integers(1, 2)) for _ in range(3))
+    ints = st.tuples(*[st.integers(1, 2)] * d)
+    window = data.draw(ints)
+    spatial = tuple(data.draw(st.integers(3, 5)) for _ in range(d))
+    params = dict(window_strides=data.draw(ints), lhs_dilation=data.draw(ints),
+                  rhs_dilation=data.draw(ints), feature_group_count=groups,
+                  padding=tuple(data.draw(st.tuples(st.integers(-1, 2), st.integers(-1, 2)))
+                                for _ in range(d)))
+    lhs = draw_array(data, (data.draw(st.integers(1, 2)), groups * per_group) + spatial, dtype)
+    rhs = draw_array(data, (groups * outs, per_group) + window, dtype)
+    return (lambda a, b: dg.lax.conv_general_dilated(a, b, **params)), (lhs, rhs)
+
+
+spec("conv", build_conv)
 # partial pivoting well away from ties: a diagonally dominant matrix with its rows shuffled
 def build_lu_factor(data, dtype):
     a = well_conditioned(data, dtype)
@@ -668,6 +690,16 @@ for _mode in ("full", "same", "valid"):
             (f"correlate {_mode}", lambda a, v, mode=_mode: dnp.correlate(a, v, mode),
              two_vectors(_n, _m))]
 spec("np.diff/gradient/cross/convolve family", one_of(DIFFERENCE_COMPOSITIONS), prim=None)
+SIGNAL_COMPOSITIONS = [
+    (f"{fn} {mode}", lambda a, b, fn=fn, mode=mode: getattr(dsignal, fn)(a, b, mode), shapes)
+    for fn in ("convolve", "correlate") for mode in ("full", "same", "valid")
+    for shapes in (two_vectors(4, 2), lambda d, t: (draw_array(d, (3, 2), t),
+                                                    draw_array(d, (2, 2), t)))] + [
+    ("convolve2d fillvalue", lambda a, b: dsignal.convolve2d(a, b, "same", fillvalue=0.5),
+     lambda d, t: (draw_array(d, (3, 3), t), draw_array(d, (2, 2), t))),
+    ("correlate2d fillvalue", lambda a, b: dsignal.correlate2d(a, b, "full", fillvalue=a[0, 0]),
+     lambda d, t: (draw_array(d, (2, 3), t), draw_array(d, (2, 2), t)))]
+spec("scipy.signal convolve/correlate family", one_of(SIGNAL_COMPOSITIONS), prim=None)
 
 
 def with_nonfinite(data, dtype):
