@@ -114,8 +114,8 @@ def convolve(in1, in2, mode="full", method="auto"):
 
 
 def correlate(in1, in2, mode="full", method="auto"):
-    """``scipy.signal.correlate``: the N-d cross-correlation, ``convolve(in1,
-    conj(in2)`` reversed ``)``, as SciPy computes it."""
+    """``scipy.signal.correlate``: the N-d cross-correlation, the convolution of ``in1``
+    with ``conj(in2)`` reversed, as SciPy computes it."""
     _check_method("correlate", method)
     in1, in2 = _inputs("correlate", in1, in2, mode)
     if not _shape(in1):
