@@ -75,7 +75,7 @@ def _conv_vjp(g, primals, ans, **params):
     for x, transpose in ((lhs, _lhs_transpose), (rhs, _rhs_transpose)):
         if not wants_cotangent(x):
             cts.append(None)
-        elif ans.size == 0 or lhs.size == 0 or rhs.size == 0:  # nothing read, or no output
+        elif 0 in tuple(ans.shape) + tuple(lhs.shape) + tuple(rhs.shape):  # nothing to read
             cts.append(lax.zeros_like(x))
         else:
             cts.append(unbroadcast(transpose(g, lhs, rhs, params), x.aval))
@@ -146,7 +146,8 @@ def _conv_sparsity(eqn, deps, ctx):
         rhs_index = rhs_index * rhs.shape[2 + t] + k
     keep = np.broadcast_to(valid, grid).ravel()
     flat = [np.broadcast_to(x, grid).ravel()[keep] for x in (out_index, lhs_index, rhs_index)]
-    return sparsity.multilinear(ctx, out.size, deps, ctx.values, flat[0], flat[1:])
+    size = int(np.prod(out.shape, dtype=np.int64))
+    return sparsity.multilinear(ctx, size, deps, ctx.values, flat[0], flat[1:])
 
 
 defrules(conv, vmap=_conv_vmap, separability=_conv_separability,
