@@ -28,7 +28,6 @@ from hypothesis import strategies as st
 import dualgpu as dg
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
 from dualgpu.frontend import numpy as dnp
-from dualgpu.frontend.scipy import signal as dsignal
 from dualgpu.frontend.scipy import special as dnp_special
 from dualgpu.oplib.searchsorted import SIDES
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
@@ -690,16 +689,6 @@ for _mode in ("full", "same", "valid"):
             (f"correlate {_mode}", lambda a, v, mode=_mode: dnp.correlate(a, v, mode),
              two_vectors(_n, _m))]
 spec("np.diff/gradient/cross/convolve family", one_of(DIFFERENCE_COMPOSITIONS), prim=None)
-SIGNAL_COMPOSITIONS = [
-    (f"{fn} {mode}", lambda a, b, fn=fn, mode=mode: getattr(dsignal, fn)(a, b, mode), shapes)
-    for fn in ("convolve", "correlate") for mode in ("full", "same", "valid")
-    for shapes in (two_vectors(4, 2), lambda d, t: (draw_array(d, (3, 2), t),
-                                                    draw_array(d, (2, 2), t)))] + [
-    ("convolve2d fillvalue", lambda a, b: dsignal.convolve2d(a, b, "same", fillvalue=0.5),
-     lambda d, t: (draw_array(d, (3, 3), t), draw_array(d, (2, 2), t))),
-    ("correlate2d fillvalue", lambda a, b: dsignal.correlate2d(a, b, "full", fillvalue=a[0, 0]),
-     lambda d, t: (draw_array(d, (2, 3), t), draw_array(d, (2, 2), t)))]
-spec("scipy.signal convolve/correlate family", one_of(SIGNAL_COMPOSITIONS), prim=None)
 
 
 def with_nonfinite(data, dtype):
