@@ -9,7 +9,7 @@ swaps the inputs when ``in2`` is the larger one, ``correlate`` conjugates ``in2`
     >>> import scipy.signal
     >>> kernel = np.array([1.0, 2.0, 1.0])
     >>> dg.jit(lambda x: scipy.signal.convolve(x, kernel, mode="same"))(np.arange(4.0))
-    array([ 1.,  4.,  8., 11.])
+    array([1., 4., 8., 8.])
     >>> dg.grad(lambda k: scipy.signal.correlate(np.arange(4.0), k, "valid").sum())(kernel)
     array([1., 3., 5.])
 """
