@@ -19,12 +19,11 @@ import numpy as np
 from .. import lax
 from ..core.primitives import defrules
 from ..ops.convolution import conv, dilated
-from . import _batching as batching
-from . import _jet as jet_rules
-from . import _sparsity as sparsity
-from . import _taylor as taylor_rules
-from ._separability import labelled
-from ._util import defmultilinear, unbroadcast, wants_cotangent
+from . import batching_rules as batching
+from . import laplacian_rules, taylor_rules
+from . import sparsity_rules as sparsity
+from .common import defmultilinear, unbroadcast, wants_cotangent
+from .separability_rules import labelled
 
 
 # --------------------------------------------------------------------------- derivatives
@@ -151,5 +150,5 @@ def _conv_sparsity(eqn, deps, ctx):
 
 
 defrules(conv, vmap=_conv_vmap, separability=_conv_separability,
-         jet=jet_rules.multilinear_rule,
+         laplacian=laplacian_rules.multilinear_rule,
          taylor=taylor_rules.multilinear_rule, sparsity=_conv_sparsity)
