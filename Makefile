@@ -43,18 +43,18 @@ bench-cpu:
 bench-build:
 	PYTHONPATH=. $(PYTHON) -m benchmarks.build_time
 
-# The long fuzzing campaigns: random programs (tests/test_fuzz.py), every op's derivatives to
-# order 4 on more examples (tests/test_jet.py), and random call sequences
-# (tests/test_call_sequences.py). FUZZ_SEEDS is the call-sequence seed range; split it across
+# The long fuzzing campaigns: random programs (tests/fuzz/test_fuzz.py), every op's derivatives to
+# order 4 on more examples (tests/ops/test_jet.py), and random call sequences
+# (tests/runtime/test_call_sequences.py). FUZZ_SEEDS is the call-sequence seed range; split it across
 # several `make fuzz` to run in parallel or to resume (make fuzz FUZZ_SEEDS=10000:20000);
 # DUALGPU_FUZZ_REPORT / DUALGPU_CALLS_REPORT=path write the failures to files.
 FUZZ_SEEDS ?= 0:10000
 fuzz: $(STAMP)
-	$(PY) -m pytest tests/test_fuzz.py tests/test_jet.py tests/test_separability_operands.py --fuzz-long; s1=$$?; \
-	$(PY) -m pytest tests/test_call_sequences.py --fuzz-long --calls-seeds=$(FUZZ_SEEDS); \
+	$(PY) -m pytest tests/fuzz/test_fuzz.py tests/ops/test_jet.py tests/transforms/test_separability_operands.py --fuzz-long; s1=$$?; \
+	$(PY) -m pytest tests/runtime/test_call_sequences.py --fuzz-long --calls-seeds=$(FUZZ_SEEDS); \
 	s2=$$?; exit $$((s1 || s2))
 
-# docs/op_matrix.md: how each interpreter handles each op (tests/test_op_matrix.py checks it)
+# docs/op_matrix.md: how each interpreter handles each op (tests/ops/test_op_matrix.py checks it)
 op-matrix: $(STAMP)
 	$(PY) -m dualgpu.coverage > docs/op_matrix.md
 

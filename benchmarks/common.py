@@ -36,7 +36,7 @@ class Context:
     budget_s: float = 4.0              # timed part of one implementation
     log: Callable[[str], None] = print
     debug: Callable[[str], None] = lambda text: None   # tracebacks: the log file only
-    tiny: bool = False                 # CPU smoke-test sizes (tests/test_benchmarks_smoke.py)
+    tiny: bool = False                 # CPU smoke-test sizes (project/test_benchmarks_smoke)
     tf32: bool = False                 # TF32 matmuls for CuPy (CUPY_TF32) and torch
 
     @property

@@ -20,7 +20,7 @@ Cases: the sweep d = 10, 50 (the issue's target), 200; and ``k=16 HVPs``: on the
 784-512-10 of ``mlp.py`` (batch 4096), ``dg.vmap(dg.hvp(loss), in_axes=(None, None, None,
 0))`` with 16 directions against one ``dg.hvp`` (the reference row; the goal is a ratio
 ≤ 4). Every result is checked against a float64 reference (the forward Laplacian by hand,
-itself checked against dense Hessians in tests/test_benchmarks_smoke.py; the MLP's HVP in
+itself checked against dense Hessians in tests/project/test_benchmarks_smoke.py; the MLP's HVP in
 closed form): ``rel err`` is ‖out − ref‖/‖ref‖ and ``max_err`` max|out − ref| / max|ref|.
 Peak memory per implementation is reported as ``peak_MB``. Each row gets at most
 :data:`BUDGET_S` seconds of timed calls, so the workload stays under two minutes on an H200.

@@ -2,7 +2,7 @@
 namespaces of ``dualgpu.frontend`` (``numpy``, ``numpy.linalg``, ``numpy.fft``,
 ``scipy.special``, ``scipy.stats``'s distributions, ``scipy.linalg``, ``scipy.signal``, the
 array API's spellings) and the primitive registry, so that it cannot drift:
-``tests/test_op_table.py`` fails when the page differs from :func:`table`.
+``tests/ops/test_op_table.py`` fails when the page differs from :func:`table`.
 
 Regenerate with ``python docs/op_table.py``.
 """
@@ -89,7 +89,7 @@ def table() -> str:
     for name, fn in sorted(_rows().items()):
         lines.append(f"| `{name}` | {_state(fn)} | {_summary(fn)} |")
     lines += ["", "Primitives of the registry (every name above is written in these; each has "
-              "JVP and VJP rules unless marked, and is checked by `tests/test_registry.py`):",
+              "JVP and VJP rules unless marked, and is checked by `tests/ops/test_registry.py`):",
               "", "| primitive | kind | derivative | notes |", "|---|---|---|---|"]
     for name, prim in sorted(REGISTRY.items()):
         if getattr(prim, "custom", False):

@@ -2,7 +2,21 @@
 ``--fuzz-long`` turns the fuzzer's bounded CI budget into a long campaign (``make fuzz``)."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# tests live in folders by layer (core, ops, frontend, transforms, codegen, runtime, api,
+# sparse_ad, fuzz, project, gpu); their shared helpers (fuzz_programs, tiny_harness, ...) in
+# tests/helpers, and some test modules share cases (test_registry's SPECS): every folder's
+# modules and the repository's packages (benchmarks) are importable from any of them. tests/
+# itself is not put on the path: its folders' names would shadow packages of those names.
+_TESTS = Path(__file__).resolve().parent
+for _path in [_TESTS.parent] + sorted(p for p in _TESTS.iterdir() if p.is_dir()
+                                      and not p.name.startswith((".", "_"))):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 
 def pytest_addoption(parser):
@@ -38,7 +52,7 @@ def fuzz_long(request) -> bool:
 
 @pytest.fixture
 def calls_seeds(request) -> tuple[int, int]:
-    """The seed range of the long call-sequence campaign (tests/test_call_sequences.py)."""
+    """The seed range of the long call-sequence campaign (tests/runtime/test_call_sequences.py)."""
     import os
 
     text = (request.config.getoption("--calls-seeds")

@@ -24,7 +24,7 @@ pays for the launches of its plan (:func:`worth_one_kernel`).
 
 The text needs no GPU: with ``__global__``, ``__shared__``, ``__syncthreads()``,
 ``threadIdx`` and ``blockDim`` defined for one thread it compiles as C++
-(``tests/tiny_harness.py``), and one thread running every stage in order computes what the
+(``tests/helpers/tiny_harness.py``), and one thread running every stage in order computes what the
 block computes (no stage reads what the same stage writes).
 
 Example::

@@ -3,7 +3,7 @@ value, gradient and HVP; the Dense(10->1) HVP; an MLP HVP with dict parameters a
 closed-over constant), run in a Python where ``import dualgpu`` fails, match dualgpu on
 CuPy arrays to 1e-12 in float64, and refuse a wrong shape and a non-contiguous argument
 clearly. The CPU half (the text, and its launch plan run on a fake cupy) is
-tests/test_export_cupy.py."""
+tests/api/test_export_cupy.py."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,6 @@ import pickle
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +19,6 @@ import dualgpu as dg
 
 cp = pytest.importorskip("cupy")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from export_scenarios import scenarios  # noqa: E402
 
 # the top-level argument given a Fortran-ordered copy and a wrong shape (a 2-D+ array)

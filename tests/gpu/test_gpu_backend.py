@@ -2,9 +2,6 @@
 replay, no host synchronisation in cached calls, and the kernel count of scenario 2."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,7 +10,6 @@ from dualgpu.coverage import builtin_ops
 from dualgpu.executor import config
 
 cp = pytest.importorskip("cupy")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gpu_sweep  # noqa: E402
 from test_fusion import dense_loss, fusion_cases, scenario2  # noqa: E402
 
@@ -189,8 +185,9 @@ def test_non_contiguous_and_broadcast_inputs(switches):
 
 
 # --------------------------------------------------------------------------- every registry op
-# The cases and the reasons to skip an op are tests/gpu_sweep.py's data (checked on the CPU by
-# tests/test_gpu_sweep_classification.py); any other exception, the NumPy reference's too,
+# The cases and the reasons to skip an op are tests/helpers/gpu_sweep.py's data (checked on the
+# CPU by
+# tests/project/test_gpu_sweep_classification.py); any other exception, the NumPy reference's too,
 # fails.
 
 
@@ -229,9 +226,9 @@ def test_registry_op_matches_numpy(name, dtype, switches):
 def test_registry_op_curvature_matches_numpy(name, switches):
     """The curvature transforms of every registry op on the device -- the forward
     Laplacian, the exact Hessian diagonal, forward and reverse Jacobians -- against the
-    NumPy backend, whose results tests/test_laplacian.py and tests/test_jacobians.py check
-    against dense Hessians and finite differences, op by op (float64; eager, capture,
-    replays)."""
+    NumPy backend, whose results tests/transforms/test_laplacian.py and
+    tests/api/test_jacobians.py check against dense Hessians and finite differences, op by
+    op (float64; eager, capture, replays)."""
     fn, args = _registry_case(name, np.float64, np.random.default_rng(2))
     diff = gpu_sweep.differentiated(name, args)
     if not diff:

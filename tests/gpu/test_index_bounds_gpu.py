@@ -1,13 +1,11 @@
 """Out-of-range indices given at run time raise on CuPy as on NumPy: every gather and scatter
-of tests/test_index_bounds.py (whose index array is an argument) on every CuPy path -- the
+of tests/transforms/test_index_bounds.py (whose index array is an argument) on every CuPy
+path -- the
 generated Python, the fused plan launched step by step, its CUDA-graph replay (the bounds
 computed inside the replayed graph: the indices changed in place), the tiny-kernel switch on
 -- and in a module of ``dg.export``; in-range negative indices count from the end, as
 NumPy's."""
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +16,6 @@ from dualgpu.backends.cupy import get_cupy_backend
 from dualgpu.executor import Executable, config
 
 cp = cupy_or_skip()
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_index_bounds import GATHERS, X  # noqa: E402
 
 PATHS = {

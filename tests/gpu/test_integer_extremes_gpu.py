@@ -1,13 +1,10 @@
-"""The integer-extremes program of tests/test_integer_extremes.py on the device: every integer
+"""The integer-extremes program of tests/ops/test_integer_extremes.py on the device: every integer
 op on MIN, MAX, -1, 0, ... of every integer dtype (``MIN // -1``, ``x % 0``, wrapping
 overflow, powers by squaring, and the truncated powers at negative exponents), through
 CuPy's region kernels and the tiny kernel, against NumPy bit for bit. (A division by zero
 or ``MIN / -1`` does not trap on the device, but its value is unspecified: the integer C
 forms test the divisor first.)"""
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +14,6 @@ from dualgpu.backends import backend_of
 from dualgpu.executor import Executable, config
 
 cp = cupy_or_skip()
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_integer_extremes import (  # noqa: E402
     _checks,
     _report,

@@ -1,7 +1,7 @@
 """Ownership on CuPy (issue 10, item 6): results alias neither the arguments nor each other,
 on every path of the executor -- fused plan eager, CUDA-graph replay ("copy"), the generated
 Python (``fuse`` off) -- and cupyx sparse results own their index arrays. CPU versions:
-tests/test_ownership.py."""
+tests/codegen/test_ownership.py."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""Padded reads on the device (tests/test_padded_reads.py checks them on the CPU, emulated and
+"""Padded reads on the device (tests/codegen/test_padded_reads.py checks them on the CPU,
+emulated and
 as the kernels' text compiled by g++): the transposes of slices read in the region kernels,
 and with recomputation (the default) their inputs recomputed at the shifted index, so that a
 stencil's compressed HVPs are one kernel. Values against the NumPy backend, in float64 and

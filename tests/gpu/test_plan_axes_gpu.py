@@ -2,8 +2,8 @@
 value along some axes of its domain and another reads it along others (the planner merged
 such neighbours, or let the second recompute the value, and both then read it along the
 first's axes: a silent wrong answer), the fuzzed flat-parameter losses that found it
-(tests/test_cupy_launcher.py runs them on a fake CuPy, tests/test_fusion.py and
-tests/test_host_fused.py the plans on the CPU), and the gradient of a slice of a slice (the
+(tests/codegen/test_cupy_launcher.py runs them on a fake CuPy, tests/codegen/test_fusion.py and
+tests/codegen/test_host_fused.py the plans on the CPU), and the gradient of a slice of a slice (the
 plan ran the transpose of the inner slice after its reader: a KeyError)."""
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from gpu_device import cupy_or_skip  # noqa: E402
 
 cp = cupy_or_skip()
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_cupy_launcher import FLAT_LOSS_FOUND, _unflatten  # noqa: E402
 from test_fusion import column_of_a_row, recomputed_along_rows  # noqa: E402
 
@@ -85,7 +84,7 @@ def test_flat_losses_found_by_the_fuzzer_on_cupy(name, transform, switches):
 @pytest.mark.parametrize("n", [5, 700])
 @pytest.mark.parametrize("f", [column_of_a_row, recomputed_along_rows])
 def test_a_value_read_along_other_axes_on_cupy(f, n, switches):
-    """The two smallest such programs (tests/test_fusion.py), small and past the tiny
+    """The two smallest such programs (tests/codegen/test_fusion.py), small and past the tiny
     kernel's sizes."""
     rng = np.random.default_rng(0)
     args = (rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal((n, 1)),
@@ -100,7 +99,7 @@ def test_a_value_read_along_other_axes_on_cupy(f, n, switches):
 
 @pytest.mark.parametrize("n", [11, 4099])
 def test_the_gradient_of_a_slice_of_a_slice_on_cupy(n, switches):
-    """Two padded reads in a row (tests/test_padded_reads.py): the plan ran the first after
+    """Two padded reads in a row (tests/codegen/test_padded_reads.py): the plan ran the first after
     the second."""
     p = np.random.default_rng(1).uniform(-1, 1, n)
     _compare(dg.grad(lambda p: np.sum(np.sin(p[1:-1][::2]) * p[2])), (p,))

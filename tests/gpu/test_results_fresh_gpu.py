@@ -1,8 +1,9 @@
 """Fresh results and composing Hessians on CuPy (issue 23): on every executor path (fused
 eager, CUDA-graph replay, generated Python), no result is a broadcast view (the gradient of
 sum(x) is a fill), and writing into one does not change the next call's; dg.hessian and
-dg.hessp compose with jit and vmap on CuPy arrays. CPU versions: tests/test_results_fresh.py,
-tests/test_compose_hessian.py."""
+dg.hessp compose with jit and vmap on CuPy arrays. CPU versions:
+tests/codegen/test_results_fresh.py,
+tests/api/test_compose_hessian.py."""
 from __future__ import annotations
 
 import numpy as np

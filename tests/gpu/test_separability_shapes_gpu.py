@@ -1,6 +1,6 @@
 """Issue 23, items 4 and 6 on CuPy: chunks of one instance (Dask arrays of CuPy chunks) and
 the biharmonic by composition, against the NumPy calls (whose references are closed forms in
-tests/test_separability_shapes.py)."""
+tests/transforms/test_separability_shapes.py)."""
 from __future__ import annotations
 
 import numpy as np

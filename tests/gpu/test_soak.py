@@ -1,13 +1,11 @@
 """GPU soak: 10,000 cached calls neither grow the CuPy memory pool nor host memory, and
-random programs (tests/fuzz_programs.py) give the NumPy answers on CuPy. Skipped without
+random programs (tests/helpers/fuzz_programs.py) give the NumPy answers on CuPy. Skipped without
 CuPy and a device (tests/gpu/conftest.py marks every test here ``gpu``)."""
 from __future__ import annotations
 
 import gc
 import os
-import sys
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +13,6 @@ import pytest
 import dualgpu as dg
 
 cp = pytest.importorskip("cupy")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fuzz_programs as fp  # noqa: E402
 
 N_CALLS = 10_000

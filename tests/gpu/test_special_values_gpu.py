@@ -1,4 +1,4 @@
-"""The special-value table of tests/test_special_values.py on the device: every elementwise
+"""The special-value table of tests/ops/test_special_values.py on the device: every elementwise
 op with a C form at NaN, +-inf, +-0, subnormals, huge and ordinary values, and the JVP and
 VJP programs of the differentiable ones, through CuPy's fused programs -- the region kernels
 (``dg.config["tiny_kernel"] = False``) and the tiny kernel of one block -- against NumPy's
@@ -7,9 +7,6 @@ derivative programs. CuPy compiles every kernel with flush-to-zero (``-ftz=true`
 ufuncs too), so in float32 the device reads and writes subnormals as zeros of their sign:
 there the reference is NumPy's on flushed operands, flushed (docs/limitations.md)."""
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +17,6 @@ from dualgpu.backends import backend_of
 from dualgpu.executor import Executable, config
 
 cp = cupy_or_skip()
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_special_values import (  # noqa: E402
     DTYPES,
     assert_agree,

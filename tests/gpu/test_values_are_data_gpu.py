@@ -1,6 +1,6 @@
 """Values are data (issue 10, item 5) on the GPU: inf, -inf, nan and -0.0 literals and fill
 values compile and run in fused kernels, float32 and float64, eager and replayed. CPU
-version (kernel text, C literals through g++): tests/test_values_are_data.py."""
+version (kernel text, C literals through g++): tests/core/test_values_are_data.py."""
 from __future__ import annotations
 
 import numpy as np

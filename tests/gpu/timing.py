@@ -15,7 +15,7 @@ from cupyx.profiler import benchmark
 
 import dualgpu as dg
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
 from test_fusion import dense_loss, scenario2  # noqa: E402
 
 HAND = r"""

@@ -186,8 +186,10 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     """``np.nanvar``: the variance of the non-NaN values (their count minus ``ddof``)."""
     unsupported_kwargs("nanvar", {"out": out, **kw})
     a = as_float(arraylike(a)) if dtype is None else astype(arraylike(a), dtype)
-    centered = subtract(a, nanmean(a, axis=axis, keepdims=True))
-    total = nansum(abs2(centered), axis=axis, keepdims=keepdims)
+    # the NaN entries are filled with 0 before squaring: a NaN squared would give its
+    # derivative (2 * NaN) a place in the backward pass, and 0 * NaN is NaN
+    centered = _nan_filled(subtract(a, nanmean(a, axis=axis, keepdims=True)), 0.0)
+    total = sum_(abs2(centered), axis=axis, keepdims=keepdims)
     return true_divide(total, subtract(_not_nan_count(a, axis, keepdims), float(ddof)))
 
 

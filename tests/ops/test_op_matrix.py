@@ -1,0 +1,51 @@
+"""The op x interpreter matrix (dualgpu/coverage.py, docs/op_matrix.md): the checked-in page is
+current, and no built-in op lacks what its kind needs. This one table replaces the
+per-interpreter completeness tests: a new op shows in the page (regenerate it with
+``make op-matrix``), and one that falls back or is refused where it must not fails here."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dualgpu.coverage import INTERPRETERS, builtin_ops, coverage, matrix_markdown
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "op_matrix.md"
+OPS = builtin_ops()
+
+
+def test_the_page_is_current():
+    assert PAGE.read_text() == matrix_markdown(), (
+        "docs/op_matrix.md is out of date: run `make op-matrix` and read the diff")
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_no_builtin_op_lacks_a_rule(name):
+    cells = coverage(OPS[name])
+    assert set(cells) == set(INTERPRETERS)
+    for interpreter in ("jvp", "vjp"):   # differentiable ops have both derivatives
+        assert cells[interpreter][0] != "refused", (name, interpreter, cells[interpreter])
+    assert cells["vmap"][0] != "fallback", f"{name} is batched by the per-example loop"
+    assert cells["export"] != ("refused", "no standalone function"), (
+        f"{name} is called as ops.{name} in generated source but has no defstandalone")
+    if OPS[name].kind == "elementwise" and cells["kernel"][0] == "refused":
+        # only where CUDA has no function (digamma, polygamma, betainc, gammainc) or values
+        # are complex
+        assert name in {"digamma", "polygamma", "betainc", "gammainc", "gammaincc", "real",
+                        "imag", "conj"}, name
+
+
+def test_a_users_op_is_not_in_the_matrix():
+    import numpy as np
+
+    import dualgpu as dg
+    from dualgpu.core.primitives import REGISTRY, same_as_first
+
+    dg.defprim("matrix_probe_op", lambda xp, x: x, same_as_first)
+    try:
+        assert "matrix_probe_op" not in builtin_ops()
+        assert coverage(REGISTRY["matrix_probe_op"])["vmap"] == ("fallback", "per-example loop")
+        assert np.array_equal(dg.vmap(lambda x: REGISTRY["matrix_probe_op"](x))(np.ones(2)),
+                              np.ones(2))
+    finally:
+        del REGISTRY["matrix_probe_op"]
