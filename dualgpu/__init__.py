@@ -61,6 +61,7 @@ from .errors import (
     TracerControlFlowError,
     UnsupportedOpError,
     UnsupportedSparseFormatError,
+    install_traceback_filter,
 )
 from .executor import config
 from .export import export
@@ -82,6 +83,10 @@ grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobia
     hessian_diag, hessian_trace = map(autograd_compat.accepts_argnum, (
         grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobian,
         hessian_diag, hessian_trace))
+
+# tracebacks that reach the top level show the user's frames, not dualgpu's
+# (DUALGPU_TRACEBACK=full shows them all)
+install_traceback_filter()
 
 
 def __getattr__(name: str):

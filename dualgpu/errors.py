@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import types
 
 import numpy as np
 
@@ -153,3 +154,113 @@ def user_location(skip_stdlib: bool = False) -> str:
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown location>"
+
+
+# --------------------------------------------------------------------------- tracebacks
+TRACEBACK_ENV = "DUALGPU_TRACEBACK"
+"""``DUALGPU_TRACEBACK=full`` shows every frame of dualgpu in tracebacks (default: hidden)."""
+
+_HIDDEN_NOTE = ("dualgpu hid {n} of its own frames from this traceback; set the environment "
+                f"variable {TRACEBACK_ENV}=full to see them")
+
+
+def _library_entries(entries: list) -> list[bool]:
+    """Per traceback entry (outermost first): whether it is dualgpu's. A standard-library
+    frame (contextlib, functools) entered from one of dualgpu's frames counts as dualgpu's."""
+    hidden, caller_is_library = [], False
+    for tb in entries:
+        filename = tb.tb_frame.f_code.co_filename
+        if _inside_package(filename):
+            caller_is_library = True
+        elif not in_stdlib(filename):
+            caller_is_library = False
+        hidden.append(caller_is_library)
+    # Where dualgpu raised it: its innermost frame stays when no frame of the user's runs
+    # below it (the error came from dualgpu, or from a library it called, NumPy's say)
+    inner = max((i for i, tb in enumerate(entries)
+                 if _inside_package(tb.tb_frame.f_code.co_filename)), default=None)
+    if inner is not None and all(hidden[i] or _third_party(entries[i].tb_frame.f_code.co_filename)
+                                 for i in range(inner + 1, len(entries))):
+        hidden[inner] = False
+    return hidden
+
+
+def _third_party(filename: str) -> bool:
+    return any(part in filename.split(os.sep) for part in ("site-packages", "dist-packages"))
+
+
+def hide_library_frames(exc: BaseException) -> BaseException:
+    """Drop dualgpu's own frames from ``exc.__traceback__`` and from the tracebacks of the
+    exceptions it was raised from (``__cause__``, ``__context__``), as JAX does: the user's
+    frames stay, and the innermost frame when the error was raised inside dualgpu (where it
+    was raised). Returns ``exc`` itself, with a note saying how many frames were hidden;
+    ``DUALGPU_TRACEBACK=full`` leaves every frame. Called on the error path only (by the
+    exception hooks dualgpu installs, :func:`install_traceback_filter`).
+
+    >>> def f():
+    ...     in_stdlib(None)                         # a TypeError inside dualgpu's frames
+    >>> try:
+    ...     f()
+    ... except TypeError as e:
+    ...     hide_library_frames(e).__traceback__.tb_frame.f_code.co_name
+    '<module>'
+    """
+    if os.environ.get(TRACEBACK_ENV, "").strip().lower() == "full":
+        return exc
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        _filter_one(e)
+        todo += [e.__cause__, e.__context__]
+    return exc
+
+
+def _filter_one(exc: BaseException) -> None:
+    entries, tb = [], exc.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    hidden = _library_entries(entries)
+    n = sum(hidden)
+    if not n:
+        return
+    new = None
+    for entry, hide in zip(reversed(entries), reversed(hidden)):
+        if not hide:
+            new = types.TracebackType(new, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    exc.__traceback__ = new
+    if hasattr(exc, "add_note"):  # Python 3.11
+        exc.add_note(_HIDDEN_NOTE.format(n=n))
+
+
+def _ipython_handler(shell, exc_type, exc, tb, tb_offset=None):
+    exc.__traceback__ = tb
+    shell.showtraceback((exc_type, exc, hide_library_frames(exc).__traceback__),
+                        tb_offset=tb_offset)
+
+
+def install_traceback_filter() -> None:
+    """Hide dualgpu's frames from the tracebacks of errors that reach the top level: in
+    ``sys.excepthook`` (the previous hook is called with the shorter traceback) and in
+    IPython/Jupyter when dualgpu is imported there. Costs nothing until an error is printed.
+    (A user's own ``traceback.print_exc()`` shows every frame; :func:`hide_library_frames`
+    shortens a caught error's.)"""
+    if not getattr(sys.excepthook, "hides_dualgpu_frames", False):
+        previous = sys.excepthook
+
+        def excepthook(exc_type, exc, tb):
+            if isinstance(exc, BaseException) and tb is not None:
+                exc.__traceback__ = tb
+                tb = hide_library_frames(exc).__traceback__
+            previous(exc_type, exc, tb)
+
+        excepthook.hides_dualgpu_frames = True
+        sys.excepthook = excepthook
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    if shell is not None and not getattr(shell, "custom_exceptions", ()):
+        shell.set_custom_exc((Exception,), _ipython_handler)
