@@ -94,6 +94,12 @@ class IndexOutOfBoundsError(DualgpuError, IndexError):
     bounds the program computes: ``dg.config["check_indices"]``, docs/gpu.md)."""
 
 
+class InvalidIndexError(DualgpuError, IndexError):
+    """An index NumPy refuses with ``IndexError`` when the program is traced: two ellipses,
+    an index array of floats (an index out of range at run time is
+    :class:`IndexOutOfBoundsError`)."""
+
+
 class RandomInTraceError(DualgpuError, RuntimeError):
     """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
     function, whose draws would become constants of the compiled program."""
@@ -101,6 +107,21 @@ class RandomInTraceError(DualgpuError, RuntimeError):
 
 class CodegenSafetyError(DualgpuError, ValueError):
     """A user-supplied name or C expression failed validation before code generation."""
+
+
+def like_numpy_error(e: BaseException) -> type[DualgpuError]:
+    """The class of DualgpuError that is also the built-in exception ``e`` is (NumPy's
+    ``ValueError`` about operands becomes a :class:`ShapeMismatchError`, its ``TypeError`` an
+    :class:`ArgumentTypeError`...), so that ``except ValueError`` still catches it.
+
+    >>> like_numpy_error(ValueError("operands could not be broadcast")).__name__
+    'ShapeMismatchError'
+    """
+    for builtin, cls in ((np.exceptions.AxisError, AxisError), (IndexError, InvalidIndexError),
+                         (TypeError, ArgumentTypeError), (ValueError, ShapeMismatchError)):
+        if isinstance(e, builtin):
+            return cls
+    return DualgpuError
 
 
 _INSIDE: dict[str, bool] = {}  # co_filename -> inside the package (called per equation)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import lax
-from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
 from ...lax import astype
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
@@ -33,13 +33,14 @@ def build_array(a):
         return a
     if isinstance(a, (list, tuple)) and holds_tracer(a):
         if not a:
-            raise DualgpuError(f"array: an empty list inside a nested list of traced values "
-                               f"(at {user_location()})")
+            raise InvalidArgumentError(f"array: an empty list inside a nested list of traced "
+                                       f"values "
+                                       f"(at {user_location()})")
         parts = [build_array(x) for x in a]
         shapes = {_shape(p) for p in parts}
         if len(shapes) > 1:
-            raise DualgpuError(f"array: the nested sequence is ragged (element shapes "
-                               f"{sorted(shapes)}) (at {user_location()})")
+            raise ShapeMismatchError(f"array: the nested sequence is ragged (element shapes "
+                                     f"{sorted(shapes)}) (at {user_location()})")
         return lax.stack(parts, 0)
     return a if hasattr(a, "dtype") else np.asarray(a)
 
