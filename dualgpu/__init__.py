@@ -11,6 +11,8 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 
     hv = dg.hvp(loss)(w, x, v)      # H·v with respect to w
 """
+from types import FunctionType
+
 from . import (  # noqa: F401  (registers every rule)
     autograd_compat,  # autograd's spellings (docs/coming_from.md)
     frontend,
@@ -63,6 +65,7 @@ from .errors import (
     UnsupportedOpError,
     UnsupportedSparseFormatError,
     install_traceback_filter,
+    suggests_keywords,
 )
 from .executor import config
 from .export import export
@@ -115,3 +118,8 @@ __all__ = [
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian", "spy",
     "jet", "differential_operator", "biharmonic_directions",
 ]
+
+# a misspelled keyword of a public function gets the one it meant ("did you mean 'argnums'?")
+globals().update({_name: suggests_keywords(_fn) for _name, _fn in globals().items()
+                  if _name in __all__ and isinstance(_fn, FunctionType)})
+del FunctionType

@@ -4,7 +4,9 @@ Messages name the op, the user's source line, or the argument at fault, and say 
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 import sysconfig
 import types
@@ -122,6 +124,68 @@ def like_numpy_error(e: BaseException) -> type[DualgpuError]:
         if isinstance(e, builtin):
             return cls
     return DualgpuError
+
+
+def did_you_mean(word: str, options) -> str:
+    """``" (did you mean 'x'?)"`` for the closest of ``options`` to a misspelled ``word``
+    (difflib's ratio, as Python's own suggestions), or ``""``.
+
+    >>> did_you_mean("cuda_graph", ["fuse", "cuda_graphs", "cuda_graph_outputs"])
+    " (did you mean 'cuda_graphs'?)"
+    """
+    import difflib  # the error path only
+
+    close = difflib.get_close_matches(word, [o for o in options if isinstance(o, str)], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_UNEXPECTED = re.compile(r"([\w.<>]+)\(\) got an unexpected keyword argument '(\w+)'")
+
+
+def keyword_parameters(fn) -> list[str] | None:
+    """The names ``fn`` takes as keywords, or None when it takes any (``**kwargs``) or its
+    signature is unknown."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def unexpected_keyword(e: TypeError, fn, kwargs: dict, label: str | None = None):
+    """When ``e`` is Python's "fn() got an unexpected keyword argument 'k'" for this very
+    call of ``fn`` (not one deeper inside), the :class:`ArgumentTypeError` that also
+    suggests the closest keyword ``fn`` takes; otherwise None (re-raise ``e``)."""
+    m = _UNEXPECTED.search(str(e))
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", None))
+    if not m or m.group(2) not in kwargs or m.group(1) not in (name, str(name).rpartition(".")[2]):
+        return None
+    params = keyword_parameters(fn)
+    if params is None or m.group(2) in params:
+        return None
+    return ArgumentTypeError(f"{label or m.group(1)}() got an unexpected keyword argument "
+                             f"{m.group(2)!r}{did_you_mean(m.group(2), params)}")
+
+
+def suggests_keywords(fn):
+    """``fn`` that answers a misspelled keyword with the one it meant (``dg.grad(f,
+    argnm=0)``: "did you mean 'argnums'?"); nothing changes on calls that succeed."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as e:
+            better = unexpected_keyword(e, fn, kwargs, label=f"dg.{fn.__name__}")
+            if better is None:
+                raise
+            raise better from None
+
+    return call
 
 
 _INSIDE: dict[str, bool] = {}  # co_filename -> inside the package (called per equation)

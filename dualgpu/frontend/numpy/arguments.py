@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from ... import lax
-from ...errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
+from ...errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    did_you_mean,
+    keyword_parameters,
+    user_location,
+)
 from ...lax import astype
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
@@ -15,6 +23,11 @@ from ...lax import shape_of as _shape
 
 def unsupported_kwargs(name, kwargs):
     bad = {k: v for k, v in kwargs.items() if v is not None and k not in ("casting", "order")}
+    known = keyword_parameters(getattr(np, name, None)) if bad else None
+    typo = next((k for k in bad if known is not None and k not in known), None)
+    if typo is not None:  # not NumPy's either: a misspelling
+        raise ArgumentTypeError(f"np.{name}() got an unexpected keyword argument {typo!r}"
+                                f"{did_you_mean(typo, known)} (at {user_location()})")
     if bad:
         raise UnsupportedOpError(
             f"np.{name}: argument(s) {', '.join(bad)} are not supported on traced values "
