@@ -102,6 +102,15 @@ class InvalidIndexError(DualgpuError, IndexError):
     :class:`IndexOutOfBoundsError`)."""
 
 
+class CupyImportError(DualgpuError, ImportError):
+    """CuPy is missing, or installed without one of its own dependencies (a half-installed
+    wheel): the message names the module that is missing and the ``pip`` command that
+    fixes the installation."""
+
+    def __init__(self, message: str, name: str | None = None):
+        ImportError.__init__(self, message, name=name)
+
+
 class RandomInTraceError(DualgpuError, RuntimeError):
     """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
     function, whose draws would become constants of the compiled program."""

@@ -489,6 +489,8 @@ def test_invalid_index_names_the_index_and_line():
     assert "index arrays must be integers" in str(info.value) and "float64" in str(info.value)
     assert "test_errors.py" in str(info.value) and isinstance(info.value, IndexError)
 
+from test_cupy_import import test_half_installed_cupy_names_the_missing_module  # noqa: E402
+
 from test_sparse_methods import test_other_sparse_methods_are_one_error_naming_the_method  # noqa
 
 
@@ -513,6 +515,7 @@ COVERED = {
     "InvalidArgumentError": "test_invalid_argument_error_names_the_axis_and_is_a_value_error",
     "IndexOutOfBoundsError": "test_index_out_of_bounds_names_the_index_and_line",
     "InvalidIndexError": "test_invalid_index_names_the_index_and_line",
+    "CupyImportError": "test_half_installed_cupy_names_the_missing_module",
     "SparseMethodError": "test_other_sparse_methods_are_one_error_naming_the_method",
 }
 
