@@ -489,7 +489,6 @@ def test_invalid_index_names_the_index_and_line():
     assert "index arrays must be integers" in str(info.value) and "float64" in str(info.value)
     assert "test_errors.py" in str(info.value) and isinstance(info.value, IndexError)
 
-from test_cupy_import import test_half_installed_cupy_names_the_missing_module  # noqa: E402
 
 from test_sparse_methods import test_other_sparse_methods_are_one_error_naming_the_method  # noqa
 
