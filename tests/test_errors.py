@@ -490,6 +490,7 @@ def test_invalid_index_names_the_index_and_line():
     assert "test_errors.py" in str(info.value) and isinstance(info.value, IndexError)
 
 
+from test_cupy_import import test_half_installed_cupy_names_the_missing_module  # noqa
 from test_sparse_methods import test_other_sparse_methods_are_one_error_naming_the_method  # noqa
 
 
