@@ -297,8 +297,10 @@ def test_bench_runs_benchmarks_with_a_progress_bar(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "benchmarks.run", run)
     code, out, err = run_cli(capsys, "bench", "--quick")
     assert code == 0
-    assert calls["argv"] == ["--quick"]
+    assert calls["argv"] == ["--quick", "--no-latest"]  # never the tracked latest.* files
     assert "3/3" in err and "#" in err
+    run_cli(capsys, "bench", "--latest")
+    assert calls["argv"] == ["--latest"]  # unless asked for
 
 
 def test_demo_skips_scenario_3_cleanly_when_sparse_is_refused(capsys, monkeypatch):
