@@ -3,17 +3,24 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+BASE   := $(VENV)/.installed-package
 
-.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean op-matrix
+.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean op-matrix dist
 
-$(STAMP): pyproject.toml
-	@echo "dualgpu: creating $(VENV) and installing dualgpu with its test and lint tools (first run, about a minute)"
+# the package alone (what `make demo` needs); $(STAMP) adds the test and lint tools
+$(BASE): pyproject.toml
+	@echo "dualgpu: creating $(VENV) and installing dualgpu (first run, about 20 s)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(BASE)
+
+$(STAMP): $(BASE)
+	@echo "dualgpu: installing the test and lint tools into $(VENV)"
 	$(PY) -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(PY) -m dualgpu demo
 
 # the tests, the docstring examples of dualgpu/ (conftest.py sets them up), then the linters
