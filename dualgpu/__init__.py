@@ -11,6 +11,7 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 
     hv = dg.hvp(loss)(w, x, v)      # H·v with respect to w
 """
+from importlib import import_module
 from types import FunctionType
 
 from . import (  # noqa: F401  (registers every rule)
@@ -73,13 +74,6 @@ from .export import export
 from .lax import stop_gradient
 from .operators import HessianOperator, hessp
 from .runtime.signature import FLOAT0 as float0
-from .sparse_derivatives import (
-    hessian_sparsity,
-    jacobian_sparsity,
-    sparse_hessian,
-    sparse_jacobian,
-    spy,
-)
 from .taylor import biharmonic_directions, differential_operator, jet
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
@@ -94,9 +88,19 @@ grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobia
 install_traceback_filter()
 
 
+# imported at first use: sparse_derivatives imports the colorings and networkx (70 ms)
+_LAZY = {name: "sparse_derivatives" for name in (
+    "hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian", "spy")}
+
+
 def __getattr__(name: str):
-    """``dg.<name>`` for a name JAX, autograd or torch.func has and dualgpu spells
-    differently: an AttributeError that gives dualgpu's spelling."""
+    """``dg.<name>`` of the names imported at first use (``_LAZY``); for a name JAX,
+    autograd or torch.func has and dualgpu spells differently: an AttributeError that gives
+    dualgpu's spelling."""
+    if name in _LAZY:
+        value = suggests_keywords(getattr(import_module(f".{_LAZY[name]}", __name__), name))
+        globals()[name] = value
+        return value
     if name in autograd_compat.FOREIGN_NAMES:
         raise autograd_compat.foreign_name_error(__name__, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
