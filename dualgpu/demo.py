@@ -288,7 +288,7 @@ def cli_hint() -> str:
         return (f"the dualgpu command (inspect, export, bench) is {shown}, not on PATH: "
                 f"run it by that path, or first 'source {os.path.dirname(shown)}/activate'")
     return (f"the dualgpu command (inspect, export, bench): '{os.path.basename(sys.executable)}"
-            " -m dualgpu' (pip install dualgpu puts a 'dualgpu' script on PATH)")
+            " -m dualgpu' (pip install of the checkout puts a 'dualgpu' script on PATH)")
 
 
 def seconds(t: float) -> str:

@@ -42,3 +42,31 @@ def test_import_leaves_the_heavy_optional_modules_unimported():
     import dualgpu as dg  # and they are there when used
 
     assert callable(dg.sparse_jacobian) and callable(dg.testing.strategies.arrays)
+
+
+def test_pyproject_packages_every_subpackage_and_its_data():
+    """A non-editable install and the wheel hold every folder of dualgpu/ with Python in it,
+    and every file that is not Python (py.typed): pyproject's discovery, checked without a
+    build (`make dist` builds, installs and imports the wheel)."""
+    import tomllib
+    from setuptools import find_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = set(find_packages(str(ROOT), **config["packages"]["find"]))
+    folders = {".".join(p.relative_to(ROOT).parts[:-1]) for p in (ROOT / "dualgpu").rglob("*.py")}
+    assert folders <= found, f"not packaged: {sorted(folders - found)} (an __init__.py missing?)"
+    data = [p for p in (ROOT / "dualgpu").rglob("*") if p.is_file()
+            and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts]
+    patterns = config["package-data"]["dualgpu"]
+    assert data and all(any(p.match(pat) for pat in patterns) for p in data), data
+
+
+def test_no_document_installs_dualgpu_from_an_index():
+    """dualgpu is not published on an index: documents, messages and examples install it from
+    a clone (`pip install .`, `pip install '.[dask]'`), never `pip install dualgpu[...]`."""
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md"),
+             *(ROOT / "dualgpu").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
+    said = [f"{p.relative_to(ROOT)}: {line.strip()}" for p in files
+            for line in p.read_text().splitlines()
+            if re.search(r"pip3? install\s+(-U\s+)?['\"]?dualgpu\b", line)]
+    assert not said, said
