@@ -3,17 +3,24 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+BASE   := $(VENV)/.installed-package
 
-.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean op-matrix
+.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean op-matrix dist
 
-$(STAMP): pyproject.toml
-	@echo "dualgpu: creating $(VENV) and installing dualgpu with its test and lint tools (first run, about a minute)"
+# the package alone (what `make demo` needs); $(STAMP) adds the test and lint tools
+$(BASE): pyproject.toml
+	@echo "dualgpu: creating $(VENV) and installing dualgpu (first run, about 20 s)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(BASE)
+
+$(STAMP): $(BASE)
+	@echo "dualgpu: installing the test and lint tools into $(VENV)"
 	$(PY) -m pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(PY) -m dualgpu demo
 
 # the tests, the docstring examples of dualgpu/ (conftest.py sets them up), then the linters
@@ -58,5 +65,28 @@ fuzz: $(STAMP)
 op-matrix: $(STAMP)
 	$(PY) -m dualgpu.coverage > docs/op_matrix.md
 
+# The sdist and the wheel (dist/), checked by twine; then the wheel, and the checkout itself
+# (non-editable), each installed in a fresh virtual environment (their dependencies read
+# from .venv's, no download) and imported from outside the checkout. Not part of
+# `make test` (CI time: about 30 s).
+CHECK_INSTALL = import dualgpu, numpy as np, os; \
+    assert 'site-packages' in dualgpu.__file__, dualgpu.__file__; \
+    print('dualgpu', dualgpu.__version__, 'from', os.path.dirname(dualgpu.__file__), \
+          dualgpu.grad(lambda x: np.sum(x ** 2))(np.ones(2)), dualgpu.testing.strategies)
+dist: $(BASE)
+	$(PY) -m pip install -q build twine
+	rm -rf dist build/dist-venv build/src-venv
+	$(PY) -m build --outdir dist .
+	$(PY) -m twine check --strict dist/*
+	for v in dist-venv src-venv; do \
+	    $(PYTHON) -m venv build/$$v && \
+	    $(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	        "$$(build/$$v/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth" \
+	    || exit 1; done
+	build/dist-venv/bin/python -m pip install -q --no-deps dist/*.whl
+	build/src-venv/bin/python -m pip install -q --no-deps .
+	cd /tmp && $(CURDIR)/build/dist-venv/bin/python -c "$(CHECK_INSTALL)"
+	cd /tmp && $(CURDIR)/build/src-venv/bin/python -c "$(CHECK_INSTALL)"
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

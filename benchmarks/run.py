@@ -2,7 +2,8 @@
 
 Runs every workload (or those named), prints the ratio table and the performance targets with
 met / not met, and writes ``bench-<time>.json``, ``bench-<time>.png`` and
-``bench-<time>.log`` (plus ``latest.*`` copies) under ``benchmarks/results/``. Without CuPy
+``bench-<time>.log`` (plus ``latest.*`` copies, unless ``--no-latest``) under
+``benchmarks/results/``. Without CuPy
 and a CUDA device it runs the tiny CPU sizes (what the smoke test runs), so that the
 harness itself can be tried anywhere.
 """
@@ -83,6 +84,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cpu", action="store_true",
                    help="tiny NumPy sizes even when a GPU is present (harness check)")
     p.add_argument("--out", default=RESULTS, help="folder for JSON, PNG and log")
+    p.add_argument("--latest", action=argparse.BooleanOptionalAction, default=True,
+                   help="also copy the results to latest.* in the --out folder (tracked "
+                        "files in benchmarks/results/: `dualgpu bench` does not, unless asked)")
     p.add_argument("--impl-timeout", type=float, default=90.0,
                    help="seconds allowed for one implementation (build, check, timing)")
     p.add_argument("--dualgpu-timeout", type=float, default=None,
@@ -103,10 +107,9 @@ def main(argv=None, progress=None) -> int:
         import dualgpu as dg
 
         dg.config["recompute"] = args.recompute == "on"
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"bench-{stamp}")
-    log_file = open(base + ".log", "w")
+    base = fresh_base(args.out, time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+    log_file = open(base + ".log", "x")
 
     def log(text: str) -> None:
         print(text, flush=True)
@@ -167,9 +170,20 @@ def main(argv=None, progress=None) -> int:
         log("matplotlib not importable: no plot")
     log(f"total {report.sections['total']:.1f} s; wrote " + ", ".join(paths))
     log_file.close()
-    for path in paths + [base + ".log"]:
+    for path in (paths + [base + ".log"]) if args.latest else ():
         shutil.copyfile(path, os.path.join(args.out, "latest" + os.path.splitext(path)[1]))
     return 0
+
+
+def fresh_base(out: str, stamp: str) -> str:
+    """``out/bench-<stamp>``, or ``out/bench-<stamp>-2``, ... : a name no earlier run's
+    files have (two runs in one second never overwrite each other's results)."""
+    names = os.listdir(out)
+    for n in range(1, len(names) + 2):
+        name = f"bench-{stamp}" + (f"-{n}" if n > 1 else "")
+        if not any(os.path.splitext(f)[0] == name for f in names):
+            return os.path.join(out, name)
+    raise AssertionError("unreachable")
 
 
 if __name__ == "__main__":

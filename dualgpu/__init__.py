@@ -11,6 +11,9 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 
     hv = dg.hvp(loss)(w, x, v)      # H·v with respect to w
 """
+from importlib import import_module
+from types import FunctionType
+
 from . import (  # noqa: F401  (registers every rule)
     autograd_compat,  # autograd's spellings (docs/coming_from.md)
     frontend,
@@ -45,11 +48,13 @@ from .errors import (
     AxisError,
     BackendMismatchError,
     CodegenSafetyError,
+    CupyImportError,
     DualgpuError,
     EscapedTracerError,
     IndexOutOfBoundsError,
     IntegerInputError,
     InvalidArgumentError,
+    InvalidIndexError,
     NonScalarOutputError,
     RandomInTraceError,
     SeparabilityError,
@@ -58,6 +63,8 @@ from .errors import (
     TracerControlFlowError,
     UnsupportedOpError,
     UnsupportedSparseFormatError,
+    install_traceback_filter,
+    suggests_keywords,
 )
 from .executor import config
 from .export import export
@@ -65,13 +72,6 @@ from .lax import stop_gradient
 from .linearization import jvp, linear_transpose, linearize, vjp
 from .operators import HessianOperator, hessp
 from .runtime.signature import FLOAT0 as float0
-from .sparse_derivatives import (
-    hessian_sparsity,
-    jacobian_sparsity,
-    sparse_hessian,
-    sparse_jacobian,
-)
-from .spy_plot import spy
 from .taylor import biharmonic_directions, differential_operator, jet
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 
@@ -81,10 +81,25 @@ grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobia
         grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobian,
         hessian_diag, hessian_trace))
 
+# tracebacks that reach the top level show the user's frames, not dualgpu's
+# (DUALGPU_TRACEBACK=full shows them all)
+install_traceback_filter()
+
+
+# imported at first use: sparse_derivatives imports the colorings and networkx (70 ms)
+_LAZY = {name: "sparse_derivatives" for name in (
+    "hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian")}
+_LAZY["spy"] = "spy_plot"
+
 
 def __getattr__(name: str):
-    """``dg.<name>`` for a name JAX, autograd or torch.func has and dualgpu spells
-    differently: an AttributeError that gives dualgpu's spelling."""
+    """``dg.<name>`` of the names imported at first use (``_LAZY``); for a name JAX,
+    autograd or torch.func has and dualgpu spells differently: an AttributeError that gives
+    dualgpu's spelling."""
+    if name in _LAZY:
+        value = suggests_keywords(getattr(import_module(f".{_LAZY[name]}", __name__), name))
+        globals()[name] = value
+        return value
     if name in autograd_compat.FOREIGN_NAMES:
         raise autograd_compat.foreign_name_error(__name__, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -100,10 +115,15 @@ __all__ = [
     "BackendMismatchError", "CodegenSafetyError", "EscapedTracerError", "IntegerInputError",
     "NonScalarOutputError", "SeparabilityError", "ShapeMismatchError", "TracerControlFlowError",
     "UnsupportedOpError", "UnsupportedSparseFormatError", "AxisError", "RandomInTraceError",
-    "IndexOutOfBoundsError", "SparseMethodError",
+    "IndexOutOfBoundsError", "InvalidIndexError", "SparseMethodError", "CupyImportError",
     "vmap", "jacfwd", "jacrev", "jacobian", "laplacian", "biharmonic", "hessian_diag",
     "hessian_trace",
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian", "spy",
     "jet", "differential_operator", "biharmonic_directions",
 ]
+
+# a misspelled keyword of a public function gets the one it meant ("did you mean 'argnums'?")
+globals().update({_name: suggests_keywords(_fn) for _name, _fn in globals().items()
+                  if _name in __all__ and isinstance(_fn, FunctionType)})
+del FunctionType

@@ -8,6 +8,7 @@ Examples::
     dualgpu export model.py:loss --arg float64[11] --arg float64[10,4] --hvp -o loss_hvp.py
     dualgpu export model.py:loss --arg float64[11] --arg float64[10,4] --hvp --backend cupy
     dualgpu bench                                  # benchmarks/run.py, with a progress bar
+                                                   # (new bench-<time>.* files; --out DIR)
 
 Bad input (a missing file or function, a bad ``--arg`` spec, example arguments too large to
 allocate, a user module that exits or fails at import, a function that raises while being
@@ -360,6 +361,10 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     main = getattr(bench, "main", None)
     if main is None:
         raise CliError("benchmarks.run has no main()")
+    if not {"--latest", "--no-latest"} & set(argv):
+        # new timestamped files only: latest.* in benchmarks/results/ are tracked (the
+        # reference results), which `make bench` updates on purpose
+        argv.append("--no-latest")
     kwargs: dict[str, Any] = {}
     try:
         params = _inspect.signature(main).parameters

@@ -4,9 +4,12 @@ Messages name the op, the user's source line, or the argument at fault, and say 
 """
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 import sysconfig
+import types
 
 import numpy as np
 
@@ -93,6 +96,21 @@ class IndexOutOfBoundsError(DualgpuError, IndexError):
     bounds the program computes: ``dg.config["check_indices"]``, docs/gpu.md)."""
 
 
+class InvalidIndexError(DualgpuError, IndexError):
+    """An index NumPy refuses with ``IndexError`` when the program is traced: two ellipses,
+    an index array of floats (an index out of range at run time is
+    :class:`IndexOutOfBoundsError`)."""
+
+
+class CupyImportError(DualgpuError, ImportError):
+    """CuPy is missing, or installed without one of its own dependencies (a half-installed
+    wheel): the message names the module that is missing and the ``pip`` command that
+    fixes the installation."""
+
+    def __init__(self, message: str, name: str | None = None):
+        ImportError.__init__(self, message, name=name)
+
+
 class RandomInTraceError(DualgpuError, RuntimeError):
     """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
     function, whose draws would become constants of the compiled program."""
@@ -100,6 +118,83 @@ class RandomInTraceError(DualgpuError, RuntimeError):
 
 class CodegenSafetyError(DualgpuError, ValueError):
     """A user-supplied name or C expression failed validation before code generation."""
+
+
+def like_numpy_error(e: BaseException) -> type[DualgpuError]:
+    """The class of DualgpuError that is also the built-in exception ``e`` is (NumPy's
+    ``ValueError`` about operands becomes a :class:`ShapeMismatchError`, its ``TypeError`` an
+    :class:`ArgumentTypeError`...), so that ``except ValueError`` still catches it.
+
+    >>> like_numpy_error(ValueError("operands could not be broadcast")).__name__
+    'ShapeMismatchError'
+    """
+    for builtin, cls in ((np.exceptions.AxisError, AxisError), (IndexError, InvalidIndexError),
+                         (TypeError, ArgumentTypeError), (ValueError, ShapeMismatchError)):
+        if isinstance(e, builtin):
+            return cls
+    return DualgpuError
+
+
+def did_you_mean(word: str, options) -> str:
+    """``" (did you mean 'x'?)"`` for the closest of ``options`` to a misspelled ``word``
+    (difflib's ratio, as Python's own suggestions), or ``""``.
+
+    >>> did_you_mean("cuda_graph", ["fuse", "cuda_graphs", "cuda_graph_outputs"])
+    " (did you mean 'cuda_graphs'?)"
+    """
+    import difflib  # the error path only
+
+    close = difflib.get_close_matches(word, [o for o in options if isinstance(o, str)], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_UNEXPECTED = re.compile(r"([\w.<>]+)\(\) got an unexpected keyword argument '(\w+)'")
+
+
+def keyword_parameters(fn) -> list[str] | None:
+    """The names ``fn`` takes as keywords, or None when it takes any (``**kwargs``) or its
+    signature is unknown."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def unexpected_keyword(e: TypeError, fn, kwargs: dict, label: str | None = None):
+    """When ``e`` is Python's "fn() got an unexpected keyword argument 'k'" for this very
+    call of ``fn`` (not one deeper inside), the :class:`ArgumentTypeError` that also
+    suggests the closest keyword ``fn`` takes; otherwise None (re-raise ``e``)."""
+    m = _UNEXPECTED.search(str(e))
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", None))
+    if not m or m.group(2) not in kwargs or m.group(1) not in (name, str(name).rpartition(".")[2]):
+        return None
+    params = keyword_parameters(fn)
+    if params is None or m.group(2) in params:
+        return None
+    return ArgumentTypeError(f"{label or m.group(1)}() got an unexpected keyword argument "
+                             f"{m.group(2)!r}{did_you_mean(m.group(2), params)}")
+
+
+def suggests_keywords(fn):
+    """``fn`` that answers a misspelled keyword with the one it meant (``dg.grad(f,
+    argnm=0)``: "did you mean 'argnums'?"); nothing changes on calls that succeed."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as e:
+            better = unexpected_keyword(e, fn, kwargs, label=f"dg.{fn.__name__}")
+            if better is None:
+                raise
+            raise better from None
+
+    return call
 
 
 _INSIDE: dict[str, bool] = {}  # co_filename -> inside the package (called per equation)
@@ -153,3 +248,113 @@ def user_location(skip_stdlib: bool = False) -> str:
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown location>"
+
+
+# --------------------------------------------------------------------------- tracebacks
+TRACEBACK_ENV = "DUALGPU_TRACEBACK"
+"""``DUALGPU_TRACEBACK=full`` shows every frame of dualgpu in tracebacks (default: hidden)."""
+
+_HIDDEN_NOTE = ("dualgpu hid {n} of its own frames from this traceback; set the environment "
+                f"variable {TRACEBACK_ENV}=full to see them")
+
+
+def _library_entries(entries: list) -> list[bool]:
+    """Per traceback entry (outermost first): whether it is dualgpu's. A standard-library
+    frame (contextlib, functools) entered from one of dualgpu's frames counts as dualgpu's."""
+    hidden, caller_is_library = [], False
+    for tb in entries:
+        filename = tb.tb_frame.f_code.co_filename
+        if _inside_package(filename):
+            caller_is_library = True
+        elif not in_stdlib(filename):
+            caller_is_library = False
+        hidden.append(caller_is_library)
+    # Where dualgpu raised it: its innermost frame stays when no frame of the user's runs
+    # below it (the error came from dualgpu, or from a library it called, NumPy's say)
+    inner = max((i for i, tb in enumerate(entries)
+                 if _inside_package(tb.tb_frame.f_code.co_filename)), default=None)
+    if inner is not None and all(hidden[i] or _third_party(entries[i].tb_frame.f_code.co_filename)
+                                 for i in range(inner + 1, len(entries))):
+        hidden[inner] = False
+    return hidden
+
+
+def _third_party(filename: str) -> bool:
+    return any(part in filename.split(os.sep) for part in ("site-packages", "dist-packages"))
+
+
+def hide_library_frames(exc: BaseException) -> BaseException:
+    """Drop dualgpu's own frames from ``exc.__traceback__`` and from the tracebacks of the
+    exceptions it was raised from (``__cause__``, ``__context__``), as JAX does: the user's
+    frames stay, and the innermost frame when the error was raised inside dualgpu (where it
+    was raised). Returns ``exc`` itself, with a note saying how many frames were hidden;
+    ``DUALGPU_TRACEBACK=full`` leaves every frame. Called on the error path only (by the
+    exception hooks dualgpu installs, :func:`install_traceback_filter`).
+
+    >>> def f():
+    ...     in_stdlib(None)                         # a TypeError inside dualgpu's frames
+    >>> try:
+    ...     f()
+    ... except TypeError as e:
+    ...     hide_library_frames(e).__traceback__.tb_frame.f_code.co_name
+    '<module>'
+    """
+    if os.environ.get(TRACEBACK_ENV, "").strip().lower() == "full":
+        return exc
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        _filter_one(e)
+        todo += [e.__cause__, e.__context__]
+    return exc
+
+
+def _filter_one(exc: BaseException) -> None:
+    entries, tb = [], exc.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    hidden = _library_entries(entries)
+    n = sum(hidden)
+    if not n:
+        return
+    new = None
+    for entry, hide in zip(reversed(entries), reversed(hidden)):
+        if not hide:
+            new = types.TracebackType(new, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    exc.__traceback__ = new
+    if hasattr(exc, "add_note"):  # Python 3.11
+        exc.add_note(_HIDDEN_NOTE.format(n=n))
+
+
+def _ipython_handler(shell, exc_type, exc, tb, tb_offset=None):
+    exc.__traceback__ = tb
+    shell.showtraceback((exc_type, exc, hide_library_frames(exc).__traceback__),
+                        tb_offset=tb_offset)
+
+
+def install_traceback_filter() -> None:
+    """Hide dualgpu's frames from the tracebacks of errors that reach the top level: in
+    ``sys.excepthook`` (the previous hook is called with the shorter traceback) and in
+    IPython/Jupyter when dualgpu is imported there. Costs nothing until an error is printed.
+    (A user's own ``traceback.print_exc()`` shows every frame; :func:`hide_library_frames`
+    shortens a caught error's.)"""
+    if not getattr(sys.excepthook, "hides_dualgpu_frames", False):
+        previous = sys.excepthook
+
+        def excepthook(exc_type, exc, tb):
+            if isinstance(exc, BaseException) and tb is not None:
+                exc.__traceback__ = tb
+                tb = hide_library_frames(exc).__traceback__
+            previous(exc_type, exc, tb)
+
+        excepthook.hides_dualgpu_frames = True
+        sys.excepthook = excepthook
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    if shell is not None and not getattr(shell, "custom_exceptions", ()):
+        shell.set_custom_exc((Exception,), _ipython_handler)

@@ -50,7 +50,7 @@ from .codegen.host_regions import host_fused_program
 from .codegen.launcher import compile_fused
 from .codegen.python import compile_python
 from .core.ir import Graph
-from .errors import DualgpuError
+from .errors import DualgpuError, InvalidArgumentError, did_you_mean
 from .transforms.index_bounds import first_out_of_bounds, out_of_bounds_error, with_index_bounds
 
 
@@ -91,8 +91,9 @@ class Config(dict):
     def _check(self, key, value, value_too: bool = True) -> None:
         check = self._CHECKS.get(key) if isinstance(key, str) else None
         if check is None:
-            raise DualgpuError(f"dg.config has no switch {key!r}; the switches are "
-                               f"{', '.join(sorted(self._CHECKS))}")
+            raise InvalidArgumentError(f"dg.config has no switch {key!r}"
+                                       f"{did_you_mean(str(key), self._CHECKS)}; the switches "
+                                       f"are {', '.join(sorted(self._CHECKS))}")
         if not value_too:
             return
         try:
@@ -100,7 +101,16 @@ class Config(dict):
         except (TypeError, ValueError):  # an array compared with a string, say
             ok = False
         if not ok:
-            raise DualgpuError(f"dg.config[{key!r}] must be {check[1]}, got {value!r:.80}")
+            raise InvalidArgumentError(f"dg.config[{key!r}] must be {check[1]}, got "
+                                       f"{value!r:.80}")
+
+    def __missing__(self, key):
+        # reading an unknown switch: a KeyError, as of any dict, that says what it may mean
+        try:
+            self._check(key, None, value_too=False)
+        except InvalidArgumentError as e:
+            raise KeyError(str(e)) from None
+        raise KeyError(key)
 
     def __setitem__(self, key, value):
         self._check(key, value)

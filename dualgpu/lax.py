@@ -25,8 +25,16 @@ from .core.axes import check_axis as _check_axis
 from .core.axes import normalize_axes
 from .core.indexing import key_to_python as _key_to_python
 from .core.trace import Tracer
+from .errors import (
+    ArgumentTypeError,
+    DualgpuError,
+    InvalidArgumentError,
+    InvalidIndexError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from .errors import AxisError as _AxisError
-from .errors import DualgpuError, UnsupportedOpError, user_location
 from .ops import convolution as _cv
 from .ops import elementwise as _ew
 from .ops import reductions as _red
@@ -270,14 +278,14 @@ def _shape_argument(shape, op: str) -> list:
     out = []
     for d in dims:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
-            raise DualgpuError(
+            raise ArgumentTypeError(
                 f"{op}: the new shape must be integers, got {shape!r} (an entry of type "
                 f"{type(d).__name__}; NumPy refuses it too) at {user_location()}; pass "
                 f"e.g. int(n) or n // 2")
         out.append(-1 if d < 0 else int(d))  # NumPy reads any negative size as unknown
     if out.count(-1) > 1:
-        raise DualgpuError(f"{op}: can only specify one unknown dimension (-1), got "
-                           f"{shape!r} (at {user_location()})")
+        raise InvalidArgumentError(f"{op}: can only specify one unknown dimension (-1), got "
+                                   f"{shape!r} (at {user_location()})")
     return out
 
 
@@ -292,8 +300,9 @@ def transpose(a, axes=None):
     else:
         perm = tuple(_check_axis(i, nd, "transpose") for i in axes)
         if sorted(perm) != list(range(nd)):
-            raise DualgpuError(f"transpose: axes {tuple(axes)} are not a permutation of the "
-                               f"{nd} axes of the array (at {user_location()})")
+            raise InvalidArgumentError(f"transpose: axes {tuple(axes)} are not a permutation "
+                                       f"of the "
+                                       f"{nd} axes of the array (at {user_location()})")
     if perm == tuple(range(nd)):
         return a
     return _sh.transpose.bind(a, perm=perm)
@@ -314,8 +323,8 @@ def moveaxis(a, source, destination):
     dst = [_check_axis(d, nd, "moveaxis") for d in (
         destination if isinstance(destination, (tuple, list)) else [destination])]
     if len(src) != len(dst):
-        raise DualgpuError("moveaxis: source and destination must have the same number of "
-                           f"elements (at {user_location()})")
+        raise InvalidArgumentError("moveaxis: source and destination must have the same number of "
+                                   f"elements (at {user_location()})")
     for name, axes in (("source", src), ("destination", dst)):
         if len(set(axes)) != len(axes):
             raise _AxisError(f"moveaxis: repeated axis in `{name}` argument "
@@ -343,7 +352,7 @@ def squeeze(a, axis=None):
         axes = normalize_axes(axis, len(shape), "squeeze")
         for i in axes:
             if shape[i] != 1:
-                raise DualgpuError(f"squeeze: axis {i} of shape {shape} is not of size 1")
+                raise ShapeMismatchError(f"squeeze: axis {i} of shape {shape} is not of size 1")
     return reshape(a, tuple(d for i, d in enumerate(shape) if i not in axes))
 
 
@@ -363,8 +372,8 @@ def concatenate(arrays, axis=0):
         arrays, axis = [ravel(a) for a in arrays], 0
     nd = len(shape_of(arrays[0]))
     if nd == 0:
-        raise DualgpuError(f"concatenate: zero-dimensional arrays cannot be concatenated "
-                           f"(at {user_location()})")
+        raise ShapeMismatchError(f"concatenate: zero-dimensional arrays cannot be concatenated "
+                                 f"(at {user_location()})")
     axis = _check_axis(axis, nd, "concatenate")
     return _sh.concatenate.bind(*arrays, axis=axis) if len(arrays) > 1 else arrays[0]
 
@@ -373,7 +382,8 @@ def stack(arrays, axis=0):
     """Join arrays along a new ``axis``."""
     arrays = list(arrays)
     if not arrays:
-        raise DualgpuError(f"stack: need at least one array to stack (at {user_location()})")
+        raise InvalidArgumentError(f"stack: need at least one array to stack "
+                                   f"(at {user_location()})")
     axis = _check_axis(axis, len(shape_of(arrays[0])) + 1, "stack")
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
 
@@ -394,8 +404,8 @@ def pad(array, pad_width, mode="constant", constant_values=0):
     try:
         pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2))
     except ValueError:
-        raise DualgpuError(f"pad: pad_width {pad_width!r} does not fit an array of rank {nd} "
-                           f"(at {user_location()})") from None
+        raise ShapeMismatchError(f"pad: pad_width {pad_width!r} does not fit an array of rank {nd} "
+                                 f"(at {user_location()})") from None
     pw = tuple((int(lo), int(hi)) for lo, hi in pw)
     return _sh.pad.bind(array, pad_width=pw, value=float(constant_values))
 
@@ -446,7 +456,8 @@ def _normalize_key(x, key):
     # boolean masks consume as many dims as they have
     n_consumed += builtins.sum(len(np.shape(k)) - 1 for k in key if _is_bool_mask(k))
     if builtins.sum(1 for k in key if k is Ellipsis) > 1:
-        raise DualgpuError("an index can only have a single ellipsis ('...')")
+        raise InvalidIndexError(f"an index can only have a single ellipsis ('...') "
+                                f"(at {user_location()})")
     out, arrays = [], []
     for k in key:
         if k is Ellipsis:
@@ -463,7 +474,8 @@ def _normalize_key(x, key):
                     f"indexing with a traced boolean mask at {user_location()} has a "
                     "data-dependent shape; use np.where(mask, x, 0) instead")
             if k.dtype.kind not in "iu":
-                raise DualgpuError(f"index arrays must be integers, got {k.dtype}")
+                raise InvalidIndexError(f"index arrays must be integers, got {k.dtype} "
+                                        f"(at {user_location()})")
             out.append(("array", len(arrays)))
             arrays.append(k)
         else:
@@ -474,7 +486,8 @@ def _normalize_key(x, key):
                     arrays.append(nz)
             else:
                 if arr.dtype.kind not in "iu":
-                    raise DualgpuError(f"index arrays must be integers, got {arr.dtype}")
+                    raise InvalidIndexError(f"index arrays must be integers, got {arr.dtype} "
+                                            f"(at {user_location()})")
                 out.append(("array", len(arrays)))
                 arrays.append(arr)
     return tuple(out), arrays
@@ -537,8 +550,9 @@ def take_along_axis(arr, indices, axis):
     nd = len(shape_of(arr))
     axis = _check_axis(axis, nd, "take_along_axis")
     if len(shape_of(indices)) != nd:
-        raise DualgpuError(f"take_along_axis: indices of rank {len(shape_of(indices))} for an "
-                           f"array of rank {nd} (at {user_location()})")
+        raise ShapeMismatchError(f"take_along_axis: indices of rank {len(shape_of(indices))} "
+                                 f"for an "
+                                 f"array of rank {nd} (at {user_location()})")
     return getitem(arr, _along_axis_key(shape_of(arr), indices, axis))
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import frontend
 from .core.trace import Tracer, install_protocol_handlers
-from .errors import RandomInTraceError, UnsupportedOpError, user_location
+from .errors import RandomInTraceError, UnsupportedOpError, unexpected_keyword, user_location
 from .frontend import array_api
 from .frontend import numpy as dnp
 from .frontend.numpy.joining import Concatenator
@@ -157,7 +157,7 @@ def _dispatcher(real, ours, qualname: str):
             return real(*args, **kwargs)
         if ours is None:
             raise _no_rule(qualname)
-        return ours(*args, **kwargs)
+        return call_front_end(ours, qualname, args, kwargs)
 
     if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co
         for method in ("reduce", "accumulate", "reduceat", "outer", "at"):
@@ -167,6 +167,19 @@ def _dispatcher(real, ours, qualname: str):
             if hasattr(real, attr):
                 setattr(call, attr, getattr(real, attr))
     return call
+
+
+def call_front_end(f, label: str, args, kwargs):
+    """``f(*args, **kwargs)`` (the front end's function for NumPy's ``label``); a misspelled
+    keyword is answered with the one it meant, in NumPy's words (``numpy.sum() got an
+    unexpected keyword argument 'axsi' (did you mean 'axis'?)``)."""
+    try:
+        return f(*args, **kwargs)
+    except TypeError as e:
+        better = unexpected_keyword(e, f, kwargs, label=label)
+        if better is None:
+            raise
+        raise better.with_traceback(None) from None
 
 
 def _ufunc_method(real, method: str):
@@ -569,7 +582,7 @@ def ufunc_handler(ufunc, method, inputs, kwargs):
             raise UnsupportedOpError(
                 f"numpy.{ufunc.__name__} has no dualgpu rule (called on a traced value at "
                 f"{user_location()}); register one with dg.defprim (docs/custom_rules.md)")
-        return f(*inputs, **kwargs)
+        return call_front_end(f, f"numpy.{ufunc.__name__}", inputs, kwargs)
     if method == "reduce" and ufunc.__name__ in ("add", "multiply", "maximum", "minimum"):
         red = {"add": dnp.sum, "multiply": dnp.prod, "maximum": dnp.max,
                "minimum": dnp.min}[ufunc.__name__]
@@ -596,7 +609,7 @@ def function_handler(func, args, kwargs):
         raise UnsupportedOpError(
             f"numpy.{path} has no dualgpu rule (called on a traced value at "
             f"{user_location()}); register one with dg.defprim (docs/custom_rules.md)")
-    return f(*args, **kwargs)
+    return call_front_end(f, f"numpy.{path}", args, kwargs)
 
 
 def cupy_kernel_handler(kernel, args, kwargs):

@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover - hypothesis is a test extra
 def _need():
     if st is None:
         raise ImportError("dualgpu.testing.strategies needs hypothesis "
-                          "(pip install 'dualgpu[test]')")
+                          "(in a clone of dualgpu: pip install '.[test]')")
 
 
 def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4):

@@ -356,4 +356,12 @@ def _check_grads_of(f, args, order, modes, *, eps, rtol, atol, seed) -> None:
                 check_hvp(scalarized, args, argnum=i, **hvp_tol)
 
 
-from . import strategies  # noqa: E402,F401
+
+def __getattr__(name: str):
+    """``dualgpu.testing.strategies`` (hypothesis strategies), imported when first used:
+    hypothesis costs 60 ms at import and is a test extra."""
+    if name == "strategies":
+        from . import strategies
+
+        return strategies
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,7 +34,7 @@ def main() -> int:
     try:
         import dask.array as da
     except ImportError:
-        print("dask is not installed (pip install dualgpu[dask]); nothing to do")
+        print("dask is not installed (in a clone of dualgpu: pip install '.[dask]'); nothing to do")
         return 0
     gpu = cupy_available() and not args.cpu
     if gpu:

@@ -4,7 +4,9 @@ run it: :mod:`~dualgpu.backends.cublas` (GEMMs on our own handle) and
 from __future__ import annotations
 
 import functools
+import importlib
 
+from ..errors import CupyImportError
 from .base import Backend
 
 
@@ -21,46 +23,33 @@ class CupyBackend(Backend):
     checks_indices = False
 
     def __init__(self):  # without CuPy there is no backend: fail here, not at a first use
-        import cupy  # noqa: F401
-        import cupyx.scipy.sparse  # noqa: F401
-        import cupyx.scipy.special  # noqa: F401
+        for name in ("cupy", "cupyx.scipy.sparse", "cupyx.scipy.special"):
+            import_cupy(name)
 
     # the modules, imported at first use (then plain instance attributes)
     @functools.cached_property
     def xp(self):
-        import cupy
-
-        return cupy
+        return import_cupy("cupy")
 
     @functools.cached_property
     def cupyx(self):
-        import cupyx
-
-        return cupyx
+        return import_cupy("cupyx")
 
     @functools.cached_property
     def special(self):
-        import cupyx.scipy.special
-
-        return cupyx.scipy.special
+        return import_cupy("cupyx.scipy.special")
 
     @functools.cached_property
     def linalg(self):
-        import cupyx.scipy.linalg
-
-        return cupyx.scipy.linalg
+        return import_cupy("cupyx.scipy.linalg")
 
     @functools.cached_property
     def sparse(self):
-        import cupyx.scipy.sparse
-
-        return cupyx.scipy.sparse
+        return import_cupy("cupyx.scipy.sparse")
 
     @functools.cached_property
     def sparse_linalg(self):
-        import cupyx.scipy.sparse.linalg
-
-        return cupyx.scipy.sparse.linalg
+        return import_cupy("cupyx.scipy.sparse.linalg")
 
     def is_array(self, x) -> bool:
         return isinstance(x, self.xp.ndarray)
@@ -104,6 +93,38 @@ class CupyBackend(Backend):
 
     def matmul_precision(self, precision: str):
         return MatmulPrecision(precision)
+
+
+def import_cupy(name: str):
+    """Import CuPy's module ``name`` (``"cupy"``, ``"cupyx.scipy.special"``...). CuPy that
+    is missing, or installed without one of its own dependencies (a half-installed wheel:
+    ``No module named 'fastrlock'``), is a :class:`~dualgpu.errors.CupyImportError` that
+    says which module is missing and how to fix the installation."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise cupy_import_error(name, e) from e
+
+
+def cupy_import_error(name: str, e: ImportError) -> CupyImportError:
+    """The error for ``import name`` failing with ``e`` (see :func:`import_cupy`)."""
+    import importlib.metadata  # the error path only (it costs 10 ms at import)
+
+    dists = sorted(importlib.metadata.packages_distributions().get("cupy", ()))
+    wheel = dists[0] if dists else "cupy-cuda12x"
+    missing = getattr(e, "name", None)
+    if not dists and missing in (None, "cupy", "cupyx"):
+        return CupyImportError(
+            f"CuPy is not installed (import {name}: {e}); install the CuPy wheel of your "
+            "CUDA version: pip install cupy-cuda12x (CUDA 12) or cupy-cuda13x (CUDA 13), or "
+            "from a dualgpu checkout pip install '.[cuda12]'", name=missing)
+    what = (f"the module {missing!r} that CuPy imports is missing" if missing and
+            not missing.startswith(("cupy", "cupyx")) else str(e))
+    return CupyImportError(
+        f"CuPy ({', '.join(dists) or 'installed'}) cannot be imported: import {name} failed: "
+        f"{what}. CuPy is installed without all of its dependencies; reinstall it with "
+        f"them: pip install --force-reinstall {wheel}, then check with python -c "
+        f"\"import cupy; cupy.show_config()\" (docs/getting_started.md, Install)", name=missing)
 
 
 @functools.lru_cache(maxsize=1)

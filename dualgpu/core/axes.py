@@ -10,14 +10,14 @@ import operator
 
 import numpy as np
 
-from ..errors import AxisError, DualgpuError, user_location
+from ..errors import ArgumentTypeError, AxisError, ShapeMismatchError, user_location
 
 
 def broadcast_shapes(*shapes, op: str = "op") -> tuple:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise DualgpuError(
+        raise ShapeMismatchError(
             f"{op}: shapes {', '.join(str(tuple(s)) for s in shapes)} do not broadcast") from None
 
 
@@ -27,8 +27,8 @@ def check_axis(axis, ndim: int, op: str) -> int:
     try:
         a = operator.index(axis)  # NumPy refuses 1.5 and (0,) where one axis is expected
     except TypeError:
-        raise DualgpuError(f"{op}: axis {axis!r} is not an integer (at {user_location()})"
-                           ) from None
+        raise ArgumentTypeError(f"{op}: axis {axis!r} is not an integer (at {user_location()})"
+                                ) from None
     if not -ndim <= a < ndim:
         raise AxisError(f"{op}: axis {a} is out of bounds for an array of dimension {ndim} "
                         f"(at {user_location()})")

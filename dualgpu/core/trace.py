@@ -21,8 +21,10 @@ from ..errors import (
     BackendMismatchError,
     DualgpuError,
     EscapedTracerError,
+    ShapeMismatchError,
     TracerControlFlowError,
     UnsupportedOpError,
+    like_numpy_error,
     user_location,
 )
 from ..tree import postorder
@@ -153,14 +155,19 @@ class GraphBuilder:
             check_equation(prim.name, atoms, params)  # values are data, never code
             out_avals = prim.abstract_eval([a.aval for a in atoms], **params)
         except DualgpuError as e:
-            # a shape error in user code: say where (once)
+            # a shape error in user code: say where (once), as the ValueError NumPy raises
+            # for operands that do not fit together when the rule gave no class of its own
+            cls = ShapeMismatchError if type(e) is DualgpuError else type(e)
             if " (at " not in str(e):
-                raise type(e)(f"{e} (at {user_location()})") from None
+                raise cls(f"{e} (at {user_location()})") from None
+            if cls is not type(e):
+                raise cls(str(e)) from None
             raise
         except Exception as e:
             if isinstance(e, (ValueError, TypeError, IndexError)) and _ours(prim):
-                # NumPy's words about the user's shapes: one line, no NumPy traceback
-                raise DualgpuError(f"{prim.name}: {e} (at {user_location()})") from None
+                # NumPy's words about the user's shapes: one line, no NumPy traceback, the
+                # class NumPy raised (a ValueError, a TypeError...)
+                raise like_numpy_error(e)(f"{prim.name}: {e} (at {user_location()})") from None
             # a shape rule that fails (a user's defprim): say which, keep its traceback
             raise DualgpuError(
                 f"the shape rule (abstract_eval) of primitive {prim.name!r} raised "

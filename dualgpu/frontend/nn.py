@@ -13,7 +13,13 @@ import math
 
 import numpy as np
 
-from ..errors import DualgpuError, UnsupportedOpError, user_location
+from ..errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from ..lax import astype, dtype_of, is_tracer, shape_of
 from . import numpy as dnp
 from .numpy.arguments import arraylike
@@ -220,19 +226,20 @@ def cross_entropy(logits, labels):
     logits, labels = arraylike(logits), arraylike(labels)
     shape, label_shape = shape_of(logits), shape_of(labels)
     if len(shape) != 2 or label_shape != shape[:1]:
-        raise DualgpuError(f"nn.cross_entropy: expected logits of shape (n, k) and labels of "
-                           f"shape (n,), got {shape} and {label_shape} (at {user_location()})")
+        raise ShapeMismatchError(f"nn.cross_entropy: expected logits of shape (n, k) and "
+                                 f"labels of shape (n,), got {shape} and {label_shape} "
+                                 f"(at {user_location()})")
     if np.dtype(dtype_of(labels)).kind not in "iu":
-        raise DualgpuError(f"nn.cross_entropy: labels must be integer class indices, got "
-                           f"dtype {dtype_of(labels)}; pass labels.astype(int) "
-                           f"(at {user_location()})")
+        raise ArgumentTypeError(f"nn.cross_entropy: labels must be integer class indices, got "
+                                f"dtype {dtype_of(labels)}; pass labels.astype(int) "
+                                f"(at {user_location()})")
     n, k = shape
     outside = dnp.logical_or(dnp.less(labels, 0), dnp.greater_equal(labels, k))
     if not is_tracer(labels):
         bad = np.flatnonzero(_to_host(outside))
         if bad.size:
             i = int(bad[0])
-            raise DualgpuError(
+            raise InvalidArgumentError(
                 f"nn.cross_entropy: labels must lie in [0, {k}) (one class per column of "
                 f"logits), got labels[{i}] = {int(_to_host(labels)[i])} ({bad.size} out of "
                 f"range, at {user_location()}); remap the labels or widen the logits")

@@ -1,5 +1,8 @@
 """Error types a JAX or NumPy user catches: every refusal is a dg.DualgpuError and also the
 built-in exception JAX raises in that case (``except TypeError`` keeps working)."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,11 +13,23 @@ x = np.array([0.5, -1.0, 2.0])
 
 
 def test_every_error_class_is_also_a_builtin_exception():
-    builtins = (TypeError, ValueError, RuntimeError, IndexError, AttributeError)
+    builtins = (TypeError, ValueError, RuntimeError, IndexError, AttributeError, ImportError)
     for name, cls in vars(errors).items():
         if isinstance(cls, type) and issubclass(cls, dg.DualgpuError) \
                 and cls is not dg.DualgpuError:
             assert issubclass(cls, builtins), f"{name} derives from no built-in error"
+
+
+def _grad(f, *args):
+    return dg.grad(lambda *a: np.sum(f(*a)))(*args)
+
+
+def test_every_error_class_is_in_the_table_of_docs_api():
+    table = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    for name, cls in vars(errors).items():
+        if isinstance(cls, type) and issubclass(cls, dg.DualgpuError) \
+                and cls is not dg.DualgpuError:
+            assert re.search(rf"^\|.*`{name}`.*\|", table, re.M), f"{name}: not in docs/api.md"
 
 
 # (what, call, the built-in JAX raises, the DualgpuError subclass, words in the message)
@@ -78,6 +93,31 @@ CASES = [
      dg.InvalidArgumentError, "set_cache_size"),
     ("HessianOperator of a non-function", lambda: dg.HessianOperator(3, x), TypeError,
      dg.ArgumentTypeError, "function"),
+    # shape errors in traced functions: the ValueError (TypeError, IndexError) NumPy raises
+    ("matmul of mismatched shapes", lambda: _grad(lambda a, b: a @ b, np.ones((2, 3)),
+                                                 np.ones((4, 5))),
+     ValueError, dg.ShapeMismatchError, "inner dimensions differ"),
+    ("shapes that do not broadcast", lambda: _grad(np.add, np.ones(2), np.ones(3)),
+     ValueError, dg.ShapeMismatchError, "broadcast"),
+    ("reshape to another size", lambda: _grad(lambda a: a.reshape(4, 2), np.ones(6)),
+     ValueError, dg.ShapeMismatchError, "reshape"),
+    ("concatenate of mismatched shapes", lambda: _grad(
+        lambda a, b: np.concatenate([a, b], axis=1), np.ones((2, 2)), np.ones((3, 2))),
+     ValueError, dg.ShapeMismatchError, "concatenate"),
+    ("einsum of mismatched sizes", lambda: _grad(lambda a, b: np.einsum("ij,jk->ik", a, b),
+                                                 np.ones((2, 3)), np.ones((4, 5))),
+     ValueError, dg.ShapeMismatchError, "einsum"),
+    ("solve of mismatched shapes", lambda: _grad(np.linalg.solve, np.eye(3), np.ones(4)),
+     ValueError, dg.ShapeMismatchError, "solve"),
+    ("tensordot of axes of other lengths", lambda: _grad(
+        lambda a, b: np.tensordot(a, b, axes=([0, 1], [0])), np.ones((2, 3)), np.ones((2, 3))),
+     ValueError, dg.ShapeMismatchError, "tensordot"),
+    ("reshape to a float size", lambda: _grad(lambda a: a.reshape(2.0, 3), np.ones(6)),
+     TypeError, dg.ArgumentTypeError, "integers"),
+    ("an index of two ellipses", lambda: _grad(lambda a: a[..., ...], np.ones(6)),
+     IndexError, dg.InvalidIndexError, "ellipsis"),
+    ("an index array of floats", lambda: _grad(lambda a: a[np.array([0.0])], np.ones(6)),
+     IndexError, dg.InvalidIndexError, "integers"),
 ]
 
 

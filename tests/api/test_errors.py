@@ -474,6 +474,15 @@ def test_index_out_of_bounds_names_the_index_and_line():
     assert isinstance(info.value, IndexError)
 
 
+
+def test_invalid_index_names_the_index_and_line():
+    with pytest.raises(dg.InvalidIndexError) as info:
+        dg.grad(lambda x: np.sum(x[np.array([0.5])]))(np.ones(3))
+    assert "index arrays must be integers" in str(info.value) and "float64" in str(info.value)
+    assert "test_errors.py" in str(info.value) and isinstance(info.value, IndexError)
+
+
+from test_cupy_import import test_half_installed_cupy_names_the_missing_module  # noqa
 from test_sparse_methods import test_other_sparse_methods_are_one_error_naming_the_method  # noqa
 
 
@@ -497,6 +506,8 @@ COVERED = {
     "ArgumentTypeError": "test_argument_type_error_names_the_option_and_is_a_type_error",
     "InvalidArgumentError": "test_invalid_argument_error_names_the_axis_and_is_a_value_error",
     "IndexOutOfBoundsError": "test_index_out_of_bounds_names_the_index_and_line",
+    "InvalidIndexError": "test_invalid_index_names_the_index_and_line",
+    "CupyImportError": "test_half_installed_cupy_names_the_missing_module",
     "SparseMethodError": "test_other_sparse_methods_are_one_error_naming_the_method",
 }
 

@@ -253,6 +253,15 @@ def test_run_main_writes_json_png_and_log(tmp_path, capsys):
     assert (tmp_path / "latest.log").exists()
 
 
+def test_results_never_overwrite_earlier_ones(tmp_path):
+    (tmp_path / "bench-20260101-000000.log").write_text("an earlier run")
+    (tmp_path / "bench-20260101-000000-2.json").write_text("{}")
+    assert run.fresh_base(str(tmp_path), "20260101-000001") == str(
+        tmp_path / "bench-20260101-000001")
+    assert run.fresh_base(str(tmp_path), "20260101-000000") == str(
+        tmp_path / "bench-20260101-000000-3")
+
+
 def test_laplacian_reference_against_dense_hessians():
     """The hand-written forward Laplacian (the workload's reference) is the trace of the
     Hessian at each point."""

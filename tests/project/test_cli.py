@@ -1,6 +1,7 @@
 """The ``dualgpu`` command line: inspect formats, demo, bench, and every error path (exit
 status 2, one line on stderr, no traceback)."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -271,6 +272,10 @@ def test_demo_command(capsys):
     assert "FAILED" not in out
     assert "def " in out  # the generated derivative source
     assert "lambda" in out  # the traced graph
+    # what it checked, how many, and the time it took (it said "all checks passed (0.0 s)")
+    last = re.search(r"all (\d+) checks passed on NumPy \(CPU\): the gradients.*; "
+                     r"([\d.]+) (ms|s) to trace, compile and run", out)
+    assert last and int(last[1]) >= 10 and float(last[2]) > 0
 
 
 def test_bench_without_benchmarks_package(capsys, monkeypatch):
@@ -297,8 +302,10 @@ def test_bench_runs_benchmarks_with_a_progress_bar(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "benchmarks.run", run)
     code, out, err = run_cli(capsys, "bench", "--quick")
     assert code == 0
-    assert calls["argv"] == ["--quick"]
+    assert calls["argv"] == ["--quick", "--no-latest"]  # never the tracked latest.* files
     assert "3/3" in err and "#" in err
+    run_cli(capsys, "bench", "--latest")
+    assert calls["argv"] == ["--latest"]  # unless asked for
 
 
 def test_demo_skips_scenario_3_cleanly_when_sparse_is_refused(capsys, monkeypatch):

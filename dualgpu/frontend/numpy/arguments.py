@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from ... import lax
-from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    did_you_mean,
+    keyword_parameters,
+    user_location,
+)
 from ...lax import astype
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
@@ -15,6 +23,11 @@ from ...lax import shape_of as _shape
 
 def unsupported_kwargs(name, kwargs):
     bad = {k: v for k, v in kwargs.items() if v is not None and k not in ("casting", "order")}
+    known = keyword_parameters(getattr(np, name, None)) if bad else None
+    typo = next((k for k in bad if known is not None and k not in known), None)
+    if typo is not None:  # not NumPy's either: a misspelling
+        raise ArgumentTypeError(f"np.{name}() got an unexpected keyword argument {typo!r}"
+                                f"{did_you_mean(typo, known)} (at {user_location()})")
     if bad:
         raise UnsupportedOpError(
             f"np.{name}: argument(s) {', '.join(bad)} are not supported on traced values "
@@ -33,13 +46,14 @@ def build_array(a):
         return a
     if isinstance(a, (list, tuple)) and holds_tracer(a):
         if not a:
-            raise DualgpuError(f"array: an empty list inside a nested list of traced values "
-                               f"(at {user_location()})")
+            raise InvalidArgumentError(f"array: an empty list inside a nested list of traced "
+                                       f"values "
+                                       f"(at {user_location()})")
         parts = [build_array(x) for x in a]
         shapes = {_shape(p) for p in parts}
         if len(shapes) > 1:
-            raise DualgpuError(f"array: the nested sequence is ragged (element shapes "
-                               f"{sorted(shapes)}) (at {user_location()})")
+            raise ShapeMismatchError(f"array: the nested sequence is ragged (element shapes "
+                                     f"{sorted(shapes)}) (at {user_location()})")
         return lax.stack(parts, 0)
     return a if hasattr(a, "dtype") else np.asarray(a)
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ...errors import DualgpuError, user_location
+from ...errors import InvalidArgumentError, user_location
 from ...lax import astype, broadcast_to, expand_dims, moveaxis
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
@@ -28,7 +28,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
                            dtype=dtype, axis=axis)
     num = int(num)
     if num < 0:
-        raise DualgpuError(f"linspace: num={num} must be non-negative (at {user_location()})")
+        raise InvalidArgumentError(f"linspace: num={num} must be non-negative "
+                                   f"(at {user_location()})")
     div = (num - 1) if endpoint else num
     dt = result_type(start, stop, 1.0)
     start, stop = astype(arraylike(start), dt), astype(arraylike(stop), dt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
-from ...errors import DualgpuError, InvalidArgumentError, user_location
+from ...errors import DualgpuError, InvalidArgumentError, ShapeMismatchError, user_location
 from ...lax import diagonal, getitem, maximum, minimum, ravel, remainder, where
 from ...lax import shape_of as _shape
 from ...ops import shape as _sh
@@ -56,8 +56,8 @@ def triu(m, k=0):
 def select(condlist, choicelist, default=0):
     """``np.select``: the first true condition picks its choice."""
     if len(condlist) != len(choicelist):
-        raise DualgpuError(f"select: list of cases must be same length as list of "
-                           f"conditions (at {user_location()})")
+        raise ShapeMismatchError(f"select: list of cases must be same length as list of "
+                                 f"conditions (at {user_location()})")
     result = default
     for cond, choice in zip(reversed(condlist), reversed(choicelist)):
         result = where(cond, choice, result)

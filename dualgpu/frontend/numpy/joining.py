@@ -7,7 +7,13 @@ import numpy as np
 
 from ... import lax
 from ...core.axes import check_axis as _check_axis
-from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from ...lax import astype, ravel, reshape
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
@@ -21,8 +27,8 @@ def cast_joined(r, dtype, casting: str, name: str):
     if dtype is None:
         return r
     if not np.can_cast(_dtype(r), dtype, casting=casting):
-        raise DualgpuError(f"{name}: cannot cast {_dtype(r)} to {np.dtype(dtype)} with "
-                           f"casting={casting!r} (at {user_location()})")
+        raise ArgumentTypeError(f"{name}: cannot cast {_dtype(r)} to {np.dtype(dtype)} with "
+                                f"casting={casting!r} (at {user_location()})")
     return astype(r, dtype)
 
 
@@ -78,11 +84,11 @@ def _split_bounds(n, indices_or_sections, even: bool, name: str):
     if isinstance(indices_or_sections, (int, np.integer)):
         k = int(indices_or_sections)
         if k <= 0:
-            raise DualgpuError(f"{name}: number of sections must be larger than 0 "
-                               f"(at {user_location()})")
+            raise InvalidArgumentError(f"{name}: number of sections must be larger than 0 "
+                                       f"(at {user_location()})")
         if even and n % k:
-            raise DualgpuError(f"{name}: axis of length {n} does not divide into {k} "
-                               f"sections (at {user_location()})")
+            raise ShapeMismatchError(f"{name}: axis of length {n} does not divide into {k} "
+                                     f"sections (at {user_location()})")
         each, extra = divmod(n, k)
         sizes = [each + 1] * extra + [each] * (k - extra)
         return list(np.cumsum([0] + sizes))
@@ -106,8 +112,8 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def _split_needs(a, ndim, name):
     if len(_shape(a)) < ndim:
-        raise DualgpuError(f"{name} only works on arrays of {ndim} or more dimensions "
-                           f"(at {user_location()})")
+        raise ShapeMismatchError(f"{name} only works on arrays of {ndim} or more dimensions "
+                                 f"(at {user_location()})")
 
 
 def hsplit(ary, indices_or_sections):

@@ -16,8 +16,14 @@ import numpy as np
 
 from ...core.axes import check_axis as _check_axis
 from ...core.axes import normalize_axes
+from ...errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from ...errors import AxisError as _AxisError
-from ...errors import DualgpuError, UnsupportedOpError, user_location
 from ...lax import astype, broadcast_to, eye, moveaxis, reshape, swapaxes, where
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
@@ -44,8 +50,8 @@ def vector_norm_of(x, ord, axis, keepdims):
     if ord is None or ord == 2:
         return safe_sqrt(sum_(abs2(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
-        raise DualgpuError(f"linalg.norm: invalid norm order {ord!r} for vectors "
-                           f"(at {user_location()})")
+        raise InvalidArgumentError(f"linalg.norm: invalid norm order {ord!r} for vectors "
+                                   f"(at {user_location()})")
     ax = absolute(x)
     if ord == math.inf:
         return amax(ax, axis=axis, keepdims=keepdims)
@@ -80,8 +86,8 @@ def matrix_norm_of(x, ord, axes, keepdims):
         s = svdvals(moveaxis(x, (row, col), (-2, -1)))
         r = sum_(s, axis=-1) if ord == "nuc" else (amax if ord == 2 else amin)(s, axis=-1)
     else:
-        raise DualgpuError(f"linalg.norm: invalid norm order {ord!r} for matrices "
-                           f"(at {user_location()})")
+        raise InvalidArgumentError(f"linalg.norm: invalid norm order {ord!r} for matrices "
+                                   f"(at {user_location()})")
     if keepdims:
         shape = list(_shape(x))
         shape[row] = shape[col] = 1
@@ -104,9 +110,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
             r = safe_sqrt(sum_(abs2(x)))
             return reshape(r, (1,) * nd) if keepdims else r
         if nd not in (1, 2):
-            raise DualgpuError(f"linalg.norm: improper number of dimensions to norm: "
-                               f"ord={ord!r} with axis=None needs a 1-D or 2-D array, got "
-                               f"{nd}-D (at {user_location()})")
+            raise ShapeMismatchError(f"linalg.norm: improper number of dimensions to norm: "
+                                     f"ord={ord!r} with axis=None needs a 1-D or 2-D array, got "
+                                     f"{nd}-D (at {user_location()})")
         axis = tuple(range(nd))
     elif isinstance(axis, (int, np.integer)):
         axis = (int(axis),)
@@ -120,19 +126,19 @@ def norm(x, ord=None, axis=None, keepdims=False):
             raise _AxisError(f"linalg.norm: duplicate axes given: {axis} "
                              f"(at {user_location()})")
         return matrix_norm_of(x, ord, axes, keepdims)
-    raise DualgpuError(f"linalg.norm: improper number of dimensions to norm: axis={axis} "
-                       f"(at {user_location()})")
+    raise ShapeMismatchError(f"linalg.norm: improper number of dimensions to norm: axis={axis} "
+                             f"(at {user_location()})")
 
 
 def matrix_power(a, n):
     """``np.linalg.matrix_power``: repeated squaring; negative ``n`` inverts first."""
     if not isinstance(n, (int, np.integer)):
-        raise DualgpuError(f"linalg.matrix_power: the exponent must be an integer, got "
-                           f"{n!r} (at {user_location()})")
+        raise ArgumentTypeError(f"linalg.matrix_power: the exponent must be an integer, got "
+                                f"{n!r} (at {user_location()})")
     s = _shape(a)
     if len(s) < 2 or s[-1] != s[-2]:
-        raise DualgpuError(f"linalg.matrix_power: expected square matrices (..., n, n), got "
-                           f"shape {s} (at {user_location()})")
+        raise ShapeMismatchError(f"linalg.matrix_power: expected square matrices (..., n, n), got "
+                                 f"shape {s} (at {user_location()})")
     n = int(n)
     if n == 0:
         return broadcast_to(eye(s[-1], dtype=_dtype(a), like=a), s)
@@ -198,8 +204,8 @@ def eigh(a, UPLO="L"):
            [1. , 0.5]])
     """
     if UPLO not in ("L", "U"):
-        raise DualgpuError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r} "
-                           f"(at {user_location()})")
+        raise InvalidArgumentError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r} "
+                                   f"(at {user_location()})")
     a = arraylike(a)
     w, v = _dec.eigh.bind(a, uplo=UPLO)
     return EighResult(w, v)

@@ -6,7 +6,13 @@ import numpy as np
 
 from ...core.axes import check_axis as _check_axis
 from ...core.axes import normalize_axes
-from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from ...lax import astype, broadcast_to, expand_dims, flip, getitem, pad, ravel, where
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
@@ -75,8 +81,8 @@ def _spacings(spacing, n, name):
     if s.ndim == 0:
         return np.full(n - 1, float(s))
     if s.shape != (n,):
-        raise DualgpuError(f"{name}: coordinates of length {s.shape} do not match an axis of "
-                           f"length {n} (at {user_location()})")
+        raise ShapeMismatchError(f"{name}: coordinates of length {s.shape} do not match an axis of "
+                                 f"length {n} (at {user_location()})")
     return np.diff(s)
 
 
@@ -126,16 +132,16 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     elif len(varargs) == len(axes):
         spacings = list(varargs)
     else:
-        raise DualgpuError(f"gradient: {len(varargs)} spacings for {len(axes)} axes "
-                           f"(at {user_location()})")
+        raise InvalidArgumentError(f"gradient: {len(varargs)} spacings for {len(axes)} axes "
+                                   f"(at {user_location()})")
     if edge_order not in (1, 2):
-        raise DualgpuError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
+        raise InvalidArgumentError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
     out = []
     for ax, sp in zip(axes, spacings):
         n = _shape(f)[ax]
         if n < edge_order + 1:
-            raise DualgpuError(f"gradient: an axis of length {n} is too short for "
-                               f"edge_order={edge_order} (at {user_location()})")
+            raise ShapeMismatchError(f"gradient: an axis of length {n} is too short for "
+                                     f"edge_order={edge_order} (at {user_location()})")
         out.append(_gradient_axis(f, _spacings(sp, n, "gradient"), ax, edge_order))
     return out[0] if len(out) == 1 else tuple(out)
 
@@ -159,8 +165,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     knots = arraylike(xp) if traced_knots else np.asarray(xp, dtype=np.float64)
     x, fp = arraylike(x), arraylike(fp)
     if len(_shape(knots)) != 1 or _shape(fp) != _shape(knots) or _shape(knots)[0] == 0:
-        raise DualgpuError(f"np.interp: xp and fp must be 1-D of the same length, got "
-                           f"{_shape(knots)} and {_shape(fp)} (at {user_location()})")
+        raise ShapeMismatchError(f"np.interp: xp and fp must be 1-D of the same length, got "
+                                 f"{_shape(knots)} and {_shape(fp)} (at {user_location()})")
     if period is not None:
         x, knots, fp = _periodic_knots(x, knots, fp, period)
         left = right = None
@@ -202,11 +208,11 @@ def _periodic_knots(x, knots, fp, period):
     """NumPy's reduction for ``interp(period=)``: x and the knots modulo the period, the
     knots sorted (fp with them) and extended by one period on each side."""
     if _is_tracer(period) or not np.isscalar(period) or not np.isreal(period):
-        raise DualgpuError(f"np.interp: period must be a constant real number, got "
-                           f"{type(period).__name__} (at {user_location()})")
+        raise ArgumentTypeError(f"np.interp: period must be a constant real number, got "
+                                f"{type(period).__name__} (at {user_location()})")
     if period == 0:
-        raise DualgpuError(f"np.interp: period must be a non-zero value (at "
-                           f"{user_location()})")
+        raise InvalidArgumentError(f"np.interp: period must be a non-zero value (at "
+                                   f"{user_location()})")
     period = abs(float(period))
     x = remainder(astype(x, np.float64), period)
     knots = remainder(knots, period)
@@ -238,15 +244,15 @@ def _conv_mode(full, n, m, mode, name):
         return getitem(full, slice(start, start + long_))
     if mode == "valid":
         return getitem(full, slice(short - 1, long_))
-    raise DualgpuError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r} "
-                       f"(at {user_location()})")
+    raise InvalidArgumentError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r} "
+                               f"(at {user_location()})")
 
 
 def _check_1d(name, *arrays):
     for a in arrays:
         if len(_shape(a)) != 1 or _shape(a)[0] == 0:
-            raise DualgpuError(f"{name}: inputs must be non-empty 1-D arrays, got shape "
-                               f"{_shape(a)} (at {user_location()})")
+            raise ShapeMismatchError(f"{name}: inputs must be non-empty 1-D arrays, got shape "
+                                     f"{_shape(a)} (at {user_location()})")
 
 
 def convolve(a, v, mode="full"):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core.axes import check_axis as _check_axis
 from ...errors import AxisError as _AxisError
-from ...errors import DualgpuError, user_location
+from ...errors import InvalidArgumentError, ShapeMismatchError, user_location
 from ...lax import diagonal, moveaxis, ravel, reshape
 from ...lax import shape_of as _shape
 from ...ops import products as _products
@@ -84,8 +84,8 @@ def tensordot(a, b, axes=2):
         ax_a = [ax_a] if isinstance(ax_a, int) else list(ax_a)
         ax_b = [ax_b] if isinstance(ax_b, int) else list(ax_b)
     if len(ax_a) != len(ax_b):
-        raise DualgpuError(f"tensordot: axes {ax_a} and {ax_b} differ in length "
-                           f"(at {user_location()})")
+        raise ShapeMismatchError(f"tensordot: axes {ax_a} and {ax_b} differ in length "
+                                 f"(at {user_location()})")
     ax_a = [_check_axis(i, na, "tensordot") for i in ax_a]
     ax_b = [_check_axis(j, nb, "tensordot") for j in ax_b]
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -109,8 +109,9 @@ def _sublist_subscripts(args):
             elif isinstance(i, (int, np.integer)) and 0 <= int(i) < 52:
                 out.append(string.ascii_letters[int(i)])
             else:
-                raise DualgpuError(f"einsum: sublist subscripts must be integers in [0, 52) "
-                                   f"or Ellipsis, got {i!r} (at {user_location()})")
+                raise InvalidArgumentError(f"einsum: sublist subscripts must be integers in "
+                                           f"[0, 52) "
+                                           f"or Ellipsis, got {i!r} (at {user_location()})")
         return "".join(out)
 
     operands = list(args[0::2][: len(args) // 2])
@@ -150,8 +151,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     b = moveaxis(arraylike(b), axisb, -1)
     na, nb = _shape(a)[-1], _shape(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
-        raise DualgpuError(f"cross: incompatible dimensions for cross product (dimension "
-                           f"must be 2 or 3), got {na} and {nb} (at {user_location()})")
+        raise ShapeMismatchError(f"cross: incompatible dimensions for cross product (dimension "
+                                 f"must be 2 or 3), got {na} and {nb} (at {user_location()})")
     ax, ay = a[..., 0], a[..., 1]
     bx, by = b[..., 0], b[..., 1]
     z = subtract(multiply(ax, by), multiply(ay, bx))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import lax
 from ...core.axes import normalize_axes
-from ...errors import DualgpuError, user_location
+from ...errors import InvalidArgumentError, user_location
 from ...lax import astype, where
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
@@ -82,8 +82,8 @@ def _ddof(name, ddof, correction):
     if correction is None:
         return ddof
     if ddof != 0:
-        raise DualgpuError(f"{name}: ddof and correction cannot both be given "
-                           f"(at {user_location()})")
+        raise InvalidArgumentError(f"{name}: ddof and correction cannot both be given "
+                                   f"(at {user_location()})")
     return correction
 
 
@@ -97,7 +97,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     ddof = _ddof("var", ddof, correction)
     a, n = _float_and_count(a, axis, dtype, "var")
     if n - ddof <= 0:
-        raise DualgpuError(
+        raise InvalidArgumentError(
             f"var/std: ddof={ddof} with {n} element(s) per result leaves no degrees of "
             f"freedom: NumPy returns inf or nan (with a RuntimeWarning) and there is no "
             f"derivative; dualgpu refuses it (at {user_location()}). Use ddof < {n}.")

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...core.axes import check_axis as _check_axis
 from ...errors import AxisError as _AxisError
-from ...errors import DualgpuError, user_location
+from ...errors import InvalidArgumentError, ShapeMismatchError, user_location
 from ...lax import broadcast_to, flip, moveaxis, ravel, reshape, transpose
 from ...lax import shape_of as _shape
 from .indexing import take, take_range
@@ -41,7 +41,8 @@ def repeat(a, repeats, axis=None):
     try:
         idx = np.repeat(np.arange(n), repeats)
     except ValueError as e:
-        raise DualgpuError(f"repeat: {e} (repeats={repeats!r}, at {user_location()})") from None
+        raise InvalidArgumentError(f"repeat: {e} (repeats={repeats!r}, "
+                                   f"at {user_location()})") from None
     return take(a, idx, axis=axis)
 
 
@@ -51,7 +52,7 @@ def flipud(m):
 
 def fliplr(m):
     if len(_shape(m)) < 2:
-        raise DualgpuError(f"fliplr: the array must be at least 2-D (at {user_location()})")
+        raise ShapeMismatchError(f"fliplr: the array must be at least 2-D (at {user_location()})")
     return flip(m, axis=1)
 
 
@@ -79,8 +80,8 @@ def roll(a, shift, axis=None):
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     shifts = (shift,) * len(axes) if isinstance(shift, (int, np.integer)) else tuple(shift)
     if len(shifts) != len(axes):
-        raise DualgpuError(f"roll: shift and axis must have the same length "
-                           f"(at {user_location()})")
+        raise InvalidArgumentError(f"roll: shift and axis must have the same length "
+                                   f"(at {user_location()})")
     for ax, s in zip(axes, shifts):
         ax = _check_axis(ax, nd, "roll")
         n = _shape(a)[ax]

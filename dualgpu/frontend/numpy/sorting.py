@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
-from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
 from ...lax import astype, ravel, reshape, squeeze, where
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
@@ -61,8 +61,8 @@ def _quantile_of_sorted(s, q, axis, keepdims):
     n = _shape(s)[axis]
     qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
     if np.any((qs < 0) | (qs > 1)):
-        raise DualgpuError(f"quantile: quantiles must be in [0, 1], got {q!r} "
-                           f"(at {user_location()})")
+        raise InvalidArgumentError(f"quantile: quantiles must be in [0, 1], got {q!r} "
+                                   f"(at {user_location()})")
     # NumPy's lerp, step for step: the difference in the array's dtype (int8 wraps, as in
     # NumPy), from the lower value below t = 1/2 and from the upper one above; a slice
     # holding a NaN (sorted last) gives NaN
@@ -132,7 +132,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         s = sort(a, axis=axis)
     n = _shape(s)[axis]
     if n == 0:
-        raise DualgpuError(f"median of an empty array (at {user_location()})")
+        raise ShapeMismatchError(f"median of an empty array (at {user_location()})")
     r = _reductions.mean(take_range(s, axis, (n - 1) // 2, n // 2 + 1), axis=axis,
                          keepdims=True)
     if _dtype(s).kind in "fc":

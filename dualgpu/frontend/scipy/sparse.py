@@ -33,7 +33,7 @@ from ...backends import array_backend
 from ...cache import IdentityKey
 from ...core.trace import Tracer
 from ...errors import (
-    DualgpuError,
+    ShapeMismatchError,
     SparseMethodError,
     UnsupportedOpError,
     UnsupportedSparseFormatError,
@@ -219,8 +219,8 @@ class SparseValue:
         if len(shape) == 1:
             shape, other = (1,) + shape, dnp.reshape(other, (1,) + shape)
         if len(shape) != 2 or any(s not in (1, d) for s, d in zip(shape, self.shape)):
-            raise DualgpuError(f"multiply: a dense operand of shape {shape} does not "
-                               f"broadcast to the sparse shape {self.shape}")
+            raise ShapeMismatchError(f"multiply: a dense operand of shape {shape} does not "
+                                     f"broadcast to the sparse shape {self.shape}")
         rows, cols = self.pattern.coo()
         xp = np if isinstance(rows, np.ndarray) else None
         key = tuple(_zeros_like_index(idx, xp) if s == 1 else idx
@@ -425,12 +425,12 @@ class SparseArgs:
         if is_sparse(v):
             q = Pattern.of(v)
             if q.fmt != p.fmt or q.shape != p.shape or q.nnz != p.nnz:
-                raise DualgpuError(
+                raise ShapeMismatchError(
                     f"the direction for sparse argument {i} must have the argument's format "
                     f"and pattern ({p.fmt}, shape {p.shape}, nnz {p.nnz}); got {q.fmt}, "
                     f"shape {q.shape}, nnz {q.nnz}")
             if not p.same_as(q):
-                raise DualgpuError(
+                raise ShapeMismatchError(
                     f"the direction for sparse argument {i} has another sparsity pattern than "
                     f"the argument (same format, shape and nnz {p.nnz}, but other "
                     f"{'row/col' if p.fmt == 'coo' else 'indices/indptr'}): its values would "
@@ -439,8 +439,8 @@ class SparseArgs:
             return v.data
         if tuple(np.shape(v)) == (p.nnz,):
             return v  # the values of a matrix with the argument's pattern
-        raise DualgpuError(f"the direction for sparse argument {i} must be a sparse matrix "
-                           f"with its pattern, or a vector of its {p.nnz} values")
+        raise ShapeMismatchError(f"the direction for sparse argument {i} must be a sparse matrix "
+                                 f"with its pattern, or a vector of its {p.nnz} values")
 
     def repackage(self, i: int, values):
         """Values for sparse argument ``i`` as a sparse matrix like the argument."""
