@@ -524,7 +524,7 @@ def _check_linear(fn, sig: Signature, pullback: Graph, outs: list) -> None:
     """Refuse a function that is not linear: its pullback reads the point (``x * x``,
     ``np.sin(x)``), or it is not zero at zero (``x + 1``)."""
     n = len(sig.inputs)
-    reads = {v.id: {k} for k, v in enumerate(pullback.inputs[:n])}
+    reads: dict[int | None, set[int]] = {v.id: {k} for k, v in enumerate(pullback.inputs[:n])}
     for eqn in pullback.eqns:
         if eqn.prim.has(Flag.IGNORES_VALUES):  # zeros shaped like an argument
             continue
