@@ -124,7 +124,8 @@ class Primitive:
         self.lowerings: dict[str, str] = {}   # kind of LOWERING_FORMS -> form (deflowering)
         self.differentiable = differentiable
         self.partials = partials
-        self.linear_operands: tuple[int, ...] | None = None  # Flag.MULTILINEAR: the positions (None: all)
+        # Flag.MULTILINEAR: the positions of the linear operands (None: all)
+        self.linear_operands: tuple[int, ...] | None = None
         self.__doc__ = doc
 
     def add_flags(self, *flags: str) -> None:
