@@ -218,6 +218,8 @@ class Executable:
         [array([1.68294197, 1.68294197, 1.68294197])]
     """
 
+    source: str  # the program's text (generated Python, or the kernels' source)
+
     def __init__(self, graph: Graph, backend):
         self.graph = graph
         self.backend = backend

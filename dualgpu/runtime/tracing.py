@@ -38,6 +38,8 @@ class SelfTracing:
     neither checked against a signature nor rebound."""
 
     __slots__ = ()
+    spec: Any   # what the transform is (with its options): part of the cache key
+    fn: Any     # the function it transforms
 
 
 class FlatCall:
