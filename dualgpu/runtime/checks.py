@@ -20,7 +20,6 @@ import numpy as np
 from ..backends import array_backend
 from ..core.ir import Graph
 from ..core.trace import Tracer
-from ..tree import TreeDef
 from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
@@ -28,10 +27,12 @@ from ..errors import (
     NonScalarOutputError,
     ShapeMismatchError,
 )
+from ..tree import TreeDef
 from .signature import FLOAT0, Signature, check_plain_values
 
 
-def check_scalar_output(graph: Graph, tree: TreeDef | None, what: str, holomorphic: bool | None = None) -> None:
+def check_scalar_output(graph: Graph, tree: TreeDef | None, what: str,
+                        holomorphic: bool | None = None) -> None:
     """One scalar output, real -- or complex with ``holomorphic=True`` (``None``: the
     transform has no holomorphic mode)."""
     if tree is None or not tree.is_leaf:

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from .. import tree as pytree
-from ..core.interpret import eval_graph
 from ..backends.base import Backend
+from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
 from ..core.trace import Tracer, current_builder, thread_state
