@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -254,7 +254,7 @@ class _Vjp(Transformed):
             inputs = list(sig.inputs) + captured
             fwd, pullback_graph, pullback_exe = eval_graph(graphs[0], inputs), graphs[1], None
         else:
-            program = self.compiled(sig)
+            program = cast(VjpCompiled, self.compiled(sig))
             trees, inputs = program.trees, list(sig.inputs)
             fwd, pullback_graph, pullback_exe = (program.exe(*inputs), program.pullback.graph,
                                                  program.pullback)
@@ -488,7 +488,7 @@ def linear_transpose(fn: Callable, *primals):
         outs = eval_graph(forward, inputs)
         exe = None
     else:
-        program = t.compiled(sig)
+        program = cast(VjpCompiled, t.compiled(sig))
         trees, inputs = program.trees, list(sig.inputs)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
     _check_linear(fn, sig, pullback_graph, outs)

@@ -83,6 +83,14 @@ class _Spec:
     """One definition of a custom op: implementation, shape rule and derivative rules."""
 
     __slots__ = ("impl", "abstract_eval", "jvp", "vjp", "kind", "c", "arity", "rules")
+    impl: Callable
+    abstract_eval: Callable
+    jvp: Callable | None
+    vjp: Callable | None
+    kind: str
+    c: str | None
+    arity: int | None
+    rules: _Rules
 
 
 class CustomPrimitive(Primitive):
@@ -98,7 +106,7 @@ class CustomPrimitive(Primitive):
         super().__init__(name, spec.impl, spec.abstract_eval, jvp=spec.jvp, vjp=spec.vjp,
                          kind=spec.kind, c=spec.c, arity=spec.arity, doc=doc)
 
-    def _field(attr: str):  # a property factory, used only in the class body
+    def _field(attr: str):  # type: ignore[misc]  # a property factory of the class body
         def get(self):
             return getattr(self._spec, attr)
 
@@ -839,7 +847,7 @@ class custom_jvp(_CustomFunction):
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
-        self.jvp = None
+        self.jvp: Callable | None = None
 
     def defjvp(self, jvp: Callable) -> Callable:
         """Set the JVP rule (usable as a decorator); returns the rule."""
@@ -888,7 +896,8 @@ class custom_vjp(_CustomFunction):
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
-        self.fwd = self.bwd = None
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         """Set the forward and backward rules."""

@@ -30,7 +30,7 @@ import types
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -215,12 +215,16 @@ class Spec:
     options: tuple = ()  # (name, value) pairs, sorted by name
 
 
+_T = TypeVar("_T", bound="Transformed")
+
+
 class Transformed(SelfTracing):
     """A function transformed by dualgpu. Calling it traces (once per signature) and runs;
     called on traced values it inlines its program into the enclosing trace."""
 
     kind = "abstract"
-    program_type = Compiled  # what compiles the graph(s) that build returns
+    # what compiles the graph(s) that build returns: (graphs, trees, backend, guards)
+    program_type: Callable[..., Compiled] = Compiled
     allow_int = False  # integer leaves of differentiated arguments get float0 zeros
     static: tuple = ((), ())  # (positions, keyword names) of static arguments (jit)
     # floating scalars of the arguments are traced (jit, as JAX); the derivative transforms
@@ -259,17 +263,17 @@ class Transformed(SelfTracing):
         self._fn_key = function_key(fn, self._weak)
         # per number of positional arguments: this transform with argnums resolved (None:
         # no negative argnums, nothing to resolve)
-        self._by_arity: dict[int, Transformed] | None = \
+        self._by_arity: dict[int, Any] | None = \
             {} if any(a < 0 for a in self.argnums) else None
 
-    def _resolved(self, args: tuple) -> Transformed:
+    def _resolved(self: _T, args: tuple) -> _T:
         """This transform with negative ``argnums`` counted from the end of ``args`` (the
         function's positional arguments), as JAX: one copy per number of arguments."""
         n = len(args)
         by_arity = self._by_arity
         if by_arity is None:  # no negative argnums
             return self
-        hit = by_arity.get(n)
+        hit: _T | None = by_arity.get(n)
         if hit is not None:
             return hit
         if any(not -n <= a < n for a in self.argnums):
