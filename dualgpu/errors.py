@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import types
 
 import numpy as np
 
@@ -147,7 +148,7 @@ def user_location(skip_stdlib: bool = False) -> str:
     """Return ``file:line`` of the innermost stack frame outside the dualgpu package (and
     outside the standard library with ``skip_stdlib``)."""
     outside = not_users if skip_stdlib else _inside_package
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if not outside(frame.f_code.co_filename):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"

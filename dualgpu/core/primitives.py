@@ -101,7 +101,8 @@ class Primitive:
                  c_int: str | None = None, arity: int | None = None,
                  flags: frozenset | set | tuple = (), monoid: str | None = None,
                  differentiable: bool = True,
-                 partials: Callable | None = None, rules: dict[str, Callable] | None = None,
+                 partials: Sequence[Callable] | None = None,
+                 rules: dict[str, Callable] | None = None,
                  doc: str = ""):
         self.name = name
         self.impl = impl
@@ -176,7 +177,8 @@ class Primitive:
 
 
 def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | None = None,
-             partials: Callable | None = None, **rules: Callable | None) -> Primitive:
+             partials: Sequence[Callable] | None = None,
+             **rules: Callable | None) -> Primitive:
     """Attach an op's rules to its declared primitive: derivatives (``jvp``, ``vjp``,
     ``partials``) and the rules of other interpreters by :data:`RULE_KINDS` name (``vmap=``,
     ``separability=``, ``laplacian=``...).

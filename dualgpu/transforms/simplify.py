@@ -156,7 +156,8 @@ def merge_slice_scatters(graph: Graph) -> Graph:
     number of equations: a sum is listed only when its pieces' lengths add up to the axis.
     """
     sums = _piece_sums(graph)
-    eqns, changed = [], False
+    eqns: list[Eqn] = []
+    changed = False
     for eqn in graph.eqns:
         done = eqn.outs and eqn.outs[0].id in sums and _merge_one(eqn, sums, eqns)
         if not done:
