@@ -139,8 +139,7 @@ def program_costs(graph) -> dict:
         >>> c["matmuls"], c["materialised_MB"]
         (5, 0.0)
     """
-    from dualgpu.fusion import plan_graph
-    from dualgpu.fusion.plan import memory_profile
+    from dualgpu.fusion import memory_profile, plan_graph
 
     matmuls = [e for e in graph.eqns if e.prim.name == "matmul"]
     prof = memory_profile(plan_graph(graph), LARGE_BYTES)

@@ -29,20 +29,17 @@ from .api import (
     hessian,
     hvp,
     jit,
-    jvp,
-    linear_transpose,
-    linearize,
     set_cache_size,
     source,
     trace,
     value_and_grad,
-    vjp,
 )
 from .autograd_compat import deriv, elementwise_grad, hessian_vector_product, make_hvp
 from .core.ir import Graph
 from .core.primitives import REGISTRY, defprim
 from .curvature import biharmonic, hessian_diag, hessian_trace, laplacian
-from .custom import custom_jvp, custom_op, custom_vjp
+from .custom import custom_op
+from .custom_derivatives import custom_jvp, custom_vjp
 from .errors import (
     ArgumentTypeError,
     AxisError,
@@ -65,6 +62,7 @@ from .errors import (
 from .executor import config
 from .export import export
 from .lax import stop_gradient
+from .linearization import jvp, linear_transpose, linearize, vjp
 from .operators import HessianOperator, hessp
 from .runtime.signature import FLOAT0 as float0
 from .sparse_derivatives import (
@@ -72,8 +70,8 @@ from .sparse_derivatives import (
     jacobian_sparsity,
     sparse_hessian,
     sparse_jacobian,
-    spy,
 )
+from .spy_plot import spy
 from .taylor import biharmonic_directions, differential_operator, jet
 from .vectorize import jacfwd, jacobian, jacrev, vmap
 

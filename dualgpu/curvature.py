@@ -20,9 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import api
 from . import tree as pytree
-from .api import hvp
 from .backends import array_backend
 from .core.ir import Aval
 from .core.trace import Tracer, current_builder
@@ -33,22 +31,21 @@ from .errors import (
     RandomInTraceError,
     ShapeMismatchError,
 )
+from .estimators import DEFAULT_MEMORY_BUDGET, Estimator, positive_int
 from .executor import config
-from .fusion.plan import memory_profile, plan_graph
+from .fusion import memory_profile, plan_graph
 from .runtime.checks import diff_flags
 from .runtime.transformed import Transformed
 from .transforms.biharmonic import NoForwardRule, biharmonic_graph
 from .transforms.interpreter import coordinate_layout
 from .transforms.laplacian import curvature_graph
 from .transforms.separability import check_separable
-from .vectorize import vmap
 
 __all__ = ["laplacian", "biharmonic", "hessian_diag", "hessian_trace",
            "DEFAULT_MEMORY_BUDGET"]
 
 # bytes that one chunk of random directions may use (see _chunk_size); a parameter of the
 # estimators
-DEFAULT_MEMORY_BUDGET = 1 << 30
 METHODS = ("exact", "hutchinson", "hutch++")
 
 
@@ -106,7 +103,7 @@ class _Curvature(Transformed):
     def _fitting_chunk(self, program, D: int, unit: str = "coordinate") -> int | None:
         """The chunk size for ``memory_budget``: the most coordinates at a time whose
         program (``program(chunk)``) holds at most that many bytes at once, counted on its
-        GPU plan (:func:`~dualgpu.fusion.plan.memory_profile`; a bisection, the count grows
+        GPU plan (:func:`~dualgpu.fusion.regions.memory_profile`; a bisection, the count grows
         with the chunk), then evened out over the same number of chunks
         (:func:`balanced_chunk`); None when all ``D`` fit in one pass."""
         budget = self.memory_budget
@@ -142,7 +139,7 @@ class _Laplacian(_Curvature):
         super().__init__(fn, argnums, batch_axes=batch_axes)
         for name, value in (("chunk_size", chunk_size), ("memory_budget", memory_budget)):
             if value is not None:
-                _positive_int(value, name, self.kind, " or None")
+                positive_int(value, name, self.kind, " or None")
         if chunk_size is not None and memory_budget is not None:
             raise InvalidArgumentError(f"{self.kind}: give chunk_size or memory_budget, not "
                                        "both")
@@ -323,7 +320,7 @@ class _RandomDirections:
                                            "method='hutchinson' (the exact form takes none)")
             return None
         num_samples = 64 if num_samples is None else num_samples
-        _positive_int(num_samples, "num_samples", what)
+        positive_int(num_samples, "num_samples", what)
         if seed is not None and (not isinstance(seed, (int, np.integer))
                                  or isinstance(seed, bool)):
             raise ArgumentTypeError(f"{what}: seed must be an int or None, got {seed!r}")
@@ -538,7 +535,7 @@ def hessian_diag(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     if method == "hutch++":
         raise InvalidArgumentError("hessian_diag: method must be 'exact' or 'hutchinson' "
                                    "('hutch++' estimates traces only)")
-    return _Estimator(fn, argnums, "diag", batch_axes, num_samples, seed, memory_budget,
+    return Estimator(fn, argnums, "diag", batch_axes, num_samples, seed, memory_budget,
                       chunk_size)
 
 
@@ -581,7 +578,7 @@ def hessian_trace(fn: Callable | None = None, argnums=0, batch_axes=None, *,
     if method == "exact":
         return _ExactTrace(fn, argnums, batch_axes=batch_axes, chunk_size=chunk_size,
                            memory_budget=memory_budget)
-    return _Estimator(fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
+    return Estimator(fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
                       chunk_size)
 
 
@@ -611,199 +608,5 @@ def _check_method(method, what):
                                f"{', '.join(map(repr, offered))}, got {method!r}{hint}")
 
 
-# ------------------------------------------------------------------------------ estimators
-class _Estimator:
-    """Hutchinson / Hutch++ estimates from chunks of Hessian-vector products. ``method`` is
-    ``"hutchinson"`` or ``"hutch++"`` (:func:`hessian_trace`) or ``"diag"`` (the Hutchinson
-    diagonal of :func:`hessian_diag`)."""
-
-    def __init__(self, fn, argnums, method, batch_axes, num_samples, seed, memory_budget,
-                 chunk_size):
-        # the public function and the method as the user named them, for the messages
-        what = "hessian_diag" if method == "diag" else "hessian_trace"
-        named = "hutchinson" if method == "diag" else method
-        self.what = what
-        if not callable(fn):
-            raise ArgumentTypeError(f"{what}: expects a function, got {type(fn).__name__}")
-        if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool) or \
-                argnums < 0:
-            raise ArgumentTypeError(f"{what}: method={named!r} takes one argument index as "
-                                    f"argnums, got {argnums!r}")
-        if batch_axes is not None:
-            raise InvalidArgumentError(f"{what}: batch_axes works with method='exact' only (got "
-                                       f"method={named!r})")
-        _positive_int(num_samples, "num_samples", what)
-        if method == "hutch++" and num_samples < 3:
-            raise InvalidArgumentError(f"{what}: num_samples must be at least 3 for "
-                                       f"'hutch++' (a third sketches, a third projects, a third "
-                                       f"estimates), got {num_samples}")
-        if chunk_size is not None:
-            _positive_int(chunk_size, "chunk_size", what)
-        if memory_budget is None:
-            memory_budget = DEFAULT_MEMORY_BUDGET
-        _positive_int(memory_budget, "memory_budget", what)
-        if seed is not None and (not isinstance(seed, (int, np.integer))
-                                 or isinstance(seed, bool)):
-            raise ArgumentTypeError(f"{what}: seed must be an int or None, got {seed!r}")
-        self.fn, self.argnums, self.method = fn, int(argnums), method
-        self.num_samples, self.seed = int(num_samples), seed
-        self.memory_budget, self.chunk_size = int(memory_budget), chunk_size
-        self.__name__ = f"hessian_{method}_{getattr(fn, '__name__', 'f')}"
-        self._products: dict = {}
-        self._per_sample: dict = {}
-
-    def __repr__(self):
-        return f"<dualgpu.hessian estimator {self.method} of {getattr(self.fn, '__name__', 'f')}>"
-
-    def __call__(self, *args, **kwargs):
-        """The estimate for ``fn(*args, **kwargs)``; keyword arguments are passed through to
-        ``fn``, not differentiated. A point with no coordinates has the trace 0 (of a 0 x 0
-        Hessian, as ``np.trace``) and an empty diagonal."""
-        if self.argnums >= len(args):
-            raise ArgumentTypeError(f"{self.__name__}: argnums names argument {self.argnums}, but "
-                                    f"only {len(args)} given")
-        if any(isinstance(leaf, Tracer) for leaf in pytree.leaves((args, kwargs))):
-            raise ArgumentTypeError(f"{self.__name__}: the estimators draw random directions and "
-                                    "run on concrete arrays; they cannot be traced (use "
-                                    "method='exact' inside a transformed function)")
-        x = args[self.argnums]
-        leaves, tree = pytree.flatten(x)
-        xp = _xp_of(leaves, self.what)
-        n = sum(int(np.prod(np.shape(leaf), dtype=np.int64)) for leaf in leaves)
-        dtype = np.result_type(*[leaf.dtype for leaf in leaves])
-        if n == 0 and self.method != "diag":  # no products to take: tr of a 0 x 0 matrix
-            return xp.sum(xp.zeros(0, dtype=dtype))
-        rng = np.random.default_rng(self.seed)
-        products = _Products(self, args, kwargs, leaves, tree, xp)
-        if self.method == "diag":
-            V = _rademacher(rng, self.num_samples, n, dtype)
-            HV = products(V)
-            est = xp.mean(xp.asarray(V) * HV, axis=0)
-            return pytree.unflatten(tree, _split(est, leaves, xp, ()))
-        if self.method == "hutchinson":
-            V = _rademacher(rng, self.num_samples, n, dtype)
-            return xp.mean(xp.sum(xp.asarray(V) * products(V), axis=1))
-        return _hutchpp(rng, self.num_samples, n, dtype, products, xp)
-
-    def chunk_for(self, args, leaves, tree, xp, kwargs=None) -> int:
-        """Directions per program: ``chunk_size``, or as many as fit ``memory_budget``. The
-        bytes the vmapped HVP program holds at once, counted on its GPU plan
-        (:func:`~dualgpu.fusion.plan.memory_profile`) at 2 and 4 directions, grow by the
-        same amount with each direction: the budget less the fixed part, over that."""
-        if self.chunk_size is not None:
-            return self.chunk_size
-        kwargs = kwargs or {}
-        key = (pytree.structure((args, kwargs)),) + tuple(
-            (tuple(np.shape(a)), str(getattr(a, "dtype", type(a))))
-            for a in pytree.leaves((args, kwargs)))
-        cost = self._per_sample.get(key)
-        if cost is None:
-            two, four = (self._held(args, leaves, tree, xp, k, kwargs) for k in (2, 4))
-            per = max((four - two) // 2, 1)
-            self._per_sample[key] = cost = (max(two - 2 * per, 0), per)
-        fixed, per = cost
-        return max(1, (self.memory_budget - fixed) // per)
-
-    def _held(self, args, leaves, tree, xp, k: int, kwargs=None) -> int:
-        V = pytree.unflatten(tree, [xp.zeros((k,) + tuple(np.shape(leaf)), leaf.dtype)
-                               for leaf in leaves])
-        g = api.trace(_vmapped_hvp(self, len(args)), *args, V, kwargs or {})
-        return memory_profile(plan_graph(g, recompute=config["recompute"]))["peak"]
 
 
-class _KeywordsLast:
-    """``(*args, v, kwargs) -> h(*args, v, **kwargs)``: the keyword arguments of ``fn``
-    as one positional pytree, which ``vmap`` leaves unmapped (it maps keyword arguments
-    along axis 0)."""
-
-    _dualgpu_transform = True  # guards and names look through to fn
-
-    def __init__(self, h):
-        self.fn = h
-        self.__name__ = h.__name__
-
-    def __call__(self, *args):
-        *rest, kwargs = args
-        return self.fn(*rest, **kwargs)
-
-
-def _vmapped_hvp(est: _Estimator, n_args: int):
-    """``vmap`` of the HVP over its direction (the argument after the ``n_args``; the
-    keyword arguments follow, unmapped), one per estimator and argument count."""
-    prog = est._products.get(n_args)
-    if prog is None:
-        in_axes = tuple(0 if i == n_args else None for i in range(n_args + 2))
-        prog = est._products[n_args] = vmap(_KeywordsLast(hvp(est.fn, est.argnums)),
-                                            in_axes=in_axes)
-    return prog
-
-
-class _Products:
-    """``V -> H V`` for flat directions ``V`` of shape ``(k, n)``, in chunks, by one
-    vmapped HVP program per chunk shape."""
-
-    def __init__(self, est: _Estimator, args, kwargs, leaves, tree, xp):
-        self.args, self.kwargs, self.leaves, self.tree, self.xp = args, kwargs, leaves, tree, xp
-        self.chunk = est.chunk_for(args, leaves, tree, xp, kwargs)
-        self.prog = _vmapped_hvp(est, len(args))
-
-    def __call__(self, V):
-        xp = self.xp
-        V = xp.asarray(V)
-        out = []
-        for lo in range(0, V.shape[0], self.chunk):
-            block = V[lo:lo + self.chunk]
-            v = pytree.unflatten(self.tree, _split(block, self.leaves, xp, (block.shape[0],)))
-            hv = self.prog(*self.args, v, self.kwargs)
-            out.append(xp.concatenate([xp.reshape(h, (block.shape[0], -1))
-                                       for h in pytree.leaves(hv)], axis=1))
-        return xp.concatenate(out, axis=0)
-
-
-def _split(flat, leaves, xp, lead: tuple) -> list:
-    """Columns of ``flat`` (``lead + (n,)``) split and shaped like ``leaves``."""
-    parts, start = [], 0
-    for leaf in leaves:
-        shape = tuple(np.shape(leaf))
-        m = int(np.prod(shape, dtype=np.int64))
-        part = flat[..., start:start + m]
-        parts.append(xp.reshape(part, lead + shape).astype(leaf.dtype, copy=False))
-        start += m
-    return parts
-
-
-def _rademacher(rng, k: int, n: int, dtype):
-    return (rng.integers(0, 2, size=(k, n)) * 2 - 1).astype(dtype)
-
-
-def _hutchpp(rng, m: int, n: int, dtype, products, xp):
-    """Hutch++ with ``m`` products: ``k = m // 3`` sketch and ``k`` range products, the
-    remaining ``m - 2k`` for Hutchinson on the complement of the range."""
-    k = m // 3
-    S = _rademacher(rng, k, n, dtype)
-    Y = products(S)                              # (k, n): rows are H s
-    Q, _ = xp.linalg.qr(Y.T)                     # (n, k): orthonormal basis of the range
-    HQ = products(Q.T)                           # (k, n)
-    exact = xp.sum(Q.T * HQ)                     # tr(Q^T H Q)
-    g = m - 2 * k
-    G = xp.asarray(_rademacher(rng, g, n, dtype))
-    G = G - (G @ Q) @ Q.T                        # (I - Q Q^T) g
-    rest = xp.sum(G * products(G)) / g
-    return exact + rest
-
-
-def _xp_of(leaves, what: str):
-    b = array_backend(leaves[0]) if leaves else None
-    if b is None or b.is_sparse(leaves[0]):
-        raise ArgumentTypeError(f"{what}: the differentiated argument must hold dense arrays")
-    return b.xp
-
-
-def _positive_int(v, name, what: str, alternative: str = ""):
-    """A ``TypeError`` for a value that is no int, a ``ValueError`` for one below 1."""
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-        raise ArgumentTypeError(f"{what}: {name} must be a positive int{alternative}, got "
-                                f"{v!r}")
-    if v < 1:
-        raise InvalidArgumentError(f"{what}: {name} must be a positive int{alternative}, got "
-                                   f"{v!r}")

@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import inspect
 import threading
-import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import api, lax
-from . import tree as pytree
 from .backends import namespace_of
 from .cache import PROGRAMS, IdentityKey
 from .core.axes import broadcast_shapes
@@ -52,17 +50,15 @@ from .lax import zeros_like
 from .names import check_c_expression, check_identifier
 from .namespace import rebind_function
 from .rules.common import unbroadcast
-from .runtime.signature import static_key
 from .transforms.vjp import vjp_graph
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
-           "derived_rules_info", "custom_jvp", "custom_vjp"]
+           "derived_rules_info"]
 
 # The graphs of derived rules (the JVP transposed from a VJP-only op, and vice versa), per
 # (rules, input signature): entries of the one cache, emptied by dg.clear_cache() and by
 # re-registration.
 DERIVED = "custom op derived rule"  # the kinds of these entries of the one cache
-CUSTOM_DERIVATIVE_OP = "custom_jvp/custom_vjp op"
 _BUILDING = threading.local()
 _REGISTER_LOCK = threading.RLock()
 
@@ -360,20 +356,20 @@ def _aval(x) -> Aval:
     return Aval(tuple(np.shape(x)), np.dtype(x.dtype))
 
 
-def _aval_key(avals) -> tuple:
+def aval_key(avals) -> tuple:
     return tuple((tuple(a.shape), np.dtype(a.dtype).str, a.weak) for a in avals)
 
 
-def _float(x) -> bool:
+def is_float_value(x) -> bool:
     return np.dtype(_aval(x).dtype).kind in "fc"
 
 
 def _wants(x) -> bool:
     """A traced floating-point input: the only kind that takes a cotangent."""
-    return hasattr(x, "aval") and _float(x)
+    return hasattr(x, "aval") and is_float_value(x)
 
 
-def _is_value(x) -> bool:
+def is_value(x) -> bool:
     if hasattr(x, "aval"):
         return True
     if isinstance(x, (bool, int, float, complex)):
@@ -429,7 +425,8 @@ class _Rules:
 
     # ------------------------------------------------------------------ user rules
     def _call_jvp(self, primals, tangents, ans):
-        ts = [zeros_like(p) if t is None and _float(p) else t for p, t in zip(primals, tangents)]
+        ts = [zeros_like(p) if t is None and is_float_value(p) else t
+              for p, t in zip(primals, tangents)]
         t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
                        tuple(primals), tuple(ts), ans)
         return self._check_tangent(t, ans)
@@ -443,7 +440,7 @@ class _Rules:
         if isinstance(t, (tuple, list)):
             raise DualgpuError(f"{where} returned a {type(t).__name__}: return one array, the "
                                f"output's tangent (shape {shape})")
-        if not _is_value(t):
+        if not is_value(t):
             raise DualgpuError(f"{where} returned a {type(t).__name__}: return an array, the "
                                f"output's tangent (shape {shape})")
         tshape = tuple(_aval(t).shape)
@@ -479,7 +476,7 @@ class _Rules:
         """A cotangent for input ``i``, summed down to its shape and cast to its dtype."""
         where = f"the vjp rule of custom op {self.name!r}"
         shape = tuple(_aval(x).shape)
-        if not _is_value(ct) or isinstance(ct, (tuple, list)):
+        if not is_value(ct) or isinstance(ct, (tuple, list)):
             raise DualgpuError(f"{where} returned a {type(ct).__name__} for input {i}: return "
                                f"an array shaped like the input ({_describe(x)})")
         cshape = tuple(_aval(ct).shape)
@@ -540,13 +537,13 @@ class _Rules:
 
     def _derived_jvp(self, primals, tangents, ans):
         """Transpose the pullback: J t = (g -> J^T g)^T t."""
-        need = [i for i, p in enumerate(primals) if _float(p) and tangents[i] is not None]
+        need = [i for i, p in enumerate(primals) if is_float_value(p) and tangents[i] is not None]
         if not need:
             return None
         avals = [_aval(p) for p in primals]
         ans_aval = _aval(ans)
         xp = _xp_of(primals, ans)
-        key = ("jvp", tuple(need), _aval_key(avals), _aval_key([ans_aval]),
+        key = ("jvp", tuple(need), aval_key(avals), aval_key([ans_aval]),
                getattr(xp, "__name__", ""))
         graph = self._derived(key, lambda: self._transpose_pullback(avals, ans_aval, need, xp))
         outs = eval_graph(graph, [zeros_like(ans), *primals, ans, *[tangents[i] for i in need]])
@@ -574,11 +571,11 @@ class _Rules:
 
     def _derived_vjp(self, g, primals, ans):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
-        diff = [i for i, p in enumerate(primals) if _float(p)]
+        diff = [i for i, p in enumerate(primals) if is_float_value(p)]
         avals = [_aval(p) for p in primals]
         ans_aval = _aval(ans)
         xp = _xp_of(primals, ans)
-        key = ("vjp", tuple(diff), _aval_key(avals), _aval_key([ans_aval]),
+        key = ("vjp", tuple(diff), aval_key(avals), aval_key([ans_aval]),
                getattr(xp, "__name__", ""))
         graph = self._derived(key, lambda: self._transpose_pushforward(avals, ans_aval, diff,
                                                                        xp))
@@ -621,299 +618,3 @@ def _fit(t, like):
     if lax.dtype_of(t) != dt and np.dtype(dt).kind in "fc":
         t = lax.astype(t, dt)
     return t
-
-
-# ------------------------------------------------------------------------------ JAX's decorators
-_COUNTER = iter(range(1, 1 << 62))
-
-
-class _CustomFunction:
-    """What :class:`custom_jvp` and :class:`custom_vjp` share: the call, resolved to
-    positional arguments, split into static ``nondiff_argnums`` and array operands, and
-    applied as one custom op per (static values, operand structure)."""
-
-    kind = "custom"
-
-    def __init__(self, fun: Callable, nondiff_argnums=()):
-        if not callable(fun):
-            raise DualgpuError(f"{self.kind} expects a function, got {type(fun).__name__}")
-        nums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else nondiff_argnums
-        if not isinstance(nums, (tuple, list)) or not all(
-                isinstance(i, int) and not isinstance(i, bool) for i in nums):
-            raise DualgpuError(f"{self.kind}: nondiff_argnums must be an int or a tuple of "
-                               f"ints, got {nondiff_argnums!r}")
-        self.fun = fun
-        self.nondiff_argnums = tuple(sorted(set(nums)))
-        self.__name__ = getattr(fun, "__name__", type(fun).__name__)
-        self.__doc__ = getattr(fun, "__doc__", None)
-        self.__wrapped__ = fun
-        self._rules_version = 0  # bumped when rules are given: older ops are not reused
-
-    def _rules_given(self) -> bool:
-        raise NotImplementedError
-
-    def _new_rules(self) -> None:
-        """Rules given (again): no op or program built with earlier ones runs again (as a
-        re-registered custom op, the cache is cleared)."""
-        self._rules_version += 1
-        if self._rules_version > 1:
-            bump_registry_version()
-            api.clear_cache()
-
-    def _rules(self, nondiff: tuple, tree) -> dict:
-        raise NotImplementedError
-
-    def __call__(self, *args, **kwargs):
-        if kwargs:  # JAX resolves keywords to positions by the function's signature
-            try:
-                bound = inspect.signature(self.fun).bind(*args, **kwargs)
-            except (TypeError, ValueError) as e:
-                raise DualgpuError(f"{self.kind} function {self.__name__}: {e}") from None
-            args = bound.args + tuple(bound.kwargs.values())
-        if not self._rules_given():
-            raise DualgpuError(self._missing_rules())
-        n = len(args)
-        nums = tuple(i % n for i in self.nondiff_argnums if -n <= i < n)
-        if len(nums) != len(self.nondiff_argnums):
-            raise DualgpuError(f"{self.kind} function {self.__name__}: nondiff_argnums "
-                               f"{self.nondiff_argnums} out of range for {n} arguments")
-        nondiff = tuple(args[i] for i in nums)
-        for i, a in zip(nums, nondiff):
-            if isinstance(a, Tracer) or hasattr(a, "__array_namespace__") or (
-                    hasattr(a, "shape") and hasattr(a, "dtype")):
-                raise DualgpuError(
-                    f"{self.kind} function {self.__name__}: argument {i} is in "
-                    "nondiff_argnums but is an array; nondiff arguments are static Python "
-                    "values (functions, numbers, strings). Pass arrays as ordinary "
-                    "arguments (stop their derivative with dg.stop_gradient)")
-        diff_args = tuple(a for i, a in enumerate(args) if i not in nums)
-        leaves, tree = pytree.flatten(diff_args)
-        # the op registered for these static arguments: an entry of the one cache
-        key = (CUSTOM_DERIVATIVE_OP, IdentityKey(self), self._rules_version, nums,
-               tuple(static_key(a, []) for a in nondiff), tree)
-        op = PROGRAMS.get_or_build(key, lambda: self._register(nums, nondiff, tree))
-        return op(*leaves)
-
-    def _register(self, nums: tuple, nondiff: tuple, tree) -> CustomOp:
-        base = "".join(c if c.isalnum() else "_" for c in self.__name__)[:32] or "f"
-        name = f"{self.kind}_{base}_{next(_COUNTER)}"
-        merge = _Merge(nums, nondiff, tree)
-        fun = self.fun
-
-        def impl(xp, *leaves):
-            return fun(*merge.args(leaves))
-
-        return custom_op(name, impl, shape=_TracedShape(fun, merge, self.kind, self.__name__),
-                         **self._rules(nondiff, merge))
-
-    def __repr__(self) -> str:
-        return f"<dualgpu.{self.kind} of {self.__name__}>"
-
-    def __get__(self, instance, owner=None):
-        if instance is None:
-            return self
-        return types.MethodType(self, instance)
-
-
-class _Merge:
-    """The function's positional arguments from the op's operand leaves and the static
-    nondiff values; ``split`` gives the differentiable arguments only (JAX's rule
-    signatures)."""
-
-    def __init__(self, nums: tuple, nondiff: tuple, tree):
-        self.nums, self.nondiff, self.tree = nums, nondiff, tree
-
-    def diff_args(self, leaves) -> tuple:
-        return pytree.unflatten(self.tree, list(leaves))
-
-    def args(self, leaves) -> tuple:
-        diff = iter(self.diff_args(leaves))
-        static = dict(zip(self.nums, self.nondiff))
-        n = len(self.nums) + len(self.tree.children)
-        return tuple(static[i] if i in static else next(diff) for i in range(n))
-
-
-class _TracedShape:
-    """The output's abstract value, from tracing the function on the operands' (cached per
-    operand signature); the function must return one array."""
-
-    def __init__(self, fun, merge: _Merge, kind: str, name: str):
-        self.fun, self.merge, self.kind, self.name = fun, merge, kind, name
-        self._seen: dict = {}
-
-    def __call__(self, *avals):
-        key = _aval_key(avals)
-        hit = self._seen.get(key)
-        if hit is not None:
-            return hit
-        holder: list = []
-
-        def run(*leaves):
-            out = rebind_function(self.fun)(*self.merge.args(leaves))
-            holder.append(out)
-            if not _is_value(out) or isinstance(out, (tuple, list, dict)):
-                raise DualgpuError(
-                    f"{self.kind} function {self.name} returns a {type(out).__name__}: "
-                    "dualgpu's custom_jvp/custom_vjp functions return one array (split a "
-                    "function with several outputs into one per output)")
-            return [out]
-
-        plain = [Aval(tuple(a.shape), a.dtype) for a in avals]
-        graph, _ = trace_to_graph(run, plain, np, name=self.name)
-        out = graph.outputs[0]
-        res = Aval(tuple(out.aval.shape), out.aval.dtype)
-        self._seen[key] = res
-        return res
-
-
-class _JvpRule:
-    """custom_op's ``jvp(primals, tangents, ans)`` from JAX's ``jvp(*nondiff, primals,
-    tangents) -> (primal_out, tangent_out)``."""
-
-    def __init__(self, owner, nondiff: tuple, merge: _Merge):
-        self.owner, self.nondiff, self.merge = owner, nondiff, merge
-
-    def __call__(self, primals, tangents, ans):
-        rule = rebind_function(self.owner.jvp)
-        res = rule(*self.nondiff, self.merge.diff_args(primals), self.merge.diff_args(tangents))
-        if not isinstance(res, (tuple, list)) or len(res) != 2:
-            raise DualgpuError(
-                f"the jvp rule of custom_jvp function {self.owner.__name__} returned a "
-                f"{type(res).__name__}: it returns a pair (primal_out, tangent_out)")
-        return res[1]
-
-
-class _VjpRule:
-    """custom_op's ``vjp(g, primals, ans)`` from JAX's ``fwd(*args) -> (out, residuals)``
-    and ``bwd(*nondiff, residuals, g) -> cotangents`` (one per differentiable argument,
-    each a pytree like it or None for zero)."""
-
-    def __init__(self, owner, nondiff: tuple, merge: _Merge):
-        self.owner, self.nondiff, self.merge = owner, nondiff, merge
-
-    def __call__(self, g, primals, ans):
-        name = self.owner.__name__
-        res = rebind_function(self.owner.fwd)(*self.merge.args(primals))
-        if not isinstance(res, (tuple, list)) or len(res) != 2:
-            raise DualgpuError(f"the fwd rule of custom_vjp function {name} returned a "
-                               f"{type(res).__name__}: it returns a pair (out, residuals)")
-        cts = rebind_function(self.owner.bwd)(*self.nondiff, res[1], g)
-        diff_args = self.merge.diff_args(primals)
-        if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
-            raise DualgpuError(
-                f"the bwd rule of custom_vjp function {name} returned {cts!r:.60}: it returns "
-                f"a tuple of {len(diff_args)} cotangent(s), one per differentiable argument")
-        out: list = []
-        for i, (ct, arg) in enumerate(zip(cts, diff_args)):
-            arg_leaves, arg_tree = pytree.flatten(arg)
-            if ct is None:
-                out += [zeros_like(a) if _float(a) else None for a in arg_leaves]
-                continue
-            ct_leaves, ct_tree = pytree.flatten(ct)
-            if ct_tree != arg_tree:
-                raise ShapeMismatchError(
-                    f"the bwd rule of custom_vjp function {name} returned a cotangent of "
-                    f"structure {ct_tree} for differentiable argument {i}, which has "
-                    f"structure {arg_tree}")
-            out += ct_leaves
-        return tuple(out)
-
-
-class custom_jvp(_CustomFunction):
-    """JAX's ``custom_jvp``: a function with its own JVP rule, built on :func:`custom_op`.
-
-    Decorate the function, then give the rule with ``f.defjvp(rule)``: ``rule(primals,
-    tangents)`` returns ``(f(*primals), tangent_out)`` (with ``nondiff_argnums``, the
-    static arguments come first: ``rule(*nondiff, primals, tangents)``). The rule must be
-    linear in the tangents: reverse mode (``grad``, ``vjp``) transposes it, and ``hvp``
-    (forward over reverse) differentiates that transpose, so it is exact when the rule is
-    written with differentiable functions of the primals. The function returns one array;
-    its arguments may be pytrees of arrays.
-
-    Example::
-
-        >>> @dg.custom_jvp
-        ... def log1pexp(x):
-        ...     return np.log1p(np.exp(x))
-        >>> @log1pexp.defjvp
-        ... def log1pexp_jvp(primals, tangents):
-        ...     (x,), (x_dot,) = primals, tangents
-        ...     return log1pexp(x), x_dot / (1 + np.exp(-x))   # stable at large x
-        >>> dg.grad(lambda x: np.sum(log1pexp(x)))(np.array([0.0, 100.0]))
-        array([0.5, 1. ])
-    """
-
-    kind = "custom_jvp"
-
-    def __init__(self, fun: Callable, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
-        self.jvp: Callable | None = None
-
-    def defjvp(self, jvp: Callable) -> Callable:
-        """Set the JVP rule (usable as a decorator); returns the rule."""
-        if not callable(jvp):
-            raise DualgpuError(f"{self.__name__}.defjvp expects a function, got "
-                               f"{type(jvp).__name__}")
-        self.jvp = jvp
-        self._new_rules()
-        return jvp
-
-    def _rules_given(self) -> bool:
-        return self.jvp is not None
-
-    def _missing_rules(self) -> str:
-        return (f"custom_jvp function {self.__name__} has no JVP rule yet: give it with "
-                f"@{self.__name__}.defjvp before calling it")
-
-    def _rules(self, nondiff, merge) -> dict:
-        return {"jvp": _JvpRule(self, nondiff, merge)}
-
-
-class custom_vjp(_CustomFunction):
-    """JAX's ``custom_vjp``: a function with its own reverse rule, built on
-    :func:`custom_op`.
-
-    Decorate the function, then ``f.defvjp(fwd, bwd)``: ``fwd(*args)`` returns ``(f(*args),
-    residuals)`` and ``bwd(residuals, g)`` a tuple of cotangents, one per differentiable
-    argument (a pytree like it, or None for zero); with ``nondiff_argnums`` the static
-    arguments come first: ``bwd(*nondiff, residuals, g)``. Unlike JAX, forward mode works
-    too: ``jvp`` transposes the (linear) ``bwd``, and ``hvp`` differentiates ``fwd`` and
-    ``bwd``, so it is exact when they are written with differentiable functions of the
-    primals. The function returns one array.
-
-    Example::
-
-        >>> @dg.custom_vjp
-        ... def clip_gradient(x):
-        ...     return x
-        >>> clip_gradient.defvjp(lambda x: (x, None),
-        ...                      lambda res, g: (np.clip(g, -1.0, 1.0),))
-        >>> dg.grad(lambda x: np.sum(3.0 * clip_gradient(x)))(np.array([1.0, 2.0]))
-        array([1., 1.])
-    """
-
-    kind = "custom_vjp"
-
-    def __init__(self, fun: Callable, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
-        self.fwd: Callable | None = None
-        self.bwd: Callable | None = None
-
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
-        """Set the forward and backward rules."""
-        for what, rule in (("fwd", fwd), ("bwd", bwd)):
-            if not callable(rule):
-                raise DualgpuError(f"{self.__name__}.defvjp: {what} must be a function, got "
-                                   f"{type(rule).__name__}")
-        self.fwd, self.bwd = fwd, bwd
-        self._new_rules()
-
-    def _rules_given(self) -> bool:
-        return self.fwd is not None
-
-    def _missing_rules(self) -> str:
-        return (f"custom_vjp function {self.__name__} has no rules yet: give them with "
-                f"{self.__name__}.defvjp(fwd, bwd) before calling it")
-
-    def _rules(self, nondiff, merge) -> dict:
-        return {"vjp": _VjpRule(self, nondiff, merge)}

@@ -27,6 +27,7 @@ from .core.indexing import key_to_python as _key_to_python
 from .core.trace import Tracer
 from .errors import AxisError as _AxisError
 from .errors import DualgpuError, UnsupportedOpError, user_location
+from .ops import convolution as _cv
 from .ops import elementwise as _ew
 from .ops import reductions as _red
 from .ops import shape as _sh
@@ -547,3 +548,136 @@ def put_along_axis_add(values, indices, axis, shape):
     axis = _check_axis(axis, len(shape), "put_along_axis_add")
     nkey, arrays = _normalize_key(values, _along_axis_key(shape, indices, axis))
     return _sh.scatter_add.bind(values, *arrays, key=nkey, shape=tuple(shape))
+
+
+# --------------------------------------------------------------------------- convolution
+def _conv_permutations(dimension_numbers, ndim: int) -> tuple:
+    """JAX's ``conv_general_permutations``: for ``lhs``, ``rhs`` and the output, the axes
+    that hold (batch or out features, features or in features, *spatial), the spatial axes
+    in ``lhs``'s order. ``dimension_numbers``: None (``NC...``, ``OI...``, ``NC...``),
+    three strings (``("NHWC", "HWIO", "NHWC")``) or three tuples of axes (JAX's
+    ``ConvDimensionNumbers``)."""
+    if dimension_numbers is None:
+        return (tuple(range(ndim)),) * 3
+    if not isinstance(dimension_numbers, (tuple, list)) or len(dimension_numbers) != 3:
+        raise DualgpuError(f"conv_general_dilated: dimension_numbers must be None or three "
+                           f"specs (lhs, rhs, out), got {dimension_numbers!r} "
+                           f"(at {user_location()})")
+    if all(isinstance(s, (tuple, list)) for s in dimension_numbers):
+        specs = tuple(tuple(int(a) for a in s) for s in dimension_numbers)
+        if any(sorted(s) != list(range(ndim)) for s in specs):
+            raise DualgpuError(f"conv_general_dilated: dimension_numbers {specs!r} must each "
+                               f"be a permutation of the {ndim} axes (at {user_location()})")
+        return specs
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if not all(isinstance(s, str) and len(s) == ndim and len(set(s)) == ndim
+               for s in dimension_numbers) or not (
+            {"N", "C"} <= set(lhs_spec) and {"O", "I"} <= set(rhs_spec)
+            and {"N", "C"} <= set(out_spec)
+            and set(lhs_spec) - {"N", "C"} == set(rhs_spec) - {"O", "I"}
+            == set(out_spec) - {"N", "C"}):
+        raise DualgpuError(f"conv_general_dilated: dimension_numbers {dimension_numbers!r} "
+                           f"must be three strings of {ndim} distinct letters, lhs and out "
+                           f"with 'N' and 'C', rhs with 'O' and 'I', and the same spatial "
+                           f"letters (at {user_location()})")
+    spatial = [c for c in lhs_spec if c not in "NC"]
+
+    def perm(spec, first, second):
+        return (spec.index(first), spec.index(second)) + tuple(spec.index(c) for c in spatial)
+
+    return perm(lhs_spec, "N", "C"), perm(rhs_spec, "O", "I"), perm(out_spec, "N", "C")
+
+
+def _conv_padding(padding, in_shape, window, strides) -> tuple:
+    """``"SAME"``, ``"SAME_LOWER"``, ``"VALID"`` or (low, high) pairs, as (low, high) pairs
+    (JAX's ``padtype_to_pads``: SAME keeps ``ceil(size / stride)`` outputs)."""
+    d = len(in_shape)
+    if isinstance(padding, str):
+        kind = padding.upper()
+        if kind == "VALID":
+            return ((0, 0),) * d
+        if kind in ("SAME", "SAME_LOWER"):
+            pads = []
+            for size, k, s in zip(in_shape, window, strides):
+                total = builtins.max((-(-size // s) - 1) * s + k - size, 0)
+                low = total // 2 if kind == "SAME" else total - total // 2
+                pads.append((low, total - low))
+            return tuple(pads)
+    elif isinstance(padding, (tuple, list)) and len(padding) == d and all(
+            isinstance(p, (tuple, list)) and len(p) == 2
+            and all(isinstance(v, (int, np.integer)) for v in p) for p in padding):
+        return tuple((int(lo), int(hi)) for lo, hi in padding)
+    raise DualgpuError(f"conv_general_dilated: padding must be 'SAME', 'SAME_LOWER', 'VALID' "
+                       f"or {d} (low, high) pairs of integers, got {padding!r} "
+                       f"(at {user_location()})")
+
+
+def _conv_ints(values, d: int, what: str) -> tuple:
+    if values is None:
+        return (1,) * d
+    values = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    if len(values) != d or not all(isinstance(v, (int, np.integer)) and v >= 1
+                                   for v in values):
+        raise DualgpuError(f"conv_general_dilated: {what} must be {d} positive integers (one "
+                           f"per spatial axis), got {values!r} (at {user_location()})")
+    return tuple(int(v) for v in values)
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                         batch_group_count=1, precision=None, preferred_element_type=None):
+    """JAX's ``lax.conv_general_dilated``: the N-d correlation (no flip) of ``lhs`` with the
+    windows ``rhs``, in the layouts of ``dimension_numbers`` (default ``NC...``, ``OI...``,
+    ``NC...``; strings such as ``("NHWC", "HWIO", "NHWC")``), with window strides, padding
+    (``"SAME"``, ``"VALID"`` or (low, high) pairs), input (``lhs_dilation``: a transposed
+    convolution) and window (``rhs_dilation``: atrous) dilations and feature groups.
+    Derivatives in both operands, of every order, are convolutions. ``batch_group_count``
+    other than 1 is refused; ``precision`` has no effect.
+
+        >>> from dualgpu import lax
+        >>> x = np.arange(6.0).reshape(1, 1, 6)
+        >>> lax.conv_general_dilated(x, np.array([[[1.0, -1.0]]]), (2,), "VALID")
+        array([[[-1., -1., -1.]]])
+        >>> dg.grad(lambda w: lax.conv_general_dilated(x, w, (1,), "SAME").sum())(
+        ...     np.ones((1, 1, 3)))
+        array([[[10., 15., 15.]]])
+    """
+    lhs = lhs if is_tracer(lhs) or hasattr(lhs, "shape") else np.asarray(lhs)
+    rhs = rhs if is_tracer(rhs) or hasattr(rhs, "shape") else np.asarray(rhs)
+    ndim = len(shape_of(lhs))
+    if ndim < 2 or len(shape_of(rhs)) != ndim:
+        raise DualgpuError(f"conv_general_dilated: lhs and rhs must have the same rank, 2 or "
+                           f"more, got shapes {shape_of(lhs)} and {shape_of(rhs)} "
+                           f"(at {user_location()})")
+    if batch_group_count != 1:
+        raise UnsupportedOpError(f"conv_general_dilated: batch_group_count={batch_group_count!r}"
+                                 f" is not supported (only 1; at {user_location()})")
+    if not isinstance(feature_group_count, (int, np.integer)) or feature_group_count < 1:
+        raise DualgpuError(f"conv_general_dilated: feature_group_count must be a positive "
+                           f"integer, got {feature_group_count!r} (at {user_location()})")
+    d = ndim - 2
+    lhs_perm, rhs_perm, out_perm = _conv_permutations(dimension_numbers, ndim)
+    lhs, rhs = transpose(lhs, lhs_perm), transpose(rhs, rhs_perm)
+    strides = _conv_ints(window_strides, d, "window_strides")
+    lhs_dilation = _conv_ints(lhs_dilation, d, "lhs_dilation")
+    rhs_dilation = _conv_ints(rhs_dilation, d, "rhs_dilation")
+    window = [_cv.dilated(k, r) for k, r in zip(shape_of(rhs)[2:], rhs_dilation)]
+    padding = _conv_padding(padding, shape_of(lhs)[2:], window, strides)
+    ans = _cv.conv.bind(lhs, rhs, window_strides=strides, padding=padding,
+                    lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                    feature_group_count=int(feature_group_count))
+    ans = transpose(ans, tuple(int(a) for a in np.argsort(out_perm)))
+    return ans if preferred_element_type is None else astype(ans, preferred_element_type)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """JAX's ``lax.conv``: :func:`conv_general_dilated` in the layouts ``NC...`` and
+    ``OI...``, without dilations or groups.
+
+        >>> from dualgpu import lax
+        >>> lax.conv(np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2)), (1, 1), "VALID")
+        array([[[[4., 4.],
+                 [4., 4.]]]])
+    """
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)

@@ -2,7 +2,7 @@
 
 :func:`rebind_function` returns a copy of a function whose references to ``numpy``,
 ``cupy``, ``cupyx``, ``scipy`` (and to functions imported from ``numpy``, ``cupy``,
-``cupyx``, ``scipy.special`` and ``scipy.linalg``) point at a
+``cupyx``, ``scipy.special``, ``scipy.linalg`` and ``scipy.signal``) point at a
 :class:`TracingNamespace`, recursively through the plain Python functions it calls. Calls on
 concrete values fall through to the real library; calls on traced values go to the function
 of the same dotted name in :mod:`dualgpu.frontend`, a package laid out like the libraries
@@ -50,8 +50,9 @@ def _special_path(ufunc) -> str | None:
 
 
 # the SciPy namespaces whose functions are rebound where they are imported by name
-# (``from scipy.linalg import cholesky``; cupyx's too): scipy.special, scipy.linalg
-_SCIPY_BY_NAME = ("special", "linalg")
+# (``from scipy.linalg import cholesky``; cupyx's too): scipy.special, scipy.linalg,
+# scipy.signal
+_SCIPY_BY_NAME = ("special", "linalg", "signal")
 
 
 def _scipy_path(obj, name: str) -> str | None:

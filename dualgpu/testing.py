@@ -18,10 +18,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .api import grad, hvp, jvp, vjp
+from .api import grad, hvp
 from .backends import array_backend, backend_of
 from .errors import DualgpuError
 from .frontend import numpy as dnp
+from .linearization import jvp, vjp
 from .runtime.signature import float_point
 
 MODES = ("fwd", "rev")

@@ -88,6 +88,10 @@ def library_cases(rng, dtype):
         "pad": (lambda x: np.pad(x, ((1, 0), (0, 2))), (a,)),
         "matmul": (lambda x: x @ x.T, (a,)),
         "einsum": (lambda x: np.einsum("ij,kj->ik", x, x), (a,)),
+        # two feature groups, strides, padding and a dilated window
+        "conv": (lambda x: dg.lax.conv_general_dilated(
+            x.reshape(1, 2, 2, 5), x[:2, :3].reshape(2, 1, 1, 3), (1, 2), ((0, 1), (1, 1)),
+            rhs_dilation=(1, 2), feature_group_count=2), (a,)),
         "solve": (lambda m: np.linalg.solve(m, np.ones(4, dtype)), (sq,)),
         "inv": (lambda m: np.linalg.inv(m), (sq,)),
         "det": (lambda m: np.linalg.det(m), (sq,)),

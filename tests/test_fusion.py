@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.codegen.cuda import c_literal, plan_source, region_kernels
+from dualgpu.codegen.c_source import c_literal
+from dualgpu.codegen.cuda import plan_source, region_kernels
 from dualgpu.codegen.products import matmul_kernel
 from dualgpu.core.interpret import eval_graph
 from dualgpu.fusion import LibraryStep, emulate, plan_graph

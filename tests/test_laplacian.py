@@ -365,7 +365,7 @@ def test_exact_diagonal_refuses_chunk_size():
 
 
 def _held(graph) -> int:
-    from dualgpu.fusion.plan import memory_profile, plan_graph
+    from dualgpu.fusion import memory_profile, plan_graph
 
     return memory_profile(plan_graph(graph, recompute=dg.config["recompute"]))["peak"]
 

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.codegen.cuda import eqn_c_expr, plan_source, region_kernels
+from dualgpu.codegen.c_source import eqn_c_expr
+from dualgpu.codegen.cuda import plan_source, region_kernels
 from dualgpu.codegen.tiny import tiny_program_kernel, tiny_refusal
 from dualgpu.core.flags import Flag
 from dualgpu.core.primitives import REGISTRY, deflowering, defprim
-from dualgpu.fusion import plan_graph
-from dualgpu.fusion.plan import memory_profile
+from dualgpu.fusion import memory_profile, plan_graph
 from dualgpu.ops.elementwise import elementwise
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 import dualgpu as dg
-from dualgpu import autograd_compat, cache, custom
+from dualgpu import autograd_compat, cache, custom, custom_derivatives
 
 PACKAGE = pathlib.Path(dg.__file__).parent
 
@@ -45,7 +45,7 @@ def test_every_kind_of_artifact_lives_in_the_one_cache_and_clears_with_it():
 
     f.defjvp(lambda p, t: (np.sin(p[0]), np.cos(p[0]) * t[0]))
     dg.grad(lambda x: np.sum(f(x)))(x)  # a custom_jvp's registered op
-    kinds = (custom.DERIVED, custom.CUSTOM_DERIVATIVE_OP, autograd_compat.SUMMED)
+    kinds = (custom.DERIVED, custom_derivatives.CUSTOM_DERIVATIVE_OP, autograd_compat.SUMMED)
     assert all(cache.PROGRAMS.count_kind(k) >= 1 for k in kinds)
     dg.clear_cache()
     assert len(cache.PROGRAMS) == 0

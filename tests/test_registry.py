@@ -528,6 +528,27 @@ def build_solve_triangular(data, dtype):
 
 
 spec("solve_triangular", build_solve_triangular)
+
+
+def build_conv(data, dtype):
+    """1-d or 2-d windows with strides, (negative) padding, both dilations and feature
+    groups, so that the transposes (convolutions with the roles of strides and dilations
+    swapped) meet every parameter."""
+    d = data.draw(st.sampled_from([1, 2]))
+    groups, per_group, outs = (data.draw(st.integers(1, 2)) for _ in range(3))
+    ints = st.tuples(*[st.integers(1, 2)] * d)
+    window = data.draw(ints)
+    spatial = tuple(data.draw(st.integers(3, 5)) for _ in range(d))
+    params = dict(window_strides=data.draw(ints), lhs_dilation=data.draw(ints),
+                  rhs_dilation=data.draw(ints), feature_group_count=groups,
+                  padding=tuple(data.draw(st.tuples(st.integers(-1, 2), st.integers(-1, 2)))
+                                for _ in range(d)))
+    lhs = draw_array(data, (data.draw(st.integers(1, 2)), groups * per_group) + spatial, dtype)
+    rhs = draw_array(data, (groups * outs, per_group) + window, dtype)
+    return (lambda a, b: dg.lax.conv_general_dilated(a, b, **params)), (lhs, rhs)
+
+
+spec("conv", build_conv)
 # partial pivoting well away from ties: a diagonally dominant matrix with its rows shuffled
 def build_lu_factor(data, dtype):
     a = well_conditioned(data, dtype)

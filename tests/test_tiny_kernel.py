@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from tiny_harness import RawKernel, needs_gxx, run_tiny
 
 import dualgpu as dg
-from dualgpu.codegen.cuda import array_strides
+from dualgpu.codegen.c_source import array_strides
 from dualgpu.codegen.launcher import FusedProgram
 from dualgpu.codegen.python import compile_python
 from dualgpu.codegen.tiny import TINY_SHARED, tiny_program_kernel, tiny_refusal

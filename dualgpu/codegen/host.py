@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import names as naming
 from ..core.ir import Graph
-from .cuda import array_strides, ctype
+from .c_source import array_strides, ctype
 from .tiny import TinyKernel, tiny_program_kernel
 
 log = logging.getLogger("dualgpu")

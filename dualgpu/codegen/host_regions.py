@@ -52,7 +52,8 @@ from ..core.interpret import read
 from ..core.ir import Graph, Literal
 from ..fusion import LibraryStep, Plan, Region, plan_graph, run_library_step
 from . import host
-from .cuda import Emitter, combine, contiguous_strides, ctype, identity_of, indent, named
+from .c_source import combine, contiguous_strides, ctype, identity_of, indent, named
+from .cuda import Emitter
 
 log = logging.getLogger("dualgpu")
 

@@ -17,7 +17,8 @@ from ..backends.cublas import (
 )
 from ..core.ir import Literal, Var
 from ..fusion import LibraryStep, Region, concat_slots, plan_graph
-from .cuda import BLOCK, array_strides, plan_source, region_kernels
+from .c_source import array_strides
+from .cuda import BLOCK, plan_source, region_kernels
 from .products import matmul_kernel_choice, product_kernel, product_layout
 from .tiny import TINY_THREADS, tiny_program_kernel, worth_one_kernel
 

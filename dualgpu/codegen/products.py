@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cuda import BLOCK, c_literal, ctype, named
+from .c_source import c_literal, ctype, named
+from .cuda import BLOCK
 
 SMALL_MATMUL = 1 << 16  # M*N*K up to which matmul runs as our "tiny" kernel ...
 THIN_K = 16             # products over at most this many terms: one thread per output element

@@ -73,7 +73,16 @@ from ..core.flags import Flag
 from ..core.indexing import key_to_source
 from ..core.ir import Literal, Var
 from ..fusion import KERNEL_DTYPES, fusible, is_reduction, is_reshape, reads_no_values
-from .cuda import c_literal, combine, contiguous_strides, ctype, eqn_c_expr, identity_of, named
+from .c_source import (
+    c_literal,
+    combine,
+    contiguous_strides,
+    ctype,
+    eqn_c_expr,
+    identity_of,
+    named,
+    reshape_strides,
+)
 
 TINY_THREADS = 256       # one block; a power of two (the tree reductions halve it)
 TINY_SHARED = 48 << 10   # static shared memory of a block (no opt-in needed on any GPU)
@@ -306,7 +315,7 @@ class _Builder:
             self._place(_Member("alias", out, eqn), out.aval.size, [(x, True)])
             return
         root, off, st = self.layout[x.id]
-        new = _reshape_strides(x.shape, st, out.shape)
+        new = reshape_strides(x.shape, st, out.shape)
         if new is None:   # not a view of x's memory: copied, element i from x's element i
             self._place(_Member("copy", out, eqn), out.aval.size, [(x, False)])
         else:
@@ -611,33 +620,6 @@ def _getitem_view(key, shape, off: int, strides) -> tuple[int, tuple]:
             raise _Refused("getitem with an index array")
         axis += 1
     return off, tuple(new) + tuple(strides[axis:])
-
-
-def _reshape_strides(shape, strides, new_shape) -> tuple | None:
-    """Strides of ``x.reshape(new_shape)`` over ``x``'s memory, or None when that is not a
-    view (NumPy's no-copy reshape rule)."""
-    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    new_shape = tuple(new_shape)
-    out = [0] * len(new_shape)
-    ni = oi = 0
-    while ni < len(new_shape) and oi < len(old):
-        np_, op = new_shape[ni], old[oi][0]
-        nj, oj = ni + 1, oi + 1
-        while np_ != op:
-            if np_ < op:
-                np_ *= new_shape[nj]
-                nj += 1
-            else:
-                op *= old[oj][0]
-                oj += 1
-        for k in range(oi, oj - 1):
-            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
-                return None
-        out[nj - 1] = old[oj - 1][1]
-        for k in range(nj - 1, ni, -1):
-            out[k - 1] = out[k] * new_shape[k]
-        ni, oi = nj, oj
-    return tuple(0 if n == 1 else s for n, s in zip(new_shape, out))
 
 
 def _build(graph, strides) -> tuple[_Builder, tuple]:

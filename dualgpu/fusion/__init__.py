@@ -15,7 +15,7 @@ a loss) is a *grid reduction*: each block writes a partial result, and a second 
 finishes it. The transpose of a slice (``scatter_add`` of a key of slices, an op whose kernel
 lowering is ``padded_read``) is read in the kernel straight from its input's memory, zero
 outside the slices; with recomputation, it evaluates its input's elementwise equations at
-its shifted index instead (:class:`~dualgpu.fusion.plan.Cone`). Everything else (matmul,
+its shifted index instead (:class:`~dualgpu.fusion.regions.Cone`). Everything else (matmul,
 einsum, solves, sparse ops, gathers, other scatters, views of graph inputs) runs as a library
 call on plain arrays.
 
@@ -42,7 +42,8 @@ compute straight into their ranges of the output (the flat gradient of a paramet
 """
 from .emulate import emulate, emulate_region, run_library_step
 from .inplace import ConcatSlots, concat_slots
-from .plan import (
+from .plan import plan_graph
+from .regions import (
     KERNEL_DTYPES,
     LOOP_MAX,
     LOOP_MIN_THREADS,
@@ -55,12 +56,13 @@ from .plan import (
     is_reduction,
     is_reshape,
     is_view,
+    memory_profile,
     padded_read,
-    plan_graph,
     reads_no_values,
 )
 
 __all__ = ["KERNEL_DTYPES", "LOOP_MAX", "LOOP_MIN_THREADS", "ROLLED_LOOPS_MAX",
            "UNROLL_MAX", "ConcatSlots", "LibraryStep", "Plan", "Region", "concat_slots",
            "emulate", "emulate_region", "fusible", "is_reduction", "is_reshape", "is_view",
+           "memory_profile",
            "padded_read", "reads_no_values", "plan_graph", "run_library_step"]

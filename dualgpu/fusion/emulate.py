@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.interpret import read
 from ..core.ir import Const, Literal
-from .plan import LibraryStep, Plan, Region, is_reduction, is_view, padded_read
+from .regions import LibraryStep, Plan, Region, is_reduction, is_view, padded_read
 
 
 def _to_domain(arr, dims, nd):
@@ -69,7 +69,7 @@ def emulate_region(region: Region, env: dict) -> None:
 
 
 def _cone_value(cone, env: dict):
-    """The value a padded read's :class:`~dualgpu.fusion.plan.Cone` recomputes, whole."""
+    """The value a padded read's :class:`~dualgpu.fusion.regions.Cone` recomputes, whole."""
     vals: dict = {}
     for e in cone.eqns:
         args = [a.value if isinstance(a, Literal) else vals[a.id] if a.id in vals

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.ir import Var
-from .plan import LibraryStep, Plan, is_reshape
+from .regions import LibraryStep, Plan, is_reshape
 
 
 @dataclass(frozen=True)

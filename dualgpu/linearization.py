@@ -1,0 +1,318 @@
+"""A function's linear maps at a point: ``jvp`` (forward), ``linearize`` (its JVP with the
+point fixed), ``vjp`` (the pullback) and ``linear_transpose`` (the transpose of a linear
+function), as JAX's. Each is a transform of :mod:`dualgpu.runtime` (traced once per call
+signature, cached, inlined when called on traced values).
+
+Example::
+
+    >>> y, pullback = dg.vjp(lambda x: x ** 2, np.array([1.0, 3.0]))
+    >>> pullback(np.ones(2))
+    (array([2., 6.]),)
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from . import tree as pytree
+from .api import jit
+from .backends import array_backend
+from .core.flags import Flag
+from .core.interpret import eval_graph
+from .core.ir import Graph
+from .core.trace import Tracer, current_builder
+from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
+from .runtime.checks import diff_flags, is_integer_like
+from .runtime.program_cache import VjpCompiled
+from .runtime.signature import FLOAT0, Signature, check_plain_values
+from .runtime.tracing import Traced, name_of, with_aux
+from .runtime.transformed import Transformed
+from .transforms import jvp_graph, simplify, vjp_graph
+
+__all__ = ["jvp", "linear_transpose", "linearize", "vjp"]
+
+
+class _Jvp(Transformed):
+    """``(f(*primals), J·tangents)``: every leaf of every primal is differentiated."""
+
+    kind = "jvp"
+    allow_int = True  # an integer primal takes a float0 tangent (JAX's rule)
+
+    def split(self, args):
+        return args[0], args[1]
+
+    def extra_inputs(self, sig, tangents):
+        return self._directions(sig, tuple(tangents), "tangent")
+
+    def build(self, traced, sig):
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        return with_aux(jvp_graph(main, diff_flags(sig, main)), aux), (tree, aux_tree)
+
+    def finish(self, compiled, sig, outs):
+        tree, aux_tree = compiled.trees
+        n = tree.num_leaves
+        out = pytree.unflatten(tree, outs[:n])
+        # an integer or bool output has a float0 tangent, as in JAX
+        tangents = [np.zeros(np.shape(t), dtype=FLOAT0) if is_integer_like(o) else t
+                    for o, t in zip(outs[:n], outs[n:2 * n])]
+        tangent = pytree.unflatten(tree, tangents)
+        if self.has_aux:
+            return out, tangent, pytree.unflatten(aux_tree, outs[2 * n:])
+        return out, tangent
+
+
+class _Vjp(Transformed):
+    """The forward program and the pullback program ``(primals, output cotangents) -> input
+    cotangents``; :meth:`pair` runs the forward one and returns a pullback."""
+
+    kind = "vjp"
+    program_type = VjpCompiled
+    allow_int = True  # an integer primal gets a float0 cotangent (JAX's rule)
+
+    def build(self, traced, sig):
+        main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        for o in main.outputs:
+            if o.dtype.kind not in "fc":
+                raise ArgumentTypeError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
+                                        "differentiated by vjp (only floating-point outputs)")
+        pullback = vjp_graph(main, diff_flags(sig, main))
+        k = len(main.outputs)
+        pullback.outputs = pullback.outputs[k:]  # the pullback returns the cotangents only
+        forward = with_aux(main, aux)
+        return (forward, simplify(pullback)), (tree, aux_tree)
+
+    def pair(self, sig: Signature) -> tuple:
+        """``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``) for the primals of
+        ``sig``: compiled and cached, or inlined into the enclosing trace."""
+        if sig.traced or current_builder() is not None:
+            captured: list = []
+            graphs, trees = self.build(Traced(self.fn, sig, captured), sig)
+            inputs = list(sig.inputs) + captured
+            fwd, pullback_graph, pullback_exe = eval_graph(graphs[0], inputs), graphs[1], None
+        else:
+            program = cast(VjpCompiled, self.compiled(sig))
+            trees, inputs = program.trees, list(sig.inputs)
+            fwd, pullback_graph, pullback_exe = (program.exe(*inputs), program.pullback.graph,
+                                                 program.pullback)
+        tree, aux_tree = trees
+        outs = fwd[:tree.num_leaves]
+        pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe)
+        out = pytree.unflatten(tree, outs)
+        if self.has_aux:
+            return out, pullback, pytree.unflatten(aux_tree, fwd[tree.num_leaves:])
+        return out, pullback
+
+
+def _pullback(sig: Signature, tree, outs: list, inputs: list, graph: Graph, exe):
+    """``pullback(cotangent)``: the pullback program on ``inputs`` and the cotangent leaves,
+    run by ``exe``, or evaluated (into the enclosing trace) when there is no ``exe`` or a
+    cotangent is traced."""
+
+    def pullback(cotangent):
+        cts = _cotangents(cotangent, tree, outs, sig)
+        if exe is None or any(isinstance(c, Tracer) for c in cts):
+            res, repackage = eval_graph(graph, inputs + cts), False
+        else:
+            res, repackage = exe(*inputs, *cts), True
+        return tuple(sig.per_argument(res, a, repackage) for a in range(len(sig.arg_trees)))
+
+    return pullback
+
+
+def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """Forward mode: ``(f(*primals), J·tangents)``; each tangent has its primal's structure.
+    With ``has_aux=True``, ``f`` returns ``(out, aux)`` and the result is
+    ``(out, out_tangent, aux)``.
+
+    Example::
+
+        >>> dg.jvp(np.sin, (np.zeros(2),), (np.ones(2),))
+        (array([0., 0.]), array([1., 1.]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise ShapeMismatchError(
+            "jvp takes the primals and the tangents as tuples: jvp(f, (x,), (t,)), got "
+            f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ShapeMismatchError(f"jvp got {len(primals)} primals but {len(tangents)} "
+                                 "tangents")
+    t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
+    return t(tuple(primals), tuple(tangents))
+
+
+def linearize(fn: Callable, *primals):
+    """JAX's ``linearize``: ``(f(*primals), f_jvp)``, where ``f_jvp(*tangents)`` is the
+    Jacobian of ``f`` at ``primals`` applied to ``tangents`` (one per primal, each with its
+    primal's structure): the ``jvp`` of ``f`` with the point fixed. ``f_jvp`` runs one
+    cached jvp program per call (its forward part included), so it is cheap to call again.
+
+    Example::
+
+        >>> y, f_jvp = dg.linearize(np.sin, np.zeros(2))
+        >>> y, f_jvp(np.array([1.0, 2.0]))
+        (array([0., 0.]), array([1., 2.]))
+    """
+    t = _Jvp(fn, argnums=tuple(range(len(primals))))
+    out = jit(fn)(*primals)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise ShapeMismatchError(f"the linearization of {name_of(fn)} takes one tangent per "
+                                     f"primal: {len(primals)}, got {len(tangents)}")
+        return t(tuple(primals), tuple(tangents))[1]
+
+    return out, f_jvp
+
+
+def vjp(fn: Callable, *primals, has_aux: bool = False):
+    """Reverse mode: ``(f(*primals), pullback)``; ``pullback(cotangent)`` returns a tuple of
+    cotangents, one per primal, each with its primal's structure. With ``has_aux=True``:
+    ``(out, pullback, aux)``.
+
+    As in JAX (and with no ``holomorphic`` switch), a complex output takes a complex
+    cotangent ``ȳ``, and the pullback is the transpose, unconjugated: ``ȳ · f'(z)`` for a
+    complex input, its real part ``Re(ȳ · f'(x))`` for a real one.
+
+    Example::
+
+        >>> out, pullback = dg.vjp(np.sin, np.zeros(2))
+        >>> pullback(np.ones(2))
+        (array([1., 1.]),)
+        >>> dg.vjp(lambda x: x * (1 + 2j), np.ones(2))[1](np.array([1.0, 1j]))
+        (array([ 1., -2.]),)
+    """
+    t = _Vjp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
+    return t.pair(t._signature(primals, {}))
+
+
+def linear_transpose(fn: Callable, *primals):
+    """JAX's ``linear_transpose``: the transpose of a linear function. ``primals`` give only
+    the shapes and dtypes of ``fn``'s arguments (arrays, pytrees of them, or any objects with
+    ``shape`` and ``dtype`` such as ``jax.ShapeDtypeStruct``); ``f_t(cotangent)``, with a
+    cotangent shaped like ``fn``'s output, returns a tuple with one cotangent per argument,
+    each with its primal's structure and dtype (the real part for a real primal).
+
+    ``fn`` is checked to be linear: its pullback must not read the point and ``fn(0)`` must be
+    ``0``; anything else (``x * x``, ``np.sin(x)``, ``x + 1``) is an
+    :class:`InvalidArgumentError` naming the argument. Integer primals are refused. The
+    transpose is one cached program (the pullback at zero), cheap to call again.
+
+    Example::
+
+        >>> f_t = dg.linear_transpose(lambda x, y: 0.5 * x - 0.5 * y, 1.0, 1.0)
+        >>> f_t(1.0)
+        (array(0.5), array(-0.5))
+        >>> A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> dg.linear_transpose(lambda v: A @ v, np.zeros(2))(np.ones(3))
+        (array([ 9., 12.]),)
+    """
+    if not callable(fn):
+        raise ArgumentTypeError(f"linear_transpose expects a function, got "
+                                f"{type(fn).__name__}")
+    zeros = tuple(pytree.tree_map(_zeros_like_spec, p) for p in primals)
+    for i, p in enumerate(zeros):
+        for leaf in pytree.leaves(p):
+            if np.dtype(leaf.dtype).kind not in "fc":
+                raise ArgumentTypeError(
+                    f"linear_transpose of {name_of(fn)}: argument {i} has dtype {leaf.dtype}; "
+                    "a linear map transposes between floating-point or complex values "
+                    "(integer dtypes are not supported, as in JAX); give its primal a "
+                    "floating dtype")
+    t = _Vjp(fn, argnums=tuple(range(len(zeros))))
+    sig = t._signature(zeros, {})
+    if sig.traced or current_builder() is not None:
+        captured: list = []
+        (forward, pullback_graph), trees = t.build(Traced(fn, sig, captured), sig)
+        inputs = list(sig.inputs) + captured
+        outs = eval_graph(forward, inputs)
+        exe = None
+    else:
+        program = cast(VjpCompiled, t.compiled(sig))
+        trees, inputs = program.trees, list(sig.inputs)
+        outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
+    _check_linear(fn, sig, pullback_graph, outs)
+    tree = trees[0]
+    pullback = _pullback(sig, tree, outs[:tree.num_leaves], inputs, pullback_graph, exe)
+
+    def transpose(cotangent):
+        return pullback(cotangent)
+
+    transpose.__name__ = f"linear_transpose_{name_of(fn)}"
+    return transpose
+
+
+def _zeros_like_spec(leaf):
+    """Zeros with a primal's shape and dtype (an array, a number, or any object with
+    ``shape`` and ``dtype``), on the primal's backend."""
+    if isinstance(leaf, Tracer):
+        return np.zeros(tuple(leaf.shape), dtype=leaf.dtype)
+    b = array_backend(leaf)
+    if b is not None:
+        return b.xp.zeros(tuple(leaf.shape), dtype=leaf.dtype)
+    if isinstance(leaf, (bool, int, float, complex, np.generic)):
+        return np.zeros((), dtype=np.result_type(leaf))
+    shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+    if shape is None or dtype is None:
+        raise ArgumentTypeError(f"linear_transpose: a primal is a {type(leaf).__name__}; pass "
+                                "arrays, numbers or objects with shape and dtype (their values "
+                                "are not read)")
+    return np.zeros(tuple(shape), dtype=np.dtype(dtype))
+
+
+def _check_linear(fn, sig: Signature, pullback: Graph, outs: list) -> None:
+    """Refuse a function that is not linear: its pullback reads the point (``x * x``,
+    ``np.sin(x)``), or it is not zero at zero (``x + 1``)."""
+    n = len(sig.inputs)
+    reads: dict[int | None, set[int]] = {v.id: {k} for k, v in enumerate(pullback.inputs[:n])}
+    for eqn in pullback.eqns:
+        if eqn.prim.has(Flag.IGNORES_VALUES):  # zeros shaped like an argument
+            continue
+        found = set().union(*(reads.get(getattr(a, "id", None), set()) for a in eqn.inputs))
+        if found:
+            for v in eqn.outs:
+                reads[v.id] = found
+    on_point = sorted(set().union(*(reads.get(getattr(o, "id", None), set())
+                                    for o in pullback.outputs)))
+    if on_point:
+        arg = sig.arg_of_input[on_point[0]]
+        raise InvalidArgumentError(
+            f"linear_transpose: {name_of(fn)} is not linear in argument {arg}: its derivative "
+            "depends on the point (a product of two arguments, a nonlinear function such as "
+            "np.sin, or a branch on the values), so it has no transpose. Transpose its "
+            "linearization instead: dg.vjp(f, x)[1] is the transpose of the Jacobian at x")
+    for j, o in enumerate(outs):
+        if not isinstance(o, Tracer) and bool(np.any(o != 0)):
+            raise InvalidArgumentError(
+                f"linear_transpose: {name_of(fn)} is affine, not linear: output {j} is not 0 "
+                "at 0 (a constant is added). Transpose the linear part, lambda *a: f(*a) - "
+                "f(*zeros), or use dg.vjp(f, x)[1]")
+
+
+def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
+    leaves, ct_tree = pytree.flatten(cotangent)
+    if ct_tree != tree:
+        raise ShapeMismatchError(f"the cotangent has structure {ct_tree}, but the output has "
+                                 f"{tree}")
+    cts = []
+    for i, (c, o) in enumerate(zip(leaves, outs)):
+        if not isinstance(c, Tracer):
+            check_plain_values(c, "cotangent" if len(outs) == 1 else f"cotangent leaf {i}")
+            c = sig.backend.xp.asarray(c)
+        if tuple(c.shape) != tuple(o.shape):
+            raise ShapeMismatchError(
+                f"the cotangent has shape {tuple(c.shape)}, but the output has "
+                f"{tuple(o.shape)}")
+        if np.dtype(c.dtype).kind == "c" and np.dtype(o.dtype).kind != "c":
+            raise ShapeMismatchError(f"the cotangent is complex ({c.dtype}), but the output is "
+                                     f"real ({o.dtype})")
+        if (np.dtype(c.dtype).kind in "fc" and np.dtype(o.dtype).kind in "fc"
+                and not np.can_cast(o.dtype, c.dtype)):  # JAX: the output's type, no less
+            leaf = "the cotangent" if len(outs) == 1 else f"cotangent leaf {i}"
+            raise ArgumentTypeError(
+                f"{leaf} has dtype {c.dtype}, less precise than the output's {o.dtype}: its "
+                f"values would already be rounded. Pass it as {o.dtype} "
+                f"(ct.astype(np.{o.dtype}))")
+        cts.append(c.astype(o.dtype) if c.dtype != o.dtype else c)
+    return cts
