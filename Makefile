@@ -34,11 +34,13 @@ test: $(STAMP)
 test-gpu:
 	PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m pytest -m gpu tests/gpu -rs
 
-# Fails on any finding (CI runs it through `make test`): ruff, and the layers contract of
-# docs/architecture.md ([tool.importlinter] in pyproject.toml: imports only go downward).
+# Fails on any finding (CI runs it through `make test`): ruff, the layers contract of
+# docs/architecture.md ([tool.importlinter] in pyproject.toml: imports only go downward), and
+# mypy ([tool.mypy]: the package, strict on dualgpu.core and dualgpu.runtime).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check dualgpu tests examples benchmarks conftest.py
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 bench:
 	PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m benchmarks.run $(BENCH_ARGS)

@@ -77,7 +77,7 @@ from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 # autograd's argnum= is taken as argnums= by every transform that takes argnums
 grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobian, \
-    hessian_diag, hessian_trace = map(autograd_compat.accepts_argnum, (
+    hessian_diag, hessian_trace = map(autograd_compat.accepts_argnum, (  # type: ignore[arg-type]
         grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobian,
         hessian_diag, hessian_trace))
 

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,7 +97,7 @@ def parse_spec(spec: str) -> tuple[np.dtype, tuple[int, ...]]:
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
-def parse_arg(spec: str):
+def parse_arg(spec: str) -> Any:
     """One ``--arg``: ``DTYPE[DIMS]`` (an example array, see :func:`parse_spec`) or a plain
     number, passed as it is (a static argument: an int such as ``3`` or a float ``0.5``).
 
@@ -117,7 +117,7 @@ def example_bytes(dtype: np.dtype, shape: tuple[int, ...]) -> int:
     return math.prod(shape) * np.dtype(dtype).itemsize
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
@@ -194,7 +194,7 @@ def _example_call(ns: argparse.Namespace, fn, cuda: bool = False) -> tuple:
         raise CliError(f"the example arguments ({', '.join(ns.arg)}) need {_human(need)}, more "
                        f"than the {_human(MAX_EXAMPLE_BYTES)} the CLI allocates; the program "
                        "depends only on the shapes' structure: use smaller shapes")
-    args = [example_array(*spec, seed=i) if isinstance(spec, tuple) else spec
+    args = [example_array(spec[0], spec[1], seed=i) if isinstance(spec, tuple) else spec
             for i, spec in enumerate(specs)]
     if ns.batch_axes is not None and mode != "hvp":
         raise CliError("--batch-axes goes with --hvp")
@@ -367,7 +367,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
         argv.append("--no-latest")
     kwargs: dict[str, Any] = {}
     try:
-        params = _inspect.signature(main).parameters
+        params: Mapping[str, Any] = _inspect.signature(main).parameters
     except (TypeError, ValueError):
         params = {}
     if "progress" in params:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -106,6 +107,7 @@ class _Curvature(Transformed):
         with the chunk), then evened out over the same number of chunks
         (:func:`balanced_chunk`); None when all ``D`` fit in one pass."""
         budget = self.memory_budget
+        assert budget is not None  # called with a memory budget only
 
         def held(chunk) -> int:
             return self._held(program(chunk))
@@ -148,7 +150,8 @@ class _Laplacian(_Curvature):
         self.sigma = None if sigma is None else _check_sigma(sigma, self.kind)
 
     def options(self) -> dict:
-        opts = {"chunk_size": self.chunk_size, "memory_budget": self.memory_budget}
+        opts: dict[str, Any] = {"chunk_size": self.chunk_size,
+                                "memory_budget": self.memory_budget}
         if self.sigma is not None:   # the program takes S as an input: its shape and dtype
             opts["sigma"] = (tuple(self.sigma.shape), np.dtype(self.sigma.dtype).str)
         if self.random is not None:  # drawn per call: their count, not their values

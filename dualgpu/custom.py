@@ -79,6 +79,14 @@ class _Spec:
     """One definition of a custom op: implementation, shape rule and derivative rules."""
 
     __slots__ = ("impl", "abstract_eval", "jvp", "vjp", "kind", "c", "arity", "rules")
+    impl: Callable
+    abstract_eval: Callable
+    jvp: Callable | None
+    vjp: Callable | None
+    kind: str
+    c: str | None
+    arity: int | None
+    rules: _Rules
 
 
 class CustomPrimitive(Primitive):
@@ -94,7 +102,7 @@ class CustomPrimitive(Primitive):
         super().__init__(name, spec.impl, spec.abstract_eval, jvp=spec.jvp, vjp=spec.vjp,
                          kind=spec.kind, c=spec.c, arity=spec.arity, doc=doc)
 
-    def _field(attr: str):  # a property factory, used only in the class body
+    def _field(attr: str):  # type: ignore[misc]  # a property factory of the class body
         def get(self):
             return getattr(self._spec, attr)
 

@@ -258,7 +258,7 @@ class custom_jvp(_CustomFunction):
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
-        self.jvp = None
+        self.jvp: Callable | None = None
 
     def defjvp(self, jvp: Callable) -> Callable:
         """Set the JVP rule (usable as a decorator); returns the rule."""
@@ -307,7 +307,8 @@ class custom_vjp(_CustomFunction):
 
     def __init__(self, fun: Callable, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
-        self.fwd = self.bwd = None
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         """Set the forward and backward rules."""

@@ -242,7 +242,7 @@ def user_location(skip_stdlib: bool = False) -> str:
     """Return ``file:line`` of the innermost stack frame outside the dualgpu package (and
     outside the standard library with ``skip_stdlib``)."""
     outside = not_users if skip_stdlib else _inside_package
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if not outside(frame.f_code.co_filename):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
@@ -352,9 +352,10 @@ def install_traceback_filter() -> None:
                 tb = hide_library_frames(exc).__traceback__
             previous(exc_type, exc, tb)
 
-        excepthook.hides_dualgpu_frames = True
+        setattr(excepthook, "hides_dualgpu_frames", True)  # noqa: B010  (a marker on a function)
         sys.excepthook = excepthook
     ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if get_ipython is not None else None
     if shell is not None and not getattr(shell, "custom_exceptions", ()):
         shell.set_custom_exc((Exception,), _ipython_handler)

@@ -157,7 +157,8 @@ class Config(dict):
         for k, v in items.items():
             self[k] = v
 
-    def __ior__(self, other):
+    # dict's | makes a plain dict; |= updates this one in place, through the checks
+    def __ior__(self, other):  # type: ignore[misc]
         self.update(other)
         return self
 
@@ -189,7 +190,7 @@ class Config(dict):
                            "all with dg.config.clear()")
 
 
-MATMUL_PRECISIONS = ("float32", "tf32", "tf32x3")
+MATMUL_PRECISIONS: tuple[str, ...] = ("float32", "tf32", "tf32x3")
 # switches read when a program is built; changing one builds new programs
 BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel",
                   "host_kernel", "host_fused", "check_indices")
@@ -227,6 +228,8 @@ class Executable:
         >>> exe(x)
         [array([1.68294197, 1.68294197, 1.68294197])]
     """
+
+    source: str  # the program's text (generated Python, or the kernels' source)
 
     def __init__(self, graph: Graph, backend):
         self.graph = graph

@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -92,7 +92,7 @@ class _Vjp(Transformed):
             inputs = list(sig.inputs) + captured
             fwd, pullback_graph, pullback_exe = eval_graph(graphs[0], inputs), graphs[1], None
         else:
-            program = self.compiled(sig)
+            program = cast(VjpCompiled, self.compiled(sig))
             trees, inputs = program.trees, list(sig.inputs)
             fwd, pullback_graph, pullback_exe = (program.exe(*inputs), program.pullback.graph,
                                                  program.pullback)
@@ -229,7 +229,7 @@ def linear_transpose(fn: Callable, *primals):
         outs = eval_graph(forward, inputs)
         exe = None
     else:
-        program = t.compiled(sig)
+        program = cast(VjpCompiled, t.compiled(sig))
         trees, inputs = program.trees, list(sig.inputs)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
     _check_linear(fn, sig, pullback_graph, outs)
@@ -265,7 +265,7 @@ def _check_linear(fn, sig: Signature, pullback: Graph, outs: list) -> None:
     """Refuse a function that is not linear: its pullback reads the point (``x * x``,
     ``np.sin(x)``), or it is not zero at zero (``x + 1``)."""
     n = len(sig.inputs)
-    reads = {v.id: {k} for k, v in enumerate(pullback.inputs[:n])}
+    reads: dict[int | None, set[int]] = {v.id: {k} for k, v in enumerate(pullback.inputs[:n])}
     for eqn in pullback.eqns:
         if eqn.prim.has(Flag.IGNORES_VALUES):  # zeros shaped like an argument
             continue

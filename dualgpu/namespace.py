@@ -510,9 +510,9 @@ def _rebind(fn: types.FunctionType, memo: dict):
                                fn.__name__, fn.__defaults__ if defaults is None else defaults,
                                new_closure if new_closure is not None else closure)
     clone.__kwdefaults__ = (fn.__kwdefaults__ if kwdefaults is None
-                            else dict(zip(fn.__kwdefaults__, kwdefaults)))
+                            else dict(zip(fn.__kwdefaults__ or {}, kwdefaults)))
     clone.__dict__.update(fn.__dict__)
-    clone.__wrapped_by_dualgpu__ = fn
+    clone.__wrapped_by_dualgpu__ = fn  # type: ignore[attr-defined]  # a marker
     memo[id(fn)] = clone
     clone_box.append(clone)
     return clone

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,10 @@ class HessianOperator:
         {'s': array(1.), 'w': array([2., 3.])}
     """
 
-    def __new__(cls, f: Callable = None, x=None, *args, argnums: int = 0):
+    shape: tuple[int, int]  # from the LinearOperator class it is made an instance of
+    dtype: Any
+
+    def __new__(cls, f: Callable | None = None, x=None, *args, argnums: int = 0):
         if cls is not HessianOperator:
             return object.__new__(cls)
         backend = array_backend(x) or NUMPY

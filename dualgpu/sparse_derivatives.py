@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -94,7 +95,7 @@ class _Plan:
             self.substitution = decompression
         self._on_device: dict = {}
 
-    def seeds(self, backend) -> object:
+    def seeds(self, backend) -> Any:
         """One seed per color, ``(n_colors, *seed_shape)``: the sum of its unit vectors
         (made once per library)."""
         key = ("seeds", backend.name)
@@ -225,7 +226,7 @@ class _SparseProgram(Compiled):
     def __init__(self, graph, plan: _Plan, backend, guards: Guards):
         super().__init__(graph, plan, backend, guards)
         if plan.per_color:
-            self.exe = _PerColor(self.exe, plan)
+            self.exe = _PerColor(self.exe, plan)  # type: ignore[assignment]  # reads as one
 
 
 def _pattern_key(pattern, what: str) -> str | None:
@@ -312,6 +313,14 @@ class _Sparse(Transformed):
                 "imaginary parts)")
         return args, None
 
+    # each sparse transform's own: the shape of its matrix, the product of one seed
+    @staticmethod
+    def _shape(graph: Graph, k: int) -> tuple:
+        raise NotImplementedError
+
+    def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
+        raise NotImplementedError
+
     def _main(self, traced: Traced) -> Graph:
         """The function's graph, checked: one real floating-point array output."""
         graph = traced.graph
@@ -350,7 +359,8 @@ class _Sparse(Transformed):
         Seeds and index arrays are the program's constants, so a cached call is one program
         run on the arguments alone, decompression included. With ``plan.per_color``: the
         one product ``(*inputs, seed) -> product``, run per color by :class:`_PerColor`."""
-        parts = [(plan.forward, "fwd"), (plan.reverse, "rev")] \
+        bi = cast(_BidirectionalPlan, plan)  # its forward and reverse plans, when bidirectional
+        parts = [(bi.forward, "fwd"), (bi.reverse, "rev")] \
             if plan.mode == "bidirectional" else [(plan, plan.mode)]
         n = len(graph.inputs)
         batched = []   # per part: the batched product and its seeds
@@ -434,14 +444,14 @@ class _Sparse(Transformed):
         return plan.csr(sig.backend, values, indices.copy(), indptr.copy())
 
     # ------------------------------------------------------------------ inspection
-    def _entry(self, args: tuple, kwargs: dict) -> _SparseProgram:
+    def _entry(self, args: tuple, kwargs: dict) -> Compiled:
         """The cache entry of this call (built if needed): its plan is ``.trees``."""
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0])._entry(args, kwargs)
         fargs, _ = self.split(args)
         return self.compiled(self._signature(fargs, kwargs))
 
-    def coloring(self, *args, **kwargs) -> np.ndarray:
+    def coloring(self, *args, **kwargs) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The color of each column (of each row for ``mode="rev"``): the entries of one
         color come from one product. A bicoloring (``mode="bidirectional"``): the pair of
         the columns' forward colors and the rows' reverse colors (-1: in no seed)."""
@@ -476,7 +486,7 @@ class _Detect:
             t = t._resolved(t.split(args)[0])
         fargs, _ = t.split(args)
         sig = t._signature(fargs, kwargs)
-        captured = [] if sig.traced or current_builder() is not None else None
+        captured: list | None = [] if sig.traced or current_builder() is not None else None
         graph = t._main(Traced(t.fn, sig, captured))
         return t._detect(graph, sig.diff_inputs()[0])
 
@@ -526,14 +536,18 @@ class _SparseJacobian(_Sparse):
             rows = row_coloring(pattern)
         x, out = graph.inputs[k], graph.outputs[0]
         if mode == "bidirectional" or (mode == "auto" and has_dense_lines(pattern)):
+            assert columns is not None and rows is not None  # both colorings, above
             bicolors = bicoloring(pattern, columns, rows)
             fewest = min(columns.max(initial=-1), rows.max(initial=-1)) + 1
             if mode == "bidirectional" or products(*bicolors) < fewest:
                 return _BidirectionalPlan(pattern, *bicolors, x, out)
         if mode == "auto":
+            assert columns is not None and rows is not None  # both colorings, above
             mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
         seed = out if mode == "rev" else x
-        return _Plan(pattern, columns if mode == "fwd" else rows, mode, tuple(seed.shape),
+        colors = columns if mode == "fwd" else rows
+        assert colors is not None  # the coloring of the mode, above
+        return _Plan(pattern, colors, mode, tuple(seed.shape),
                      seed.dtype, x.dtype)
 
     def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:

@@ -18,7 +18,7 @@ try:
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
 except ImportError:  # pragma: no cover - hypothesis is a test extra
-    st = hnp = None
+    st = hnp = None  # type: ignore[assignment]  # the strategies then refuse to run
 
 
 def _need():

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from . import tree as pytree
@@ -153,7 +153,8 @@ def register_pytree_node_class(cls: type) -> type:
             raise ArgumentTypeError(f"register_pytree_node_class: {cls.__qualname__} has no "
                                     f"method {name}; define tree_flatten(self) -> (children, "
                                     "aux) and the classmethod tree_unflatten(aux, children)")
-    pytree.register_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    pytree.register_node(cls, lambda x: x.tree_flatten(),
+                         cls.tree_unflatten)  # type: ignore[attr-defined]  # checked above
     return cls
 
 
@@ -179,16 +180,20 @@ def register_dataclass(nodetype: type | None = None, data_fields: Iterable[str] 
         return lambda cls: register_dataclass(cls, data_fields, meta_fields, drop_fields)
     if not isinstance(nodetype, type):
         raise ArgumentTypeError(f"register_dataclass: expected a class, got {nodetype!r}")
+    data: Sequence[str]  # the names of the data fields, then of the meta fields
+    meta: Sequence[str]
     if data_fields is None and meta_fields is None:
         if not dataclasses.is_dataclass(nodetype):
             raise ArgumentTypeError(
                 f"register_dataclass: {nodetype.__qualname__} is not a dataclass; decorate it "
                 "with @dataclasses.dataclass first, or give data_fields and meta_fields")
-        data, meta = [], []
+        data_list: list[str] = []
+        meta_list: list[str] = []
         for f in dataclasses.fields(nodetype):
             if f.name in drop_fields:
                 continue
-            (meta if f.metadata.get("static", False) else data).append(f.name)
+            (meta_list if f.metadata.get("static", False) else data_list).append(f.name)
+        data, meta = data_list, meta_list
     elif data_fields is None or meta_fields is None:
         raise ArgumentTypeError("register_dataclass: give both data_fields and meta_fields, "
                                 "or neither (then fields marked static are meta fields)")

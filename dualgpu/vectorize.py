@@ -77,10 +77,14 @@ def _axes_for_leaves(spec, value, where: str) -> list:
                 f"vmap: {where} is a dict with keys {sorted(map(repr, spec))}, which does not "
                 f"match the value ({pytree.structure(value)})")
         out = []
-        for k in pytree.node_parts(value)[1]:
+        parts = pytree.node_parts(value)
+        assert parts is not None  # a dict is a node
+        for k in parts[1]:
             out += _axes_for_leaves(spec[k], value[k], f"{where}[{k!r}]")
         return out
-    s_kind, s_meta, s_children = pytree.node_parts(spec)
+    s_parts = pytree.node_parts(spec)
+    assert s_parts is not None  # _check_axes_spec admits only axes and containers of them
+    s_kind, s_meta, s_children = s_parts
     v_parts = pytree.node_parts(value)
     sequences = ("tuple", "list")
     if v_parts is None or len(v_parts[2]) != len(s_children) or not (
@@ -161,7 +165,11 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
                                 "match a dict argument)")
     else:
         per_arg = [in_axes] * len(args)
-    leaves, trees, axes, owner = [], [], [], []
+    leaves: list = []
+    trees: list[pytree.TreeDef | None] = []
+    axes: list[int | None] = []
+    owner: list[str] = []
+    tree: pytree.TreeDef | None
     for i, (a, spec) in enumerate(zip(args, per_arg)):
         flat, tree = pytree.flatten(a)
         leaves += flat
@@ -176,7 +184,10 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     owner += ["a keyword argument"] * len(flat)
 
     size, size_from = b.axis_size, "axis_size"
-    positions, inputs, in_dims, avals = [], [], [], []
+    positions: list[int] = []
+    inputs: list = []
+    in_dims: list[int | None] = []
+    avals: list[Aval] = []
     for j, (leaf, axis) in enumerate(zip(leaves, axes)):
         if isinstance(leaf, SparseValue) or not isinstance(leaf, Tracer):
             if axis is not None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -260,7 +260,7 @@ def tf32_split_numpy(x, hi, lo) -> None:
     lo[...] = np.asarray(x, np.float32) - h
 
 
-def split_operands(a, b, xp, split):
+def split_operands(a: Any, b: Any, xp: Any, split: Any) -> tuple[Any, Any]:
     """``(a2, b2)`` with ``a2 @ b2 = Ahi·Blo + Alo·Bhi`` (the small terms), and ``Ahi``,
     ``Bhi`` inside them (:func:`large_parts`): ``a2`` is ``[Ahi | Alo]`` along ``a``'s last
     axis (:func:`split_left`), ``b2`` is ``[Blo ; Bhi]`` along the contracted axis of ``b``,
@@ -344,8 +344,10 @@ def split_rows(m: int, k: int, itemsize: int = 4) -> int:
     return max(1, min(m, SPLIT_BYTES // (2 * k * itemsize)))
 
 
-_ONE = {np.dtype(np.float32): np.ones(1, np.float32), np.dtype(np.float64): np.ones(1)}
-_ZERO = {np.dtype(np.float32): np.zeros(1, np.float32), np.dtype(np.float64): np.zeros(1)}
+_ONE: dict[np.dtype, np.ndarray] = {np.dtype(np.float32): np.ones(1, np.float32),
+                                    np.dtype(np.float64): np.ones(1)}
+_ZERO: dict[np.dtype, np.ndarray] = {np.dtype(np.float32): np.zeros(1, np.float32),
+                                     np.dtype(np.float64): np.zeros(1)}
 
 
 def loaded_library(prefix: str) -> str | None:
@@ -413,7 +415,7 @@ class CublasGemm:
     """
 
     _local = threading.local()
-    _lib = None
+    _lib: Any = None  # cuBLAS's bindings (cupy_backends), loaded once
     _split_kernel = None
 
     @classmethod

@@ -29,6 +29,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
+from typing import Any
 
 from .cublas import WORKSPACE_BYTES, CublasGemm
 
@@ -167,11 +168,11 @@ class CudaGraphRunner:
         self.captures = 0
         self.out_nbytes = 0
         self.failed: str | None = None
-        self._layout = None
+        self._layout: Any = None   # output_layout(outs), once learnt
         self._lock = threading.Lock()
-        self._cp = None
-        self._stream = None
-        self._pool = None
+        self._cp: Any = None       # the cupy module, once learnt
+        self._stream: Any = None   # cupy.cuda.Stream and MemoryPool, made at the first capture
+        self._pool: Any = None
         self._warm = False
         self._workspace = None
         self._last_stream = None

@@ -171,7 +171,7 @@ class MatmulPrecision:
 
     def __init__(self, precision: str):
         self.precision = precision
-        self._saved = []
+        self._saved: list = []
 
     def _wanted(self, linalg) -> int:
         if self.precision == "tf32":

@@ -214,12 +214,12 @@ class Emitter:
 
     def is_reduction(self, k: int) -> bool:
         node = self.nodes[k]
-        return not node.is_load and is_reduction(node.eqn.prim)
+        return node.eqn is not None and is_reduction(node.eqn.prim)
 
     def deps(self, k: int) -> list:
         node = self.nodes[k]
-        if node.is_load or reads_no_values(node.eqn.prim) or padded_read(node.eqn):
-            return []
+        if node.eqn is None or reads_no_values(node.eqn.prim) or padded_read(node.eqn):
+            return []  # a load, or an op that reads no operand's value
         out = []
         for a in node.eqn.inputs:
             if isinstance(a, Literal):
@@ -244,10 +244,10 @@ class Emitter:
     def expr(self, k: int) -> str:
         """The C expression of node k."""
         node = self.nodes[k]
-        if node.is_load:
+        eqn = node.eqn
+        if eqn is None:  # a load
             v = node.var
             return f"{self.in_names[v.id]}[{self.offset(node.dims, self.strides[v.id])}]"
-        eqn = node.eqn
         if is_reduction(eqn.prim):
             return f"acc{k}"
         if is_reshape(eqn.prim):
@@ -264,7 +264,9 @@ class Emitter:
         element where every output index falls in the key's slices, else zero."""
         g = eqn.inputs[0]
         conds, ks = [], []   # the slices' conditions; the input's C index on each axis
-        for d, (start, step, count) in zip(dims, padded_read(eqn)):
+        slices = padded_read(eqn)
+        assert slices is not None  # expr() calls this for a padded read only
+        for d, (start, step, count) in zip(dims, slices):
             if d is None:     # an axis of size 1: element 0, always in the slices
                 ks.append("0")
                 continue
@@ -303,7 +305,7 @@ class Emitter:
         lines = [f"if (!({' && '.join(conds)})) return ({t})0;"] if conds else []
         names: dict = {}
         for k, e in enumerate(cone.eqns):
-            operands = []
+            operands: list[str | None] = []
             for pos, a in enumerate(e.inputs):
                 if isinstance(a, Literal) or reads_no_values(e.prim):
                     operands.append(None)
@@ -337,7 +339,7 @@ class Emitter:
 
     def decl(self, k: int) -> str:
         node = self.nodes[k]
-        note = "load" if node.is_load else node.eqn.prim.name
+        note = "load" if node.eqn is None else node.eqn.prim.name
         return f"const {self._ctype_of(k)} {self.vname(k)} = {self.expr(k)};  // {note}"
 
     def accumulate(self, k: int, acc: str) -> str:

@@ -174,7 +174,7 @@ def _reads_data_pointers(lib) -> bool:
     """Whether the library's entry points find arrays' data where NumPy says it is."""
     probe = getattr(lib, _PROBE)
     probe.argtypes, probe.restype = [ctypes.c_void_p], ctypes.c_void_p
-    samples = [np.ones(3), np.ones((4, 5))[1:, ::2], np.full((), 2.0, np.float32)]
+    samples: list[np.ndarray] = [np.ones(3), np.ones((4, 5))[1:, ::2], np.full((), 2.0, np.float32)]
     return all(probe(id(a)) == a.ctypes.data for a in samples)
 
 
@@ -211,9 +211,8 @@ class HostProgram:
                             f"got {len(arrays)}")
         args = []
         for a, dt in zip(arrays, self._in_dtypes):
-            flags = getattr(a, "flags", None)
-            if type(a) is not np.ndarray or a.dtype != dt or not flags.c_contiguous or \
-                    not flags.aligned:
+            if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous or \
+                    not a.flags.aligned:
                 a = np.array(a, dtype=dt, order="C")     # a copy: aligned, contiguous
             args.append(a)
         outs = [np.empty(shape, dt) for shape, dt in self._out_specs]

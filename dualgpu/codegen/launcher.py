@@ -463,7 +463,9 @@ def product_groups(steps) -> dict:
         >>> product_groups(plan_graph(g).steps)   # x @ w and x @ v; not (...) @ w.T
         {0: (0, 1)}
     """
-    groups, run, made = {}, [], set()
+    groups: dict[int, tuple[int, ...]] = {}
+    run: list[int] = []
+    made: set[int] = set()
     for i, step in enumerate(steps):
         if isinstance(step, LibraryStep) and step.eqn.prim.lowering("library") == "gemm":
             if run and not any(isinstance(a, Var) and a.id in made for a in step.eqn.inputs):

@@ -133,12 +133,12 @@ def generate_python(graph: Graph, fn_name: str | None = None,
         lines.append(f"    {outs} = {rhs}")
         if i in freed:
             lines.append(f"    del {', '.join(name(v) for v in freed[i])}")
-    outs = [literal_source(a.value) if isinstance(a, Literal) else name(a)
-            for a in graph.outputs]
+    results = [literal_source(a.value) if isinstance(a, Literal) else name(a)
+               for a in graph.outputs]
     if arrays:
-        outs = [f"xp.asarray({o})" if tuple(a.shape) == () else o
-                for o, a in zip(outs, graph.outputs)]
-    lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+        results = [f"xp.asarray({o})" if tuple(a.shape) == () else o
+                   for o, a in zip(results, graph.outputs)]
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines) + "\n", consts
 
 

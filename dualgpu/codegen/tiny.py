@@ -65,6 +65,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -129,17 +130,17 @@ class _Member:
     """One value of a stage: ``kind`` says how element ``i`` of ``var`` is computed."""
 
     kind: str        # ew, alias, copy, matmul, reduce, concat, out, literal
-    var: object      # the value computed (a Var; for out/literal, the output position)
-    eqn: object = None
+    var: Any         # the value computed (a Var; for out/literal, the output position)
+    eqn: Any = None
     reads: dict = field(default_factory=dict)   # input var id -> "reg" or "mem"
-    source: object = None                       # out: the Var copied; literal: the Literal
+    source: Any = None                          # out: the Var copied; literal: the Literal
 
 
 @dataclass
 class _Stage:
     index: int
     n: int                   # elements per value (tree: elements reduced)
-    tree: object = None      # the reduction equation of a tree stage
+    tree: Any = None         # the reduction equation of a tree stage
     members: list = field(default_factory=list)
 
 
@@ -264,6 +265,7 @@ class _Builder:
         else:
             st = self._open(n)
             modes = self._modes(st, reads)
+            assert modes is not None  # a new stage writes no memory yet
         m.reads = modes
         st.members.append(m)
         for a, _ in reads:

@@ -47,7 +47,7 @@ def column_coloring(pattern) -> np.ndarray:
     """
     pattern = as_pattern(pattern)
     lattice, optimal = _lattice_attempt(pattern)
-    if optimal:
+    if optimal and lattice is not None:
         return lattice
     return _best(pattern, lattice)
 
@@ -80,7 +80,7 @@ def symmetric_coloring(pattern) -> np.ndarray:
         raise InvalidArgumentError(f"symmetric_coloring: the pattern must be square, got "
                                    f"shape {pattern.shape}")
     lattice, optimal = _lattice_attempt(pattern)
-    if optimal:
+    if optimal and lattice is not None:
         return lattice
     return _best(pattern, lattice, distance2=True)
 
@@ -137,10 +137,10 @@ def _lattice_widths(pattern) -> list[int]:
     cols = part.indices.astype(np.int64)
     first = np.repeat(part.indices[np.minimum(part.indptr[:-1], max(part.nnz - 1, 0))],
                       per_row)
-    offsets = [cols - first.astype(np.int64)]
+    parts = [cols - first.astype(np.int64)]
     if pattern.shape[0] == pattern.shape[1]:
-        offsets.append(np.abs(cols - rows))
-    offsets = np.concatenate(offsets)
+        parts.append(np.abs(cols - rows))
+    offsets = np.concatenate(parts)
     offsets = offsets[(offsets > 1) & (offsets < pattern.shape[1])]
     if len(offsets) == 0:
         return []

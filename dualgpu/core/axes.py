@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 
 from ..errors import ArgumentTypeError, AxisError, ShapeMismatchError, user_location
 
 
-def broadcast_shapes(*shapes, op: str = "op") -> tuple:
+def broadcast_shapes(*shapes: tuple[int, ...], op: str = "op") -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -21,7 +22,7 @@ def broadcast_shapes(*shapes, op: str = "op") -> tuple:
             f"{op}: shapes {', '.join(str(tuple(s)) for s in shapes)} do not broadcast") from None
 
 
-def check_axis(axis, ndim: int, op: str) -> int:
+def check_axis(axis: Any, ndim: int, op: str) -> int:
     """``axis`` normalized into ``range(ndim)``; out of bounds raises :class:`AxisError` as
     NumPy does (negative axes in range count from the end)."""
     try:
@@ -35,7 +36,7 @@ def check_axis(axis, ndim: int, op: str) -> int:
     return a % ndim
 
 
-def normalize_axes(axis, ndim: int, op: str = "op") -> tuple:
+def normalize_axes(axis: Any, ndim: int, op: str = "op") -> tuple[int, ...]:
     """A sorted tuple of distinct axes in ``range(ndim)`` (all of them for ``None``)."""
     if axis is None:
         return tuple(range(ndim))

@@ -8,30 +8,34 @@ floating and real types an op gives.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
 
-def promote(avals) -> np.dtype:
+def promote(avals: Iterable[Any]) -> np.dtype[Any]:  # Avals (ir.py is a layer above)
     """NumPy's result type; weak (Python scalar) operands promote as Python scalars do."""
-    parts = []
+    parts: list[Any] = []
     for a in avals:
         parts.append(_WEAK_EXAMPLE[a.dtype.kind] if a.weak else a.dtype)
     return np.result_type(*parts)
 
 
-def is_float(dtype) -> bool:
+def is_float(dtype: DTypeLike) -> bool:
     return np.dtype(dtype).kind in "fc"
 
 
-def float_dtype(dtype) -> np.dtype:
+def float_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     """The floating type an op like exp gives for ``dtype`` (ints become float64)."""
     dtype = np.dtype(dtype)
     return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
-def real_dtype(dtype) -> np.dtype:
+def real_dtype(dtype: DTypeLike) -> np.dtype[Any]:
     """The real type of ``dtype``'s values: float32 for complex64, float64 for complex128;
     other dtypes unchanged."""
     dtype = np.dtype(dtype)

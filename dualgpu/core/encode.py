@@ -32,6 +32,8 @@ from __future__ import annotations
 import keyword
 import math
 import re
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -51,12 +53,12 @@ _PY_NUMBERS = (bool, int, float, complex)
 _MAX_DEPTH = 32
 _C_TYPES = C_TYPES
 # the tracer class (dualgpu.core.trace registers it): refused with a hint of its own
-TRACER_TYPES: list = []
+TRACER_TYPES: list[type] = []
 # parameters that hold a number, whatever the op: fill values and pad constants
 NUMBER_PARAMS = frozenset({"value"})
 
 
-def _describe(v) -> str:
+def _describe(v: Any) -> str:
     """A description of a refused value that calls none of its methods (nor its class's:
     the names are read from the type slots, past any metaclass)."""
     t = type(v)
@@ -65,7 +67,7 @@ def _describe(v) -> str:
     return f"a value of type {module}.{name}"
 
 
-def _refuse(what: str, v, hint: str = "") -> CodegenSafetyError:
+def _refuse(what: str, v: Any, hint: str = "") -> CodegenSafetyError:
     if type(v) in TRACER_TYPES:
         hint = ("a traced value cannot be a parameter: parameters are fixed when the program "
                 "is built (compute with arrays instead, e.g. x * 0 + v)")
@@ -75,16 +77,17 @@ def _refuse(what: str, v, hint: str = "") -> CodegenSafetyError:
         "of these" + (f" ({hint})" if hint else ""))
 
 
-def is_number(v) -> bool:
+def is_number(v: Any) -> bool:
     """True for a Python or NumPy number (bool included), by exact type."""
     t = type(v)
     return t in _PY_NUMBERS or t in _NP_SCALARS
 
 
-def canonical_dtype(v) -> np.dtype | None:
+def canonical_dtype(v: Any) -> np.dtype[Any] | None:
     """The dtype meant by ``v`` (an ``np.dtype``, a scalar type or a dtype name), if it is
     one of the plain numeric dtypes; else None. Calls no method of an unknown object."""
     t = type(v)
+    dt: np.dtype[Any]
     try:
         if t in _DTYPE_TYPES:
             dt = v
@@ -96,12 +99,13 @@ def canonical_dtype(v) -> np.dtype | None:
             return None
     except (TypeError, ValueError):
         return None
-    if dt.name not in _DTYPE_NAMES or dt != np.dtype(dt.name):
+    name: str = dt.name
+    if name not in _DTYPE_NAMES or dt != np.dtype(name):
         return None  # structured, byte-swapped, datetime, object... dtypes
-    return np.dtype(dt.name)
+    return np.dtype(name)
 
 
-def check_value(v, what: str = "value", depth: int = 0) -> None:
+def check_value(v: Any, what: str = "value", depth: int = 0) -> None:
     """Accept ``v`` if the encoder can write it (see the module docstring), else raise."""
     t = type(v)
     if v is None or v is Ellipsis or t in _PY_NUMBERS or t is str or t in _NP_SCALARS:
@@ -138,7 +142,7 @@ def check_params(op: str, params: dict) -> None:
         check_value(v, what)
 
 
-def check_param_name(op: str, name) -> str:
+def check_param_name(op: str, name: Any) -> str:
     """A parameter name printed as a keyword argument (``ops.f(x, name=...)``)."""
     if not (type(name) is str and name.isascii() and name.isidentifier()
             and not keyword.iskeyword(name) and len(name) <= 64):
@@ -147,14 +151,14 @@ def check_param_name(op: str, name) -> str:
     return name
 
 
-def check_literal(op: str, position: int, v) -> None:
+def check_literal(op: str, position: int, v: Any) -> None:
     """A literal operand must be a plain Python number (a subclass could rewrite itself)."""
     if type(v) not in _PY_NUMBERS:
         raise _refuse(f"{op}: operand {position}", v,
                       "pass a plain int or float, e.g. float(v)")
 
 
-def check_equation(op: str, atoms, params: dict) -> None:
+def check_equation(op: str, atoms: Iterable[Any], params: dict) -> None:
     """The trace-time hook: called when an equation is recorded, before anything is built
     from it. ``atoms`` are the equation's inputs (Literals are checked)."""
     for i, a in enumerate(atoms):
@@ -174,7 +178,7 @@ def _py_float(f: float) -> str:
     return f"({text})" if neg else text
 
 
-def py_literal(v, what: str = "value", depth: int = 0) -> str:
+def py_literal(v: Any, what: str = "value", depth: int = 0) -> str:
     """Python source text that evaluates to ``v`` (bit-exactly for numbers; NaN keeps its
     sign, not its payload). Negative numbers come in parentheses, so that the text is one
     operand wherever it is placed. The generated namespace provides ``xp``."""
@@ -217,7 +221,7 @@ def py_literal(v, what: str = "value", depth: int = 0) -> str:
     raise _refuse(what, v)
 
 
-def py_text_block(text, what: str = "text") -> str:
+def py_text_block(text: Any, what: str = "text") -> str:
     r'''A Python string literal of a block of generated text (the CUDA source an exported
     module embeds): triple-quoted, one source line per line, when the text is printable
     ASCII without backslashes or quotes that could end the literal; ``repr`` otherwise.
@@ -240,7 +244,7 @@ def py_text_block(text, what: str = "text") -> str:
     return '"""\\\n' + text + '"""' if plain else repr(text)
 
 
-def py_dtype_attr(v, what: str = "dtype") -> str:
+def py_dtype_attr(v: Any, what: str = "dtype") -> str:
     """The attribute of ``xp`` naming dtype ``v`` (``float32``, ``bool_``): a template's
     ``xp.{dtype}`` is filled only with one of these fixed names, never with the value."""
     dt = canonical_dtype(v)
@@ -282,7 +286,7 @@ class _QuotedStr(str):
         return format(str.__repr__(self), spec)
 
 
-def _for_template(v, what: str, depth: int = 0):
+def _for_template(v: Any, what: str, depth: int = 0) -> Any:
     t = type(v)
     if v is None or t is bool or t is int:
         return v  # repr and str are the literal already
@@ -307,17 +311,22 @@ def template_params(op: str, params: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- C source
-def c_type(dtype, what: str = "dtype") -> str:
+def c_type(dtype: Any, what: str = "dtype") -> str:
     """The C type of a kernel dtype."""
+    return _C_TYPES[_kernel_dtype(dtype, what).name]
+
+
+def _kernel_dtype(dtype: Any, what: str) -> np.dtype[Any]:
+    """``dtype`` as an ``np.dtype`` that has a C type, else a CodegenSafetyError."""
     dt = canonical_dtype(dtype)
     if dt is None or dt.name not in _C_TYPES:
         raise CodegenSafetyError(f"{what}: no C type for {dtype!s:.40}"
                                  if type(dtype) in _DTYPE_TYPES or type(dtype) is str
                                  else f"{what}: {_describe(dtype)} is not a dtype")
-    return _C_TYPES[dt.name]
+    return dt
 
 
-def c_literal(value, dtype, what: str = "value") -> str:
+def c_literal(value: Any, dtype: Any, what: str = "value") -> str:
     """A C literal of ``value`` typed as ``dtype``: ``2.0f`` for float32, ``2.0`` for
     float64, ``3LL`` for int64; negative values in parentheses (``(-0.0f)`` keeps its
     sign); inf as a constant expression NVRTC folds, ``(1.0f / 0.0f)``; NaN by its bits,
@@ -326,8 +335,7 @@ def c_literal(value, dtype, what: str = "value") -> str:
     t = type(value)
     if not (t in (bool, int, float) or (t in _NP_SCALARS and np.dtype(t).kind in "biuf")):
         raise _refuse(what, value, "a kernel literal must be a real number")
-    c_type(dtype, what)
-    dt = canonical_dtype(dtype)
+    dt = _kernel_dtype(dtype, what)
     if dt.kind == "b":
         return "true" if value else "false"
     if dt.kind in "iu":
@@ -373,7 +381,7 @@ def c_literal(value, dtype, what: str = "value") -> str:
 _C_NUMBER = re.compile(r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 
 
-def c_param(op: str, name: str, value, dtype) -> str:
+def c_param(op: str, name: str, value: Any, dtype: Any) -> str:
     """A parameter printed into a fused kernel's C expression, as a literal of ``dtype``.
 
     Numbers only; a string is accepted when it is a plain decimal number (``"2.0"``: such

@@ -10,10 +10,17 @@ remains. The printer, the code generators and the shape rules read keys only thr
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
 
-def key_to_python(key, arrays) -> tuple:
+# one entry of a normalized key: ("slice", start, stop, step), ("int", i), None, ("array", k)
+KeyEntry = tuple[Any, ...] | None
+Key = Sequence[KeyEntry]
+
+
+def key_to_python(key: Key, arrays: Sequence[Any]) -> tuple[Any, ...]:
     """Turn a normalized key back into a NumPy indexing tuple."""
-    out = []
+    out: list[Any] = []
     for e in key:
         if e is None:
             out.append(None)
@@ -26,19 +33,20 @@ def key_to_python(key, arrays) -> tuple:
     return tuple(out)
 
 
-def key_has_arrays(key) -> bool:
+def key_has_arrays(key: Key) -> bool:
     """Whether the key reads index arrays (a gather or scatter), not only slices and ints."""
     return any(e is not None and e[0] == "array" for e in key)
 
 
-def key_array_axes(key) -> dict:
+def key_array_axes(key: Key) -> dict[int, int]:
     """Index-array operand ``k`` -> the axis of the indexed array it indexes (slices, ints
     and arrays each take one axis; a new axis none).
 
     >>> key_array_axes((("slice", None, None, None), None, ("array", 0), ("int", 1)))
     {0: 1}
     """
-    axes, axis = {}, 0
+    axes: dict[int, int] = {}
+    axis = 0
     for e in key:
         if e is None:
             continue
@@ -48,7 +56,7 @@ def key_array_axes(key) -> dict:
     return axes
 
 
-def key_to_source(key, array_names) -> str:
+def key_to_source(key: Key, array_names: Sequence[str]) -> str:
     """The key as Python source, index arrays by their names."""
     parts = []
     for e in key:

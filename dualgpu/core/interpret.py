@@ -5,15 +5,15 @@ current trace (which is how transforms build new graphs).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .ir import Const, Graph, Literal, Var
+from .ir import Atom, Const, Graph, Literal, Var
 from .trace import current_builder
 
 
-def read(env: dict, atom) -> Any:
+def read(env: dict, atom: Atom) -> Any:
     if isinstance(atom, Literal):
         return atom.value
     if isinstance(atom, Const):
@@ -104,7 +104,7 @@ def read_states(senv: dict, atoms: Sequence) -> list:
 
 
 @contextmanager
-def user_lines():
+def user_lines() -> Iterator[Callable[[Any], None]]:
     """Within: ``at(eqn)`` makes what is recorded carry the user's line of ``eqn`` (an
     equation, or anything with a ``source``), for the walks that are not a forward
     :func:`walk` (the backward pass, the index bounds); the enclosing line is restored at
@@ -112,7 +112,7 @@ def user_lines():
     builder = current_builder()
     outer = builder.rule_source if builder is not None else None
 
-    def at(eqn) -> None:
+    def at(eqn: Any) -> None:
         if builder is not None:
             builder.rule_source = eqn.source or outer
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -66,7 +66,7 @@ class Const(Var):
         self.value = value
 
 
-def exact_key(value: Any):
+def exact_key(value: Any) -> Any:
     """A hashable key under which two values are equal only if they are the same value:
     ``0.0`` and ``-0.0`` differ, and ``1`` differs from ``1.0`` and ``True``.
 
@@ -104,17 +104,17 @@ class Literal:
         return repr(self.value)
 
 
-Atom = "Var | Literal"
+Atom = Var | Literal  # what an equation reads
 
 
 @dataclass
 class Eqn:
     """One primitive application: ``outs = prim(*inputs, **params)``."""
 
-    prim: Any
-    inputs: list
-    params: dict
-    outs: list
+    prim: Any  # a Primitive (primitives.py, a layer above)
+    inputs: list[Atom]
+    params: dict[str, Any]
+    outs: list[Var]
     source: str | None = None  # user file:line that produced this equation, if known
 
 
@@ -122,17 +122,17 @@ class Eqn:
 class Graph:
     """A traced program. Inputs and outputs are :class:`Var` (outputs may also be literals)."""
 
-    inputs: list
-    outputs: list
-    eqns: list = field(default_factory=list)
+    inputs: list[Var]
+    outputs: list[Atom]
+    eqns: list[Eqn] = field(default_factory=list)
     name: str = "f"
-    input_names: list | None = None
+    input_names: list[str] | None = None
     xp: Any = None  # numpy or cupy: the array library the graph was traced for
-    output_names: list | None = None  # roles of the outputs (value, grad x, ...), for people
+    output_names: list[str] | None = None  # roles of the outputs (value, grad x, ...), for people
 
     # ----------------------------------------------------------------- inspection
     @property
-    def consts(self) -> list:
+    def consts(self) -> list[Const]:
         """Constants used by the equations and outputs, in first-use order."""
         seen: dict[int, Const] = {}
         for eqn in self.eqns:
@@ -155,6 +155,13 @@ class Graph:
 
     # str(), the pictures, .nx, .to_dot() and .render() are installed by
     # dualgpu.core.pprint (the printer sits above the IR it prints)
+    if TYPE_CHECKING:
+        @property
+        def nx(self) -> Any: ...  # a networkx.DiGraph
+
+        def to_dot(self, plan: Any = None) -> str: ...
+
+        def render(self, path: str) -> str: ...
 
     def validate(self) -> Graph:
         """Re-run every primitive's shape rule and check the recorded avals; return self."""

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..errors import DualgpuError
 from .indexing import key_to_source
-from .ir import Graph, Literal, Var
+from .ir import Atom, Eqn, Graph, Literal, Var
 
 
 class Namer:
@@ -23,7 +25,7 @@ class Namer:
             self.names[c.id] = f"c{i}"
         self.count = 0
 
-    def __call__(self, a) -> str:
+    def __call__(self, a: Atom) -> str:
         if isinstance(a, Literal):
             return _literal(a.value)
         name = self.names.get(a.id)
@@ -42,13 +44,13 @@ def _letters(i: int) -> str:
     return s
 
 
-def _literal(v) -> str:
+def _literal(v: Any) -> str:
     if isinstance(v, float):
         return repr(v)
     return repr(v)
 
 
-def param_str(k, v) -> str:
+def param_str(k: str, v: Any) -> str:
     if isinstance(v, np.dtype):
         v = v.name
     if k == "key":
@@ -84,7 +86,7 @@ def format_graph(graph: Graph) -> str:
     return "\n".join(lines)
 
 
-def to_networkx(graph: Graph):
+def to_networkx(graph: Graph) -> Any:  # a networkx.DiGraph
     import networkx as nx
 
     g = nx.DiGraph(name=graph.name)
@@ -130,7 +132,7 @@ def _dot_text(text: str) -> str:
     return out.replace("\n", "\\n")
 
 
-def _op_label(eqn, limit: int = 48) -> str:
+def _op_label(eqn: Eqn, limit: int = 48) -> str:
     """The op and its parameters, one per line, each cut to ``limit`` characters."""
     lines = [eqn.prim.name]
     for k, v in eqn.params.items():
@@ -143,8 +145,8 @@ def _ranks(graph: Graph) -> tuple[int, int]:
     """(depth, breadth) of the layered drawing: how many ranks (values and ops alternate
     along the edges) and the most nodes on one rank (literal operands and the legend
     included)."""
-    level: dict = {}
-    per_rank: dict = {0: len(graph.inputs) + len(graph.consts) + 4}  # + the legend
+    level: dict[int, int] = {}
+    per_rank: dict[int, int] = {0: len(graph.inputs) + len(graph.consts) + 4}  # + the legend
     depth = 1
     for eqn in graph.eqns:
         ins = [a for a in eqn.inputs if not isinstance(a, Literal)]
@@ -176,7 +178,7 @@ def figure_size(graph: Graph) -> tuple[float, float]:
     return round(max(_PAGE[0], w), 1), round(max(_PAGE[1], h), 1)
 
 
-def to_dot(graph: Graph, plan=None) -> str:
+def to_dot(graph: Graph, plan: Any = None) -> str:
     """DOT text: values as ellipses (inputs green, constants yellow, outputs blue and named
     by their role: value, grad, H·v), ops as boxes with their parameters, literal operands as
     constants (yellow, labelled by their value), one edge per operand (``t0 * t0`` has two,
@@ -196,10 +198,10 @@ def to_dot(graph: Graph, plan=None) -> str:
              f'  graph [size="{width},{height}"];',
              '  node [fontname="Helvetica", fontsize=11];',
              '  edge [fontname="Helvetica", fontsize=9, color="#555555"];']
-    ids: dict = {}
+    ids: dict[tuple[Any, ...], str] = {}
     roles = _output_roles(graph, name)
 
-    def node(key, label, shape, kind):
+    def node(key: tuple[Any, ...], label: str, shape: str, kind: str) -> str:
         if key in ids:
             return ids[key]
         ids[key] = f"n{len(ids)}"
@@ -210,7 +212,7 @@ def to_dot(graph: Graph, plan=None) -> str:
                      f'label="{_dot_text(label)}"];')
         return ids[key]
 
-    def value(a, kind):
+    def value(a: Var, kind: str) -> str:
         return node(("v", a.id), f"{name(a)}\n{a.aval.str_short()}", "ellipse", kind)
 
     for v in graph.inputs:
@@ -236,10 +238,10 @@ def to_dot(graph: Graph, plan=None) -> str:
     return "\n".join(lines)
 
 
-def _output_roles(graph: Graph, name: Namer) -> dict:
+def _output_roles(graph: Graph, name: Namer) -> dict[tuple[str, int], str]:
     """Value key -> the role of that output (``graph.output_names`` or ``out i``)."""
     names = getattr(graph, "output_names", None) or []
-    roles = {}
+    roles: dict[tuple[str, int], str] = {}
     for i, a in enumerate(graph.outputs):
         if isinstance(a, Var):
             role = names[i] if i < len(names) else f"out {i}"
@@ -248,7 +250,7 @@ def _output_roles(graph: Graph, name: Namer) -> dict:
     return roles
 
 
-def _plan_clusters(graph: Graph, plan, ops: list) -> list[str]:
+def _plan_clusters(graph: Graph, plan: Any, ops: list[str]) -> list[str]:
     index = {id(e): k for k, e in enumerate(graph.eqns)}
     lines = []
     for r in plan.regions:
@@ -348,38 +350,37 @@ def to_html(graph: Graph) -> str:
 
 def _install_on_graph() -> None:
     """The printer's views of a graph, as its methods."""
-    def _str(self) -> str:
+    def _str(self: Graph) -> str:
         return format_graph(self)
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self: Graph) -> str:
         """Jupyter: the picture (Graphviz installed) above the listing, else the listing."""
         return to_html(self)
 
-    def _repr_svg_(self) -> str | None:
+    def _repr_svg_(self: Graph) -> str | None:
         """Jupyter: an SVG picture when Graphviz's ``dot`` is installed (else None, and
         Jupyter falls back to ``_repr_html_``)."""
         return to_svg(self)
 
-    def nx(self):
+    def nx(self: Graph) -> Any:
         """The graph as a ``networkx.DiGraph``: a node per variable and per equation."""
         return to_networkx(self)
 
-    def _to_dot(self, plan=None) -> str:
+    def _to_dot(self: Graph, plan: Any = None) -> str:
         """DOT text for Graphviz (``dot -Tsvg``); ``plan``: a fusion plan whose kernels are
         drawn as clusters."""
         return to_dot(self, plan)
 
-    def _render(self, path: str) -> str:
+    def _render(self: Graph, path: str) -> str:
         """Render through the Graphviz ``dot`` program to ``path`` (format from the
         suffix)."""
         return render(self, path)
 
-    Graph.__str__ = _str
-    Graph._repr_html_ = _repr_html_
-    Graph._repr_svg_ = _repr_svg_
-    Graph.nx = property(nx)
-    Graph.to_dot = _to_dot
-    Graph.render = _render
+    views: dict[str, Callable[..., Any] | property] = {
+        "__str__": _str, "_repr_html_": _repr_html_, "_repr_svg_": _repr_svg_,
+        "nx": property(nx), "to_dot": _to_dot, "render": _render}
+    for name, view in views.items():  # setattr: ir.py declares them for the type checker
+        setattr(Graph, name, view)
 
 
 _install_on_graph()

@@ -33,10 +33,11 @@ Example -- registering a new primitive (see ``docs/custom_rules.md`` for the who
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..errors import DualgpuError
 from ..names import check_c_expression, check_identifier, check_py_template
@@ -100,7 +101,9 @@ class Primitive:
                  c_int: str | None = None, arity: int | None = None,
                  flags: frozenset | set | tuple = (), monoid: str | None = None,
                  differentiable: bool = True,
-                 partials: Callable | None = None, rules: dict | None = None, doc: str = ""):
+                 partials: Sequence[Callable] | None = None,
+                 rules: dict[str, Callable] | None = None,
+                 doc: str = ""):
         self.name = name
         self.impl = impl
         self.abstract_eval = abstract_eval
@@ -122,7 +125,8 @@ class Primitive:
         self.lowerings: dict[str, str] = {}   # kind of LOWERING_FORMS -> form (deflowering)
         self.differentiable = differentiable
         self.partials = partials
-        self.linear_operands: tuple | None = None  # Flag.MULTILINEAR: the positions (None: all)
+        # Flag.MULTILINEAR: the positions of the linear operands (None: all)
+        self.linear_operands: tuple[int, ...] | None = None
         self.__doc__ = doc
 
     def add_flags(self, *flags: str) -> None:
@@ -131,7 +135,7 @@ class Primitive:
         self._flags = self._flags | frozenset(flags)
 
     @property
-    def flags(self) -> frozenset:
+    def flags(self) -> frozenset[str]:
         """The op's :class:`Flag` properties, its kind included."""
         return self._flags | {self.kind}
 
@@ -147,7 +151,7 @@ class Primitive:
         """Whether the op has a property of :class:`Flag`."""
         return flag == self.kind or flag in self._flags
 
-    def c_for(self, dtype) -> str | None:
+    def c_for(self, dtype: DTypeLike) -> str | None:
         """The C template for a kernel computing in ``dtype`` (integer and bool types may
         have their own form, with ``{T}`` standing for the C type)."""
         if self.c_int is not None and np.dtype(dtype).kind in "iub":
@@ -161,11 +165,11 @@ class Primitive:
         no ``c``)."""
         return self.c is not None or self.c_int is not None
 
-    def bind(self, *args: Any, **params: Any):
+    def bind(self, *args: Any, **params: Any) -> Any:
         """Apply the primitive: record it when an argument is traced, else compute now."""
         return bind(self, args, params)
 
-    def __call__(self, *args: Any, **params: Any):
+    def __call__(self, *args: Any, **params: Any) -> Any:
         return self.bind(*args, **params)
 
     def __repr__(self) -> str:
@@ -173,7 +177,8 @@ class Primitive:
 
 
 def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | None = None,
-             partials=None, **rules: Callable) -> Primitive:
+             partials: Sequence[Callable] | None = None,
+             **rules: Callable | None) -> Primitive:
     """Attach an op's rules to its declared primitive: derivatives (``jvp``, ``vjp``,
     ``partials``) and the rules of other interpreters by :data:`RULE_KINDS` name (``vmap=``,
     ``separability=``, ``laplacian=``...).
@@ -279,7 +284,7 @@ def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -
     return prim
 
 
-def same_as_first(avals, **params) -> Aval:
+def same_as_first(avals: Sequence[Aval], **params: Any) -> Aval:
     """Shape rule for ops whose output is shaped and typed like their first input."""
     a = avals[0]
     return Aval(tuple(a.shape), a.dtype, a.weak)

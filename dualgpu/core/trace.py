@@ -11,7 +11,8 @@ from __future__ import annotations
 import dis
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,10 @@ from ..errors import (
 from ..tree import postorder
 from .encode import TRACER_TYPES, check_equation
 from .flags import Flag
-from .ir import Aval, Const, Eqn, Graph, Literal, Var
+from .ir import Atom, Aval, Const, Eqn, Graph, Literal, Var
+
+# an op of the registry (dualgpu.core.primitives, a layer above this one, which binds here)
+Primitive = Any
 
 _SCALAR_TYPES = (bool, int, float, complex)
 
@@ -39,7 +43,7 @@ _SCALAR_TYPES = (bool, int, float, complex)
 class GraphBuilder:
     """Collects equations while a function is traced."""
 
-    def __init__(self, xp, parent: GraphBuilder | None = None):
+    def __init__(self, xp: ModuleType, parent: GraphBuilder | None = None):
         self.xp = xp
         self.backend = backend_for_xp(xp)
         self.parent = parent  # the trace this one runs inside (a transform called on tracers)
@@ -51,7 +55,7 @@ class GraphBuilder:
         self.alive = True
         # traced values of enclosing traces that this trace reads (closures of a function
         # transformed inside a traced function); None: such reads are errors
-        self.captured: list | None = None
+        self.captured: list[Tracer] | None = None
         self.captured_vars: dict[int, Var] = {}
         # while a transform rewrites an equation: the user's source line of that equation,
         # given to every equation its rule records (None: find the user's frame)
@@ -71,7 +75,7 @@ class GraphBuilder:
     def new_input(self, aval: Aval) -> Tracer:
         return Tracer(Var(aval), self)
 
-    def atom(self, value: Any, prim_name: str):
+    def atom(self, value: Any, prim_name: str) -> Atom:
         if isinstance(value, Tracer):
             if value._builder is not self:
                 if self.captured is not None and self._encloses(value._builder):
@@ -98,6 +102,7 @@ class GraphBuilder:
         var = self.captured_vars.get(outer._var.id)
         if var is None:
             var = self.captured_vars[outer._var.id] = Var(outer._var.aval)
+            assert self.captured is not None  # atom() captures only when there is a list
             self.captured.append(outer)
         return var
 
@@ -136,19 +141,20 @@ class GraphBuilder:
         self.consts[key] = (value, c)  # keep value alive so that id() stays unique
         return c
 
-    def read_const(self, const: Const) -> Tracer:
+    def read_const(self, const: Const) -> Any:
         """A constant of a graph being re-traced, as a traced value of this trace: ops on it
         are recorded, never evaluated now. A closed-over array is read by reference when a
         program runs, so a value computed from it at the trace would keep its old contents
         after an in-place change while the program read the new ones. Index arrays, masks
         and sparse matrices stay concrete: rules build the derivative's structure from their
         values (sparse transforms check their contents on every call)."""
-        if const.aval.dtype.kind not in "fc" or array_backend(const.value).is_sparse(const.value):
+        backend = array_backend(const.value)  # never None: const() admits only arrays
+        if const.aval.dtype.kind not in "fc" or backend is None or backend.is_sparse(const.value):
             return const.value
         hit = self.consts.setdefault(id(const.value), (const.value, const))
         return Tracer(hit[1], self)
 
-    def record(self, prim, args: Sequence[Any], params: dict):
+    def record(self, prim: Primitive, args: Sequence[Any], params: dict) -> Any:
         self.raise_deferred()
         atoms = [self.atom(a, prim.name) for a in args]
         try:
@@ -187,7 +193,7 @@ class GraphBuilder:
         return tracers if multiple else tracers[0]
 
 
-def _ours(prim) -> bool:
+def _ours(prim: Primitive) -> bool:
     """True for a primitive whose shape rule is dualgpu's own (not a user's defprim)."""
     module = getattr(prim.abstract_eval, "__module__", None) or ""
     return module.split(".")[0] == "dualgpu"
@@ -198,8 +204,8 @@ def _ours(prim) -> bool:
 thread_state = threading.local()
 
 
-def bind(prim, args: Sequence[Any], params: dict):
-    builder = None
+def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
+    builder: GraphBuilder | None = None
     for a in args:
         if isinstance(a, Tracer) and a._builder is not builder:
             # the innermost trace records (it reads an enclosing trace's values as captures)
@@ -235,12 +241,12 @@ def _encloses(inner: GraphBuilder, outer: GraphBuilder) -> bool:
     return False
 
 
-def _no_concrete(what: str, hint: str, placeholder=None):
+def _no_concrete(what: str, hint: str, placeholder: Any = None) -> Callable[..., Any]:
     """A conversion method that refuses. With a ``placeholder``, a conversion made by a
     NumPy array's item assignment (``out[0] = tracer``) returns it instead, and the trace
     fails once the traced function returns (NumPy would replace our error by its own
     "setting an array element with a sequence")."""
-    def method(self, *args, **kwargs):
+    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
         if placeholder is not None and _assigning_into_array(sys._getframe(1)):
             self._builder.defer_error(_store_error(user_location()))
             return placeholder
@@ -254,7 +260,7 @@ def _no_concrete(what: str, hint: str, placeholder=None):
 _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 
 
-def _assigning_into_array(frame) -> bool:
+def _assigning_into_array(frame: FrameType) -> bool:
     """True when ``frame`` (the caller of a conversion method) is executing ``a[k] = v``."""
     code = frame.f_code.co_code
     return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
@@ -284,18 +290,36 @@ class Tracer:
         self._builder = builder
 
     # ------------------------------------------------------------ properties
-    aval = property(lambda self: self._var.aval)
-    fill_value = property(lambda self: self._builder.fills.get(self._var.id))
-    shape = property(lambda self: tuple(self._var.aval.shape))
-    dtype = property(lambda self: self._var.aval.dtype)
-    ndim = property(lambda self: len(self._var.aval.shape))
-    size = property(lambda self: self._var.aval.size)
+    @property
+    def aval(self) -> Aval:
+        return self._var.aval
+
+    @property
+    def fill_value(self) -> Any:
+        return self._builder.fills.get(self._var.id)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._var.aval.shape)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self._var.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._var.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self._var.aval.size
+
     # T, mT, real, imag, the operators and the ndarray methods are written below: each
     # calls the NumPy function of its name from the module dualgpu.frontend registers
     # (register_front_end; this module is a leaf: it records, it knows no op)
 
     @property
-    def device(self):
+    def device(self) -> Any:
         """The array-API device: ``"cpu"`` for NumPy traces, the current CUDA device for
         CuPy ones (so ``xp.asarray(c, device=x.device)`` traces)."""
         return self._builder.backend.default_device()
@@ -305,7 +329,7 @@ class Tracer:
             raise UnsupportedOpError(f"len() of a 0-d traced array at {user_location()}")
         return self.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):
             yield self[i]
 
@@ -326,7 +350,7 @@ class Tracer:
     tolist = _no_concrete(".tolist()", "Keep the value as an array.")
     get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         if _sparse_probe():
             # scipy.sparse's A @ x probes x with np.asanyarray and returns NotImplemented
             # for a 0-d object array, so that our __rmatmul__ runs (sparse support).
@@ -337,27 +361,27 @@ class Tracer:
             raise _store_error(user_location())
         raise _conversion_error(sys._getframe(1))
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: Any, value: Any) -> None:
         raise UnsupportedOpError(
             f"in-place assignment x[...] = v on a traced value at {user_location()} is not "
             "supported: build the new array functionally, e.g. with np.where or "
             "np.concatenate.")
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self)
 
     # ------------------------------------------------------------ NumPy protocols
     # (the handlers are installed by dualgpu.namespace: install_protocol_handlers)
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _PROTOCOLS["ufunc"](ufunc, method, inputs, kwargs)
 
-    def __array_function__(self, func, types, args, kwargs):
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return _PROTOCOLS["function"](func, args, kwargs)
 
-    def __array_namespace__(self, api_version=None):
+    def __array_namespace__(self, api_version: str | None = None) -> Any:
         return _PROTOCOLS["namespace"](self._builder.xp)
 
-    def __cupy_override_elementwise_kernel__(self, kernel, *args, **kwargs):
+    def __cupy_override_elementwise_kernel__(self, kernel: Any, *args: Any, **kwargs: Any) -> Any:
         # CuPy's ufuncs (recent versions) hand a call on a foreign object to this hook
         return _PROTOCOLS["cupy_kernel"](kernel, args, kwargs)
 
@@ -365,97 +389,96 @@ class Tracer:
     # Each operator and method calls the NumPy-compatible function of that name (``np`` here
     # is dualgpu.frontend.numpy, registered from above at import: the core records equations and
     # knows no op).
-    def __add__(self, other): return _np().add(self, other)
-    def __radd__(self, other): return _np().add(other, self)
-    def __sub__(self, other): return _np().subtract(self, other)
-    def __rsub__(self, other): return _np().subtract(other, self)
-    def __mul__(self, other): return _np().multiply(self, other)
-    def __rmul__(self, other): return _np().multiply(other, self)
-    def __truediv__(self, other): return _np().true_divide(self, other)
-    def __rtruediv__(self, other): return _np().true_divide(other, self)
-    def __pow__(self, other):
+    def __add__(self, other: Any) -> Any: return _np().add(self, other)
+    def __radd__(self, other: Any) -> Any: return _np().add(other, self)
+    def __sub__(self, other: Any) -> Any: return _np().subtract(self, other)
+    def __rsub__(self, other: Any) -> Any: return _np().subtract(other, self)
+    def __mul__(self, other: Any) -> Any: return _np().multiply(self, other)
+    def __rmul__(self, other: Any) -> Any: return _np().multiply(other, self)
+    def __truediv__(self, other: Any) -> Any: return _np().true_divide(self, other)
+    def __rtruediv__(self, other: Any) -> Any: return _np().true_divide(other, self)
+    def __pow__(self, other: Any) -> Any:
         # NumPy's operator squares for the exponent 2 (bool ** 2 is int8, np.power's int64)
         if type(other) is int and other == 2 and self.dtype.kind == "b":
             return _np().square(self)
         return _np().power(self, other)
 
-    def __rpow__(self, other): return _np().power(other, self)
-    def __matmul__(self, other): return _np().matmul(self, other)
-    def __rmatmul__(self, other): return _np().matmul(other, self)
-    def __floordiv__(self, other): return _np().floor_divide(self, other)
-    def __rfloordiv__(self, other): return _np().floor_divide(other, self)
-    def __mod__(self, other): return _np().remainder(self, other)
-    def __rmod__(self, other): return _np().remainder(other, self)
-    def __lt__(self, other): return _np().less(self, other)
-    def __le__(self, other): return _np().less_equal(self, other)
-    def __gt__(self, other): return _np().greater(self, other)
-    def __ge__(self, other): return _np().greater_equal(self, other)
-    def __eq__(self, other): return _np().equal(self, other)
-    def __ne__(self, other): return _np().not_equal(self, other)
-    def __and__(self, other): return _np().bitwise_and(self, other)
-    def __rand__(self, other): return _np().bitwise_and(other, self)
-    def __or__(self, other): return _np().bitwise_or(self, other)
-    def __ror__(self, other): return _np().bitwise_or(other, self)
-    def __xor__(self, other): return _np().bitwise_xor(self, other)
-    def __rxor__(self, other): return _np().bitwise_xor(other, self)
-    def __lshift__(self, other): return _np().left_shift(self, other)
-    def __rlshift__(self, other): return _np().left_shift(other, self)
-    def __rshift__(self, other): return _np().right_shift(self, other)
-    def __rrshift__(self, other): return _np().right_shift(other, self)
-    def __neg__(self): return _np().negative(self)
-    def __pos__(self): return self
-    def __abs__(self): return _np().absolute(self)
-    def __invert__(self): return _np().invert(self)
-    def __getitem__(self, key): return _np().getitem(self, key)
+    def __rpow__(self, other: Any) -> Any: return _np().power(other, self)
+    def __matmul__(self, other: Any) -> Any: return _np().matmul(self, other)
+    def __rmatmul__(self, other: Any) -> Any: return _np().matmul(other, self)
+    def __floordiv__(self, other: Any) -> Any: return _np().floor_divide(self, other)
+    def __rfloordiv__(self, other: Any) -> Any: return _np().floor_divide(other, self)
+    def __mod__(self, other: Any) -> Any: return _np().remainder(self, other)
+    def __rmod__(self, other: Any) -> Any: return _np().remainder(other, self)
+    def __lt__(self, other: Any) -> Any: return _np().less(self, other)
+    def __le__(self, other: Any) -> Any: return _np().less_equal(self, other)
+    def __gt__(self, other: Any) -> Any: return _np().greater(self, other)
+    def __ge__(self, other: Any) -> Any: return _np().greater_equal(self, other)
+    def __eq__(self, other: Any) -> Any: return _np().equal(self, other)
+    def __ne__(self, other: Any) -> Any: return _np().not_equal(self, other)
+    def __and__(self, other: Any) -> Any: return _np().bitwise_and(self, other)
+    def __rand__(self, other: Any) -> Any: return _np().bitwise_and(other, self)
+    def __or__(self, other: Any) -> Any: return _np().bitwise_or(self, other)
+    def __ror__(self, other: Any) -> Any: return _np().bitwise_or(other, self)
+    def __xor__(self, other: Any) -> Any: return _np().bitwise_xor(self, other)
+    def __rxor__(self, other: Any) -> Any: return _np().bitwise_xor(other, self)
+    def __lshift__(self, other: Any) -> Any: return _np().left_shift(self, other)
+    def __rlshift__(self, other: Any) -> Any: return _np().left_shift(other, self)
+    def __rshift__(self, other: Any) -> Any: return _np().right_shift(self, other)
+    def __rrshift__(self, other: Any) -> Any: return _np().right_shift(other, self)
+    def __neg__(self) -> Any: return _np().negative(self)
+    def __pos__(self) -> Any: return self
+    def __abs__(self) -> Any: return _np().absolute(self)
+    def __invert__(self) -> Any: return _np().invert(self)
+    def __getitem__(self, key: Any) -> Any: return _np().getitem(self, key)
 
     T = property(lambda self: _np().transpose(self))
     mT = property(lambda self: _np().swapaxes(self, -1, -2))
     real = property(lambda self: _np().real(self))  # x itself for real dtypes
     imag = property(lambda self: _np().imag(self))  # zeros for real dtypes
 
-    def sum(self, *args, **kwargs): return _np().sum(self, *args, **kwargs)
-    def mean(self, *args, **kwargs): return _np().mean(self, *args, **kwargs)
-    def max(self, *args, **kwargs): return _np().max(self, *args, **kwargs)
-    def min(self, *args, **kwargs): return _np().min(self, *args, **kwargs)
-    def prod(self, *args, **kwargs): return _np().prod(self, *args, **kwargs)
-    def var(self, *args, **kwargs): return _np().var(self, *args, **kwargs)
-    def std(self, *args, **kwargs): return _np().std(self, *args, **kwargs)
-    def all(self, *args, **kwargs): return _np().all(self, *args, **kwargs)
-    def any(self, *args, **kwargs): return _np().any(self, *args, **kwargs)
-    def cumsum(self, *args, **kwargs): return _np().cumsum(self, *args, **kwargs)
-    def cumprod(self, *args, **kwargs): return _np().cumprod(self, *args, **kwargs)
-    def ravel(self, *args, **kwargs): return _np().ravel(self, *args, **kwargs)
-    def flatten(self, *args, **kwargs): return _np().flatten(self, *args, **kwargs)
-    def squeeze(self, *args, **kwargs): return _np().squeeze(self, *args, **kwargs)
-    def swapaxes(self, *args, **kwargs): return _np().swapaxes(self, *args, **kwargs)
-    def repeat(self, *args, **kwargs): return _np().repeat(self, *args, **kwargs)
-    def diagonal(self, *args, **kwargs): return _np().diagonal(self, *args, **kwargs)
-    def take(self, *args, **kwargs): return _np().take(self, *args, **kwargs)
-    def trace(self, *args, **kwargs): return _np().trace(self, *args, **kwargs)
-    def clip(self, *args, **kwargs): return _np().clip(self, *args, **kwargs)
-    def dot(self, *args, **kwargs): return _np().dot(self, *args, **kwargs)
-    def astype(self, *args, **kwargs): return _np().astype(self, *args, **kwargs)
-    def copy(self, *args, **kwargs): return _np().copy(self, *args, **kwargs)
-    def conj(self, *args, **kwargs): return _np().conj(self, *args, **kwargs)
-    def conjugate(self, *args, **kwargs): return _np().conjugate(self, *args, **kwargs)
-    def argsort(self, *args, **kwargs): return _np().argsort(self, *args, **kwargs)
-    def argmax(self, *args, **kwargs): return _np().argmax(self, *args, **kwargs)
-    def argmin(self, *args, **kwargs): return _np().argmin(self, *args, **kwargs)
+    def sum(self, *a: Any, **k: Any) -> Any: return _np().sum(self, *a, **k)
+    def mean(self, *a: Any, **k: Any) -> Any: return _np().mean(self, *a, **k)
+    def max(self, *a: Any, **k: Any) -> Any: return _np().max(self, *a, **k)
+    def min(self, *a: Any, **k: Any) -> Any: return _np().min(self, *a, **k)
+    def prod(self, *a: Any, **k: Any) -> Any: return _np().prod(self, *a, **k)
+    def var(self, *a: Any, **k: Any) -> Any: return _np().var(self, *a, **k)
+    def std(self, *a: Any, **k: Any) -> Any: return _np().std(self, *a, **k)
+    def all(self, *a: Any, **k: Any) -> Any: return _np().all(self, *a, **k)
+    def any(self, *a: Any, **k: Any) -> Any: return _np().any(self, *a, **k)
+    def cumsum(self, *a: Any, **k: Any) -> Any: return _np().cumsum(self, *a, **k)
+    def cumprod(self, *a: Any, **k: Any) -> Any: return _np().cumprod(self, *a, **k)
+    def ravel(self, *a: Any, **k: Any) -> Any: return _np().ravel(self, *a, **k)
+    def flatten(self, *a: Any, **k: Any) -> Any: return _np().flatten(self, *a, **k)
+    def squeeze(self, *a: Any, **k: Any) -> Any: return _np().squeeze(self, *a, **k)
+    def swapaxes(self, *a: Any, **k: Any) -> Any: return _np().swapaxes(self, *a, **k)
+    def repeat(self, *a: Any, **k: Any) -> Any: return _np().repeat(self, *a, **k)
+    def diagonal(self, *a: Any, **k: Any) -> Any: return _np().diagonal(self, *a, **k)
+    def take(self, *a: Any, **k: Any) -> Any: return _np().take(self, *a, **k)
+    def trace(self, *a: Any, **k: Any) -> Any: return _np().trace(self, *a, **k)
+    def clip(self, *a: Any, **k: Any) -> Any: return _np().clip(self, *a, **k)
+    def dot(self, *a: Any, **k: Any) -> Any: return _np().dot(self, *a, **k)
+    def astype(self, *a: Any, **k: Any) -> Any: return _np().astype(self, *a, **k)
+    def copy(self, *a: Any, **k: Any) -> Any: return _np().copy(self, *a, **k)
+    def conj(self, *a: Any, **k: Any) -> Any: return _np().conj(self, *a, **k)
+    def conjugate(self, *a: Any, **k: Any) -> Any: return _np().conjugate(self, *a, **k)
+    def argsort(self, *a: Any, **k: Any) -> Any: return _np().argsort(self, *a, **k)
+    def argmax(self, *a: Any, **k: Any) -> Any: return _np().argmax(self, *a, **k)
+    def argmin(self, *a: Any, **k: Any) -> Any: return _np().argmin(self, *a, **k)
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
         """``x.reshape(2, 3)`` and ``x.reshape((2, 3))``, as ndarray's."""
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        return _np().reshape(self, shape, order=order)
+        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return _np().reshape(self, dims, order=order)
 
-    def transpose(self, *axes):
+    def transpose(self, *axes: Any) -> Any:
         """``x.transpose()``, ``x.transpose(1, 0)`` and ``x.transpose((1, 0))``, as ndarray's."""
-        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
-            axes = axes[0]
-        return _np().transpose(self, axes if axes != () else None)
+        perm = axes[0] if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)) \
+            else axes
+        return _np().transpose(self, perm if perm != () else None)
 
 
-def _conversion_error(frame) -> TracerControlFlowError:
+def _conversion_error(frame: FrameType | None) -> TracerControlFlowError:
     """The error for ``np.asarray(tracer)``, naming the user's line; when a NumPy function
     written in Python made the conversion, it is named too (np.vectorize: use dg.vmap)."""
     library = None
@@ -486,12 +509,12 @@ def _conversion_error(frame) -> TracerControlFlowError:
         f"(np.asarray, np.array or a C extension). {hint}")
 
 
-def _inside_library(frame) -> bool:
+def _inside_library(frame: FrameType) -> bool:
     name = str(frame.f_globals.get("__name__", ""))
     return name.split(".")[0] in ("numpy", "cupy", "cupyx", "scipy")
 
 
-def _inside_dualgpu(frame) -> bool:
+def _inside_dualgpu(frame: FrameType) -> bool:
     return str(frame.f_globals.get("__name__", "")).split(".")[0] == "dualgpu"
 
 
@@ -502,28 +525,30 @@ def _sparse_probe() -> bool:
             and str(frame.f_globals.get("__name__", "")).startswith("scipy.sparse"))
 
 
-def _not_installed(*args, **kwargs):
+def _not_installed(*args: Any, **kwargs: Any) -> Any:
     raise DualgpuError("internal: the NumPy protocol handlers are not installed "
                        "(import dualgpu, not dualgpu.core alone)")
 
 
-_PROTOCOLS = {"ufunc": _not_installed, "function": _not_installed,
+_PROTOCOLS: dict[str, Any] = {"ufunc": _not_installed, "function": _not_installed,
               "namespace": _not_installed, "cupy_kernel": _not_installed,
               "numpy": None}
 
 
-def _np():
+def _np() -> Any:  # the module dualgpu.frontend.numpy
     """The NumPy-compatible functions the Tracer's operators and methods call."""
     return _PROTOCOLS["numpy"]
 
 
-def register_front_end(module) -> None:
+def register_front_end(module: ModuleType) -> None:
     """Make ``module`` (:mod:`dualgpu.frontend.numpy`, registered by :mod:`dualgpu.frontend`)
     the functions the Tracer's operators and methods call."""
     _PROTOCOLS["numpy"] = module
 
 
-def install_protocol_handlers(*, ufunc, function, namespace, cupy_kernel=None) -> None:
+def install_protocol_handlers(*, ufunc: Callable[..., Any], function: Callable[..., Any],
+                              namespace: Callable[..., Any],
+                              cupy_kernel: Callable[..., Any] | None = None) -> None:
     """Route NumPy's ``__array_ufunc__``/``__array_function__``/``__array_namespace__``
     (and CuPy's ``__cupy_override_elementwise_kernel__``) on tracers to the given handlers
     (:mod:`dualgpu.namespace` does, at import)."""
@@ -541,9 +566,9 @@ def current_builder() -> GraphBuilder | None:
     return stack[-1] if stack else None
 
 
-def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None = None,
+def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp: ModuleType, *, name: str | None = None,
                    static: dict | None = None, input_names: Sequence[str] | None = None,
-                   captured: list | None = None) -> tuple[Graph, Any]:
+                   captured: list[Tracer] | None = None) -> tuple[Graph, Any]:
     """Trace ``fn`` on fresh tracers with the given avals.
 
     ``static`` maps positions to concrete (non-traced) arguments. Returns the graph and the
@@ -584,21 +609,22 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp, *, name: str | None 
     names = list(input_names) if input_names else None
     if names and builder.captured_vars:
         names += [f"outer{i}" for i in range(len(builder.captured_vars))]
-    graph = Graph(inputs, outs, builder.eqns, name=name or getattr(fn, "__name__", "f"),
-                  input_names=names, xp=xp)
+    fn_name: str = getattr(fn, "__name__", "f")
+    title = name or fn_name
+    graph = Graph(inputs, outs, builder.eqns, name=title, input_names=names, xp=xp)
     return graph, tree
 
 
-def flatten_outputs(out) -> tuple[list, Any]:
+def flatten_outputs(out: Any) -> tuple[list, Any]:
     """Flatten a (possibly nested) tuple/list of arrays; return leaves and a structure."""
     leaves: list = []
 
-    def expand(o):
+    def expand(o: Any) -> tuple[tuple[type | None, Any], tuple[Any, ...]]:
         if isinstance(o, (tuple, list)):
             return (type(o), None), tuple(o)
         return (None, o), ()
 
-    def combine(tag, subtrees):
+    def combine(tag: tuple[type | None, Any], subtrees: tuple[Any, ...]) -> Any:
         kind, leaf = tag
         if kind is not None:
             return (kind, subtrees)

@@ -18,10 +18,10 @@ from ..core.axes import broadcast_shapes
 from ..core.dtypes import float_dtype, promote, real_dtype
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim, defstandalone
+from ..core.primitives import Primitive, defprim, defstandalone
 from ..errors import ArgumentTypeError, DualgpuError, user_location
 
-ELEMENTWISE: dict[str, object] = {}
+ELEMENTWISE: dict[str, Primitive] = {}
 
 
 def _loop_dtype(ufunc, name: str, avals) -> np.dtype | None:
@@ -65,7 +65,7 @@ def _shape_rule(name: str, result: str, ufunc=None):
 def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
                 c_int: str | None = None, result: str = "same", py: str | None = None,
                 impl=None, abstract_eval=None, differentiable: bool = True,
-                partials=None, flags=(), doc: str = ""):
+                partials=None, flags=(), doc: str = "") -> Primitive:
     """Declare an elementwise primitive: its value, Python form and C expression.
 
     ``result`` is the output dtype: ``"same"`` (promoted), ``"float"``, ``"real"`` or
@@ -243,7 +243,7 @@ multiply = elementwise("multiply", "multiply", 2, c="({0} * {1})",
 true_divide = elementwise("true_divide", "true_divide", 2, c="({0} / {1})", py="{0} / {1}",
                           result="float",
     partials=(lambda x, y, ans: _recip(y), lambda x, y, ans: negative(ans / y)))
-negative = elementwise("negative", "negative", 1, c="(-{0})", c_int=_NEG_INT, py="-{0}",
+negative: Primitive = elementwise("negative", "negative", 1, c="(-{0})", c_int=_NEG_INT, py="-{0}",
     partials=(lambda x, ans: -1,))
 power = elementwise("power", "power", 2, c="pow({0}, {1})", py="{0} ** {1}",
                     c_int=_IPOW,
@@ -349,7 +349,7 @@ logaddexp = elementwise(
 # --------------------------------------------------------------------------- trigonometry
 sin = elementwise("sin", "sin", 1, c="sin({0})", result="float",
     partials=(lambda x, ans: cos(x),))
-cos = elementwise("cos", "cos", 1, c="cos({0})", result="float",
+cos: Primitive = elementwise("cos", "cos", 1, c="cos({0})", result="float",
     partials=(lambda x, ans: negative(sin(x)),))
 tan = elementwise("tan", "tan", 1, c="tan({0})", result="float",
     partials=(lambda x, ans: add(1.0, _sq(ans)),))
@@ -367,7 +367,7 @@ arctan2 = elementwise("arctan2", "arctan2", 2, c="atan2({0}, {1})", result="floa
                                                      hypot(x, y)))))
 sinh = elementwise("sinh", "sinh", 1, c="sinh({0})", result="float",
     partials=(lambda x, ans: cosh(x),))
-cosh = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float",
+cosh: Primitive = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float",
     partials=(lambda x, ans: sinh(x),))
 tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
     partials=(lambda x, ans: _tanh_d(x, ans),))
@@ -400,7 +400,7 @@ gammaln = elementwise("gammaln", None, 1, result="float", py="ops.gammaln({0})",
                       c="((isinf({0}) && ({0}) < 0) ? ({0}) : lgamma({0}))",
                       impl=_special("gammaln"),
     partials=(lambda x, ans: digamma(x),))
-digamma = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamma({0})",
+digamma: Primitive = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamma({0})",
                       impl=_special("digamma"),
                       doc="psi(x), the derivative of gammaln; its derivative is "
                           "polygamma(1, x).",
@@ -466,7 +466,7 @@ def _polygamma_impl(xp, x, n):
     return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
 
 
-polygamma = elementwise(
+polygamma: Primitive = elementwise(
     "polygamma", None, 1, c=None, result="float", py="ops.polygamma({0}, n={n})",
     impl=_polygamma_impl,
     doc="The n-th derivative of digamma (scipy.special.polygamma(n, x)); differentiable to "
@@ -517,8 +517,9 @@ where = elementwise("where", "where", 3, c="({0} ? {1} : {2})", abstract_eval=_w
 # --------------------------------------------------------------------------- non-differentiable
 # (comparisons, rounding, logic: their outputs carry no derivative)
 _SIGN_INT = "((({0}) > 0) - (({0}) < 0))"
-sign = elementwise("sign", "sign", 1, c=f"((({{0}}) != ({{0}})) ? ({{0}}) : {_SIGN_INT})",
-                   c_int=_SIGN_INT, differentiable=False)  # NaN: NaN
+sign: Primitive = elementwise(
+    "sign", "sign", 1, c=f"((({{0}}) != ({{0}})) ? ({{0}}) : {_SIGN_INT})",
+    c_int=_SIGN_INT, differentiable=False)  # NaN: NaN
 floor = elementwise("floor", "floor", 1, c="floor({0})", c_int="({0})", differentiable=False)
 ceil = elementwise("ceil", "ceil", 1, c="ceil({0})", c_int="({0})", differentiable=False)
 rint = elementwise("rint", "rint", 1, c="rint({0})", c_int="({0})", differentiable=False)

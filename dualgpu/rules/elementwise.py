@@ -307,9 +307,9 @@ for _prim, _step in ((ew.exp, taylor.exp_step), (ew.log, taylor.log_step),
                      (ew.reciprocal, taylor.reciprocal_step), (ew.tan, taylor.tan_step)):
     defrules(_prim, taylor=taylor.unary_recurrence(_step))  # the op's ODE, O(K**2)
 # the ODE's right-hand side at t = 0 from the declared partial: it cancels in the tails
-for _prim, _step in ((ew.expm1, taylor.expm1_step), (ew.tanh, taylor.tanh_step),
-                     (ew.logistic, taylor.logistic_step)):
-    defrules(_prim, taylor=taylor.unary_recurrence(_step, first=True))
+for _prim, _rhs in ((ew.expm1, taylor.expm1_step), (ew.tanh, taylor.tanh_step),
+                    (ew.logistic, taylor.logistic_step)):
+    defrules(_prim, taylor=taylor.unary_recurrence(_rhs, first=True))
 for _prim in (ew.sin, ew.cos, ew.sinh, ew.cosh):
     defrules(_prim, taylor=taylor.sin_cos_rule(_prim.name))
 defrules(ew.where, taylor=taylor.where_rule)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
-from ..backends import array_backend
+from ..backends import backend_of
 from ..core.primitives import defrules
 from ..core.trace import Tracer
 from ..ops.sparse import coo_indices, sddmm, spmm
@@ -49,7 +49,7 @@ def _concrete(*xs) -> bool:
 def _block_pattern(rows, cols, shape, size, stack_rows: bool, stack_cols: bool):
     """COO indices of ``size`` copies of a pattern: stacked down (rows offset), across
     (cols offset) or on the diagonal (both)."""
-    xp = array_backend(rows).xp
+    xp = backend_of((rows,)).xp
     k = xp.arange(size, dtype=np.int64)[:, None]
     r = rows.astype(np.int64)[None, :] + (k * shape[0] if stack_rows else 0)
     c = cols.astype(np.int64)[None, :] + (k * shape[1] if stack_cols else 0)

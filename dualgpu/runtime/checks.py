@@ -13,6 +13,8 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..backends import array_backend
@@ -25,10 +27,12 @@ from ..errors import (
     NonScalarOutputError,
     ShapeMismatchError,
 )
+from ..tree import TreeDef
 from .signature import FLOAT0, Signature, check_plain_values
 
 
-def check_scalar_output(graph: Graph, tree, what: str, holomorphic: bool | None = None) -> None:
+def check_scalar_output(graph: Graph, tree: TreeDef | None, what: str,
+                        holomorphic: bool | None = None) -> None:
     """One scalar output, real -- or complex with ``holomorphic=True`` (``None``: the
     transform has no holomorphic mode)."""
     if tree is None or not tree.is_leaf:
@@ -49,12 +53,12 @@ def check_scalar_output(graph: Graph, tree, what: str, holomorphic: bool | None 
         check_complex_outputs(graph, what, holomorphic, "rev", NonScalarOutputError)
 
 
-def check_holomorphic(value, what: str) -> bool:
+def check_holomorphic(value: Any, what: str) -> bool:
     """``holomorphic`` is a bool (it selects the program: part of the cache key)."""
     return check_bool(value, "holomorphic", what)
 
 
-def check_bool(value, name: str, what: str) -> bool:
+def check_bool(value: Any, name: str, what: str) -> bool:
     if not isinstance(value, bool):
         raise ArgumentTypeError(f"{what}: {name} must be True or False, got {value!r}")
     return value
@@ -119,7 +123,7 @@ def check_complex(graph: Graph, sig: Signature, what: str, holomorphic: bool,
     check_complex_inputs(graph, sig, what, holomorphic, mode)
 
 
-def check_direction(sig: Signature, k: int, v, arg: int, what: str):
+def check_direction(sig: Signature, k: int, v: Any, arg: int, what: str) -> Any:
     x = sig.inputs[k]
     v = sig.sparse.direction(k, v)
     if (isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool)
@@ -149,7 +153,7 @@ def check_direction(sig: Signature, k: int, v, arg: int, what: str):
     return v
 
 
-def check_float0_direction(sig: Signature, k: int, v, arg: int, what: str) -> None:
+def check_float0_direction(sig: Signature, k: int, v: Any, arg: int, what: str) -> None:
     """JAX's rule for an integer (or bool) input: its tangent is a ``float0`` array of its
     shape (an integer has no perturbation to carry)."""
     x = sig.inputs[k]
@@ -165,7 +169,7 @@ def check_float0_direction(sig: Signature, k: int, v, arg: int, what: str) -> No
             "primal floating point to perturb it)")
 
 
-def normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
+def normalize_argnums(argnums: Any) -> tuple[tuple[int, ...], bool]:
     """``(argnums as a tuple, whether it was one)``; negative entries count from the end
     of the positional arguments (resolved per call: :meth:`Transformed._resolved`)."""
     single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
@@ -176,7 +180,7 @@ def normalize_argnums(argnums) -> tuple[tuple[int, ...], bool]:
     return tuple(int(i) for i in nums), not single
 
 
-def normalize_batch_axes(batch_axes):
+def normalize_batch_axes(batch_axes: Any) -> tuple[int, ...] | None:
     if batch_axes is None:
         return None
     axes = (batch_axes,) if isinstance(batch_axes, (int, np.integer)) else batch_axes
@@ -187,7 +191,7 @@ def normalize_batch_axes(batch_axes):
     return tuple(int(a) for a in axes)
 
 
-def is_integer_like(x) -> bool:
+def is_integer_like(x: Any) -> bool:
     dtype = getattr(x, "dtype", None)
     return dtype is not None and np.dtype(dtype).kind in "iub"
 

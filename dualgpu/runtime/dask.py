@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import NUMPY, array_backend, backend_named
+from ..backends.base import Backend
 from ..cache import PROGRAMS
 from ..errors import BackendMismatchError, DualgpuError, SeparabilityError
 from ..executor import generation
@@ -34,9 +35,12 @@ _MOST_PROBES = 64                                   # parameter-axis guesses tri
 # entries of the one cache: (PLAN, transform's spec, function, (shapes, dtypes, chunks,
 # static values)) -> (followers, chunk outputs)
 PLAN = "dask plan"
+# a Transformed (dualgpu.runtime.transformed, the layer above), a Dask array
+Transform = Any
+DaskArray = Any
 
 
-def is_dask_array(x) -> bool:
+def is_dask_array(x: Any) -> bool:
     """Whether ``x`` is a ``dask.array.Array``, without importing dask."""
     t = type(x)
     return t.__name__ == "Array" and t.__module__.startswith("dask.")
@@ -46,7 +50,7 @@ def has_dask_array(args: tuple, kwargs: dict) -> bool:
     return any(is_dask_array(a) for a in args) or any(map(is_dask_array, kwargs.values()))
 
 
-def chunk_backend(x):
+def chunk_backend(x: DaskArray) -> Backend:
     """The backend of a Dask array's chunks (from its ``meta``): NumPy or CuPy."""
     b = array_backend(getattr(x, "_meta", None))
     if b is None:
@@ -55,7 +59,7 @@ def chunk_backend(x):
     return b
 
 
-def call(t, args: tuple, kwargs: dict):
+def call(t: Transform, args: tuple, kwargs: dict) -> Any:
     """Run the transform ``t`` (a ``Transformed``) over Dask arrays; see the module docstring."""
     import dask  # lazy: dask is an optional extra, and `import dualgpu` must not import it
     import dask.array as da
@@ -66,7 +70,7 @@ def call(t, args: tuple, kwargs: dict):
     if directional and len(args) < 2:
         raise DualgpuError(f"{what} needs the arguments followed by the direction v")
     argnum = t.argnums[0]
-    chunked = (argnum, len(args) - 1) if directional else (argnum,)
+    chunked: tuple[int, ...] = (argnum, len(args) - 1) if directional else (argnum,)
     backend = _backend(args, chunked, what)
     x = args[argnum]
     template = x if is_dask_array(x) else args[-1]
@@ -142,7 +146,8 @@ def call(t, args: tuple, kwargs: dict):
     return results[0] if len(results) == 1 else tuple(results)
 
 
-def _plan_key(backend, blocks: list, args: tuple, chunked: tuple):
+def _plan_key(backend: Backend, blocks: list, args: tuple,
+              chunked: tuple[int, ...]) -> tuple | None:
     """What the plan of a call (followers, chunk outputs) depends on, or None when an
     argument is neither an array nor a hashable value."""
     key: list = [backend.name, generation[0]]  # bumped by dg.clear_cache()
@@ -159,7 +164,7 @@ def _plan_key(backend, blocks: list, args: tuple, chunked: tuple):
     return tuple(key)
 
 
-def _check_supported(t, kwargs: dict) -> None:
+def _check_supported(t: Transform, kwargs: dict) -> None:
     what = t.__name__
     if t.kind not in DASK_KINDS or getattr(t, "batch_axes", None) is None:
         raise DualgpuError(
@@ -177,16 +182,17 @@ def _check_supported(t, kwargs: dict) -> None:
                            "False for now")
 
 
-def _backend(args: tuple, chunked: tuple, what: str):
+def _backend(args: tuple, chunked: tuple[int, ...], what: str) -> Backend:
     """The chunks' backend: CuPy when the differentiated argument or the direction is a Dask
     array of CuPy chunks, else NumPy."""
-    found = [chunk_backend(args[i]) for i in chunked if is_dask_array(args[i])]
+    found: list[Backend | None] = [chunk_backend(args[i]) for i in chunked
+                                   if is_dask_array(args[i])]
     found += [array_backend(args[i]) for i in chunked if not is_dask_array(args[i])]
     device = [b for b in found if b is not None and b.on_device]
     return device[0] if device else NUMPY
 
 
-def _on(backend, x):
+def _on(backend: Backend, x: DaskArray) -> DaskArray:
     """The Dask array ``x`` with chunks of ``backend``'s library (CuPy chunks stay CuPy; NumPy
     chunks go to the device chunk by chunk when the backend is CuPy)."""
     if not backend.on_device or chunk_backend(x).on_device:
@@ -212,7 +218,8 @@ def _on_device(backend_name: str, params: tuple) -> tuple:
     return tuple(backend.to_device(p) if isinstance(p, np.ndarray) else p for p in params)
 
 
-def _rechunked(x, batch_axes: tuple, what: str, dask):
+def _rechunked(x: DaskArray, batch_axes: tuple[int, ...], what: str,
+               dask: Any) -> DaskArray:
     """``x`` with one chunk along every non-batch axis; an error if those chunks grow past
     dask's ``array.chunk-size``."""
     batch = {a % x.ndim for a in batch_axes}
@@ -232,14 +239,14 @@ def _rechunked(x, batch_axes: tuple, what: str, dask):
     return x.rechunk({a: -1 for a in split})
 
 
-def _placeholder(backend, shape: tuple, dtype):
+def _placeholder(backend: Backend, shape: tuple[int, ...], dtype: Any) -> Any:
     """An array of ``shape`` that costs one element (a broadcast zero): tracing reads only
     shapes and dtypes."""
     xp = backend.xp
     return xp.broadcast_to(xp.zeros((), dtype), tuple(shape))
 
 
-def _stand_ins(args: tuple, backend, shapes: dict) -> list:
+def _stand_ins(args: tuple, backend: Backend, shapes: dict[int, tuple[int, ...]]) -> list:
     """``args`` for a trace on ``backend``: the arguments named in ``shapes`` (position ->
     shape), Dask arrays and arrays of the other library become placeholders."""
     out = []
@@ -252,7 +259,8 @@ def _stand_ins(args: tuple, backend, shapes: dict) -> list:
     return out
 
 
-def _traces(t, args: tuple, backend, shapes: dict) -> bool:
+def _traces(t: Transform, args: tuple, backend: Backend,
+            shapes: dict[int, tuple[int, ...]]) -> bool:
     """Whether the program builds with the arguments at these shapes (a separability error
     says nothing about shapes, so it is raised)."""
     try:
@@ -264,7 +272,8 @@ def _traces(t, args: tuple, backend, shapes: dict) -> bool:
     return True
 
 
-def _followers(t, args: tuple, chunked: tuple, x, backend, what: str) -> dict:
+def _followers(t: Transform, args: tuple, chunked: tuple[int, ...], x: DaskArray,
+               backend: Backend, what: str) -> dict[int, dict[int, int]]:
     """``{position: {parameter axis: batch axis}}`` for the parameters with an axis along a
     chunked batch axis of ``x``.
 
@@ -281,14 +290,14 @@ def _followers(t, args: tuple, chunked: tuple, x, backend, what: str) -> dict:
         options = [[(i, k) for k, s in enumerate(p.shape) if s == n]
                    for i, p in enumerate(args)
                    if i not in chunked and hasattr(p, "shape") and hasattr(p, "dtype")]
-        options = [o for o in options if o]
+        options = [o for o in options if o]  # per parameter: its axes of length n
         if not options:
             continue
         longer = tuple(n + 1 if b == a else s for b, s in enumerate(x.shape))
-        base = dict.fromkeys(chunked, longer)
+        base: dict[int, tuple[int, ...]] = dict.fromkeys(chunked, longer)
         if _traces(t, args, backend, base):
             continue
-        fits = []
+        fits: list[list[tuple[int, int]]] = []
         guesses = itertools.product(*[[None] + o for o in options])
         for guess in sorted(itertools.islice(guesses, _MOST_PROBES),
                             key=lambda g: sum(c is not None for c in g)):
@@ -313,15 +322,16 @@ def _followers(t, args: tuple, chunked: tuple, x, backend, what: str) -> dict:
     return found
 
 
-def _whole(t, args: tuple, chunked: tuple, blocks: list, backend) -> None:
+def _whole(t: Transform, args: tuple, chunked: tuple[int, ...], blocks: list,
+           backend: Backend) -> None:
     """Build the program on the whole arrays' shapes, which runs the separability proof on
     them: a function that couples instances is refused whatever the chunks (a chunk of one
     instance has nothing to couple, and its program alone would prove nothing)."""
     t.graph(*_stand_ins(args, backend, {i: tuple(b.shape) for i, b in zip(chunked, blocks)}))
 
 
-def _chunk_outputs(t, args: tuple, chunked: tuple, blocks: list, follow: dict,
-                   backend) -> list[tuple]:
+def _chunk_outputs(t: Transform, args: tuple, chunked: tuple[int, ...], blocks: list,
+                   follow: dict[int, dict[int, int]], backend: Backend) -> list[tuple]:
     """``(shape, dtype)`` of each result of one chunk, from the programs built on every
     distinct shape of the chunks (building one runs the separability proof on those
     shapes: an array of the whole length of a batch axis that does not follow the chunks
@@ -352,45 +362,48 @@ def _chunk_outputs(t, args: tuple, chunked: tuple, blocks: list, follow: dict,
             for o in graph.outputs[len(graph.outputs) - n:]]
 
 
-def _fill(args: tuple, chunked: tuple, blocks) -> list:
-    args = list(args)
+def _fill(args: tuple, chunked: tuple[int, ...], blocks: list) -> list:
+    filled = list(args)
     for i, b in zip(chunked, blocks):
-        args[i] = b
-    return args
+        filled[i] = b
+    return filled
 
 
 class _ChunkCall:
     """The task run on each chunk: the transform on the chunk's arrays (and the chunks of
     the parameters that follow a batch axis)."""
 
-    def __init__(self, t, chunked: tuple):
+    def __init__(self, t: Transform, chunked: tuple[int, ...]):
         self.t, self.chunked = t, chunked
         self.__name__ = f"dualgpu-{t.__name__}"
 
-    def __dask_tokenize__(self):  # the transform holds a lock: name it rather than pickle it
+    # the transform holds a lock: name it rather than pickle it
+    def __dask_tokenize__(self) -> tuple:
         return ("dualgpu", id(self.t), self.t.spec, self.chunked)
 
-    def __reduce__(self):  # for processes and distributed: rebuild the transform over there
+    # for processes and distributed: rebuild the transform over there
+    def __reduce__(self) -> tuple:
         t = self.t
         options = {"return_value": t.return_value} if t.kind == "grad_and_hvp" else {}
         return _rebuilt, (type(t), t.fn, t.argnums[0], t.batch_axes, options, self.chunked)
 
-    def __call__(self, *blocks_and_params) -> tuple:
+    def __call__(self, *blocks_and_params: Any) -> tuple:
         *blocks, params = blocks_and_params
         out: Any = self.t(*_fill(params, self.chunked, blocks))
         return out if isinstance(out, tuple) else (out,)
 
 
-def _rebuilt(cls, fn, argnum: int, batch_axes: tuple, options: dict, chunked: tuple):
+def _rebuilt(cls: type, fn: Any, argnum: int, batch_axes: tuple[int, ...], options: dict,
+             chunked: tuple[int, ...]) -> _ChunkCall:
     return _ChunkCall(cls(fn, argnums=argnum, batch_axes=batch_axes, **options), chunked)
 
 
-def _value_block(results: tuple, k: int, ndim: int):
+def _value_block(results: tuple, k: int, ndim: int) -> Any:
     r = results[k]
     return r.reshape((1,) * ndim) if hasattr(r, "reshape") else np.reshape(r, (1,) * ndim)
 
 
-def _expanded(results: tuple, k: int, batch: tuple, ndim: int):
+def _expanded(results: tuple, k: int, batch: tuple[int, ...], ndim: int) -> Any:
     r = results[k]
     shape = [1] * ndim
     for a, s in zip(batch, r.shape):

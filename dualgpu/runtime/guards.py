@@ -39,6 +39,8 @@ import os
 import sys
 import types
 import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -61,16 +63,23 @@ _IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic, sli
               type(Ellipsis))
 _MUTABLE_CONTAINERS = (list, dict, set, bytearray)
 
+# a place's description: (the expression, what kind of place), as ("scale", "global")
+What = tuple[str, str]
+# how a place is read: read(holder, name)
+Read = Callable[[Any, Any], Any]
+# a guarded place: (label, read, holder, name, mode, expected); see Guards
+Place = tuple[str, Read, Any, Any, int, Any]
 
-def _cell(holder, name):
+
+def _cell(holder: Any, name: Any) -> Any:
     return holder.cell_contents
 
 
-def _item(holder, name):
+def _item(holder: Any, name: Any) -> Any:
     return holder[name]
 
 
-def _attr(holder, name):
+def _attr(holder: Any, name: Any) -> Any:
     """``holder.name``, a method as its function (a bound method is a new object on every
     read)."""
     value = getattr(holder, name)
@@ -86,14 +95,14 @@ class _Strong:
 
     __slots__ = ("obj",)
 
-    def __init__(self, obj):
+    def __init__(self, obj: Any):
         self.obj = obj
 
-    def __call__(self):
+    def __call__(self) -> Any:
         return self.obj
 
 
-def _ref(obj):
+def _ref(obj: Any) -> Callable[[], Any]:
     try:
         return weakref.ref(obj)
     except TypeError:
@@ -106,13 +115,13 @@ class _Same:
 
     __slots__ = ("obj",)
 
-    def __init__(self, obj):
+    def __init__(self, obj: Any):
         self.obj = obj
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is _Same and other.obj is self.obj
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self.obj)
 
 
@@ -121,10 +130,11 @@ class Guards:
 
     __slots__ = ("places", "keep", "static")
 
-    def __init__(self, places=(), keep=(), static=()):
+    def __init__(self, places: Iterable[Place] = (), keep: Iterable[Any] = (),
+                 static: Iterable[str] = ()):
         # a place: (what, read, holder, name, mode, expected): ``expected`` is a reference
         # (identity), ``(value, key)`` (value) or a key (snapshot)
-        self.places = tuple(places)
+        self.places: tuple[Place, ...] = tuple(places)
         self.keep = tuple(keep)    # arrays the program reads stay alive, so ids stay theirs
         self.static = tuple(static)  # what was reached but is not guarded (for messages)
 
@@ -160,14 +170,16 @@ class Guards:
                       self.static + other.static)
 
 
-def _contents(array, name_of) -> tuple:
+def _contents(array: Any, name_of: Any) -> tuple:
     """What :func:`array_contents` compares: the shape, dtype and a digest of the bytes."""
     backend = array_backend(array)
     host = np.ascontiguousarray(backend.to_host(array) if backend is not None else array)
-    return (host.shape, host.dtype.str, hashlib.blake2b(host.view(np.uint8)).digest())
+    # an ndarray is a buffer (NumPy's stubs say so for Python 3.12 and later only)
+    digest = hashlib.blake2b(host.view(np.uint8)).digest()  # type: ignore[arg-type]
+    return (host.shape, host.dtype.str, digest)
 
 
-def array_contents(arrays, labels) -> Guards:
+def array_contents(arrays: Iterable[Any], labels: Iterable[str]) -> Guards:
     """Guards on the values inside ``arrays`` (a digest of their bytes, compared on every
     check; ``labels`` name them for :meth:`Guards.changed`): for the few arrays whose values
     shaped a program beyond its arithmetic, such as the constant index arrays and matrices
@@ -184,14 +196,14 @@ def array_contents(arrays, labels) -> Guards:
         >>> g.hold(), g.changed()
         (False, 'mask')
     """
-    places = []
+    places: list[Place] = []
     for array, label in zip(arrays, labels):
         seen = _contents(array, None)
         places.append((label, _contents, array, None, _VALUE, (seen, static_key(seen, []))))
     return Guards(places)
 
 
-def _snapshot_key(value, budget=None):
+def _snapshot_key(value: Any, budget: list[int] | None = None) -> Any:
     """An exact key of a small container's value (objects inside it by identity), or None
     when it is too large."""
     budget = [SNAPSHOT_ITEMS * 4] if budget is None else budget
@@ -199,13 +211,14 @@ def _snapshot_key(value, budget=None):
     if t is dict or t in (list, tuple, set, frozenset):
         if len(value) > SNAPSHOT_ITEMS:
             return None
+        items: Iterable[Any]
         if t is dict:
             items = [(static_key(k, []), v) for k, v in value.items()]
         elif t in (set, frozenset):
             items = sorted(value, key=repr)
         else:
             items = value
-        inner = []
+        inner: list[Any] = []
         for item in items:
             budget[0] -= 1
             k = (_snapshot_key(item[1], budget) if t is dict else _snapshot_key(item, budget))
@@ -220,14 +233,14 @@ def _snapshot_key(value, budget=None):
     return _Same(value)
 
 
-def _frozen(value) -> bool:
+def _frozen(value: Any) -> bool:
     """A value that cannot change while it stays the same object."""
     if isinstance(value, (tuple, frozenset)):
         return all(_frozen(v) for v in value)
     return not isinstance(value, _MUTABLE_CONTAINERS)
 
 
-def _is_library(obj, files: tuple) -> bool:
+def _is_library(obj: Any, files: tuple[str, ...]) -> bool:
     """Whether ``obj`` belongs to a library (its state is not the user's to change)."""
     code = getattr(obj, "__code__", None)
     if isinstance(code, types.CodeType):  # a function: by where its code is (a function
@@ -236,13 +249,12 @@ def _is_library(obj, files: tuple) -> bool:
     if isinstance(obj, types.ModuleType):
         name = obj.__name__
     else:
-        name = getattr(obj, "__module__", None)
-        if not isinstance(name, str):
-            name = getattr(type(obj), "__module__", "") or ""
+        module = getattr(obj, "__module__", None)
+        name = module if isinstance(module, str) else getattr(type(obj), "__module__", "") or ""
     return name.split(".")[0] in _LIBRARY_ROOTS
 
 
-def _library_files() -> tuple:
+def _library_files() -> tuple[str, ...]:
     """The folders of the imported libraries' code (the standard library aside)."""
     roots = []
     for name in sorted(_LIBRARY_ROOTS - frozenset(getattr(sys, "stdlib_module_names", ()))):
@@ -252,7 +264,7 @@ def _library_files() -> tuple:
     return tuple(roots)
 
 
-def _code_names(code, out: set) -> set:
+def _code_names(code: types.CodeType, out: set[str]) -> set[str]:
     """Global and attribute names a code object reads (nested code included), and its
     identifier-like string constants (``getattr(obj, "scale")``)."""
     out.update(code.co_names)
@@ -267,46 +279,47 @@ def _code_names(code, out: set) -> set:
 class _Walk:
     """Collects the places reached from one function (see :func:`collect_guards`)."""
 
-    def __init__(self):
-        self.places: list = []
-        self.keep: list = []
-        self.static: list = []
-        self.functions: list = []
-        self.seen: set = set()     # ids of the functions and objects walked into
-        self.objects: list = []    # [object, what, depth, names already guarded]
-        self.names: set = set()    # every name the followed functions' code reads
+    def __init__(self) -> None:
+        self.places: list[Place] = []
+        self.keep: list[Any] = []
+        self.static: list[str] = []
+        self.functions: list[types.FunctionType | None] = []  # None: walked
+        self.seen: set[int] = set()     # ids of the functions and objects walked into
+        self.objects: list[list[Any]] = []    # [object, what, depth, names already guarded]
+        self.names: set[str] = set()    # every name the followed functions' code reads
         self.files = _library_files()
-        self.placed: set = set()   # (holder id, name, read) of the places guarded
+        self.placed: set[tuple[int, Any, Read]] = set()   # (holder id, name, read) guarded
 
-    def place(self, what, read, holder, name, value, depth) -> None:
+    def place(self, what: What, read: Read, holder: Any, name: Any, value: Any,
+              depth: int) -> None:
         """Guards the place ``read(holder, name)`` (which holds ``value``; ``what`` is its
         (expression, kind)) and walks into ``value``."""
         where = what
-        what = _label(what)
+        label = _label(what)
         if (id(holder), name, read) in self.placed:
             return
         self.placed.add((id(holder), name, read))
         if len(self.places) >= MAX_PLACES:
-            self.static.append(what)
+            self.static.append(label)
             return
         if isinstance(value, _IMMUTABLE) or (isinstance(value, (tuple, frozenset))
                                              and _frozen(value)):
-            self.places.append((what, read, holder, name, _VALUE,
+            self.places.append((label, read, holder, name, _VALUE,
                                 (value, static_key(value, []))))
         elif isinstance(value, _MUTABLE_CONTAINERS + (tuple, frozenset)):
             key = _snapshot_key(value)
             if key is None:
-                self.static.append(f"{what[:-1]}, its items: more than {SNAPSHOT_ITEMS})")
-                self.places.append((what, read, holder, name, _IDENTITY, _ref(value)))
+                self.static.append(f"{label[:-1]}, its items: more than {SNAPSHOT_ITEMS})")
+                self.places.append((label, read, holder, name, _IDENTITY, _ref(value)))
             else:
-                self.places.append((what, read, holder, name, _SNAPSHOT, key))
+                self.places.append((label, read, holder, name, _SNAPSHOT, key))
         else:
             if isinstance(value, np.ndarray) or array_backend(value) is not None:
                 self.keep.append(value)
-            self.places.append((what, read, holder, name, _IDENTITY, _ref(value)))
+            self.places.append((label, read, holder, name, _IDENTITY, _ref(value)))
         self.inside(value, where, depth)
 
-    def inside(self, value, what, depth) -> None:
+    def inside(self, value: Any, what: What, depth: int) -> None:
         """Walks into ``value``: functions are followed, objects' attributes guarded."""
         if depth > MAX_DEPTH or isinstance(value, _IMMUTABLE):
             return
@@ -371,7 +384,7 @@ class _Walk:
             if v is not None:
                 self.place((f"{where}.{attr}", "defaults"), _attr, f, attr, v, 1)
 
-    def attributes(self, entry) -> None:
+    def attributes(self, entry: list[Any]) -> None:
         """Guards the attributes of a user module, class or object that the code names
         (and that were not guarded yet)."""
         obj, what, depth, done = entry
@@ -389,7 +402,7 @@ class _Walk:
                 self.place(_sub(what, f".{name}"), _attr, obj, name, _attr(obj, name),
                            depth + 1)
 
-    def run(self, fn) -> Guards:
+    def run(self, fn: Any) -> Guards:
         self.inside(fn, ("self", "the function's object"), 0)
         progressed = True
         while progressed:
@@ -409,16 +422,16 @@ class _Walk:
         return Guards(self.places, self.keep, self.static)
 
 
-def _sub(what: tuple, suffix: str) -> tuple:
+def _sub(what: What, suffix: str) -> What:
     return (what[0] + suffix, what[1])
 
 
-def _label(what: tuple, note: str = "") -> str:
+def _label(what: What, note: str = "") -> str:
     """``COEF (global)``, ``knobs.scale (closure variable of f)``."""
     return f"{what[0]} ({what[1]}{', ' + note if note else ''})"
 
 
-def _attribute_kind(obj, name) -> str:
+def _attribute_kind(obj: Any, name: str) -> str:
     """How ``obj.name`` is found: ``"plain"`` data or a function (an instance, slot or
     class attribute), ``"computed"`` by a property or other descriptor, or ``"missing"``."""
     if not isinstance(obj, type):
@@ -435,7 +448,7 @@ def _attribute_kind(obj, name) -> str:
     return "missing"
 
 
-def collect_guards(fn, before: Guards | None = None) -> Guards:
+def collect_guards(fn: Any, before: Guards | None = None) -> Guards:
     """The places ``fn`` (a function, bound method, partial, callable object or dualgpu
     transform of one) reads from outside its arguments, with what they hold now.
 

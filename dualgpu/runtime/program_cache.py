@@ -17,10 +17,12 @@ import functools
 import logging
 import types
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from ..backends.base import Backend
 from ..cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
 from ..core.ir import Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
@@ -34,7 +36,7 @@ config.watch("cache_size", lambda n: setattr(PROGRAMS, "maxsize", n))
 log = logging.getLogger("dualgpu")
 # builds per (transform, function): a function traced again and again because a static
 # argument keeps changing gets one warning (bounded; reset by clear_cache)
-_builds: dict = {}
+_builds: dict[tuple, int] = {}
 RETRACE_WARNING_AFTER = 8
 NO_GUARDS = Guards()
 
@@ -69,7 +71,7 @@ class Compiled:
 
     __slots__ = ("graph", "exe", "trees", "guards", "__weakref__")
 
-    def __init__(self, graph: Graph, trees, backend, guards: Guards = NO_GUARDS):
+    def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
         self.graph = graph
         self.trees = trees
         self.exe = Executable(graph, backend)
@@ -84,7 +86,7 @@ class VjpCompiled(Compiled):
 
     __slots__ = ("pullback",)
 
-    def __init__(self, graphs: tuple[Graph, Graph], trees, backend,
+    def __init__(self, graphs: tuple[Graph, Graph], trees: Any, backend: Backend,
                  guards: Guards = NO_GUARDS):
         forward, pullback = graphs
         super().__init__(forward, trees, backend, guards)
@@ -95,7 +97,8 @@ class Inlined:
     """What :meth:`Transformed.finish` reads of a program that was inlined, not compiled;
     ``reusable``: it reads no value of the trace it was built in (so it may be cached)."""
 
-    def __init__(self, graph, trees, guards: Guards = NO_GUARDS, reusable: bool = False):
+    def __init__(self, graph: Graph, trees: Any, guards: Guards = NO_GUARDS,
+                 reusable: bool = False):
         self.graph = graph
         self.trees = trees
         self.guards = guards
@@ -105,7 +108,7 @@ class Inlined:
         return self.guards.hold()
 
 
-def function_key(fn, weak: list):
+def function_key(fn: Any, weak: list) -> Any:
     """The identity of a function for the cache: weak where Python allows, structural for
     transformations, bound methods and partials (so rebuilding ``dg.grad(f)`` hits)."""
     if isinstance(fn, SelfTracing):
@@ -148,7 +151,7 @@ def count_build(t: Any, sig: Signature, changed: str | None = None) -> None:
             "inputs of one program.", stacklevel=6)
 
 
-def evict_on_death(key, weak_parts) -> None:
+def evict_on_death(key: Any, weak_parts: Iterable[WeakIdentityKey]) -> None:
     """Drop the entry ``key`` when an object it is keyed on (weakly) is freed."""
     for w in weak_parts:
         w.on_death(functools.partial(PROGRAMS.discard_later, key))

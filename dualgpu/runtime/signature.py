@@ -15,12 +15,14 @@ one.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import tree as pytree
 from ..backends import array_backend, backend_for_xp, backend_of
+from ..backends.base import Backend
 from ..cache import WeakIdentityKey, identity_key
 from ..core.ir import Aval
 from ..core.trace import Tracer
@@ -63,7 +65,7 @@ def static_key(x: Any, weak: list) -> tuple:
     return ("id", k)
 
 
-def _is_dense_array(x) -> bool:
+def _is_dense_array(x: Any) -> bool:
     if type(x) is np.ndarray:
         return True
     b = array_backend(x)
@@ -82,10 +84,29 @@ class Signature:
     __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
                  "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
                  "avals", "argnums", "int_inputs", "scalar_inputs", "what")
+    args: tuple
+    kwargs: dict
+    arg_trees: tuple[pytree.TreeDef, ...]
+    kw_tree: pytree.TreeDef | None
+    leaves: list
+    input_pos: list[int]
+    inputs: list
+    diff: list[bool]
+    arg_of_input: list[int]
+    sparse: SparseArgs
+    backend: Backend
+    traced: bool
+    key: tuple
+    weak: list
+    avals: list[Aval]
+    argnums: tuple[int, ...]
+    int_inputs: frozenset[int]
+    scalar_inputs: tuple[tuple[int, bool], ...]
+    what: str
 
-    def __init__(self, args: tuple, kwargs: dict, argnums: tuple, what: str,
+    def __init__(self, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str,
                  allow_int: bool = False, trace_scalars: bool = False,
-                 static: tuple = ((), ())):
+                 static: tuple[Sequence[int], Sequence[str]] = ((), ())):
         self.args = args
         self.kwargs = kwargs
         self.argnums = argnums
@@ -99,7 +120,7 @@ class Signature:
                 raise ArgumentTypeError(f"argnums names argument {i}, but {what} has only "
                                         f"{len(args)} positional argument(s)")
         leaves: list = []
-        arg_trees = []
+        arg_trees: list[pytree.TreeDef] = []
         owner: list = []  # per leaf: its argument's position (-1 for keyword arguments)
         for i, a in enumerate(args):
             n0 = len(leaves)
@@ -120,12 +141,18 @@ class Signature:
         self.kw_tree = kw_tree
         diff_args = set(argnums)
         weak: list = []
-        keys = []
-        inputs, input_pos, diff, arg_of_input, int_inputs = [], [], [], [], []
-        scalar_inputs: list = []  # (input index, weakly typed): traced non-array scalars
+        keys: list[tuple] = []
+        inputs: list = []
+        input_pos: list[int] = []
+        diff: list[bool] = []
+        arg_of_input: list[int] = []
+        int_inputs: list[int] = []
+        # (input index, weakly typed): traced non-array scalars
+        scalar_inputs: list[tuple[int, bool]] = []
         sparse = SparseArgs()
-        backends = []
+        backends: list[Backend | None] = []
         traced = False
+        key: tuple
         for j, (leaf, i) in enumerate(zip(leaves, owner)):
             d = i in diff_args
             if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
@@ -216,11 +243,13 @@ class Signature:
         new = Signature.__new__(Signature)
         for name in Signature.__slots__:
             setattr(new, name, getattr(self, name))
-        new.args = new.kwargs = new.leaves = new.inputs = new.weak = None
+        # a layout holds no values: reading one is an error (None has no items)
+        new.args = new.kwargs = None  # type: ignore[assignment]
+        new.leaves = new.inputs = new.weak = None  # type: ignore[assignment]
         return new
 
     # ------------------------------------------------------------------------------ use
-    def rebuild(self, values) -> tuple[tuple, dict]:
+    def rebuild(self, values: Iterable[Any]) -> tuple[tuple, dict]:
         """``(args, kwargs)`` with the traced inputs replaced by ``values``."""
         leaves = list(self.leaves)
         for j, v in zip(self.input_pos, values):
@@ -230,7 +259,7 @@ class Signature:
         kwargs = pytree._build(self.kw_tree, it) if self.kw_tree is not None else {}
         return args, kwargs
 
-    def arg_of_leaf(self, j: int):
+    def arg_of_leaf(self, j: int) -> int | str:
         """The argument (position, or ``"keyword"``) leaf ``j`` belongs to."""
         n = 0
         for i, t in enumerate(self.arg_trees):
@@ -254,7 +283,8 @@ class Signature:
                 return found
         return None
 
-    def per_argument(self, values, arg: int, repackage: bool = True, int_prefix: tuple = ()):
+    def per_argument(self, values: Iterable[Any], arg: int, repackage: bool = True,
+                     int_prefix: tuple[int, ...] = ()) -> Any:
         """Results for the differentiated leaves (in leaf order) regrouped as argument
         ``arg``'s pytree (sparse leaves come back sparse); an integer leaf (``allow_int``)
         gets float0 zeros of shape ``int_prefix + its shape`` (a Jacobian block's)."""
@@ -273,7 +303,7 @@ class Signature:
                 picked.append(v)
         return pytree.unflatten(self.arg_trees[arg], picked)
 
-    def input_names(self, fn) -> list[str] | None:
+    def input_names(self, fn: Any) -> list[str] | None:
         """Readable graph-input names from ``fn``'s parameter names, when they exist."""
         try:
             import inspect
@@ -290,7 +320,7 @@ class Signature:
         return names if len(set(names)) == len(names) else None
 
 
-def _number_sequence(x, name: str, depth: int = 0) -> tuple[str, Any] | None:
+def _number_sequence(x: Any, name: str, depth: int = 0) -> tuple[str, Any] | None:
     # with a float in it: a list of ints is static (a shape, axes), not traced
     if isinstance(x, (list, tuple)) and x and all(
             isinstance(v, _NUMBERS) and not isinstance(v, bool) for v in x) and any(
@@ -319,7 +349,7 @@ def _static_name(i: int, kwargs: dict, kw_leaf: int) -> str:
 FLOAT0 = np.dtype([("float0", np.void, 0)])  # JAX's dtype of integer inputs' gradients
 
 
-def _plain_array(x: np.ndarray, i, what: str) -> np.ndarray:
+def _plain_array(x: np.ndarray, i: int, what: str) -> np.ndarray:
     """An ndarray subclass as a plain array, or a refusal where its semantics differ
     (``np.matrix``'s ``*`` is a matrix product; masked arrays carry a mask)."""
     if isinstance(x, (np.matrix, np.ma.MaskedArray)):
@@ -329,7 +359,7 @@ def _plain_array(x: np.ndarray, i, what: str) -> np.ndarray:
     return np.asarray(x)
 
 
-def check_plain_values(x, what: str) -> None:
+def check_plain_values(x: Any, what: str) -> None:
     """Refuse a tangent, direction or cotangent whose values would be misread: a masked
     array (the mask would be dropped or carried through) or an object array (its entries
     are cast, ``None`` silently becoming NaN)."""
@@ -345,7 +375,7 @@ def check_plain_values(x, what: str) -> None:
             "np.asarray(ct, dtype=float) (entries such as None are not numbers)")
 
 
-def float_point(x, what: str, name: str, purpose: str = "differentiated"):
+def float_point(x: Any, what: str, name: str, purpose: str = "differentiated") -> Any:
     """``x`` as a floating-point (or complex) array to differentiate at: arrays pass, Python
     and NumPy scalars become arrays; a bool, an integer dtype, a sparse matrix or anything
     that is no array is an error naming ``name`` (``purpose`` says what only floating-point
@@ -372,8 +402,8 @@ def float_point(x, what: str, name: str, purpose: str = "differentiated"):
     return x
 
 
-def backend_of_all(backends, what: str):
-    found = None
+def backend_of_all(backends: Iterable[Backend | None], what: str) -> Backend:
+    found: Backend | None = None
     for b in backends:
         if found is not None and b is not found:
             raise BackendMismatchError(
@@ -383,7 +413,7 @@ def backend_of_all(backends, what: str):
     return found or backend_of([])
 
 
-def alias_pattern(inputs) -> tuple | None:
+def alias_pattern(inputs: Sequence[Any]) -> tuple[int, ...] | None:
     """For each input, the first input that is the same object — None when none alias."""
     ids = [id(a) for a in inputs]
     if len(set(ids)) == len(ids):
@@ -392,7 +422,7 @@ def alias_pattern(inputs) -> tuple | None:
     return tuple(first.setdefault(i, k) for k, i in enumerate(ids))
 
 
-def class_call(cls):
+def class_call(cls: type) -> Any:
     """The ``__call__`` a class defines (or inherits), as found on its MRO."""
     for k in cls.__mro__:
         if "__call__" in k.__dict__:

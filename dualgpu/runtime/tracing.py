@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,8 @@ from .. import lax
 from .. import tree as pytree
 from ..core.dtypes import promote
 from ..core.interpret import eval_graph, propagate_states
-from ..core.ir import Const, Graph, Literal
-from ..core.trace import trace_to_graph
+from ..core.ir import Const, Eqn, Graph, Literal
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import ArgumentTypeError, TracerControlFlowError
 from ..frontend.scipy.sparse import SparseValue
 from ..namespace import rebind_function
@@ -37,6 +38,8 @@ class SelfTracing:
     neither checked against a signature nor rebound."""
 
     __slots__ = ()
+    spec: Any   # what the transform is (with its options): part of the cache key
+    fn: Any     # the function it transforms
 
 
 class FlatCall:
@@ -46,17 +49,17 @@ class FlatCall:
     alone and rebinds the user's function it holds.
     """
 
-    def __init__(self, fn, sig: Signature):
+    def __init__(self, fn: Callable, sig: Signature):
         self.fn = rebindable(fn)
         self.sig = sig
-        self.out_tree = None
+        self.out_tree: pytree.TreeDef | None = None  # set by the call
         self.__name__ = name_of(fn)
 
-    def __call__(self, *values):
-        values = list(values)
+    def __call__(self, *values: Any) -> list:
+        leaves_in = list(values)
         for k, p in self.sig.sparse.patterns.items():
-            values[k] = SparseValue(values[k], p)
-        args, kwargs = self.sig.rebuild(values)
+            leaves_in[k] = SparseValue(leaves_in[k], p)
+        args, kwargs = self.sig.rebuild(leaves_in)
         out = rebind_function(self.fn)(*args, **kwargs)
         leaves, self.out_tree = pytree.flatten(out)
         if any(isinstance(leaf, SparseValue) for leaf in leaves):
@@ -69,7 +72,7 @@ class FlatCall:
         return leaves
 
 
-def rebindable(fn):
+def rebindable(fn: Any) -> Any:
     """``fn``, with a callable object's ``__call__`` bound as a method (so that the tracer
     rebinds the array modules it uses, as it does for functions)."""
     if isinstance(fn, (types.FunctionType, types.MethodType, functools.partial)):
@@ -82,7 +85,7 @@ def rebindable(fn):
     return fn
 
 
-def name_of(fn) -> str:
+def name_of(fn: Any) -> str:
     name = getattr(fn, "__name__", None)
     if isinstance(name, str):
         return name
@@ -91,7 +94,7 @@ def name_of(fn) -> str:
     return type(fn).__name__
 
 
-def check_call(fn, args: tuple, kwargs: dict) -> None:
+def check_call(fn: Any, args: tuple, kwargs: dict) -> None:
     """A clear error for a call that does not fit ``fn``'s parameters (before tracing, so
     that a TypeError of the user's own code is never mistaken for one)."""
     try:
@@ -109,7 +112,7 @@ def check_call(fn, args: tuple, kwargs: dict) -> None:
 class Traced:
     """A traced function: its graph, output structure and enclosing-trace values read."""
 
-    def __init__(self, fn, sig: Signature, captured: list | None):
+    def __init__(self, fn: Callable, sig: Signature, captured: list[Tracer] | None):
         if not isinstance(fn, SelfTracing):
             check_call(fn, sig.args, sig.kwargs)
         flat = FlatCall(fn, sig)
@@ -117,14 +120,16 @@ class Traced:
             self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=name_of(fn),
                                            input_names=sig.input_names(fn), captured=captured)
         except (TypeError, ValueError) as e:
-            if sig.number_sequence() is not None:
-                raise number_sequence_error(sig, e) from None
+            found = sig.number_sequence()
+            if found is not None:
+                raise number_sequence_error(sig.what, found, e) from None
             if not isinstance(e, TracerControlFlowError) or not sig.scalar_inputs:
                 raise
             raise TracerControlFlowError(f"{e}\n{static_hint(fn, sig)}") from None
         if any(weakly for _, weakly in sig.scalar_inputs):
             self.graph = strengthen_weak_inputs(self.graph)
-        self.out_tree = flat.out_tree
+        assert flat.out_tree is not None  # the trace called flat
+        self.out_tree: pytree.TreeDef = flat.out_tree
         self.captured = captured or []
 
     def split_aux(self, has_aux: bool, what: str) -> tuple[Graph, Graph | None, Any, Any]:
@@ -143,19 +148,21 @@ class Traced:
         return simplify(main), simplify(aux), tree.children[0], tree.children[1]
 
 
-def number_sequence_error(sig: Signature, e: Exception) -> ArgumentTypeError:
+def number_sequence_error(what: str, found: tuple[str, Any],
+                          e: Exception) -> ArgumentTypeError:
     """The error of a function that failed on a list (or tuple) of numbers given as an
-    argument: traced as a pytree of scalars, as JAX does, where it wanted an array."""
-    name, seq = sig.number_sequence()
+    argument (``found``: its name and it, :meth:`Signature.number_sequence`): traced as a
+    pytree of scalars, as JAX does, where it wanted an array."""
+    name, seq = found
     first = str(e).splitlines()[0] if str(e) else ""
     return ArgumentTypeError(
-        f"{sig.what}: {name} is a {type(seq).__name__} of {len(seq)} numbers, traced as a "
+        f"{what}: {name} is a {type(seq).__name__} of {len(seq)} numbers, traced as a "
         f"pytree of {len(seq)} scalars (as JAX does), not as an array, and the function "
         f"failed on it ({type(e).__name__}: {first}); pass np.asarray(...) to give it an "
         "array")
 
 
-def static_hint(fn, sig: Signature) -> str:
+def static_hint(fn: Any, sig: Signature) -> str:
     """What to do when the function needs the value of a scalar argument that was traced."""
     args = sorted({sig.arg_of_input[k] for k, _ in sig.scalar_inputs})
     nums = [a for a in args if a >= 0]
@@ -174,7 +181,7 @@ def strengthen_weak_inputs(graph: Graph) -> Graph:
     dtype the equation promotes to, so that the program computes in the dtypes the weak
     typing gave (``x32 * dt`` stays float32) whatever array library runs it."""
 
-    def cast_weak(eqn, ins, states):
+    def cast_weak(eqn: Eqn, ins: list, states: list) -> tuple[list, list]:
         weak = [k for k, a in enumerate(eqn.inputs)
                 if not isinstance(a, (Literal, Const)) and a.aval.weak]
         if weak and any(not a.aval.weak for a in eqn.inputs):
@@ -186,7 +193,7 @@ def strengthen_weak_inputs(graph: Graph) -> Graph:
         outs = outs if eqn.prim.multiple_results else [outs]
         return outs, [None] * len(outs)
 
-    def run(*args):
+    def run(*args: Any) -> list:
         return propagate_states(graph, args, {}, cast_weak)[0]
 
     avals = [v.aval._replace(weak=False) for v in graph.inputs]
@@ -202,7 +209,7 @@ def with_aux(program: Graph, aux: Graph | None) -> Graph:
         return program
     n = len(aux.inputs)
 
-    def both(*args):
+    def both(*args: Any) -> list:
         return eval_graph(program, args) + eval_graph(aux, args[:n])
 
     g, _ = trace_to_graph(both, [v.aval for v in program.inputs], program.xp,

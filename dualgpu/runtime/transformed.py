@@ -28,17 +28,18 @@ import inspect
 import threading
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .. import tree as pytree
+from ..backends.base import Backend
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
-from ..core.trace import current_builder, thread_state
+from ..core.trace import Tracer, current_builder, thread_state
 from ..errors import ArgumentTypeError, ShapeMismatchError
 from ..executor import config, generation
 from ..transforms.separability import check_separable, sum_output
@@ -62,13 +63,13 @@ _QUICK_TYPES = {np.ndarray}
 _QUICK_SCALARS = (int, bool, str, type(None))
 
 
-def quick_key(args: tuple):
+def quick_key(args: tuple) -> tuple | None:
     """A cheap exact key for a call whose positional arguments are all plain arrays (and
     Python ints, bools, strings, floats or None), or tuples and lists of arrays, or None
     for any other call. It stands for the same program as the full key: every argument is
     a leaf or a flat sequence of leaves, so structure, shapes, dtypes, static values and
     aliasing are all in it."""
-    key = []
+    key: list[Any] = []
     nested = False
     for a in args:
         t = type(a)
@@ -118,7 +119,8 @@ class FastCall:
 
     __slots__ = ("program", "generation", "guards", "floats", "nested", "layout", "template")
 
-    def __init__(self, program, generation_, guards, floats, nested, layout, template):
+    def __init__(self, program: weakref.ref[Compiled], generation_: int, guards: Guards | None,
+                 floats: bool, nested: bool, layout: Signature, template: Any):
         self.program = program
         self.nested = nested
         self.generation = generation_
@@ -140,11 +142,11 @@ class _Slot:
 TEMPLATE_DEPTH = 32  # results nested deeper are shaped by finish (a pytree walk, no recursion)
 
 
-def slots(n: int) -> list:
+def slots(n: int) -> list[_Slot]:
     return [_Slot(i) for i in range(n)]
 
 
-def results_template(result, depth: int = 0):
+def results_template(result: Any, depth: int = 0) -> Any:
     """Where a result built from :func:`slots` put each output: an int (the output itself),
     ``(tuple | list, parts)``, ``(dict, keys, parts)``, ``(None,)``, or ``("tree", treedef,
     outputs)`` for other pytree nodes; None when the result holds anything else (an array
@@ -178,7 +180,7 @@ def results_template(result, depth: int = 0):
     return ("tree", treedef, [leaf.index for leaf in leaves])
 
 
-def place_results(template, outs):
+def place_results(template: Any, outs: Sequence[Any]) -> Any:
     """The results of a call: the outputs ``outs`` placed by ``template``."""
     if type(template) is int:
         return outs[template]
@@ -213,12 +215,16 @@ class Spec:
     options: tuple = ()  # (name, value) pairs, sorted by name
 
 
+_T = TypeVar("_T", bound="Transformed")
+
+
 class Transformed(SelfTracing):
     """A function transformed by dualgpu. Calling it traces (once per signature) and runs;
     called on traced values it inlines its program into the enclosing trace."""
 
     kind = "abstract"
-    program_type = Compiled  # what compiles the graph(s) that build returns
+    # what compiles the graph(s) that build returns: (graphs, trees, backend, guards)
+    program_type: Callable[..., Compiled] = Compiled
     allow_int = False  # integer leaves of differentiated arguments get float0 zeros
     static: tuple = ((), ())  # (positions, keyword names) of static arguments (jit)
     # floating scalars of the arguments are traced (jit, as JAX); the derivative transforms
@@ -230,7 +236,8 @@ class Transformed(SelfTracing):
     _dualgpu_transform = True
     FAST_SLOTS = 8
 
-    def __init__(self, fn: Callable, argnums=0, *, has_aux: bool = False, batch_axes=None):
+    def __init__(self, fn: Callable, argnums: Any = 0, *, has_aux: bool = False,
+                 batch_axes: Any = None):
         what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
         if not callable(fn):
             raise ArgumentTypeError(f"{what} expects a function, got {type(fn).__name__}")
@@ -249,18 +256,24 @@ class Transformed(SelfTracing):
         self.__qualname__ = self.__name__
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
-        self._programs: dict = {}
-        self._quick: dict = {}
+        self._programs: dict[tuple, weakref.ref[Compiled]] = {}
+        self._quick: dict[tuple, FastCall] = {}
         self._lock = threading.Lock()
         self._weak: list = []
         self._fn_key = function_key(fn, self._weak)
-        self._by_arity: dict | None = {} if any(a < 0 for a in self.argnums) else None
+        # per number of positional arguments: this transform with argnums resolved (None:
+        # no negative argnums, nothing to resolve)
+        self._by_arity: dict[int, Any] | None = \
+            {} if any(a < 0 for a in self.argnums) else None
 
-    def _resolved(self, args: tuple) -> Transformed:
+    def _resolved(self: _T, args: tuple) -> _T:
         """This transform with negative ``argnums`` counted from the end of ``args`` (the
         function's positional arguments), as JAX: one copy per number of arguments."""
         n = len(args)
-        hit = self._by_arity.get(n)
+        by_arity = self._by_arity
+        if by_arity is None:  # no negative argnums
+            return self
+        hit: _T | None = by_arity.get(n)
         if hit is not None:
             return hit
         if any(not -n <= a < n for a in self.argnums):
@@ -273,7 +286,7 @@ class Transformed(SelfTracing):
         resolved._programs, resolved._quick = {}, {}
         resolved._lock = threading.Lock()
         with self._lock:
-            self._by_arity[n] = resolved
+            by_arity[n] = resolved
         return resolved
 
     @property
@@ -283,14 +296,14 @@ class Transformed(SelfTracing):
         return Spec(self.kind, self.argnums, self.has_aux, self.batch_axes,
                     tuple(sorted(self.options().items())))
 
-    def options(self) -> dict:
+    def options(self) -> dict[str, Any]:
         """The transform's own options that shape its program, by name (subclasses)."""
         return {}
 
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {name_of(self.fn)}>"
 
-    def __get__(self, instance, owner=None):
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """As a method (``@dg.jit`` in a class body): bound to the instance, which is the
         first argument (static, by identity), as a Python function would be."""
         if instance is None:
@@ -315,20 +328,20 @@ class Transformed(SelfTracing):
     def build(self, traced: Traced, sig: Signature) -> tuple[Graph, Any]:
         raise NotImplementedError
 
-    def extra_inputs(self, sig: Signature, extra) -> list:
+    def extra_inputs(self, sig: Signature, extra: Any) -> list:
         return []
 
-    def finish(self, compiled, sig: Signature, outs: list):
+    def finish(self, compiled: Compiled | Inlined, sig: Signature, outs: list) -> Any:
         raise NotImplementedError
 
-    def entry_guards(self, guards: Guards, trees) -> Guards:
+    def entry_guards(self, guards: Guards, trees: Any) -> Guards:
         """The guards of a cache entry: what the function read (``guards``), and what else
         its build read (subclasses: the sparse transforms add the constant arrays whose
         values their pattern was read from, :mod:`dualgpu.sparse_derivatives`)."""
         return guards
 
     # ------------------------------------------------------------------------ calling
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0])(*args, **kwargs)
         qkey = None if kwargs else quick_key(args)
@@ -369,7 +382,7 @@ class Transformed(SelfTracing):
                                any(type(a) is tuple or type(a) is list for a in args))
         return self.finish(compiled, sig, outs)
 
-    def _remember(self, qkey, compiled: Compiled, layout: Signature, n_outs: int,
+    def _remember(self, qkey: tuple, compiled: Compiled, layout: Signature, n_outs: int,
                   floats: bool, nested: bool) -> None:
         """Record what the fast path needs for calls with the quick key ``qkey``."""
         template = None
@@ -394,7 +407,7 @@ class Transformed(SelfTracing):
         key = (self.spec, self._fn_key, sig.key, registry_version(), config.build_key())
         stale = hit
 
-        def build():
+        def build() -> Compiled:
             count_build(self, sig, None if stale is None else stale.guards.changed())
             before = collect_guards(self.fn)
             graph, trees = self.build(Traced(self.fn, sig, None), sig)
@@ -405,7 +418,7 @@ class Transformed(SelfTracing):
             evict_on_death(key, self._weak + sig.weak)
             return compiled
 
-        entry = PROGRAMS.get_or_build(key, build)
+        entry: Compiled = PROGRAMS.get_or_build(key, build)
         if not entry.guards_hold():
             stale = entry
             PROGRAMS.discard_later(key)
@@ -416,16 +429,16 @@ class Transformed(SelfTracing):
                 self._programs.pop(next(iter(self._programs)))
         return entry
 
-    def _inline(self, sig: Signature, extras: list):
+    def _inline(self, sig: Signature, extras: list) -> Any:
         """Evaluate the program into the enclosing trace. Its graph is cached like a
         compiled program (an outer function traced again does not trace this one again),
         unless the function read values of the enclosing trace (they differ per trace)."""
         key = ("inline", self.spec, self._fn_key, sig.key, registry_version(),
                config.build_key())
-        fresh: list = []
+        fresh: list[list[Tracer]] = []
 
-        def build():
-            captured: list = []
+        def build() -> Inlined:
+            captured: list[Tracer] = []
             before = collect_guards(self.fn)
             graph, trees = self.build(Traced(self.fn, sig, captured), sig)
             fresh.append(captured)
@@ -433,7 +446,7 @@ class Transformed(SelfTracing):
             guards = self.entry_guards(collect_guards(self.fn, before), trees)
             return Inlined(graph, trees, guards, not captured)
 
-        entry = PROGRAMS.get_or_build(key, build)
+        entry: Inlined = PROGRAMS.get_or_build(key, build)
         if fresh:
             captured = fresh[0]
         elif entry.reusable and entry.guards_hold():
@@ -445,7 +458,7 @@ class Transformed(SelfTracing):
         outs = eval_graph(entry.graph, list(sig.inputs) + captured + list(extras))
         return self.finish(entry, sig, outs)
 
-    def graph(self, *args, **kwargs) -> Graph:
+    def graph(self, *args: Any, **kwargs: Any) -> Graph:
         """The program this call runs (its graph), built afresh and not compiled."""
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).graph(*args, **kwargs)
@@ -454,7 +467,7 @@ class Transformed(SelfTracing):
         self.extra_inputs(sig, extra)
         return self.build(Traced(self.fn, sig, None), sig)[0]
 
-    def source(self, *args, **kwargs) -> str:
+    def source(self, *args: Any, **kwargs: Any) -> str:
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).source(*args, **kwargs)
         fargs, extra = self.split(args)
@@ -463,7 +476,7 @@ class Transformed(SelfTracing):
         return self.compiled(sig).exe.source
 
     # ------------------------------------------------------------------------ helpers
-    def _base(self, traced: Traced, sig: Signature):
+    def _base(self, traced: Traced, sig: Signature) -> tuple[Graph, Graph | None, Any, Any]:
         """The function's graph split into main output and aux, batch-summed if asked."""
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
         if self.batch_axes is not None:
@@ -473,13 +486,13 @@ class Transformed(SelfTracing):
             tree = pytree.LEAF
         return main, aux, tree, aux_tree
 
-    def _per_argnum(self, sig: Signature, values, repackage=True):
+    def _per_argnum(self, sig: Signature, values: Iterable[Any], repackage: bool = True) -> Any:
         """Per-leaf results of the differentiated leaves, regrouped per ``argnums``."""
         values = list(values)
         per = [sig.per_argument(values, a, repackage) for a in self.argnums]
         return tuple(per) if self.argnums_tuple else per[0]
 
-    def _directions(self, sig: Signature, vs, what: str) -> list:
+    def _directions(self, sig: Signature, vs: Any, what: str) -> list:
         """The flat direction leaves for the differentiated leaves, checked."""
         if self.argnums_tuple:
             if not isinstance(vs, (tuple, list)) or len(vs) != len(self.argnums):
@@ -510,10 +523,10 @@ class Transformed(SelfTracing):
         return out
 
 
-def scalars_as_arrays(args: tuple, backend) -> tuple:
+def scalars_as_arrays(args: tuple, backend: Backend) -> tuple:
     """``args`` with the Python floats as the 0-d arrays they are passed as."""
-    def array(a):
-        a = np.asarray(a)
-        return backend.to_device(a) if backend.on_device else a
+    def array(a: float) -> Any:
+        x = np.asarray(a)
+        return backend.to_device(x) if backend.on_device else x
 
     return tuple(array(a) if type(a) is float else a for a in args)

@@ -109,8 +109,8 @@ def with_index_bounds(graph: Graph) -> IndexBounds | None:
     check, _ = trace_to_graph(bounds, [a.aval for a in arrays], graph.xp,
                               name=f"{graph.name}_index_bounds")
     rename = {v.id: a for v, a in zip(check.inputs, arrays)}
-    eqns = [Eqn(q.prim, [rename.get(getattr(a, "id", None), a) for a in q.inputs], q.params,
-                q.outs, q.source) for q in check.eqns]
+    eqns = [Eqn(q.prim, [rename.get(a.id, a) if isinstance(a, Var) else a for a in q.inputs],
+                q.params, q.outs, q.source) for q in check.eqns]
     names = None if graph.output_names is None else [*graph.output_names, "index bounds"]
     checked = Graph(list(graph.inputs), [*graph.outputs, check.outputs[0]],
                     [*graph.eqns, *eqns], name=graph.name, input_names=graph.input_names,

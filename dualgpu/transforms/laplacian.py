@@ -201,7 +201,7 @@ def fallback_rule(eqn, values, jets, mode):
     return res
 
 
-def jet_rule(eqn, values, jets, mode) -> list:
+def jet_rule(eqn, values, jets, mode) -> tuple[list, list]:
     """One equation: its outputs (recorded) and their jets."""
     prim = eqn.prim
     if not prim.differentiable or all(j is None for j in jets):

@@ -64,7 +64,7 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
     for eqn in graph.eqns:
         dep = [(i, maps[a.id]) for i, a in enumerate(eqn.inputs)
                if isinstance(a, Var) and a.id in maps]
-        if not dep or not any(v.id in live for v in eqn.outs) or \
+        if not dep or sizes is None or not any(v.id in live for v in eqn.outs) or \
                 eqn.prim.has(Flag.IGNORES_VALUES):   # fill_like: a constant
             continue
         try:

@@ -7,7 +7,7 @@ place that asks which op an equation applies, and builds ``concatenate`` and ``r
 """
 from __future__ import annotations
 
-from ..core.ir import Aval, Const, Eqn, Graph, Literal, Var, exact_key
+from ..core.ir import Atom, Aval, Const, Eqn, Graph, Literal, Var, exact_key
 from ..ops.elementwise import add
 from ..ops.shape import concatenate, reshape, scatter_add
 
@@ -131,7 +131,8 @@ def _piece_sums(graph: Graph) -> dict:
             continue
         if _is_sum(eqn):
             same = [_is_var(a) and tuple(a.shape) == tuple(out.shape) for a in eqn.inputs]
-            left, right = (sums.get(a.id) if ok else None for a, ok in zip(eqn.inputs, same))
+            left, right = (sums.get(a.id) if ok and isinstance(a, Var) else None
+                           for a, ok in zip(eqn.inputs, same))
             if left is not None and right is not None:
                 sums[out.id] = _PieceSum(left, right)
             continue
@@ -141,7 +142,7 @@ def _piece_sums(graph: Graph) -> dict:
     return sums
 
 
-def _is_var(a) -> bool:
+def _is_var(a: Atom) -> bool:
     return isinstance(a, Var) and not isinstance(a, Const)
 
 
@@ -155,7 +156,8 @@ def merge_slice_scatters(graph: Graph) -> Graph:
     number of equations: a sum is listed only when its pieces' lengths add up to the axis.
     """
     sums = _piece_sums(graph)
-    eqns, changed = [], False
+    eqns: list[Eqn] = []
+    changed = False
     for eqn in graph.eqns:
         done = eqn.outs and eqn.outs[0].id in sums and _merge_one(eqn, sums, eqns)
         if not done:

@@ -29,6 +29,8 @@ Example::
 """
 from __future__ import annotations
 
+from typing import cast
+
 from ..core.ir import Aval, Eqn, Graph, Literal, Var
 from ..ops.elementwise import add
 from ..ops.products import matmul
@@ -193,7 +195,8 @@ def _stack_shared_side(graph: Graph, side: int, large_only: bool = False) -> Gra
         for v in eqn.outs:
             defined[v.id] = i
         if _is_gemm(eqn):
-            groups.setdefault(eqn.inputs[side].id, []).append(i)
+            shared = cast(Var, eqn.inputs[side])  # a product's operands are arrays, not scalars
+            groups.setdefault(shared.id, []).append(i)
     plans = {}  # index of the first product of a group -> the group's indices
     for members in groups.values():
         members = _ready(graph.eqns, members, defined)

@@ -37,7 +37,7 @@ def _refusal(name: str):
             "register a primitive for it with dg.defprim (docs/custom_rules.md).")
 
     refused.__name__ = refused.__qualname__ = name
-    refused.refused = True
+    refused.refused = True  # type: ignore[attr-defined]  # a marker the front end reads
     return refused
 
 

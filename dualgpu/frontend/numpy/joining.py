@@ -26,7 +26,8 @@ def cast_joined(r, dtype, casting: str, name: str):
     """The ``dtype=``/``casting=`` of NumPy's joining functions, applied to their result."""
     if dtype is None:
         return r
-    if not np.can_cast(_dtype(r), dtype, casting=casting):
+    # NumPy's stubs take the casting's Literal names; NumPy checks the string
+    if not np.can_cast(_dtype(r), dtype, casting=casting):  # type: ignore[arg-type]
         raise ArgumentTypeError(f"{name}: cannot cast {_dtype(r)} to {np.dtype(dtype)} with "
                                 f"casting={casting!r} (at {user_location()})")
     return astype(r, dtype)

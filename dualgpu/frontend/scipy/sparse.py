@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ...backends import array_backend
+from ...backends import array_backend, backend_of
 from ...cache import IdentityKey
 from ...core.trace import Tracer
 from ...errors import (
@@ -133,7 +133,7 @@ class Pattern:
         ind, ptr = (self.ind.copy(), self.ptr.copy()) if own else (self.ind, self.ptr)
         cls = type(like) if like is not None else self.container
         if cls is None:
-            return make_matrix(array_backend(self.ptr).xp, data, ind, ptr, self.fmt,
+            return make_matrix(backend_of((self.ptr,)).xp, data, ind, ptr, self.fmt,
                                self.shape)
         if self.fmt == "coo":
             return cls((data, (ind, ptr)), shape=self.shape)
@@ -147,7 +147,7 @@ class Pattern:
             return False
         if other.ind is self.ind and other.ptr is self.ptr:
             return True
-        b = array_backend(self.ptr)
+        b = backend_of((self.ptr,))
         if array_backend(other.ptr) is not b or array_backend(other.ind) is not b:
             return False
         xp = b.xp
@@ -279,7 +279,7 @@ class SparseValue:
         k = int(k)
         length = max(0, min(m + min(k, 0), n - max(k, 0)))
         rows, cols = self.pattern.coo()
-        xp = array_backend(rows).xp
+        xp = backend_of((rows,)).xp
         on = xp.flatnonzero(cols - rows == k)
         where = (rows if k >= 0 else cols)[on]
         return scatter_add.bind(dnp.getitem(self.data, on), where, key=(("array", 0),),
@@ -328,12 +328,12 @@ class SparseValue:
 
 
 def _xp(sv):
-    return array_backend(sv.pattern.ptr).xp
+    return backend_of((sv.pattern.ptr,)).xp
 
 
 def _zeros_like_index(idx, xp):
     if xp is None:
-        xp = array_backend(idx).xp
+        xp = backend_of((idx,)).xp
     return xp.zeros_like(idx)
 
 

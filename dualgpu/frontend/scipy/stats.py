@@ -76,7 +76,7 @@ class _Distribution:
     shapes: tuple[str, ...] = ()
     safe_shapes: tuple[float, ...] = ()  # valid values standing in for invalid parameters
     params: tuple[str, ...] = ("loc", "scale")
-    defaults: tuple[float, ...] = (0.0, 1.0)
+    defaults: tuple[object, ...] = (0.0, 1.0)
     x_name = "x"
 
     def _parse(self, method: str, args: tuple, kwds: dict) -> list:
@@ -508,7 +508,9 @@ class _Binom(_Discrete):
     """``logpmf``, ``pmf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(k, n, p, loc=0)``,
     differentiable in ``p``."""
 
-    name, shapes, safe_shapes = "binom", ("n", "p"), (1.0, 0.5)
+    name = "binom"
+    shapes: tuple[str, ...] = ("n", "p")
+    safe_shapes: tuple[float, ...] = (1.0, 0.5)
 
     def _argcheck(self, n, p):
         return _and(dnp.greater_equal(n, 0), dnp.equal(dnp.floor(n), n),
