@@ -67,7 +67,7 @@ def clear_cache() -> None:
 
 class Compiled:
     """A transformed graph, compiled, with what is needed to shape its results, and the
-    places outside its arguments that its function read (:mod:`dualgpu.guards`)."""
+    places outside its arguments that its function read (:mod:`dualgpu.runtime.guards`)."""
 
     __slots__ = ("graph", "exe", "trees", "guards", "__weakref__")
 
