@@ -44,7 +44,7 @@ def eval_environment(graph: Graph, args: Sequence[Any]) -> dict:
     return walk(graph, args)[0]
 
 
-def walk(graph: Graph, args: Sequence[Any], states: dict | None = None,
+def walk(graph: Graph, args: Sequence[Any] | None, states: dict | None = None,
          rule: Callable | None = None) -> tuple[dict, dict]:
     """The equation walk of every interpreter: ``graph``'s equations applied in order to
     ``args``, each value with an optional *state* beside it (a tangent, a batch flag, a
@@ -53,6 +53,8 @@ def walk(graph: Graph, args: Sequence[Any], states: dict | None = None,
     op itself, no states). Inside a trace, what an equation records carries the user's
     line of the equation walked, and the enclosing line is restored afterwards, on error
     too. Returns the values and the states, by var id (:func:`read`, :func:`read_states`).
+    With ``args=None`` only the states are walked (an analysis that computes no value:
+    sparsity detection); the rule gets None for the values and returns None for them.
 
     Example (a state that counts the equations a value depends on)::
 
@@ -64,7 +66,8 @@ def walk(graph: Graph, args: Sequence[Any], states: dict | None = None,
         >>> read(env, g.outputs[0]), read_states(senv, g.outputs)
         (array([0., 0.]), [2])
     """
-    env: dict[int, Any] = {v.id: a for v, a in zip(graph.inputs, args)}
+    values_too = args is not None
+    env: dict[int, Any] = {v.id: a for v, a in zip(graph.inputs, args or ())}
     senv: dict[int, Any] = dict(states) if states else {}
     builder = current_builder()
     outer = builder.rule_source if builder is not None else None
@@ -72,15 +75,16 @@ def walk(graph: Graph, args: Sequence[Any], states: dict | None = None,
         for eqn in graph.eqns:
             if builder is not None:  # what it records: the user's line
                 builder.rule_source = eqn.source or outer
-            values = [read(env, a) for a in eqn.inputs]
+            values = [read(env, a) for a in eqn.inputs] if values_too else None
             if rule is None:
-                outs = eqn.prim.bind(*values, **eqn.params)
+                outs = eqn.prim.bind(*(values or ()), **eqn.params)
                 for v, o in zip(eqn.outs, outs if eqn.prim.multiple_results else [outs]):
                     env[v.id] = o
                 continue
             outs, out_states = rule(eqn, values, read_states(senv, eqn.inputs))
-            for v, o, st in zip(eqn.outs, outs, out_states):
-                env[v.id] = o
+            for k, (v, st) in enumerate(zip(eqn.outs, out_states)):
+                if values_too:
+                    env[v.id] = outs[k]
                 if st is not None:
                     senv[v.id] = st
     finally:

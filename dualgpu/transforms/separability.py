@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.flags import Flag
+from ..core.interpret import walk
 from ..core.ir import Aval, Eqn, Graph, Var
 from ..errors import SeparabilityError, not_users, user_location
 from ..ops.reductions import reduce_sum
@@ -61,12 +62,12 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
         sizes = lengths
         maps[v.id] = tuple(At(a) for a in axes)
     live = _live(graph)
-    for eqn in graph.eqns:
-        dep = [(i, maps[a.id]) for i, a in enumerate(eqn.inputs)
-               if isinstance(a, Var) and a.id in maps]
+
+    def rule(eqn, _, states):   # a value's state: where its instance axes are
+        dep = [(i, m) for i, m in enumerate(states) if m is not None]
         if not dep or sizes is None or not any(v.id in live for v in eqn.outs) or \
                 eqn.prim.has(Flag.IGNORES_VALUES):   # fill_like: a constant
-            continue
+            return None, [None] * len(eqn.outs)
         try:
             out_maps = _propagate(eqn, dep, sizes)
             for v, m in zip(eqn.outs, out_maps):
@@ -77,8 +78,9 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
                 f"instances: {e}. The per-instance result would not equal that of f on "
                 "each instance alone; restructure f so that each output depends on its own "
                 "instance only, or drop batch_axes.") from None
-        for v, m in zip(eqn.outs, out_maps):
-            maps[v.id] = m
+        return None, list(out_maps)
+
+    _, maps = walk(graph, None, maps, rule)  # the states alone: no values
     out = graph.outputs[0] if len(graph.outputs) == 1 else None
     if out is None or not isinstance(out, Var) or out.id not in maps:
         raise SeparabilityError(f"{name}: f must return one array that depends on the "

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 
 from ..backends import array_backend
 from ..core.flags import Flag
+from ..core.interpret import walk
 from ..core.ir import Const, Eqn, Graph, Literal, Var
 from ..errors import DualgpuError, NonScalarOutputError, UnsupportedOpError
 from ..rules import sparsity_rules as S
@@ -126,13 +127,15 @@ def _propagate(graph: Graph, wrt: Sequence[int], hessian: bool):
         deps[graph.inputs[i].id] = eye
         start += size
     live = _live(graph)
-    for eqn in graph.eqns:
-        ins = [deps.get(a.id) if isinstance(a, Var) else None for a in eqn.inputs]
+
+    def rule(eqn, _, ins):
         if all(d is None for d in ins) or not any(v.id in live for v in eqn.outs):
-            continue
-        for v, d in zip(eqn.outs, _apply(eqn, ins, ctx)):
-            if d is not None and v.dtype.kind in "fc":   # integer values carry no derivative
-                deps[v.id] = d
+            return None, [None] * len(eqn.outs)
+        # integer values carry no derivative
+        return None, [d if d is not None and v.dtype.kind in "fc" else None
+                      for v, d in zip(eqn.outs, _apply(eqn, ins, ctx))]
+
+    _, deps = walk(graph, None, deps, rule)  # the states alone: patterns, no values
     out = graph.outputs[0]
     out_dep = deps.get(out.id) if isinstance(out, Var) else None
     rows = int(np.prod(out.shape, dtype=np.int64))
