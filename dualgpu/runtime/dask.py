@@ -28,6 +28,7 @@ from ..backends.base import Backend
 from ..cache import PROGRAMS
 from ..errors import BackendMismatchError, DualgpuError, SeparabilityError
 from ..executor import generation
+from .signature import is_dask_array
 
 DASK_KINDS = ("hvp", "grad_and_hvp", "laplacian")  # per-instance programs that take Dask arrays
 _DIRECTIONAL = ("hvp", "grad_and_hvp")              # the last argument is the direction v
@@ -38,16 +39,6 @@ PLAN = "dask plan"
 # a Transformed (dualgpu.runtime.transformed, the layer above), a Dask array
 Transform = Any
 DaskArray = Any
-
-
-def is_dask_array(x: Any) -> bool:
-    """Whether ``x`` is a ``dask.array.Array``, without importing dask."""
-    t = type(x)
-    return t.__name__ == "Array" and t.__module__.startswith("dask.")
-
-
-def has_dask_array(args: tuple, kwargs: dict) -> bool:
-    return any(is_dask_array(a) for a in args) or any(map(is_dask_array, kwargs.values()))
 
 
 def chunk_backend(x: DaskArray) -> Backend:

@@ -83,7 +83,7 @@ class Signature:
 
     __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
                  "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
-                 "avals", "argnums", "int_inputs", "scalar_inputs", "what")
+                 "avals", "argnums", "int_inputs", "scalar_inputs", "what", "dask")
     args: tuple
     kwargs: dict
     arg_trees: tuple[pytree.TreeDef, ...]
@@ -103,6 +103,7 @@ class Signature:
     int_inputs: frozenset[int]
     scalar_inputs: tuple[tuple[int, bool], ...]
     what: str
+    dask: bool
 
     def __init__(self, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str,
                  allow_int: bool = False, trace_scalars: bool = False,
@@ -119,6 +120,11 @@ class Signature:
             if i >= len(args):
                 raise ArgumentTypeError(f"argnums names argument {i}, but {what} has only "
                                         f"{len(args)} positional argument(s)")
+        # a call on Dask arrays runs per chunk (runtime/dask.py): decided here, once per
+        # signature, and nothing else of the call is analysed
+        self.dask = any(map(is_dask_array, args)) or any(map(is_dask_array, kwargs.values()))
+        if self.dask:
+            return
         leaves: list = []
         arg_trees: list[pytree.TreeDef] = []
         owner: list = []  # per leaf: its argument's position (-1 for keyword arguments)
@@ -411,6 +417,12 @@ def backend_of_all(backends: Iterable[Backend | None], what: str) -> Backend:
                 "library first (cupy.asarray(x) or x.get())")
         found = b
     return found or backend_of([])
+
+
+def is_dask_array(x: Any) -> bool:
+    """Whether ``x`` is a ``dask.array.Array``, without importing dask."""
+    t = type(x)
+    return t.__name__ == "Array" and t.__module__.startswith("dask.")
 
 
 def alias_pattern(inputs: Sequence[Any]) -> tuple[int, ...] | None:

@@ -55,7 +55,7 @@ from .program_cache import (
     function_key,
     log,
 )
-from .signature import Signature, alias_pattern
+from .signature import Signature, alias_pattern, is_dask_array
 from .tracing import SelfTracing, Traced, name_of
 
 # ------------------------------------------------------------------------------ fast path
@@ -362,10 +362,10 @@ class Transformed(SelfTracing):
                     if fast.template is None:
                         return self.finish(program, fast.layout, outs)
                     return place_results(fast.template, outs)
-        if dask.has_dask_array(args, kwargs):  # per-chunk programs over Dask arrays
-            return dask.call(self, args, kwargs)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
+        if sig.dask or is_dask_array(extra):  # per-chunk programs over Dask arrays
+            return dask.call(self, args, kwargs)
         extras = self.extra_inputs(sig, extra)
         if sig.traced or current_builder() is not None:
             # inside a trace: inline (the function may read values of the enclosing trace)
@@ -462,18 +462,27 @@ class Transformed(SelfTracing):
         """The program this call runs (its graph), built afresh and not compiled."""
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).graph(*args, **kwargs)
-        fargs, extra = self.split(args)
-        sig = self._signature(fargs, kwargs)
-        self.extra_inputs(sig, extra)
+        sig = self._analysed(args, kwargs, "graph")
         return self.build(Traced(self.fn, sig, None), sig)[0]
 
     def source(self, *args: Any, **kwargs: Any) -> str:
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).source(*args, **kwargs)
+        sig = self._analysed(args, kwargs, "source")
+        return self.compiled(sig).exe.source
+
+    def _analysed(self, args: tuple, kwargs: dict, what: str) -> Signature:
+        """The signature of a call that is not run (:meth:`graph`, :meth:`source`), its extra
+        inputs checked; Dask arrays are refused (their programs are built per chunk)."""
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
+        if sig.dask or is_dask_array(extra):
+            raise ArgumentTypeError(
+                f"{self.__name__}.{what}() of Dask arrays: a call on Dask arrays runs one "
+                f"program per chunk; ask for the {what} of a call on one chunk (x.blocks[0]"
+                ".compute())")
         self.extra_inputs(sig, extra)
-        return self.compiled(sig).exe.source
+        return sig
 
     # ------------------------------------------------------------------------ helpers
     def _base(self, traced: Traced, sig: Signature) -> tuple[Graph, Graph | None, Any, Any]:
