@@ -76,8 +76,13 @@ def deflinear(prim, transpose):
     constants): the JVP applies the op to the tangent, the VJP is
     ``transpose(g, *primals, **params)``, the cotangent of the first operand.
 
+    Marks the op :data:`~dualgpu.core.flags.Flag.LINEAR`, which is how the interpreters
+    recognise it.
+
     Example: ``deflinear(reshape, lambda g, x, new_shape: reshape.bind(g, new_shape=x.shape))``.
     """
+    prim.add_flags(Flag.LINEAR)
+
     def jvp(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
         t = tangents[0]

@@ -49,3 +49,19 @@ def test_a_users_op_is_not_in_the_matrix():
                               np.ones(2))
     finally:
         del REGISTRY["matrix_probe_op"]
+
+
+def test_linear_and_multilinear_rules_are_flags_of_the_op():
+    """deflinear and defmultilinear state the op's property as a flag (the interpreters ask
+    the flag, never the op's name): every op whose JVP they made carries it."""
+    from dualgpu.core.flags import Flag
+    from dualgpu.core.primitives import REGISTRY
+
+    for name, prim in REGISTRY.items():
+        made_by = getattr(prim.jvp, "__qualname__", "").split(".")[0]
+        if made_by == "deflinear":
+            assert prim.has(Flag.LINEAR), name
+        if made_by == "defmultilinear":
+            assert prim.has(Flag.MULTILINEAR), name
+    assert REGISTRY["multiply"].has(Flag.MULTILINEAR)
+    assert REGISTRY["matmul"].has(Flag.MULTILINEAR)
