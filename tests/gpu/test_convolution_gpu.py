@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.signal
+from test_numpy_functions_gpu import agrees_with_numpy
 
 import dualgpu as dg
 from dualgpu import lax
 
 cp = pytest.importorskip("cupy")
 
-TOL = {np.float64: 1e-9, np.float32: 2e-3}
 RNG = np.random.default_rng(5)
 X = RNG.uniform(-1, 1, (2, 6, 7, 4))
 W = RNG.uniform(-1, 1, (3, 2, 2, 6)) / 2
@@ -37,25 +37,11 @@ CASES = {
 }
 
 
-def _loss(f):
-    return lambda x: np.sum(np.tanh(f(x)) ** 2)
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_convolution_on_cupy_matches_numpy(name, dtype, path):
     f, x = CASES[name]
-    x = x.astype(dtype)
-    v = RNG.uniform(-1, 1, x.shape).astype(dtype)
-    for fn, args in ((dg.jit(f), (x,)), (dg.grad_and_hvp(_loss(f)), (x, v))):
-        want = fn(*args)
-        got = fn(*[cp.asarray(a) for a in args])
-        for g, w in zip(got if isinstance(got, tuple) else (got,),
-                        want if isinstance(want, tuple) else (want,)):
-            assert isinstance(g, cp.ndarray)
-            scale = max(1.0, float(np.max(np.abs(w))))
-            err = float(np.max(np.abs(cp.asnumpy(g).astype(np.float64) - np.asarray(w))))
-            assert err <= TOL[dtype] * scale, f"{name} ({path}): error {err:.3g}"
+    agrees_with_numpy(f, x, dtype, RNG, f"{name} ({path})")
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
