@@ -26,6 +26,9 @@ from ..ops.shape import reshape
 from .batching_rules import lift  # (D, *s) as (D, 1, ..., 1, *s): D leads as a batch
 from .common import add_any
 
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
+
 
 class Mode:
     """Laplacian (``diag=False``) or Hessian-diagonal (``diag=True``) propagation over

@@ -33,6 +33,9 @@ from ..ops import elementwise as ew
 from .batching_rules import lift as _lift
 from .common import add_any
 
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
+
 
 class Mode:
     """The propagation: ``order`` (``K``, the coefficients carried) and ``size`` (``R``, the

@@ -41,8 +41,7 @@ from ...lax import (
 from ...lax import (
     ravel as flatten,
 )
-from ...oplib.argmax import argmax, argmin
-from ...oplib.searchsorted import searchsorted
+from ...ops.sorting import argmax, argmin, searchsorted
 from . import fft, linalg
 from .arguments import (
     array,
