@@ -14,11 +14,11 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 from importlib import import_module
 from types import FunctionType
 
-from . import ops  # noqa: F401  (first: every op with its rules, in the op layer's order)
 from . import (  # noqa: F401
     autograd_compat,  # autograd's spellings (docs/coming_from.md)
     frontend,
     nn,  # dg.nn (dualgpu/nn.py: the public path of frontend/nn.py)
+    ops,  # noqa: F401  (first: every op with its rules, in the op layer's order)
     testing,  # noqa: F401
     tree,  # noqa: F401
     tree_util,  # noqa: F401

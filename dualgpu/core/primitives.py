@@ -34,8 +34,8 @@ Example -- registering a new primitive (see ``docs/custom_rules.md`` for the who
 from __future__ import annotations
 
 import sys
-
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -230,12 +230,15 @@ def deflowering(prim: Primitive, **forms: str) -> Primitive:
     return prim
 
 
+_ERRORS = DualgpuError.__module__  # the public API's wrappers that hide library frames
+
+
 def equipping_module() -> str:
     """The module declaring an op or giving it rules: the first caller outside this module
-    and the rule kits (modules that set ``RULE_KIT = True``: ``deflinear`` in a kit equips
-    the op of the module that calls it)."""
-    frame = sys._getframe(1)
-    while frame is not None and (frame.f_globals.get("__name__") == __name__
+    the rule kits (modules that set ``RULE_KIT = True``: ``deflinear`` in a kit equips the op
+    of the module that calls it) and the wrappers of the public API."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and (frame.f_globals.get("__name__") in (__name__, _ERRORS)
                                  or frame.f_globals.get("RULE_KIT")):
         frame = frame.f_back
     return "?" if frame is None else str(frame.f_globals.get("__name__", "?"))

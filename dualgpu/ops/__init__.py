@@ -8,24 +8,18 @@ Rules are written with the op constructors of :mod:`dualgpu.lax` and the rule ki
 another as modules, never names, and importing this package first (``dualgpu/__init__.py``
 does) loads them in one order: lax, then the families, each taking the kits it uses.
 """
-from .. import lax  # noqa: F401  (first: see above)
+from .. import lax  # noqa: F401, I001  (first: see above)
 from . import (  # noqa: F401
     convolution,
     decompositions,
+    linalg,
+    casts,
     elementwise,
+    logical,
     products,
     reductions,
     shape,
     sorting,
     sparse,
-)
-from ..rules import (  # noqa: F401  (families not yet in one block: moving)
-    convolution as _r_cv,
-    decompositions as _r_dec,
-    elementwise as _r_ew,
-    folding as _r_fold,
-    products as _r_prod,
-    reductions as _r_red,
-    shape as _r_sh,
-    sparse as _r_sp,
+    special_functions,
 )

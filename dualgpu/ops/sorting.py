@@ -44,6 +44,7 @@ from ..rules import batching_rules as batching
 from ..rules import sparsity_rules as sparsity
 from ..rules.separability_rules import Coupling
 
+
 # --------------------------------------------------------------------------- sort, argsort
 def _sort_impl(xp, x, axis):
     return backend_for_xp(xp).stable_sort(x, axis)

@@ -1,6 +1,9 @@
-"""CONTRIBUTING's walk-through of a new transform is executed: its module is written into a
-scratch copy of the package, imported, its docstring example run and its value checked
-against the dense Hessian (so the document cannot go stale while the seam changes)."""
+"""CONTRIBUTING's walk-throughs are executed on a scratch copy of the package, so that the
+document cannot go stale while the code changes: a new transform's module is written in,
+imported, its docstring example run and its value checked against the dense Hessian; an
+elementwise op's declaration row replaces the package's own, and the op's NumPy function,
+lax constructor and derivatives follow from it."""
+import ast
 import re
 import shutil
 import subprocess
@@ -38,5 +41,39 @@ def test_the_new_transform_walkthrough_runs_in_a_scratch_copy(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "dualgpu" / "vhv.py").write_text(_transform_module())
     run = subprocess.run([sys.executable, "-c", CHECK], cwd=tmp_path, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
+
+
+def _elementwise_row() -> str:
+    section = TEXT[TEXT.index("### An elementwise op: one declaration row"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+ROW_CHECK = """
+import numpy as np
+import dualgpu as dg
+from dualgpu.ops import elementwise
+
+x, y = np.array([5.3, -5.3, 2.5]), np.array([2.0, 2.0, -0.7])
+assert elementwise.fmod.c_int == "(({1}) == 0 ? 0 : ({0}) % ({1}))"   # the document's row
+assert dg.lax.fmod is elementwise.fmod
+assert np.array_equal(dg.jit(lambda x, y: np.fmod(x, y))(x, y), np.fmod(x, y))
+assert np.allclose(dg.grad(lambda x: np.sum(np.fmod(x, y) ** 2))(x), 2 * np.fmod(x, y))
+assert np.allclose(dg.grad(lambda y: np.sum(np.fmod(x, y)))(y), -np.trunc(x / y))
+print("ok")
+"""
+
+
+def test_the_elementwise_op_walkthrough_runs_in_a_scratch_copy(tmp_path):
+    shutil.copytree(ROOT / "dualgpu", tmp_path / "dualgpu",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = tmp_path / "dualgpu" / "ops" / "elementwise.py"
+    lines = module.read_text().splitlines()
+    row, = [n for n in ast.parse("\n".join(lines)).body if isinstance(n, ast.Assign)
+            and [getattr(t, "id", None) for t in n.targets] == ["fmod"]]
+    lines[row.lineno - 1:row.end_lineno] = _elementwise_row().splitlines()
+    module.write_text("\n".join(lines) + "\n")
+    run = subprocess.run([sys.executable, "-c", ROW_CHECK], cwd=tmp_path, capture_output=True,
                          text=True, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]

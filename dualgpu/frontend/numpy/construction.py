@@ -7,11 +7,11 @@ import math
 import numpy as np
 
 from ...errors import InvalidArgumentError, user_location
-from ...lax import astype, broadcast_to, expand_dims, moveaxis
+from ...lax import add, astype, broadcast_to, expand_dims, moveaxis, multiply, subtract, true_divide
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
 from .arguments import arraylike
-from .elementwise import add, multiply, power, subtract, true_divide
+from .elementwise import power
 from .introspection import result_type
 from .joining import concatenate
 
