@@ -323,7 +323,11 @@ class _Sparse(Transformed):
     def finish(self, compiled, sig, outs):
         plan = compiled.trees
         blocks = plan.results(sig.backend, *outs)
-        return self._blocks(sig, blocks) if plan.n_blocks > 1 else blocks[0]
+        return blocks[0] if self._one_matrix(sig) else self._blocks(sig, blocks)
+
+    def _one_matrix(self, sig) -> bool:
+        """Whether the result is one matrix: one argument, an array, not in a tuple."""
+        return not self.argnums_tuple and sig.arg_trees[self.argnums[0]].is_leaf
 
     def _blocks(self, sig, blocks: list):
         """The blocks in the structure of the differentiated arguments (as JAX's
@@ -363,8 +367,8 @@ class _Detect:
     """``dg.jacobian_sparsity`` and ``dg.hessian_sparsity``: detection on every call."""
 
     def __init__(self, fn, argnums, hessian: bool, batch_axes=None):
-        self.transform = (_SparseHessian if hessian else _SparseJacobian)(
-            fn, argnums, batch_axes=batch_axes)
+        self.transform: _Sparse = _SparseHessian(fn, argnums, batch_axes=batch_axes) \
+            if hessian else _SparseJacobian(fn, argnums)
         self.transform.what = "hessian_sparsity" if hessian else "jacobian_sparsity"
         self.__wrapped__ = fn
 
@@ -378,7 +382,7 @@ class _Detect:
         graph = t._main(Traced(t.fn, sig, captured), sig)
         ks = sig.diff_inputs()
         pattern = t._detect(graph, ks)
-        if len(ks) == 1 and not t.argnums_tuple:
+        if t._one_matrix(sig):
             return pattern
         rows, cols = t._block_sizes(graph, ks)
         row_start, col_start = np.cumsum([0] + rows), np.cumsum([0] + cols)
@@ -398,15 +402,10 @@ class _SparseJacobian(_Sparse):
     per_color = False
 
     def __init__(self, fn, argnums=0, mode: str = "auto", pattern=None,
-                 check_pattern: bool = False, batch_axes=None):
+                 check_pattern: bool = False):
         if mode not in MODES:
             raise InvalidArgumentError(f"dg.sparse_jacobian: mode must be one of "
                                        f"{', '.join(map(repr, MODES))}, got {mode!r}")
-        if batch_axes is not None:
-            raise InvalidArgumentError(
-                "dg.sparse_jacobian: batch_axes is for Hessians of a sum over instances "
-                "(dg.sparse_hessian); the Jacobian of a separable function is already "
-                "block-diagonal in its pattern: leave batch_axes out")
         self.mode = mode
         super().__init__(fn, argnums, pattern, check_pattern)
 
