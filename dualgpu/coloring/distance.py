@@ -305,13 +305,21 @@ def dsatur(graph) -> np.ndarray:
 
 
 def networkx_coloring(graph, strategy: str) -> np.ndarray:
-    """networkx's ``greedy_color`` of ``graph`` (a CSR adjacency matrix) with ``strategy``."""
+    """networkx's ``greedy_color`` of ``graph`` (a CSR adjacency matrix, or the
+    :func:`networkx_graph` of one) with ``strategy``."""
+    g = graph if isinstance(graph, nx.Graph) else networkx_graph(graph)
+    found = nx.greedy_color(g, strategy=strategy)
+    return np.asarray([found[v] for v in range(g.number_of_nodes())], dtype=np.int64)
+
+
+def networkx_graph(graph) -> nx.Graph:
+    """``graph`` (a symmetric CSR adjacency matrix) as a networkx graph (built once for
+    all of networkx's strategies: building it costs more than most of them)."""
     g = nx.Graph()
     g.add_nodes_from(range(graph.shape[0]))
     coo = sp.triu(graph, k=1).tocoo()
     g.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
-    found = nx.greedy_color(g, strategy=strategy)
-    return np.asarray([found[v] for v in range(graph.shape[0])], dtype=np.int64)
+    return g
 
 
 def as_pattern(pattern) -> sp.csr_matrix:
@@ -370,7 +378,8 @@ def _best(pattern, lattice: _Lattice | None = None, distance2: bool = False) -> 
         if edges <= DSATUR_EDGES:
             candidates.append(dsatur(graph))
         if edges <= NETWORKX_EDGES:
-            graphs = [graph] + ([distance2_graph(pattern)] if distance2 else [])
+            graphs = [networkx_graph(g) for g in
+                      [graph] + ([distance2_graph(pattern)] if distance2 else [])]
             candidates += [networkx_coloring(g, s) for g in graphs for s in NETWORKX_STRATEGIES
                            if s != "DSATUR" or n <= NETWORKX_DSATUR_VERTICES]
     if lattice is not None:
