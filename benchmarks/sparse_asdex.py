@@ -15,7 +15,8 @@ into ``benchmarks/peer/asdex``, also git-ignored). Without asdex, its Python or 
 the asdex rows are skipped rows that say why.
 
 Rows per problem: ``asdex detection + coloring`` (wall time of ``asdex.hessian_coloring`` /
-``jacobian_coloring``: the first call's fixed cost, against dualgpu's ``first call``) and
+``jacobian_coloring``: the first call's fixed cost, against dualgpu's ``first call``; asdex
+warmed once per process on a tiny problem, so that numba's compilation is not in it) and
 ``asdex`` (``jax.jit`` of ``hessian_from_coloring`` / ``jacobian_from_coloring``, BCOO out,
 per call), each with its colors; ``x dualgpu`` is the ratio to dualgpu's cached call.
 """
@@ -43,8 +44,24 @@ TINY_SIDES_BRUSSELATOR = (4,)
 
 
 # ------------------------------------------------------------------------------ asdex
+_WARM: list = []
+
+
 def import_asdex():
-    """asdex, installed from ``.wheels/`` on first use when it is not importable."""
+    """asdex, installed from ``.wheels/`` on first use when it is not importable, and warmed
+    once per process (its numba kernels compile at their first use: seconds, which dualgpu's
+    first call does not pay either, its modules being imported)."""
+    asdex = _import_asdex()
+    if not _WARM:
+        import jax.numpy as jnp
+
+        asdex.jacobian_coloring(lambda x: x[1:] * x[:-1], jnp.ones(6))
+        asdex.hessian_coloring(lambda x: jnp.sum(x[1:] * x[:-1]), jnp.ones(6))
+        _WARM.append(True)
+    return asdex
+
+
+def _import_asdex():
     jax = import_jax()
     jax.config.update("jax_enable_x64", True)
     try:
