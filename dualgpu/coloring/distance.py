@@ -175,11 +175,13 @@ class _Lattice:
         if self.widths is None:
             self.widths = _lattice_widths(pattern)
         probe_columns = [p.indices.astype(np.int64) for p in self.probes]
+        probe_rows = [np.repeat(np.arange(p.shape[0], dtype=np.int64), np.diff(p.indptr))
+                      for p in self.probes]
         for k in range(max(self.lower, least),
                        min(self.lower + LATTICE_EXTRA_COLORS, n, most) + 1):
             for width, shift in [(0, 0)] + [(w, s) for w in self.widths for s in range(1, k)]:
-                if not all(_entries_distinct(p.indptr, _lattice_of(j, k, width, shift), k)
-                           for p, j in zip(self.probes, probe_columns)):
+                if not all(_entries_distinct(rows, _lattice_of(j, k, width, shift), k)
+                           for rows, j in zip(probe_rows, probe_columns)):
                     continue
                 colors = lattice_coloring(n, k, width, shift)
                 if _rows_distinct(pattern.indptr, pattern.indices, colors):
@@ -191,11 +193,10 @@ def _lattice_of(j, k: int, width: int, shift: int) -> np.ndarray:
     return (j + shift * (j // width) if width else j) % k
 
 
-def _entries_distinct(indptr, entry_colors, k: int) -> bool:
-    """Whether the entries of each CSR row (their colors given, ``< k``) differ."""
+def _entries_distinct(rows, entry_colors, k: int) -> bool:
+    """Whether the entries of each row (their rows and colors given, ``< k``) differ."""
     if len(entry_colors) == 0:
         return True
-    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     return int(np.bincount(rows * k + entry_colors).max()) <= 1
 
 
