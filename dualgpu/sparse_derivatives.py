@@ -531,7 +531,8 @@ def jacobian_sparsity(fn: Callable, argnums=0) -> Callable:
     """``jacobian_sparsity(f)(*args)``: the boolean pattern of the Jacobian of ``f`` with
     respect to argument ``argnums``, read from the graph (a ``scipy.sparse`` CSR matrix,
     ``f``'s output entries by the argument's entries, both flattened in C order). Valid for
-    every value of the arguments.
+    every value of the arguments. Several arguments (a tuple ``argnums``) or a pytree
+    argument: one block per array, as :func:`sparse_jacobian` gives them.
 
     Example::
 
@@ -547,7 +548,8 @@ def jacobian_sparsity(fn: Callable, argnums=0) -> Callable:
 def hessian_sparsity(fn: Callable, argnums=0, batch_axes=None) -> Callable:
     """``hessian_sparsity(f)(*args)``: the boolean, symmetric pattern of the Hessian of the
     scalar ``f`` with respect to argument ``argnums`` (n x n, flattened in C order), read from
-    the graph; valid for every value of the arguments.
+    the graph; valid for every value of the arguments. Several arrays: blocks, as
+    :func:`sparse_hessian`; ``batch_axes``: of the sum over instances, as there.
 
     Example::
 
@@ -576,6 +578,11 @@ def sparse_jacobian(fn: Callable, argnums=0, mode: str = "auto", pattern=None,
     colors (for ``"bidirectional"`` the pair of column and row colors, ``-1``: in no
     seed), ``.sparsity(*args)`` the pattern.
 
+    Several differentiated arrays (a tuple ``argnums``, or an argument that is a tuple, list
+    or dict of arrays) give one CSR block per array in their structure, as
+    ``dg.jacobian`` does; one coloring of all their columns, stacked, serves every block
+    (``.coloring`` and ``.sparsity`` are of the stacked matrix).
+
     Example::
 
         >>> f = lambda x: x[1:] ** 2 - x[:-1]
@@ -603,6 +610,12 @@ def sparse_hessian(fn: Callable, argnums=0, pattern=None, check_pattern: bool = 
     trees) or ``"auto"`` (the fewer of the direct ones; :mod:`dualgpu.coloring`).
     ``.coloring(*args)`` gives the color of each column.
 
+    Several differentiated arrays give the blocks in their structure, as ``dg.hessian``:
+    ``((H_xx, H_xy), (H_yx, H_yy))`` for ``argnums=(0, 1)``. ``batch_axes``: ``f`` returns
+    one value per instance along those axes of the argument (checked: a function that
+    couples instances is a ``SeparabilityError``), and the result is the block-diagonal
+    matrix of the instances' Hessians, colored with as many colors as one instance needs.
+
     Example::
 
         >>> f = lambda x: np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
@@ -614,5 +627,10 @@ def sparse_hessian(fn: Callable, argnums=0, pattern=None, check_pattern: bool = 
                [   0.,    0.,    0.,  200.]])
         >>> hess.coloring(np.zeros(4)).tolist()
         [0, 1, 2, 0]
+        >>> (h_xx, h_xy), (h_yx, h_yy) = dg.sparse_hessian(
+        ...     lambda x, y: np.sum(x ** 2 * y), argnums=(0, 1))(np.ones(2), np.ones(2))
+        >>> h_xy.toarray()
+        array([[2., 0.],
+               [0., 2.]])
     """
     return _SparseHessian(fn, argnums, pattern, check_pattern, coloring, batch_axes)
