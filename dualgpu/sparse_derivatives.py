@@ -45,7 +45,7 @@ from .errors import (
     InvalidArgumentError,
     NonScalarOutputError,
 )
-from .runtime.checks import check_bool
+from .runtime.checks import check_bool, normalize_argnums
 from .runtime.guards import Guards, array_contents
 from .runtime.program_cache import Compiled
 from .runtime.tracing import Traced
@@ -161,9 +161,10 @@ class _Sparse(Transformed):
     def __init__(self, fn: Callable, argnums, pattern=None, check_pattern: bool = False,
                  batch_axes=None):
         try:
-            super().__init__(fn, argnums, batch_axes=batch_axes)
+            normalize_argnums(argnums)
         except ArgumentTypeError as e:
             raise InvalidArgumentError(f"dg.{self.kind}: {e}") from None
+        super().__init__(fn, argnums, batch_axes=batch_axes)
         self.what = self.kind
         self.user_pattern = pattern
         self.check_pattern = check_bool(check_pattern, "check_pattern", f"dg.{self.kind}")
@@ -289,13 +290,13 @@ class _Sparse(Transformed):
                     f"dg.{self.what}: check_pattern=True compares the pattern with the dense "
                     "derivative at the call's values, which a trace (dg.jit, dg.grad...) does "
                     "not have: check it in a call outside the trace")
-            self._check_superset(p, sig)
+            self._check_superset(p, sig, *self._block_sizes(graph, ks))
         return p
 
     def _symmetrized(self, pattern: sp.csr_matrix) -> sp.csr_matrix:
         return pattern
 
-    def _check_superset(self, pattern, sig):
+    def _check_superset(self, pattern, sig, rows: list, cols: list):
         """``check_pattern=True``: the dense derivative at the call's point and at a random
         point near it has no nonzero outside ``pattern`` (costs a dense derivative)."""
         backend = sig.backend
@@ -309,9 +310,9 @@ class _Sparse(Transformed):
 
         for moved in (sig.args, tuple(pytree.tree_map(near, a) if i in self.argnums else a
                                       for i, a in enumerate(sig.args))):
-            leaves = pytree.flatten(dense_at(*moved, **sig.kwargs))[0]
-            dense = np.concatenate([np.asarray(backend.to_host(d)).reshape(-1)
-                                    for d in leaves]).reshape(pattern.shape)
+            leaves = iter(pytree.flatten(dense_at(*moved, **sig.kwargs))[0])   # row-major
+            dense = np.block([[np.asarray(backend.to_host(next(leaves))).reshape(m, n)
+                               for n in cols] for m in rows])
             missed = np.argwhere((np.nan_to_num(dense) != 0) & ~pattern.toarray())
             if len(missed):
                 i, j = missed[0]

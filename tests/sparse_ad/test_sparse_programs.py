@@ -179,3 +179,18 @@ def test_jit_vmap_and_grad_of_products_with_a_sparse_hessian():
     hxy_y = dg.jit(lambda x, y: blocks_hess(x, y)[0][1] @ y)(X, Y)
     np.testing.assert_allclose(hxy_y, dg.hessian(coupled_energy, argnums=(0, 1))(X, Y)[0][1] @ Y,
                                rtol=1e-12)
+
+
+def test_a_given_pattern_of_several_arguments_is_checked_block_by_block():
+    full = dg.jacobian_sparsity(coupled, (0, 1))(X, Y)
+    stacked = sp.hstack(full).tocsr()                     # the pattern over [x, y]
+    jac = dg.sparse_jacobian(coupled, (0, 1), pattern=stacked, check_pattern=True)
+    for got, want in zip(jac(X, Y), dg.jacobian(coupled, argnums=(0, 1))(X, Y)):
+        np.testing.assert_allclose(got.toarray(), want, rtol=1e-12)
+    missing = stacked.tolil()
+    missing[0, 7] = False                                 # d coupled[0] / d y[0]
+    with pytest.raises(dg.InvalidArgumentError, match=r"misses entry \(0, 7\)"):
+        dg.sparse_jacobian(coupled, (0, 1), pattern=missing.tocsr(), check_pattern=True)(X, Y)
+    hess_pattern = sp.bmat(dg.hessian_sparsity(coupled_energy, (0, 1))(X, Y)).tocsr()
+    hess = dg.sparse_hessian(coupled_energy, (0, 1), pattern=hess_pattern, check_pattern=True)
+    assert hess(X, Y)[1][0].shape == (3, 7)
