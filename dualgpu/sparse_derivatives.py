@@ -161,9 +161,12 @@ class _Sparse(Transformed):
     def __init__(self, fn: Callable, argnums, pattern=None, check_pattern: bool = False,
                  batch_axes=None):
         try:
-            normalize_argnums(argnums)
+            nums, _ = normalize_argnums(argnums)
         except ArgumentTypeError as e:
             raise InvalidArgumentError(f"dg.{self.kind}: {e}") from None
+        if not nums:
+            raise InvalidArgumentError(f"dg.{self.kind}: argnums=() differentiates no "
+                                       "argument; give the position of one or more")
         super().__init__(fn, argnums, batch_axes=batch_axes)
         self.what = self.kind
         self.user_pattern = pattern
