@@ -198,7 +198,21 @@ class _Sparse(Transformed):
 
     # each sparse transform's own: the shape of its matrix, the product of one seed
     @staticmethod
-    def _shape(graph: Graph, ks: list) -> tuple:
+    def _block_sizes(graph: Graph, ks: list) -> tuple[list, list]:
+        """The entries of each block row and block column of the matrix."""
+        raise NotImplementedError
+
+    def _shape(self, graph: Graph, ks: list) -> tuple:
+        rows, cols = self._block_sizes(graph, ks)
+        return sum(rows), sum(cols)
+
+    def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
+        raise NotImplementedError
+
+    def _dense(self) -> Callable:
+        raise NotImplementedError
+
+    def _plan(self, graph: Graph, ks: list, pattern) -> Plan:
         raise NotImplementedError
 
     def _product_graph(self, graph: Graph, ks: list, mode: str) -> Graph:
@@ -421,10 +435,6 @@ class _SparseJacobian(_Sparse):
         """The entries of each block row (the output) and block column (each leaf)."""
         return [_size(graph.outputs[0])], [_size(graph.inputs[k]) for k in ks]
 
-    def _shape(self, graph: Graph, ks: list) -> tuple:
-        rows, cols = self._block_sizes(graph, ks)
-        return sum(rows), sum(cols)
-
     def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
         return jacobian_pattern(graph, ks)
 
@@ -485,10 +495,6 @@ class _SparseHessian(_Sparse):
     def _block_sizes(graph: Graph, ks: list) -> tuple[list, list]:
         sizes = [_size(graph.inputs[k]) for k in ks]
         return sizes, sizes
-
-    def _shape(self, graph: Graph, ks: list) -> tuple:
-        n = sum(self._block_sizes(graph, ks)[0])
-        return (n, n)
 
     def _blocks(self, sig, blocks: list):
         """Rows of blocks, each row the blocks of one leaf against every leaf, in the
