@@ -194,3 +194,11 @@ def test_a_given_pattern_of_several_arguments_is_checked_block_by_block():
     hess_pattern = sp.bmat(dg.hessian_sparsity(coupled_energy, (0, 1))(X, Y)).tocsr()
     hess = dg.sparse_hessian(coupled_energy, (0, 1), pattern=hess_pattern, check_pattern=True)
     assert hess(X, Y)[1][0].shape == (3, 7)
+
+
+def test_vmap_of_a_sparse_hessian_says_to_return_its_values():
+    hess = dg.sparse_hessian(chain)
+    with pytest.raises(dg.ArgumentTypeError, match="vmap of .* returns a sparse matrix"):
+        dg.vmap(hess)(np.ones((2, 6)))
+    data = dg.vmap(lambda x: hess(x).data)(RNG.uniform(0.5, 1.5, (2, 6)))
+    assert data.shape == (2, hess(np.ones(6)).nnz)
