@@ -15,7 +15,6 @@ the same way, to ``frontend.scipy.stats``.
 from __future__ import annotations
 
 import functools
-import random
 import sys
 import threading
 import types
@@ -29,6 +28,7 @@ from .errors import RandomInTraceError, UnsupportedOpError, unexpected_keyword, 
 from .frontend import array_api
 from .frontend import numpy as dnp
 from .frontend.numpy.joining import Concatenator
+from .frontend.numpy.random import is_random_module, stand_in_for
 from .frontend.scipy import stats as stats_frontend
 from .frontend.scipy.sparse import SparseValue, is_sparse
 
@@ -123,7 +123,7 @@ class TracingNamespace(types.ModuleType):
         real_attr = getattr(self._real, name)
         path = f"{self._path}.{name}"
         if isinstance(real_attr, types.ModuleType):
-            ns = (RandomRefusal(real_attr) if _is_random_module(real_attr)
+            ns = (stand_in_for(real_attr) if is_random_module(real_attr)
                   else TracingNamespace(real_attr, _mirror_path(real_attr.__name__)))
             object.__setattr__(self, name, ns)
             return ns
@@ -238,95 +238,17 @@ class DistributionStandIn:
 
 
 # ------------------------------------------------------------------- random numbers
-_RANDOM_MODULES = ("numpy.random", "cupy.random")
-
-
-def _is_random_module(mod) -> bool:
-    name = getattr(mod, "__name__", "") or ""
-    return name == "random" or any(name == m or name.startswith(m + ".")
-                                   for m in _RANDOM_MODULES)
-
-
-def _random_error(what: str):
-    return RandomInTraceError(
-        f"{what} was called inside a traced function (at {user_location()}): its draws "
-        "would be frozen into the compiled program as constants, and every cached call "
-        "would return the same 'random' numbers. Draw the random numbers outside the traced "
-        "function and pass them in as arguments.")
-
-
 def _refusing(name: str):
     def call(*args, **kwargs):
-        raise _random_error(name)
+        raise RandomInTraceError(
+            f"{name} was called inside a traced function (at {user_location()}): its draws "
+            "would be frozen into the compiled program as constants. Draw the random numbers "
+            "outside the traced function and pass them in as arguments (or draw them with "
+            "np.random or a Generator, which a program draws again at every call).")
 
     call.__name__ = name.rpartition(".")[2] or name
     call.__qualname__ = name
     return call
-
-
-class RandomRefusal(types.ModuleType):
-    """Stands in for ``numpy.random``/``cupy.random`` (a module, a Generator or a
-    RandomState) inside a traced function: every call through it raises
-    :class:`RandomInTraceError`; plain attributes (constants) pass through."""
-
-    def __init__(self, real, name: str | None = None):
-        label = name or getattr(real, "__name__", None) or type(real).__name__
-        super().__init__(label)
-        self._real = real
-        self._label = label
-
-    def __getattr__(self, name: str) -> Any:
-        real_attr = getattr(self._real, name)
-        if isinstance(real_attr, types.ModuleType):
-            return RandomRefusal(real_attr, f"{self._label}.{name}")
-        if callable(real_attr):
-            return _refusing(f"{self._label}.{name}")
-        return real_attr
-
-    def __call__(self, *args, **kwargs):
-        raise _random_error(self._label)
-
-    def __repr__(self) -> str:
-        return f"<dualgpu refusal of {self._label} inside a traced function>"
-
-
-def _in_random_module(modname) -> bool:
-    return any(modname == m or modname.startswith(m + ".") for m in _RANDOM_MODULES)
-
-
-def _is_generator(obj) -> bool:
-    """A NumPy/CuPy random Generator, RandomState or BitGenerator instance, or a Python
-    ``random.Random``."""
-    if isinstance(obj, type):
-        return False
-    if isinstance(obj, (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
-                        random.Random)):  # Python's own random module draws constants too
-        return True
-    return _in_random_module(type(obj).__module__ or "") and not callable(obj)
-
-
-def _generator_label(obj) -> str:
-    mod = type(obj).__module__.split(".")[0]
-    return f"random.{type(obj).__name__}" if mod == "random" else (
-        f"{mod}.random.{type(obj).__name__}")
-
-
-def _random_replacement(obj):
-    """A refusing stand-in for ``obj`` when it draws random numbers (a generator, a bound
-    method of one, or a function of numpy.random/cupy.random), else None."""
-    if isinstance(obj, types.ModuleType):
-        return RandomRefusal(obj) if _is_random_module(obj) else None
-    if _is_generator(obj):
-        return RandomRefusal(obj, _generator_label(obj))
-    owner = (obj.__self__ if isinstance(obj, (types.MethodType, types.BuiltinMethodType))
-             else None)
-    if owner is not None and _is_generator(owner):
-        return _refusing(f"{_generator_label(owner)}.{getattr(obj, '__name__', '?')}")
-    if callable(obj) and not isinstance(obj, type) and _in_random_module(
-            getattr(obj, "__module__", None) or ""):
-        return _refusing(f"{obj.__module__.split('.')[0]}.random."
-                         f"{getattr(obj, '__name__', '?')}")
-    return None
 
 
 # ------------------------------------------------------------------- the math module
@@ -426,9 +348,9 @@ def _replacement(obj, memo):
         return SparseValue.constant(obj)
     if _is_distribution(obj):  # from scipy.stats import norm; a frozen one closed over
         return DistributionStandIn(obj, _distribution_label(obj))
-    refusal = _random_replacement(obj)
-    if refusal is not None:
-        return refusal
+    draws = stand_in_for(obj)  # np.random, a generator: drawn again at every call
+    if draws is not None:
+        return draws
     if _is_array_module(obj):
         return _namespace_for_module(obj)
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):

@@ -334,6 +334,10 @@ class Transformed(SelfTracing):
     def finish(self, compiled: Compiled | Inlined, sig: Signature, outs: list) -> Any:
         raise NotImplementedError
 
+    def check_draws(self, traced: Traced) -> None:
+        """Refuse a function that draws random numbers where the transform cannot draw them
+        once per call (subclasses whose programs do not run the function once per call)."""
+
     def entry_guards(self, guards: Guards, trees: Any) -> Guards:
         """The guards of a cache entry: what the function read (``guards``), and what else
         its build read (subclasses: the sparse transforms add the constant arrays whose
@@ -371,7 +375,7 @@ class Transformed(SelfTracing):
             # inside a trace: inline (the function may read values of the enclosing trace)
             return self._inline(sig, extras)
         compiled = self.compiled(sig)
-        passed = list(sig.inputs) + list(extras)
+        passed = list(sig.inputs) + compiled.drawn(sig) + list(extras)
         outs = compiled.exe(*passed)
         if qkey is not None and not sig.sparse:
             leaves = flat_arguments(args)
@@ -410,9 +414,12 @@ class Transformed(SelfTracing):
         def build() -> Compiled:
             count_build(self, sig, None if stale is None else stale.guards.changed())
             before = collect_guards(self.fn)
-            graph, trees = self.build(Traced(self.fn, sig, None), sig)
+            traced = Traced(self.fn, sig, None)
+            self.check_draws(traced)
+            graph, trees = self.build(traced, sig)
             compiled = self.program_type(graph, trees, sig.backend,
                                          self.entry_guards(collect_guards(self.fn, before), trees))
+            compiled.draws = traced.draws
             log.debug("compiled %s: %d equations on %s", self.__name__,
                       len(compiled.graph.eqns), sig.backend.name)
             evict_on_death(key, self._weak + sig.weak)
@@ -440,11 +447,13 @@ class Transformed(SelfTracing):
         def build() -> Inlined:
             captured: list[Tracer] = []
             before = collect_guards(self.fn)
-            graph, trees = self.build(Traced(self.fn, sig, captured), sig)
+            traced = Traced(self.fn, sig, captured)
+            self.check_draws(traced)
+            graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
             guards = self.entry_guards(collect_guards(self.fn, before), trees)
-            return Inlined(graph, trees, guards, not captured)
+            return Inlined(graph, trees, guards, not captured, traced.draws)
 
         entry: Inlined = PROGRAMS.get_or_build(key, build)
         if fresh:
@@ -454,8 +463,11 @@ class Transformed(SelfTracing):
         else:
             PROGRAMS.discard_later(key)
             captured = []
-            entry = Inlined(*self.build(Traced(self.fn, sig, captured), sig))
-        outs = eval_graph(entry.graph, list(sig.inputs) + captured + list(extras))
+            traced = Traced(self.fn, sig, captured)
+            self.check_draws(traced)
+            entry = Inlined(*self.build(traced, sig), draws=traced.draws)
+        outs = eval_graph(entry.graph, list(sig.inputs) + captured + entry.drawn(sig)
+                          + list(extras))
         return self.finish(entry, sig, outs)
 
     def graph(self, *args: Any, **kwargs: Any) -> Graph:
