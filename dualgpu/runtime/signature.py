@@ -10,9 +10,9 @@ NumPy scalar as a 0-d array of its dtype; a new value then reuses the program. E
 leaf (Python ints and bools, strings, the leaves of ``static`` arguments) is static and
 keyed by its exact value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no
 value type we know, by identity; a random generator by its type (each call draws from the
-one it is given: :mod:`dualgpu.frontend.numpy.random`). The key also holds the pytree structure and which inputs
-alias each other, so two calls share a program only when a fresh build would give the same
-one.
+one it is given: :mod:`dualgpu.frontend.numpy.random`). The key also holds the pytree
+structure and which inputs alias each other, so two calls share a program only when a fresh
+build would give the same one.
 """
 from __future__ import annotations
 

@@ -40,8 +40,9 @@ from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
 from ..core.trace import Tracer, current_builder, thread_state
-from ..errors import ArgumentTypeError, ShapeMismatchError
+from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..executor import config, generation
+from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
 from . import dask
 from .checks import check_direction, check_float0_direction, normalize_argnums, normalize_batch_axes
@@ -334,10 +335,6 @@ class Transformed(SelfTracing):
     def finish(self, compiled: Compiled | Inlined, sig: Signature, outs: list) -> Any:
         raise NotImplementedError
 
-    def check_draws(self, traced: Traced) -> None:
-        """Refuse a function that draws random numbers where the transform cannot draw them
-        once per call (subclasses whose programs do not run the function once per call)."""
-
     def entry_guards(self, guards: Guards, trees: Any) -> Guards:
         """The guards of a cache entry: what the function read (``guards``), and what else
         its build read (subclasses: the sparse transforms add the constant arrays whose
@@ -414,8 +411,7 @@ class Transformed(SelfTracing):
         def build() -> Compiled:
             count_build(self, sig, None if stale is None else stale.guards.changed())
             before = collect_guards(self.fn)
-            traced = Traced(self.fn, sig, None)
-            self.check_draws(traced)
+            traced = traced_checked(self.fn, sig, None, before)
             graph, trees = self.build(traced, sig)
             compiled = self.program_type(graph, trees, sig.backend,
                                          self.entry_guards(collect_guards(self.fn, before), trees))
@@ -447,8 +443,7 @@ class Transformed(SelfTracing):
         def build() -> Inlined:
             captured: list[Tracer] = []
             before = collect_guards(self.fn)
-            traced = Traced(self.fn, sig, captured)
-            self.check_draws(traced)
+            traced = traced_checked(self.fn, sig, captured, before)
             graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
@@ -464,7 +459,6 @@ class Transformed(SelfTracing):
             PROGRAMS.discard_later(key)
             captured = []
             traced = Traced(self.fn, sig, captured)
-            self.check_draws(traced)
             entry = Inlined(*self.build(traced, sig), draws=traced.draws)
         outs = eval_graph(entry.graph, list(sig.inputs) + captured + entry.drawn(sig)
                           + list(extras))
@@ -542,6 +536,25 @@ class Transformed(SelfTracing):
                 else:
                     out.append(check_direction(sig, k, v, a, what))
         return out
+
+
+def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
+                   before: Guards) -> Traced:
+    """``fn`` traced; refused when the trace drew from a generator it reaches through an
+    object's attribute (``self.rng``: not seen by the tracing namespace, its draws would be
+    constants of the program)."""
+    sources = before.sources()
+    states = source_states([g for _, g in sources])
+    traced = Traced(fn, sig, captured)
+    for (label, _), was, now in zip(sources, states,
+                                    source_states([g for _, g in sources])):
+        if was != now:
+            raise RandomInTraceError(
+                f"{name_of(fn)} drew random numbers from {label} while it was traced, "
+                "reached where dualgpu does not see it (an object's attribute): the draws "
+                "would be constants of the compiled program. Pass the generator as an "
+                "argument (each call then draws from it), or draw outside and pass the numbers")
+    return traced
 
 
 def scalars_as_arrays(args: tuple, backend: Backend) -> tuple:

@@ -34,11 +34,12 @@ import contextlib
 import copy
 import functools
 import inspect
+import pickle
 import random as _py_random
 import sys
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -185,8 +186,11 @@ def redraw_in_trace(draws: tuple[Draw, ...], leaves: list | None) -> list:
     values = []
     for d in draws:
         obj = d.source.resolve(leaves)
-        source = obj._source if isinstance(obj, RandomStandIn) else (
+        source: Source | None = obj._source if isinstance(obj, RandomStandIn) else (
             d.source if isinstance(d.source, ModuleSource) else ObjectSource(obj))
+        if source is None:  # made in the enclosing trace: its draws are made there, at once
+            raise RandomInTraceError(f"{d.label}: a generator made inside a traced function "
+                                     "drew inside a transform's program")
         ans = _record(Draw(source, d.method, d.args, d.kwargs, d.aval, d.label))
         if d.aval is not None:
             values.append(ans)
@@ -269,7 +273,8 @@ def _record(draw: Draw) -> Any:
     recorder.draws.append(draw)
     if draw.aval is None:
         return None
-    tracer = recorder.builder.new_input(draw.aval)
+    builder: Any = recorder.builder  # checked above: this trace's
+    tracer: Tracer = builder.new_input(draw.aval)
     recorder.tracers.append(tracer)
     return tracer
 
@@ -344,7 +349,7 @@ def _exponential(scale: Any = 1.0, size: Any = None) -> tuple:
 
 # method -> (its parameters, the standard draw, the draw from parameters and the standard
 # one): NumPy's own streams (Generator and RandomState: loc + scale * standard_normal, ...)
-_REPARAMETERISED = {
+_REPARAMETERISED: dict[str, tuple[Callable[..., tuple], str, Callable[[list, Any], Any]]] = {
     "normal": (_normal, "standard_normal", lambda p, z: p[0] + p[1] * z),
     "uniform": (_uniform, "random", lambda p, u: p[0] + (p[1] - p[0]) * u),
     "exponential": (_exponential, "standard_exponential", lambda p, e: p[0] * e),
@@ -505,8 +510,22 @@ def argument_stand_in(obj: Any, j: int) -> Any:
     return RandomStandIn(obj, ArgumentSource(j), label_of(obj))
 
 
+def source_states(objs: list) -> list:
+    """Fingerprints of the states of the generators ``objs`` (a trace that changes one drew
+    from it without going through a stand-in: reached through an object's attribute)."""
+    states: list[bytes | None] = []
+    for obj in objs:
+        try:
+            state = (obj.bit_generator.state if hasattr(obj, "bit_generator") else
+                     obj.get_state() if hasattr(obj, "get_state") else obj.getstate())
+            states.append(pickle.dumps(state))
+        except Exception:  # noqa: BLE001 - a state we cannot read (CuPy's): not compared
+            states.append(None)
+    return states
+
+
 def global_states() -> tuple:
     """A fingerprint of NumPy's and Python's global random states (a trace that changes
     them drew without going through a name the function reaches)."""
-    _, keys, *rest = np.random.get_state()  # the legacy tuple
-    return (hash(keys.tobytes()), tuple(rest), hash(_py_random.getstate()))
+    state = np.random.get_state(legacy=False)  # a dict: its array is the MT19937 key
+    return (pickle.dumps(state), hash(_py_random.getstate()))
