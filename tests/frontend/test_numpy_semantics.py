@@ -375,6 +375,28 @@ def test_random_draws_outside_are_fine():
     assert np.random.default_rng(0).normal(size=2).shape == (2,)
 
 
+# --------------------------------------------------------------------------- np.full
+@pytest.mark.parametrize("fn", [
+    lambda a: np.full((2, 3), a[0]) * np.arange(6.0).reshape(2, 3),
+    lambda a: np.full(3, a) ** 2,                          # an array fill value, broadcast
+    lambda a: np.full((2, 3), a, dtype=np.float64) + 1.0,
+    lambda a: np.full_like(np.zeros((2, 3)), a[1]),        # a concrete array's shape
+    lambda a: np.full_like(a, a[0] * a[2]),                # a traced array's
+    lambda a: np.full_like(a, a[0], shape=(2, 2)),
+])
+def test_full_of_a_traced_value(fn):
+    a = np.array([0.5, -1.5, 2.0])
+    np.testing.assert_array_equal(dg.jit(fn)(a), fn(a))
+    check_grads(fn, (a,), order=2)
+
+
+def test_full_keeps_numpys_dtypes_and_refuses_a_fill_that_does_not_broadcast():
+    assert dg.jit(lambda a: np.full((2,), a))(np.float32(1.0)).dtype == np.float32
+    assert dg.jit(lambda a: np.full_like(np.zeros(2, np.float32), a))(1.0).dtype == np.float32
+    with pytest.raises(dg.InvalidArgumentError, match=r"\(3,\) does not broadcast"):
+        dg.jit(lambda a: np.full((2, 2), a))(np.ones(3))
+
+
 # --------------------------------------------------------------------------- power
 def test_power_at_base_zero():
     """np.power(0, y) w.r.t. y was NaN (log(0) * 0); JAX takes it as 0."""
