@@ -24,7 +24,13 @@ import numpy as np
 
 from . import frontend
 from .core.trace import Tracer, install_protocol_handlers
-from .errors import RandomInTraceError, UnsupportedOpError, unexpected_keyword, user_location
+from .errors import (
+    RandomInTraceError,
+    UnsupportedOpError,
+    in_stdlib,
+    unexpected_keyword,
+    user_location,
+)
 from .frontend import array_api
 from .frontend import numpy as dnp
 from .frontend.numpy.joining import Concatenator
@@ -343,11 +349,47 @@ def _is_array_function(obj) -> bool:
     return False
 
 
+class UserModule(types.ModuleType):
+    """A module of the user's (``import helper``) seen from a traced function: what the
+    function reads of it is replaced as its own globals are (``helper.density(x)`` calls a
+    rebound copy, whose ``scipy.stats`` and ``np.random`` calls trace); writes go to the
+    module itself."""
+
+    def __init__(self, real: types.ModuleType, memo: dict):
+        super().__init__(real.__name__)
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_memo", memo)
+
+    def __getattr__(self, name: str) -> Any:
+        return _replacement(getattr(self._real, name), self._memo)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real, name, value)
+
+    def __repr__(self) -> str:
+        return f"<dualgpu view of {self._real!r} inside a traced function>"
+
+
+def _is_user_module(obj) -> bool:
+    """A module of the user's own code (not a library's: not installed, not the standard
+    library's)."""
+    if not isinstance(obj, types.ModuleType) or isinstance(obj, (UserModule,
+                                                                   TracingNamespace)):
+        return False
+    root = obj.__name__.split(".")[0]
+    path = getattr(obj, "__file__", None) or ""
+    return bool(path) and root not in _TRACED_ROOTS + ("dualgpu",) and not in_stdlib(path) \
+        and not any(part in path for part in ("site-packages", "dist-packages"))
+
+
 def _replacement(obj, memo):
     if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
         return SparseValue.constant(obj)
     if _is_distribution(obj):  # from scipy.stats import norm; a frozen one closed over
         return DistributionStandIn(obj, _distribution_label(obj))
+    owner = getattr(obj, "__self__", None)
+    if isinstance(obj, types.MethodType) and _is_distribution(owner):  # pdf = norm.pdf
+        return getattr(DistributionStandIn(owner, _distribution_label(owner)), obj.__name__)
     draws = stand_in_for(obj)  # np.random, a generator: drawn again at every call
     if draws is not None:
         return draws
@@ -355,6 +397,8 @@ def _replacement(obj, memo):
         return _namespace_for_module(obj)
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):
         return _rebind(obj, memo)
+    if _is_user_module(obj):
+        return UserModule(obj, memo)
     if _is_array_function(obj):
         name = getattr(obj, "__name__", None)
         if name:
@@ -489,11 +533,13 @@ def rebind_function(fn):
         keywords = _replaced_values(tuple(fn.keywords.values()), memo)
         keywords = fn.keywords if keywords is None else dict(zip(fn.keywords, keywords))
         return functools.partial(rebind_function(fn.func), *args, **keywords)
-    if isinstance(fn, types.MethodType):
+    if isinstance(fn, types.MethodType) and not _is_distribution(fn.__self__):
         return types.MethodType(rebind_function(fn.__func__), fn.__self__)
-    if isinstance(fn, types.FunctionType):
+    if isinstance(fn, types.FunctionType) and _is_user_function(fn):
         return _rebind(fn, {})
-    return fn  # callables of other kinds: NumPy protocols still see the tracers
+    # a library's function (scipy.stats.norm.logpdf, scipy.special.expit): its stand-in
+    # (callables of other kinds: NumPy protocols still see the tracers)
+    return _replacement(fn, {})
 
 
 # ------------------------------------------------------------------- NumPy protocol handlers
