@@ -535,7 +535,7 @@ def rebind_function(fn):
         return functools.partial(rebind_function(fn.func), *args, **keywords)
     if isinstance(fn, types.MethodType) and not _is_distribution(fn.__self__):
         return types.MethodType(rebind_function(fn.__func__), fn.__self__)
-    if isinstance(fn, types.FunctionType) and _is_user_function(fn):
+    if isinstance(fn, types.FunctionType):
         return _rebind(fn, {})
     # a library's function (scipy.stats.norm.logpdf, scipy.special.expit): its stand-in
     # (callables of other kinds: NumPy protocols still see the tracers)
