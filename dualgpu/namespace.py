@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import frontend
-from .core.trace import Tracer, install_protocol_handlers
+from .core.trace import Tracer, current_builder, install_protocol_handlers
 from .errors import (
     RandomInTraceError,
     UnsupportedOpError,
@@ -57,8 +57,8 @@ def _special_path(ufunc) -> str | None:
 
 # the SciPy namespaces whose functions are rebound where they are imported by name
 # (``from scipy.linalg import cholesky``; cupyx's too): scipy.special, scipy.linalg,
-# scipy.signal
-_SCIPY_BY_NAME = ("special", "linalg", "signal")
+# scipy.signal, scipy.integrate
+_SCIPY_BY_NAME = ("special", "linalg", "signal", "integrate")
 
 
 def _scipy_path(obj, name: str) -> str | None:
@@ -157,9 +157,12 @@ class TracingNamespace(types.ModuleType):
 
 
 def _dispatcher(real, ours, qualname: str):
+    # a function that calls the user's (odeint): ours in a trace, traced arguments or not
+    functions = getattr(ours, "calls_functions", False)
+
     @functools.wraps(real)
     def call(*args, **kwargs):
-        if not _contains_tracer(args, kwargs):
+        if not _contains_tracer(args, kwargs) and not (functions and current_builder()):
             return real(*args, **kwargs)
         if ours is None:
             raise _no_rule(qualname)

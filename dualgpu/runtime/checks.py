@@ -20,7 +20,7 @@ import numpy as np
 from .. import lax
 from ..backends import array_backend
 from ..core.interpret import eval_graph
-from ..core.ir import Aval, Graph
+from ..core.ir import Graph
 from ..core.trace import Tracer, trace_to_graph
 from ..errors import (
     ArgumentTypeError,
@@ -62,8 +62,9 @@ def size_one_as_scalar(graph: Graph, tree: TreeDef | None) -> tuple[Graph, tuple
 
     Example::
 
-        >>> g, _ = trace_to_graph(lambda x: x[:1] * 2.0, [Aval((3,), np.dtype(float))], np)
-        >>> size_one_as_scalar(g, None)[0].outputs[0].shape, size_one_as_scalar(g, None)[1]
+        >>> g = dg.jit(lambda x: x[:1] * 2.0).graph(np.ones(3))
+        >>> scalar, shape = size_one_as_scalar(g, None)
+        >>> scalar.outputs[0].shape, shape
         ((), (1,))
     """
     if (tree is not None and not tree.is_leaf) or len(graph.outputs) != 1:
