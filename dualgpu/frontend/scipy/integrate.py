@@ -47,8 +47,10 @@ def _traced(x) -> bool:
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None, mu=None,
            rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0,
            mxhnil=0, mxordn=12, mxords=5, printmessg=0, tfirst=False):
-    """``scipy.integrate.odeint(func, y0, t, args)``: the state at the times ``t`` (rows),
-    by fixed-step RK4 when something is traced (the module docstring says which steps);
+    """``scipy.integrate.odeint(func, y0, t, args)`` of traced values: the state at the times
+    ``t`` (rows) by classic RK4 at a fixed step of at most ``(rtol + atol) ** (1/4)`` (and
+    ``hmax``), differentiated through its steps; SciPy's own when nothing is traced.
+
     ``Dfun`` and LSODA's own options are not needed (the derivatives are traced)."""
     if not isinstance(args, tuple):
         args = (args,)
