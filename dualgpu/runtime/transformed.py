@@ -374,7 +374,7 @@ class Transformed(SelfTracing):
         compiled = self.compiled(sig)
         passed = list(sig.inputs) + compiled.drawn(sig) + list(extras)
         outs = compiled.exe(*passed)
-        if qkey is not None and not sig.sparse:
+        if qkey is not None and not sig.sparse and not compiled.draws:
             leaves = flat_arguments(args)
             if len(passed) == len(leaves) and all(
                     p is a or type(a) is float for p, a in zip(passed, leaves)):

@@ -182,6 +182,19 @@ def test_draws_inside_jit_of_a_transform_and_linearize():
     np.testing.assert_allclose([f_jvp(V), f_jvp(V)], [np.sum(np.cos(X) * z * V)] * 2)
 
 
+def test_a_generator_passed_on_to_an_inner_transform():
+    def inner(r, x):
+        return np.sum(np.sin(x) * r.normal(size=3))
+
+    def outer(x, r):
+        return dg.grad(inner, argnums=1)(r, x) + r.uniform()
+
+    got = [dg.jit(outer)(X, np.random.default_rng(s)) for s in (1, 2)]
+    for s, g in zip((1, 2), got):
+        r = np.random.default_rng(s)
+        np.testing.assert_allclose(g, np.cos(X) * r.normal(size=3) + r.uniform(), rtol=1e-14)
+
+
 def test_seeded_generators_made_inside_give_the_same_numbers_at_every_call():
     def f(mu):  # eager: a new generator, seeded alike, at every call
         np.random.seed(4)

@@ -506,7 +506,10 @@ def stand_in_for(obj: Any) -> Any:
 def argument_stand_in(obj: Any, j: int) -> Any:
     """The stand-in for a generator passed as leaf ``j`` of the call's arguments."""
     if isinstance(obj, RandomStandIn):  # passed on from an enclosing trace
-        return obj
+        # made there (drawn at once), or this call's argument j: the enclosing trace's
+        # stand-in is found there again when the program is inlined (redraw_in_trace)
+        return obj if obj._source is None else RandomStandIn(obj._real, ArgumentSource(j),
+                                                              obj._label)
     return RandomStandIn(obj, ArgumentSource(j), label_of(obj))
 
 
