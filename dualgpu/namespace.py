@@ -10,7 +10,11 @@ of the same dotted name in :mod:`dualgpu.frontend`, a package laid out like the 
 ``frontend.scipy.special.expit``), and a function with no rule raises
 :class:`UnsupportedOpError`. A scipy.stats distribution (``scipy.stats.norm``, an imported
 ``norm``, a frozen ``norm(0, 2)``) is a :class:`DistributionStandIn` whose methods dispatch
-the same way, to ``frontend.scipy.stats``.
+the same way, to ``frontend.scipy.stats``. ``numpy.random``, ``cupy.random``, Python's
+``random`` and random generators are stand-ins whose draws become inputs of the program,
+drawn again at every call (:mod:`dualgpu.frontend.numpy.random`). A module of the user's
+(``import helper``) is seen through a :class:`UserModule`, so that the functions the traced
+function reaches through it are rebound too.
 """
 from __future__ import annotations
 
