@@ -292,8 +292,6 @@ def _contains_tracer(x: Any) -> bool:
 def _probe(obj: Any) -> Any:
     """A copy of the source ``obj`` to draw the trace's numbers from (the source itself is
     left as it is)."""
-    if isinstance(obj, types.ModuleType):
-        return obj  # a module: its function's __self__ is copied by the caller
     try:
         return copy.deepcopy(obj)
     except Exception:  # noqa: BLE001 - CuPy's generators: a fresh one of the kind
@@ -307,31 +305,26 @@ def _concrete_draw(stand_in: RandomStandIn, method: str, args: tuple, kwargs: di
     made inside the function with a seed draws now: the same numbers at every call."""
     if stand_in._source is None:
         return getattr(stand_in._real, method)(*args, **kwargs)
-    real_fn = getattr(stand_in._real, method)
-    owner = getattr(real_fn, "__self__", None)
-    assert stand_in._source is not None  # made inside: drawn above
-    if isinstance(stand_in._real, types.ModuleType) and is_source(owner):
-        probe = getattr(_probe(owner), method)
-    elif isinstance(stand_in._real, types.ModuleType):  # cupy.random's functions
-        probe = getattr(_probe(_module_state(stand_in._real)), method)
-    else:
-        probe = getattr(_probe(stand_in._real), method)
-    sample = probe(*args, **kwargs)
+    real = stand_in._real
+    label = f"{stand_in._label}.{method}"
+    source = real
+    if isinstance(real, types.ModuleType):  # a module's function: its generator's method
+        source = getattr(getattr(real, method), "__self__", None)
+        if not is_source(source) and real.__name__.startswith("cupy"):
+            source = sys.modules["cupy.random"].get_random_state()  # CuPy's functions
+        elif not is_source(source):
+            raise _random_error(label, ", which is no draw of a generator that a program "
+                                "could make again at every call")
+    sample = getattr(_probe(source), method)(*args, **kwargs)
     if isinstance(sample, (float, int, complex)) and not isinstance(sample, bool):
         aval = Aval((), np.result_type(sample), weak=True)  # a Python number: weakly typed
     else:
         arr = np.asarray(sample) if not hasattr(sample, "shape") else sample
         aval = Aval(tuple(arr.shape), np.dtype(arr.dtype))
     if aval.dtype.kind not in "biufc":
-        raise _random_error(f"{stand_in._label}.{method}",
-                            f", drawing {aval.dtype} values, which a program cannot take")
-    return _record(Draw(stand_in._source, method, args, kwargs, aval,
-                        f"{stand_in._label}.{method}"))
-
-
-def _module_state(module: types.ModuleType) -> Any:
-    """The generator behind a module's functions that are no bound methods (CuPy's)."""
-    return sys.modules["cupy.random"].get_random_state()
+        raise _random_error(label, f", drawing {aval.dtype} values, which a program cannot "
+                            "take")
+    return _record(Draw(stand_in._source, method, args, kwargs, aval, label))
 
 
 # ------------------------------------------------------------------- traced parameters
@@ -395,7 +388,7 @@ def _traced_draw(stand_in: RandomStandIn, method: str, args: tuple, kwargs: dict
 _EFFECTS = frozenset({"seed", "set_state", "setstate"})
 # calls that read or write a source's state in ways a program cannot replay
 _REFUSED = frozenset({"get_state", "getstate", "shuffle", "jumped", "spawn", "advance",
-                      "random_raw", "__getstate__", "__setstate__", "__reduce__"})
+                      "random_raw", "get_bit_generator", "set_bit_generator"})
 # functions that make a new generator: with a seed, its draws are the same at every call
 # (constants of the program, as eager NumPy's); without one, a new entropy at every call
 _CONSTRUCTORS = frozenset({"default_rng", "Generator", "RandomState", "Random", "PCG64",
