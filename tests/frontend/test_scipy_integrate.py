@@ -56,6 +56,10 @@ def test_a_right_hand_side_closing_over_a_traced_value_by_name():
     g = dg.grad(lambda k: odeint(lambda t, y: -k * y * t, np.array([1.0]), [0.0, 1.0],
                                  rtol=1e-4, tfirst=True)[-1, 0])(2.0)
     np.testing.assert_allclose(g, -0.5 * np.exp(-1.0), rtol=1e-4)
+    # a list of traced values as the initial state, a list as the derivative
+    g = dg.grad(lambda y0: odeint(lambda y, t: [-y[0], -y[1]], [y0, 2 * y0], [0.0, 1.0],
+                                  rtol=1e-4)[-1, 1])(1.0)
+    np.testing.assert_allclose(g, 2 * np.exp(-1.0), rtol=1e-4)
 
 
 def test_untraced_calls_are_scipys_and_traced_times_are_refused():

@@ -84,7 +84,7 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     if hmax:
         h = min(h, abs(float(hmax)))
     limit = int(mxstep) if mxstep else 500
-    y = ravel(asarray(y0)).astype(np.float64) if is_tracer(y0) else np.ravel(
+    y = ravel(asarray(y0)).astype(np.float64) if _traced(y0) else np.ravel(
         np.asarray(y0, dtype=np.float64))  # SciPy's state is float64
     states = [y]
     for t_from, t_to in zip(times[:-1], times[1:]):
