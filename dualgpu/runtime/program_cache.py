@@ -27,6 +27,7 @@ from ..cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
 from ..core.ir import Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..executor import Executable, config, generation
+from ..frontend.numpy.random import Draw, draw_values, redraw_in_trace
 from .guards import Guards
 from .signature import Signature
 from .tracing import SelfTracing
@@ -66,16 +67,28 @@ def clear_cache() -> None:
 
 
 class Compiled:
-    """A transformed graph, compiled, with what is needed to shape its results, and the
-    places outside its arguments that its function read (:mod:`dualgpu.runtime.guards`)."""
+    """A transformed graph, compiled, with what is needed to shape its results, the
+    places outside its arguments that its function read (:mod:`dualgpu.runtime.guards`)
+    and the random draws it takes as inputs after the arguments' (``draws``: drawn again at
+    every call, :mod:`dualgpu.frontend.numpy.random`)."""
 
-    __slots__ = ("graph", "exe", "trees", "guards", "__weakref__")
+    __slots__ = ("graph", "exe", "trees", "guards", "draws", "__weakref__")
 
     def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
         self.graph = graph
         self.trees = trees
         self.exe = Executable(graph, backend)
         self.guards = guards
+        self.draws: tuple[Draw, ...] = ()
+
+    def drawn(self, sig: Signature) -> list:
+        """The program's random inputs for the call ``sig``, drawn now (none when its
+        function draws nothing)."""
+        if not self.draws:
+            return []
+        backend = sig.backend
+        return draw_values(self.draws, sig.leaves,
+                           backend.to_device if backend.on_device else None)
 
     def guards_hold(self) -> bool:
         return self.guards.hold()
@@ -98,11 +111,16 @@ class Inlined:
     ``reusable``: it reads no value of the trace it was built in (so it may be cached)."""
 
     def __init__(self, graph: Graph, trees: Any, guards: Guards = NO_GUARDS,
-                 reusable: bool = False):
+                 reusable: bool = False, draws: tuple[Draw, ...] = ()):
         self.graph = graph
         self.trees = trees
         self.guards = guards
         self.reusable = reusable
+        self.draws = draws
+
+    def drawn(self, sig: Signature) -> list:
+        """The random inputs of the program, as draws of the enclosing trace."""
+        return redraw_in_trace(self.draws, sig.leaves) if self.draws else []
 
     def guards_hold(self) -> bool:
         return self.guards.hold()

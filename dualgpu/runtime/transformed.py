@@ -40,8 +40,9 @@ from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
 from ..core.trace import Tracer, current_builder, thread_state
-from ..errors import ArgumentTypeError, ShapeMismatchError
+from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..executor import config, generation
+from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
 from . import dask
 from .checks import check_direction, check_float0_direction, normalize_argnums, normalize_batch_axes
@@ -371,9 +372,9 @@ class Transformed(SelfTracing):
             # inside a trace: inline (the function may read values of the enclosing trace)
             return self._inline(sig, extras)
         compiled = self.compiled(sig)
-        passed = list(sig.inputs) + list(extras)
+        passed = list(sig.inputs) + compiled.drawn(sig) + list(extras)
         outs = compiled.exe(*passed)
-        if qkey is not None and not sig.sparse:
+        if qkey is not None and not sig.sparse and not compiled.draws:
             leaves = flat_arguments(args)
             if len(passed) == len(leaves) and all(
                     p is a or type(a) is float for p, a in zip(passed, leaves)):
@@ -410,9 +411,11 @@ class Transformed(SelfTracing):
         def build() -> Compiled:
             count_build(self, sig, None if stale is None else stale.guards.changed())
             before = collect_guards(self.fn)
-            graph, trees = self.build(Traced(self.fn, sig, None), sig)
+            traced = traced_checked(self.fn, sig, None, before)
+            graph, trees = self.build(traced, sig)
             compiled = self.program_type(graph, trees, sig.backend,
                                          self.entry_guards(collect_guards(self.fn, before), trees))
+            compiled.draws = traced.draws
             log.debug("compiled %s: %d equations on %s", self.__name__,
                       len(compiled.graph.eqns), sig.backend.name)
             evict_on_death(key, self._weak + sig.weak)
@@ -440,11 +443,12 @@ class Transformed(SelfTracing):
         def build() -> Inlined:
             captured: list[Tracer] = []
             before = collect_guards(self.fn)
-            graph, trees = self.build(Traced(self.fn, sig, captured), sig)
+            traced = traced_checked(self.fn, sig, captured, before)
+            graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
             guards = self.entry_guards(collect_guards(self.fn, before), trees)
-            return Inlined(graph, trees, guards, not captured)
+            return Inlined(graph, trees, guards, not captured, traced.draws)
 
         entry: Inlined = PROGRAMS.get_or_build(key, build)
         if fresh:
@@ -454,8 +458,10 @@ class Transformed(SelfTracing):
         else:
             PROGRAMS.discard_later(key)
             captured = []
-            entry = Inlined(*self.build(Traced(self.fn, sig, captured), sig))
-        outs = eval_graph(entry.graph, list(sig.inputs) + captured + list(extras))
+            traced = Traced(self.fn, sig, captured)
+            entry = Inlined(*self.build(traced, sig), draws=traced.draws)
+        outs = eval_graph(entry.graph, list(sig.inputs) + captured + entry.drawn(sig)
+                          + list(extras))
         return self.finish(entry, sig, outs)
 
     def graph(self, *args: Any, **kwargs: Any) -> Graph:
@@ -530,6 +536,25 @@ class Transformed(SelfTracing):
                 else:
                     out.append(check_direction(sig, k, v, a, what))
         return out
+
+
+def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
+                   before: Guards) -> Traced:
+    """``fn`` traced; refused when the trace drew from a generator it reaches through an
+    object's attribute (``self.rng``: not seen by the tracing namespace, its draws would be
+    constants of the program)."""
+    sources = before.sources()
+    states = source_states([g for _, g in sources])
+    traced = Traced(fn, sig, captured)
+    for (label, _), was, now in zip(sources, states,
+                                    source_states([g for _, g in sources])):
+        if was != now:
+            raise RandomInTraceError(
+                f"{name_of(fn)} drew random numbers from {label} while it was traced, "
+                "reached where dualgpu does not see it (an object's attribute): the draws "
+                "would be constants of the compiled program. Pass the generator as an "
+                "argument (each call then draws from it), or draw outside and pass the numbers")
+    return traced
 
 
 def scalars_as_arrays(args: tuple, backend: Backend) -> tuple:

@@ -20,7 +20,6 @@ from ...lax import (
     expand_dims,
     eye,
     flip,
-    full_like,
     getitem,
     imag,
     moveaxis,
@@ -48,6 +47,8 @@ from .arguments import (
     asarray,
 )
 from .construction import (
+    full,
+    full_like,
     linspace,
     logspace,
 )
