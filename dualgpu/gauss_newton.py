@@ -15,10 +15,10 @@ Example::
     >>> params = {"W": np.ones((2, 1)), "b": np.zeros(1)}
     >>> X, Y = np.array([[1.0, 2.0], [3.0, 4.0]]), np.zeros((2, 1))
     >>> G = ggn(model, "mse", params, X, Y)
-    >>> G.toarray()                       # mse of a linear model: its Hessian, 2/N XᵀX
-    array([[ 2.,  4.,  6.],
-           [ 4., 10., 14.],
-           [ 6., 14., 20.]])
+    >>> G.toarray()                 # mse of a linear model: its Hessian, 2/(N C) [X 1]ᵀ[X 1]
+    array([[10., 14.,  4.],
+           [14., 20.,  6.],
+           [ 4.,  6.,  2.]])
 """
 from __future__ import annotations
 
@@ -226,18 +226,17 @@ class CurvatureOperator(HessianOperator):
         self.args, self.argnums, self.f = (), 0, None
         self.n = int(self.x.size)
         self.nprod = 0
-        self._hvp = self._vector_product
-        self._hvp_columns = self._columns_product
         self.backend.linear_operator_class().__init__(self, np.dtype(self.x.dtype),
                                                       (self.n, self.n))
 
     def batch_product(self, i: int, V):
         raise NotImplementedError
 
-    def _vector_product(self, x, v):
-        return self._columns_product(x, v.reshape(-1, 1)).reshape(v.shape)
+    # the products HessianOperator's matvec and matmat call: x is the flat point
+    def _hvp(self, x, v):
+        return self._hvp_columns(x, v.reshape(-1, 1)).reshape(v.shape)
 
-    def _columns_product(self, x, V):
+    def _hvp_columns(self, x, V):
         total = None
         for i in range(len(self.batches)):
             part = self.batch_product(i, V)
@@ -315,7 +314,7 @@ class GaussNewtonOperator(CurvatureOperator):
             raise ArgumentTypeError(f"ggn: model must be a function model(params, X), got "
                                     f"{type(model).__name__}")
         self.setup(params, data_batches(X, Y, batches, self.kind))
-        check_outputs(model, self.loss, params, self.batches, self.kind)
+        self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind)
         model_fn, loss_fn, unravel = model, self.loss, self.unravel
 
         def product(params, X, Y, d):  # Jᵀ H_l J d: one program
@@ -351,11 +350,11 @@ class FisherOperator(CurvatureOperator):
                                     f"{type(model).__name__}")
         self.model, self.loss = model, loss_function(loss)
         self.setup(params, data_batches(X, Y, batches, "fisher"))
-        outs = check_outputs(model, self.loss, params, self.batches, "fisher")
+        self.outputs = check_outputs(model, self.loss, params, self.batches, "fisher")
         rng = np.random.default_rng(seed)
         self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
                                            kind, self.samples, rng)
-                        for out, (_, Y) in zip(outs, self.batches)]
+                        for out, (_, Y) in zip(self.outputs, self.batches)]
         self._program = _columns(factor_product(model, self.unravel), 3)
 
     def batch_product(self, i, V):
@@ -392,7 +391,7 @@ def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *
         >>> p = {"W": np.array([[0.5], [-0.5]])}
         >>> G = dg.ggn(model, dg.nn.mse, p, np.eye(2), np.zeros((2, 1)))
         >>> np.round(G @ np.ones(2), 6)
-        array([0.618565, 0.618565])
+        array([0.6185, 0.6185])
         >>> np.allclose(G.toarray(), G.toarray().T), G.unravel(np.ones(2))["W"].shape
         (True, (2, 1))
     """
