@@ -308,8 +308,8 @@ class GaussNewtonOperator(CurvatureOperator):
     kind = "ggn"
 
     def __init__(self, model, loss, params, X=None, Y=None, *, batches=None):
-        self.model, self.loss = model, loss_function(loss)
         self.loss_kind = loss_name(loss, self.kind, need_likelihood=False)
+        self.model, self.loss = model, loss_function(loss)
         if not callable(model):
             raise ArgumentTypeError(f"ggn: model must be a function model(params, X), got "
                                     f"{type(model).__name__}")
