@@ -22,6 +22,7 @@ Example::
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,8 +40,8 @@ from .errors import (
     NonScalarOutputError,
     ShapeMismatchError,
 )
-from .frontend import numpy as dnp
 from .estimators import estimate_from_products, positive_int
+from .frontend import numpy as dnp
 from .linearization import jvp, vjp
 from .operators import HessianOperator
 from .vectorize import vmap
@@ -97,7 +98,7 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
     ``softmax(f)``, ``binary_cross_entropy_with_logits`` the Bernoulli of ``sigmoid(f)``.
     For these the exact Fisher equals the Gauss-Newton matrix.
     """
-    xp = array_backend(out).xp
+    xp = backend_of([out], "outputs").xp
     if name == "cross_entropy":
         scale = 1.0 / out.shape[0]
         p = _softmax(xp, out)
@@ -223,7 +224,7 @@ class CurvatureOperator(HessianOperator):
         self.backend = check_params(params, self.kind)
         self.params, self.batches = params, batches
         self.x, self.unravel = pytree.ravel(params)
-        self.args, self.argnums, self.f = (), 0, None
+        self.args, self.argnums = (), 0
         self.n = int(self.x.size)
         self.nprod = 0
         self.backend.linear_operator_class().__init__(self, np.dtype(self.x.dtype),
@@ -297,9 +298,36 @@ class CurvatureOperator(HessianOperator):
 _CLASSES: dict = {}
 
 
-def _columns(fn, n_fixed: int):
-    """``fn(*fixed, d)`` mapped over the last axis of ``d`` (one program for the columns)."""
-    return jit(vmap(fn, in_axes=(None,) * n_fixed + (-1,), out_axes=-1))
+def unravel_like(params, d):
+    """The pytree of ``params``'s structure whose leaves are the pieces of the flat (traced)
+    vector ``d`` (``tree_util`` order)."""
+    leaves, tree = pytree.flatten(params)
+    parts, start = [], 0
+    for leaf in leaves:
+        size = int(np.prod(leaf.shape, dtype=np.int64))
+        parts.append(dnp.reshape(d[start:start + size], tuple(leaf.shape)))
+        start += size
+    return pytree.unflatten(tree, parts)
+
+
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def columns_program(kind: str, model, loss, make):
+    """``make(model, loss)``'s ``(*fixed, d)`` mapped over the last axis of ``d``: one
+    program for all the columns, made once per model, loss and kind (a new operator at new
+    parameters reuses it; the program cache retraces it on new shapes)."""
+    try:
+        per_model = _PROGRAMS.setdefault(model, {})
+    except TypeError:             # a model that takes no weak reference: not cached
+        per_model = {}
+    key = (kind, loss if isinstance(loss, str) else id(loss))
+    entry = per_model.get(key)
+    if entry is None or entry[0] is not loss:
+        fn = make(model, loss)
+        program = jit(vmap(fn, in_axes=(None, None, None, -1), out_axes=-1))
+        entry = per_model[key] = (loss, program)
+    return entry[1]
 
 
 class GaussNewtonOperator(CurvatureOperator):
@@ -315,15 +343,7 @@ class GaussNewtonOperator(CurvatureOperator):
                                     f"{type(model).__name__}")
         self.setup(params, data_batches(X, Y, batches, self.kind))
         self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind)
-        model_fn, loss_fn, unravel = model, self.loss, self.unravel
-
-        def product(params, X, Y, d):  # Jᵀ H_l J d: one program
-            out, jd = jvp(lambda q: model_fn(q, X), (params,), (unravel(d),))
-            hjd = hvp(loss_fn)(out, Y, jd)
-            return flat(vjp(lambda q: model_fn(q, X), params)[1](hjd)[0])
-
-        product.__name__ = f"ggn_{getattr(model, '__name__', 'model')}"
-        self._program = _columns(product, 3)
+        self._program = columns_program("ggn", model, self.loss, ggn_product)
 
     def batch_product(self, i, V):
         X, Y = self.batches[i]
@@ -355,16 +375,28 @@ class FisherOperator(CurvatureOperator):
         self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
                                            kind, self.samples, rng)
                         for out, (_, Y) in zip(self.outputs, self.batches)]
-        self._program = _columns(factor_product(model, self.unravel), 3)
+        self._program = columns_program("fisher", model, None, factor_product)
 
     def batch_product(self, i, V):
         return self._program(self.params, self.batches[i][0], self.factors[i], V)
 
 
-def factor_product(model, unravel):
+def ggn_product(model, loss):
+    """``(params, X, Y, d) -> Jᵀ H_l J d``: the model's JVP, the loss's HVP in the outputs,
+    the model's VJP."""
+    def product(params, X, Y, d):
+        out, jd = jvp(lambda q: model(q, X), (params,), (unravel_like(params, d),))
+        hjd = hvp(loss)(out, Y, jd)
+        return flat(vjp(lambda q: model(q, X), params)[1](hjd)[0])
+
+    product.__name__ = f"ggn_{getattr(model, '__name__', 'model')}"
+    return product
+
+
+def factor_product(model, loss=None):
     """``(params, X, S, d) -> Jᵀ M J d`` with ``M_n = Σ_k S[k, n] S[k, n]ᵀ`` per sample."""
     def product(params, X, S, d):
-        out, jd = jvp(lambda q: model(q, X), (params,), (unravel(d),))
+        out, jd = jvp(lambda q: model(q, X), (params,), (unravel_like(params, d),))
         axes = tuple(range(2, S.ndim))
         w = dnp.sum(S * jd, axis=axes) if axes else S * jd          # (K, N)
         u = dnp.sum(S * dnp.reshape(w, w.shape + (1,) * len(axes)), axis=0)

@@ -32,10 +32,11 @@ import numpy as np
 from . import tree as pytree
 from .api import grad, hvp, jit
 from .api import trace as trace_graph
-from .backends import array_backend
+from .backends import backend_of
 from .core.flags import Flag
 from .core.interpret import read, walk
 from .core.ir import Eqn, Graph, Var
+from .core.primitives import REGISTRY
 from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
 from .estimators import positive_int
 from .frontend import numpy as dnp
@@ -49,6 +50,9 @@ from .gauss_newton import (
 from .vectorize import vmap
 
 __all__ = ["KFACOperator", "ekfac", "find_layers", "kfac"]
+
+for _name in ("add", "subtract"):  # lead: move into the declarations (Flag.SHIFTS)
+    REGISTRY[_name].add_flags(Flag.SHIFTS)
 
 _BATCH_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -119,7 +123,33 @@ def find_layers(graph: Graph, n_params: int, names: list[str], what: str = "kfac
         layers[i] = found
     for i, layer in layers.items():
         layer.param = i
-    return list(layers.values()), [i for i in range(n_params) if i not in layers]
+    found = list(layers.values())
+    biases = {}
+    for v in graph.inputs[:n_params]:
+        i = param_of[v.id]
+        k = _bias_of(v, readers.get(v.id, []), found, readers, outputs)
+        if i not in layers and k is not None:
+            biases[i] = k
+    return found, biases, [i for i in range(n_params) if i not in layers and i not in biases]
+
+
+def _bias_of(v: Var, uses, layers: list[Layer], readers, outputs) -> int | None:
+    """The layer whose product's output ``v`` is added to (its one use, broadcast along the
+    weight's output axis, the product's output read nowhere else), or None."""
+    if len(uses) != 1 or v.id in outputs or not uses[0].prim.has(Flag.SHIFTS):
+        return None
+    eqn = uses[0]
+    for k, layer in enumerate(layers):
+        s = layer.eqn.outs[0]
+        if [a.id if isinstance(a, Var) else None for a in eqn.inputs].count(s.id) != 1 \
+                or len(readers.get(s.id, [])) != 1 or s.id in outputs:
+            continue
+        rank, axis = len(s.aval.shape), layer.s_perm[-1]
+        shape = (1,) * (rank - len(v.aval.shape)) + tuple(v.aval.shape)
+        if len(shape) == rank and all(d == (layer.d_out if a == axis else 1)
+                                      for a, d in enumerate(shape)):
+            return k
+    return None
 
 
 def _weight_use(v: Var, uses, readers, outputs, data) -> Layer | None:
@@ -209,7 +239,7 @@ def loss_hessian_factors(loss, out, Y, what: str):
     eigenvectors, scaled by the roots of its eigenvalues, negative ones dropped): ``C``
     products, ``C`` the outputs per sample. A loss whose Hessian couples samples is
     refused."""
-    xp = array_backend(out).xp
+    xp = backend_of([out], "outputs").xp
     n = out.shape[0]
     c = out.size // max(n, 1)
     dirs = xp.broadcast_to(xp.eye(c, dtype=out.dtype)[:, None, :], (c, n, c))
@@ -224,8 +254,11 @@ def loss_hessian_factors(loss, out, Y, what: str):
             f"{what}: the loss couples the samples (its Hessian in the outputs is not "
             "block-diagonal over axis 0 of model(params, X)); the Kronecker factors need a "
             "loss that sums (or averages) per-sample terms")
-    lam, q = xp.linalg.eigh(blocks)
-    s = q * xp.sqrt(xp.maximum(lam, 0))[:, None, :]                        # (N, C, K)
+    if c == 1:                                                             # its root
+        s = xp.sqrt(xp.maximum(blocks, 0))
+    else:
+        lam, q = xp.linalg.eigh(blocks)
+        s = q * xp.sqrt(xp.maximum(lam, 0))[:, None, :]                    # (N, C, K)
     return xp.reshape(xp.transpose(s, (2, 0, 1)), (c,) + out.shape)
 
 
@@ -234,7 +267,9 @@ class KFACOperator(CurvatureOperator):
     """K-FAC (or EK-FAC) of the Gauss-Newton or Fisher matrix (see :func:`kfac`): a
     block-diagonal operator, one block per parameter, stored by its eigenvectors and
     eigenvalues (a layer's as two Kronecker factors), so that :meth:`inverse` is exact.
-    ``factors`` maps each layer's name to its ``(A, G)``."""
+    ``factors`` maps each layer's name to its ``(A, G)``, ``structure`` each parameter's
+    name to how its block is made (``"kronecker"``, ``"bias of <weight>"``, ``"exact
+    block"``)."""
 
     kind = "kfac"
 
@@ -265,7 +300,7 @@ class KFACOperator(CurvatureOperator):
         if len(graph.inputs) != len(pytree.leaves((params, self.batches[0][0]))):
             raise ShapeMismatchError(f"{what}: the traced model has {len(graph.inputs)} "
                                      "inputs, not one per leaf of (params, X)")
-        self.layers, others = find_layers(graph, len(leaves), names, what)
+        self.layers, biases, others = find_layers(graph, len(leaves), names, what)
         too_big = [f"{names[i]} ({leaves[i].size} entries)" for i in others
                    if leaves[i].size > dense_limit]
         if too_big:
@@ -274,9 +309,9 @@ class KFACOperator(CurvatureOperator):
                 "of one matrix product with a batch of activations) and its exact block would "
                 f"be over dense_limit={dense_limit} rows; raise dense_limit or use dg.ggn")
         self.names = names
-        self._blocks(leaves, others, factors, corrected, graph)
+        self._blocks(leaves, biases, others, factors, corrected, graph)
 
-    def _blocks(self, leaves, others, factors, corrected, graph):
+    def _blocks(self, leaves, biases, others, factors, corrected, graph):
         xp = self.backend.xp
         offsets = np.cumsum([0] + [leaf.size for leaf in leaves])
         self.blocks: list = []           # (start, stop, layer or None, eigvecs, eigvals)
@@ -300,12 +335,25 @@ class KFACOperator(CurvatureOperator):
                               for a, g in outs)
                 self.blocks.append((offsets[layer.param], offsets[layer.param + 1], layer,
                                     (qa, qg), lam))
-        for i in others:
-            start, stop = offsets[i], offsets[i + 1]
-            eye = xp.eye(self.n, dtype=self.dtype)[start:stop]
-            block = self.base.products(eye)[:, start:stop] if stop > start else eye[:, :0]
+                for i in (i for i, j in biases.items() if j == k):  # its bias: A = 1
+                    lam = lg
+                    if corrected:
+                        lam = sum(xp.sum((g[k] @ qg) ** 2, axis=(0, 1)) for _, g in outs)
+                    self.blocks.append((offsets[i], offsets[i + 1], None, qg, lam))
+        rows = [np.arange(offsets[i], offsets[i + 1]) for i in others]
+        if others:  # the exact blocks: the products with their unit vectors, one program
+            eye = xp.eye(self.n, dtype=self.dtype)[xp.asarray(np.concatenate(rows))]
+            dense = self.base.products(eye) if eye.shape[0] else eye
+        at = 0
+        for i, r in zip(others, rows):
+            block = dense[at:at + r.size, offsets[i]:offsets[i + 1]]
+            at += r.size
             lam, q = xp.linalg.eigh((block + block.T) / 2)
-            self.blocks.append((start, stop, None, q, lam))
+            self.blocks.append((offsets[i], offsets[i + 1], None, q, lam))
+        self.structure = {self.names[layer.param]: "kronecker" for layer in self.layers}
+        self.structure.update({self.names[i]: "bias of " + self.names[self.layers[k].param]
+                               for i, k in biases.items()})
+        self.structure.update({self.names[i]: "exact block" for i in others})
         self.spectrum = None                 # a function of the eigenvalues (inverse)
 
     def _hvp_columns(self, x, V):

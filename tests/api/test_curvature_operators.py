@@ -94,8 +94,10 @@ def test_batches_are_summed_exactly(ggns):
 
 def _per_sample_grads(nll):
     """The per-sample gradients of the negative log-likelihood, one dg.grad each."""
-    return np.stack([dg.grad(lambda x: nll(model(UNRAVEL(x), X[n:n + 1]), n))(FLAT)
-                     for n in range(N)])
+    def one(n):
+        return dg.grad(lambda x: nll(model(UNRAVEL(x), X[n:n + 1]), n))(FLAT)
+
+    return np.stack([one(n) for n in range(N)])
 
 
 def test_empirical_fisher_is_the_mean_of_per_sample_gradient_outer_products():
@@ -154,6 +156,10 @@ def test_kfac_factors_against_activations_and_gradients_by_hand(ggns):
     for b in (b1, b2):                                           # no Kronecker structure
         np.testing.assert_allclose(got[b, b], dense[b, b], rtol=1e-10, atol=1e-15)
     assert np.abs(got[W1, W2]).max() == 0 and np.allclose(got, got.T)
+    assert K.structure == {"params['W1']": "kronecker", "params['W2']": "kronecker",
+                           "params['b1']": "bias of params['W1']",
+                           "params['b2']": "bias of params['W2']"}
+    assert K.base.nprod == 0                     # the biases' blocks are the factors G
 
 
 @pytest.mark.parametrize("fisher_type", ["ggn", "mc", "empirical"])
@@ -246,6 +252,10 @@ def test_kfac_refusals():
     p = {"s": np.ones(D), "W": np.ones((D, C))}
     with pytest.raises(dg.UnsupportedOpError, match=r"params\['s'\] \(3 entries\).*dense_limit"):
         dg.kfac(scaled, "mse", p, X, TARGETS, dense_limit=2)
+    K = dg.kfac(scaled, "mse", p, X, TARGETS)                   # s: its exact block
+    exact = dg.ggn(scaled, "mse", p, X, TARGETS).toarray()
+    assert K.structure["params['s']"] == "exact block"
+    np.testing.assert_allclose(K.toarray()[9:, 9:], exact[9:, 9:], rtol=1e-10)  # W, then s
     coupled = lambda o, Y: np.sum(o) ** 2                        # noqa: E731
     with pytest.raises(dg.InvalidArgumentError, match="couples the samples"):
         dg.kfac(model, coupled, P, X, TARGETS)
