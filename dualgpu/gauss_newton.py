@@ -233,9 +233,10 @@ class CurvatureOperator(HessianOperator):
     def batch_product(self, i: int, V):
         raise NotImplementedError
 
-    # the products HessianOperator's matvec and matmat call: x is the flat point
+    # the products HessianOperator's matvec and matmat call: x is the flat point; a
+    # subclass's batch_product takes a vector (n,) or columns (n, k)
     def _hvp(self, x, v):
-        return self._hvp_columns(x, v.reshape(-1, 1)).reshape(v.shape)
+        return self._hvp_columns(x, v.reshape(-1))
 
     def _hvp_columns(self, x, V):
         total = None
@@ -314,9 +315,10 @@ _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def columns_program(kind: str, model, loss, make):
-    """``make(model, loss)``'s ``(*fixed, d)`` mapped over the last axis of ``d``: one
-    program for all the columns, made once per model, loss and kind (a new operator at new
-    parameters reuses it; the program cache retraces it on new shapes)."""
+    """``make(model, loss)``'s ``(*fixed, d)`` as one program for a vector ``d`` and one for
+    all the columns of a matrix ``d`` (mapped over its last axis), made once per model,
+    loss and kind (a new operator at new parameters reuses them; the program cache
+    retraces them on new shapes)."""
     try:
         per_model = _PROGRAMS.setdefault(model, {})
     except TypeError:             # a model that takes no weak reference: not cached
@@ -325,9 +327,19 @@ def columns_program(kind: str, model, loss, make):
     entry = per_model.get(key)
     if entry is None or entry[0] is not loss:
         fn = make(model, loss)
-        program = jit(vmap(fn, in_axes=(None, None, None, -1), out_axes=-1))
-        entry = per_model[key] = (loss, program)
+        columns = jit(vmap(fn, in_axes=(None, None, None, -1), out_axes=-1))
+        entry = per_model[key] = (loss, Programs(jit(fn), columns))
     return entry[1]
+
+
+class Programs:
+    """A product's program for one vector and for the columns of a matrix."""
+
+    def __init__(self, vector, columns):
+        self.vector, self.columns = vector, columns
+
+    def __call__(self, *args):
+        return (self.vector if args[-1].ndim == 1 else self.columns)(*args)
 
 
 class GaussNewtonOperator(CurvatureOperator):

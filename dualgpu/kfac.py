@@ -24,19 +24,20 @@ Example::
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import tree as pytree
-from .api import grad, hvp, jit
-from .api import trace as trace_graph
+from .api import grad, hvp
 from .backends import backend_of
 from .core.flags import Flag
 from .core.interpret import read, walk
-from .core.ir import Eqn, Graph, Var
+from .core.ir import Aval, Eqn, Graph, Var
 from .core.primitives import REGISTRY
+from .core.trace import trace_to_graph
 from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
 from .estimators import positive_int
 from .frontend import numpy as dnp
@@ -47,6 +48,8 @@ from .gauss_newton import (
     param_names,
     single_output,
 )
+from .runtime.transformed import Transformed
+from .transforms import simplify
 from .vectorize import vmap
 
 __all__ = ["KFACOperator", "ekfac", "find_layers", "kfac"]
@@ -199,11 +202,11 @@ def _rows(x, perm, width):
     return dnp.reshape(dnp.transpose(x, perm), (-1, width))
 
 
-def tapped_program(graph: Graph, layers: list[Layer]):
-    """``(params, X, S, zeros) -> (activations, gradients)``: per layer, its activations as
-    ``(rows, d_in)`` and the factors ``S`` of the curvature in the outputs carried back to
-    its output, ``(K, rows, d_out)``: the gradients of ``Σ S[k] * outputs`` in a
-    perturbation added to the product's output (``zeros``: one per layer)."""
+def tapped_graph(graph: Graph, layers: list[Layer], s_aval: Aval) -> Graph:
+    """``(*inputs of graph, S) -> (activations..., gradients...)``: per layer its activations
+    as ``(rows, d_in)``, and the factors ``S`` (``(K,) + outputs' shape``) of the curvature in
+    the outputs carried back to its output, ``(K, rows, d_out)``: the gradients of
+    ``Σ S[k] * outputs`` in a zero added to the product's output."""
     taps = {id(layer.eqn): k for k, layer in enumerate(layers)}
 
     def forward(leaves, perturbations):
@@ -221,17 +224,74 @@ def tapped_program(graph: Graph, layers: list[Layer]):
         env, _ = walk(graph, leaves, None, rule)
         return read(env, graph.outputs[0]), [acts[k] for k in range(len(layers))]
 
-    def program(params, X, S, zeros):
-        leaves = pytree.leaves((params, X))
+    def run(*inputs):
+        leaves, S = list(inputs[:-1]), inputs[-1]
+        zeros = [graph.xp.zeros(layer.eqn.outs[0].aval.shape, layer.eqn.outs[0].aval.dtype)
+                 for layer in layers]
         acts = forward(leaves, zeros)[1]
         gs = vmap(grad(lambda e, u: dnp.sum(forward(leaves, e)[0] * u)),
                   in_axes=(None, 0))(zeros, S)
-        return ([_rows(a, layer.a_perm, layer.d_in) for a, layer in zip(acts, layers)],
-                [dnp.reshape(dnp.transpose(g, (0,) + tuple(p + 1 for p in layer.s_perm)),
-                             (g.shape[0], -1, layer.d_out)) for g, layer in zip(gs, layers)])
+        return ([_rows(a, layer.a_perm, layer.d_in) for a, layer in zip(acts, layers)]
+                + [dnp.reshape(dnp.transpose(g, (0,) + tuple(p + 1 for p in layer.s_perm)),
+                               (g.shape[0], -1, layer.d_out)) for g, layer in zip(gs, layers)])
 
-    program.__name__ = f"kfac_{graph.name}"
-    return jit(program)
+    tapped, _ = trace_to_graph(run, [v.aval for v in graph.inputs] + [s_aval], graph.xp,
+                               name=f"kfac_{graph.name}")
+    return simplify(tapped)
+
+
+class _KroneckerFactors(Transformed):
+    """``factors(params, X, S) -> (layers, biases, others, activations, gradients)``: the
+    layers of ``model`` (:func:`find_layers`, on the traced model) and, from one program,
+    their activations and the factors ``S`` carried back to their outputs
+    (:func:`tapped_graph`). Cached like every transform (per model, call signature, and the
+    number of factors ``K`` and of parameter leaves, its options)."""
+
+    kind = "kfac"
+
+    def __init__(self, model, n_params: int, samples: int, what: str):
+        super().__init__(model, argnums=())
+        self.n_params, self.samples, self.what = n_params, samples, what
+
+    def options(self) -> dict:
+        return {"n_params": self.n_params, "samples": self.samples}
+
+    def split(self, args):
+        return args[:2], args[2]
+
+    def extra_inputs(self, sig, S):
+        return [S]
+
+    def build(self, traced, sig):
+        graph = traced.graph
+        if len(graph.outputs) != 1:
+            raise ShapeMismatchError(f"{self.what}: model(params, X) must return one array, "
+                                     f"got {len(graph.outputs)} outputs")
+        names = graph.input_names or [f"input {i}" for i in range(len(graph.inputs))]
+        layers, biases, others = find_layers(graph, self.n_params, names, self.what)
+        out = graph.outputs[0].aval
+        s_aval = Aval((self.samples,) + tuple(out.shape), out.dtype)
+        return tapped_graph(graph, layers, s_aval), (layers, biases, others)
+
+    def finish(self, compiled, sig, outs):
+        layers, biases, others = compiled.trees
+        n = len(layers)
+        return layers, biases, others, list(outs[:n]), list(outs[n:])
+
+
+def kronecker_factors(model, n_params: int, samples: int, what: str) -> _KroneckerFactors:
+    """The factors transform of ``model`` (one per model, parameter count and ``K``)."""
+    try:
+        per_model = _FACTORS.setdefault(model, {})
+    except TypeError:          # a model that takes no weak reference: made afresh each time
+        per_model = {}
+    key = (n_params, samples, what)
+    if key not in per_model:
+        per_model[key] = _KroneckerFactors(model, n_params, samples, what)
+    return per_model[key]
+
+
+_FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def loss_hessian_factors(loss, out, Y, what: str):
@@ -295,12 +355,15 @@ class KFACOperator(CurvatureOperator):
         else:
             factors = base.factors
         leaves = pytree.leaves(params)
-        names = param_names(params)
-        graph = trace_graph(model, params, self.batches[0][0])
-        if len(graph.inputs) != len(pytree.leaves((params, self.batches[0][0]))):
-            raise ShapeMismatchError(f"{what}: the traced model has {len(graph.inputs)} "
-                                     "inputs, not one per leaf of (params, X)")
-        self.layers, biases, others = find_layers(graph, len(leaves), names, what)
+        self.names = names = param_names(params)
+        transform = kronecker_factors(model, len(leaves), int(factors[0].shape[0]), what)
+        runs = [transform(params, X, S) for (X, _), S in zip(self.batches, factors)]
+        self.layers, biases, others = runs[0][:3]
+        for run in runs[1:]:
+            if [(la.param, la.in_out) for la in run[0]] != [
+                    (la.param, la.in_out) for la in self.layers] or run[1] != biases:
+                raise InvalidArgumentError(f"{what}: the batches' models have different "
+                                           "layers (batches of different structure)")
         too_big = [f"{names[i]} ({leaves[i].size} entries)" for i in others
                    if leaves[i].size > dense_limit]
         if too_big:
@@ -308,20 +371,15 @@ class KFACOperator(CurvatureOperator):
                 f"{what}: {', '.join(too_big)} has no Kronecker structure (it is not the weight "
                 "of one matrix product with a batch of activations) and its exact block would "
                 f"be over dense_limit={dense_limit} rows; raise dense_limit or use dg.ggn")
-        self.names = names
-        self._blocks(leaves, biases, others, factors, corrected, graph)
+        self._blocks(leaves, biases, others, [run[3:] for run in runs], corrected)
 
-    def _blocks(self, leaves, biases, others, factors, corrected, graph):
+    def _blocks(self, leaves, biases, others, outs, corrected):
+        """The blocks from the activations and gradients ``outs`` of each batch."""
         xp = self.backend.xp
         offsets = np.cumsum([0] + [leaf.size for leaf in leaves])
         self.blocks: list = []           # (start, stop, layer or None, eigvecs, eigvals)
         self.factors = {}
         if self.layers:
-            program = tapped_program(graph, self.layers)
-            zeros = [xp.zeros(layer.eqn.outs[0].aval.shape, layer.eqn.outs[0].aval.dtype)
-                     for layer in self.layers]
-            outs = [program(self.params, X, S, zeros)
-                    for (X, _), S in zip(self.batches, factors)]
             rows = sum(a[0].shape[0] for a, _ in outs)
             for k, layer in enumerate(self.layers):
                 A = sum(a[k].T @ a[k] for a, _ in outs) / rows
@@ -355,6 +413,9 @@ class KFACOperator(CurvatureOperator):
                                for i, k in biases.items()})
         self.structure.update({self.names[i]: "exact block" for i in others})
         self.spectrum = None                 # a function of the eigenvalues (inverse)
+
+    def _hvp(self, x, v):
+        return self._hvp_columns(x, v.reshape(-1, 1)).reshape(v.shape)
 
     def _hvp_columns(self, x, V):
         xp = self.backend.xp

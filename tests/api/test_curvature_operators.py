@@ -246,7 +246,7 @@ def test_bad_input_is_one_dualgpu_error():
 
 def test_kfac_refusals():
     shared = lambda p, X: np.tanh(X @ p["W"]) @ p["W"]           # noqa: E731
-    with pytest.raises(dg.UnsupportedOpError, match=r"params\['W'\] is the weight.*2 times"):
+    with pytest.raises(dg.UnsupportedOpError, match=r"p\['W'\] is the weight.*2 times"):
         dg.kfac(shared, "mse", {"W": np.ones((D, D))}, X, np.zeros((N, D)))
     scaled = lambda p, X: (X * p["s"]) @ p["W"]                  # noqa: E731
     p = {"s": np.ones(D), "W": np.ones((D, C))}
