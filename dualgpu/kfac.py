@@ -225,6 +225,8 @@ def tapped_graph(graph: Graph, layers: list[Layer], s_aval: Aval) -> Graph:
         return read(env, graph.outputs[0]), [acts[k] for k in range(len(layers))]
 
     def run(*inputs):
+        if not layers:
+            return []
         leaves, S = list(inputs[:-1]), inputs[-1]
         zeros = [graph.xp.zeros(layer.eqn.outs[0].aval.shape, layer.eqn.outs[0].aval.dtype)
                  for layer in layers]

@@ -261,3 +261,15 @@ def test_kfac_refusals():
         dg.kfac(model, coupled, P, X, TARGETS)
     with pytest.raises(dg.InvalidArgumentError, match="fisher_type"):
         dg.kfac(model, "mse", P, X, TARGETS, fisher_type="type-2")
+
+
+def test_kfac_of_a_model_without_products_is_its_exact_diagonal_blocks():
+    scale = lambda p, X: X * p["s"] + p["c"]                     # noqa: E731
+    p = {"c": np.zeros(D), "s": np.ones(D)}
+    K = dg.kfac(scale, "mse", p, X, X ** 2)
+    exact = dg.ggn(scale, "mse", p, X, X ** 2).toarray()
+    assert set(K.structure.values()) == {"exact block"} and not K.factors
+    got = K.toarray()
+    for b in (slice(0, D), slice(D, 2 * D)):
+        np.testing.assert_allclose(got[b, b], exact[b, b], rtol=1e-12)
+    assert np.abs(got[:D, D:]).max() == 0 < np.abs(exact[:D, D:]).max()
