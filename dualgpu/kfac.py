@@ -116,7 +116,7 @@ def find_layers(graph: Graph, n_params: int, names: list[str], what: str = "kfac
         uses = readers.get(v.id, [])
         found = _weight_use(v, uses, readers, outputs, data)
         if found is None:
-            if any(product_spec(e) is not None for e in uses):
+            if len(uses) > 1 and any(product_spec(e) is not None for e in uses):
                 where = ", ".join(sorted({e.source or "?" for e in uses}))
                 raise UnsupportedOpError(
                     f"{what}: {names[i]} is the weight of a matrix product and is used "
@@ -126,14 +126,14 @@ def find_layers(graph: Graph, n_params: int, names: list[str], what: str = "kfac
         layers[i] = found
     for i, layer in layers.items():
         layer.param = i
-    found = list(layers.values())
+    ordered = list(layers.values())
     biases = {}
     for v in graph.inputs[:n_params]:
         i = param_of[v.id]
-        k = _bias_of(v, readers.get(v.id, []), found, readers, outputs)
+        k = _bias_of(v, readers.get(v.id, []), ordered, readers, outputs)
         if i not in layers and k is not None:
             biases[i] = k
-    return found, biases, [i for i in range(n_params) if i not in layers and i not in biases]
+    return ordered, biases, [i for i in range(n_params) if i not in layers and i not in biases]
 
 
 def _bias_of(v: Var, uses, layers: list[Layer], readers, outputs) -> int | None:
