@@ -54,8 +54,8 @@ from .vectorize import vmap
 
 __all__ = ["KFACOperator", "ekfac", "find_layers", "kfac"]
 
-for _name in ("add", "subtract"):  # lead: move into the declarations (Flag.SHIFTS)
-    REGISTRY[_name].add_flags(Flag.SHIFTS)
+for _name in ("add", "subtract"):  # lead: move into the declarations (Flag.ADDITIVE)
+    REGISTRY[_name].add_flags(Flag.ADDITIVE)
 
 _BATCH_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -139,7 +139,7 @@ def find_layers(graph: Graph, n_params: int, names: list[str], what: str = "kfac
 def _bias_of(v: Var, uses, layers: list[Layer], readers, outputs) -> int | None:
     """The layer whose product's output ``v`` is added to (its one use, broadcast along the
     weight's output axis, the product's output read nowhere else), or None."""
-    if len(uses) != 1 or v.id in outputs or not uses[0].prim.has(Flag.SHIFTS):
+    if len(uses) != 1 or v.id in outputs or not uses[0].prim.has(Flag.ADDITIVE):
         return None
     eqn = uses[0]
     for k, layer in enumerate(layers):
@@ -195,6 +195,11 @@ def _weight_use(v: Var, uses, readers, outputs, data) -> Layer | None:
         s_perm=tuple(out.index(c) for c in rows + outer),
         in_out=in_out, d_in=shape[0] if in_out else shape[1],
         d_out=shape[1] if in_out else shape[0])
+
+
+def _gram(m):
+    """``mᵀ m`` (one GEMM)."""
+    return m.T @ m
 
 
 def _rows(x, perm, width):
@@ -384,8 +389,8 @@ class KFACOperator(CurvatureOperator):
         if self.layers:
             rows = sum(a[0].shape[0] for a, _ in outs)
             for k, layer in enumerate(self.layers):
-                A = sum(a[k].T @ a[k] for a, _ in outs) / rows
-                G = sum(xp.einsum("kri,krj->ij", g[k], g[k]) for _, g in outs)
+                A = sum(_gram(a[k]) for a, _ in outs) / rows
+                G = sum(_gram(g[k].reshape(-1, layer.d_out)) for _, g in outs)
                 self.factors[self.names[layer.param]] = (A, G)
                 la, qa = xp.linalg.eigh(A)
                 lg, qg = xp.linalg.eigh(G)
