@@ -119,7 +119,7 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
                                                dtype=out.dtype)
     else:
         scale = 1.0 / out.size
-        p = 1.0 / (1.0 + xp.exp(-out))
+        p = 0.5 * (1.0 + xp.tanh(0.5 * out))          # sigmoid, no overflow
         if kind == "empirical":
             grads = (p - xp.asarray(Y, dtype=out.dtype))[None]
         else:

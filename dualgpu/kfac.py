@@ -396,7 +396,7 @@ class KFACOperator(CurvatureOperator):
                 lg, qg = xp.linalg.eigh(G)
                 lam = la[:, None] * lg[None, :]
                 if corrected:  # the curvature's own variance along each eigenvector
-                    lam = sum(xp.einsum("ri,krj->ij", (a[k] @ qa) ** 2, (g[k] @ qg) ** 2)
+                    lam = sum(((a[k] @ qa) ** 2).T @ xp.sum((g[k] @ qg) ** 2, axis=0)
                               for a, g in outs)
                 self.blocks.append((offsets[layer.param], offsets[layer.param + 1], layer,
                                     (qa, qg), lam))

@@ -110,6 +110,12 @@ def test_empirical_fisher_is_the_mean_of_per_sample_gradient_outer_products():
     g = _per_sample_grads(sq)
     F = dg.fisher(model, dg.nn.mse, P, X, TARGETS, kind="empirical").toarray()
     np.testing.assert_allclose(F, g.T @ g / (N * C), rtol=1e-10, atol=1e-14)
+    t = (TARGETS > 0).astype(float)                               # Bernoulli per entry
+    bce = lambda o, n: np.sum(np.logaddexp(0, o) - t[n:n + 1] * o)  # noqa: E731
+    g = _per_sample_grads(bce)
+    F = dg.fisher(model, "binary_cross_entropy_with_logits", P, X, t,
+                  kind="empirical").toarray()
+    np.testing.assert_allclose(F, g.T @ g / (N * C), rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("name", ["cross_entropy", "mse"])
