@@ -415,6 +415,7 @@ class KFACOperator(CurvatureOperator):
             at += r.size
             lam, q = xp.linalg.eigh((block + block.T) / 2)
             self.blocks.append((offsets[i], offsets[i + 1], None, q, lam))
+        self.blocks.sort(key=lambda b: b[0])
         self.structure = {self.names[layer.param]: "kronecker" for layer in self.layers}
         self.structure.update({self.names[i]: "bias of " + self.names[self.layers[k].param]
                                for i, k in biases.items()})
@@ -426,24 +427,22 @@ class KFACOperator(CurvatureOperator):
 
     def _hvp_columns(self, x, V):
         xp = self.backend.xp
-        out = xp.zeros_like(V)
-        for start, stop, layer, q, lam in self.blocks:
+        pieces = []
+        for start, stop, layer, q, lam in self.blocks:     # in the order of the coordinates
             lam = lam if self.spectrum is None else self.spectrum(lam)
             block = V[start:stop]
             if layer is None:
-                out[start:stop] = q @ (lam[:, None] * (q.T @ block))
+                pieces.append(q @ (lam[:, None] * (q.T @ block)))
                 continue
             qa, qg = q
             k = V.shape[1]
-            shape = (layer.d_in, layer.d_out, k) if layer.in_out else (layer.d_out,
-                                                                       layer.d_in, k)
-            W = block.reshape(shape)
-            W = W if layer.in_out else xp.transpose(W, (1, 0, 2))
-            r = xp.einsum("ia,ijk,jb->abk", qa, W, qg) * lam[:, :, None]
-            r = xp.einsum("ia,abk,jb->ijk", qa, r, qg)
-            r = r if layer.in_out else xp.transpose(r, (1, 0, 2))
-            out[start:stop] = r.reshape(stop - start, k)
-        return out
+            W = block.reshape((layer.d_in, layer.d_out, k) if layer.in_out
+                              else (layer.d_out, layer.d_in, k))
+            W = xp.transpose(W, (2, 0, 1) if layer.in_out else (2, 1, 0))  # (k, d_in, d_out)
+            r = qa @ ((qa.T @ W @ qg) * lam) @ qg.T
+            r = xp.transpose(r, (1, 2, 0) if layer.in_out else (2, 1, 0))
+            pieces.append(r.reshape(stop - start, k))
+        return xp.concatenate(pieces, axis=0)
 
     def inverse(self, damping: float = 0.0) -> KFACOperator:
         """``(K + damping I)⁻¹`` as an operator of the same blocks, exact (by the

@@ -1,6 +1,6 @@
 """Training a small MLP with damped Gauss-Newton and K-FAC steps, against Adam, to a fixed loss.
 
-A 1-32-32-1 tanh network fits ``sin(2x) + 0.3 cos(5x)`` on 200 points (mean squared
+A 1-16-16-1 tanh network fits ``sin(2x) + 0.3 cos(5x)`` on 200 points (mean squared
 error). Three optimisers run from the same initial weights until the loss falls below
 ``TARGET``:
 
@@ -27,7 +27,7 @@ from scipy.sparse.linalg import cg
 import dualgpu as dg
 
 TARGET = 1e-3
-SIZES = [(1, 32), (32, 32), (32, 1)]
+SIZES = [(1, 16), (16, 16), (16, 1)]
 
 
 def model(p, X):

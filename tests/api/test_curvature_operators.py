@@ -68,6 +68,9 @@ def test_ggn_product_is_one_program_and_operator_algebra(ggns):
     assert isinstance(G, LinearOperator)
     x, info = cg(damped, v, rtol=1e-12)
     assert info == 0 and np.allclose((dense + 0.5 * np.eye(G.n)) @ x, v)
+    np.testing.assert_allclose(dg.jit(lambda u: G @ u)(v), dense @ v, rtol=1e-10)  # traced
+    K = dg.kfac(model, "mse", P, X, TARGETS)
+    np.testing.assert_allclose(dg.jit(lambda u: K @ u)(v), K @ v, rtol=1e-12)
 
 
 def test_ggn_equals_the_hessian_for_a_linear_model_under_squared_loss():
