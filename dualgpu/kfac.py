@@ -36,7 +36,6 @@ from .backends import backend_of
 from .core.flags import Flag
 from .core.interpret import read, walk
 from .core.ir import Aval, Eqn, Graph, Var
-from .core.primitives import REGISTRY
 from .core.trace import trace_to_graph
 from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
 from .estimators import positive_int
@@ -53,9 +52,6 @@ from .transforms import simplify
 from .vectorize import vmap
 
 __all__ = ["KFACOperator", "ekfac", "find_layers", "kfac"]
-
-for _name in ("add", "subtract"):  # lead: move into the declarations (Flag.ADDITIVE)
-    REGISTRY[_name].add_flags(Flag.ADDITIVE)
 
 _BATCH_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

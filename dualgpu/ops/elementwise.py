@@ -184,7 +184,7 @@ _IPOW = ("([]({T} b, {T} e) -> {T} {{ "
 
 # --------------------------------------------------------------------------- arithmetic
 add = elementwise("add", "add", 2, c="({0} + {1})", c_int=_WRAP.format(op="+"),
-                 py="{0} + {1}",
+                 py="{0} + {1}", flags=(Flag.ADDITIVE,),
     partials=(lambda x, y, ans: 1, lambda x, y, ans: 1))
 
 defrules(add, fold=folding.binary_fold(add, lambda a, b: a + b,
@@ -194,7 +194,7 @@ defrules(add, fold=folding.binary_fold(add, lambda a, b: a + b,
 
 
 subtract = elementwise("subtract", "subtract", 2, c="({0} - {1})",
-                      c_int=_WRAP.format(op="-"), py="{0} - {1}",
+                      c_int=_WRAP.format(op="-"), py="{0} - {1}", flags=(Flag.ADDITIVE,),
     partials=(lambda x, y, ans: 1, lambda x, y, ans: -1))
 
 defrules(subtract, fold=folding.binary_fold(subtract, lambda a, b: a - b,
