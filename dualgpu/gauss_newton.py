@@ -22,7 +22,6 @@ Example::
 """
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +31,7 @@ from . import nn
 from . import tree as pytree
 from .api import hvp, jit
 from .backends import array_backend, backend_of
+from .cache import PROGRAMS, identity_key
 from .core.trace import Tracer
 from .errors import (
     ArgumentTypeError,
@@ -311,25 +311,21 @@ def unravel_like(params, d):
     return pytree.unflatten(tree, parts)
 
 
-_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+PRODUCT_PROGRAMS = "curvature product programs"   # their kind in the one cache
 
 
 def columns_program(kind: str, model, loss, make):
     """``make(model, loss)``'s ``(*fixed, d)`` as one program for a vector ``d`` and one for
     all the columns of a matrix ``d`` (mapped over its last axis), made once per model,
-    loss and kind (a new operator at new parameters reuses them; the program cache
-    retraces them on new shapes)."""
-    try:
-        per_model = _PROGRAMS.setdefault(model, {})
-    except TypeError:             # a model that takes no weak reference: not cached
-        per_model = {}
-    key = (kind, loss if isinstance(loss, str) else id(loss))
-    entry = per_model.get(key)
-    if entry is None or entry[0] is not loss:
+    loss and kind and kept in the one cache (a new operator at new parameters reuses them;
+    the program cache retraces them on new shapes)."""
+    def build():
         fn = make(model, loss)
-        columns = jit(vmap(fn, in_axes=(None, None, None, -1), out_axes=-1))
-        entry = per_model[key] = (loss, Programs(jit(fn), columns))
-    return entry[1]
+        return Programs(jit(fn), jit(vmap(fn, in_axes=(None, None, None, -1), out_axes=-1)))
+
+    key = (PRODUCT_PROGRAMS, kind, identity_key(model),
+           loss if isinstance(loss, str) else identity_key(loss))
+    return PROGRAMS.get_or_build(key, build)
 
 
 class Programs:

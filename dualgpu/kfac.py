@@ -24,7 +24,6 @@ Example::
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +32,7 @@ import numpy as np
 from . import tree as pytree
 from .api import grad, hvp
 from .backends import backend_of
+from .cache import PROGRAMS, identity_key
 from .core.flags import Flag
 from .core.interpret import read, walk
 from .core.ir import Aval, Eqn, Graph, Var
@@ -283,18 +283,14 @@ class _KroneckerFactors(Transformed):
 
 
 def kronecker_factors(model, n_params: int, samples: int, what: str) -> _KroneckerFactors:
-    """The factors transform of ``model`` (one per model, parameter count and ``K``)."""
-    try:
-        per_model = _FACTORS.setdefault(model, {})
-    except TypeError:          # a model that takes no weak reference: made afresh each time
-        per_model = {}
-    key = (n_params, samples, what)
-    if key not in per_model:
-        per_model[key] = _KroneckerFactors(model, n_params, samples, what)
-    return per_model[key]
+    """The factors transform of ``model`` (one per model, parameter count and ``K``, kept in
+    the one cache)."""
+    return PROGRAMS.get_or_build(
+        (KRONECKER_FACTORS, identity_key(model), n_params, samples, what),
+        lambda: _KroneckerFactors(model, n_params, samples, what))
 
 
-_FACTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+KRONECKER_FACTORS = "K-FAC factor transforms"   # their kind in the one cache
 
 
 def loss_hessian_factors(loss, out, Y, what: str):
