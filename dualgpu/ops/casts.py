@@ -124,6 +124,7 @@ convert_element_type = elementwise(
     impl=lambda xp, x, dtype: xp.asarray(x).astype(dtype), abstract_eval=_convert_shape,
     flags=(Flag.CASTS,))
 
+
 def _convert_jvp(primals, tangents, dtype):
     ans = convert_element_type.bind(primals[0], dtype=dtype)
     t = tangents[0]
@@ -149,6 +150,7 @@ defrules(convert_element_type, jvp=_convert_jvp, vjp=_convert_vjp, laplacian=_ca
 stop_gradient = elementwise(
     "stop_gradient", None, 1, c="{0}", py="{0}", impl=lambda xp, x: x,
     abstract_eval=lambda avals: avals[0], flags=(Flag.VIEW, Flag.SELECTS))
+
 
 def _stop_jet(eqn, values, jets, mode):
     return [None]

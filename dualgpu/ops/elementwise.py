@@ -266,6 +266,7 @@ absolute = elementwise(
         "g * conj(z) / |z|.",
     partials=(lambda x, ans: sign(x),))
 
+
 def _abs_complex_factor(x, ans):
     """conj(x) / |x|, 0 where x == 0 (as JAX), and so is its own derivative (the HVP of
     abs at 0 is 0, as for real abs and the norms)."""
@@ -514,6 +515,7 @@ def _where_shape(avals, **params):
 
 where = elementwise("where", "where", 3, c="({0} ? {1} : {2})", abstract_eval=_where_shape,
                     flags=(Flag.CONDITION,))
+
 
 def _where_jvp(primals, tangents, **params):
     c, x, y = primals

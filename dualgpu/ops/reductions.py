@@ -55,6 +55,7 @@ cumprod = defprim("cumprod", lambda xp, x, axis: xp.cumprod(x, axis=axis), _cum_
                   kind=Flag.SCAN, arity=1, py="xp.cumprod({0}, axis={axis})",
                   doc="Derivatives are exact with zeros; cost is O(n^2) along the axis.")
 
+
 def _keep_shape(shape, axes):
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
 

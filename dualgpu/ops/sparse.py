@@ -202,6 +202,7 @@ sddmm = defprim("sddmm", _sddmm_impl, _sddmm_shape, kind=Flag.LIBRARY, py=_spars
 for _prim in (spmm, sddmm):
     refuse_export(_prim, "sparse products cannot be exported yet")
 
+
 def _spmm_vjp(g, primals, ans, fmt, shape, transpose):
     data, x, ind, ptr = primals
     d_bar = x_bar = None
