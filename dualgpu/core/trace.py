@@ -112,6 +112,8 @@ class GraphBuilder:
         if hit is not None:
             return hit[1]
         arr = value
+        if getattr(type(value), "_dualgpu_view_of_constant", False):
+            arr = value.view(np.ndarray)  # a closed-over array as the traced function saw it
         if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
             arr = np.asarray(value)
         if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
@@ -266,6 +268,28 @@ def _assigning_into_array(frame: FrameType) -> bool:
     return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
 
 
+_LOAD_SUBSCR = frozenset(dis.opmap[name] for name in ("BINARY_SUBSCR", "BINARY_SLICE")
+                         if name in dis.opmap)
+
+
+def _indexing_an_array(frame: FrameType) -> bool:
+    """True when ``frame`` (the caller of ``__array__``) is executing ``a[k]``: a NumPy
+    array indexed with a traced value, which NumPy converts to concrete numbers."""
+    code = frame.f_code.co_code
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] in _LOAD_SUBSCR
+
+
+def _index_error(location: str) -> TracerControlFlowError:
+    return TracerControlFlowError(
+        f"a NumPy array was indexed with a traced index at {location} (a[i] with i computed "
+        "from traced values): NumPy's indexing converts the index to concrete numbers, "
+        "which a traced value does not have. An array the function reads from a global, a "
+        "closure or a default value is indexed by traced indices as it is; for an array "
+        "made inside the function, gather with np.take(a, i, axis=k) (one axis at a time), "
+        "or index a traced array (an argument of the function, or a result of np.* on "
+        "traced values).")
+
+
 def _store_error(location: str) -> TracerControlFlowError:
     return TracerControlFlowError(
         f"a traced value was written into a NumPy array (out[...] = value) at {location}: "
@@ -359,6 +383,8 @@ class Tracer:
             return box
         if _assigning_into_array(sys._getframe(1)):
             raise _store_error(user_location())
+        if _indexing_an_array(sys._getframe(1)):
+            raise _index_error(user_location())
         raise _conversion_error(sys._getframe(1))
 
     def __setitem__(self, key: Any, value: Any) -> None:
