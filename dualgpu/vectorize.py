@@ -254,6 +254,7 @@ def _out_dims(out_axes, out_tree, graph: Graph) -> list:
 
 class _Vmap(Transformed):
     kind = "vmap"
+    sees_values = False  # a batch of values: a branch on one is an error, as in JAX
     finish_places_outputs = True
 
     def __init__(self, fn: Callable, in_axes=0, out_axes=0, axis_size=None):

@@ -63,6 +63,10 @@ class GraphBuilder:
         # an error found where raising it would not reach the user (a conversion NumPy
         # makes inside item assignment): raised by the next equation or at the end
         self.deferred_error: DualgpuError | None = None
+        # what converting a traced value to a Python value (bool(), int(), float(), an index,
+        # .item()) asks, for traces whose inputs' values are known (set by trace_to_graph's
+        # ``concretize``: dualgpu.runtime.decisions): the value, or UNDECIDED to refuse
+        self.concretize: Concretize | None = None
 
     def defer_error(self, error: DualgpuError) -> None:
         if self.deferred_error is None:
@@ -243,12 +247,35 @@ def _encloses(inner: GraphBuilder, outer: GraphBuilder) -> bool:
     return False
 
 
-def _no_concrete(what: str, hint: str, placeholder: Any = None) -> Callable[..., Any]:
-    """A conversion method that refuses. With a ``placeholder``, a conversion made by a
-    NumPy array's item assignment (``out[0] = tracer``) returns it instead, and the trace
-    fails once the traced function returns (NumPy would replace our error by its own
-    "setting an array element with a sequence")."""
+UNDECIDED = object()  # what a trace's ``concretize`` answers for a value it does not give
+
+
+class Concretize:
+    """The protocol of a trace's ``concretize`` (:func:`trace_to_graph`): told the trace's
+    builder and input variables when it starts, then asked for the Python value of each
+    traced value the function converts (``kind``: ``"bool"``, ``"int"``, ``"index"``,
+    ``"float"``, ``"complex"`` or ``"item"``); it answers the value or :data:`UNDECIDED`."""
+
+    def begin(self, builder: GraphBuilder, inputs: list[Var]) -> None:
+        raise NotImplementedError
+
+    def __call__(self, tracer: Tracer, kind: str) -> Any:
+        raise NotImplementedError
+
+
+def _no_concrete(what: str, hint: str, placeholder: Any = None,
+                 kind: str | None = None) -> Callable[..., Any]:
+    """A conversion method that refuses (unless the trace knows values: its
+    ``concretize``). With a ``placeholder``, a conversion made by a NumPy array's item
+    assignment (``out[0] = tracer``) returns it instead, and the trace fails once the traced
+    function returns (NumPy would replace our error by its own "setting an array element
+    with a sequence")."""
     def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        hook = self._builder.concretize
+        if hook is not None and kind is not None and not args and not kwargs:
+            value = hook(self, kind)
+            if value is not UNDECIDED:
+                return value
         if placeholder is not None and _assigning_into_array(sys._getframe(1)):
             self._builder.defer_error(_store_error(user_location()))
             return placeholder
@@ -363,14 +390,17 @@ class Tracer:
     # ------------------------------------------------------------ refusals
     __bool__ = _no_concrete(
         "bool() (an `if`, `while`, `and`/`or` or assert)",
-        "Use np.where(cond, a, b) to select values instead of branching on them.")
+        "Use np.where(cond, a, b) to select values instead of branching on them.", kind="bool")
     __float__ = _no_concrete("float() (or a math-module function)",
-                             "Keep the value as an array; " + _MATH_HINT, float("nan"))
-    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.", 0)
-    __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.")
+                             "Keep the value as an array; " + _MATH_HINT, float("nan"), "float")
+    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.", 0,
+                           "int")
+    __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.",
+                             kind="index")
     __complex__ = _no_concrete("complex() (or a cmath-module function)",
-                               "Keep the value as an array; " + _MATH_HINT, complex("nan"))
-    item = _no_concrete(".item()", "Keep the value as an array.")
+                               "Keep the value as an array; " + _MATH_HINT, complex("nan"),
+                               "complex")
+    item = _no_concrete(".item()", "Keep the value as an array.", kind="item")
     tolist = _no_concrete(".tolist()", "Keep the value as an array.")
     get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
 
@@ -594,17 +624,21 @@ def current_builder() -> GraphBuilder | None:
 
 def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp: ModuleType, *, name: str | None = None,
                    static: dict | None = None, input_names: Sequence[str] | None = None,
-                   captured: list[Tracer] | None = None) -> tuple[Graph, Any]:
+                   captured: list[Tracer] | None = None,
+                   concretize: Concretize | None = None) -> tuple[Graph, Any]:
     """Trace ``fn`` on fresh tracers with the given avals.
 
     ``static`` maps positions to concrete (non-traced) arguments. Returns the graph and the
     output structure (a tuple tree with ``None`` leaves), flattened outputs in graph.outputs.
     With a ``captured`` list, traced values of enclosing traces that ``fn`` reads become
     extra graph inputs (after the others) and are appended to the list; without it, such
-    reads raise :class:`EscapedTracerError`.
+    reads raise :class:`EscapedTracerError`. ``concretize`` answers the conversions of traced
+    values to Python values (:class:`Concretize`); without it they raise
+    :class:`TracerControlFlowError`.
     """
     builder = GraphBuilder(xp, parent=current_builder())
     builder.captured = captured
+    builder.concretize = concretize
     static = static or {}
     n = len(avals) + len(static)
     args: list[Any] = [None] * n
@@ -617,6 +651,8 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp: ModuleType, *, name:
             t = builder.new_input(next(it))
             tracers.append(t)
             args[i] = t
+    if concretize is not None:
+        concretize.begin(builder, [t._var for t in tracers])
     stack = thread_state.__dict__.setdefault("builders", [])
     stack.append(builder)
     try:

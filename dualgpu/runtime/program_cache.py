@@ -17,7 +17,7 @@ import functools
 import logging
 import types
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
 from ..core.ir import Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..executor import Executable, config, generation
+from .decisions import Decisions
 from .guards import Guards
 from .signature import Signature
 from .tracing import SelfTracing
@@ -38,6 +39,10 @@ log = logging.getLogger("dualgpu")
 # argument keeps changing gets one warning (bounded; reset by clear_cache)
 _builds: dict[tuple, int] = {}
 RETRACE_WARNING_AFTER = 8
+MAX_VARIANTS = 8  # programs per signature that take different value decisions
+# per (transform, function, signature with tentative scalars): the leaves a trace needed
+# as Python numbers, static from then on (reset by clear_cache)
+STATIC_SCALARS: dict[tuple, frozenset[int]] = {}
 NO_GUARDS = Guards()
 
 
@@ -62,23 +67,50 @@ def clear_cache() -> None:
     PROGRAMS.clear()
     generation[0] += 1
     _builds.clear()
+    STATIC_SCALARS.clear()
     run_clear_hooks()  # caches of the layers above (custom ops' derived rules)
 
 
 class Compiled:
-    """A transformed graph, compiled, with what is needed to shape its results, and the
-    places outside its arguments that its function read (:mod:`dualgpu.runtime.guards`)."""
+    """A transformed graph, compiled, with what is needed to shape its results, the
+    places outside its arguments that its function read (:mod:`dualgpu.runtime.guards`)
+    and the value decisions its trace took (:mod:`dualgpu.runtime.decisions`; None when it
+    took none). A program with decisions heads the list of the variants of its signature
+    (``variants``, itself first; the other branches' programs), most recently used first."""
 
-    __slots__ = ("graph", "exe", "trees", "guards", "__weakref__")
+    __slots__ = ("graph", "exe", "trees", "guards", "decisions", "variants", "__weakref__")
 
     def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
         self.graph = graph
         self.trees = trees
         self.exe = Executable(graph, backend)
         self.guards = guards
+        self.decisions: Decisions | None = None
+        self.variants: list[Compiled] | None = None
 
     def guards_hold(self) -> bool:
         return self.guards.hold()
+
+    def pick(self, inputs: Sequence[Any]) -> Compiled | None:
+        """The variant whose decisions ``inputs`` take (None: a new one is needed)."""
+        variants = self.variants
+        assert variants is not None  # only asked of a program with decisions
+        for k, v in enumerate(variants):
+            if (v.decisions is None or v.decisions.hold(inputs)) and (
+                    v is self or v.guards_hold()):
+                if k:
+                    variants.insert(0, variants.pop(k))
+                return v
+        return None
+
+    def add_variant(self, variant: Compiled) -> None:
+        """Another branch's program: first in the list, which keeps at most
+        :data:`MAX_VARIANTS` (the least recently used is dropped; it is traced again when
+        called again)."""
+        assert self.variants is not None
+        variant.variants = self.variants  # one list: any variant picks among them all
+        self.variants.insert(0, variant)
+        del self.variants[MAX_VARIANTS:]
 
 
 class VjpCompiled(Compiled):
@@ -149,6 +181,19 @@ def count_build(t: Any, sig: Signature, changed: str | None = None) -> None:
             + (f"; static values of this call: {', '.join(statics[:4])}" if statics else "")
             + ". Pass values that change as arrays (np.asarray(v)) so that they become "
             "inputs of one program.", stacklevel=6)
+
+
+class Restaticed(Exception):  # noqa: N818 - a signal between two functions, not an error
+    """A trace made tentative scalars static: the program is cached under the static
+    signature's key, and the caller asks for it there."""
+
+
+def remember_static(key: tuple, leaves: frozenset[int]) -> None:
+    """Remember that the signature ``key`` (spec, function, tentative signature key) needs
+    the scalar ``leaves`` static."""
+    STATIC_SCALARS[key] = leaves
+    while len(STATIC_SCALARS) > 1024:
+        STATIC_SCALARS.pop(next(iter(STATIC_SCALARS)))
 
 
 def evict_on_death(key: Any, weak_parts: Iterable[WeakIdentityKey]) -> None:

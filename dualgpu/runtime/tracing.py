@@ -29,6 +29,7 @@ from ..errors import ArgumentTypeError, TracerControlFlowError
 from ..frontend.scipy.sparse import SparseValue
 from ..namespace import rebind_function
 from ..transforms import simplify
+from .decisions import Decisions, NeedsStatic, ValueTrace
 from .signature import Signature, class_call
 
 
@@ -110,22 +111,65 @@ def check_call(fn: Any, args: tuple, kwargs: dict) -> None:
 
 
 class Traced:
-    """A traced function: its graph, output structure and enclosing-trace values read."""
+    """A traced function: its graph, output structure, enclosing-trace values read and
+    the value decisions it took (``decisions``, None when none).
 
-    def __init__(self, fn: Callable, sig: Signature, captured: list[Tracer] | None):
+    With ``values`` (the derivative transforms on concrete arguments), the trace knows its
+    inputs' values and Python control flow on them takes their branch
+    (:mod:`dualgpu.runtime.decisions`). A tentative scalar argument whose value the trace
+    needs as a Python number, or any failure of a trace with tentative scalars, makes them
+    static in ``sig`` (in place: :meth:`Signature.restatic`) and traces again;
+    ``restaticed`` says so."""
+
+    def __init__(self, fn: Callable, sig: Signature, captured: list[Tracer] | None,
+                 values: bool = False):
         if not isinstance(fn, SelfTracing):
             check_call(fn, sig.args, sig.kwargs)
+        self.restaticed = False
+        while True:
+            hook = ValueTrace(sig.inputs if values and captured is None and not sig.traced
+                              else None, sig.diff, sig.tentative)
+            try:
+                self._trace(fn, sig, captured, hook)
+                break
+            except NeedsStatic as e:
+                if e.trace is not hook:
+                    raise  # an enclosing trace's scalar: that trace makes it static
+                sig.restatic(e.inputs)
+            except Exception:
+                if not sig.tentative:
+                    raise
+                sig.restatic(sig.tentative)  # what failed may be a scalar's use: static
+            self.restaticed = True
+            if captured:
+                captured.clear()
+        self.decisions: Decisions | None = None
+        if hook.decisions:
+            outs = [d[0] for d in hook.decisions]
+            guard = Graph(self.raw.inputs, outs, self.raw.eqns, name=f"decisions_{name_of(fn)}",
+                          xp=self.raw.xp)
+            guard = simplify(guard)
+            if any(weakly for _, weakly in sig.scalar_inputs):
+                guard = strengthen_weak_inputs(guard)
+            self.decisions = Decisions(guard, sig.backend, hook.decisions)
+
+    def _trace(self, fn: Callable, sig: Signature, captured: list[Tracer] | None,
+               hook: ValueTrace) -> None:
         flat = FlatCall(fn, sig)
         try:
-            self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=name_of(fn),
-                                           input_names=sig.input_names(fn), captured=captured)
+            self.raw, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=name_of(fn),
+                                         input_names=sig.input_names(fn), captured=captured,
+                                         concretize=hook)
         except (TypeError, ValueError) as e:
+            if isinstance(e, NeedsStatic) or sig.tentative:
+                raise
             found = sig.number_sequence()
             if found is not None:
                 raise number_sequence_error(sig.what, found, e) from None
             if not isinstance(e, TracerControlFlowError) or not sig.scalar_inputs:
                 raise
             raise TracerControlFlowError(f"{e}\n{static_hint(fn, sig)}") from None
+        self.graph = self.raw
         if any(weakly for _, weakly in sig.scalar_inputs):
             self.graph = strengthen_weak_inputs(self.graph)
         assert flat.out_tree is not None  # the trace called flat

@@ -1,0 +1,188 @@
+"""Value decisions: what a trace read of its inputs' values to steer Python.
+
+The derivative transforms run the function on its arguments' values, as JAX's ``grad``
+outside ``jit`` does: their trace knows what every traced value equals, so an ``if x < 3:``,
+a ``while err > tol:`` or a loop bound ``int(n)`` computed from the data take the branch
+the values take. Each such conversion of a traced value to a Python value (``bool()``,
+``int()``, ``float()``, an index, ``.item()``) is a *decision*: :class:`ValueTrace` answers
+it (evaluating the equations recorded so far on the inputs' values, once each) and records
+it; :class:`Decisions` is the check of a cache entry: a small program computing every
+decision's value from the inputs, run on each cached call and compared with what the trace
+saw. A call that decides otherwise gets another variant of the program
+(:meth:`~dualgpu.runtime.program_cache.Compiled.pick`).
+
+Two conversions are refused as before (a :class:`TracerControlFlowError`): ``float()``,
+``complex()`` or ``.item()`` of a floating value that depends on a differentiated input
+(its derivative would be lost silently), and any conversion in a trace that does not know
+values (``jit``, ``vmap``, a transform called inside another's trace).
+
+A traced scalar argument (a Python int, or a float outside ``jit``: *tentative*,
+:class:`~dualgpu.runtime.signature.Signature`) whose value is needed as a Python number (a
+shape, ``range(n)``, a list index, ``math.*``) raises :class:`NeedsStatic`: the trace is
+made again with those arguments static (keyed by value), which the cache remembers for the
+signature. A ``bool()`` of one, where values are known, is a decision like any other (a
+step counter's ``if step % 100 == 0:`` gives two variants, not one program per step).
+
+Example::
+
+    >>> f = dg.grad(lambda x: np.sum(x ** 2) if np.sum(x) > 0 else np.sum(-x))
+    >>> f(np.ones(2)), f(-np.ones(2))
+    (array([2., 2.]), array([-1., -1.]))
+"""
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from ..backends.base import Backend
+from ..core.ir import Const, Graph, Literal, Var, exact_key
+from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer
+from ..errors import DualgpuError, user_location
+from ..executor import Executable
+
+_CONVERT = {"bool": bool, "int": int, "index": operator.index, "float": float,
+            "complex": complex, "item": lambda v: v.item()}
+_LOSES_DERIVATIVE = frozenset({"float", "complex", "item"})
+_MISSING = object()
+
+
+class NeedsStatic(DualgpuError):
+    """The function needs the value of tentatively traced scalar arguments as Python
+    numbers: ``inputs`` (input indices of the trace that raised it, ``trace``) are made
+    static and the call traced again."""
+
+    def __init__(self, trace: ValueTrace, inputs: frozenset[int]):
+        super().__init__("internal: a traced scalar argument is needed as a Python number "
+                         "(the call is traced again with it static)")
+        self.trace = trace
+        self.inputs = inputs
+
+
+class ValueTrace(Concretize):
+    """The ``concretize`` of one trace (:func:`~dualgpu.core.trace.trace_to_graph`).
+
+    ``values``: the inputs' values (None: unknown, every conversion is refused but for the
+    fallback of tentative scalars); ``diff``: which inputs are differentiated;
+    ``tentative``: the input indices of tentative scalar arguments."""
+
+    def __init__(self, values: Sequence[Any] | None, diff: Sequence[bool],
+                 tentative: frozenset[int]):
+        self.values = values
+        self.diff = diff
+        self.tentative = tentative
+        self.decisions: list[tuple[Var, str, Any, str]] = []  # (var, kind, key, where)
+        self.builder: GraphBuilder | None = None
+        self.env: dict[int, Any] = {}
+        self.diff_dep: set[int] = set()      # vars depending on a differentiated input
+        self.scalar_dep: dict[int, int] = {}  # var -> bit mask of the tentative inputs
+        self.done = 0
+
+    def begin(self, builder: GraphBuilder, inputs: list[Var]) -> None:
+        self.builder = builder
+        self.decisions.clear()
+        self.done = 0
+        self.env = ({v.id: x for v, x in zip(inputs, self.values)}
+                    if self.values is not None else {})
+        self.diff_dep = {v.id for v, d in zip(inputs, self.diff) if d}
+        self.scalar_dep = {v.id: 1 << k for k, v in enumerate(inputs) if k in self.tentative}
+
+    def _advance(self) -> None:
+        """Dependencies (and values, when known) of the equations recorded since."""
+        assert self.builder is not None
+        eqns = self.builder.eqns
+        env, diff_dep, scalar_dep = self.env, self.diff_dep, self.scalar_dep
+        for eqn in eqns[self.done:]:
+            ids = [a.id for a in eqn.inputs if not isinstance(a, (Literal, Const))]
+            mask = 0
+            for i in ids:
+                mask |= scalar_dep.get(i, 0)
+            if mask:
+                for o in eqn.outs:
+                    scalar_dep[o.id] = mask
+            if any(i in diff_dep for i in ids):
+                diff_dep.update(o.id for o in eqn.outs)
+            if self.values is not None:
+                self._evaluate(eqn)
+        self.done = len(eqns)
+
+    def _evaluate(self, eqn: Any) -> None:
+        args = []
+        for a in eqn.inputs:
+            if isinstance(a, Literal):
+                args.append(a.value)
+            elif isinstance(a, Const):
+                args.append(a.value)
+            else:
+                v = self.env.get(a.id, _MISSING)
+                if v is _MISSING:  # a value of an enclosing trace, or one that failed
+                    return
+                args.append(v)
+        try:
+            outs = eqn.prim.bind(*args, **eqn.params)
+        except Exception:  # noqa: BLE001 - a value that cannot be computed is not decided
+            return
+        outs = outs if eqn.prim.multiple_results else [outs]
+        for o, v in zip(eqn.outs, outs):
+            self.env[o.id] = v
+
+    def __call__(self, tracer: Tracer, kind: str) -> Any:
+        if tracer._builder is not self.builder:
+            return UNDECIDED
+        self._advance()
+        var = tracer._var
+        mask = self.scalar_dep.get(var.id, 0)
+        if mask and (kind != "bool" or self.values is None):
+            raise NeedsStatic(self, frozenset(k for k in self.tentative if mask >> k & 1))
+        if self.values is None:
+            return UNDECIDED
+        if (kind in _LOSES_DERIVATIVE and var.id in self.diff_dep
+                and var.aval.dtype.kind in "fc"):
+            return UNDECIDED  # the derivative would be lost: refused as in any trace
+        value = self.env.get(var.id, _MISSING)
+        if value is _MISSING:
+            return UNDECIDED
+        answer = _CONVERT[kind](value)  # NumPy's own errors (an ambiguous truth value)
+        self.decisions.append((var, kind, exact_key(answer), user_location()))
+        return answer
+
+
+class Decisions:
+    """The check of a program's decisions: ``graph`` computes each decision's value from
+    the program's inputs (compiled on first use); :meth:`hold` runs it and compares."""
+
+    __slots__ = ("graph", "backend", "kinds", "expected", "wheres", "_exe")
+
+    def __init__(self, graph: Graph, backend: Backend, decisions: list[tuple[Var, str, Any, str]]):
+        self.graph = graph
+        self.backend = backend
+        self.kinds = tuple(d[1] for d in decisions)
+        self.expected = tuple(d[2] for d in decisions)
+        self.wheres = tuple(d[3] for d in decisions)
+        self._exe: Executable | None = None
+
+    def _values(self, inputs: Sequence[Any]) -> list[Any] | None:
+        if self._exe is None:
+            self._exe = Executable(self.graph, self.backend)
+        try:
+            outs = self._exe(*inputs)
+            return [exact_key(_CONVERT[k](o)) for k, o in zip(self.kinds, outs)]
+        except Exception:  # noqa: BLE001 - inputs this program cannot decide: another one
+            return None
+
+    def hold(self, inputs: Sequence[Any]) -> bool:
+        """Whether ``inputs`` take every decision the trace took."""
+        got = self._values(inputs)
+        return got is not None and tuple(got) == self.expected
+
+    def changed(self, inputs: Sequence[Any]) -> str:
+        """The first decision ``inputs`` take otherwise, as a place (for the retrace
+        warning)."""
+        got = self._values(inputs) or []
+        for k, where in enumerate(self.wheres):
+            if k >= len(got) or got[k] != self.expected[k]:
+                return f"the {self.kinds[k]}() of a traced value at {where}"
+        return "a decision"
+
+    def __len__(self) -> int:
+        return len(self.kinds)
