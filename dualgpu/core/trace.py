@@ -254,7 +254,9 @@ class Concretize:
     """The protocol of a trace's ``concretize`` (:func:`trace_to_graph`): told the trace's
     builder and input variables when it starts, then asked for the Python value of each
     traced value the function converts (``kind``: ``"bool"``, ``"int"``, ``"index"``,
-    ``"float"``, ``"complex"`` or ``"item"``); it answers the value or :data:`UNDECIDED`."""
+    ``"float"``, ``"complex"`` or ``"item"``); it answers the value or :data:`UNDECIDED`.
+    It is told of ``repr()`` and ``hash()`` too (``"repr"``, ``"hash"``: the answer is not
+    used; it may raise to trace again with the value static)."""
 
     def begin(self, builder: GraphBuilder, inputs: list[Var]) -> None:
         raise NotImplementedError
@@ -385,6 +387,9 @@ class Tracer:
             yield self[i]
 
     def __repr__(self) -> str:
+        hook = self._builder.concretize
+        if hook is not None:  # a scalar argument's tracer may be made static instead
+            hook(self, "repr")
         return f"Tracer<{self._var.aval.str_short()}>"
 
     # ------------------------------------------------------------ refusals
@@ -424,6 +429,9 @@ class Tracer:
             "np.concatenate.")
 
     def __hash__(self) -> int:
+        hook = self._builder.concretize
+        if hook is not None:  # a scalar argument used as a dict key may be made static
+            hook(self, "hash")
         return id(self)
 
     # ------------------------------------------------------------ NumPy protocols

@@ -45,6 +45,7 @@ _CONVERT = {"bool": bool, "int": int, "index": operator.index, "float": float,
             "complex": complex, "item": lambda v: v.item()}
 _LOSES_DERIVATIVE = frozenset({"float", "complex", "item"})
 _MISSING = object()
+_IDENTITY_KINDS = frozenset({"repr", "hash"})  # answered as for any tracer
 
 
 class NeedsStatic(DualgpuError):
@@ -67,8 +68,10 @@ class ValueTrace(Concretize):
     ``tentative``: the input indices of tentative scalar arguments."""
 
     def __init__(self, values: Sequence[Any] | None, diff: Sequence[bool],
-                 tentative: frozenset[int]):
+                 tentative: frozenset[int], arguments: Sequence[Any] = ()):
         self.values = values
+        self.arguments = arguments  # what the inputs stand for (tracers of outer traces)
+        self.outer: dict[int, Tracer] = {}  # bit -> an outer trace's tentative scalar
         self.diff = diff
         self.tentative = tentative
         self.decisions: list[tuple[Var, str, Any, str]] = []  # (var, kind, key, where)
@@ -77,21 +80,45 @@ class ValueTrace(Concretize):
         self.diff_dep: set[int] = set()      # vars depending on a differentiated input
         self.scalar_dep: dict[int, int] = {}  # var -> bit mask of the tentative inputs
         self.done = 0
+        self.evaluated = 0
 
     def begin(self, builder: GraphBuilder, inputs: list[Var]) -> None:
         self.builder = builder
         self.decisions.clear()
-        self.done = 0
+        self.done = self.evaluated = 0
         self.env = ({v.id: x for v, x in zip(inputs, self.values)}
                     if self.values is not None else {})
         self.diff_dep = {v.id for v, d in zip(inputs, self.diff) if d}
         self.scalar_dep = {v.id: 1 << k for k, v in enumerate(inputs) if k in self.tentative}
+        self.outer = {}
+        for k, (v, a) in enumerate(zip(inputs, self.arguments)):
+            hook = a._builder.concretize if isinstance(a, Tracer) else None
+            if isinstance(hook, ValueTrace) and hook.mask_of(a):
+                # an enclosing trace's tentative scalar: its own bit, beyond ours
+                bit = len(inputs) + k
+                self.outer[bit] = a
+                self.scalar_dep[v.id] = 1 << bit
+
+    def mask_of(self, tracer: Tracer) -> int:
+        """The tentative inputs ``tracer`` depends on (a bit mask)."""
+        self._advance()
+        return self.scalar_dep.get(tracer._var.id, 0)
+
+    def _needs_static(self, mask: int) -> NeedsStatic:
+        own = frozenset(k for k in self.tentative if mask >> k & 1)
+        if own:
+            return NeedsStatic(self, own)
+        bit = next(b for b in self.outer if mask >> b & 1)
+        outer = self.outer[bit]
+        hook = outer._builder.concretize
+        assert isinstance(hook, ValueTrace)
+        return hook._needs_static(hook.mask_of(outer))
 
     def _advance(self) -> None:
-        """Dependencies (and values, when known) of the equations recorded since."""
+        """Dependencies of the equations recorded since."""
         assert self.builder is not None
         eqns = self.builder.eqns
-        env, diff_dep, scalar_dep = self.env, self.diff_dep, self.scalar_dep
+        diff_dep, scalar_dep = self.diff_dep, self.scalar_dep
         for eqn in eqns[self.done:]:
             ids = [a.id for a in eqn.inputs if not isinstance(a, (Literal, Const))]
             mask = 0
@@ -102,9 +129,15 @@ class ValueTrace(Concretize):
                     scalar_dep[o.id] = mask
             if any(i in diff_dep for i in ids):
                 diff_dep.update(o.id for o in eqn.outs)
-            if self.values is not None:
-                self._evaluate(eqn)
         self.done = len(eqns)
+
+    def _evaluate_all(self) -> None:
+        """The values of the equations recorded since (only when a decision asks)."""
+        assert self.builder is not None
+        eqns = self.builder.eqns
+        for eqn in eqns[self.evaluated:]:
+            self._evaluate(eqn)
+        self.evaluated = len(eqns)
 
     def _evaluate(self, eqn: Any) -> None:
         args = []
@@ -133,9 +166,11 @@ class ValueTrace(Concretize):
         var = tracer._var
         mask = self.scalar_dep.get(var.id, 0)
         if mask and (kind != "bool" or self.values is None):
-            raise NeedsStatic(self, frozenset(k for k in self.tentative if mask >> k & 1))
-        if self.values is None:
+            # repr, str, hash (a dict key) too: a scalar must not silently become "Tracer"
+            raise self._needs_static(mask)
+        if self.values is None or kind in _IDENTITY_KINDS:
             return UNDECIDED
+        self._evaluate_all()
         if (kind in _LOSES_DERIVATIVE and var.id in self.diff_dep
                 and var.aval.dtype.kind in "fc"):
             return UNDECIDED  # the derivative would be lost: refused as in any trace
@@ -145,6 +180,14 @@ class ValueTrace(Concretize):
         answer = _CONVERT[kind](value)  # NumPy's own errors (an ambiguous truth value)
         self.decisions.append((var, kind, exact_key(answer), user_location()))
         return answer
+
+
+def within(arguments: Sequence[Any]) -> ValueTrace:
+    """The ``concretize`` of a trace whose inputs are ``arguments`` (values of an enclosing
+    trace: a transform's own trace of the function, as vmap's): it knows no values, and a
+    tentative scalar of the enclosing trace that it needs as a number is made static there.
+    """
+    return ValueTrace(None, [False] * len(arguments), frozenset(), arguments)
 
 
 class Decisions:

@@ -128,7 +128,8 @@ class Traced:
         self.restaticed = False
         while True:
             hook = ValueTrace(sig.inputs if values and captured is None and not sig.traced
-                              else None, sig.diff, sig.tentative)
+                              else None, sig.diff, sig.tentative,
+                              sig.inputs if sig.traced else ())
             try:
                 self._trace(fn, sig, captured, hook)
                 break

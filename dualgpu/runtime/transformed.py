@@ -502,13 +502,24 @@ class Transformed(SelfTracing):
         def build() -> Inlined:
             captured: list[Tracer] = []
             before = collect_guards(self.fn)
-            graph, trees = self.build(Traced(self.fn, sig, captured), sig)
+            traced = Traced(self.fn, sig, captured)
+            graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
             guards = self.entry_guards(collect_guards(self.fn, before), trees)
+            if traced.restaticed:  # made for the static signature: not for this key
+                remember_static(key[1:3] + key[3:4], sig.options["static_leaves"])
+                return Inlined(graph, trees, guards, False)
             return Inlined(graph, trees, guards, not captured)
 
+        tentative = sig.key
         entry: Inlined = PROGRAMS.get_or_build(key, build)
+        if fresh and sig.key != tentative:
+            PROGRAMS.discard_later(key)
+        if not fresh and sig.key == tentative and (self.spec, self._fn_key, sig.key) in \
+                STATIC_SCALARS:  # another call's trace made its scalars static
+            self._signature_static(sig)
+            return self._inline(sig, extras)
         if fresh:
             captured = fresh[0]
         elif entry.reusable and entry.guards_hold():
