@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backends.base import Backend
+from ..core.interpret import eval_graph
 from ..core.ir import Const, Graph, Literal, Var, exact_key
-from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer
+from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer, thread_state
 from ..errors import DualgpuError, user_location
 from ..executor import Executable
 
@@ -68,14 +69,20 @@ class ValueTrace(Concretize):
     ``tentative``: the input indices of tentative scalar arguments."""
 
     def __init__(self, values: Sequence[Any] | None, diff: Sequence[bool],
-                 tentative: frozenset[int], arguments: Sequence[Any] = ()):
+                 tentative: frozenset[int], arguments: Sequence[Any] = (),
+                 delegate: bool = False):
         self.values = values
+        # a trace inside another (a transform called in a traced function): the enclosing
+        # trace decides, on values of its own, and guards the decision in its program
+        self.delegate = delegate
+        self.outside = 0  # decisions the enclosing trace took for this one
         self.arguments = arguments  # what the inputs stand for (tracers of outer traces)
         self.outer: dict[int, Tracer] = {}  # bit -> an outer trace's tentative scalar
         self.diff = diff
         self.tentative = tentative
         self.decisions: list[tuple[Var, str, Any, str]] = []  # (var, kind, key, where)
         self.builder: GraphBuilder | None = None
+        self.inputs: list[Var] = []
         self.env: dict[int, Any] = {}
         self.diff_dep: set[int] = set()      # vars depending on a differentiated input
         self.scalar_dep: dict[int, int] = {}  # var -> bit mask of the tentative inputs
@@ -84,6 +91,8 @@ class ValueTrace(Concretize):
 
     def begin(self, builder: GraphBuilder, inputs: list[Var]) -> None:
         self.builder = builder
+        self.inputs = inputs
+        self.outside = 0
         self.decisions.clear()
         self.done = self.evaluated = 0
         self.env = ({v.id: x for v, x in zip(inputs, self.values)}
@@ -160,25 +169,51 @@ class ValueTrace(Concretize):
             self.env[o.id] = v
 
     def __call__(self, tracer: Tracer, kind: str) -> Any:
-        if tracer._builder is not self.builder:
-            return UNDECIDED
+        if tracer._builder is not self.builder or not self.builder.alive:
+            return UNDECIDED  # another trace's value, or one that escaped its trace
         self._advance()
         var = tracer._var
         mask = self.scalar_dep.get(var.id, 0)
         if mask and (kind != "bool" or self.values is None):
             # repr, str, hash (a dict key) too: a scalar must not silently become "Tracer"
             raise self._needs_static(mask)
-        if self.values is None or kind in _IDENTITY_KINDS:
+        if kind in _IDENTITY_KINDS:
             return UNDECIDED
-        self._evaluate_all()
         if (kind in _LOSES_DERIVATIVE and var.id in self.diff_dep
                 and var.aval.dtype.kind in "fc"):
             return UNDECIDED  # the derivative would be lost: refused as in any trace
+        if self.values is None:
+            return self._decide_outside(tracer, kind) if self.delegate else UNDECIDED
+        self._evaluate_all()
         value = self.env.get(var.id, _MISSING)
         if value is _MISSING:
             return UNDECIDED
         answer = _CONVERT[kind](value)  # NumPy's own errors (an ambiguous truth value)
         self.decisions.append((var, kind, exact_key(answer), user_location()))
+        return answer
+
+
+    def _decide_outside(self, tracer: Tracer, kind: str) -> Any:
+        """Ask the enclosing trace: the value, computed there from this trace's arguments
+        (and the values it captured), is a decision of that trace."""
+        assert self.builder is not None
+        parent = self.builder.parent
+        outer = parent.concretize if parent is not None else None
+        if parent is None or not isinstance(outer, ValueTrace) or (
+                outer.values is None and not outer.delegate):
+            return UNDECIDED
+        captured = self.builder.captured or []
+        graph = Graph(list(self.inputs) + list(self.builder.captured_vars.values()),
+                      [tracer._var], list(self.builder.eqns), xp=self.builder.xp)
+        stack = thread_state.builders
+        stack.append(parent)  # what the evaluation records goes to the enclosing trace
+        try:
+            (value,) = eval_graph(graph, list(self.arguments) + list(captured))
+        finally:
+            stack.pop()
+        answer = outer(value, kind) if isinstance(value, Tracer) else _CONVERT[kind](value)
+        if answer is not UNDECIDED:
+            self.outside += 1
         return answer
 
 

@@ -127,9 +127,10 @@ class Traced:
             check_call(fn, sig.args, sig.kwargs)
         self.restaticed = False
         while True:
-            hook = ValueTrace(sig.inputs if values and captured is None and not sig.traced
-                              else None, sig.diff, sig.tentative,
-                              sig.inputs if sig.traced else ())
+            top = captured is None and not sig.traced  # not inside another trace
+            hook = ValueTrace(sig.inputs if values and top else None, sig.diff,
+                              sig.tentative, () if top else sig.inputs,
+                              delegate=values and not top)
             try:
                 self._trace(fn, sig, captured, hook)
                 break
@@ -145,6 +146,7 @@ class Traced:
             if captured:
                 captured.clear()
         self.decisions: Decisions | None = None
+        self.decided = bool(hook.decisions or hook.outside)  # a branch taken on values
         if hook.decisions:
             outs = [d[0] for d in hook.decisions]
             guard = Graph(self.raw.inputs, outs, self.raw.eqns, name=f"decisions_{name_of(fn)}",

@@ -502,7 +502,7 @@ class Transformed(SelfTracing):
         def build() -> Inlined:
             captured: list[Tracer] = []
             before = collect_guards(self.fn)
-            traced = Traced(self.fn, sig, captured)
+            traced = Traced(self.fn, sig, captured, values=self.sees_values)
             graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
@@ -510,7 +510,8 @@ class Transformed(SelfTracing):
             if traced.restaticed:  # made for the static signature: not for this key
                 remember_static(key[1:3] + key[3:4], sig.options["static_leaves"])
                 return Inlined(graph, trees, guards, False)
-            return Inlined(graph, trees, guards, not captured)
+            # a branch taken on the values of the enclosing trace: built for that trace
+            return Inlined(graph, trees, guards, not captured and not traced.decided)
 
         tentative = sig.key
         entry: Inlined = PROGRAMS.get_or_build(key, build)
@@ -527,7 +528,8 @@ class Transformed(SelfTracing):
         else:
             PROGRAMS.discard_later(key)
             captured = []
-            entry = Inlined(*self.build(Traced(self.fn, sig, captured), sig))
+            entry = Inlined(*self.build(Traced(self.fn, sig, captured,
+                                               values=self.sees_values), sig))
         outs = eval_graph(entry.graph, list(sig.inputs) + captured + list(extras))
         return self.finish(entry, sig, outs)
 
