@@ -259,7 +259,7 @@ class Decisions:
         got = self._values(inputs) or []
         for k, where in enumerate(self.wheres):
             if k >= len(got) or got[k] != self.expected[k]:
-                return f"the {self.kinds[k]}() of a traced value at {where}"
+                return f"{where} ({self.kinds[k]}() of a traced value)"
         return "a decision"
 
     def __len__(self) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import types
 import warnings
 from collections.abc import Iterable, Sequence
@@ -153,10 +154,12 @@ def function_key(fn: Any, weak: list) -> Any:
     return k
 
 
-def count_build(t: Any, sig: Signature, changed: str | None = None) -> None:
+def count_build(t: Any, sig: Signature, changed: str | None = None,
+                decision: str | None = None) -> None:
     """Log a cache miss; warn once when one function keeps being traced anew for the same
     shapes (a static argument, or a value the function reads from outside its arguments,
-    keeps changing: ``changed`` names that place)."""
+    keeps changing: ``changed`` names that place; or the arguments' values keep taking
+    another branch: ``decision`` names it)."""
     backend, trees, kw_tree, leaf_keys, alias = sig.key
     key = (t.spec, t._fn_key, backend, trees, kw_tree,
            tuple(k for k in leaf_keys if k[0] != "v"), alias)
@@ -166,21 +169,31 @@ def count_build(t: Any, sig: Signature, changed: str | None = None) -> None:
         _builds.pop(next(iter(_builds)))
     log.debug("cache miss: tracing %s (build %d of this function)%s", t.__name__, n,
               f": {changed} changed" if changed else "")
-    if n == RETRACE_WARNING_AFTER and changed:
+    if n == RETRACE_WARNING_AFTER and decision:
+        warnings.warn(
+            f"dualgpu: {t.__name__} has been traced {n} times for the same shapes; this time "
+            f"because the arguments' values take another branch at {decision} (a program "
+            f"holds the branch its trace took; at most {MAX_VARIANTS} are kept per "
+            "signature, and another branch traces again). Write the branch with "
+            "np.where(cond, a, b) to have one program for every value.", stacklevel=_user_level())
+    elif n == RETRACE_WARNING_AFTER and changed:
         warnings.warn(
             f"dualgpu: {t.__name__} has been traced {n} times for the same shapes; this time "
             f"because {changed} changed since the last trace (a program bakes in what its "
             "function reads from outside its arguments). Pass a value that changes as an "
-            "argument (an array, to make it an input of one program).", stacklevel=6)
+            "argument (an array, to make it an input of one program).", stacklevel=_user_level())
     elif n == RETRACE_WARNING_AFTER:
+        needed = sig.options["static_leaves"]
         statics = [f"argument {sig.arg_of_leaf(j)} = {leaf!r:.40}"
+                   + (" (a number the function needs as a Python value: a shape, a loop "
+                      "count, an index)" if j in needed else "")
                    for j, leaf in enumerate(sig.leaves) if j not in set(sig.input_pos)]
         warnings.warn(
             f"dualgpu: {t.__name__} has been traced {n} times for the same shapes. Each new "
             "static (non-array) argument value traces and compiles again"
             + (f"; static values of this call: {', '.join(statics[:4])}" if statics else "")
             + ". Pass values that change as arrays (np.asarray(v)) so that they become "
-            "inputs of one program.", stacklevel=6)
+            "inputs of one program.", stacklevel=_user_level())
 
 
 class Restaticed(Exception):  # noqa: N818 - a signal between two functions, not an error
@@ -194,6 +207,14 @@ def remember_static(key: tuple, leaves: frozenset[int]) -> None:
     STATIC_SCALARS[key] = leaves
     while len(STATIC_SCALARS) > 1024:
         STATIC_SCALARS.pop(next(iter(STATIC_SCALARS)))
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the user's call that reached the warning's caller."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "dualgpu":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def evict_on_death(key: Any, weak_parts: Iterable[WeakIdentityKey]) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from .. import lax
 from .. import tree as pytree
 from ..core.dtypes import promote
+from ..core.flags import Flag
 from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Const, Eqn, Graph, Literal
 from ..core.trace import Tracer, trace_to_graph
@@ -231,7 +232,9 @@ def strengthen_weak_inputs(graph: Graph) -> Graph:
     def cast_weak(eqn: Eqn, ins: list, states: list) -> tuple[list, list]:
         weak = [k for k, a in enumerate(eqn.inputs)
                 if not isinstance(a, (Literal, Const)) and a.aval.weak]
-        if weak and any(not a.aval.weak for a in eqn.inputs):
+        # only elementwise ops promote their operands (an index stays an int)
+        if weak and eqn.prim.has(Flag.ELEMENTWISE) and any(not a.aval.weak
+                                                          for a in eqn.inputs):
             target = promote([a.aval for a in eqn.inputs])
             for k in weak:
                 if eqn.inputs[k].dtype != target:

@@ -434,10 +434,7 @@ class Transformed(SelfTracing):
         stale = hit
 
         def build() -> Compiled:
-            changed = None
-            if stale is not None:
-                changed = stale.guards.changed() or _decision_changed(stale, sig.inputs)
-            return self._build(sig, key, changed)
+            return self._build(sig, key, None if stale is None else stale.guards.changed())
 
         try:
             entry: Compiled = PROGRAMS.get_or_build(key, build)
@@ -453,7 +450,7 @@ class Transformed(SelfTracing):
                 return entry
             chosen = entry.pick(sig.inputs)
             if chosen is None:
-                chosen = self._build(sig, key, _decision_changed(entry, sig.inputs))
+                chosen = self._build(sig, key, None, _decision_changed(entry, sig.inputs))
                 entry.add_variant(chosen)
             return chosen
         except Restaticed:
@@ -461,11 +458,13 @@ class Transformed(SelfTracing):
                 self._signature_static(sig)
             return self.compiled(sig)
 
-    def _build(self, sig: Signature, key: tuple, changed: str | None) -> Compiled:
-        """A program for ``sig`` (``changed``: what made the cached one stale). Raises
-        :class:`Restaticed` when its trace made tentative scalars static: the program is
-        then cached under the static signature's key."""
-        count_build(self, sig, changed)
+    def _build(self, sig: Signature, key: tuple, changed: str | None,
+               decision: str | None = None) -> Compiled:
+        """A program for ``sig`` (``changed``: what made the cached one stale; ``decision``:
+        the branch the cached variants do not take). Raises :class:`Restaticed` when its
+        trace made tentative scalars static: the program is then cached under the static
+        signature's key."""
+        count_build(self, sig, changed, decision)
         before = collect_guards(self.fn)
         traced = Traced(self.fn, sig, None, values=self.sees_values)
         graph, trees = self.build(traced, sig)

@@ -20,6 +20,8 @@ from dualgpu.codegen.cuda import BLOCK, region_kernels
 from dualgpu.core.primitives import REGISTRY
 from dualgpu.fusion import Region, emulate_region, plan_graph
 from dualgpu.transforms.index_bounds import with_index_bounds
+from dualgpu.runtime.signature import Signature
+from dualgpu.runtime.transformed import Transformed
 
 SCENARIOS = scenarios()
 IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
@@ -118,7 +120,12 @@ class FakeKernels:
 
 
 def _plan(fn, args, kwargs=None):
-    graph = dg.trace(fn, *args, **(kwargs or {}))
+    if isinstance(fn, Transformed):  # the program dg.export writes (its scalars static)
+        sig = Signature(fn.split(tuple(args))[0], dict(kwargs or {}), fn.argnums,
+                        fn.__name__)
+        graph = fn.compiled(sig).graph
+    else:
+        graph = dg.trace(fn, *args, **(kwargs or {}))
     checked = with_index_bounds(graph)   # index arrays given at run time: their bounds too
     return plan_graph(graph if checked is None else checked.graph)
 
