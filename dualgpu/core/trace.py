@@ -254,9 +254,8 @@ class Concretize:
     """The protocol of a trace's ``concretize`` (:func:`trace_to_graph`): told the trace's
     builder and input variables when it starts, then asked for the Python value of each
     traced value the function converts (``kind``: ``"bool"``, ``"int"``, ``"index"``,
-    ``"float"``, ``"complex"`` or ``"item"``); it answers the value or :data:`UNDECIDED`.
-    It is told of ``repr()`` and ``hash()`` too (``"repr"``, ``"hash"``: the answer is not
-    used; it may raise to trace again with the value static)."""
+    ``"float"``, ``"complex"``, ``"item"``; and ``"repr"``, ``"hash"``, whose answer is not
+    used): the value, or :data:`UNDECIDED`; it may raise to trace again."""
 
     def begin(self, builder: GraphBuilder, inputs: list[Var]) -> None:
         raise NotImplementedError
@@ -278,7 +277,7 @@ def _no_concrete(what: str, hint: str, placeholder: Any = None,
             value = hook(self, kind)
             if value is not UNDECIDED:
                 return value
-        if placeholder is not None and _assigning_into_array(sys._getframe(1)):
+        if placeholder is not None and _executing(sys._getframe(1), _STORE_SUBSCR):
             self._builder.defer_error(_store_error(user_location()))
             return placeholder
         raise TracerControlFlowError(
@@ -288,24 +287,15 @@ def _no_concrete(what: str, hint: str, placeholder: Any = None,
     return method
 
 
-_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+_STORE_SUBSCR = frozenset({dis.opmap["STORE_SUBSCR"]})  # a[k] = v
+_LOAD_SUBSCR = frozenset(dis.opmap[n] for n in ("BINARY_SUBSCR", "BINARY_SLICE") if n in dis.opmap)
 
 
-def _assigning_into_array(frame: FrameType) -> bool:
-    """True when ``frame`` (the caller of a conversion method) is executing ``a[k] = v``."""
+def _executing(frame: FrameType, ops: frozenset[int]) -> bool:
+    """True when ``frame`` (the caller of a conversion method) is executing one of ``ops``:
+    ``a[k] = v`` or ``a[k]`` (a NumPy array indexed with a traced value: NumPy converts it)."""
     code = frame.f_code.co_code
-    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
-
-
-_LOAD_SUBSCR = frozenset(dis.opmap[name] for name in ("BINARY_SUBSCR", "BINARY_SLICE")
-                         if name in dis.opmap)
-
-
-def _indexing_an_array(frame: FrameType) -> bool:
-    """True when ``frame`` (the caller of ``__array__``) is executing ``a[k]``: a NumPy
-    array indexed with a traced value, which NumPy converts to concrete numbers."""
-    code = frame.f_code.co_code
-    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] in _LOAD_SUBSCR
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] in ops
 
 
 def _index_error(location: str) -> TracerControlFlowError:
@@ -387,9 +377,8 @@ class Tracer:
             yield self[i]
 
     def __repr__(self) -> str:
-        hook = self._builder.concretize
-        if hook is not None:  # a scalar argument's tracer may be made static instead
-            hook(self, "repr")
+        if self._builder.concretize is not None:  # a scalar argument's: may become static
+            self._builder.concretize(self, "repr")
         return f"Tracer<{self._var.aval.str_short()}>"
 
     # ------------------------------------------------------------ refusals
@@ -416,9 +405,9 @@ class Tracer:
             box = np.empty((), dtype=object)
             box[()] = self
             return box
-        if _assigning_into_array(sys._getframe(1)):
+        if _executing(sys._getframe(1), _STORE_SUBSCR):
             raise _store_error(user_location())
-        if _indexing_an_array(sys._getframe(1)):
+        if _executing(sys._getframe(1), _LOAD_SUBSCR):
             raise _index_error(user_location())
         raise _conversion_error(sys._getframe(1))
 
@@ -429,9 +418,8 @@ class Tracer:
             "np.concatenate.")
 
     def __hash__(self) -> int:
-        hook = self._builder.concretize
-        if hook is not None:  # a scalar argument used as a dict key may be made static
-            hook(self, "hash")
+        if self._builder.concretize is not None:  # a scalar argument's: may become static
+            self._builder.concretize(self, "hash")
         return id(self)
 
     # ------------------------------------------------------------ NumPy protocols

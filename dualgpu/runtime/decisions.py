@@ -32,7 +32,7 @@ Example::
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..backends.base import Backend
@@ -42,8 +42,9 @@ from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer, thread_sta
 from ..errors import DualgpuError, user_location
 from ..executor import Executable
 
-_CONVERT = {"bool": bool, "int": int, "index": operator.index, "float": float,
-            "complex": complex, "item": lambda v: v.item()}
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "bool": bool, "int": int, "index": operator.index, "float": float, "complex": complex,
+    "item": lambda v: v.item()}
 _LOSES_DERIVATIVE = frozenset({"float", "complex", "item"})
 _MISSING = object()
 _IDENTITY_KINDS = frozenset({"repr", "hash"})  # answered as for any tracer

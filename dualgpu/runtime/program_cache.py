@@ -211,7 +211,8 @@ def remember_static(key: tuple, leaves: frozenset[int]) -> None:
 
 def _user_level() -> int:
     """The ``stacklevel`` of the user's call that reached the warning's caller."""
-    frame, level = sys._getframe(2), 2
+    frame: types.FrameType | None = sys._getframe(2)
+    level = 2
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "dualgpu":
         frame, level = frame.f_back, level + 1
     return level

@@ -3,19 +3,18 @@ exact cache key of the program they call for.
 
 Arguments are pytrees (:mod:`dualgpu.tree`). Array leaves (NumPy, CuPy, SciPy/cupyx sparse)
 become inputs of the traced graph; in differentiated arguments, Python and NumPy scalars are
-converted to arrays and become inputs too. With ``trace_scalars`` (the transforms of
-:mod:`dualgpu.api`), floating and complex scalars of the other arguments are inputs as well,
-as in JAX: a Python ``float`` or ``complex`` as a weakly typed 0-d value (``Aval.weak``), a
-NumPy scalar as a 0-d array of its dtype; a new value then reuses the program. Every other
-leaf (bools, strings, the leaves of ``static`` arguments) is static and
-keyed by its exact value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no
-value type we know, by identity. With ``trace_ints``, Python ints (within int64) are weakly typed
-0-d inputs too, as JAX's weak types: a step counter does not key the program. Such scalars
-are *tentative* (``tentative``: ints, and floats with ``tentative_floats``): when a trace
-needs one's value as a Python number (a shape, a loop count, a list index),
-:meth:`Signature.restatic` makes it static, keyed by its value, for that signature. The key also holds the pytree structure and which inputs
-alias each other, so two calls share a program only when a fresh build would give the same
-one.
+converted to arrays and become inputs too. With ``trace_scalars`` (every transform),
+floating and complex scalars of the other arguments are inputs as well, as in JAX: a Python
+``float`` or ``complex`` as a weakly typed 0-d value (``Aval.weak``), a NumPy scalar as a
+0-d array of its dtype; a new value then reuses the program. With ``trace_ints``, Python
+ints (within int64) are weakly typed 0-d inputs too: a step counter does not key the
+program. Such scalars are *tentative* (``tentative``: the ints, and the floats with
+``tentative_floats``): when a trace needs one's value as a Python number (a shape, a loop
+count, a list index), :meth:`Signature.restatic` makes it static for that signature. Every
+other leaf (bools, strings, the leaves of ``static`` arguments) is static and keyed by its
+exact value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no value type
+we know, by identity. The key also holds the pytree structure and which inputs alias each
+other, so two calls share a program only when a fresh build would give the same one.
 """
 from __future__ import annotations
 

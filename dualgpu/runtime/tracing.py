@@ -24,7 +24,7 @@ from .. import tree as pytree
 from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, propagate_states
-from ..core.ir import Const, Eqn, Graph, Literal
+from ..core.ir import Atom, Const, Eqn, Graph, Literal
 from ..core.trace import Tracer, trace_to_graph
 from ..errors import ArgumentTypeError, TracerControlFlowError
 from ..frontend.scipy.sparse import SparseValue
@@ -149,7 +149,7 @@ class Traced:
         self.decisions: Decisions | None = None
         self.decided = bool(hook.decisions or hook.outside)  # a branch taken on values
         if hook.decisions:
-            outs = [d[0] for d in hook.decisions]
+            outs: list[Atom] = [d[0] for d in hook.decisions]
             guard = Graph(self.raw.inputs, outs, self.raw.eqns, name=f"decisions_{name_of(fn)}",
                           xp=self.raw.xp)
             guard = simplify(guard)

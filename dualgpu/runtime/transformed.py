@@ -372,14 +372,14 @@ class Transformed(SelfTracing):
                     and not getattr(thread_state, "builders", None)):
                 program = fast.program()
                 if program is not None and (fast.guards is None or fast.guards.hold()):
-                    passed = flat_arguments(args) if fast.nested else args
+                    given = flat_arguments(args) if fast.nested else args
                     if fast.floats:  # Python floats and ints: 0-d inputs
-                        passed = scalars_as_arrays(passed, fast.layout.backend)
+                        given = scalars_as_arrays(given, fast.layout.backend)
                     if program.variants is not None:  # the branch the values take
-                        program = program.pick(passed)
+                        program = program.pick(given)
                     if program is not None:
                         PROGRAMS.hits += 1  # a statistic: unlocked, one int increment
-                        outs = program.exe(*passed)
+                        outs = program.exe(*given)
                         if fast.template is None:
                             return self.finish(program, fast.layout, outs)
                         return place_results(fast.template, outs)

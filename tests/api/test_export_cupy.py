@@ -19,9 +19,9 @@ import dualgpu as dg
 from dualgpu.codegen.cuda import BLOCK, region_kernels
 from dualgpu.core.primitives import REGISTRY
 from dualgpu.fusion import Region, emulate_region, plan_graph
-from dualgpu.transforms.index_bounds import with_index_bounds
 from dualgpu.runtime.signature import Signature
 from dualgpu.runtime.transformed import Transformed
+from dualgpu.transforms.index_bounds import with_index_bounds
 
 SCENARIOS = scenarios()
 IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
