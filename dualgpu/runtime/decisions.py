@@ -40,7 +40,7 @@ from ..core.interpret import eval_graph
 from ..core.ir import Const, Graph, Literal, Var, exact_key
 from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer, thread_state
 from ..errors import DualgpuError, user_location
-from ..executor import Executable
+from ..codegen.python import compile_python
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "bool": bool, "int": int, "index": operator.index, "float": float, "complex": complex,
@@ -238,11 +238,11 @@ class Decisions:
         self.kinds = tuple(d[1] for d in decisions)
         self.expected = tuple(d[2] for d in decisions)
         self.wheres = tuple(d[3] for d in decisions)
-        self._exe: Executable | None = None
+        self._exe: Callable[..., Any] | None = None
 
     def _values(self, inputs: Sequence[Any]) -> list[Any] | None:
-        if self._exe is None:
-            self._exe = Executable(self.graph, self.backend)
+        if self._exe is None:  # plain generated code: a few scalars read at once
+            self._exe = compile_python(self.graph, self.backend.xp, arrays=True)
         try:
             outs = self._exe(*inputs)
             return [exact_key(_CONVERT[k](o)) for k, o in zip(self.kinds, outs)]

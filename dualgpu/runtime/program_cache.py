@@ -100,7 +100,11 @@ class Compiled:
             if (v.decisions is None or v.decisions.hold(inputs)) and (
                     v is self or v.guards_hold()):
                 if k:
-                    variants.insert(0, variants.pop(k))
+                    try:  # most recently used first (another thread may have moved it)
+                        variants.remove(v)
+                        variants.insert(0, v)
+                    except ValueError:
+                        pass
                 return v
         return None
 
