@@ -142,7 +142,10 @@ class Traced:
             except Exception:
                 if not sig.tentative:
                     raise
-                sig.restatic(sig.tentative)  # what failed may be a scalar's use: static
+                # what failed may be a scalar's use (a library's check of a shape): the
+                # ints static first (the likely ones), then the floats too
+                ints = [k for k in sig.tentative if sig.avals[k].dtype.kind == "i"]
+                sig.restatic(ints or sig.tentative)
             self.restaticed = True
             if captured:
                 captured.clear()
