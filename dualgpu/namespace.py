@@ -428,7 +428,12 @@ class ConstantArray(np.ndarray):
     (``field[i, j]`` with ``i``, ``j`` computed from traced values, as in semi-Lagrangian
     advection), where NumPy's indexing would ask the indices for concrete numbers."""
 
-    _dualgpu_view_of_constant = True  # what the tracer stores is the plain array
+    _dualgpu_view_of_constant = True  # what the tracer stores is constant_value()
+
+    def constant_value(self) -> np.ndarray:
+        """The array a trace keeps: the user's own one (a view of it for views of this)."""
+        original = self.__dict__.get("original")
+        return original if original is not None else self.view(np.ndarray)
 
     def __getitem__(self, key):
         plain = self.view(np.ndarray)
@@ -445,7 +450,9 @@ class ConstantArray(np.ndarray):
 
 def _replacement(obj, memo):
     if type(obj) is np.ndarray and obj.ndim > 0 and obj.dtype.kind in "biufc":
-        return obj.view(ConstantArray)
+        view = obj.view(ConstantArray)
+        view.original = obj
+        return view
     if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
         return SparseValue.constant(obj)
     if _is_distribution(obj):  # from scipy.stats import norm; a frozen one closed over

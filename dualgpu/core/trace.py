@@ -111,13 +111,13 @@ class GraphBuilder:
         return var
 
     def const(self, value: Any) -> Const:
+        if getattr(type(value), "_dualgpu_view_of_constant", False):
+            value = value.constant_value()  # a closed-over array, as the function saw it
         key = id(value)
         hit = self.consts.get(key)
         if hit is not None:
             return hit[1]
         arr = value
-        if getattr(type(value), "_dualgpu_view_of_constant", False):
-            arr = value.view(np.ndarray)  # a closed-over array as the traced function saw it
         if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
             arr = np.asarray(value)
         if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
@@ -272,14 +272,14 @@ def _no_concrete(what: str, hint: str, placeholder: Any = None,
     function returns (NumPy would replace our error by its own "setting an array element
     with a sequence")."""
     def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        if placeholder is not None and _executing(sys._getframe(1), _STORE_SUBSCR):
+            self._builder.defer_error(_store_error(user_location()))
+            return placeholder
         hook = self._builder.concretize
         if hook is not None and kind is not None and not args and not kwargs:
             value = hook(self, kind)
             if value is not UNDECIDED:
                 return value
-        if placeholder is not None and _executing(sys._getframe(1), _STORE_SUBSCR):
-            self._builder.defer_error(_store_error(user_location()))
-            return placeholder
         raise TracerControlFlowError(
             f"{what} of a traced value at {user_location()}: the value is not known while "
             f"dualgpu traces the function. {hint}")

@@ -193,7 +193,6 @@ class ValueTrace(Concretize):
         self.decisions.append((var, kind, exact_key(answer), user_location()))
         return answer
 
-
     def _decide_outside(self, tracer: Tracer, kind: str) -> Any:
         """Ask the enclosing trace: the value, computed there from this trace's arguments
         (and the values it captured), is a decision of that trace."""

@@ -537,7 +537,7 @@ class Transformed(SelfTracing):
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).graph(*args, **kwargs)
         sig = self._analysed(args, kwargs, "graph")
-        return self.build(Traced(self.fn, sig, None), sig)[0]
+        return self.build(Traced(self.fn, sig, None, values=self.sees_values), sig)[0]
 
     def source(self, *args: Any, **kwargs: Any) -> str:
         if self._by_arity is not None:
