@@ -36,11 +36,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..backends.base import Backend
+from ..codegen.python import compile_python
 from ..core.interpret import eval_graph
 from ..core.ir import Const, Graph, Literal, Var, exact_key
 from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer, thread_state
 from ..errors import DualgpuError, user_location
-from ..codegen.python import compile_python
 
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "bool": bool, "int": int, "index": operator.index, "float": float, "complex": complex,
