@@ -63,9 +63,7 @@ class GraphBuilder:
         # an error found where raising it would not reach the user (a conversion NumPy
         # makes inside item assignment): raised by the next equation or at the end
         self.deferred_error: DualgpuError | None = None
-        # what converting a traced value to a Python value (bool(), int(), float(), an index,
-        # .item()) asks, for traces whose inputs' values are known (set by trace_to_graph's
-        # ``concretize``: dualgpu.runtime.decisions): the value, or UNDECIDED to refuse
+        # asked for the Python value of a traced value (bool(), int()...): trace_to_graph's
         self.concretize: Concretize | None = None
 
     def defer_error(self, error: DualgpuError) -> None:
@@ -482,7 +480,13 @@ class Tracer:
     def __pos__(self) -> Any: return self
     def __abs__(self) -> Any: return _np().absolute(self)
     def __invert__(self) -> Any: return _np().invert(self)
-    def __getitem__(self, key: Any) -> Any: return _np().getitem(self, key)
+    def __getitem__(self, key: Any) -> Any:  # a traced slice bound: its number (or refused)
+        parts = key if type(key) is tuple else (key,)
+        bounds = [(k.start, k.stop, k.step) if type(k) is slice else () for k in parts]
+        if any(isinstance(b, Tracer) for bs in bounds for b in bs):
+            key = tuple(slice(*(b.__index__() if isinstance(b, Tracer) else b for b in bs))
+                        if bs else k for k, bs in zip(parts, bounds))
+        return _np().getitem(self, key)
 
     T = property(lambda self: _np().transpose(self))
     mT = property(lambda self: _np().swapaxes(self, -1, -2))

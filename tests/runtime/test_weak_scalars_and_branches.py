@@ -225,3 +225,12 @@ def test_what_stays_refused():
     f = dg.grad(lambda x, s: np.sum(x) * math.sqrt(float(np.sum(s))))
     np.testing.assert_allclose(f(x, np.full(2, 2.0)), 2.0)
     np.testing.assert_allclose(f(x, np.full(2, 8.0)), 4.0)
+
+
+def test_a_slice_bound_from_the_data():
+    g = dg.grad(lambda x: np.sum(x[:np.argmax(x)] ** 2))
+    for x in (np.arange(4.0), np.array([3.0, 1.0, 2.0, 0.5]), np.arange(4.0)):
+        k = int(np.argmax(x))
+        np.testing.assert_array_equal(g(x), np.where(np.arange(4) < k, 2 * x, 0.0))
+    with pytest.raises(dg.TracerControlFlowError, match=r"int\(\)"):  # not under jit
+        dg.jit(lambda x: np.sum(x[:np.argmax(x)]))(np.arange(4.0))
