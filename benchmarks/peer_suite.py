@@ -24,8 +24,8 @@ wrappers) or areas outside dualgpu's scope today (complex FFTs, ``scipy.stats``/
 ``integrate``). Within the files, a ``check_grads`` call whose differentiated arguments or
 outputs are complex is not run (autograd's holomorphic/complex conventions differ from
 JAX's, which dualgpu follows); a test all of whose checks were complex ones is counted out of
-scope. A failure whose error is one of ``DESIGN_DIFFERENCES`` (random draws inside the
-traced function, grad of a size-1 array, autograd-only functions, complex eigenvalues) is
+scope. A failure whose error is one of ``DESIGN_DIFFERENCES`` (random draws a program cannot
+make again at every call, autograd-only functions, complex eigenvalues) is
 reported apart and counted only in the strict rate. Every other test counts: it passes or
 it fails, with the error, grouped in the report.
 This script is not part of ``make test`` (it needs the downloaded files).
@@ -240,9 +240,8 @@ class Collector:
 
 # Failures that are differences of design, not gaps: reported apart, in the strict rate only.
 DESIGN_DIFFERENCES = {
-    "RandomInTraceError": "draws random numbers inside the differentiated function "
-                          "(dualgpu compiles it: refused, docs/limitations.md)",
-    "NonScalarOutputError": "grad of a size-1 array (dualgpu, as JAX, needs a scalar output)",
+    "RandomInTraceError": "draws random numbers where a compiled program cannot draw them "
+                          "again at every call (refused, docs/limitations.md)",
     "has no attribute": "calls an autograd-only function (np.make_diagonal, np.linalg._dot)",
     "complex eigenvalues": "a real matrix with complex eigenvalues (complex values)",
 }

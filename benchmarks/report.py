@@ -178,6 +178,18 @@ TARGETS: list[Target] = [
                          1.0)),
     Target("taylor", "jet order 4, MLP D=10, tf32", "<= 1.0x JAX jet (default)",
            _ratio_target("taylor", "jet order 4, D=10", "dualgpu (tf32)", "jax jet", 1.0)),
+    Target("curvature", "GGN product, MLP 784-512-10, float32", "<= 1.0x JAX by hand (highest)",
+           _ratio_target("curvature", "ggn", "dualgpu", "jax (precision=highest)", 1.0)),
+    Target("curvature", "GGN product, MLP 784-512-10, tf32", "<= 1.0x JAX by hand (default)",
+           _ratio_target("curvature", "ggn", "dualgpu (tf32)", "jax", 1.0)),
+    Target("curvature", "GGN product / gradient", "<= 1.5",
+           _ratio_target("curvature", "ggn", "dualgpu", "dualgpu", 1.5, ref_case="grad")),
+    Target("curvature", "GGN product vs curvlinops", "<= 0.5x",
+           _ratio_target("curvature", "ggn", "dualgpu", "curvlinops", 0.5)),
+    Target("curvature", "K-FAC factors / gradient", "<= 1.2",
+           _ratio_target("curvature", "kfac", "dualgpu", "dualgpu", 1.2, ref_case="grad")),
+    Target("curvature", "K-FAC factors vs curvlinops", "<= 0.5x",
+           _ratio_target("curvature", "kfac", "dualgpu", "curvlinops", 0.5)),
 ]
 
 

@@ -18,6 +18,7 @@ import time
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # before any jax import
 
 from . import (  # noqa: E402
+    curvature,
     dense_tiny,
     laplacian,
     mlp,
@@ -44,6 +45,7 @@ WORKLOADS = {
     "laplacian": laplacian.run,
     "sparse_derivatives": sparse_derivatives.run,
     "taylor": taylor.run,
+    "curvature": curvature.run,
 }
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 

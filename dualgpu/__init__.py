@@ -14,11 +14,11 @@ run it as generated Python on NumPy or as fused CUDA kernels on CuPy::
 from importlib import import_module
 from types import FunctionType
 
-from . import (  # noqa: F401  (registers every rule)
+from . import (  # noqa: F401
     autograd_compat,  # autograd's spellings (docs/coming_from.md)
     frontend,
     nn,  # dg.nn (dualgpu/nn.py: the public path of frontend/nn.py)
-    rules,
+    ops,  # noqa: F401  (first: every op with its rules, in the op layer's order)
     testing,  # noqa: F401
     tree,  # noqa: F401
     tree_util,  # noqa: F401
@@ -68,6 +68,8 @@ from .errors import (
 )
 from .executor import config
 from .export import export
+from .gauss_newton import fisher, ggn
+from .kfac import ekfac, kfac
 from .lax import stop_gradient
 from .linearization import jvp, linear_transpose, linearize, vjp
 from .operators import HessianOperator, hessp
@@ -121,6 +123,7 @@ __all__ = [
     "float0", "elementwise_grad", "deriv", "hessian_vector_product", "make_hvp",
     "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian", "spy",
     "jet", "differential_operator", "biharmonic_directions",
+    "ggn", "fisher", "kfac", "ekfac",
 ]
 
 # a misspelled keyword of a public function gets the one it meant ("did you mean 'argnums'?")

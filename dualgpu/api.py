@@ -28,6 +28,8 @@ from .runtime.checks import (
     check_holomorphic,
     check_scalar_output,
     normalize_argnums,
+    output_reshaped,
+    size_one_as_scalar,
 )
 from .runtime.program_cache import cache_info, clear_cache, set_cache_size
 from .runtime.tracing import name_of, with_aux
@@ -56,10 +58,13 @@ class _Grad(Transformed):
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
+        main, size_one = size_one_as_scalar(main, tree)  # autograd takes it
         check_scalar_output(main, tree, self.__name__, self.holomorphic)
         check_complex_inputs(main, sig, self.__name__, self.holomorphic, "rev")
         program = grad_graph(main, sig.diff_inputs(),
                              stack=config.stack_gemms_for(sig.backend))
+        if size_one is not None:  # the value in its own shape
+            program = output_reshaped(program, size_one)
         return with_aux(program, aux), aux_tree
 
     def finish(self, compiled, sig, outs):
@@ -112,10 +117,13 @@ class _Hvp(Transformed):
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = self._base(traced, sig)
+        main, size_one = size_one_as_scalar(main, tree)  # autograd takes it
         check_scalar_output(main, tree, self.__name__)
         value, grads = self.outputs()
         program = hvp_graph(main, sig.diff_inputs(), value=value, grads=grads,
                             stack=config.stack_gemms_for(sig.backend))
+        if size_one is not None and value:  # the value in its own shape
+            program = output_reshaped(program, size_one)
         return with_aux(program, aux), aux_tree
 
     def pick(self, sig, value, grads, hvps) -> tuple:

@@ -112,8 +112,10 @@ class CupyImportError(DualgpuError, ImportError):
 
 
 class RandomInTraceError(DualgpuError, RuntimeError):
-    """``np.random``/``cupy.random`` (or a random Generator) was called inside a traced
-    function, whose draws would become constants of the compiled program."""
+    """A random draw inside a traced function that its compiled program cannot make again at
+    every call (inside ``dg.vmap``, with a traced size, from a generator reached through an
+    attribute...): its numbers would be constants of the program. Other draws are inputs of
+    the program, drawn at every call (``dualgpu/frontend/numpy/random.py``)."""
 
 
 class CodegenSafetyError(DualgpuError, ValueError):

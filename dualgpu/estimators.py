@@ -90,17 +90,12 @@ class Estimator:
         dtype = np.result_type(*[leaf.dtype for leaf in leaves])
         if n == 0 and self.method != "diag":  # no products to take: tr of a 0 x 0 matrix
             return xp.sum(xp.zeros(0, dtype=dtype))
-        rng = np.random.default_rng(self.seed)
         products = _Products(self, args, kwargs, leaves, tree, xp)
+        est = estimate_from_products(self.method, products, n, dtype, xp, self.num_samples,
+                                     self.seed)
         if self.method == "diag":
-            V = _rademacher(rng, self.num_samples, n, dtype)
-            HV = products(V)
-            est = xp.mean(xp.asarray(V) * HV, axis=0)
             return pytree.unflatten(tree, _split(est, leaves, xp, ()))
-        if self.method == "hutchinson":
-            V = _rademacher(rng, self.num_samples, n, dtype)
-            return xp.mean(xp.sum(xp.asarray(V) * products(V), axis=1))
-        return _hutchpp(rng, self.num_samples, n, dtype, products, xp)
+        return est
 
     def chunk_for(self, args, leaves, tree, xp, kwargs=None) -> int:
         """Directions per program: ``chunk_size``, or as many as fit ``memory_budget``. The
@@ -175,6 +170,33 @@ class _Products:
             out.append(xp.concatenate([xp.reshape(h, (block.shape[0], -1))
                                        for h in pytree.leaves(hv)], axis=1))
         return xp.concatenate(out, axis=0)
+
+
+def estimate_from_products(method: str, products, n: int, dtype, xp, num_samples: int,
+                           seed=None):
+    """The randomized estimate of a symmetric ``n x n`` matrix ``H`` known by its products:
+    ``products(V)`` is ``V @ H`` for ``(k, n)`` rows of directions (``H`` symmetric, so the
+    rows ``H v``). ``method``: ``"hutchinson"`` or ``"hutch++"`` (the trace, a scalar) or
+    ``"diag"`` (Hutchinson's diagonal, ``n`` entries). ``num_samples`` products in all,
+    Rademacher directions from ``numpy.random.default_rng(seed)``.
+
+    Example::
+
+        >>> M = np.diag([1.0, 2.0, 3.0])          # Hutchinson is exact on a diagonal
+        >>> float(estimate_from_products("hutchinson", lambda V: V @ M, 3, np.float64, np, 4))
+        6.0
+    """
+    rng = np.random.default_rng(seed)
+    if method == "hutch++":
+        return _hutchpp(rng, num_samples, n, dtype, products, xp)
+    V = _rademacher(rng, num_samples, n, dtype)
+    HV = products(V)
+    if method == "diag":
+        return xp.mean(xp.asarray(V) * HV, axis=0)
+    if method == "hutchinson":
+        return xp.mean(xp.sum(xp.asarray(V) * HV, axis=1))
+    raise InvalidArgumentError(f"estimate_from_products: method must be 'hutchinson', "
+                               f"'hutch++' or 'diag', got {method!r}")
 
 
 def _split(flat, leaves, xp, lead: tuple) -> list:

@@ -54,7 +54,7 @@ from .codegen.python import emit_equation, generate_python
 from .core import encode
 from .core.primitives import REGISTRY
 from .core.trace import Tracer
-from .errors import DualgpuError, library_location
+from .errors import DualgpuError, RandomInTraceError, library_location
 from .executor import config
 from .fusion import plan_graph
 from .names import check_identifier
@@ -203,6 +203,11 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
     extras = t.extra_inputs(sig, extra)
     with cupy_build() if target == "cupy" else _as_is():
         compiled = t.compiled(sig)
+    if compiled.draws:
+        raise RandomInTraceError(
+            f"dg.export: {getattr(t.fn, '__name__', 'the function')} draws random numbers "
+            f"({compiled.draws[0].label}), which an exported module cannot draw again at every "
+            "call; draw them outside and pass them in as arguments")
     if compiled.decisions is not None:
         raise DualgpuError(
             f"dg.export: {t.__name__} takes a Python branch on traced values (at "

@@ -3,9 +3,11 @@
 Each function binds one primitive of :mod:`dualgpu.ops` (or a fixed few) after
 normalising its arguments -- axes, shapes, index keys -- the way JAX's rules are written with
 ``lax`` rather than ``jax.numpy``. Every function also works on concrete arrays, where it
-computes at once. The elementwise ops are the primitives themselves (calling a primitive
-binds it); algebraic identities on literals and fills (``x * 1``, ``0.5 * ones``) are folded
-where an equation is recorded (each op's ``fold`` rule, :mod:`dualgpu.rules.folding`).
+computes at once. The elementwise ops are the primitives themselves, under their names
+(``lax.sin``: each declaration row of the op layer, found by :func:`__getattr__`; calling a
+primitive binds it); algebraic identities on literals and fills (``x * 1``, ``0.5 * ones``)
+are folded where an equation is recorded (each op's ``fold`` rule,
+:mod:`dualgpu.rules.folding_rules`).
 
 The NumPy-compatible namespace (:mod:`dualgpu.frontend.numpy`) sits above: it adds NumPy's
 keyword arguments, array-likes and the functions built from several ops.
@@ -17,6 +19,7 @@ keyword arguments, array-likes and the functions built from several ops.
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 import numpy as np
 
@@ -35,90 +38,12 @@ from .errors import (
     user_location,
 )
 from .errors import AxisError as _AxisError
+from .ops import casts as _casts
 from .ops import convolution as _cv
 from .ops import elementwise as _ew
 from .ops import reductions as _red
 from .ops import shape as _sh
-from .ops.elementwise import (  # noqa: F401  (the elementwise constructors)
-    absolute,
-    add,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    betainc,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    cbrt,
-    ceil,
-    copysign,
-    cos,
-    cosh,
-    digamma,
-    equal,
-    erf,
-    erfc,
-    exp,
-    exp2,
-    expm1,
-    fill_like,
-    floor,
-    floor_divide,
-    fmax,
-    fmin,
-    fmod,
-    gammainc,
-    gammaincc,
-    gammaln,
-    greater,
-    greater_equal,
-    heaviside,
-    hypot,
-    invert,
-    isfinite,
-    isinf,
-    isnan,
-    ldexp,
-    left_shift,
-    less,
-    less_equal,
-    log,
-    log1p,
-    log2,
-    log10,
-    logaddexp,
-    logical_and,
-    logical_not,
-    logical_or,
-    logistic,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    nextafter,
-    not_equal,
-    polygamma,
-    power,
-    reciprocal,
-    remainder,
-    right_shift,
-    rint,
-    sign,
-    signbit,
-    sin,
-    sinh,
-    sqrt,
-    square,
-    subtract,
-    tan,
-    tanh,
-    true_divide,
-    trunc,
-)
+from .rules.elementwise_rules import ELEMENTWISE as _ELEMENTWISE
 
 
 def is_tracer(x) -> bool:
@@ -160,12 +85,12 @@ def astype(x, dtype, copy=True):
     dtype = np.dtype(dtype)
     if dtype_of(x) == dtype:
         return x
-    return _ew.convert_element_type.bind(x, dtype=dtype.name)
+    return _casts.convert_element_type.bind(x, dtype=dtype.name)
 
 
 def stop_gradient(x):
     """The value of ``x``, treated as a constant by every derivative."""
-    return _ew.stop_gradient.bind(x)
+    return _casts.stop_gradient.bind(x)
 
 
 def _complex_input(x) -> bool:
@@ -176,21 +101,21 @@ def conj(x):
     """The complex conjugate; the identity on real values."""
     if not _complex_input(x):
         return x
-    return _ew.conj.bind(x) if is_tracer(x) else namespace_like(x).conj(x)
+    return _casts.conj.bind(x) if is_tracer(x) else namespace_like(x).conj(x)
 
 
 def real(x):
     """``np.real``: the identity on real values."""
     if not _complex_input(x):
         return x
-    return _ew.real.bind(x) if is_tracer(x) else namespace_like(x).real(x)
+    return _casts.real.bind(x) if is_tracer(x) else namespace_like(x).real(x)
 
 
 def imag(x):
     """``np.imag``: zeros on real values (a constant: no derivative flows)."""
     if not _complex_input(x):
         return zeros_like(x) if is_tracer(x) else namespace_like(x).zeros_like(x)
-    return _ew.imag.bind(x) if is_tracer(x) else namespace_like(x).imag(x)
+    return _casts.imag.bind(x) if is_tracer(x) else namespace_like(x).imag(x)
 
 
 def _reduce(prim, a, axis, keepdims, name=None):
@@ -414,7 +339,7 @@ def full_like(a, fill_value, dtype=None, **kw):
     if is_tracer(a):
         if dtype is not None and np.dtype(dtype) != a.dtype:
             a = astype(a, dtype)
-        return _ew.fill_like.bind(a, value=fill_value)
+        return _casts.fill_like.bind(a, value=fill_value)
     return namespace_like(a).full(shape_of(a), fill_value, dtype=dtype or dtype_of(a))
 
 
@@ -695,3 +620,12 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
     """
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def __getattr__(name: str) -> Any:
+    """An elementwise op by its name (``lax.sin``, ``lax.fmod``): the primitive of its
+    declaration row, so that a new row is a constructor here at once."""
+    prim = _ELEMENTWISE.get(name)
+    if prim is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return prim

@@ -24,6 +24,7 @@ from .core.interpret import eval_graph
 from .core.ir import Graph
 from .core.trace import Tracer, current_builder
 from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
+from .frontend.numpy.random import SameDraws, redraw_in_trace
 from .runtime.checks import diff_flags, is_integer_like
 from .runtime.program_cache import VjpCompiled
 from .runtime.signature import FLOAT0, Signature, check_plain_values
@@ -88,12 +89,13 @@ class _Vjp(Transformed):
         ``sig``: compiled and cached, or inlined into the enclosing trace."""
         if sig.traced or current_builder() is not None:
             captured: list = []
-            graphs, trees = self.build(Traced(self.fn, sig, captured), sig)
-            inputs = list(sig.inputs) + captured
+            traced = Traced(self.fn, sig, captured)
+            graphs, trees = self.build(traced, sig)
+            inputs = list(sig.inputs) + captured + redraw_in_trace(traced.draws, sig.leaves)
             fwd, pullback_graph, pullback_exe = eval_graph(graphs[0], inputs), graphs[1], None
         else:
             program = cast(VjpCompiled, self.compiled(sig))
-            trees, inputs = program.trees, list(sig.inputs)
+            trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
             fwd, pullback_graph, pullback_exe = (program.exe(*inputs), program.pullback.graph,
                                                  program.pullback)
         tree, aux_tree = trees
@@ -155,13 +157,16 @@ def linearize(fn: Callable, *primals):
         (array([0., 0.]), array([1., 2.]))
     """
     t = _Jvp(fn, argnums=tuple(range(len(primals))))
-    out = jit(fn)(*primals)
+    drawn = SameDraws()  # random draws: f_jvp's are those of the value
+    with drawn:
+        out = jit(fn)(*primals)
 
     def f_jvp(*tangents):
         if len(tangents) != len(primals):
             raise ShapeMismatchError(f"the linearization of {name_of(fn)} takes one tangent per "
                                      f"primal: {len(primals)}, got {len(tangents)}")
-        return t(tuple(primals), tuple(tangents))[1]
+        with drawn:
+            return t(tuple(primals), tuple(tangents))[1]
 
     return out, f_jvp
 
@@ -224,13 +229,14 @@ def linear_transpose(fn: Callable, *primals):
     sig = t._signature(zeros, {})
     if sig.traced or current_builder() is not None:
         captured: list = []
-        (forward, pullback_graph), trees = t.build(Traced(fn, sig, captured), sig)
-        inputs = list(sig.inputs) + captured
+        traced = Traced(fn, sig, captured)
+        (forward, pullback_graph), trees = t.build(traced, sig)
+        inputs = list(sig.inputs) + captured + redraw_in_trace(traced.draws, sig.leaves)
         outs = eval_graph(forward, inputs)
         exe = None
     else:
         program = cast(VjpCompiled, t.compiled(sig))
-        trees, inputs = program.trees, list(sig.inputs)
+        trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
     _check_linear(fn, sig, pullback_graph, outs)
     tree = trees[0]

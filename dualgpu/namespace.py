@@ -10,12 +10,15 @@ of the same dotted name in :mod:`dualgpu.frontend`, a package laid out like the 
 ``frontend.scipy.special.expit``), and a function with no rule raises
 :class:`UnsupportedOpError`. A scipy.stats distribution (``scipy.stats.norm``, an imported
 ``norm``, a frozen ``norm(0, 2)``) is a :class:`DistributionStandIn` whose methods dispatch
-the same way, to ``frontend.scipy.stats``.
+the same way, to ``frontend.scipy.stats``. ``numpy.random``, ``cupy.random``, Python's
+``random`` and random generators are stand-ins whose draws become inputs of the program,
+drawn again at every call (:mod:`dualgpu.frontend.numpy.random`). A module of the user's
+(``import helper``) is seen through a :class:`UserModule`, so that the functions the traced
+function reaches through it are rebound too.
 """
 from __future__ import annotations
 
 import functools
-import random
 import sys
 import threading
 import types
@@ -24,11 +27,18 @@ from typing import Any
 import numpy as np
 
 from . import frontend
-from .core.trace import Tracer, install_protocol_handlers
-from .errors import RandomInTraceError, UnsupportedOpError, unexpected_keyword, user_location
+from .core.trace import Tracer, current_builder, install_protocol_handlers
+from .errors import (
+    RandomInTraceError,
+    UnsupportedOpError,
+    in_stdlib,
+    unexpected_keyword,
+    user_location,
+)
 from .frontend import array_api
 from .frontend import numpy as dnp
 from .frontend.numpy.joining import Concatenator
+from .frontend.numpy.random import is_random_module, stand_in_for
 from .frontend.scipy import stats as stats_frontend
 from .frontend.scipy.sparse import SparseValue, is_sparse
 
@@ -51,8 +61,8 @@ def _special_path(ufunc) -> str | None:
 
 # the SciPy namespaces whose functions are rebound where they are imported by name
 # (``from scipy.linalg import cholesky``; cupyx's too): scipy.special, scipy.linalg,
-# scipy.signal
-_SCIPY_BY_NAME = ("special", "linalg", "signal")
+# scipy.signal, scipy.integrate
+_SCIPY_BY_NAME = ("special", "linalg", "signal", "integrate")
 
 
 def _scipy_path(obj, name: str) -> str | None:
@@ -123,7 +133,7 @@ class TracingNamespace(types.ModuleType):
         real_attr = getattr(self._real, name)
         path = f"{self._path}.{name}"
         if isinstance(real_attr, types.ModuleType):
-            ns = (RandomRefusal(real_attr) if _is_random_module(real_attr)
+            ns = (stand_in_for(real_attr) if is_random_module(real_attr)
                   else TracingNamespace(real_attr, _mirror_path(real_attr.__name__)))
             object.__setattr__(self, name, ns)
             return ns
@@ -151,9 +161,12 @@ class TracingNamespace(types.ModuleType):
 
 
 def _dispatcher(real, ours, qualname: str):
+    # a function that calls the user's (odeint): ours in a trace, traced arguments or not
+    functions = getattr(ours, "calls_functions", False)
+
     @functools.wraps(real)
     def call(*args, **kwargs):
-        if not _contains_tracer(args, kwargs):
+        if not _contains_tracer(args, kwargs) and not (functions and current_builder()):
             return real(*args, **kwargs)
         if ours is None:
             raise _no_rule(qualname)
@@ -238,95 +251,17 @@ class DistributionStandIn:
 
 
 # ------------------------------------------------------------------- random numbers
-_RANDOM_MODULES = ("numpy.random", "cupy.random")
-
-
-def _is_random_module(mod) -> bool:
-    name = getattr(mod, "__name__", "") or ""
-    return name == "random" or any(name == m or name.startswith(m + ".")
-                                   for m in _RANDOM_MODULES)
-
-
-def _random_error(what: str):
-    return RandomInTraceError(
-        f"{what} was called inside a traced function (at {user_location()}): its draws "
-        "would be frozen into the compiled program as constants, and every cached call "
-        "would return the same 'random' numbers. Draw the random numbers outside the traced "
-        "function and pass them in as arguments.")
-
-
 def _refusing(name: str):
     def call(*args, **kwargs):
-        raise _random_error(name)
+        raise RandomInTraceError(
+            f"{name} was called inside a traced function (at {user_location()}): its draws "
+            "would be frozen into the compiled program as constants. Draw the random numbers "
+            "outside the traced function and pass them in as arguments (or draw them with "
+            "np.random or a Generator, which a program draws again at every call).")
 
     call.__name__ = name.rpartition(".")[2] or name
     call.__qualname__ = name
     return call
-
-
-class RandomRefusal(types.ModuleType):
-    """Stands in for ``numpy.random``/``cupy.random`` (a module, a Generator or a
-    RandomState) inside a traced function: every call through it raises
-    :class:`RandomInTraceError`; plain attributes (constants) pass through."""
-
-    def __init__(self, real, name: str | None = None):
-        label = name or getattr(real, "__name__", None) or type(real).__name__
-        super().__init__(label)
-        self._real = real
-        self._label = label
-
-    def __getattr__(self, name: str) -> Any:
-        real_attr = getattr(self._real, name)
-        if isinstance(real_attr, types.ModuleType):
-            return RandomRefusal(real_attr, f"{self._label}.{name}")
-        if callable(real_attr):
-            return _refusing(f"{self._label}.{name}")
-        return real_attr
-
-    def __call__(self, *args, **kwargs):
-        raise _random_error(self._label)
-
-    def __repr__(self) -> str:
-        return f"<dualgpu refusal of {self._label} inside a traced function>"
-
-
-def _in_random_module(modname) -> bool:
-    return any(modname == m or modname.startswith(m + ".") for m in _RANDOM_MODULES)
-
-
-def _is_generator(obj) -> bool:
-    """A NumPy/CuPy random Generator, RandomState or BitGenerator instance, or a Python
-    ``random.Random``."""
-    if isinstance(obj, type):
-        return False
-    if isinstance(obj, (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
-                        random.Random)):  # Python's own random module draws constants too
-        return True
-    return _in_random_module(type(obj).__module__ or "") and not callable(obj)
-
-
-def _generator_label(obj) -> str:
-    mod = type(obj).__module__.split(".")[0]
-    return f"random.{type(obj).__name__}" if mod == "random" else (
-        f"{mod}.random.{type(obj).__name__}")
-
-
-def _random_replacement(obj):
-    """A refusing stand-in for ``obj`` when it draws random numbers (a generator, a bound
-    method of one, or a function of numpy.random/cupy.random), else None."""
-    if isinstance(obj, types.ModuleType):
-        return RandomRefusal(obj) if _is_random_module(obj) else None
-    if _is_generator(obj):
-        return RandomRefusal(obj, _generator_label(obj))
-    owner = (obj.__self__ if isinstance(obj, (types.MethodType, types.BuiltinMethodType))
-             else None)
-    if owner is not None and _is_generator(owner):
-        return _refusing(f"{_generator_label(owner)}.{getattr(obj, '__name__', '?')}")
-    if callable(obj) and not isinstance(obj, type) and _in_random_module(
-            getattr(obj, "__module__", None) or ""):
-        return _refusing(f"{obj.__module__.split('.')[0]}.random."
-                         f"{getattr(obj, '__name__', '?')}")
-    return None
 
 
 # ------------------------------------------------------------------- the math module
@@ -448,6 +383,39 @@ class ConstantArray(np.ndarray):
         return array.view(np.ndarray)
 
 
+class UserModule(types.ModuleType):
+    """A module of the user's (``import helper``) seen from a traced function: what the
+    function reads of it is replaced as its own globals are (``helper.density(x)`` calls a
+    rebound copy, whose ``scipy.stats`` and ``np.random`` calls trace); writes go to the
+    module itself."""
+
+    def __init__(self, real: types.ModuleType, memo: dict):
+        super().__init__(real.__name__)
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_memo", memo)
+
+    def __getattr__(self, name: str) -> Any:
+        return _replacement(getattr(self._real, name), self._memo)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real, name, value)
+
+    def __repr__(self) -> str:
+        return f"<dualgpu view of {self._real!r} inside a traced function>"
+
+
+def _is_user_module(obj) -> bool:
+    """A module of the user's own code (not a library's: not installed, not the standard
+    library's)."""
+    if not isinstance(obj, types.ModuleType) or isinstance(obj, (UserModule,
+                                                                   TracingNamespace)):
+        return False
+    root = obj.__name__.split(".")[0]
+    path = getattr(obj, "__file__", None) or ""
+    return bool(path) and root not in _TRACED_ROOTS + ("dualgpu",) and not in_stdlib(path) \
+        and not any(part in path for part in ("site-packages", "dist-packages"))
+
+
 def _replacement(obj, memo):
     if type(obj) is np.ndarray and obj.ndim > 0 and obj.dtype.kind in "biufc":
         view = obj.view(ConstantArray)
@@ -457,13 +425,18 @@ def _replacement(obj, memo):
         return SparseValue.constant(obj)
     if _is_distribution(obj):  # from scipy.stats import norm; a frozen one closed over
         return DistributionStandIn(obj, _distribution_label(obj))
-    refusal = _random_replacement(obj)
-    if refusal is not None:
-        return refusal
+    owner = getattr(obj, "__self__", None)
+    if isinstance(obj, types.MethodType) and _is_distribution(owner):  # pdf = norm.pdf
+        return getattr(DistributionStandIn(owner, _distribution_label(owner)), obj.__name__)
+    draws = stand_in_for(obj)  # np.random, a generator: drawn again at every call
+    if draws is not None:
+        return draws
     if _is_array_module(obj):
         return _namespace_for_module(obj)
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):
         return _rebind(obj, memo)
+    if _is_user_module(obj):
+        return UserModule(obj, memo)
     if _is_array_function(obj):
         name = getattr(obj, "__name__", None)
         if name:
@@ -598,11 +571,13 @@ def rebind_function(fn):
         keywords = _replaced_values(tuple(fn.keywords.values()), memo)
         keywords = fn.keywords if keywords is None else dict(zip(fn.keywords, keywords))
         return functools.partial(rebind_function(fn.func), *args, **keywords)
-    if isinstance(fn, types.MethodType):
+    if isinstance(fn, types.MethodType) and not _is_distribution(fn.__self__):
         return types.MethodType(rebind_function(fn.__func__), fn.__self__)
     if isinstance(fn, types.FunctionType):
         return _rebind(fn, {})
-    return fn  # callables of other kinds: NumPy protocols still see the tracers
+    # a library's function (scipy.stats.norm.logpdf, scipy.special.expit): its stand-in
+    # (callables of other kinds: NumPy protocols still see the tracers)
+    return _replacement(fn, {})
 
 
 # ------------------------------------------------------------------- NumPy protocol handlers

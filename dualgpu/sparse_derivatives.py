@@ -14,23 +14,20 @@ transforms) draws a pattern with its coloring. docs/sparse_ad.md tells the story
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import api
+from . import tree as pytree
 from .backends import array_backend
 from .coloring import (
     METHODS,
-    Decompression,
     bicoloring,
-    bidirectional_index,
     column_coloring,
-    decompress,
     has_dense_lines,
     hessian_coloring,
     is_structurally_symmetric,
@@ -48,14 +45,15 @@ from .errors import (
     InvalidArgumentError,
     NonScalarOutputError,
 )
-from .frontend.scipy.sparse import Pattern, SparseValue
-from .runtime.checks import check_bool
+from .runtime.checks import check_bool, normalize_argnums
 from .runtime.guards import Guards, array_contents
 from .runtime.program_cache import Compiled
 from .runtime.tracing import Traced
 from .runtime.transformed import Transformed
+from .sparse_plan import BidirectionalPlan, PerColor, Plan
 from .spy_plot import spy
 from .transforms import hvp_graph, jvp_graph, simplify, vjp_graph
+from .transforms.separability import check_separable, sum_output
 from .transforms.sparsity import hessian_pattern, jacobian_pattern, rule_kind
 from .transforms.vmap import batch_graph
 from .vectorize import jacobian
@@ -63,158 +61,6 @@ from .vectorize import jacobian
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian"]
 
 MODES = ("fwd", "rev", "auto", "bidirectional")
-class _Plan:
-    """What a trace gives the compressed program: the pattern, the colors, the seeds and
-    the index map of the compressed products into the CSR values (host arrays; device
-    copies on demand). A plan is the ``trees`` of one entry of the program cache, with the
-    program built from the same trace: it is never paired with another trace's program."""
-
-    def __init__(self, pattern: sp.csr_matrix, colors: np.ndarray, mode: str,
-                 seed_shape: tuple, seed_dtype, dtype, decompression=None):
-        self.pattern = pattern
-        self.colors = colors
-        self.mode = mode
-        self.seed_shape = tuple(seed_shape)
-        self.seed_dtype = np.dtype(seed_dtype)  # the output's for "rev", else the argument's
-        self.dtype = np.dtype(dtype)            # the result's: the argument's
-        self.n_colors = int(colors.max()) + 1 if len(colors) else 0
-        self.per_color = False   # the program is one product, run once per color (NumPy)
-        self.guards = Guards()   # the constant arrays whose values the pattern was read from
-        rows = np.repeat(np.arange(pattern.shape[0], dtype=np.int64), np.diff(pattern.indptr))
-        cols = pattern.indices.astype(np.int64)
-        if mode == "rev":   # product k holds row-colored rows: entry (i, j) at (colors[i], j)
-            self.index = colors[rows] * pattern.shape[1] + cols
-        else:               # product k holds column-colored columns: (i, j) at (colors[j], i)
-            self.index = colors[cols] * pattern.shape[0] + rows
-        # a Hessian's: direct (an index map, entries read from a column's or a row's
-        # product) or substitution (dualgpu.coloring.decompress)
-        self.substitution = None
-        if decompression is not None and decompression.nodes is None:
-            self.index = decompression.index
-        elif decompression is not None:
-            self.substitution = decompression
-        self._on_device: dict = {}
-
-    def seeds(self, backend) -> Any:
-        """One seed per color, ``(n_colors, *seed_shape)``: the sum of its unit vectors
-        (made once per library)."""
-        key = ("seeds", backend.name)
-        if key not in self._on_device:
-            size = int(np.prod(self.seed_shape, dtype=np.int64))
-            seeds = np.zeros((self.n_colors, size), dtype=self.seed_dtype)
-            seeded = self.colors >= 0   # -1: in no seed (a bicoloring's)
-            seeds[self.colors[seeded], np.arange(size)[seeded]] = 1
-            self._on_device[key] = backend.xp.asarray(
-                seeds.reshape((self.n_colors,) + self.seed_shape))
-        return self._on_device[key]
-
-    def index_arrays(self, backend) -> tuple:
-        """The index map and the CSR structure on ``backend``'s device (made once; int32
-        where every index fits, as cupyx's CSR wants)."""
-        key = backend.name
-        if key not in self._on_device:
-            xp = backend.xp
-            reach = max(self.pattern.nnz, *self.pattern.shape,
-                        self.n_colors * max(self.pattern.shape))
-            index_type = np.int32 if reach < 2 ** 31 else np.int64
-            self._on_device[key] = (xp.asarray(self.index.astype(index_type)),
-                                    xp.asarray(self.pattern.indices.astype(index_type)),
-                                    xp.asarray(self.pattern.indptr.astype(index_type)))
-        return self._on_device[key]
-
-    def substitution_arrays(self, backend):
-        """The arrays of the substitution (:class:`~dualgpu.coloring.Decompression`) on
-        ``backend``'s device (made once)."""
-        key = ("substitution", backend.name)
-        if key not in self._on_device:
-            arrays = {name: backend.xp.asarray(a)
-                      for name, a in self.substitution.arrays().items()}
-            self._on_device[key] = type(self.substitution)(**arrays)
-        return self._on_device[key]
-
-    def decompress(self, products, backend):
-        """The CSR values from the products ``(n_colors, size)``."""
-        flat = products.reshape(-1)
-        if self.substitution is not None:
-            return decompress(flat, self.substitution_arrays(backend))
-        return flat[self.index_arrays(backend)[0]]
-
-    def places_per_color(self) -> list:
-        """Per color ``k``: the places in the CSR values of its entries and their positions
-        in product ``k``."""
-        if "per color" not in self._on_device:
-            size = self.pattern.shape[0]
-            order = np.argsort(self.index // size, kind="stable")
-            bounds = np.searchsorted(self.index[order] // size, np.arange(self.n_colors + 1))
-            self._on_device["per color"] = [
-                (order[a:b], self.index[order[a:b]] - k * size)
-                for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
-        return self._on_device["per color"]
-
-    def csr(self, backend, values, indices, indptr):
-        """The CSR matrix of ``values`` on this pattern, holding the arrays given (each
-        result owns its index arrays: a caller may sort or edit them in place). The
-        constructor of SciPy's and cupyx's CSR checks its arrays (cupyx with reductions
-        on the device, ~0.1 ms a call); the structure is checked once, by the matrix made
-        on a first call, and every later result is a shallow copy of it with its own
-        arrays (``data``, ``indices`` and ``indptr`` are attributes both libraries let a
-        caller set)."""
-        key = ("csr", backend.name, np.dtype(values.dtype).str)
-        template = self._on_device.get(key)
-        if template is None:
-            template = self._on_device[key] = backend.sparse.csr_matrix(
-                (values, indices.copy(), indptr.copy()), shape=self.pattern.shape)
-            template.data = values[:0]   # the template keeps no result alive
-        out = copy.copy(template)
-        out.data, out.indices, out.indptr = values, indices, indptr
-        return out
-
-    def traced(self, values, backend) -> SparseValue:
-        """The matrix as a value of the enclosing trace (called on traced values: inside
-        ``dg.jit``, ``dg.grad``...): traced values on the concrete pattern."""
-        _, indices, indptr = self.index_arrays(backend)
-        return SparseValue(values, Pattern("csr", self.pattern.shape, indices, indptr))
-
-
-class _BidirectionalPlan(_Plan):
-    """``mode="bidirectional"``: forward products for the column colors and reverse products
-    for the row colors (:func:`~dualgpu.coloring.bicoloring`), each entry gathered from
-    the flat ``[forward..., reverse...]`` products."""
-
-    def __init__(self, pattern, column_colors, row_colors, x, out):
-        index = bidirectional_index(pattern, column_colors, row_colors)
-        super().__init__(pattern, column_colors, "bidirectional", tuple(x.shape), x.dtype,
-                         x.dtype, Decompression(index))
-        self.row_colors = row_colors
-        self.forward = _Plan(pattern, column_colors, "fwd", tuple(x.shape), x.dtype, x.dtype)
-        self.reverse = _Plan(pattern, row_colors, "rev", tuple(out.shape), out.dtype, x.dtype)
-        self.n_colors = self.forward.n_colors + self.reverse.n_colors
-
-
-class _PerColor:
-    """The NumPy Hessian's program: its one HVP run once per color, each product read into
-    the CSR values as it comes (on the host the batched program costs 2-4 HVPs per color at
-    10^6 variables: wider temporaries, no launches to save). Reads as the
-    :class:`~dualgpu.executor.Executable` it wraps."""
-
-    def __init__(self, exe, plan: _Plan):
-        self.exe = exe
-        self.plan = plan
-
-    def __call__(self, *inputs) -> list:
-        plan = self.plan
-        seeds = plan.seeds(self.exe.backend)
-        if plan.substitution is not None:   # every product first, then substitution
-            products = np.stack([self.exe(*inputs, seeds[k])[0].reshape(-1)
-                                 for k in range(plan.n_colors)])
-            return [plan.decompress(products, self.exe.backend).astype(plan.dtype, copy=False)]
-        values = np.empty(plan.pattern.nnz, dtype=plan.dtype)
-        for k, (places, rows) in enumerate(plan.places_per_color()):
-            values[places] = self.exe(*inputs, seeds[k])[0].reshape(-1)[rows]
-        return [values]
-
-    def __getattr__(self, name):
-        return getattr(self.exe, name)
 
 
 class _SparseProgram(Compiled):
@@ -223,10 +69,10 @@ class _SparseProgram(Compiled):
 
     __slots__ = ()
 
-    def __init__(self, graph, plan: _Plan, backend, guards: Guards):
+    def __init__(self, graph, plan: Plan, backend, guards: Guards):
         super().__init__(graph, plan, backend, guards)
         if plan.per_color:
-            self.exe = _PerColor(self.exe, plan)  # type: ignore[assignment]  # reads as one
+            self.exe = PerColor(self.exe, plan)  # type: ignore[assignment]  # reads as one
 
 
 def _pattern_key(pattern, what: str) -> str | None:
@@ -264,6 +110,45 @@ def _constants_read(graph: Graph) -> Guards:
     return array_contents([a for a, _ in arrays.values()], [w for _, w in arrays.values()])
 
 
+def _size(v) -> int:
+    return int(np.prod(v.shape, dtype=np.int64))
+
+
+def _numbers(x) -> bool:
+    """A Python number, or a (nested) list or tuple of them: made one array, as before
+    pytrees of arrays were differentiated."""
+    if isinstance(x, (list, tuple)):
+        return len(x) > 0 and all(_numbers(a) for a in x)
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
+
+
+def _check_float(leaf, where: str, what: str) -> None:
+    """A differentiated leaf must be a real floating-point array."""
+    if isinstance(leaf, Tracer) or array_backend(leaf) is not None:
+        dtype = np.dtype(leaf.dtype)
+    else:
+        dtype = np.asarray(leaf).dtype
+    if dtype.kind in "iub":
+        raise IntegerInputError(
+            f"dg.{what}: {where} has dtype {dtype}; only floating-point "
+            f"arguments are differentiated (pass x.astype(float))")
+    if dtype.kind != "f":
+        raise ArgumentTypeError(
+            f"dg.{what}: {where} has dtype {dtype}; sparse derivatives "
+            "take real floating-point arguments (split a complex one into real and "
+            "imaginary parts)")
+
+
+def _stacked(products: list):
+    """The products of one batched program, ``(n_colors, size)`` per output, as one flat
+    array: color by color, the outputs' entries stacked (one per leaf for reverse
+    products and Hessians)."""
+    if len(products) == 1:
+        return products[0].reshape(-1)
+    n = products[0].shape[0]
+    return np.concatenate([p.reshape(n, -1) for p in products], axis=1).reshape(-1)
+
+
 class _Sparse(Transformed):
     """The shared machinery of the sparse transforms: argument checks, the plan and the
     compressed program, built from one trace into one entry of the program cache."""
@@ -273,13 +158,16 @@ class _Sparse(Transformed):
     # floats are inputs, as under dg.jit: the pattern holds for every value
     trace_scalars = True
 
-    def __init__(self, fn: Callable, argnums, pattern=None, check_pattern: bool = False):
-        if isinstance(argnums, bool) or not isinstance(argnums, int | np.integer):
-            raise InvalidArgumentError(
-                f"dg.{self.kind}: argnums must be one int (the position of the argument to "
-                f"differentiate), got {argnums!r}; to differentiate several arguments, "
-                "concatenate them into one array")
-        super().__init__(fn, int(argnums))
+    def __init__(self, fn: Callable, argnums, pattern=None, check_pattern: bool = False,
+                 batch_axes=None):
+        try:
+            nums, _ = normalize_argnums(argnums)
+        except ArgumentTypeError as e:
+            raise InvalidArgumentError(f"dg.{self.kind}: {e}") from None
+        if not nums:
+            raise InvalidArgumentError(f"dg.{self.kind}: argnums=() differentiates no "
+                                       "argument; give the position of one or more")
+        super().__init__(fn, argnums, batch_axes=batch_axes)
         self.what = self.kind
         self.user_pattern = pattern
         self.check_pattern = check_bool(check_pattern, "check_pattern", f"dg.{self.kind}")
@@ -290,40 +178,53 @@ class _Sparse(Transformed):
 
     # ------------------------------------------------------------------ arguments
     def split(self, args: tuple):
-        """The arguments, the differentiated one made an array and checked."""
+        """The arguments, the differentiated ones checked (a number or a list of numbers
+        made an array; a pytree of arrays checked leaf by leaf)."""
         n = len(args)
-        k = self.argnums[0]
-        if not -n <= k < n:
-            raise InvalidArgumentError(f"dg.{self.what}: argnums={k} but the function was "
-                                       f"called with {n} arguments")
-        k %= n
-        x = args[k]
-        if not isinstance(x, Tracer) and array_backend(x) is None:
-            x = np.asarray(x)
-            args = args[:k] + (x,) + args[k + 1:]
-        dtype = np.dtype(x.dtype)
-        if dtype.kind in "iub":
-            raise IntegerInputError(
-                f"dg.{self.what}: argument {k} has dtype {dtype}; only floating-point "
-                f"arguments are differentiated (pass x.astype(float))")
-        if dtype.kind != "f":
-            raise ArgumentTypeError(
-                f"dg.{self.what}: argument {k} has dtype {dtype}; sparse derivatives "
-                "take real floating-point arguments (split a complex one into real and "
-                "imaginary parts)")
+        for k in self.argnums:
+            if not -n <= k < n:
+                raise InvalidArgumentError(f"dg.{self.what}: argnums={k} but the function "
+                                           f"was called with {n} arguments")
+            k %= n
+            x = args[k]
+            if _numbers(x):
+                x = np.asarray(x)
+                args = args[:k] + (x,) + args[k + 1:]
+            leaves = pytree.flatten(x)[0]
+            for i, leaf in enumerate(leaves):
+                where = f"argument {k}" + (f" (leaf {i})" if len(leaves) > 1 else "")
+                _check_float(leaf, where, self.what)
         return args, None
 
     # each sparse transform's own: the shape of its matrix, the product of one seed
     @staticmethod
-    def _shape(graph: Graph, k: int) -> tuple:
+    def _block_sizes(graph: Graph, ks: list) -> tuple[list, list]:
+        """The entries of each block row and block column of the matrix."""
         raise NotImplementedError
 
-    def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
+    def _shape(self, graph: Graph, ks: list) -> tuple:
+        rows, cols = self._block_sizes(graph, ks)
+        return sum(rows), sum(cols)
+
+    def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
         raise NotImplementedError
 
-    def _main(self, traced: Traced) -> Graph:
-        """The function's graph, checked: one real floating-point array output."""
+    def _dense(self) -> Callable:
+        raise NotImplementedError
+
+    def _plan(self, graph: Graph, ks: list, pattern) -> Plan:
+        raise NotImplementedError
+
+    def _product_graph(self, graph: Graph, ks: list, mode: str) -> Graph:
+        raise NotImplementedError
+
+    def _main(self, traced: Traced, sig) -> Graph:
+        """The function's graph, checked: one real floating-point array output (summed
+        over the instances with ``batch_axes``, which must be separate)."""
         graph = traced.graph
+        if self.batch_axes is not None and len(graph.outputs) == 1:
+            check_separable(graph, sig.diff_inputs(), self.batch_axes, what=self.what)
+            graph = sum_output(graph)
         if len(graph.outputs) != 1:
             raise ArgumentTypeError(f"dg.{self.what}: the function must return one array, "
                                     f"but it returns {len(graph.outputs)} outputs")
@@ -336,48 +237,49 @@ class _Sparse(Transformed):
 
     # ------------------------------------------------------------------ building
     def build(self, traced, sig):
-        graph = self._main(traced)
-        (k,) = sig.diff_inputs()
+        graph = self._main(traced, sig)
+        ks = sig.diff_inputs()
         inline = current_builder() is not None
         if self.user_pattern is None:
-            pattern = self._detect(graph, k)
+            pattern = self._detect(graph, ks)
         else:
-            pattern = self._given_pattern(graph, k, sig, inline)
-        plan = self._plan(graph, k, pattern)
-        if self.user_pattern is None:
-            plan.guards = _constants_read(graph)
+            pattern = self._given_pattern(graph, ks, sig, inline)
+        plan = self._plan(graph, ks, pattern)
+        plan.guards = _constants_read(graph) if self.user_pattern is None else Guards()
         plan.per_color = self.per_color and not inline and not sig.backend.on_device
-        return self._program(graph, k, plan, sig.backend, inline), plan
+        return self._program(graph, ks, plan, sig.backend, inline), plan
 
-    def entry_guards(self, guards: Guards, plan: _Plan) -> Guards:
+    def entry_guards(self, guards: Guards, plan: Plan) -> Guards:
         return guards + plan.guards
 
-    def _program(self, graph: Graph, k: int, plan: _Plan, backend, inline: bool) -> Graph:
+    def _program(self, graph: Graph, ks: list, plan: Plan, backend, inline: bool) -> Graph:
         """``(*inputs) -> (values, indices, indptr)`` of the CSR matrix: the compressed
         products of the seeds, the values gathered from them by the index map, and the CSR
         structure (copied: a program's output that is one of its constants is copied).
         Seeds and index arrays are the program's constants, so a cached call is one program
         run on the arguments alone, decompression included. With ``plan.per_color``: the
-        one product ``(*inputs, seed) -> product``, run per color by :class:`_PerColor`."""
-        bi = cast(_BidirectionalPlan, plan)  # its forward and reverse plans, when bidirectional
+        one product ``(*inputs, *seeds) -> product``, run per color by :class:`PerColor`."""
+        bi = cast(BidirectionalPlan, plan)  # its forward and reverse plans, when bidirectional
         parts = [(bi.forward, "fwd"), (bi.reverse, "rev")] \
             if plan.mode == "bidirectional" else [(plan, plan.mode)]
         n = len(graph.inputs)
         batched = []   # per part: the batched product and its seeds
         for part, mode in parts:
-            product = simplify(self._product_graph(graph, k, mode))
+            product = simplify(self._product_graph(graph, ks, mode))
             if plan.per_color:
                 return product
             if part.n_colors:
-                batched.append((batch_graph(product, [None] * n + [0], part.n_colors, [0])[0],
-                                part.seeds(backend)))
+                seeds = part.seeds(backend)
+                axes = [None] * n + [0] * len(seeds)
+                batched.append((batch_graph(product, axes, part.n_colors,
+                                            [0] * len(product.outputs))[0], seeds))
         xp = graph.xp or backend.xp
         index, indices, indptr = plan.index_arrays(backend)
 
         def compressed(*inputs):
             if not batched:   # no entries
                 return [xp.zeros(0, dtype=plan.dtype), indices, indptr]
-            flat = [eval_graph(b, list(inputs) + [seeds])[0].reshape(-1) for b, seeds in batched]
+            flat = [_stacked(eval_graph(b, list(inputs) + seeds)) for b, seeds in batched]
             products = flat[0] if len(flat) == 1 else np.concatenate(flat)
             values = plan.decompress(products, backend)
             return [values.astype(plan.dtype) if values.dtype != plan.dtype else values,
@@ -388,8 +290,8 @@ class _Sparse(Transformed):
                                     input_names=graph.input_names)
         return simplify(program)
 
-    def _given_pattern(self, graph: Graph, k: int, sig, inline: bool) -> sp.csr_matrix:
-        shape = self._shape(graph, k)
+    def _given_pattern(self, graph: Graph, ks: list, sig, inline: bool) -> sp.csr_matrix:
+        shape = self._shape(graph, ks)
         p = self.user_pattern
         p = sp.csr_matrix(p.get() if hasattr(p, "get") else p)
         if p.shape != shape:
@@ -405,26 +307,29 @@ class _Sparse(Transformed):
                     f"dg.{self.what}: check_pattern=True compares the pattern with the dense "
                     "derivative at the call's values, which a trace (dg.jit, dg.grad...) does "
                     "not have: check it in a call outside the trace")
-            self._check_superset(p, sig)
+            self._check_superset(p, sig, *self._block_sizes(graph, ks))
         return p
 
     def _symmetrized(self, pattern: sp.csr_matrix) -> sp.csr_matrix:
         return pattern
 
-    def _check_superset(self, pattern, sig):
+    def _check_superset(self, pattern, sig, rows: list, cols: list):
         """``check_pattern=True``: the dense derivative at the call's point and at a random
         point near it has no nonzero outside ``pattern`` (costs a dense derivative)."""
-        k = self.argnums[0]
-        x = sig.args[k]
-        backend = array_backend(x)
+        backend = sig.backend
         rng = np.random.default_rng(0)
-        host = np.asarray(backend.to_host(x))
-        noise = rng.standard_normal(host.shape).astype(host.dtype)
-        dense_at = self._dense(k)
-        for point in (host, host + 1e-2 * (np.abs(host) + 1) * noise):
-            moved = sig.args[:k] + (backend.to_device(point),) + sig.args[k + 1:]
-            dense = np.asarray(backend.to_host(dense_at(*moved, **sig.kwargs)))
-            dense = dense.reshape(pattern.shape)
+        dense_at = self._dense()
+
+        def near(x):
+            host = np.asarray(backend.to_host(x))
+            noise = rng.standard_normal(host.shape).astype(host.dtype)
+            return backend.to_device(host + 1e-2 * (np.abs(host) + 1) * noise)
+
+        for moved in (sig.args, tuple(pytree.tree_map(near, a) if i in self.argnums else a
+                                      for i, a in enumerate(sig.args))):
+            leaves = iter(pytree.flatten(dense_at(*moved, **sig.kwargs))[0])   # row-major
+            dense = np.block([[np.asarray(backend.to_host(next(leaves))).reshape(m, n)
+                               for n in cols] for m in rows])
             missed = np.argwhere((np.nan_to_num(dense) != 0) & ~pattern.toarray())
             if len(missed):
                 i, j = missed[0]
@@ -435,13 +340,17 @@ class _Sparse(Transformed):
 
     def finish(self, compiled, sig, outs):
         plan = compiled.trees
-        values = outs[0]
-        if isinstance(values, Tracer):
-            return plan.traced(values, sig.backend)
-        if len(outs) == 3:
-            return plan.csr(sig.backend, values, outs[1], outs[2])
-        _, indices, indptr = plan.index_arrays(sig.backend)
-        return plan.csr(sig.backend, values, indices.copy(), indptr.copy())
+        blocks = plan.results(sig.backend, *outs)
+        return blocks[0] if self._one_matrix(sig) else self._blocks(sig, blocks)
+
+    def _one_matrix(self, sig) -> bool:
+        """Whether the result is one matrix: one argument, an array, not in a tuple."""
+        return not self.argnums_tuple and sig.arg_trees[self.argnums[0]].is_leaf
+
+    def _blocks(self, sig, blocks: list):
+        """The blocks in the structure of the differentiated arguments (as JAX's
+        ``jacobian`` and ``hessian`` of a tuple ``argnums`` or of a pytree)."""
+        return self._per_argnum(sig, blocks, repackage=False)
 
     # ------------------------------------------------------------------ inspection
     def _entry(self, args: tuple, kwargs: dict) -> Compiled:
@@ -475,8 +384,9 @@ class _Sparse(Transformed):
 class _Detect:
     """``dg.jacobian_sparsity`` and ``dg.hessian_sparsity``: detection on every call."""
 
-    def __init__(self, fn, argnums, hessian: bool):
-        self.transform = (_SparseHessian if hessian else _SparseJacobian)(fn, argnums)
+    def __init__(self, fn, argnums, hessian: bool, batch_axes=None):
+        self.transform: _Sparse = _SparseHessian(fn, argnums, batch_axes=batch_axes) \
+            if hessian else _SparseJacobian(fn, argnums)
         self.transform.what = "hessian_sparsity" if hessian else "jacobian_sparsity"
         self.__wrapped__ = fn
 
@@ -487,8 +397,16 @@ class _Detect:
         fargs, _ = t.split(args)
         sig = t._signature(fargs, kwargs)
         captured: list | None = [] if sig.traced or current_builder() is not None else None
-        graph = t._main(Traced(t.fn, sig, captured))
-        return t._detect(graph, sig.diff_inputs()[0])
+        graph = t._main(Traced(t.fn, sig, captured), sig)
+        ks = sig.diff_inputs()
+        pattern = t._detect(graph, ks)
+        if t._one_matrix(sig):
+            return pattern
+        rows, cols = t._block_sizes(graph, ks)
+        row_start, col_start = np.cumsum([0] + rows), np.cumsum([0] + cols)
+        blocks = [pattern[row_start[r]:row_start[r + 1], col_start[c]:col_start[c + 1]]
+                  for r in range(len(rows)) for c in range(len(cols))]
+        return t._blocks(sig, blocks)
 
     def spy(self, *args, ax=None, markersize: float | None = None, **kwargs):
         """Draw the pattern with the coloring the sparse transform would use (:func:`spy`:
@@ -513,18 +431,17 @@ class _SparseJacobian(_Sparse):
         return {**super().options(), "mode": self.mode}
 
     @staticmethod
-    def _shape(graph: Graph, k: int) -> tuple:
-        out = graph.outputs[0]
-        return (int(np.prod(out.shape, dtype=np.int64)),
-                int(np.prod(graph.inputs[k].shape, dtype=np.int64)))
+    def _block_sizes(graph: Graph, ks: list) -> tuple[list, list]:
+        """The entries of each block row (the output) and block column (each leaf)."""
+        return [_size(graph.outputs[0])], [_size(graph.inputs[k]) for k in ks]
 
-    def _detect(self, graph: Graph, k: int) -> sp.csr_matrix:
-        return jacobian_pattern(graph, [k])
+    def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
+        return jacobian_pattern(graph, ks)
 
-    def _dense(self, k: int) -> Callable:
-        return jacobian(self.fn, argnums=k)
+    def _dense(self) -> Callable:
+        return jacobian(self.fn, argnums=self.argnums)
 
-    def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
+    def _plan(self, graph: Graph, ks: list, pattern) -> Plan:
         mode = self.mode
         columns = rows = None
         both = mode in ("auto", "bidirectional")
@@ -534,25 +451,26 @@ class _SparseJacobian(_Sparse):
             rows = columns   # what row_coloring would compute again
         elif mode == "rev" or both:
             rows = row_coloring(pattern)
-        x, out = graph.inputs[k], graph.outputs[0]
+        xs, out = [graph.inputs[k] for k in ks], graph.outputs[0]
+        _, col_sizes = self._block_sizes(graph, ks)
         if mode == "bidirectional" or (mode == "auto" and has_dense_lines(pattern)):
             assert columns is not None and rows is not None  # both colorings, above
             bicolors = bicoloring(pattern, columns, rows)
             fewest = min(columns.max(initial=-1), rows.max(initial=-1)) + 1
             if mode == "bidirectional" or products(*bicolors) < fewest:
-                return _BidirectionalPlan(pattern, *bicolors, x, out)
+                return BidirectionalPlan(pattern, *bicolors, xs, out, col_sizes=col_sizes)
         if mode == "auto":
             assert columns is not None and rows is not None  # both colorings, above
             mode = "fwd" if columns.max(initial=-1) <= rows.max(initial=-1) else "rev"
-        seed = out if mode == "rev" else x
+        seeds = [out] if mode == "rev" else xs
         colors = columns if mode == "fwd" else rows
         assert colors is not None  # the coloring of the mode, above
-        return _Plan(pattern, colors, mode, tuple(seed.shape),
-                     seed.dtype, x.dtype)
+        return Plan(pattern, colors, mode, [s.shape for s in seeds], [s.dtype for s in seeds],
+                    np.result_type(*(x.dtype for x in xs)), col_sizes=col_sizes)
 
-    def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
-        """``(*inputs, seed) -> J seed`` (fwd) or ``seed^T J`` (rev)."""
-        wrt = [i == k for i in range(len(graph.inputs))]
+    def _product_graph(self, graph: Graph, ks: list, mode: str) -> Graph:
+        """``(*inputs, *seeds) -> J seed`` (fwd) or ``seed^T J`` (rev: one per leaf)."""
+        wrt = [i in ks for i in range(len(graph.inputs))]
         product = jvp_graph(graph, wrt) if mode == "fwd" else vjp_graph(graph, wrt)
         product.outputs = product.outputs[1:]   # the product alone, not the value
         return product
@@ -560,26 +478,34 @@ class _SparseJacobian(_Sparse):
 
 class _SparseHessian(_Sparse):
     kind = "sparse_hessian"
-    per_color = True   # on the host: one HVP per color (:class:`_PerColor`)
+    per_color = True   # on the host: one HVP per color (:class:`PerColor`)
 
     def __init__(self, fn, argnums=0, pattern=None, check_pattern: bool = False,
-                 coloring: str = "auto"):
+                 coloring: str = "auto", batch_axes=None):
         if not isinstance(coloring, str) or coloring not in METHODS:
             raise InvalidArgumentError(f"dg.sparse_hessian: coloring must be one of "
                                        f"{', '.join(map(repr, METHODS))}, got {coloring!r}")
         self.coloring_method = coloring
-        super().__init__(fn, argnums, pattern, check_pattern)
+        super().__init__(fn, argnums, pattern, check_pattern, batch_axes)
 
     def options(self) -> dict:
         return {**super().options(), "coloring": self.coloring_method}
 
     @staticmethod
-    def _shape(graph: Graph, k: int) -> tuple:
-        n = int(np.prod(graph.inputs[k].shape, dtype=np.int64))
-        return (n, n)
+    def _block_sizes(graph: Graph, ks: list) -> tuple[list, list]:
+        sizes = [_size(graph.inputs[k]) for k in ks]
+        return sizes, sizes
 
-    def _main(self, traced):
-        graph = super()._main(traced)
+    def _blocks(self, sig, blocks: list):
+        """Rows of blocks, each row the blocks of one leaf against every leaf, in the
+        structure of the arguments (as :func:`dualgpu.hessian`)."""
+        k = sum(sig.diff)
+        rows = [self._per_argnum(sig, blocks[i * k:(i + 1) * k], repackage=False)
+                for i in range(k)]
+        return self._per_argnum(sig, rows, repackage=False)
+
+    def _main(self, traced, sig):
+        graph = super()._main(traced, sig)
         shape = tuple(graph.outputs[0].shape)
         if shape != ():
             raise NonScalarOutputError(
@@ -588,32 +514,35 @@ class _SparseHessian(_Sparse):
                 "several outputs, one sparse_hessian per output)")
         return graph
 
-    def _detect(self, graph: Graph, k: int) -> sp.csr_matrix:
-        return hessian_pattern(graph, [k])
+    def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
+        return hessian_pattern(graph, ks)
 
     def _symmetrized(self, pattern: sp.csr_matrix) -> sp.csr_matrix:
         return (pattern + pattern.T).tocsr()   # a Hessian is symmetric
 
-    def _dense(self, k: int) -> Callable:
-        return api.hessian(self.fn, argnums=k)
+    def _dense(self) -> Callable:
+        return api.hessian(self.fn, argnums=self.argnums)
 
-    def _plan(self, graph: Graph, k: int, pattern) -> _Plan:
-        x = graph.inputs[k]
+    def _plan(self, graph: Graph, ks: list, pattern) -> Plan:
+        xs = [graph.inputs[k] for k in ks]
         pattern = sp.csr_matrix(pattern, copy=True)
         pattern.sort_indices()
         colors = hessian_coloring(pattern, self.coloring_method)
         decompression = symmetric_decompression(pattern, colors, self.coloring_method)
-        return _Plan(pattern, colors, "fwd", tuple(x.shape), x.dtype, x.dtype, decompression)
+        sizes, _ = self._block_sizes(graph, ks)
+        return Plan(pattern, colors, "fwd", [x.shape for x in xs], [x.dtype for x in xs],
+                    np.result_type(*(x.dtype for x in xs)), decompression, sizes, sizes)
 
-    def _product_graph(self, graph: Graph, k: int, mode: str) -> Graph:
-        return hvp_graph(graph, [k], value=False, grads=False)
+    def _product_graph(self, graph: Graph, ks: list, mode: str) -> Graph:
+        return hvp_graph(graph, ks, value=False, grads=False)
 
 
-def jacobian_sparsity(fn: Callable, argnums: int = 0) -> Callable:
+def jacobian_sparsity(fn: Callable, argnums=0) -> Callable:
     """``jacobian_sparsity(f)(*args)``: the boolean pattern of the Jacobian of ``f`` with
     respect to argument ``argnums``, read from the graph (a ``scipy.sparse`` CSR matrix,
     ``f``'s output entries by the argument's entries, both flattened in C order). Valid for
-    every value of the arguments.
+    every value of the arguments. Several arguments (a tuple ``argnums``) or a pytree
+    argument: one block per array, as :func:`sparse_jacobian` gives them.
 
     Example::
 
@@ -626,10 +555,11 @@ def jacobian_sparsity(fn: Callable, argnums: int = 0) -> Callable:
     return _Detect(fn, argnums, hessian=False)
 
 
-def hessian_sparsity(fn: Callable, argnums: int = 0) -> Callable:
+def hessian_sparsity(fn: Callable, argnums=0, batch_axes=None) -> Callable:
     """``hessian_sparsity(f)(*args)``: the boolean, symmetric pattern of the Hessian of the
     scalar ``f`` with respect to argument ``argnums`` (n x n, flattened in C order), read from
-    the graph; valid for every value of the arguments.
+    the graph; valid for every value of the arguments. Several arrays: blocks, as
+    :func:`sparse_hessian`; ``batch_axes``: of the sum over instances, as there.
 
     Example::
 
@@ -639,10 +569,10 @@ def hessian_sparsity(fn: Callable, argnums: int = 0) -> Callable:
                [1, 1, 1],
                [0, 1, 1]])
     """
-    return _Detect(fn, argnums, hessian=True)
+    return _Detect(fn, argnums, hessian=True, batch_axes=batch_axes)
 
 
-def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=None,
+def sparse_jacobian(fn: Callable, argnums=0, mode: str = "auto", pattern=None,
                     check_pattern: bool = False):
     """``sparse_jacobian(f)(*args)``: the Jacobian of ``f`` with respect to argument
     ``argnums`` as a CSR matrix (``scipy.sparse`` on NumPy, ``cupyx.scipy.sparse`` on CuPy) of
@@ -658,6 +588,11 @@ def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=
     colors (for ``"bidirectional"`` the pair of column and row colors, ``-1``: in no
     seed), ``.sparsity(*args)`` the pattern.
 
+    Several differentiated arrays (a tuple ``argnums``, or an argument that is a tuple, list
+    or dict of arrays) give one CSR block per array in their structure, as
+    ``dg.jacobian`` does; one coloring of all their columns, stacked, serves every block
+    (``.coloring`` and ``.sparsity`` are of the stacked matrix).
+
     Example::
 
         >>> f = lambda x: x[1:] ** 2 - x[:-1]
@@ -672,8 +607,8 @@ def sparse_jacobian(fn: Callable, argnums: int = 0, mode: str = "auto", pattern=
     return _SparseJacobian(fn, argnums, mode, pattern, check_pattern)
 
 
-def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: bool = False,
-                   coloring: str = "auto"):
+def sparse_hessian(fn: Callable, argnums=0, pattern=None, check_pattern: bool = False,
+                   coloring: str = "auto", batch_axes=None):
     """``sparse_hessian(f)(*args)``: the Hessian of the scalar ``f`` with respect to argument
     ``argnums`` as a CSR matrix of the argument's dtype (n x n over its flattened entries).
 
@@ -684,6 +619,12 @@ def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: 
     ``"acyclic"`` (fewer still, entries recovered by substitution: sums along two-colored
     trees) or ``"auto"`` (the fewer of the direct ones; :mod:`dualgpu.coloring`).
     ``.coloring(*args)`` gives the color of each column.
+
+    Several differentiated arrays give the blocks in their structure, as ``dg.hessian``:
+    ``((H_xx, H_xy), (H_yx, H_yy))`` for ``argnums=(0, 1)``. ``batch_axes``: ``f`` returns
+    one value per instance along those axes of the argument (checked: a function that
+    couples instances is a ``SeparabilityError``), and the result is the block-diagonal
+    matrix of the instances' Hessians, colored with as many colors as one instance needs.
 
     Example::
 
@@ -696,5 +637,10 @@ def sparse_hessian(fn: Callable, argnums: int = 0, pattern=None, check_pattern: 
                [   0.,    0.,    0.,  200.]])
         >>> hess.coloring(np.zeros(4)).tolist()
         [0, 1, 2, 0]
+        >>> (h_xx, h_xy), (h_yx, h_yy) = dg.sparse_hessian(
+        ...     lambda x, y: np.sum(x ** 2 * y), argnums=(0, 1))(np.ones(2), np.ones(2))
+        >>> h_xy.toarray()
+        array([[2., 0.],
+               [0., 2.]])
     """
-    return _SparseHessian(fn, argnums, pattern, check_pattern, coloring)
+    return _SparseHessian(fn, argnums, pattern, check_pattern, coloring, batch_axes)

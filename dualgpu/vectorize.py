@@ -127,6 +127,11 @@ class _PerExample:
         kwargs = pytree._build(self.trees[-1], it) if self.trees[-1] is not None else {}
         out = rebind_function(self.fn)(*args, **kwargs)
         flat, self.out_tree = pytree.flatten(out)
+        if any(isinstance(leaf, SparseValue) for leaf in flat):
+            raise ArgumentTypeError(
+                f"vmap of {self.__name__}: the function returns a sparse matrix, and a batch "
+                "of them is no array: return its values (H.data, in the order of its "
+                "pattern, one row per example), H.toarray() or a product (H @ v)")
         return flat
 
 

@@ -33,7 +33,8 @@ NETWORKX_DSATUR_VERTICES = 2_000
 LATTICE_WIDTHS = 6
 LATTICE_EXTRA_COLORS = 2
 LATTICE_MAX_COLORS = 64
-LATTICE_PROBE_ROWS = 2048   # rows checked first (start and middle) before the full check
+LATTICE_QUICK_ROWS = 128    # rows checked first,
+LATTICE_PROBE_ROWS = 2048   # then these (start and middle), before the full check
 LATTICE_WIDTH_ROWS = 8192   # rows (start and middle) whose offsets propose the widths
 
 
@@ -46,10 +47,9 @@ def column_coloring(pattern) -> np.ndarray:
     [0, 1, 0]
     """
     pattern = as_pattern(pattern)
-    lattice, optimal = _lattice_attempt(pattern)
-    if optimal and lattice is not None:
-        return lattice
-    return _best(pattern, lattice)
+    lattice = _Lattice(pattern)
+    optimal = lattice.fewest(lattice.lower)
+    return optimal if optimal is not None else _best(pattern, lattice)
 
 
 def row_coloring(pattern) -> np.ndarray:
@@ -79,10 +79,9 @@ def symmetric_coloring(pattern) -> np.ndarray:
     if pattern.shape[0] != pattern.shape[1]:
         raise InvalidArgumentError(f"symmetric_coloring: the pattern must be square, got "
                                    f"shape {pattern.shape}")
-    lattice, optimal = _lattice_attempt(pattern)
-    if optimal and lattice is not None:
-        return lattice
-    return _best(pattern, lattice, distance2=True)
+    lattice = _Lattice(pattern)
+    optimal = lattice.fewest(lattice.lower)
+    return optimal if optimal is not None else _best(pattern, lattice, distance2=True)
 
 
 def distance2_graph(pattern) -> sp.csr_matrix:
@@ -149,40 +148,55 @@ def _lattice_widths(pattern) -> list[int]:
     return [int(v) for v in values[top]]
 
 
-def _lattice_attempt(pattern) -> tuple[np.ndarray | None, bool]:
-    """The valid lattice coloring with the fewest colors (``None`` if none is), and whether
-    it is optimal: as many colors as the densest row has entries (they all differ). Each
-    candidate is first checked on a few rows (their columns' colors alone), then whole."""
-    m, n = pattern.shape
-    lower = int(np.diff(pattern.indptr).max(initial=0))
-    if n == 0 or lower == 0:
-        return np.zeros(n, dtype=np.int64), True
-    if lower > LATTICE_MAX_COLORS:
-        return None, False
-    widths = _lattice_widths(pattern)
-    probes = [pattern[p] for p in (slice(0, LATTICE_PROBE_ROWS),
-                                   slice(m // 2, m // 2 + LATTICE_PROBE_ROWS))]
-    probe_columns = [p.indices.astype(np.int64) for p in probes]
-    for k in range(lower, min(lower + LATTICE_EXTRA_COLORS, n) + 1):
-        for width, shift in [(0, 0)] + [(w, s) for w in widths for s in range(1, k)]:
-            if not all(_entries_distinct(p.indptr, _lattice_of(j, k, width, shift), k)
-                       for p, j in zip(probes, probe_columns)):
-                continue
-            colors = lattice_coloring(n, k, width, shift)
-            if _rows_distinct(pattern.indptr, pattern.indices, colors):
-                return colors, k == lower
-    return None, False
+class _Lattice:
+    """Lattice colorings of a pattern: the candidates ``(width, shift)`` from its own
+    offsets, each checked first on a few rows (their columns' colors alone), then whole.
+    ``lower``: the entries of the densest row, which any coloring needs."""
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        m, n = pattern.shape
+        self.lower = int(np.diff(pattern.indptr).max(initial=0))
+        self.widths: list[int] | None = None   # proposed at the first search
+        starts = (0,) if m <= LATTICE_PROBE_ROWS else (0, m // 2)   # small: one probe
+        # a few rows first: most candidates fail there
+        self.probes = [pattern[:LATTICE_QUICK_ROWS]] + \
+            [pattern[s:s + LATTICE_PROBE_ROWS] for s in starts]
+
+    def fewest(self, most: int, least: int = 0) -> np.ndarray | None:
+        """The valid lattice coloring with the fewest colors, from ``least`` to ``most`` (and
+        at most :data:`LATTICE_EXTRA_COLORS` above ``lower``), or None."""
+        pattern = self.pattern
+        n = pattern.shape[1]
+        if n == 0 or self.lower == 0:
+            return np.zeros(n, dtype=np.int64)
+        if self.lower > LATTICE_MAX_COLORS:
+            return None
+        if self.widths is None:
+            self.widths = _lattice_widths(pattern)
+        probe_columns = [p.indices.astype(np.int64) for p in self.probes]
+        probe_rows = [np.repeat(np.arange(p.shape[0], dtype=np.int64), np.diff(p.indptr))
+                      for p in self.probes]
+        for k in range(max(self.lower, least),
+                       min(self.lower + LATTICE_EXTRA_COLORS, n, most) + 1):
+            for width, shift in [(0, 0)] + [(w, s) for w in self.widths for s in range(1, k)]:
+                if not all(_entries_distinct(rows, _lattice_of(j, k, width, shift), k)
+                           for rows, j in zip(probe_rows, probe_columns)):
+                    continue
+                colors = lattice_coloring(n, k, width, shift)
+                if _rows_distinct(pattern.indptr, pattern.indices, colors):
+                    return colors
+        return None
 
 
 def _lattice_of(j, k: int, width: int, shift: int) -> np.ndarray:
     return (j + shift * (j // width) if width else j) % k
 
 
-def _entries_distinct(indptr, entry_colors, k: int) -> bool:
-    """Whether the entries of each CSR row (their colors given, ``< k``) differ."""
+def _entries_distinct(rows, entry_colors, k: int) -> bool:
+    """Whether the entries of each row (their rows and colors given, ``< k``) differ."""
     if len(entry_colors) == 0:
         return True
-    rows = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
     return int(np.bincount(rows * k + entry_colors).max()) <= 1
 
 
@@ -292,13 +306,21 @@ def dsatur(graph) -> np.ndarray:
 
 
 def networkx_coloring(graph, strategy: str) -> np.ndarray:
-    """networkx's ``greedy_color`` of ``graph`` (a CSR adjacency matrix) with ``strategy``."""
+    """networkx's ``greedy_color`` of ``graph`` (a CSR adjacency matrix, or the
+    :func:`networkx_graph` of one) with ``strategy``."""
+    g = graph if isinstance(graph, nx.Graph) else networkx_graph(graph)
+    found = nx.greedy_color(g, strategy=strategy)
+    return np.asarray([found[v] for v in range(g.number_of_nodes())], dtype=np.int64)
+
+
+def networkx_graph(graph) -> nx.Graph:
+    """``graph`` (a symmetric CSR adjacency matrix) as a networkx graph (built once for
+    all of networkx's strategies: building it costs more than most of them)."""
     g = nx.Graph()
     g.add_nodes_from(range(graph.shape[0]))
     coo = sp.triu(graph, k=1).tocoo()
     g.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
-    found = nx.greedy_color(g, strategy=strategy)
-    return np.asarray([found[v] for v in range(graph.shape[0])], dtype=np.int64)
+    return g
 
 
 def as_pattern(pattern) -> sp.csr_matrix:
@@ -329,14 +351,15 @@ def intersection_degrees(pattern) -> np.ndarray:
     return np.diff(reach.indptr) - (np.diff(p.tocsc().indptr) > 0)
 
 
-def _best(pattern, lattice=None, distance2: bool = False) -> np.ndarray:
+def _best(pattern, lattice: _Lattice | None = None, distance2: bool = False) -> np.ndarray:
     """The coloring of the column-intersection graph of ``pattern`` with the fewest colors
     among the candidates (the first on ties): greedy in largest-first order (networkx's
     ``largest_first``: by degree, ties by index, so never more colors than it) and in
     natural order, both without the graph; on graphs of up to :data:`SMALLEST_LAST_EDGES`
     and :data:`DSATUR_EDGES` edges, greedy in smallest-last order and our DSATUR; on small
     graphs, networkx's strategies (``distance2``: on the distance-2 graph too); a valid
-    lattice coloring if there is one. Linear in the entries for bounded degree."""
+    lattice coloring with fewer colors than the greedy ones (the lattice's ``lower``
+    colors were tried before). Linear in the entries for bounded degree."""
     n = pattern.shape[1]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -344,16 +367,25 @@ def _best(pattern, lattice=None, distance2: bool = False) -> np.ndarray:
     edges = int(degree.sum()) // 2
     candidates = [greedy_columns(pattern, np.argsort(-degree, kind="stable")),
                   greedy_columns(pattern, np.arange(n))]
-    if edges <= max(SMALLEST_LAST_EDGES, DSATUR_EDGES):
+    # the slower orders where the order matters: the two greedy orders disagree (random
+    # and irregular patterns), or the graph is small; on stencils both greedy orders
+    # agree and smallest-last and DSATUR lose to them (periodic Brusselator 2,048: 8
+    # colors against 12 and 11, and 20 of the first call's 45 ms)
+    order_matters = candidates[0].max() != candidates[1].max() or edges <= NETWORKX_EDGES
+    if order_matters and edges <= max(SMALLEST_LAST_EDGES, DSATUR_EDGES):
         graph = _intersection_graph(pattern)
         if edges <= SMALLEST_LAST_EDGES:
             candidates.append(greedy(graph, smallest_last_order(graph)))
         if edges <= DSATUR_EDGES:
             candidates.append(dsatur(graph))
         if edges <= NETWORKX_EDGES:
-            graphs = [graph] + ([distance2_graph(pattern)] if distance2 else [])
+            graphs = [networkx_graph(g) for g in
+                      [graph] + ([distance2_graph(pattern)] if distance2 else [])]
             candidates += [networkx_coloring(g, s) for g in graphs for s in NETWORKX_STRATEGIES
                            if s != "DSATUR" or n <= NETWORKX_DSATUR_VERTICES]
     if lattice is not None:
-        candidates.append(lattice)
+        fewest = min(int(c.max()) + 1 for c in candidates)
+        found = lattice.fewest(fewest - 1, least=lattice.lower + 1)
+        if found is not None:
+            candidates.append(found)
     return min(candidates, key=lambda c: int(c.max()) + 1)

@@ -31,3 +31,5 @@ class Flag:
     CASTS = "casts"              # its C form casts its operand, read in its own dtype
     INDICES_OF_AXIS = "indices_of_axis"  # its output holds indices in [0, n) of its input's
                                  # ``axis`` (n its length): in range wherever that axis is
+    ADDITIVE = "additive"        # binary elementwise, ``±a ± b``: each operand shifts the
+    #                              other (add, subtract: a bias added to a product's output)

@@ -33,7 +33,9 @@ Example -- registering a new primitive (see ``docs/custom_rules.md`` for the who
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -127,11 +129,15 @@ class Primitive:
         self.partials = partials
         # Flag.MULTILINEAR: the positions of the linear operands (None: all)
         self.linear_operands: tuple[int, ...] | None = None
+        # the modules that declared the op or gave it rules, flags or lowerings (one for a
+        # built-in op: its block in dualgpu/ops/, tests/ops/test_op_blocks.py checks)
+        self.sites: set[str] = set()
         self.__doc__ = doc
 
     def add_flags(self, *flags: str) -> None:
         """Give the op more :class:`Flag` properties (the rule helpers that state one:
         ``defmultilinear`` marks a product :data:`Flag.MULTILINEAR`)."""
+        self.sites.add(equipping_module())
         self._flags = self._flags | frozenset(flags)
 
     @property
@@ -190,6 +196,7 @@ def defrules(prim: Primitive, *, jvp: Callable | None = None, vjp: Callable | No
         raise DualgpuError(f"defrules({prim.name}): no interpreter is named {unknown[0]!r}; "
                            f"the rules an op can carry: jvp, vjp, partials, "
                            f"{', '.join(RULE_KINDS)}")
+    prim.sites.add(equipping_module())
     if jvp is not None:
         prim.jvp = jvp
     if vjp is not None:
@@ -211,6 +218,7 @@ def deflowering(prim: Primitive, **forms: str) -> Primitive:
         >>> transpose.lowering("view"), transpose.lowering("tiny")
         ('permute', None)
     """
+    prim.sites.add(equipping_module())
     for kind, form in forms.items():
         if kind not in LOWERING_FORMS:
             raise DualgpuError(f"deflowering({prim.name}): no lowering kind is named "
@@ -220,6 +228,20 @@ def deflowering(prim: Primitive, **forms: str) -> Primitive:
                                f"{kind}=; the forms: {', '.join(LOWERING_FORMS[kind])}")
     prim.lowerings.update(forms)
     return prim
+
+
+_ERRORS = DualgpuError.__module__  # the public API's wrappers that hide library frames
+
+
+def equipping_module() -> str:
+    """The module declaring an op or giving it rules: the first caller outside this module
+    the rule kits (modules that set ``RULE_KIT = True``: ``deflinear`` in a kit equips the op
+    of the module that calls it) and the wrappers of the public API."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and (frame.f_globals.get("__name__") in (__name__, _ERRORS)
+                                 or frame.f_globals.get("RULE_KIT")):
+        frame = frame.f_back
+    return "?" if frame is None else str(frame.f_globals.get("__name__", "?"))
 
 
 def defstandalone(prim: Primitive, numpy: str, *, cupy: str | None = None,
@@ -233,6 +255,7 @@ def defstandalone(prim: Primitive, numpy: str, *, cupy: str | None = None,
         if text is not None and not text.startswith(f"def {prim.name}("):
             raise DualgpuError(f"defstandalone({prim.name}): the text must define "
                                f"{prim.name}(...)")
+    prim.sites.add(equipping_module())
     prim.standalone["numpy"] = numpy
     prim.standalone["cupy"] = cupy if cupy is not None else numpy
     if cupy_refused is not None:
@@ -244,6 +267,7 @@ def defstandalone(prim: Primitive, numpy: str, *, cupy: str | None = None,
 def refuse_export(prim: Primitive, why: str) -> Primitive:
     """Declare that ``dg.export`` cannot write ``prim`` into a module, for any library;
     ``why`` ends the export's error message."""
+    prim.sites.add(equipping_module())
     prim.standalone.clear()
     prim.standalone_refused.update(numpy=why, cupy=why)
     return prim
@@ -278,6 +302,7 @@ def defprim(name: str, impl: Callable, abstract_eval: Callable, **kwargs: Any) -
     if name in REGISTRY:
         raise DualgpuError(f"a primitive named {name!r} is already registered")
     prim = Primitive(name, impl, abstract_eval, **kwargs)
+    prim.sites.add(equipping_module())
     REGISTRY[name] = prim
     if not prim.differentiable:
         NON_DIFFERENTIABLE.add(name)

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .. import lax
 from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -47,25 +48,25 @@ def log_sigmoid(x):
     >>> dg.nn.log_sigmoid(np.array([-800.0, 40.0]))
     array([-8.00000000e+02, -4.24835426e-18])
     """
-    return dnp.negative(softplus(dnp.negative(arraylike(x))))
+    return lax.negative(softplus(lax.negative(arraylike(x))))
 
 
 def tanh(x):
-    return dnp.tanh(x)
+    return lax.tanh(x)
 
 
 def relu(x):
     """``max(x, 0)``; the derivative at 0 is 0 (as in JAX and PyTorch)."""
-    return dnp.where(dnp.greater(x, 0), x, 0.0)
+    return dnp.where(lax.greater(x, 0), x, 0.0)
 
 
 def leaky_relu(x, negative_slope: float = 0.01):
-    return dnp.where(dnp.greater(x, 0), x, dnp.multiply(negative_slope, x))
+    return dnp.where(lax.greater(x, 0), x, lax.multiply(negative_slope, x))
 
 
 def elu(x, alpha: float = 1.0):
-    safe = dnp.where(dnp.greater(x, 0), 0.0, x)
-    return dnp.where(dnp.greater(x, 0), x, dnp.multiply(alpha, dnp.expm1(safe)))
+    safe = dnp.where(lax.greater(x, 0), 0.0, x)
+    return dnp.where(lax.greater(x, 0), x, lax.multiply(alpha, lax.expm1(safe)))
 
 
 _SELU_ALPHA = 1.6732632423543772
@@ -73,7 +74,7 @@ _SELU_SCALE = 1.0507009873554805
 
 
 def selu(x):
-    return dnp.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
+    return lax.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
 
 
 def gelu(x, approximate: bool = False):
@@ -86,17 +87,17 @@ def gelu(x, approximate: bool = False):
     '-7.619853e-23'
     """
     if approximate:
-        inner = dnp.multiply(math.sqrt(2 / math.pi),
-                             dnp.add(x, dnp.multiply(0.044715, dnp.power(x, 3))))
-        return dnp.multiply(x, dnp.logistic(dnp.multiply(2.0, inner)))
-    return dnp.multiply(dnp.multiply(0.5, x),
-                        dnp.erfc(dnp.multiply(x, -1 / math.sqrt(2))))
+        inner = lax.multiply(math.sqrt(2 / math.pi),
+                             lax.add(x, lax.multiply(0.044715, dnp.power(x, 3))))
+        return lax.multiply(x, dnp.logistic(lax.multiply(2.0, inner)))
+    return lax.multiply(lax.multiply(0.5, x),
+                        dnp.erfc(lax.multiply(x, -1 / math.sqrt(2))))
 
 
 def silu(x):
     """``x * sigmoid(x)`` (also called swish)."""
     x = arraylike(x)
-    return dnp.multiply(x, dnp.logistic(x))
+    return lax.multiply(x, dnp.logistic(x))
 
 
 swish = silu
@@ -104,11 +105,11 @@ swish = silu
 
 def softplus(x):
     """``log(1 + exp(x))``, stable for any ``|x|``."""
-    return dnp.logaddexp(x, 0.0)
+    return lax.logaddexp(x, 0.0)
 
 
 def mish(x):
-    return dnp.multiply(x, dnp.tanh(softplus(x)))
+    return lax.multiply(x, lax.tanh(softplus(x)))
 
 
 def hard_tanh(x, lo: float = -1.0, hi: float = 1.0):
@@ -129,10 +130,10 @@ def logsumexp(x, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if b is not None and not isinstance(b, (int, float)):  # a Python number stays weak
         x, b = dnp.broadcast_arrays(x, arraylike(b))
     m = dnp.stop_gradient(dnp.max(x, axis=axis, keepdims=True))
-    m = dnp.where(dnp.isfinite(m), m, 0.0)
-    e = dnp.exp(dnp.subtract(x, m))
-    s = dnp.sum(e if b is None else dnp.multiply(b, e), axis=axis, keepdims=True)
-    out = dnp.add(dnp.log(s), m)
+    m = dnp.where(lax.isfinite(m), m, 0.0)
+    e = lax.exp(lax.subtract(x, m))
+    s = dnp.sum(e if b is None else lax.multiply(b, e), axis=axis, keepdims=True)
+    out = lax.add(lax.log(s), m)
     if not keepdims:
         out = dnp.squeeze(out, axis=_axes_tuple(axis, len(shape_of(x))))
     return out
@@ -145,11 +146,11 @@ def _axes_tuple(axis, ndim):
 
 
 def log_softmax(x, axis=-1):
-    return dnp.subtract(x, logsumexp(x, axis=axis, keepdims=True))
+    return lax.subtract(x, logsumexp(x, axis=axis, keepdims=True))
 
 
 def softmax(x, axis=-1):
-    return dnp.exp(log_softmax(x, axis=axis))
+    return lax.exp(log_softmax(x, axis=axis))
 
 
 def xlogy(x, y):
@@ -159,9 +160,9 @@ def xlogy(x, y):
     also at ``x == 0`` (``d/dx xlogy(0, 2) = log 2``); at ``x == 0`` with ``y`` not a
     positive finite number they are 0 (JAX gives -inf/NaN there)."""
     x, y = scipy_float(x, y)
-    y_ok = dnp.logical_and(dnp.greater(y, 0), dnp.isfinite(y))
-    safe_y = dnp.where(dnp.logical_and(dnp.equal(x, 0), dnp.logical_not(y_ok)), 1.0, y)
-    return dnp.multiply(x, dnp.log(safe_y))
+    y_ok = lax.logical_and(lax.greater(y, 0), lax.isfinite(y))
+    safe_y = dnp.where(lax.logical_and(lax.equal(x, 0), lax.logical_not(y_ok)), 1.0, y)
+    return lax.multiply(x, lax.log(safe_y))
 
 
 def scipy_float(*xs):
@@ -199,13 +200,13 @@ def scipy_log_softmax(x, axis=None):
 
 def logit(p):
     (p,) = scipy_float(p)
-    return dnp.subtract(dnp.log(p), dnp.log1p(dnp.negative(p)))
+    return lax.subtract(lax.log(p), lax.log1p(lax.negative(p)))
 
 
 def mse(pred, target):
     """Mean squared error."""
-    d = dnp.subtract(pred, target)
-    return dnp.mean(dnp.multiply(d, d))
+    d = lax.subtract(pred, target)
+    return dnp.mean(lax.multiply(d, d))
 
 
 def cross_entropy(logits, labels):
@@ -234,7 +235,7 @@ def cross_entropy(logits, labels):
                                 f"dtype {dtype_of(labels)}; pass labels.astype(int) "
                                 f"(at {user_location()})")
     n, k = shape
-    outside = dnp.logical_or(dnp.less(labels, 0), dnp.greater_equal(labels, k))
+    outside = lax.logical_or(lax.less(labels, 0), lax.greater_equal(labels, k))
     if not is_tracer(labels):
         bad = np.flatnonzero(_to_host(outside))
         if bad.size:
@@ -243,13 +244,13 @@ def cross_entropy(logits, labels):
                 f"nn.cross_entropy: labels must lie in [0, {k}) (one class per column of "
                 f"logits), got labels[{i}] = {int(_to_host(labels)[i])} ({bad.size} out of "
                 f"range, at {user_location()}); remap the labels or widen the logits")
-        return dnp.negative(dnp.mean(dnp.getitem(log_softmax(logits, axis=-1),
+        return lax.negative(dnp.mean(dnp.getitem(log_softmax(logits, axis=-1),
                                                  (np.arange(n), labels))))
     # a negative label is sent out of range (to k): the gather raises on it as on a label
     # >= k (on CuPy from the index bounds); unchecked, CuPy's wraps and the NaN marks the loss
     picked = dnp.getitem(log_softmax(logits, axis=-1),
-                         (np.arange(n), dnp.where(dnp.less(labels, 0), k, labels)))
-    return dnp.negative(dnp.mean(dnp.where(outside, np.nan, picked)))
+                         (np.arange(n), dnp.where(lax.less(labels, 0), k, labels)))
+    return lax.negative(dnp.mean(dnp.where(outside, np.nan, picked)))
 
 
 def _to_host(a):
@@ -261,4 +262,4 @@ def _to_host(a):
 
 def binary_cross_entropy_with_logits(logits, targets):
     """Mean of ``softplus(z) - t*z``: stable for any logit."""
-    return dnp.mean(dnp.subtract(softplus(logits), dnp.multiply(targets, logits)))
+    return dnp.mean(lax.subtract(softplus(logits), lax.multiply(targets, logits)))

@@ -1,158 +1,46 @@
-"""Dense linear algebra: ``solve``, ``inv``, ``det``, ``slogdet``, ``cholesky``, the eigen-,
-singular-value and QR decompositions, ``pinv``, and SciPy's ``solve_triangular`` and
-``lu_factor`` (with ``lu_pivots_to_permutation``) over the last two axes (leading axes are
-batch axes). Library ops: the implementations call ``xp.linalg`` (NumPy's LAPACK, or
-cuSOLVER through CuPy) or the backend's ``linalg`` (``scipy.linalg``, ``cupyx.scipy.linalg``)
-on plain arrays; the rules are
-written with these same primitives and matmul (:mod:`dualgpu.rules.decompositions`), so they
-differentiate to any order.
-
-Conventions follow NumPy: ``solve(a, b)`` treats ``b`` as a vector when ``b.ndim == 1``,
-else as a stack of matrices; ``cholesky`` returns the lower factor and, like LAPACK,
-reads only the lower triangle of its argument.
-
-Example::
+"""Matrix decompositions: the eigen- (``eigh``, ``eig``), singular-value (``svd``) and QR
+(``qr``) decompositions and ``pinv``, over the last two axes (leading axes are batch axes),
+one block each. Library ops on plain arrays (NumPy's LAPACK, or cuSOLVER through CuPy); the
+rules are written with registry ops, so they differentiate again, and hold where the
+spectrum is simple (the eigenvalue gaps enter as ``1 / (w_j - w_i)``) or the rank constant.
 
     >>> import numpy as np, dualgpu as dg
     >>> a = np.array([[2.0, 1.0], [1.0, 3.0]])
-    >>> dg.grad(lambda a: np.linalg.slogdet(a)[1])(a)      # inv(a).T
-    array([[ 0.6, -0.2],
-           [-0.2,  0.4]])
+    >>> g = dg.grad(lambda a: np.sum(np.linalg.eigh(a)[0]))(a)   # d trace / da
+    >>> np.allclose(g, np.eye(2))
+    True
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import lax
 from ..backends import backend_for_xp
-from ..core.dtypes import float_dtype, promote
+from ..core.dtypes import float_dtype
 from ..core.flags import Flag
 from ..core.ir import Aval
-from ..core.primitives import defprim, defstandalone
+from ..core.primitives import defprim, defrules, defstandalone
 from ..errors import DualgpuError, UnsupportedOpError
-
-
-def _square(a: Aval, op: str) -> None:
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise DualgpuError(f"linalg.{op}: expected square matrices (..., n, n), got "
-                           f"{a.str_short()}")
-
-
-def _broadcast_batch(avals, op: str) -> tuple:
-    try:
-        return tuple(np.broadcast_shapes(*(tuple(a.shape[:-2]) for a in avals)))
-    except ValueError:
-        raise DualgpuError(f"linalg.{op}: batch shapes of "
-                           f"{' and '.join(a.str_short() for a in avals)} do not broadcast"
-                           ) from None
-
-
-def _per_matrix(xp, fn, out_shapes, out_dtypes, *arrays):
-    """``fn`` (2-D arrays to a tuple of arrays) applied to each matrix of the broadcast
-    stacks ``arrays``, its results written into arrays of ``out_shapes`` (SciPy's functions
-    take batches in some versions only)."""
-    batch = tuple(np.broadcast_shapes(*(x.shape[:-2] for x in arrays)))
-    if not batch:
-        return tuple(r.astype(dt, copy=False) for r, dt in zip(fn(*arrays), out_dtypes))
-    arrays = [xp.broadcast_to(x, batch + x.shape[-2:]) for x in arrays]
-    outs = tuple(xp.empty(s, dt) for s, dt in zip(out_shapes, out_dtypes))
-    for i in np.ndindex(*batch):
-        for out, r in zip(outs, fn(*(x[i] for x in arrays))):
-            out[i] = r
-    return outs
-
-
-# --------------------------------------------------------------------------- inv
-def _inv_shape(avals):
-    a = avals[0]
-    _square(a, "inv")
-    return Aval(tuple(a.shape), float_dtype(a.dtype))
-
-
-inv = defprim("inv", lambda xp, a: xp.linalg.inv(a), _inv_shape,
-              kind=Flag.LIBRARY, py="xp.linalg.inv({0})",
-              doc="Matrix inverse over the last two axes.")
-
-
-# --------------------------------------------------------------------------- solve
-def _solve_shape(avals):
-    a, b = avals
-    _square(a, "solve")
-    n = a.shape[-1]
-    if b.ndim == 1:
-        if b.shape[0] != n:
-            raise DualgpuError(f"linalg.solve: {a.str_short()} and {b.str_short()} differ")
-        return Aval(tuple(a.shape[:-1]), float_dtype(promote([a, b])))
-    if b.shape[-2] != n:
-        raise DualgpuError(f"linalg.solve: {a.str_short()} and {b.str_short()} differ")
-    try:
-        import numpy as np
-
-        batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-    except ValueError:
-        raise DualgpuError(f"linalg.solve: batch shapes of {a.str_short()} and "
-                           f"{b.str_short()} do not broadcast") from None
-    return Aval(batch + tuple(b.shape[-2:]), float_dtype(promote([a, b])))
-
-
-def _solve_impl(xp, a, b):
-    if b.ndim == 1 and a.ndim > 2:
-        return xp.linalg.solve(a, b[:, None])[..., 0]
-    return xp.linalg.solve(a, b)
-
-
-solve = defprim("solve", _solve_impl, _solve_shape,
-                kind=Flag.LIBRARY, py="ops.solve({0}, {1})",
-                doc="x with a @ x = b (b a vector when 1-D, else a stack of matrices).")
-
-
-# --------------------------------------------------------------------------- det, slogdet
-def _det_shape(avals):
-    a = avals[0]
-    _square(a, "det")
-    return Aval(tuple(a.shape[:-2]), float_dtype(a.dtype))
-
-
-det = defprim("det", lambda xp, a: xp.linalg.det(a), _det_shape,
-              kind=Flag.LIBRARY, py="xp.linalg.det({0})",
-              doc="Determinant over the last two axes.")
-
-
-def _slogdet_shape(avals):
-    a = _det_shape(avals)
-    return [a, a]
-
-
-def _slogdet_impl(xp, a):
-    sign, logabsdet = xp.linalg.slogdet(a)
-    return sign, logabsdet
-
-
-slogdet = defprim("slogdet", _slogdet_impl, _slogdet_shape,
-                  multiple_results=True, kind=Flag.LIBRARY,
-                  py="ops.slogdet({0})",
-                  doc="(sign, log|det|) over the last two axes; the sign has no derivative.")
-
-
-# --------------------------------------------------------------------------- cholesky
-def _chol_shape(avals):
-    a = avals[0]
-    _square(a, "cholesky")
-    if a.dtype.kind == "c":  # Hermitian factors need conjugate transposes in the rules
-        raise DualgpuError(f"linalg.cholesky of complex matrices ({a.str_short()}) is not "
-                           "supported on traced values")
-    return Aval(tuple(a.shape), float_dtype(a.dtype))
-
-
-cholesky = defprim("cholesky", lambda xp, a: xp.linalg.cholesky(a), _chol_shape,
-                   kind=Flag.LIBRARY, py="xp.linalg.cholesky({0})",
-                   doc="Lower Cholesky factor; reads only the lower triangle of a.")
-
+from ..rules import batching_rules as batching
+from ..rules import sparsity_rules as sparsity
+from ..rules.linalg_rules import (
+    check_square,
+    diag_embed,
+    diag_part,
+    eye_like,
+    lower_mask,
+    mm,
+    mT,
+    per_matrix,
+    real_only,
+    scale_cols,
+    scale_rows,
+    sym_from_lower,
+)
+from . import linalg
+from .products import matmul
 
 # --------------------------------------------------------------------------- eigh, svd, qr, pinv
-def _real_only(a: Aval, op: str) -> None:
-    if a.dtype.kind == "c":
-        raise DualgpuError(f"linalg.{op} of complex matrices ({a.str_short()}) is not "
-                           "supported on traced values")
 
 
 EIGH_DRIVERS = ("ev", "evd", "evr", "evx")
@@ -167,8 +55,8 @@ def _eigh_shape(avals, uplo="L", driver=None):
     if driver is not None and driver not in EIGH_DRIVERS:
         raise DualgpuError(f"linalg.eigh: driver must be one of {EIGH_DRIVERS} or None, got "
                            f"{driver!r}")
-    _square(a, "eigh")
-    _real_only(a, "eigh")
+    check_square(a, "eigh")
+    real_only(a, "eigh")
     dt = float_dtype(a.dtype)
     return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
 
@@ -179,7 +67,7 @@ def _eigh_impl(xp, a, uplo="L", driver=None):
         w, v = xp.linalg.eigh(a, UPLO=uplo)  # LAPACK's own call per triangle: NumPy's signs
         return w, v
     w, v = _eigh_shape([Aval(a.shape, a.dtype)], uplo, driver)
-    return _per_matrix(xp, lambda m: scipy_eigh(m, lower=uplo == "L", driver=driver,
+    return per_matrix(xp, lambda m: scipy_eigh(m, lower=uplo == "L", driver=driver,
                                                 check_finite=False),
                        [w.shape, v.shape], [w.dtype, v.dtype], a)
 
@@ -199,8 +87,8 @@ eigh = defprim("eigh", _eigh_impl, _eigh_shape, multiple_results=True, kind=Flag
 
 def _eig_shape(avals):
     a = avals[0]
-    _square(a, "eig")
-    _real_only(a, "eig")
+    check_square(a, "eig")
+    real_only(a, "eig")
     dt = float_dtype(a.dtype)
     return [Aval(tuple(a.shape[:-1]), dt), Aval(tuple(a.shape), dt)]
 
@@ -286,7 +174,7 @@ def _svd_shape(avals):
     a = avals[0]
     if a.ndim < 2:
         raise DualgpuError(f"linalg.svd: expected matrices (..., m, n), got {a.str_short()}")
-    _real_only(a, "svd")
+    real_only(a, "svd")
     m, n = a.shape[-2:]
     k = min(m, n)
     lead, dt = tuple(a.shape[:-2]), float_dtype(a.dtype)
@@ -308,7 +196,7 @@ def _qr_shape(avals):
     if a.ndim < 2 or a.shape[-2] < a.shape[-1]:
         raise DualgpuError(f"linalg.qr: traced matrices must have at least as many rows as "
                            f"columns (..., m, n) with m >= n, got {a.str_short()}")
-    _real_only(a, "qr")
+    real_only(a, "qr")
     dt = float_dtype(a.dtype)
     n = a.shape[-1]
     return [Aval(tuple(a.shape), dt), Aval(tuple(a.shape[:-2]) + (n, n), dt)]
@@ -327,7 +215,7 @@ def _pinv_shape(avals, rcond):
     a = avals[0]
     if a.ndim < 2:
         raise DualgpuError(f"linalg.pinv: expected matrices (..., m, n), got {a.str_short()}")
-    _real_only(a, "pinv")
+    real_only(a, "pinv")
     return Aval(tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), float_dtype(a.dtype))
 
 
@@ -336,105 +224,8 @@ pinv = defprim("pinv", lambda xp, a, rcond: xp.linalg.pinv(a, rcond), _pinv_shap
                doc="The Moore-Penrose pseudo-inverse (singular values below rcond * the "
                    "largest are dropped); derivatives hold where the rank is constant.")
 
-# --------------------------------------------------------------------------- solve_triangular, LU
-# SciPy's (scipy.linalg, or cupyx.scipy.linalg: the backend's ``linalg``), one matrix at a
-# time (:func:`_per_matrix`): the leading axes are batch axes, broadcast.
-def _solve_triangular_shape(avals, lower=False, trans=0, unit_diagonal=False):
-    a, b = avals
-    _square(a, "solve_triangular")
-    _real_only(a, "solve_triangular")
-    if trans not in (0, 1) or not isinstance(lower, bool) or not isinstance(unit_diagonal,
-                                                                            bool):
-        raise DualgpuError(f"linalg.solve_triangular: trans must be 0 or 1 and lower, "
-                           f"unit_diagonal booleans, got {trans!r}, {lower!r}, "
-                           f"{unit_diagonal!r}")
-    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
-        raise DualgpuError(f"linalg.solve_triangular: {a.str_short()} and {b.str_short()} "
-                           "differ (b is a stack of matrices (..., n, k))")
-    batch = _broadcast_batch(avals, "solve_triangular")
-    return Aval(batch + tuple(b.shape[-2:]), float_dtype(promote([a, b])))
-
-
-def _solve_triangular_impl(xp, a, b, lower=False, trans=0, unit_diagonal=False):
-    solver = backend_for_xp(xp).linalg.solve_triangular
-    out = _solve_triangular_shape([Aval(a.shape, a.dtype), Aval(b.shape, b.dtype)],
-                                  lower, trans, unit_diagonal)
-    if not out.size:
-        return xp.zeros(out.shape, out.dtype)
-    return _per_matrix(xp, lambda a, b: (solver(a, b, trans=trans, lower=lower,
-                                                unit_diagonal=unit_diagonal,
-                                                check_finite=False),),
-                       [out.shape], [out.dtype], a, b)[0]
-
-
-solve_triangular = defprim(
-    "solve_triangular", _solve_triangular_impl, _solve_triangular_shape, kind=Flag.LIBRARY,
-    arity=2, py="ops.solve_triangular({0}, {1}, {lower}, {trans}, {unit_diagonal})",
-    doc="x with t @ x = b (trans 0) or t.T @ x = b (trans 1), t the lower (lower) or upper "
-        "triangle of a, its diagonal taken as ones with unit_diagonal; b a stack of matrices.")
-
-
-def _lu_factor_shape(avals):
-    a = avals[0]
-    _square(a, "lu_factor")
-    _real_only(a, "lu_factor")
-    return [Aval(tuple(a.shape), float_dtype(a.dtype)),
-            Aval(tuple(a.shape[:-1]), np.dtype(np.int32))]
-
-
-def _lu_factor_impl(xp, a):
-    factor = backend_for_xp(xp).linalg.lu_factor
-    lu, piv = _lu_factor_shape([Aval(a.shape, a.dtype)])
-    if not a.size:
-        return xp.zeros(lu.shape, lu.dtype), xp.zeros(piv.shape, piv.dtype)
-    return _per_matrix(xp, lambda a: factor(a, check_finite=False), [lu.shape, piv.shape],
-                       [lu.dtype, piv.dtype], a)
-
-
-lu_factor = defprim(
-    "lu_factor", _lu_factor_impl, _lu_factor_shape, multiple_results=True, kind=Flag.LIBRARY,
-    py="ops.lu_factor({0})",
-    doc="LAPACK's LU factorisation with partial pivoting (lu, piv): P a = L U with L's strict "
-        "lower triangle and U in lu; row i was interchanged with row piv[i] (int32), in turn.")
-
-
-def _pivots_shape(avals):
-    piv = avals[0]
-    if piv.ndim < 1 or piv.dtype.kind not in "iu":
-        raise DualgpuError(f"lu_pivots_to_permutation: expected integer pivots (..., n), got "
-                           f"{piv.str_short()}")
-    return Aval(tuple(piv.shape), np.dtype(np.int32))
-
-
-def _pivots_impl(xp, piv):
-    """The permutation ``perm`` with ``(P a) = a[perm]``: LAPACK's row interchanges applied
-    in turn to ``arange(n)``."""
-    n = piv.shape[-1]
-    rows = piv.reshape(-1, n).astype(np.int64)
-    perm = xp.tile(xp.arange(n, dtype=np.int32), (rows.shape[0], 1))
-    batch = xp.arange(rows.shape[0])
-    for i in range(n):
-        j = rows[:, i]
-        here, there = perm[:, i].copy(), perm[batch, j]
-        perm[:, i] = there
-        perm[batch, j] = here
-    return perm.reshape(piv.shape)
-
-
-lu_pivots_to_permutation = defprim(
-    "lu_pivots_to_permutation", _pivots_impl, _pivots_shape, kind=Flag.LIBRARY,
-    differentiable=False, py="ops.lu_pivots_to_permutation({0})",
-    doc="The row permutation (int32) of LAPACK's pivots: (P a) = a[perm]; no derivative.")
-
 
 # --------------------------------------------------------------------------- exported modules
-# the functions a module of dg.export defines for the ops it calls as ops.<name>
-defstandalone(solve, (
-        'def solve(a, b):\n'
-        '    if b.ndim == 1 and a.ndim > 2:\n'
-        '        return xp.linalg.solve(a, b[:, None])[..., 0]\n'
-        '    return xp.linalg.solve(a, b)\n'))
-defstandalone(slogdet, 'def slogdet(a):\n    return tuple(xp.linalg.slogdet(a))\n')
 defstandalone(eigh, (
         "def eigh(a, uplo='L', driver=None):\n"
         "    if driver is None:\n"
@@ -465,44 +256,224 @@ defstandalone(eig, (
 defstandalone(svd, 'def svd(a):\n    return tuple(xp.linalg.svd(a, full_matrices=False))\n')
 defstandalone(qr, "def qr(a):\n    return tuple(xp.linalg.qr(a, mode='reduced'))\n")
 
-def _scipy_standalone(prim, body: str) -> None:
-    """``prim``'s exported function: ``body`` (which calls ``one``, the SciPy function of one
-    matrix) with ``one`` from scipy.linalg, or cupyx.scipy.linalg for CuPy."""
-    for library, module in (("numpy", "scipy.linalg"), ("cupy", "cupyx.scipy.linalg")):
-        prim.standalone[library] = body.replace("LINALG", module)
+# --------------------------------------------------------------------------- rules
+# --------------------------------------------------------------------------- eigh, svd, qr, pinv
+# Conventions (docs/limitations.md): eigh reads the triangle NumPy's UPLO names;
+# where eigenvalues (singular values) coincide, the derivatives of the eigenvectors
+# (singular vectors) and every second derivative are not finite, as in JAX: the factor
+# 1 / (w_j - w_i) below is infinite there. First derivatives of the values stay finite.
+def _gap_inverse(w, squared: bool = False):
+    """F[i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it (of w**2 when ``squared``)."""
+    if squared:
+        w = lax.multiply(w, w)
+    diff = lax.subtract(lax.expand_dims(w, -2), lax.expand_dims(w, -1))
+    n = lax.shape_of(w)[-1]
+    off = ~np.eye(n, dtype=bool)
+    return lax.where(off, lax.true_divide(1.0, lax.where(off, diff, 1.0)), 0.0)
 
 
-_scipy_standalone(solve_triangular, (
-    'def solve_triangular(a, b, lower, trans, unit_diagonal):\n'
-    '    import LINALG\n'
-    '    def one(a, b):\n'
-    '        return LINALG.solve_triangular(a, b, trans=trans, lower=lower,\n'
-    '                                       unit_diagonal=unit_diagonal)\n'
-    '    if a.ndim == 2 and b.ndim == 2:\n'
-    '        return one(a, b)\n'
-    '    nd = max(a.ndim, b.ndim)\n'
-    '    a, b = (x.reshape((1,) * (nd - x.ndim) + x.shape) for x in (a, b))\n'
-    '    batch = tuple(max(i, j) for i, j in zip(a.shape[:-2], b.shape[:-2]))\n'
-    '    a, b = (xp.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])\n'
-    '            for x in (a, b))\n'
-    '    return xp.stack([one(p, q) for p, q in zip(a, b)]).reshape(batch + b.shape[-2:])\n'))
-_scipy_standalone(lu_factor, (
-    'def lu_factor(a):\n'
-    '    import LINALG\n'
-    '    if a.ndim == 2:\n'
-    '        return LINALG.lu_factor(a)\n'
-    '    parts = [LINALG.lu_factor(m) for m in a.reshape((-1,) + a.shape[-2:])]\n'
-    '    return (xp.stack([p[0] for p in parts]).reshape(a.shape),\n'
-    '            xp.stack([p[1] for p in parts]).reshape(a.shape[:-1]))\n'))
-defstandalone(lu_pivots_to_permutation, (
-        'def lu_pivots_to_permutation(piv):\n'
-        '    n = piv.shape[-1]\n'
-        '    rows = piv.reshape(-1, n).astype(xp.int64)\n'
-        '    perm = xp.tile(xp.arange(n, dtype=xp.int32), (rows.shape[0], 1))\n'
-        '    batch = xp.arange(rows.shape[0])\n'
-        '    for i in range(n):\n'
-        '        j = rows[:, i]\n'
-        '        here, there = perm[:, i].copy(), perm[batch, j]\n'
-        '        perm[:, i] = there\n'
-        '        perm[batch, j] = here\n'
-        '    return perm.reshape(piv.shape)\n'))
+def _lower_adjoint(s_bar):
+    """The cotangent of a from that of the symmetric matrix read from its lower triangle."""
+    n = lax.shape_of(s_bar)[-1]
+    both = lax.add(s_bar, mT(s_bar))
+    return lax.where(lower_mask(n, -1), both, lax.where(np.eye(n, dtype=bool), s_bar, 0.0))
+
+
+def _sym_read(t, uplo):
+    """The symmetric matrix eigh reads from t's lower ('L') or upper ('U') triangle."""
+    return sym_from_lower(t) if uplo == "L" else mT(sym_from_lower(mT(t)))
+
+
+def _read_adjoint(s_bar, uplo):
+    """The transpose of :func:`_sym_read`."""
+    return _lower_adjoint(s_bar) if uplo == "L" else mT(_lower_adjoint(mT(s_bar)))
+
+
+def _eigh_jvp(primals, tangents, uplo="L", **driver):
+    a = primals[0]
+    w, v = eigh.bind(a, uplo=uplo, **driver)
+    t = tangents[0]
+    if t is None:
+        return (w, v), (None, None)
+    vt_dv = mm(mT(v), _sym_read(t, uplo), v)
+    w_dot = diag_part(vt_dv)
+    v_dot = matmul.bind(v, lax.multiply(_gap_inverse(w), vt_dv))
+    return (w, v), (w_dot, v_dot)
+
+
+def _eigh_vjp(cts, primals, ans, uplo="L", driver=None):
+    w_bar, v_bar = cts
+    w, v = ans
+    inner = None
+    if w_bar is not None:
+        inner = diag_embed(w_bar)
+    if v_bar is not None:
+        term = lax.multiply(_gap_inverse(w), matmul.bind(mT(v), v_bar))
+        inner = term if inner is None else lax.add(inner, term)
+    if inner is None:
+        return (None,)
+    return (_read_adjoint(mm(v, inner, mT(v)), uplo),)
+
+
+# eig of a real matrix with real, distinct eigenvalues: A V = V diag(w), V's columns of unit
+# 2-norm (NumPy's normalisation). With C = V^-1 dA V: dw = diag(C); an eigenvector moves by
+# V (F * C) (no component along itself), then loses its component along itself again so that
+# its norm stays 1: dv_i = u_i - v_i (v_i . u_i). The VJP is the transpose of that map.
+def _eig_jvp(primals, tangents):
+    a = primals[0]
+    w, v = eig.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (w, v), (None, None)
+    c = linalg.solve.bind(v, matmul.bind(t, v))
+    w_dot = diag_part(c)
+    u = matmul.bind(v, lax.multiply(_gap_inverse(w), c))
+    along = lax.sum(lax.multiply(v, u), axis=-2, keepdims=True)
+    return (w, v), (w_dot, lax.subtract(u, lax.multiply(v, along)))
+
+
+def _eig_vjp(cts, primals, ans):
+    w_bar, v_bar = cts
+    w, v = ans
+    inner = None if w_bar is None else diag_embed(w_bar)
+    if v_bar is not None:
+        vt_vbar = matmul.bind(mT(v), v_bar)
+        # the normalisation's transpose: v_bar - V diag(V^T v_bar), seen through V^T
+        vt_vbar = lax.subtract(vt_vbar, scale_cols(matmul.bind(mT(v), v),
+                                                    diag_part(vt_vbar)))
+        term = lax.multiply(_gap_inverse(w), vt_vbar)
+        inner = term if inner is None else lax.add(inner, term)
+    if inner is None:
+        return (None,)
+    return (linalg.solve.bind(mT(v), matmul.bind(inner, mT(v))),)  # V^-T inner V^T
+
+
+def _svd_jvp(primals, tangents):
+    a = primals[0]
+    u, s, vh = svd.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (u, s, vh), (None, None, None)
+    v = mT(vh)
+    dp = mm(mT(u), t, v)
+    s_dot = diag_part(dp)
+    f = _gap_inverse(s, squared=True)
+    omega_u = lax.multiply(f, lax.add(scale_cols(dp, s), scale_rows(mT(dp), s)))
+    omega_v = lax.multiply(f, lax.add(scale_rows(dp, s), scale_cols(mT(dp), s)))
+    t_v = scale_cols(matmul.bind(t, v), lax.true_divide(1.0, s))     # dA V S^-1
+    t_u = scale_cols(matmul.bind(mT(t), u), lax.true_divide(1.0, s))  # dA^T U S^-1
+    u_dot = lax.add(matmul.bind(u, omega_u), lax.subtract(t_v, mm(u, mT(u), t_v)))
+    v_dot = lax.add(matmul.bind(v, omega_v), lax.subtract(t_u, mm(v, mT(v), t_u)))
+    return (u, s, vh), (u_dot, s_dot, mT(v_dot))
+
+
+def _svd_vjp(cts, primals, ans):
+    u_bar, s_bar, vh_bar = cts
+    u, s, vh = ans
+    v = mT(vh)
+    inv_s = lax.true_divide(1.0, s)
+    inner, outer = None, None
+    if s_bar is not None:
+        inner = diag_embed(s_bar)
+    if u_bar is not None:
+        j = lax.multiply(_gap_inverse(s, squared=True), matmul.bind(mT(u), u_bar))
+        term = scale_cols(lax.add(j, mT(j)), s)
+        inner = term if inner is None else lax.add(inner, term)
+        proj = lax.subtract(u_bar, mm(u, mT(u), u_bar))           # (I - U U^T) U_bar
+        outer = mm(scale_cols(proj, inv_s), vh)
+    if vh_bar is not None:
+        v_bar = mT(vh_bar)
+        k = lax.multiply(_gap_inverse(s, squared=True), matmul.bind(vh, v_bar))
+        term = scale_rows(lax.add(k, mT(k)), s)
+        inner = term if inner is None else lax.add(inner, term)
+        proj = lax.subtract(v_bar, mm(v, vh, v_bar))                # (I - V V^T) V_bar
+        side = matmul.bind(scale_cols(u, inv_s), mT(proj))
+        outer = side if outer is None else lax.add(outer, side)
+    if inner is None:
+        return (None,)
+    a_bar = mm(u, inner, vh)
+    return (a_bar if outer is None else lax.add(a_bar, outer),)
+
+
+def _right_solve_r(m, r):
+    """m @ inv(r)."""
+    return mT(linalg.solve.bind(mT(r), mT(m)))
+
+
+def _qr_jvp(primals, tangents):
+    a = primals[0]
+    q, r = qr.bind(a)
+    t = tangents[0]
+    if t is None:
+        return (q, r), (None, None)
+    t_rinv = _right_solve_r(t, r)
+    c = matmul.bind(mT(q), t_rinv)
+    n = lax.shape_of(c)[-1]
+    low = lax.where(lower_mask(n, -1), c, 0.0)
+    omega = lax.subtract(low, mT(low))
+    r_dot = matmul.bind(lax.subtract(c, omega), r)
+    q_dot = lax.add(matmul.bind(q, omega), lax.subtract(t_rinv, matmul.bind(q, c)))
+    return (q, r), (q_dot, r_dot)
+
+
+def _copy_lower_to_upper(m):
+    n = lax.shape_of(m)[-1]
+    low = lax.where(lower_mask(n, -1), m, 0.0)
+    return lax.add(lax.add(low, mT(low)), lax.where(np.eye(n, dtype=bool), m, 0.0))
+
+
+def _qr_vjp(cts, primals, ans):
+    q_bar, r_bar = cts
+    q, r = ans
+    m = None
+    if r_bar is not None:
+        m = matmul.bind(r, mT(r_bar))
+    if q_bar is not None:
+        qtq = matmul.bind(mT(q_bar), q)
+        m = lax.negative(qtq) if m is None else lax.subtract(m, qtq)
+    if m is None:
+        return (None,)
+    b = matmul.bind(q, _copy_lower_to_upper(m))
+    if q_bar is not None:
+        b = lax.add(q_bar, b)
+    return (mT(linalg.solve.bind(r, mT(b))),)  # b @ inv(r).T
+
+
+def _pinv_linear(x, a, t):
+    """The derivative of pinv at a (x = pinv(a)) in direction t, at constant rank."""
+    m, n = lax.shape_of(a)[-2:]
+    range_a = lax.subtract(eye_like(m, a), matmul.bind(a, x))  # I - A X
+    range_x = lax.subtract(eye_like(n, a), matmul.bind(x, a))  # I - X A
+    t_t = mT(t)
+    out = lax.negative(mm(x, t, x))
+    out = lax.add(out, mm(x, mT(x), t_t, range_a))
+    return lax.add(out, mm(range_x, t_t, mT(x), x))
+
+
+def _pinv_jvp(primals, tangents, rcond):
+    a = primals[0]
+    x = pinv.bind(a, rcond=rcond)
+    t = tangents[0]
+    return x, None if t is None else _pinv_linear(x, a, t)
+
+
+def _pinv_vjp(g, primals, ans, rcond):
+    a, x = primals[0], ans
+    m, n = lax.shape_of(a)[-2:]
+    range_a = lax.subtract(eye_like(m, a), matmul.bind(a, x))
+    range_x = lax.subtract(eye_like(n, a), matmul.bind(x, a))
+    out = lax.negative(mm(mT(x), g, mT(x)))
+    out = lax.add(out, mm(range_a, mT(g), x, mT(x)))
+    return (lax.add(out, mm(mT(x), x, mT(g), range_x)),)
+
+
+defrules(eigh, jvp=_eigh_jvp, vjp=_eigh_vjp)
+defrules(eig, jvp=_eig_jvp, vjp=_eig_vjp)
+defrules(svd, jvp=_svd_jvp, vjp=_svd_vjp)
+defrules(qr, jvp=_qr_jvp, vjp=_qr_vjp)
+defrules(pinv, jvp=_pinv_jvp, vjp=_pinv_vjp)
+
+
+for _prim in (eigh, eig, svd, qr, pinv):
+    defrules(_prim, vmap=batching.leading_axes_rule,  # leading axes are batch axes already
+             sparsity=sparsity.dense_block)  # every entry may depend on every entry

@@ -1,14 +1,5 @@
-"""Derivative rules, attached to the ops of :mod:`dualgpu.ops` and written in registry ops
-(:mod:`dualgpu.lax`) so that transforms compose. Importing this package attaches every
-rule."""
-from . import (  # noqa: F401
-    convolution,
-    decompositions,
-    elementwise,
-    folding,
-    products,
-    reductions,
-    shape,
-    sorting,
-    sparse,
-)
+"""The rule kits: what the op blocks of :mod:`dualgpu.ops` write their rules with, one
+module per interpreter (``batching_rules``, ``separability_rules``, ``laplacian_rules``,
+``taylor_rules``, ``sparsity_rules``) and the helpers the derivatives share (``common``).
+No op's rule is here: each sits in its op's block."""
+from .. import ops  # noqa: F401  (the op layer loads in one order: dualgpu/ops/__init__.py)

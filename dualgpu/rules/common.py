@@ -14,6 +14,9 @@ from ..core.ir import Aval
 from ..core.primitives import defrules
 from ..core.trace import Tracer
 
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
+
 
 def unbroadcast(g, aval: Aval):
     """Sum ``g`` down to ``aval``'s shape (undoing NumPy broadcasting) and cast to its dtype."""

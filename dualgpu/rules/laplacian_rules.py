@@ -22,9 +22,13 @@ import numpy as np
 from .. import lax
 from ..core.ir import Eqn
 from ..core.trace import Tracer
-from ..ops.shape import reshape
 from .batching_rules import lift  # (D, *s) as (D, 1, ..., 1, *s): D leads as a batch
 from .common import add_any
+
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
+# (*) mypy cannot type lax's elementwise ops (lax.__getattr__ finds them) within the op
+# layer's import cycle
 
 
 class Mode:
@@ -64,7 +68,7 @@ class Mode:
         if sa is not None and sb is not None:  # broadcasts: the pairing broadcasts too
             a, b = sa, sb
         rank = max(a.ndim - 1, b.ndim - 1, rank if self.diag else 0)
-        prod = lax.multiply(lift(a, rank), lift(b, rank))
+        prod = lax.multiply(lift(a, rank), lift(b, rank))  # type: ignore[misc]  # (*)
         return prod if self.diag else lax.sum(prod, axis=0)
 
     def lift_s(self, s, rank):
@@ -146,4 +150,5 @@ def batched_cross(eqn, values, i, j, Ji, Jj, mode):
 def traced_constant(like, value):
     """``value`` as a graph value of the trace ``like`` belongs to (a closed-over array
     becomes a recorded constant, never an array baked into the rules' arithmetic)."""
+    from ..ops.shape import reshape  # (the kits import no op family when loading)
     return like._builder.record(reshape, [value], {"new_shape": tuple(value.shape)})

@@ -23,6 +23,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
+
 
 class Coupling(Exception):
     """An op mixes instances; the message says how."""

@@ -32,6 +32,9 @@ import scipy.sparse as sp
 from ..core.indexing import key_to_python
 from ..errors import DualgpuError
 
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
+
 # the most index combinations a rule enumerates (einsum: the flop count; a dense block: its
 # entries): beyond, the derivative is too dense for a sparse matrix
 MAX_COMBINATIONS = 50_000_000

@@ -29,9 +29,13 @@ import numpy as np
 
 from .. import lax
 from ..core.ir import Eqn
-from ..ops import elementwise as ew
 from .batching_rules import lift as _lift
 from .common import add_any
+
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
+# (*) mypy cannot type lax's elementwise ops (lax.__getattr__ finds them) within the op
+# layer's import cycle
 
 
 class Mode:
@@ -109,7 +113,7 @@ def square(a: list, k: int, lo: int = 0):
     for i in range(lo, (k + 1) // 2):
         term = mul(a[i], a[k - i])
         if term is not None:
-            out = add_any(out, lax.multiply(2.0, term))
+            out = add_any(out, lax.multiply(2.0, term))  # type: ignore[misc]  # (*)
     if k % 2 == 0 and k // 2 >= lo:
         out = add_any(out, mul(a[k // 2], a[k // 2]))
     return out
@@ -274,9 +278,9 @@ def sin_cos_rule(which: str):
     """sin and cos together: ``s' = c x'``, ``c' = -s x'``; sinh and cosh likewise
     (``c' = s x'``)."""
     hyperbolic = which in ("sinh", "cosh")
-    first, second = (ew.sinh, ew.cosh) if hyperbolic else (ew.sin, ew.cos)
 
     def rule(eqn, values, series, mode):
+        first, second = (lax.sinh, lax.cosh) if hyperbolic else (lax.sin, lax.cos)
         ans = bind_all(eqn, values)[0]
         if series[0] is None:
             return [None]
@@ -357,7 +361,7 @@ def power_rule(eqn, values, series, mode):
             for i in range(1, m):
                 c = lax.multiply(c, lax.subtract(y, float(i)))
             return lax.where(lax.equal(c, 0), 0.0,
-                             lax.multiply(c, ew.power(x, lax.subtract(y, float(m)))))
+                             lax.multiply(c, lax.power(x, lax.subtract(y, float(m)))))
 
         in_x = faa_di_bruno(d, derivative, K)   # the exponent held at y_0
         if series[1] is None:
@@ -366,11 +370,11 @@ def power_rule(eqn, values, series, mode):
         return [None]
     zero = lax.equal(x, 0)
     if series[0] is None:
-        lx = [ew.log(lax.where(zero, 1.0, x))] + [None] * K
+        lx = [lax.log(lax.where(zero, 1.0, x))] + [None] * K
     else:
         xs = lifted(series[0], mode, rank)
         xs[0] = lax.where(zero, 1.0, x)      # x == 0 is taken from in_x below
-        lx = [ew.log(xs[0])]
+        lx = [lax.log(xs[0])]
         for k in range(1, K + 1):
             lx.append(log_step(xs, lx, k))
     ys = lifted(series[1], mode, rank)

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import lax
 from ..backends import array_backend
+from ..core.interpret import eval_graph
 from ..core.ir import Graph
-from ..core.trace import Tracer
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
@@ -51,6 +53,38 @@ def check_scalar_output(graph: Graph, tree: TreeDef | None, what: str,
             "floating-point output (take np.real or np.abs of a complex value first)")
     if holomorphic is not None:
         check_complex_outputs(graph, what, holomorphic, "rev", NonScalarOutputError)
+
+
+def size_one_as_scalar(graph: Graph, tree: TreeDef | None) -> tuple[Graph, tuple | None]:
+    """``graph`` with its one output of size 1 but not of shape () (``np.dot(w, x)`` of
+    shape ``(1,)``) made a scalar, and the shape it had (None when it was left alone):
+    autograd's ``grad`` takes such an output (its gradient is that of its one element).
+
+    Example::
+
+        >>> g = dg.jit(lambda x: x[:1] * 2.0).graph(np.ones(3))
+        >>> scalar, shape = size_one_as_scalar(g, None)
+        >>> scalar.outputs[0].shape, shape
+        ((), (1,))
+    """
+    if (tree is not None and not tree.is_leaf) or len(graph.outputs) != 1:
+        return graph, None
+    shape = tuple(graph.outputs[0].shape)
+    if shape == () or int(np.prod(shape)) != 1:
+        return graph, None
+    return output_reshaped(graph, ()), shape
+
+
+def output_reshaped(graph: Graph, shape: tuple, k: int = 0) -> Graph:
+    """``graph`` with its output ``k`` reshaped to ``shape`` (of the same size)."""
+    def run(*args: Any) -> list:
+        outs = eval_graph(graph, list(args))
+        outs[k] = lax.reshape(outs[k], shape)
+        return outs
+
+    new, _ = trace_to_graph(run, [v.aval for v in graph.inputs], graph.xp, name=graph.name,
+                            input_names=graph.input_names)
+    return new
 
 
 def check_holomorphic(value: Any, what: str) -> bool:

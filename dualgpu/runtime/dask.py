@@ -26,9 +26,10 @@ import numpy as np
 from ..backends import NUMPY, array_backend, backend_named
 from ..backends.base import Backend
 from ..cache import PROGRAMS
-from ..errors import BackendMismatchError, DualgpuError, SeparabilityError
+from ..errors import BackendMismatchError, DualgpuError, RandomInTraceError, SeparabilityError
 from ..executor import generation
 from .signature import is_dask_array
+from .tracing import Traced
 
 DASK_KINDS = ("hvp", "grad_and_hvp", "laplacian")  # per-instance programs that take Dask arrays
 _DIRECTIONAL = ("hvp", "grad_and_hvp")              # the last argument is the direction v
@@ -318,7 +319,15 @@ def _whole(t: Transform, args: tuple, chunked: tuple[int, ...], blocks: list,
     """Build the program on the whole arrays' shapes, which runs the separability proof on
     them: a function that couples instances is refused whatever the chunks (a chunk of one
     instance has nothing to couple, and its program alone would prove nothing)."""
-    t.graph(*_stand_ins(args, backend, {i: tuple(b.shape) for i, b in zip(chunked, blocks)}))
+    stand_ins = _stand_ins(args, backend, {i: tuple(b.shape) for i, b in zip(chunked, blocks)})
+    sig = t._analysed(stand_ins, {}, "graph")
+    traced = Traced(t.fn, sig, None)
+    if traced.draws:
+        raise RandomInTraceError(
+            f"{t.__name__}: with Dask arrays, the function draws random numbers "
+            f"({traced.draws[0].label}), which each chunk's call would draw again, in no set "
+            "order; draw them outside and pass them in as arguments")
+    t.build(traced, sig)
 
 
 def _chunk_outputs(t: Transform, args: tuple, chunked: tuple[int, ...], blocks: list,

@@ -242,8 +242,8 @@ class Decisions:
     def _values(self, inputs: Sequence[Any]) -> list[Any] | None:
         if self._exe is None:  # plain generated code: a few scalars read at once
             self._exe = compile_python(self.graph, self.backend.xp, arrays=True)
-        try:
-            outs = self._exe(*inputs)
+        try:  # the function's inputs (a transform's own inputs follow: hvp's direction)
+            outs = self._exe(*inputs[:len(self.graph.inputs)])
             return [exact_key(_CONVERT[k](o)) for k, o in zip(self.kinds, outs)]
         except Exception:  # noqa: BLE001 - inputs this program cannot decide: another one
             return None

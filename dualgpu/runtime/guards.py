@@ -46,6 +46,7 @@ import numpy as np
 
 from ..backends import array_backend
 from ..errors import in_stdlib
+from ..frontend.numpy.random import is_source
 from .signature import class_call, static_key
 
 # how far the walk goes: functions followed, places guarded, attribute depth
@@ -164,6 +165,22 @@ class Guards:
 
     def __len__(self) -> int:
         return len(self.places)
+
+    def sources(self) -> list[tuple[str, Any]]:
+        """The random generators among the places read (and the items of the containers
+        there), as ``(label, generator)``."""
+        found = []
+        for label, read, holder, name, _, _ in self.places:
+            try:
+                value = read(holder, name)
+            except _READ_ERRORS:
+                continue
+            items = (value.items() if isinstance(value, dict) else
+                     enumerate(value) if isinstance(value, (list, tuple)) else ())
+            for k, item in [((), value), *items]:
+                if is_source(item):
+                    found.append((label if k == () else f"{label}[{k!r}]", item))
+        return found
 
     def __add__(self, other: Guards) -> Guards:
         return Guards(self.places + other.places, self.keep + other.keep,

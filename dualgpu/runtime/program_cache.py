@@ -28,6 +28,7 @@ from ..cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
 from ..core.ir import Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..executor import Executable, config, generation
+from ..frontend.numpy.random import Draw, draw_values, redraw_in_trace
 from .decisions import Decisions
 from .guards import Guards
 from .signature import Signature
@@ -75,11 +76,14 @@ def clear_cache() -> None:
 class Compiled:
     """A transformed graph, compiled, with what is needed to shape its results, the
     places outside its arguments that its function read (:mod:`dualgpu.runtime.guards`)
-    and the value decisions its trace took (:mod:`dualgpu.runtime.decisions`; None when it
-    took none). A program with decisions heads the list of the variants of its signature
-    (``variants``, itself first; the other branches' programs), most recently used first."""
+    and the random draws it takes as inputs after the arguments' (``draws``: drawn again at
+    every call, :mod:`dualgpu.frontend.numpy.random`), and the value decisions its trace took
+    (:mod:`dualgpu.runtime.decisions`; None when it took none). A program with decisions
+    heads the list of the variants of its signature (``variants``, itself first; the other
+    branches' programs), most recently used first."""
 
-    __slots__ = ("graph", "exe", "trees", "guards", "decisions", "variants", "__weakref__")
+    __slots__ = ("graph", "exe", "trees", "guards", "draws", "decisions", "variants",
+                 "__weakref__")
 
     def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
         self.graph = graph
@@ -88,6 +92,16 @@ class Compiled:
         self.guards = guards
         self.decisions: Decisions | None = None
         self.variants: list[Compiled] | None = None
+        self.draws: tuple[Draw, ...] = ()
+
+    def drawn(self, sig: Signature) -> list:
+        """The program's random inputs for the call ``sig``, drawn now (none when its
+        function draws nothing)."""
+        if not self.draws:
+            return []
+        backend = sig.backend
+        return draw_values(self.draws, sig.leaves,
+                           backend.to_device if backend.on_device else None)
 
     def guards_hold(self) -> bool:
         return self.guards.hold()
@@ -135,11 +149,16 @@ class Inlined:
     ``reusable``: it reads no value of the trace it was built in (so it may be cached)."""
 
     def __init__(self, graph: Graph, trees: Any, guards: Guards = NO_GUARDS,
-                 reusable: bool = False):
+                 reusable: bool = False, draws: tuple[Draw, ...] = ()):
         self.graph = graph
         self.trees = trees
         self.guards = guards
         self.reusable = reusable
+        self.draws = draws
+
+    def drawn(self, sig: Signature) -> list:
+        """The random inputs of the program, as draws of the enclosing trace."""
+        return redraw_in_trace(self.draws, sig.leaves) if self.draws else []
 
     def guards_hold(self) -> bool:
         return self.guards.hold()

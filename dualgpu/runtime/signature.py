@@ -13,8 +13,10 @@ program. Such scalars are *tentative* (``tentative``: the ints, and the floats w
 count, a list index), :meth:`Signature.restatic` makes it static for that signature. Every
 other leaf (bools, strings, the leaves of ``static`` arguments) is static and keyed by its
 exact value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no value type
-we know, by identity. The key also holds the pytree structure and which inputs alias each
-other, so two calls share a program only when a fresh build would give the same one.
+we know, by identity; a random generator by its type (each call draws from the one it is
+given: :mod:`dualgpu.frontend.numpy.random`). The key also holds the pytree structure and
+which inputs alias each other, so two calls share a program only when a fresh build would
+give the same one.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from ..errors import (
     DualgpuError,
     IntegerInputError,
 )
+from ..frontend.numpy.random import is_source, source_type
 from ..frontend.scipy.sparse import SparseArgs, is_sparse
 from ..names import function_name
 
@@ -231,7 +234,9 @@ class Signature:
                         f"{type(leaf).__name__}: differentiated arguments hold arrays or "
                         "numbers (pytrees of them; register a class of yours with "
                         "dg.tree_util.register_dataclass or register_pytree_node)")
-                keys.append(("v", static_key(leaf, weak)))
+                # a random generator is drawn from at every call: keyed by its type only
+                keys.append(("r", source_type(leaf)) if is_source(leaf)
+                            else ("v", static_key(leaf, weak)))
                 continue
             if d:
                 dt = np.dtype(leaf.dtype)
@@ -292,10 +297,14 @@ class Signature:
         return new
 
     # ------------------------------------------------------------------------------ use
-    def rebuild(self, values: Iterable[Any]) -> tuple[tuple, dict]:
-        """``(args, kwargs)`` with the traced inputs replaced by ``values``."""
+    def rebuild(self, values: Iterable[Any],
+                replace: dict[int, Any] | None = None) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` with the traced inputs replaced by ``values`` (and the leaves
+        of ``replace`` by its values)."""
         leaves = list(self.leaves)
         for j, v in zip(self.input_pos, values):
+            leaves[j] = v
+        for j, v in (replace or {}).items():
             leaves[j] = v
         it = iter(leaves)
         args = tuple(pytree._build(t, it) for t in self.arg_trees)

@@ -25,8 +25,16 @@ from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Atom, Const, Eqn, Graph, Literal
-from ..core.trace import Tracer, trace_to_graph
-from ..errors import ArgumentTypeError, TracerControlFlowError
+from ..core.trace import Tracer, current_builder, trace_to_graph
+from ..errors import ArgumentTypeError, RandomInTraceError, TracerControlFlowError
+from ..frontend.numpy.random import (
+    Draw,
+    DrawRecorder,
+    argument_stand_in,
+    global_states,
+    is_source,
+    recording,
+)
 from ..frontend.scipy.sparse import SparseValue
 from ..namespace import rebind_function
 from ..transforms import simplify
@@ -51,17 +59,24 @@ class FlatCall:
     alone and rebinds the user's function it holds.
     """
 
-    def __init__(self, fn: Callable, sig: Signature):
+    def __init__(self, fn: Callable, sig: Signature, draws: DrawRecorder | None = None):
         self.fn = rebindable(fn)
         self.sig = sig
         self.out_tree: pytree.TreeDef | None = None  # set by the call
         self.__name__ = name_of(fn)
+        self.draws = draws
+        inputs = set(sig.input_pos)
+        # generators passed as arguments: each call draws from the one it is given
+        self.sources = {j: argument_stand_in(leaf, j) for j, leaf in enumerate(sig.leaves)
+                        if j not in inputs and is_source(leaf)}
 
     def __call__(self, *values: Any) -> list:
+        if self.draws is not None:
+            self.draws.builder = current_builder()  # draws are inputs of this trace
         leaves_in = list(values)
         for k, p in self.sig.sparse.patterns.items():
             leaves_in[k] = SparseValue(leaves_in[k], p)
-        args, kwargs = self.sig.rebuild(leaves_in)
+        args, kwargs = self.sig.rebuild(leaves_in, self.sources)
         out = rebind_function(self.fn)(*args, **kwargs)
         leaves, self.out_tree = pytree.flatten(out)
         if any(isinstance(leaf, SparseValue) for leaf in leaves):
@@ -162,11 +177,14 @@ class Traced:
 
     def _trace(self, fn: Callable, sig: Signature, captured: list[Tracer] | None,
                hook: ValueTrace) -> None:
-        flat = FlatCall(fn, sig)
+        recorder = DrawRecorder()
+        flat = FlatCall(fn, sig, recorder)
+        states = global_states()
         try:
-            self.raw, _ = trace_to_graph(flat, sig.avals, sig.backend.xp, name=name_of(fn),
-                                         input_names=sig.input_names(fn), captured=captured,
-                                         concretize=hook)
+            with recording(recorder):
+                self.raw, _ = trace_to_graph(flat, sig.avals, sig.backend.xp,
+                                             name=name_of(fn), input_names=sig.input_names(fn),
+                                             captured=captured, concretize=hook)
         except (TypeError, ValueError) as e:
             if isinstance(e, NeedsStatic) or sig.tentative:
                 raise
@@ -176,8 +194,24 @@ class Traced:
             if not isinstance(e, TracerControlFlowError) or not sig.scalar_inputs:
                 raise
             raise TracerControlFlowError(f"{e}\n{static_hint(fn, sig)}") from None
+        if global_states() != states:
+            raise RandomInTraceError(
+                f"{name_of(fn)} drew from NumPy's (or Python's) global random state while it "
+                "was traced, through a function that dualgpu does not see (a library's, or "
+                "one reached through an object's attribute): its draws would be constants of "
+                "the compiled program. Call np.random or a Generator from the function itself "
+                "(or pass the generator as an argument), or draw outside and pass the numbers")
+        # the draws: inputs after the function's (and the enclosing trace's values read)
+        self.draws: tuple[Draw, ...] = tuple(recorder.draws)
         self.graph = self.raw
-        if any(weakly for _, weakly in sig.scalar_inputs):
+        if recorder.tracers:
+            g = self.graph
+            names = g.input_names and g.input_names + [
+                f"draw{i}" for i in range(len(recorder.tracers))]
+            self.graph = Graph(g.inputs + [t._var for t in recorder.tracers], g.outputs,
+                               g.eqns, name=g.name, input_names=names, xp=g.xp)
+        if any(weakly for _, weakly in sig.scalar_inputs) or any(
+                d.aval is not None and d.aval.weak for d in self.draws):
             self.graph = strengthen_weak_inputs(self.graph)
         assert flat.out_tree is not None  # the trace called flat
         self.out_tree: pytree.TreeDef = flat.out_tree

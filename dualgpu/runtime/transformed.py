@@ -40,8 +40,9 @@ from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
 from ..core.trace import Tracer, current_builder, thread_state
-from ..errors import ArgumentTypeError, ShapeMismatchError
+from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..executor import config, generation
+from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
 from . import dask
 from .checks import check_direction, check_float0_direction, normalize_argnums, normalize_batch_axes
@@ -377,6 +378,8 @@ class Transformed(SelfTracing):
                         given = scalars_as_arrays(given, fast.layout.backend)
                     if program.variants is not None:  # the branch the values take
                         program = program.pick(given)
+                        if program is not None and program.draws:
+                            program = None  # a branch that draws: the slow path draws
                     if program is not None:
                         PROGRAMS.hits += 1  # a statistic: unlocked, one int increment
                         outs = program.exe(*given)
@@ -392,9 +395,9 @@ class Transformed(SelfTracing):
             # inside a trace: inline (the function may read values of the enclosing trace)
             return self._inline(sig, extras)
         compiled = self.compiled(sig)
-        passed = list(sig.inputs) + list(extras)
+        passed = list(sig.inputs) + compiled.drawn(sig) + list(extras)
         outs = compiled.exe(*passed)
-        if qkey is not None and not sig.sparse:
+        if qkey is not None and not sig.sparse and not compiled.draws:
             leaves = flat_arguments(args)
             if len(passed) == len(leaves) and all(
                     p is a or type(a) is float or type(a) is int
@@ -466,10 +469,11 @@ class Transformed(SelfTracing):
         signature's key."""
         count_build(self, sig, changed, decision)
         before = collect_guards(self.fn)
-        traced = Traced(self.fn, sig, None, values=self.sees_values)
+        traced = traced_checked(self.fn, sig, None, before, self.sees_values)
         graph, trees = self.build(traced, sig)
         compiled = self.program_type(graph, trees, sig.backend,
                                      self.entry_guards(collect_guards(self.fn, before), trees))
+        compiled.draws = traced.draws
         if traced.decisions is not None:
             compiled.decisions = traced.decisions
             compiled.variants = [compiled]
@@ -501,16 +505,17 @@ class Transformed(SelfTracing):
         def build() -> Inlined:
             captured: list[Tracer] = []
             before = collect_guards(self.fn)
-            traced = Traced(self.fn, sig, captured, values=self.sees_values)
+            traced = traced_checked(self.fn, sig, captured, before, self.sees_values)
             graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
             guards = self.entry_guards(collect_guards(self.fn, before), trees)
             if traced.restaticed:  # made for the static signature: not for this key
                 remember_static(key[1:3] + key[3:4], sig.options["static_leaves"])
-                return Inlined(graph, trees, guards, False)
+                return Inlined(graph, trees, guards, False, traced.draws)
             # a branch taken on the values of the enclosing trace: built for that trace
-            return Inlined(graph, trees, guards, not captured and not traced.decided)
+            return Inlined(graph, trees, guards, not captured and not traced.decided,
+                           traced.draws)
 
         tentative = sig.key
         entry: Inlined = PROGRAMS.get_or_build(key, build)
@@ -527,9 +532,10 @@ class Transformed(SelfTracing):
         else:
             PROGRAMS.discard_later(key)
             captured = []
-            entry = Inlined(*self.build(Traced(self.fn, sig, captured,
-                                               values=self.sees_values), sig))
-        outs = eval_graph(entry.graph, list(sig.inputs) + captured + list(extras))
+            traced = Traced(self.fn, sig, captured, values=self.sees_values)
+            entry = Inlined(*self.build(traced, sig), draws=traced.draws)
+        outs = eval_graph(entry.graph, list(sig.inputs) + captured + entry.drawn(sig)
+                          + list(extras))
         return self.finish(entry, sig, outs)
 
     def graph(self, *args: Any, **kwargs: Any) -> Graph:
@@ -612,6 +618,25 @@ def _decision_changed(program: Compiled, inputs: list) -> str | None:
         return None
     decisions = program.variants[0].decisions
     return None if decisions is None else decisions.changed(inputs)
+
+
+def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
+                   before: Guards, values: bool = False) -> Traced:
+    """``fn`` traced; refused when the trace drew from a generator it reaches through an
+    object's attribute (``self.rng``: not seen by the tracing namespace, its draws would be
+    constants of the program)."""
+    sources = before.sources()
+    states = source_states([g for _, g in sources])
+    traced = Traced(fn, sig, captured, values=values)
+    for (label, _), was, now in zip(sources, states,
+                                    source_states([g for _, g in sources])):
+        if was != now:
+            raise RandomInTraceError(
+                f"{name_of(fn)} drew random numbers from {label} while it was traced, "
+                "reached where dualgpu does not see it (an object's attribute): the draws "
+                "would be constants of the compiled program. Pass the generator as an "
+                "argument (each call then draws from it), or draw outside and pass the numbers")
+    return traced
 
 
 def scalars_as_arrays(args: tuple, backend: Backend) -> tuple:

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import lax
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Graph, Var
@@ -111,7 +112,7 @@ def _add(*xs):
     for x in xs:
         if x is None:
             continue
-        out = x if out is None else dnp.add(out, x)
+        out = x if out is None else lax.add(out, x)
     return out
 
 
@@ -120,7 +121,7 @@ def _mul(*xs):
         return None
     out = xs[0]
     for x in xs[1:]:
-        out = dnp.multiply(out, x)
+        out = lax.multiply(out, x)
     return out
 
 
@@ -129,7 +130,7 @@ def _scaled(c, x):
         return None
     if isinstance(c, (int, float)) and not isinstance(c, bool) and c == 1:
         return x
-    return dnp.multiply(c, x)
+    return lax.multiply(c, x)
 
 
 def _lead(x, r):
@@ -144,7 +145,7 @@ def _take(x, idx):
 def _weighted_sum(w, x):
     """``Σ_p w_p x[p]`` over the leading axis."""
     wl = w.reshape((-1,) + (1,) * (x.ndim - 1)).astype(x.dtype)
-    return dnp.sum(dnp.multiply(wl, x), axis=0)
+    return dnp.sum(lax.multiply(wl, x), axis=0)
 
 
 def _G(pairs: _Pairs, J, A):
@@ -156,10 +157,10 @@ def _G(pairs: _Pairs, J, A):
     D, off = pairs.D, pairs.offset
     rows = []
     for j in range(D):
-        terms = [dnp.multiply(J[i:i + 1], A[off[i] + j - i:off[i] + j - i + 1])
+        terms = [lax.multiply(J[i:i + 1], A[off[i] + j - i:off[i] + j - i + 1])
                  for i in range(j + 1)]
         if j + 1 < D:
-            terms.append(dnp.sum(dnp.multiply(J[j + 1:], A[off[j] + 1:off[j + 1]]), axis=0,
+            terms.append(dnp.sum(lax.multiply(J[j + 1:], A[off[j] + 1:off[j + 1]]), axis=0,
                                  keepdims=True))
         rows.append(_add(*terms))
     return dnp.concatenate(rows, axis=0)
@@ -168,7 +169,7 @@ def _G(pairs: _Pairs, J, A):
 def _pair_blocks(pairs: _Pairs, J, each):
     """``concat_i each(i, J[i:i+1] * J[i:])``: a value per pair, block by block, from
     slices of ``J`` (no gathered copies)."""
-    return dnp.concatenate([each(i, dnp.multiply(J[i:i + 1], J[i:]))
+    return dnp.concatenate([each(i, lax.multiply(J[i:i + 1], J[i:]))
                             for i in range(pairs.D)], axis=0)
 
 
@@ -176,7 +177,7 @@ def _dot(x, y):
     """``Σ_k x_k y_k`` over the leading axis."""
     if x is None or y is None:
         return None
-    return dnp.sum(dnp.multiply(x, y), axis=0)
+    return dnp.sum(lax.multiply(x, y), axis=0)
 
 
 # ------------------------------------------------------------------------------ rules
@@ -261,7 +262,7 @@ def _unary(pairs: _Pairs, eqn, values, states, k: int, y):
     Ty = _add(_mul(f1, Tl),
               _mul(f2, _add(_mul(Jl, L), _scaled(2, _lead(G, r)))),
               _mul(f3, Jl, Q))
-    S2 = None if A is None else _weighted_sum(pairs.weight, dnp.multiply(A, A))
+    S2 = None if A is None else _weighted_sum(pairs.weight, lax.multiply(A, A))
     By = _add(_mul(f1, B),
               _mul(f2, _add(_scaled(4, _dot(J, T)), _mul(L, L), _scaled(2, S2))),
               _mul(f3, _add(_scaled(2, _mul(Q, L)), _scaled(4, _dot(J, G)))),

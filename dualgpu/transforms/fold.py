@@ -1,5 +1,5 @@
 """Fill folding as a graph pass: ``fold_fills(graph)`` re-records every equation, so each
-op's ``fold`` rule (exact identities on literals and fills, :mod:`dualgpu.rules.folding`)
+op's ``fold`` rule (exact identities on literals and fills, :mod:`dualgpu.rules.folding_rules`)
 applies to the whole graph.
 
 Tracing applies the same rules as it records, so a traced graph is already folded; the pass

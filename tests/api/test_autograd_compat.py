@@ -93,3 +93,24 @@ def test_names_dualgpu_now_has_are_not_foreign(name):
 def test_unknown_names_are_a_plain_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'no_such_thing'$"):
         dg.no_such_thing  # noqa: B018
+
+
+def test_an_output_of_size_one_is_taken_as_autograd_takes_it():
+    """autograd's grad (and its HVPs, built on it) differentiates an output of size 1 of any
+    shape, ``np.dot(w, x)`` of shape (1,): the value keeps its shape."""
+    w = np.array([[1.0, -2.0, 0.5]])
+    x = np.array([0.3, 0.2, -1.0])
+
+    def f(x):
+        return np.tanh(w @ x)      # shape (1,)
+
+    slope = 1 - np.tanh(w @ x) ** 2
+    np.testing.assert_allclose(dg.grad(f)(x), slope * w[0])
+    value, g = dg.value_and_grad(f)(x)
+    assert value.shape == (1,) and np.allclose(value, np.tanh(w @ x))
+    v = np.array([1.0, 0.0, 2.0])
+    curvature = -2 * np.tanh(w @ x) * slope * (w[0] @ v) * w[0]
+    np.testing.assert_allclose(dg.hessian_vector_product(f)(x, v), curvature)
+    np.testing.assert_allclose(dg.make_hvp(lambda x: f(x).reshape(1, 1))(x)[0](v), curvature)
+    with pytest.raises(dg.NonScalarOutputError, match=r"shape \(2,\)"):
+        dg.grad(lambda x: x[:2])(x)

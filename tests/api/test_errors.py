@@ -442,10 +442,10 @@ def test_axis_error_names_op_axis_and_line():
 
 
 def test_random_in_trace_names_the_call_and_says_what_to_do():
-    def f(x):
+    def f(x):  # a draw per example would be one draw shared by the batch
         return np.sum(x * np.random.rand(3))
     with pytest.raises(dg.RandomInTraceError) as info:
-        dg.grad(f)(np.ones(3))
+        dg.vmap(f)(np.ones((2, 3)))
     msg = str(info.value)
     assert "numpy.random.rand" in msg and "test_errors.py" in msg and "pass them in" in msg
 

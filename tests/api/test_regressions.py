@@ -290,7 +290,7 @@ def test_ufunc_methods_inside_traced_functions():
 
 
 def test_argmax_methods_trace_as_numpys():
-    """x.argmax() once had no rule; it is the argmax op now (dualgpu/oplib/argmax.py)."""
+    """x.argmax() once had no rule; it is the argmax op now (dualgpu/ops/sorting.py)."""
     x = np.array([0.5, 2.0, -1.0])
     np.testing.assert_allclose(dg.grad(lambda x: np.sum(x * x.argmax()))(x), [1.0, 1.0, 1.0])
     np.testing.assert_allclose(dg.grad(lambda x: np.sum(x * x.argmin()))(x), [2.0, 2.0, 2.0])

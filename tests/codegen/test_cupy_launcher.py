@@ -182,12 +182,14 @@ class FakeGemm:
 
 @pytest.fixture(autouse=True)
 def _fake_gemm(monkeypatch):
-    import dualgpu.ops.elementwise
     import dualgpu.ops.shape
+    import dualgpu.ops.special_functions
+    import dualgpu.rules.elementwise_rules
     from dualgpu.backends import backend_of
 
     numpy_backend = backend_of([np.ones(1)])
-    for module in (dualgpu.ops.elementwise, dualgpu.ops.shape):   # special functions, scatter
+    for module in (dualgpu.rules.elementwise_rules, dualgpu.ops.special_functions,
+                   dualgpu.ops.shape):   # special functions, scatter
         monkeypatch.setattr(module, "backend_for_xp", lambda xp: numpy_backend)
     monkeypatch.setattr(cuda_codegen, "CublasGemm", FakeGemm)
     monkeypatch.setattr(cuda_codegen, "_address", _address)

@@ -103,9 +103,11 @@ def test_string_fill_is_refused_at_trace_time():
         dg.trace(lambda a: np.full_like(a, "x"), X)
 
 
-def test_traced_fill_value_is_refused():
-    with pytest.raises(dg.DualgpuError, match="traced value cannot be a parameter"):
-        dg.jit(lambda a: np.full_like(a, np.sum(a)))(X)
+def test_a_traced_fill_value_is_a_value_of_the_program_never_a_parameter():
+    f = dg.jit(lambda a: np.full_like(a, np.sum(a)))
+    assert np.array_equal(f(X), np.full_like(X, np.sum(X)))
+    assert np.array_equal(f(2 * X), np.full_like(X, np.sum(2 * X)))  # not baked in by the first
+    assert repr(float(np.sum(X))) not in dg.source(lambda a: np.full_like(a, np.sum(a)), X)
 
 
 # --------------------------------------------------------------------------- hostile objects

@@ -349,29 +349,21 @@ def test_negative_axes_in_range_still_work(fn):
 
 
 # --------------------------------------------------------------------------- np.random
-_global_rng = np.random.default_rng(0)
+# (draws inside traced functions are drawn again at every call: tests/runtime/test_random_draws.py)
 _py_rng = random.Random(0)
 
 
-def _helper_draw(shape):
-    return np.random.normal(size=shape)
-
-
 @pytest.mark.parametrize("name, fn", [
-    ("np.random.rand", lambda x: x * np.random.rand(3)),
-    ("np.random.normal", lambda x: x + np.random.normal(size=3)),
-    ("default_rng inside", lambda x: x * np.random.default_rng(0).normal(size=3)),
-    ("global generator", lambda x: x * _global_rng.uniform(size=3)),
-    ("helper function", lambda x: x * _helper_draw(3)),
-    ("seed", lambda x: (np.random.seed(0), x)[1]),
-    ("python random", lambda x: x * random.random()),
-    ("python random.Random", lambda x: x * _py_rng.gauss(0.0, 1.0)),
+    ("python random with a traced parameter", lambda x: x * _py_rng.gauss(x[0], 1.0)),
+    ("a traced size", lambda x: x * np.random.normal(size=x.astype(int)[:1])),
+    ("gamma with a traced shape", lambda x: x * np.random.gamma(x)),
+    ("an unseeded generator made inside", lambda x: x * np.random.default_rng().normal(size=3)),
+    ("shuffle", lambda x: (np.random.shuffle(np.arange(3)), x)[1]),
 ])
-def test_random_draws_inside_traced_functions_are_refused(name, fn):
-    """Draws were frozen into the compiled (cached) program as constants."""
-    with pytest.raises(dg.DualgpuError, match="pass them in as arguments"):
+def test_random_draws_that_a_program_cannot_repeat_are_refused(name, fn):
+    with pytest.raises(dg.RandomInTraceError, match="pass them in as arguments"):
         dg.grad(lambda x: np.sum(fn(x)))(np.ones(3))
-    with pytest.raises(dg.DualgpuError, match="random"):
+    with pytest.raises(dg.RandomInTraceError, match="random"):
         dg.jit(fn)(np.ones(3))
 
 
@@ -381,6 +373,28 @@ def test_random_draws_outside_are_fine():
     np.testing.assert_array_equal(g, noise)
     # constants of numpy.random are not calls
     assert np.random.default_rng(0).normal(size=2).shape == (2,)
+
+
+# --------------------------------------------------------------------------- np.full
+@pytest.mark.parametrize("fn", [
+    lambda a: np.full((2, 3), a[0]) * np.arange(6.0).reshape(2, 3),
+    lambda a: np.full(3, a) ** 2,                          # an array fill value, broadcast
+    lambda a: np.full((2, 3), a, dtype=np.float64) + 1.0,
+    lambda a: np.full_like(np.zeros((2, 3)), a[1]),        # a concrete array's shape
+    lambda a: np.full_like(a, a[0] * a[2]),                # a traced array's
+    lambda a: np.full_like(a, a[0], shape=(2, 2)),
+])
+def test_full_of_a_traced_value(fn):
+    a = np.array([0.5, -1.5, 2.0])
+    np.testing.assert_array_equal(dg.jit(fn)(a), fn(a))
+    check_grads(fn, (a,), order=2)
+
+
+def test_full_keeps_numpys_dtypes_and_refuses_a_fill_that_does_not_broadcast():
+    assert dg.jit(lambda a: np.full((2,), a))(np.float32(1.0)).dtype == np.float32
+    assert dg.jit(lambda a: np.full_like(np.zeros(2, np.float32), a))(1.0).dtype == np.float32
+    with pytest.raises(dg.InvalidArgumentError, match=r"\(3,\) does not broadcast"):
+        dg.jit(lambda a: np.full((2, 2), a))(np.ones(3))
 
 
 # --------------------------------------------------------------------------- power

@@ -1,4 +1,4 @@
-"""np.argmax / np.argmin (dualgpu/oplib/argmax.py): values against NumPy (NaN first, ties to
+"""np.argmax / np.argmin (dualgpu/ops/sorting.py): values against NumPy (NaN first, ties to
 the first index, keepdims, the flattened array), vmap, the separability proof and its refusal.
 (Their registry rows: tests/ops/test_registry.py.)"""
 from __future__ import annotations

@@ -29,7 +29,7 @@ import dualgpu as dg
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
 from dualgpu.frontend import numpy as dnp
 from dualgpu.frontend.scipy import special as dnp_special
-from dualgpu.oplib.searchsorted import SIDES
+from dualgpu.ops.sorting import SIDES
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
 from dualgpu.testing import strategies as dst
 

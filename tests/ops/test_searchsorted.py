@@ -1,4 +1,4 @@
-"""np.searchsorted, the op written whole in one module (dualgpu/oplib/searchsorted.py):
+"""np.searchsorted, the op written whole in one module (dualgpu/ops/sorting.py):
 values against NumPy, each interpreter's rule (vmap both ways, separability), export, and
 the refusals. (Its registry row: tests/ops/test_registry.py.)"""
 from __future__ import annotations

@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks import (
     common,
+    curvature,
     dense_tiny,
     laplacian,
     mlp,
@@ -152,6 +153,7 @@ WORKLOADS = {
     "laplacian": laplacian.run,
     "sparse_derivatives": sparse_derivatives.run,
     "taylor": taylor.run,
+    "curvature": curvature.run,
 }
 
 
@@ -159,7 +161,7 @@ WORKLOADS = {
 def test_workload_tiny_numpy(name):
     rows = WORKLOADS[name](tiny_ctx())
     assert rows, "a workload returns at least one row"
-    if name in ("mlp_deep", "mlp_layouts", "taylor"):   # checked against float64 references
+    if name in ("mlp_deep", "mlp_layouts", "taylor", "curvature"):   # float64 references
         assert all(r.status == "ok" for r in rows if r.impl == "dualgpu")
     for r in rows:
         assert r.status in ("ok", "skipped")

@@ -204,6 +204,19 @@ def test_brusselator_at_131072_columns_is_colored_in_linear_time(monkeypatch):
     assert C.is_valid_column_coloring(pattern, colors) and colors.max() + 1 <= 10
 
 
+def test_brusselator_at_2048_columns_skips_the_orders_that_lose(monkeypatch):
+    """Issue 39: at 2,048 columns (17,408 edges) smallest-last (12 colors) and DSATUR (11)
+    took 26 of the first call's 45 ms and lost to greedy's 8: where the largest-first and
+    natural greedy orders agree, they do not run."""
+    def refused(*args, **kwargs):
+        raise AssertionError("a slower coloring order ran where the greedy orders agree")
+    for name in ("dsatur", "networkx_coloring", "smallest_last_order"):
+        monkeypatch.setattr(C.distance, name, refused)
+    pattern = _periodic_brusselator(32)
+    colors = C.column_coloring(pattern)
+    assert C.is_valid_column_coloring(pattern, colors) and colors.max() + 1 == 8
+
+
 # ------------------------------------------------------------------ star and acyclic
 def _integer_hessian(pattern, seed):
     """A random symmetric matrix with exactly ``pattern``'s entries, small integers (sums of

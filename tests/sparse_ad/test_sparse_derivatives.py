@@ -257,8 +257,14 @@ def test_bad_input_is_a_clear_error():
         dg.sparse_jacobian(lambda x: x * 2)(np.arange(4))
     with pytest.raises(dg.ArgumentTypeError, match="complex128.*real floating-point"):
         dg.sparse_hessian(lambda x: np.sum(np.abs(x) ** 2))(np.ones(3, dtype=complex))
-    with pytest.raises(dg.InvalidArgumentError, match="argnums must be one int"):
-        dg.sparse_jacobian(lambda x, y: x * y, argnums=(0, 1))(x, x)
+    with pytest.raises(dg.InvalidArgumentError, match="argnums must be an int or a tuple"):
+        dg.sparse_jacobian(lambda x, y: x * y, argnums="x")(x, x)
+    with pytest.raises(dg.InvalidArgumentError, match="argnums=2 but the function was called"):
+        dg.sparse_jacobian(lambda x, y: x * y, argnums=(0, 2))(x, x)
+    with pytest.raises(dg.InvalidArgumentError, match=r"argnums=\(\) differentiates no"):
+        dg.sparse_hessian(lambda x: np.sum(x), argnums=())
+    with pytest.raises(dg.IntegerInputError, match=r"argument 0 \(leaf 1\) has dtype int64"):
+        dg.sparse_jacobian(lambda p: p[0] * p[1])((x, np.arange(4)))
     with pytest.raises(dg.InvalidArgumentError, match="mode must be one of"):
         dg.sparse_jacobian(lambda x: x, mode="forward")
     with pytest.raises(dg.ArgumentTypeError, match="must return one array"):

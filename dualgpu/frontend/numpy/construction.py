@@ -1,5 +1,6 @@
-"""Arrays made from traced endpoints: ``linspace`` and ``logspace`` (``np.array`` of nested
-lists is :mod:`.arguments`')."""
+"""Arrays made from traced values: ``linspace`` and ``logspace`` from traced endpoints,
+``full`` and ``full_like`` from a traced fill value (``np.array`` of nested lists is
+:mod:`.arguments`')."""
 from __future__ import annotations
 
 import math
@@ -7,11 +8,22 @@ import math
 import numpy as np
 
 from ...errors import InvalidArgumentError, user_location
-from ...lax import astype, broadcast_to, expand_dims, moveaxis
+from ...lax import (
+    add,
+    astype,
+    broadcast_to,
+    dtype_of,
+    expand_dims,
+    moveaxis,
+    multiply,
+    subtract,
+    true_divide,
+)
+from ...lax import full_like as _fill_like
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
 from .arguments import arraylike
-from .elementwise import add, multiply, power, subtract, true_divide
+from .elementwise import power
 from .introspection import result_type
 from .joining import concatenate
 
@@ -53,3 +65,49 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """``np.logspace``: ``base ** linspace(start, stop)``."""
     y = power(base, linspace(start, stop, num, endpoint=endpoint, axis=axis))
     return y if dtype is None else astype(y, dtype)
+
+
+def full(shape, fill_value, dtype=None, order="C", **kwargs):
+    """``np.full`` with a traced fill value (a scalar, or an array that broadcasts to
+    ``shape``), differentiable in it: the value broadcast, in ``dtype`` (by default the fill
+    value's, as NumPy's).
+
+    >>> dg.grad(lambda a: np.sum(np.full((2, 3), a) * np.arange(6.0).reshape(2, 3)))(2.0)
+    array(15.)
+    """
+    if not _is_tracer(fill_value):
+        return np.full(shape, fill_value, dtype=dtype, order=order, **kwargs)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
+        int(n) for n in shape)
+    return _broadcast_fill(fill_value, shape, dtype, "full")
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kwargs):
+    """``np.full_like``; a traced fill value is broadcast to ``a``'s shape (or ``shape``)
+    and cast to its dtype (or ``dtype``), as NumPy's, and differentiable in it.
+
+    >>> dg.grad(lambda a: np.sum(np.full_like(np.zeros(3), a)))(2.0)
+    array(3.)
+    """
+    if not _is_tracer(fill_value):
+        if shape is None:
+            return _fill_like(a, fill_value, dtype)
+        return full(shape, fill_value, dtype=dtype or dtype_of(a))
+    target = _shape(a) if shape is None else (
+        (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape))
+    return _broadcast_fill(fill_value, target, dtype or dtype_of(a), "full_like")
+
+
+def _broadcast_fill(fill_value, shape, dtype, what: str):
+    value = arraylike(fill_value)
+    if dtype is not None:
+        value = astype(value, dtype)
+    try:
+        fits = np.broadcast_shapes(_shape(value), shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise InvalidArgumentError(
+            f"{what}: a fill value of shape {_shape(value)} does not broadcast to the shape "
+            f"{tuple(shape)} (at {user_location()})")
+    return broadcast_to(value, tuple(shape))

@@ -18,7 +18,10 @@ from ...lax import astype, imag, real, stop_gradient, where, zeros_like
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import namespace_like as _xp_like
+from ...ops import casts as _casts
 from ...ops import elementwise as _ew
+from ...ops import special_functions as _special
+from ...rules.elementwise_rules import ELEMENTWISE
 from .arguments import as_float, is_complex, unsupported_kwargs
 
 # NumPy's ufuncs whose loops give the dtypes of composites here, bound at import (a traced
@@ -41,19 +44,22 @@ def _ufunc(prim):
     return f
 
 
-add = _ufunc(_ew.add)
+def numpy_functions() -> dict:
+    """NumPy's function for every elementwise op declared under the name of a NumPy ufunc,
+    and under each of NumPy's other names of that ufunc (``divide`` for ``true_divide``,
+    ``bitwise_not`` for ``invert``): its declaration row is all it takes (``np.fmod`` of
+    traced values is the ``fmod`` row's op). The functions written out in this module
+    take precedence."""
+    ours = {name: _ufunc(prim) for name, prim in ELEMENTWISE.items()
+            if isinstance(getattr(np, name, None), np.ufunc)}
+    by_ufunc = {getattr(np, name): f for name, f in ours.items()}
+    aliases = {alias: by_ufunc[ufunc] for alias, ufunc in vars(np).items()
+               if isinstance(ufunc, np.ufunc) and ufunc in by_ufunc and not alias.startswith("_")}
+    return {**aliases, **ours}
 
 
-subtract = _ufunc(_ew.subtract)
-
-
-multiply = _ufunc(_ew.multiply)
-
-
-true_divide = _ufunc(_ew.true_divide)
-
-
-negative = _ufunc(_ew.negative)
+# the derived functions (the namespace exports them; those written below replace them)
+UFUNCS = numpy_functions()
 
 
 _power = _ufunc(_ew.power)
@@ -73,208 +79,17 @@ def power(x1, x2, *args, **kwargs):
 power.__name__ = power.__qualname__ = "power"
 
 
-square = _ufunc(_ew.square)
+erf = _ufunc(_special.erf)
 
 
-reciprocal = _ufunc(_ew.reciprocal)
+erfc = _ufunc(_special.erfc)
 
 
-absolute = _ufunc(_ew.absolute)
+gammaln = _ufunc(_special.gammaln)
 
 
-sqrt = _ufunc(_ew.sqrt)
+digamma = _ufunc(_special.digamma)
 
-
-cbrt = _ufunc(_ew.cbrt)
-
-
-maximum = _ufunc(_ew.maximum)
-
-
-minimum = _ufunc(_ew.minimum)
-
-
-fmax = _ufunc(_ew.fmax)
-
-
-fmin = _ufunc(_ew.fmin)
-
-
-hypot = _ufunc(_ew.hypot)
-
-
-copysign = _ufunc(_ew.copysign)
-
-
-exp = _ufunc(_ew.exp)
-
-
-exp2 = _ufunc(_ew.exp2)
-
-
-expm1 = _ufunc(_ew.expm1)
-
-
-log = _ufunc(_ew.log)
-
-
-log2 = _ufunc(_ew.log2)
-
-
-log10 = _ufunc(_ew.log10)
-
-
-log1p = _ufunc(_ew.log1p)
-
-
-logaddexp = _ufunc(_ew.logaddexp)
-
-
-sin = _ufunc(_ew.sin)
-
-
-cos = _ufunc(_ew.cos)
-
-
-tan = _ufunc(_ew.tan)
-
-
-arcsin = _ufunc(_ew.arcsin)
-
-
-arccos = _ufunc(_ew.arccos)
-
-
-arctan = _ufunc(_ew.arctan)
-
-
-arctan2 = _ufunc(_ew.arctan2)
-
-
-sinh = _ufunc(_ew.sinh)
-
-
-cosh = _ufunc(_ew.cosh)
-
-
-tanh = _ufunc(_ew.tanh)
-
-
-arcsinh = _ufunc(_ew.arcsinh)
-
-
-arccosh = _ufunc(_ew.arccosh)
-
-
-arctanh = _ufunc(_ew.arctanh)
-
-
-erf = _ufunc(_ew.erf)
-
-
-erfc = _ufunc(_ew.erfc)
-
-
-gammaln = _ufunc(_ew.gammaln)
-
-
-digamma = _ufunc(_ew.digamma)
-
-
-sign = _ufunc(_ew.sign)
-
-
-floor = _ufunc(_ew.floor)
-
-
-ceil = _ufunc(_ew.ceil)
-
-
-rint = _ufunc(_ew.rint)
-
-
-trunc = _ufunc(_ew.trunc)
-
-
-less = _ufunc(_ew.less)
-
-
-less_equal = _ufunc(_ew.less_equal)
-
-
-greater = _ufunc(_ew.greater)
-
-
-greater_equal = _ufunc(_ew.greater_equal)
-
-
-equal = _ufunc(_ew.equal)
-
-
-not_equal = _ufunc(_ew.not_equal)
-
-
-logical_and = _ufunc(_ew.logical_and)
-
-
-logical_or = _ufunc(_ew.logical_or)
-
-
-logical_not = _ufunc(_ew.logical_not)
-
-
-isnan = _ufunc(_ew.isnan)
-
-
-isfinite = _ufunc(_ew.isfinite)
-
-
-floor_divide = _ufunc(_ew.floor_divide)
-
-
-remainder = _ufunc(_ew.remainder)
-
-
-fmod = _ufunc(_ew.fmod)
-
-
-isinf = _ufunc(_ew.isinf)
-
-
-signbit = _ufunc(_ew.signbit)
-
-
-nextafter = _ufunc(_ew.nextafter)
-
-
-heaviside = _ufunc(_ew.heaviside)
-
-
-ldexp = _ufunc(_ew.ldexp)
-
-
-bitwise_and = _ufunc(_ew.bitwise_and)
-
-
-bitwise_or = _ufunc(_ew.bitwise_or)
-
-
-bitwise_xor = _ufunc(_ew.bitwise_xor)
-
-
-invert = _ufunc(_ew.invert)
-
-
-left_shift = _ufunc(_ew.left_shift)
-
-
-right_shift = _ufunc(_ew.right_shift)
-
-
-bitwise_not = bitwise_invert = invert
-
-
-bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
 def frexp(x, out=None, where=None):
@@ -317,16 +132,15 @@ def float_power(x1, x2, out=None, where=None, dtype=None):
     return result if dtype is None else astype(result, dtype)
 
 
-fill_like = _ufunc(_ew.fill_like)
+fill_like = _ufunc(_casts.fill_like)
 
-
-divide = true_divide
 
 
 def fabs(x, out=None, where=None, dtype=None, **kw):
     """``np.fabs``: the absolute value in the floating type of NumPy's loop (int8 gives
     float16, int32 float64); complex values have none, as in NumPy."""
-    return absolute(_as_loop_float(_UFUNCS['fabs'], x), out=out, where=where, dtype=dtype, **kw)
+    return UFUNCS["absolute"](_as_loop_float(_UFUNCS['fabs'], x), out=out, where=where,
+                              dtype=dtype, **kw)
 
 
 def _as_loop_float(ufunc, x):
@@ -352,7 +166,7 @@ expit = logistic
 
 def polygamma(n, x):
     """``scipy.special.polygamma(n, x)`` for a static integer order ``n``."""
-    return _ew.polygamma.bind(x, n=int(n))
+    return _special.polygamma.bind(x, n=int(n))
 
 
 def round_(a, decimals=0, out=None):
@@ -374,12 +188,12 @@ def round_(a, decimals=0, out=None):
     if kind in "iu":
         return _round_int(a, decimals)
     if decimals == 0:
-        return rint(a)
+        return lax.rint(a)
     if decimals > 0:
         scale = 10.0 ** decimals
-        return true_divide(rint(multiply(a, scale)), scale)
+        return lax.true_divide(lax.rint(lax.multiply(a, scale)), scale)
     scale = 10.0 ** -decimals
-    return multiply(rint(true_divide(a, scale)), scale)
+    return lax.multiply(lax.rint(lax.true_divide(a, scale)), scale)
 
 
 def _round_int(a, decimals: int):
@@ -388,11 +202,11 @@ def _round_int(a, decimals: int):
     if decimals >= 0:
         return a
     step = 10 ** -decimals
-    return astype(multiply(rint(true_divide(a, step)), step), _dtype(a))
+    return astype(lax.multiply(lax.rint(lax.true_divide(a, step)), step), _dtype(a))
 
 
 def logical_xor(x, y):
-    return not_equal(astype(x, bool), astype(y, bool))
+    return lax.not_equal(astype(x, bool), astype(y, bool))
 
 
 def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # noqa: A002
@@ -406,9 +220,9 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
     a = astype(a, _RESULT_TYPE(_dtype(a), *bounds))
     r = a
     if a_min is not None:
-        r = where(less(r, a_min), a_min, r)
+        r = where(lax.less(r, a_min), a_min, r)
     if a_max is not None:
-        r = where(greater(r, a_max), a_max, r)
+        r = where(lax.greater(r, a_max), a_max, r)
     return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
 
 
@@ -424,11 +238,11 @@ conjugate = conj
 def angle(z, deg=False):
     """``np.angle``: ``arctan2(imag(z), real(z))``; on real values 0 or pi, a constant."""
     if is_complex(z):
-        r = arctan2(imag(z), real(z))
-    else:  # NumPy's arctan2(0, z): the Python 0 is weak (bool z gives float64)
+        r = lax.arctan2(imag(z), real(z))
+    else:  # NumPy's lax.arctan2(0, z): the Python 0 is weak (bool z gives float64)
         z = astype(z, _UFUNCS['arctan2'].resolve_dtypes((int, _dtype(z), None))[-1])
-        r = arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)
-    return multiply(r, 180.0 / math.pi) if deg else r
+        r = lax.arctan2(zeros_like(z), stop_gradient(z) if _is_tracer(z) else z)
+    return lax.multiply(r, 180.0 / math.pi) if deg else r
 
 
 def sinc(x):
@@ -439,23 +253,23 @@ def sinc(x):
         x = astype(x, np.float64)
     if not _is_tracer(x):
         return _xp_like(x).sinc(x)
-    px = multiply(x, math.pi)
-    small = less(absolute(px), 0.1)
+    px = lax.multiply(x, math.pi)
+    small = lax.less(lax.absolute(px), 0.1)
     # the polynomial part sees only small arguments, the quotient only large ones
     ps = where(small, px, 0.0)
-    p2 = multiply(ps, ps)
+    p2 = lax.multiply(ps, ps)
     poly = 1.0
     for k in (10, 8, 6, 4, 2):  # 1 - u/3! + u^2/5! - ... in u = (pi x)^2, Horner's form
-        poly = subtract(1.0, true_divide(multiply(p2, poly), float(k * (k + 1))))
+        poly = lax.subtract(1.0, lax.true_divide(lax.multiply(p2, poly), float(k * (k + 1))))
     pl = where(small, 1.0, px)
-    return where(small, poly, true_divide(sin(pl), pl))
+    return where(small, poly, lax.true_divide(lax.sin(pl), pl))
 
 
 def abs2(x):
     """``|x|**2`` elementwise: ``x * x`` on real values, ``real(x * conj(x))`` on complex."""
     if is_complex(x):
-        return real(multiply(x, conj(x)))
-    return multiply(x, x)
+        return real(lax.multiply(x, conj(x)))
+    return lax.multiply(x, x)
 
 
 def safe_sqrt(v):
@@ -463,9 +277,9 @@ def safe_sqrt(v):
     ``inf * 0 = nan``: for norm-like values (``std``, ``linalg.norm``) ``v == 0`` is the kink
     of a norm, and 0 is the subgradient taken there. Concrete values: plain ``sqrt``."""
     if not _is_tracer(v):
-        return sqrt(v)
-    zero = equal(v, 0)
-    return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
+        return lax.sqrt(v)
+    zero = lax.equal(v, 0)
+    return where(zero, 0.0, lax.sqrt(where(zero, 1.0, v)))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -478,20 +292,20 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     big = np.finfo(_dtype(x)).max
     hi = big if posinf is None else posinf
     lo = -big if neginf is None else neginf
-    y = where(isnan(x), float(nan), x)
-    y = where(equal(x, math.inf), float(hi), y)
-    y = where(equal(x, -math.inf), float(lo), y)
+    y = where(lax.isnan(x), float(nan), x)
+    y = where(lax.equal(x, math.inf), float(hi), y)
+    y = where(lax.equal(x, -math.inf), float(lo), y)
     return astype(y, _dtype(x))
 
 
 def deg2rad(x, **kw):
     unsupported_kwargs("deg2rad", kw)
-    return multiply(_as_loop_float(_UFUNCS['deg2rad'], x), math.pi / 180.0)
+    return lax.multiply(_as_loop_float(_UFUNCS['deg2rad'], x), math.pi / 180.0)
 
 
 def rad2deg(x, **kw):
     unsupported_kwargs("rad2deg", kw)
-    return multiply(_as_loop_float(_UFUNCS['rad2deg'], x), 180.0 / math.pi)
+    return lax.multiply(_as_loop_float(_UFUNCS['rad2deg'], x), 180.0 / math.pi)
 
 
 radians, degrees = deg2rad, rad2deg
@@ -501,7 +315,7 @@ def logaddexp2(x, y, **kw):
     """``log2(2**x + 2**y)``, stable: ``logaddexp(x ln2, y ln2) / ln2``."""
     unsupported_kwargs("logaddexp2", kw)
     ln2 = math.log(2.0)
-    return true_divide(logaddexp(multiply(x, ln2), multiply(y, ln2)), ln2)
+    return lax.true_divide(lax.logaddexp(lax.multiply(x, ln2), lax.multiply(y, ln2)), ln2)
 
 
 def real_if_close(a, tol=100):

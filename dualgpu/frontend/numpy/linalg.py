@@ -24,23 +24,28 @@ from ...errors import (
     user_location,
 )
 from ...errors import AxisError as _AxisError
-from ...lax import astype, broadcast_to, eye, moveaxis, reshape, swapaxes, where
+from ...lax import (
+    absolute,
+    astype,
+    broadcast_to,
+    equal,
+    eye,
+    greater,
+    moveaxis,
+    multiply,
+    not_equal,
+    reshape,
+    subtract,
+    swapaxes,
+    where,
+)
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
 from ...ops import decompositions as _dec
+from ...ops import linalg as _lin
 from .arguments import arraylike
-from .elementwise import (
-    abs2,
-    absolute,
-    equal,
-    greater,
-    multiply,
-    not_equal,
-    power,
-    safe_sqrt,
-    subtract,
-)
+from .elementwise import abs2, power, safe_sqrt
 from .products import matmul
 from .reductions import amax, amin, sum_
 
@@ -156,28 +161,28 @@ def matrix_power(a, n):
 
 def solve(a, b):
     """``np.linalg.solve``: ``x`` with ``a @ x = b`` (``b`` a vector when 1-D)."""
-    return _dec.solve.bind(a, b)
+    return _lin.solve.bind(a, b)
 
 
 def inv(a):
     """``np.linalg.inv`` over the last two axes."""
-    return _dec.inv.bind(a)
+    return _lin.inv.bind(a)
 
 
 def det(a):
     """``np.linalg.det`` over the last two axes."""
-    return _dec.det.bind(a)
+    return _lin.det.bind(a)
 
 
 def slogdet(a):
     """``np.linalg.slogdet``: ``(sign, log|det|)``; only the second is differentiable."""
-    sign, logabsdet = _dec.slogdet.bind(a)
+    sign, logabsdet = _lin.slogdet.bind(a)
     return sign, logabsdet
 
 
 def cholesky(a, upper=False):
     """``np.linalg.cholesky``: the lower factor (``upper=True``: its transpose)."""
-    low = _dec.cholesky.bind(a)
+    low = _lin.cholesky.bind(a)
     return swapaxes(low, -1, -2) if upper else low
 
 

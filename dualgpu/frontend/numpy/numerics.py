@@ -13,24 +13,31 @@ from ...errors import (
     UnsupportedOpError,
     user_location,
 )
-from ...lax import astype, broadcast_to, expand_dims, flip, getitem, pad, ravel, where
-from ...lax import dtype_of as _dtype
-from ...lax import is_tracer as _is_tracer
-from ...lax import shape_of as _shape
-from .arguments import arraylike
-from .elementwise import (
+from ...lax import (
     absolute,
     add,
-    conj,
+    astype,
+    broadcast_to,
+    expand_dims,
+    flip,
+    getitem,
     greater,
     greater_equal,
     less,
     less_equal,
     multiply,
+    pad,
+    ravel,
     remainder,
     subtract,
     true_divide,
+    where,
 )
+from ...lax import dtype_of as _dtype
+from ...lax import is_tracer as _is_tracer
+from ...lax import shape_of as _shape
+from .arguments import arraylike
+from .elementwise import conj
 from .indexing import take, take_range
 from .introspection import result_type
 from .joining import concatenate

@@ -10,11 +10,11 @@ import numpy as np
 from ...core.axes import check_axis as _check_axis
 from ...errors import AxisError as _AxisError
 from ...errors import InvalidArgumentError, ShapeMismatchError, user_location
-from ...lax import diagonal, moveaxis, ravel, reshape
+from ...lax import diagonal, moveaxis, multiply, ravel, reshape, subtract
 from ...lax import shape_of as _shape
 from ...ops import products as _products
 from .arguments import arraylike, unsupported_kwargs
-from .elementwise import conj, multiply, subtract
+from .elementwise import conj
 from .joining import stack
 from .reductions import sum_
 from .shapes import broadcast_arrays

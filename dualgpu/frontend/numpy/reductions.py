@@ -11,20 +11,11 @@ import numpy as np
 from ... import lax
 from ...core.axes import normalize_axes
 from ...errors import InvalidArgumentError, user_location
-from ...lax import astype, where
+from ...lax import astype, equal, isnan, logical_not, not_equal, subtract, true_divide, where
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
 from .arguments import arraylike, as_float, unsupported_kwargs
-from .elementwise import (
-    abs2,
-    equal,
-    isnan,
-    logical_not,
-    not_equal,
-    safe_sqrt,
-    subtract,
-    true_divide,
-)
+from .elementwise import abs2, safe_sqrt
 
 
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):

@@ -8,13 +8,12 @@ import numpy as np
 
 from ...core.axes import check_axis as _check_axis
 from ...errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
-from ...lax import astype, ravel, reshape, squeeze, where
+from ...lax import add, astype, isnan, multiply, ravel, reshape, squeeze, subtract, where
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
 from ...ops import sorting as _sorting
 from . import reductions as _reductions
 from .arguments import arraylike, unsupported_kwargs
-from .elementwise import add, isnan, multiply, subtract
 from .indexing import take_range
 from .joining import stack
 

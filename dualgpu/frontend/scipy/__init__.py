@@ -1,4 +1,4 @@
 """The ``scipy`` (and ``cupyx.scipy``) namespaces of traced values: ``special``, ``sparse``,
 ``stats`` (the distributions), ``linalg`` (SciPy's signatures and conventions), ``fft``
-(NumPy's functions of that name) and ``signal`` (convolutions)."""
-from . import fft, linalg, signal, sparse, special, stats
+(NumPy's functions of that name), ``signal`` (convolutions) and ``integrate`` (``odeint``)."""
+from . import fft, integrate, linalg, signal, sparse, special, stats

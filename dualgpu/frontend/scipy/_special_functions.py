@@ -2,7 +2,7 @@
 (the namespace, :mod:`.special`, only imports)."""
 from __future__ import annotations
 
-from ...ops import elementwise as _ew
+from ...ops import special_functions as _sf
 
 
 def betainc(a, b, x):
@@ -14,7 +14,7 @@ def betainc(a, b, x):
     >>> dg.grad(lambda x: scipy.special.betainc(2.0, 3.0, x))(np.array(0.5))
     array(1.5)
     """
-    return _ew.betainc.bind(a, b, x)
+    return _sf.betainc.bind(a, b, x)
 
 
 def gammainc(a, x):
@@ -26,7 +26,7 @@ def gammainc(a, x):
     >>> dg.grad(lambda x: scipy.special.gammainc(1.0, x))(np.array(0.0))
     array(1.)
     """
-    return _ew.gammainc.bind(a, x)
+    return _sf.gammainc.bind(a, x)
 
 
 def gammaincc(a, x):
@@ -37,4 +37,4 @@ def gammaincc(a, x):
     >>> dg.grad(lambda x: scipy.special.gammaincc(1.0, x))(np.array(0.0))
     array(-1.)
     """
-    return _ew.gammaincc.bind(a, x)
+    return _sf.gammaincc.bind(a, x)

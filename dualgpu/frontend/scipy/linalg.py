@@ -28,12 +28,17 @@ from ...lax import (
     broadcast_to,
     concatenate,
     diagonal,
+    equal,
     expand_dims,
     getitem,
+    greater,
+    multiply,
     ones_like,
     put_along_axis_add,
+    reciprocal,
     squeeze,
     stack,
+    subtract,
     swapaxes,
     take_along_axis,
     where,
@@ -41,9 +46,9 @@ from ...lax import (
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
 from ...ops import decompositions as _dec
+from ...ops import linalg as _lin
 from ..numpy import linalg as _np_linalg
 from ..numpy.arguments import arraylike
-from ..numpy.elementwise import equal, greater, multiply, reciprocal, subtract
 from ..numpy.products import matmul
 from ..numpy.reductions import amax, sum_
 from ..numpy.sorting import argsort
@@ -115,14 +120,14 @@ def _symmetric(a, lower: bool):
 def _factor(a, lower: bool):
     """The Cholesky factor read from the lower (upper) triangle of ``a``."""
     if lower:
-        return _dec.cholesky.bind(a)
-    return swapaxes(_dec.cholesky.bind(swapaxes(a, -1, -2)), -1, -2)
+        return _lin.cholesky.bind(a)
+    return swapaxes(_lin.cholesky.bind(swapaxes(a, -1, -2)), -1, -2)
 
 
 def _tri_solve(a, b, lower: bool, trans: int = 0, unit_diagonal: bool = False):
     """``solve_triangular``'s op, with a vector ``b`` (1-D) as one column."""
     vector = len(_shape(b)) == 1
-    x = _dec.solve_triangular.bind(a, expand_dims(b, -1) if vector else b, lower=lower,
+    x = _lin.solve_triangular.bind(a, expand_dims(b, -1) if vector else b, lower=lower,
                                    trans=trans, unit_diagonal=unit_diagonal)
     return squeeze(x, -1) if vector else x
 
@@ -197,14 +202,14 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     if m != n:
         raise _error("lu_factor", f"the LU factorisation of a non-square traced matrix "
                                   f"{_shape(a)} is not supported", UnsupportedOpError)
-    lu_, piv = _dec.lu_factor.bind(a)
+    lu_, piv = _lin.lu_factor.bind(a)
     return lu_, piv
 
 
 def _permutation(piv):
     if _dtype(piv).kind not in "iu":
         raise _error("lu_solve", f"piv must hold integers, got {_dtype(piv)}")
-    return _dec.lu_pivots_to_permutation.bind(piv)
+    return _lin.lu_pivots_to_permutation.bind(piv)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -297,7 +302,7 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         d = diagonal(a, 0, -2, -1)
         return multiply(b, reciprocal(d) if len(_shape(b)) == 1 else
                         expand_dims(reciprocal(d), -1))
-    return _dec.solve.bind(swapaxes(a, -1, -2) if transposed else a, b)
+    return _lin.solve.bind(swapaxes(a, -1, -2) if transposed else a, b)
 
 
 def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
@@ -314,7 +319,7 @@ def inv(a, overwrite_a=False, check_finite=True, *, assume_a=None, lower=False):
                           kind == "lower")
     if kind == "diagonal":  # SciPy inverts the diagonal in place: a's other entries stay
         return where(np.eye(n, dtype=bool), reciprocal(a), a)
-    return _dec.inv.bind(a)
+    return _lin.inv.bind(a)
 
 
 def det(a, overwrite_a=False, check_finite=True):

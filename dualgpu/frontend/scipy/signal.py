@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DualgpuError, UnsupportedOpError, user_location
-from ...lax import conj, conv_general_dilated, flip, is_tracer, multiply, reshape
+from ...lax import add, conj, conv_general_dilated, flip, is_tracer, reshape, subtract
 from ...lax import shape_of as _shape
 from ...lax import sum as _sum
+from ...ops.elementwise import multiply
 from ..numpy.arguments import arraylike
-from ..numpy.elementwise import add, subtract
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
 

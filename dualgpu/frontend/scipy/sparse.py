@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import lax
 from ...backends import array_backend, backend_of
 from ...cache import IdentityKey
 from ...core.trace import Tracer
@@ -215,7 +216,7 @@ class SparseValue:
                                      "values; multiply by a dense array")
         shape = shape_of(other)
         if len(shape) == 0:
-            return SparseValue(dnp.multiply(self.data, other), self.pattern)
+            return SparseValue(lax.multiply(self.data, other), self.pattern)
         if len(shape) == 1:
             shape, other = (1,) + shape, dnp.reshape(other, (1,) + shape)
         if len(shape) != 2 or any(s not in (1, d) for s, d in zip(shape, self.shape)):
@@ -226,7 +227,7 @@ class SparseValue:
         key = tuple(_zeros_like_index(idx, xp) if s == 1 else idx
                     for idx, s in zip((rows, cols), shape))
         picked = dnp.getitem(other, key)
-        return SparseValue(dnp.multiply(self.data, picked), self.pattern)
+        return SparseValue(lax.multiply(self.data, picked), self.pattern)
 
     def _matrix_semantics(self, other) -> bool:
         """``*`` is a matrix product for the ``*_matrix`` classes, elementwise otherwise."""
@@ -240,10 +241,10 @@ class SparseValue:
         return matmul(other, self) if self._matrix_semantics(other) else self.multiply(other)
 
     def __truediv__(self, other):
-        return SparseValue(dnp.true_divide(self.data, other), self.pattern)
+        return SparseValue(lax.true_divide(self.data, other), self.pattern)
 
     def __neg__(self):
-        return SparseValue(dnp.negative(self.data), self.pattern)
+        return SparseValue(lax.negative(self.data), self.pattern)
 
     def __pos__(self):
         return self
@@ -270,8 +271,8 @@ class SparseValue:
     def mean(self, axis=None):
         """Mean of all entries, stored or not (``axis=None``), or along an axis."""
         if axis is None:
-            return dnp.true_divide(self.sum(), self.shape[0] * self.shape[1])
-        return dnp.true_divide(self.sum(axis), self.shape[int(axis) % 2])
+            return lax.true_divide(self.sum(), self.shape[0] * self.shape[1])
+        return lax.true_divide(self.sum(axis), self.shape[int(axis) % 2])
 
     def diagonal(self, k: int = 0):
         """The ``k``-th diagonal as a dense 1-D array (zeros where nothing is stored)."""

@@ -5,23 +5,12 @@ the special functions that are elementwise primitives, and the composites of :mo
     >>> dg.grad(lambda x: scipy.special.expit(x))(np.array(0.0))
     array(0.25)
 """
+from ...lax import cbrt, exp2, expm1, log1p
 from ..nn import log_sigmoid as log_expit
 from ..nn import logit, logsumexp, xlogy
 from ..nn import scipy_log_softmax as log_softmax
 from ..nn import scipy_softmax as softmax
-from ..numpy.elementwise import (
-    cbrt,
-    digamma,
-    erf,
-    erfc,
-    exp2,
-    expit,
-    expm1,
-    gammaln,
-    log1p,
-    polygamma,
-    sinc,
-)
+from ..numpy.elementwise import digamma, erf, erfc, expit, gammaln, polygamma, sinc
 from ..numpy.elementwise import digamma as psi
 from ..numpy.elementwise import round_ as round
 from ._special_functions import betainc, gammainc, gammaincc

@@ -1,6 +1,8 @@
 """The ``fold`` rules: exact algebraic identities on literals and fills, applied where an
 equation would be recorded (``bind``), so that rules written naturally give lean graphs.
 
+This module holds the helpers the op blocks write their fold rules with (``add``,
+``subtract``, ``multiply``, ``true_divide`` and ``power`` in :mod:`dualgpu.ops.elementwise`).
 A fold rule gets the op's arguments and returns the value that stands for the equation, or
 ``None`` to record it as it is. Only traced values fold; concrete arrays compute as NumPy
 does. What folds:
@@ -27,34 +29,36 @@ import math
 
 import numpy as np
 
-from ..core.primitives import defrules
+from .. import lax
 from ..core.trace import Tracer
-from ..ops import elementwise as ew
+
+# the ops this module's helpers equip belong to the block that calls them (op.sites)
+RULE_KIT = True
 
 
-def _fill(x):
+def fill_of(x):
     return x.fill_value if isinstance(x, Tracer) else None
 
 
-def _is_number(x) -> bool:
+def is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _is_literal(x, value) -> bool:
+def is_literal(x, value) -> bool:
     """``x`` is the Python number ``value`` or a fill of it."""
-    v = _fill(x) if isinstance(x, Tracer) else x
-    return _is_number(v) and v == value
+    v = fill_of(x) if isinstance(x, Tracer) else x
+    return is_number(v) and v == value
 
 
-def _is_zero_of_sign(x, negative: bool) -> bool:
+def is_zero_of_sign(x, negative: bool) -> bool:
     """``x`` is a zero number or fill whose sign is ``negative`` (ints count as +0)."""
-    v = _fill(x) if isinstance(x, Tracer) else x
-    if not _is_number(v) or v != 0:
+    v = fill_of(x) if isinstance(x, Tracer) else x
+    if not is_number(v) or v != 0:
         return False
     return (math.copysign(1.0, v) < 0) == negative
 
 
-def _passes_through(x, other) -> bool:
+def passes_through(x, other) -> bool:
     """``x`` can stand for ``op(x, other)``: a float tracer whose shape and dtype ``other``
     (a neutral number or fill) changes neither of."""
     if not isinstance(x, Tracer) or x.dtype.kind not in "fc":
@@ -65,43 +69,43 @@ def _passes_through(x, other) -> bool:
     return True
 
 
-def _fill_arithmetic(op, x, y):
+def fill_arithmetic(op, x, y):
     """``op`` of two fills, or of a fill and a Python number, as a fill of the result."""
-    fx, fy = _fill(x) is not None, _fill(y) is not None
+    fx, fy = fill_of(x) is not None, fill_of(y) is not None
     if not (fx or fy):
         return None
     if (isinstance(x, Tracer) and not fx) or (isinstance(y, Tracer) and not fy):
         return None
-    if not all(isinstance(a, Tracer) or _is_number(a) for a in (x, y)):
+    if not all(isinstance(a, Tracer) or is_number(a) for a in (x, y)):
         return None
     base = x if fx else y
     if fx and fy and x.shape != y.shape:
         return None
-    value = op(_fill(x) if fx else x, _fill(y) if fy else y)
+    value = op(fill_of(x) if fx else x, fill_of(y) if fy else y)
     if base.dtype.kind not in "fc" or isinstance(value, complex) and base.dtype.kind != "c":
         return None
-    return ew.fill_like.bind(base, value=float(value) if base.dtype.kind == "f" else value)
+    return lax.fill_like(base, value=float(value) if base.dtype.kind == "f" else value)
 
 
-def _number_for_fill(x, other):
+def _number_forfill_of(x, other):
     """A fill ``x`` as its number when ``other`` alone fixes the result's shape and dtype."""
-    if _fill(x) is not None and _passes_through(other, x):
-        return _fill(x)
+    if fill_of(x) is not None and passes_through(other, x):
+        return fill_of(x)
     return x
 
 
-def _binary_fold(prim, op, neutral_right, neutral_left=None):
+def binary_fold(prim, op, neutral_right, neutral_left=None):
     """The fold rule of a binary arithmetic op: neutral operands, fill arithmetic, fills
     passed as numbers; ``None`` when nothing folds."""
     def fold(x, y):
-        if neutral_right(y) and _passes_through(x, y):
+        if neutral_right(y) and passes_through(x, y):
             return x
-        if neutral_left is not None and neutral_left(x) and _passes_through(y, x):
+        if neutral_left is not None and neutral_left(x) and passes_through(y, x):
             return y
-        folded = _fill_arithmetic(op, x, y)
+        folded = fill_arithmetic(op, x, y)
         if folded is not None:
             return folded
-        nx, ny = _number_for_fill(x, y), _number_for_fill(y, x)
+        nx, ny = _number_forfill_of(x, y), _number_forfill_of(y, x)
         if nx is x and ny is y:
             return None
         return prim.bind(nx, ny)
@@ -109,34 +113,14 @@ def _binary_fold(prim, op, neutral_right, neutral_left=None):
     return fold
 
 
-def _fold_multiply(x, y):
-    for a, b in ((x, y), (y, x)):
-        if _is_literal(b, -1) and _passes_through(a, b):
-            return ew.negative.bind(a)
-    return _multiply(x, y)
-
-
-def _fold_power(x, y):
+def fold_power(x, y):
     # only where x ** y keeps x's dtype: a float x, or an integer x with an int exponent
     # (int8 ** 1.0 is float64, bool ** 2 int64 in NumPy)
     if not isinstance(x, Tracer) or isinstance(y, Tracer) or not (
             x.dtype.kind in "fc" or x.dtype.kind in "iu" and isinstance(y, int)):
         return None
-    if _is_literal(y, 1):
+    if is_literal(y, 1):
         return x
-    if _is_literal(y, 2):
-        return ew.multiply.bind(x, x)
+    if is_literal(y, 2):
+        return lax.multiply(x, x)
     return None
-
-
-_multiply = _binary_fold(ew.multiply, lambda a, b: a * b, lambda y: _is_literal(y, 1),
-                         lambda x: _is_literal(x, 1))
-defrules(ew.add, fold=_binary_fold(ew.add, lambda a, b: a + b,
-                                   lambda y: _is_zero_of_sign(y, True),
-                                   lambda x: _is_zero_of_sign(x, True)))
-defrules(ew.subtract, fold=_binary_fold(ew.subtract, lambda a, b: a - b,
-                                        lambda y: _is_zero_of_sign(y, False)))
-defrules(ew.multiply, fold=_fold_multiply)
-defrules(ew.true_divide, fold=_binary_fold(ew.true_divide, lambda a, b: a / b,
-                                           lambda y: _is_literal(y, 1)))
-defrules(ew.power, fold=_fold_power)

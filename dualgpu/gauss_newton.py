@@ -1,0 +1,464 @@
+"""The generalized Gauss-Newton and the Fisher of a model and a loss, as linear operators.
+
+``model(params, X) -> outputs`` and ``loss(outputs, Y) -> scalar``; ``J`` is the model's
+Jacobian in its parameters (a pytree, flattened in :mod:`dualgpu.tree_util` order), ``H_l``
+the loss Hessian in the outputs. ``ggn`` is ``G = Jᵀ H_l J``, its product one program (the
+model's JVP, the loss's HVP in the outputs, the model's VJP; no Jacobian is formed).
+``fisher`` replaces ``H_l`` by the expected (``kind="mc"``: sampled) or empirical outer
+product of the gradients of the loss's negative log-likelihood. Both are
+:class:`~dualgpu.HessianOperator`\\ s in all but the product (SciPy or cupyx
+``LinearOperator``, the same algebra, ``.unravel``) with estimators and spectra on top.
+
+Example::
+
+    >>> model = lambda p, X: X @ p["W"] + p["b"]
+    >>> params = {"W": np.ones((2, 1)), "b": np.zeros(1)}
+    >>> X, Y = np.array([[1.0, 2.0], [3.0, 4.0]]), np.zeros((2, 1))
+    >>> G = ggn(model, "mse", params, X, Y)
+    >>> G.toarray()                 # mse of a linear model: its Hessian, 2/(N C) [X 1]ᵀ[X 1]
+    array([[10., 14.,  4.],
+           [14., 20.,  6.],
+           [ 4.,  6.,  2.]])
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import nn
+from . import tree as pytree
+from .api import hvp, jit
+from .backends import array_backend, backend_of
+from .cache import PROGRAMS, identity_key
+from .core.trace import Tracer
+from .errors import (
+    ArgumentTypeError,
+    IntegerInputError,
+    InvalidArgumentError,
+    NonScalarOutputError,
+    ShapeMismatchError,
+)
+from .estimators import estimate_from_products, positive_int
+from .frontend import numpy as dnp
+from .linearization import jvp, vjp
+from .operators import HessianOperator
+from .vectorize import vmap
+
+__all__ = ["CurvatureOperator", "FisherOperator", "GaussNewtonOperator", "LIKELIHOODS", "fisher",
+           "ggn", "likelihood_factors"]
+
+# the losses with a likelihood: name -> the dg.nn loss (also accepted as the function itself)
+LIKELIHOODS = {"mse": nn.mse, "cross_entropy": nn.cross_entropy,
+               "binary_cross_entropy_with_logits": nn.binary_cross_entropy_with_logits}
+
+
+def loss_name(loss, what: str, need_likelihood: bool) -> str | None:
+    """The name of ``loss`` in :data:`LIKELIHOODS` (given by name or as the ``dg.nn``
+    function), None for another callable (refused when ``need_likelihood``)."""
+    if isinstance(loss, str):
+        if loss in LIKELIHOODS:
+            return loss
+        raise InvalidArgumentError(f"{what}: loss={loss!r} is not a loss with a likelihood; "
+                                   f"give one of {sorted(LIKELIHOODS)} or a function")
+    for name, fn in LIKELIHOODS.items():
+        if loss is fn:
+            return name
+    if not callable(loss):
+        raise ArgumentTypeError(f"{what}: loss must be a function loss(outputs, Y) -> scalar "
+                                f"or one of {sorted(LIKELIHOODS)}, got {type(loss).__name__}")
+    if need_likelihood:
+        raise InvalidArgumentError(
+            f"{what}: the Fisher needs the loss's likelihood, and a plain function "
+            f"({getattr(loss, '__name__', type(loss).__name__)}) does not say it; give loss as "
+            f"one of {sorted(LIKELIHOODS)} (or the dg.nn function of that name), or use "
+            "dg.ggn for the Gauss-Newton matrix of any loss")
+    return None
+
+
+def loss_function(loss) -> Callable:
+    return LIKELIHOODS[loss] if isinstance(loss, str) else loss
+
+
+def _softmax(xp, z):
+    e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
+
+
+def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
+    """``S`` of shape ``(K,) + out.shape`` with ``M_n = Σ_k S[k, n] S[k, n]ᵀ`` the Fisher's
+    matrix in the outputs of sample ``n`` (axis 0), scaled as the loss (a mean): the
+    gradients of the negative log-likelihood of the loss ``name`` in the outputs, at labels
+    drawn from the model's distribution (``kind="mc"``, ``K = samples``) or at the true
+    labels ``Y`` (``"empirical"``, ``K = 1``).
+
+    ``mse`` is the Gaussian of variance 1/2 (``mean((f - y)²)`` is its negative
+    log-likelihood over the number of entries), ``cross_entropy`` the categorical of
+    ``softmax(f)``, ``binary_cross_entropy_with_logits`` the Bernoulli of ``sigmoid(f)``.
+    For these the exact Fisher equals the Gauss-Newton matrix.
+    """
+    xp = backend_of([out], "outputs").xp
+    if name == "cross_entropy":
+        scale = 1.0 / out.shape[0]
+        p = _softmax(xp, out)
+        if kind == "empirical":
+            labels = xp.asarray(Y)[None]
+        else:  # one uniform per draw, against the cumulative probabilities
+            u = xp.asarray(rng.random((samples,) + out.shape[:1] + (1,)), dtype=out.dtype)
+            labels = xp.minimum(xp.sum(xp.cumsum(p, axis=-1)[None] < u, axis=-1),
+                                out.shape[-1] - 1)
+        onehot = (labels[..., None] == xp.arange(out.shape[-1])).astype(out.dtype)
+        grads = p[None] - onehot
+    elif name == "mse":
+        scale = 1.0 / out.size
+        if kind == "empirical":
+            grads = 2.0 * (out - xp.asarray(Y, dtype=out.dtype))[None]
+        else:  # y = f + z / sqrt(2): the gradient 2 (f - y) is sqrt(2) z
+            grads = np.sqrt(2.0) * xp.asarray(rng.standard_normal((samples,) + out.shape),
+                                               dtype=out.dtype)
+    else:
+        scale = 1.0 / out.size
+        p = 0.5 * (1.0 + xp.tanh(0.5 * out))          # sigmoid, no overflow
+        if kind == "empirical":
+            grads = (p - xp.asarray(Y, dtype=out.dtype))[None]
+        else:
+            u = xp.asarray(rng.random((samples,) + out.shape), dtype=out.dtype)
+            grads = p[None] - (u < p[None]).astype(out.dtype)
+    return grads * xp.asarray(np.sqrt(scale / grads.shape[0]), dtype=out.dtype)
+
+
+def param_names(params) -> list[str]:
+    """``params['W']``, ``params[0]``...: the words for each leaf, in ``tree_util`` order."""
+    return ["params" + p for p in pytree.leaf_paths(pytree.structure(params))]
+
+
+def check_params(params, what: str):
+    """The leaves of a parameter pytree: concrete floating-point arrays of one library."""
+    leaves = pytree.leaves(params)
+    if not leaves:
+        raise ArgumentTypeError(f"{what}: params has no arrays (got {type(params).__name__}); "
+                                "give a pytree (dict, list, tuple) of floating-point arrays")
+    for path, leaf in zip(param_names(params), leaves):
+        if isinstance(leaf, Tracer):
+            raise ArgumentTypeError(f"{what}: {path} is a traced value; the operator is built "
+                                    "on concrete arrays (outside jit, grad and vmap)")
+        if array_backend(leaf) is None or isinstance(leaf, (bool, np.bool_)) \
+                or np.dtype(leaf.dtype).kind != "f":
+            raise IntegerInputError(f"{what}: {path} is {type(leaf).__name__} "
+                                    f"{getattr(leaf, 'dtype', '')}; the parameters must be "
+                                    "floating-point arrays")
+    return backend_of(leaves, f"{what} params")
+
+
+def data_batches(X, Y, batches, what: str) -> list:
+    """The dataset as a list of ``(X, Y)`` pairs: one batch, or ``batches`` (an iterable of
+    pairs; a one-shot iterator is read once, here)."""
+    if batches is None:
+        if X is None or Y is None:
+            raise ArgumentTypeError(f"{what}: give X and Y, or batches=[(X, Y), ...]")
+        return [(X, Y)]
+    if X is not None or Y is not None:
+        raise ArgumentTypeError(f"{what}: give X and Y, or batches=, not both")
+    try:
+        out = list(batches)
+    except TypeError:
+        raise ArgumentTypeError(f"{what}: batches must be an iterable of (X, Y) pairs, got "
+                                f"{type(batches).__name__}") from None
+    if not out:
+        raise InvalidArgumentError(f"{what}: batches is empty")
+    for i, b in enumerate(out):
+        if not isinstance(b, (tuple, list)) or len(b) != 2:
+            raise ArgumentTypeError(f"{what}: batches[{i}] must be an (X, Y) pair, got "
+                                    f"{type(b).__name__}")
+    return out
+
+
+def check_outputs(model, loss_fn, params, batches, what: str) -> list:
+    """The model's outputs on each batch (concrete), the loss checked to be a real scalar."""
+    outs = []
+    for i, (X, Y) in enumerate(batches):
+        out = jit(model)(params, X)
+        value = loss_fn(out, Y)
+        if np.ndim(value) != 0 or np.dtype(getattr(value, "dtype", float)).kind != "f":
+            raise NonScalarOutputError(
+                f"{what}: loss(model(params, X), Y) must be a real scalar, got "
+                f"{type(value).__name__} of shape {tuple(np.shape(value))} (batch {i})")
+        outs.append(out)
+    return outs
+
+
+def single_output(out, what: str):
+    if array_backend(out) is None or np.ndim(out) < 1:
+        raise ShapeMismatchError(f"{what}: model(params, X) must return one array whose axis 0 "
+                                 f"runs over the samples, got {type(out).__name__} of shape "
+                                 f"{tuple(np.shape(out))}")
+    return out
+
+
+def flat(tree):
+    """The leaves of a (traced) pytree as one vector, in ``tree_util`` order."""
+    return dnp.concatenate([dnp.reshape(leaf, (-1,)) for leaf in pytree.leaves(tree)])
+
+
+class CurvatureOperator(HessianOperator):
+    """A symmetric curvature matrix of a model's parameters (``n × n``, ``n`` their total
+    size) as a SciPy (cupyx on CuPy) ``LinearOperator`` with the algebra of
+    :class:`~dualgpu.HessianOperator`, its products summed over the batches of the data,
+    and ``unravel``, :meth:`trace`, :meth:`diagonal`, :meth:`eigenvalues`. A subclass says
+    what a product over one batch is (:meth:`batch_product`, for ``(n, k)`` columns)."""
+
+    kind = "curvature"
+
+    def __new__(cls, *args, **kwargs):
+        backend = check_params(args[2] if len(args) > 2 else kwargs.get("params"), cls.kind)
+        key = (cls, backend.name)
+        sub = _CLASSES.get(key)
+        if sub is None:
+            sub = _CLASSES[key] = type(cls.__name__, (cls, backend.linear_operator_class()),
+                                       {"__module__": cls.__module__, "__doc__": cls.__doc__})
+        return object.__new__(sub)
+
+    def setup(self, params, batches) -> None:
+        """The state every product reads: the point, its flat vector, the batches."""
+        self.backend = check_params(params, self.kind)
+        self.params, self.batches = params, batches
+        self.x, self.unravel = pytree.ravel(params)
+        self.args, self.argnums = (), 0
+        self.n = int(self.x.size)
+        self.nprod = 0
+        self.backend.linear_operator_class().__init__(self, np.dtype(self.x.dtype),
+                                                      (self.n, self.n))
+
+    def batch_product(self, i: int, V):
+        raise NotImplementedError
+
+    # the products HessianOperator's matvec and matmat call: x is the flat point; a
+    # subclass's batch_product takes a vector (n,) or columns (n, k)
+    def _hvp(self, x, v):
+        return self._hvp_columns(x, v.reshape(-1))
+
+    def _hvp_columns(self, x, V):
+        total = None
+        for i in range(len(self.batches)):
+            part = self.batch_product(i, V)
+            total = part if total is None else total + part
+        return total
+
+    def products(self, V, chunk: int = 64):
+        """``V @ M`` for ``(k, n)`` rows (the estimators' form), ``chunk`` columns a program."""
+        xp = self.backend.xp
+        V = xp.asarray(V)
+        return xp.concatenate([self.matmat(V[lo:lo + chunk].T).T
+                               for lo in range(0, V.shape[0], chunk)], axis=0)
+
+    def trace(self, method: str = "hutch++", num_samples: int = 30, seed: int | None = 0):
+        """The trace: ``method="exact"`` (``n`` products) or estimated from ``num_samples``
+        products (``"hutchinson"``, ``"hutch++"``; :mod:`dualgpu.estimators`)."""
+        if method == "exact":
+            return self.backend.xp.sum(self.diagonal("exact"))
+        self._check_estimate(method, ("hutchinson", "hutch++"), num_samples, "trace")
+        return estimate_from_products(method, self.products, self.n, self.dtype,
+                                      self.backend.xp, num_samples, seed)
+
+    def diagonal(self, method: str = "exact", num_samples: int = 30, seed: int | None = 0):
+        """The diagonal as a flat vector (``unravel`` gives the pytree): ``"exact"`` (``n``
+        products, in chunks) or Hutchinson's estimate from ``num_samples`` products."""
+        xp = self.backend.xp
+        if method == "exact":
+            eye = xp.eye(self.n, dtype=self.dtype)
+            return xp.concatenate([xp.diagonal(self.products(eye[lo:lo + 64])[:, lo:lo + 64])
+                                   for lo in range(0, self.n, 64)]) if self.n else eye[0]
+        self._check_estimate(method, ("hutchinson",), num_samples, "diagonal")
+        return estimate_from_products("diag", self.products, self.n, self.dtype, xp,
+                                      num_samples, seed)
+
+    def eigenvalues(self, k: int = 1, which: str = "LA", **eigsh_options):
+        """The ``k`` largest (``which="LA"``) eigenvalues, ascending, by Lanczos
+        (``eigsh`` of SciPy or cupyx on the operator)."""
+        positive_int(k, "k", f"{self.kind}.eigenvalues")
+        if k >= self.n:
+            raise InvalidArgumentError(f"{self.kind}.eigenvalues: k={k} must be below n="
+                                       f"{self.n}; for all of them use np.linalg.eigvalsh("
+                                       "op.toarray())")
+        vals = self.backend.sparse_linalg.eigsh(self, k=k, which=which,
+                                                return_eigenvectors=False, **eigsh_options)
+        return self.backend.xp.sort(vals)
+
+    def _check_estimate(self, method, allowed, num_samples, name) -> None:
+        if method not in allowed:
+            raise InvalidArgumentError(f"{self.kind}.{name}: method must be 'exact' or one of "
+                                       f"{list(allowed)}, got {method!r}")
+        positive_int(num_samples, "num_samples", f"{self.kind}.{name}")
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} {self.n}x{self.n} {self.dtype} on "
+                f"{self.backend.name}, {len(self.batches)} batch(es), {self.nprod} products>")
+
+
+_CLASSES: dict = {}
+
+
+def unravel_like(params, d):
+    """The pytree of ``params``'s structure whose leaves are the pieces of the flat (traced)
+    vector ``d`` (``tree_util`` order)."""
+    leaves, tree = pytree.flatten(params)
+    parts, start = [], 0
+    for leaf in leaves:
+        size = int(np.prod(leaf.shape, dtype=np.int64))
+        parts.append(dnp.reshape(d[start:start + size], tuple(leaf.shape)))
+        start += size
+    return pytree.unflatten(tree, parts)
+
+
+PRODUCT_PROGRAMS = "curvature product programs"   # their kind in the one cache
+
+
+def columns_program(kind: str, model, loss, make):
+    """``make(model, loss)``'s ``(*fixed, d)`` as one program for a vector ``d`` and one for
+    all the columns of a matrix ``d`` (mapped over its last axis), made once per model,
+    loss and kind and kept in the one cache (a new operator at new parameters reuses them;
+    the program cache retraces them on new shapes)."""
+    def build():
+        fn = make(model, loss)
+        return Programs(jit(fn), jit(vmap(fn, in_axes=(None, None, None, -1), out_axes=-1)))
+
+    key = (PRODUCT_PROGRAMS, kind, identity_key(model),
+           loss if isinstance(loss, str) else identity_key(loss))
+    return PROGRAMS.get_or_build(key, build)
+
+
+class Programs:
+    """A product's program for one vector and for the columns of a matrix."""
+
+    def __init__(self, vector, columns):
+        self.vector, self.columns = vector, columns
+
+    def __call__(self, *args):
+        return (self.vector if args[-1].ndim == 1 else self.columns)(*args)
+
+
+class GaussNewtonOperator(CurvatureOperator):
+    """The generalized Gauss-Newton matrix ``G = Jᵀ H_l J`` (see :func:`ggn`)."""
+
+    kind = "ggn"
+
+    def __init__(self, model, loss, params, X=None, Y=None, *, batches=None):
+        self.loss_kind = loss_name(loss, self.kind, need_likelihood=False)
+        self.model, self.loss = model, loss_function(loss)
+        if not callable(model):
+            raise ArgumentTypeError(f"ggn: model must be a function model(params, X), got "
+                                    f"{type(model).__name__}")
+        self.setup(params, data_batches(X, Y, batches, self.kind))
+        self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind)
+        self._program = columns_program("ggn", model, self.loss, ggn_product)
+
+    def batch_product(self, i, V):
+        X, Y = self.batches[i]
+        return self._program(self.params, X, Y, V)
+
+
+class FisherOperator(CurvatureOperator):
+    """The Fisher of a loss with a likelihood, Monte-Carlo or empirical (see
+    :func:`fisher`)."""
+
+    kind = "fisher"
+
+    def __init__(self, model, loss, params, X=None, Y=None, *, kind="mc", samples=1,
+                 seed=None, batches=None):
+        if kind not in ("mc", "empirical"):
+            raise InvalidArgumentError(f"fisher: kind must be 'mc' or 'empirical', got {kind!r}")
+        positive_int(samples, "samples", "fisher")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise ArgumentTypeError(f"fisher: seed must be an int or None, got {seed!r}")
+        self.fisher_kind, self.samples, self.seed = kind, int(samples), seed
+        self.loss_kind = loss_name(loss, "fisher", need_likelihood=True)
+        if not callable(model):
+            raise ArgumentTypeError(f"fisher: model must be a function model(params, X), got "
+                                    f"{type(model).__name__}")
+        self.model, self.loss = model, loss_function(loss)
+        self.setup(params, data_batches(X, Y, batches, "fisher"))
+        self.outputs = check_outputs(model, self.loss, params, self.batches, "fisher")
+        rng = np.random.default_rng(seed)
+        self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
+                                           kind, self.samples, rng)
+                        for out, (_, Y) in zip(self.outputs, self.batches)]
+        self._program = columns_program("fisher", model, None, factor_product)
+
+    def batch_product(self, i, V):
+        return self._program(self.params, self.batches[i][0], self.factors[i], V)
+
+
+def ggn_product(model, loss):
+    """``(params, X, Y, d) -> Jᵀ H_l J d``: the model's JVP, the loss's HVP in the outputs,
+    the model's VJP."""
+    def product(params, X, Y, d):
+        out, jd = jvp(lambda q: model(q, X), (params,), (unravel_like(params, d),))
+        hjd = hvp(loss)(out, Y, jd)
+        return flat(vjp(lambda q: model(q, X), params)[1](hjd)[0])
+
+    product.__name__ = f"ggn_{getattr(model, '__name__', 'model')}"
+    return product
+
+
+def factor_product(model, loss=None):
+    """``(params, X, S, d) -> Jᵀ M J d`` with ``M_n = Σ_k S[k, n] S[k, n]ᵀ`` per sample."""
+    def product(params, X, S, d):
+        out, jd = jvp(lambda q: model(q, X), (params,), (unravel_like(params, d),))
+        axes = tuple(range(2, S.ndim))
+        w = dnp.sum(S * jd, axis=axes) if axes else S * jd          # (K, N)
+        u = dnp.sum(S * dnp.reshape(w, w.shape + (1,) * len(axes)), axis=0)
+        return flat(vjp(lambda q: model(q, X), params)[1](u)[0])
+
+    product.__name__ = f"fisher_{getattr(model, '__name__', 'model')}"
+    return product
+
+
+def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *,
+        batches=None) -> GaussNewtonOperator:
+    """The generalized Gauss-Newton matrix ``G = Jᵀ H_l J`` of ``loss(model(params, X), Y)``
+    in ``params`` (a pytree of floating-point arrays, flattened in ``tree_util`` order;
+    ``G.unravel(v)`` gives the pytree of a vector), as a SciPy (cupyx on CuPy)
+    ``LinearOperator``. Each product ``G @ v`` (``G @ V``: one program for all the columns)
+    is one program: the JVP of the model, the HVP of the loss in the outputs, the VJP of
+    the model. ``loss`` is a function ``loss(outputs, Y) -> scalar`` or the name of a
+    ``dg.nn`` loss (``"mse"``, ``"cross_entropy"``). With ``batches=[(X, Y), ...]`` the
+    operator is the exact sum of the batches' matrices.
+
+    Example::
+
+        >>> model = lambda p, X: np.tanh(X @ p["W"])
+        >>> p = {"W": np.array([[0.5], [-0.5]])}
+        >>> G = dg.ggn(model, dg.nn.mse, p, np.eye(2), np.zeros((2, 1)))
+        >>> np.round(G @ np.ones(2), 6)
+        array([0.6185, 0.6185])
+        >>> np.allclose(G.toarray(), G.toarray().T), G.unravel(np.ones(2))["W"].shape
+        (True, (2, 1))
+    """
+    return GaussNewtonOperator(model, loss, params, X, Y, batches=batches)
+
+
+def fisher(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *,
+           kind: str = "mc", samples: int = 1, seed: int | None = None,
+           batches=None) -> FisherOperator:
+    """The Fisher matrix of ``loss(model(params, X), Y)`` in ``params``, for a loss with a
+    likelihood (``loss``: ``"mse"``, ``"cross_entropy"``,
+    ``"binary_cross_entropy_with_logits"`` or the ``dg.nn`` function): ``Jᵀ M J`` with
+    ``M`` the mean over ``samples`` labels drawn from the model's distribution
+    (``kind="mc"``, ``numpy.random.default_rng(seed)``; drawn once, so the operator is one
+    fixed matrix) or at the true labels (``kind="empirical"``) of the outer products of the
+    gradients of the negative log-likelihood in the outputs, scaled as the loss (a mean).
+    Its expectation is the Gauss-Newton matrix (:func:`ggn`). The same operator as
+    :func:`ggn` otherwise.
+
+    Example::
+
+        >>> model = lambda p, X: X @ p["W"]
+        >>> p = {"W": np.zeros((2, 3))}
+        >>> X, Y = np.eye(2), np.array([0, 2])
+        >>> F = dg.fisher(model, "cross_entropy", p, X, Y, kind="empirical")
+        >>> F.toarray().shape, round(float(F.trace("exact")), 6)
+        ((6, 6), 0.666667)
+    """
+    return FisherOperator(model, loss, params, X, Y, kind=kind, samples=samples, seed=seed,
+                          batches=batches)

@@ -1,0 +1,498 @@
+"""K-FAC and EK-FAC: Kronecker-factored Gauss-Newton and Fisher matrices, the layers found in
+the traced model.
+
+A parameter ``W`` (2-D) that enters the model's graph as one operand of one product
+(``Flag.MULTILINEAR`` and not elementwise: ``matmul``, ``einsum``; directly or through a
+transpose) whose other operand is a batch of activations ``a`` computed from the data, is
+a *layer*: the product's output ``s`` is ``a W`` over the rows of ``a`` (its axes other
+than the contracted one). Its block of the curvature ``Σ_n Σ_k (a_n ⊗ g_nk)(a_n ⊗ g_nk)ᵀ``
+(``g_nk`` the ``k``-th factor of the loss's curvature in the outputs of sample ``n``,
+carried back to ``s``) is approximated by ``A ⊗ G``, ``A = mean_rows a aᵀ``,
+``G = Σ_rows Σ_k g gᵀ``: exact for one sample. EK-FAC keeps the eigenvectors of ``A ⊗ G``
+and refits its eigenvalues to the curvature's (George et al. 2018). Every other parameter
+gets its exact block (``dense_limit`` entries at most); a weight used more than once is
+refused.
+
+Example::
+
+    >>> model = lambda p, X: X @ p["W"]
+    >>> p = {"W": np.ones((2, 1))}
+    >>> K = kfac(model, "mse", p, np.array([[1.0, 0.0]]), np.zeros((1, 1)))
+    >>> K.toarray()                       # one sample: A ⊗ G is the Gauss-Newton block
+    array([[2., 0.],
+           [0., 0.]])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import tree as pytree
+from .api import grad, hvp
+from .backends import backend_of
+from .cache import PROGRAMS, identity_key
+from .core.flags import Flag
+from .core.interpret import read, walk
+from .core.ir import Aval, Eqn, Graph, Var
+from .core.trace import trace_to_graph
+from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
+from .estimators import positive_int
+from .frontend import numpy as dnp
+from .gauss_newton import (
+    CurvatureOperator,
+    FisherOperator,
+    GaussNewtonOperator,
+    param_names,
+    single_output,
+)
+from .runtime.transformed import Transformed
+from .transforms import simplify
+from .vectorize import vmap
+
+__all__ = ["KFACOperator", "ekfac", "find_layers", "kfac"]
+
+_BATCH_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass
+class Layer:
+    """A parameter that is the weight of one product with a batch of activations."""
+
+    param: int            # its leaf index
+    eqn: Eqn              # the product
+    act: int              # the position of the activations among the product's operands
+    a_perm: tuple         # the activations' axes: rows..., then the contracted one
+    s_perm: tuple         # the product's axes: rows..., then the weight's output axis
+    in_out: bool          # W's axes are (d_in, d_out) (else (d_out, d_in))
+    d_in: int
+    d_out: int
+
+
+def product_spec(eqn: Eqn) -> str | None:
+    """The einsum subscripts of a two-operand product (its declared element form: a row
+    times a column, or a sum over the contracted letters), None for anything else."""
+    prim = eqn.prim
+    if not prim.has(Flag.MULTILINEAR) or prim.has(Flag.ELEMENTWISE) or len(eqn.inputs) != 2:
+        return None
+    form = prim.lowerings.get("tiny")
+    if form == "einsum":
+        return eqn.params.get("spec")
+    if form != "matmul":
+        return None
+    ra, rb = (len(a.aval.shape) for a in eqn.inputs)
+    nb = max(ra, rb) - 2
+    batch = _BATCH_LETTERS[:max(nb, 0)]
+    if ra == 1:
+        return f"k,{batch}kn->{batch}n"
+    if rb == 1:
+        return f"{batch}mk,k->{batch}m"
+    return f"{batch[nb - (ra - 2):]}mk,{batch[nb - (rb - 2):]}kn->{batch}mn"
+
+
+def find_layers(graph: Graph, n_params: int, names: list[str], what: str = "kfac"):
+    """The layers of ``graph`` (whose first ``n_params`` inputs are the parameters, the
+    others the data), and the indices of the other parameters. A weight of a product that
+    is also used elsewhere is refused (:class:`~dualgpu.UnsupportedOpError`)."""
+    param_of = {v.id: i for i, v in enumerate(graph.inputs[:n_params])}
+    readers: dict[int, list[Eqn]] = {}
+    for eqn in graph.eqns:
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                readers.setdefault(a.id, []).append(eqn)
+    outputs = {a.id for a in graph.outputs if isinstance(a, Var)}
+    data = {v.id for v in graph.inputs[n_params:]}
+    for eqn in graph.eqns:  # the values computed from the data
+        if any(isinstance(a, Var) and a.id in data for a in eqn.inputs):
+            data.update(v.id for v in eqn.outs)
+    layers = {}
+    for v in graph.inputs[:n_params]:
+        i = param_of[v.id]
+        uses = readers.get(v.id, [])
+        found = _weight_use(v, uses, readers, outputs, data)
+        if found is None:
+            if len(uses) > 1 and any(product_spec(e) is not None for e in uses):
+                where = ", ".join(sorted({e.source or "?" for e in uses}))
+                raise UnsupportedOpError(
+                    f"{what}: {names[i]} is the weight of a matrix product and is used "
+                    f"{len(uses)} times in the model (at {where}); K-FAC needs each weight in "
+                    "one product: give each use its own parameter, or use dg.ggn / dg.fisher")
+            continue
+        layers[i] = found
+    for i, layer in layers.items():
+        layer.param = i
+    ordered = list(layers.values())
+    biases = {}
+    for v in graph.inputs[:n_params]:
+        i = param_of[v.id]
+        k = _bias_of(v, readers.get(v.id, []), ordered, readers, outputs)
+        if i not in layers and k is not None:
+            biases[i] = k
+    return ordered, biases, [i for i in range(n_params) if i not in layers and i not in biases]
+
+
+def _bias_of(v: Var, uses, layers: list[Layer], readers, outputs) -> int | None:
+    """The layer whose product's output ``v`` is added to (its one use, broadcast along the
+    weight's output axis, the product's output read nowhere else), or None."""
+    if len(uses) != 1 or v.id in outputs or not uses[0].prim.has(Flag.ADDITIVE):
+        return None
+    eqn = uses[0]
+    for k, layer in enumerate(layers):
+        s = layer.eqn.outs[0]
+        if [a.id if isinstance(a, Var) else None for a in eqn.inputs].count(s.id) != 1 \
+                or len(readers.get(s.id, [])) != 1 or s.id in outputs:
+            continue
+        rank, axis = len(s.aval.shape), layer.s_perm[-1]
+        shape = (1,) * (rank - len(v.aval.shape)) + tuple(v.aval.shape)
+        if len(shape) == rank and all(d == (layer.d_out if a == axis else 1)
+                                      for a, d in enumerate(shape)):
+            return k
+    return None
+
+
+def _weight_use(v: Var, uses, readers, outputs, data) -> Layer | None:
+    """``v``'s one use as a product's weight (through one transpose at most), or None."""
+    if len(uses) != 1 or v.id in outputs:
+        return None
+    eqn, perm = uses[0], None
+    operand = v
+    if eqn.prim.lowerings.get("view") == "permute" and len(eqn.outs) == 1:
+        perm = tuple(eqn.params["perm"])
+        operand = eqn.outs[0]
+        if operand.id in outputs or len(readers.get(operand.id, [])) != 1:
+            return None
+        eqn = readers[operand.id][0]
+    spec = product_spec(eqn)
+    if spec is None or len(v.aval.shape) != 2:
+        return None
+    w_pos = [k for k, a in enumerate(eqn.inputs) if a is operand]
+    if len(w_pos) != 1:
+        return None
+    act = 1 - w_pos[0]
+    if not isinstance(eqn.inputs[act], Var) or eqn.inputs[act].id not in data:
+        return None
+    ins, out = spec.split("->")
+    a_letters, t_letters = ins.split(",")[act], ins.split(",")[w_pos[0]]
+    w_letters = t_letters if perm is None else "".join(
+        t_letters[perm.index(k)] for k in range(2))
+    inner = [c for c in w_letters if c in a_letters and c not in out]
+    outer = [c for c in w_letters if c in out and c not in a_letters]
+    rows = [c for c in out if c in a_letters]
+    if len(inner) != 1 or len(outer) != 1 or len(set(a_letters)) != len(a_letters) \
+            or set(a_letters) != set(rows) | set(inner) or set(out) != set(rows) | set(outer) \
+            or len(out) != len(set(out)):
+        return None
+    shape = v.aval.shape
+    in_out = w_letters == inner[0] + outer[0]
+    return Layer(
+        param=-1, eqn=eqn, act=act,
+        a_perm=tuple(a_letters.index(c) for c in rows + inner),
+        s_perm=tuple(out.index(c) for c in rows + outer),
+        in_out=in_out, d_in=shape[0] if in_out else shape[1],
+        d_out=shape[1] if in_out else shape[0])
+
+
+def _gram(m):
+    """``mᵀ m`` (one GEMM)."""
+    return m.T @ m
+
+
+def _rows(x, perm, width):
+    """``x`` with its axes ``perm`` (rows..., then one), as ``(rows, width)``."""
+    return dnp.reshape(dnp.transpose(x, perm), (-1, width))
+
+
+def tapped_graph(graph: Graph, layers: list[Layer], s_aval: Aval) -> Graph:
+    """``(*inputs of graph, S) -> (activations..., gradients...)``: per layer its activations
+    as ``(rows, d_in)``, and the factors ``S`` (``(K,) + outputs' shape``) of the curvature in
+    the outputs carried back to its output, ``(K, rows, d_out)``: the gradients of
+    ``Σ S[k] * outputs`` in a zero added to the product's output."""
+    taps = {id(layer.eqn): k for k, layer in enumerate(layers)}
+
+    def forward(leaves, perturbations):
+        acts: dict[int, Any] = {}
+
+        def rule(eqn, values, states):
+            outs = eqn.prim.bind(*values, **eqn.params)
+            outs = list(outs) if eqn.prim.multiple_results else [outs]
+            k = taps.get(id(eqn))
+            if k is not None:
+                acts[k] = values[layers[k].act]
+                outs[0] = outs[0] + perturbations[k]
+            return outs, [None] * len(outs)
+
+        env, _ = walk(graph, leaves, None, rule)
+        return read(env, graph.outputs[0]), [acts[k] for k in range(len(layers))]
+
+    def run(*inputs):
+        if not layers:
+            return []
+        leaves, S = list(inputs[:-1]), inputs[-1]
+        zeros = [graph.xp.zeros(layer.eqn.outs[0].aval.shape, layer.eqn.outs[0].aval.dtype)
+                 for layer in layers]
+        acts = forward(leaves, zeros)[1]
+        gs = vmap(grad(lambda e, u: dnp.sum(forward(leaves, e)[0] * u)),
+                  in_axes=(None, 0))(zeros, S)
+        return ([_rows(a, layer.a_perm, layer.d_in) for a, layer in zip(acts, layers)]
+                + [dnp.reshape(dnp.transpose(g, (0,) + tuple(p + 1 for p in layer.s_perm)),
+                               (g.shape[0], -1, layer.d_out)) for g, layer in zip(gs, layers)])
+
+    tapped, _ = trace_to_graph(run, [v.aval for v in graph.inputs] + [s_aval], graph.xp,
+                               name=f"kfac_{graph.name}")
+    return simplify(tapped)
+
+
+class _KroneckerFactors(Transformed):
+    """``factors(params, X, S) -> (layers, biases, others, activations, gradients)``: the
+    layers of ``model`` (:func:`find_layers`, on the traced model) and, from one program,
+    their activations and the factors ``S`` carried back to their outputs
+    (:func:`tapped_graph`). Cached like every transform (per model, call signature, and the
+    number of factors ``K`` and of parameter leaves, its options)."""
+
+    kind = "kfac"
+
+    def __init__(self, model, n_params: int, samples: int, what: str):
+        super().__init__(model, argnums=())
+        self.n_params, self.samples, self.what = n_params, samples, what
+
+    def options(self) -> dict:
+        return {"n_params": self.n_params, "samples": self.samples}
+
+    def split(self, args):
+        return args[:2], args[2]
+
+    def extra_inputs(self, sig, S):
+        return [S]
+
+    def build(self, traced, sig):
+        graph = traced.graph
+        if len(graph.outputs) != 1:
+            raise ShapeMismatchError(f"{self.what}: model(params, X) must return one array, "
+                                     f"got {len(graph.outputs)} outputs")
+        names = graph.input_names or [f"input {i}" for i in range(len(graph.inputs))]
+        layers, biases, others = find_layers(graph, self.n_params, names, self.what)
+        out = graph.outputs[0].aval
+        s_aval = Aval((self.samples,) + tuple(out.shape), out.dtype)
+        return tapped_graph(graph, layers, s_aval), (layers, biases, others)
+
+    def finish(self, compiled, sig, outs):
+        layers, biases, others = compiled.trees
+        n = len(layers)
+        return layers, biases, others, list(outs[:n]), list(outs[n:])
+
+
+def kronecker_factors(model, n_params: int, samples: int, what: str) -> _KroneckerFactors:
+    """The factors transform of ``model`` (one per model, parameter count and ``K``, kept in
+    the one cache)."""
+    return PROGRAMS.get_or_build(
+        (KRONECKER_FACTORS, identity_key(model), n_params, samples, what),
+        lambda: _KroneckerFactors(model, n_params, samples, what))
+
+
+KRONECKER_FACTORS = "K-FAC factor transforms"   # their kind in the one cache
+
+
+def loss_hessian_factors(loss, out, Y, what: str):
+    """``S`` with ``Σ_k S[k, n] S[k, n]ᵀ`` the loss Hessian's block of sample ``n`` (its
+    eigenvectors, scaled by the roots of its eigenvalues, negative ones dropped): ``C``
+    products, ``C`` the outputs per sample. A loss whose Hessian couples samples is
+    refused."""
+    xp = backend_of([out], "outputs").xp
+    n = out.shape[0]
+    c = out.size // max(n, 1)
+    dirs = xp.broadcast_to(xp.eye(c, dtype=out.dtype)[:, None, :], (c, n, c))
+    hd = vmap(hvp(loss), in_axes=(None, None, 0))(out, Y, dirs.reshape((c,) + out.shape))
+    blocks = xp.transpose(xp.reshape(hd, (c, n, c)), (1, 2, 0))        # (N, C, C)
+    probe = xp.asarray(np.random.default_rng(0).standard_normal((n, c)), dtype=out.dtype)
+    full = xp.reshape(hvp(loss)(out, Y, probe.reshape(out.shape)), (n, c))
+    per_sample = xp.einsum("nij,nj->ni", blocks, probe)
+    if not bool(xp.allclose(full, per_sample, rtol=1e-6,
+                            atol=1e-9 * (float(xp.max(xp.abs(full))) + 1e-300))):
+        raise InvalidArgumentError(
+            f"{what}: the loss couples the samples (its Hessian in the outputs is not "
+            "block-diagonal over axis 0 of model(params, X)); the Kronecker factors need a "
+            "loss that sums (or averages) per-sample terms")
+    if c == 1:                                                             # its root
+        s = xp.sqrt(xp.maximum(blocks, 0))
+    else:
+        lam, q = xp.linalg.eigh(blocks)
+        s = q * xp.sqrt(xp.maximum(lam, 0))[:, None, :]                    # (N, C, K)
+    return xp.reshape(xp.transpose(s, (2, 0, 1)), (c,) + out.shape)
+
+
+
+class KFACOperator(CurvatureOperator):
+    """K-FAC (or EK-FAC) of the Gauss-Newton or Fisher matrix (see :func:`kfac`): a
+    block-diagonal operator, one block per parameter, stored by its eigenvectors and
+    eigenvalues (a layer's as two Kronecker factors), so that :meth:`inverse` is exact.
+    ``factors`` maps each layer's name to its ``(A, G)``, ``structure`` each parameter's
+    name to how its block is made (``"kronecker"``, ``"bias of <weight>"``, ``"exact
+    block"``)."""
+
+    kind = "kfac"
+
+    def __init__(self, model, loss, params, X=None, Y=None, *, fisher_type="ggn", samples=1,
+                 seed=None, batches=None, dense_limit=1024, corrected=False):
+        what = "ekfac" if corrected else "kfac"
+        if fisher_type not in ("ggn", "mc", "empirical"):
+            raise InvalidArgumentError(f"{what}: fisher_type must be 'ggn', 'mc' or "
+                                       f"'empirical', got {fisher_type!r}")
+        positive_int(dense_limit, "dense_limit", what)
+        if fisher_type == "ggn":
+            base: CurvatureOperator = GaussNewtonOperator(model, loss, params, X, Y,
+                                                          batches=batches)
+        else:
+            base = FisherOperator(model, loss, params, X, Y, kind=fisher_type,
+                                  samples=samples, seed=seed, batches=batches)
+        self.kind, self.base, self.fisher_type = what, base, fisher_type
+        self.setup(params, base.batches)
+        outs = [single_output(out, what) for out in base.outputs]
+        if fisher_type == "ggn":
+            factors = [loss_hessian_factors(base.loss, out, Y, what)
+                       for out, (_, Y) in zip(outs, self.batches)]
+        else:
+            factors = base.factors
+        leaves = pytree.leaves(params)
+        self.names = names = param_names(params)
+        transform = kronecker_factors(model, len(leaves), int(factors[0].shape[0]), what)
+        runs = [transform(params, X, S) for (X, _), S in zip(self.batches, factors)]
+        self.layers, biases, others = runs[0][:3]
+        for run in runs[1:]:
+            if [(la.param, la.in_out) for la in run[0]] != [
+                    (la.param, la.in_out) for la in self.layers] or run[1] != biases:
+                raise InvalidArgumentError(f"{what}: the batches' models have different "
+                                           "layers (batches of different structure)")
+        too_big = [f"{names[i]} ({leaves[i].size} entries)" for i in others
+                   if leaves[i].size > dense_limit]
+        if too_big:
+            raise UnsupportedOpError(
+                f"{what}: {', '.join(too_big)} has no Kronecker structure (it is not the weight "
+                "of one matrix product with a batch of activations) and its exact block would "
+                f"be over dense_limit={dense_limit} rows; raise dense_limit or use dg.ggn")
+        self._blocks(leaves, biases, others, [run[3:] for run in runs], corrected)
+
+    def _blocks(self, leaves, biases, others, outs, corrected):
+        """The blocks from the activations and gradients ``outs`` of each batch."""
+        xp = self.backend.xp
+        offsets = np.cumsum([0] + [leaf.size for leaf in leaves])
+        self.blocks: list = []           # (start, stop, layer or None, eigvecs, eigvals)
+        self.factors = {}
+        if self.layers:
+            rows = sum(a[0].shape[0] for a, _ in outs)
+            for k, layer in enumerate(self.layers):
+                A = sum(_gram(a[k]) for a, _ in outs) / rows
+                G = sum(_gram(g[k].reshape(-1, layer.d_out)) for _, g in outs)
+                self.factors[self.names[layer.param]] = (A, G)
+                la, qa = xp.linalg.eigh(A)
+                lg, qg = xp.linalg.eigh(G)
+                lam = la[:, None] * lg[None, :]
+                if corrected:  # the curvature's own variance along each eigenvector
+                    lam = sum(((a[k] @ qa) ** 2).T @ xp.sum((g[k] @ qg) ** 2, axis=0)
+                              for a, g in outs)
+                self.blocks.append((offsets[layer.param], offsets[layer.param + 1], layer,
+                                    (qa, qg), lam))
+                for i in (i for i, j in biases.items() if j == k):  # its bias: A = 1
+                    lam = lg
+                    if corrected:
+                        lam = sum(xp.sum((g[k] @ qg) ** 2, axis=(0, 1)) for _, g in outs)
+                    self.blocks.append((offsets[i], offsets[i + 1], None, qg, lam))
+        rows = [np.arange(offsets[i], offsets[i + 1]) for i in others]
+        if others:  # the exact blocks: the products with their unit vectors, one program
+            eye = xp.eye(self.n, dtype=self.dtype)[xp.asarray(np.concatenate(rows))]
+            dense = self.base.products(eye) if eye.shape[0] else eye
+        at = 0
+        for i, r in zip(others, rows):
+            block = dense[at:at + r.size, offsets[i]:offsets[i + 1]]
+            at += r.size
+            lam, q = xp.linalg.eigh((block + block.T) / 2)
+            self.blocks.append((offsets[i], offsets[i + 1], None, q, lam))
+        self.blocks.sort(key=lambda b: b[0])
+        self.structure = {self.names[layer.param]: "kronecker" for layer in self.layers}
+        self.structure.update({self.names[i]: "bias of " + self.names[self.layers[k].param]
+                               for i, k in biases.items()})
+        self.structure.update({self.names[i]: "exact block" for i in others})
+        self.spectrum = None                 # a function of the eigenvalues (inverse)
+
+    def _hvp(self, x, v):
+        return self._hvp_columns(x, v.reshape(-1, 1)).reshape(v.shape)
+
+    def _hvp_columns(self, x, V):
+        xp = self.backend.xp
+        pieces = []
+        for start, stop, layer, q, lam in self.blocks:     # in the order of the coordinates
+            lam = lam if self.spectrum is None else self.spectrum(lam)
+            block = V[start:stop]
+            if layer is None:
+                pieces.append(q @ (lam[:, None] * (q.T @ block)))
+                continue
+            qa, qg = q
+            k = V.shape[1]
+            W = block.reshape((layer.d_in, layer.d_out, k) if layer.in_out
+                              else (layer.d_out, layer.d_in, k))
+            W = xp.transpose(W, (2, 0, 1) if layer.in_out else (2, 1, 0))  # (k, d_in, d_out)
+            r = qa @ ((qa.T @ W @ qg) * lam) @ qg.T
+            r = xp.transpose(r, (1, 2, 0) if layer.in_out else (2, 1, 0))
+            pieces.append(r.reshape(stop - start, k))
+        return xp.concatenate(pieces, axis=0)
+
+    def inverse(self, damping: float = 0.0) -> KFACOperator:
+        """``(K + damping I)⁻¹`` as an operator of the same blocks, exact (by the
+        eigenvectors; a Kronecker block's ``(A ⊗ G + damping I)⁻¹`` is no product of two
+        inverses)."""
+        if not isinstance(damping, (int, float, np.floating, np.integer)) \
+                or isinstance(damping, bool) or damping < 0:
+            raise InvalidArgumentError(f"{self.kind}.inverse: damping must be a non-negative "
+                                       f"number, got {damping!r}")
+        for _, _, _, _, lam in self.blocks:
+            if damping == 0 and float(self.backend.xp.min(lam)) <= 0:
+                raise InvalidArgumentError(f"{self.kind}.inverse: the operator is singular "
+                                           "(an eigenvalue <= 0); give damping > 0")
+        inv = object.__new__(type(self))
+        inv.__dict__.update(self.__dict__)
+        inv.nprod = 0
+        inv.spectrum = lambda lam: 1.0 / (lam + damping)
+        return inv
+
+
+def kfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samples: int = 1,
+         seed: int | None = None, batches=None, dense_limit: int = 1024) -> KFACOperator:
+    """The K-FAC approximation of the Gauss-Newton (``fisher_type="ggn"``, the loss
+    Hessian's per-sample factors) or Fisher (``"mc"``, ``"empirical"``, as :func:`fisher`)
+    matrix of ``loss(model(params, X), Y)``: for each layer found in the traced model (a
+    weight of one matrix product with a batch of activations) ``A ⊗ G``, for each other
+    parameter its exact block (``dense_limit`` entries at most). A SciPy (cupyx)
+    ``LinearOperator`` like :func:`ggn`'s, with ``.factors`` (``{name: (A, G)}``) and
+    ``.inverse(damping)``, the exact ``(K + damping I)⁻¹``.
+
+    Example::
+
+        >>> model = lambda p, X: np.tanh(X @ p["W1"]) @ p["W2"]
+        >>> p = {"W1": np.full((3, 4), 0.1), "W2": np.full((4, 2), 0.1)}
+        >>> X, Y = np.ones((5, 3)), np.zeros((5, 2))
+        >>> K = dg.kfac(model, "mse", p, X, Y)
+        >>> sorted(K.factors), [f.shape for f in K.factors["params['W1']"]]
+        (["params['W1']", "params['W2']"], [(3, 3), (4, 4)])
+        >>> v = np.ones(K.n)
+        >>> np.allclose(K.inverse(0.1) @ (K @ v + 0.1 * v), v)
+        True
+    """
+    return KFACOperator(model, loss, params, X, Y, fisher_type=fisher_type, samples=samples,
+                        seed=seed, batches=batches, dense_limit=dense_limit)
+
+
+def ekfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samples: int = 1,
+          seed: int | None = None, batches=None, dense_limit: int = 1024) -> KFACOperator:
+    """EK-FAC: :func:`kfac`'s eigenvectors with the eigenvalues refitted to the
+    curvature (per row of activations: exact for a product over one row per sample).
+
+    Example::
+
+        >>> model = lambda p, X: X @ p["W"]
+        >>> p = {"W": np.array([[1.0], [2.0]])}
+        >>> X, Y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.zeros((2, 1))
+        >>> np.allclose(dg.ekfac(model, "mse", p, X, Y).toarray(), np.eye(2))  # = G here
+        True
+    """
+    return KFACOperator(model, loss, params, X, Y, fisher_type=fisher_type, samples=samples,
+                        seed=seed, batches=batches, dense_limit=dense_limit, corrected=True)

@@ -1,0 +1,180 @@
+"""Special functions as elementwise ops, one block each: ``erf``, ``erfc``, ``gammaln``,
+``digamma``, ``polygamma`` (any order: each derivative is the next order), and the
+regularized incomplete beta and gamma functions (differentiable in ``x`` only, as in JAX).
+Values come from the array library's SciPy; those with a C form fuse into kernels, the
+others are library calls. An exported module (``dg.export``) defines each as a function.
+
+>>> from dualgpu.ops.special_functions import erf
+>>> round(float(erf(1.0)), 6), erf.c
+(0.842701, 'erf({0})')
+"""
+from __future__ import annotations
+
+import math
+
+from .. import lax
+from ..backends import backend_for_xp
+from ..core.primitives import Primitive, defrules, defstandalone
+from ..errors import DualgpuError, user_location
+from ..rules import laplacian_rules
+from ..rules import taylor_rules as taylor
+from ..rules.common import unbroadcast, wants_cotangent
+from ..rules.elementwise_rules import elementwise, special_function
+from .elementwise import (
+    add,
+    exp,
+    log,
+    multiply,
+    negative,
+    power,
+    subtract,
+    where,
+)
+from .logical import equal
+
+_SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _sq(x):
+    return multiply(x, x)
+
+
+def _astype(x, dtype):
+    return lax.astype(x, dtype)
+
+erf = elementwise("erf", None, 1, c="erf({0})", result="float", py="ops.erf({0})",
+                  impl=special_function("erf"),
+    partials=(lambda x, ans: _SQRT_2_OVER_PI * exp(-_sq(x)),))
+
+
+erfc = elementwise("erfc", None, 1, c="erfc({0})", result="float", py="ops.erfc({0})",
+                   impl=special_function("erfc"),
+    partials=(lambda x, ans: -_SQRT_2_OVER_PI * exp(-_sq(x)),))
+
+
+gammaln = elementwise("gammaln", None, 1, result="float", py="ops.gammaln({0})",
+                      # -inf at -inf as SciPy and CuPy (C's lgamma gives inf)
+                      c="((isinf({0}) && ({0}) < 0) ? ({0}) : lgamma({0}))",
+                      impl=special_function("gammaln"),
+    partials=(lambda x, ans: digamma(x),))
+
+
+digamma: Primitive = elementwise("digamma", None, 1, c=None, result="float", py="ops.digamma({0})",
+                      impl=special_function("digamma"),
+                      doc="psi(x), the derivative of gammaln; its derivative is "
+                          "polygamma(1, x).",
+    partials=(lambda x, ans: polygamma(x, n=1),))
+
+
+def _betainc_ab(a, b, x, ans):
+    raise DualgpuError(
+        "scipy.special.betainc(a, b, x): no derivative in a or b (JAX has none either): pass "
+        "a and b as constants, or through dg.lax.stop_gradient; the derivative in x is "
+        f"x**(a-1) * (1-x)**(b-1) / B(a, b) (at {user_location()})")
+
+
+def _betainc_dx(a, b, x, ans):
+    """d/dx I_x(a, b) = x**(a-1) (1-x)**(b-1) / B(a, b), B from gammaln."""
+    log_beta = subtract(add(gammaln(a), gammaln(b)), gammaln(add(a, b)))
+    density = multiply(power(x, subtract(a, 1)), power(subtract(1, x), subtract(b, 1)))
+    return _astype(multiply(density, exp(negative(log_beta))), ans.dtype)
+
+
+# the regularized incomplete beta function; no C form (CUDA has none): a library call
+betainc = elementwise(
+    "betainc", None, 3, c=None, result="float", py="ops.betainc({0}, {1}, {2})",
+    impl=lambda xp, a, b, x: backend_for_xp(xp).special.betainc(a, b, x),
+    doc="I_x(a, b) (scipy.special.betainc); differentiable in x only, as in JAX.",
+    partials=(_betainc_ab, _betainc_ab, _betainc_dx))
+
+
+def _gammainc_a(a, x, ans):
+    raise DualgpuError(
+        "scipy.special.gammainc/gammaincc(a, x): no derivative in a (JAX's needs a series "
+        "of its own): pass a as a constant, or through dg.lax.stop_gradient; the derivative "
+        f"in x is +-x**(a-1) * exp(-x) / Gamma(a) (at {user_location()})")
+
+
+def _gamma_density(a, x, ans):
+    """d/dx P(a, x) = x**(a-1) exp(-x) / Gamma(a), in logs (no overflow for large a); its
+    limit at x == 0 for a == 1 (1) is kept by taking (a-1) log x as 0 where a == 1."""
+    a_m1 = subtract(a, 1)
+    log_x = log(where(equal(a_m1, 0), 1, x))
+    log_density = subtract(multiply(a_m1, log_x), add(x, gammaln(a)))
+    return _astype(exp(log_density), ans.dtype)
+
+
+# the regularized lower and upper incomplete gamma functions P(a, x) and Q(a, x) = 1 - P;
+# no C form (CUDA has none): library calls
+gammainc = elementwise(
+    "gammainc", None, 2, c=None, result="float", py="ops.gammainc({0}, {1})",
+    impl=lambda xp, a, x: backend_for_xp(xp).special.gammainc(a, x),
+    doc="P(a, x) (scipy.special.gammainc); differentiable in x only, as betainc.",
+    partials=(_gammainc_a, _gamma_density))
+
+
+gammaincc = elementwise(
+    "gammaincc", None, 2, c=None, result="float", py="ops.gammaincc({0}, {1})",
+    impl=lambda xp, a, x: backend_for_xp(xp).special.gammaincc(a, x),
+    doc="Q(a, x) = 1 - P(a, x) (scipy.special.gammaincc); differentiable in x only.",
+    partials=(_gammainc_a, lambda a, x, ans: negative(_gamma_density(a, x, ans))))
+
+
+def _polygamma_impl(xp, x, n):
+    # cupyx's polygamma needs an array order (it calls n.astype); SciPy takes either
+    x = xp.asarray(x)
+    out = backend_for_xp(xp).special.polygamma(xp.asarray(n), x)
+    return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
+
+
+polygamma: Primitive = elementwise(
+    "polygamma", None, 1, c=None, result="float", py="ops.polygamma({0}, n={n})",
+    impl=_polygamma_impl,
+    doc="The n-th derivative of digamma (scipy.special.polygamma(n, x)); differentiable to "
+        "any order, so gammaln is.")
+
+
+def _polygamma_jvp(primals, tangents, n):
+    ans = polygamma.bind(primals[0], n=n)
+    t = tangents[0]
+    return ans, None if t is None else lax.multiply(polygamma.bind(primals[0], n=n + 1), t)
+
+
+def _polygamma_vjp(g, primals, ans, n):
+    x = primals[0]
+    if not wants_cotangent(x):
+        return (None,)
+    return (unbroadcast(lax.multiply(polygamma.bind(x, n=n + 1), g), x.aval),)
+
+
+def _polygamma_jet(eqn, values, jets, mode):
+    x, n = values[0], eqn.params["n"]
+    ans = polygamma.bind(x, n=n)
+    d1 = polygamma.bind(x, n=n + 1)
+    d2 = polygamma.bind(x, n=n + 2)
+    J, S = jets[0]
+    Sy = lax.multiply(d2, mode.pair(J, J))
+    if S is not None:
+        Sy = lax.add(Sy, lax.multiply(d1, S))
+    return [(lax.multiply(d1, J), laplacian_rules.fit(Sy, ((mode.size,) if mode.diag else ()) +
+                                       tuple(ans.shape), ans.dtype))]
+
+
+defrules(polygamma, jvp=_polygamma_jvp, vjp=_polygamma_vjp, laplacian=_polygamma_jet,
+         taylor=taylor.unary_derivatives_rule(
+             lambda x, m, eqn: polygamma.bind(x, n=eqn.params["n"] + m)))
+
+
+# --------------------------------------------------------------------------- exported modules
+defstandalone(erf, 'def erf(x):\n    return _special().erf(x)\n')
+defstandalone(erfc, 'def erfc(x):\n    return _special().erfc(x)\n')
+defstandalone(gammaln, 'def gammaln(x):\n    return _special().gammaln(x)\n')
+defstandalone(digamma, 'def digamma(x):\n    return _special().digamma(x)\n')
+defstandalone(betainc, 'def betainc(a, b, x):\n    return _special().betainc(a, b, x)\n')
+defstandalone(gammainc, 'def gammainc(a, x):\n    return _special().gammainc(a, x)\n')
+defstandalone(gammaincc, 'def gammaincc(a, x):\n    return _special().gammaincc(a, x)\n')
+defstandalone(polygamma, (
+        'def polygamma(x, n):\n'
+        '    x = xp.asarray(x)\n'
+        '    out = _special().polygamma(xp.asarray(n), x)\n'
+        "    return out.astype(x.dtype, copy=False) if x.dtype.kind == 'f' else out\n"))

@@ -1,0 +1,63 @@
+"""SciPy's functions (which have no NumPy protocol to dispatch on tracers) and random draws
+trace wherever the traced function reaches them: through a module of the user's
+(``helper.density(x)``), or as the transformed function itself (``dg.grad(norm.pdf)``)."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+HELPER = '''
+import numpy as np
+import scipy.stats
+
+SCALE = 2.0
+rng = np.random.default_rng(0)
+
+
+def density(x):
+    return scipy.stats.norm.pdf(x, 0.5, SCALE)
+
+
+def noisy(x):
+    return x * rng.normal(size=x.shape)
+'''
+
+
+@pytest.fixture
+def helper(tmp_path, monkeypatch):
+    (tmp_path / "dg_user_helper.py").write_text(HELPER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("dg_user_helper")
+    yield module
+    sys.modules.pop("dg_user_helper", None)
+
+
+def test_scipy_through_a_module_of_the_users(helper):
+    x = np.array([0.3, -1.2])
+    g = dg.grad(lambda x: np.sum(helper.density(x)))(x)
+    z = (x - 0.5) / 2.0
+    np.testing.assert_allclose(g, -z / 2.0 * scipy_stats.norm.pdf(x, 0.5, 2.0), rtol=1e-13)
+    helper.SCALE = 1.0   # the module's global, read again: the program is built anew
+    np.testing.assert_allclose(dg.jit(lambda x: helper.density(x))(x),
+                               scipy_stats.norm.pdf(x, 0.5, 1.0), rtol=1e-14)
+    helper.rng = np.random.default_rng(3)   # its generator: drawn at every call
+    got = [dg.jit(lambda x: helper.noisy(x))(x) for _ in range(2)]
+    twin = np.random.default_rng(3)
+    np.testing.assert_array_equal(got, [x * twin.normal(size=2) for _ in range(2)])
+
+
+@pytest.mark.parametrize("method", ["pdf", "logpdf", "cdf"])
+def test_a_distributions_method_as_the_transformed_function(method):
+    fn = getattr(scipy_stats.norm, method)
+    x = np.array([0.2, 1.5])
+    h = 1e-6
+    fd = (fn(x + h) - fn(x - h)) / (2 * h)
+    np.testing.assert_allclose(dg.elementwise_grad(fn)(x), fd, rtol=1e-6)
+    np.testing.assert_allclose(dg.grad(fn)(0.2), fd[0], rtol=1e-6)
