@@ -171,7 +171,8 @@ class _GradAndHvp(_Hvp):
 class _Jit(Transformed):
     kind = "jit"
     finish_places_outputs = True
-    trace_scalars = True
+    sees_values = False  # abstract tracing: a branch on a traced value is an error
+    floats_fall_back = False  # a float is traced (an int needed as a number becomes static)
 
     def __init__(self, fn, argnums=(), *, static_argnums=(), static_argnames=()):
         super().__init__(fn, argnums)

@@ -208,6 +208,12 @@ def export(fn: Callable, *example_args, path: str | None = None, name: str | Non
             f"dg.export: {getattr(t.fn, '__name__', 'the function')} draws random numbers "
             f"({compiled.draws[0].label}), which an exported module cannot draw again at every "
             "call; draw them outside and pass them in as arguments")
+    if compiled.decisions is not None:
+        raise DualgpuError(
+            f"dg.export: {t.__name__} takes a Python branch on traced values (at "
+            f"{compiled.decisions.wheres[0]}): its program holds the branch these example "
+            "arguments take, and an exported program cannot trace the others. Write the "
+            "branch with np.where(cond, a, b), or export one program per branch")
     passed = list(sig.inputs) + list(extras)
     outs = compiled.exe(*passed)
     result = t.finish(compiled, sig, outs)

@@ -356,6 +356,33 @@ def _is_array_function(obj) -> bool:
     return False
 
 
+class ConstantArray(np.ndarray):
+    """A NumPy array a traced function reads (a global, a closure cell, a default value),
+    seen through this view while it is traced: NumPy's array in every way (same memory, same
+    results, plain arrays out), except that indexing it with traced indices gathers
+    (``field[i, j]`` with ``i``, ``j`` computed from traced values, as in semi-Lagrangian
+    advection), where NumPy's indexing would ask the indices for concrete numbers."""
+
+    _dualgpu_view_of_constant = True  # what the tracer stores is constant_value()
+
+    def constant_value(self) -> np.ndarray:
+        """The array a trace keeps: the user's own one (a view of it for views of this)."""
+        original = self.__dict__.get("original")
+        return original if original is not None else self.view(np.ndarray)
+
+    def __getitem__(self, key):
+        plain = self.view(np.ndarray)
+        if isinstance(key, Tracer) or (type(key) is tuple
+                                       and any(isinstance(k, Tracer) for k in key)):
+            return dnp.getitem(plain, key)
+        return plain[key]
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        if return_scalar and array.ndim == 0:
+            return array[()]
+        return array.view(np.ndarray)
+
+
 class UserModule(types.ModuleType):
     """A module of the user's (``import helper``) seen from a traced function: what the
     function reads of it is replaced as its own globals are (``helper.density(x)`` calls a
@@ -390,6 +417,10 @@ def _is_user_module(obj) -> bool:
 
 
 def _replacement(obj, memo):
+    if type(obj) is np.ndarray and obj.ndim > 0 and obj.dtype.kind in "biufc":
+        view = obj.view(ConstantArray)
+        view.original = obj
+        return view
     if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
         return SparseValue.constant(obj)
     if _is_distribution(obj):  # from scipy.stats import norm; a frozen one closed over

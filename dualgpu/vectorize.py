@@ -26,6 +26,7 @@ from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from .frontend.scipy.sparse import SparseValue
 from .namespace import rebind_function
 from .runtime.checks import check_bool, check_complex, check_holomorphic, diff_flags
+from .runtime.decisions import within
 from .runtime.program_cache import function_key
 from .runtime.tracing import check_call, name_of, rebindable, with_aux
 from .runtime.transformed import Transformed
@@ -236,7 +237,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     call = _PerExample(b.fn, trees, leaves, positions)
     captured: list = []
     xp = inputs[0]._builder.xp
-    graph, _ = trace_to_graph(call, avals, xp, name=name_of(b.fn), captured=captured)
+    graph, _ = trace_to_graph(call, avals, xp, name=name_of(b.fn), captured=captured,
+                              concretize=within(inputs))
     out_tree = call.out_tree
     out_dims = _out_dims(b.out_axes, out_tree, graph)
     batched, _ = batch_graph(graph, in_dims + [None] * len(captured), size, out_dims)
@@ -259,6 +261,7 @@ def _out_dims(out_axes, out_tree, graph: Graph) -> list:
 
 class _Vmap(Transformed):
     kind = "vmap"
+    sees_values = False  # a batch of values: a branch on one is an error, as in JAX
     finish_places_outputs = True
 
     def __init__(self, fn: Callable, in_axes=0, out_axes=0, axis_size=None):

@@ -63,6 +63,8 @@ class GraphBuilder:
         # an error found where raising it would not reach the user (a conversion NumPy
         # makes inside item assignment): raised by the next equation or at the end
         self.deferred_error: DualgpuError | None = None
+        # asked for the Python value of a traced value (bool(), int()...): trace_to_graph's
+        self.concretize: Concretize | None = None
 
     def defer_error(self, error: DualgpuError) -> None:
         if self.deferred_error is None:
@@ -107,6 +109,8 @@ class GraphBuilder:
         return var
 
     def const(self, value: Any) -> Const:
+        if getattr(type(value), "_dualgpu_view_of_constant", False):
+            value = value.constant_value()  # a closed-over array, as the function saw it
         key = id(value)
         hit = self.consts.get(key)
         if hit is not None:
@@ -241,15 +245,39 @@ def _encloses(inner: GraphBuilder, outer: GraphBuilder) -> bool:
     return False
 
 
-def _no_concrete(what: str, hint: str, placeholder: Any = None) -> Callable[..., Any]:
-    """A conversion method that refuses. With a ``placeholder``, a conversion made by a
-    NumPy array's item assignment (``out[0] = tracer``) returns it instead, and the trace
-    fails once the traced function returns (NumPy would replace our error by its own
-    "setting an array element with a sequence")."""
+UNDECIDED = object()  # what a trace's ``concretize`` answers for a value it does not give
+
+
+class Concretize:
+    """The protocol of a trace's ``concretize`` (:func:`trace_to_graph`): told the trace's
+    builder and input variables when it starts, then asked for the Python value of each
+    traced value the function converts (``kind``: ``"bool"``, ``"int"``, ``"index"``,
+    ``"float"``, ``"complex"``, ``"item"``; and ``"repr"``, ``"hash"``, whose answer is not
+    used): the value, or :data:`UNDECIDED`; it may raise to trace again."""
+
+    def begin(self, builder: GraphBuilder, inputs: list[Var]) -> None:
+        raise NotImplementedError
+
+    def __call__(self, tracer: Tracer, kind: str) -> Any:
+        raise NotImplementedError
+
+
+def _no_concrete(what: str, hint: str, placeholder: Any = None,
+                 kind: str | None = None) -> Callable[..., Any]:
+    """A conversion method that refuses (unless the trace knows values: its
+    ``concretize``). With a ``placeholder``, a conversion made by a NumPy array's item
+    assignment (``out[0] = tracer``) returns it instead, and the trace fails once the traced
+    function returns (NumPy would replace our error by its own "setting an array element
+    with a sequence")."""
     def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
-        if placeholder is not None and _assigning_into_array(sys._getframe(1)):
+        if placeholder is not None and _executing(sys._getframe(1), _STORE_SUBSCR):
             self._builder.defer_error(_store_error(user_location()))
             return placeholder
+        hook = self._builder.concretize
+        if hook is not None and kind is not None and not args and not kwargs:
+            value = hook(self, kind)
+            if value is not UNDECIDED:
+                return value
         raise TracerControlFlowError(
             f"{what} of a traced value at {user_location()}: the value is not known while "
             f"dualgpu traces the function. {hint}")
@@ -257,13 +285,26 @@ def _no_concrete(what: str, hint: str, placeholder: Any = None) -> Callable[...,
     return method
 
 
-_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+_STORE_SUBSCR = frozenset({dis.opmap["STORE_SUBSCR"]})  # a[k] = v
+_LOAD_SUBSCR = frozenset(dis.opmap[n] for n in ("BINARY_SUBSCR", "BINARY_SLICE") if n in dis.opmap)
 
 
-def _assigning_into_array(frame: FrameType) -> bool:
-    """True when ``frame`` (the caller of a conversion method) is executing ``a[k] = v``."""
+def _executing(frame: FrameType, ops: frozenset[int]) -> bool:
+    """True when ``frame`` (the caller of a conversion method) is executing one of ``ops``:
+    ``a[k] = v`` or ``a[k]`` (a NumPy array indexed with a traced value: NumPy converts it)."""
     code = frame.f_code.co_code
-    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] in ops
+
+
+def _index_error(location: str) -> TracerControlFlowError:
+    return TracerControlFlowError(
+        f"a NumPy array was indexed with a traced index at {location} (a[i] with i computed "
+        "from traced values): NumPy's indexing converts the index to concrete numbers, "
+        "which a traced value does not have. An array the function reads from a global, a "
+        "closure or a default value is indexed by traced indices as it is; for an array "
+        "made inside the function, gather with np.take(a, i, axis=k) (one axis at a time), "
+        "or index a traced array (an argument of the function, or a result of np.* on "
+        "traced values).")
 
 
 def _store_error(location: str) -> TracerControlFlowError:
@@ -334,19 +375,24 @@ class Tracer:
             yield self[i]
 
     def __repr__(self) -> str:
+        if self._builder.concretize is not None:  # a scalar argument's: may become static
+            self._builder.concretize(self, "repr")
         return f"Tracer<{self._var.aval.str_short()}>"
 
     # ------------------------------------------------------------ refusals
     __bool__ = _no_concrete(
         "bool() (an `if`, `while`, `and`/`or` or assert)",
-        "Use np.where(cond, a, b) to select values instead of branching on them.")
+        "Use np.where(cond, a, b) to select values instead of branching on them.", kind="bool")
     __float__ = _no_concrete("float() (or a math-module function)",
-                             "Keep the value as an array; " + _MATH_HINT, float("nan"))
-    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.", 0)
-    __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.")
+                             "Keep the value as an array; " + _MATH_HINT, float("nan"), "float")
+    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.", 0,
+                           "int")
+    __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.",
+                             kind="index")
     __complex__ = _no_concrete("complex() (or a cmath-module function)",
-                               "Keep the value as an array; " + _MATH_HINT, complex("nan"))
-    item = _no_concrete(".item()", "Keep the value as an array.")
+                               "Keep the value as an array; " + _MATH_HINT, complex("nan"),
+                               "complex")
+    item = _no_concrete(".item()", "Keep the value as an array.", kind="item")
     tolist = _no_concrete(".tolist()", "Keep the value as an array.")
     get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
 
@@ -357,8 +403,10 @@ class Tracer:
             box = np.empty((), dtype=object)
             box[()] = self
             return box
-        if _assigning_into_array(sys._getframe(1)):
+        if _executing(sys._getframe(1), _STORE_SUBSCR):
             raise _store_error(user_location())
+        if _executing(sys._getframe(1), _LOAD_SUBSCR):
+            raise _index_error(user_location())
         raise _conversion_error(sys._getframe(1))
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -368,6 +416,8 @@ class Tracer:
             "np.concatenate.")
 
     def __hash__(self) -> int:
+        if self._builder.concretize is not None:  # a scalar argument's: may become static
+            self._builder.concretize(self, "hash")
         return id(self)
 
     # ------------------------------------------------------------ NumPy protocols
@@ -430,7 +480,13 @@ class Tracer:
     def __pos__(self) -> Any: return self
     def __abs__(self) -> Any: return _np().absolute(self)
     def __invert__(self) -> Any: return _np().invert(self)
-    def __getitem__(self, key: Any) -> Any: return _np().getitem(self, key)
+    def __getitem__(self, key: Any) -> Any:  # a traced slice bound: its number (or refused)
+        parts = key if type(key) is tuple else (key,)
+        bounds = [(k.start, k.stop, k.step) if type(k) is slice else () for k in parts]
+        if any(isinstance(b, Tracer) for bs in bounds for b in bs):
+            key = tuple(slice(*(b.__index__() if isinstance(b, Tracer) else b for b in bs))
+                        if bs else k for k, bs in zip(parts, bounds))
+        return _np().getitem(self, key)
 
     T = property(lambda self: _np().transpose(self))
     mT = property(lambda self: _np().swapaxes(self, -1, -2))
@@ -568,17 +624,21 @@ def current_builder() -> GraphBuilder | None:
 
 def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp: ModuleType, *, name: str | None = None,
                    static: dict | None = None, input_names: Sequence[str] | None = None,
-                   captured: list[Tracer] | None = None) -> tuple[Graph, Any]:
+                   captured: list[Tracer] | None = None,
+                   concretize: Concretize | None = None) -> tuple[Graph, Any]:
     """Trace ``fn`` on fresh tracers with the given avals.
 
     ``static`` maps positions to concrete (non-traced) arguments. Returns the graph and the
     output structure (a tuple tree with ``None`` leaves), flattened outputs in graph.outputs.
     With a ``captured`` list, traced values of enclosing traces that ``fn`` reads become
     extra graph inputs (after the others) and are appended to the list; without it, such
-    reads raise :class:`EscapedTracerError`.
+    reads raise :class:`EscapedTracerError`. ``concretize`` answers the conversions of traced
+    values to Python values (:class:`Concretize`); without it they raise
+    :class:`TracerControlFlowError`.
     """
     builder = GraphBuilder(xp, parent=current_builder())
     builder.captured = captured
+    builder.concretize = concretize
     static = static or {}
     n = len(avals) + len(static)
     args: list[Any] = [None] * n
@@ -591,6 +651,8 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp: ModuleType, *, name:
             t = builder.new_input(next(it))
             tracers.append(t)
             args[i] = t
+    if concretize is not None:
+        concretize.begin(builder, [t._var for t in tracers])
     stack = thread_state.__dict__.setdefault("builders", [])
     stack.append(builder)
     try:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import types
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from ..core.ir import Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..executor import Executable, config, generation
 from ..frontend.numpy.random import Draw, draw_values, redraw_in_trace
+from .decisions import Decisions
 from .guards import Guards
 from .signature import Signature
 from .tracing import SelfTracing
@@ -39,6 +41,10 @@ log = logging.getLogger("dualgpu")
 # argument keeps changing gets one warning (bounded; reset by clear_cache)
 _builds: dict[tuple, int] = {}
 RETRACE_WARNING_AFTER = 8
+MAX_VARIANTS = 8  # programs per signature that take different value decisions
+# per (transform, function, signature with tentative scalars): the leaves a trace needed
+# as Python numbers, static from then on (reset by clear_cache)
+STATIC_SCALARS: dict[tuple, frozenset[int]] = {}
 NO_GUARDS = Guards()
 
 
@@ -63,6 +69,7 @@ def clear_cache() -> None:
     PROGRAMS.clear()
     generation[0] += 1
     _builds.clear()
+    STATIC_SCALARS.clear()
     run_clear_hooks()  # caches of the layers above (custom ops' derived rules)
 
 
@@ -70,15 +77,21 @@ class Compiled:
     """A transformed graph, compiled, with what is needed to shape its results, the
     places outside its arguments that its function read (:mod:`dualgpu.runtime.guards`)
     and the random draws it takes as inputs after the arguments' (``draws``: drawn again at
-    every call, :mod:`dualgpu.frontend.numpy.random`)."""
+    every call, :mod:`dualgpu.frontend.numpy.random`), and the value decisions its trace took
+    (:mod:`dualgpu.runtime.decisions`; None when it took none). A program with decisions
+    heads the list of the variants of its signature (``variants``, itself first; the other
+    branches' programs), most recently used first."""
 
-    __slots__ = ("graph", "exe", "trees", "guards", "draws", "__weakref__")
+    __slots__ = ("graph", "exe", "trees", "guards", "draws", "decisions", "variants",
+                 "__weakref__")
 
     def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
         self.graph = graph
         self.trees = trees
         self.exe = Executable(graph, backend)
         self.guards = guards
+        self.decisions: Decisions | None = None
+        self.variants: list[Compiled] | None = None
         self.draws: tuple[Draw, ...] = ()
 
     def drawn(self, sig: Signature) -> list:
@@ -92,6 +105,31 @@ class Compiled:
 
     def guards_hold(self) -> bool:
         return self.guards.hold()
+
+    def pick(self, inputs: Sequence[Any]) -> Compiled | None:
+        """The variant whose decisions ``inputs`` take (None: a new one is needed)."""
+        variants = self.variants
+        assert variants is not None  # only asked of a program with decisions
+        for k, v in enumerate(variants):
+            if (v.decisions is None or v.decisions.hold(inputs)) and (
+                    v is self or v.guards_hold()):
+                if k:
+                    try:  # most recently used first (another thread may have moved it)
+                        variants.remove(v)
+                        variants.insert(0, v)
+                    except ValueError:
+                        pass
+                return v
+        return None
+
+    def add_variant(self, variant: Compiled) -> None:
+        """Another branch's program: first in the list, which keeps at most
+        :data:`MAX_VARIANTS` (the least recently used is dropped; it is traced again when
+        called again)."""
+        assert self.variants is not None
+        variant.variants = self.variants  # one list: any variant picks among them all
+        self.variants.insert(0, variant)
+        del self.variants[MAX_VARIANTS:]
 
 
 class VjpCompiled(Compiled):
@@ -139,10 +177,12 @@ def function_key(fn: Any, weak: list) -> Any:
     return k
 
 
-def count_build(t: Any, sig: Signature, changed: str | None = None) -> None:
+def count_build(t: Any, sig: Signature, changed: str | None = None,
+                decision: str | None = None) -> None:
     """Log a cache miss; warn once when one function keeps being traced anew for the same
     shapes (a static argument, or a value the function reads from outside its arguments,
-    keeps changing: ``changed`` names that place)."""
+    keeps changing: ``changed`` names that place; or the arguments' values keep taking
+    another branch: ``decision`` names it)."""
     backend, trees, kw_tree, leaf_keys, alias = sig.key
     key = (t.spec, t._fn_key, backend, trees, kw_tree,
            tuple(k for k in leaf_keys if k[0] != "v"), alias)
@@ -152,21 +192,53 @@ def count_build(t: Any, sig: Signature, changed: str | None = None) -> None:
         _builds.pop(next(iter(_builds)))
     log.debug("cache miss: tracing %s (build %d of this function)%s", t.__name__, n,
               f": {changed} changed" if changed else "")
-    if n == RETRACE_WARNING_AFTER and changed:
+    if n == RETRACE_WARNING_AFTER and decision:
+        warnings.warn(
+            f"dualgpu: {t.__name__} has been traced {n} times for the same shapes; this time "
+            f"because the arguments' values take another branch at {decision} (a program "
+            f"holds the branch its trace took; at most {MAX_VARIANTS} are kept per "
+            "signature, and another branch traces again). Write the branch with "
+            "np.where(cond, a, b) to have one program for every value.", stacklevel=_user_level())
+    elif n == RETRACE_WARNING_AFTER and changed:
         warnings.warn(
             f"dualgpu: {t.__name__} has been traced {n} times for the same shapes; this time "
             f"because {changed} changed since the last trace (a program bakes in what its "
             "function reads from outside its arguments). Pass a value that changes as an "
-            "argument (an array, to make it an input of one program).", stacklevel=6)
+            "argument (an array, to make it an input of one program).", stacklevel=_user_level())
     elif n == RETRACE_WARNING_AFTER:
+        needed = sig.options["static_leaves"]
         statics = [f"argument {sig.arg_of_leaf(j)} = {leaf!r:.40}"
+                   + (" (a number the function needs as a Python value: a shape, a loop "
+                      "count, an index)" if j in needed else "")
                    for j, leaf in enumerate(sig.leaves) if j not in set(sig.input_pos)]
         warnings.warn(
             f"dualgpu: {t.__name__} has been traced {n} times for the same shapes. Each new "
             "static (non-array) argument value traces and compiles again"
             + (f"; static values of this call: {', '.join(statics[:4])}" if statics else "")
             + ". Pass values that change as arrays (np.asarray(v)) so that they become "
-            "inputs of one program.", stacklevel=6)
+            "inputs of one program.", stacklevel=_user_level())
+
+
+class Restaticed(Exception):  # noqa: N818 - a signal between two functions, not an error
+    """A trace made tentative scalars static: the program is cached under the static
+    signature's key, and the caller asks for it there."""
+
+
+def remember_static(key: tuple, leaves: frozenset[int]) -> None:
+    """Remember that the signature ``key`` (spec, function, tentative signature key) needs
+    the scalar ``leaves`` static."""
+    STATIC_SCALARS[key] = leaves
+    while len(STATIC_SCALARS) > 1024:
+        STATIC_SCALARS.pop(next(iter(STATIC_SCALARS)))
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the user's call that reached the warning's caller."""
+    frame: types.FrameType | None = sys._getframe(2)
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "dualgpu":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def evict_on_death(key: Any, weak_parts: Iterable[WeakIdentityKey]) -> None:

@@ -3,16 +3,20 @@ exact cache key of the program they call for.
 
 Arguments are pytrees (:mod:`dualgpu.tree`). Array leaves (NumPy, CuPy, SciPy/cupyx sparse)
 become inputs of the traced graph; in differentiated arguments, Python and NumPy scalars are
-converted to arrays and become inputs too. With ``trace_scalars`` (the transforms of
-:mod:`dualgpu.api`), floating and complex scalars of the other arguments are inputs as well,
-as in JAX: a Python ``float`` or ``complex`` as a weakly typed 0-d value (``Aval.weak``), a
-NumPy scalar as a 0-d array of its dtype; a new value then reuses the program. Every other
-leaf (Python ints and bools, strings, the leaves of ``static`` arguments) is static and
-keyed by its exact value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no
-value type we know, by identity; a random generator by its type (each call draws from the
-one it is given: :mod:`dualgpu.frontend.numpy.random`). The key also holds the pytree
-structure and which inputs alias each other, so two calls share a program only when a fresh
-build would give the same one.
+converted to arrays and become inputs too. With ``trace_scalars`` (every transform),
+floating and complex scalars of the other arguments are inputs as well, as in JAX: a Python
+``float`` or ``complex`` as a weakly typed 0-d value (``Aval.weak``), a NumPy scalar as a
+0-d array of its dtype; a new value then reuses the program. With ``trace_ints``, Python
+ints (within int64) are weakly typed 0-d inputs too: a step counter does not key the
+program. Such scalars are *tentative* (``tentative``: the ints, and the floats with
+``tentative_floats``): when a trace needs one's value as a Python number (a shape, a loop
+count, a list index), :meth:`Signature.restatic` makes it static for that signature. Every
+other leaf (bools, strings, the leaves of ``static`` arguments) is static and keyed by its
+exact value (``-0.0`` is not ``0.0``, ``1`` is not ``True``) or, when it has no value type
+we know, by identity; a random generator by its type (each call draws from the one it is
+given: :mod:`dualgpu.frontend.numpy.random`). The key also holds the pytree structure and
+which inputs alias each other, so two calls share a program only when a fresh build would
+give the same one.
 """
 from __future__ import annotations
 
@@ -85,7 +89,8 @@ class Signature:
 
     __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
                  "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
-                 "avals", "argnums", "int_inputs", "scalar_inputs", "what", "dask")
+                 "avals", "argnums", "int_inputs", "scalar_inputs", "what", "dask", "tentative",
+                 "options")
     args: tuple
     kwargs: dict
     arg_trees: tuple[pytree.TreeDef, ...]
@@ -106,10 +111,18 @@ class Signature:
     scalar_inputs: tuple[tuple[int, bool], ...]
     what: str
     dask: bool
+    tentative: frozenset[int]
+    options: dict[str, Any]
 
     def __init__(self, args: tuple, kwargs: dict, argnums: tuple[int, ...], what: str,
                  allow_int: bool = False, trace_scalars: bool = False,
-                 static: tuple[Sequence[int], Sequence[str]] = ((), ())):
+                 static: tuple[Sequence[int], Sequence[str]] = ((), ()),
+                 trace_ints: bool = False, tentative_floats: bool = False,
+                 static_leaves: frozenset[int] = frozenset()):
+        self.options = {"allow_int": allow_int, "trace_scalars": trace_scalars,
+                        "static": static, "trace_ints": trace_ints,
+                        "tentative_floats": tentative_floats, "static_leaves": static_leaves}
+        self.tentative = frozenset()
         self.args = args
         self.kwargs = kwargs
         self.argnums = argnums
@@ -157,6 +170,7 @@ class Signature:
         int_inputs: list[int] = []
         # (input index, weakly typed): traced non-array scalars
         scalar_inputs: list[tuple[int, bool]] = []
+        tentative: list[int] = []  # traced scalars a trace may make static
         sparse = SparseArgs()
         backends: list[Backend | None] = []
         traced = False
@@ -173,6 +187,9 @@ class Signature:
                         f"{type(leaf).__name__}: a static argument is a hashable Python "
                         "value (a number, string, tuple), keyed by its value. Pass an array "
                         "as an ordinary argument (it becomes an input of the program)")
+                keys.append(("v", static_key(leaf, weak)))
+                continue
+            if j in static_leaves:  # a scalar a trace needed the value of (restatic)
                 keys.append(("v", static_key(leaf, weak)))
                 continue
             if isinstance(leaf, Tracer):
@@ -198,8 +215,17 @@ class Signature:
                 # as JAX: a Python float is a weakly typed 0-d input (promotes as the
                 # literal would), a NumPy scalar a 0-d array of its dtype
                 scalar_inputs.append((len(inputs), not isinstance(leaf, np.generic)))
+                if tentative_floats:
+                    tentative.append(len(inputs))
                 leaf = np.asarray(leaf)
                 key = ("t", leaf.dtype.str, scalar_inputs[-1][1])
+            elif trace_ints and type(leaf) is int and _INT64_MIN <= leaf <= _INT64_MAX:
+                # a weakly typed int64 input (int32 + n stays int32, as NumPy 2's rule for
+                # a Python int), tentatively
+                scalar_inputs.append((len(inputs), True))
+                tentative.append(len(inputs))
+                leaf = np.asarray(leaf, dtype=np.int64)
+                key = ("t", "<i8", True)
             else:
                 if d:
                     raise ArgumentTypeError(
@@ -238,6 +264,7 @@ class Signature:
         self.arg_of_input = arg_of_input
         self.int_inputs = frozenset(int_inputs)
         self.scalar_inputs = tuple(scalar_inputs)
+        self.tentative = frozenset(tentative)
         self.sparse = sparse
         self.traced = traced
         self.weak = weak
@@ -246,6 +273,17 @@ class Signature:
             self.avals[k] = self.avals[k]._replace(weak=weakly)
         self.key = (self.backend.name, self.arg_trees, kw_tree, tuple(keys),
                     alias_pattern(inputs))
+
+    def restatic(self, inputs: Iterable[int]) -> None:
+        """Make the tentative scalar ``inputs`` (input indices) static, keyed by their
+        values, in place (a trace needed their values as Python numbers), with those made
+        static before."""
+        leaves = frozenset(self.input_pos[k] for k in inputs if k in self.tentative)
+        options = dict(self.options)
+        options["static_leaves"] = options["static_leaves"] | leaves
+        again = Signature(self.args, self.kwargs, self.argnums, self.what, **options)
+        for name in Signature.__slots__:
+            setattr(self, name, getattr(again, name))
 
     def layout(self) -> Signature:
         """This signature without the call's values: what shaping the results needs, safe to
@@ -332,6 +370,9 @@ class Signature:
         names = [function_name(params[i]) + paths[i][j - starts[i]]
                  for i, j in zip(self.arg_of_input, self.input_pos)]
         return names if len(set(names)) == len(names) else None
+
+
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 
 def _number_sequence(x: Any, name: str, depth: int = 0) -> tuple[str, Any] | None:

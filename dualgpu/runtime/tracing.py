@@ -22,8 +22,9 @@ import numpy as np
 from .. import lax
 from .. import tree as pytree
 from ..core.dtypes import promote
+from ..core.flags import Flag
 from ..core.interpret import eval_graph, propagate_states
-from ..core.ir import Const, Eqn, Graph, Literal
+from ..core.ir import Atom, Const, Eqn, Graph, Literal
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import ArgumentTypeError, RandomInTraceError, TracerControlFlowError
 from ..frontend.numpy.random import (
@@ -37,6 +38,7 @@ from ..frontend.numpy.random import (
 from ..frontend.scipy.sparse import SparseValue
 from ..namespace import rebind_function
 from ..transforms import simplify
+from .decisions import Decisions, NeedsStatic, ValueTrace
 from .signature import Signature, class_call
 
 
@@ -125,20 +127,67 @@ def check_call(fn: Any, args: tuple, kwargs: dict) -> None:
 
 
 class Traced:
-    """A traced function: its graph, output structure and enclosing-trace values read."""
+    """A traced function: its graph, output structure, enclosing-trace values read and
+    the value decisions it took (``decisions``, None when none).
 
-    def __init__(self, fn: Callable, sig: Signature, captured: list[Tracer] | None):
+    With ``values`` (the derivative transforms on concrete arguments), the trace knows its
+    inputs' values and Python control flow on them takes their branch
+    (:mod:`dualgpu.runtime.decisions`). A tentative scalar argument whose value the trace
+    needs as a Python number, or any failure of a trace with tentative scalars, makes them
+    static in ``sig`` (in place: :meth:`Signature.restatic`) and traces again;
+    ``restaticed`` says so."""
+
+    def __init__(self, fn: Callable, sig: Signature, captured: list[Tracer] | None,
+                 values: bool = False):
         if not isinstance(fn, SelfTracing):
             check_call(fn, sig.args, sig.kwargs)
+        self.restaticed = False
+        while True:
+            top = captured is None and not sig.traced  # not inside another trace
+            hook = ValueTrace(sig.inputs if values and top else None, sig.diff,
+                              sig.tentative, () if top else sig.inputs,
+                              delegate=values and not top)
+            try:
+                self._trace(fn, sig, captured, hook)
+                break
+            except NeedsStatic as e:
+                if e.trace is not hook:
+                    raise  # an enclosing trace's scalar: that trace makes it static
+                sig.restatic(e.inputs)
+            except Exception:
+                if not sig.tentative:
+                    raise
+                # what failed may be a scalar's use (a library's check of a shape): the
+                # ints static first (the likely ones), then the floats too
+                ints = [k for k in sig.tentative if sig.avals[k].dtype.kind == "i"]
+                sig.restatic(ints or sig.tentative)
+            self.restaticed = True
+            if captured:
+                captured.clear()
+        self.decisions: Decisions | None = None
+        self.decided = bool(hook.decisions or hook.outside)  # a branch taken on values
+        if hook.decisions:
+            outs: list[Atom] = [d[0] for d in hook.decisions]
+            guard = Graph(self.raw.inputs, outs, self.raw.eqns, name=f"decisions_{name_of(fn)}",
+                          xp=self.raw.xp)
+            guard = simplify(guard)
+            if any(weakly for _, weakly in sig.scalar_inputs):
+                guard = strengthen_weak_inputs(guard)
+            self.decisions = Decisions(guard, sig.backend, hook.decisions)
+
+    def _trace(self, fn: Callable, sig: Signature, captured: list[Tracer] | None,
+               hook: ValueTrace) -> None:
         recorder = DrawRecorder()
         flat = FlatCall(fn, sig, recorder)
         states = global_states()
         try:
             with recording(recorder):
-                self.graph, _ = trace_to_graph(flat, sig.avals, sig.backend.xp,
-                                               name=name_of(fn), input_names=sig.input_names(fn),
-                                               captured=captured)
+                self.raw, _ = trace_to_graph(flat, sig.avals, sig.backend.xp,
+                                             name=name_of(fn), input_names=sig.input_names(fn),
+                                             captured=captured, concretize=hook)
         except (TypeError, ValueError) as e:
+            if isinstance(e, NeedsStatic) or sig.tentative:
+                raise
             found = sig.number_sequence()
             if found is not None:
                 raise number_sequence_error(sig.what, found, e) from None
@@ -154,6 +203,7 @@ class Traced:
                 "(or pass the generator as an argument), or draw outside and pass the numbers")
         # the draws: inputs after the function's (and the enclosing trace's values read)
         self.draws: tuple[Draw, ...] = tuple(recorder.draws)
+        self.graph = self.raw
         if recorder.tracers:
             g = self.graph
             names = g.input_names and g.input_names + [
@@ -219,7 +269,9 @@ def strengthen_weak_inputs(graph: Graph) -> Graph:
     def cast_weak(eqn: Eqn, ins: list, states: list) -> tuple[list, list]:
         weak = [k for k, a in enumerate(eqn.inputs)
                 if not isinstance(a, (Literal, Const)) and a.aval.weak]
-        if weak and any(not a.aval.weak for a in eqn.inputs):
+        # only elementwise ops promote their operands (an index stays an int)
+        if weak and eqn.prim.has(Flag.ELEMENTWISE) and any(not a.aval.weak
+                                                          for a in eqn.inputs):
             target = promote([a.aval for a in eqn.inputs])
             for k in weak:
                 if eqn.inputs[k].dtype != target:

@@ -49,19 +49,23 @@ from .checks import check_direction, check_float0_direction, normalize_argnums, 
 from .guards import Guards, collect_guards
 from .program_cache import (
     PROGRAMS,
+    STATIC_SCALARS,
     Compiled,
     Inlined,
+    Restaticed,
     count_build,
     evict_on_death,
     function_key,
     log,
+    remember_static,
 )
 from .signature import Signature, alias_pattern, is_dask_array
 from .tracing import SelfTracing, Traced, name_of
 
 # ------------------------------------------------------------------------------ fast path
 _QUICK_TYPES = {np.ndarray}
-_QUICK_SCALARS = (int, bool, str, type(None))
+_QUICK_SCALARS = (bool, str, type(None))
+_INT64 = 2 ** 63
 
 
 def quick_key(args: tuple) -> tuple | None:
@@ -69,15 +73,18 @@ def quick_key(args: tuple) -> tuple | None:
     Python ints, bools, strings, floats or None), or tuples and lists of arrays, or None
     for any other call. It stands for the same program as the full key: every argument is
     a leaf or a flat sequence of leaves, so structure, shapes, dtypes, static values and
-    aliasing are all in it."""
+    aliasing are all in it. Python ints and floats are keyed by type: they are inputs of
+    the program (a call where one is static, keyed by its value, is never remembered)."""
     key: list[Any] = []
     nested = False
     for a in args:
         t = type(a)
         if t in _QUICK_TYPES:  # the type names the backend: NumPy and CuPy never share
             key.append((t, a.shape, a.dtype))
-        elif t is float:
-            key.append((float, a.hex()))
+        elif t is float or (t is int and -_INT64 <= a < _INT64):
+            key.append(t)  # a weakly typed input (a call with a static one is not remembered)
+        elif t is int:
+            key.append((t, a))
         elif t in _QUICK_SCALARS:
             key.append((t, a))
         elif t is tuple or t is list:
@@ -228,9 +235,15 @@ class Transformed(SelfTracing):
     program_type: Callable[..., Compiled] = Compiled
     allow_int = False  # integer leaves of differentiated arguments get float0 zeros
     static: tuple = ((), ())  # (positions, keyword names) of static arguments (jit)
-    # floating scalars of the arguments are traced (jit, as JAX); the derivative transforms
-    # run the function on their values in JAX, so there they stay static (keyed by value)
-    trace_scalars = False
+    # the Python floats and ints of the arguments are weakly typed inputs (JAX's weak types),
+    # not cache keys: a new value reuses the program. The ints (and, with floats_fall_back,
+    # the floats) are tentative: a trace that needs one as a Python number makes it static
+    trace_scalars = True
+    trace_ints = True
+    floats_fall_back = True
+    # the trace knows the arguments' values, as JAX's transforms outside jit: Python control
+    # flow on traced values takes their branch (runtime/decisions.py)
+    sees_values = True
     # whether finish only places the program's outputs in containers (read from no value:
     # the fast path then places them by a template of finish's result)
     finish_places_outputs = False
@@ -318,8 +331,14 @@ class Transformed(SelfTracing):
         if any(i < 0 for i in static[0]):  # counted from the end, as argnums
             static = (tuple(i % len(fargs) if -len(fargs) <= i else i for i in static[0]),
                       static[1])
-        return Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int,
-                         trace_scalars=self.trace_scalars, static=static)
+        sig = Signature(fargs, kwargs, self.argnums, self.__name__, self.allow_int,
+                        trace_scalars=self.trace_scalars, static=static,
+                        trace_ints=self.trace_ints, tentative_floats=self.floats_fall_back)
+        if sig.tentative:  # a trace of this signature needed some as Python numbers?
+            leaves = STATIC_SCALARS.get((self.spec, self._fn_key, sig.key))
+            if leaves is not None:
+                sig.restatic(sig.input_pos.index(j) for j in leaves if j in sig.input_pos)
+        return sig
 
     # subclasses: split a call's arguments into the function's and extra inputs; build the
     # graph; prepare the extra inputs; shape the results
@@ -354,15 +373,19 @@ class Transformed(SelfTracing):
                     and not getattr(thread_state, "builders", None)):
                 program = fast.program()
                 if program is not None and (fast.guards is None or fast.guards.hold()):
-                    PROGRAMS.hits += 1  # a statistic: unlocked, one int increment
-                    if fast.nested:
-                        args = flat_arguments(args)
-                    if fast.floats:  # Python floats: 0-d inputs
-                        args = scalars_as_arrays(args, fast.layout.backend)
-                    outs = program.exe(*args)
-                    if fast.template is None:
-                        return self.finish(program, fast.layout, outs)
-                    return place_results(fast.template, outs)
+                    given = flat_arguments(args) if fast.nested else args
+                    if fast.floats:  # Python floats and ints: 0-d inputs
+                        given = scalars_as_arrays(given, fast.layout.backend)
+                    if program.variants is not None:  # the branch the values take
+                        program = program.pick(given)
+                        if program is not None and program.draws:
+                            program = None  # a branch that draws: the slow path draws
+                    if program is not None:
+                        PROGRAMS.hits += 1  # a statistic: unlocked, one int increment
+                        outs = program.exe(*given)
+                        if fast.template is None:
+                            return self.finish(program, fast.layout, outs)
+                        return place_results(fast.template, outs)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
         if sig.dask or is_dask_array(extra):  # per-chunk programs over Dask arrays
@@ -377,9 +400,10 @@ class Transformed(SelfTracing):
         if qkey is not None and not sig.sparse and not compiled.draws:
             leaves = flat_arguments(args)
             if len(passed) == len(leaves) and all(
-                    p is a or type(a) is float for p, a in zip(passed, leaves)):
+                    p is a or type(a) is float or type(a) is int
+                    for p, a in zip(passed, leaves)):
                 self._remember(qkey, compiled, sig.layout(), len(outs),
-                               any(type(a) is float for a in leaves),
+                               any(type(a) is float or type(a) is int for a in leaves),
                                any(type(a) is tuple or type(a) is list for a in args))
         return self.finish(compiled, sig, outs)
 
@@ -387,7 +411,7 @@ class Transformed(SelfTracing):
                   floats: bool, nested: bool) -> None:
         """Record what the fast path needs for calls with the quick key ``qkey``."""
         template = None
-        if self.finish_places_outputs:
+        if self.finish_places_outputs and compiled.variants is None:
             template = results_template(self.finish(compiled, layout, slots(n_outs)))
         fast = FastCall(weakref.ref(compiled), generation[0],
                         compiled.guards if len(compiled.guards) else None, floats, nested,
@@ -398,39 +422,77 @@ class Transformed(SelfTracing):
                 self._quick.pop(next(iter(self._quick)))
 
     def compiled(self, sig: Signature) -> Compiled:
-        """The cached program for this signature (built on a miss or a failed guard)."""
+        """The cached program for this signature (built on a miss or a failed guard), the
+        variant whose value decisions ``sig``'s inputs take. A trace that needed tentative
+        scalars as Python numbers makes them static in ``sig`` (the cache remembers)."""
         local_key = (generation[0], sig.key)
         ref = self._programs.get(local_key)
         hit = None if ref is None else ref()
         if hit is not None and hit.guards_hold():
-            PROGRAMS.hits += 1
-            return hit
+            chosen = hit if hit.variants is None else hit.pick(sig.inputs)
+            if chosen is not None:
+                PROGRAMS.hits += 1
+                return chosen
         key = (self.spec, self._fn_key, sig.key, registry_version(), config.build_key())
         stale = hit
 
         def build() -> Compiled:
-            count_build(self, sig, None if stale is None else stale.guards.changed())
-            before = collect_guards(self.fn)
-            traced = traced_checked(self.fn, sig, None, before)
-            graph, trees = self.build(traced, sig)
-            compiled = self.program_type(graph, trees, sig.backend,
-                                         self.entry_guards(collect_guards(self.fn, before), trees))
-            compiled.draws = traced.draws
-            log.debug("compiled %s: %d equations on %s", self.__name__,
-                      len(compiled.graph.eqns), sig.backend.name)
-            evict_on_death(key, self._weak + sig.weak)
-            return compiled
+            return self._build(sig, key, None if stale is None else stale.guards.changed())
 
-        entry: Compiled = PROGRAMS.get_or_build(key, build)
-        if not entry.guards_hold():
-            stale = entry
-            PROGRAMS.discard_later(key)
-            entry = PROGRAMS.get_or_build(key, build)
-        with self._lock:
-            self._programs[local_key] = weakref.ref(entry)
-            while len(self._programs) > self.FAST_SLOTS:
-                self._programs.pop(next(iter(self._programs)))
-        return entry
+        try:
+            entry: Compiled = PROGRAMS.get_or_build(key, build)
+            if not entry.guards_hold():
+                stale = entry
+                PROGRAMS.discard_later(key)
+                entry = PROGRAMS.get_or_build(key, build)
+            with self._lock:
+                self._programs[local_key] = weakref.ref(entry)
+                while len(self._programs) > self.FAST_SLOTS:
+                    self._programs.pop(next(iter(self._programs)))
+            if entry.variants is None:
+                return entry
+            chosen = entry.pick(sig.inputs)
+            if chosen is None:
+                chosen = self._build(sig, key, None, _decision_changed(entry, sig.inputs))
+                entry.add_variant(chosen)
+            return chosen
+        except Restaticed:
+            if key[2] == sig.key:  # another thread's trace found it: this call too
+                self._signature_static(sig)
+            return self.compiled(sig)
+
+    def _build(self, sig: Signature, key: tuple, changed: str | None,
+               decision: str | None = None) -> Compiled:
+        """A program for ``sig`` (``changed``: what made the cached one stale; ``decision``:
+        the branch the cached variants do not take). Raises :class:`Restaticed` when its
+        trace made tentative scalars static: the program is then cached under the static
+        signature's key."""
+        count_build(self, sig, changed, decision)
+        before = collect_guards(self.fn)
+        traced = traced_checked(self.fn, sig, None, before, self.sees_values)
+        graph, trees = self.build(traced, sig)
+        compiled = self.program_type(graph, trees, sig.backend,
+                                     self.entry_guards(collect_guards(self.fn, before), trees))
+        compiled.draws = traced.draws
+        if traced.decisions is not None:
+            compiled.decisions = traced.decisions
+            compiled.variants = [compiled]
+        log.debug("compiled %s: %d equations on %s", self.__name__,
+                  len(compiled.graph.eqns), sig.backend.name)
+        if traced.restaticed:
+            remember_static(key[:2] + key[2:3], sig.options["static_leaves"])
+            key = key[:2] + (sig.key,) + key[3:]
+            PROGRAMS.put(key, compiled)
+            evict_on_death(key, self._weak + sig.weak)
+            raise Restaticed
+        evict_on_death(key, self._weak + sig.weak)
+        return compiled
+
+    def _signature_static(self, sig: Signature) -> None:
+        """Make ``sig``'s scalars static as a trace of its signature found they must be."""
+        leaves = STATIC_SCALARS.get((self.spec, self._fn_key, sig.key))
+        if leaves is not None:
+            sig.restatic(sig.input_pos.index(j) for j in leaves if j in sig.input_pos)
 
     def _inline(self, sig: Signature, extras: list) -> Any:
         """Evaluate the program into the enclosing trace. Its graph is cached like a
@@ -443,14 +505,26 @@ class Transformed(SelfTracing):
         def build() -> Inlined:
             captured: list[Tracer] = []
             before = collect_guards(self.fn)
-            traced = traced_checked(self.fn, sig, captured, before)
+            traced = traced_checked(self.fn, sig, captured, before, self.sees_values)
             graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
             guards = self.entry_guards(collect_guards(self.fn, before), trees)
-            return Inlined(graph, trees, guards, not captured, traced.draws)
+            if traced.restaticed:  # made for the static signature: not for this key
+                remember_static(key[1:3] + key[3:4], sig.options["static_leaves"])
+                return Inlined(graph, trees, guards, False, traced.draws)
+            # a branch taken on the values of the enclosing trace: built for that trace
+            return Inlined(graph, trees, guards, not captured and not traced.decided,
+                           traced.draws)
 
+        tentative = sig.key
         entry: Inlined = PROGRAMS.get_or_build(key, build)
+        if fresh and sig.key != tentative:
+            PROGRAMS.discard_later(key)
+        if not fresh and sig.key == tentative and (self.spec, self._fn_key, sig.key) in \
+                STATIC_SCALARS:  # another call's trace made its scalars static
+            self._signature_static(sig)
+            return self._inline(sig, extras)
         if fresh:
             captured = fresh[0]
         elif entry.reusable and entry.guards_hold():
@@ -458,7 +532,7 @@ class Transformed(SelfTracing):
         else:
             PROGRAMS.discard_later(key)
             captured = []
-            traced = Traced(self.fn, sig, captured)
+            traced = Traced(self.fn, sig, captured, values=self.sees_values)
             entry = Inlined(*self.build(traced, sig), draws=traced.draws)
         outs = eval_graph(entry.graph, list(sig.inputs) + captured + entry.drawn(sig)
                           + list(extras))
@@ -469,7 +543,7 @@ class Transformed(SelfTracing):
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0]).graph(*args, **kwargs)
         sig = self._analysed(args, kwargs, "graph")
-        return self.build(Traced(self.fn, sig, None), sig)[0]
+        return self.build(Traced(self.fn, sig, None, values=self.sees_values), sig)[0]
 
     def source(self, *args: Any, **kwargs: Any) -> str:
         if self._by_arity is not None:
@@ -538,14 +612,22 @@ class Transformed(SelfTracing):
         return out
 
 
+def _decision_changed(program: Compiled, inputs: list) -> str | None:
+    """The decision of ``program``'s most recent variant that ``inputs`` take otherwise."""
+    if program.variants is None:
+        return None
+    decisions = program.variants[0].decisions
+    return None if decisions is None else decisions.changed(inputs)
+
+
 def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
-                   before: Guards) -> Traced:
+                   before: Guards, values: bool = False) -> Traced:
     """``fn`` traced; refused when the trace drew from a generator it reaches through an
     object's attribute (``self.rng``: not seen by the tracing namespace, its draws would be
     constants of the program)."""
     sources = before.sources()
     states = source_states([g for _, g in sources])
-    traced = Traced(fn, sig, captured)
+    traced = Traced(fn, sig, captured, values=values)
     for (label, _), was, now in zip(sources, states,
                                     source_states([g for _, g in sources])):
         if was != now:
@@ -558,9 +640,9 @@ def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
 
 
 def scalars_as_arrays(args: tuple, backend: Backend) -> tuple:
-    """``args`` with the Python floats as the 0-d arrays they are passed as."""
+    """``args`` with the Python floats and ints as the 0-d arrays they are passed as."""
     def array(a: float) -> Any:
-        x = np.asarray(a)
+        x = np.asarray(a) if type(a) is float else np.asarray(a, dtype=np.int64)
         return backend.to_device(x) if backend.on_device else x
 
-    return tuple(array(a) if type(a) is float else a for a in args)
+    return tuple(array(a) if type(a) is float or type(a) is int else a for a in args)

@@ -19,6 +19,8 @@ import dualgpu as dg
 from dualgpu.codegen.cuda import BLOCK, region_kernels
 from dualgpu.core.primitives import REGISTRY
 from dualgpu.fusion import Region, emulate_region, plan_graph
+from dualgpu.runtime.signature import Signature
+from dualgpu.runtime.transformed import Transformed
 from dualgpu.transforms.index_bounds import with_index_bounds
 
 SCENARIOS = scenarios()
@@ -118,7 +120,12 @@ class FakeKernels:
 
 
 def _plan(fn, args, kwargs=None):
-    graph = dg.trace(fn, *args, **(kwargs or {}))
+    if isinstance(fn, Transformed):  # the program dg.export writes (its scalars static)
+        sig = Signature(fn.split(tuple(args))[0], dict(kwargs or {}), fn.argnums,
+                        fn.__name__)
+        graph = fn.compiled(sig).graph
+    else:
+        graph = dg.trace(fn, *args, **(kwargs or {}))
     checked = with_index_bounds(graph)   # index arrays given at run time: their bounds too
     return plan_graph(graph if checked is None else checked.graph)
 

@@ -215,7 +215,7 @@ def test_a_trace_counter_does_not_retrace_every_call():
     traces = []
 
     def f(x, c):
-        traces.append(c)  # written by the trace: not data the program reads
+        traces.append(1)  # written by the trace: not data the program reads
         return np.sum(x ** 2) * c
 
     g = dg.grad(f)
@@ -223,7 +223,7 @@ def test_a_trace_counter_does_not_retrace_every_call():
     g(x, 2)
     g(x, 3)
     g(x, 2)
-    assert traces == [3, 2]
+    assert traces == [1]  # c is an input of the program (a weakly typed int)
 
 
 def test_a_property_is_static_and_listed():

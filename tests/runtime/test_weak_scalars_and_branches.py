@@ -1,0 +1,236 @@
+"""Issue 37, items 3 and 4: Python ints and floats of the arguments are weakly typed inputs
+of one program (a step counter does not re-trace), made static only where the function
+needs them as Python numbers (a shape, a loop count, an index); and Python control flow on
+traced values under the derivative transforms takes the branch the values take, each
+branch a cached variant guarded by the decisions its trace took. Every cached result is
+checked bitwise against a freshly built program's (a copy of the function: no cache
+entry), and values against the eager function."""
+import math
+import types
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dualgpu as dg
+
+TRACES: dict[str, int] = {}
+
+
+def traced(name: str) -> None:
+    TRACES[name] = TRACES.get(name, 0) + 1
+
+
+def copy_of(fn):
+    """The same function as a new object: its transforms share no cache entry with fn's."""
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+
+
+def same(a, b) -> bool:
+    a, b = dg.tree.leaves(a), dg.tree.leaves(b)
+    return len(a) == len(b) and all(
+        np.asarray(p).dtype == np.asarray(q).dtype and np.array_equal(p, q, equal_nan=True)
+        for p, q in zip(a, b))
+
+
+# ------------------------------------------------------------------------ item 3: ints
+def int_arith(x, n):
+    traced("arith")
+    return np.sum(x * n) + n ** 2 - np.sum(x) / (n + 10)
+
+
+def int_shape(x, n):
+    traced("shape")
+    return np.sum(x[:n] ** 2) + np.sum(np.zeros(abs(n) + 1))
+
+
+def int_loop(x, n):
+    traced("loop")
+    s = np.sum(x)
+    for k in range(n):
+        s = s + np.sum(x ** k)
+    return s
+
+
+def int_branch(x, n):
+    traced("branch")
+    return np.sum(x ** 2) if n % 2 else np.sum(np.sin(x)) * n
+
+
+def int_index(x, n):
+    traced("index")
+    return np.sum(x[n % 4] * x) + {0: 1.0, 1: 2.0}.get(n % 2, 0.0) * len(str(n))
+
+
+INT_ROLES = [int_arith, int_shape, int_loop, int_branch, int_index]
+
+
+@settings(max_examples=12, deadline=None)
+@given(role=st.sampled_from(INT_ROLES), ns=st.lists(st.integers(-3, 6), min_size=2, max_size=6),
+       f32=st.booleans())
+def test_int_arguments_cached_fresh_and_eager_agree(role, ns, f32):
+    x = np.linspace(0.5, 1.25, 4).astype(np.float32 if f32 else np.float64)
+    g = dg.value_and_grad(role)
+    for i, n in enumerate(ns):
+        before = TRACES.get(role.__name__[4:], 0)
+        got = g(x, n)
+        if role is int_arith and i:  # arithmetic only: one program for every value
+            assert TRACES["arith"] == before
+        assert same(got, dg.value_and_grad(copy_of(role))(x, n)), (role.__name__, n)
+        want = role(x, n)
+        assert np.asarray(got[0]).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got[0], want, rtol=1e-6 if f32 else 1e-13)
+
+
+def test_a_step_counter_traces_once_and_keeps_dtypes():
+    def loss(w, step, lr):
+        traced("step")
+        return np.sum((w * lr) ** 2) / (step + 1)
+
+    TRACES.pop("step", None)
+    g = dg.grad(loss)
+    w = np.ones(3, np.float32)
+    for step in range(30):
+        out = g(w, step, 0.01 * (step + 1))
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out, 2 * w * (0.01 * (step + 1)) ** 2 / (step + 1),
+                                   rtol=1e-6)
+    assert TRACES["step"] == 1
+    # int arrays and Python ints: NumPy 2's rule (the int keeps the array's dtype)
+    f = dg.jit(lambda a, n: a + n)
+    a = np.arange(3, dtype=np.int32)
+    assert f(a, 7).dtype == (a + 7).dtype == np.int32
+    np.testing.assert_array_equal(f(a, 7), a + 7)
+
+
+def test_a_scalar_needed_as_a_number_is_static_and_warns_once_naming_it():
+    TRACES.pop("shape", None)
+    g = dg.grad(int_shape)
+    x = np.linspace(0.0, 1.0, 12)
+    with pytest.warns(UserWarning, match=r"traced 8 times.*argument 1 = \d+ \(a number"):
+        for n in range(1, 10):
+            np.testing.assert_array_equal(g(x, n), np.where(np.arange(12) < n, 2 * x, 0.0))
+    for n in range(1, 10):  # static: cached per value, no more traces
+        g(x, n)
+    assert TRACES["shape"] == 10  # the first (tentative) trace, then one per value
+    h = dg.grad(lambda x, lr: np.sum(x) * math.exp(lr))  # math.* of a float: static too
+    assert np.allclose(h(x, 0.5), math.exp(0.5)) and np.allclose(h(x, 1.0), math.e)
+
+
+# ------------------------------------------------------------- item 4: value decisions
+def two_sided(x):
+    traced("two_sided")
+    if np.sum(x) > 0:
+        return np.sum(x ** 3)
+    return np.sum(np.sin(x))
+
+
+def halving(x):
+    y = x
+    while np.max(np.abs(y)) > 1.0:  # a loop count from the data
+        y = y / 2
+    return np.sum(y ** 2)
+
+
+def counted(x):
+    n = int(np.floor(np.sum(x ** 2))) % 4  # int() of a differentiated value: allowed
+    s = np.sum(x)
+    for k in range(n):
+        s = s * np.sum(np.cos(x + k))
+    return s
+
+
+def two_tests(x):
+    if x[0] > 0 and x[1] < 0.5:
+        return np.sum(np.exp(x))
+    return np.sum(x * x[0])
+
+
+BRANCHY = [two_sided, halving, counted, two_tests]
+
+
+@settings(max_examples=12, deadline=None)
+@given(fn=st.sampled_from(BRANCHY), kind=st.sampled_from(["grad", "hvp"]),
+       seeds=st.lists(st.integers(0, 10 ** 6), min_size=2, max_size=6))
+def test_branches_cached_fresh_and_eager_agree(fn, kind, seeds):
+    make = getattr(dg, kind)
+    t = make(fn)
+    for seed in seeds:
+        x = np.random.default_rng(seed).uniform(-2.5, 2.5, 3)
+        args = (x,) if kind == "grad" else (x, np.ones(3))
+        assert same(t(*args), make(copy_of(fn))(*args)), (fn.__name__, seed)
+    np.testing.assert_allclose(dg.value_and_grad(fn)(x)[0], fn(x), rtol=1e-13)
+
+
+def test_each_branch_is_traced_once_and_matches_its_closed_form():
+    TRACES.pop("two_sided", None)
+    g = dg.grad(two_sided)
+    for s in [1, -1, 1, -1, 1]:
+        x = s * np.array([0.5, 0.25])
+        want = 3 * x ** 2 if s > 0 else np.cos(x)
+        np.testing.assert_allclose(g(x), want, rtol=1e-15)
+        np.testing.assert_allclose(dg.hvp(two_sided)(x, np.ones(2)),
+                                   6 * x if s > 0 else -np.sin(x), rtol=1e-15)
+    assert TRACES["two_sided"] == 2 + 2  # grad's two variants, then hvp's
+    out, tangent = dg.jvp(two_sided, (-np.ones(2),), (np.ones(2),))
+    np.testing.assert_allclose(tangent, 2 * np.cos(-1.0))
+    # a branch inside a transform called in another's trace: the outer one decides
+    gg = dg.grad(lambda x: np.sum(dg.grad(two_sided)(x) ** 2))
+    np.testing.assert_allclose(gg(np.array([0.5, 0.7])), 36 * np.array([0.5, 0.7]) ** 3)
+    np.testing.assert_allclose(gg(-np.array([0.5, 0.7])), -np.sin(-2 * np.array([0.5, 0.7])))
+
+
+def test_a_step_counter_branch_gives_two_variants():
+    def loss(w, step):
+        traced("every")
+        if step % 10 == 0:
+            return np.sum(w ** 2)
+        return np.sum(w)
+
+    TRACES.pop("every", None)
+    g = dg.grad(loss)
+    for step in range(25):
+        np.testing.assert_array_equal(g(np.ones(2), step), 2.0 if step % 10 == 0 else 1.0)
+    assert TRACES["every"] == 2
+
+
+def test_more_branches_than_variants_keep_working_and_warn_once():
+    def power_of_sum(x):
+        return np.sum(x ** int(np.sum(x)))
+
+    g = dg.grad(power_of_sum)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for k in list(range(11)) * 2:
+            x = np.full(2, k / 2)
+            np.testing.assert_allclose(g(x), k * x ** max(k - 1, 0) if k else 0 * x)
+    retraces = [w for w in seen if "another branch" in str(w.message)]
+    assert len(retraces) == 1 and "int() of a traced value" in str(retraces[0].message)
+
+
+def test_what_stays_refused():
+    x = np.ones(3)
+    with pytest.raises(dg.TracerControlFlowError, match=r"float\(\)"):
+        dg.grad(lambda x: np.sum(x) * float(np.sum(x)))(x)  # the derivative would be lost
+    with pytest.raises(dg.TracerControlFlowError, match=r"bool\(\)"):
+        dg.jit(two_sided)(x)  # jit traces abstractly, as JAX
+    with pytest.raises(dg.TracerControlFlowError, match=r"bool\(\)"):
+        dg.grad(dg.jit(two_sided))(x)
+    with pytest.raises(dg.DualgpuError, match="branch on traced values"):
+        dg.export(dg.grad(two_sided), x)
+    # a float of a value that is not differentiated is a decision like a branch
+    f = dg.grad(lambda x, s: np.sum(x) * math.sqrt(float(np.sum(s))))
+    np.testing.assert_allclose(f(x, np.full(2, 2.0)), 2.0)
+    np.testing.assert_allclose(f(x, np.full(2, 8.0)), 4.0)
+
+
+def test_a_slice_bound_from_the_data():
+    g = dg.grad(lambda x: np.sum(x[:np.argmax(x)] ** 2))
+    for x in (np.arange(4.0), np.array([3.0, 1.0, 2.0, 0.5]), np.arange(4.0)):
+        k = int(np.argmax(x))
+        np.testing.assert_array_equal(g(x), np.where(np.arange(4) < k, 2 * x, 0.0))
+    with pytest.raises(dg.TracerControlFlowError, match=r"int\(\)"):  # not under jit
+        dg.jit(lambda x: np.sum(x[:np.argmax(x)]))(np.arange(4.0))
