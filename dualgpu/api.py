@@ -426,6 +426,9 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
     if fn is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames)
+    if isinstance(fn, staticmethod):  # JAX: "staticmethod arguments are not supported"
+        raise ArgumentTypeError("dg.jit of a staticmethod: staticmethod arguments are not "
+                                "supported; put @staticmethod above @dg.jit (outermost)")
     return _Jit(fn, argnums=(), static_argnums=static_argnums,
                 static_argnames=static_argnames)
 

@@ -94,6 +94,7 @@ TYPE_ERRORS = {  # JAX test name: the call JAX refuses with a TypeError
         lambda v: v, 1.0)(1j),
     "test_vjp_multiple_arguments_error_message": lambda: dg.vjp(_foo, 1.0)[1](1.0, 1.0),
     "linearize: a tangent too many": lambda: dg.linearize(np.sin, x)[1](x, x),
+    "test_staticmethod_is_not_supported": lambda: dg.jit(staticmethod(np.sin)),
 }
 
 
@@ -209,6 +210,18 @@ def test_jit_raises_on_non_hashable_static_argnum(static):
 def test_static_argument_names_its_leaf_inside_a_tuple():
     with pytest.raises(dg.StaticArgumentError, match="holds a set"):
         dg.jit(lambda a, b: a, static_argnums=1)(1.0, (1, {2}))
+
+
+def test_static_methods_jit_inside_staticmethod():
+    # the spelling JAX suggests instead of test_staticmethod_is_not_supported's
+    class A:
+        @staticmethod
+        @dg.jit
+        def plus_two(v):
+            return v + 2.0
+
+    np.testing.assert_array_equal(A.plus_two(x), x + 2.0)
+    np.testing.assert_array_equal(A().plus_two(x), x + 2.0)
 
 
 def test_cpp_jit_raises_other_exceptions_when_hashing_fails():
