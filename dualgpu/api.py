@@ -20,6 +20,7 @@ from .errors import (
     ArgumentTypeError,
     InvalidArgumentError,
     ShapeMismatchError,
+    StaticArgumentError,
 )
 from .executor import config
 from .runtime.checks import (
@@ -174,10 +175,12 @@ class _Jit(Transformed):
     sees_values = False  # abstract tracing: a branch on a traced value is an error
     floats_fall_back = False  # a float is traced (an int needed as a number becomes static)
 
-    def __init__(self, fn, argnums=(), *, static_argnums=(), static_argnames=()):
+    def __init__(self, fn, argnums=(), *, static_argnums=None, static_argnames=None):
         super().__init__(fn, argnums)
         self.static = _static_arguments(fn, static_argnums, static_argnames)
-        self._static_refusal = _unknown_static(fn, static_argnums, static_argnames)
+        self._static_refusal = _unknown_static(
+            fn, () if static_argnums is None else static_argnums,
+            () if static_argnames is None else static_argnames)
 
     def options(self) -> dict:
         return {"static": self.static} if self.static != ((), ()) else {}
@@ -185,6 +188,8 @@ class _Jit(Transformed):
     def _signature(self, fargs, kwargs):
         if self._static_refusal is not None:  # when called, as JAX
             raise InvalidArgumentError(self._static_refusal)
+        if self.static != ((), ()):
+            _check_hashable(self.__name__, self.static, fargs, kwargs)
         return super()._signature(fargs, kwargs)
 
     def build(self, traced, sig):
@@ -392,7 +397,7 @@ def source(fn: Callable, *example_args, **example_kwargs) -> str:
     return fn.source(*example_args, **example_kwargs)
 
 
-def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=()):
+def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None):
     """Trace, cache and compile ``fn`` itself (no derivative): NumPy runs generated
     Python, CuPy runs fused kernels. Arguments and results may be pytrees.
 
@@ -401,8 +406,10 @@ def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=()):
     reuses the program. Python ints, bools and strings are static (a new value traces
     again: they may be shapes, indices or loop counts). ``static_argnums`` /
     ``static_argnames`` make other arguments static, keyed by their value: for a function
-    that branches on a number, or passes it to ``math``. Usable as a decorator, also with
-    options: ``@dg.jit(static_argnums=1)``.
+    that branches on a number, or passes it to ``math``; they must be hashable. As in JAX,
+    positions given alone also name their parameters (passed by keyword, they stay static),
+    and names alone their positions; given both, each is taken as it is. Usable as a
+    decorator, also with options: ``@dg.jit(static_argnums=1)``.
 
     Example::
 
@@ -420,6 +427,9 @@ def jit(fn: Callable | None = None, *, static_argnums=(), static_argnames=()):
     if fn is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames)
+    if isinstance(fn, staticmethod):  # JAX: "staticmethod arguments are not supported"
+        raise ArgumentTypeError("dg.jit of a staticmethod: staticmethod arguments are not "
+                                "supported; put @staticmethod above @dg.jit (outermost)")
     return _Jit(fn, argnums=(), static_argnums=static_argnums,
                 static_argnames=static_argnames)
 
@@ -450,9 +460,12 @@ def _unknown_static(fn, static_argnums, static_argnames) -> str | None:
 
 
 def _static_arguments(fn, static_argnums, static_argnames) -> tuple:
-    """``(positions, names)`` of ``fn``'s static arguments: each given position with its
-    parameter's name and each given name with its position, as JAX pairs them."""
-    nums, _ = normalize_argnums(static_argnums)
+    """``(positions, names)`` of ``fn``'s static arguments, as JAX's
+    ``infer_argnums_and_argnames``: positions given alone with their parameters' names,
+    names given alone with their positions; given both, each as it is."""
+    pair = static_argnums is None or static_argnames is None
+    nums, _ = normalize_argnums(() if static_argnums is None else static_argnums)
+    static_argnames = () if static_argnames is None else static_argnames
     names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
     if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
         raise ArgumentTypeError(f"jit: static_argnames must be a str or a tuple of str, got "
@@ -466,8 +479,31 @@ def _static_arguments(fn, static_argnums, static_argnames) -> tuple:
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if positional:  # negative positions count from the end of the parameters, as JAX
         nums = tuple(i % len(positional) if -len(positional) <= i < 0 else i for i in nums)
+    if not pair:
+        return tuple(sorted(set(nums))), tuple(sorted(set(names)))
     names += tuple(positional[i] for i in nums
                    if -len(positional) <= i < len(positional) and positional[i] not in names)
     nums += tuple(positional.index(n) for n in names
                   if n in positional and positional.index(n) not in nums)
     return tuple(sorted(set(nums))), tuple(sorted(set(names)))
+
+
+def _check_hashable(what: str, static: tuple, args: tuple, kwargs: dict) -> None:
+    """Refuse a static argument holding a value that is not hashable (an array, a set), as
+    JAX does: it cannot key the program (by identity, a set changed in place would reuse a
+    program built for its old items)."""
+    nums, names = static
+    given = [(f"argument {i}", args[i]) for i in nums if -len(args) <= i < len(args)]
+    given += [(f"keyword argument {n!r}", kwargs[n]) for n in names if n in kwargs]
+    for label, value in given:
+        for leaf in pytree.leaves(value):
+            try:
+                hash(leaf)
+            except TypeError as e:
+                raise StaticArgumentError(
+                    f"{what}: {label} is static (static_argnums / static_argnames), but "
+                    f"holds a {type(leaf).__name__} ({e}): Non-hashable static arguments are "
+                    "not supported. A static argument keys the program by its value: pass a "
+                    "hashable one (a number, string, tuple, frozenset), or pass an array as "
+                    "an ordinary argument (an input of the program)"
+                ) from None

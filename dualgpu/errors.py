@@ -55,8 +55,17 @@ class IntegerInputError(DualgpuError, TypeError):
     """A differentiated argument has an integer or boolean dtype."""
 
 
-class ShapeMismatchError(DualgpuError, ValueError):
-    """A tangent, cotangent or direction does not match its primal's shape or dtype."""
+class ShapeMismatchError(DualgpuError, ValueError, TypeError):
+    """Shapes that do not fit together: operands in a traced function, or a tangent,
+    cotangent or direction that does not match its primal (its structure, shape or dtype).
+    A ``ValueError``, as NumPy's, and a ``TypeError``, as JAX's (``add got incompatible
+    shapes``, ``cotangent tree does not match``)."""
+
+
+class StaticArgumentError(ArgumentTypeError, ValueError):
+    """A static argument of ``dg.jit`` (``static_argnums`` / ``static_argnames``) that is
+    not hashable (an array, a set): it cannot key the program. JAX's ``ValueError``, and a
+    ``TypeError`` (:class:`ArgumentTypeError`) as dualgpu raised before."""
 
 
 class BackendMismatchError(DualgpuError, TypeError):

@@ -21,7 +21,7 @@ from .api import jit
 from .backends import array_backend
 from .core.flags import Flag
 from .core.interpret import eval_graph
-from .core.ir import Graph
+from .core.ir import Aval, Graph
 from .core.trace import Tracer, current_builder
 from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from .frontend.numpy.random import SameDraws, redraw_in_trace
@@ -31,6 +31,7 @@ from .runtime.signature import FLOAT0, Signature, check_plain_values
 from .runtime.tracing import Traced, name_of, with_aux
 from .runtime.transformed import Transformed
 from .transforms import jvp_graph, simplify, vjp_graph
+from .tree_util import Partial
 
 __all__ = ["jvp", "linear_transpose", "linearize", "vjp"]
 
@@ -100,27 +101,73 @@ class _Vjp(Transformed):
                                                  program.pullback)
         tree, aux_tree = trees
         outs = fwd[:tree.num_leaves]
-        pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe)
+        pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe,
+                             f"pullback of {name_of(self.fn)}")
         out = pytree.unflatten(tree, outs)
         if self.has_aux:
             return out, pullback, pytree.unflatten(aux_tree, fwd[tree.num_leaves:])
         return out, pullback
 
 
-def _pullback(sig: Signature, tree, outs: list, inputs: list, graph: Graph, exe):
+def _pullback(sig: Signature, tree, outs: list, inputs: list, graph: Graph, exe,
+              name: str = "pullback") -> Partial:
     """``pullback(cotangent)``: the pullback program on ``inputs`` and the cotangent leaves,
     run by ``exe``, or evaluated (into the enclosing trace) when there is no ``exe`` or a
-    cotangent is traced."""
+    value is traced. A :class:`~dualgpu.tree_util.Partial`, as in JAX: its leaves are
+    ``inputs`` (the residuals), so it can be passed to and returned from ``dg.jit``."""
+    return Partial(_Pullback(sig, tree, outs, graph, exe, name), list(inputs))
 
-    def pullback(cotangent):
-        cts = _cotangents(cotangent, tree, outs, sig)
-        if exe is None or any(isinstance(c, Tracer) for c in cts):
-            res, repackage = eval_graph(graph, inputs + cts), False
+
+class _Pullback:
+    """The static part of a pullback: its program and how to read a cotangent and shape the
+    cotangents it returns. Holds no array of the call and no tracer (those are the
+    residuals, the leaves of the :class:`Partial` that calls it)."""
+
+    __slots__ = ("sig", "tree", "out_avals", "graph", "exe", "__name__")
+
+    def __init__(self, sig: Signature, tree, outs: list, graph: Graph, exe, name: str):
+        self.sig = sig if sig.sparse else sig.layout()  # a layout keeps no values
+        self.tree, self.graph, self.exe, self.__name__ = tree, graph, exe, name
+        self.out_avals = [Aval(tuple(o.shape), np.dtype(o.dtype)) for o in outs]
+
+    def __call__(self, residuals: list, *cotangent):
+        if len(cotangent) != 1:
+            raise ArgumentTypeError(f"{self.__name__} takes one cotangent (shaped like the "
+                                    f"output, a tuple for several outputs), got "
+                                    f"{len(cotangent)} arguments")
+        sig = self.sig
+        cts = _cotangents(cotangent[0], self.tree, self.out_avals, sig)
+        if self.exe is None or any(isinstance(c, Tracer) for c in (*residuals, *cts)):
+            res, repackage = eval_graph(self.graph, list(residuals) + cts), False
         else:
-            res, repackage = exe(*inputs, *cts), True
+            res, repackage = self.exe(*residuals, *cts), True
         return tuple(sig.per_argument(res, a, repackage) for a in range(len(sig.arg_trees)))
 
-    return pullback
+
+class _Linearized:
+    """The static part of ``linearize``'s ``f_jvp``: the jvp transform, the primals'
+    structure and the random draws of the value; the primals are the residuals."""
+
+    __slots__ = ("jvp", "tree", "drawn", "__name__")
+
+    def __init__(self, jvp: _Jvp, tree, drawn: SameDraws, name: str):
+        self.jvp, self.tree, self.drawn, self.__name__ = jvp, tree, drawn, name
+
+    def __call__(self, residuals: list, *tangents):
+        primals = pytree.unflatten(self.tree, residuals)
+        if len(tangents) != len(primals):
+            raise ShapeMismatchError(f"the {self.__name__} takes one tangent per primal: "
+                                     f"{len(primals)}, got {len(tangents)}")
+        with self.drawn:
+            return self.jvp(tuple(primals), tuple(tangents))[1]
+
+
+def _as_residual(leaf):
+    """A primal's leaf as a residual: a number becomes the 0-d array it is differentiated
+    as (a leaf that is a Python number would be static in ``dg.jit``, not an input)."""
+    if isinstance(leaf, (int, float, complex, np.generic)) and not isinstance(leaf, bool):
+        return np.asarray(leaf)
+    return leaf
 
 
 def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
@@ -160,15 +207,9 @@ def linearize(fn: Callable, *primals):
     drawn = SameDraws()  # random draws: f_jvp's are those of the value
     with drawn:
         out = jit(fn)(*primals)
-
-    def f_jvp(*tangents):
-        if len(tangents) != len(primals):
-            raise ShapeMismatchError(f"the linearization of {name_of(fn)} takes one tangent per "
-                                     f"primal: {len(primals)}, got {len(tangents)}")
-        with drawn:
-            return t(tuple(primals), tuple(tangents))[1]
-
-    return out, f_jvp
+    residuals, tree = pytree.flatten(primals)
+    kernel = _Linearized(t, tree, drawn, f"linearization of {name_of(fn)}")
+    return out, Partial(kernel, [_as_residual(r) for r in residuals])
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
@@ -240,13 +281,8 @@ def linear_transpose(fn: Callable, *primals):
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
     _check_linear(fn, sig, pullback_graph, outs)
     tree = trees[0]
-    pullback = _pullback(sig, tree, outs[:tree.num_leaves], inputs, pullback_graph, exe)
-
-    def transpose(cotangent):
-        return pullback(cotangent)
-
-    transpose.__name__ = f"linear_transpose_{name_of(fn)}"
-    return transpose
+    return _pullback(sig, tree, outs[:tree.num_leaves], inputs, pullback_graph, exe,
+                     f"linear_transpose_{name_of(fn)}")
 
 
 def _zeros_like_spec(leaf):

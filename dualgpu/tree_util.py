@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from .errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["PyTreeDef", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
            "tree_map", "register_pytree_node", "register_pytree_node_class",
-           "register_dataclass", "keystr_of_leaves"]
+           "register_dataclass", "keystr_of_leaves", "Partial"]
 
 PyTreeDef = pytree.TreeDef
 
@@ -224,3 +225,46 @@ def _names(fields, what: str) -> list[str]:
         raise ArgumentTypeError(f"register_dataclass: {what} must be a list of field names, "
                                 f"got {fields!r}")
     return list(fields)
+
+
+class Partial(functools.partial):
+    r"""JAX's ``tree_util.Partial``: a ``functools.partial`` that is a pytree. Its arguments
+    are its children (arrays: they become inputs of a traced program), its function is
+    static (part of the structure, keyed by identity), so a ``Partial`` can be an argument
+    or a result of ``dg.jit``, ``dg.grad``, ``dg.vmap``... The linear functions that
+    ``dg.vjp``, ``dg.linearize`` and ``dg.linear_transpose`` return are ``Partial``\ s whose
+    leaves are their residual arrays.
+
+    Example::
+
+        >>> add = dg.tree_util.Partial(np.add, np.array([1.0, 2.0]))
+        >>> dg.tree_util.tree_leaves(add)
+        [array([1., 2.])]
+        >>> dg.jit(lambda f, x: f(x))(add, np.ones(2))
+        array([2., 3.])
+    """
+
+    def __new__(cls, func, *args, **keywords):
+        if isinstance(func, functools.partial):  # not merged: its arguments stay static
+            func = _Opaque(func)
+        return super().__new__(cls, func, *args, **keywords)
+
+
+class _Opaque:
+    """A ``functools.partial`` given to :class:`Partial`, hidden from ``functools.partial``
+    (which would merge its arguments with the new ones, making them children)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: functools.partial):
+        self.fn = fn
+
+    def __call__(self, *args, **keywords):
+        return self.fn(*args, **keywords)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
+
+
+pytree.register_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, children: Partial(func, *children[0], **children[1]))

@@ -484,6 +484,7 @@ def test_invalid_index_names_the_index_and_line():
 
 from test_cupy_import import test_half_installed_cupy_names_the_missing_module  # noqa
 from test_sparse_methods import test_other_sparse_methods_are_one_error_naming_the_method  # noqa
+from test_jax_conformance_more import test_jit_raises_on_non_hashable_static_argnum  # noqa
 
 
 # --------------------------------------------------------------------------- the catalogue
@@ -509,6 +510,7 @@ COVERED = {
     "InvalidIndexError": "test_invalid_index_names_the_index_and_line",
     "CupyImportError": "test_half_installed_cupy_names_the_missing_module",
     "SparseMethodError": "test_other_sparse_methods_are_one_error_naming_the_method",
+    "StaticArgumentError": "test_jit_raises_on_non_hashable_static_argnum",
 }
 
 
