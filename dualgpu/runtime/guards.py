@@ -80,6 +80,11 @@ def _item(holder: Any, name: Any) -> Any:
     return holder[name]
 
 
+def _referent(holder: Any, name: Any) -> Any:
+    """The object a reference holds (an argument the program is keyed on by identity)."""
+    return holder()
+
+
 def _attr(holder: Any, name: Any) -> Any:
     """``holder.name``, a method as its function (a bound method is a new object on every
     read)."""
@@ -419,8 +424,10 @@ class _Walk:
                 self.place(_sub(what, f".{name}"), _attr, obj, name, _attr(obj, name),
                            depth + 1)
 
-    def run(self, fn: Any) -> Guards:
+    def run(self, fn: Any, arguments: Iterable[tuple[str, Any]] = ()) -> Guards:
         self.inside(fn, ("self", "the function's object"), 0)
+        for label, obj in arguments:  # the same object at every cached call: its contents
+            self.place((label, "argument"), _referent, _ref(obj), None, obj, 1)
         progressed = True
         while progressed:
             progressed = False
@@ -465,14 +472,18 @@ def _attribute_kind(obj: Any, name: str) -> str:
     return "missing"
 
 
-def collect_guards(fn: Any, before: Guards | None = None) -> Guards:
+def collect_guards(fn: Any, before: Guards | None = None,
+                   arguments: Iterable[tuple[str, Any]] = ()) -> Guards:
     """The places ``fn`` (a function, bound method, partial, callable object or dualgpu
-    transform of one) reads from outside its arguments, with what they hold now.
+    transform of one) reads from outside its arguments, with what they hold now; and of
+    ``arguments`` (``(label, object)``: the arguments a program is keyed on by identity, a
+    set or a user object), their contents and the attributes the code names, as for the
+    objects a closure holds (a set changed in place, ``model.scale = 2.0``: built again).
 
     ``before``: the same, collected before the trace. A list, dict or set whose value the
     trace changed is written by the function (a counter, a log), not read: it is guarded by
     identity only, so that the next call does not trace again because of it."""
-    guards = _Walk().run(fn)
+    guards = _Walk().run(fn, arguments)
     if before is None:
         return guards
     was = {(id(p[2]), p[3]): p[5] for p in before.places if p[4] == _SNAPSHOT}

@@ -90,7 +90,7 @@ class Signature:
     __slots__ = ("args", "kwargs", "arg_trees", "kw_tree", "leaves", "input_pos", "inputs",
                  "diff", "arg_of_input", "sparse", "backend", "traced", "key", "weak",
                  "avals", "argnums", "int_inputs", "scalar_inputs", "what", "dask", "tentative",
-                 "options")
+                 "options", "by_identity")
     args: tuple
     kwargs: dict
     arg_trees: tuple[pytree.TreeDef, ...]
@@ -105,6 +105,7 @@ class Signature:
     traced: bool
     key: tuple
     weak: list
+    by_identity: list[tuple[str, Any]]
     avals: list[Aval]
     argnums: tuple[int, ...]
     int_inputs: frozenset[int]
@@ -138,6 +139,7 @@ class Signature:
         # a call on Dask arrays runs per chunk (runtime/dask.py): decided here, once per
         # signature, and nothing else of the call is analysed
         self.dask = any(map(is_dask_array, args)) or any(map(is_dask_array, kwargs.values()))
+        self.by_identity = []
         if self.dask:
             return
         leaves: list = []
@@ -162,6 +164,9 @@ class Signature:
         self.kw_tree = kw_tree
         diff_args = set(argnums)
         weak: list = []
+        # (label, object): leaves keyed by identity (a set, a user object), whose contents
+        # and the attributes the function names are guarded like a closure's (guards.py)
+        by_identity: list[tuple[str, Any]] = []
         keys: list[tuple] = []
         inputs: list = []
         input_pos: list[int] = []
@@ -188,6 +193,8 @@ class Signature:
                         "value (a number, string, tuple), keyed by its value. Pass an array "
                         "as an ordinary argument (it becomes an input of the program)")
                 keys.append(("v", static_key(leaf, weak)))
+                if keys[-1][1][0] == "id":
+                    by_identity.append((_static_name(i, kwargs, j - len(owner)), leaf))
                 continue
             if j in static_leaves:  # a scalar a trace needed the value of (restatic)
                 keys.append(("v", static_key(leaf, weak)))
@@ -235,8 +242,12 @@ class Signature:
                         "numbers (pytrees of them; register a class of yours with "
                         "dg.tree_util.register_dataclass or register_pytree_node)")
                 # a random generator is drawn from at every call: keyed by its type only
-                keys.append(("r", source_type(leaf)) if is_source(leaf)
-                            else ("v", static_key(leaf, weak)))
+                if is_source(leaf):
+                    keys.append(("r", source_type(leaf)))
+                    continue
+                keys.append(("v", static_key(leaf, weak)))
+                if keys[-1][1][0] == "id":  # what the trace reads from it is guarded
+                    by_identity.append((_static_name(i, kwargs, j - len(owner)), leaf))
                 continue
             if d:
                 dt = np.dtype(leaf.dtype)
@@ -268,6 +279,7 @@ class Signature:
         self.sparse = sparse
         self.traced = traced
         self.weak = weak
+        self.by_identity = by_identity
         self.avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in inputs]
         for k, weakly in scalar_inputs:
             self.avals[k] = self.avals[k]._replace(weak=weakly)

@@ -468,11 +468,11 @@ class Transformed(SelfTracing):
         trace made tentative scalars static: the program is then cached under the static
         signature's key."""
         count_build(self, sig, changed, decision)
-        before = collect_guards(self.fn)
+        before = collect_guards(self.fn, arguments=sig.by_identity)
         traced = traced_checked(self.fn, sig, None, before, self.sees_values)
         graph, trees = self.build(traced, sig)
-        compiled = self.program_type(graph, trees, sig.backend,
-                                     self.entry_guards(collect_guards(self.fn, before), trees))
+        guards = collect_guards(self.fn, before, sig.by_identity)
+        compiled = self.program_type(graph, trees, sig.backend, self.entry_guards(guards, trees))
         compiled.draws = traced.draws
         if traced.decisions is not None:
             compiled.decisions = traced.decisions
@@ -504,12 +504,12 @@ class Transformed(SelfTracing):
 
         def build() -> Inlined:
             captured: list[Tracer] = []
-            before = collect_guards(self.fn)
+            before = collect_guards(self.fn, arguments=sig.by_identity)
             traced = traced_checked(self.fn, sig, captured, before, self.sees_values)
             graph, trees = self.build(traced, sig)
             fresh.append(captured)
             evict_on_death(key, self._weak + sig.weak)
-            guards = self.entry_guards(collect_guards(self.fn, before), trees)
+            guards = self.entry_guards(collect_guards(self.fn, before, sig.by_identity), trees)
             if traced.restaticed:  # made for the static signature: not for this key
                 remember_static(key[1:3] + key[3:4], sig.options["static_leaves"])
                 return Inlined(graph, trees, guards, False, traced.draws)
