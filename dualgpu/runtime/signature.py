@@ -46,9 +46,12 @@ _TRACED_SCALARS = (float, complex, np.floating, np.complexfloating)
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis), range)
 
 
-def static_key(x: Any, weak: list) -> tuple:
+def static_key(x: Any, weak: list, by_equality: bool = False) -> tuple:
     """An exact, hashable key for a static value. Identity keys that are weak are appended to
-    ``weak`` (their death must evict the entries that hold them)."""
+    ``weak`` (their death must evict the entries that hold them). With ``by_equality`` (the
+    leaves of ``static_argnums``, as JAX keys them), a hashable object of a class that defines
+    its own ``__eq__`` is keyed by equality, not identity: an equal new instance reuses the
+    program."""
     t = type(x)
     if t is float:
         return (float, x.hex())  # -0.0 and 0.0 differ; every nan is one key
@@ -65,6 +68,9 @@ def static_key(x: Any, weak: list) -> tuple:
                 static_key(x.step, weak))
     if t is np.dtype or isinstance(x, type):
         return ("type", x)
+    if by_equality and t.__eq__ is not object.__eq__ and t.__hash__ is not None:
+        hash(x)  # an error of the class's own __hash__ propagates, as in JAX
+        return ("eq", t, x)
     k = identity_key(x)
     if isinstance(k, WeakIdentityKey):
         weak.append(k)
@@ -192,7 +198,7 @@ class Signature:
                         f"{type(leaf).__name__}: a static argument is a hashable Python "
                         "value (a number, string, tuple), keyed by its value. Pass an array "
                         "as an ordinary argument (it becomes an input of the program)")
-                keys.append(("v", static_key(leaf, weak)))
+                keys.append(("v", static_key(leaf, weak, by_equality=True)))
                 if keys[-1][1][0] == "id":
                     by_identity.append((_static_name(i, kwargs, j - len(owner)), leaf))
                 continue

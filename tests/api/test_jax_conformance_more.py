@@ -232,3 +232,24 @@ def test_cpp_jit_raises_other_exceptions_when_hashing_fails():
 
     with pytest.raises(ValueError, match="^$"):
         dg.jit(lambda a: 1.0, static_argnums=(0,))(A())
+
+
+def test_static_args_equality():
+    """JAX's test_static_args_equality: a static argument of a class with its own __eq__ and
+    __hash__ is keyed by equality, so an equal new instance does not trace again."""
+    traces = []
+
+    class Equal:
+        def __hash__(self):
+            return 1
+
+        def __eq__(self, other):
+            return isinstance(other, Equal)
+
+    def f(x, a):
+        traces.append(1)
+        return x * 2.0
+
+    g = dg.jit(f, static_argnums=1)
+    assert g(1.0, Equal()) == 2.0 and g(1.0, Equal()) == 2.0
+    assert len(traces) == 1
