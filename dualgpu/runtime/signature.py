@@ -46,6 +46,11 @@ _TRACED_SCALARS = (float, complex, np.floating, np.complexfloating)
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis), range)
 
 
+def _defines(t: type, name: str) -> bool:
+    """Whether class ``t`` or one of its bases other than ``object`` defines ``name``."""
+    return any(name in vars(k) for k in t.__mro__ if k is not object)
+
+
 def static_key(x: Any, weak: list, by_equality: bool = False) -> tuple:
     """An exact, hashable key for a static value. Identity keys that are weak are appended to
     ``weak`` (their death must evict the entries that hold them). With ``by_equality`` (the
@@ -68,7 +73,7 @@ def static_key(x: Any, weak: list, by_equality: bool = False) -> tuple:
                 static_key(x.step, weak))
     if t is np.dtype or isinstance(x, type):
         return ("type", x)
-    if by_equality and t.__eq__ is not object.__eq__ and t.__hash__ is not None:
+    if by_equality and _defines(t, "__eq__") and t.__hash__ is not None:
         hash(x)  # an error of the class's own __hash__ propagates, as in JAX
         return ("eq", t, x)
     k = identity_key(x)
