@@ -1,6 +1,6 @@
 # Source: HIPS/autograd, examples/lstm.py, commit bff107b8d71a444a1160deade3e1cbd0b92f4fa6
 # (https://github.com/HIPS/autograd), MIT licence: tests/corpus/LICENSE-autograd.
-# Changed (run time, to well under a second): adam's num_iters 1000 -> 3; max_lines 60 -> 10; sampled lines 20 -> 2.
+# Changed (run time, to well under a second): adam's num_iters 1000 -> 2; max_lines 60 -> 10; sampled lines 20 -> 2.
 """Implements the long-short term memory character model.
 This version vectorizes over multiple examples, but each string
 has a fixed length."""
@@ -96,7 +96,7 @@ if __name__ == "__main__":
     training_loss_grad = grad(training_loss)
 
     print("Training LSTM...")
-    trained_params = adam(training_loss_grad, init_params, step_size=0.1, num_iters=3, callback=callback)
+    trained_params = adam(training_loss_grad, init_params, step_size=0.1, num_iters=2, callback=callback)
 
     print()
     print("Generating text from LSTM...")

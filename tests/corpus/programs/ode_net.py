@@ -1,6 +1,6 @@
 # Source: HIPS/autograd, examples/ode_net.py, commit bff107b8d71a444a1160deade3e1cbd0b92f4fa6
 # (https://github.com/HIPS/autograd), MIT licence: tests/corpus/LICENSE-autograd.
-# Changed (run time, to well under a second): adam's num_iters 1000 -> 2.
+# Changed (run time, to well under a second): adam's num_iters 1000 -> 1.
 # A demo of gradients through scipy.integrate.odeint,
 # estimating the dynamics of a system given a trajectory.
 
@@ -126,4 +126,4 @@ if __name__ == "__main__":
 
     # Train neural net dynamics to match data.
     init_params = init_nn_params(0.1, layer_sizes=[D, 150, D])
-    optimized_params = adam(grad(train_loss), init_params, num_iters=2, callback=callback)
+    optimized_params = adam(grad(train_loss), init_params, num_iters=1, callback=callback)
