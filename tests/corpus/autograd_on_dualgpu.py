@@ -3,7 +3,8 @@ into ``sys.modules`` entries, so that an autograd program runs without editing i
 
 ``autograd.numpy`` is NumPy itself, ``autograd.scipy.*`` is SciPy itself, and the transforms
 are dualgpu's under autograd's names (``dg.grad`` takes ``argnum=``, ``dg.elementwise_grad``,
-``dg.make_hvp``, ...). What the table does not list is written here from autograd's own
+``dg.make_hvp``, ...; ``autograd.extend``'s ``primitive``/``defvjp`` are
+dualgpu.autograd_compat's). What the table does not list is written here from autograd's own
 definitions (MIT licence, tests/corpus/LICENSE-autograd): ``make_vjp``'s argument order,
 ``misc.flatten`` (plain NumPy, traceable) and the optimizers of ``autograd.misc.optimizers``
 (plain NumPy loops that call the gradient). No autograd code runs.
@@ -22,6 +23,7 @@ import scipy.special
 import scipy.stats
 
 import dualgpu as dg
+from dualgpu import autograd_compat
 
 
 def make_vjp(fun, argnum=0):
@@ -161,6 +163,8 @@ def modules() -> dict[str, object]:
     misc = _module("autograd.misc", flatten=flatten, optimizers=optimizers)
     builtins_ = _module("autograd.builtins", tuple=builtins.tuple, list=builtins.list,
                         dict=builtins.dict, isinstance=builtins.isinstance, type=builtins.type)
+    extend = _module("autograd.extend", primitive=autograd_compat.primitive,
+                     defvjp=autograd_compat.defvjp)
     scipy_misc = _module("autograd.scipy.misc", logsumexp=scipy.special.logsumexp)
     scipy_ = _module("autograd.scipy", stats=scipy.stats, special=scipy.special,
                      linalg=scipy.linalg, signal=scipy.signal, integrate=scipy.integrate,
@@ -175,7 +179,7 @@ def modules() -> dict[str, object]:
         "autograd.scipy.integrate": scipy.integrate, "autograd.scipy.misc": scipy_misc,
         "autograd.misc": misc, "autograd.misc.flatten": misc_flatten,
         "autograd.misc.optimizers": optimizers, "autograd.builtins": builtins_,
-        "autograd.test_util": test_util}
+        "autograd.test_util": test_util, "autograd.extend": extend}
     for dist in ("norm", "t", "gamma", "beta", "poisson", "multivariate_normal", "dirichlet",
                  "expon", "laplace", "cauchy", "binom", "bernoulli"):
         entries[f"autograd.scipy.stats.{dist}"] = getattr(scipy.stats, dist)

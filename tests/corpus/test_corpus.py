@@ -43,9 +43,7 @@ CASES = {
     "bayesian_neural_net": Case(("variational_params",)),
     "black_box_svi": Case(("variational_params",)),
     "deep_gaussian_process": Case(("cov_params",), plotted_rtol=1e-3),
-    "define_gradient": Case((), xfail=(
-        "ModuleNotFoundError: autograd.extend (@primitive, defvjp): docs/coming_from.md maps "
-        "them to dg.custom_op, which has another signature; no drop-in adapter")),
+    "define_gradient": Case(()),
     "fixed_points": Case((), xfail=(
         "ModuleNotFoundError: autograd.misc.fixed_points; its fixed_point loops until a test "
         "on traced values holds, which dualgpu's grad refuses (TracerControlFlowError)")),
