@@ -166,6 +166,25 @@ def assert_same_numbers(ours, theirs, what: str, rtol: float) -> None:
                                    err_msg=f"{what} (value {i})")
 
 
+def resolution(token: str) -> float:
+    """The unit of the last digit of a printed number: ``0.389`` -> 0.001, ``1.5e-3`` ->
+    1e-4 (an array prints 8 digits, a float all of them)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def assert_same_printed(ours: str, theirs: str, rtol: float) -> None:
+    """The numbers of two printed texts agree to ``rtol`` (relative to each, or to the
+    largest for those near zero), or to the last digit printed when that is coarser."""
+    a, b = NUMBER.findall(ours), NUMBER.findall(theirs)
+    assert len(a) == len(b), f"printed: {len(a)} numbers, autograd {len(b)}"
+    scale = max([1.0] + [abs(float(t)) for t in b])
+    for i, (x, y) in enumerate(zip(a, b)):
+        tol = max(rtol * abs(float(y)), rtol * scale, resolution(x), resolution(y))
+        assert abs(float(x) - float(y)) <= tol, f"printed number {i}: {x} (autograd {y})"
+
+
 def params():
     return [pytest.param(name, marks=[pytest.mark.xfail(strict=True, reason=case.xfail)]
                          if case.xfail else []) for name, case in sorted(CASES.items())]
@@ -178,10 +197,7 @@ def test_program_agrees_with_autograd(name):
     ours_printed, ours, ours_plotted = run(name, "dualgpu")
     assert plotted or NUMBER.search(printed) or case.compare, "nothing to compare"
     assert_same_numbers(ours_plotted, plotted, "plotted", max(case.plotted_rtol, case.rtol))
-    # printed numbers are rounded to what print shows: compared to their printed digits
-    assert_same_numbers([float(s) for s in NUMBER.findall(ours_printed)],
-                        [float(s) for s in NUMBER.findall(printed)], "printed",
-                        max(1e-7, case.rtol))
+    assert_same_printed(ours_printed, printed, case.rtol)
     for key in case.compare:
         assert_same_numbers(leaves(ours[key]), leaves(names[key]), key, case.rtol)
 
@@ -200,6 +216,11 @@ def test_a_different_number_fails_the_comparison():
         assert_same_numbers(same, [np.array([1.0, 2.0 + 1e-8]), np.array(3.0)], "x", RTOL)
     with pytest.raises(AssertionError, match="values"):
         assert_same_numbers(same, same[:1], "x", RTOL)
+    assert resolution("0.389") == pytest.approx(1e-3) and resolution("-2e-5") == 1e-5
+    assert_same_printed("loss 0.38900754315581143 [1.2345678]", "loss 0.389007543155811 "
+                        "[1.23456781]", RTOL)
+    with pytest.raises(AssertionError, match="printed number 0"):
+        assert_same_printed("loss 0.3890075431", "loss 0.3890075432", RTOL)
 
 
 def test_the_dualgpu_run_imports_no_autograd_code():
