@@ -1,6 +1,7 @@
 # Source: HIPS/autograd, examples/data_mnist.py, commit bff107b8d71a444a1160deade3e1cbd0b92f4fa6
 # (https://github.com/HIPS/autograd), MIT licence: tests/corpus/LICENSE-autograd.
-# Changed: nothing (imported by data.py; nothing here downloads unless called).
+# Changed: mnist() returns synthetic images and labels (32 training, 32 test, MNIST's
+# shapes and types) instead of downloading and parsing MNIST.
 import array
 import gzip
 import os
@@ -31,17 +32,12 @@ def mnist():
             _magic, num_data, rows, cols = struct.unpack(">IIII", fh.read(16))
             return np.array(array.array("B", fh.read()), dtype=np.uint8).reshape(num_data, rows, cols)
 
-    for filename in [
-        "train-images-idx3-ubyte.gz",
-        "train-labels-idx1-ubyte.gz",
-        "t10k-images-idx3-ubyte.gz",
-        "t10k-labels-idx1-ubyte.gz",
-    ]:
-        download(base_url + filename, filename)
-
-    train_images = parse_images("data/train-images-idx3-ubyte.gz")
-    train_labels = parse_labels("data/train-labels-idx1-ubyte.gz")
-    test_images = parse_images("data/t10k-images-idx3-ubyte.gz")
-    test_labels = parse_labels("data/t10k-labels-idx1-ubyte.gz")
+    # synthetic instead of the download: MNIST's shapes and types, 32 training and 32 test
+    # images of random pixels, from a fixed seed
+    rs = np.random.RandomState(0)
+    train_images = rs.randint(0, 256, size=(32, 28, 28)).astype(np.uint8)
+    train_labels = rs.randint(0, 10, size=32).astype(np.uint8)
+    test_images = rs.randint(0, 256, size=(32, 28, 28)).astype(np.uint8)
+    test_labels = rs.randint(0, 10, size=32).astype(np.uint8)
 
     return train_images, train_labels, test_images, test_labels
