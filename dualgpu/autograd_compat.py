@@ -15,6 +15,7 @@ from collections.abc import Callable
 from . import lax
 from .api import grad, hvp
 from .cache import PROGRAMS, identity_key
+from .custom_derivatives import custom_vjp
 from .errors import InvalidArgumentError
 from .namespace import rebind_function
 from .runtime.tracing import check_call, name_of, rebindable
@@ -119,6 +120,54 @@ def make_hvp(fn: Callable, argnum: int = 0) -> Callable:
     return at
 
 
+def primitive(fn: Callable) -> custom_vjp:
+    """autograd's ``@primitive``: ``fn``, whose derivatives :func:`defvjp` gives, as
+    ``dg.custom_vjp(fn)`` (import both from here: ``dg.primitive`` is not dualgpu's name).
+
+    Example::
+
+        >>> from dualgpu.autograd_compat import primitive, defvjp
+        >>> @primitive
+        ... def cube(x):
+        ...     return x ** 3
+        >>> defvjp(cube, lambda ans, x: lambda g: 3 * g * x ** 2)
+        >>> dg.grad(lambda x: np.sum(cube(x)))(np.array([1.0, 2.0]))
+        array([ 3., 12.])
+    """
+    if not callable(fn):
+        raise InvalidArgumentError(f"primitive expects a function, got {type(fn).__name__}")
+    return custom_vjp(fn)
+
+
+def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
+    """autograd's ``defvjp(fn, maker_0, maker_1, ...)``: ``maker_i(ans, *args)`` returns
+    ``g -> `` the cotangent of argument ``argnums[i]`` (``i`` by default) for the output's
+    cotangent ``g``; an argument without a maker (or with ``None``) gets zero. The makers'
+    NumPy calls are traced as the function's are."""
+    if not isinstance(fn, custom_vjp):
+        raise InvalidArgumentError(
+            f"defvjp expects a function decorated with primitive, got {name_of(fn)} "
+            "(decorate it with dualgpu.autograd_compat.primitive first)")
+    nums = tuple(range(len(vjpmakers))) if argnums is None else tuple(argnums)
+    if len(nums) != len(vjpmakers):
+        raise InvalidArgumentError(f"defvjp of {name_of(fn)}: {len(vjpmakers)} vjp makers "
+                                   f"for {len(nums)} argnums {nums}")
+    makers = {i: rebind_function(rebindable(m)) for i, m in zip(nums, vjpmakers)
+              if m is not None}
+    primal = rebind_function(rebindable(fn.fun))
+
+    def fwd(*args):
+        ans = primal(*args)
+        return ans, (ans, args)
+
+    def bwd(residuals, g):
+        ans, args = residuals
+        return tuple(makers[i](ans, *args)(g) if i in makers else None
+                     for i in range(len(args)))
+
+    fn.defvjp(fwd, bwd)
+
+
 # name elsewhere -> how dualgpu spells it
 FOREIGN_NAMES = {
     "make_vjp": "dg.vjp(f, *primals) -> (out, pullback) (autograd's make_vjp(f)(x) is "
@@ -130,8 +179,10 @@ FOREIGN_NAMES = {
     "holomorphic_grad": "dg.grad(f, holomorphic=True)",
     "make_ggnvp": "dg.jvp and dg.vjp (a Gauss-Newton product is J^T (H_out (J v)))",
     "multigrad_dict": "dg.grad(f, argnums=(0, 1, ...)) or a dict argument (a pytree)",
-    "primitive": "dg.custom_op (docs/custom_rules.md) (autograd's @primitive with defvjp)",
-    "defvjp": "dg.custom_op (docs/custom_rules.md)",
+    "primitive": "dualgpu.autograd_compat.primitive (autograd's @primitive, with its "
+                 "defvjp), or dg.custom_vjp / dg.custom_op (docs/custom_rules.md)",
+    "defvjp": "dualgpu.autograd_compat.defvjp (autograd's, after its primitive), or "
+              "dg.custom_vjp / dg.custom_op (docs/custom_rules.md)",
     "functional_call": "a plain function of a parameter pytree: dg.grad(loss)(params, x)",
     "grad_and_value": "dg.value_and_grad(f) -> (value, grad) (the reverse of torch.func's "
                       "order)",
