@@ -37,6 +37,9 @@ class Case:
     # plotted values' tolerance: posterior samples drawn through the SVD of a near-singular
     # covariance (rs.multivariate_normal) amplify 1e-16 differences of it to 1e-4
     plotted_rtol: float = RTOL
+    # what the program prints while its function runs is printed once per trace on dualgpu
+    # (as under JAX's jit), once per call by autograd: not compared for such a program
+    prints_while_traced: bool = False
 
 
 CASES = {
@@ -51,10 +54,7 @@ CASES = {
     "fixed_points": Case((), xfail=(
         "ModuleNotFoundError: autograd.misc.fixed_points; its fixed_point loops until a test "
         "on traced values holds, which dualgpu's grad refuses (TracerControlFlowError)")),
-    "fluidsim": Case(("result",), xfail=(
-        "TracerControlFlowError 'a traced value was converted to a concrete NumPy array': "
-        "advect indexes a NumPy constant (the initial smoke) by integer arrays computed from "
-        "the traced velocities, f[left_ix, top_ix]; NumPy's own indexing converts them")),
+    "fluidsim": Case(("result",)),
     "gaussian_process": Case(("cov_params",)),
     "generative_adversarial_net": Case(("optimized_params",)),
     "gmm": Case(()),
@@ -74,9 +74,9 @@ CASES = {
     "ode_net": Case(("true_y",), rtol=1e-3),
     "rnn": Case(("trained_params",)),
     "rosenbrock": Case(("result",)),
-    "sinusoid": Case((), xfail=(
-        "TracerControlFlowError: `if np.abs(currterm) < 0.2: break` under grad (a Python "
-        "branch on a traced value; autograd sees values)")),
+    # its Taylor series stops on a test of a traced value: a branch per stopping point under
+    # grad (the values plotted are compared), and it prints its loop counter as it runs
+    "sinusoid": Case((), prints_while_traced=True),
     "tanh": Case(()),
     "variational_autoencoder": Case(("optimized_params",)),
 }
@@ -204,7 +204,8 @@ def test_program_agrees_with_autograd(name):
     ours_printed, ours, ours_plotted = run(name, "dualgpu")
     assert plotted or NUMBER.search(printed) or case.compare, "nothing to compare"
     assert_same_numbers(ours_plotted, plotted, "plotted", max(case.plotted_rtol, case.rtol))
-    assert_same_printed(ours_printed, printed, case.rtol)
+    if not case.prints_while_traced:
+        assert_same_printed(ours_printed, printed, case.rtol)
     for key in case.compare:
         assert_same_numbers(leaves(ours[key]), leaves(names[key]), key, case.rtol)
 
