@@ -10,13 +10,16 @@ gives dualgpu's spelling.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
+
+import numpy as np
 
 from . import lax
 from .api import grad, hvp
 from .cache import PROGRAMS, identity_key
 from .custom_derivatives import custom_vjp
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
 from .namespace import rebind_function
 from .runtime.tracing import check_call, name_of, rebindable
 
@@ -189,6 +192,60 @@ FOREIGN_NAMES = {
     "checkpoint": "nothing: a program is planned whole (dg.config['recompute'] recomputes "
                   "cheap values inside kernels)",
 }
+
+
+def convolve(A, B, axes=None, dot_axes=((), ()), mode="full"):
+    """autograd's ``autograd.scipy.signal.convolve``: the convolution (the window flipped) of
+    ``A`` and ``B`` along the axis pairs ``axes`` (all axes by default), contracted along the
+    pairs ``dot_axes`` and outer along the others; the result's axes are ``A``'s others, then
+    ``B``'s, then the convolved ones. ``mode`` is ``"full"`` or ``"valid"`` (autograd's
+    ``"same"`` is refused). One ``conv`` op (:func:`dualgpu.lax.conv_general_dilated`, the
+    larger operand as the signal), so derivatives of every order are convolutions.
+
+    Example (a batch of two 1-channel images, three 2x2 filters)::
+
+        >>> x, w = np.ones((2, 1, 4, 4)), np.ones((1, 3, 2, 2))
+        >>> convolve(x, w, axes=([2, 3], [2, 3]), dot_axes=([1], [0]), mode="valid").shape
+        (2, 3, 3, 3)
+    """
+    if mode not in ("full", "valid"):
+        raise UnsupportedOpError(f"convolve: mode={mode!r} is not supported: 'full' or "
+                                 f"'valid' (at {user_location()})")
+    a, b = (x if lax.is_tracer(x) or hasattr(x, "shape") else np.asarray(x) for x in (A, B))
+    if axes is None:
+        axes = (list(range(len(lax.shape_of(a)))),) * 2
+    conv_a, conv_b = [list(axes[0]), list(axes[1])]
+    dot_a, dot_b = [list(dot_axes[0]), list(dot_axes[1])]
+    if len(conv_a) != len(conv_b) or len(dot_a) != len(dot_b):
+        raise ShapeMismatchError(f"convolve: axes {axes} and dot_axes {dot_axes} must pair "
+                                 f"the axes of A and B (at {user_location()})")
+    sa, sb = lax.shape_of(a), lax.shape_of(b)
+    for i, j in zip(dot_a, dot_b):
+        if sa[i] != sb[j]:
+            raise ShapeMismatchError(f"convolve: dot_axes pair axis {i} of A ({sa[i]}) with "
+                                     f"axis {j} of B ({sb[j]}) (at {user_location()})")
+    a_larger = all(sa[i] >= sb[j] for i, j in zip(conv_a, conv_b))
+    if mode == "valid" and not a_larger and not all(
+            sb[j] >= sa[i] for i, j in zip(conv_a, conv_b)):
+        raise ShapeMismatchError("convolve: one array must be larger than the other along "
+                                 f"all convolved axes in 'valid' mode (at {user_location()})")
+
+    def as_nc(x, shape, conv, dot):   # (others, contracted, *convolved)
+        other = [i for i in range(len(shape)) if i not in conv + dot]
+        x = lax.transpose(x, tuple(other + dot + conv))
+        flat = (math.prod(shape[i] for i in other), math.prod(shape[i] for i in dot))
+        return lax.reshape(x, flat + tuple(shape[i] for i in conv)), [shape[i] for i in other]
+
+    (xa, other_a), (xb, other_b) = as_nc(a, sa, conv_a, dot_a), as_nc(b, sb, conv_b, dot_b)
+    signal, window = (xa, xb) if a_larger else (xb, xa)
+    spatial = tuple(range(2, 2 + len(conv_a)))
+    window = lax.flip(window, spatial) if spatial else window
+    sizes = lax.shape_of(window)[2:]
+    padding = [(k - 1, k - 1) if mode == "full" else (0, 0) for k in sizes]
+    out = lax.conv_general_dilated(signal, window, (1,) * len(spatial), padding)
+    if not a_larger:  # (B's others, A's others, ...): A's first
+        out = lax.moveaxis(out, 1, 0)
+    return lax.reshape(out, tuple(other_a) + tuple(other_b) + tuple(lax.shape_of(out)[2:]))
 
 
 def foreign_name_error(module: str, name: str) -> AttributeError:

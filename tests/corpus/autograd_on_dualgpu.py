@@ -166,8 +166,10 @@ def modules() -> dict[str, object]:
     extend = _module("autograd.extend", primitive=autograd_compat.primitive,
                      defvjp=autograd_compat.defvjp)
     scipy_misc = _module("autograd.scipy.misc", logsumexp=scipy.special.logsumexp)
+    # autograd's own convolution (axes=, dot_axes=), not SciPy's signature
+    signal = _module("autograd.scipy.signal", convolve=autograd_compat.convolve)
     scipy_ = _module("autograd.scipy", stats=scipy.stats, special=scipy.special,
-                     linalg=scipy.linalg, signal=scipy.signal, integrate=scipy.integrate,
+                     linalg=scipy.linalg, signal=signal, integrate=scipy.integrate,
                      misc=scipy_misc)
     autograd = _module("autograd", numpy=np, scipy=scipy_, misc=misc, builtins=builtins_,
                        test_util=test_util, **transforms)
@@ -175,7 +177,7 @@ def modules() -> dict[str, object]:
         "autograd": autograd, "autograd.numpy": np, "autograd.numpy.random": np.random,
         "autograd.numpy.linalg": np.linalg, "autograd.scipy": scipy_,
         "autograd.scipy.stats": scipy.stats, "autograd.scipy.special": scipy.special,
-        "autograd.scipy.linalg": scipy.linalg, "autograd.scipy.signal": scipy.signal,
+        "autograd.scipy.linalg": scipy.linalg, "autograd.scipy.signal": signal,
         "autograd.scipy.integrate": scipy.integrate, "autograd.scipy.misc": scipy_misc,
         "autograd.misc": misc, "autograd.misc.flatten": misc_flatten,
         "autograd.misc.optimizers": optimizers, "autograd.builtins": builtins_,

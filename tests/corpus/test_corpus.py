@@ -45,10 +45,7 @@ class Case:
 CASES = {
     "bayesian_neural_net": Case(("variational_params",)),
     "black_box_svi": Case(("variational_params",)),
-    "convnet": Case(("W",), xfail=(
-        "TypeError: convolve() got an unexpected keyword argument 'axes': "
-        "autograd.scipy.signal.convolve(A, B, axes=, dot_axes=, mode=) is autograd's own "
-        "N-d convolution with contracted axes, not SciPy's; dualgpu has no counterpart")),
+    "convnet": Case(("W",)),
     "deep_gaussian_process": Case(("cov_params",), plotted_rtol=1e-3),
     "define_gradient": Case(()),
     "fixed_points": Case((), xfail=(
