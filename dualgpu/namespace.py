@@ -446,6 +446,9 @@ def _replacement(obj, memo):
             path = _scipy_path(obj, name) or _special_path(obj) or "numpy." + name
             ours = _lookup(path)
             return _dispatcher(obj, ours, f"{mod}.{name}")
+    if type(obj) is tuple and obj:  # (f, g) in a closure: helpers[0](x) sees tracers too
+        replaced = _replaced_values(obj, memo)
+        return obj if replaced is None else replaced
     math_refusal = _math_replacement(obj)
     if math_refusal is not None:
         return math_refusal

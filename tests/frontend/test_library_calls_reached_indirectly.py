@@ -61,3 +61,25 @@ def test_a_distributions_method_as_the_transformed_function(method):
     fd = (fn(x + h) - fn(x - h)) / (2 * h)
     np.testing.assert_allclose(dg.elementwise_grad(fn)(x), fd, rtol=1e-6)
     np.testing.assert_allclose(dg.grad(fn)(0.2), fd[0], rtol=1e-6)
+
+
+def _full_of(shape, value):   # a helper calling a function NumPy does not dispatch
+    return np.full(shape, value)
+
+
+HELPERS = (_full_of, (np.tanh,))
+
+
+def test_functions_held_in_tuples_are_rebound_too():
+    """A function reached through a tuple (a global, a closure cell, a default) sees
+    tracers as one reached by its name does (before: np.full of a traced value, called
+    through HELPERS[0], ran NumPy's own full and failed)."""
+    x = np.array([1.0, 2.0, 3.0])
+
+    def f(x, acts=(np.sin,)):
+        filled = HELPERS[0]((3,), np.sum(x))
+        return np.sum(filled * x) + np.sum(HELPERS[1][0](x)) + np.sum(acts[0](x))
+
+    want = 2 * np.sum(x) + (1 - np.tanh(x) ** 2) + np.cos(x)
+    np.testing.assert_allclose(dg.grad(f)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(dg.jit(f)(x), f(x), rtol=1e-12)
