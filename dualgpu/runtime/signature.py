@@ -178,6 +178,13 @@ class Signature:
         # (label, object): leaves keyed by identity (a set, a user object), whose contents
         # and the attributes the function names are guarded like a closure's (guards.py)
         by_identity: list[tuple[str, Any]] = []
+
+        def static_value(leaf: Any, i: int, j: int, by_equality: bool = False) -> tuple:
+            key = static_key(leaf, weak, by_equality)
+            if key[0] == "id":  # what the trace reads from it is guarded (guards.py)
+                by_identity.append((_static_name(i, kwargs, j - len(owner)), leaf))
+            return ("v", key)
+
         keys: list[tuple] = []
         inputs: list = []
         input_pos: list[int] = []
@@ -203,9 +210,7 @@ class Signature:
                         f"{type(leaf).__name__}: a static argument is a hashable Python "
                         "value (a number, string, tuple), keyed by its value. Pass an array "
                         "as an ordinary argument (it becomes an input of the program)")
-                keys.append(("v", static_key(leaf, weak, by_equality=True)))
-                if keys[-1][1][0] == "id":
-                    by_identity.append((_static_name(i, kwargs, j - len(owner)), leaf))
+                keys.append(static_value(leaf, i, j, by_equality=True))
                 continue
             if j in static_leaves:  # a scalar a trace needed the value of (restatic)
                 keys.append(("v", static_key(leaf, weak)))
@@ -256,9 +261,7 @@ class Signature:
                 if is_source(leaf):
                     keys.append(("r", source_type(leaf)))
                     continue
-                keys.append(("v", static_key(leaf, weak)))
-                if keys[-1][1][0] == "id":  # what the trace reads from it is guarded
-                    by_identity.append((_static_name(i, kwargs, j - len(owner)), leaf))
+                keys.append(static_value(leaf, i, j))
                 continue
             if d:
                 dt = np.dtype(leaf.dtype)
