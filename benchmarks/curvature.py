@@ -68,7 +68,7 @@ def ggn_reference(xp, dims: Dims, p, X, Y, v):
 
 def build_dualgpu(ctx: Context, dims: Dims, which: str, precision: str = "float32"):
     import dualgpu as dg
-    from dualgpu.gauss_newton import ggn_product
+    from dualgpu.api.gauss_newton import ggn_product
 
     product = dg.jit(ggn_product(model, dg.nn.mse))
     grad = dg.grad(mlp.make_loss(dims))

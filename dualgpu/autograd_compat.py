@@ -16,11 +16,11 @@ from collections.abc import Callable
 import numpy as np
 
 from . import lax
-from .api import grad, hvp
-from .cache import PROGRAMS, identity_key
-from .custom_derivatives import custom_vjp
+from .api.custom_derivatives import custom_vjp
+from .api.differentiation import grad, hvp
+from .base.cache import PROGRAMS, identity_key
 from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
-from .namespace import rebind_function
+from .frontend.namespace import rebind_function
 from .runtime.tracing import check_call, name_of, rebindable
 
 

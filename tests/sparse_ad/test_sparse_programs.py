@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 
 import dualgpu as dg
-from dualgpu import tree as pytree
+from dualgpu.base import tree as pytree
 
 RNG = np.random.default_rng(39)
 A = sp.random(6, 4, density=0.4, random_state=1, format="csr")     # a sparse constant

@@ -31,7 +31,7 @@ import numpy as np
 
 from ... import lax
 from ...backends import array_backend, backend_of
-from ...cache import IdentityKey
+from ...base.cache import IdentityKey
 from ...core.trace import Tracer
 from ...errors import (
     ShapeMismatchError,
@@ -397,7 +397,7 @@ def _eager(A: SparseValue, x):
 
 # --------------------------------------------------------------------------- arguments
 class SparseArgs:
-    """Sparse arguments of a transformed function (used by :class:`dualgpu.api.Prepared`).
+    """Sparse arguments of a transformed function (used by the runtime's signature).
 
     Each sparse argument enters the graph as its ``data`` array (an ordinary input, which
     may be differentiated); its pattern is static and part of the cache key. Gradients,

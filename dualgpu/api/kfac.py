@@ -29,17 +29,19 @@ from typing import Any
 
 import numpy as np
 
-from . import tree as pytree
-from .api import grad, hvp
-from .backends import backend_of
-from .cache import PROGRAMS, identity_key
-from .core.flags import Flag
-from .core.interpret import read, walk
-from .core.ir import Aval, Eqn, Graph, Var
-from .core.trace import trace_to_graph
-from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
+from ..backends import backend_of
+from ..base import tree as pytree
+from ..base.cache import PROGRAMS, identity_key
+from ..core.flags import Flag
+from ..core.interpret import read, walk
+from ..core.ir import Aval, Eqn, Graph, Var
+from ..core.trace import trace_to_graph
+from ..errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
+from ..frontend import numpy as dnp
+from ..runtime.transformed import Transformed
+from ..transforms import simplify
+from .differentiation import grad, hvp
 from .estimators import positive_int
-from .frontend import numpy as dnp
 from .gauss_newton import (
     CurvatureOperator,
     FisherOperator,
@@ -47,8 +49,6 @@ from .gauss_newton import (
     param_names,
     single_output,
 )
-from .runtime.transformed import Transformed
-from .transforms import simplify
 from .vectorize import vmap
 
 __all__ = ["KFACOperator", "ekfac", "find_layers", "kfac"]

@@ -26,21 +26,21 @@ from typing import Any
 
 import numpy as np
 
-from . import frontend
-from .core.trace import Tracer, current_builder, install_protocol_handlers
-from .errors import (
+from .. import frontend
+from ..core.trace import Tracer, current_builder, install_protocol_handlers
+from ..errors import (
     RandomInTraceError,
     UnsupportedOpError,
     in_stdlib,
     unexpected_keyword,
     user_location,
 )
-from .frontend import array_api
-from .frontend import numpy as dnp
-from .frontend.numpy.joining import Concatenator
-from .frontend.numpy.random import is_random_module, stand_in_for
-from .frontend.scipy import stats as stats_frontend
-from .frontend.scipy.sparse import SparseValue, is_sparse
+from . import array_api
+from . import numpy as dnp
+from .numpy.joining import Concatenator
+from .numpy.random import is_random_module, stand_in_for
+from .scipy import stats as stats_frontend
+from .scipy.sparse import SparseValue, is_sparse
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 

@@ -27,21 +27,21 @@ from typing import Any
 
 import numpy as np
 
-from . import nn
-from . import tree as pytree
-from .api import hvp, jit
-from .backends import array_backend, backend_of
-from .cache import PROGRAMS, identity_key
-from .core.trace import Tracer
-from .errors import (
+from .. import nn
+from ..backends import array_backend, backend_of
+from ..base import tree as pytree
+from ..base.cache import PROGRAMS, identity_key
+from ..core.trace import Tracer
+from ..errors import (
     ArgumentTypeError,
     IntegerInputError,
     InvalidArgumentError,
     NonScalarOutputError,
     ShapeMismatchError,
 )
+from ..frontend import numpy as dnp
+from .differentiation import hvp, jit
 from .estimators import estimate_from_products, positive_int
-from .frontend import numpy as dnp
 from .linearization import jvp, vjp
 from .operators import HessianOperator
 from .vectorize import vmap
@@ -254,7 +254,7 @@ class CurvatureOperator(HessianOperator):
 
     def trace(self, method: str = "hutch++", num_samples: int = 30, seed: int | None = 0):
         """The trace: ``method="exact"`` (``n`` products) or estimated from ``num_samples``
-        products (``"hutchinson"``, ``"hutch++"``; :mod:`dualgpu.estimators`)."""
+        products (``"hutchinson"``, ``"hutch++"``; :mod:`dualgpu.api.estimators`)."""
         if method == "exact":
             return self.backend.xp.sum(self.diagonal("exact"))
         self._check_estimate(method, ("hutchinson", "hutch++"), num_samples, "trace")
