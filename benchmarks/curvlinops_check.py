@@ -96,7 +96,7 @@ class Problem:
     def _permutation(self) -> np.ndarray:
         """``perm`` with ``dualgpu_flat[perm] = torch_flat``."""
         parts, start = [], 0
-        for a, t in zip(self.params, self.torch_params):
+        for a in self.params:
             idx = np.arange(start, start + a.size).reshape(a.shape)
             parts.append((idx.T if a.ndim == 2 and self.layout == "in_out" else idx).ravel())
             start += a.size
