@@ -13,8 +13,9 @@ Conventions (the same matrices, once these are matched):
   ``CrossEntropyLoss()`` (a mean over the rows), ``"binary_cross_entropy_with_logits"`` /
   ``BCEWithLogitsLoss()`` (a mean over every entry);
 * batches: dualgpu's operator over ``batches=`` is the *sum* of each batch's matrix (each
-  batch its own mean); curvlinops' is the matrix of the mean over the whole dataset. For
-  ``B`` batches of equal size dualgpu's is ``B`` times curvlinops' (compared so);
+  batch its own mean); curvlinops' is the matrix of the mean over the whole dataset, which
+  is dualgpu's with ``average=True`` (each batch weighted by its share of the samples):
+  compared so, on batches of unequal sizes;
 * the Monte-Carlo Fisher: the two libraries draw labels from different generators, so the
   products cannot match draw for draw. dualgpu's MC Fisher at its draws is compared with
   curvlinops' *empirical* Fisher at the same labels (recovered from dualgpu's factors),
@@ -23,9 +24,8 @@ Conventions (the same matrices, once these are matched):
 * K-FAC: curvlinops' ``type-2`` is dualgpu's ``fisher_type="ggn"``; its ``A`` is
   ``(1/N_data) Σ a aᵀ`` and its ``G`` is ``(1/N_data) Σ_n Σ_k g gᵀ`` (unscaled per-sample
   gradients), dualgpu's ``A`` the mean over rows and ``G`` ``Σ_n Σ_k g gᵀ`` with the loss's
-  ``1/N`` inside ``g``: the same factors for one batch (``G`` ``B`` times curvlinops' for
-  ``B`` equal batches). The MC K-FAC is compared like the MC Fisher (curvlinops'
-  empirical K-FAC at dualgpu's drawn labels).
+  ``1/N`` inside ``g`` (and the batch's weight): the same factors. The MC K-FAC is compared
+  like the MC Fisher (curvlinops' empirical K-FAC at dualgpu's drawn labels).
 
 ``python -m benchmarks.curvlinops_check`` (torch and curvlinops importable) prints the
 largest relative error (``max |a - b| / max |b|``) of each quantity;
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+CONFIGS = [("out_in", (8,)), ("in_out", (8,)), ("out_in", (8, 5, 3))]
 LOSSES = {"mse": "MSELoss", "cross_entropy": "CrossEntropyLoss",
           "binary_cross_entropy_with_logits": "BCEWithLogitsLoss"}
 
@@ -61,11 +62,12 @@ def model_in_out(p, X):
 class Problem:
     """One network, its weights and data, in NumPy and in torch."""
 
-    def __init__(self, loss: str, layout: str = "out_in", dims=(4, 5, 3), n: int = 8,
-                 n_batches: int = 1, seed: int = 0):
+    def __init__(self, loss: str, layout: str = "out_in", dims=(4, 5, 3), sizes=(8,),
+                 seed: int = 0):
         import torch
 
         self.torch, self.loss, self.layout = torch, loss, layout
+        self.average = len(sizes) > 1
         rng = np.random.default_rng(seed)
         d0, d1, d2 = dims
         self.torch_params = [rng.normal(size=(d1, d0)) / 2, rng.normal(size=d1) / 2,
@@ -81,7 +83,7 @@ class Problem:
             self.params = [a.T.copy() if a.ndim == 2 else a.copy() for a in self.torch_params]
             self.model = model_in_out
         self.batches = []
-        for _ in range(n_batches):
+        for n in sizes:
             X = rng.normal(size=(n, d0))
             if loss == "cross_entropy":
                 Y = rng.integers(0, d2, n)
@@ -130,8 +132,8 @@ class Problem:
     def dg(self, name: str, **kw):
         import dualgpu as dg
 
-        op = getattr(dg, name)(self.model, self.loss, self.params, **self.dg_args(), **kw)
-        return op
+        kw.setdefault("average", self.average)
+        return getattr(dg, name)(self.model, self.loss, self.params, **self.dg_args(), **kw)
 
     def cl(self, cls_name: str, batches=None, **kw):
         import curvlinops
@@ -142,7 +144,8 @@ class Problem:
 
     def drawn_labels(self, F) -> list:
         """The labels dualgpu's Monte-Carlo Fisher ``F`` drew (one set per sample), from
-        its factors ``S = sqrt(scale / K) · ∇_f(-log p(y | f))``."""
+        its factors ``S = sqrt(scale / K) · ∇_f(-log p(y | f))`` (``F`` built with
+        ``average=False``)."""
         out = []
         for (X, _), S, f in zip(self.batches, F.factors, F.outputs):
             K = S.shape[0]
@@ -160,46 +163,47 @@ class Problem:
         return out
 
 
-def compare(loss: str, layout: str = "out_in", n_batches: int = 1, samples: int = 2,
+def compare(loss: str, layout: str = "out_in", sizes=(8,), samples: int = 2,
             seed: int = 0) -> dict[str, float]:
-    """The relative errors of each quantity for one loss, layout and number of batches."""
-    P = Problem(loss, layout, n_batches=n_batches, seed=seed)
-    B = n_batches
+    """The relative errors of each quantity for one loss, layout and batch sizes (several:
+    dualgpu's ``average=True``)."""
+    P = Problem(loss, layout, sizes=sizes, seed=seed)
     errs = {}
     ggn = P.dg("ggn")
-    errs["ggn"] = rel(P.to_torch_order(ggn.toarray()), B * P.torch_dense(P.cl("GGNLinearOperator")))
+    errs["ggn"] = rel(P.to_torch_order(ggn.toarray()), P.torch_dense(P.cl("GGNLinearOperator")))
     v = np.random.default_rng(1).normal(size=(ggn.n, 3))
     cl_ggn = P.cl("GGNLinearOperator")
     errs["ggn products"] = rel((ggn @ v)[P.perm],
-                               B * (cl_ggn @ P.torch.from_numpy(v[P.perm])).numpy())
+                               (cl_ggn @ P.torch.from_numpy(v[P.perm])).numpy())
     errs["empirical fisher"] = rel(P.to_torch_order(P.dg("fisher", kind="empirical").toarray()),
-                                   B * P.torch_dense(P.cl("EFLinearOperator")))
+                                   P.torch_dense(P.cl("EFLinearOperator")))
     F = P.dg("fisher", kind="mc", samples=samples, seed=seed)
-    draws = P.drawn_labels(F)
+    draws = P.drawn_labels(P.dg("fisher", kind="mc", samples=samples, seed=seed,
+                                average=False))
     cl_at_draws = P.cl("EFLinearOperator", batches=[(X, Y) for _, X, Y in draws])
     errs["mc fisher (same draws)"] = rel(P.to_torch_order(F.toarray()),
-                                         B * P.torch_dense(cl_at_draws))
+                                         P.torch_dense(cl_at_draws))
     for kind, cl_kind, dg_kw in (("ggn", "type-2", {}), ("empirical", "empirical", {}),
                                  ("mc", None, {"samples": 1, "seed": seed})):
         K = P.dg("kfac", fisher_type=kind, **dg_kw)
         if cl_kind is None:       # the MC K-FAC: curvlinops' empirical one at dualgpu's draws
-            Fd = P.dg("fisher", kind="mc", samples=1, seed=seed)
+            Fd = P.dg("fisher", kind="mc", samples=1, seed=seed, average=False)
             batches = [(X, Y) for _, X, Y in P.drawn_labels(Fd)]
             cl = P.cl("KFACLinearOperator", batches=batches, fisher_type="empirical")
         else:
             cl = P.cl("KFACLinearOperator", fisher_type=cl_kind)
         dense = P.torch_dense(cl)       # computes the factors
-        errs[f"kfac {kind}"] = rel(P.to_torch_order(K.toarray()), B * dense)
+        errs[f"kfac {kind}"] = rel(P.to_torch_order(K.toarray()), dense)
         a_err = g_err = 0.0
         for i, name in ((0, "0"), (2, "2")):
             A, G = K.factors[K.names[i]]
             a_err = max(a_err, rel(A, cl._input_covariances[name].numpy()))
-            g_err = max(g_err, rel(G, B * cl._gradient_covariances[name].numpy()))
+            g_err = max(g_err, rel(G, cl._gradient_covariances[name].numpy()))
         errs[f"kfac {kind} A"], errs[f"kfac {kind} G"] = a_err, g_err
     for kind, cl_kind in (("ggn", "type-2"), ("empirical", "empirical")):
         cl = P.cl("EKFACLinearOperator", fisher_type=cl_kind)
         errs[f"ekfac {kind}"] = rel(P.to_torch_order(P.dg("ekfac", fisher_type=kind).toarray()),
-                                    B * P.torch_dense(cl))
+                                    P.torch_dense(cl))
     return errs
 
 
@@ -218,9 +222,9 @@ def main() -> None:
 
     torch.set_default_dtype(torch.float64)
     for loss in LOSSES:
-        for layout, n_batches in (("out_in", 1), ("in_out", 1), ("out_in", 3)):
-            errs = compare(loss, layout, n_batches)
-            print(f"{loss}, layout {layout}, {n_batches} batch(es): worst "
+        for layout, sizes in CONFIGS:
+            errs = compare(loss, layout, sizes)
+            print(f"{loss}, layout {layout}, batches of {sizes}: worst "
                   f"{max(errs.values()):.1e}")
             for k, e in errs.items():
                 print(f"    {k:28s} {e:.1e}")

@@ -300,6 +300,17 @@ class CurvatureOperator(HessianOperator):
     def batch_product(self, i: int, V):
         raise NotImplementedError
 
+    def batch_weights(self, average: bool) -> list:
+        """Each batch's weight in the sum: 1, or with ``average`` its share of the samples
+        (axis 0 of its outputs), ``N_b / N``."""
+        if not isinstance(average, (bool, np.bool_)):
+            raise ArgumentTypeError(f"{self.kind}: average must be True or False, got "
+                                    f"{average!r}")
+        if not average:
+            return [1.0] * len(self.batches)
+        sizes = [single_output(out, self.kind).shape[0] for out in self.outputs]
+        return [size / sum(sizes) for size in sizes]
+
     # the products HessianOperator's matvec and matmat call: x is the flat point; a
     # subclass's batch_product takes a vector (n,) or columns (n, k)
     def _hvp(self, x, v):
@@ -445,7 +456,8 @@ class GaussNewtonOperator(CurvatureOperator):
 
     kind = "ggn"
 
-    def __init__(self, model, loss, params, X=None, Y=None, *, batches=None, progress=None):
+    def __init__(self, model, loss, params, X=None, Y=None, *, batches=None, progress=None,
+                 average=False):
         self.loss_kind = loss_name(loss, self.kind, need_likelihood=False)
         self.model, self.loss = model, loss_function(loss)
         if not callable(model):
@@ -455,18 +467,21 @@ class GaussNewtonOperator(CurvatureOperator):
         self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind,
                                      self.report)
         self._program = columns_program("ggn", model, self.loss, ggn_product)
+        self.weights = self.batch_weights(average)
         self._roots: dict = {}
 
     def sample_factors(self, i):
         if i not in self._roots:      # the loss Hessian's per-sample roots, signed
             out = single_output(self.outputs[i], "ggn.per_sample_diagonal")
-            self._roots[i] = loss_hessian_roots(self.loss, out, self.batches[i][1],
-                                                "ggn.per_sample_diagonal")
+            S, signs = loss_hessian_roots(self.loss, out, self.batches[i][1],
+                                          "ggn.per_sample_diagonal")
+            self._roots[i] = S * np.sqrt(self.weights[i]), signs
         return self._roots[i]
 
     def batch_product(self, i, V):
         X, Y = self.batches[i]
-        return self._program(self.params, X, Y, V)
+        part = self._program(self.params, X, Y, V)
+        return part if self.weights[i] == 1.0 else part * self.weights[i]
 
 
 class FisherOperator(CurvatureOperator):
@@ -476,7 +491,7 @@ class FisherOperator(CurvatureOperator):
     kind = "fisher"
 
     def __init__(self, model, loss, params, X=None, Y=None, *, kind="mc", samples=1,
-                 seed=None, batches=None, progress=None):
+                 seed=None, batches=None, progress=None, average=False):
         if kind not in ("mc", "empirical"):
             raise InvalidArgumentError(f"fisher: kind must be 'mc' or 'empirical', got {kind!r}")
         positive_int(samples, "samples", "fisher")
@@ -492,9 +507,10 @@ class FisherOperator(CurvatureOperator):
         self.outputs = check_outputs(model, self.loss, params, self.batches, "fisher",
                                      self.report)
         rng = np.random.default_rng(seed)
+        self.weights = self.batch_weights(average)
         self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
-                                           kind, self.samples, rng)
-                        for out, (_, Y) in zip(self.outputs, self.batches)]
+                                           kind, self.samples, rng) * np.sqrt(w)
+                        for out, (_, Y), w in zip(self.outputs, self.batches, self.weights)]
         self._program = columns_program("fisher", model, None, factor_product)
 
     def batch_product(self, i, V):
@@ -566,7 +582,7 @@ def check_per_sample(out, want, what: str, batch: int) -> None:
 
 
 def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *,
-        batches=None, progress=None) -> GaussNewtonOperator:
+        batches=None, progress=None, average: bool = False) -> GaussNewtonOperator:
     """The generalized Gauss-Newton matrix ``G = Jᵀ H_l J`` of ``loss(model(params, X), Y)``
     in ``params`` (a pytree of floating-point arrays, flattened in ``tree_util`` order;
     ``G.unravel(v)`` gives the pytree of a vector), as a SciPy (cupyx on CuPy)
@@ -574,8 +590,10 @@ def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *
     is one program: the JVP of the model, the HVP of the loss in the outputs, the VJP of
     the model. ``loss`` is a function ``loss(outputs, Y) -> scalar`` or the name of a
     ``dg.nn`` loss (``"mse"``, ``"cross_entropy"``). With ``batches=[(X, Y), ...]`` the
-    operator is the exact sum of the batches' matrices; ``progress=True`` (or a function
-    ``(stage, done, total)``) reports each batch of a pass (:func:`progress_reporter`).
+    operator is the exact sum of the batches' matrices (``average=True``: weighted by
+    their shares of the samples, the matrix of the dataset's mean loss when the loss is a
+    mean over its batch); ``progress=True`` (or a function ``(stage, done, total)``)
+    reports each batch of a pass (:func:`progress_reporter`).
 
     Example::
 
@@ -587,12 +605,13 @@ def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *
         >>> np.allclose(G.toarray(), G.toarray().T), G.unravel(np.ones(2))["W"].shape
         (True, (2, 1))
     """
-    return GaussNewtonOperator(model, loss, params, X, Y, batches=batches, progress=progress)
+    return GaussNewtonOperator(model, loss, params, X, Y, batches=batches, progress=progress,
+                               average=average)
 
 
 def fisher(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *,
            kind: str = "mc", samples: int = 1, seed: int | None = None,
-           batches=None, progress=None) -> FisherOperator:
+           batches=None, progress=None, average: bool = False) -> FisherOperator:
     """The Fisher matrix of ``loss(model(params, X), Y)`` in ``params``, for a loss with a
     likelihood (``loss``: ``"mse"``, ``"cross_entropy"``,
     ``"binary_cross_entropy_with_logits"`` or the ``dg.nn`` function): ``Jᵀ M J`` with
@@ -613,4 +632,4 @@ def fisher(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None
         ((6, 6), 0.666667)
     """
     return FisherOperator(model, loss, params, X, Y, kind=kind, samples=samples, seed=seed,
-                          batches=batches, progress=progress)
+                          batches=batches, progress=progress, average=average)

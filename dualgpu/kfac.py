@@ -304,7 +304,8 @@ class KFACOperator(CurvatureOperator):
     kind = "kfac"
 
     def __init__(self, model, loss, params, X=None, Y=None, *, fisher_type="ggn", samples=1,
-                 seed=None, batches=None, dense_limit=1024, corrected=False, progress=None):
+                 seed=None, batches=None, dense_limit=1024, corrected=False, progress=None,
+                 average=False):
         what = "ekfac" if corrected else "kfac"
         if fisher_type not in ("ggn", "mc", "empirical"):
             raise InvalidArgumentError(f"{what}: fisher_type must be 'ggn', 'mc' or "
@@ -312,17 +313,18 @@ class KFACOperator(CurvatureOperator):
         positive_int(dense_limit, "dense_limit", what)
         if fisher_type == "ggn":
             base: CurvatureOperator = GaussNewtonOperator(model, loss, params, X, Y,
-                                                          batches=batches, progress=progress)
+                                                          batches=batches, progress=progress,
+                                                          average=average)
         else:
             base = FisherOperator(model, loss, params, X, Y, kind=fisher_type,
                                   samples=samples, seed=seed, batches=batches,
-                                  progress=progress)
+                                  progress=progress, average=average)
         self.kind, self.base, self.fisher_type = what, base, fisher_type
         self.setup(params, base.batches, progress)
         outs = [single_output(out, what) for out in base.outputs]
         if fisher_type == "ggn":
-            factors = [loss_hessian_factors(base.loss, out, Y, what)
-                       for out, (_, Y) in zip(outs, self.batches)]
+            factors = [loss_hessian_factors(base.loss, out, Y, what) * np.sqrt(w)
+                       for out, (_, Y), w in zip(outs, self.batches, base.weights)]
         else:
             factors = base.factors
         leaves = pytree.leaves(params)
@@ -483,7 +485,7 @@ class KFACOperator(CurvatureOperator):
 
 def kfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samples: int = 1,
          seed: int | None = None, batches=None, dense_limit: int = 1024,
-         progress=None) -> KFACOperator:
+         progress=None, average: bool = False) -> KFACOperator:
     """The K-FAC approximation of the Gauss-Newton (``fisher_type="ggn"``, the loss
     Hessian's per-sample factors) or Fisher (``"mc"``, ``"empirical"``, as :func:`fisher`)
     matrix of ``loss(model(params, X), Y)``: for each layer found in the traced model (a
@@ -505,12 +507,13 @@ def kfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", sampl
         True
     """
     return KFACOperator(model, loss, params, X, Y, fisher_type=fisher_type, samples=samples,
-                        seed=seed, batches=batches, dense_limit=dense_limit, progress=progress)
+                        seed=seed, batches=batches, dense_limit=dense_limit, progress=progress,
+                        average=average)
 
 
 def ekfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samples: int = 1,
           seed: int | None = None, batches=None, dense_limit: int = 1024,
-          progress=None) -> KFACOperator:
+          progress=None, average: bool = False) -> KFACOperator:
     """EK-FAC: :func:`kfac`'s eigenvectors with the eigenvalues refitted to the
     curvature (per row of activations: exact for a product over one row per sample).
 
@@ -524,4 +527,4 @@ def ekfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samp
     """
     return KFACOperator(model, loss, params, X, Y, fisher_type=fisher_type, samples=samples,
                         seed=seed, batches=batches, dense_limit=dense_limit, corrected=True,
-                        progress=progress)
+                        progress=progress, average=average)

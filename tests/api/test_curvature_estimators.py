@@ -127,3 +127,20 @@ def test_progress_reports_each_batch(capsys):
     assert "fisher outputs: batch 3/3\n" in err and "per-sample diagonal: batch 3/3\n" in err
     with pytest.raises(dg.ArgumentTypeError, match="progress must be True, False, None"):
         dg.ggn(model, "mse", P, X, TARGETS, progress="yes")
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: dg.ggn(model, "cross_entropy", P, **kw),
+    lambda **kw: dg.fisher(model, "cross_entropy", P, kind="empirical", **kw),
+    lambda **kw: dg.kfac(model, "cross_entropy", P, **kw),
+    lambda **kw: dg.ekfac(model, "cross_entropy", P, **kw)], ids=["ggn", "ef", "kfac", "ekfac"])
+def test_average_over_batches_is_the_matrix_of_the_whole_dataset(make):
+    # a mean loss over batches of 1, 2 and 3 samples: weighted by their shares, the sum is
+    # the matrix of the mean over all six (curvlinops' convention); unweighted, it is not
+    parts = [(X[:1], LABELS[:1]), (X[1:3], LABELS[1:3]), (X[3:], LABELS[3:])]
+    whole = make(X=X, Y=LABELS).toarray()
+    np.testing.assert_allclose(make(batches=parts, average=True).toarray(), whole,
+                               rtol=1e-10, atol=1e-15)
+    assert not np.allclose(make(batches=parts).toarray(), whole)
+    with pytest.raises(dg.ArgumentTypeError, match="average must be True or False"):
+        make(X=X, Y=LABELS, average="yes")

@@ -10,13 +10,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("curvlinops")
 
-from benchmarks.curvlinops_check import LOSSES, Problem, compare, rel  # noqa: E402
+from benchmarks.curvlinops_check import CONFIGS, LOSSES, Problem, compare, rel  # noqa: E402
 
 
-@pytest.mark.parametrize("layout,n_batches", [("out_in", 1), ("in_out", 1), ("out_in", 3)])
+@pytest.mark.parametrize("layout,sizes", CONFIGS)
 @pytest.mark.parametrize("loss", sorted(LOSSES))
-def test_operators_agree_with_curvlinops(loss, layout, n_batches):
-    errs = compare(loss, layout, n_batches)
+def test_operators_agree_with_curvlinops(loss, layout, sizes):
+    errs = compare(loss, layout, sizes)
     assert {k for k, e in errs.items() if not e < 1e-6} == set(), errs
     assert len(errs) == 15
 
