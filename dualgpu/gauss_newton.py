@@ -274,6 +274,8 @@ class CurvatureOperator(HessianOperator):
     what a product over one batch is (:meth:`batch_product`, for ``(n, k)`` columns)."""
 
     kind = "curvature"
+    model: Callable                  # set by a subclass: the model and its outputs per batch
+    outputs: list
 
     def __new__(cls, *args, **kwargs):
         backend = check_params(args[2] if len(args) > 2 else kwargs.get("params"), cls.kind)
