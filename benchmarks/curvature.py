@@ -19,7 +19,8 @@ Cases and implementations:
 
 Every result is checked against a float64 reference written out by hand
 (:func:`ggn_reference`). ``python -m benchmarks.curvature --small`` runs the tiny CPU sizes
-(no GPU needed) and prints the rows.
+(no GPU needed) and prints the rows. The float64 agreement of every operator with
+curvlinops' (to ~1e-15) is ``benchmarks/curvlinops_check.py``'s.
 """
 from __future__ import annotations
 
