@@ -451,3 +451,8 @@ class SparseArgs:
 
 
 register_matmul_override(is_sparse_like, matmul)
+
+
+# ``scipy.sparse.linalg`` as the namespace finds it (``sparse.linalg.spsolve``); its module
+# imports this one's names, so it is bound once they are defined
+from . import sparse_linalg as linalg  # noqa: E402, F401
