@@ -140,3 +140,13 @@ def test_bad_arguments_are_named():
     singular.eliminate_zeros()
     with pytest.raises(DualgpuError, match="matrix A is singular"):
         dg.jit(f)(singular, b)
+
+
+def test_a_sparse_matrix_read_by_traced_code_is_still_sparse_to_scipy():
+    """Inside the trace a closed-over matrix is a SparseValue: scipy.sparse.issparse said
+    False (SciPy's own function, which does not know it), and a library function given only
+    the matrix and constants ran SciPy's on it (np.dot(A, c): an object array)."""
+    a, b = system()
+    np.testing.assert_array_equal(dg.jit(lambda x: x * sp.issparse(a))(np.ones(2)), [1, 1])
+    np.testing.assert_allclose(dg.jit(lambda x: x + np.dot(a, b))(np.zeros(6)), a @ b)
+    np.testing.assert_allclose(dg.jit(lambda x: x + spsolve(a, b))(np.zeros(6)), spsolve(a, b))
