@@ -27,7 +27,10 @@ __all__ = ["spsolve"]
 
 
 def spsolve(A, b, permc_spec=None, use_umfpack=True):
-    """``scipy.sparse.linalg.spsolve(A, b)``: ``x`` with ``A x = b`` (see the module)."""
+    """``scipy.sparse.linalg.spsolve(A, b)``: ``x`` with ``A x = b`` for a square sparse ``A``
+    (CSR, CSC or COO; its values may be traced) and ``b`` of shape (n,) or (n, k), never
+    densified; derivatives are sparse solves and products, and the pattern is dense only
+    within the connected blocks of ``A``."""
     where = f"(at {user_location()})"
     if not is_sparse_like(A):
         raise UnsupportedOpError(f"scipy.sparse.linalg.spsolve: A must be a sparse matrix "
