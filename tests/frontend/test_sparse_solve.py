@@ -150,3 +150,13 @@ def test_a_sparse_matrix_read_by_traced_code_is_still_sparse_to_scipy():
     np.testing.assert_array_equal(dg.jit(lambda x: x * sp.issparse(a))(np.ones(2)), [1, 1])
     np.testing.assert_allclose(dg.jit(lambda x: x + np.dot(a, b))(np.zeros(6)), a @ b)
     np.testing.assert_allclose(dg.jit(lambda x: x + spsolve(a, b))(np.zeros(6)), spsolve(a, b))
+
+
+def test_the_gradient_program_is_two_sparse_solves():
+    """The generated program (the CuPy one has the same text, ``ops.spsolve`` running cupyx's
+    solve there): the solve, then the transposed solve of the VJP; nothing densified."""
+    a, b = system(n=4)
+    text = dg.source(dg.grad(lambda b: np.sum(spsolve(a, b) ** 2)), b)
+    assert text.count("ops.spsolve(") == 2
+    assert "transpose=False" in text and "transpose=True" in text
+    assert "float64[16]" not in text   # no dense 4 x 4 matrix among the constants
