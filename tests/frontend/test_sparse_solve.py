@@ -160,3 +160,25 @@ def test_the_gradient_program_is_two_sparse_solves():
     assert text.count("ops.spsolve(") == 2
     assert "transpose=False" in text and "transpose=True" in text
     assert "float64[16]" not in text   # no dense 4 x 4 matrix among the constants
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_the_pattern_follows_blocks_that_pair_other_rows_and_columns(transpose):
+    """A's rows 0, 1 meet its columns 2, 3, rows 2, 3 columns 4, 5, rows 4, 5 columns 0, 1
+    (a cycle of blocks): x's entries 2, 3 read b's 0, 1 (x is indexed by A's columns, b by
+    its rows), and the other way round for A.T. Joining row i with column i would make the
+    pattern dense; mixing up rows and columns would give the other direction's."""
+    cycle = np.roll(np.eye(3), 1, axis=1)           # block i of rows -> block i + 1 of columns
+    a = sp.csr_matrix(np.kron(cycle, np.array([[2.0, 1.0], [1.0, 3.0]])))
+    p = Pattern.of(a)
+
+    def solve(b):
+        return spsolve_op(a.data, b, p.ind, p.ptr, fmt="csr", shape=(6, 6), transpose=transpose)
+
+    b = np.arange(1.0, 7.0)
+    dense = a.T.toarray() if transpose else a.toarray()
+    np.testing.assert_allclose(solve(b), np.linalg.solve(dense, b))
+    pattern = dg.jacobian_sparsity(solve)(b).toarray()
+    np.testing.assert_array_equal(pattern, np.kron(cycle if transpose else cycle.T,
+                                                   np.ones((2, 2))).astype(bool))
+    assert not (np.abs(dg.jacobian(solve)(b)) > 0)[~pattern].any()
