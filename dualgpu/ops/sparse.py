@@ -378,12 +378,30 @@ def _spsolve_impl(xp, data, b, ind, ptr, fmt, shape, transpose):
         if b.ndim == 1:
             return solve(a, b)
         return xp.stack([solve(a, b[:, j]) for j in range(b.shape[1])], axis=1)
+    lu = _factorization(backend, a, ind, ptr, fmt, shape, transpose)
+    return lu.solve(np.ascontiguousarray(b), trans="T" if transpose else "N")
+
+
+# the last SuperLU factorization: a program's solves with one matrix (the value's, the VJP's
+# transposed one, an HVP's) factor it once. Kept while the pattern's arrays are the same
+# objects and the values equal a copy of the factored ones (compared: O(nnz), far below
+# the factorization), so a matrix changed in place is factored again
+_last_lu: list = []
+
+
+def _factorization(backend, a, ind, ptr, fmt, shape, transpose):
+    for known_ind, known_ptr, key, values, lu in _last_lu:
+        if known_ind is ind and known_ptr is ptr and key == (fmt, shape) and \
+                values.dtype == a.dtype and np.array_equal(values, a.data):
+            return lu
+    values = a.data.copy()
     try:
         lu = backend.sparse_linalg.splu(a.tocsc())
     except RuntimeError as e:  # SuperLU: "Factor is exactly singular"
         raise DualgpuError(f"spsolve: the matrix A{'.T' if transpose else ''} is singular "
                            f"({e})") from None
-    return lu.solve(np.ascontiguousarray(b), trans="T" if transpose else "N")
+    _last_lu[:] = [(ind, ptr, (fmt, shape), values, lu)]
+    return lu
 
 
 spsolve = defprim("spsolve", _spsolve_impl, _spsolve_shape, kind=Flag.LIBRARY,

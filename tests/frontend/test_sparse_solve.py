@@ -182,3 +182,25 @@ def test_the_pattern_follows_blocks_that_pair_other_rows_and_columns(transpose):
     np.testing.assert_array_equal(pattern, np.kron(cycle if transpose else cycle.T,
                                                    np.ones((2, 2))).astype(bool))
     assert not (np.abs(dg.jacobian(solve)(b)) > 0)[~pattern].any()
+
+
+def test_a_program_factors_its_matrix_once_and_again_when_it_changes(monkeypatch):
+    """The value's solve and the gradient's transposed one share one SuperLU factorization;
+    new values (also written into the same array) are factored again, never a stale one."""
+    factored = []
+    splu = scipy.sparse.linalg.splu
+
+    def counted(a, *args, **kwargs):
+        factored.append(a.nnz)
+        return splu(a, *args, **kwargs)
+
+    monkeypatch.setattr(scipy.sparse.linalg, "splu", counted)
+    a, b = system()
+    f = dg.value_and_grad(lambda A, b: np.sum(np.sin(spsolve(A, b))), argnums=(0, 1))
+    f(a, b)
+    assert len(factored) == 1
+    a.data *= 2.0                                   # in place: the same arrays, new values
+    value, (g_a, g_b) = f(a, b)
+    assert len(factored) == 2
+    np.testing.assert_allclose(value, np.sum(np.sin(spsolve(a, b))), rtol=1e-12)
+    np.testing.assert_allclose(g_b, spsolve(a.T.tocsc(), np.cos(spsolve(a, b))), rtol=1e-10)
