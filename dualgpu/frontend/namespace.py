@@ -72,6 +72,8 @@ def _scipy_path(obj, name: str) -> str | None:
     parts = (getattr(obj, "__module__", None) or "").split(".")
     if parts[0] == "cupyx":
         parts = parts[1:]
+    if parts[:3] == ["scipy", "sparse", "linalg"]:  # from scipy.sparse.linalg import spsolve
+        return f"scipy.sparse.linalg.{name}"
     if len(parts) < 2 or parts[0] != "scipy" or parts[1] not in _SCIPY_BY_NAME:
         return None
     return f"scipy.{parts[1]}.{name}"
@@ -166,8 +168,9 @@ def _dispatcher(real, ours, qualname: str):
 
     @functools.wraps(real)
     def call(*args, **kwargs):
-        if not _contains_tracer(args, kwargs) and not (functions and current_builder()):
-            return real(*args, **kwargs)
+        if not _contains_tracer(args, kwargs) and not (functions and current_builder()) \
+                and not (ours is not None and any(isinstance(a, SparseValue) for a in args)):
+            return real(*args, **kwargs)  # (a SparseValue, traced or not, is only ours)
         if ours is None:
             raise _no_rule(qualname)
         return call_front_end(ours, qualname, args, kwargs)
