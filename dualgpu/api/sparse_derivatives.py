@@ -34,9 +34,8 @@ from ..coloring import (
     row_coloring,
     symmetric_decompression,
 )
-from ..core.flags import Flag
 from ..core.interpret import eval_graph
-from ..core.ir import Const, Graph
+from ..core.ir import Graph
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import (
     ArgumentTypeError,
@@ -51,7 +50,7 @@ from ..runtime.tracing import Traced
 from ..runtime.transformed import Transformed
 from ..transforms import hvp_graph, jvp_graph, simplify, vjp_graph
 from ..transforms.separability import check_separable, sum_output
-from ..transforms.sparsity import hessian_pattern, jacobian_pattern, rule_kind
+from ..transforms.sparsity import detect_pattern
 from ..transforms.vmap import batch_graph
 from . import differentiation
 from .sparse_plan import BidirectionalPlan, PerColor, Plan
@@ -92,22 +91,6 @@ def _pattern_key(pattern, what: str) -> str | None:
     digest.update(p.indptr.astype(np.int64).tobytes())
     digest.update(p.indices.astype(np.int64).tobytes())
     return digest.hexdigest()
-
-
-def _constants_read(graph: Graph) -> Guards:
-    """Guards on the contents of the constant arrays (closed-over or global) whose values
-    the detection read: index arrays, the zeros of a matrix in a product. Changed in place,
-    such an array changes the pattern, so the entry is built again."""
-    arrays: dict = {}
-    for eqn in graph.eqns:
-        if rule_kind(eqn.prim) not in ("own", Flag.SELECTS):
-            continue   # the rules of the other kinds read no values
-        for a in eqn.inputs:
-            if isinstance(a, Const) and np.ndim(a.value) > 0 and id(a.value) not in arrays:
-                arrays[id(a.value)] = (a.value, (
-                    f"the values of a {a.value.dtype}{list(a.value.shape)} array read by the "
-                    f"sparsity pattern of {eqn.prim.name} (at {eqn.source or 'a line'})"))
-    return array_contents([a for a, _ in arrays.values()], [w for _, w in arrays.values()])
 
 
 def _size(v) -> int:
@@ -206,7 +189,8 @@ class _Sparse(Transformed):
         rows, cols = self._block_sizes(graph, ks)
         return sum(rows), sum(cols)
 
-    def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
+    def _detect(self, graph: Graph, ks: list) -> tuple:
+        """``(pattern, constants_read)``: :func:`~dualgpu.transforms.sparsity.detect_pattern`."""
         raise NotImplementedError
 
     def _dense(self) -> Callable:
@@ -240,12 +224,13 @@ class _Sparse(Transformed):
         graph = self._main(traced, sig)
         ks = sig.diff_inputs()
         inline = current_builder() is not None
+        read: list = []   # the constant arrays whose values the detected pattern read
         if self.user_pattern is None:
-            pattern = self._detect(graph, ks)
+            pattern, read = self._detect(graph, ks)
         else:
             pattern = self._given_pattern(graph, ks, sig, inline)
         plan = self._plan(graph, ks, pattern)
-        plan.guards = _constants_read(graph) if self.user_pattern is None else Guards()
+        plan.guards = array_contents([a for a, _ in read], [what for _, what in read])
         plan.per_color = self.per_color and not inline and not sig.backend.on_device
         return self._program(graph, ks, plan, sig.backend, inline), plan
 
@@ -399,7 +384,7 @@ class _Detect:
         captured: list | None = [] if sig.traced or current_builder() is not None else None
         graph = t._main(Traced(t.fn, sig, captured), sig)
         ks = sig.diff_inputs()
-        pattern = t._detect(graph, ks)
+        pattern = t._detect(graph, ks)[0]
         if t._one_matrix(sig):
             return pattern
         rows, cols = t._block_sizes(graph, ks)
@@ -435,8 +420,8 @@ class _SparseJacobian(_Sparse):
         """The entries of each block row (the output) and block column (each leaf)."""
         return [_size(graph.outputs[0])], [_size(graph.inputs[k]) for k in ks]
 
-    def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
-        return jacobian_pattern(graph, ks)
+    def _detect(self, graph: Graph, ks: list) -> tuple:
+        return detect_pattern(graph, ks, hessian=False)
 
     def _dense(self) -> Callable:
         return jacobian(self.fn, argnums=self.argnums)
@@ -514,8 +499,8 @@ class _SparseHessian(_Sparse):
                 "several outputs, one sparse_hessian per output)")
         return graph
 
-    def _detect(self, graph: Graph, ks: list) -> sp.csr_matrix:
-        return hessian_pattern(graph, ks)
+    def _detect(self, graph: Graph, ks: list) -> tuple:
+        return detect_pattern(graph, ks, hessian=True)
 
     def _symmetrized(self, pattern: sp.csr_matrix) -> sp.csr_matrix:
         return (pattern + pattern.T).tocsr()   # a Hessian is symmetric

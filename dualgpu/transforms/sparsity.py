@@ -22,6 +22,7 @@ with :class:`UnsupportedOpError` naming it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,15 +35,51 @@ from ..errors import DualgpuError, NonScalarOutputError, UnsupportedOpError
 from ..rules import sparsity_rules as S
 
 
+class ReadValues(list):
+    """The operands' values where known while tracing (None elsewhere), as a rule sees them
+    (``ctx.values``): a constant array a rule reaches, by index, slice or unpacking, is
+    recorded in ``read`` (id -> (array, what)), since the pattern then depends on its
+    contents (an index array, the zeros of a matrix in a product)."""
+
+    def __init__(self, eqn: Eqn, read: dict):
+        super().__init__(_known(a) for a in eqn.inputs)
+        self._eqn, self._read = eqn, read
+
+    def _mark(self, positions) -> None:
+        for k in positions:
+            a = self._eqn.inputs[k]
+            if not isinstance(a, Const):
+                continue
+            value: Any = a.value
+            # an array (of any library); numbers and NumPy scalars cannot change in place
+            mutable = hasattr(value, "shape") and not isinstance(value, np.generic)
+            if mutable and id(value) not in self._read:
+                self._read[id(value)] = (value, (
+                    f"the values of a {value.dtype}{list(np.shape(value))} array read by "
+                    f"the sparsity pattern of {self._eqn.prim.name} (at "
+                    f"{self._eqn.source or 'a line'})"))
+
+    def __getitem__(self, i):
+        self._mark(range(len(self))[i] if isinstance(i, slice) else [range(len(self))[i]])
+        return super().__getitem__(i)
+
+    def __iter__(self):
+        self._mark(range(len(self)))
+        return super().__iter__()
+
+
 class SparsityContext:
     """What a sparsity rule sees beside its operands' dependencies: ``n`` (the number of
-    input entries), ``values`` (the operands' values where known while tracing) and
-    :meth:`interact` to record second-order interactions (a no-op for Jacobian patterns)."""
+    input entries), ``values`` (the operands' values where known while tracing: a
+    :class:`ReadValues`) and :meth:`interact` to record second-order interactions (a no-op
+    for Jacobian patterns). ``constants_read`` holds the constant arrays whose values the
+    rules read (id -> (array, what)): the pattern holds while they keep their contents."""
 
     def __init__(self, n: int, hessian: bool):
         self.n = n
         self.hessian = hessian
         self.values: list = []
+        self.constants_read: dict = {}
         self._terms: list = []
 
     def interact(self, a, b) -> None:
@@ -80,8 +117,18 @@ def jacobian_pattern(graph: Graph, wrt: Sequence[int]) -> sp.csr_matrix:
                [0, 1, 1, 0],
                [0, 0, 1, 1]])
     """
-    out, ctx = _propagate(graph, wrt, hessian=False)
-    return _boolean(out)
+    return detect_pattern(graph, wrt, hessian=False)[0]
+
+
+def detect_pattern(graph: Graph, wrt: Sequence[int], hessian: bool) -> tuple:
+    """``(pattern, constants_read)``: :func:`hessian_pattern` (``hessian``) or
+    :func:`jacobian_pattern`, and the constant arrays whose values the rules read, as
+    ``[(array, what)]``: the pattern holds while they keep their contents."""
+    if hessian:
+        _check_scalar(graph)
+    out, ctx = _propagate(graph, wrt, hessian)
+    pattern = ctx.pattern() if hessian else _boolean(out)
+    return pattern, list(ctx.constants_read.values())
 
 
 def hessian_pattern(graph: Graph, wrt: Sequence[int]) -> sp.csr_matrix:
@@ -97,6 +144,10 @@ def hessian_pattern(graph: Graph, wrt: Sequence[int]) -> sp.csr_matrix:
                [0, 1, 1, 1],
                [0, 0, 1, 1]])
     """
+    return detect_pattern(graph, wrt, hessian=True)[0]
+
+
+def _check_scalar(graph: Graph) -> None:
     out_var = graph.outputs[0] if len(graph.outputs) == 1 else None
     if out_var is None or out_var.ndim != 0 and int(np.prod(out_var.shape)) != 1:
         shape = None if out_var is None else tuple(out_var.shape)
@@ -104,8 +155,6 @@ def hessian_pattern(graph: Graph, wrt: Sequence[int]) -> sp.csr_matrix:
             f"hessian_sparsity of {graph.name}: the function must return one scalar, but it "
             f"returns {'several outputs' if out_var is None else f'shape {shape}'}; sum it "
             "or take the entry you need")
-    _, ctx = _propagate(graph, wrt, hessian=True)
-    return ctx.pattern()
 
 
 def _boolean(m) -> sp.csr_matrix:
@@ -187,7 +236,7 @@ def _apply(eqn: Eqn, deps: list, ctx: SparsityContext) -> list:
     """The dependencies of ``eqn``'s outputs: the op's own rule, else the rule of its
     flags."""
     prim = eqn.prim
-    ctx.values = [_known(a) for a in eqn.inputs]
+    ctx.values = ReadValues(eqn, ctx.constants_read)
     try:
         return _rule_of_kind(eqn, deps, ctx, rule_kind(prim))
     except S.TooDense as e:

@@ -182,3 +182,15 @@ def test_a_sparse_hessian_inside_jit_is_a_sparse_value():
 def test_jit_of_a_sparse_hessian_is_refused_with_the_fix():
     with pytest.raises(dg.DualgpuError, match="outside dg.jit"):
         dg.jit(dg.sparse_hessian(rosenbrock))(np.ones(4))
+
+
+def test_the_guarded_constants_are_the_ones_the_pattern_rules_read():
+    from dualgpu.transforms.sparsity import detect_pattern
+    order, shift, coupling = np.array([1, 0, 2]), np.ones(3), np.eye(3)
+
+    def f(x):   # order selects, coupling's zeros shape the product; shift is only added
+        return np.sum((x[order] + shift) * (coupling @ x))
+
+    pattern, read = detect_pattern(dg.trace(f, np.ones(3)), [0], hessian=True)
+    assert {id(a) for a, _ in read} == {id(order), id(coupling)}
+    assert all("sparsity pattern of" in what for _, what in read)
