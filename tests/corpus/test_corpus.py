@@ -48,9 +48,7 @@ CASES = {
     "convnet": Case(("W",)),
     "deep_gaussian_process": Case(("cov_params",), plotted_rtol=1e-3),
     "define_gradient": Case(()),
-    "fixed_points": Case((), xfail=(
-        "ModuleNotFoundError: autograd.misc.fixed_points; its fixed_point loops until a test "
-        "on traced values holds, which dualgpu's grad refuses (TracerControlFlowError)")),
+    "fixed_points": Case(()),
     "fluidsim": Case(("result",)),
     "gaussian_process": Case(("cov_params",)),
     "generative_adversarial_net": Case(("optimized_params",)),
