@@ -6,8 +6,10 @@ are dualgpu's under autograd's names (``dg.grad`` takes ``argnum=``, ``dg.elemen
 ``dg.make_hvp``, ...; ``autograd.extend``'s ``primitive``/``defvjp`` are
 dualgpu.autograd_compat's). What the table does not list is written here from autograd's own
 definitions (MIT licence, tests/corpus/LICENSE-autograd): ``make_vjp``'s argument order,
-``misc.flatten`` (plain NumPy, traceable) and the optimizers of ``autograd.misc.optimizers``
-(plain NumPy loops that call the gradient). No autograd code runs.
+``misc.flatten`` (plain NumPy, traceable), the optimizers of ``autograd.misc.optimizers``
+(plain NumPy loops that call the gradient) and ``misc.fixed_points`` (a primitive whose
+body loops until convergence; ``vspace(x).zeros()`` as ``np.zeros_like``, ``vs.add`` as
+``+``). No autograd code runs.
 """
 from __future__ import annotations
 
@@ -208,7 +210,8 @@ def modules() -> dict[str, object]:
         "autograd.scipy.linalg": scipy.linalg, "autograd.scipy.signal": signal,
         "autograd.scipy.integrate": scipy.integrate, "autograd.scipy.misc": scipy_misc,
         "autograd.misc": misc, "autograd.misc.flatten": misc_flatten,
-        "autograd.misc.optimizers": optimizers, "autograd.misc.fixed_points": fixed_points, "autograd.builtins": builtins_,
+        "autograd.misc.optimizers": optimizers, "autograd.misc.fixed_points": fixed_points,
+        "autograd.builtins": builtins_,
         "autograd.test_util": test_util, "autograd.extend": extend}
     for dist in ("norm", "t", "gamma", "beta", "poisson", "multivariate_normal", "dirichlet",
                  "expon", "laplace", "cauchy", "binom", "bernoulli"):
