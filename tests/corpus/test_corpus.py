@@ -2,7 +2,8 @@
 
 Each file of tests/corpus/programs/ is a program of HIPS/autograd: an example program, or a
 snippet of its README, tutorial or update guide (``readme_``, ``tutorial_``, ``updateguide_``)
-made into a script (its header names the source and what was changed: synthetic data for
+made into a script; or a tutorial of pierreablin/autoptim (``autoptim_``: a library built on
+autograd, its module run too, on autograd's names) (its header names the source and what was changed: synthetic data for
 downloads, fewer iterations, plotting off, Python 2's print). A test runs it twice in this process, from a fixed NumPy seed: once with the real
 ``autograd`` package imported, once with autograd's names on dualgpu (autograd_on_dualgpu:
 the table of docs/coming_from.md as ``sys.modules`` entries). Plotting goes to a stand-in
@@ -41,9 +42,16 @@ class Case:
     # what the program prints while its function runs is printed once per trace on dualgpu
     # (as under JAX's jit), once per call by autograd: not compared for such a program
     prints_while_traced: bool = False
+    # it prints how long its steps took: not compared
+    prints_timings: bool = False
 
 
 CASES = {
+    # pierreablin/autoptim's tutorials, on its minimize (programs/autoptim.py)
+    "autoptim_preconditioning": Case(("beta_min",), prints_timings=True),
+    "autoptim_ridge_regression": Case(("beta_min",)),
+    "autoptim_rosenbrock": Case(("x_min",)),
+    "autoptim_whitening": Case(("W",)),
     "bayesian_neural_net": Case(("variational_params",)),
     "black_box_svi": Case(("variational_params",)),
     "convnet": Case(("W",)),
@@ -215,7 +223,7 @@ def test_program_agrees_with_autograd(name):
     ours_printed, ours, ours_plotted = run(name, "dualgpu")
     assert plotted or NUMBER.search(printed) or case.compare, "nothing to compare"
     assert_same_numbers(ours_plotted, plotted, "plotted", max(case.plotted_rtol, case.rtol))
-    if not case.prints_while_traced:
+    if not (case.prints_while_traced or case.prints_timings):
         assert_same_printed(ours_printed, printed, case.rtol)
     for key in case.compare:
         assert_same_numbers(leaves(ours[key]), leaves(names[key]), key, case.rtol)
@@ -225,7 +233,7 @@ def test_every_program_has_a_case():
     assert {p.stem for p in PROGRAMS.glob("*.py")} - SUPPORT == set(CASES)
 
 
-SUPPORT = {"data", "data_mnist"}  # modules the programs import, not programs
+SUPPORT = {"data", "data_mnist", "autoptim"}  # modules the programs import, not programs
 
 
 def test_a_different_number_fails_the_comparison():

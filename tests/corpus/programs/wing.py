@@ -1,7 +1,7 @@
 # Source: HIPS/autograd, examples/fluidsim/wing.py, commit bff107b8d71a444a1160deade3e1cbd0b92f4fa6
 # (https://github.com/HIPS/autograd), MIT licence: tests/corpus/LICENSE-autograd.
 # Changed (run time): the grid 40 x 60 -> 32 x 36 (the occlusion's mask and block are
-# unchanged); project's Gauss-Seidel iterations 50 -> 5; simulation_timesteps 20 -> 2;
+# unchanged); project's Gauss-Seidel iterations 50 -> 5; simulation_timesteps 20 -> 1;
 # minimize's maxiter 50 -> 1; the two os.system calls (imagemagick's convert of the
 # rendered frames, rm step*.png) are removed.
 import os
@@ -138,7 +138,7 @@ def plot_matrix(ax, r, g, b, t, render=False):
 
 
 if __name__ == "__main__":
-    simulation_timesteps = 2
+    simulation_timesteps = 1
 
     print("Loading initial and target states...")
     init_vx = np.ones((rows, cols))
