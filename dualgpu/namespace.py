@@ -167,7 +167,13 @@ def _dispatcher(real, ours, qualname: str):
     @functools.wraps(real)
     def call(*args, **kwargs):
         if not _contains_tracer(args, kwargs) and not (functions and current_builder()):
-            return real(*args, **kwargs)
+            out = real(*args, **kwargs)
+            # an array made inside a traced function (np.zeros, then assigned to) is indexed
+            # by traced indices as a global one is
+            if type(out) is np.ndarray and current_builder() is not None and out.ndim > 0 \
+                    and out.dtype.kind in "biufc":
+                return out.view(ConstantArray)
+            return out
         if ours is None:
             raise _no_rule(qualname)
         return call_front_end(ours, qualname, args, kwargs)
@@ -357,8 +363,9 @@ def _is_array_function(obj) -> bool:
 
 
 class ConstantArray(np.ndarray):
-    """A NumPy array a traced function reads (a global, a closure cell, a default value),
-    seen through this view while it is traced: NumPy's array in every way (same memory, same
+    """A NumPy array a traced function reads (a global, a closure cell, a default value) or
+    makes (``np.zeros(n)``, any NumPy call on constants), seen through this view while it is
+    traced: NumPy's array in every way (same memory, same
     results, plain arrays out), except that indexing it with traced indices gathers
     (``field[i, j]`` with ``i``, ``j`` computed from traced values, as in semi-Lagrangian
     advection), where NumPy's indexing would ask the indices for concrete numbers."""

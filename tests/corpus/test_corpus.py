@@ -1,10 +1,11 @@
 """Real programs nobody here wrote, run unchanged against the original library and on dualgpu.
 
-Each file of tests/corpus/programs/ is a program of HIPS/autograd: an example program, or a
-snippet of its README, tutorial or update guide (``readme_``, ``tutorial_``, ``updateguide_``)
-made into a script; or a tutorial of pierreablin/autoptim (``autoptim_``: a library built on
-autograd, its module run too, on autograd's names) (its header names the source and what was changed: synthetic data for
-downloads, fewer iterations, plotting off, Python 2's print). A test runs it twice in this process, from a fixed NumPy seed: once with the real
+Each file of tests/corpus/programs/ is a program of HIPS/autograd (an example program, or a
+snippet of its README, tutorial or update guide made into a script: ``readme_``,
+``tutorial_``, ``updateguide_``) or a tutorial of pierreablin/autoptim (``autoptim_``, on its
+module ``autoptim``, a library built on autograd, run too). Its header names the source and
+what was changed: synthetic data for downloads, fewer iterations, plotting off, Python 2's
+print. A test runs it twice in this process, from a fixed NumPy seed: once with the real
 ``autograd`` package imported, once with autograd's names on dualgpu (autograd_on_dualgpu:
 the table of docs/coming_from.md as ``sys.modules`` entries). Plotting goes to a stand-in
 ``matplotlib`` that draws nothing. The two runs must print the same numbers and leave the
@@ -93,11 +94,7 @@ CASES = {
     "tutorial_taylor_sine": Case(()),
     "updateguide_defvjp": Case(()),
     "variational_autoencoder": Case(("optimized_params",)),
-    "wing": Case(("result",), xfail=(
-        "TracerControlFlowError: advect indexes an array made inside the traced function "
-        "(np.zeros, then assigned to: the smoke) by traced integer arrays; NumPy's own "
-        "indexing of an ndarray cannot return a traced value (fluidsim's arrays are "
-        "arguments, so traced)")),
+    "wing": Case(("result",)),
 }
 
 
