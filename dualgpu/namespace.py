@@ -456,6 +456,8 @@ def _replacement(obj, memo):
     if type(obj) is tuple and obj:  # (f, g) in a closure: helpers[0](x) sees tracers too
         replaced = _replaced_values(obj, memo)
         return obj if replaced is None else replaced
+    if type(obj) in (list, dict) and obj:  # [f, g], {"relu": f}: as tuples are
+        return _replaced_container(obj, memo)
     math_refusal = _math_replacement(obj)
     if math_refusal is not None:
         return math_refusal
@@ -536,6 +538,23 @@ def _replaced_values(values: tuple, memo: dict) -> tuple | None:
     """``values`` with array modules and functions replaced, or None when none is."""
     replaced = tuple(_replacement(v, memo) for v in values)
     return None if all(r is v for r, v in zip(replaced, values)) else replaced
+
+
+def _replaced_container(obj: list | dict, memo: dict) -> Any:
+    """A copy of the list or dict ``obj`` with its functions (and modules) replaced, or
+    ``obj`` itself when it holds none: a list of arrays, a dict the function writes to (a
+    cache), stays the user's own object. A copy is a snapshot, as the globals are."""
+    key = ("container", id(obj))
+    if key in memo:  # seen (or being replaced: a list holding itself)
+        return memo[key]
+    memo[key] = obj
+    values = list(obj.values()) if type(obj) is dict else obj
+    replaced = [_replacement(v, memo) for v in values]
+    if all(r is v or isinstance(r, ConstantArray) for r, v in zip(replaced, values)):
+        return obj
+    out = dict(zip(obj, replaced)) if type(obj) is dict else replaced
+    memo[key] = out
+    return out
 
 
 class _LazyFunction:
