@@ -542,14 +542,15 @@ def _replaced_values(values: tuple, memo: dict) -> tuple | None:
 
 def _replaced_container(obj: list | dict, memo: dict) -> Any:
     """A copy of the list or dict ``obj`` with its functions (and modules) replaced, or
-    ``obj`` itself when it holds none: a list of arrays, a dict the function writes to (a
+    ``obj`` itself when it holds none (ufuncs aside): a list of arrays, a dict the function writes to (a
     cache), stays the user's own object. A copy is a snapshot, as the globals are."""
     key = ("container", id(obj))
     if key in memo:  # seen (or being replaced: a list holding itself)
         return memo[key]
     memo[key] = obj
     values = list(obj.values()) if type(obj) is dict else obj
-    replaced = [_replacement(v, memo) for v in values]
+    # a ufunc stays itself (it dispatches on tracers; a table of ufuncs reads their methods)
+    replaced = [v if isinstance(v, np.ufunc) else _replacement(v, memo) for v in values]
     if all(r is v or isinstance(r, ConstantArray) for r, v in zip(replaced, values)):
         return obj
     out = dict(zip(obj, replaced)) if type(obj) is dict else replaced

@@ -468,10 +468,10 @@ class Transformed(SelfTracing):
         trace made tentative scalars static: the program is then cached under the static
         signature's key."""
         inlined = PROGRAMS.get(("inline",) + key) if changed is None and decision is None \
-            else None
+            and self.program_type is Compiled else None  # a plain program (not per color)
         if isinstance(inlined, Inlined) and inlined.reusable and not inlined.draws and \
                 inlined.guards_hold():  # traced inside another function: not again
-            return self.program_type(inlined.graph, inlined.trees, sig.backend, inlined.guards)
+            return Compiled(inlined.graph, inlined.trees, sig.backend, inlined.guards)
         count_build(self, sig, changed, decision)
         before = collect_guards(self.fn, arguments=sig.by_identity)
         traced = traced_checked(self.fn, sig, None, before, self.sees_values)
@@ -509,7 +509,7 @@ class Transformed(SelfTracing):
 
         def build() -> Inlined:
             compiled = PROGRAMS.get(key[1:])
-            if isinstance(compiled, Compiled) and compiled.variants is None and \
+            if type(compiled) is Compiled and compiled.variants is None and \
                     not compiled.draws and compiled.guards_hold():  # traced at the top level
                 fresh.append([])
                 return Inlined(compiled.graph, compiled.trees, compiled.guards, True)
