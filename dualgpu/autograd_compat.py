@@ -176,6 +176,7 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
                                    f"for {len(nums)} argnums {nums}")
     makers = {i: rebind_function(rebindable(m)) for i, m in zip(nums, vjpmakers)
               if m is not None}
+
     def fwd(*args):  # the op again (not its body: that may branch on values)
         ans = fn(*args)
         return ans, (ans, args)
