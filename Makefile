@@ -70,7 +70,7 @@ fuzz: $(STAMP)
 
 # docs/op_matrix.md: how each interpreter handles each op (tests/ops/test_op_matrix.py checks it)
 op-matrix: $(STAMP)
-	$(PY) -m dualgpu.coverage > docs/op_matrix.md
+	$(PY) -m dualgpu.tools.op_matrix > docs/op_matrix.md
 
 # The sdist and the wheel (dist/), checked by twine; then the wheel, and the checkout itself
 # (non-editable), each installed in a fresh virtual environment (their dependencies read

@@ -221,7 +221,7 @@ def host_kernel_time(loss, kind, args, by_hand, name, repeats) -> dict:
     unless the library is on disk) where the program runs as its host kernel; ``{}`` where it
     does not (no C++ compiler)."""
     import dualgpu as dg
-    from dualgpu.executor import config
+    from dualgpu.runtime.executor import config
 
     fn = dualgpu_fn(loss, kind)
     config["host_kernel"] = True
@@ -242,7 +242,7 @@ def host_kernel_time(loss, kind, args, by_hand, name, repeats) -> dict:
 def python_program_time(loss, kind, args, repeats) -> dict:
     """``{"dualgpu (Python program)": seconds}``: the generated Python, with
     ``dg.config["host_fused"]`` off (the time before fused host plans)."""
-    from dualgpu.executor import config
+    from dualgpu.runtime.executor import config
 
     fn = dualgpu_fn(loss, kind)
     config["host_fused"] = False

@@ -20,11 +20,13 @@ from . import (  # noqa: F401
     nn,  # dg.nn (dualgpu/nn.py: the public path of frontend/nn.py)
     ops,  # noqa: F401  (first: every op with its rules, in the op layer's order)
     testing,  # noqa: F401
-    tree,  # noqa: F401
     tree_util,  # noqa: F401
 )
 from ._version import __version__  # noqa: F401  (the one version source)
-from .api import (
+from .api.curvature import biharmonic, hessian_diag, hessian_trace, laplacian
+from .api.custom_derivatives import custom_jvp, custom_vjp
+from .api.custom_op import custom_op
+from .api.differentiation import (
     ShapeDtypeStruct,
     cache_info,
     clear_cache,
@@ -39,12 +41,17 @@ from .api import (
     trace,
     value_and_grad,
 )
+from .api.export import export
+from .api.gauss_newton import fisher, ggn
+from .api.kfac import ekfac, kfac
+from .api.linearization import jvp, linear_transpose, linearize, vjp
+from .api.operators import HessianOperator, hessp
+from .api.taylor import biharmonic_directions, differential_operator, jet
+from .api.vectorize import jacfwd, jacobian, jacrev, vmap
 from .autograd_compat import deriv, elementwise_grad, hessian_vector_product, make_hvp
+from .base import tree  # noqa: F401  (dg.tree: the pytree functions tree_util is built on)
 from .core.ir import Graph
 from .core.primitives import REGISTRY, defprim
-from .curvature import biharmonic, hessian_diag, hessian_trace, laplacian
-from .custom import custom_op
-from .custom_derivatives import custom_jvp, custom_vjp
 from .errors import (
     ArgumentTypeError,
     AxisError,
@@ -69,16 +76,9 @@ from .errors import (
     install_traceback_filter,
     suggests_keywords,
 )
-from .executor import config
-from .export import export
-from .gauss_newton import fisher, ggn
-from .kfac import ekfac, kfac
 from .lax import stop_gradient
-from .linearization import jvp, linear_transpose, linearize, vjp
-from .operators import HessianOperator, hessp
+from .runtime.executor import config
 from .runtime.signature import FLOAT0 as float0
-from .taylor import biharmonic_directions, differential_operator, jet
-from .vectorize import jacfwd, jacobian, jacrev, vmap
 
 # autograd's argnum= is taken as argnums= by every transform that takes argnums
 grad, value_and_grad, hvp, grad_and_hvp, hessian, hessp, jacfwd, jacrev, jacobian, \
@@ -92,9 +92,9 @@ install_traceback_filter()
 
 
 # imported at first use: sparse_derivatives imports the colorings and networkx (70 ms)
-_LAZY = {name: "sparse_derivatives" for name in (
+_LAZY = {name: "api.sparse_derivatives" for name in (
     "hessian_sparsity", "jacobian_sparsity", "sparse_hessian", "sparse_jacobian")}
-_LAZY["spy"] = "spy_plot"
+_LAZY["spy"] = "api.spy_plot"
 
 
 def __getattr__(name: str):

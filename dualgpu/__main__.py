@@ -1,5 +1,5 @@
-"""``python -m dualgpu demo | inspect | bench`` (see :mod:`dualgpu.cli`)."""
-from dualgpu.cli import main
+"""``python -m dualgpu demo | inspect | bench`` (see :mod:`dualgpu.tools.cli`)."""
+from dualgpu.tools.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -16,13 +16,13 @@ from collections.abc import Callable
 import numpy as np
 
 from . import lax
-from . import tree as pytree
-from .api import grad, hvp
-from .cache import PROGRAMS, identity_key
-from .custom import is_value
-from .custom_derivatives import custom_vjp
+from .api.custom_derivatives import custom_vjp
+from .api.custom_op import is_value
+from .api.differentiation import grad, hvp
+from .base import tree as pytree
+from .base.cache import PROGRAMS, identity_key
 from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
-from .namespace import rebind_function
+from .frontend.namespace import rebind_function
 from .runtime.tracing import check_call, name_of, rebindable
 
 

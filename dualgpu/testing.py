@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .api import grad, hvp
+from .api.differentiation import grad, hvp
+from .api.linearization import jvp, vjp
 from .backends import array_backend, backend_of
 from .errors import DualgpuError
 from .frontend import numpy as dnp
-from .linearization import jvp, vjp
 from .runtime.signature import float_point
 
 MODES = ("fwd", "rev")

@@ -1,4 +1,4 @@
-"""Pytree utilities under JAX's names (``jax.tree_util``), on :mod:`dualgpu.tree`.
+"""Pytree utilities under JAX's names (``jax.tree_util``), on :mod:`dualgpu.base.tree`.
 
 A pytree is a nest of tuples, lists, dicts (keys in sorted order), ``OrderedDict`` (keys in
 insertion order), ``defaultdict``, namedtuples and ``None`` (an empty node); anything else
@@ -27,7 +27,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import tree as pytree
+from .base import tree as pytree
 from .errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["PyTreeDef", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..names import kernel_name
+from ..base.names import kernel_name
 
 C_TYPES = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
            "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",

@@ -15,7 +15,7 @@ from string import Formatter
 
 import numpy as np
 
-from .. import names as naming
+from ..base import names as naming
 from ..core import encode
 from ..core.dtypes import promote
 from ..core.flags import Flag

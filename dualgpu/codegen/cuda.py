@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import names as naming
+from ..base import names as naming
 from ..core.ir import Eqn, Literal, Var
 from ..fusion import Region, is_reduction, is_reshape, padded_read, reads_no_values
 from .c_source import (

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import names as naming
+from ..base import names as naming
 from ..core import encode
 from ..core.ir import Literal, Var
 from ..core.pprint import Namer

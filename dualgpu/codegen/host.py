@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import names as naming
+from ..base import names as naming
 from ..core.ir import Graph
 from .c_source import array_strides, ctype
 from .tiny import TinyKernel, tiny_program_kernel

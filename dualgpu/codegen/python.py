@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from string import Formatter
 
-from .. import names as naming
+from ..base import names as naming
 from ..core import encode
 from ..core.ir import Graph, Literal, Var
 from ..core.pprint import Namer

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
+from ..base.names import check_c_expression, check_identifier, check_py_template
 from ..errors import DualgpuError
-from ..names import check_c_expression, check_identifier, check_py_template
 from .ir import Aval
 from .trace import bind
 

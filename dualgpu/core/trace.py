@@ -4,7 +4,7 @@ NumPy calls reach tracers through ``__array_ufunc__``/``__array_function__``. Cu
 not dispatch on foreign objects (cupy issue 8597), so :func:`trace_function` also rebinds the
 traced function's references to ``numpy``, ``cupy``, ``cupyx`` and ``scipy.special`` (in its
 globals and closure cells, and recursively in the plain Python functions it calls) to a
-tracing namespace (:mod:`dualgpu.namespace`).
+tracing namespace (:mod:`dualgpu.frontend.namespace`).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import array_backend, backend_for_xp, namespace_of
+from ..base.tree import postorder
 from ..errors import (
     BackendMismatchError,
     DualgpuError,
@@ -28,7 +29,6 @@ from ..errors import (
     like_numpy_error,
     user_location,
 )
-from ..tree import postorder
 from .encode import TRACER_TYPES, check_equation
 from .flags import Flag
 from .ir import Atom, Aval, Const, Eqn, Graph, Literal, Var
@@ -421,7 +421,7 @@ class Tracer:
         return id(self)
 
     # ------------------------------------------------------------ NumPy protocols
-    # (the handlers are installed by dualgpu.namespace: install_protocol_handlers)
+    # (the handlers are installed by dualgpu.frontend.namespace: install_protocol_handlers)
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _PROTOCOLS["ufunc"](ufunc, method, inputs, kwargs)
 
@@ -607,7 +607,7 @@ def install_protocol_handlers(*, ufunc: Callable[..., Any], function: Callable[.
                               cupy_kernel: Callable[..., Any] | None = None) -> None:
     """Route NumPy's ``__array_ufunc__``/``__array_function__``/``__array_namespace__``
     (and CuPy's ``__cupy_override_elementwise_kernel__``) on tracers to the given handlers
-    (:mod:`dualgpu.namespace` does, at import)."""
+    (:mod:`dualgpu.frontend.namespace` does, at import)."""
     _PROTOCOLS.update(ufunc=ufunc, function=function, namespace=namespace)
     if cupy_kernel is not None:
         _PROTOCOLS["cupy_kernel"] = cupy_kernel

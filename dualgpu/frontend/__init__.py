@@ -3,7 +3,7 @@ namespaces a traced function calls them in: :mod:`.numpy` (with ``numpy.linalg``
 ``numpy.fft``), :mod:`.scipy` (``scipy.special``, ``scipy.sparse``, ``scipy.linalg``,
 ``scipy.fft``), :mod:`.nn` (``dg.nn``) and :mod:`.array_api` (the array API's spellings).
 
-:mod:`dualgpu.namespace` resolves ``np.linalg.norm`` (or ``cupy.linalg.norm``) to
+:mod:`dualgpu.frontend.namespace` resolves ``np.linalg.norm`` (or ``cupy.linalg.norm``) to
 ``frontend.numpy.linalg.norm`` and ``scipy.special.expit`` (or ``cupyx.scipy.special.expit``)
 to ``frontend.scipy.special.expit`` by walking this package.
 """

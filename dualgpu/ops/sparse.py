@@ -28,9 +28,12 @@ Example::
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
 
 from .. import lax
 from ..backends import array_backend, backend_for_xp, backend_of, kernels
+from ..base.cache import register_clear_hook
 from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.ir import Aval
@@ -338,3 +341,169 @@ def _sddmm_sparsity(eqn, deps, ctx):
 
 defrules(spmm, sparsity=_spmm_sparsity)
 defrules(sddmm, sparsity=_sddmm_sparsity)
+
+
+# --------------------------------------------------------------------------- spsolve
+# x = op(A)^-1 b for a square sparse A (op(A) = A, or A.T when ``transpose``): linear in b.
+# dx = op(A)^-1 (db - op(dA) x); the cotangent of b is op(A)^-T g, that of A's values the
+# sampled outer product -b_bar x^T at the stored entries (an sddmm).
+def _solve_dtype(dt) -> np.dtype:
+    """The type the solve computes in (SuperLU's and cuSOLVER's) for the operands' common
+    type ``dt``: float64 for integers and booleans, float32 for float16 (as SciPy's)."""
+    dt = np.dtype(dt)
+    if dt.kind in "biu":
+        return np.dtype(np.float64)
+    return np.dtype(np.float32) if dt == np.float16 else dt
+
+
+def _spsolve_shape(avals, fmt, shape, transpose):
+    data, b = avals[0], avals[1]
+    if shape[0] != shape[1]:
+        raise DualgpuError(f"spsolve: the matrix A must be square, got shape {shape}")
+    if b.ndim not in (1, 2) or b.shape[0] != shape[0]:
+        raise DualgpuError(f"spsolve: the right-hand side b must have shape ({shape[0]},) or "
+                           f"({shape[0]}, k) for A of shape {shape}, got {b.str_short()}")
+    return Aval(tuple(b.shape), _solve_dtype(promote([data, b])))
+
+
+def _spsolve_impl(xp, data, b, ind, ptr, fmt, shape, transpose):
+    dtype = _solve_dtype(np.result_type(data.dtype, b.dtype))
+    a = make_matrix(xp, data.astype(dtype, copy=False), ind, ptr, fmt, shape)
+    b = b.astype(dtype, copy=False)
+    if shape[0] == 0 or (b.ndim == 2 and b.shape[1] == 0):
+        return xp.zeros(b.shape, dtype=dtype)
+    backend = backend_for_xp(xp)
+    if backend.on_device:  # cupyx's spsolve (cuSOLVER), one right-hand side at a time
+        a = (a.T if transpose else a).tocsr()
+        solve = backend.sparse_linalg.spsolve
+        if b.ndim == 1:
+            return solve(a, b)
+        return xp.stack([solve(a, b[:, j]) for j in range(b.shape[1])], axis=1)
+    lu = _factorization(backend, a, ind, ptr, fmt, shape, transpose)
+    return lu.solve(np.ascontiguousarray(b), trans="T" if transpose else "N")
+
+
+# the last SuperLU factorization: a program's solves with one matrix (the value's, the VJP's
+# transposed one, an HVP's) factor it once. Kept while the pattern's arrays are the same
+# objects and the values equal a copy of the factored ones (compared: O(nnz), far below
+# the factorization), so a matrix changed in place is factored again; dg.clear_cache()
+# drops it
+_last_lu: list = []
+register_clear_hook(_last_lu.clear)
+
+
+def _factorization(backend, a, ind, ptr, fmt, shape, transpose):
+    for known_ind, known_ptr, key, values, lu in _last_lu:
+        if known_ind is ind and known_ptr is ptr and key == (fmt, shape) and \
+                values.dtype == a.dtype and np.array_equal(values, a.data):
+            return lu
+    values = a.data.copy()
+    try:
+        lu = backend.sparse_linalg.splu(a.tocsc())
+    except RuntimeError as e:  # SuperLU: "Factor is exactly singular"
+        raise DualgpuError(f"spsolve: the matrix A{'.T' if transpose else ''} is singular "
+                           f"({e})") from None
+    _last_lu[:] = [(ind, ptr, (fmt, shape), values, lu)]
+    return lu
+
+
+spsolve = defprim("spsolve", _spsolve_impl, _spsolve_shape, kind=Flag.LIBRARY,
+                  py=_sparse_py("spsolve"),
+                  doc="op(A)^-1 b for a square sparse A given by (data, ind, ptr, fmt, shape); "
+                      "op(A) = A.T when transpose.")
+refuse_export(spsolve, "sparse solves cannot be exported yet")
+
+
+def _spsolve_jvp(primals, tangents, fmt, shape, transpose):
+    data, b, ind, ptr = primals
+    d_dot, b_dot = tangents[:2]
+    params = dict(fmt=fmt, shape=shape, transpose=transpose)
+    ans = spsolve.bind(data, b, ind, ptr, **params)
+    rhs = b_dot
+    if d_dot is not None:
+        term = spmm.bind(d_dot, ans, ind, ptr, **params)
+        rhs = lax.negative(term) if rhs is None else lax.subtract(rhs, term)
+    return ans, None if rhs is None else spsolve.bind(data, rhs, ind, ptr, **params)
+
+
+def _spsolve_vjp(g, primals, ans, fmt, shape, transpose):
+    data, b, ind, ptr = primals
+    b_bar = spsolve.bind(data, g, ind, ptr, fmt=fmt, shape=shape, transpose=not transpose)
+    d_bar = None
+    if wants_cotangent(data):
+        rows, cols = coo_indices(ind, ptr, fmt, shape)
+        d_bar = lax.negative(sddmm.bind(b_bar, ans, ind, ptr, rows, cols, fmt=fmt,
+                                        shape=shape, transpose=transpose))
+    return d_bar, b_bar if wants_cotangent(b) else None, None, None
+
+
+def _as_columns(x):
+    """A batched ``(B, n)`` or ``(B, n, k)`` operand as ``n`` rows of ``B`` (``B * k``)
+    columns, and the function that puts a result of that form back."""
+    if len(x.shape) == 2:
+        return lax.moveaxis(x, 0, -1), lambda out: lax.moveaxis(out, -1, 0)
+    size, n, k = x.shape
+    wide = lax.reshape(lax.transpose(x, (1, 0, 2)), (n, size * k))
+    return wide, lambda out: lax.transpose(lax.reshape(out, (out.shape[0], size, k)), (1, 0, 2))
+
+
+def _spsolve_vmap(eqn, args, batched, size):
+    data, b, ind, ptr = args
+    p = eqn.params
+    if any(batched[2:]) or not _concrete(ind, ptr):
+        return batching.loop_rule(eqn, args, batched, size)
+    if not batched[0]:  # one matrix, many right-hand sides: one solve with B * k columns
+        wide, back = _as_columns(b)
+        return batching.one(back(spsolve.bind(data, wide, ind, ptr, **p)))
+    # a matrix per example, one pattern: one block-diagonal solve (COO)
+    n = p["shape"][0]
+    rows, cols = coo_indices(ind, ptr, p["fmt"], p["shape"])
+    r, c = _block_pattern(rows, cols, (n, n), size, True, True)
+    bs = b if batched[1] else batching.batched(b, size)
+    bs = lax.reshape(bs, (size * n,) + tuple(bs.shape[2:]))
+    out = spsolve.bind(lax.reshape(data, (-1,)), bs, r, c, fmt="coo",
+                       shape=(size * n, size * n), transpose=p["transpose"])
+    return batching.one(batching.drop_to(out, size, eqn))
+
+
+def _spsolve_sparsity(eqn, deps, ctx):
+    """Each entry of x reads b and A's values in its connected block of A (rows and columns
+    joined by the stored entries: A is block diagonal after permuting its rows and columns,
+    and so is its inverse), densely; A's values interact with themselves and with b."""
+    ind, ptr = ctx.values[2:4]
+    if ind is None or ptr is None:
+        return sparsity.dense_block(eqn, deps, ctx)
+    p = eqn.params
+    n = p["shape"][0]
+    rows, cols = (np.asarray(i, dtype=np.int64) for i in coo_indices(ind, ptr, p["fmt"],
+                                                                     p["shape"]))
+    joined = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols + n)),
+                           shape=(2 * n, 2 * n))
+    count, label = csgraph.connected_components(joined, directed=False)
+    b_block, x_block = (label[n:], label[:n]) if p["transpose"] else (label[:n], label[n:])
+    width = int(eqn.inputs[1].shape[1]) if eqn.inputs[1].ndim == 2 else 1
+    k = np.arange(width, dtype=np.int64)
+
+    def groups(block):  # (block, column) of each entry of an (n, width) array
+        return (block.astype(np.int64)[:, None] * width + k).ravel()
+
+    data_dep = None
+    if deps[0] is not None:  # entry e reaches every column of its block
+        reads = sp.csr_matrix((np.ones(len(rows) * width, dtype=np.float32),
+                               (groups(label[rows]), np.repeat(np.arange(len(rows)), width))),
+                              shape=(count * width, len(rows)))
+        data_dep = sparsity.combine(reads, deps[0])
+    b_dep = None if deps[1] is None else \
+        sparsity.combine(sparsity.group_matrix(groups(b_block), count * width), deps[1])
+    per_block = sparsity.union([data_dep, b_dep], ctx.n)
+    if per_block is None:
+        return None
+    ctx.interact(data_dep, per_block)  # nonlinear in A's values, linear in b
+    x_groups = groups(x_block)
+    sparsity.check_count(int(np.diff(per_block.indptr)[x_groups].sum()),
+                         "the pattern of spsolve's solution (dense within each block of A)")
+    return sparsity.gather(per_block, x_groups)
+
+
+defrules(spsolve, jvp=_spsolve_jvp, vjp=_spsolve_vjp, vmap=_spsolve_vmap,
+         sparsity=_spsolve_sparsity)

@@ -14,5 +14,5 @@
 
 The build a cache miss runs (trace, transform, plan, compile) lives below: :mod:`dualgpu.core`,
 :mod:`dualgpu.transforms`, :mod:`dualgpu.fusion`, :mod:`dualgpu.codegen`,
-:mod:`dualgpu.executor`.
+:mod:`dualgpu.runtime.executor`.
 """

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import lax
 from ..backends import array_backend
+from ..base.tree import TreeDef
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.trace import Tracer, trace_to_graph
@@ -29,7 +30,6 @@ from ..errors import (
     NonScalarOutputError,
     ShapeMismatchError,
 )
-from ..tree import TreeDef
 from .signature import FLOAT0, Signature, check_plain_values
 
 

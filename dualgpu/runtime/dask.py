@@ -25,9 +25,9 @@ import numpy as np
 
 from ..backends import NUMPY, array_backend, backend_named
 from ..backends.base import Backend
-from ..cache import PROGRAMS
+from ..base.cache import PROGRAMS
 from ..errors import BackendMismatchError, DualgpuError, RandomInTraceError, SeparabilityError
-from ..executor import generation
+from .executor import generation
 from .signature import is_dask_array
 from .tracing import Traced
 

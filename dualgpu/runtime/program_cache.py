@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import Backend
-from ..cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
+from ..base.cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
 from ..core.ir import Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
-from ..executor import Executable, config, generation
 from ..frontend.numpy.random import Draw, draw_values, redraw_in_trace
 from .decisions import Decisions
+from .executor import Executable, config, generation
 from .guards import Guards
 from .signature import Signature
 from .tracing import SelfTracing

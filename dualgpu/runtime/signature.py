@@ -1,7 +1,7 @@
 """One call's arguments, analysed: which leaves are traced inputs, which are static, and the
 exact cache key of the program they call for.
 
-Arguments are pytrees (:mod:`dualgpu.tree`). Array leaves (NumPy, CuPy, SciPy/cupyx sparse)
+Arguments are pytrees (:mod:`dualgpu.base.tree`). Array leaves (NumPy, CuPy, SciPy/cupyx sparse)
 become inputs of the traced graph; in differentiated arguments, Python and NumPy scalars are
 converted to arrays and become inputs too. With ``trace_scalars`` (every transform),
 floating and complex scalars of the other arguments are inputs as well, as in JAX: a Python
@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import tree as pytree
 from ..backends import array_backend, backend_for_xp, backend_of
 from ..backends.base import Backend
-from ..cache import WeakIdentityKey, identity_key
+from ..base import tree as pytree
+from ..base.cache import WeakIdentityKey, identity_key
+from ..base.names import function_name
 from ..core.ir import Aval
 from ..core.trace import Tracer
 from ..errors import (
@@ -39,7 +40,6 @@ from ..errors import (
 )
 from ..frontend.numpy.random import is_source, source_type
 from ..frontend.scipy.sparse import SparseArgs, is_sparse
-from ..names import function_name
 
 _NUMBERS = (int, float, complex)
 _TRACED_SCALARS = (float, complex, np.floating, np.complexfloating)

@@ -20,13 +20,14 @@ from typing import Any
 import numpy as np
 
 from .. import lax
-from .. import tree as pytree
+from ..base import tree as pytree
 from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, propagate_states
 from ..core.ir import Atom, Const, Eqn, Graph, Literal
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import ArgumentTypeError, RandomInTraceError, TracerControlFlowError
+from ..frontend.namespace import rebind_function
 from ..frontend.numpy.random import (
     Draw,
     DrawRecorder,
@@ -36,7 +37,6 @@ from ..frontend.numpy.random import (
     recording,
 )
 from ..frontend.scipy.sparse import SparseValue
-from ..namespace import rebind_function
 from ..transforms import simplify
 from .decisions import Decisions, NeedsStatic, ValueTrace
 from .signature import Signature, class_call

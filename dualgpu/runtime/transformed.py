@@ -4,7 +4,8 @@ goes through the stages of :mod:`dualgpu.runtime`: its arguments, their
 :mod:`~dualgpu.runtime.program_cache` (with its guards), the run. A transform says only
 how to split a call's arguments, build its graph from the traced function, and shape the
 results (:meth:`Transformed.split`, :meth:`~Transformed.build`, :meth:`~Transformed.finish`);
-the public transforms (:mod:`dualgpu.api`, :mod:`dualgpu.curvature`...) are written so.
+the public transforms (:mod:`dualgpu.api.differentiation`, :mod:`dualgpu.api.curvature`...)
+are written so.
 
 A call already seen with the same plain arrays runs on the fast path: one dict lookup,
 the entry's guards, the program, and the results placed where a template of
@@ -34,18 +35,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import tree as pytree
 from ..backends.base import Backend
+from ..base import tree as pytree
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
 from ..core.trace import Tracer, current_builder, thread_state
 from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
-from ..executor import config, generation
 from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
 from . import dask
 from .checks import check_direction, check_float0_direction, normalize_argnums, normalize_batch_axes
+from .executor import config, generation
 from .guards import Guards, collect_guards
 from .program_cache import (
     PROGRAMS,
@@ -357,7 +358,7 @@ class Transformed(SelfTracing):
     def entry_guards(self, guards: Guards, trees: Any) -> Guards:
         """The guards of a cache entry: what the function read (``guards``), and what else
         its build read (subclasses: the sparse transforms add the constant arrays whose
-        values their pattern was read from, :mod:`dualgpu.sparse_derivatives`)."""
+        values their pattern was read from, :mod:`dualgpu.api.sparse_derivatives`)."""
         return guards
 
     # ------------------------------------------------------------------------ calling

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu import custom
+from dualgpu.api import custom_op as custom
 from dualgpu.core import primitives
 
 X = np.array([0.5, -1.5, 2.0])

@@ -157,7 +157,7 @@ def test_names_are_data():
 
 
 def test_cli_export(tmp_path, capsys):
-    from dualgpu.cli import main
+    from dualgpu.tools.cli import main
 
     model = tmp_path / "model.py"
     model.write_text("import numpy as np\ndef loss(x):\n    return np.sum(np.exp(x) ** 2)\n")

@@ -319,7 +319,7 @@ def test_regions_without_threads_run_as_library_calls(monkeypatch):
 
 
 def test_cli_export_cupy(tmp_path):
-    from dualgpu.cli import main
+    from dualgpu.tools.cli import main
 
     model = tmp_path / "model.py"
     model.write_text("import numpy as np\ndef loss(x):\n    return np.sum(np.exp(x) ** 2)\n")

@@ -115,7 +115,7 @@ def test_errors():
 def test_memory_budget_counts_the_vmapped_program():
     """The chunk for ``memory_budget`` is the most directions whose vmapped HVP program,
     counted on its GPU plan, fits: 7 when the budget is just above the count at 7."""
-    from dualgpu import tree as pytree
+    from dualgpu.base import tree as pytree
 
     rng = np.random.default_rng(0)
 

@@ -15,12 +15,12 @@ import scipy.sparse.linalg
 import scipy.special
 
 import dualgpu as dg
+from dualgpu.api.export import CupyOnCpu
 from dualgpu.backends import NUMPY, backend_named, backend_of
 from dualgpu.backends.base import MEMBERS, Backend, missing_members
 from dualgpu.backends.cupy import CupyBackend
 from dualgpu.backends.numpy import NumpyBackend
-from dualgpu.executor import Executable, config
-from dualgpu.export import CupyOnCpu
+from dualgpu.runtime.executor import Executable, config
 
 CAPABILITIES = ("on_device", "runs_fused_kernels", "runs_host_kernels", "replays_cuda_graphs",
                 "checks_indices")

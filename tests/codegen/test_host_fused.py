@@ -29,7 +29,7 @@ from benchmarks.scenario2 import shape_for  # noqa: E402
 from dualgpu.backends.numpy import NumpyBackend
 from dualgpu.codegen import host, host_regions
 from dualgpu.codegen.python import compile_python
-from dualgpu.executor import BUILD_SWITCHES, DEFAULTS, Executable, config
+from dualgpu.runtime.executor import BUILD_SWITCHES, DEFAULTS, Executable, config
 
 EXAMPLES = int(os.environ.get("DUALGPU_HOST_FUSED_EXAMPLES", 3))
 TOL = dict(rtol=1e-12, atol=1e-13)

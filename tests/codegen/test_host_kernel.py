@@ -23,7 +23,7 @@ from benchmarks.dense_tiny import loss as dense_loss  # noqa: E402
 from benchmarks.dense_tiny import make_inputs as dense_inputs  # noqa: E402
 from dualgpu.backends.numpy import NumpyBackend
 from dualgpu.codegen import host
-from dualgpu.executor import BUILD_SWITCHES, Executable, config
+from dualgpu.runtime.executor import BUILD_SWITCHES, Executable, config
 
 pytestmark = needs_gxx
 EXAMPLES = int(os.environ.get("DUALGPU_HOST_EXAMPLES", 8))

@@ -158,7 +158,7 @@ def test_deflowering_refuses_an_unknown_kind_or_form(probe_ops):
 
 
 def test_the_op_matrix_shows_each_ops_lowerings():
-    from dualgpu.coverage import coverage
+    from dualgpu.tools.op_matrix import coverage
 
     cells = {name: coverage(REGISTRY[name]) for name in
              ("transpose", "matmul", "reduce_sum", "concatenate", "sin", "reshape", "cumsum")}

@@ -9,7 +9,7 @@ import pytest
 import dualgpu as dg
 from dualgpu.backends import backend_of
 from dualgpu.backends import cupy as cupy_backend
-from dualgpu.executor import Executable, config
+from dualgpu.runtime.executor import Executable, config
 
 DEFAULT, TF32 = 1, 7
 
@@ -127,7 +127,7 @@ def test_executable_runs_inside_the_scope(fake_linalg):
     """The eager call path of a CuPy program (what the graph runner also captures): the
     products run while the compute type is TF32, and it is restored when the call returns;
     a NumPy program has no scope at all."""
-    from dualgpu.executor import _under
+    from dualgpu.runtime.executor import _under
 
     seen = []
     x = np.ones((2, 2))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.cache import IdentityKey, LRUCache
+from dualgpu.base.cache import IdentityKey, LRUCache
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import dualgpu as dg
-from dualgpu.executor import owned_outputs
+from dualgpu.runtime.executor import owned_outputs
 
 X = np.arange(1.0, 4.0)
 Y = np.arange(2.0, 5.0)

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from test_cupy_launcher import HOST_KERNELS, FakeBackend, HostProgram  # noqa: E402
 
 import dualgpu as dg
+from dualgpu.api.vectorize import vmap
 from dualgpu.codegen.python import compile_python
 from dualgpu.fusion import LibraryStep, emulate, padded_read, plan_graph
-from dualgpu.vectorize import vmap
 
 
 def rosenbrock(x):

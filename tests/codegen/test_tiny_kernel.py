@@ -218,7 +218,7 @@ def test_the_launcher_keeps_the_plan_when_not_tiny_or_switched_off():
 
 
 def test_the_switch_is_a_build_switch():
-    from dualgpu.executor import BUILD_SWITCHES, config
+    from dualgpu.runtime.executor import BUILD_SWITCHES, config
     assert "tiny_kernel" in BUILD_SWITCHES and config["tiny_kernel"] is True
     with pytest.raises(dg.DualgpuError):
         config["tiny_kernel"] = "yes"

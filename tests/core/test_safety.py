@@ -1,6 +1,6 @@
 """Safety of generated code: the source is built only from registry templates and generated
 names; every name, C expression or template a user supplies is validated
-(dualgpu/names.py) before it can reach generated source; nothing evaluates a user's
+(dualgpu/base/names.py) before it can reach generated source; nothing evaluates a user's
 string. Hostile names go through dg.defprim, dg.custom_op and the names of traced
 functions and of their arguments."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu import names as naming
+from dualgpu.base import names as naming
 from dualgpu.core.primitives import same_as_first
 
 HOSTILE_NAMES = [

@@ -8,7 +8,8 @@ import numpy as np
 import scipy.special
 
 import dualgpu as dg
-from dualgpu import frontend, namespace
+from dualgpu import frontend
+from dualgpu.frontend import namespace
 
 FRONTEND = Path(frontend.__file__).parent
 MODULES = sorted(FRONTEND.rglob("*.py"))

@@ -12,7 +12,7 @@ def pytest_collection_modifyitems(config, items):
 def _restore_switches():
     """Every GPU test leaves ``dg.config`` as it found it (tests flip graphs, precision,
     tiny kernels)."""
-    from dualgpu.executor import config
+    from dualgpu.runtime.executor import config
 
     saved = dict(config)
     yield
@@ -24,7 +24,7 @@ def path(request):
     """Each of a program's three GPU paths: fused kernels replayed as CUDA graphs ("graphs"),
     fused kernels launched one by one ("fused"), and the plain CuPy Python program."""
     import dualgpu as dg
-    from dualgpu.executor import config
+    from dualgpu.runtime.executor import config
 
     config["fuse"] = request.param != "python"
     config["cuda_graphs"] = request.param == "graphs"

@@ -24,7 +24,7 @@ import dualgpu as dg  # noqa: E402
 from dualgpu.backends import array_backend, backend_for_xp, backend_named, backend_of  # noqa: E402
 from dualgpu.backends.base import missing_members  # noqa: E402
 from dualgpu.backends.cupy import CupyBackend  # noqa: E402
-from dualgpu.executor import Executable, config  # noqa: E402
+from dualgpu.runtime.executor import Executable, config  # noqa: E402
 
 
 def _cupy():

@@ -49,6 +49,29 @@ def test_operators_on_cupy_agree_with_numpy():
     np.testing.assert_allclose(cp.asnumpy(inv @ (K @ v + 0.1 * v)), np.ones(K.n), rtol=1e-8)
 
 
+def test_per_sample_diagonal_spectra_and_average_on_cupy():
+    cp = pytest.importorskip("cupy")
+    p, X, Y = _setup()
+    pc, Xc, Yc = [cp.asarray(a) for a in p], cp.asarray(X), cp.asarray(Y)
+    parts = [(X[:5], Y[:5]), (X[5:], Y[5:])]
+    parts_c = [(cp.asarray(a), cp.asarray(b)) for a, b in parts]
+    for name in ("ggn", "fisher"):
+        make = getattr(dg, name)
+        kw = {"kind": "empirical"} if name == "fisher" else {}
+        ref = make(model, "cross_entropy", p, batches=parts, average=True, **kw)
+        op = make(model, "cross_entropy", pc, batches=parts_c, average=True, **kw)
+        np.testing.assert_allclose(cp.asnumpy(op.per_sample_diagonal()),
+                                   ref.per_sample_diagonal(), rtol=1e-9, atol=1e-14)
+        np.testing.assert_allclose(cp.asnumpy(op.toarray()), ref.toarray(), rtol=1e-9,
+                                   atol=1e-13)
+    K = dg.ekfac(model, "cross_entropy", pc, Xc, Yc)
+    ref = dg.ekfac(model, "cross_entropy", p, X, Y)
+    np.testing.assert_allclose(cp.asnumpy(K.diagonal()), ref.diagonal(), rtol=1e-9,
+                               atol=1e-14)
+    np.testing.assert_allclose(cp.asnumpy(K.eigenvalues(4)), ref.eigenvalues(4), rtol=1e-9)
+    np.testing.assert_allclose(float(K.trace()), float(ref.trace()), rtol=1e-10)
+
+
 def _curvlinops_dense(curvlinops, torch, cls, p, X, Y, **kw):
     net = torch.nn.Sequential(torch.nn.Linear(D, H), torch.nn.Tanh(),
                               torch.nn.Linear(H, C)).double()

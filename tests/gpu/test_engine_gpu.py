@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.executor import config
+from dualgpu.runtime.executor import config
 
 cp = pytest.importorskip("cupy")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.coverage import builtin_ops
-from dualgpu.executor import config
+from dualgpu.runtime.executor import config
+from dualgpu.tools.op_matrix import builtin_ops
 
 cp = pytest.importorskip("cupy")
 import gpu_sweep  # noqa: E402

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.executor import config
+from dualgpu.runtime.executor import config
 from dualgpu.runtime.signature import Signature
 
 cp = pytest.importorskip("cupy")

@@ -13,7 +13,7 @@ from gpu_device import cupy_or_skip
 
 import dualgpu as dg
 from dualgpu.backends.cupy import get_cupy_backend
-from dualgpu.executor import Executable, config
+from dualgpu.runtime.executor import Executable, config
 
 cp = cupy_or_skip()
 from test_index_bounds import GATHERS, X  # noqa: E402

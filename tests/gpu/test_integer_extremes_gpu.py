@@ -11,7 +11,7 @@ import pytest
 from gpu_device import cupy_or_skip
 
 from dualgpu.backends import backend_of
-from dualgpu.executor import Executable, config
+from dualgpu.runtime.executor import Executable, config
 
 cp = cupy_or_skip()
 from test_integer_extremes import (  # noqa: E402

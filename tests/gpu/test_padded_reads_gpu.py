@@ -18,8 +18,8 @@ from gpu_device import cupy_or_skip  # noqa: E402
 cp = cupy_or_skip()
 
 import dualgpu as dg  # noqa: E402
-from dualgpu.executor import config  # noqa: E402
-from dualgpu.vectorize import vmap  # noqa: E402
+from dualgpu.api.vectorize import vmap  # noqa: E402
+from dualgpu.runtime.executor import config  # noqa: E402
 
 
 def rosenbrock(x):

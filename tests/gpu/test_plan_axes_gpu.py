@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.executor import config
+from dualgpu.runtime.executor import config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_device import cupy_or_skip  # noqa: E402

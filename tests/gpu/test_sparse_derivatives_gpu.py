@@ -19,7 +19,7 @@ import cupyx.scipy.sparse  # noqa: E402
 import cupyx.scipy.sparse.linalg  # noqa: E402
 
 import dualgpu as dg  # noqa: E402
-from dualgpu import sparse_derivatives  # noqa: E402
+from dualgpu.api import sparse_derivatives  # noqa: E402
 
 
 def rosenbrock(x):

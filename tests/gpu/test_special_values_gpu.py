@@ -14,7 +14,7 @@ from gpu_device import cupy_or_skip
 
 import dualgpu as dg
 from dualgpu.backends import backend_of
-from dualgpu.executor import Executable, config
+from dualgpu.runtime.executor import Executable, config
 
 cp = cupy_or_skip()
 from test_special_values import (  # noqa: E402

@@ -11,7 +11,7 @@ import pytest
 
 import dualgpu as dg
 from dualgpu.backends import cublas
-from dualgpu.executor import config
+from dualgpu.runtime.executor import config
 
 cp = pytest.importorskip("cupy")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))

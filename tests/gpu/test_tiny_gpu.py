@@ -11,7 +11,7 @@ import pytest
 from gpu_device import cupy_or_skip
 
 import dualgpu as dg
-from dualgpu.executor import config
+from dualgpu.runtime.executor import config
 from dualgpu.runtime.signature import Signature
 
 cp = cupy_or_skip()

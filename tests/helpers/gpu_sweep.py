@@ -17,6 +17,7 @@ import dualgpu as dg
 NO_GPU_CASE = {
     **dict.fromkeys(["sddmm", "spmm"], "sparse products: covered by test_gpu_backend.py's "
                                        "test_scenario3_sparse_on_gpu"),
+    "spsolve": "the sparse solve: covered by tests/gpu/test_sparse_solve_gpu.py",
     **dict.fromkeys(["argsort", "sort", "eig", "eigh", "pinv", "qr", "svd"],
                     "sort and linalg decompositions: covered by "
                     "tests/gpu/test_numpy_functions_gpu.py, in forms free of their order "

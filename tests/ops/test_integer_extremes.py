@@ -37,7 +37,7 @@ from tiny_harness import needs_gxx
 import dualgpu as dg
 from dualgpu.backends.numpy import NumpyBackend
 from dualgpu.core.primitives import REGISTRY
-from dualgpu.executor import Executable, config
+from dualgpu.runtime.executor import Executable, config
 
 INT_DTYPES = tuple(np.dtype(d) for d in (bool, np.int8, np.int16, np.int32, np.int64,
                                          np.uint8, np.uint16, np.uint32, np.uint64))

@@ -1,5 +1,5 @@
-"""The op x interpreter matrix (dualgpu/coverage.py, docs/op_matrix.md): the checked-in page is
-current, and no built-in op lacks what its kind needs. This one table replaces the
+"""The op x interpreter matrix (dualgpu/tools/op_matrix.py, docs/op_matrix.md): the checked-in page
+is current, and no built-in op lacks what its kind needs. This one table replaces the
 per-interpreter completeness tests: a new op shows in the page (regenerate it with
 ``make op-matrix``), and one that falls back or is refused where it must not fails here."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dualgpu.coverage import INTERPRETERS, builtin_ops, coverage, matrix_markdown
+from dualgpu.tools.op_matrix import INTERPRETERS, builtin_ops, coverage, matrix_markdown
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "op_matrix.md"
 OPS = builtin_ops()

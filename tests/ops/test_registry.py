@@ -601,8 +601,29 @@ def build_sddmm(data, dtype):
                                transpose=transpose)), (g, x)
 
 
+def build_spsolve(data, dtype):
+    # a square pattern holding its diagonal, values diagonally dominant: well conditioned
+    import scipy.sparse as sp
+
+    from dualgpu.frontend.scipy.sparse import Pattern
+    from dualgpu.ops.sparse import spsolve
+
+    n = data.draw(st.integers(1, 4))
+    fmt = data.draw(st.sampled_from(["csr", "csc", "coo"]))
+    a = (sp.random(n, n, density=0.5, random_state=data.draw(st.integers(0, 99)))
+         + sp.eye(n)).asformat(fmt)
+    p = Pattern.of(a)
+    rows, cols = p.coo()
+    transpose = data.draw(st.booleans())
+    b = draw_array(data, (n,) + data.draw(st.sampled_from([(), (2,)])), dtype)
+    d = draw_array(data, (a.nnz,), dtype, -0.3, 0.3) + (2.5 * (rows == cols)).astype(dtype)
+    return (lambda d, b: spsolve(d, b, p.ind, p.ptr, fmt=p.fmt, shape=p.shape,
+                                 transpose=transpose)), (d, b)
+
+
 spec("spmm", build_spmm)
 spec("sddmm", build_sddmm)
+spec("spsolve", build_spsolve)
 
 
 # --------------------------------------------------------------------------- composites

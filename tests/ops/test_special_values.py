@@ -37,7 +37,7 @@ from dualgpu.backends.numpy import NumpyBackend
 from dualgpu.codegen import host
 from dualgpu.codegen.tiny import tiny_refusal
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
-from dualgpu.executor import Executable, config
+from dualgpu.runtime.executor import Executable, config
 
 DTYPES = (np.float64, np.float32)
 ORDINARY = (0.75, -0.75, 1.5, -2.0, 3.0)

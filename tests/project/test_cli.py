@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-import dualgpu.cli
+import dualgpu.tools.cli
 from dualgpu.backends.cupy import cupy_available
-from dualgpu.cli import main, parse_spec
+from dualgpu.tools.cli import main, parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,9 +145,9 @@ def test_inspect_cuda_without_gpu(capsys, model):
     assert code == 0
     assert "generated without a GPU" in out and 'extern "C" __global__' in out
     assert "# fusion plan of" in out
-    fn = dualgpu.cli.load_function(f"{model}:loss")
-    x = dualgpu.cli.example_array(np.dtype("float32"), (1000,), seed=0)
-    v = dualgpu.cli.example_array(np.dtype("float32"), (1000,), seed=1)
+    fn = dualgpu.tools.cli.load_function(f"{model}:loss")
+    x = dualgpu.tools.cli.example_array(np.dtype("float32"), (1000,), seed=0)
+    v = dualgpu.tools.cli.example_array(np.dtype("float32"), (1000,), seed=1)
     want = plan_source(plan_graph(dg.trace(dg.hvp(fn), x, v)))
     assert want.strip() in out
 
@@ -310,7 +310,7 @@ def test_bench_runs_benchmarks_with_a_progress_bar(capsys, monkeypatch):
 
 def test_demo_skips_scenario_3_cleanly_when_sparse_is_refused(capsys, monkeypatch):
     import dualgpu as dg
-    import dualgpu.demo as demo
+    import dualgpu.tools.demo as demo
 
     def refused(x, A):
         raise dg.UnsupportedOpError("sparse matmul has no rule\n(yet)")
@@ -333,7 +333,7 @@ def test_huge_shapes_are_refused_before_allocating(capsys, model, spec):
 
 
 def test_out_of_memory_is_one_line(capsys, model, monkeypatch):
-    import dualgpu.cli as cli
+    import dualgpu.tools.cli as cli
 
     def no_memory(*args, **kwargs):
         raise MemoryError("Unable to allocate 8.00 GiB")
@@ -460,7 +460,7 @@ def test_bench_without_harness_says_where_it_is(capsys, monkeypatch):
 
 
 def test_demo_says_where_the_command_is(capsys, monkeypatch, tmp_path):
-    import dualgpu.demo as demo
+    import dualgpu.tools.demo as demo
 
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.coverage import builtin_ops
+from dualgpu.tools.op_matrix import builtin_ops
 
 GPU_MODULE = Path(__file__).resolve().parents[1] / "gpu" / "test_gpu_backend.py"
 SWEEP_TESTS = ("test_registry_op_matches_numpy", "test_registry_op_curvature_matches_numpy")
@@ -72,7 +72,7 @@ def test_the_sweeps_numpy_reference_runs(name, dtype):
 
 def test_the_sweep_runs_over_the_builtin_ops_only():
     """Ops a test registers (the GPU module's own test_host_roundtrip, say) are not the
-    registry's coverage: the sweep is parametrized by dualgpu.coverage.builtin_ops()."""
+    registry's coverage: the sweep is parametrized by dualgpu.tools.op_matrix.builtin_ops()."""
     tree = ast.parse(GPU_MODULE.read_text())
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name in SWEEP_TESTS:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu.cache import LRUCache
+from dualgpu.base.cache import LRUCache
 
 N_THREADS = 8
 SIZES = (1, 2, 3, 5, 8, 13)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu import api
-from dualgpu.executor import DEFAULTS
+from dualgpu.api import differentiation as api
+from dualgpu.runtime.executor import DEFAULTS
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 
 import dualgpu as dg
-from dualgpu import sparse_derivatives
+from dualgpu.api import sparse_derivatives
 
 
 # ------------------------------------------------------------------ problems

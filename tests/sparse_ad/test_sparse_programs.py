@@ -12,7 +12,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 
 import dualgpu as dg
-from dualgpu import tree as pytree
+from dualgpu.base import tree as pytree
 
 RNG = np.random.default_rng(39)
 A = sp.random(6, 4, density=0.4, random_state=1, format="csr")     # a sparse constant
@@ -104,10 +104,11 @@ def test_a_hessian_through_a_sparse_constant():
           hessian=True)
 
 
-def test_spsolve_on_a_traced_value_is_refused_naming_it():
+def test_spsolve_of_a_traced_value_is_traced():
     square = (A @ A.T + sp.identity(6)).tocsr()
-    with pytest.raises(dg.UnsupportedOpError, match="spsolve"):
-        dg.sparse_jacobian(lambda x: scipy.sparse.linalg.spsolve(square, x))(np.ones(6))
+    check(lambda x: scipy.sparse.linalg.spsolve(square, x ** 2) * x, (RNG.uniform(0.5, 1.5, 6),))
+    check(lambda x: np.sum(np.sin(scipy.sparse.linalg.spsolve(square, x))),
+          (RNG.uniform(0.5, 1.5, 6),), hessian=True)
 
 
 # ------------------------------------------------------------------ branches

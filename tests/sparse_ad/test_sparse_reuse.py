@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dualgpu as dg
-from dualgpu import sparse_derivatives
+from dualgpu.api import sparse_derivatives
 
 
 @pytest.fixture

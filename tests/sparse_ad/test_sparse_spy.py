@@ -1,5 +1,5 @@
 """Spy plots of sparsity patterns with their coloring (issue 26, pictures):
-``dualgpu.spy_plot.spy`` (``dg.spy``) and ``.spy(*args)`` on the sparse transforms."""
+``dualgpu.api.spy_plot.spy`` (``dg.spy``) and ``.spy(*args)`` on the sparse transforms."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import dualgpu as dg
-from dualgpu import spy_plot as sd
+from dualgpu.api import spy_plot as sd
 
 
 def energy(u, side):

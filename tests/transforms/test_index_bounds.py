@@ -22,13 +22,13 @@ import pytest
 
 import dualgpu as dg
 import dualgpu.codegen.launcher
-import dualgpu.executor
+import dualgpu.runtime.executor
 from dualgpu.backends.numpy import NumpyBackend
 from dualgpu.codegen import host_regions
 from dualgpu.core.indexing import key_array_axes
 from dualgpu.errors import IndexOutOfBoundsError
-from dualgpu.executor import Executable
 from dualgpu.ops.shape import getitem, scatter_add
+from dualgpu.runtime.executor import Executable
 
 X = np.linspace(0.1, 1.2, 12).reshape(3, 4)
 ROWS = np.arange(3)
@@ -145,7 +145,7 @@ def wrapping(monkeypatch):
         program = EmulatedProgram(graph, backend, *options)
         return program, program.source
 
-    monkeypatch.setattr(dualgpu.executor, "compile_fused", compile_fused)
+    monkeypatch.setattr(dualgpu.runtime.executor, "compile_fused", compile_fused)
     monkeypatch.setattr(dualgpu.codegen.launcher, "_address",
                         lambda a: a.__array_interface__["data"][0])
     for prim in (getitem, scatter_add):

@@ -13,9 +13,9 @@ import dualgpu as dg
 from benchmarks.mlp import TINY, Dims, make_inputs, make_loss, reference  # noqa: E402
 from dualgpu.codegen.cuda import region_kernels
 from dualgpu.core.interpret import eval_graph
-from dualgpu.executor import config
 from dualgpu.fusion import emulate, plan_graph
 from dualgpu.ops.products import matmul
+from dualgpu.runtime.executor import config
 from dualgpu.transforms import hvp_graph, stack_gemms
 from dualgpu.transforms.stack_gemms import stack_shared, stack_sums
 
@@ -168,8 +168,8 @@ def test_mlp_through_the_api_with_stacking_on():
 def test_auto_stacks_large_products_on_cupy_only_true_everywhere():
     """Measured (benchmarks/NOTES.md): with graph replay, stacking everything no longer pays
     on CuPy; widening a large product by small weight matrices is what "auto" keeps."""
+    from dualgpu.api.export import CupyOnCpu as FakeCupy
     from dualgpu.backends import backend_of
-    from dualgpu.export import CupyOnCpu as FakeCupy
 
     config["stack_gemms"] = "auto"
     assert config.stack_gemms_for(FakeCupy()) == "large"

@@ -31,7 +31,7 @@ import numpy as np
 
 from ... import lax
 from ...backends import array_backend, backend_of
-from ...cache import IdentityKey
+from ...base.cache import IdentityKey
 from ...core.trace import Tracer
 from ...errors import (
     ShapeMismatchError,
@@ -46,7 +46,7 @@ from ...ops.sparse import coo_indices, make_matrix, spmm
 from .. import numpy as dnp
 from ..numpy.products import register_matmul_override
 
-__all__ = ["is_sparse", "SparseValue", "Pattern", "matmul", "as_sparse_value"]
+__all__ = ["is_sparse", "issparse", "SparseValue", "Pattern", "matmul", "as_sparse_value"]
 
 
 def is_sparse(x) -> bool:
@@ -64,6 +64,18 @@ def is_sparse(x) -> bool:
 
 def is_sparse_like(x) -> bool:
     return isinstance(x, SparseValue) or is_sparse(x)
+
+
+def issparse(x) -> bool:
+    """``scipy.sparse.issparse`` in traced code: True for a sparse matrix the function reads
+    (seen there as a :class:`SparseValue`), as outside it.
+
+    >>> import scipy.sparse
+    >>> A = scipy.sparse.eye(2, format="csr")
+    >>> dg.jit(lambda x: x * scipy.sparse.issparse(A))(np.ones(2))
+    array([1., 1.])
+    """
+    return is_sparse_like(x)
 
 
 def _is_tracer(x) -> bool:
@@ -397,7 +409,7 @@ def _eager(A: SparseValue, x):
 
 # --------------------------------------------------------------------------- arguments
 class SparseArgs:
-    """Sparse arguments of a transformed function (used by :class:`dualgpu.api.Prepared`).
+    """Sparse arguments of a transformed function (used by the runtime's signature).
 
     Each sparse argument enters the graph as its ``data`` array (an ordinary input, which
     may be differentiated); its pattern is static and part of the cache key. Gradients,
@@ -451,3 +463,8 @@ class SparseArgs:
 
 
 register_matmul_override(is_sparse_like, matmul)
+
+
+# ``scipy.sparse.linalg`` as the namespace finds it (``sparse.linalg.spsolve``); its module
+# imports this one's names, so it is bound once they are defined
+from . import sparse_linalg as linalg  # noqa: E402, F401

@@ -5,7 +5,7 @@ rules, in every parameter).
 Inside a traced function ``scipy.stats.norm.logpdf(x, loc, scale)``, ``norm.logpdf`` after
 ``from scipy.stats import norm`` and the frozen ``norm(loc, scale).logpdf(x)`` reach the
 distribution of this module of the same name when a traced value is among the arguments
-(:mod:`dualgpu.namespace`); on concrete values SciPy's own runs. As SciPy's: shape
+(:mod:`dualgpu.frontend.namespace`); on concrete values SciPy's own runs. As SciPy's: shape
 parameters come first in SciPy's order, then ``loc`` (and ``scale``), positionally or by
 keyword; arguments broadcast; values out of the support give -inf (log densities) or 0
 (densities and probabilities), invalid parameters NaN; results are float64 (SciPy promotes

@@ -16,22 +16,22 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import tree as pytree
-from .api import jit
-from .backends import array_backend
-from .core.flags import Flag
-from .core.interpret import eval_graph
-from .core.ir import Aval, Graph
-from .core.trace import Tracer, current_builder
-from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
-from .frontend.numpy.random import SameDraws, redraw_in_trace
-from .runtime.checks import diff_flags, is_integer_like
-from .runtime.program_cache import VjpCompiled
-from .runtime.signature import FLOAT0, Signature, check_plain_values
-from .runtime.tracing import Traced, name_of, with_aux
-from .runtime.transformed import Transformed
-from .transforms import jvp_graph, simplify, vjp_graph
-from .tree_util import Partial
+from ..backends import array_backend
+from ..base import tree as pytree
+from ..core.flags import Flag
+from ..core.interpret import eval_graph
+from ..core.ir import Aval, Graph
+from ..core.trace import Tracer, current_builder
+from ..errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
+from ..frontend.numpy.random import SameDraws, redraw_in_trace
+from ..runtime.checks import diff_flags, is_integer_like
+from ..runtime.program_cache import VjpCompiled
+from ..runtime.signature import FLOAT0, Signature, check_plain_values
+from ..runtime.tracing import Traced, name_of, with_aux
+from ..runtime.transformed import Transformed
+from ..transforms import jvp_graph, simplify, vjp_graph
+from ..tree_util import Partial
+from .differentiation import jit
 
 __all__ = ["jvp", "linear_transpose", "linearize", "vjp"]
 

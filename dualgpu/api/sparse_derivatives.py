@@ -21,10 +21,9 @@ from typing import cast
 import numpy as np
 import scipy.sparse as sp
 
-from . import api
-from . import tree as pytree
-from .backends import array_backend
-from .coloring import (
+from ..backends import array_backend
+from ..base import tree as pytree
+from ..coloring import (
     METHODS,
     bicoloring,
     column_coloring,
@@ -35,27 +34,28 @@ from .coloring import (
     row_coloring,
     symmetric_decompression,
 )
-from .core.flags import Flag
-from .core.interpret import eval_graph
-from .core.ir import Const, Graph
-from .core.trace import Tracer, current_builder, trace_to_graph
-from .errors import (
+from ..core.flags import Flag
+from ..core.interpret import eval_graph
+from ..core.ir import Const, Graph
+from ..core.trace import Tracer, current_builder, trace_to_graph
+from ..errors import (
     ArgumentTypeError,
     IntegerInputError,
     InvalidArgumentError,
     NonScalarOutputError,
 )
-from .runtime.checks import check_bool, normalize_argnums
-from .runtime.guards import Guards, array_contents
-from .runtime.program_cache import Compiled
-from .runtime.tracing import Traced
-from .runtime.transformed import Transformed
+from ..runtime.checks import check_bool, normalize_argnums
+from ..runtime.guards import Guards, array_contents
+from ..runtime.program_cache import Compiled
+from ..runtime.tracing import Traced
+from ..runtime.transformed import Transformed
+from ..transforms import hvp_graph, jvp_graph, simplify, vjp_graph
+from ..transforms.separability import check_separable, sum_output
+from ..transforms.sparsity import hessian_pattern, jacobian_pattern, rule_kind
+from ..transforms.vmap import batch_graph
+from . import differentiation
 from .sparse_plan import BidirectionalPlan, PerColor, Plan
 from .spy_plot import spy
-from .transforms import hvp_graph, jvp_graph, simplify, vjp_graph
-from .transforms.separability import check_separable, sum_output
-from .transforms.sparsity import hessian_pattern, jacobian_pattern, rule_kind
-from .transforms.vmap import batch_graph
 from .vectorize import jacobian
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian"]
@@ -521,7 +521,7 @@ class _SparseHessian(_Sparse):
         return (pattern + pattern.T).tocsr()   # a Hessian is symmetric
 
     def _dense(self) -> Callable:
-        return api.hessian(self.fn, argnums=self.argnums)
+        return differentiation.hessian(self.fn, argnums=self.argnums)
 
     def _plan(self, graph: Graph, ks: list, pattern) -> Plan:
         xs = [graph.inputs[k] for k in ks]

@@ -17,23 +17,23 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import lax
-from . import tree as pytree
-from .core.interpret import eval_graph
-from .core.ir import Aval, Graph
-from .core.trace import Tracer, trace_to_graph
-from .errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
-from .frontend.scipy.sparse import SparseValue
-from .namespace import rebind_function
-from .runtime.checks import check_bool, check_complex, check_holomorphic, diff_flags
-from .runtime.decisions import within
-from .runtime.program_cache import function_key
-from .runtime.tracing import check_call, name_of, rebindable, with_aux
-from .runtime.transformed import Transformed
-from .transforms.jvp import jvp_graph
-from .transforms.simplify import dce, simplify
-from .transforms.vjp import vjp_graph
-from .transforms.vmap import batch_graph
+from .. import lax
+from ..base import tree as pytree
+from ..core.interpret import eval_graph
+from ..core.ir import Aval, Graph
+from ..core.trace import Tracer, trace_to_graph
+from ..errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
+from ..frontend.namespace import rebind_function
+from ..frontend.scipy.sparse import SparseValue
+from ..runtime.checks import check_bool, check_complex, check_holomorphic, diff_flags
+from ..runtime.decisions import within
+from ..runtime.program_cache import function_key
+from ..runtime.tracing import check_call, name_of, rebindable, with_aux
+from ..runtime.transformed import Transformed
+from ..transforms.jvp import jvp_graph
+from ..transforms.simplify import dce, simplify
+from ..transforms.vjp import vjp_graph
+from ..transforms.vmap import batch_graph
 
 __all__ = ["vmap", "jacfwd", "jacrev", "jacobian"]
 
@@ -67,7 +67,7 @@ def _axes_key(spec):
 
 
 def _axes_for_leaves(spec, value, where: str) -> list:
-    """The axis of every leaf of ``value`` (in :func:`dualgpu.tree.flatten` order), from a
+    """The axis of every leaf of ``value`` (in :func:`dualgpu.base.tree.flatten` order), from a
     spec that is a prefix of ``value``'s structure, as in JAX (a list may stand for a
     tuple)."""
     if _is_axis(spec):

@@ -36,21 +36,22 @@ from typing import Any
 
 import numpy as np
 
-from . import api, lax
-from .backends import namespace_of
-from .cache import PROGRAMS, IdentityKey
-from .core.axes import broadcast_shapes
-from .core.dtypes import float_dtype, promote
-from .core.interpret import eval_graph
-from .core.ir import Aval
-from .core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
-from .core.trace import Tracer, trace_to_graph
-from .errors import DualgpuError, ShapeMismatchError
-from .lax import zeros_like
-from .names import check_c_expression, check_identifier
-from .namespace import rebind_function
-from .rules.common import unbroadcast
-from .transforms.vjp import vjp_graph
+from .. import lax
+from ..backends import namespace_of
+from ..base.cache import PROGRAMS, IdentityKey
+from ..base.names import check_c_expression, check_identifier
+from ..core.axes import broadcast_shapes
+from ..core.dtypes import float_dtype, promote
+from ..core.interpret import eval_graph
+from ..core.ir import Aval
+from ..core.primitives import NON_DIFFERENTIABLE, REGISTRY, Primitive, bump_registry_version
+from ..core.trace import Tracer, trace_to_graph
+from ..errors import DualgpuError, ShapeMismatchError
+from ..frontend.namespace import rebind_function
+from ..lax import zeros_like
+from ..rules.common import unbroadcast
+from ..transforms.vjp import vjp_graph
+from . import differentiation
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -237,7 +238,7 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
 
 def _clear_dependent_caches() -> None:
     clear_derived_rules()
-    api.clear_cache()
+    differentiation.clear_cache()
 
 
 def _arity(name: str, impl) -> int | None:

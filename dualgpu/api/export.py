@@ -43,24 +43,24 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import tree as pytree
-from ._version import __version__
-from .api import jit
-from .backends import array_backend
-from .backends.base import Backend
-from .backends.cupy import CupyBackend
-from .codegen.cupy_python import kernel_global, plan_program
-from .codegen.python import emit_equation, generate_python
-from .core import encode
-from .core.primitives import REGISTRY
-from .core.trace import Tracer
-from .errors import DualgpuError, RandomInTraceError, library_location
-from .executor import config
-from .fusion import plan_graph
-from .names import check_identifier
-from .runtime.signature import Signature
-from .runtime.transformed import Transformed
-from .transforms.index_bounds import with_index_bounds
+from .._version import __version__
+from ..backends import array_backend
+from ..backends.base import Backend
+from ..backends.cupy import CupyBackend
+from ..base import tree as pytree
+from ..base.names import check_identifier
+from ..codegen.cupy_python import kernel_global, plan_program
+from ..codegen.python import emit_equation, generate_python
+from ..core import encode
+from ..core.primitives import REGISTRY
+from ..core.trace import Tracer
+from ..errors import DualgpuError, RandomInTraceError, library_location
+from ..fusion import plan_graph
+from ..runtime.executor import config
+from ..runtime.signature import Signature
+from ..runtime.transformed import Transformed
+from ..transforms.index_bounds import with_index_bounds
+from .differentiation import jit
 
 _GLUE = '''
 def _leaves(tree, out):

@@ -29,26 +29,26 @@ from typing import Any
 
 import numpy as np
 
-from . import tree as pytree
-from .api import grad, hvp
-from .backends import backend_of
-from .cache import PROGRAMS, identity_key
-from .core.flags import Flag
-from .core.interpret import read, walk
-from .core.ir import Aval, Eqn, Graph, Var
-from .core.trace import trace_to_graph
-from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
+from ..base import tree as pytree
+from ..base.cache import PROGRAMS, identity_key
+from ..core.flags import Flag
+from ..core.interpret import read, walk
+from ..core.ir import Aval, Eqn, Graph, Var
+from ..core.trace import trace_to_graph
+from ..errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError
+from ..frontend import numpy as dnp
+from ..runtime.transformed import Transformed
+from ..transforms import simplify
+from .differentiation import grad
 from .estimators import positive_int
-from .frontend import numpy as dnp
 from .gauss_newton import (
     CurvatureOperator,
     FisherOperator,
     GaussNewtonOperator,
+    loss_hessian_factors,
     param_names,
     single_output,
 )
-from .runtime.transformed import Transformed
-from .transforms import simplify
 from .vectorize import vmap
 
 __all__ = ["KFACOperator", "ekfac", "find_layers", "kfac"]
@@ -293,35 +293,6 @@ def kronecker_factors(model, n_params: int, samples: int, what: str) -> _Kroneck
 KRONECKER_FACTORS = "K-FAC factor transforms"   # their kind in the one cache
 
 
-def loss_hessian_factors(loss, out, Y, what: str):
-    """``S`` with ``Σ_k S[k, n] S[k, n]ᵀ`` the loss Hessian's block of sample ``n`` (its
-    eigenvectors, scaled by the roots of its eigenvalues, negative ones dropped): ``C``
-    products, ``C`` the outputs per sample. A loss whose Hessian couples samples is
-    refused."""
-    xp = backend_of([out], "outputs").xp
-    n = out.shape[0]
-    c = out.size // max(n, 1)
-    dirs = xp.broadcast_to(xp.eye(c, dtype=out.dtype)[:, None, :], (c, n, c))
-    hd = vmap(hvp(loss), in_axes=(None, None, 0))(out, Y, dirs.reshape((c,) + out.shape))
-    blocks = xp.transpose(xp.reshape(hd, (c, n, c)), (1, 2, 0))        # (N, C, C)
-    probe = xp.asarray(np.random.default_rng(0).standard_normal((n, c)), dtype=out.dtype)
-    full = xp.reshape(hvp(loss)(out, Y, probe.reshape(out.shape)), (n, c))
-    per_sample = xp.einsum("nij,nj->ni", blocks, probe)
-    if not bool(xp.allclose(full, per_sample, rtol=1e-6,
-                            atol=1e-9 * (float(xp.max(xp.abs(full))) + 1e-300))):
-        raise InvalidArgumentError(
-            f"{what}: the loss couples the samples (its Hessian in the outputs is not "
-            "block-diagonal over axis 0 of model(params, X)); the Kronecker factors need a "
-            "loss that sums (or averages) per-sample terms")
-    if c == 1:                                                             # its root
-        s = xp.sqrt(xp.maximum(blocks, 0))
-    else:
-        lam, q = xp.linalg.eigh(blocks)
-        s = q * xp.sqrt(xp.maximum(lam, 0))[:, None, :]                    # (N, C, K)
-    return xp.reshape(xp.transpose(s, (2, 0, 1)), (c,) + out.shape)
-
-
-
 class KFACOperator(CurvatureOperator):
     """K-FAC (or EK-FAC) of the Gauss-Newton or Fisher matrix (see :func:`kfac`): a
     block-diagonal operator, one block per parameter, stored by its eigenvectors and
@@ -333,7 +304,8 @@ class KFACOperator(CurvatureOperator):
     kind = "kfac"
 
     def __init__(self, model, loss, params, X=None, Y=None, *, fisher_type="ggn", samples=1,
-                 seed=None, batches=None, dense_limit=1024, corrected=False):
+                 seed=None, batches=None, dense_limit=1024, corrected=False, progress=None,
+                 average=False):
         what = "ekfac" if corrected else "kfac"
         if fisher_type not in ("ggn", "mc", "empirical"):
             raise InvalidArgumentError(f"{what}: fisher_type must be 'ggn', 'mc' or "
@@ -341,22 +313,28 @@ class KFACOperator(CurvatureOperator):
         positive_int(dense_limit, "dense_limit", what)
         if fisher_type == "ggn":
             base: CurvatureOperator = GaussNewtonOperator(model, loss, params, X, Y,
-                                                          batches=batches)
+                                                          batches=batches, progress=progress,
+                                                          average=average)
         else:
             base = FisherOperator(model, loss, params, X, Y, kind=fisher_type,
-                                  samples=samples, seed=seed, batches=batches)
+                                  samples=samples, seed=seed, batches=batches,
+                                  progress=progress, average=average)
         self.kind, self.base, self.fisher_type = what, base, fisher_type
-        self.setup(params, base.batches)
+        self.setup(params, base.batches, progress)
         outs = [single_output(out, what) for out in base.outputs]
         if fisher_type == "ggn":
-            factors = [loss_hessian_factors(base.loss, out, Y, what)
-                       for out, (_, Y) in zip(outs, self.batches)]
+            factors = [loss_hessian_factors(base.loss, out, Y, what) * np.sqrt(w)
+                       for out, (_, Y), w in zip(outs, self.batches, base.weights)]
         else:
             factors = base.factors
         leaves = pytree.leaves(params)
         self.names = names = param_names(params)
         transform = kronecker_factors(model, len(leaves), int(factors[0].shape[0]), what)
-        runs = [transform(params, X, S) for (X, _), S in zip(self.batches, factors)]
+        runs = []
+        for (X, _), S in zip(self.batches, factors):
+            runs.append(transform(params, X, S))
+            if self.report is not None:
+                self.report("factors", len(runs), len(self.batches))
         self.layers, biases, others = runs[0][:3]
         for run in runs[1:]:
             if [(la.param, la.in_out) for la in run[0]] != [
@@ -436,6 +414,56 @@ class KFACOperator(CurvatureOperator):
             pieces.append(r.reshape(stop - start, k))
         return xp.concatenate(pieces, axis=0)
 
+    def spectra(self):
+        """Each block's eigenvalues (after :meth:`inverse`'s map, if any), as stored."""
+        return [lam if self.spectrum is None else self.spectrum(lam)
+                for _, _, _, _, lam in self.blocks]
+
+    def diagonal(self, method: str = "exact", num_samples: int = 30, seed: int | None = 0):
+        """The diagonal (flat; ``unravel`` gives the pytree): ``"exact"`` from the blocks'
+        eigenvectors, no product (``diag(A ⊗ G) = diag(A) ⊗ diag(G)`` for K-FAC; in the
+        eigenbasis for EK-FAC and the inverse), or Hutchinson's estimate."""
+        if method != "exact":
+            return super().diagonal(method, num_samples, seed)
+        xp = self.backend.xp
+        pieces = []
+        for (_, _, layer, q, _), lam in zip(self.blocks, self.spectra()):
+            if layer is None:
+                pieces.append((q * q) @ lam)
+                continue
+            qa, qg = q
+            d = (qa * qa) @ lam @ (qg * qg).T                        # (d_in, d_out)
+            pieces.append((d if layer.in_out else d.T).reshape(-1))
+        return xp.concatenate(pieces) if pieces else xp.zeros(0, dtype=self.dtype)
+
+    def trace(self, method: str = "exact", num_samples: int = 30, seed: int | None = 0):
+        """The trace: ``"exact"`` (the default here: the sum of the stored eigenvalues, no
+        product) or estimated (``"hutchinson"``, ``"hutch++"``)."""
+        if method != "exact":
+            return super().trace(method, num_samples, seed)
+        return sum((self.backend.xp.sum(lam) for lam in self.spectra()),
+                   self.backend.xp.zeros((), dtype=self.dtype))
+
+    def eigenvalues(self, k: int = 1, which: str = "LA", **eigsh_options):
+        """The ``k`` largest (``which="LA"``) or smallest (``"SA"``) eigenvalues, ascending:
+        exact, from the blocks' stored eigenvalues (no Lanczos; ``k`` may be ``n``)."""
+        positive_int(k, "k", f"{self.kind}.eigenvalues")
+        if which not in ("LA", "SA") or eigsh_options:
+            raise InvalidArgumentError(f"{self.kind}.eigenvalues: takes which='LA' or 'SA' "
+                                       f"and no eigsh options (its eigenvalues are exact), got "
+                                       f"which={which!r} {sorted(eigsh_options)}")
+        if k > self.n:
+            raise InvalidArgumentError(f"{self.kind}.eigenvalues: k={k} is over n={self.n}")
+        xp = self.backend.xp
+        lam = xp.sort(xp.concatenate([s.reshape(-1) for s in self.spectra()]))
+        return lam[-k:] if which == "LA" else lam[:k]
+
+    def per_sample_diagonal(self, chunk: int | None = None):
+        raise UnsupportedOpError(
+            f"{self.kind}.per_sample_diagonal: the Kronecker factors are sums over the samples "
+            "and K-FAC has no per-sample terms; use the per-sample diagonal of the matrix it "
+            f"approximates, {self.kind}.base.per_sample_diagonal()")
+
     def inverse(self, damping: float = 0.0) -> KFACOperator:
         """``(K + damping I)⁻¹`` as an operator of the same blocks, exact (by the
         eigenvectors; a Kronecker block's ``(A ⊗ G + damping I)⁻¹`` is no product of two
@@ -456,7 +484,8 @@ class KFACOperator(CurvatureOperator):
 
 
 def kfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samples: int = 1,
-         seed: int | None = None, batches=None, dense_limit: int = 1024) -> KFACOperator:
+         seed: int | None = None, batches=None, dense_limit: int = 1024,
+         progress=None, average: bool = False) -> KFACOperator:
     """The K-FAC approximation of the Gauss-Newton (``fisher_type="ggn"``, the loss
     Hessian's per-sample factors) or Fisher (``"mc"``, ``"empirical"``, as :func:`fisher`)
     matrix of ``loss(model(params, X), Y)``: for each layer found in the traced model (a
@@ -478,11 +507,13 @@ def kfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", sampl
         True
     """
     return KFACOperator(model, loss, params, X, Y, fisher_type=fisher_type, samples=samples,
-                        seed=seed, batches=batches, dense_limit=dense_limit)
+                        seed=seed, batches=batches, dense_limit=dense_limit, progress=progress,
+                        average=average)
 
 
 def ekfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samples: int = 1,
-          seed: int | None = None, batches=None, dense_limit: int = 1024) -> KFACOperator:
+          seed: int | None = None, batches=None, dense_limit: int = 1024,
+          progress=None, average: bool = False) -> KFACOperator:
     """EK-FAC: :func:`kfac`'s eigenvectors with the eigenvalues refitted to the
     curvature (per row of activations: exact for a product over one row per sample).
 
@@ -495,4 +526,5 @@ def ekfac(model, loss, params, X=None, Y=None, *, fisher_type: str = "ggn", samp
         True
     """
     return KFACOperator(model, loss, params, X, Y, fisher_type=fisher_type, samples=samples,
-                        seed=seed, batches=batches, dense_limit=dense_limit, corrected=True)
+                        seed=seed, batches=batches, dense_limit=dense_limit, corrected=True,
+                        progress=progress, average=average)

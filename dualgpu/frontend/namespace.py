@@ -26,21 +26,21 @@ from typing import Any
 
 import numpy as np
 
-from . import frontend
-from .core.trace import Tracer, current_builder, install_protocol_handlers
-from .errors import (
+from .. import frontend
+from ..core.trace import Tracer, current_builder, install_protocol_handlers
+from ..errors import (
     RandomInTraceError,
     UnsupportedOpError,
     in_stdlib,
     unexpected_keyword,
     user_location,
 )
-from .frontend import array_api
-from .frontend import numpy as dnp
-from .frontend.numpy.joining import Concatenator
-from .frontend.numpy.random import is_random_module, stand_in_for
-from .frontend.scipy import stats as stats_frontend
-from .frontend.scipy.sparse import SparseValue, is_sparse
+from . import array_api
+from . import numpy as dnp
+from .numpy.joining import Concatenator
+from .numpy.random import is_random_module, stand_in_for
+from .scipy import stats as stats_frontend
+from .scipy.sparse import SparseValue, is_sparse
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 
@@ -72,6 +72,8 @@ def _scipy_path(obj, name: str) -> str | None:
     parts = (getattr(obj, "__module__", None) or "").split(".")
     if parts[0] == "cupyx":
         parts = parts[1:]
+    if parts[:3] == ["scipy", "sparse", "linalg"]:  # from scipy.sparse.linalg import spsolve
+        return f"scipy.sparse.linalg.{name}"
     if len(parts) < 2 or parts[0] != "scipy" or parts[1] not in _SCIPY_BY_NAME:
         return None
     return f"scipy.{parts[1]}.{name}"
@@ -166,8 +168,9 @@ def _dispatcher(real, ours, qualname: str):
 
     @functools.wraps(real)
     def call(*args, **kwargs):
-        if not _contains_tracer(args, kwargs) and not (functions and current_builder()):
-            out = real(*args, **kwargs)
+        if not _contains_tracer(args, kwargs) and not (functions and current_builder()) \
+                and not (ours is not None and any(isinstance(a, SparseValue) for a in args)):
+            out = real(*args, **kwargs)  # (a SparseValue, traced or not, is only ours)
             # an array made inside a traced function (np.zeros, then assigned to) is indexed
             # by traced indices as a global one is
             if type(out) is np.ndarray and current_builder() is not None and out.ndim > 0 \
@@ -542,8 +545,9 @@ def _replaced_values(values: tuple, memo: dict) -> tuple | None:
 
 def _replaced_container(obj: list | dict, memo: dict) -> Any:
     """A copy of the list or dict ``obj`` with its functions (and modules) replaced, or
-    ``obj`` itself when it holds none (ufuncs aside): a list of arrays, a dict the function writes to (a
-    cache), stays the user's own object. A copy is a snapshot, as the globals are."""
+    ``obj`` itself when it holds none (ufuncs aside): a list of arrays, a dict the function
+    writes to (a cache), stays the user's own object. A copy is a snapshot, as the globals
+    are."""
     key = ("container", id(obj))
     if key in memo:  # seen (or being replaced: a list holding itself)
         return memo[key]

@@ -1,6 +1,7 @@
-"""What one trace gives a sparse transform's compressed program (:mod:`dualgpu.sparse_derivatives`):
-the pattern, the colors, the seeds, the index map of the compressed products into the CSR
-values, and the blocks of the result when several arrays are differentiated.
+"""What one trace gives a sparse transform's compressed program
+(:mod:`dualgpu.api.sparse_derivatives`): the pattern, the colors, the seeds, the index map
+of the compressed products into the CSR values, and the blocks of the result when several
+arrays are differentiated.
 
 The matrix is over the differentiated leaves flattened and stacked in leaf order (columns;
 a Hessian's rows too), so one coloring serves every block. A result of several leaves is
@@ -15,9 +16,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .coloring import Decompression, bidirectional_index, decompress
-from .core.trace import Tracer
-from .frontend.scipy.sparse import Pattern, SparseValue
+from ..coloring import Decompression, bidirectional_index, decompress
+from ..core.trace import Tracer
+from ..frontend.scipy.sparse import Pattern, SparseValue
 
 
 class Plan:
@@ -213,7 +214,7 @@ class PerColor:
     """The NumPy Hessian's program: its one HVP run once per color, each product read into
     the CSR values as it comes (on the host the batched program costs 2-4 HVPs per color at
     10^6 variables: wider temporaries, no launches to save). Reads as the
-    :class:`~dualgpu.executor.Executable` it wraps."""
+    :class:`~dualgpu.runtime.executor.Executable` it wraps."""
 
     def __init__(self, exe, plan: Plan):
         self.exe = exe

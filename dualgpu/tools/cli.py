@@ -34,13 +34,13 @@ import numpy as np
 
 import dualgpu as dg
 
-from . import __version__
-from .backends.cupy import cupy_available
-from .codegen.cuda import plan_source
-from .errors import DualgpuError
-from .export import cupy_build
-from .fusion import plan_graph
-from .transforms.index_bounds import with_index_bounds
+from .. import __version__
+from ..api.export import cupy_build
+from ..backends.cupy import cupy_available
+from ..codegen.cuda import plan_source
+from ..errors import DualgpuError
+from ..fusion import plan_graph
+from ..transforms.index_bounds import with_index_bounds
 
 EXIT_BAD_INPUT = 2
 # The example arguments of `inspect` are allocated: refuse shapes that need more than this.

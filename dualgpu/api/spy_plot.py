@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import DualgpuError, InvalidArgumentError
+from ..errors import DualgpuError, InvalidArgumentError
 
 __all__ = ["PlottingUnavailableError", "spy"]
 

@@ -44,14 +44,17 @@ cache key: changing one builds new programs and never reuses one built under ano
 """
 from __future__ import annotations
 
-from .backends.cuda_graphs import CudaGraphRunner
-from .codegen.host import host_program
-from .codegen.host_regions import host_fused_program
-from .codegen.launcher import compile_fused
-from .codegen.python import compile_python
-from .core.ir import Graph
-from .errors import DualgpuError, InvalidArgumentError, did_you_mean
-from .transforms.index_bounds import first_out_of_bounds, out_of_bounds_error, with_index_bounds
+from collections.abc import Callable
+from typing import Any
+
+from ..backends.cuda_graphs import CudaGraphRunner
+from ..codegen.host import host_program
+from ..codegen.host_regions import host_fused_program
+from ..codegen.launcher import compile_fused
+from ..codegen.python import compile_python
+from ..core.ir import Graph
+from ..errors import DualgpuError, InvalidArgumentError, did_you_mean
+from ..transforms.index_bounds import first_out_of_bounds, out_of_bounds_error, with_index_bounds
 
 
 class Config(dict):
@@ -88,7 +91,7 @@ class Config(dict):
         "check_indices": (lambda v: isinstance(v, bool), "True or False"),
     }
 
-    def _check(self, key, value, value_too: bool = True) -> None:
+    def _check(self, key: Any, value: Any, value_too: bool = True) -> None:
         check = self._CHECKS.get(key) if isinstance(key, str) else None
         if check is None:
             raise InvalidArgumentError(f"dg.config has no switch {key!r}"
@@ -104,7 +107,7 @@ class Config(dict):
             raise InvalidArgumentError(f"dg.config[{key!r}] must be {check[1]}, got "
                                        f"{value!r:.80}")
 
-    def __missing__(self, key):
+    def __missing__(self, key: Any) -> Any:
         # reading an unknown switch: a KeyError, as of any dict, that says what it may mean
         try:
             self._check(key, None, value_too=False)
@@ -112,7 +115,7 @@ class Config(dict):
             raise KeyError(str(e)) from None
         raise KeyError(key)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: Any, value: Any) -> None:
         self._check(key, value)
         changed = key in BUILD_SWITCHES and self.get(key, value) != value
         super().__setitem__(key, value)
@@ -121,13 +124,13 @@ class Config(dict):
         for apply in _WATCHERS.get(key, ()):
             apply(value)
 
-    def watch(self, key: str, apply) -> None:
+    def watch(self, key: str, apply: Callable[[Any], Any]) -> None:
         """Call ``apply(value)`` whenever switch ``key`` is set (the layers above apply
         the switches they own: the program cache applies ``cache_size``)."""
         self._check(key, None, value_too=False)
         _WATCHERS.setdefault(key, []).append(apply)
 
-    def stack_gemms_for(self, backend):
+    def stack_gemms_for(self, backend: Any) -> Any:
         """How grad/hvp programs for ``backend`` stack their GEMMs: ``True`` (everywhere),
         ``False``, or ``"large"`` — what ``"auto"`` gives on CuPy: only large products that
         share an operand, the others being small (``X @ W1`` and ``X @ V1`` as
@@ -144,7 +147,7 @@ class Config(dict):
         """The values of the switches that shape a compiled program (part of its key)."""
         return tuple(self[k] for k in BUILD_SWITCHES)
 
-    def update(self, *args, **kwargs):
+    def update(self, *args: Any, **kwargs: Any) -> None:
         """Set several switches; every key and value is checked before any is set, so a
         refused update changes nothing."""
         try:
@@ -158,33 +161,33 @@ class Config(dict):
             self[k] = v
 
     # dict's | makes a plain dict; |= updates this one in place, through the checks
-    def __ior__(self, other):  # type: ignore[misc]
+    def __ior__(self, other: Any) -> Config:  # type: ignore[misc]
         self.update(other)
         return self
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: Any, default: Any = None) -> Any:
         """The switch's value (every switch always has one; ``default`` is not used)."""
         self._check(key, None, value_too=False)
         return self[key]
 
     # A switch is never missing (every call reads them all): removing one restores its
     # default, through __setitem__ (so programs built under the old value are not reused).
-    def __delitem__(self, key):
+    def __delitem__(self, key: Any) -> None:
         self._check(key, None, value_too=False)
         self[key] = DEFAULTS[key]
 
-    def pop(self, key, *default):
+    def pop(self, key: Any, *default: Any) -> Any:
         """Restore switch ``key``'s default; returns the value it had."""
         self._check(key, None, value_too=False)
         old = self[key]
         self[key] = DEFAULTS[key]
         return old
 
-    def clear(self):
+    def clear(self) -> None:
         """Restore every switch's default."""
         self.update(DEFAULTS)
 
-    def popitem(self):
+    def popitem(self) -> tuple[Any, Any]:
         raise DualgpuError("dg.config.popitem(): the switches cannot be removed; restore one "
                            "with dg.config.pop(name) or del dg.config[name] (its default), or "
                            "all with dg.config.clear()")
@@ -231,7 +234,7 @@ class Executable:
 
     source: str  # the program's text (generated Python, or the kernels' source)
 
-    def __init__(self, graph: Graph, backend):
+    def __init__(self, graph: Graph, backend: Any) -> None:
         self.graph = graph
         self.backend = backend
         self.plan = None
@@ -275,7 +278,7 @@ class Executable:
             self._eager = _under(backend.matmul_precision(self.matmul_precision), runs)
             self.graph_runner = CudaGraphRunner(self._eager)
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays: Any) -> Any:
         if self.graph_runner is not None and config["cuda_graphs"]:
             reuse = config.get("cuda_graph_outputs") == "reuse"
             outs, replayed = self.graph_runner.run(arrays, reuse,
@@ -304,22 +307,22 @@ class Executable:
         return outs[:-1]
 
 
-def _under(precision, fn):
+def _under(precision: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` run within the context ``precision`` (a
     :class:`~dualgpu.backends.cupy.MatmulPrecision`)."""
 
-    def run(*arrays, **kwargs):
+    def run(*arrays: Any, **kwargs: Any) -> Any:
         with precision:
             return fn(*arrays, **kwargs)
 
     return run
 
 
-def _writing_into(fn, xp):
+def _writing_into(fn: Callable[..., Any], xp: Any) -> Callable[..., Any]:
     """``fn`` with the ``out=`` of :class:`~dualgpu.backends.cuda_graphs.CudaGraphRunner`:
     the outputs copied into the given arrays (the unfused CuPy path)."""
 
-    def run(*arrays, out=None):
+    def run(*arrays: Any, out: Any = None) -> Any:
         outs = fn(*arrays)
         if out is None:
             return outs
@@ -330,7 +333,7 @@ def _writing_into(fn, xp):
     return run
 
 
-def _memory_root(a):
+def _memory_root(a: Any) -> Any:
     """The object owning ``a``'s memory: ``a`` itself, or the end of its ``.base`` chain."""
     for _ in range(64):
         base = getattr(a, "base", None)
@@ -340,7 +343,7 @@ def _memory_root(a):
     return a
 
 
-def _shared_within(a) -> bool:
+def _shared_within(a: Any) -> bool:
     """Whether writing into ``a`` is not a plain write: a read-only array (NumPy's
     broadcast views are) or one whose elements share memory along an axis of stride 0."""
     flags = getattr(a, "flags", None)
@@ -351,7 +354,7 @@ def _shared_within(a) -> bool:
         s == 0 and n > 1 for s, n in zip(strides, a.shape))
 
 
-def owned_outputs(outs, inputs, consts=()) -> list:
+def owned_outputs(outs: Any, inputs: Any, consts: Any = ()) -> list:
     """Results the caller owns: fresh, writeable arrays that alias no input, no constant and
     no other result. An output that is (or is a view of) an argument or a closed-over
     constant, that shares memory with an earlier output (a graph output repeated), or that

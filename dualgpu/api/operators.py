@@ -13,27 +13,27 @@ from typing import Any
 
 import numpy as np
 
-from . import lax
-from . import tree as pytree
-from .api import hvp
-from .backends import NUMPY, array_backend, backend_for_xp, backend_of
-from .core.interpret import eval_graph
-from .core.ir import Graph
-from .core.trace import Tracer, trace_to_graph
-from .errors import (
+from .. import lax
+from ..backends import NUMPY, array_backend, backend_for_xp, backend_of
+from ..base import tree as pytree
+from ..core.interpret import eval_graph
+from ..core.ir import Graph
+from ..core.trace import Tracer, trace_to_graph
+from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
     IntegerInputError,
     InvalidArgumentError,
     ShapeMismatchError,
 )
-from .namespace import rebind_function
-from .runtime.checks import check_scalar_output
-from .runtime.program_cache import function_key
-from .runtime.signature import float_point
-from .runtime.tracing import check_call, name_of, rebindable
-from .runtime.transformed import Transformed
-from .transforms import hvp_graph, simplify
+from ..frontend.namespace import rebind_function
+from ..runtime.checks import check_scalar_output
+from ..runtime.program_cache import function_key
+from ..runtime.signature import float_point
+from ..runtime.tracing import check_call, name_of, rebindable
+from ..runtime.transformed import Transformed
+from ..transforms import hvp_graph, simplify
+from .differentiation import hvp
 from .vectorize import vmap
 
 
@@ -110,7 +110,7 @@ class HessianOperator:
 
     Vectors are cast to ``x``'s dtype; the product is taken at the fixed point ``x``. ``x``
     is a floating-point array (a float scalar is converted), or a pytree of them: the
-    operator then acts on its raveled vector (:func:`dualgpu.tree.ravel`; ``n`` is the total
+    operator then acts on its raveled vector (:func:`dualgpu.base.tree.ravel`; ``n`` is the total
     size) and ``H.unravel(v)`` turns a vector back into the tree. A vector of the wrong size
     raises :class:`~dualgpu.ShapeMismatchError`.
 

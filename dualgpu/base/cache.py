@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from .errors import DualgpuError
+from ..errors import DualgpuError
 
 
 class IdentityKey:

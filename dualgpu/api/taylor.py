@@ -12,21 +12,21 @@ from typing import Any
 
 import numpy as np
 
-from . import tree as pytree
-from .backends import array_backend
-from .core.trace import Tracer
-from .errors import (
+from ..backends import array_backend
+from ..base import tree as pytree
+from ..core.trace import Tracer
+from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
     IntegerInputError,
     InvalidArgumentError,
     ShapeMismatchError,
 )
-from .runtime.checks import diff_flags, is_integer_like
-from .runtime.signature import FLOAT0
-from .runtime.transformed import Transformed
-from .transforms.separability import check_separable
-from .transforms.taylor import jet_graph, operator_graph
+from ..runtime.checks import diff_flags, is_integer_like
+from ..runtime.signature import FLOAT0
+from ..runtime.transformed import Transformed
+from ..transforms.separability import check_separable
+from ..transforms.taylor import jet_graph, operator_graph
 
 __all__ = ["jet", "differential_operator", "biharmonic_directions"]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .backends import backend_of
-from .errors import ArgumentTypeError, InvalidArgumentError
+from ..backends import backend_of
+from ..errors import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "tree_map", "ravel",
            "register_node", "leaf_paths", "flatten_up_to", "node_parts"]

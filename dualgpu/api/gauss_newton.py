@@ -22,26 +22,27 @@ Example::
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import nn
-from . import tree as pytree
-from .api import hvp, jit
-from .backends import array_backend, backend_of
-from .cache import PROGRAMS, identity_key
-from .core.trace import Tracer
-from .errors import (
+from .. import nn
+from ..backends import array_backend, backend_of
+from ..base import tree as pytree
+from ..base.cache import PROGRAMS, identity_key
+from ..core.trace import Tracer
+from ..errors import (
     ArgumentTypeError,
     IntegerInputError,
     InvalidArgumentError,
     NonScalarOutputError,
     ShapeMismatchError,
 )
+from ..frontend import numpy as dnp
+from .differentiation import hvp, jit
 from .estimators import estimate_from_products, positive_int
-from .frontend import numpy as dnp
 from .linearization import jvp, vjp
 from .operators import HessianOperator
 from .vectorize import vmap
@@ -128,6 +129,48 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
     return grads * xp.asarray(np.sqrt(scale / grads.shape[0]), dtype=out.dtype)
 
 
+def loss_hessian_roots(loss, out, Y, what: str):
+    """``(S, signs)``: ``S`` of shape ``(C,) + out.shape`` and ``signs`` ``(C, N)`` with
+    ``Σ_k signs[k, n] S[k, n] S[k, n]ᵀ`` the loss Hessian's block of sample ``n`` (axis 0
+    of the outputs; ``C`` outputs per sample): its eigenvectors scaled by the roots of its
+    eigenvalues' magnitudes, from ``C`` products with the unit vectors (one ``vmap``ped
+    program). A loss whose Hessian couples samples is refused."""
+    xp = backend_of([out], "outputs").xp
+    n = out.shape[0]
+    c = out.size // max(n, 1)
+    dirs = xp.broadcast_to(xp.eye(c, dtype=out.dtype)[:, None, :], (c, n, c))
+    hd = vmap(hvp(loss), in_axes=(None, None, 0))(out, Y, dirs.reshape((c,) + out.shape))
+    blocks = xp.transpose(xp.reshape(hd, (c, n, c)), (1, 2, 0))        # (N, C, C)
+    probe = xp.asarray(np.random.default_rng(0).standard_normal((n, c)), dtype=out.dtype)
+    full = xp.reshape(hvp(loss)(out, Y, probe.reshape(out.shape)), (n, c))
+    per_sample = xp.einsum("nij,nj->ni", blocks, probe)
+    if not bool(xp.allclose(full, per_sample, rtol=1e-6,
+                            atol=1e-9 * (float(xp.max(xp.abs(full))) + 1e-300))):
+        raise InvalidArgumentError(
+            f"{what}: the loss couples the samples (its Hessian in the outputs is not "
+            "block-diagonal over axis 0 of model(params, X)); the per-sample curvature "
+            "needs a loss that sums (or averages) per-sample terms")
+    if c == 1:                                                             # its root
+        lam, s = blocks[:, :, 0], xp.sqrt(xp.abs(blocks))
+    else:
+        lam, q = xp.linalg.eigh(blocks)
+        s = q * xp.sqrt(xp.abs(lam))[:, None, :]                           # (N, C, K)
+    return (xp.reshape(xp.transpose(s, (2, 0, 1)), (c,) + out.shape),
+            xp.sign(lam).T.astype(out.dtype))
+
+
+def loss_hessian_factors(loss, out, Y, what: str):
+    """``S`` with ``Σ_k S[k, n] S[k, n]ᵀ`` the positive part of the loss Hessian's block of
+    sample ``n`` (:func:`loss_hessian_roots`, the negative eigenvalues dropped)."""
+    S, signs = loss_hessian_roots(loss, out, Y, what)
+    return S * broadcast_rows(signs > 0, S)
+
+
+def broadcast_rows(signs, S):
+    """``signs`` ``(K, N)`` broadcast against ``S`` ``(K, N, ...)``."""
+    return signs.reshape(signs.shape + (1,) * (S.ndim - 2)).astype(S.dtype)
+
+
 def param_names(params) -> list[str]:
     """``params['W']``, ``params[0]``...: the words for each leaf, in ``tree_util`` order."""
     return ["params" + p for p in pytree.leaf_paths(pytree.structure(params))]
@@ -174,8 +217,9 @@ def data_batches(X, Y, batches, what: str) -> list:
     return out
 
 
-def check_outputs(model, loss_fn, params, batches, what: str) -> list:
-    """The model's outputs on each batch (concrete), the loss checked to be a real scalar."""
+def check_outputs(model, loss_fn, params, batches, what: str, report=None) -> list:
+    """The model's outputs on each batch (concrete), the loss checked to be a real scalar;
+    ``report(stage, done, total)`` after each batch (see :func:`progress_reporter`)."""
     outs = []
     for i, (X, Y) in enumerate(batches):
         out = jit(model)(params, X)
@@ -185,7 +229,28 @@ def check_outputs(model, loss_fn, params, batches, what: str) -> list:
                 f"{what}: loss(model(params, X), Y) must be a real scalar, got "
                 f"{type(value).__name__} of shape {tuple(np.shape(value))} (batch {i})")
         outs.append(out)
+        if report is not None:
+            report("outputs", i + 1, len(batches))
     return outs
+
+
+def progress_reporter(progress, what: str):
+    """``progress=`` as a function ``(stage, done, total) -> None`` called after each batch
+    of a pass over the data (``stage``: ``"outputs"``, ``"factors"``, ``"product"``,
+    ``"per-sample diagonal"``), or None: ``True`` prints ``<what> <stage>: batch 3/10``
+    on one line of standard error, a function is called as it is, ``None`` or ``False``
+    says nothing."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        def report(stage: str, done: int, total: int) -> None:
+            print(f"\r{what} {stage}: batch {done}/{total}", end="\n" if done == total else "",
+                  file=sys.stderr, flush=True)
+        return report
+    if not callable(progress):
+        raise ArgumentTypeError(f"{what}: progress must be True, False, None or a function "
+                                f"(stage, done, total), got {type(progress).__name__}")
+    return progress
 
 
 def single_output(out, what: str):
@@ -209,6 +274,8 @@ class CurvatureOperator(HessianOperator):
     what a product over one batch is (:meth:`batch_product`, for ``(n, k)`` columns)."""
 
     kind = "curvature"
+    model: Callable                  # set by a subclass: the model and its outputs per batch
+    outputs: list
 
     def __new__(cls, *args, **kwargs):
         backend = check_params(args[2] if len(args) > 2 else kwargs.get("params"), cls.kind)
@@ -219,8 +286,10 @@ class CurvatureOperator(HessianOperator):
                                        {"__module__": cls.__module__, "__doc__": cls.__doc__})
         return object.__new__(sub)
 
-    def setup(self, params, batches) -> None:
-        """The state every product reads: the point, its flat vector, the batches."""
+    def setup(self, params, batches, progress=None) -> None:
+        """The state every product reads: the point, its flat vector, the batches (and how
+        a pass over them reports its progress)."""
+        self.report = progress_reporter(progress, self.kind)
         self.backend = check_params(params, self.kind)
         self.params, self.batches = params, batches
         self.x, self.unravel = pytree.ravel(params)
@@ -233,6 +302,17 @@ class CurvatureOperator(HessianOperator):
     def batch_product(self, i: int, V):
         raise NotImplementedError
 
+    def batch_weights(self, average: bool) -> list:
+        """Each batch's weight in the sum: 1, or with ``average`` its share of the samples
+        (axis 0 of its outputs), ``N_b / N``."""
+        if not isinstance(average, (bool, np.bool_)):
+            raise ArgumentTypeError(f"{self.kind}: average must be True or False, got "
+                                    f"{average!r}")
+        if not average:
+            return [1.0] * len(self.batches)
+        sizes = [single_output(out, self.kind).shape[0] for out in self.outputs]
+        return [size / sum(sizes) for size in sizes]
+
     # the products HessianOperator's matvec and matmat call: x is the flat point; a
     # subclass's batch_product takes a vector (n,) or columns (n, k)
     def _hvp(self, x, v):
@@ -243,7 +323,42 @@ class CurvatureOperator(HessianOperator):
         for i in range(len(self.batches)):
             part = self.batch_product(i, V)
             total = part if total is None else total + part
+            if self.report is not None:
+                self.report("product", i + 1, len(self.batches))
         return total
+
+    def sample_factors(self, i: int):
+        """``(S, signs)`` of batch ``i``: ``Σ_k signs[k, n] S[k, n] S[k, n]ᵀ`` is the
+        curvature in the outputs of its sample ``n`` (``S``: ``(K,) + outputs' shape``)."""
+        raise NotImplementedError
+
+    def per_sample_diagonal(self, chunk: int | None = None):
+        """The diagonal of each sample's term of the matrix, ``(N, n)``: one row per sample
+        of the batches in order, summing to :meth:`diagonal` (each sample's term carries
+        the loss's scale). Per sample ``n``, ``Σ_k signs_k (J_nᵀ s_nk)²`` from ``K`` VJPs of
+        the model on that sample alone (``vmap`` over the samples, ``chunk`` samples a
+        program call; by default as many as keep ``chunk·K·n`` under 2²⁴ entries); ``K``
+        is the outputs per sample for :func:`ggn`, ``samples`` for :func:`fisher`. The
+        model must treat its samples independently (row ``n`` of ``model(params, X)`` is
+        ``model(params, X[n:n+1])``): checked, and refused otherwise."""
+        if chunk is not None:
+            positive_int(chunk, "chunk", f"{self.kind}.per_sample_diagonal")
+        xp = self.backend.xp
+        program = per_sample_program(self.model)
+        rows = []
+        for i, (X, _) in enumerate(self.batches):
+            S, signs = self.sample_factors(i)
+            N = S.shape[1]
+            step = chunk or max(1, (1 << 24) // max(S.shape[0] * self.n, 1))
+            for lo in range(0, N, step):
+                d, out = program(self.params, take_rows(X, lo, lo + step), S[:, lo:lo + step],
+                                 signs[:, lo:lo + step])
+                check_per_sample(out, self.outputs[i][lo:lo + step], f"{self.kind}"
+                                 ".per_sample_diagonal", i)
+                rows.append(d)
+            if self.report is not None:
+                self.report("per-sample diagonal", i + 1, len(self.batches))
+        return xp.concatenate(rows, axis=0)
 
     def products(self, V, chunk: int = 64):
         """``V @ M`` for ``(k, n)`` rows (the estimators' form), ``chunk`` columns a program."""
@@ -254,7 +369,7 @@ class CurvatureOperator(HessianOperator):
 
     def trace(self, method: str = "hutch++", num_samples: int = 30, seed: int | None = 0):
         """The trace: ``method="exact"`` (``n`` products) or estimated from ``num_samples``
-        products (``"hutchinson"``, ``"hutch++"``; :mod:`dualgpu.estimators`)."""
+        products (``"hutchinson"``, ``"hutch++"``; :mod:`dualgpu.api.estimators`)."""
         if method == "exact":
             return self.backend.xp.sum(self.diagonal("exact"))
         self._check_estimate(method, ("hutchinson", "hutch++"), num_samples, "trace")
@@ -343,19 +458,32 @@ class GaussNewtonOperator(CurvatureOperator):
 
     kind = "ggn"
 
-    def __init__(self, model, loss, params, X=None, Y=None, *, batches=None):
+    def __init__(self, model, loss, params, X=None, Y=None, *, batches=None, progress=None,
+                 average=False):
         self.loss_kind = loss_name(loss, self.kind, need_likelihood=False)
         self.model, self.loss = model, loss_function(loss)
         if not callable(model):
             raise ArgumentTypeError(f"ggn: model must be a function model(params, X), got "
                                     f"{type(model).__name__}")
-        self.setup(params, data_batches(X, Y, batches, self.kind))
-        self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind)
+        self.setup(params, data_batches(X, Y, batches, self.kind), progress)
+        self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind,
+                                     self.report)
         self._program = columns_program("ggn", model, self.loss, ggn_product)
+        self.weights = self.batch_weights(average)
+        self._roots: dict = {}
+
+    def sample_factors(self, i):
+        if i not in self._roots:      # the loss Hessian's per-sample roots, signed
+            out = single_output(self.outputs[i], "ggn.per_sample_diagonal")
+            S, signs = loss_hessian_roots(self.loss, out, self.batches[i][1],
+                                          "ggn.per_sample_diagonal")
+            self._roots[i] = S * np.sqrt(self.weights[i]), signs
+        return self._roots[i]
 
     def batch_product(self, i, V):
         X, Y = self.batches[i]
-        return self._program(self.params, X, Y, V)
+        part = self._program(self.params, X, Y, V)
+        return part if self.weights[i] == 1.0 else part * self.weights[i]
 
 
 class FisherOperator(CurvatureOperator):
@@ -365,7 +493,7 @@ class FisherOperator(CurvatureOperator):
     kind = "fisher"
 
     def __init__(self, model, loss, params, X=None, Y=None, *, kind="mc", samples=1,
-                 seed=None, batches=None):
+                 seed=None, batches=None, progress=None, average=False):
         if kind not in ("mc", "empirical"):
             raise InvalidArgumentError(f"fisher: kind must be 'mc' or 'empirical', got {kind!r}")
         positive_int(samples, "samples", "fisher")
@@ -377,16 +505,22 @@ class FisherOperator(CurvatureOperator):
             raise ArgumentTypeError(f"fisher: model must be a function model(params, X), got "
                                     f"{type(model).__name__}")
         self.model, self.loss = model, loss_function(loss)
-        self.setup(params, data_batches(X, Y, batches, "fisher"))
-        self.outputs = check_outputs(model, self.loss, params, self.batches, "fisher")
+        self.setup(params, data_batches(X, Y, batches, "fisher"), progress)
+        self.outputs = check_outputs(model, self.loss, params, self.batches, "fisher",
+                                     self.report)
         rng = np.random.default_rng(seed)
+        self.weights = self.batch_weights(average)
         self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
-                                           kind, self.samples, rng)
-                        for out, (_, Y) in zip(self.outputs, self.batches)]
+                                           kind, self.samples, rng) * np.sqrt(w)
+                        for out, (_, Y), w in zip(self.outputs, self.batches, self.weights)]
         self._program = columns_program("fisher", model, None, factor_product)
 
     def batch_product(self, i, V):
         return self._program(self.params, self.batches[i][0], self.factors[i], V)
+
+    def sample_factors(self, i):
+        S = self.factors[i]
+        return S, self.backend.xp.ones(S.shape[:2], dtype=S.dtype)
 
 
 def ggn_product(model, loss):
@@ -414,8 +548,43 @@ def factor_product(model, loss=None):
     return product
 
 
+def per_sample_program(model):
+    """``(params, X, S, signs) -> (d, out)``: per sample ``n`` (axis 0 of ``X``, ``S``'s
+    axis 1) ``d[n] = Σ_k signs[k, n] (J_nᵀ S[k, n])²`` and ``out[n]``, the model on that
+    sample alone; one program (``vmap`` over the samples of the model's VJP on one, ``vmap``
+    over ``k``), made once per model and kept in the one cache."""
+    def one(params, x, s, w):
+        x1 = pytree.tree_map(lambda leaf: leaf[None], x)
+        out, pull = vjp(lambda q: model(q, x1)[0], params)
+        g = vmap(lambda sk: flat(pull(sk)[0]))(s)                       # (K, n)
+        return dnp.sum(dnp.reshape(w, (-1, 1)) * g * g, axis=0), out
+
+    def build():
+        return jit(vmap(one, in_axes=(None, 0, 1, 1)))
+
+    return PROGRAMS.get_or_build((PRODUCT_PROGRAMS, "per-sample diagonal",
+                                  identity_key(model)), build)
+
+
+def take_rows(X, lo: int, hi: int):
+    """Rows ``lo:hi`` (axis 0) of each array of the data ``X`` (an array or a pytree)."""
+    return pytree.tree_map(lambda leaf: leaf[lo:hi], X)
+
+
+def check_per_sample(out, want, what: str, batch: int) -> None:
+    """The model on its samples one by one gave its outputs on the batch, or a refusal."""
+    xp = backend_of([want], "outputs").xp
+    tol = float(np.sqrt(np.finfo(want.dtype).eps))
+    if out.shape != want.shape or not bool(xp.allclose(
+            out, want, rtol=tol, atol=tol * (float(xp.max(xp.abs(want))) + 1e-300))):
+        raise InvalidArgumentError(
+            f"{what}: the model does not treat its samples independently (row n of "
+            f"model(params, X) differs from model(params, X[n:n+1]), batch {batch}); the "
+            "per-sample curvature is not defined for it")
+
+
 def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *,
-        batches=None) -> GaussNewtonOperator:
+        batches=None, progress=None, average: bool = False) -> GaussNewtonOperator:
     """The generalized Gauss-Newton matrix ``G = Jᵀ H_l J`` of ``loss(model(params, X), Y)``
     in ``params`` (a pytree of floating-point arrays, flattened in ``tree_util`` order;
     ``G.unravel(v)`` gives the pytree of a vector), as a SciPy (cupyx on CuPy)
@@ -423,7 +592,10 @@ def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *
     is one program: the JVP of the model, the HVP of the loss in the outputs, the VJP of
     the model. ``loss`` is a function ``loss(outputs, Y) -> scalar`` or the name of a
     ``dg.nn`` loss (``"mse"``, ``"cross_entropy"``). With ``batches=[(X, Y), ...]`` the
-    operator is the exact sum of the batches' matrices.
+    operator is the exact sum of the batches' matrices (``average=True``: weighted by
+    their shares of the samples, the matrix of the dataset's mean loss when the loss is a
+    mean over its batch); ``progress=True`` (or a function ``(stage, done, total)``)
+    reports each batch of a pass (:func:`progress_reporter`).
 
     Example::
 
@@ -435,12 +607,13 @@ def ggn(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *
         >>> np.allclose(G.toarray(), G.toarray().T), G.unravel(np.ones(2))["W"].shape
         (True, (2, 1))
     """
-    return GaussNewtonOperator(model, loss, params, X, Y, batches=batches)
+    return GaussNewtonOperator(model, loss, params, X, Y, batches=batches, progress=progress,
+                               average=average)
 
 
 def fisher(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None, *,
            kind: str = "mc", samples: int = 1, seed: int | None = None,
-           batches=None) -> FisherOperator:
+           batches=None, progress=None, average: bool = False) -> FisherOperator:
     """The Fisher matrix of ``loss(model(params, X), Y)`` in ``params``, for a loss with a
     likelihood (``loss``: ``"mse"``, ``"cross_entropy"``,
     ``"binary_cross_entropy_with_logits"`` or the ``dg.nn`` function): ``Jᵀ M J`` with
@@ -461,4 +634,4 @@ def fisher(model: Callable, loss: Any, params: Any, X: Any = None, Y: Any = None
         ((6, 6), 0.666667)
     """
     return FisherOperator(model, loss, params, X, Y, kind=kind, samples=samples, seed=seed,
-                          batches=batches)
+                          batches=batches, progress=progress, average=average)

@@ -20,26 +20,26 @@ from typing import Any
 
 import numpy as np
 
-from . import tree as pytree
-from .backends import array_backend
-from .core.ir import Aval
-from .core.trace import Tracer, current_builder
-from .errors import (
+from ..backends import array_backend
+from ..base import tree as pytree
+from ..core.ir import Aval
+from ..core.trace import Tracer, current_builder
+from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
     InvalidArgumentError,
     RandomInTraceError,
     ShapeMismatchError,
 )
+from ..fusion import memory_profile, plan_graph
+from ..runtime.checks import diff_flags
+from ..runtime.executor import config
+from ..runtime.transformed import Transformed
+from ..transforms.biharmonic import NoForwardRule, biharmonic_graph
+from ..transforms.interpreter import coordinate_layout
+from ..transforms.laplacian import curvature_graph
+from ..transforms.separability import check_separable
 from .estimators import DEFAULT_MEMORY_BUDGET, Estimator, positive_int
-from .executor import config
-from .fusion import memory_profile, plan_graph
-from .runtime.checks import diff_flags
-from .runtime.transformed import Transformed
-from .transforms.biharmonic import NoForwardRule, biharmonic_graph
-from .transforms.interpreter import coordinate_layout
-from .transforms.laplacian import curvature_graph
-from .transforms.separability import check_separable
 
 __all__ = ["laplacian", "biharmonic", "hessian_diag", "hessian_trace",
            "DEFAULT_MEMORY_BUDGET"]

@@ -1,5 +1,5 @@
 """The public transformations: grad, value_and_grad, hvp, grad_and_hvp, hessian, jit,
-trace and source (jvp, linearize, vjp and linear_transpose: :mod:`dualgpu.linearization`).
+trace and source (jvp, linearize, vjp and linear_transpose: :mod:`dualgpu.api.linearization`).
 
 Each transformation traces the function once per call signature (pytree structure, shapes,
 dtypes, backend, exact static values, aliasing: :mod:`dualgpu.runtime.signature`), transforms the
@@ -17,16 +17,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import tree as pytree
-from .core.ir import Graph
-from .errors import (
+from ..base import tree as pytree
+from ..core.ir import Graph
+from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
     ShapeMismatchError,
     StaticArgumentError,
 )
-from .executor import config
-from .runtime.checks import (
+from ..runtime.checks import (
     check_bool,
     check_complex_inputs,
     check_holomorphic,
@@ -35,11 +34,12 @@ from .runtime.checks import (
     output_reshaped,
     size_one_as_scalar,
 )
-from .runtime.program_cache import cache_info, clear_cache, set_cache_size
-from .runtime.tracing import name_of, with_aux
-from .runtime.transformed import Transformed
-from .transforms import grad_graph, hvp_graph, simplify
-from .transforms.hessian import hessian_graph
+from ..runtime.executor import config
+from ..runtime.program_cache import cache_info, clear_cache, set_cache_size
+from ..runtime.tracing import name_of, with_aux
+from ..runtime.transformed import Transformed
+from ..transforms import grad_graph, hvp_graph, simplify
+from ..transforms.hessian import hessian_graph
 
 __all__ = ["cache_info", "clear_cache", "grad", "grad_and_hvp", "hessian", "hvp", "jit",
            "set_cache_size", "source", "trace", "value_and_grad"]

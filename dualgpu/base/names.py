@@ -5,7 +5,7 @@ from __future__ import annotations
 import keyword
 import re
 
-from .errors import CodegenSafetyError
+from ..errors import CodegenSafetyError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # Tokens a user C expression may contain: numbers, operators, parentheses, commas,

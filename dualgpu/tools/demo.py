@@ -9,7 +9,7 @@ finite differences, on CuPy when a GPU is present and on NumPy otherwise.
 
 Example::
 
-    >>> from dualgpu.demo import run
+    >>> from dualgpu.tools.demo import run
     >>> status = run(show_source=False)            # prints the report
     dualgpu ... demo on ...
     ...

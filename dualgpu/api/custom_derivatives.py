@@ -19,18 +19,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import api
-from . import tree as pytree
-from .cache import PROGRAMS, IdentityKey
-from .core.ir import Aval
-from .core.primitives import bump_registry_version
-from .core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
-from .custom import CustomOp, aval_key, custom_op, is_float_value, is_value
-from .errors import DualgpuError, ShapeMismatchError, TracerControlFlowError
-from .lax import zeros_like
-from .namespace import rebind_function
-from .runtime.decisions import ValueTrace
-from .runtime.signature import static_key
+from ..base import tree as pytree
+from ..base.cache import PROGRAMS, IdentityKey
+from ..core.ir import Aval
+from ..core.primitives import bump_registry_version
+from ..core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
+from ..errors import DualgpuError, ShapeMismatchError, TracerControlFlowError
+from ..frontend.namespace import rebind_function
+from ..lax import zeros_like
+from ..runtime.decisions import ValueTrace
+from ..runtime.signature import static_key
+from . import differentiation
+from .custom_op import CustomOp, aval_key, custom_op, is_float_value, is_value
 
 __all__ = ["custom_jvp", "custom_vjp"]
 CUSTOM_DERIVATIVE_OP = "custom_jvp/custom_vjp op"  # the kind of its entries of the one cache
@@ -70,7 +70,7 @@ class _CustomFunction:
         self._rules_version += 1
         if self._rules_version > 1:
             bump_registry_version()
-            api.clear_cache()
+            differentiation.clear_cache()
 
     def _rules(self, nondiff: tuple, tree) -> dict:
         raise NotImplementedError

@@ -1,5 +1,5 @@
-"""The randomized estimators of :func:`~dualgpu.curvature.hessian_trace` and
-:func:`~dualgpu.curvature.hessian_diag`: Hutchinson's and Hutch++'s, from chunks of
+"""The randomized estimators of :func:`~dualgpu.api.curvature.hessian_trace` and
+:func:`~dualgpu.api.curvature.hessian_diag`: Hutchinson's and Hutch++'s, from chunks of
 Hessian-vector products (one vmapped HVP program per chunk shape, sized to a memory
 budget).
 
@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import api
-from . import tree as pytree
-from .api import hvp
-from .backends import array_backend
-from .core.trace import Tracer
-from .errors import (
+from ..backends import array_backend
+from ..base import tree as pytree
+from ..core.trace import Tracer
+from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
 )
-from .executor import config
-from .fusion import memory_profile, plan_graph
+from ..fusion import memory_profile, plan_graph
+from ..runtime.executor import config
+from . import differentiation
+from .differentiation import hvp
 from .vectorize import vmap
 
 DEFAULT_MEMORY_BUDGET = 1 << 30
@@ -119,7 +119,7 @@ class Estimator:
     def _held(self, args, leaves, tree, xp, k: int, kwargs=None) -> int:
         V = pytree.unflatten(tree, [xp.zeros((k,) + tuple(np.shape(leaf)), leaf.dtype)
                                for leaf in leaves])
-        g = api.trace(_vmapped_hvp(self, len(args)), *args, V, kwargs or {})
+        g = differentiation.trace(_vmapped_hvp(self, len(args)), *args, V, kwargs or {})
         return memory_profile(plan_graph(g, recompute=config["recompute"]))["peak"]
 
 

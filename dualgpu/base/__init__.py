@@ -1,0 +1,2 @@
+"""What every layer stands on: pytrees (``tree``), the one cache of the package (``cache``)
+and the names generated source may use (``names``)."""
