@@ -195,7 +195,16 @@ class _TracedShape:
             values = _values(self.operands) if self.operands is not None else None
             hook = (ValueTrace(values, [False] * len(plain), frozenset()) if values is not None
                     else _Exits())
-            graph, _ = trace_to_graph(run, plain, np, name=self.name, concretize=hook)
+            try:
+                graph, _ = trace_to_graph(run, plain, np, name=self.name, concretize=hook)
+            except Exception as e:
+                if not isinstance(hook, _Exits) or isinstance(e, DualgpuError):
+                    raise
+                raise TracerControlFlowError(
+                    f"{self.kind} function {self.name} branches on its operands' values, "
+                    "which are not known where it is called (under jit, or in a derivative "
+                    "rule): the trace for its output's shape took every loop's exit and "
+                    f"raised {type(e).__name__}: {e}") from e
         out = graph.outputs[0]
         res = Aval(tuple(out.aval.shape), out.aval.dtype)
         self._seen[key] = res

@@ -120,3 +120,18 @@ def test_a_body_whose_shape_follows_the_values_is_refused_at_the_call_that_chang
     f = dg.jit(lambda x: positives(x) * 2)
     with pytest.raises(ShapeMismatchError, match="custom op .*positives"):
         f(np.ones(3))
+
+
+def test_a_body_that_fails_on_the_loop_exits_it_is_traced_with_says_so():
+    @dg.custom_vjp
+    def checked(x):
+        if not np.all(x > 0):  # under jit the values are not known: the trace takes False
+            raise ValueError("x must be positive")
+        return np.sqrt(x)
+
+    checked.defvjp(lambda x: (checked(x), x), lambda x, g: (g / (2 * np.sqrt(x)),))
+    with pytest.raises(dg.TracerControlFlowError,
+                       match="checked branches on .* raised ValueError: x must be positive"):
+        dg.jit(lambda x: checked(x) + 1)(np.ones(2))
+    # where the values are known (grad), the trace takes their branch
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(checked(x)))(np.ones(2)), [0.5, 0.5])
