@@ -100,11 +100,11 @@ class _CustomFunction:
         key = (CUSTOM_DERIVATIVE_OP, IdentityKey(self), self._rules_version, nums,
                tuple(static_key(a, []) for a in nondiff), tree)
         op, shape = PROGRAMS.get_or_build(key, lambda: self._register(nums, nondiff, tree))
-        shape.operands = leaves
+        outer, shape.operands = shape.operands, leaves  # (a call inside its own body)
         try:
             return op(*leaves)
         finally:
-            shape.operands = None
+            shape.operands = outer
 
     def _nondiff_positions(self, args: tuple) -> tuple:
         """The positions of the static arguments of this call."""
