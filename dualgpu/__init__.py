@@ -27,8 +27,10 @@ from .api.curvature import biharmonic, hessian_diag, hessian_trace, laplacian
 from .api.custom_derivatives import custom_jvp, custom_vjp
 from .api.custom_op import custom_op
 from .api.differentiation import (
+    ShapeDtypeStruct,
     cache_info,
     clear_cache,
+    eval_shape,
     grad,
     grad_and_hvp,
     hessian,
@@ -111,7 +113,8 @@ def __getattr__(name: str):
 __all__ = [
     "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
     "linearize", "linear_transpose",
-    "HessianOperator", "trace", "source", "jit", "nn", "tree", "tree_util", "testing", "Graph",
+    "HessianOperator", "trace", "eval_shape", "ShapeDtypeStruct", "source", "jit", "nn", "tree",
+    "tree_util", "testing", "Graph",
     "DualgpuError", "ArgumentTypeError", "InvalidArgumentError", "defprim", "custom_op",
     "custom_jvp", "custom_vjp",
     "REGISTRY", "stop_gradient", "config", "cache_info", "clear_cache", "set_cache_size",

@@ -17,7 +17,9 @@ import numpy as np
 
 from . import lax
 from .api.custom_derivatives import custom_vjp
+from .api.custom_op import is_value
 from .api.differentiation import grad, hvp
+from .base import tree as pytree
 from .base.cache import PROGRAMS, identity_key
 from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
 from .frontend.namespace import rebind_function
@@ -123,9 +125,26 @@ def make_hvp(fn: Callable, argnum: int = 0) -> Callable:
     return at
 
 
+def _static(arg) -> bool:
+    """An argument that autograd never boxes: one that is not a (pytree of) number(s) or
+    array(s) -- a function, a string, None."""
+    leaves, _ = pytree.flatten(arg)
+    return not leaves or not all(is_value(leaf) for leaf in leaves)
+
+
+class _Primitive(custom_vjp):
+    """autograd's primitive: arguments that are not arrays (functions, strings...) are
+    static, as if in ``nondiff_argnums``, decided per call (autograd boxes only values)."""
+
+    def _nondiff_positions(self, args: tuple) -> tuple:
+        return tuple(i for i, a in enumerate(args) if _static(a))
+
+
 def primitive(fn: Callable) -> custom_vjp:
     """autograd's ``@primitive``: ``fn``, whose derivatives :func:`defvjp` gives, as
     ``dg.custom_vjp(fn)`` (import both from here: ``dg.primitive`` is not dualgpu's name).
+    Its arguments that are not arrays or numbers (a function, a string) are static, as with
+    ``nondiff_argnums``.
 
     Example::
 
@@ -139,7 +158,7 @@ def primitive(fn: Callable) -> custom_vjp:
     """
     if not callable(fn):
         raise InvalidArgumentError(f"primitive expects a function, got {type(fn).__name__}")
-    return custom_vjp(fn)
+    return _Primitive(fn)
 
 
 def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
@@ -157,16 +176,15 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
                                    f"for {len(nums)} argnums {nums}")
     makers = {i: rebind_function(rebindable(m)) for i, m in zip(nums, vjpmakers)
               if m is not None}
-    primal = rebind_function(rebindable(fn.fun))
 
-    def fwd(*args):
-        ans = primal(*args)
+    def fwd(*args):  # the op again (not its body: that may branch on values)
+        ans = fn(*args)
         return ans, (ans, args)
 
-    def bwd(residuals, g):
-        ans, args = residuals
+    def bwd(*static_residuals_g):  # static arguments first (those of _Primitive's call)
+        (ans, args), g = static_residuals_g[-2:]
         return tuple(makers[i](ans, *args)(g) if i in makers else None
-                     for i in range(len(args)))
+                     for i in range(len(args)) if not _static(args[i]))
 
     fn.defvjp(fwd, bwd)
 

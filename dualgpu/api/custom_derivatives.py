@@ -23,10 +23,11 @@ from ..base import tree as pytree
 from ..base.cache import PROGRAMS, IdentityKey
 from ..core.ir import Aval
 from ..core.primitives import bump_registry_version
-from ..core.trace import Tracer, trace_to_graph
-from ..errors import DualgpuError, ShapeMismatchError
+from ..core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
+from ..errors import DualgpuError, ShapeMismatchError, TracerControlFlowError
 from ..frontend.namespace import rebind_function
 from ..lax import zeros_like
+from ..runtime.decisions import ValueTrace
 from ..runtime.signature import static_key
 from . import differentiation
 from .custom_op import CustomOp, aval_key, custom_op, is_float_value, is_value
@@ -83,11 +84,7 @@ class _CustomFunction:
             args = bound.args + tuple(bound.kwargs.values())
         if not self._rules_given():
             raise DualgpuError(self._missing_rules())
-        n = len(args)
-        nums = tuple(i % n for i in self.nondiff_argnums if -n <= i < n)
-        if len(nums) != len(self.nondiff_argnums):
-            raise DualgpuError(f"{self.kind} function {self.__name__}: nondiff_argnums "
-                               f"{self.nondiff_argnums} out of range for {n} arguments")
+        nums = self._nondiff_positions(args)
         nondiff = tuple(args[i] for i in nums)
         for i, a in zip(nums, nondiff):
             if isinstance(a, Tracer) or hasattr(a, "__array_namespace__") or (
@@ -102,10 +99,23 @@ class _CustomFunction:
         # the op registered for these static arguments: an entry of the one cache
         key = (CUSTOM_DERIVATIVE_OP, IdentityKey(self), self._rules_version, nums,
                tuple(static_key(a, []) for a in nondiff), tree)
-        op = PROGRAMS.get_or_build(key, lambda: self._register(nums, nondiff, tree))
-        return op(*leaves)
+        op, shape = PROGRAMS.get_or_build(key, lambda: self._register(nums, nondiff, tree))
+        outer, shape.operands = shape.operands, leaves  # (a call inside its own body)
+        try:
+            return op(*leaves)
+        finally:
+            shape.operands = outer
 
-    def _register(self, nums: tuple, nondiff: tuple, tree) -> CustomOp:
+    def _nondiff_positions(self, args: tuple) -> tuple:
+        """The positions of the static arguments of this call."""
+        n = len(args)
+        nums = tuple(i % n for i in self.nondiff_argnums if -n <= i < n)
+        if len(nums) != len(self.nondiff_argnums):
+            raise DualgpuError(f"{self.kind} function {self.__name__}: nondiff_argnums "
+                               f"{self.nondiff_argnums} out of range for {n} arguments")
+        return nums
+
+    def _register(self, nums: tuple, nondiff: tuple, tree) -> tuple[CustomOp, _TracedShape]:
         base = "".join(c if c.isalnum() else "_" for c in self.__name__)[:32] or "f"
         name = f"{self.kind}_{base}_{next(_COUNTER)}"
         merge = _Merge(nums, nondiff, tree)
@@ -114,8 +124,8 @@ class _CustomFunction:
         def impl(xp, *leaves):
             return fun(*merge.args(leaves))
 
-        return custom_op(name, impl, shape=_TracedShape(fun, merge, self.kind, self.__name__),
-                         **self._rules(nondiff, merge))
+        shape = _TracedShape(fun, merge, self.kind, self.__name__)
+        return custom_op(name, impl, shape=shape, **self._rules(nondiff, merge)), shape
 
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {self.__name__}>"
@@ -146,11 +156,19 @@ class _Merge:
 
 class _TracedShape:
     """The output's abstract value, from tracing the function on the operands' (cached per
-    operand signature); the function must return one array."""
+    operand signature); the function must return one array.
+
+    A body that branches on its operands' values (``while err > tol:``) cannot be traced
+    abstractly; it needs no guard either: the op runs the body on the values at every call
+    (and checks its output's shape against this one). Its trace takes the branches that the
+    values of the call being bound take (``operands``: known when the call is eager or
+    inside a trace that knows values, the derivative transforms'), else those of
+    :class:`_Exits` (a call inside a derivative rule)."""
 
     def __init__(self, fun, merge: _Merge, kind: str, name: str):
         self.fun, self.merge, self.kind, self.name = fun, merge, kind, name
         self._seen: dict = {}
+        self.operands: list | None = None  # the leaves of the call being bound
 
     def __call__(self, *avals):
         key = aval_key(avals)
@@ -170,11 +188,58 @@ class _TracedShape:
             return [out]
 
         plain = [Aval(tuple(a.shape), a.dtype) for a in avals]
-        graph, _ = trace_to_graph(run, plain, np, name=self.name)
+        try:
+            graph, _ = trace_to_graph(run, plain, np, name=self.name)
+        except TracerControlFlowError:
+            holder.clear()
+            values = _values(self.operands) if self.operands is not None else None
+            hook = (ValueTrace(values, [False] * len(plain), frozenset()) if values is not None
+                    else _Exits())
+            try:
+                graph, _ = trace_to_graph(run, plain, np, name=self.name, concretize=hook)
+            except Exception as e:
+                if not isinstance(hook, _Exits) or isinstance(e, DualgpuError):
+                    raise
+                raise TracerControlFlowError(
+                    f"{self.kind} function {self.name} branches on its operands' values, "
+                    "which are not known where it is called (under jit, or in a derivative "
+                    "rule): the trace for its output's shape took every loop's exit and "
+                    f"raised {type(e).__name__}: {e}") from e
         out = graph.outputs[0]
         res = Aval(tuple(out.aval.shape), out.aval.dtype)
         self._seen[key] = res
         return res
+
+
+def _values(leaves: list) -> list | None:
+    """The values of ``leaves`` (arrays, numbers, tracers of a trace that knows values), or
+    None if one is not known."""
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, Tracer):
+            hook = leaf._builder.concretize
+            leaf = hook.value_of(leaf) if isinstance(hook, ValueTrace) else None
+            if leaf is None:
+                return None
+        out.append(leaf)
+    return out
+
+
+class _Exits(Concretize):
+    """The branches of a body traced for its output's shape where its operands' values are
+    not known: every ``bool()`` is False (a ``while`` loop's exit), at most
+    :attr:`LIMIT` of them; any other conversion is refused as in every abstract trace."""
+
+    LIMIT = 10_000
+
+    def begin(self, builder, inputs) -> None:
+        self.answered = 0
+
+    def __call__(self, tracer: Tracer, kind: str):
+        if kind != "bool" or self.answered >= self.LIMIT:
+            return UNDECIDED
+        self.answered += 1
+        return False
 
 
 class _JvpRule:

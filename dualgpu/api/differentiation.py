@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
+
+import numpy as np
 
 from ..base import tree as pytree
 from ..core.ir import Graph
@@ -376,6 +379,71 @@ def trace(fn: Callable, *example_args, **example_kwargs) -> Graph:
     if isinstance(fn, Transformed):
         return fn.graph(*example_args, **example_kwargs)
     return _Jit(fn, argnums=()).graph(*example_args, **example_kwargs)
+
+
+class ShapeDtypeStruct:
+    """A shape and a dtype, JAX's ``jax.ShapeDtypeStruct``: what :func:`eval_shape` returns
+    for each output, and what it (and :func:`linear_transpose`) takes for an argument."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+
+def _stand_in(leaf):
+    """An argument leaf given by its shape and dtype only (a ShapeDtypeStruct, JAX's): a
+    zero-strided array of zeros, nothing allocated."""
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not hasattr(leaf, "__array__") \
+            and not hasattr(leaf, "__array_namespace__"):
+        return np.broadcast_to(np.zeros((), np.dtype(leaf.dtype)), tuple(leaf.shape))
+    return leaf
+
+
+def eval_shape(fn: Callable, *args, **kwargs):
+    """The shapes and dtypes of ``fn(*args, **kwargs)``'s outputs, as JAX's ``eval_shape``:
+    the output's structure with a :class:`ShapeDtypeStruct` per array, from a trace of
+    ``fn`` (nothing is computed on the arguments, nothing compiled). An argument may be an
+    array or only its shape and dtype (a ShapeDtypeStruct, JAX's, any object with ``shape``
+    and ``dtype``); ``fn`` may be a transformed function.
+
+    Example::
+
+        >>> x = dg.ShapeDtypeStruct((1000, 3), np.float32)
+        >>> y, n = dg.eval_shape(lambda x, w: (np.tanh(x @ w), np.sum(x)), x, np.ones(3))
+        >>> y
+        ShapeDtypeStruct(shape=(1000,), dtype=float64)
+        >>> n.shape, n.dtype
+        ((), dtype('float32'))
+    """
+    if not callable(fn):
+        raise ArgumentTypeError(f"eval_shape expects a function, got {type(fn).__name__}")
+    args, kwargs = pytree.tree_map(_stand_in, (args, kwargs))
+    trees: list = []
+
+    def flat(*a, **k):
+        leaves, tree = pytree.flatten(fn(*a, **k))
+        trees.append(tree)
+        return leaves
+
+    flat.__name__ = name_of(fn)
+    graph = trace(flat, *args, **kwargs)
+    return pytree.unflatten(trees[-1], [ShapeDtypeStruct(o.aval.shape, o.aval.dtype)
+                                        for o in graph.outputs])
 
 
 def source(fn: Callable, *example_args, **example_kwargs) -> str:

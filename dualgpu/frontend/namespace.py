@@ -170,7 +170,13 @@ def _dispatcher(real, ours, qualname: str):
     def call(*args, **kwargs):
         if not _contains_tracer(args, kwargs) and not (functions and current_builder()) \
                 and not (ours is not None and any(isinstance(a, SparseValue) for a in args)):
-            return real(*args, **kwargs)  # (a SparseValue, traced or not, is only ours)
+            out = real(*args, **kwargs)  # (a SparseValue, traced or not, is only ours)
+            # an array made inside a traced function (np.zeros, then assigned to) is indexed
+            # by traced indices as a global one is
+            if type(out) is np.ndarray and current_builder() is not None and out.ndim > 0 \
+                    and out.dtype.kind in "biufc":
+                return out.view(ConstantArray)
+            return out
         if ours is None:
             raise _no_rule(qualname)
         return call_front_end(ours, qualname, args, kwargs)
@@ -360,8 +366,9 @@ def _is_array_function(obj) -> bool:
 
 
 class ConstantArray(np.ndarray):
-    """A NumPy array a traced function reads (a global, a closure cell, a default value),
-    seen through this view while it is traced: NumPy's array in every way (same memory, same
+    """A NumPy array a traced function reads (a global, a closure cell, a default value) or
+    makes (``np.zeros(n)``, any NumPy call on constants), seen through this view while it is
+    traced: NumPy's array in every way (same memory, same
     results, plain arrays out), except that indexing it with traced indices gathers
     (``field[i, j]`` with ``i``, ``j`` computed from traced values, as in semi-Lagrangian
     advection), where NumPy's indexing would ask the indices for concrete numbers."""
@@ -452,6 +459,8 @@ def _replacement(obj, memo):
     if type(obj) is tuple and obj:  # (f, g) in a closure: helpers[0](x) sees tracers too
         replaced = _replaced_values(obj, memo)
         return obj if replaced is None else replaced
+    if type(obj) in (list, dict) and obj:  # [f, g], {"relu": f}: as tuples are
+        return _replaced_container(obj, memo)
     math_refusal = _math_replacement(obj)
     if math_refusal is not None:
         return math_refusal
@@ -532,6 +541,25 @@ def _replaced_values(values: tuple, memo: dict) -> tuple | None:
     """``values`` with array modules and functions replaced, or None when none is."""
     replaced = tuple(_replacement(v, memo) for v in values)
     return None if all(r is v for r, v in zip(replaced, values)) else replaced
+
+
+def _replaced_container(obj: list | dict, memo: dict) -> Any:
+    """A copy of the list or dict ``obj`` with its functions (and modules) replaced, or
+    ``obj`` itself when it holds none (ufuncs aside): a list of arrays, a dict the function
+    writes to (a cache), stays the user's own object. A copy is a snapshot, as the globals
+    are."""
+    key = ("container", id(obj))
+    if key in memo:  # seen (or being replaced: a list holding itself)
+        return memo[key]
+    memo[key] = obj
+    values = list(obj.values()) if type(obj) is dict else obj
+    # a ufunc stays itself (it dispatches on tracers; a table of ufuncs reads their methods)
+    replaced = [v if isinstance(v, np.ufunc) else _replacement(v, memo) for v in values]
+    if all(r is v or isinstance(r, ConstantArray) for r, v in zip(replaced, values)):
+        return obj
+    out = dict(zip(obj, replaced)) if type(obj) is dict else replaced
+    memo[key] = out
+    return out
 
 
 class _LazyFunction:

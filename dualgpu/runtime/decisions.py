@@ -169,6 +169,16 @@ class ValueTrace(Concretize):
         for o, v in zip(eqn.outs, outs):
             self.env[o.id] = v
 
+    def value_of(self, tracer: Tracer) -> Any:
+        """What ``tracer`` (a value of this trace) equals, or None where the trace does not
+        know (no values, a value of another trace, one that cannot be computed). Reading it
+        decides nothing: it is for what does not steer the program (an output's shape)."""
+        if tracer._builder is not self.builder or self.values is None:
+            return None
+        self._evaluate_all()
+        value = self.env.get(tracer._var.id, _MISSING)
+        return None if value is _MISSING else value
+
     def __call__(self, tracer: Tracer, kind: str) -> Any:
         if tracer._builder is not self.builder or not self.builder.alive:
             return UNDECIDED  # another trace's value, or one that escaped its trace

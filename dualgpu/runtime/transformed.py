@@ -468,6 +468,11 @@ class Transformed(SelfTracing):
         the branch the cached variants do not take). Raises :class:`Restaticed` when its
         trace made tentative scalars static: the program is then cached under the static
         signature's key."""
+        inlined = PROGRAMS.get(("inline",) + key) if changed is None and decision is None \
+            and self.program_type is Compiled else None  # a plain program (not per color)
+        if isinstance(inlined, Inlined) and inlined.reusable and not inlined.draws and \
+                inlined.guards_hold():  # traced inside another function: not again
+            return Compiled(inlined.graph, inlined.trees, sig.backend, inlined.guards)
         count_build(self, sig, changed, decision)
         before = collect_guards(self.fn, arguments=sig.by_identity)
         traced = traced_checked(self.fn, sig, None, before, self.sees_values)
@@ -504,6 +509,11 @@ class Transformed(SelfTracing):
         fresh: list[list[Tracer]] = []
 
         def build() -> Inlined:
+            compiled = PROGRAMS.get(key[1:])
+            if type(compiled) is Compiled and compiled.variants is None and \
+                    not compiled.draws and compiled.guards_hold():  # traced at the top level
+                fresh.append([])
+                return Inlined(compiled.graph, compiled.trees, compiled.guards, True)
             captured: list[Tracer] = []
             before = collect_guards(self.fn, arguments=sig.by_identity)
             traced = traced_checked(self.fn, sig, captured, before, self.sees_values)

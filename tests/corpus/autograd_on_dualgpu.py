@@ -6,8 +6,10 @@ are dualgpu's under autograd's names (``dg.grad`` takes ``argnum=``, ``dg.elemen
 ``dg.make_hvp``, ...; ``autograd.extend``'s ``primitive``/``defvjp`` are
 dualgpu.autograd_compat's). What the table does not list is written here from autograd's own
 definitions (MIT licence, tests/corpus/LICENSE-autograd): ``make_vjp``'s argument order,
-``misc.flatten`` (plain NumPy, traceable) and the optimizers of ``autograd.misc.optimizers``
-(plain NumPy loops that call the gradient). No autograd code runs.
+``misc.flatten`` (plain NumPy, traceable), the optimizers of ``autograd.misc.optimizers``
+(plain NumPy loops that call the gradient) and ``misc.fixed_points`` (a primitive whose
+body loops until convergence; ``vspace(x).zeros()`` as ``np.zeros_like``, ``vs.add`` as
+``+``). No autograd code runs.
 """
 from __future__ import annotations
 
@@ -140,6 +142,32 @@ def adam(grad, x, callback=None, num_iters=100, step_size=0.001, b1=0.9, b2=0.99
     return x
 
 
+# ------------------------------------------------------------------ autograd.misc.fixed_points
+@autograd_compat.primitive
+def fixed_point(f, a, x0, distance, tol):
+    """autograd's ``fixed_point``: iterate ``f(a)`` from ``x0`` until two iterates are
+    within ``tol``; its derivative in ``a`` is the fixed point of the adjoint iteration."""
+    _f = f(a)
+    x, x_prev = _f(x0), x0
+    while distance(x, x_prev) > tol:
+        x, x_prev = _f(x), x
+    return x
+
+
+def fixed_point_vjp(ans, f, a, x0, distance, tol):
+    def rev_iter(params):
+        a, x_star, x_star_bar = params
+        vjp_x, _ = make_vjp(f(a))(x_star)
+        return lambda g: vjp_x(g) + x_star_bar
+
+    vjp_a, _ = make_vjp(lambda x, y: f(x)(y))(a, ans)
+    return lambda g: vjp_a(fixed_point(rev_iter, (a, ans, g), np.zeros_like(x0), distance,
+                                       tol))
+
+
+autograd_compat.defvjp(fixed_point, None, fixed_point_vjp, None)
+
+
 # ------------------------------------------------------------------ the modules
 def _module(name, **attrs):
     module = types.ModuleType(name)
@@ -160,7 +188,9 @@ def modules() -> dict[str, object]:
     misc_flatten = _module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
     optimizers = _module("autograd.misc.optimizers", sgd=sgd, rmsprop=rmsprop, adam=adam,
                          unflatten_optimizer=unflatten_optimizer)
-    misc = _module("autograd.misc", flatten=flatten, optimizers=optimizers)
+    fixed_points = _module("autograd.misc.fixed_points", fixed_point=fixed_point)
+    misc = _module("autograd.misc", flatten=flatten, optimizers=optimizers,
+                   fixed_points=fixed_points)
     builtins_ = _module("autograd.builtins", tuple=builtins.tuple, list=builtins.list,
                         dict=builtins.dict, isinstance=builtins.isinstance, type=builtins.type)
     extend = _module("autograd.extend", primitive=autograd_compat.primitive,
@@ -180,7 +210,8 @@ def modules() -> dict[str, object]:
         "autograd.scipy.linalg": scipy.linalg, "autograd.scipy.signal": signal,
         "autograd.scipy.integrate": scipy.integrate, "autograd.scipy.misc": scipy_misc,
         "autograd.misc": misc, "autograd.misc.flatten": misc_flatten,
-        "autograd.misc.optimizers": optimizers, "autograd.builtins": builtins_,
+        "autograd.misc.optimizers": optimizers, "autograd.misc.fixed_points": fixed_points,
+        "autograd.builtins": builtins_,
         "autograd.test_util": test_util, "autograd.extend": extend}
     for dist in ("norm", "t", "gamma", "beta", "poisson", "multivariate_normal", "dirichlet",
                  "expon", "laplace", "cauchy", "binom", "bernoulli"):

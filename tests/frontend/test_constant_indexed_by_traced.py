@@ -1,7 +1,7 @@
 """A closed-over NumPy array indexed by integer arrays computed from traced values (issue 37
 item 5): the gather of a semi-Lagrangian advection step. The derivative flows through the
-field when it is traced, never through the indices; an array made inside the function and
-indexed so gets an error that says indexing."""
+field when it is traced, never through the indices. An array the function makes with NumPy
+is gathered so too; one an object holds gets an error that says indexing."""
 import numpy as np
 import pytest
 
@@ -56,10 +56,29 @@ def test_a_closed_over_array_stays_numpys_array_everywhere_else():
     np.testing.assert_array_equal(plain[2], [1.0, 2.0])
 
 
-def test_an_array_made_inside_the_function_and_indexed_so_says_indexing():
-    def f(x):
-        z = np.linspace(0.0, 1.0, 4)
-        return np.sum(z[np.floor(x).astype(int)])
+def test_an_array_made_inside_the_function_is_gathered_at_traced_indices_too():
+    def f(x):  # autograd's wing.py: the smoke made with np.zeros, assigned to, advected
+        smoke = np.zeros(5)
+        smoke[1:3] = 1.0
+        z = np.linspace(0.0, 1.0, 5)
+        i = np.floor(x).astype(int)
+        return np.sum(x * smoke[i] + x ** 2 * z[i])
+
+    x = np.array([0.5, 1.5, 3.25])
+    np.testing.assert_allclose(dg.grad(f)(x), [0.0, 1.75, 4.875], rtol=1e-14)
+    assert dg.jit(f)(x) == pytest.approx(f(x), rel=1e-14)
+
+
+class _Table:
+    def __init__(self):
+        self.values = np.arange(4.0)
+
+
+def test_an_array_held_by_an_object_and_indexed_so_says_indexing():
+    table = _Table()
+
+    def f(x):  # an object's attribute: NumPy's own array, not seen by the trace
+        return np.sum(table.values[np.floor(x).astype(int)])
 
     with pytest.raises(TracerControlFlowError, match=r"indexed with a traced index.*np\.take"):
         dg.grad(f)(np.array([0.5, 1.5]))

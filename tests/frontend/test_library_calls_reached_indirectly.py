@@ -83,3 +83,26 @@ def test_functions_held_in_tuples_are_rebound_too():
     want = 2 * np.sum(x) + (1 - np.tanh(x) ** 2) + np.cos(x)
     np.testing.assert_allclose(dg.grad(f)(x), want, rtol=1e-12)
     np.testing.assert_allclose(dg.jit(f)(x), f(x), rtol=1e-12)
+
+
+HELPER_LIST = [_full_of]
+HELPER_DICT = {"full": _full_of, "act": np.tanh}
+LOG: list = []
+
+
+def test_functions_held_in_lists_and_dicts_are_rebound_too():
+    """As tuples: a list or dict (a global, a closure cell) holding functions; one holding
+    none (a log the function appends to) stays the user's own object."""
+    x = np.array([1.0, 2.0, 3.0])
+    local = {"full": _full_of}
+
+    def f(x):
+        LOG.append(1)
+        filled = HELPER_LIST[0]((3,), np.sum(x)) + HELPER_DICT["full"]((3,), np.sum(x))
+        return np.sum(filled * x) + np.sum(HELPER_DICT["act"](x)) + \
+            np.sum(local["full"]((3,), np.sum(x)) * x)
+
+    want = 6 * np.sum(x) + (1 - np.tanh(x) ** 2)
+    np.testing.assert_allclose(dg.grad(f)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(dg.jit(f)(x), f(x), rtol=1e-12)
+    assert len(LOG) == 3  # the traces appended to the global list itself

@@ -1,0 +1,137 @@
+"""custom_vjp / custom_jvp functions (and autograd's primitives) whose bodies branch on their
+operands' values -- an iteration until convergence, autograd's misc.fixed_points -- run
+eagerly, under the derivative transforms and under jit: the op runs the body on the values
+at every call; the body is traced only for its output's shape (with the values of the call
+where known, else taking every loop's exit), never guarded."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+from dualgpu.autograd_compat import defvjp, primitive
+from dualgpu.errors import ShapeMismatchError
+
+
+@dg.custom_vjp
+def newton_sqrt(a):
+    x = np.ones_like(a)
+    while np.max(np.abs(x * x - a)) > 1e-12:  # a Python loop on the values
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def _sqrt_fwd(a):
+    x = newton_sqrt(a)
+    return x, x
+
+
+newton_sqrt.defvjp(_sqrt_fwd, lambda x, g: (g / (2 * x),))
+
+
+@dg.custom_jvp
+def soft_abs(x):
+    if np.sum(x) > 0:  # a branch on the values
+        return x * 1.0
+    return -x
+
+
+@soft_abs.defjvp
+def _soft_abs_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return soft_abs(x), np.sign(np.sum(x)) * x_dot
+
+
+def test_a_custom_vjp_body_that_loops_on_values_runs_eagerly_under_grad_and_jit():
+    a = np.array([2.0, 9.0])
+    np.testing.assert_allclose(newton_sqrt(a), np.sqrt(a), rtol=1e-12)
+    traces = []
+
+    def loss(a):
+        traces.append(a)
+        return np.sum(newton_sqrt(a) ** 3)
+
+    g = dg.grad(loss)
+    np.testing.assert_allclose(g(a), 1.5 * np.sqrt(a), rtol=1e-12)
+    # another value takes another number of iterations: the same program, no retrace
+    np.testing.assert_allclose(g(np.array([4.0, 0.25])), 1.5 * np.sqrt([4.0, 0.25]),
+                               rtol=1e-12)
+    assert len(traces) == 1
+    np.testing.assert_allclose(dg.jit(lambda a: newton_sqrt(a) + 1)(a), np.sqrt(a) + 1,
+                               rtol=1e-12)
+
+
+def test_a_custom_jvp_body_that_branches_on_values_takes_each_calls_branch():
+    traces = []
+
+    def loss(x):
+        traces.append(x)
+        return np.sum(soft_abs(x) ** 2)
+
+    f = dg.grad(loss)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(f(x), 2 * x)
+    np.testing.assert_allclose(f(-x), -2 * x)  # the other branch, by the op at run time
+    assert len(traces) == 1
+
+
+@primitive
+def fixed_point(f, a, x0, tol):
+    """autograd's misc.fixed_points, reduced: a function argument (static) and a loop."""
+    x, x_prev = f(a, x0), x0
+    while np.abs(x - x_prev) > tol:
+        x, x_prev = f(a, x), x
+    return x
+
+
+def _fixed_point_vjp(ans, f, a, x0, tol):
+    def adjoint(a_and_ans, x):  # x = g + x * df/dx, a fixed point called inside the rule
+        a, ans, g = a_and_ans
+        _, pullback = dg.vjp(lambda y: f(a, y), ans)
+        return g + pullback(x)[0]
+
+    def vjp(g):
+        x_bar = fixed_point(adjoint, (a, ans, g), np.zeros_like(ans), tol)
+        return dg.vjp(lambda b: f(b, ans), a)[1](x_bar)[0]
+
+    return vjp
+
+
+defvjp(fixed_point, None, _fixed_point_vjp, None, None)
+
+
+def _newton(a, x):
+    return 0.5 * (x + a / x)
+
+
+def test_an_autograd_primitive_with_a_function_argument_loops_in_its_rule_too():
+    sqrt = lambda a: fixed_point(_newton, a, 10.0, 1e-12)
+    assert sqrt(2.0) == pytest.approx(np.sqrt(2.0), rel=1e-12)
+    assert dg.grad(sqrt)(2.0) == pytest.approx(0.5 / np.sqrt(2.0), rel=1e-12)
+    assert dg.grad(dg.grad(sqrt))(2.0) == pytest.approx(-0.25 * 2.0 ** -1.5, rel=1e-10)
+
+
+def test_a_body_whose_shape_follows_the_values_is_refused_at_the_call_that_changes_it():
+    @dg.custom_vjp
+    def positives(x):
+        return x[:2] if np.sum(x) > 0 else x
+
+    positives.defvjp(lambda x: (positives(x), None), lambda res, g: (g,))
+    f = dg.jit(lambda x: positives(x) * 2)
+    with pytest.raises(ShapeMismatchError, match="custom op .*positives"):
+        f(np.ones(3))
+
+
+def test_a_body_that_fails_on_the_loop_exits_it_is_traced_with_says_so():
+    @dg.custom_vjp
+    def checked(x):
+        if not np.all(x > 0):  # under jit the values are not known: the trace takes False
+            raise ValueError("x must be positive")
+        return np.sqrt(x)
+
+    checked.defvjp(lambda x: (checked(x), x), lambda x, g: (g / (2 * np.sqrt(x)),))
+    with pytest.raises(dg.TracerControlFlowError,
+                       match="checked branches on .* raised ValueError: x must be positive"):
+        dg.jit(lambda x: checked(x) + 1)(np.ones(2))
+    # where the values are known (grad), the trace takes their branch
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(checked(x)))(np.ones(2)), [0.5, 0.5])
