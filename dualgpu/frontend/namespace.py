@@ -39,8 +39,8 @@ from . import array_api
 from . import numpy as dnp
 from .numpy.joining import Concatenator
 from .numpy.random import is_random_module, stand_in_for
-from .scipy import stats as stats_frontend
 from .scipy import sparse_numpy
+from .scipy import stats as stats_frontend
 from .scipy.sparse import SparseValue, is_sparse
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
@@ -308,12 +308,8 @@ def _math_refusing(real):
     if _lookup("numpy." + counterpart) is None:
         counterpart = None
 
-    numpy_function = qualname.split(".")[0] in ("numpy", "cupy")
-
     @functools.wraps(real)
     def call(*args, **kwargs):
-        if numpy_function and any(isinstance(a, SparseValue) for a in args):
-            return sparse_numpy.call(real, qualname, args, kwargs)  # what NumPy does with one
         if not _contains_tracer(args, kwargs):
             return real(*args, **kwargs)
         hint = (f"use np.{counterpart}, which traces" if counterpart else

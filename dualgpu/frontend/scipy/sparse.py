@@ -8,12 +8,15 @@ densified, and the gradient with respect to a sparse argument comes back as a sp
 of the same class, format and pattern.
 
 Supported: ``A @ x``, ``x @ A``, ``A.T``, ``A.dot(x)``, ``A.multiply(dense)`` (keeps the
-pattern), ``A * scalar``, ``-A``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``,
+pattern), ``A * scalar``, ``-A``, ``abs(A)``, ``A.sum(axis)``, ``A.mean(axis)`` (shaped as
+SciPy's), ``A.max()``, ``A.min()``, ``A.diagonal(k)``,
 ``A.toarray()``, ``A.astype(dtype)``, ``A.copy()`` and the conversions ``A.tocsr()``,
 ``A.tocsc()``, ``A.tocoo()``, ``A.asformat(fmt)`` (the values permuted, the pattern
 converted once), for CSR, CSC and COO (both the ``*_matrix`` and ``*_array`` classes of
 SciPy, and cupyx's matrices). Any other method is a :class:`~dualgpu.errors.SparseMethodError`
-naming it.
+naming it. With concrete values (a closed-over matrix) ``.sum``, ``.mean``, ``.max``, ``.min``,
+``.T`` and ``.multiply`` by a constant give SciPy's own answer. NumPy's functions of a sparse
+matrix: :mod:`dualgpu.frontend.scipy.sparse_numpy`.
 
 Example::
 
@@ -233,7 +236,10 @@ class SparseValue:
                 f"nnz={self.nnz}, data={self.data!r}>")
 
     @property
-    def T(self) -> SparseValue:
+    def T(self):
+        """The transpose (SciPy's own for concrete values)."""
+        if self.concrete:
+            return self.scipy().T
         return SparseValue(self.data, self.pattern.T)
 
     def transpose(self, axes=None, copy=False) -> SparseValue:
@@ -255,6 +261,8 @@ class SparseValue:
     def multiply(self, other) -> SparseValue:
         """Elementwise product with a scalar or a dense array broadcastable to the shape;
         the result keeps this pattern (``other`` is gathered at the stored entries)."""
+        if self.concrete and not _is_tracer(other) and not isinstance(other, SparseValue):
+            return self.scipy().multiply(other)  # SciPy's own answer
         if is_sparse_like(other):
             raise UnsupportedOpError("sparse.multiply(sparse) is not supported on traced "
                                      "values; multiply by a dense array")
@@ -411,9 +419,9 @@ class SparseValue:
             raise AttributeError(name)
         raise SparseMethodError(
             f"sparse matrix .{name} is not supported in traced code (at {user_location()}); "
-            "supported: @, .T, .dot, .multiply, * and / by a scalar, .sum, .mean, .diagonal, "
-            ".toarray, .astype, .copy, .tocsr, .tocsc, .tocoo, .asformat; or compute it "
-            "outside the traced function")
+            "supported: @, .T, .dot, .multiply, * and / by a scalar, .sum, .mean, .max, .min, "
+            ".diagonal, .toarray, .astype, .copy, .tocsr, .tocsc, .tocoo, .asformat; or "
+            "compute it outside the traced function")
 
 
 def _xp(sv):
@@ -486,7 +494,8 @@ def matmul(a, b):
         return dnp.moveaxis(y, 0, -2)
     A, x = as_sparse_value(b), a
     if not _is_tracer(x) and not _is_tracer(A.data):
-        return x @ b if not isinstance(b, SparseValue) else _eager(A.T, dnp.transpose(x)).T
+        return x @ b if not isinstance(b, SparseValue) else \
+            _eager(SparseValue(A.data, A.pattern.T), dnp.transpose(x)).T
     p = A.pattern
     shape = shape_of(x)
     if len(shape) == 1:

@@ -23,8 +23,6 @@ Example::
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ...core.trace import Tracer
 from ...errors import SparseMethodError, UnsupportedOpError, user_location
 from .. import numpy as dnp
@@ -61,8 +59,9 @@ def _refuse(label: str, why: str):
     return SparseMethodError(
         f"{label} of a sparse matrix is not supported in traced code (at {user_location()}): "
         f"{why}; supported: np.sum, np.mean, np.max, np.min, np.transpose, np.dot, np.matmul, "
-        f"np.shape, np.ndim, np.size and the ufuncs with f(0) = 0 ({', '.join(STORED_VALUE_UFUNCS)}), "
-        "or the matrix's own methods (A @ x, A.multiply, A.toarray()...)")
+        "np.shape, np.ndim, np.size and the ufuncs with f(0) = 0 "
+        f"({', '.join(STORED_VALUE_UFUNCS)}), or the matrix's own methods (A @ x, A.multiply, "
+        "A.toarray()...)")
 
 
 def call(real, label: str, args: tuple, kwargs: dict):
