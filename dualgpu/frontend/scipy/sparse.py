@@ -236,10 +236,10 @@ class SparseValue:
                 f"nnz={self.nnz}, data={self.data!r}>")
 
     @property
-    def T(self):
-        """The transpose (SciPy's own for concrete values)."""
+    def T(self) -> SparseValue:
+        """The transpose (of SciPy's own for concrete values)."""
         if self.concrete:
-            return self.scipy().T
+            return scipys(self.scipy().T)
         return SparseValue(self.data, self.pattern.T)
 
     def transpose(self, axes=None, copy=False) -> SparseValue:
@@ -262,7 +262,7 @@ class SparseValue:
         """Elementwise product with a scalar or a dense array broadcastable to the shape;
         the result keeps this pattern (``other`` is gathered at the stored entries)."""
         if self.concrete and not _is_tracer(other) and not isinstance(other, SparseValue):
-            return self.scipy().multiply(other)  # SciPy's own answer
+            return scipys(self.scipy().multiply(other))
         if is_sparse_like(other):
             raise UnsupportedOpError("sparse.multiply(sparse) is not supported on traced "
                                      "values; multiply by a dense array")
@@ -450,6 +450,15 @@ def _zeros_like_index(idx, xp):
     if xp is None:
         xp = backend_of((idx,)).xp
     return xp.zeros_like(idx)
+
+
+def scipys(ans):
+    """SciPy's answer for a concrete matrix, seen by traced code as a closed-over matrix is:
+    a sparse result as a :class:`SparseValue` of it (so that products and methods with
+    traced values still trace)."""
+    if is_sparse(ans) and ans.format in ("csr", "csc", "coo"):
+        return SparseValue.constant(ans)
+    return ans
 
 
 def as_sparse_value(a) -> SparseValue:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from ...core.trace import Tracer
 from ...errors import SparseMethodError, UnsupportedOpError, user_location
 from .. import numpy as dnp
-from .sparse import SparseValue, matmul
+from .sparse import SparseValue, matmul, scipys
 
 __all__ = ["call", "METHODS", "STORED_VALUE_UFUNCS"]
 
@@ -90,12 +90,13 @@ def call(real, label: str, args: tuple, kwargs: dict):
         if extra or len(args) > 1 + len(accepted):
             raise _refuse(label, f"SciPy's .{method} takes no {', '.join(extra) or 'more'} "
                                  "arguments")
-        target = sparse.scipy() if concrete else sparse  # SciPy's own answer, or ours
-        return getattr(target, method)(*args[1:], **kwargs)
+        if concrete:  # SciPy's own answer
+            return scipys(getattr(sparse.scipy(), method)(*args[1:], **kwargs))
+        return getattr(sparse, method)(*args[1:], **kwargs)
     if name in STORED_VALUE_UFUNCS:
         if len(args) != 1 or kwargs:
             raise _refuse(label, "SciPy applies it to the stored values, with no other "
                                  "argument")
         ans = SparseValue(getattr(dnp, name)(sparse.data), sparse.pattern)
-        return ans.scipy() if concrete else ans  # SciPy's: a matrix of the same class
+        return scipys(ans.scipy()) if concrete else ans  # SciPy's: the same class
     raise _refuse(label, "NumPy does not know sparse matrices")
