@@ -41,7 +41,7 @@ from .numpy.joining import Concatenator
 from .numpy.random import is_random_module, stand_in_for
 from .scipy import sparse_numpy
 from .scipy import stats as stats_frontend
-from .scipy.sparse import SparseValue, is_sparse
+from .scipy.sparse import SparseValue, is_sparse, scipys
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 
@@ -168,6 +168,8 @@ def _dispatcher(real, ours, qualname: str):
     functions = getattr(ours, "calls_functions", False)
 
     numpy_function = qualname.split(".")[0] in ("numpy", "cupy")
+    # a sparse matrix SciPy makes in a trace is seen as a closed-over one (scipys)
+    seen = scipys if qualname.split(".")[0] in ("scipy", "cupyx") else _same
 
     @functools.wraps(real)
     def call(*args, **kwargs):
@@ -175,7 +177,7 @@ def _dispatcher(real, ours, qualname: str):
             return sparse_numpy.call(real, qualname, args, kwargs)  # what NumPy does with one
         if not _contains_tracer(args, kwargs) and not (functions and current_builder()) \
                 and not (ours is not None and any(isinstance(a, SparseValue) for a in args)):
-            return real(*args, **kwargs)  # (a SparseValue, traced or not, is only ours)
+            return seen(real(*args, **kwargs))  # (a SparseValue, traced or not, is only ours)
         if ours is None:
             raise _no_rule(qualname)
         return call_front_end(ours, qualname, args, kwargs)
@@ -188,6 +190,10 @@ def _dispatcher(real, ours, qualname: str):
             if hasattr(real, attr):
                 setattr(call, attr, getattr(real, attr))
     return call
+
+
+def _same(x):
+    return x
 
 
 def call_front_end(f, label: str, args, kwargs):

@@ -146,3 +146,23 @@ def test_max_along_an_axis_of_traced_values_is_refused_by_name():
     A = sp.csr_matrix(BASE)
     with pytest.raises(dg.SparseMethodError, match=r"\.max\(axis=0\).*sparse matrix"):
         dg.jit(lambda M, x: np.max(M, axis=0) @ x)(A, X3)
+
+
+def test_a_matrix_scipy_makes_in_the_trace_is_seen_as_a_closed_over_one():
+    """SciPy's own matrices made inside the trace (and SciPy's sparse answers for constant
+    ones) trace their products and methods with traced values, as a closed-over matrix does
+    (SciPy's multiply given a tracer returned NotImplemented); a constant's attributes are
+    SciPy's."""
+    x = np.linspace(0.1, 1.0, 4)
+    A = sp.csr_matrix(BASE)
+    cases = {
+        "made in the trace": lambda x: sp.eye(4, format="csr").multiply(x) @ x,
+        "built in the trace": lambda x: sp.random(4, 4, density=0.5, format="coo",
+                                                  random_state=0).multiply(x[:, None]) @ x,
+        "A.T of a constant": lambda x: A.T.multiply(x) @ x,
+        "np.transpose of a constant": lambda x: np.transpose(A).multiply(x) @ x,
+        "attributes": lambda x: x * (A.indices.sum() + A.indptr[-1] + A.nnz),
+    }
+    for name, f in cases.items():
+        np.testing.assert_allclose(dg.jit(f)(x), np.asarray(f(x)).ravel(), rtol=1e-12,
+                                   err_msg=name)

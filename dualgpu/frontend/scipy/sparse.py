@@ -415,8 +415,12 @@ class SparseValue:
         return self.asformat("coo")
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name.startswith("__") or name in ("data", "pattern", "original"):
             raise AttributeError(name)
+        if self.concrete:  # a constant's attributes (A.indices, A.has_sorted_indices): SciPy's
+            value = getattr(self.scipy(), name, None)
+            if value is not None and not callable(value):
+                return value
         raise SparseMethodError(
             f"sparse matrix .{name} is not supported in traced code (at {user_location()}); "
             "supported: @, .T, .dot, .multiply, * and / by a scalar, .sum, .mean, .max, .min, "
