@@ -118,6 +118,8 @@ class GraphBuilder:
         arr = value
         if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
             arr = np.asarray(value)
+        if isinstance(arr, np.matrix):  # (an axis sum of a SciPy *_matrix): its * and ** are
+            arr = np.asarray(arr)       # products, not the elementwise ops the graph means
         if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
                                                   and arr.dtype.kind == "O"):
             what = ("a masked array" if isinstance(arr, np.ma.MaskedArray)

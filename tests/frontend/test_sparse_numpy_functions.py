@@ -166,3 +166,16 @@ def test_a_matrix_scipy_makes_in_the_trace_is_seen_as_a_closed_over_one():
     for name, f in cases.items():
         np.testing.assert_allclose(dg.jit(f)(x), np.asarray(f(x)).ravel(), rtol=1e-12,
                                    err_msg=name)
+
+
+def test_an_np_matrix_answer_is_an_array_in_the_program():
+    """SciPy's axis sums of a *_matrix are np.matrix constants: the program computes with
+    them as arrays (its * is NumPy's elementwise multiply), as np.multiply does eagerly."""
+    A = sp.csr_matrix(BASE)
+    for f in (lambda x: np.multiply(np.sum(A, axis=0), x),
+              lambda x: np.add(A.mean(axis=1), x[:1]) * x[0],
+              lambda x: np.power(np.multiply(A.sum(axis=1), x[None, :2]), 2)):
+        want = f(X3)
+        got = dg.jit(f)(X3)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12)

@@ -20,10 +20,11 @@ import scipy.sparse as sp  # noqa: E402
 import dualgpu as dg  # noqa: E402
 
 BASE = sp.random(4, 3, density=0.5, format="csr", random_state=3)
+# np.multiply, not *: an axis sum of a *_matrix is an np.matrix on SciPy (* is its product)
 FUNCTIONS = {
     "np.sum": lambda M, x: np.sum(M) * x,
-    "cp.sum axis=0": lambda M, x: cp.sum(M, axis=0) * x,
-    "np.mean axis=1": lambda M, x: (np.mean(M, axis=1) * x[0]).ravel(),
+    "cp.sum axis=0": lambda M, x: np.multiply(cp.sum(M, axis=0), x).ravel(),
+    "np.mean axis=1": lambda M, x: np.multiply(np.mean(M, axis=1), x[0]).ravel(),
     "np.max": lambda M, x: np.max(M) * x,
     "np.transpose": lambda M, x: np.transpose(M) @ np.ones(4),
     "np.sin": lambda M, x: np.sin(M) @ x,
