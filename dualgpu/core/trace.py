@@ -116,7 +116,8 @@ class GraphBuilder:
         if hit is not None:
             return hit[1]
         arr = value
-        if isinstance(value, np.generic) or isinstance(value, (list, tuple)):
+        # an np.matrix (SciPy's *_matrix axis sums) too: its * would be a product in the code
+        if isinstance(value, (np.generic, list, tuple, np.matrix)):
             arr = np.asarray(value)
         if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
                                                   and arr.dtype.kind == "O"):

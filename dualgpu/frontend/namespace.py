@@ -39,8 +39,9 @@ from . import array_api
 from . import numpy as dnp
 from .numpy.joining import Concatenator
 from .numpy.random import is_random_module, stand_in_for
+from .scipy import sparse_numpy
 from .scipy import stats as stats_frontend
-from .scipy.sparse import SparseValue, is_sparse
+from .scipy.sparse import SparseValue, is_sparse, scipys
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 
@@ -166,11 +167,17 @@ def _dispatcher(real, ours, qualname: str):
     # a function that calls the user's (odeint): ours in a trace, traced arguments or not
     functions = getattr(ours, "calls_functions", False)
 
+    numpy_function = qualname.split(".")[0] in ("numpy", "cupy")
+    # a sparse matrix SciPy makes in a trace is seen as a closed-over one (scipys)
+    seen = scipys if qualname.split(".")[0] in ("scipy", "cupyx") else _same
+
     @functools.wraps(real)
     def call(*args, **kwargs):
+        if numpy_function and any(isinstance(a, SparseValue) for a in args):
+            return sparse_numpy.call(real, qualname, args, kwargs)  # what NumPy does with one
         if not _contains_tracer(args, kwargs) and not (functions and current_builder()) \
                 and not (ours is not None and any(isinstance(a, SparseValue) for a in args)):
-            out = real(*args, **kwargs)  # (a SparseValue, traced or not, is only ours)
+            out = seen(real(*args, **kwargs))  # (a SparseValue, traced or not, is only ours)
             # an array made inside a traced function (np.zeros, then assigned to) is indexed
             # by traced indices as a global one is
             if type(out) is np.ndarray and current_builder() is not None and out.ndim > 0 \
@@ -189,6 +196,10 @@ def _dispatcher(real, ours, qualname: str):
             if hasattr(real, attr):
                 setattr(call, attr, getattr(real, attr))
     return call
+
+
+def _same(x):
+    return x
 
 
 def call_front_end(f, label: str, args, kwargs):

@@ -376,11 +376,22 @@ def _spsolve_impl(xp, data, b, ind, ptr, fmt, shape, transpose):
     if backend.on_device:  # cupyx's spsolve (cuSOLVER), one right-hand side at a time
         a = (a.T if transpose else a).tocsr()
         solve = backend.sparse_linalg.spsolve
-        if b.ndim == 1:
-            return solve(a, b)
-        return xp.stack([solve(a, b[:, j]) for j in range(b.shape[1])], axis=1)
+        x = solve(a, b) if b.ndim == 1 else \
+            xp.stack([solve(a, b[:, j]) for j in range(b.shape[1])], axis=1)
+        _check_solution(xp, x, a.data, b, transpose)
+        return x
     lu = _factorization(backend, a, ind, ptr, fmt, shape, transpose)
     return lu.solve(np.ascontiguousarray(b), trans="T" if transpose else "N")
+
+
+def _check_solution(xp, x, values, b, transpose):
+    """cupyx's solve does not report a singular matrix (SuperLU's factorization does): its
+    solution is then not finite. Blamed on A only when A's values and b are finite (NaN in,
+    NaN out, as SciPy's). Reads one flag back from the device."""
+    if not bool(xp.isfinite(x).all()) and bool(xp.isfinite(b).all()) and \
+            bool(xp.isfinite(values).all()):
+        raise DualgpuError(f"spsolve: the matrix A{'.T' if transpose else ''} is singular "
+                           "(the solve gave non-finite values for a finite right-hand side)")
 
 
 # the last SuperLU factorization: a program's solves with one matrix (the value's, the VJP's

@@ -204,3 +204,59 @@ def test_a_program_factors_its_matrix_once_and_again_when_it_changes(monkeypatch
     assert len(factored) == 2
     np.testing.assert_allclose(value, np.sum(np.sin(spsolve(a, b))), rtol=1e-12)
     np.testing.assert_allclose(g_b, spsolve(a.T.tocsc(), np.cos(spsolve(a, b))), rtol=1e-10)
+
+
+def _emulated_cupyx(monkeypatch):
+    """The CuPy backend as _spsolve_impl sees it, on the host: cupyx's solve does not raise
+    for a singular matrix but returns non-finite values, as SciPy's spsolve (with a warning)
+    does."""
+    import types
+    import warnings
+
+    from dualgpu.backends import cupy as cupy_backend
+
+    def solve(a, b):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy.sparse.linalg.MatrixRankWarning)
+            return scipy.sparse.linalg.spsolve(a, b)
+
+    xp = types.ModuleType("cupy")
+    xp.__getattr__ = lambda name: getattr(np, name)
+    fake = types.SimpleNamespace(on_device=True, runs_fused_kernels=False, xp=xp, sparse=sp,
+                                 sparse_linalg=types.SimpleNamespace(spsolve=solve))
+    monkeypatch.setattr(cupy_backend, "get_cupy_backend", lambda: fake)
+    return xp
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_cupy_branch_refuses_a_singular_matrix(monkeypatch, transpose):
+    """cupyx's solve returns NaN for a singular A: the CuPy branch names A as singular (as
+    SuperLU's on the CPU does), for one and several right-hand sides; a non-finite b (or
+    value of A) is not blamed on A."""
+    xp = _emulated_cupyx(monkeypatch)
+    a, b = system()
+    singular = a.tolil()
+    singular[:, 2] = 0
+    singular[2, :] = 0
+    singular = singular.tocsr()
+    singular.eliminate_zeros()
+    p = Pattern.of(singular)
+
+    def run(data, rhs):
+        return spsolve_op.impl(xp, data, rhs, p.ind, p.ptr, fmt="csr", shape=p.shape,
+                               transpose=transpose)
+
+    name = "A.T" if transpose else "A"
+    for rhs in (b, np.stack([b, 2 * b], axis=1)):
+        with pytest.raises(DualgpuError, match=f"the matrix {name} is singular"):
+            run(singular.data, rhs)
+    regular = Pattern.of(a)
+    x = spsolve_op.impl(xp, a.data, b, regular.ind, regular.ptr, fmt="csr", shape=a.shape,
+                        transpose=transpose)
+    np.testing.assert_allclose(x, spsolve(a.T if transpose else a, b), rtol=1e-12)
+    b_inf = b.copy()
+    b_inf[0] = np.inf
+    assert not np.isfinite(run(singular.data, b_inf)).all()  # NaN in, NaN out: not A's fault
+    data_nan = singular.data.copy()
+    data_nan[0] = np.nan
+    assert not np.isfinite(run(data_nan, b)).all()

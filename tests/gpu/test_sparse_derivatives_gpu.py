@@ -91,3 +91,31 @@ def test_newton_step_with_cupyx_spsolve():
     for _ in range(4):
         x = x - cupyx.scipy.sparse.linalg.spsolve(jac(x, x_old), brusselator(x, x_old))
     assert float(cp.abs(brusselator(x, x_old)).max()) < 1e-10
+
+
+def test_patterns_of_programs_closing_over_cupyx_matrices_equal_numpy():
+    """Pattern detection reads the index arrays of spmm and spsolve on the host (copied
+    once), so a function closing over cupyx matrices gets the patterns and the sparse
+    Hessian of the same function over SciPy's."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import spsolve
+
+    a = (sp.random(30, 30, density=0.05, random_state=0) + 4 * sp.eye(30)).tocsr()
+    ag = cupyx.scipy.sparse.csr_matrix(a)
+
+    def make(A, solve):
+        return lambda x: np.sum(np.tanh(A @ x) ** 2) + np.sum(solve(A, x ** 2) ** 2)
+
+    f_cpu, f_gpu = make(a, spsolve), make(ag, cupyx.scipy.sparse.linalg.spsolve)
+    x = np.linspace(0.1, 0.9, 30)
+    for detect in (dg.hessian_sparsity, dg.jacobian_sparsity):
+        g = (lambda f: lambda x: dg.grad(f)(x)) if detect is dg.jacobian_sparsity else \
+            (lambda f: f)
+        want = detect(g(f_cpu))(x)
+        got = detect(g(f_gpu))(cp.asarray(x))
+        dense = got.toarray()
+        np.testing.assert_array_equal(dense.get() if isinstance(dense, cp.ndarray) else dense,
+                                      want.toarray())
+    h = dg.sparse_hessian(f_gpu)(cp.asarray(x))
+    np.testing.assert_allclose(cp.asnumpy(h.toarray()), dg.sparse_hessian(f_cpu)(x).toarray(),
+                               rtol=1e-9, atol=1e-9)

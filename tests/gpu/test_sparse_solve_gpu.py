@@ -50,3 +50,18 @@ def test_spsolve_gradient_wrt_the_matrix_on_gpu():
     want = dg.grad(f_cpu)(a, b)
     got = dg.grad(f_gpu)(cupyx.scipy.sparse.csr_matrix(a), cp.asarray(b))
     np.testing.assert_allclose(cp.asnumpy(got.data), want.data, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [None, 3])
+def test_a_singular_matrix_is_named_on_gpu(k):
+    """cupyx's solve returns non-finite values for a singular A instead of raising: the
+    program names A as singular, as SuperLU's refusal does on the CPU."""
+    a, b = _system(k=k)
+    singular = a.tolil()
+    singular[:, 2] = 0
+    singular[2, :] = 0
+    singular = singular.tocsr()
+    singular.eliminate_zeros()
+    ag = cupyx.scipy.sparse.csr_matrix(singular)
+    with pytest.raises(dg.DualgpuError, match="the matrix A is singular"):
+        dg.jit(lambda b: cupyx.scipy.sparse.linalg.spsolve(ag, b))(cp.asarray(b))

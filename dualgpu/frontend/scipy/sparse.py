@@ -8,12 +8,15 @@ densified, and the gradient with respect to a sparse argument comes back as a sp
 of the same class, format and pattern.
 
 Supported: ``A @ x``, ``x @ A``, ``A.T``, ``A.dot(x)``, ``A.multiply(dense)`` (keeps the
-pattern), ``A * scalar``, ``-A``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``,
+pattern), ``A * scalar``, ``-A``, ``abs(A)``, ``A.sum(axis)``, ``A.mean(axis)`` (shaped as
+SciPy's), ``A.max()``, ``A.min()``, ``A.diagonal(k)``,
 ``A.toarray()``, ``A.astype(dtype)``, ``A.copy()`` and the conversions ``A.tocsr()``,
 ``A.tocsc()``, ``A.tocoo()``, ``A.asformat(fmt)`` (the values permuted, the pattern
 converted once), for CSR, CSC and COO (both the ``*_matrix`` and ``*_array`` classes of
 SciPy, and cupyx's matrices). Any other method is a :class:`~dualgpu.errors.SparseMethodError`
-naming it.
+naming it. With concrete values (a closed-over matrix) ``.sum``, ``.mean``, ``.max``, ``.min``,
+``.T`` and ``.multiply`` by a constant give SciPy's own answer. NumPy's functions of a sparse
+matrix: :mod:`dualgpu.frontend.scipy.sparse_numpy`.
 
 Example::
 
@@ -25,6 +28,7 @@ Example::
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -119,9 +123,17 @@ class Pattern:
     def T(self) -> Pattern:
         if self.fmt == "coo":
             return Pattern("coo", self.shape[::-1], self.ptr, self.ind, self.container)
-        # another format: not of this class (a csr_matrix's transpose is a CSC matrix)
-        return Pattern("csc" if self.fmt == "csr" else "csr", self.shape[::-1], self.ind,
-                       self.ptr, None)
+        # the other format, of the same kind (a csr_array's transpose is a csc_array)
+        fmt = "csc" if self.fmt == "csr" else "csr"
+        return Pattern(fmt, self.shape[::-1], self.ind, self.ptr,
+                       _class_in_format(self.container, fmt))
+
+    @property
+    def matrix_kind(self) -> bool:
+        """True for the ``*_matrix`` classes (SciPy's spmatrix and cupyx's), whose axis sums
+        are 2-D (``np.matrix`` on SciPy); False for SciPy's ``*_array`` classes."""
+        cls = self.container
+        return cls is None or "matrix" in cls.__name__
 
     def coo(self):
         """Row and column index of every stored entry, in data order."""
@@ -168,6 +180,14 @@ class Pattern:
             bool(xp.array_equal(other.ptr, self.ptr))
 
 
+def _class_in_format(cls, fmt: str):
+    """The class of ``cls``'s library and kind (matrix or array) in format ``fmt``."""
+    if cls is None:
+        return None
+    package = sys.modules.get(cls.__module__.rpartition("._")[0])
+    return getattr(package, f"{fmt}{cls.__name__[3:]}", None)
+
+
 class SparseValue:
     """A sparse matrix with traced (or concrete) values and a concrete pattern.
 
@@ -183,14 +203,26 @@ class SparseValue:
 
     __array_priority__ = 2000  # above Tracer's, so that x @ A reaches our reflected op
 
-    def __init__(self, data, pattern: Pattern):
+    def __init__(self, data, pattern: Pattern, original=None):
         self.data = data
         self.pattern = pattern
+        self.original = original  # the user's matrix, for a closed-over one
 
     @classmethod
     def constant(cls, a) -> SparseValue:
         pattern = Pattern.of(a)  # checks the format before .data is read
-        return cls(a.data, pattern)
+        return cls(a.data, pattern, a)
+
+    @property
+    def concrete(self) -> bool:
+        """True when the values are not traced (what SciPy computes on now)."""
+        return not _is_tracer(self.data)
+
+    def scipy(self):
+        """The SciPy (or cupyx) matrix of concrete values: the user's own when closed over."""
+        if self.original is not None:
+            return self.original
+        return self.pattern.rebuild(self.data)
 
     # ---------------------------------------------------------------- attributes
     shape = property(lambda self: self.pattern.shape)
@@ -205,9 +237,15 @@ class SparseValue:
 
     @property
     def T(self) -> SparseValue:
+        """The transpose (of SciPy's own for concrete values)."""
+        if self.concrete:
+            return scipys(self.scipy().T)
         return SparseValue(self.data, self.pattern.T)
 
     def transpose(self, axes=None, copy=False) -> SparseValue:
+        if axes is not None and tuple(axes) != (1, 0):
+            raise SparseMethodError(f"sparse matrix .transpose(axes={axes!r}): a matrix has "
+                                    f"only the permutation (1, 0) (at {user_location()})")
         return self.T
 
     # ---------------------------------------------------------------- products
@@ -223,6 +261,8 @@ class SparseValue:
     def multiply(self, other) -> SparseValue:
         """Elementwise product with a scalar or a dense array broadcastable to the shape;
         the result keeps this pattern (``other`` is gathered at the stored entries)."""
+        if self.concrete and not _is_tracer(other) and not isinstance(other, SparseValue):
+            return scipys(self.scipy().multiply(other))
         if is_sparse_like(other):
             raise UnsupportedOpError("sparse.multiply(sparse) is not supported on traced "
                                      "values; multiply by a dense array")
@@ -261,14 +301,26 @@ class SparseValue:
     def __pos__(self):
         return self
 
+    def __abs__(self):
+        return SparseValue(dnp.abs(self.data), self.pattern)
+
     # ---------------------------------------------------------------- reductions, dense
-    def sum(self, axis=None):
-        """Sum of the entries (``axis=None``), or along an axis as a dense 1-D array."""
+    def sum(self, axis=None, dtype=None, out=None):
+        """Sum of the entries (``axis=None``), or along an axis as a dense array: 2-D for the
+        ``*_matrix`` classes (``(1, n)`` or ``(m, 1)``, SciPy's ``np.matrix``), 1-D for
+        ``*_array``; SciPy's own answer for concrete values."""
+        _no_out("sum", out)
+        if self.concrete:
+            return self.scipy().sum(axis=axis, dtype=dtype)
+        values = self if dtype is None else self.astype(_sum_dtype(dtype, self.dtype))
         if axis is None:
-            return dnp.sum(self.data)
-        axis = int(axis) % 2
-        ones = _xp(self).ones(self.shape[axis], dtype=np.dtype(self.dtype))
-        return matmul(ones, self) if axis == 0 else matmul(self, ones)
+            return dnp.sum(values.data)
+        axis = _matrix_axis(axis, "sum")
+        ones = _xp(self).ones(self.shape[axis], dtype=np.dtype(values.dtype))
+        total = matmul(ones, values) if axis == 0 else matmul(values, ones)
+        if self.pattern.matrix_kind:
+            return dnp.reshape(total, (1, -1) if axis == 0 else (-1, 1))
+        return total
 
     def toarray(self):
         """The dense matrix (this *does* densify: only for small matrices)."""
@@ -280,11 +332,43 @@ class SparseValue:
 
     todense = toarray
 
-    def mean(self, axis=None):
-        """Mean of all entries, stored or not (``axis=None``), or along an axis."""
-        if axis is None:
-            return lax.true_divide(self.sum(), self.shape[0] * self.shape[1])
-        return lax.true_divide(self.sum(axis), self.shape[int(axis) % 2])
+    def mean(self, axis=None, dtype=None, out=None):
+        """Mean of all entries, stored or not (``axis=None``), or along an axis (shaped as
+        :meth:`sum`'s)."""
+        _no_out("mean", out)
+        if self.concrete:
+            return self.scipy().mean(axis=axis, dtype=dtype)
+        if dtype is None and np.dtype(self.dtype).kind in "biu":
+            dtype = np.float64  # as SciPy's
+        total = self.sum(axis, dtype=dtype)
+        count = self.shape[0] * self.shape[1] if axis is None else \
+            self.shape[_matrix_axis(axis, "mean")]
+        return lax.true_divide(total, count)
+
+    def max(self, axis=None, out=None):
+        """The largest entry, stored or not (``axis=None``): 0 counts where an entry is not
+        stored; SciPy's answer for concrete values."""
+        return self._extreme("max", lax.max, lax.maximum, axis, out)
+
+    def min(self, axis=None, out=None):
+        """The smallest entry, stored or not (``axis=None``)."""
+        return self._extreme("min", lax.min, lax.minimum, axis, out)
+
+    def _extreme(self, name, reduce, pairwise, axis, out):
+        _no_out(name, out)
+        if self.concrete:
+            return getattr(self.scipy(), name)(axis=axis)
+        if axis is not None:
+            raise SparseMethodError(
+                f"sparse matrix .{name}(axis={axis!r}) of traced values is not supported (at "
+                f"{user_location()}): SciPy returns a sparse matrix; take "
+                f"np.{name}(A.toarray(), axis={axis!r}) of a small matrix, or .{name}() of all")
+        if self.nnz == 0:
+            return np.zeros((), dtype=self.dtype)
+        ans = reduce(self.data)
+        if self.nnz < self.shape[0] * self.shape[1]:  # an entry not stored is 0
+            ans = pairwise(ans, np.zeros((), dtype=self.dtype))
+        return ans
 
     def diagonal(self, k: int = 0):
         """The ``k``-th diagonal as a dense 1-D array (zeros where nothing is stored)."""
@@ -331,23 +415,54 @@ class SparseValue:
         return self.asformat("coo")
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name.startswith("__") or name in ("data", "pattern", "original"):
             raise AttributeError(name)
+        if self.concrete:  # a constant's attributes (A.indices, A.has_sorted_indices): SciPy's
+            value = getattr(self.scipy(), name, None)
+            if value is not None and not callable(value):
+                return value
         raise SparseMethodError(
             f"sparse matrix .{name} is not supported in traced code (at {user_location()}); "
-            "supported: @, .T, .dot, .multiply, * and / by a scalar, .sum, .mean, .diagonal, "
-            ".toarray, .astype, .copy, .tocsr, .tocsc, .tocoo, .asformat; or compute it "
-            "outside the traced function")
+            "supported: @, .T, .dot, .multiply, * and / by a scalar, .sum, .mean, .max, .min, "
+            ".diagonal, .toarray, .astype, .copy, .tocsr, .tocsc, .tocoo, .asformat; or "
+            "compute it outside the traced function")
 
 
 def _xp(sv):
     return backend_of((sv.pattern.ptr,)).xp
 
 
+def _no_out(name: str, out) -> None:
+    if out is not None:
+        raise UnsupportedOpError(f"sparse matrix .{name}(out=...) is not supported in traced "
+                                 f"code (at {user_location()}); use its result")
+
+
+def _matrix_axis(axis, name: str) -> int:
+    if not isinstance(axis, (int, np.integer)) or not -2 <= int(axis) < 2:
+        raise SparseMethodError(f"sparse matrix .{name}: axis={axis!r} is not an axis of a "
+                                f"matrix (0, 1, -1, -2 or None) (at {user_location()})")
+    return int(axis) % 2
+
+
+def _sum_dtype(dtype, own):
+    """The type SciPy sums in for ``dtype=``: ``dtype`` itself."""
+    return np.dtype(dtype) if dtype is not None else np.dtype(own)
+
+
 def _zeros_like_index(idx, xp):
     if xp is None:
         xp = backend_of((idx,)).xp
     return xp.zeros_like(idx)
+
+
+def scipys(ans):
+    """SciPy's answer for a concrete matrix, seen by traced code as a closed-over matrix is:
+    a sparse result as a :class:`SparseValue` of it (so that products and methods with
+    traced values still trace)."""
+    if is_sparse(ans) and ans.format in ("csr", "csc", "coo"):
+        return SparseValue.constant(ans)
+    return ans
 
 
 def as_sparse_value(a) -> SparseValue:
@@ -392,7 +507,8 @@ def matmul(a, b):
         return dnp.moveaxis(y, 0, -2)
     A, x = as_sparse_value(b), a
     if not _is_tracer(x) and not _is_tracer(A.data):
-        return x @ b if not isinstance(b, SparseValue) else _eager(A.T, dnp.transpose(x)).T
+        return x @ b if not isinstance(b, SparseValue) else \
+            _eager(SparseValue(A.data, A.pattern.T), dnp.transpose(x)).T
     p = A.pattern
     shape = shape_of(x)
     if len(shape) == 1:
