@@ -234,3 +234,26 @@ def test_a_slice_bound_from_the_data():
         np.testing.assert_array_equal(g(x), np.where(np.arange(4) < k, 2 * x, 0.0))
     with pytest.raises(dg.TracerControlFlowError, match=r"int\(\)"):  # not under jit
         dg.jit(lambda x: np.sum(x[:np.argmax(x)]))(np.arange(4.0))
+
+
+def test_a_decision_on_a_weak_scalar_is_taken_in_the_programs_dtype():
+    """A Python float or int argument is a weakly typed input held as a 0-d float64 or
+    int64 array; the trace's decision on a value computed from it must be taken in the
+    dtype the program (and eager NumPy) computes in: float32(1/3) * 3.0 is 1.0 in float32
+    (not > 1), and int32's maximum * 2 wraps. Before, the trace computed them in float64
+    and int64, took the other branch, and every call returned that branch's gradient."""
+    def branch(x, y, c):
+        if np.sum(y * c) > 1.0:
+            return np.sum(x ** 2)
+        return np.sum(x ** 3)
+
+    x = np.array([2.0])
+    g = dg.grad(branch)
+    third = np.array([1 / 3], np.float32)
+    for _ in range(2):  # the trace, then the cached call
+        for c in (3.0, 3):
+            assert not np.sum(third * c) > 1.0  # eager NumPy: float32 throughout
+            np.testing.assert_array_equal(g(x, third, c), 3 * x ** 2)
+        top = np.array([2 ** 31 - 1], np.int32)
+        np.testing.assert_array_equal(g(x, top, 2), 3 * x ** 2)  # wraps to -2
+        np.testing.assert_array_equal(g(x, np.array([1], np.int32), 2), 2 * x)
