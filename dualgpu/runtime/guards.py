@@ -172,24 +172,58 @@ class Guards:
         return len(self.places)
 
     def sources(self) -> list[tuple[str, Any]]:
-        """The random generators among the places read (and the items of the containers
-        there), as ``(label, generator)``."""
-        found = []
+        """The random generators among the places read, the items of the containers there
+        (nested, a few levels), and the generators of the bound methods and
+        partials (``functools.partial``) found so (``{"draw": rng.normal}``: a draw the tracing
+        namespace does not see), as ``(label, generator)``."""
+        found: list[tuple[str, Any]] = []
         for label, read, holder, name, _, _ in self.places:
             try:
                 value = read(holder, name)
             except _READ_ERRORS:
                 continue
-            items = (value.items() if isinstance(value, dict) else
-                     enumerate(value) if isinstance(value, (list, tuple)) else ())
-            for k, item in [((), value), *items]:
-                if is_source(item):
-                    found.append((label if k == () else f"{label}[{k!r}]", item))
+            _sources_in(value, label, found, SOURCE_DEPTH)
         return found
 
     def __add__(self, other: Guards) -> Guards:
         return Guards(self.places + other.places, self.keep + other.keep,
                       self.static + other.static)
+
+
+SOURCE_DEPTH = 3  # how deep sources() looks into containers
+
+
+def _source_behind(value: Any) -> Any:
+    """The generator ``value`` is, or draws from as its bound method or a partial of one
+    (None for anything else)."""
+    for _ in range(8):  # partials of partials
+        if is_source(value):
+            return value
+        if isinstance(value, functools.partial):
+            value = value.func
+            continue
+        owner = getattr(value, "__self__", None)
+        if owner is None or isinstance(value, type) or not callable(value):
+            return None
+        value = owner
+    return None
+
+
+def _sources_in(value: Any, label: str, found: list, depth: int) -> None:
+    source = _source_behind(value)
+    if source is not None:
+        found.append((label, source))
+        return
+    if depth <= 0:
+        return
+    if isinstance(value, dict):
+        items: Iterable = list(value.items())[:SNAPSHOT_ITEMS * 4]
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value[:SNAPSHOT_ITEMS * 4])
+    else:
+        return
+    for k, item in items:
+        _sources_in(item, f"{label}[{k!r}]", found, depth - 1)
 
 
 def _contents(array: Any, name_of: Any) -> tuple:

@@ -633,7 +633,8 @@ def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
         if was != now:
             raise RandomInTraceError(
                 f"{name_of(fn)} drew random numbers from {label} while it was traced, "
-                "reached where dualgpu does not see it (an object's attribute): the draws "
+                "reached where dualgpu does not see it (an object's attribute, a dict's item, a "
+                "generator's method or a partial of one): the draws "
                 "would be constants of the compiled program. Pass the generator as an "
                 "argument (each call then draws from it), or draw outside and pass the numbers")
     return traced

@@ -4,6 +4,7 @@ returns under the same seed, and leaves the source where the eager call would
 (dualgpu/frontend/numpy/random.py)."""
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -245,3 +246,26 @@ def test_draws_that_dualgpu_cannot_see_are_refused():
         dg.grad(lambda x: np.sum(x) * sp.random(3, 3, density=0.5).sum())(X)
     with pytest.raises(dg.RandomInTraceError, match="nested trace"):
         dg.jit(dg.vmap(lambda x: x * np.random.normal()))(np.ones((2, 3)))
+
+
+DRAWERS = {"draw": np.random.default_rng(5).standard_normal}
+PARTIAL = functools.partial(np.random.default_rng(6).normal, 0.0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dg.jit(lambda x: x + DRAWERS["draw"](3))(X),       # a generator's method in a dict
+    lambda: dg.grad(lambda x: np.sum(x * PARTIAL(size=3)))(X),  # a partial of one
+    lambda: dg.jit(lambda x, d: x + d(size=3))(X, np.random.default_rng(7).normal),
+    lambda: dg.grad(lambda x, d: np.sum(x * d(size=3)))(X, functools.partial(
+        np.random.default_rng(8).normal, 1.0)),                # as arguments
+    lambda: dg.jit(lambda x: x + NESTED["a"][0]["rng"].normal(size=3))(X),
+], ids=["dict-of-method", "partial", "method-argument", "partial-argument", "nested"])
+def test_draws_through_a_generators_method_or_a_partial_are_refused(call):
+    """The draws of a generator's bound method or a partial of one (kept in a dict, passed
+    as an argument), or of a generator nested in containers, are not seen by the tracing
+    namespace: they were constants of the program, the same numbers at every call."""
+    with pytest.raises(dg.RandomInTraceError, match="drew random numbers from"):
+        call()
+
+
+NESTED = {"a": ({"rng": np.random.default_rng(9)},)}
