@@ -33,6 +33,8 @@ Example::
 """
 from __future__ import annotations
 
+import array as pyarray
+import collections
 import functools
 import hashlib
 import os
@@ -62,7 +64,8 @@ _LIBRARY_ROOTS = frozenset({"numpy", "cupy", "cupyx", "scipy", "dualgpu", "jax",
 _LIBRARY_ROOTS |= frozenset(getattr(sys, "stdlib_module_names", ()))
 _IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic, slice, np.dtype,
               type(Ellipsis))
-_MUTABLE_CONTAINERS = (list, dict, set, bytearray)
+# (their subclasses too: OrderedDict, defaultdict, Counter, a user's dict or list)
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque, pyarray.array)
 
 # a place's description: (the expression, what kind of place), as ("scale", "global")
 What = tuple[str, str]
@@ -261,29 +264,34 @@ def array_contents(arrays: Iterable[Any], labels: Iterable[str]) -> Guards:
 
 def _snapshot_key(value: Any, budget: list[int] | None = None) -> Any:
     """An exact key of a small container's value (objects inside it by identity), or None
-    when it is too large."""
+    when it is too large. Subclasses of the containers (``OrderedDict``, ``defaultdict``,
+    ``Counter``, a user's ``dict`` or ``list``) and ``deque`` are keyed by their items and
+    their exact type."""
     budget = [SNAPSHOT_ITEMS * 4] if budget is None else budget
     t = type(value)
-    if t is dict or t in (list, tuple, set, frozenset):
+    if isinstance(value, (dict, list, tuple, set, frozenset, collections.deque)):
         if len(value) > SNAPSHOT_ITEMS:
             return None
+        mapping = isinstance(value, dict)
         items: Iterable[Any]
-        if t is dict:
+        if mapping:
             items = [(static_key(k, []), v) for k, v in value.items()]
-        elif t in (set, frozenset):
+        elif isinstance(value, (set, frozenset)):
             items = sorted(value, key=repr)
         else:
             items = value
         inner: list[Any] = []
         for item in items:
             budget[0] -= 1
-            k = (_snapshot_key(item[1], budget) if t is dict else _snapshot_key(item, budget))
+            k = (_snapshot_key(item[1], budget) if mapping else _snapshot_key(item, budget))
             if k is None or budget[0] < 0:
                 return None
-            inner.append((item[0], k) if t is dict else k)
+            inner.append((item[0], k) if mapping else k)
         return (t, tuple(inner))
-    if t is bytearray:
-        return (t, bytes(value)) if len(value) <= 4 * SNAPSHOT_ITEMS else None
+    if isinstance(value, (bytearray, pyarray.array)):
+        data = bytes(value) if isinstance(value, bytearray) else value.tobytes()
+        return (t, getattr(value, "typecode", ""), data) if len(data) <= 32 * SNAPSHOT_ITEMS \
+            else None
     if isinstance(value, _IMMUTABLE):
         return static_key(value, [])
     return _Same(value)
@@ -308,6 +316,14 @@ def _is_library(obj: Any, files: tuple[str, ...]) -> bool:
         module = getattr(obj, "__module__", None)
         name = module if isinstance(module, str) else getattr(type(obj), "__module__", "") or ""
     return name.split(".")[0] in _LIBRARY_ROOTS
+
+
+def _is_namespace(obj: Any) -> bool:
+    """A bag of the user's attributes made by the standard library (``SimpleNamespace``,
+    ``argparse``'s ``Namespace``): its attributes are user state, guarded as an object's."""
+    t = type(obj)
+    return t is types.SimpleNamespace or (t.__name__ == "Namespace"
+                                          and t.__module__ == "argparse")
 
 
 def _library_files() -> tuple[str, ...]:
@@ -395,14 +411,15 @@ class _Walk:
             self.place(_sub(what, ".args"), _attr, value, "args", value.args, depth + 1)
             self.place(_sub(what, ".keywords"), _attr, value, "keywords", value.keywords,
                        depth + 1)
-        elif isinstance(value, (tuple, frozenset, list, set)):
+        elif isinstance(value, (tuple, frozenset, list, set, collections.deque)):
             for i, v in enumerate(value):
                 self.inside(v, _sub(what, f"[{i}]"), depth + 1)
         elif isinstance(value, dict):
             for k, v in value.items():
                 self.inside(v, _sub(what, f"[{k!r}]"), depth + 1)
-        elif (_is_library(value, self.files) or isinstance(value, np.ndarray)
-              or array_backend(value) is not None or id(value) in self.seen):
+        elif ((_is_library(value, self.files) and not _is_namespace(value))
+              or isinstance(value, np.ndarray) or array_backend(value) is not None
+              or id(value) in self.seen):
             return
         else:  # a user module, class or object: the attributes the code names
             self.seen.add(id(value))
