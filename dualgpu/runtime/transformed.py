@@ -59,7 +59,7 @@ from .program_cache import (
     log,
     remember_static,
 )
-from .signature import Signature, alias_pattern, is_dask_array
+from .signature import Signature, alias_pattern, int_range, is_dask_array
 from .tracing import SelfTracing, Traced, name_of
 
 # ------------------------------------------------------------------------------ fast path
@@ -81,8 +81,10 @@ def quick_key(args: tuple) -> tuple | None:
         t = type(a)
         if t in _QUICK_TYPES:  # the type names the backend: NumPy and CuPy never share
             key.append((t, a.shape, a.dtype))
-        elif t is float or (t is int and -_INT64 <= a < _INT64):
+        elif t is float:
             key.append(t)  # a weakly typed input (a call with a static one is not remembered)
+        elif t is int and -_INT64 <= a < _INT64:
+            key.append((t, int_range(a)))  # as its signature: by the dtypes that hold it
         elif t is int:
             key.append((t, a))
         elif t in _QUICK_SCALARS:
