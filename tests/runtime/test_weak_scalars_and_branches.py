@@ -304,3 +304,15 @@ def test_python_numbers_through_numpy_functions_promote_as_eager_numpy(f, x, val
         got = jf(x, c)
         assert got.dtype == want.dtype, (c, got.dtype, want.dtype)
         np.testing.assert_array_equal(got, want)
+
+
+def test_an_int_beyond_64_bits_promotes_as_numpys_python_int():
+    """A Python int beyond int64 (a static argument, or a literal) is a weak integer, as
+    NumPy takes it: with a float array it is a float. It was an object-dtype value, so the
+    graph said ``object`` and grad refused its output."""
+    for x in (np.ones(2), np.ones(2, np.float32)):
+        for c in (2 ** 70, -2 ** 70):
+            got = dg.grad(lambda x, c: np.sum(x * c))(x, c)
+            assert got.dtype == x.dtype
+            np.testing.assert_array_equal(got, np.full(2, c, x.dtype))
+        assert dg.jit(lambda x: x * 2 ** 70).graph(x).outputs[0].dtype == x.dtype
