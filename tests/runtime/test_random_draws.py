@@ -248,24 +248,39 @@ def test_draws_that_dualgpu_cannot_see_are_refused():
         dg.jit(dg.vmap(lambda x: x * np.random.normal()))(np.ones((2, 3)))
 
 
-DRAWERS = {"draw": np.random.default_rng(5).standard_normal}
-PARTIAL = functools.partial(np.random.default_rng(6).normal, 0.0)
+def _drawers(seed):
+    """Ways a function reaches draws that the tracing namespace may not see, each with the
+    numbers its eager calls draw: (transform, function, arguments, eager draws of a call)."""
+    make = np.random.default_rng
+    held = {"draw": make(seed).standard_normal}
+    partial = functools.partial(make(seed).normal, 0.0)
+    nested = {"a": ({"rng": make(seed)},)}
+    twin = make(seed)
+    return [
+        (dg.jit, lambda x: x + held["draw"](3), (X,), lambda: twin.standard_normal(3)),
+        (dg.grad, lambda x: np.sum(x * partial(size=3)), (X,), lambda: twin.normal(0.0, size=3)),
+        (dg.jit, lambda x, d: x + d(size=3), (X, make(seed).normal), lambda: twin.normal(size=3)),
+        (dg.grad, lambda x, d: np.sum(x * d(size=3)),
+         (X, functools.partial(make(seed).normal, 1.0)), lambda: twin.normal(1.0, size=3)),
+        (dg.jit, lambda x: x + nested["a"][0]["rng"].normal(size=3), (X,),
+         lambda: twin.normal(size=3)),
+    ]
 
 
-@pytest.mark.parametrize("call", [
-    lambda: dg.jit(lambda x: x + DRAWERS["draw"](3))(X),       # a generator's method in a dict
-    lambda: dg.grad(lambda x: np.sum(x * PARTIAL(size=3)))(X),  # a partial of one
-    lambda: dg.jit(lambda x, d: x + d(size=3))(X, np.random.default_rng(7).normal),
-    lambda: dg.grad(lambda x, d: np.sum(x * d(size=3)))(X, functools.partial(
-        np.random.default_rng(8).normal, 1.0)),                # as arguments
-    lambda: dg.jit(lambda x: x + NESTED["a"][0]["rng"].normal(size=3))(X),
-], ids=["dict-of-method", "partial", "method-argument", "partial-argument", "nested"])
-def test_draws_through_a_generators_method_or_a_partial_are_refused(call):
+@pytest.mark.parametrize("case", range(5), ids=["dict-of-method", "partial", "method-argument",
+                                                 "partial-argument", "nested"])
+def test_draws_through_a_generators_method_or_a_partial_are_drawn_or_refused(case):
     """The draws of a generator's bound method or a partial of one (kept in a dict, passed
-    as an argument), or of a generator nested in containers, are not seen by the tracing
-    namespace: they were constants of the program, the same numbers at every call."""
-    with pytest.raises(dg.RandomInTraceError, match="drew random numbers from"):
-        call()
-
-
-NESTED = {"a": ({"rng": np.random.default_rng(9)},)}
+    as an argument), or of a generator nested in containers: each call draws what the eager
+    call draws, or the trace is refused. They were constants of the program (the same
+    numbers at every call)."""
+    transform, f, args, eager = _drawers(10 + case)[case]
+    t = transform(f)
+    try:
+        calls = [t(*args) for _ in range(3)]
+    except dg.RandomInTraceError as e:
+        assert "drew random numbers from" in str(e)
+        return
+    for got in calls:
+        want = eager()
+        np.testing.assert_allclose(got, X + want if transform is dg.jit else want)
