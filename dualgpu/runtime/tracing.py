@@ -319,6 +319,17 @@ def strengthen_weak_inputs(graph: Graph) -> Graph:
                     ins[k] = lax.astype(ins[k], target)
         outs = eqn.prim.bind(*ins, **eqn.params)
         outs = outs if eqn.prim.multiple_results else [outs]
+        if weak and any(lax.dtype_of(o) != v.dtype for o, v in zip(outs, eqn.outs)):
+            # another op whose dtype the weak typing gave (a custom op's traced body: x32 *
+            # c is float32): its weak operands as the promoted dtype, as a Python number
+            # would be taken, so that it computes in the dtype the trace said
+            target = promote([a.aval for a in eqn.inputs])
+            for k in weak:
+                ins[k] = lax.astype(ins[k], target)
+            outs = eqn.prim.bind(*ins, **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            outs = [o if lax.dtype_of(o) == v.dtype else lax.astype(o, v.dtype)
+                    for o, v in zip(outs, eqn.outs)]
         return outs, [None] * len(outs)
 
     def run(*args: Any) -> list:
