@@ -186,6 +186,8 @@ def call_front_end(f, label: str, args, kwargs):
     """``f(*args, **kwargs)`` (the front end's function for NumPy's ``label``); a misspelled
     keyword is answered with the one it meant, in NumPy's words (``numpy.sum() got an
     unexpected keyword argument 'axsi' (did you mean 'axis'?)``)."""
+    if label.rpartition(".")[2] in _ARRAY_OPERANDS:
+        args = tuple(strong_results(a) if isinstance(a, Tracer) else a for a in args)
     try:
         out = f(*args, **kwargs)
     except TypeError as e:
@@ -194,6 +196,13 @@ def call_front_end(f, label: str, args, kwargs):
             raise
         raise better.with_traceback(None) from None
     return strong_results(out)
+
+
+# NumPy functions that make arrays of their operands (np.asarray) before computing, so that
+# a Python number among them is an array of its dtype (np.dot(x32, 2.0) is float64), unlike
+# the ufuncs' operands (weakly typed)
+_ARRAY_OPERANDS = frozenset({"dot", "vdot", "inner", "outer", "einsum", "tensordot", "kron",
+                             "append", "cross", "convolve", "correlate"})
 
 
 def strong_results(out):

@@ -280,6 +280,8 @@ _F32 = np.array([1.5, -2.0, 3.0], np.float32)
     (lambda x, c: x * abs(c) + c * 2, _I8, (-3, 2)),  # Python's own: still weak
     (lambda x, c: np.clip(x, -c, c), _F32, (0.5, 2)),  # bounds promote as Python numbers
     (lambda x, c: x.astype(np.result_type(x, c)), _F32, (0.5, 2)),
+    (lambda x, c: np.dot(x, c), _I8, (3, 2)),  # np.dot, einsum...: operands made arrays
+    (lambda x, c: np.einsum("i,->i", x, c), _F32, (0.5, 2)),
     # an int that the array's dtype cannot hold: NumPy compares it exactly, divides by it,
     # or raises; a cast to int8 or uint8 wrapped it
     (lambda x, c: x < c, _U8, (2, -3, 2 ** 40, 1)),
@@ -288,7 +290,8 @@ _F32 = np.array([1.5, -2.0, 3.0], np.float32)
     (lambda x, c: x + c, _U8, (2, -1, 3)),
     (lambda x, c: x + (c + 1), _I8, (3, 127, 5)),
 ], ids=["sin", "asarray", "full", "sum-int8", "abs-int8", "python-ops", "clip-f32",
-        "result_type", "less-uint8", "divide-int8", "clip-uint8", "add-uint8", "derived"])
+        "result_type", "dot-int8", "einsum", "less-uint8", "divide-int8", "clip-uint8",
+        "add-uint8", "derived"])
 def test_python_numbers_through_numpy_functions_promote_as_eager_numpy(f, x, values):
     """Cached calls (jit and grad) with Python numbers agree with eager NumPy in dtype and
     value, also when the number goes through a NumPy function, or does not fit the integer
