@@ -262,6 +262,21 @@ def array_contents(arrays: Iterable[Any], labels: Iterable[str]) -> Guards:
     return Guards(places)
 
 
+# a NumPy array of integers or booleans up to this size is guarded by its contents: a trace
+# reads the values of index arrays and masks (the derivative programs of jacfwd, hessian...
+# build their structure from them), so one changed in place builds again
+CONTENT_BYTES = 1 << 16
+
+
+def _by_contents(value: Any) -> bool:
+    return (type(value) is np.ndarray and value.dtype.kind in "biu"
+            and value.nbytes <= CONTENT_BYTES)
+
+
+def _read_contents(read: Read, holder: Any, name: Any) -> tuple:
+    return _contents(read(holder, name), None)
+
+
 def _snapshot_key(value: Any, budget: list[int] | None = None) -> Any:
     """An exact key of a small container's value (objects inside it by identity), or None
     when it is too large. Subclasses of the containers (``OrderedDict``, ``defaultdict``,
@@ -294,6 +309,8 @@ def _snapshot_key(value: Any, budget: list[int] | None = None) -> Any:
             else None
     if isinstance(value, _IMMUTABLE):
         return static_key(value, [])
+    if _by_contents(value):  # an index array or a mask held in a small container
+        return (np.ndarray, _contents(value, None))
     return _Same(value)
 
 
@@ -389,6 +406,10 @@ class _Walk:
             if isinstance(value, np.ndarray) or array_backend(value) is not None:
                 self.keep.append(value)
             self.places.append((label, read, holder, name, _IDENTITY, _ref(value)))
+            if _by_contents(value):  # an index array or a mask: its values shape programs
+                seen = _contents(value, None)
+                self.places.append((label, functools.partial(_read_contents, read), holder,
+                                    name, _VALUE, (seen, static_key(seen, []))))
         self.inside(value, where, depth)
 
     def inside(self, value: Any, what: What, depth: int) -> None:

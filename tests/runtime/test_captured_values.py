@@ -412,3 +412,36 @@ def test_an_argument_the_function_writes_into_does_not_retrace_every_call():
     for _ in range(5):
         assert g(x, seen) == np.sum(x)
     assert traces[0] == 1
+
+
+def copy_of(fn):
+    """The same function as a new object: its transforms share no cache entry with fn's."""
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+
+
+MASK = np.array([True, False, True])
+INDEX = np.array([0, 1, 1])
+HELD = {"index": np.array([2, 0])}
+
+
+@pytest.mark.parametrize("transform", [dg.jacobian, dg.jacfwd, dg.jacrev, dg.hessian])
+def test_index_arrays_and_masks_changed_in_place_rebuild(transform):
+    """A captured integer or boolean array (an index array, a mask; a global or in a small
+    dict) changed in place: the derivative programs build their structure from its values
+    (a batched gather's indices, a mask's zeros), so a cached call kept the old ones. Such
+    arrays (up to 64 KiB) are guarded by their contents."""
+    def f(x):
+        y = np.where(MASK, x ** 3, 0.0) + x[INDEX] ** 3 + x[HELD["index"]].sum() ** 2
+        return np.sum(y) if transform is dg.hessian else y
+
+    t = transform(f)
+    saved = MASK.copy(), INDEX.copy(), HELD["index"].copy()
+    try:
+        for change in (lambda: MASK.__setitem__(1, True), lambda: INDEX.__setitem__(0, 2),
+                       lambda: HELD["index"].__setitem__(1, 1)):
+            np.testing.assert_allclose(t(x), transform(copy_of(f))(x), err_msg=transform.__name__)
+            change()
+        np.testing.assert_allclose(t(x), transform(copy_of(f))(x))
+    finally:
+        MASK[:], INDEX[:], HELD["index"][:] = saved
