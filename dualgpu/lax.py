@@ -82,8 +82,8 @@ def where(condition, x=None, y=None):
 
 
 def astype(x, dtype, copy=True, strong=False):
-    """``x`` as ``dtype``; ``strong``: a weakly typed value (a traced Python scalar) is made
-    an ordinary one of its dtype, even when the dtype is the same."""
+    # strong: a weakly typed value (a traced Python scalar) is made an ordinary one of its
+    # dtype, even when the dtype is the same (a NumPy function's result)
     dtype = np.dtype(dtype)
     if dtype_of(x) == dtype and not (strong and getattr(getattr(x, "aval", None), "weak", False)):
         return x

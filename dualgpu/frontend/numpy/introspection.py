@@ -26,7 +26,7 @@ def size(a, axis=None) -> int:
 
 
 def result_type(*arrays_and_dtypes):
-    """``np.result_type``; a traced Python number (weakly typed) promotes as the number."""
+    # a traced Python number (weakly typed) promotes as the number
     return np.result_type(*[promotion_operand(a.aval) if _is_tracer(a) else a
                             for a in arrays_and_dtypes])
 
