@@ -289,7 +289,7 @@ def _snapshot_key(value: Any, budget: list[int] | None = None) -> Any:
             return None
         mapping = isinstance(value, dict)
         items: Iterable[Any]
-        if mapping:
+        if isinstance(value, dict):
             items = [(static_key(k, []), v) for k, v in value.items()]
         elif isinstance(value, (set, frozenset)):
             items = sorted(value, key=repr)
