@@ -81,9 +81,11 @@ def where(condition, x=None, y=None):
     return _ew.where.bind(condition, x, y)
 
 
-def astype(x, dtype, copy=True):
+def astype(x, dtype, copy=True, strong=False):
+    # strong: a weakly typed value (a traced Python scalar) is made an ordinary one of its
+    # dtype, even when the dtype is the same (a NumPy function's result)
     dtype = np.dtype(dtype)
-    if dtype_of(x) == dtype:
+    if dtype_of(x) == dtype and not (strong and getattr(getattr(x, "aval", None), "weak", False)):
         return x
     return _casts.convert_element_type.bind(x, dtype=dtype.name)
 

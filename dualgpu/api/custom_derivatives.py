@@ -187,7 +187,7 @@ class _TracedShape:
                     "function with several outputs into one per output)")
             return [out]
 
-        plain = [Aval(tuple(a.shape), a.dtype) for a in avals]
+        plain = [Aval(tuple(a.shape), a.dtype, a.weak) for a in avals]  # a Python number: weak
         try:
             graph, _ = trace_to_graph(run, plain, np, name=self.name)
         except TracerControlFlowError:

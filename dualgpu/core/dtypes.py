@@ -19,10 +19,13 @@ _WEAK_EXAMPLE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
 def promote(avals: Iterable[Any]) -> np.dtype[Any]:  # Avals (ir.py is a layer above)
     """NumPy's result type; weak (Python scalar) operands promote as Python scalars do."""
-    parts: list[Any] = []
-    for a in avals:
-        parts.append(_WEAK_EXAMPLE[a.dtype.kind] if a.weak else a.dtype)
-    return np.result_type(*parts)
+    return np.result_type(*[promotion_operand(a) for a in avals])
+
+
+def promotion_operand(aval: Any) -> Any:
+    """What stands for ``aval`` in ``np.result_type``: its dtype, or a Python scalar of its
+    kind when it is weakly typed (a traced Python number promotes as one)."""
+    return _WEAK_EXAMPLE[aval.dtype.kind] if aval.weak else aval.dtype
 
 
 def is_float(dtype: DTypeLike) -> bool:

@@ -94,7 +94,12 @@ class Literal:
 
     def __init__(self, value: Any):
         self.value = value
-        self.aval = Aval((), np.result_type(value), weak=True)
+        dtype = np.result_type(value)
+        if dtype.kind == "O" and isinstance(value, int):
+            # an int beyond 64 bits: a weak integer all the same (NumPy promotes it with
+            # floats, and raises an OverflowError with integer arrays), never an object
+            dtype = np.dtype(np.int64)
+        self.aval = Aval((), dtype, weak=True)
 
     shape = property(lambda self: ())
     dtype = property(lambda self: self.aval.dtype)

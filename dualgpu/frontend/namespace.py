@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import frontend
+from .. import frontend, lax
 from ..core.trace import Tracer, current_builder, install_protocol_handlers
 from ..errors import (
     RandomInTraceError,
@@ -206,13 +206,36 @@ def call_front_end(f, label: str, args, kwargs):
     """``f(*args, **kwargs)`` (the front end's function for NumPy's ``label``); a misspelled
     keyword is answered with the one it meant, in NumPy's words (``numpy.sum() got an
     unexpected keyword argument 'axsi' (did you mean 'axis'?)``)."""
+    if label.rpartition(".")[2] in _ARRAY_OPERANDS:
+        args = tuple(strong_results(a) if isinstance(a, Tracer) else a for a in args)
     try:
-        return f(*args, **kwargs)
+        out = f(*args, **kwargs)
     except TypeError as e:
         better = unexpected_keyword(e, f, kwargs, label=label)
         if better is None:
             raise
         raise better.with_traceback(None) from None
+    return strong_results(out)
+
+
+# NumPy functions that make arrays of their operands (np.asarray) before computing, so that
+# a Python number among them is an array of its dtype (np.dot(x32, 2.0) is float64), unlike
+# the ufuncs' operands (weakly typed)
+_ARRAY_OPERANDS = frozenset({"dot", "vdot", "inner", "outer", "einsum", "tensordot", "kron",
+                             "append", "cross", "convolve", "correlate"})
+
+
+def strong_results(out):
+    """``out`` with its weakly typed values made ordinary ones: a NumPy function returns
+    NumPy values, never Python scalars, so what it computes from a weakly typed traced scalar
+    (a Python float or int argument) promotes as an array of its dtype, as eager NumPy's does
+    (``x32 * np.sin(dt)`` is float64, ``x8 * np.asarray(n)`` int64: with the weak type kept
+    they stayed float32 and int8, and int8 wrapped)."""
+    if isinstance(out, Tracer):
+        return lax.astype(out, out.dtype, strong=True) if out.aval.weak else out
+    if type(out) is tuple and any(isinstance(o, Tracer) for o in out):
+        return tuple(strong_results(o) for o in out)
+    return out
 
 
 def _ufunc_method(real, method: str):

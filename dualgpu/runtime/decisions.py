@@ -37,6 +37,8 @@ from typing import Any
 
 from ..backends.base import Backend
 from ..codegen.python import compile_python
+from ..core.dtypes import promote
+from ..core.flags import Flag
 from ..core.interpret import eval_graph
 from ..core.ir import Const, Graph, Literal, Var, exact_key
 from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer, thread_state
@@ -161,12 +163,27 @@ class ValueTrace(Concretize):
                 if v is _MISSING:  # a value of an enclosing trace, or one that failed
                     return
                 args.append(v)
+        weak = [k for k, a in enumerate(eqn.inputs)
+                if not isinstance(a, (Literal, Const)) and a.aval.weak]
+        if weak and eqn.prim.has(Flag.ELEMENTWISE) and any(not a.aval.weak
+                                                          for a in eqn.inputs):
+            # a weakly typed value (a Python float or int of the arguments, held as a 0-d
+            # float64 or int64 array, which NumPy does not promote weakly) meets a strongly
+            # typed one: cast to the dtype the equation promotes to, as the program does
+            # (runtime/tracing.py strengthen_weak_inputs), so that the decision is the
+            # program's and eager NumPy's (x32 * 3.0 in float32)
+            target = promote([a.aval for a in eqn.inputs])
+            for k in weak:
+                if getattr(args[k], "dtype", target) != target:
+                    args[k] = args[k].astype(target)
         try:
             outs = eqn.prim.bind(*args, **eqn.params)
         except Exception:  # noqa: BLE001 - a value that cannot be computed is not decided
             return
         outs = outs if eqn.prim.multiple_results else [outs]
         for o, v in zip(eqn.outs, outs):
+            if getattr(v, "dtype", o.aval.dtype) != o.aval.dtype:
+                v = v.astype(o.aval.dtype)  # computed in the dtype the program computes in
             self.env[o.id] = v
 
     def value_of(self, tracer: Tracer) -> Any:

@@ -33,6 +33,8 @@ Example::
 """
 from __future__ import annotations
 
+import array as pyarray
+import collections
 import functools
 import hashlib
 import os
@@ -62,7 +64,8 @@ _LIBRARY_ROOTS = frozenset({"numpy", "cupy", "cupyx", "scipy", "dualgpu", "jax",
 _LIBRARY_ROOTS |= frozenset(getattr(sys, "stdlib_module_names", ()))
 _IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic, slice, np.dtype,
               type(Ellipsis))
-_MUTABLE_CONTAINERS = (list, dict, set, bytearray)
+# (their subclasses too: OrderedDict, defaultdict, Counter, a user's dict or list)
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque, pyarray.array)
 
 # a place's description: (the expression, what kind of place), as ("scale", "global")
 What = tuple[str, str]
@@ -172,24 +175,58 @@ class Guards:
         return len(self.places)
 
     def sources(self) -> list[tuple[str, Any]]:
-        """The random generators among the places read (and the items of the containers
-        there), as ``(label, generator)``."""
-        found = []
+        """The random generators among the places read, the items of the containers there
+        (nested, a few levels), and the generators of the bound methods and
+        partials (``functools.partial``) found so (``{"draw": rng.normal}``: a draw the tracing
+        namespace does not see), as ``(label, generator)``."""
+        found: list[tuple[str, Any]] = []
         for label, read, holder, name, _, _ in self.places:
             try:
                 value = read(holder, name)
             except _READ_ERRORS:
                 continue
-            items = (value.items() if isinstance(value, dict) else
-                     enumerate(value) if isinstance(value, (list, tuple)) else ())
-            for k, item in [((), value), *items]:
-                if is_source(item):
-                    found.append((label if k == () else f"{label}[{k!r}]", item))
+            _sources_in(value, label, found, SOURCE_DEPTH)
         return found
 
     def __add__(self, other: Guards) -> Guards:
         return Guards(self.places + other.places, self.keep + other.keep,
                       self.static + other.static)
+
+
+SOURCE_DEPTH = 3  # how deep sources() looks into containers
+
+
+def _source_behind(value: Any) -> Any:
+    """The generator ``value`` is, or draws from as its bound method or a partial of one
+    (None for anything else)."""
+    for _ in range(8):  # partials of partials
+        if is_source(value):
+            return value
+        if isinstance(value, functools.partial):
+            value = value.func
+            continue
+        owner = getattr(value, "__self__", None)
+        if owner is None or isinstance(value, type) or not callable(value):
+            return None
+        value = owner
+    return None
+
+
+def _sources_in(value: Any, label: str, found: list, depth: int) -> None:
+    source = _source_behind(value)
+    if source is not None:
+        found.append((label, source))
+        return
+    if depth <= 0:
+        return
+    if isinstance(value, dict):
+        items: Iterable = list(value.items())[:SNAPSHOT_ITEMS * 4]
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value[:SNAPSHOT_ITEMS * 4])
+    else:
+        return
+    for k, item in items:
+        _sources_in(item, f"{label}[{k!r}]", found, depth - 1)
 
 
 def _contents(array: Any, name_of: Any) -> tuple:
@@ -225,33 +262,55 @@ def array_contents(arrays: Iterable[Any], labels: Iterable[str]) -> Guards:
     return Guards(places)
 
 
+# a NumPy array of integers or booleans up to this size is guarded by its contents: a trace
+# reads the values of index arrays and masks (the derivative programs of jacfwd, hessian...
+# build their structure from them), so one changed in place builds again
+CONTENT_BYTES = 1 << 16
+
+
+def _by_contents(value: Any) -> bool:
+    return (type(value) is np.ndarray and value.dtype.kind in "biu"
+            and value.nbytes <= CONTENT_BYTES)
+
+
+def _read_contents(read: Read, holder: Any, name: Any) -> tuple:
+    return _contents(read(holder, name), None)
+
+
 def _snapshot_key(value: Any, budget: list[int] | None = None) -> Any:
     """An exact key of a small container's value (objects inside it by identity), or None
-    when it is too large."""
+    when it is too large. Subclasses of the containers (``OrderedDict``, ``defaultdict``,
+    ``Counter``, a user's ``dict`` or ``list``) and ``deque`` are keyed by their items and
+    their exact type."""
     budget = [SNAPSHOT_ITEMS * 4] if budget is None else budget
     t = type(value)
-    if t is dict or t in (list, tuple, set, frozenset):
+    if isinstance(value, (dict, list, tuple, set, frozenset, collections.deque)):
         if len(value) > SNAPSHOT_ITEMS:
             return None
+        mapping = isinstance(value, dict)
         items: Iterable[Any]
-        if t is dict:
+        if isinstance(value, dict):
             items = [(static_key(k, []), v) for k, v in value.items()]
-        elif t in (set, frozenset):
+        elif isinstance(value, (set, frozenset)):
             items = sorted(value, key=repr)
         else:
             items = value
         inner: list[Any] = []
         for item in items:
             budget[0] -= 1
-            k = (_snapshot_key(item[1], budget) if t is dict else _snapshot_key(item, budget))
+            k = (_snapshot_key(item[1], budget) if mapping else _snapshot_key(item, budget))
             if k is None or budget[0] < 0:
                 return None
-            inner.append((item[0], k) if t is dict else k)
+            inner.append((item[0], k) if mapping else k)
         return (t, tuple(inner))
-    if t is bytearray:
-        return (t, bytes(value)) if len(value) <= 4 * SNAPSHOT_ITEMS else None
+    if isinstance(value, (bytearray, pyarray.array)):
+        data = bytes(value) if isinstance(value, bytearray) else value.tobytes()
+        return (t, getattr(value, "typecode", ""), data) if len(data) <= 32 * SNAPSHOT_ITEMS \
+            else None
     if isinstance(value, _IMMUTABLE):
         return static_key(value, [])
+    if _by_contents(value):  # an index array or a mask held in a small container
+        return (np.ndarray, _contents(value, None))
     return _Same(value)
 
 
@@ -274,6 +333,14 @@ def _is_library(obj: Any, files: tuple[str, ...]) -> bool:
         module = getattr(obj, "__module__", None)
         name = module if isinstance(module, str) else getattr(type(obj), "__module__", "") or ""
     return name.split(".")[0] in _LIBRARY_ROOTS
+
+
+def _is_namespace(obj: Any) -> bool:
+    """A bag of the user's attributes made by the standard library (``SimpleNamespace``,
+    ``argparse``'s ``Namespace``): its attributes are user state, guarded as an object's."""
+    t = type(obj)
+    return t is types.SimpleNamespace or (t.__name__ == "Namespace"
+                                          and t.__module__ == "argparse")
 
 
 def _library_files() -> tuple[str, ...]:
@@ -339,6 +406,10 @@ class _Walk:
             if isinstance(value, np.ndarray) or array_backend(value) is not None:
                 self.keep.append(value)
             self.places.append((label, read, holder, name, _IDENTITY, _ref(value)))
+            if _by_contents(value):  # an index array or a mask: its values shape programs
+                seen = _contents(value, None)
+                self.places.append((label, functools.partial(_read_contents, read), holder,
+                                    name, _VALUE, (seen, static_key(seen, []))))
         self.inside(value, where, depth)
 
     def inside(self, value: Any, what: What, depth: int) -> None:
@@ -361,14 +432,15 @@ class _Walk:
             self.place(_sub(what, ".args"), _attr, value, "args", value.args, depth + 1)
             self.place(_sub(what, ".keywords"), _attr, value, "keywords", value.keywords,
                        depth + 1)
-        elif isinstance(value, (tuple, frozenset, list, set)):
+        elif isinstance(value, (tuple, frozenset, list, set, collections.deque)):
             for i, v in enumerate(value):
                 self.inside(v, _sub(what, f"[{i}]"), depth + 1)
         elif isinstance(value, dict):
             for k, v in value.items():
                 self.inside(v, _sub(what, f"[{k!r}]"), depth + 1)
-        elif (_is_library(value, self.files) or isinstance(value, np.ndarray)
-              or array_backend(value) is not None or id(value) in self.seen):
+        elif ((_is_library(value, self.files) and not _is_namespace(value))
+              or isinstance(value, np.ndarray) or array_backend(value) is not None
+              or id(value) in self.seen):
             return
         else:  # a user module, class or object: the attributes the code names
             self.seen.add(id(value))

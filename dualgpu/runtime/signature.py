@@ -247,8 +247,10 @@ class Signature:
                 # a Python int), tentatively
                 scalar_inputs.append((len(inputs), True))
                 tentative.append(len(inputs))
+                # keyed by the integer dtypes that hold it: a program that casts it to one
+                # is for the values that fit (the others are static: NumPy's own rules)
+                key = ("t", "<i8", True, int_range(leaf))
                 leaf = np.asarray(leaf, dtype=np.int64)
-                key = ("t", "<i8", True)
             else:
                 if d:
                     raise ArgumentTypeError(
@@ -399,6 +401,30 @@ class Signature:
 
 
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+_INT_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                          np.uint32, np.int64, np.uint64))
+_INT_BOUNDS = tuple((int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in _INT_DTYPES)
+_FITS_ALL = (1 << len(_INT_DTYPES)) - 1
+
+
+def int_range(value: int) -> int:
+    """The integer dtypes that hold the Python int ``value``, as a bit mask over
+    :data:`_INT_DTYPES` (a weakly typed int cast to a dtype that cannot hold it would wrap,
+    where NumPy raises or compares exactly).
+
+    >>> int_range(3) == int_range(100), int_range(3) == int_range(200), int_range(-1) & 2
+    (True, False, 0)
+    """
+    if 0 <= value < 128:
+        return _FITS_ALL
+    return sum(1 << i for i, (lo, hi) in enumerate(_INT_BOUNDS) if lo <= value <= hi)
+
+
+def int_range_holds(mask: int, dtype: Any) -> bool:
+    """Whether every int of the range ``mask`` (:func:`int_range`) fits ``dtype`` (an
+    integer dtype)."""
+    dtype = np.dtype(dtype)
+    return dtype not in _INT_DTYPES or bool(mask >> _INT_DTYPES.index(dtype) & 1)
 
 
 def _number_sequence(x: Any, name: str, depth: int = 0) -> tuple[str, Any] | None:

@@ -39,7 +39,7 @@ from ..frontend.numpy.random import (
 from ..frontend.scipy.sparse import SparseValue
 from ..transforms import simplify
 from .decisions import Decisions, NeedsStatic, ValueTrace
-from .signature import Signature, class_call
+from .signature import Signature, class_call, int_range, int_range_holds
 
 
 class SelfTracing:
@@ -212,6 +212,12 @@ class Traced:
                                g.eqns, name=g.name, input_names=names, xp=g.xp)
         if any(weakly for _, weakly in sig.scalar_inputs) or any(
                 d.aval is not None and d.aval.weak for d in self.draws):
+            narrowed = narrowed_ints(self.graph, {
+                k: int_range(int(sig.inputs[k])) for k, weakly in sig.scalar_inputs
+                if weakly and sig.avals[k].dtype.kind == "i"
+                and not isinstance(sig.inputs[k], Tracer)})
+            if narrowed:  # static: a literal of the program, as NumPy's rules take it
+                raise NeedsStatic(hook, narrowed)
             self.graph = strengthen_weak_inputs(self.graph)
         assert flat.out_tree is not None  # the trace called flat
         self.out_tree: pytree.TreeDef = flat.out_tree
@@ -260,6 +266,41 @@ def static_hint(fn: Any, sig: Signature) -> str:
             "then traces again), or pass an int where a count is meant (ints are static).")
 
 
+def narrowed_ints(graph: Graph, ranges: dict[int, int]) -> frozenset[int]:
+    """The weakly typed int inputs of ``graph`` (input index -> :func:`int_range` of its
+    value) that :func:`strengthen_weak_inputs` would cast to an integer dtype that may not
+    hold the value: an input whose range the dtype does not hold, and every input a weakly
+    typed value computed from them (``n + 1``: its value is not known) depends on when that
+    is cast to a dtype narrower than int64. NumPy raises an OverflowError for such a number,
+    or compares it exactly; a cast would wrap it: these are made static (literals)."""
+    if not ranges:
+        return frozenset()
+    position = {v.id: k for k, v in enumerate(graph.inputs)}
+    deps: dict[int, frozenset[int]] = {
+        v.id: frozenset((k,)) for k, v in enumerate(graph.inputs) if k in ranges}
+    found: set[int] = set()
+    for eqn in graph.eqns:
+        vars_in = [a for a in eqn.inputs if not isinstance(a, (Literal, Const))]
+        weak = [a for a in vars_in if a.aval.weak]
+        if weak and eqn.prim.has(Flag.ELEMENTWISE) and any(not a.aval.weak
+                                                          for a in eqn.inputs):
+            target = promote([a.aval for a in eqn.inputs])
+            if target.kind in "iu":
+                for a in weak:
+                    k = position.get(a.id)
+                    if k in ranges:
+                        if not int_range_holds(ranges[k], target):
+                            found.add(k)
+                    elif target != np.int64:
+                        found.update(deps.get(a.id, ()))
+        got = frozenset().union(*(deps.get(a.id, frozenset()) for a in weak))
+        if got:
+            for o in eqn.outs:
+                if o.aval.weak:
+                    deps[o.id] = got
+    return frozenset(found)
+
+
 def strengthen_weak_inputs(graph: Graph) -> Graph:
     """``graph`` with its weakly typed scalar inputs (Python floats) made ordinary 0-d
     inputs: wherever such a value meets a strongly typed operand, it is first cast to the
@@ -278,6 +319,17 @@ def strengthen_weak_inputs(graph: Graph) -> Graph:
                     ins[k] = lax.astype(ins[k], target)
         outs = eqn.prim.bind(*ins, **eqn.params)
         outs = outs if eqn.prim.multiple_results else [outs]
+        if weak and any(lax.dtype_of(o) != v.dtype for o, v in zip(outs, eqn.outs)):
+            # another op whose dtype the weak typing gave (a custom op's traced body: x32 *
+            # c is float32): its weak operands as the promoted dtype, as a Python number
+            # would be taken, so that it computes in the dtype the trace said
+            target = promote([a.aval for a in eqn.inputs])
+            for k in weak:
+                ins[k] = lax.astype(ins[k], target)
+            outs = eqn.prim.bind(*ins, **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            outs = [o if lax.dtype_of(o) == v.dtype else lax.astype(o, v.dtype)
+                    for o, v in zip(outs, eqn.outs)]
         return outs, [None] * len(outs)
 
     def run(*args: Any) -> list:

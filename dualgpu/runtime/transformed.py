@@ -60,7 +60,7 @@ from .program_cache import (
     log,
     remember_static,
 )
-from .signature import Signature, alias_pattern, is_dask_array
+from .signature import Signature, alias_pattern, int_range, is_dask_array
 from .tracing import SelfTracing, Traced, name_of
 
 # ------------------------------------------------------------------------------ fast path
@@ -82,8 +82,10 @@ def quick_key(args: tuple) -> tuple | None:
         t = type(a)
         if t in _QUICK_TYPES:  # the type names the backend: NumPy and CuPy never share
             key.append((t, a.shape, a.dtype))
-        elif t is float or (t is int and -_INT64 <= a < _INT64):
+        elif t is float:
             key.append(t)  # a weakly typed input (a call with a static one is not remembered)
+        elif t is int and -_INT64 <= a < _INT64:
+            key.append((t, int_range(a)))  # as its signature: by the dtypes that hold it
         elif t is int:
             key.append((t, a))
         elif t in _QUICK_SCALARS:
@@ -644,7 +646,8 @@ def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
         if was != now:
             raise RandomInTraceError(
                 f"{name_of(fn)} drew random numbers from {label} while it was traced, "
-                "reached where dualgpu does not see it (an object's attribute): the draws "
+                "reached where dualgpu does not see it (an object's attribute, a dict's item, a "
+                "generator's method or a partial of one): the draws "
                 "would be constants of the compiled program. Pass the generator as an "
                 "argument (each call then draws from it), or draw outside and pass the numbers")
     return traced

@@ -169,3 +169,33 @@ def test_custom_functions_without_rules_or_with_bad_rules_say_what_to_do():
     pair.defjvp(lambda p, t: (pair(*p), t))
     with pytest.raises(dg.DualgpuError, match="return one array"):
         dg.jit(pair)(x)
+
+
+def test_a_python_number_operand_keeps_its_weak_type_through_custom_functions():
+    """A Python float or int passed to a custom_jvp/custom_vjp function or a custom_op
+    (an argument of the transform: a weakly typed input) promotes as the number does, as the
+    eager call's: float32 * 2.0 is float32. The body's shape was traced with it as a
+    float64 array, and the program's weak inputs were made float64 around the op: float64."""
+    @dg.custom_vjp
+    def scaled(x, c):
+        return np.sin(x) * c
+
+    scaled.defvjp(lambda x, c: (scaled(x, c), (x, c)),
+                  lambda res, g: (g * np.cos(res[0]) * res[1], np.sum(g * np.sin(res[0]))))
+
+    @dg.custom_jvp
+    def jscaled(x, c):
+        return np.sin(x) * c
+
+    jscaled.defjvp(lambda p, t: (jscaled(*p), np.cos(p[0]) * p[1] * t[0]))
+    times = dg.custom_op("test_weak_operand_times", lambda xp, x, c: x * c,
+                         jvp=lambda p, t, ans: t[0] * p[1])
+    x = np.array([0.3, 0.9], np.float32)
+    for f in (scaled, jscaled, times):
+        for c in (2.0, 3):
+            want = f(x, c) + x  # eager: the number promotes weakly
+            got = dg.jit(lambda x, c, f=f: f(x, c) + x)(x, c)
+            assert got.dtype == want.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+            value, grad = dg.value_and_grad(lambda x, c, f=f: np.sum(f(x, c)))(x, c)
+            assert np.asarray(value).dtype == grad.dtype == np.float32

@@ -68,3 +68,7 @@ def test_untraced_calls_are_scipys_and_traced_times_are_refused():
     assert got == np.sum(scipy_integrate.odeint(oscillator, Y0, T, args=(1.3, 0.4)))
     with pytest.raises(dg.UnsupportedOpError, match="traced output times"):
         dg.grad(lambda s: odeint(oscillator, Y0, s * T, args=tuple(p))[-1, 0])(1.0)
+    # times that go back and forth: SciPy refuses them, so does the traced odeint (it
+    # integrated back and forth silently)
+    with pytest.raises(dg.InvalidArgumentError, match="monotonically"):
+        dg.grad(lambda k: odeint(lambda y, t: -k * y, [1.0], [0.0, 1.0, 0.5])[-1, 0])(1.0)

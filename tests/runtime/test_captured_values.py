@@ -4,6 +4,9 @@ returns (dualgpu/guards.py). Each test reassigns one kind of place and checks th
 call against the closed form."""
 from __future__ import annotations
 
+import argparse
+import array
+import collections
 import functools
 import types
 import warnings
@@ -95,6 +98,44 @@ def test_items_of_small_dicts_and_lists_are_guarded_by_value():
     np.testing.assert_allclose(g(x), 10 * x + 2)
     ITEMS[0] = -1.0
     np.testing.assert_allclose(g(x), 10 * x - 1)
+
+
+class _UserList(list):
+    pass
+
+
+class _UserDict(dict):
+    pass
+
+
+@pytest.mark.parametrize(("make", "read", "write"), [
+    (lambda: collections.OrderedDict(k=3.0), lambda h: h["k"], lambda h: h.update(k=4.0)),
+    (lambda: collections.defaultdict(float, k=3.0), lambda h: h["k"],
+     lambda h: h.update(k=4.0)),
+    (lambda: collections.Counter(k=3), lambda h: h["k"], lambda h: h.update(k=1)),
+    (lambda: _UserDict(k=3.0), lambda h: h["k"], lambda h: h.update(k=4.0)),
+    (lambda: _UserList([3.0]), lambda h: h[0], lambda h: h.__setitem__(0, 4.0)),
+    (lambda: collections.deque([3.0]), lambda h: h[0], lambda h: h.__setitem__(0, 4.0)),
+    (lambda: array.array("d", [3.0]), lambda h: h[0], lambda h: h.__setitem__(0, 4.0)),
+    (lambda: collections.namedtuple("Pair", "a b")([3.0], 0), lambda h: h.a[0],
+     lambda h: h.a.__setitem__(0, 4.0)),
+    (lambda: types.SimpleNamespace(k=3.0), lambda h: h.k, lambda h: setattr(h, "k", 4.0)),
+    (lambda: argparse.Namespace(k=3.0), lambda h: h.k, lambda h: setattr(h, "k", 4.0)),
+], ids=["OrderedDict", "defaultdict", "Counter", "dict-subclass", "list-subclass", "deque",
+        "array.array", "namedtuple-of-list", "SimpleNamespace", "argparse.Namespace"])
+def test_containers_and_namespaces_changed_in_place_rebuild(make, read, write):
+    """Subclasses of dict and list, deques, array.arrays and the standard library's
+    namespaces hold the user's values: changed in place, a cached call (captured, or passed
+    as a static argument) returns what a fresh build returns. Before, they were guarded by
+    identity only and cached calls kept the old value."""
+    captured, passed = make(), make()
+    g = dg.grad(lambda x: np.sum(x * read(captured)))
+    h = dg.grad(lambda x, c: np.sum(x * read(c)))
+    for _ in range(2):
+        np.testing.assert_array_equal(g(x), read(captured) * np.ones(3))
+        np.testing.assert_array_equal(h(x, passed), read(passed) * np.ones(3))
+        write(captured)
+        write(passed)
 
 
 def test_attributes_of_user_modules_are_guarded():
@@ -371,3 +412,36 @@ def test_an_argument_the_function_writes_into_does_not_retrace_every_call():
     for _ in range(5):
         assert g(x, seen) == np.sum(x)
     assert traces[0] == 1
+
+
+def copy_of(fn):
+    """The same function as a new object: its transforms share no cache entry with fn's."""
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+
+
+MASK = np.array([True, False, True])
+INDEX = np.array([0, 1, 1])
+HELD = {"index": np.array([2, 0])}
+
+
+@pytest.mark.parametrize("transform", [dg.jacobian, dg.jacfwd, dg.jacrev, dg.hessian])
+def test_index_arrays_and_masks_changed_in_place_rebuild(transform):
+    """A captured integer or boolean array (an index array, a mask; a global or in a small
+    dict) changed in place: the derivative programs build their structure from its values
+    (a batched gather's indices, a mask's zeros), so a cached call kept the old ones. Such
+    arrays (up to 64 KiB) are guarded by their contents."""
+    def f(x):
+        y = np.where(MASK, x ** 3, 0.0) + x[INDEX] ** 3 + x[HELD["index"]].sum() ** 2
+        return np.sum(y) if transform is dg.hessian else y
+
+    t = transform(f)
+    saved = MASK.copy(), INDEX.copy(), HELD["index"].copy()
+    try:
+        for change in (lambda: MASK.__setitem__(1, True), lambda: INDEX.__setitem__(0, 2),
+                       lambda: HELD["index"].__setitem__(1, 1)):
+            np.testing.assert_allclose(t(x), transform(copy_of(f))(x), err_msg=transform.__name__)
+            change()
+        np.testing.assert_allclose(t(x), transform(copy_of(f))(x))
+    finally:
+        MASK[:], INDEX[:], HELD["index"][:] = saved

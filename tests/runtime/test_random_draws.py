@@ -4,6 +4,7 @@ returns under the same seed, and leaves the source where the eager call would
 (dualgpu/frontend/numpy/random.py)."""
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -253,3 +254,41 @@ def test_draws_that_dualgpu_cannot_see_are_refused():
         dg.grad(lambda x: np.sum(x) * sp.random(3, 3, density=0.5).sum())(X)
     with pytest.raises(dg.RandomInTraceError, match="nested trace"):
         dg.jit(dg.vmap(lambda x: x * np.random.normal()))(np.ones((2, 3)))
+
+
+def _drawers(seed):
+    """Ways a function reaches draws that the tracing namespace may not see, each with the
+    numbers its eager calls draw: (transform, function, arguments, eager draws of a call)."""
+    make = np.random.default_rng
+    held = {"draw": make(seed).standard_normal}
+    partial = functools.partial(make(seed).normal, 0.0)
+    nested = {"a": ({"rng": make(seed)},)}
+    twin = make(seed)
+    return [
+        (dg.jit, lambda x: x + held["draw"](3), (X,), lambda: twin.standard_normal(3)),
+        (dg.grad, lambda x: np.sum(x * partial(size=3)), (X,), lambda: twin.normal(0.0, size=3)),
+        (dg.jit, lambda x, d: x + d(size=3), (X, make(seed).normal), lambda: twin.normal(size=3)),
+        (dg.grad, lambda x, d: np.sum(x * d(size=3)),
+         (X, functools.partial(make(seed).normal, 1.0)), lambda: twin.normal(1.0, size=3)),
+        (dg.jit, lambda x: x + nested["a"][0]["rng"].normal(size=3), (X,),
+         lambda: twin.normal(size=3)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5), ids=["dict-of-method", "partial", "method-argument",
+                                                 "partial-argument", "nested"])
+def test_draws_through_a_generators_method_or_a_partial_are_drawn_or_refused(case):
+    """The draws of a generator's bound method or a partial of one (kept in a dict, passed
+    as an argument), or of a generator nested in containers: each call draws what the eager
+    call draws, or the trace is refused. They were constants of the program (the same
+    numbers at every call)."""
+    transform, f, args, eager = _drawers(10 + case)[case]
+    t = transform(f)
+    try:
+        calls = [t(*args) for _ in range(3)]
+    except dg.RandomInTraceError as e:
+        assert "drew random numbers from" in str(e)
+        return
+    for got in calls:
+        want = eager()
+        np.testing.assert_allclose(got, X + want if transform is dg.jit else want)

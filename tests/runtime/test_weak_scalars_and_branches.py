@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dualgpu as dg
+from dualgpu.runtime.signature import int_range
 
 TRACES: dict[str, int] = {}
 
@@ -74,11 +75,15 @@ INT_ROLES = [int_arith, int_shape, int_loop, int_branch, int_index]
 def test_int_arguments_cached_fresh_and_eager_agree(role, ns, f32):
     x = np.linspace(0.5, 1.25, 4).astype(np.float32 if f32 else np.float64)
     g = dg.value_and_grad(role)
-    for i, n in enumerate(ns):
+    ranges = set()
+    for n in ns:
         before = TRACES.get(role.__name__[4:], 0)
         got = g(x, n)
-        if role is int_arith and i:  # arithmetic only: one program for every value
+        if role is int_arith and int_range(n) in ranges:
+            # arithmetic only: one program for every value of a range (the integer dtypes
+            # that hold n: a negative n is not an unsigned one's)
             assert TRACES["arith"] == before
+        ranges.add(int_range(n))
         assert same(got, dg.value_and_grad(copy_of(role))(x, n)), (role.__name__, n)
         want = role(x, n)
         assert np.asarray(got[0]).dtype == np.asarray(want).dtype
@@ -234,3 +239,83 @@ def test_a_slice_bound_from_the_data():
         np.testing.assert_array_equal(g(x), np.where(np.arange(4) < k, 2 * x, 0.0))
     with pytest.raises(dg.TracerControlFlowError, match=r"int\(\)"):  # not under jit
         dg.jit(lambda x: np.sum(x[:np.argmax(x)]))(np.arange(4.0))
+
+
+def test_a_decision_on_a_weak_scalar_is_taken_in_the_programs_dtype():
+    """A Python float or int argument is a weakly typed input held as a 0-d float64 or
+    int64 array; the trace's decision on a value computed from it must be taken in the
+    dtype the program (and eager NumPy) computes in: float32(1/3) * 3.0 is 1.0 in float32
+    (not > 1), and int32's maximum * 2 wraps. Before, the trace computed them in float64
+    and int64, took the other branch, and every call returned that branch's gradient."""
+    def branch(x, y, c):
+        if np.sum(y * c) > 1.0:
+            return np.sum(x ** 2)
+        return np.sum(x ** 3)
+
+    x = np.array([2.0])
+    g = dg.grad(branch)
+    third = np.array([1 / 3], np.float32)
+    for _ in range(2):  # the trace, then the cached call
+        for c in (3.0, 3):
+            assert not np.sum(third * c) > 1.0  # eager NumPy: float32 throughout
+            np.testing.assert_array_equal(g(x, third, c), 3 * x ** 2)
+        top = np.array([2 ** 31 - 1], np.int32)
+        np.testing.assert_array_equal(g(x, top, 2), 3 * x ** 2)  # wraps to -2
+        np.testing.assert_array_equal(g(x, np.array([1], np.int32), 2), 2 * x)
+
+
+_I8 = np.array([100, -2, 3], np.int8)
+_U8 = np.array([1, 2, 3], np.uint8)
+_F32 = np.array([1.5, -2.0, 3.0], np.float32)
+
+
+@pytest.mark.parametrize(("f", "x", "values"), [
+    # a NumPy function returns NumPy values: what it computes from a Python number is an
+    # array of its dtype (float64, int64), no longer weakly typed
+    (lambda x, c: x * np.sin(c), _F32, (0.3, 1.7)),
+    (lambda x, c: x * np.asarray(c), _F32, (0.3, 2)),
+    (lambda x, c: x + np.full(3, c), _F32, (0.3, -1.5)),
+    (lambda x, c: x * np.sum(np.asarray(c)), _I8, (3, 5)),
+    (lambda x, c: x * np.abs(c), _I8, (-3, 2)),
+    (lambda x, c: x * abs(c) + c * 2, _I8, (-3, 2)),  # Python's own: still weak
+    (lambda x, c: np.clip(x, -c, c), _F32, (0.5, 2)),  # bounds promote as Python numbers
+    (lambda x, c: x.astype(np.result_type(x, c)), _F32, (0.5, 2)),
+    (lambda x, c: np.dot(x, c), _I8, (3, 2)),  # np.dot, einsum...: operands made arrays
+    (lambda x, c: np.einsum("i,->i", x, c), _F32, (0.5, 2)),
+    # an int that the array's dtype cannot hold: NumPy compares it exactly, divides by it,
+    # or raises; a cast to int8 or uint8 wrapped it
+    (lambda x, c: x < c, _U8, (2, -3, 2 ** 40, 1)),
+    (lambda x, c: x / c, _I8, (2, 200, -300, 3)),
+    (lambda x, c: np.clip(x, -c, c), _U8, (2, 3, 200)),
+    (lambda x, c: x + c, _U8, (2, -1, 3)),
+    (lambda x, c: x + (c + 1), _I8, (3, 127, 5)),
+], ids=["sin", "asarray", "full", "sum-int8", "abs-int8", "python-ops", "clip-f32",
+        "result_type", "dot-int8", "einsum", "less-uint8", "divide-int8", "clip-uint8",
+        "add-uint8", "derived"])
+def test_python_numbers_through_numpy_functions_promote_as_eager_numpy(f, x, values):
+    """Cached calls (jit and grad) with Python numbers agree with eager NumPy in dtype and
+    value, also when the number goes through a NumPy function, or does not fit the integer
+    dtype it meets (an OverflowError where NumPy raises one)."""
+    jf = dg.jit(f)
+    for c in values * 2:  # the traces, then cached calls
+        try:
+            want = f(x, c)
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                jf(x, c)
+            continue
+        got = jf(x, c)
+        assert got.dtype == want.dtype, (c, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_an_int_beyond_64_bits_promotes_as_numpys_python_int():
+    """A Python int beyond int64 (a static argument, or a literal) is a weak integer, as
+    NumPy takes it: with a float array it is a float. It was an object-dtype value, so the
+    graph said ``object`` and grad refused its output."""
+    for x in (np.ones(2), np.ones(2, np.float32)):
+        for c in (2 ** 70, -2 ** 70):
+            got = dg.grad(lambda x, c: np.sum(x * c))(x, c)
+            assert got.dtype == x.dtype
+            np.testing.assert_array_equal(got, np.full(2, c, x.dtype))
+        assert dg.jit(lambda x: x * 2 ** 70).graph(x).outputs[0].dtype == x.dtype

@@ -13,6 +13,7 @@ import operator
 import numpy as np
 
 from ... import lax
+from ...core.dtypes import promotion_operand
 from ...errors import ArgumentTypeError, UnsupportedOpError, user_location
 from ...lax import astype, imag, real, stop_gradient, where, zeros_like
 from ...lax import dtype_of as _dtype
@@ -215,7 +216,8 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
     a_max = max if a_max is None else a_max
     # NumPy 2's dtype: the bounds promote (weakly as Python numbers): an int array clipped
     # to float bounds is float64
-    bounds = [b if isinstance(b, (int, float, complex)) else _dtype(b)
+    bounds = [b if isinstance(b, (int, float, complex)) else
+              promotion_operand(b.aval) if _is_tracer(b) else _dtype(b)
               for b in (a_min, a_max) if b is not None]
     a = astype(a, _RESULT_TYPE(_dtype(a), *bounds))
     r = a

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
+from ...core.dtypes import promotion_operand
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
@@ -25,7 +26,9 @@ def size(a, axis=None) -> int:
 
 
 def result_type(*arrays_and_dtypes):
-    return np.result_type(*[_dtype(a) if _is_tracer(a) else a for a in arrays_and_dtypes])
+    # a traced Python number (weakly typed) promotes as the number
+    return np.result_type(*[promotion_operand(a.aval) if _is_tracer(a) else a
+                            for a in arrays_and_dtypes])
 
 
 def iscomplexobj(x) -> bool:

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from ...errors import UnsupportedOpError, user_location
+from ...errors import InvalidArgumentError, UnsupportedOpError, user_location
 from ...lax import is_tracer
 from ..numpy.arguments import asarray
 from ..numpy.joining import stack
@@ -62,6 +62,11 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     if times.ndim != 1 or times.size == 0:
         raise UnsupportedOpError(f"scipy.integrate.odeint: t must be a 1-D array of times, "
                                  f"got shape {times.shape} (at {user_location()})")
+    steps = np.diff(times)
+    if np.any(steps > 0) and np.any(steps < 0):  # SciPy refuses them too
+        raise InvalidArgumentError(
+            "scipy.integrate.odeint: the values in t must be monotonically increasing or "
+            f"monotonically decreasing, got {times.tolist()!r:.80} (at {user_location()})")
 
     def rhs(y, s):
         dy = func(s, y, *args) if tfirst else func(y, s, *args)
