@@ -22,6 +22,7 @@ from ..core.ir import Graph
 from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
+    NonScalarOutputError,
     ShapeMismatchError,
     StaticArgumentError,
 )
@@ -308,9 +309,23 @@ class _Hessian(Transformed):
 
     kind = "hessian"
     finish_places_outputs = True
+    nested: Callable | None = None  # jacfwd(jacrev(fn)), once fn returned a non-scalar
+
+    def __call__(self, *args, **kwargs):
+        if self.nested is None:
+            try:
+                return super().__call__(*args, **kwargs)
+            except _NotScalar:  # JAX's hessian of a vector (or pytree) output: nested
+                from .vectorize import jacfwd, jacrev
+                argnums = self.argnums if self.argnums_tuple else self.argnums[0]
+                self.nested = jacfwd(jacrev(self.fn, argnums, self.has_aux), argnums,
+                                     self.has_aux)
+        return self.nested(*args, **kwargs)
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        if tree is None or not tree.is_leaf or tuple(main.outputs[0].shape) != ():
+            raise _NotScalar(self.__name__)
         check_scalar_output(main, tree, self.__name__)
         if sig.sparse:
             raise ArgumentTypeError(f"{self.__name__}: a sparse matrix argument has no dense "
@@ -327,12 +342,19 @@ class _Hessian(Transformed):
         return hess
 
 
-def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False):
+class _NotScalar(NonScalarOutputError):
+    """The traced function of a :class:`_Hessian` returns something other than a scalar."""
+
+
+def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+            holomorphic: bool = False):
     """Dense Hessian (for small problems), JAX's ``jacfwd(jacrev(f, argnums), argnums)``:
     ``hessian(f)(*args, **kwargs)`` has shape ``x.shape + x.shape`` for the array
     ``x = args[argnums]``. For a pytree argument or a tuple ``argnums``, JAX's nesting:
     the argument's structure, each leaf ``a`` replaced by the structure again, holding the
-    blocks ``a.shape + b.shape``. Keyword arguments are passed through to ``f``, not
+    blocks ``a.shape + b.shape``. A function of a non-scalar output (or ``holomorphic=True``,
+    complex inputs and output) gets JAX's ``jacfwd(jacrev(f))`` itself: the output's shape
+    (structure) first. Keyword arguments are passed through to ``f``, not
     differentiated; with ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
     ``(hessian, aux)``. One program (the Hessian-vector product batched over the basis
     vectors), cached like the other transforms, and composable with them: ``jit``,
@@ -358,7 +380,11 @@ def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False):
         array(1.)
     """
     if fn is None:
-        return lambda f: hessian(f, argnums, has_aux)
+        return lambda f: hessian(f, argnums, has_aux, holomorphic)
+    if check_holomorphic(holomorphic, "dg.hessian"):
+        from .vectorize import jacfwd, jacrev
+        return jacfwd(jacrev(fn, argnums, has_aux, holomorphic=True), argnums, has_aux,
+                      holomorphic=True)
     return _Hessian(fn, argnums, has_aux=has_aux)
 
 
