@@ -184,18 +184,22 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         raise ShapeMismatchError(
             "jvp takes the primals and the tangents as tuples: jvp(f, (x,), (t,)), got "
             f"{type(primals).__name__} and {type(tangents).__name__}")
-    if len(primals) != len(tangents):
-        raise ShapeMismatchError(f"jvp got {len(primals)} primals but {len(tangents)} "
-                                 "tangents")
+    if len(primals) != len(tangents) or type(primals) is not type(tangents):
+        raise ShapeMismatchError(  # JAX: the same tree structure, both tuples or both lists
+            f"jvp got {len(primals)} primals but {len(tangents)} tangents, in a "
+            f"{type(primals).__name__} and a {type(tangents).__name__}: give both as tuples "
+            "(or both as lists), one tangent per primal")
     t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     return t(tuple(primals), tuple(tangents))
 
 
-def linearize(fn: Callable, *primals):
+def linearize(fn: Callable, *primals, has_aux: bool = False):
     """JAX's ``linearize``: ``(f(*primals), f_jvp)``, where ``f_jvp(*tangents)`` is the
     Jacobian of ``f`` at ``primals`` applied to ``tangents`` (one per primal, each with its
     primal's structure): the ``jvp`` of ``f`` with the point fixed. ``f_jvp`` runs one
     cached jvp program per call (its forward part included), so it is cheap to call again.
+    With ``has_aux=True``, ``f`` returns ``(out, aux)`` and the result is
+    ``(out, f_jvp, aux)``.
 
     Example::
 
@@ -203,13 +207,19 @@ def linearize(fn: Callable, *primals):
         >>> y, f_jvp(np.array([1.0, 2.0]))
         (array([0., 0.]), array([1., 2.]))
     """
-    t = _Jvp(fn, argnums=tuple(range(len(primals))))
+    t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     drawn = SameDraws()  # random draws: f_jvp's are those of the value
     with drawn:
         out = jit(fn)(*primals)
+    if has_aux:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise ArgumentTypeError(f"linearize of {name_of(fn)} has has_aux=True, so the "
+                                    "function must return a pair (a two-element tuple (output, aux))")
+        out, aux = out
     residuals, tree = pytree.flatten(primals)
     kernel = _Linearized(t, tree, drawn, f"linearization of {name_of(fn)}")
-    return out, Partial(kernel, [_as_residual(r) for r in residuals])
+    f_jvp = Partial(kernel, [_as_residual(r) for r in residuals])
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
@@ -352,7 +362,7 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
         if (np.dtype(c.dtype).kind in "fc" and np.dtype(o.dtype).kind in "fc"
                 and not np.can_cast(o.dtype, c.dtype)):  # JAX: the output's type, no less
             leaf = "the cotangent" if len(outs) == 1 else f"cotangent leaf {i}"
-            raise ArgumentTypeError(
+            raise ShapeMismatchError(  # a ValueError, as JAX's "unexpected JAX type"
                 f"{leaf} has dtype {c.dtype}, less precise than the output's {o.dtype}: its "
                 f"values would already be rounded. Pass it as {o.dtype} "
                 f"(ct.astype(np.{o.dtype}))")

@@ -143,6 +143,11 @@ class _Batched:
     _dualgpu_transform = True  # guards and names look through to fn
 
     def __init__(self, fn, in_axes, out_axes, axis_size=None):
+        if isinstance(in_axes, dict):  # refused when vmap is called, as JAX does
+            raise ArgumentTypeError(
+                "vmap: in_axes must be an int, None or a tuple with one entry per positional "
+                f"argument, not a dict ({in_axes!r}; a dict entry of that tuple can match a "
+                "dict argument)")
         self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
         self.axis_size = axis_size
         self.__name__ = name_of(fn)
@@ -162,13 +167,13 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     in_axes = b.in_axes
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
+            kw = (f"; it was called with keyword arguments {sorted(kwargs)}, which the entries "
+                  "of a tuple in_axes never correspond to: keyword arguments are always mapped "
+                  "along their axis 0" if kwargs else "")
             raise InvalidArgumentError(f"vmap: in_axes has {len(in_axes)} entries but "
-                                       f"{name_of(b.fn)} got {len(args)} positional argument(s)")
+                                       f"{name_of(b.fn)} got {len(args)} positional "
+                                       f"argument(s){kw}")
         per_arg = list(in_axes)
-    elif isinstance(in_axes, dict):
-        raise ArgumentTypeError("vmap: in_axes must be an int, None or a tuple with one entry per "
-                                "positional argument, not a dict (a dict entry of that tuple can "
-                                "match a dict argument)")
     else:
         per_arg = [in_axes] * len(args)
     leaves: list = []
@@ -220,7 +225,7 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             first = (f"axis_size is {size}" if size_from == "axis_size" else
                      f"{size_from} has {size} examples along its mapped axis")
             raise ShapeMismatchError(
-                f"vmap: mapped sizes disagree: {first}, but {owner[j]} has {n} (shape "
+                f"vmap got inconsistent sizes for the axes to be mapped: {first}, but {owner[j]} has {n} (shape "
                 f"{tuple(leaf.shape)}, axis {d})")
         in_dims.append(d)
         shape = list(leaf.shape)

@@ -40,7 +40,7 @@ from ..base import tree as pytree
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
-from ..core.trace import Tracer, current_builder, thread_state
+from ..core.trace import Tracer, check_alive, current_builder, thread_state
 from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
@@ -394,6 +394,7 @@ class Transformed(SelfTracing):
         extras = self.extra_inputs(sig, extra)
         if sig.traced or current_builder() is not None:
             # inside a trace: inline (the function may read values of the enclosing trace)
+            check_alive(list(sig.inputs) + list(extras), self.__name__)
             return self._inline(sig, extras)
         compiled = self.compiled(sig)
         passed = list(sig.inputs) + compiled.drawn(sig) + list(extras)
