@@ -414,11 +414,19 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype")
 
     def __init__(self, shape, dtype):
+        if any(d is None for d in shape):
+            raise InvalidArgumentError(f"ShapeDtypeStruct: `shape` {tuple(shape)} cannot have "
+                                       "None (dualgpu's shapes are concrete)")
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise ArgumentTypeError("len() of a 0-d ShapeDtypeStruct (an unsized object)")
+        return self.shape[0]
 
     def __repr__(self) -> str:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"

@@ -75,13 +75,13 @@ class _Vjp(Transformed):
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
-        for o in main.outputs:
-            if o.dtype.kind not in "fc":
-                raise ArgumentTypeError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
-                                        "differentiated by vjp (only floating-point outputs)")
-        pullback = vjp_graph(main, diff_flags(sig, main))
-        k = len(main.outputs)
-        pullback.outputs = pullback.outputs[k:]  # the pullback returns the cotangents only
+        # an integer or bool output takes a float0 cotangent, as in JAX: it carries nothing,
+        # so the pullback is that of the floating-point outputs
+        inexact = [o for o in main.outputs if o.dtype.kind in "fc"]
+        differentiated = Graph(main.inputs, inexact, main.eqns, name=main.name,
+                               input_names=main.input_names, xp=main.xp)
+        pullback = vjp_graph(differentiated, diff_flags(sig, main))
+        pullback.outputs = pullback.outputs[len(inexact):]  # the cotangents only
         forward = with_aux(main, aux)
         return (forward, simplify(pullback)), (tree, aux_tree)
 
@@ -187,7 +187,8 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
     if len(primals) != len(tangents) or type(primals) is not type(tangents):
         raise ShapeMismatchError(  # JAX: the same tree structure, both tuples or both lists
             f"jvp got {len(primals)} primals but {len(tangents)} tangents, in a "
-            f"{type(primals).__name__} and a {type(tangents).__name__}: give both as tuples "
+            f"{type(primals).__name__} and a {type(tangents).__name__}; they must have the "
+            "same tree structure: give both as tuples "
             "(or both as lists), one tangent per primal")
     t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     return t(tuple(primals), tuple(tangents))
@@ -342,6 +343,17 @@ def _check_linear(fn, sig: Signature, pullback: Graph, outs: list) -> None:
                 "f(*zeros), or use dg.vjp(f, x)[1]")
 
 
+def check_float0_cotangent(c, o, what: str) -> None:
+    """JAX's rule for the cotangent of an integer or bool output ``o``: a ``float0`` array of
+    its shape (NumPy's zeros of that dtype)."""
+    dtype, shape = getattr(c, "dtype", None), tuple(np.shape(c))
+    if dtype is None or np.dtype(dtype) != FLOAT0 or shape != tuple(o.shape):
+        got = type(c).__name__ if dtype is None else f"{np.dtype(dtype)}{list(shape)}"
+        raise ShapeMismatchError(
+            f"{what} goes with an output of dtype {o.dtype}, which has no derivative: give "
+            f"np.zeros({tuple(o.shape)}, dtype=dg.float0) (JAX's float0), got {got}")
+
+
 def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
     leaves, ct_tree = pytree.flatten(cotangent)
     if ct_tree != tree:
@@ -349,6 +361,10 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
                                  f"{tree}")
     cts = []
     for i, (c, o) in enumerate(zip(leaves, outs)):
+        if np.dtype(o.dtype).kind not in "fc":  # JAX: an integer output's cotangent: float0
+            check_float0_cotangent(c, o, "the cotangent" if len(outs) == 1
+                                   else f"cotangent leaf {i}")
+            continue
         if not isinstance(c, Tracer):
             check_plain_values(c, "cotangent" if len(outs) == 1 else f"cotangent leaf {i}")
             c = sig.backend.xp.asarray(c)

@@ -234,7 +234,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     if size is None:
         raise InvalidArgumentError(
             f"vmap of {name_of(b.fn)}: no argument is mapped (every in_axes is None or the "
-            "arguments hold no arrays); map at least one, or give axis_size")
+            "arguments hold no arrays); vmap must have at least one non-None value in in_axes, "
+            "or an axis_size")
     if not inputs:
         raise InvalidArgumentError(f"vmap of {name_of(b.fn)}: the arguments hold no arrays; "
                                    "pass at least one array (axis_size alone maps nothing)")
