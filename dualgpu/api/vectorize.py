@@ -225,7 +225,7 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             first = (f"axis_size is {size}" if size_from == "axis_size" else
                      f"{size_from} has {size} examples along its mapped axis")
             raise ShapeMismatchError(
-                f"vmap got inconsistent sizes for the axes to be mapped: {first}, but {owner[j]} has {n} (shape "
+                f"vmap got inconsistent sizes for the axes to be mapped (they disagree): {first}, but {owner[j]} has {n} (shape "
                 f"{tuple(leaf.shape)}, axis {d})")
         in_dims.append(d)
         shape = list(leaf.shape)
