@@ -31,7 +31,7 @@ from ..runtime.tracing import Traced, name_of, with_aux
 from ..runtime.transformed import Transformed
 from ..transforms import jvp_graph, simplify, vjp_graph
 from ..tree_util import Partial
-from .differentiation import jit
+from .differentiation import eval_shape, jit
 
 __all__ = ["jvp", "linear_transpose", "linearize", "vjp"]
 
@@ -253,7 +253,8 @@ def linear_transpose(fn: Callable, *primals):
 
     ``fn`` is checked to be linear: its pullback must not read the point and ``fn(0)`` must be
     ``0``; anything else (``x * x``, ``np.sin(x)``, ``x + 1``) is an
-    :class:`InvalidArgumentError` naming the argument. Integer primals are refused. The
+    :class:`InvalidArgumentError` naming the argument. A map of integers to integers is
+    transposed exactly (in float64), as in JAX; integer and floating values mixed are refused. The
     transpose is one cached program (the pullback at zero), cheap to call again.
 
     Example::
@@ -269,14 +270,10 @@ def linear_transpose(fn: Callable, *primals):
         raise ArgumentTypeError(f"linear_transpose expects a function, got "
                                 f"{type(fn).__name__}")
     zeros = tuple(pytree.tree_map(_zeros_like_spec, p) for p in primals)
-    for i, p in enumerate(zeros):
-        for leaf in pytree.leaves(p):
-            if np.dtype(leaf.dtype).kind not in "fc":
-                raise ArgumentTypeError(
-                    f"linear_transpose of {name_of(fn)}: argument {i} has dtype {leaf.dtype}; "
-                    "a linear map transposes between floating-point or complex values "
-                    "(integer dtypes are not supported, as in JAX); give its primal a "
-                    "floating dtype")
+    leaves = pytree.leaves(zeros)
+    integer = [np.dtype(leaf.dtype).kind not in "fc" for leaf in leaves]
+    if any(integer):  # JAX: integer -> integer maps transpose too (exactly, in float64)
+        return _integer_transpose(fn, zeros, all(integer))
     t = _Vjp(fn, argnums=tuple(range(len(zeros))))
     sig = t._signature(zeros, {})
     if sig.traced or current_builder() is not None:
@@ -290,10 +287,56 @@ def linear_transpose(fn: Callable, *primals):
         program = cast(VjpCompiled, t.compiled(sig))
         trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
-    _check_linear(fn, sig, pullback_graph, outs)
     tree = trees[0]
+    _check_kinds(fn, outs[:tree.num_leaves], "fc", "floating-point or complex")
+    _check_linear(fn, sig, pullback_graph, outs)
     return _pullback(sig, tree, outs[:tree.num_leaves], inputs, pullback_graph, exe,
                      f"linear_transpose_{name_of(fn)}")
+
+
+def _check_kinds(fn: Callable, outs, kinds: str, what: str) -> None:
+    for o in outs:
+        if np.dtype(o.dtype).kind not in kinds:
+            raise ArgumentTypeError(
+                f"linear_transpose of {name_of(fn)}: an output has dtype {o.dtype}, but the "
+                f"arguments are {what}: linear_transpose only supports [float or complex] -> "
+                "[float or complex], and integer -> integer functions (as JAX)")
+
+
+def _integer_transpose(fn: Callable, zeros: tuple, all_integer: bool) -> Partial:
+    """The transpose of a linear map of integer arrays to integer arrays: that of the same
+    map on float64 arrays, its results rounded to the primals' dtypes (exact for integer
+    coefficients: values up to 2**53)."""
+    if not all_integer:
+        raise ArgumentTypeError(
+            f"linear_transpose of {name_of(fn)}: the arguments mix integer and floating-point "
+            "dtypes: linear_transpose only supports [float or complex] -> [float or complex], "
+            "and integer -> integer functions (as JAX)")
+    outs = pytree.leaves(eval_shape(fn, *zeros))
+    _check_kinds(fn, outs, "iub", "integers")
+    as_float = pytree.tree_map(lambda z: np.zeros(z.shape, np.float64), zeros)
+    return Partial(_IntegerTranspose(linear_transpose(fn, *as_float),
+                                     pytree.tree_map(lambda z: z.dtype, zeros)))
+
+
+class _IntegerTranspose:
+    """``f_t`` of an integer map: the float64 transpose, its results cast back."""
+
+    __slots__ = ("float_transpose", "dtypes", "__name__")
+
+    def __init__(self, float_transpose, dtypes):
+        self.float_transpose, self.dtypes = float_transpose, dtypes
+        self.__name__ = "integer linear_transpose"
+
+    def __call__(self, cotangent):
+        def check(c):
+            if np.dtype(getattr(c, "dtype", np.result_type(c))).kind not in "iub":
+                raise ShapeMismatchError(
+                    f"the cotangent of an integer linear map has dtype {np.result_type(c)}; "
+                    "give an integer cotangent")
+            return np.asarray(c, np.float64)
+        res = self.float_transpose(pytree.tree_map(check, cotangent))
+        return pytree.tree_map(lambda r, dt: np.asarray(np.rint(r)).astype(dt), res, self.dtypes)
 
 
 def _zeros_like_spec(leaf):

@@ -245,9 +245,12 @@ def test_linear_transpose_refuses_a_nonlinear_function(nonlinear, what):
         dg.linear_transpose(nonlinear, np.zeros(3))
 
 
-def test_linear_transpose_refuses_integer_primals_and_bad_cotangents():
-    with pytest.raises(dg.ArgumentTypeError, match="argument 0 has dtype int64"):
-        dg.linear_transpose(lambda v: v, np.zeros(3, dtype=np.int64))
+def test_linear_transpose_refuses_mixed_integer_primals_and_bad_cotangents():
+    # JAX (test_linear_transpose_integer): integer -> integer maps transpose; mixed do not
+    with pytest.raises(dg.ArgumentTypeError, match="mix integer and floating"):
+        dg.linear_transpose(lambda v, w: v + w, np.zeros(3, dtype=np.int64), np.zeros(3))
+    with pytest.raises(dg.ArgumentTypeError, match="dtype float64, but the arguments are int"):
+        dg.linear_transpose(lambda v: 0.5 * v, np.zeros(3, dtype=np.int64))
     with pytest.raises(dg.ShapeMismatchError, match="shape"):
         dg.linear_transpose(lambda v: 2.0 * v, np.zeros(3))(np.ones(4))
 
