@@ -820,3 +820,166 @@ def test_escaped_tracer_shape_dtype():
     with pytest.raises(dg.EscapedTracerError, match=r"int32.*\(4, 3\)|int32\[4,3\]"):
         dg.jit(s.save)(np.ones((4, 3), dtype=np.int32))
         _ = s.tracer + 1
+
+
+# ------------------------------------------------------------------------- jit (JitTest)
+def test_jit_decorator_factory():
+    @dg.jit(static_argnames=["flag"])
+    def func(v, flag):
+        return v if flag else -v
+    assert func(1, True) == 1
+    assert func(1, False) == -1
+
+
+def test_jit_of_noncallable():
+    with pytest.raises(TypeError):
+        dg.jit(3)
+
+
+def test_complex_support():
+    assert dg.jit(lambda v: v + 1)(1 + 1j) == 2 + 1j
+
+
+def test_jit_argnums_overflow_error():
+    def f(a, b, c):
+        ...
+
+    def g(a, /, b, *, c):
+        ...
+
+    def h(a, *args):
+        ...
+    dg.jit(f, static_argnums=(0, 1))
+    dg.jit(g, static_argnums=(0, 1))
+    dg.jit(f, static_argnums=(0, 1, -3))
+    for fun, nums in [(f, (0, 1, 3)), (f, (0, 1, -4)), (g, (0, 1, 3)), (g, (0, 1, -3))]:
+        with pytest.raises(ValueError):
+            dg.jit(fun, static_argnums=nums)
+    dg.jit(h, static_argnums=(0, 999))
+    dg.jit(h, static_argnums=(0, -999))
+    dg.jit(lambda: None, static_argnums=())
+
+
+def test_jit_argnames_validation():
+    def f(a, b, c):
+        ...
+
+    def g(a, b, **kwargs):
+        ...
+
+    def h(a, /, b, c, *args, **kwargs):
+        ...
+    dg.jit(f, static_argnames=("b", "c"))
+    with pytest.raises(ValueError):
+        dg.jit(f, static_argnames=("b", "c", "not_defined"))
+    dg.jit(g, static_argnames=("a", "b", "not_defined"))
+    dg.jit(h, static_argnames=("b", "c"))
+    dg.jit(h, static_argnames=("b", "c", "not_defined"))
+    for names in (("a", "c"), ("args", "c")):  # positional-only, var-positional
+        with pytest.raises(ValueError):
+            dg.jit(h, static_argnames=names)
+
+
+def test_jit_with_many_args_works():
+    assert dg.jit(lambda args_list: sum(args_list))(list(range(500))) == sum(range(500))
+
+
+def test_static_argnum_on_method():
+    class A:
+        @dg.jit(static_argnums=(0,))
+        def my_func_jit(self, v):
+            return v + 2
+    assert A().my_func_jit(3) == 5
+
+
+def test_jit_bad_input():
+    for bad in ("foo", np.int32):
+        with pytest.raises(TypeError):
+            dg.jit(lambda v: v)(bad)
+
+
+def test_jit_wrapped_attributes():
+    def f(v: int) -> int:
+        """docstring of f."""
+        return v + 1
+    f.some_value = 4
+    jf = dg.jit(f)
+    for attr in ["doc", "name", "module", "qualname", "annotations"]:
+        assert getattr(jf, f"__{attr}__") == getattr(f, f"__{attr}__"), attr
+    assert jf.some_value == 4
+
+
+def test_jit_python_builtin():
+    import operator
+    x = np.array([1, 2])
+    np.testing.assert_array_equal(dg.jit(operator.add, static_argnums=(1,))(x, 1), x + 1)
+
+
+def test_new_static_argnum_on_keyword_arguments():
+    assert dg.jit(lambda v: v, static_argnums=0)(x=4) == 4
+
+
+def test_jit_with_static_argnames():
+    def f(v):
+        assert v == "foo"
+        return 1
+    for fj in (dg.jit(f, static_argnums=0), dg.jit(f, static_argnames="v")):
+        assert fj("foo") == 1
+        assert fj(v="foo") == 1
+
+
+def test_jit_nan_times_zero():
+    f = lambda v: 1 + v * 0  # noqa: E731
+    assert np.isnan(f(np.nan))
+    assert np.isnan(dg.jit(f)(np.nan))
+
+
+def test_sum_of_closed_over_bools():
+    mask = np.ones(32, dtype=np.bool_)
+    assert dg.jit(lambda m: np.sum(m))(mask) == 32
+    assert dg.jit(lambda: np.sum(mask))() == 32
+
+
+def test_jit_of_nonweakreferenceable_function():
+    class CallableWithSlots:
+        __slots__ = []
+
+        def __call__(self, v):
+            return v + 1
+    # JAX builds the jit object and fails at the call (its cache needs a weak reference);
+    # dualgpu's cache does not: the call runs
+    assert dg.jit(CallableWithSlots())(3.0) == 4.0
+
+
+def test_grad_of_bool_vjp3():
+    value, f_vjp = dg.vjp(lambda p: np.where(p, 1.0, 2.0), True)
+    grd, = f_vjp(1.0)
+    assert value == 1.0
+    assert _is_float0_zero(grd)
+
+
+def test_grad_conj_symbolic_zeros():
+    z = np.ones(3) * (1 + 0j)
+    g = dg.grad(lambda v: np.real(np.sum(np.conj(v) * 0.0)))(np.real(z))
+    np.testing.assert_array_equal(g, np.zeros(3))
+
+
+def test_jit_negative_static_argnums():
+    g = dg.jit(lambda a, b: a + b, static_argnums=-1)
+    assert g(1.0, 2) == 3.0
+
+
+def test_vjp_fun_tree_leaves_go_through_jit_and_vmap():  # test_vjp_fun_jit and friends
+    _, f_vjp = dg.vjp(lambda v: 2.0 * v, np.arange(3.0))
+    close(dg.jit(lambda f, c: f(c))(f_vjp, np.ones(3)), (2.0 * np.ones(3),))
+
+
+def test_jvp_asarray_returns_array():
+    p, t = dg.jvp(np.asarray, (1.0,), (2.0,))
+    assert isinstance(p, np.ndarray) and isinstance(t, np.ndarray)
+
+
+def test_linearize_of_jit_of_sum_refuses_a_wrong_tangent():  # test_issue_871 with ints
+    _, f_jvp = dg.linearize(np.sum, np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError):
+        f_jvp(np.ones(4))
