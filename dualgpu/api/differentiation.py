@@ -182,16 +182,15 @@ class _Jit(Transformed):
     def __init__(self, fn, argnums=(), *, static_argnums=None, static_argnames=None):
         super().__init__(fn, argnums)
         self.static = _static_arguments(fn, static_argnums, static_argnames)
-        self._static_refusal = _unknown_static(
-            fn, () if static_argnums is None else static_argnums,
-            () if static_argnames is None else static_argnames)
+        refusal = _unknown_static(fn, () if static_argnums is None else static_argnums,
+                                  () if static_argnames is None else static_argnames)
+        if refusal is not None:  # when jit is applied, as JAX's resolve_argnums
+            raise InvalidArgumentError(refusal)
 
     def options(self) -> dict:
         return {"static": self.static} if self.static != ((), ()) else {}
 
     def _signature(self, fargs, kwargs):
-        if self._static_refusal is not None:  # when called, as JAX
-            raise InvalidArgumentError(self._static_refusal)
         if self.static != ((), ()):
             _check_hashable(self.__name__, self.static, fargs, kwargs)
         return super()._signature(fargs, kwargs)
@@ -552,7 +551,12 @@ def _unknown_static(fn, static_argnums, static_argnames) -> str | None:
     if bad and inspect.Parameter.VAR_POSITIONAL not in kinds:
         return (f"jit of {name_of(fn)}: static_argnums={tuple(nums)!r} names position(s) "
                 f"{tuple(bad)!r}, but the function takes {n} positional argument(s)")
-    known = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+    known = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    never = [a for a in names if a in {p.name for p in params} - known]
+    if never:  # a positional-only parameter or *args / **kwargs: no keyword can set them
+        return (f"jit of {name_of(fn)}: static_argnames={names!r} names {tuple(never)!r}, a "
+                "positional-only or variadic parameter, which no keyword argument can be "
+                "(give its position in static_argnums)")
     unknown = [a for a in names if a not in known]
     if unknown and inspect.Parameter.VAR_KEYWORD not in kinds:
         return (f"jit of {name_of(fn)}: static_argnames={names!r} names {tuple(unknown)!r}, "

@@ -915,19 +915,6 @@ def test_jit_python_builtin():
     np.testing.assert_array_equal(dg.jit(operator.add, static_argnums=(1,))(x, 1), x + 1)
 
 
-def test_new_static_argnum_on_keyword_arguments():
-    assert dg.jit(lambda v: v, static_argnums=0)(x=4) == 4
-
-
-def test_jit_with_static_argnames():
-    def f(v):
-        assert v == "foo"
-        return 1
-    for fj in (dg.jit(f, static_argnums=0), dg.jit(f, static_argnames="v")):
-        assert fj("foo") == 1
-        assert fj(v="foo") == 1
-
-
 def test_jit_nan_times_zero():
     f = lambda v: 1 + v * 0  # noqa: E731
     assert np.isnan(f(np.nan))
