@@ -160,8 +160,8 @@ def check_complex(graph: Graph, sig: Signature, what: str, holomorphic: bool,
 def check_direction(sig: Signature, k: int, v: Any, arg: int, what: str) -> Any:
     x = sig.inputs[k]
     v = sig.sparse.direction(k, v)
-    if (isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool)
-            and x.ndim == 0):  # a scalar tangent of a scalar primal, real or complex
+    if isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool):
+        # a scalar tangent, real or complex: a 0-d array (its shape checked below)
         v = sig.backend.xp.asarray(v)
     if isinstance(v, Tracer):
         b = None
