@@ -271,13 +271,10 @@ class Transformed(SelfTracing):
         self.__qualname__ = self.__name__
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
-        # the rest of functools.wraps, as JAX's transforms (the name stays kind_name: the
-        # programs and messages are named by it)
+        # functools.wraps' module and annotations, as JAX's transforms (the name stays
+        # kind_name: programs and messages are named by it; fn's __dict__ is not copied)
         self.__module__ = getattr(fn, "__module__", None) or type(self).__module__
         self.__annotations__ = dict(getattr(fn, "__annotations__", None) or {})
-        for k, v in getattr(fn, "__dict__", {}).items():
-            if not k.startswith("_") and k not in vars(self):
-                setattr(self, k, v)
         self._programs: dict[tuple, weakref.ref[Compiled]] = {}
         self._quick: dict[tuple, FastCall] = {}
         self._lock = threading.Lock()

