@@ -315,10 +315,8 @@ class _Hessian(Transformed):
             try:
                 return super().__call__(*args, **kwargs)
             except _NotScalar:  # JAX's hessian of a vector (or pytree) output: nested
-                from .vectorize import jacfwd, jacrev
                 argnums = self.argnums if self.argnums_tuple else self.argnums[0]
-                self.nested = jacfwd(jacrev(self.fn, argnums, self.has_aux), argnums,
-                                     self.has_aux)
+                self.nested = NESTED_HESSIAN[0](self.fn, argnums, self.has_aux, False)
         return self.nested(*args, **kwargs)
 
     def build(self, traced, sig):
@@ -339,6 +337,11 @@ class _Hessian(Transformed):
         if self.has_aux:
             return hess, pytree.unflatten(compiled.trees, outs[k * k:])
         return hess
+
+
+# JAX's hessian, jacfwd(jacrev(fn, argnums, has_aux, holomorphic), ...): given by the
+# module of the Jacobians (dualgpu/api/vectorize.py, a layer above this one) when imported
+NESTED_HESSIAN: list[Callable] = []
 
 
 class _NotScalar(NonScalarOutputError):
@@ -381,9 +384,7 @@ def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
     if fn is None:
         return lambda f: hessian(f, argnums, has_aux, holomorphic)
     if check_holomorphic(holomorphic, "dg.hessian"):
-        from .vectorize import jacfwd, jacrev
-        return jacfwd(jacrev(fn, argnums, has_aux, holomorphic=True), argnums, has_aux,
-                      holomorphic=True)
+        return NESTED_HESSIAN[0](fn, argnums, has_aux, True)
     return _Hessian(fn, argnums, has_aux=has_aux)
 
 

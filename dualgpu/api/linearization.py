@@ -215,7 +215,8 @@ def linearize(fn: Callable, *primals, has_aux: bool = False):
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise ArgumentTypeError(f"linearize of {name_of(fn)} has has_aux=True, so the "
-                                    "function must return a pair (a two-element tuple (output, aux))")
+                                    "function must return a pair (a two-element tuple "
+                                    "(output, aux))")
         out, aux = out
     residuals, tree = pytree.flatten(primals)
     kernel = _Linearized(t, tree, drawn, f"linearization of {name_of(fn)}")

@@ -34,6 +34,7 @@ from ..transforms.jvp import jvp_graph
 from ..transforms.simplify import dce, simplify
 from ..transforms.vjp import vjp_graph
 from ..transforms.vmap import batch_graph
+from . import differentiation
 
 __all__ = ["vmap", "jacfwd", "jacrev", "jacobian"]
 
@@ -225,8 +226,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             first = (f"axis_size is {size}" if size_from == "axis_size" else
                      f"{size_from} has {size} examples along its mapped axis")
             raise ShapeMismatchError(
-                f"vmap got inconsistent sizes for the axes to be mapped (they disagree): {first}, but {owner[j]} has {n} (shape "
-                f"{tuple(leaf.shape)}, axis {d})")
+                f"vmap got inconsistent sizes for the axes to be mapped (they disagree): "
+                f"{first}, but {owner[j]} has {n} (shape {tuple(leaf.shape)}, axis {d})")
         in_dims.append(d)
         shape = list(leaf.shape)
         del shape[d]
@@ -524,3 +525,12 @@ def jacobian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
         array([ 3., 12.])
     """
     return jacrev(fn, argnums, has_aux, holomorphic, allow_int)
+
+
+def _nested_hessian(fn: Callable, argnums, has_aux: bool, holomorphic: bool):
+    """JAX's ``hessian``: ``jacfwd(jacrev(fn))``, for what dg.hessian's one program does not
+    take (a non-scalar output, ``holomorphic=True``)."""
+    return jacfwd(jacrev(fn, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+differentiation.NESTED_HESSIAN[:] = [_nested_hessian]

@@ -84,8 +84,9 @@ class GraphBuilder:
                     return self._capture(value)
                 raise EscapedTracerError(
                     f"{prim_name} received a traced value ({value._var.aval.str_short()}) from "
-                    f"another (finished or outer) trace at {user_location()}. Traced values must not be stored and used "
-                    "after the traced function returns; pass them as arguments instead.")
+                    f"another (finished or outer) trace at {user_location()}. Traced values "
+                    "must not be stored and used after the traced function returns; pass them "
+                    "as arguments instead.")
             return value._var
         if isinstance(value, _SCALAR_TYPES) and not isinstance(value, np.generic):
             return Literal(value)
