@@ -21,7 +21,7 @@ from ..base import tree as pytree
 from ..core.flags import Flag
 from ..core.interpret import eval_graph
 from ..core.ir import Aval, Graph
-from ..core.trace import Tracer, current_builder
+from ..core.trace import Tracer, check_alive, current_builder
 from ..errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from ..frontend.numpy.random import SameDraws, redraw_in_trace
 from ..runtime.checks import diff_flags, is_integer_like
@@ -89,6 +89,7 @@ class _Vjp(Transformed):
         """``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``) for the primals of
         ``sig``: compiled and cached, or inlined into the enclosing trace."""
         if sig.traced or current_builder() is not None:
+            check_alive(sig.inputs, self.__name__)
             captured: list = []
             traced = Traced(self.fn, sig, captured)
             graphs, trees = self.build(traced, sig)

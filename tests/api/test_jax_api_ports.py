@@ -775,6 +775,9 @@ def test_escaped_tracers_cant_lift_sublevels():
     dg.jit(s.save)(0.0)
     with pytest.raises(dg.EscapedTracerError):
         dg.jit(lambda v: v)(s.tracer)
+    for transform in (dg.grad, dg.vmap, lambda f: functools.partial(dg.vjp, f)):  # the class
+        with pytest.raises(dg.EscapedTracerError, match="float64"):
+            transform(lambda v: v * 2.0)(s.tracer)
 
 
 def test_escaped_tracers_incompatible_sublevel():
