@@ -968,3 +968,51 @@ def test_linearize_of_jit_of_sum_refuses_a_wrong_tangent():  # test_issue_871 wi
     _, f_jvp = dg.linearize(np.sum, np.array([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError):
         f_jvp(np.ones(4))
+
+
+def test_inner_jit_function_retracing():
+    counts = {"inner": 0, "outer": 0}
+
+    @dg.jit
+    def inner_fn(state):
+        counts["inner"] += 1
+        return 2 * state
+
+    @dg.jit
+    def outer_fn(v):
+        counts["outer"] += 1
+        old = v
+        for _ in range(10):
+            v = inner_fn(v)
+        return v + old
+    state = np.arange(5, dtype=np.uint32)
+    outer_fn(state)
+    outer_fn(state)
+    assert counts == {"inner": 1, "outer": 1}
+    inner_fn(state)
+    assert counts["inner"] == 1  # not retraced when top-level
+
+
+def test_vmap_caching():  # hessian of a jitted function: no new trace after the first
+    side = []
+
+    @dg.jit
+    def jf(v):
+        side.append(None)
+        return np.square(v).mean()
+    x = rng.uniform(size=(8, 4))
+    for _ in range(3):
+        dg.hessian(jf)(x)
+    n = len(side)
+    for _ in range(3):
+        dg.hessian(jf)(x)
+    assert len(side) == n
+
+
+def test_fastpath_cache_confusion():  # and test_fastpath_cache_confusion2
+    a = dg.jit(lambda v: ())
+    a0 = dg.jit(lambda: ())
+    g = dg.jit(lambda v: (v, v))
+    assert dg.jit(lambda v: g(v))(7.0) == (7.0, 7.0)
+    assert dg.jit(lambda v: a(v))(8.0) == ()
+    assert dg.jit(lambda v: a0())(8.0) == ()
