@@ -21,10 +21,10 @@ from ..base import tree as pytree
 from ..core.flags import Flag
 from ..core.interpret import eval_graph
 from ..core.ir import Aval, Graph
-from ..core.trace import Tracer, check_alive, current_builder
+from ..core.trace import Tracer, current_builder
 from ..errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from ..frontend.numpy.random import SameDraws, redraw_in_trace
-from ..runtime.checks import diff_flags, is_integer_like
+from ..runtime.checks import check_alive, diff_flags, is_integer_like
 from ..runtime.program_cache import VjpCompiled
 from ..runtime.signature import FLOAT0, Signature, check_plain_values
 from ..runtime.tracing import Traced, name_of, with_aux

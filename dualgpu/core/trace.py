@@ -84,9 +84,8 @@ class GraphBuilder:
                     return self._capture(value)
                 raise EscapedTracerError(
                     f"{prim_name} received a traced value ({value._var.aval.str_short()}) from "
-                    f"another (finished or outer) trace at {user_location()}. Traced values "
-                    "must not be stored and used after the traced function returns; pass them "
-                    "as arguments instead.")
+                    f"another (finished or outer) trace at {user_location()}: it must not be "
+                    "stored and used after its function returns; pass it as an argument.")
             return value._var
         if isinstance(value, _SCALAR_TYPES) and not isinstance(value, np.generic):
             return Literal(value)
@@ -209,18 +208,6 @@ def _ours(prim: Primitive) -> bool:
 thread_state = threading.local()
 
 
-def check_alive(values: Sequence[Any], what: str) -> None:
-    """Refuse a traced value among ``values`` whose trace has finished (JAX's
-    ``UnexpectedTracerError``): ``what`` (a transform) was called on an escaped tracer."""
-    for v in values:
-        if isinstance(v, Tracer) and not v._builder.alive:
-            raise EscapedTracerError(
-                f"{what} was called at {user_location()} on a traced value "
-                f"({v._var.aval.str_short()}) whose trace has finished: a tracer escaped a "
-                "traced function (stored in a global, a list or an attribute). Return the "
-                "value from that function instead.")
-
-
 def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     builder: GraphBuilder | None = None
     for a in args:
@@ -238,10 +225,8 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
     if not builder.alive:
         dead = next(a for a in args if isinstance(a, Tracer) and a._builder is builder)
         raise EscapedTracerError(
-            f"{prim.name} was applied at {user_location()} to a traced value "
-            f"({dead._var.aval.str_short()}) whose trace has "
-            "finished: a tracer escaped the traced function (stored in a global, a list or "
-            "an attribute). Return the value from the function instead.")
+            f"{prim.name} was applied at {user_location()} to {dead!r}, whose trace has finished:"
+            " it escaped its function (a global, a list...). Return it from the function instead.")
     fold = prim.rules.get("fold")
     if fold is not None:  # an exact identity on literals and fills (rules/folding.py)
         folded = fold(*args, **params)
@@ -398,11 +383,10 @@ class Tracer:
     __bool__ = _no_concrete(
         "bool() (an `if`, `while`, `and`/`or` or assert)",
         "Use np.where(cond, a, b) to select values instead of branching on them.", kind="bool")
-    __float__ = _no_concrete("float() (or a math-module function)",
-                             "Keep the value as an array (try x.astype(float)); " + _MATH_HINT,
-                             float("nan"), "float")
-    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values; for "
-                           "an integer array, try x.astype(int).", 0, "int")
+    __float__ = _no_concrete("float() (or a math-module function; try x.astype(float))",
+                             "Keep the value as an array; " + _MATH_HINT, float("nan"), "float")
+    __int__ = _no_concrete("int()", "Shapes are static: use x.shape (or try x.astype(int)).",
+                           0, "int")
     __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.",
                              kind="index")
     __complex__ = _no_concrete("complex() (or a cmath-module function)",

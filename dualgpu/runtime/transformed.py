@@ -40,12 +40,18 @@ from ..base import tree as pytree
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
-from ..core.trace import Tracer, check_alive, current_builder, thread_state
+from ..core.trace import Tracer, current_builder, thread_state
 from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
 from . import dask
-from .checks import check_direction, check_float0_direction, normalize_argnums, normalize_batch_axes
+from .checks import (
+    check_alive,
+    check_direction,
+    check_float0_direction,
+    normalize_argnums,
+    normalize_batch_axes,
+)
 from .executor import config, generation
 from .guards import Guards, collect_guards
 from .program_cache import (
