@@ -226,7 +226,7 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
         dead = next(a for a in args if isinstance(a, Tracer) and a._builder is builder)
         raise EscapedTracerError(
             f"{prim.name} was applied at {user_location()} to {dead!r}, whose trace has finished:"
-            " it escaped its function (a global, a list...). Return it from the function instead.")
+            " it escaped its function (a global, a list...). Return the value from it instead.")
     fold = prim.rules.get("fold")
     if fold is not None:  # an exact identity on literals and fills (rules/folding.py)
         folded = fold(*args, **params)

@@ -498,7 +498,7 @@ def test_missing_rules_name_the_function_and_how_to_give_them():
     def bar(x):
         return x ** 2
     for call, words in [(lambda: foo(2.0), "foo has no JVP rule yet: give it with @foo.defjvp"),
-                        (lambda: dg.grad(bar)(2.0), "bar.defvjp(fwd, bwd)")]:
+                        (lambda: dg.grad(bar)(2.0), r"bar.defvjp\(fwd, bwd\)")]:
         with pytest.raises(dg.MissingRuleError, match=words) as info:
             call()
         assert isinstance(info.value, AttributeError)  # JAX's exception
