@@ -89,6 +89,11 @@ class SparseMethodError(DualgpuError, AttributeError):
     sparse matrix it reads (an ``AttributeError``, as for any missing attribute)."""
 
 
+class MissingRuleError(DualgpuError, AttributeError):
+    """A ``custom_jvp``/``custom_vjp`` function called (or differentiated) before its rules
+    were given with ``defjvp``/``defvjp``: JAX's ``AttributeError``."""
+
+
 class AxisError(DualgpuError, np.exceptions.AxisError):
     """An axis argument out of bounds (or repeated). NumPy raises its ``AxisError`` where
     dualgpu raises this, which is both a :class:`DualgpuError` and a NumPy ``AxisError``

@@ -13,7 +13,9 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import inspect
+import operator
 import types
 from collections.abc import Callable
 
@@ -24,11 +26,18 @@ from ..base.cache import PROGRAMS, IdentityKey
 from ..core.ir import Aval
 from ..core.primitives import bump_registry_version
 from ..core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
-from ..errors import DualgpuError, ShapeMismatchError, TracerControlFlowError
+from ..errors import (
+    ArgumentTypeError,
+    DualgpuError,
+    MissingRuleError,
+    ShapeMismatchError,
+    TracerControlFlowError,
+)
 from ..frontend.namespace import rebind_function
 from ..lax import zeros_like
 from ..runtime.decisions import ValueTrace
 from ..runtime.signature import static_key
+from ..runtime.tracing import name_of
 from . import differentiation
 from .custom_op import CustomOp, aval_key, custom_op, is_float_value, is_value
 
@@ -46,7 +55,7 @@ class _CustomFunction:
 
     kind = "custom"
 
-    def __init__(self, fun: Callable, nondiff_argnums=()):
+    def __init__(self, fun: Callable, nondiff_argnums=(), nondiff_argnames=()):
         if not callable(fun):
             raise DualgpuError(f"{self.kind} expects a function, got {type(fun).__name__}")
         nums = (nondiff_argnums,) if isinstance(nondiff_argnums, int) else nondiff_argnums
@@ -55,11 +64,26 @@ class _CustomFunction:
             raise DualgpuError(f"{self.kind}: nondiff_argnums must be an int or a tuple of "
                                f"ints, got {nondiff_argnums!r}")
         self.fun = fun
-        self.nondiff_argnums = tuple(sorted(set(nums)))
+        self.nondiff_argnums = tuple(sorted(set(nums) | set(
+            self._positions_of(nondiff_argnames))))
         self.__name__ = getattr(fun, "__name__", type(fun).__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
         self._rules_version = 0  # bumped when rules are given: older ops are not reused
+
+    def _positions_of(self, names) -> list[int]:
+        """The positions of the parameters ``names`` (JAX's ``nondiff_argnames``)."""
+        names = (names,) if isinstance(names, str) else tuple(names)
+        if not names:
+            return []
+        params = [p.name for p in inspect.signature(self.fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        unknown = [n for n in names if n not in params]
+        if unknown:
+            raise ArgumentTypeError(f"{self.kind}: nondiff_argnames {tuple(unknown)} are not "
+                                    f"positional parameters of {name_of(self.fun)} "
+                                    f"({', '.join(params) or 'none'})")
+        return [params.index(n) for n in names]
 
     def _rules_given(self) -> bool:
         raise NotImplementedError
@@ -83,7 +107,7 @@ class _CustomFunction:
                 raise DualgpuError(f"{self.kind} function {self.__name__}: {e}") from None
             args = bound.args + tuple(bound.kwargs.values())
         if not self._rules_given():
-            raise DualgpuError(self._missing_rules())
+            raise MissingRuleError(self._missing_rules())
         nums = self._nondiff_positions(args)
         nondiff = tuple(args[i] for i in nums)
         for i, a in zip(nums, nondiff):
@@ -253,8 +277,9 @@ class _JvpRule:
         rule = rebind_function(self.owner.jvp)
         res = rule(*self.nondiff, self.merge.diff_args(primals), self.merge.diff_args(tangents))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
-            raise DualgpuError(
-                f"the jvp rule of custom_jvp function {self.owner.__name__} returned a "
+            raise ArgumentTypeError(
+                f"the jvp rule {name_of(self.owner.jvp)} of custom_jvp function "
+                f"{self.owner.__name__} returned a "
                 f"{type(res).__name__}: it returns a pair (primal_out, tangent_out)")
         return res[1]
 
@@ -271,12 +296,12 @@ class _VjpRule:
         name = self.owner.__name__
         res = rebind_function(self.owner.fwd)(*self.merge.args(primals))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
-            raise DualgpuError(f"the fwd rule of custom_vjp function {name} returned a "
+            raise ArgumentTypeError(f"the fwd rule of custom_vjp function {name} returned a "
                                f"{type(res).__name__}: it returns a pair (out, residuals)")
         cts = rebind_function(self.owner.bwd)(*self.nondiff, res[1], g)
         diff_args = self.merge.diff_args(primals)
         if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
-            raise DualgpuError(
+            raise ArgumentTypeError(
                 f"the bwd rule of custom_vjp function {name} returned {cts!r:.60}: it returns "
                 f"a tuple of {len(diff_args)} cotangent(s), one per differentiable argument")
         out: list = []
@@ -321,8 +346,8 @@ class custom_jvp(_CustomFunction):
 
     kind = "custom_jvp"
 
-    def __init__(self, fun: Callable, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun: Callable, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp: Callable | None = None
 
     def defjvp(self, jvp: Callable) -> Callable:
@@ -333,6 +358,19 @@ class custom_jvp(_CustomFunction):
         self.jvp = jvp
         self._new_rules()
         return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """JAX's ``defjvps``: one rule per argument, ``jvp_i(tangent_i, primal_out,
+        *primals)`` its part of the output tangent (None: the output does not depend on
+        it); the output tangent is their sum."""
+        def jvp(primals, tangents):
+            out = self(*primals)
+            parts = [rule(t, out, *primals) for rule, t in zip(jvps, tangents)
+                     if rule is not None]
+            return out, (functools.reduce(operator.add, parts) if parts
+                         else zeros_like(out))
+        jvp.__name__ = f"{self.__name__}_jvps"
+        self.defjvp(jvp)
 
     def _rules_given(self) -> bool:
         return self.jvp is not None
@@ -370,8 +408,8 @@ class custom_vjp(_CustomFunction):
 
     kind = "custom_vjp"
 
-    def __init__(self, fun: Callable, nondiff_argnums=()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun: Callable, nondiff_argnums=(), nondiff_argnames=()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 

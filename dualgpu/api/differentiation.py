@@ -22,6 +22,7 @@ from ..core.ir import Graph
 from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
+    NonScalarOutputError,
     ShapeMismatchError,
     StaticArgumentError,
 )
@@ -181,16 +182,15 @@ class _Jit(Transformed):
     def __init__(self, fn, argnums=(), *, static_argnums=None, static_argnames=None):
         super().__init__(fn, argnums)
         self.static = _static_arguments(fn, static_argnums, static_argnames)
-        self._static_refusal = _unknown_static(
-            fn, () if static_argnums is None else static_argnums,
-            () if static_argnames is None else static_argnames)
+        refusal = _unknown_static(fn, () if static_argnums is None else static_argnums,
+                                  () if static_argnames is None else static_argnames)
+        if refusal is not None:  # when jit is applied, as JAX's resolve_argnums
+            raise InvalidArgumentError(refusal)
 
     def options(self) -> dict:
         return {"static": self.static} if self.static != ((), ()) else {}
 
     def _signature(self, fargs, kwargs):
-        if self._static_refusal is not None:  # when called, as JAX
-            raise InvalidArgumentError(self._static_refusal)
         if self.static != ((), ()):
             _check_hashable(self.__name__, self.static, fargs, kwargs)
         return super()._signature(fargs, kwargs)
@@ -308,9 +308,21 @@ class _Hessian(Transformed):
 
     kind = "hessian"
     finish_places_outputs = True
+    nested: Callable | None = None  # jacfwd(jacrev(fn)), once fn returned a non-scalar
+
+    def __call__(self, *args, **kwargs):
+        if self.nested is None:
+            try:
+                return super().__call__(*args, **kwargs)
+            except _NotScalar:  # JAX's hessian of a vector (or pytree) output: nested
+                argnums = self.argnums if self.argnums_tuple else self.argnums[0]
+                self.nested = NESTED_HESSIAN[0](self.fn, argnums, self.has_aux, False)
+        return self.nested(*args, **kwargs)
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
+        if tree is None or not tree.is_leaf or tuple(main.outputs[0].shape) != ():
+            raise _NotScalar(self.__name__)
         check_scalar_output(main, tree, self.__name__)
         if sig.sparse:
             raise ArgumentTypeError(f"{self.__name__}: a sparse matrix argument has no dense "
@@ -327,12 +339,24 @@ class _Hessian(Transformed):
         return hess
 
 
-def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False):
+# JAX's hessian, jacfwd(jacrev(fn, argnums, has_aux, holomorphic), ...): given by the
+# module of the Jacobians (dualgpu/api/vectorize.py, a layer above this one) when imported
+NESTED_HESSIAN: list[Callable] = []
+
+
+class _NotScalar(NonScalarOutputError):
+    """The traced function of a :class:`_Hessian` returns something other than a scalar."""
+
+
+def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
+            holomorphic: bool = False):
     """Dense Hessian (for small problems), JAX's ``jacfwd(jacrev(f, argnums), argnums)``:
     ``hessian(f)(*args, **kwargs)`` has shape ``x.shape + x.shape`` for the array
     ``x = args[argnums]``. For a pytree argument or a tuple ``argnums``, JAX's nesting:
     the argument's structure, each leaf ``a`` replaced by the structure again, holding the
-    blocks ``a.shape + b.shape``. Keyword arguments are passed through to ``f``, not
+    blocks ``a.shape + b.shape``. A function of a non-scalar output (or ``holomorphic=True``,
+    complex inputs and output) gets JAX's ``jacfwd(jacrev(f))`` itself: the output's shape
+    (structure) first. Keyword arguments are passed through to ``f``, not
     differentiated; with ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
     ``(hessian, aux)``. One program (the Hessian-vector product batched over the basis
     vectors), cached like the other transforms, and composable with them: ``jit``,
@@ -358,7 +382,9 @@ def hessian(fn: Callable | None = None, argnums=0, has_aux: bool = False):
         array(1.)
     """
     if fn is None:
-        return lambda f: hessian(f, argnums, has_aux)
+        return lambda f: hessian(f, argnums, has_aux, holomorphic)
+    if check_holomorphic(holomorphic, "dg.hessian"):
+        return NESTED_HESSIAN[0](fn, argnums, has_aux, True)
     return _Hessian(fn, argnums, has_aux=has_aux)
 
 
@@ -388,11 +414,19 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype")
 
     def __init__(self, shape, dtype):
+        if any(d is None for d in shape):
+            raise InvalidArgumentError(f"ShapeDtypeStruct: `shape` {tuple(shape)} cannot have "
+                                       "None (dualgpu's shapes are concrete)")
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise ArgumentTypeError("len() of a 0-d ShapeDtypeStruct (an unsized object)")
+        return self.shape[0]
 
     def __repr__(self) -> str:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
@@ -518,7 +552,12 @@ def _unknown_static(fn, static_argnums, static_argnames) -> str | None:
     if bad and inspect.Parameter.VAR_POSITIONAL not in kinds:
         return (f"jit of {name_of(fn)}: static_argnums={tuple(nums)!r} names position(s) "
                 f"{tuple(bad)!r}, but the function takes {n} positional argument(s)")
-    known = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+    known = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    never = [a for a in names if a in {p.name for p in params} - known]
+    if never:  # a positional-only parameter or *args / **kwargs: no keyword can set them
+        return (f"jit of {name_of(fn)}: static_argnames={names!r} names {tuple(never)!r}, a "
+                "positional-only or variadic parameter, which no keyword argument can be "
+                "(give its position in static_argnums)")
     unknown = [a for a in names if a not in known]
     if unknown and inspect.Parameter.VAR_KEYWORD not in kinds:
         return (f"jit of {name_of(fn)}: static_argnames={names!r} names {tuple(unknown)!r}, "

@@ -24,14 +24,14 @@ from ..core.ir import Aval, Graph
 from ..core.trace import Tracer, current_builder
 from ..errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
 from ..frontend.numpy.random import SameDraws, redraw_in_trace
-from ..runtime.checks import diff_flags, is_integer_like
+from ..runtime.checks import check_alive, diff_flags, is_integer_like
 from ..runtime.program_cache import VjpCompiled
 from ..runtime.signature import FLOAT0, Signature, check_plain_values
 from ..runtime.tracing import Traced, name_of, with_aux
 from ..runtime.transformed import Transformed
 from ..transforms import jvp_graph, simplify, vjp_graph
 from ..tree_util import Partial
-from .differentiation import jit
+from .differentiation import eval_shape, jit
 
 __all__ = ["jvp", "linear_transpose", "linearize", "vjp"]
 
@@ -75,13 +75,13 @@ class _Vjp(Transformed):
 
     def build(self, traced, sig):
         main, aux, tree, aux_tree = traced.split_aux(self.has_aux, self.__name__)
-        for o in main.outputs:
-            if o.dtype.kind not in "fc":
-                raise ArgumentTypeError(f"{self.__name__}: an output of dtype {o.dtype} cannot be "
-                                        "differentiated by vjp (only floating-point outputs)")
-        pullback = vjp_graph(main, diff_flags(sig, main))
-        k = len(main.outputs)
-        pullback.outputs = pullback.outputs[k:]  # the pullback returns the cotangents only
+        # an integer or bool output takes a float0 cotangent, as in JAX: it carries nothing,
+        # so the pullback is that of the floating-point outputs
+        inexact = [o for o in main.outputs if o.dtype.kind in "fc"]
+        differentiated = Graph(main.inputs, inexact, main.eqns, name=main.name,
+                               input_names=main.input_names, xp=main.xp)
+        pullback = vjp_graph(differentiated, diff_flags(sig, main))
+        pullback.outputs = pullback.outputs[len(inexact):]  # the cotangents only
         forward = with_aux(main, aux)
         return (forward, simplify(pullback)), (tree, aux_tree)
 
@@ -89,6 +89,7 @@ class _Vjp(Transformed):
         """``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``) for the primals of
         ``sig``: compiled and cached, or inlined into the enclosing trace."""
         if sig.traced or current_builder() is not None:
+            check_alive(sig.inputs, self.__name__)
             captured: list = []
             traced = Traced(self.fn, sig, captured)
             graphs, trees = self.build(traced, sig)
@@ -184,18 +185,23 @@ def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: 
         raise ShapeMismatchError(
             "jvp takes the primals and the tangents as tuples: jvp(f, (x,), (t,)), got "
             f"{type(primals).__name__} and {type(tangents).__name__}")
-    if len(primals) != len(tangents):
-        raise ShapeMismatchError(f"jvp got {len(primals)} primals but {len(tangents)} "
-                                 "tangents")
+    if len(primals) != len(tangents) or type(primals) is not type(tangents):
+        raise ShapeMismatchError(  # JAX: the same tree structure, both tuples or both lists
+            f"jvp got {len(primals)} primals but {len(tangents)} tangents, in a "
+            f"{type(primals).__name__} and a {type(tangents).__name__}; they must have the "
+            "same tree structure: give both as tuples "
+            "(or both as lists), one tangent per primal")
     t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     return t(tuple(primals), tuple(tangents))
 
 
-def linearize(fn: Callable, *primals):
+def linearize(fn: Callable, *primals, has_aux: bool = False):
     """JAX's ``linearize``: ``(f(*primals), f_jvp)``, where ``f_jvp(*tangents)`` is the
     Jacobian of ``f`` at ``primals`` applied to ``tangents`` (one per primal, each with its
     primal's structure): the ``jvp`` of ``f`` with the point fixed. ``f_jvp`` runs one
     cached jvp program per call (its forward part included), so it is cheap to call again.
+    With ``has_aux=True``, ``f`` returns ``(out, aux)`` and the result is
+    ``(out, f_jvp, aux)``.
 
     Example::
 
@@ -203,13 +209,20 @@ def linearize(fn: Callable, *primals):
         >>> y, f_jvp(np.array([1.0, 2.0]))
         (array([0., 0.]), array([1., 2.]))
     """
-    t = _Jvp(fn, argnums=tuple(range(len(primals))))
+    t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     drawn = SameDraws()  # random draws: f_jvp's are those of the value
     with drawn:
         out = jit(fn)(*primals)
+    if has_aux:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise ArgumentTypeError(f"linearize of {name_of(fn)} has has_aux=True, so the "
+                                    "function must return a pair (a two-element tuple "
+                                    "(output, aux))")
+        out, aux = out
     residuals, tree = pytree.flatten(primals)
     kernel = _Linearized(t, tree, drawn, f"linearization of {name_of(fn)}")
-    return out, Partial(kernel, [_as_residual(r) for r in residuals])
+    f_jvp = Partial(kernel, [_as_residual(r) for r in residuals])
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
@@ -242,7 +255,8 @@ def linear_transpose(fn: Callable, *primals):
 
     ``fn`` is checked to be linear: its pullback must not read the point and ``fn(0)`` must be
     ``0``; anything else (``x * x``, ``np.sin(x)``, ``x + 1``) is an
-    :class:`InvalidArgumentError` naming the argument. Integer primals are refused. The
+    :class:`InvalidArgumentError` naming the argument. A map of integers to integers is
+    transposed exactly (in float64), as in JAX; integer and floating values mixed are refused. The
     transpose is one cached program (the pullback at zero), cheap to call again.
 
     Example::
@@ -258,14 +272,10 @@ def linear_transpose(fn: Callable, *primals):
         raise ArgumentTypeError(f"linear_transpose expects a function, got "
                                 f"{type(fn).__name__}")
     zeros = tuple(pytree.tree_map(_zeros_like_spec, p) for p in primals)
-    for i, p in enumerate(zeros):
-        for leaf in pytree.leaves(p):
-            if np.dtype(leaf.dtype).kind not in "fc":
-                raise ArgumentTypeError(
-                    f"linear_transpose of {name_of(fn)}: argument {i} has dtype {leaf.dtype}; "
-                    "a linear map transposes between floating-point or complex values "
-                    "(integer dtypes are not supported, as in JAX); give its primal a "
-                    "floating dtype")
+    leaves = pytree.leaves(zeros)
+    integer = [np.dtype(leaf.dtype).kind not in "fc" for leaf in leaves]
+    if any(integer):  # JAX: integer -> integer maps transpose too (exactly, in float64)
+        return _integer_transpose(fn, zeros, all(integer))
     t = _Vjp(fn, argnums=tuple(range(len(zeros))))
     sig = t._signature(zeros, {})
     if sig.traced or current_builder() is not None:
@@ -279,10 +289,56 @@ def linear_transpose(fn: Callable, *primals):
         program = cast(VjpCompiled, t.compiled(sig))
         trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
-    _check_linear(fn, sig, pullback_graph, outs)
     tree = trees[0]
+    _check_kinds(fn, outs[:tree.num_leaves], "fc", "floating-point or complex")
+    _check_linear(fn, sig, pullback_graph, outs)
     return _pullback(sig, tree, outs[:tree.num_leaves], inputs, pullback_graph, exe,
                      f"linear_transpose_{name_of(fn)}")
+
+
+def _check_kinds(fn: Callable, outs, kinds: str, what: str) -> None:
+    for o in outs:
+        if np.dtype(o.dtype).kind not in kinds:
+            raise ArgumentTypeError(
+                f"linear_transpose of {name_of(fn)}: an output has dtype {o.dtype}, but the "
+                f"arguments are {what}: linear_transpose only supports [float or complex] -> "
+                "[float or complex], and integer -> integer functions (as JAX)")
+
+
+def _integer_transpose(fn: Callable, zeros: tuple, all_integer: bool) -> Partial:
+    """The transpose of a linear map of integer arrays to integer arrays: that of the same
+    map on float64 arrays, its results rounded to the primals' dtypes (exact for integer
+    coefficients: values up to 2**53)."""
+    if not all_integer:
+        raise ArgumentTypeError(
+            f"linear_transpose of {name_of(fn)}: the arguments mix integer and floating-point "
+            "dtypes: linear_transpose only supports [float or complex] -> [float or complex], "
+            "and integer -> integer functions (as JAX)")
+    outs = pytree.leaves(eval_shape(fn, *zeros))
+    _check_kinds(fn, outs, "iub", "integers")
+    as_float = pytree.tree_map(lambda z: np.zeros(z.shape, np.float64), zeros)
+    return Partial(_IntegerTranspose(linear_transpose(fn, *as_float),
+                                     pytree.tree_map(lambda z: z.dtype, zeros)))
+
+
+class _IntegerTranspose:
+    """``f_t`` of an integer map: the float64 transpose, its results cast back."""
+
+    __slots__ = ("float_transpose", "dtypes", "__name__")
+
+    def __init__(self, float_transpose, dtypes):
+        self.float_transpose, self.dtypes = float_transpose, dtypes
+        self.__name__ = "integer linear_transpose"
+
+    def __call__(self, cotangent):
+        def check(c):
+            if np.dtype(getattr(c, "dtype", np.result_type(c))).kind not in "iub":
+                raise ShapeMismatchError(
+                    f"the cotangent of an integer linear map has dtype {np.result_type(c)}; "
+                    "give an integer cotangent")
+            return np.asarray(c, np.float64)
+        res = self.float_transpose(pytree.tree_map(check, cotangent))
+        return pytree.tree_map(lambda r, dt: np.asarray(np.rint(r)).astype(dt), res, self.dtypes)
 
 
 def _zeros_like_spec(leaf):
@@ -332,6 +388,17 @@ def _check_linear(fn, sig: Signature, pullback: Graph, outs: list) -> None:
                 "f(*zeros), or use dg.vjp(f, x)[1]")
 
 
+def check_float0_cotangent(c, o, what: str) -> None:
+    """JAX's rule for the cotangent of an integer or bool output ``o``: a ``float0`` array of
+    its shape (NumPy's zeros of that dtype)."""
+    dtype, shape = getattr(c, "dtype", None), tuple(np.shape(c))
+    if dtype is None or np.dtype(dtype) != FLOAT0 or shape != tuple(o.shape):
+        got = type(c).__name__ if dtype is None else f"{np.dtype(dtype)}{list(shape)}"
+        raise ShapeMismatchError(
+            f"{what} goes with an output of dtype {o.dtype}, which has no derivative: give "
+            f"np.zeros({tuple(o.shape)}, dtype=dg.float0) (JAX's float0), got {got}")
+
+
 def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
     leaves, ct_tree = pytree.flatten(cotangent)
     if ct_tree != tree:
@@ -339,6 +406,10 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
                                  f"{tree}")
     cts = []
     for i, (c, o) in enumerate(zip(leaves, outs)):
+        if np.dtype(o.dtype).kind not in "fc":  # JAX: an integer output's cotangent: float0
+            check_float0_cotangent(c, o, "the cotangent" if len(outs) == 1
+                                   else f"cotangent leaf {i}")
+            continue
         if not isinstance(c, Tracer):
             check_plain_values(c, "cotangent" if len(outs) == 1 else f"cotangent leaf {i}")
             c = sig.backend.xp.asarray(c)
@@ -352,7 +423,7 @@ def _cotangents(cotangent, tree, outs, sig: Signature) -> list:
         if (np.dtype(c.dtype).kind in "fc" and np.dtype(o.dtype).kind in "fc"
                 and not np.can_cast(o.dtype, c.dtype)):  # JAX: the output's type, no less
             leaf = "the cotangent" if len(outs) == 1 else f"cotangent leaf {i}"
-            raise ArgumentTypeError(
+            raise ShapeMismatchError(  # a ValueError, as JAX's "unexpected JAX type"
                 f"{leaf} has dtype {c.dtype}, less precise than the output's {o.dtype}: its "
                 f"values would already be rounded. Pass it as {o.dtype} "
                 f"(ct.astype(np.{o.dtype}))")

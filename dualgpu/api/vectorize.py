@@ -34,6 +34,7 @@ from ..transforms.jvp import jvp_graph
 from ..transforms.simplify import dce, simplify
 from ..transforms.vjp import vjp_graph
 from ..transforms.vmap import batch_graph
+from . import differentiation
 
 __all__ = ["vmap", "jacfwd", "jacrev", "jacobian"]
 
@@ -143,6 +144,11 @@ class _Batched:
     _dualgpu_transform = True  # guards and names look through to fn
 
     def __init__(self, fn, in_axes, out_axes, axis_size=None):
+        if isinstance(in_axes, dict):  # refused when vmap is called, as JAX does
+            raise ArgumentTypeError(
+                "vmap: in_axes must be an int, None or a tuple with one entry per positional "
+                f"argument, not a dict ({in_axes!r}; a dict entry of that tuple can match a "
+                "dict argument)")
         self.fn, self.in_axes, self.out_axes = fn, in_axes, out_axes
         self.axis_size = axis_size
         self.__name__ = name_of(fn)
@@ -162,13 +168,13 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     in_axes = b.in_axes
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
+            kw = (f"; it was called with keyword arguments {sorted(kwargs)}, which the entries "
+                  "of a tuple in_axes never correspond to: keyword arguments are always mapped "
+                  "along their axis 0" if kwargs else "")
             raise InvalidArgumentError(f"vmap: in_axes has {len(in_axes)} entries but "
-                                       f"{name_of(b.fn)} got {len(args)} positional argument(s)")
+                                       f"{name_of(b.fn)} got {len(args)} positional "
+                                       f"argument(s){kw}")
         per_arg = list(in_axes)
-    elif isinstance(in_axes, dict):
-        raise ArgumentTypeError("vmap: in_axes must be an int, None or a tuple with one entry per "
-                                "positional argument, not a dict (a dict entry of that tuple can "
-                                "match a dict argument)")
     else:
         per_arg = [in_axes] * len(args)
     leaves: list = []
@@ -220,8 +226,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             first = (f"axis_size is {size}" if size_from == "axis_size" else
                      f"{size_from} has {size} examples along its mapped axis")
             raise ShapeMismatchError(
-                f"vmap: mapped sizes disagree: {first}, but {owner[j]} has {n} (shape "
-                f"{tuple(leaf.shape)}, axis {d})")
+                f"vmap got inconsistent sizes for the axes to be mapped (they disagree): "
+                f"{first}, but {owner[j]} has {n} (shape {tuple(leaf.shape)}, axis {d})")
         in_dims.append(d)
         shape = list(leaf.shape)
         del shape[d]
@@ -229,7 +235,8 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     if size is None:
         raise InvalidArgumentError(
             f"vmap of {name_of(b.fn)}: no argument is mapped (every in_axes is None or the "
-            "arguments hold no arrays); map at least one, or give axis_size")
+            "arguments hold no arrays); vmap must have at least one non-None value in in_axes, "
+            "or an axis_size")
     if not inputs:
         raise InvalidArgumentError(f"vmap of {name_of(b.fn)}: the arguments hold no arrays; "
                                    "pass at least one array (axis_size alone maps nothing)")
@@ -518,3 +525,12 @@ def jacobian(fn: Callable | None = None, argnums=0, has_aux: bool = False,
         array([ 3., 12.])
     """
     return jacrev(fn, argnums, has_aux, holomorphic, allow_int)
+
+
+def _nested_hessian(fn: Callable, argnums, has_aux: bool, holomorphic: bool):
+    """JAX's ``hessian``: ``jacfwd(jacrev(fn))``, for what dg.hessian's one program does not
+    take (a non-scalar output, ``holomorphic=True``)."""
+    return jacfwd(jacrev(fn, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+differentiation.NESTED_HESSIAN[:] = [_nested_hessian]

@@ -83,9 +83,9 @@ class GraphBuilder:
                 if self.captured is not None and self._encloses(value._builder):
                     return self._capture(value)
                 raise EscapedTracerError(
-                    f"{prim_name} received a traced value from another (finished or outer) "
-                    f"trace at {user_location()}. Traced values must not be stored and used "
-                    "after the traced function returns; pass them as arguments instead.")
+                    f"{prim_name} received a traced value ({value._var.aval.str_short()}) from "
+                    f"another (finished or outer) trace at {user_location()}: it must not be "
+                    "stored and used after its function returns; pass it as an argument.")
             return value._var
         if isinstance(value, _SCALAR_TYPES) and not isinstance(value, np.generic):
             return Literal(value)
@@ -224,10 +224,10 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
             result = result.item() if np.ndim(result) == 0 else result
         return result
     if not builder.alive:
+        dead = next(a for a in args if isinstance(a, Tracer) and a._builder is builder)
         raise EscapedTracerError(
-            f"{prim.name} was applied at {user_location()} to a traced value whose trace has "
-            "finished: a tracer escaped the traced function (stored in a global, a list or "
-            "an attribute). Return the value from the function instead.")
+            f"{prim.name} was applied at {user_location()} to {dead!r}, whose trace has finished:"
+            " it escaped its function (a global, a list...). Return the value from it instead.")
     fold = prim.rules.get("fold")
     if fold is not None:  # an exact identity on literals and fills (rules/folding.py)
         folded = fold(*args, **params)
@@ -384,15 +384,15 @@ class Tracer:
     __bool__ = _no_concrete(
         "bool() (an `if`, `while`, `and`/`or` or assert)",
         "Use np.where(cond, a, b) to select values instead of branching on them.", kind="bool")
-    __float__ = _no_concrete("float() (or a math-module function)",
+    __float__ = _no_concrete("float() (or a math-module function; try x.astype(float))",
                              "Keep the value as an array; " + _MATH_HINT, float("nan"), "float")
-    __int__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.", 0,
-                           "int")
+    __int__ = _no_concrete("int()", "Shapes are static: use x.shape (or try x.astype(int)).",
+                           0, "int")
     __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.",
                              kind="index")
     __complex__ = _no_concrete("complex() (or a cmath-module function)",
-                               "Keep the value as an array; " + _MATH_HINT, complex("nan"),
-                               "complex")
+                               "Keep the value as an array (try x.astype(complex)); "
+                               + _MATH_HINT, complex("nan"), "complex")
     item = _no_concrete(".item()", "Keep the value as an array.", kind="item")
     tolist = _no_concrete(".tolist()", "Keep the value as an array.")
     get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")

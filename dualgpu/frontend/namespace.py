@@ -396,6 +396,10 @@ def _is_array_function(obj) -> bool:
     if root == "scipy":
         return (_scipy_path(obj, "") is not None and callable(obj)
                 and not isinstance(obj, type))
+    if root == "numpy" and isinstance(obj, types.BuiltinFunctionType):
+        # np.asarray, np.array...: C functions that no NumPy protocol dispatches, reached
+        # without the module (from numpy import asarray; jvp(np.asarray, ...))
+        return _lookup("numpy." + obj.__name__) is not None
     return False
 
 

@@ -13,6 +13,7 @@ Example::
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,8 +28,10 @@ from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
     DualgpuError,
+    EscapedTracerError,
     NonScalarOutputError,
     ShapeMismatchError,
+    user_location,
 )
 from .signature import FLOAT0, Signature, check_plain_values
 
@@ -160,8 +163,8 @@ def check_complex(graph: Graph, sig: Signature, what: str, holomorphic: bool,
 def check_direction(sig: Signature, k: int, v: Any, arg: int, what: str) -> Any:
     x = sig.inputs[k]
     v = sig.sparse.direction(k, v)
-    if (isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool)
-            and x.ndim == 0):  # a scalar tangent of a scalar primal, real or complex
+    if isinstance(v, (int, float, complex, np.number)) and not isinstance(v, bool):
+        # a scalar tangent, real or complex: a 0-d array (its shape checked below)
         v = sig.backend.xp.asarray(v)
     if isinstance(v, Tracer):
         b = None
@@ -234,3 +237,15 @@ def diff_flags(sig: Signature, graph: Graph) -> list[bool]:
     """The differentiated-input flags of ``graph`` (inputs captured from an enclosing
     trace come last and are not differentiated)."""
     return list(sig.diff) + [False] * (len(graph.inputs) - len(sig.diff))
+
+
+def check_alive(values: Sequence[Any], what: str) -> None:
+    """Refuse a traced value among ``values`` whose trace has finished (JAX's
+    ``UnexpectedTracerError``): ``what`` (a transform) was called on an escaped tracer."""
+    for v in values:
+        if isinstance(v, Tracer) and not v._builder.alive:
+            raise EscapedTracerError(
+                f"{what} was called at {user_location()} on a traced value "
+                f"({v.aval.str_short()}) whose trace has finished: a tracer escaped a traced "
+                "function (stored in a global, a list or an attribute). Return the value from "
+                "that function instead.")

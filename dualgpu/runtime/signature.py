@@ -228,8 +228,10 @@ class Signature:
                 backends.append(array_backend(leaf))
                 key = ("a", tuple(leaf.shape), leaf.dtype.str, d)
             elif d and (isinstance(leaf, np.generic) or (isinstance(leaf, _NUMBERS)
-                                                         and type(leaf) is not bool)):
-                # a Python int is an integer, as in JAX (refused unless allow_int)
+                                                         and (type(leaf) is not bool
+                                                              or allow_int))):
+                # a Python int is an integer, as in JAX (refused unless allow_int; a bool
+                # with allow_int too: its gradient is a float0 zero)
                 leaf = np.asarray(leaf, dtype=leaf.dtype if isinstance(leaf, np.generic)
                                   else np.result_type(leaf, 0.0 if type(leaf) is float
                                                       else leaf))

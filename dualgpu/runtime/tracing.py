@@ -230,7 +230,7 @@ class Traced:
             return g, None, tree, None
         if tree.kind != "tuple" or len(tree.children) != 2:
             raise ArgumentTypeError(f"{what} has has_aux=True, so the function must return a pair "
-                                    f"(output, aux); it returns {tree}")
+                                    f"(a two-element tuple (output, aux)); it returns {tree}")
         n_main = tree.children[0].num_leaves
         main = Graph(g.inputs, g.outputs[:n_main], g.eqns, name=g.name,
                      input_names=g.input_names, xp=g.xp)

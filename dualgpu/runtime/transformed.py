@@ -45,7 +45,13 @@ from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
 from . import dask
-from .checks import check_direction, check_float0_direction, normalize_argnums, normalize_batch_axes
+from .checks import (
+    check_alive,
+    check_direction,
+    check_float0_direction,
+    normalize_argnums,
+    normalize_batch_axes,
+)
 from .executor import config, generation
 from .guards import Guards, collect_guards
 from .program_cache import (
@@ -273,6 +279,10 @@ class Transformed(SelfTracing):
         self.__qualname__ = self.__name__
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
+        # functools.wraps' module and annotations, as JAX's transforms (the name stays
+        # kind_name: programs and messages are named by it; fn's __dict__ is not copied)
+        self.__module__ = getattr(fn, "__module__", None) or type(self).__module__
+        self.__annotations__ = dict(getattr(fn, "__annotations__", None) or {})
         self._programs: dict[tuple, weakref.ref[Compiled]] = {}
         self._quick: dict[tuple, FastCall] = {}
         self._lock = threading.Lock()
@@ -396,6 +406,7 @@ class Transformed(SelfTracing):
         extras = self.extra_inputs(sig, extra)
         if sig.traced or current_builder() is not None:
             # inside a trace: inline (the function may read values of the enclosing trace)
+            check_alive(list(sig.inputs) + list(extras), self.__name__)
             return self._inline(sig, extras)
         compiled = self.compiled(sig)
         passed = list(sig.inputs) + compiled.drawn(sig) + list(extras)

@@ -489,6 +489,21 @@ from test_jax_conformance_more import test_jit_raises_on_non_hashable_static_arg
 
 # --------------------------------------------------------------------------- the catalogue
 # each class and the tests above that check its message
+def test_missing_rules_name_the_function_and_how_to_give_them():
+    @dg.custom_jvp
+    def foo(x):
+        return x ** 2
+
+    @dg.custom_vjp
+    def bar(x):
+        return x ** 2
+    for call, words in [(lambda: foo(2.0), "foo has no JVP rule yet: give it with @foo.defjvp"),
+                        (lambda: dg.grad(bar)(2.0), r"bar.defvjp\(fwd, bwd\)")]:
+        with pytest.raises(dg.MissingRuleError, match=words) as info:
+            call()
+        assert isinstance(info.value, AttributeError)  # JAX's exception
+
+
 COVERED = {
     "DualgpuError": "test_user_shape_errors_are_dualgpu_errors",
     "UnsupportedOpError": "test_unsupported_op_is_named_with_the_users_line",
@@ -511,6 +526,7 @@ COVERED = {
     "CupyImportError": "test_half_installed_cupy_names_the_missing_module",
     "SparseMethodError": "test_other_sparse_methods_are_one_error_naming_the_method",
     "StaticArgumentError": "test_jit_raises_on_non_hashable_static_argnum",
+    "MissingRuleError": "test_missing_rules_name_the_function_and_how_to_give_them",
 }
 
 

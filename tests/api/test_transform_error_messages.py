@@ -283,11 +283,11 @@ def test_a_list_of_numbers_is_a_pytree_of_scalars_as_in_jax():
 @pytest.mark.parametrize("options, named", [
     ({"static_argnums": 5}, "static_argnums=(5,)"), ({"static_argnums": -3}, "(-3,)"),
     ({"static_argnames": "z"}, "'z'"), ({"static_argnames": ("y", "q")}, "('q',)")])
-def test_static_arguments_the_function_has_no_parameter_for_are_refused_when_called(options,
-                                                                                   named):
-    jitted = dg.jit(lambda x, y: x * y, **options)  # as JAX: refused when called
+def test_static_arguments_the_function_has_no_parameter_for_are_refused_by_jit(options,
+                                                                               named):
+    # as JAX (test_jit_argnums_overflow_error): refused when jit is applied
     with pytest.raises(dg.InvalidArgumentError, match="jit") as info:
-        jitted(np.ones(2), 2.0)
+        dg.jit(lambda x, y: x * y, **options)
     assert named in str(info.value) and isinstance(info.value, ValueError)
     np.testing.assert_array_equal(dg.jit(lambda *a: a[0] * a[1], **options)(np.ones(2), 3.0)
                                   if "static_argnums" in options else
