@@ -158,16 +158,29 @@ def test_vjp_rebuilds_when_a_read_global_is_reassigned():
         _vjp_scale = 2.0
 
 
+def _grad_of_a_closure() -> weakref.ref:
+    """A weak reference to the array that a closure differentiated once captured: the closure
+    and its array are locals of this frame only, which ends here."""
+    big = np.ones(1000)
+    fn = (lambda arr: (lambda x: np.sum(x * arr[:3])))(big)
+    dg.grad(fn)(x)
+    return weakref.ref(big)
+
+
 def test_dropped_closures_are_freed():
+    # Robust to a coverage tool that reads the running frames' f_locals (slipcover's
+    # de-instrumentation does, on Python 3.11): each read leaves in a frame a snapshot of its
+    # locals, so (1) the closures are locals of a helper's frame, not of this test's, which
+    # would keep the snapshot's closure alive; (2) a closure caught in such a snapshot's cycle
+    # dies in a collection, not by its reference count: the cache entries it keys are dropped
+    # by its weakref callback during that collection, and their generated code (a function and
+    # its globals, a cycle) needs the next one. A closure that dualgpu keeps stays alive
+    # through any number of collections.
     dg.clear_cache()
-    refs = []
-    for _ in range(20):
-        big = np.ones(1000)
-        fn = (lambda arr: (lambda x: np.sum(x * arr[:3])))(big)
-        dg.grad(fn)(x)
-        refs.append(weakref.ref(big))
-        del fn, big
-    gc.collect()
+    refs = [_grad_of_a_closure() for _ in range(20)]
+    for _ in range(4):
+        if not gc.collect():
+            break
     assert sum(r() is not None for r in refs) == 0
     assert dg.cache_info()["size"] == 0
 
