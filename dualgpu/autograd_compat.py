@@ -21,8 +21,13 @@ from .api.custom_op import is_value
 from .api.differentiation import grad, hvp
 from .base import tree as pytree
 from .base.cache import PROGRAMS, identity_key
-from .errors import (AxisError, InvalidArgumentError, ShapeMismatchError, UnsupportedOpError,
-                     user_location)
+from .errors import (
+    AxisError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from .frontend.namespace import rebind_function
 from .runtime.tracing import check_call, name_of, rebindable
 
