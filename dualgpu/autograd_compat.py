@@ -21,7 +21,13 @@ from .api.custom_op import is_value
 from .api.differentiation import grad, hvp
 from .base import tree as pytree
 from .base.cache import PROGRAMS, identity_key
-from .errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
+from .errors import (
+    AxisError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from .frontend.namespace import rebind_function
 from .runtime.tracing import check_call, name_of, rebindable
 
@@ -238,6 +244,9 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full"):
         raise ShapeMismatchError(f"convolve: axes {axes} and dot_axes {dot_axes} must pair "
                                  f"the axes of A and B (at {user_location()})")
     sa, sb = lax.shape_of(a), lax.shape_of(b)
+    (conv_a, dot_a), (conv_b, dot_b) = (_own_axes(conv, dot, len(shape), name)
+                                        for conv, dot, shape, name in
+                                        ((conv_a, dot_a, sa, "A"), (conv_b, dot_b, sb, "B")))
     for i, j in zip(dot_a, dot_b):
         if sa[i] != sb[j]:
             raise ShapeMismatchError(f"convolve: dot_axes pair axis {i} of A ({sa[i]}) with "
@@ -264,6 +273,26 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full"):
     if not a_larger:  # (B's others, A's others, ...): A's first
         out = lax.moveaxis(out, 1, 0)
     return lax.reshape(out, tuple(other_a) + tuple(other_b) + tuple(lax.shape_of(out)[2:]))
+
+
+def _own_axes(conv: list, dot: list, ndim: int, name: str) -> tuple[list, list]:
+    """``conv`` and ``dot``, axes of ``name`` (negative ones counted from the end), checked:
+    in range, and each axis convolved or contracted once at most (autograd refuses an axis
+    taken twice with a raw einsum error, or returns an accident of its einsum labels)."""
+    out = []
+    for arg, axes in (("axes", conv), ("dot_axes", dot)):
+        for ax in axes:
+            if not -ndim <= ax < ndim:
+                raise AxisError(f"convolve: {arg} names axis {ax} of {name}, which has "
+                                f"{ndim} axes (at {user_location()})")
+        out.append([int(ax) % ndim for ax in axes])
+    taken = out[0] + out[1]
+    for ax in sorted({ax for ax in taken if taken.count(ax) > 1}):
+        raise InvalidArgumentError(
+            f"convolve: axes {conv} and dot_axes {dot} take axis {ax} of {name} twice; each "
+            "axis is either convolved (axes) or contracted (dot_axes), once (at "
+            f"{user_location()})")
+    return out[0], out[1]
 
 
 def foreign_name_error(module: str, name: str) -> AttributeError:

@@ -367,12 +367,7 @@ def _reshaped(old: tuple, new: tuple, at: At, n: int) -> At:
     an axis of ``new`` whose stride divides ``S`` and whose span (stride times length) is
     a multiple of ``S * n`` holds that digit whole (merged with the axes around it when the
     quotients are not 1); no such axis means the reshape splits the instance axis."""
-    if 0 in old:  # no elements: only the axis itself, unchanged, is recognised
-        pre_old, pre_new = np.cumprod((1,) + old), np.cumprod((1,) + new)
-        for q in range(len(new)):
-            if pre_new[q] == pre_old[at.pos] and new[q] == old[at.pos] and at.plain:
-                return At(q)
-        raise Coupling("the reshape merges or splits an instance axis")
+    # (an empty value never gets here: check_separable tracks it as a constant)
     S = _strides(old)[at.pos] * at.inner
     found = []
     for q, (stride, length) in enumerate(zip(_strides(new), new)):
@@ -448,7 +443,11 @@ def _entry_of(key: tuple, axis: int):
 def _concatenate_separability(eqn: Eqn, dep, sizes) -> tuple:
     axis = eqn.params["axis"]
     maps = {m for _, m in dep}
-    if len(maps) != 1 or any(at.pos == axis for at in next(iter(maps))):
+    # empty parts add nothing: joined along an instance axis to one array alone, they leave
+    # it as it is
+    alone = len(dep) == 1 and all(0 in x.shape for j, x in enumerate(eqn.inputs)
+                                  if j != dep[0][0])
+    if len(maps) != 1 or (any(at.pos == axis for at in next(iter(maps))) and not alone):
         raise Coupling("it joins arrays along an instance axis")
     return next(iter(maps))
 

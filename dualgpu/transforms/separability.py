@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..core.flags import Flag
 from ..core.interpret import walk
 from ..core.ir import Aval, Eqn, Graph, Var
@@ -64,9 +66,12 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
     live = _live(graph)
 
     def rule(eqn, _, states):   # a value's state: where its instance axes are
-        dep = [(i, m) for i, m in enumerate(states) if m is not None]
+        # an empty value holds no element of any instance: it couples nothing, a constant
+        dep = [(i, m) for i, m in enumerate(states)
+               if m is not None and _size(eqn.inputs[i]) != 0]
         if not dep or sizes is None or not any(v.id in live for v in eqn.outs) or \
-                eqn.prim.has(Flag.IGNORES_VALUES):   # fill_like: a constant
+                eqn.prim.has(Flag.IGNORES_VALUES) or \
+                all(_size(v) == 0 for v in eqn.outs):   # fill_like, x[:, 1:0]: constants
             return None, [None] * len(eqn.outs)
         try:
             out_maps = _propagate(eqn, dep, sizes)
@@ -78,19 +83,35 @@ def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[i
                 f"instances: {e}. The per-instance result would not equal that of f on "
                 "each instance alone; restructure f so that each output depends on its own "
                 "instance only, or drop batch_axes.") from None
-        return None, list(out_maps)
+        return None, [None if _size(v) == 0 else m for v, m in zip(eqn.outs, out_maps)]
 
     _, maps = walk(graph, None, maps, rule)  # the states alone: no values
     out = graph.outputs[0] if len(graph.outputs) == 1 else None
-    if out is None or not isinstance(out, Var) or out.id not in maps:
+    if out is None or not isinstance(out, Var) or \
+            (out.id not in maps and not _reaches(graph, argnums, out)):
         raise SeparabilityError(f"{name}: f must return one array that depends on the "
                                 f"differentiated input (at {_user_line(None)})")
     want = tuple(At(k) for k in range(len(batch_axes)))
-    if maps[out.id] != want or tuple(out.shape) != sizes:
+    if maps.get(out.id, want) != want or tuple(out.shape) != sizes:
         raise SeparabilityError(
             f"{name}: f must return one value per instance, an array of shape {sizes} "
             f"(the batch axes in order), but returns shape {tuple(out.shape)} (at "
             f"{_user_line(None)})")
+
+
+def _size(v) -> int:
+    return int(np.prod(v.shape, dtype=np.int64))
+
+
+def _reaches(graph: Graph, argnums: Sequence[int], out: Var) -> bool:
+    """Whether ``out`` is computed from the differentiated inputs, through empty values or
+    not (``sum(x[:, 1:], axis=1)`` of one coordinate: zeros that the check tracks as a
+    constant, since an empty value holds no instance's element)."""
+    seen = {graph.inputs[i].id for i in argnums}
+    for eqn in graph.eqns:
+        if any(isinstance(a, Var) and a.id in seen for a in eqn.inputs):
+            seen.update(v.id for v in eqn.outs)
+    return out.id in seen
 
 
 def _live(graph: Graph) -> set[int]:

@@ -44,3 +44,34 @@ def test_bad_modes_and_axes_are_refused():
         convolve(a, np.ones((5, 2)), mode="valid")
     with pytest.raises(dg.ShapeMismatchError, match="dot_axes pair"):
         convolve(a, b, axes=([0], [0]), dot_axes=([1], [1]))
+
+
+@pytest.mark.parametrize("axes, dot_axes, what", [
+    (([0], [0]), ([0], [1]), "axis 0 of A"),       # A's axis 0 convolved and contracted
+    (([0], [0]), ([1], [0]), "axis 0 of B"),
+    (([0, 0], [0, 1]), ((), ()), "axis 0 of A"),   # convolved twice
+    (([0], [0]), ([1, 1], [0, 1]), "axis 1 of A"),  # contracted twice
+])
+def test_an_axis_taken_twice_is_refused_as_autograd_does(axes, dot_axes, what):
+    # autograd raises a raw einsum ValueError ("axes don't match array") or returns an
+    # einsum-labelling accident whose gradient raises; an axis is convolved or contracted
+    a, b = np.ones((3, 3)), np.ones((3, 3))
+    with pytest.raises(dg.InvalidArgumentError, match=f"axes.*dot_axes.*{what}"):
+        convolve(a, b, axes=axes, dot_axes=dot_axes, mode="valid")
+
+
+def test_axes_out_of_range_are_refused_and_negative_axes_count_from_the_end():
+    a, b = np.ones((3, 4)), np.ones((2, 4))
+    with pytest.raises(dg.AxisError, match="axes.*axis 2 .*A"):
+        convolve(a, b, axes=([2], [0]))
+    with pytest.raises(dg.AxisError, match="dot_axes.*axis -3 .*B"):
+        convolve(a, b, axes=([0], [0]), dot_axes=([1], [-3]))
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 4)), rng.normal(size=(2, 4))
+    got = convolve(a, b, axes=([-2], [0]), dot_axes=([-1], [-1]))
+    np.testing.assert_allclose(got, convolve(a, b, axes=([0], [0]), dot_axes=([1], [1])),
+                               rtol=1e-12)
+    # brute force: out[k] = sum_{i+j=k, c} a[i, c] b[j, c]
+    want = np.array([sum(a[i, c] * b[k - i, c] for i in range(3) for c in range(4)
+                         if 0 <= k - i < 2) for k in range(4)])
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -199,3 +199,29 @@ def test_a_python_number_operand_keeps_its_weak_type_through_custom_functions():
             np.testing.assert_allclose(got, want, rtol=1e-6)
             value, grad = dg.value_and_grad(lambda x, c, f=f: np.sum(f(x, c)))(x, c)
             assert np.asarray(value).dtype == grad.dtype == np.float32
+
+
+def test_a_traced_nondiff_argument_is_named_for_what_it_is():
+    """Under dg.jit a Python number is a traced weak scalar, not an array: the message says
+    it is traced and how to keep it static (static_argnums, or a hashable value); a traced
+    array is named as such, and a concrete array as an array."""
+    @partial(dg.custom_jvp, nondiff_argnums=(1,))
+    def scaled(v, s):
+        return np.sin(v) * s
+
+    scaled.defjvp(lambda s, p, t: (scaled(p[0], s), np.cos(p[0]) * s * t[0]))
+    with pytest.raises(dg.DualgpuError, match=r"argument 1 is in nondiff_argnums but is "
+                                              r"traced: a Python number.*static_argnums.*"
+                                              r"hashable") as e:
+        dg.jit(lambda v, s: scaled(v, s))(x, 2.0)
+    assert "is an array" not in str(e.value)
+    with pytest.raises(dg.DualgpuError, match=r"argument 1 is in nondiff_argnums but is "
+                                              r"traced: an array of shape \(3,\).*"
+                                              r"stop_gradient.*static_argnums"):
+        dg.jit(lambda v, s: scaled(v, s))(x, y)
+    with pytest.raises(dg.DualgpuError, match=r"argument 1 is in nondiff_argnums but is an "
+                                              r"array"):
+        scaled(x, y)
+    # made static, the number works
+    np.testing.assert_allclose(dg.jit(lambda v, s: scaled(v, s), static_argnums=1)(x, 2.0),
+                               np.sin(x) * 2.0)
