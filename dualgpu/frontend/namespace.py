@@ -19,24 +19,32 @@ function reaches through it are rebound too.
 from __future__ import annotations
 
 import functools
-import sys
 import threading
 import types
 from typing import Any
 
 import numpy as np
 
-from .. import frontend, lax
 from ..core.trace import Tracer, current_builder, install_protocol_handlers
 from ..errors import (
     RandomInTraceError,
     UnsupportedOpError,
     in_stdlib,
-    unexpected_keyword,
     user_location,
 )
-from . import array_api
 from . import numpy as dnp
+from .dispatch import (
+    call_front_end,
+    contains_tracer,
+    cupy_kernel_handler,
+    function_handler,
+    lookup,
+    mirror_path,
+    no_rule,
+    scipy_path,
+    special_path,
+    ufunc_handler,
+)
 from .numpy.joining import Concatenator
 from .numpy.random import is_random_module, stand_in_for
 from .scipy import sparse_numpy
@@ -48,80 +56,6 @@ _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 
 # NumPy's index-trick objects (not callables): their traced counterparts
 _INDEX_TRICKS = {"r_": False, "c_": True}  # name -> stacks columns
-
-
-def _special_path(ufunc) -> str | None:
-    """``scipy.special.<name>`` for a scipy.special ufunc (their ``__name__`` may differ from
-    the name they are imported under: ``digamma`` is ``psi``), else None."""
-    special = sys.modules.get("scipy.special")
-    name = getattr(ufunc, "__name__", "")
-    if special is not None and getattr(special, name, None) is ufunc:
-        return "scipy.special." + name
-    return None
-
-
-# the SciPy namespaces whose functions are rebound where they are imported by name
-# (``from scipy.linalg import cholesky``; cupyx's too): scipy.special, scipy.linalg,
-# scipy.signal, scipy.integrate
-_SCIPY_BY_NAME = ("special", "linalg", "signal", "integrate")
-
-
-def _scipy_path(obj, name: str) -> str | None:
-    """``scipy.<namespace>.<name>`` for a function of one of :data:`_SCIPY_BY_NAME` (or of
-    its cupyx mirror), whatever private module defines it
-    (``scipy.linalg._decomp_cholesky``); None for any other function."""
-    parts = (getattr(obj, "__module__", None) or "").split(".")
-    if parts[0] == "cupyx":
-        parts = parts[1:]
-    if parts[:3] == ["scipy", "sparse", "linalg"]:  # from scipy.sparse.linalg import spsolve
-        return f"scipy.sparse.linalg.{name}"
-    if len(parts) < 2 or parts[0] != "scipy" or parts[1] not in _SCIPY_BY_NAME:
-        return None
-    return f"scipy.{parts[1]}.{name}"
-
-
-def _contains_tracer(args, kwargs) -> bool:
-    def check(x):
-        if isinstance(x, Tracer):
-            return True
-        if isinstance(x, (list, tuple)):
-            return any(check(y) for y in x)
-        return False
-
-    return any(check(a) for a in args) or any(check(v) for v in kwargs.values())
-
-
-def _mirror_path(module_name: str) -> str:
-    """The dotted path, in :mod:`dualgpu.frontend`, of the namespace mirroring a library
-    module: CuPy mirrors NumPy (``cupy.linalg`` -> ``numpy.linalg``) and cupyx's SciPy
-    mirrors SciPy (``cupyx.scipy.special`` -> ``scipy.special``)."""
-    parts = module_name.split(".")
-    if parts[0] == "cupy":
-        parts[0] = "numpy"
-    elif parts[0] == "cupyx":
-        parts = parts[1:]
-    return ".".join(parts)
-
-
-def _lookup(path: str):
-    """The front end's function of a dotted path (``numpy.linalg.norm``,
-    ``scipy.special.expit``), found by walking :mod:`dualgpu.frontend`'s public attributes;
-    None when there is none."""
-    if path.startswith("numpy."):  # the array API's spellings (acos, concat, ...)
-        ours = array_api.lookup(path[len("numpy."):])
-        if ours is not None:
-            return ours
-    root, _, rest = path.partition(".")
-    if root not in ("numpy", "scipy") or not rest:
-        return None
-    obj = getattr(frontend, root)
-    for name in rest.split("."):
-        if name.startswith("_") or not isinstance(obj, types.ModuleType):
-            return None
-        obj = getattr(obj, name, None)
-    if isinstance(obj, (types.ModuleType, type)) or not callable(obj):
-        return None
-    return obj
 
 
 class TracingNamespace(types.ModuleType):
@@ -137,7 +71,7 @@ class TracingNamespace(types.ModuleType):
         path = f"{self._path}.{name}"
         if isinstance(real_attr, types.ModuleType):
             ns = (stand_in_for(real_attr) if is_random_module(real_attr)
-                  else TracingNamespace(real_attr, _mirror_path(real_attr.__name__)))
+                  else TracingNamespace(real_attr, mirror_path(real_attr.__name__)))
             object.__setattr__(self, name, ns)
             return ns
         if _is_distribution(real_attr):
@@ -150,11 +84,11 @@ class TracingNamespace(types.ModuleType):
             return trick
         if not callable(real_attr) or isinstance(real_attr, type):
             return real_attr
-        ours = _lookup(path)
+        ours = lookup(path)
         if ours is None and hasattr(real_attr, "reduce") and hasattr(real_attr, "nin"):
             # a ufunc under another name (np.acos is arccos, np.mod is remainder)
             canonical = getattr(real_attr, "__name__", "").removeprefix("cupy_")
-            ours = _lookup(f"{path.rpartition('.')[0]}.{canonical}")
+            ours = lookup(f"{path.rpartition('.')[0]}.{canonical}")
         wrapper = _dispatcher(real_attr, ours, f"{getattr(self._real, '__name__', '')}.{name}")
         object.__setattr__(self, name, wrapper)
         return wrapper
@@ -175,7 +109,7 @@ def _dispatcher(real, ours, qualname: str):
     def call(*args, **kwargs):
         if numpy_function and any(isinstance(a, SparseValue) for a in args):
             return sparse_numpy.call(real, qualname, args, kwargs)  # what NumPy does with one
-        if not _contains_tracer(args, kwargs) and not (functions and current_builder()) \
+        if not contains_tracer(args, kwargs) and not (functions and current_builder()) \
                 and not (ours is not None and any(isinstance(a, SparseValue) for a in args)):
             out = seen(real(*args, **kwargs))  # (a SparseValue, traced or not, is only ours)
             # an array made inside a traced function (np.zeros, then assigned to) is indexed
@@ -185,7 +119,7 @@ def _dispatcher(real, ours, qualname: str):
                 return out.view(ConstantArray)
             return out
         if ours is None:
-            raise _no_rule(qualname)
+            raise no_rule(qualname)
         return call_front_end(ours, qualname, args, kwargs)
 
     if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co
@@ -202,48 +136,12 @@ def _same(x):
     return x
 
 
-def call_front_end(f, label: str, args, kwargs):
-    """``f(*args, **kwargs)`` (the front end's function for NumPy's ``label``); a misspelled
-    keyword is answered with the one it meant, in NumPy's words (``numpy.sum() got an
-    unexpected keyword argument 'axsi' (did you mean 'axis'?)``)."""
-    if label.rpartition(".")[2] in _ARRAY_OPERANDS:
-        args = tuple(strong_results(a) if isinstance(a, Tracer) else a for a in args)
-    try:
-        out = f(*args, **kwargs)
-    except TypeError as e:
-        better = unexpected_keyword(e, f, kwargs, label=label)
-        if better is None:
-            raise
-        raise better.with_traceback(None) from None
-    return strong_results(out)
-
-
-# NumPy functions that make arrays of their operands (np.asarray) before computing, so that
-# a Python number among them is an array of its dtype (np.dot(x32, 2.0) is float64), unlike
-# the ufuncs' operands (weakly typed)
-_ARRAY_OPERANDS = frozenset({"dot", "vdot", "inner", "outer", "einsum", "tensordot", "kron",
-                             "append", "cross", "convolve", "correlate"})
-
-
-def strong_results(out):
-    """``out`` with its weakly typed values made ordinary ones: a NumPy function returns
-    NumPy values, never Python scalars, so what it computes from a weakly typed traced scalar
-    (a Python float or int argument) promotes as an array of its dtype, as eager NumPy's does
-    (``x32 * np.sin(dt)`` is float64, ``x8 * np.asarray(n)`` int64: with the weak type kept
-    they stayed float32 and int8, and int8 wrapped)."""
-    if isinstance(out, Tracer):
-        return lax.astype(out, out.dtype, strong=True) if out.aval.weak else out
-    if type(out) is tuple and any(isinstance(o, Tracer) for o in out):
-        return tuple(strong_results(o) for o in out)
-    return out
-
-
 def _ufunc_method(real, method: str):
     bound = getattr(real, method)
 
     @functools.wraps(bound)
     def call(*args, **kwargs):
-        if not _contains_tracer(args, kwargs):
+        if not contains_tracer(args, kwargs):
             return bound(*args, **kwargs)
         return ufunc_handler(real, method, args, kwargs)
 
@@ -281,12 +179,12 @@ class DistributionStandIn:
         return _dispatcher(real_attr, ours, f"{self._label}.{name}")
 
     def __call__(self, *args, **kwargs):
-        if not _contains_tracer(args, kwargs):
+        if not contains_tracer(args, kwargs):
             ans = self._real(*args, **kwargs)  # frozen (or a gaussian_kde's values)
             return DistributionStandIn(ans, f"{self._label}(...)") if _is_distribution(
                 ans) else ans
         if self._ours is None:
-            raise _no_rule(self._label)
+            raise no_rule(self._label)
         return self._ours(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -340,12 +238,12 @@ _MATH_TO_NUMPY = {"fabs": "abs", "pow": "power", "atan2": "arctan2", "asin": "ar
 def _math_refusing(real):
     name = f"{real.__module__ or 'math'}.{real.__name__}"
     counterpart = _MATH_TO_NUMPY.get(real.__name__, real.__name__)
-    if _lookup("numpy." + counterpart) is None:
+    if lookup("numpy." + counterpart) is None:
         counterpart = None
 
     @functools.wraps(real)
     def call(*args, **kwargs):
-        if not _contains_tracer(args, kwargs):
+        if not contains_tracer(args, kwargs):
             return real(*args, **kwargs)
         hint = (f"use np.{counterpart}, which traces" if counterpart else
                 "rewrite it with NumPy functions, which trace")
@@ -374,7 +272,7 @@ def _namespace_for_module(mod):
     with _lock:
         ns = _namespaces.get(id(mod))
         if ns is None:
-            ns = TracingNamespace(mod, _mirror_path(mod.__name__))
+            ns = TracingNamespace(mod, mirror_path(mod.__name__))
             _namespaces[id(mod)] = ns
         return ns
 
@@ -394,12 +292,12 @@ def _is_array_function(obj) -> bool:
     if root in ("cupy", "cupyx"):
         return callable(obj) and not isinstance(obj, type)
     if root == "scipy":
-        return (_scipy_path(obj, "") is not None and callable(obj)
+        return (scipy_path(obj, "") is not None and callable(obj)
                 and not isinstance(obj, type))
     if root == "numpy" and isinstance(obj, types.BuiltinFunctionType):
         # np.asarray, np.array...: C functions that no NumPy protocol dispatches, reached
         # without the module (from numpy import asarray; jvp(np.asarray, ...))
-        return _lookup("numpy." + obj.__name__) is not None
+        return lookup("numpy." + obj.__name__) is not None
     return False
 
 
@@ -491,8 +389,8 @@ def _replacement(obj, memo):
             mod = getattr(obj, "__module__", "") or ""
             if mod.split(".")[0] == "cupy":
                 name = name.removeprefix("cupy_")  # CuPy's ufuncs: cp.tanh is 'cupy_tanh'
-            path = _scipy_path(obj, name) or _special_path(obj) or "numpy." + name
-            ours = _lookup(path)
+            path = scipy_path(obj, name) or special_path(obj) or "numpy." + name
+            ours = lookup(path)
             return _dispatcher(obj, ours, f"{mod}.{name}")
     if type(obj) is tuple and obj:  # (f, g) in a closure: helpers[0](x) sees tracers too
         replaced = _replaced_values(obj, memo)
@@ -650,62 +548,6 @@ def rebind_function(fn):
     # a library's function (scipy.stats.norm.logpdf, scipy.special.expit): its stand-in
     # (callables of other kinds: NumPy protocols still see the tracers)
     return _replacement(fn, {})
-
-
-# ------------------------------------------------------------------- NumPy protocol handlers
-def ufunc_handler(ufunc, method, inputs, kwargs):
-    if method == "__call__":
-        f = _lookup(_special_path(ufunc) or "numpy." + ufunc.__name__)
-        if f is None:
-            raise UnsupportedOpError(
-                f"numpy.{ufunc.__name__} has no dualgpu rule (called on a traced value at "
-                f"{user_location()}); register one with dg.defprim (docs/custom_rules.md)")
-        return call_front_end(f, f"numpy.{ufunc.__name__}", inputs, kwargs)
-    if method == "reduce" and ufunc.__name__ in ("add", "multiply", "maximum", "minimum"):
-        red = {"add": dnp.sum, "multiply": dnp.prod, "maximum": dnp.max,
-               "minimum": dnp.min}[ufunc.__name__]
-        x, *rest = inputs  # positional (axis, dtype, out, keepdims), as NumPy takes them
-        kwargs = {**dict(zip(("axis", "dtype", "out", "keepdims"), rest)), **kwargs}
-        axis = kwargs.pop("axis", 0)
-        if dnp.ndim(x) == 0 and axis in (0, -1, (), (0,), (-1,)):
-            axis = None  # NumPy reduces a 0-d array over "axis 0" to itself
-        for k in ("dtype", "out"):
-            if kwargs.get(k) is None:
-                kwargs.pop(k, None)
-        return red(x, axis=axis, **kwargs)
-    raise UnsupportedOpError(
-        f"numpy.{ufunc.__name__}.{method} is not supported on traced values "
-        f"(at {user_location()})")
-
-
-def function_handler(func, args, kwargs):
-    mod = getattr(func, "__module__", "") or ""
-    name = func.__name__
-    path = ("linalg." + name) if "linalg" in mod else name
-    f = _lookup("numpy." + path)
-    if f is None:
-        raise UnsupportedOpError(
-            f"numpy.{path} has no dualgpu rule (called on a traced value at "
-            f"{user_location()}); register one with dg.defprim (docs/custom_rules.md)")
-    return call_front_end(f, f"numpy.{path}", args, kwargs)
-
-
-def cupy_kernel_handler(kernel, args, kwargs):
-    """A CuPy ufunc (``cp.tanh``, held anywhere: a default argument, an attribute) called on
-    a traced value: its counterpart in the numpy namespace of :mod:`dualgpu.frontend`."""
-    name = str(getattr(kernel, "__name__", None) or getattr(kernel, "name", "?"))
-    name = name.removeprefix("cupy_")
-    ours = _lookup("numpy." + name) if hasattr(kernel, "nin") else None
-    if ours is None:
-        raise _no_rule(f"cupy.{name}")
-    return ours(*args, **kwargs)
-
-
-def _no_rule(qualname: str) -> UnsupportedOpError:
-    return UnsupportedOpError(
-        f"{qualname} has no dualgpu rule (called on a traced value at {user_location()}). "
-        "Rewrite it with supported functions, or register a primitive for it with "
-        "dg.defprim (docs/custom_rules.md).")
 
 
 def array_namespace(xp):

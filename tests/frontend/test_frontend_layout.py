@@ -9,7 +9,7 @@ import scipy.special
 
 import dualgpu as dg
 from dualgpu import frontend
-from dualgpu.frontend import namespace
+from dualgpu.frontend import dispatch
 
 FRONTEND = Path(frontend.__file__).parent
 MODULES = sorted(FRONTEND.rglob("*.py"))
@@ -65,7 +65,7 @@ def test_a_dotted_name_resolves_by_walking_the_package():
     from dualgpu.frontend import numpy as fnp
     from dualgpu.frontend import scipy as fscipy
 
-    lookup = namespace._lookup
+    lookup = dispatch.lookup
     assert lookup("numpy.linalg.norm") is fnp.linalg.norm
     assert lookup("numpy.fft.fftshift") is fnp.fft.fftshift
     assert lookup("scipy.special.psi") is fscipy.special.digamma
@@ -75,8 +75,8 @@ def test_a_dotted_name_resolves_by_walking_the_package():
     assert lookup("numpy.linalg._vector_norm") is None
     assert lookup("numpy.pi") is None and lookup("numpy.linalg") is None
     assert lookup("numpy.no_such_function") is None
-    assert namespace._mirror_path("cupy.linalg") == "numpy.linalg"
-    assert namespace._mirror_path("cupyx.scipy.special") == "scipy.special"
+    assert dispatch.mirror_path("cupy.linalg") == "numpy.linalg"
+    assert dispatch.mirror_path("cupyx.scipy.special") == "scipy.special"
 
 
 def test_traced_calls_through_the_mirrored_namespaces():
