@@ -39,7 +39,7 @@ from ..runtime.decisions import ValueTrace
 from ..runtime.signature import static_key
 from ..runtime.tracing import name_of
 from . import differentiation
-from .custom_op import CustomOp, aval_key, custom_op, is_float_value, is_value
+from .custom_op import CustomOp, aval_key, aval_of, custom_op, is_float_value, is_value
 
 __all__ = ["custom_jvp", "custom_vjp"]
 CUSTOM_DERIVATIVE_OP = "custom_jvp/custom_vjp op"  # the kind of its entries of the one cache
@@ -123,7 +123,14 @@ class _CustomFunction:
         op, shape = PROGRAMS.get_or_build(key, lambda: self._register(nums, nondiff, tree))
         outer, shape.operands = shape.operands, leaves  # (a call inside its own body)
         try:
-            return op(*leaves)
+            out_tree, _ = shape.structure(*[aval_of(x) for x in leaves])
+            if out_tree.is_leaf:
+                return op(*leaves)
+            # a pytree output: one op per output leaf (each the function's leaf i, with the
+            # rules' leaf i), the pytree rebuilt here
+            ops = PROGRAMS.get_or_build(
+                (*key, out_tree), lambda: self._register_leaves(op, shape, out_tree))
+            return pytree.unflatten(out_tree, [leaf_op(*leaves) for leaf_op in ops])
         finally:
             shape.operands = outer
 
@@ -147,6 +154,25 @@ class _CustomFunction:
 
         shape = _TracedShape(fun, merge, self.kind, self.__name__)
         return custom_op(name, impl, shape=shape, **self._rules(nondiff, merge)), shape
+
+    def _register_leaves(self, op: CustomOp, shape: _TracedShape, out_tree) -> list:
+        """The ops of a function that returns a pytree ``out_tree``: op ``i`` computes its
+        leaf ``i``, with the rules' leaf ``i`` (the JVP rule's tangent leaf ``i``; the VJP
+        rule with the cotangent that is ``g`` at leaf ``i`` and zero elsewhere, which sums
+        to the rule's result over the leaves as the rule is linear in the cotangent)."""
+        fun, merge = self.fun, shape.merge
+        ops = []
+        for i in range(out_tree.num_leaves):
+            def impl(xp, *leaves, i=i):
+                return pytree.leaves(fun(*merge.args(leaves)))[i]
+
+            def leaf_shape(*avals, i=i):
+                return shape.structure(*avals)[1][i]
+
+            rules = {k: _LeafRule(rule, i, out_tree)
+                     for k, rule in self._rules(merge.nondiff, merge).items()}
+            ops.append(custom_op(f"{op.prim.name}_out{i}", impl, shape=leaf_shape, **rules))
+        return ops
 
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {self.__name__}>"
@@ -212,7 +238,12 @@ class _TracedShape:
         self._seen: dict = {}
         self.operands: list | None = None  # the leaves of the call being bound
 
-    def __call__(self, *avals):
+    def __call__(self, *avals) -> Aval:
+        """The output's abstract value (the op of a function that returns one array)."""
+        return self.structure(*avals)[1][0]
+
+    def structure(self, *avals) -> tuple:
+        """The output's pytree structure and its leaves' abstract values."""
         key = aval_key(avals)
         hit = self._seen.get(key)
         if hit is not None:
@@ -222,12 +253,15 @@ class _TracedShape:
         def run(*leaves):
             out = rebind_function(self.fun)(*self.merge.args(leaves))
             holder.append(out)
-            if not is_value(out) or isinstance(out, (tuple, list, dict)):
+            outs, tree = pytree.flatten(out)
+            bad = [x for x in outs if not is_value(x)]
+            if bad:
                 raise DualgpuError(
-                    f"{self.kind} function {self.name} returns a {type(out).__name__}: "
-                    "dualgpu's custom_jvp/custom_vjp functions return one array (split a "
-                    "function with several outputs into one per output)")
-            return [out]
+                    f"{self.kind} function {self.name} returns a {type(out).__name__} with "
+                    f"a {type(bad[0]).__name__} leaf: its output is an array or a pytree "
+                    "(tuple, list, dict, None) of arrays")
+            holder.append(tree)
+            return outs
 
         plain = [Aval(tuple(a.shape), a.dtype, a.weak) for a in avals]  # a Python number: weak
         try:
@@ -247,8 +281,7 @@ class _TracedShape:
                     "which are not known where it is called (under jit, or in a derivative "
                     "rule): the trace for its output's shape took every loop's exit and "
                     f"raised {type(e).__name__}: {e}") from e
-        out = graph.outputs[0]
-        res = Aval(tuple(out.aval.shape), out.aval.dtype)
+        res = (holder[-1], [Aval(tuple(o.aval.shape), o.aval.dtype) for o in graph.outputs])
         self._seen[key] = res
         return res
 
@@ -291,7 +324,7 @@ class _JvpRule:
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
-    def __call__(self, primals, tangents, ans):
+    def __call__(self, primals, tangents, ans, leaf=None):
         rule = rebind_function(self.owner.jvp)
         res = rule(*self.nondiff, self.merge.diff_args(primals), self.merge.diff_args(tangents))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
@@ -299,7 +332,30 @@ class _JvpRule:
                 f"the jvp rule {name_of(self.owner.jvp)} of custom_jvp function "
                 f"{self.owner.__name__} returned a "
                 f"{type(res).__name__}: it returns a pair (primal_out, tangent_out)")
-        return res[1]
+        if leaf is None:
+            return res[1]
+        i, out_tree = leaf
+        p_tree, (t_leaves, t_tree) = pytree.structure(res[0]), pytree.flatten(res[1])
+        if p_tree != out_tree or t_tree != out_tree:  # as JAX says it
+            raise ArgumentTypeError(
+                f"Custom JVP rule {name_of(self.owner.jvp)} for function "
+                f"{self.owner.__name__} must produce primal and tangent outputs with equal "
+                f"container (pytree) structures, but got {p_tree} and {t_tree} respectively"
+                + ("" if p_tree == out_tree else f" (the function's output is {out_tree})"))
+        if not is_float_value(ans):  # an integer output's tangent is a float0 zero in JAX
+            return zeros_like(ans)
+        return t_leaves[i]
+
+
+class _LeafRule:
+    """The rule of the op of output leaf ``i`` of a function returning a pytree: the
+    function's rule told which leaf."""
+
+    def __init__(self, rule, i: int, out_tree):
+        self.rule, self.leaf = rule, (i, out_tree)
+
+    def __call__(self, *args):
+        return self.rule(*args, leaf=self.leaf)
 
 
 class _VjpRule:
@@ -310,12 +366,21 @@ class _VjpRule:
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
-    def __call__(self, g, primals, ans):
+    def __call__(self, g, primals, ans, leaf=None):
         name = self.owner.__name__
         res = rebind_function(self.owner.fwd)(*self.merge.args(primals))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
             raise ArgumentTypeError(f"the fwd rule of custom_vjp function {name} returned a "
                                f"{type(res).__name__}: it returns a pair (out, residuals)")
+        if leaf is not None:  # g of output leaf i: the cotangent is zero at the others
+            i, out_tree = leaf
+            outs, tree = pytree.flatten(res[0])
+            if tree != out_tree:
+                raise ShapeMismatchError(
+                    f"the fwd rule of custom_vjp function {name} returned an output of "
+                    f"structure {tree}, but the function's output has structure {out_tree}")
+            g = pytree.unflatten(out_tree, [g if j == i else zeros_like(o)
+                                            for j, o in enumerate(outs)])
         cts = rebind_function(self.owner.bwd)(*self.nondiff, res[1], g)
         diff_args = self.merge.diff_args(primals)
         if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
