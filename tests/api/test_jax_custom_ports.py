@@ -9,12 +9,10 @@ translations, not copies. Out of scope (not ported): ``lax.scan``/``cond``/``whi
 ``closure_convert``; and ``test_jvp_error`` (JAX refuses forward mode through a custom_vjp
 function; dualgpu differentiates through fwd and bwd, tests/api/test_custom_jvp_vjp.py).
 
-Translated but left out, as they fail on known limits (listed in the report of the branch
-h-jaxtests): a custom function that returns a pytree, a tuple or None (``test_pytrees`` of
-both classes, ``test_jvp_rule_inconsistent_pytree_structures_error_message``,
-``test_float0``, ``test_custom_vjp_closure_4521``: dualgpu's custom functions return one
-array), and a rule that branches on a primal's value under ``jvp``/``grad``
-(``test_python_control_flow`` of both classes: the rules are traced abstractly).
+Translated but left out, as it fails on a known limit (listed in the report of the branch
+h-jaxtests): a rule that branches on a primal's value under ``jvp``/``grad``
+(``test_python_control_flow`` of both classes: the rules are traced abstractly). In
+``test_custom_vjp_closure_4521`` the ``lax.scan`` around the body is left out.
 """
 from functools import partial
 
@@ -222,6 +220,58 @@ def test_custom_jvp_closure_with_vmap():
     close(dg.grad(lambda a: np.sum(g(a, y)))(x), np.cos(x) * y)
 
 
+def test_custom_jvp_pytrees():  # test_pytrees
+    @dg.custom_jvp
+    def f(x):
+        return {'b': np.sin(x['a'])}
+
+    def f_jvp(primals, tangents):
+        x, = primals
+        g, = tangents
+        return f(x), {'b': 2 * np.cos(x['a']) * g['a']}
+    f.defjvp(f_jvp)
+    x = {'a': 3.}
+    close(f(x)['b'], np.sin(x['a']))
+    close(dg.jvp(f, (x,), (x,)), ({'b': np.sin(x['a'])}, {'b': 2 * np.cos(x['a']) * x['a']}))
+
+
+def test_jvp_rule_inconsistent_pytree_structures_error_message():
+    @dg.custom_jvp
+    def f(x):
+        return (x**2,)
+
+    @f.defjvp
+    def foo_jvp(primals, tangents):
+        x, = primals
+        t, = tangents
+        return f(x), [2 * x * t, x]
+
+    f(2.)  # doesn't crash
+    _raises_type_error(lambda: dg.jvp(f, (2.,), (1.,)),
+                       "Custom JVP rule foo_jvp for function f must produce primal and "
+                       "tangent outputs with equal container (pytree) structures, but got "
+                       f"{dg.tree_util.tree_structure((1,))} and "
+                       f"{dg.tree_util.tree_structure([1, 2])} respectively")
+
+
+def test_custom_jvp_float0():  # test_float0 (zero_from_primal(y): a float0 zero like y)
+    scalar_float0 = np.zeros((), dtype=dg.float0)
+
+    @dg.custom_jvp
+    def f(x, y):
+        return x, y
+
+    def f_jvp(primals, _):
+        x, y = primals
+        return (x, y), (2., np.zeros(np.shape(y), dtype=dg.float0))
+    f.defjvp(f_jvp)
+    primals = (2., 3)
+    (p_out, t_out) = dg.jvp(f, primals, (np.ones(()), scalar_float0))
+    close(p_out, primals)
+    close(t_out[0], 2.)
+    assert t_out[1].dtype == dg.float0 and t_out[1].shape == ()
+
+
 # ---------------------------------------------------------------------------- custom_vjp
 def _sin_with_vjp():
     @dg.custom_vjp
@@ -403,3 +453,41 @@ def test_vmap_vjp_called_twice():
     _, f_vjp = dg.vjp(dg.vmap(f), np.array([3.0]))
     close(f_vjp(np.array([3.0])), (np.array([3.0]),))
     close(f_vjp(np.array([4.0])), (np.array([4.0]),))
+
+
+def test_custom_vjp_pytrees():  # test_pytrees
+    @dg.custom_vjp
+    def f(x):
+        return {'b': np.sin(x['a'])}
+
+    def f_fwd(x):
+        return f(x), {'r': np.cos(x['a'])}
+
+    def f_bwd(res, g):
+        cos_x = res['r']
+        return ({'a': 2 * cos_x * g['b']},)
+    f.defvjp(f_fwd, f_bwd)
+    x = {'a': 3.}
+    close(f(x)['b'], np.sin(x['a']))
+    close(dg.grad(lambda x: f(x)['b'])(x), {'a': 2 * np.cos(x['a'])})
+
+
+def test_custom_vjp_closure_4521():  # without the lax.scan around the body
+    @dg.custom_vjp
+    def g(x, y):
+        return None
+
+    def g_fwd(x, y):
+        return None, y
+
+    def g_bwd(residuals, z_bar):
+        assert False
+
+    g.defvjp(g_fwd, g_bwd)
+
+    def f(xs, y):
+        v_g = dg.vmap(g, in_axes=(0, None), out_axes=None)
+        v_g(xs, y)
+
+    _, vjp_f = dg.vjp(f, np.ones(5), np.zeros(1))
+    vjp_f(None)  # doesn't crash
