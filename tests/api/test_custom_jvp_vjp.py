@@ -225,3 +225,89 @@ def test_a_traced_nondiff_argument_is_named_for_what_it_is():
     # made static, the number works
     np.testing.assert_allclose(dg.jit(lambda v, s: scaled(v, s), static_argnums=1)(x, 2.0),
                                np.sin(x) * 2.0)
+
+
+def _pytree_custom_functions(scale):
+    """``f(x, y) = (sin(x) * y, {"c": x * y, "n": None})`` as a custom_jvp and a custom_vjp
+    function whose rules are the true derivatives times ``scale``."""
+    def plain(x, y):
+        return np.sin(x) * y, {"c": x * y, "n": None}
+
+    jf = dg.custom_jvp(plain)
+
+    @jf.defjvp
+    def jf_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        return jf(x, y), (scale * (np.cos(x) * y * tx + np.sin(x) * ty),
+                          {"c": scale * (tx * y + x * ty), "n": None})
+
+    vf = dg.custom_vjp(plain)
+
+    def vf_bwd(res, g):
+        x, y = res
+        a, c = g[0], g[1]["c"]
+        return scale * (a * np.cos(x) * y + c * y), scale * (a * np.sin(x) + c * x)
+
+    vf.defvjp(lambda x, y: (vf(x, y), (x, y)), vf_bwd)
+    return plain, jf, vf
+
+
+def test_pytree_outputs_of_custom_functions_under_every_transform():
+    """A custom function returning a pytree (several arrays and a None): its values and
+    derivatives under jvp, grad, hvp, jit and vmap are the plain function's when its rules
+    are the true derivatives, and its rules are the ones used (rules scaled by 3 scale
+    every derivative by 3)."""
+    x, y = np.array([0.3, -1.2]), np.array([2.0, 0.5])
+
+    def loss(f):  # uses both array leaves: reverse mode sums the rule over them
+        def run(x, y):
+            a, d = f(x, y)
+            assert d["n"] is None
+            return np.sum(a * a) + np.sum(np.cos(d["c"]))
+        return run
+
+    for scale in (1.0, 3.0):
+        plain, jf, vf = _pytree_custom_functions(scale)
+        for f in (jf, vf):
+            close = partial(np.testing.assert_allclose, rtol=1e-10, atol=1e-12)
+            out = dg.jit(f)(x, y)
+            close(out[0], plain(x, y)[0])
+            close(out[1]["c"], x * y)
+            (_, (ta, td)) = dg.jvp(f, (x, y), (np.ones(2), np.zeros(2)))
+            close(ta, scale * np.cos(x) * y)
+            close(td["c"], scale * y)
+            g = dg.grad(loss(f), argnums=(0, 1))(x, y)
+            want = dg.grad(loss(plain), argnums=(0, 1))(x, y)
+            close(g[0], scale * want[0])
+            close(g[1], scale * want[1])
+            close(dg.jit(dg.grad(loss(f)))(x, y), scale * want[0])
+            if scale == 1.0:  # forward over reverse: true rules give the true H v
+                v = np.array([1.0, -2.0])
+                close(dg.hvp(loss(f))(x, y, v), dg.hvp(loss(plain))(x, y, v))
+            per = dg.vmap(dg.grad(lambda x, y: loss(f)(x, y)))(x[:, None], y[:, None])
+            close(per[:, 0], scale * want[0])
+
+
+def test_pytree_output_rules_with_another_structure_are_refused():
+    """A jvp rule's tangent, or a fwd rule's output, of another pytree structure than the
+    function's output: one error naming the rule and both structures."""
+    @dg.custom_jvp
+    def f(x):
+        return x, 2 * x
+
+    @f.defjvp
+    def f_rule(p, t):
+        return f(*p), (t[0], {"d": 2 * t[0]})
+
+    with pytest.raises(dg.DualgpuError, match="Custom JVP rule f_rule for function f must "
+                                              "produce primal and tangent outputs"):
+        dg.jvp(f, (1.0,), (1.0,))
+
+    @dg.custom_vjp
+    def h(x):
+        return x, 2 * x
+
+    h.defvjp(lambda x: ([x, 2 * x], None), lambda res, g: (g[0] + 2 * g[1],))
+    with pytest.raises(dg.DualgpuError, match="fwd rule of custom_vjp function h returned an "
+                                              r"output of structure a list \[\*, \*\]"):
+        dg.grad(lambda x: h(x)[0])(1.0)
