@@ -1,6 +1,8 @@
 """JAX's ``custom_jvp`` and ``custom_vjp`` decorators: a Python function with derivative
 rules of its own, registered as a custom op (:func:`dualgpu.custom.custom_op`) per set of
-static (``nondiff_argnums``) arguments, each such op an entry of the one cache.
+static (``nondiff_argnums``) arguments, each such op an entry of the one cache. A function
+that returns a pytree of arrays is one op per output leaf (each runs the function and
+takes its leaf: a program evaluates the function once per leaf it uses).
 
 Example::
 
@@ -224,7 +226,8 @@ def _not_static(a) -> str:
 
 class _TracedShape:
     """The output's abstract value, from tracing the function on the operands' (cached per
-    operand signature); the function must return one array.
+    operand signature), and its pytree structure: the function returns an array or a pytree
+    (tuple, list, dict, None) of arrays.
 
     A body that branches on its operands' values (``while err > tol:``) cannot be traced
     abstractly; it needs no guard either: the op runs the body on the values at every call
@@ -411,7 +414,8 @@ class custom_jvp(_CustomFunction):
     static arguments come first: ``rule(*nondiff, primals, tangents)``). The rule must be
     linear in the tangents: reverse mode (``grad``, ``vjp``) transposes it, and ``hvp``
     (forward over reverse) differentiates that transpose, so it is exact when the rule is
-    written with differentiable functions of the primals. The function returns one array;
+    written with differentiable functions of the primals. The function returns an array or
+    a pytree of arrays (the rule's tangent output then has the same structure);
     its arguments may be pytrees of arrays.
 
     Example::
@@ -476,7 +480,8 @@ class custom_vjp(_CustomFunction):
     arguments come first: ``bwd(*nondiff, residuals, g)``. Unlike JAX, forward mode works
     too: ``jvp`` transposes the (linear) ``bwd``, and ``hvp`` differentiates ``fwd`` and
     ``bwd``, so it is exact when they are written with differentiable functions of the
-    primals. The function returns one array.
+    primals. The function returns an array or a pytree of arrays (``bwd``'s ``g`` then has
+    the same structure).
 
     Example::
 
