@@ -163,6 +163,7 @@ class _CustomFunction:
         rule with the cotangent that is ``g`` at leaf ``i`` and zero elsewhere, which sums
         to the rule's result over the leaves as the rule is linear in the cotangent)."""
         fun, merge = self.fun, shape.merge
+        rules = self._rules(merge.nondiff, merge)
         ops = []
         for i in range(out_tree.num_leaves):
             def impl(xp, *leaves, i=i):
@@ -171,9 +172,11 @@ class _CustomFunction:
             def leaf_shape(*avals, i=i):
                 return shape.structure(*avals)[1][i]
 
-            rules = {k: _LeafRule(rule, i, out_tree)
-                     for k, rule in self._rules(merge.nondiff, merge).items()}
-            ops.append(custom_op(f"{op.prim.name}_out{i}", impl, shape=leaf_shape, **rules))
+            jvp, vjp = (rules.get(k) for k in ("jvp", "vjp"))
+            ops.append(custom_op(
+                f"{op.prim.name}_out{i}", impl, shape=leaf_shape,
+                jvp=None if jvp is None else _LeafRule(jvp, i, out_tree),
+                vjp=None if vjp is None else _LeafRule(vjp, i, out_tree)))
         return ops
 
     def __repr__(self) -> str:
