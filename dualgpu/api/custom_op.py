@@ -288,7 +288,7 @@ def _checked_impl(name: str, impl, spec: _Spec):
             key = tuple([(np.shape(a), type(a)) for a in args])
         want = expected.get(key)
         if want is None:
-            want = tuple(spec.abstract_eval([aval_of(a) for a in args]).shape)
+            want = tuple(spec.abstract_eval([_aval(a) for a in args]).shape)
             if len(expected) > 256:
                 expected.clear()
             expected[key] = want
@@ -349,8 +349,7 @@ def _as_aval(name: str, res, avals) -> Aval:
                        "Aval, a (shape, dtype) pair or a shape (a tuple of non-negative ints)")
 
 
-def aval_of(x) -> Aval:
-    """The abstract value of an operand (array, tracer or Python number)."""
+def _aval(x) -> Aval:
     if hasattr(x, "aval"):
         return Aval(tuple(x.aval.shape), x.aval.dtype, x.aval.weak)
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
@@ -358,12 +357,17 @@ def aval_of(x) -> Aval:
     return Aval(tuple(np.shape(x)), np.dtype(x.dtype))
 
 
+def aval_of(x) -> Aval:
+    """The abstract value of an operand (an array, a tracer or a Python number)."""
+    return _aval(x)
+
+
 def aval_key(avals) -> tuple:
     return tuple((tuple(a.shape), np.dtype(a.dtype).str, a.weak) for a in avals)
 
 
 def is_float_value(x) -> bool:
-    return np.dtype(aval_of(x).dtype).kind in "fc"
+    return np.dtype(_aval(x).dtype).kind in "fc"
 
 
 def _wants(x) -> bool:
@@ -387,7 +391,7 @@ def _broadcasts_to(src: tuple, dst: tuple) -> bool:
 
 
 def _describe(x) -> str:
-    a = aval_of(x)
+    a = _aval(x)
     return f"{np.dtype(a.dtype).name}{list(a.shape)}"
 
 
@@ -435,7 +439,7 @@ class _Rules:
 
     def _check_tangent(self, t, ans):
         where = f"the jvp rule of custom op {self.name!r}"
-        shape = tuple(aval_of(ans).shape)
+        shape = tuple(_aval(ans).shape)
         if t is None:
             raise DualgpuError(f"{where} returned None: it must return the output's tangent, "
                                f"an array of the output's shape {shape}")
@@ -445,7 +449,7 @@ class _Rules:
         if not is_value(t):
             raise DualgpuError(f"{where} returned a {type(t).__name__}: return an array, the "
                                f"output's tangent (shape {shape})")
-        tshape = tuple(aval_of(t).shape)
+        tshape = tuple(_aval(t).shape)
         if not _broadcasts_to(tshape, shape):
             raise ShapeMismatchError(f"{where} returned a tangent of shape {tshape}, but the "
                                      f"output has shape {shape}")
@@ -453,9 +457,9 @@ class _Rules:
         return _fit(t, ans)
 
     def _check_dtype(self, t, like, what, of):
-        tk, lk = np.dtype(aval_of(t).dtype).kind, np.dtype(aval_of(like).dtype).kind
+        tk, lk = np.dtype(_aval(t).dtype).kind, np.dtype(_aval(like).dtype).kind
         if tk == "c" and lk != "c":
-            raise ShapeMismatchError(f"{what} of dtype {np.dtype(aval_of(t).dtype).name}, but "
+            raise ShapeMismatchError(f"{what} of dtype {np.dtype(_aval(t).dtype).name}, but "
                                      f"{of} is real ({_describe(like)})")
 
     def _call_vjp(self, g, primals, ans):
@@ -477,17 +481,17 @@ class _Rules:
     def _check_cotangent(self, ct, x, i):
         """A cotangent for input ``i``, summed down to its shape and cast to its dtype."""
         where = f"the vjp rule of custom op {self.name!r}"
-        shape = tuple(aval_of(x).shape)
+        shape = tuple(_aval(x).shape)
         if not is_value(ct) or isinstance(ct, (tuple, list)):
             raise DualgpuError(f"{where} returned a {type(ct).__name__} for input {i}: return "
                                f"an array shaped like the input ({_describe(x)})")
-        cshape = tuple(aval_of(ct).shape)
+        cshape = tuple(_aval(ct).shape)
         if not _broadcasts_to(shape, cshape):
             raise ShapeMismatchError(f"{where} returned a cotangent of shape {cshape} for "
                                      f"input {i}, which has shape {shape}")
         self._check_dtype(ct, x, f"{where} returned a cotangent for input {i}",
                           f"input {i}")
-        return unbroadcast(ct, aval_of(x))
+        return unbroadcast(ct, _aval(x))
 
     def _missing(self, x, i, why: str) -> str:
         return (f"the vjp rule of custom op {self.name!r} returned None for input {i} "
@@ -542,8 +546,8 @@ class _Rules:
         need = [i for i, p in enumerate(primals) if is_float_value(p) and tangents[i] is not None]
         if not need:
             return None
-        avals = [aval_of(p) for p in primals]
-        ans_aval = aval_of(ans)
+        avals = [_aval(p) for p in primals]
+        ans_aval = _aval(ans)
         xp = _xp_of(primals, ans)
         key = ("jvp", tuple(need), aval_key(avals), aval_key([ans_aval]),
                getattr(xp, "__name__", ""))
@@ -574,8 +578,8 @@ class _Rules:
     def _derived_vjp(self, g, primals, ans):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
         diff = [i for i, p in enumerate(primals) if is_float_value(p)]
-        avals = [aval_of(p) for p in primals]
-        ans_aval = aval_of(ans)
+        avals = [_aval(p) for p in primals]
+        ans_aval = _aval(ans)
         xp = _xp_of(primals, ans)
         key = ("vjp", tuple(diff), aval_key(avals), aval_key([ans_aval]),
                getattr(xp, "__name__", ""))
