@@ -401,9 +401,16 @@ class KFACOperator(CurvatureOperator):
         self.structure.update({self.names[i]: "exact block" for i in others})
         self.spectrum = None                 # a function of the eigenvalues (inverse)
 
-    def eigen_of(self, block) -> tuple:
-        """``(eigenvectors, eigenvalues)`` of one block: a layer's ``((qa, qg), la ⊗ lg)``."""
-        eigh = self.backend.xp.linalg.eigh
+    def eigen_of(self, block, done: dict | None = None) -> tuple:
+        """``(eigenvectors, eigenvalues)`` of one block: a layer's ``((qa, qg), la ⊗ lg)``
+        (``done``: the decompositions made so far by matrix, a bias's ``G`` its layer's)."""
+        done = {} if done is None else done
+
+        def eigh(m):
+            if id(m) not in done:
+                done[id(m)] = (m, self.backend.xp.linalg.eigh(m))   # m kept: ids stay valid
+            return done[id(m)][1]
+
         _, _, layer, m = block
         if layer is None:
             lam, q = eigh(m)
@@ -415,7 +422,8 @@ class KFACOperator(CurvatureOperator):
         """Each block's ``(eigenvectors, eigenvalues)``: computed on first use (by the
         inverse, the spectra, EK-FAC's products), then kept (shared with the inverses)."""
         if not self.eigen_cache:
-            self.eigen_cache.append([self.eigen_of(block) for block in self.blocks])
+            done: dict = {}
+            self.eigen_cache.append([self.eigen_of(block, done) for block in self.blocks])
         return self.eigen_cache[0]
 
     def by_matrices(self) -> bool:
