@@ -295,8 +295,10 @@ KRONECKER_FACTORS = "K-FAC factor transforms"   # their kind in the one cache
 
 class KFACOperator(CurvatureOperator):
     """K-FAC (or EK-FAC) of the Gauss-Newton or Fisher matrix (see :func:`kfac`): a
-    block-diagonal operator, one block per parameter, stored by its eigenvectors and
-    eigenvalues (a layer's as two Kronecker factors), so that :meth:`inverse` is exact.
+    block-diagonal operator, one block per parameter, stored by its matrix (a layer's as
+    its two Kronecker factors: K-FAC's products are ``A W G``); the blocks' eigenvectors and
+    eigenvalues are computed on first use (:meth:`inverse`, exact and by them, the spectra,
+    EK-FAC, whose eigenvalues are refitted when it is built) and kept.
     ``factors`` maps each layer's name to its ``(A, G)``, ``structure`` each parameter's
     name to how its block is made (``"kronecker"``, ``"bias of <weight>"``, ``"exact
     block"``)."""
@@ -351,30 +353,34 @@ class KFACOperator(CurvatureOperator):
         self._blocks(leaves, biases, others, [run[3:] for run in runs], corrected)
 
     def _blocks(self, leaves, biases, others, outs, corrected):
-        """The blocks from the activations and gradients ``outs`` of each batch."""
+        """The blocks from the activations and gradients ``outs`` of each batch: each block's
+        matrix (a layer's ``(A, G)``, a bias's ``G``, an exact block), no eigenvectors unless
+        ``corrected`` (EK-FAC's eigenvalues are refitted on the data, which is not kept)."""
         xp = self.backend.xp
         offsets = np.cumsum([0] + [leaf.size for leaf in leaves])
-        self.blocks: list = []           # (start, stop, layer or None, eigvecs, eigvals)
+        self.blocks: list = []           # (start, stop, layer or None, (A, G) or matrix)
         self.factors = {}
+        self.corrected = corrected
+        self.eigen_cache: list = []      # [[(eigvecs, eigvals) per block]] once computed
+        refits: dict[int, Any] = {}      # EK-FAC: a block's index -> its refitted eigenvalues
         if self.layers:
             rows = sum(a[0].shape[0] for a, _ in outs)
             for k, layer in enumerate(self.layers):
                 A = sum(_gram(a[k]) for a, _ in outs) / rows
                 G = sum(_gram(g[k].reshape(-1, layer.d_out)) for _, g in outs)
                 self.factors[self.names[layer.param]] = (A, G)
-                la, qa = xp.linalg.eigh(A)
-                lg, qg = xp.linalg.eigh(G)
-                lam = la[:, None] * lg[None, :]
-                if corrected:  # the curvature's own variance along each eigenvector
-                    lam = sum(((a[k] @ qa) ** 2).T @ xp.sum((g[k] @ qg) ** 2, axis=0)
-                              for a, g in outs)
                 self.blocks.append((offsets[layer.param], offsets[layer.param + 1], layer,
-                                    (qa, qg), lam))
+                                    (A, G)))
+                if corrected:  # the curvature's own variance along each eigenvector
+                    qa, qg = xp.linalg.eigh(A)[1], xp.linalg.eigh(G)[1]
+                    refits[len(self.blocks) - 1] = ((qa, qg), sum(
+                        ((a[k] @ qa) ** 2).T @ xp.sum((g[k] @ qg) ** 2, axis=0)
+                        for a, g in outs))
                 for i in (i for i, j in biases.items() if j == k):  # its bias: A = 1
-                    lam = lg
+                    self.blocks.append((offsets[i], offsets[i + 1], None, G))
                     if corrected:
-                        lam = sum(xp.sum((g[k] @ qg) ** 2, axis=(0, 1)) for _, g in outs)
-                    self.blocks.append((offsets[i], offsets[i + 1], None, qg, lam))
+                        refits[len(self.blocks) - 1] = (qg, sum(
+                            xp.sum((g[k] @ qg) ** 2, axis=(0, 1)) for _, g in outs))
         rows = [np.arange(offsets[i], offsets[i + 1]) for i in others]
         if others:  # the exact blocks: the products with their unit vectors, one program
             eye = xp.eye(self.n, dtype=self.dtype)[xp.asarray(np.concatenate(rows))]
@@ -383,14 +389,47 @@ class KFACOperator(CurvatureOperator):
         for i, r in zip(others, rows):
             block = dense[at:at + r.size, offsets[i]:offsets[i + 1]]
             at += r.size
-            lam, q = xp.linalg.eigh((block + block.T) / 2)
-            self.blocks.append((offsets[i], offsets[i + 1], None, q, lam))
-        self.blocks.sort(key=lambda b: b[0])
+            self.blocks.append((offsets[i], offsets[i + 1], None, (block + block.T) / 2))
+        order = sorted(range(len(self.blocks)), key=lambda b: self.blocks[b][0])
+        self.blocks = [self.blocks[b] for b in order]
+        if corrected:
+            self.eigen_cache.append([refits.get(b) or self.eigen_of(self.blocks[j])
+                                     for j, b in enumerate(order)])
         self.structure = {self.names[layer.param]: "kronecker" for layer in self.layers}
         self.structure.update({self.names[i]: "bias of " + self.names[self.layers[k].param]
                                for i, k in biases.items()})
         self.structure.update({self.names[i]: "exact block" for i in others})
         self.spectrum = None                 # a function of the eigenvalues (inverse)
+
+    def eigen_of(self, block, done: dict | None = None) -> tuple:
+        """``(eigenvectors, eigenvalues)`` of one block: a layer's ``((qa, qg), la ⊗ lg)``
+        (``done``: the decompositions made so far by matrix, a bias's ``G`` its layer's)."""
+        done = {} if done is None else done
+
+        def eigh(m):
+            if id(m) not in done:
+                done[id(m)] = (m, self.backend.xp.linalg.eigh(m))   # m kept: ids stay valid
+            return done[id(m)][1]
+
+        _, _, layer, m = block
+        if layer is None:
+            lam, q = eigh(m)
+            return q, lam
+        (la, qa), (lg, qg) = eigh(m[0]), eigh(m[1])
+        return (qa, qg), la[:, None] * lg[None, :]
+
+    def eigen(self) -> list:
+        """Each block's ``(eigenvectors, eigenvalues)``: computed on first use (by the
+        inverse, the spectra, EK-FAC's products), then kept (shared with the inverses)."""
+        if not self.eigen_cache:
+            done: dict = {}
+            self.eigen_cache.append([self.eigen_of(block, done) for block in self.blocks])
+        return self.eigen_cache[0]
+
+    def by_matrices(self) -> bool:
+        """Whether products and diagonals come from the blocks' matrices (K-FAC itself:
+        ``A W G``, exact and cheaper) rather than from their eigenvectors."""
+        return self.spectrum is None and not self.corrected
 
     def _hvp(self, x, v):
         return self._hvp_columns(x, v.reshape(-1, 1)).reshape(v.shape)
@@ -398,55 +437,73 @@ class KFACOperator(CurvatureOperator):
     def _hvp_columns(self, x, V):
         xp = self.backend.xp
         pieces = []
-        for start, stop, layer, q, lam in self.blocks:     # in the order of the coordinates
-            lam = lam if self.spectrum is None else self.spectrum(lam)
+        direct = self.by_matrices()
+        eig = [None] * len(self.blocks) if direct else self.eigen()
+        for (start, stop, layer, m), qlam in zip(self.blocks, eig):   # coordinates' order
             block = V[start:stop]
+            if qlam is not None:
+                q, lam = qlam
+                lam = lam if self.spectrum is None else self.spectrum(lam)
             if layer is None:
-                pieces.append(q @ (lam[:, None] * (q.T @ block)))
+                pieces.append(m @ block if direct else q @ (lam[:, None] * (q.T @ block)))
                 continue
-            qa, qg = q
             k = V.shape[1]
             W = block.reshape((layer.d_in, layer.d_out, k) if layer.in_out
                               else (layer.d_out, layer.d_in, k))
             W = xp.transpose(W, (2, 0, 1) if layer.in_out else (2, 1, 0))  # (k, d_in, d_out)
-            r = qa @ ((qa.T @ W @ qg) * lam) @ qg.T
+            if direct:
+                r = m[0] @ W @ m[1]                            # (A ⊗ G) vec W = A W G
+            else:
+                qa, qg = q
+                r = qa @ ((qa.T @ W @ qg) * lam) @ qg.T
             r = xp.transpose(r, (1, 2, 0) if layer.in_out else (2, 1, 0))
             pieces.append(r.reshape(stop - start, k))
         return xp.concatenate(pieces, axis=0)
 
     def spectra(self):
-        """Each block's eigenvalues (after :meth:`inverse`'s map, if any), as stored."""
+        """Each block's eigenvalues (after :meth:`inverse`'s map, if any), computed on first
+        use."""
         return [lam if self.spectrum is None else self.spectrum(lam)
-                for _, _, _, _, lam in self.blocks]
+                for _, lam in self.eigen()]
 
     def diagonal(self, method: str = "exact", num_samples: int = 30, seed: int | None = 0):
-        """The diagonal (flat; ``unravel`` gives the pytree): ``"exact"`` from the blocks'
-        eigenvectors, no product (``diag(A ⊗ G) = diag(A) ⊗ diag(G)`` for K-FAC; in the
-        eigenbasis for EK-FAC and the inverse), or Hutchinson's estimate."""
+        """The diagonal (flat; ``unravel`` gives the pytree): ``"exact"`` from the blocks, no
+        product (``diag(A ⊗ G) = diag(A) ⊗ diag(G)`` for K-FAC; in the eigenbasis for EK-FAC
+        and the inverse), or Hutchinson's estimate."""
         if method != "exact":
             return super().diagonal(method, num_samples, seed)
         xp = self.backend.xp
         pieces = []
-        for (_, _, layer, q, _), lam in zip(self.blocks, self.spectra()):
-            if layer is None:
-                pieces.append((q * q) @ lam)
-                continue
-            qa, qg = q
-            d = (qa * qa) @ lam @ (qg * qg).T                        # (d_in, d_out)
-            pieces.append((d if layer.in_out else d.T).reshape(-1))
+        if self.by_matrices():
+            for _, _, layer, m in self.blocks:
+                if layer is None:
+                    pieces.append(xp.diagonal(m))
+                    continue
+                d = xp.diagonal(m[0])[:, None] * xp.diagonal(m[1])[None, :]  # (d_in, d_out)
+                pieces.append((d if layer.in_out else d.T).reshape(-1))
+        else:
+            for (_, _, layer, _), (q, _), lam in zip(self.blocks, self.eigen(), self.spectra()):
+                if layer is None:
+                    pieces.append((q * q) @ lam)
+                    continue
+                qa, qg = q
+                d = (qa * qa) @ lam @ (qg * qg).T                    # (d_in, d_out)
+                pieces.append((d if layer.in_out else d.T).reshape(-1))
         return xp.concatenate(pieces) if pieces else xp.zeros(0, dtype=self.dtype)
 
     def trace(self, method: str = "exact", num_samples: int = 30, seed: int | None = 0):
-        """The trace: ``"exact"`` (the default here: the sum of the stored eigenvalues, no
-        product) or estimated (``"hutchinson"``, ``"hutch++"``)."""
+        """The trace: ``"exact"`` (the default here: the sum of the diagonal or of the
+        eigenvalues, no product) or estimated (``"hutchinson"``, ``"hutch++"``)."""
         if method != "exact":
             return super().trace(method, num_samples, seed)
-        return sum((self.backend.xp.sum(lam) for lam in self.spectra()),
-                   self.backend.xp.zeros((), dtype=self.dtype))
+        xp = self.backend.xp
+        if self.by_matrices():
+            return xp.sum(self.diagonal()) if self.blocks else xp.zeros((), dtype=self.dtype)
+        return sum((xp.sum(lam) for lam in self.spectra()), xp.zeros((), dtype=self.dtype))
 
     def eigenvalues(self, k: int = 1, which: str = "LA", **eigsh_options):
         """The ``k`` largest (``which="LA"``) or smallest (``"SA"``) eigenvalues, ascending:
-        exact, from the blocks' stored eigenvalues (no Lanczos; ``k`` may be ``n``)."""
+        exact, from the blocks' eigenvalues (no Lanczos; ``k`` may be ``n``)."""
         positive_int(k, "k", f"{self.kind}.eigenvalues")
         if which not in ("LA", "SA") or eigsh_options:
             raise InvalidArgumentError(f"{self.kind}.eigenvalues: takes which='LA' or 'SA' "
@@ -472,7 +529,7 @@ class KFACOperator(CurvatureOperator):
                 or isinstance(damping, bool) or damping < 0:
             raise InvalidArgumentError(f"{self.kind}.inverse: damping must be a non-negative "
                                        f"number, got {damping!r}")
-        for _, _, _, _, lam in self.blocks:
+        for _, lam in self.eigen():
             if damping == 0 and float(self.backend.xp.min(lam)) <= 0:
                 raise InvalidArgumentError(f"{self.kind}.inverse: the operator is singular "
                                            "(an eigenvalue <= 0); give damping > 0")

@@ -1,6 +1,7 @@
 """Issue 38, items 2 and 3: the estimators and spectra of every curvature operator (ggn,
 fisher, kfac, ekfac and K-FAC's damped inverse) against their dense matrices; K-FAC's exact
-diagonal, trace and eigenvalues from its stored eigenvectors (no product); the per-sample
+diagonal, trace and eigenvalues from its blocks (no product), its eigendecompositions made on
+first use (not by building it or by its products), once; the per-sample
 diagonal against each sample's ``J_nᵀ H_n J_n`` built from dg.jacfwd and dg.hessian; the
 progress of passes over batches; the refusals."""
 from __future__ import annotations
@@ -48,7 +49,7 @@ def test_estimators_and_spectra_of_every_operator(name):
     np.testing.assert_allclose(op.diagonal(), np.diag(dense), rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(op.trace("exact"), np.trace(dense), rtol=1e-10)
     np.testing.assert_allclose(op.eigenvalues(2), lam[-2:], rtol=1e-8)
-    if name.startswith("kfac") or name.startswith("ekfac"):   # from the stored eigenvectors
+    if name.startswith("kfac") or name.startswith("ekfac"):   # from the blocks
         assert op.nprod == 0
         np.testing.assert_allclose(op.trace(), np.trace(dense), rtol=1e-10)
         np.testing.assert_allclose(op.eigenvalues(3, which="SA"), lam[:3], rtol=1e-8,
@@ -58,6 +59,30 @@ def test_estimators_and_spectra_of_every_operator(name):
     np.testing.assert_allclose(est, np.trace(dense), rtol=1e-8)
     diag = op.diagonal("hutchinson", num_samples=2000, seed=0)
     assert np.abs(diag - np.diag(dense)).max() < 0.25 * np.abs(dense).max()
+
+
+def test_kfac_eigendecompositions_wait_for_their_first_use(monkeypatch):
+    """Building K-FAC, its products, diagonal and trace take no eigendecomposition of a
+    factor; its spectrum and inverse take one per factor (a bias shares its layer's ``G``),
+    once, and agree with the dense matrix."""
+    calls, eigh = [], np.linalg.eigh
+    monkeypatch.setattr(np.linalg, "eigh",
+                        lambda a, *args, **kw: calls.append(np.ndim(a)) or eigh(a, *args, **kw))
+    K = dg.kfac(model, "cross_entropy", P, X, LABELS)
+    v = np.linspace(-1.0, 1.0, K.n)
+    Kv, dense = K @ v, K.toarray()
+    np.testing.assert_allclose(K.diagonal(), np.diag(dense), rtol=1e-12)
+    np.testing.assert_allclose(K.trace(), np.trace(dense), rtol=1e-12)
+    assert calls.count(2) == 0                 # (the loss's per-sample roots are 3-D)
+    np.testing.assert_allclose(K.eigenvalues(K.n), np.linalg.eigvalsh(dense), rtol=1e-8,
+                               atol=1e-14)
+    assert calls.count(2) == 4                 # A and G of W1 and of W2
+    inv = K.inverse(0.1)
+    np.testing.assert_allclose(inv @ (Kv + 0.1 * v), v, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(inv.toarray(), np.linalg.inv(dense + 0.1 * np.eye(K.n)),
+                               rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(K @ v, Kv, rtol=1e-15)
+    assert calls.count(2) == 4
 
 
 def _per_sample_reference(loss, Y, n):
