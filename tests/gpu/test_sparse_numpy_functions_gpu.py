@@ -26,7 +26,8 @@ FUNCTIONS = {
     "cp.sum axis=0": lambda M, x: np.multiply(cp.sum(M, axis=0), x).ravel(),
     "np.mean axis=1": lambda M, x: np.multiply(np.mean(M, axis=1), x[0]).ravel(),
     "np.max": lambda M, x: np.max(M) * x,
-    "np.transpose": lambda M, x: np.transpose(M) @ np.ones(4),
+    # (a vector of the input's library: a cupyx matrix takes no NumPy operand, eagerly either)
+    "np.transpose": lambda M, x: np.transpose(M) @ np.concatenate([x, x[:1]]),
     "np.sin": lambda M, x: np.sin(M) @ x,
     "np.dot": lambda M, x: np.dot(M, x),
 }
