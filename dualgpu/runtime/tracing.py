@@ -23,7 +23,7 @@ from .. import lax
 from ..base import tree as pytree
 from ..core.dtypes import promote
 from ..core.flags import Flag
-from ..core.interpret import eval_graph, propagate_states
+from ..core.interpret import eval_graph, propagate_states, walk
 from ..core.ir import Atom, Const, Eqn, Graph, Literal
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import ArgumentTypeError, RandomInTraceError, TracerControlFlowError
@@ -276,28 +276,28 @@ def narrowed_ints(graph: Graph, ranges: dict[int, int]) -> frozenset[int]:
     if not ranges:
         return frozenset()
     position = {v.id: k for k, v in enumerate(graph.inputs)}
-    deps: dict[int, frozenset[int]] = {
-        v.id: frozenset((k,)) for k, v in enumerate(graph.inputs) if k in ranges}
     found: set[int] = set()
-    for eqn in graph.eqns:
-        vars_in = [a for a in eqn.inputs if not isinstance(a, (Literal, Const))]
-        weak = [a for a in vars_in if a.aval.weak]
+
+    # each weakly typed value's state: the int inputs it is computed from
+    def rule(eqn: Eqn, _: Any, states: list) -> tuple[None, list]:
+        weak = [(a, d) for a, d in zip(eqn.inputs, states)
+                if not isinstance(a, (Literal, Const)) and a.aval.weak]
         if weak and eqn.prim.has(Flag.ELEMENTWISE) and any(not a.aval.weak
                                                           for a in eqn.inputs):
             target = promote([a.aval for a in eqn.inputs])
             if target.kind in "iu":
-                for a in weak:
+                for a, d in weak:
                     k = position.get(a.id)
                     if k in ranges:
                         if not int_range_holds(ranges[k], target):
                             found.add(k)
                     elif target != np.int64:
-                        found.update(deps.get(a.id, ()))
-        got = frozenset().union(*(deps.get(a.id, frozenset()) for a in weak))
-        if got:
-            for o in eqn.outs:
-                if o.aval.weak:
-                    deps[o.id] = got
+                        found.update(d or ())
+        got = frozenset().union(*(d for _, d in weak if d))
+        return None, [got if got and o.aval.weak else None for o in eqn.outs]
+
+    walk(graph, None, {v.id: frozenset((k,)) for k, v in enumerate(graph.inputs)
+                       if k in ranges}, rule)
     return frozenset(found)
 
 

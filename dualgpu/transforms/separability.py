@@ -107,11 +107,11 @@ def _reaches(graph: Graph, argnums: Sequence[int], out: Var) -> bool:
     """Whether ``out`` is computed from the differentiated inputs, through empty values or
     not (``sum(x[:, 1:], axis=1)`` of one coordinate: zeros that the check tracks as a
     constant, since an empty value holds no instance's element)."""
-    seen = {graph.inputs[i].id for i in argnums}
-    for eqn in graph.eqns:
-        if any(isinstance(a, Var) and a.id in seen for a in eqn.inputs):
-            seen.update(v.id for v in eqn.outs)
-    return out.id in seen
+    def rule(eqn, _, states):
+        return None, [True if any(states) else None] * len(eqn.outs)
+
+    _, reached = walk(graph, None, {graph.inputs[i].id: True for i in argnums}, rule)
+    return out.id in reached
 
 
 def _live(graph: Graph) -> set[int]:
