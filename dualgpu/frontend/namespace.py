@@ -345,6 +345,9 @@ class UserModule(types.ModuleType):
 
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._real, name, value)
+        shared = _active_copies().get(id(vars(self._real)))
+        if shared is not None:  # what its rebound functions read, too
+            shared.copy[name] = shared.base[name] = value
 
     def __repr__(self) -> str:
         return f"<dualgpu view of {self._real!r} inside a traced function>"
@@ -421,20 +424,16 @@ def _rebind(fn: types.FunctionType, memo: dict):
     if id(fn) in memo:
         return memo[id(fn)]
     code = fn.__code__
-    globs = fn.__globals__
-    new_globals = None
-    names = _all_names(code)
-    changed = {}
+    shared = _shared_globals(fn.__globals__, memo)
     # Insert a placeholder first so that recursion through globals terminates.
     clone_box: list = []
     memo[id(fn)] = _LazyFunction(clone_box)
-    for name in names:
-        if name in globs:
-            rep = _replacement(globs[name], memo)
-            if rep is not globs[name]:
-                changed[name] = rep
-    if changed:
-        new_globals = _GlobalsProxy(globs, changed)
+    for name in _all_names(code):
+        if name in shared.copy and name not in shared.replaced:
+            value = shared.copy[name]
+            rep = _replacement(value, memo)
+            if rep is not value:
+                shared.replace(name, rep)
     closure = fn.__closure__
     new_closure = None
     if closure:
@@ -457,11 +456,9 @@ def _rebind(fn: types.FunctionType, memo: dict):
     # default values too: def f(x, act=cp.tanh) (CuPy's ufuncs do not dispatch on tracers)
     defaults = _replaced_values(fn.__defaults__ or (), memo)
     kwdefaults = _replaced_values(tuple((fn.__kwdefaults__ or {}).values()), memo)
-    if new_globals is None and new_closure is None and defaults is None and kwdefaults is None:
-        memo[id(fn)] = fn
-        clone_box.append(fn)
-        return fn
-    clone = types.FunctionType(code, new_globals.as_dict() if new_globals else globs,
+    # every user function reached is a copy on its module's shared globals, even one that
+    # needs no replacement: what one of them assigns to a global, the others read
+    clone = types.FunctionType(code, shared.copy,
                                fn.__name__, fn.__defaults__ if defaults is None else defaults,
                                new_closure if new_closure is not None else closure)
     clone.__kwdefaults__ = (fn.__kwdefaults__ if kwdefaults is None
@@ -482,8 +479,8 @@ def _replaced_values(values: tuple, memo: dict) -> tuple | None:
 def _replaced_container(obj: list | dict, memo: dict) -> Any:
     """A copy of the list or dict ``obj`` with its functions (and modules) replaced, or
     ``obj`` itself when it holds none (ufuncs aside): a list of arrays, a dict the function
-    writes to (a cache), stays the user's own object. A copy is a snapshot, as the globals
-    are."""
+    writes to (a cache), stays the user's own object. A copy is a snapshot: what the traced code
+    writes to it is not seen outside."""
     key = ("container", id(obj))
     if key in memo:  # seen (or being replaced: a list holding itself)
         return memo[key]
@@ -508,21 +505,96 @@ class _LazyFunction:
         return self._box[0](*args, **kwargs)
 
 
-class _GlobalsProxy:
-    """A copy of a module's globals with some names replaced.
+class _SharedGlobals:
+    """The globals that the rebound copies of one module's functions share: a copy of the
+    module's dict with some names replaced (``np`` by its tracing namespace, arrays by
+    constants, functions by their rebound copies).
 
-    The copy is shallow and taken at trace time: globals assigned later are not seen by the
-    traced program (traces are snapshots, like every tracing AD system's).
+    Inside the traced code, globals behave as in the plain function: every rebound function
+    of the module reads and assigns the same copy (``global calls; calls += 1``), and what
+    the code assigned or deleted is written back to the module when the outermost rebound
+    call returns (:func:`_writing_back`). The values the code reads are the module's at that
+    call's start.
     """
 
-    def __init__(self, globs, changed):
-        self.globs = globs
-        self.changed = changed
+    MARK = "__dualgpu_globals__"
 
-    def as_dict(self):
-        d = dict(self.globs)
-        d.update(self.changed)
-        return d
+    def __init__(self, real: dict):
+        self.real = real
+        # a key of its own first: comparing two such copies with == (a coverage tool's list
+        # of frames' globals does) stops at it instead of comparing the arrays they hold
+        self.copy: dict = {self.MARK: object()}
+        self.copy.update(real)
+        self.replaced: dict[str, Any] = {}
+        self.base = dict(self.copy)  # what the copy held when the call started
+
+    def replace(self, name: str, rep: Any) -> None:
+        self.copy[name] = self.base[name] = self.replaced[name] = rep
+
+    def refresh(self) -> None:
+        """Before an outermost call: the module's current values, replacements kept."""
+        for name in [k for k in self.copy if k not in self.real and k != self.MARK]:
+            del self.copy[name]
+        for name, value in self.real.items():
+            if name not in self.replaced:
+                self.copy[name] = value
+        self.base = dict(self.copy)
+
+    def write_back(self) -> None:
+        """After it: what the traced code assigned or deleted, into the module."""
+        for name, value in self.copy.items():
+            if value is not self.base.get(name, _ABSENT) and name != self.MARK:
+                self.real[name] = value
+        for name, value in self.base.items():
+            if name not in self.copy and self.real.get(name, _ABSENT) is value:
+                del self.real[name]
+        self.base = dict(self.copy)
+
+
+_ABSENT = object()
+_active = threading.local()  # .copies: id(module dict) -> the _SharedGlobals in use
+
+
+def _active_copies() -> dict[int, _SharedGlobals]:
+    copies = getattr(_active, "copies", None)
+    if copies is None:
+        copies = _active.copies = {}
+    return copies
+
+
+def _shared_globals(real: dict, memo: dict) -> _SharedGlobals:
+    """The shared globals of a module for this rebinding: the ones a running traced call
+    uses (a rule or an inner function rebound during the trace), else new ones."""
+    key = ("globals", id(real))
+    shared = memo.get(key)
+    if shared is None:
+        shared = _active_copies().get(id(real)) or _SharedGlobals(real)
+        memo[key] = shared
+    return shared
+
+
+def _writing_back(fn, memo: dict):
+    """``fn`` (a rebound copy) called with its modules' shared globals in use, refreshed
+    before and written back after, unless an enclosing call already uses them."""
+    shared = [v for k, v in memo.items() if type(k) is tuple and k[0] == "globals"]
+    if not shared:
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        active = _active_copies()
+        entered = [sg for sg in shared if id(sg.real) not in active]
+        for sg in entered:
+            sg.refresh()
+            active[id(sg.real)] = sg
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for sg in entered:
+                del active[id(sg.real)]
+                sg.write_back()
+
+    return call
 
 
 def _all_names(code) -> set:
@@ -544,7 +616,8 @@ def rebind_function(fn):
     if isinstance(fn, types.MethodType) and not _is_distribution(fn.__self__):
         return types.MethodType(rebind_function(fn.__func__), fn.__self__)
     if isinstance(fn, types.FunctionType):
-        return _rebind(fn, {})
+        memo = {}
+        return _writing_back(_rebind(fn, memo), memo)
     # a library's function (scipy.stats.norm.logpdf, scipy.special.expit): its stand-in
     # (callables of other kinds: NumPy protocols still see the tracers)
     return _replacement(fn, {})
