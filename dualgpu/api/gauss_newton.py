@@ -116,8 +116,8 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
         if kind == "empirical":
             grads = 2.0 * (out - xp.asarray(Y, dtype=out.dtype))[None]
         else:  # y = f + z / sqrt(2): the gradient 2 (f - y) is sqrt(2) z
-            grads = np.sqrt(2.0) * xp.asarray(rng.standard_normal((samples,) + out.shape),
-                                               dtype=out.dtype)
+            grads = xp.asarray(np.sqrt(2.0) * rng.standard_normal((samples,) + out.shape),
+                               dtype=out.dtype)
     else:
         scale = 1.0 / out.size
         p = 0.5 * (1.0 + xp.tanh(0.5 * out))          # sigmoid, no overflow
@@ -129,23 +129,71 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
     return grads * xp.asarray(np.sqrt(scale / grads.shape[0]), dtype=out.dtype)
 
 
+def closed_form_roots(name: str, out, ns):
+    """``S`` of shape ``(C,) + out.shape`` with ``Σ_k S[k, n] S[k, n]ᵀ`` exactly the Hessian
+    of the likelihood loss ``name`` in the outputs of sample ``n`` (``C`` outputs per
+    sample), from the outputs alone; ``ns`` the array namespace (the backend's ``xp`` on
+    concrete outputs, :mod:`dualgpu.frontend.numpy` inside a traced program).
+
+    ``mse`` (a mean over all ``M`` entries): ``(2/M) I``, its root ``√(2/M) e_k``;
+    ``cross_entropy`` (a mean over ``N`` rows; ``p = softmax(f)``): ``(diag p - p pᵀ)/N =
+    Σ_k s_k s_kᵀ`` with ``s_k = √(p_k/N) (e_k - p)`` (``Σ_k p_k = 1``);
+    ``binary_cross_entropy_with_logits``: ``diag(p (1 - p)) / M`` (``p = sigmoid(f)``), its
+    root ``√(p_k (1 - p_k) / M) e_k``."""
+    n, shape, dtype = out.shape[0], tuple(out.shape), out.dtype
+    c = int(np.prod(shape[1:], dtype=np.int64))
+    eye = ns.eye(c, dtype=dtype)[:, None, :]                           # (C, 1, C)
+    if name == "mse":
+        S = ns.broadcast_to(eye * float(np.sqrt(2.0 / max(out.size, 1))), (c, n, c))
+    elif name == "cross_entropy":
+        z = out - ns.max(out, axis=-1, keepdims=True)
+        e = ns.exp(z)
+        p = e / ns.sum(e, axis=-1, keepdims=True)                         # (N, C)
+        S = (eye - p[None]) * ns.transpose(ns.sqrt(p * (1.0 / n)))[:, :, None]
+    else:
+        p = 0.5 * (1.0 + ns.tanh(0.5 * ns.reshape(out, (n, c))))          # sigmoid
+        S = eye * ns.transpose(ns.sqrt(p * (1.0 - p) * (1.0 / max(out.size, 1))))[:, :, None]
+    return ns.reshape(S, (c,) + shape)
+
+
+def closed_form_loss(loss, out, Y) -> str | None:
+    """The name of ``loss`` when its Hessian roots have a closed form at these outputs
+    (:func:`closed_form_roots`: a likelihood loss whose targets do not broadcast the
+    outputs to a larger shape), else None."""
+    name = next((k for k, fn in LIKELIHOODS.items() if loss is fn), None)
+    if name is None or np.ndim(out) < 1 or out.shape[0] == 0:
+        return None
+    if name == "cross_entropy":
+        return name if np.ndim(out) == 2 else None
+    try:
+        wide = tuple(np.broadcast_shapes(tuple(out.shape), tuple(np.shape(Y))))
+    except ValueError:
+        return None
+    return name if wide == tuple(out.shape) else None
+
+
 def loss_hessian_roots(loss, out, Y, what: str):
     """``(S, signs)``: ``S`` of shape ``(C,) + out.shape`` and ``signs`` ``(C, N)`` with
     ``Σ_k signs[k, n] S[k, n] S[k, n]ᵀ`` the loss Hessian's block of sample ``n`` (axis 0
-    of the outputs; ``C`` outputs per sample): its eigenvectors scaled by the roots of its
-    eigenvalues' magnitudes, from ``C`` products with the unit vectors (one ``vmap``ped
-    program). A loss whose Hessian couples samples is refused."""
+    of the outputs; ``C`` outputs per sample). The likelihood losses' by their closed forms
+    (:func:`closed_form_roots`); any other loss's are its blocks' eigenvectors scaled by
+    the roots of their eigenvalues' magnitudes, from ``C`` products with the unit vectors
+    (one ``vmap``ped program). A loss whose Hessian couples samples is refused."""
     xp = backend_of([out], "outputs").xp
     n = out.shape[0]
     c = out.size // max(n, 1)
+    name = closed_form_loss(loss, out, Y)
+    if name is not None:
+        return closed_form_roots(name, out, xp), xp.ones((c, n), dtype=out.dtype)
     dirs = xp.broadcast_to(xp.eye(c, dtype=out.dtype)[:, None, :], (c, n, c))
     hd = vmap(hvp(loss), in_axes=(None, None, 0))(out, Y, dirs.reshape((c,) + out.shape))
     blocks = xp.transpose(xp.reshape(hd, (c, n, c)), (1, 2, 0))        # (N, C, C)
     probe = xp.asarray(np.random.default_rng(0).standard_normal((n, c)), dtype=out.dtype)
     full = xp.reshape(hvp(loss)(out, Y, probe.reshape(out.shape)), (n, c))
     per_sample = xp.einsum("nij,nj->ni", blocks, probe)
-    if not bool(xp.allclose(full, per_sample, rtol=1e-6,
-                            atol=1e-9 * (float(xp.max(xp.abs(full))) + 1e-300))):
+    tol = float(np.sqrt(np.finfo(out.dtype).eps))   # round-off of the dtype, not of float64
+    if not bool(xp.allclose(full, per_sample, rtol=tol,
+                            atol=tol * (float(xp.max(xp.abs(full))) + 1e-300))):
         raise InvalidArgumentError(
             f"{what}: the loss couples the samples (its Hessian in the outputs is not "
             "block-diagonal over axis 0 of model(params, X)); the per-sample curvature "
@@ -477,7 +525,7 @@ class GaussNewtonOperator(CurvatureOperator):
             out = single_output(self.outputs[i], "ggn.per_sample_diagonal")
             S, signs = loss_hessian_roots(self.loss, out, self.batches[i][1],
                                           "ggn.per_sample_diagonal")
-            self._roots[i] = S * np.sqrt(self.weights[i]), signs
+            self._roots[i] = S * float(np.sqrt(self.weights[i])), signs
         return self._roots[i]
 
     def batch_product(self, i, V):
@@ -511,7 +559,7 @@ class FisherOperator(CurvatureOperator):
         rng = np.random.default_rng(seed)
         self.weights = self.batch_weights(average)
         self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
-                                           kind, self.samples, rng) * np.sqrt(w)
+                                           kind, self.samples, rng) * float(np.sqrt(w))
                         for out, (_, Y), w in zip(self.outputs, self.batches, self.weights)]
         self._program = columns_program("fisher", model, None, factor_product)
 

@@ -325,7 +325,7 @@ class KFACOperator(CurvatureOperator):
         self.setup(params, base.batches, progress)
         outs = [single_output(out, what) for out in base.outputs]
         if fisher_type == "ggn":
-            factors = [loss_hessian_factors(base.loss, out, Y, what) * np.sqrt(w)
+            factors = [loss_hessian_factors(base.loss, out, Y, what) * float(np.sqrt(w))
                        for out, (_, Y), w in zip(outs, self.batches, base.weights)]
         else:
             factors = base.factors

@@ -1,0 +1,67 @@
+"""Issue 38: the loss Hessian's per-sample roots behind dg.ggn's per-sample diagonal and
+dg.kfac's ``type-2`` factors: closed forms for the likelihood losses (no eigendecomposition)
+that square to the Hessian of the loss (dg.hessian), float32 kept float32 through every
+operator, and K-FAC's build running the model's forward once."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+from dualgpu.api.gauss_newton import loss_hessian_roots
+
+N, D, H, C = 5, 3, 4, 3
+RNG = np.random.default_rng(0)
+P = {"W1": RNG.normal(size=(D, H)) / 2, "b1": RNG.normal(size=H) / 2,
+     "W2": RNG.normal(size=(H, C)) / 2}
+X = RNG.normal(size=(N, D))
+OUT = RNG.normal(size=(N, C)) * 3
+YS = {"mse": RNG.normal(size=(N, C)), "cross_entropy": RNG.integers(0, C, N),
+      "binary_cross_entropy_with_logits": (RNG.random((N, C)) < 0.5).astype(float)}
+
+
+def model(p, X):
+    return np.tanh(X @ p["W1"] + p["b1"]) @ p["W2"]
+
+
+def _squared(S, signs):
+    """``Σ_k signs[k, n] S[k, n] S[k, n]ᵀ`` per sample: ``(N, C, C)``."""
+    S = S.reshape(S.shape[0], S.shape[1], -1)
+    return np.einsum("kn,kni,knj->nij", signs, S, S)
+
+
+@pytest.mark.parametrize("name", sorted(YS))
+def test_closed_form_roots_square_to_the_loss_hessian(name, monkeypatch):
+    loss = dg.nn.__dict__[name]
+    hess = dg.hessian(lambda o: loss(o.reshape(OUT.shape), YS[name]))(OUT.reshape(-1))
+    blocks = np.stack([hess[n * C:(n + 1) * C, n * C:(n + 1) * C] for n in range(N)])
+    monkeypatch.setattr(np.linalg, "eigh", None)          # closed forms: no eigh
+    S, signs = loss_hessian_roots(loss, OUT, YS[name], "test")
+    assert S.shape == (C, N, C) and signs.shape == (C, N)
+    np.testing.assert_allclose(_squared(S, signs), blocks, rtol=1e-13, atol=1e-16)
+    S32, signs32 = loss_hessian_roots(loss, OUT.astype(np.float32), YS[name], "test")
+    assert S32.dtype == signs32.dtype == np.float32
+    np.testing.assert_allclose(_squared(S32, signs32), blocks, rtol=2e-6, atol=1e-8)
+
+
+def test_float32_stays_float32_in_every_operator():
+    f32 = {k: v.astype(np.float32) for k, v in P.items()}
+    X32, Y32 = X.astype(np.float32), YS["mse"].astype(np.float32)
+    parts = [(X32[:2], Y32[:2]), (X32[2:], Y32[2:])]
+    for fisher_type in ("ggn", "mc", "empirical"):
+        K = dg.kfac(model, "mse", f32, batches=parts, average=True, fisher_type=fisher_type)
+        assert {f.dtype for pair in K.factors.values() for f in pair} == {np.dtype(np.float32)}
+    F = dg.fisher(model, "mse", f32, batches=parts, average=True)
+    G = dg.ggn(model, "mse", f32, batches=parts, average=True)
+    assert F.factors[0].dtype == G.sample_factors(0)[0].dtype == np.float32
+    assert F.per_sample_diagonal().dtype == G.per_sample_diagonal().dtype == np.float32
+
+
+def test_float32_loss_of_many_samples_is_not_refused_as_coupling():
+    # a loss of per-sample terms by the generic (probing) path, in float32: its per-sample
+    # blocks agree with the whole Hessian's product to float32 round-off, not to 1e-6
+    rng = np.random.default_rng(1)
+    out = rng.normal(size=(2048, 10)).astype(np.float32) * 4
+    Y = rng.normal(size=(2048, 10)).astype(np.float32)
+    S, signs = loss_hessian_roots(lambda o, y: np.mean(np.log(np.cosh(o - y))), out, Y, "t")
+    assert S.dtype == np.float32 and S.shape == (10, 2048, 10)
