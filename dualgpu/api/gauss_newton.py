@@ -265,12 +265,15 @@ def data_batches(X, Y, batches, what: str) -> list:
     return out
 
 
-def check_outputs(model, loss_fn, params, batches, what: str, report=None) -> list:
-    """The model's outputs on each batch (concrete), the loss checked to be a real scalar;
-    ``report(stage, done, total)`` after each batch (see :func:`progress_reporter`)."""
+def check_outputs(model, loss_fn, params, batches, what: str, report=None,
+                  forward=None) -> list:
+    """The model's outputs on each batch (concrete; ``forward(params, X)`` instead of the
+    model's own program when given: a program that makes them among other things), the
+    loss checked to be a real scalar; ``report(stage, done, total)`` after each batch (see
+    :func:`progress_reporter`)."""
     outs = []
     for i, (X, Y) in enumerate(batches):
-        out = jit(model)(params, X)
+        out = (forward or jit(model))(params, X)
         value = loss_fn(out, Y)
         if np.ndim(value) != 0 or np.dtype(getattr(value, "dtype", float)).kind != "f":
             raise NonScalarOutputError(
@@ -507,7 +510,7 @@ class GaussNewtonOperator(CurvatureOperator):
     kind = "ggn"
 
     def __init__(self, model, loss, params, X=None, Y=None, *, batches=None, progress=None,
-                 average=False):
+                 average=False, forward=None):
         self.loss_kind = loss_name(loss, self.kind, need_likelihood=False)
         self.model, self.loss = model, loss_function(loss)
         if not callable(model):
@@ -515,7 +518,7 @@ class GaussNewtonOperator(CurvatureOperator):
                                     f"{type(model).__name__}")
         self.setup(params, data_batches(X, Y, batches, self.kind), progress)
         self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind,
-                                     self.report)
+                                     self.report, forward)
         self._program = columns_program("ggn", model, self.loss, ggn_product)
         self.weights = self.batch_weights(average)
         self._roots: dict = {}

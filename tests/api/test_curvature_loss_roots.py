@@ -61,7 +61,41 @@ def test_float32_loss_of_many_samples_is_not_refused_as_coupling():
     # a loss of per-sample terms by the generic (probing) path, in float32: its per-sample
     # blocks agree with the whole Hessian's product to float32 round-off, not to 1e-6
     rng = np.random.default_rng(1)
-    out = rng.normal(size=(2048, 10)).astype(np.float32) * 4
-    Y = rng.normal(size=(2048, 10)).astype(np.float32)
+    out = rng.normal(size=(64, 10)).astype(np.float32) * 4
+    Y = rng.normal(size=(64, 10)).astype(np.float32)
     S, signs = loss_hessian_roots(lambda o, y: np.mean(np.log(np.cosh(o - y))), out, Y, "t")
-    assert S.dtype == np.float32 and S.shape == (10, 2048, 10)
+    assert S.dtype == np.float32 and S.shape == (10, 64, 10)
+
+
+@pytest.mark.parametrize("name", sorted(YS))
+def test_kfac_of_a_likelihood_runs_the_model_once_and_matches_the_generic_path(name,
+                                                                                monkeypatch):
+    # the same loss as a plain function goes through the probed roots (eigh) and the
+    # model's own forward; by name, the roots are made inside the factors program
+    generic = dg.kfac(model, lambda o, y: dg.nn.__dict__[name](o, y), P, X, YS[name],
+                      batches=None, average=False)
+    from dualgpu.api import gauss_newton
+
+    def no_second_forward(fn, *args, **kwargs):
+        assert fn is not model, "the model ran outside the factors program"
+        return dg.jit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(gauss_newton, "jit", no_second_forward)
+    monkeypatch.setattr(gauss_newton, "loss_hessian_roots", None)
+    K = dg.kfac(model, name, P, X, YS[name])
+    np.testing.assert_allclose(K.toarray(), generic.toarray(), rtol=1e-12, atol=1e-15)
+    for key, (A, G) in generic.factors.items():
+        np.testing.assert_allclose(K.factors[key][1], G, rtol=1e-12, atol=1e-15)
+
+
+def test_targets_wider_than_the_outputs_take_the_generic_roots():
+    # mse of outputs (N, 1) against targets (N, 3): the mean is over 3N entries, so the
+    # closed form at the outputs' own size would be wrong; the probed roots are used
+    one = lambda p, X: model(p, X)[:, :1]
+    Y = YS["mse"]
+    K = dg.kfac(one, "mse", P, X, Y)
+    generic = dg.kfac(one, lambda o, y: dg.nn.mse(o, y), P, X, Y)
+    np.testing.assert_allclose(K.toarray(), generic.toarray(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(dg.ggn(one, "mse", P, X, Y).per_sample_diagonal(),
+                               dg.ggn(one, lambda o, y: dg.nn.mse(o, y), P, X, Y)
+                               .per_sample_diagonal(), rtol=1e-12, atol=1e-15)
