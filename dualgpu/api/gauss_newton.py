@@ -156,20 +156,14 @@ def closed_form_roots(name: str, out, ns):
     return ns.reshape(S, (c,) + shape)
 
 
-def closed_form_loss(loss, out, Y) -> str | None:
-    """The name of ``loss`` when its Hessian roots have a closed form at these outputs
-    (:func:`closed_form_roots`: a likelihood loss whose targets do not broadcast the
-    outputs to a larger shape), else None."""
-    name = next((k for k, fn in LIKELIHOODS.items() if loss is fn), None)
-    if name is None or np.ndim(out) < 1 or out.shape[0] == 0:
-        return None
-    if name == "cross_entropy":
-        return name if np.ndim(out) == 2 else None
-    try:
-        wide = tuple(np.broadcast_shapes(tuple(out.shape), tuple(np.shape(Y))))
-    except ValueError:
-        return None
-    return name if wide == tuple(out.shape) else None
+def likelihood_of(loss) -> str | None:
+    """The name of the likelihood loss ``loss`` is (the ``dg.nn`` function, or its name),
+    whose Hessian roots have a closed form (:func:`closed_form_roots`), else None. Targets
+    that broadcast the outputs wider change nothing: each output is counted ``r`` times in
+    a mean over ``r`` times as many entries."""
+    if isinstance(loss, str):
+        return loss if loss in LIKELIHOODS else None
+    return next((k for k, fn in LIKELIHOODS.items() if loss is fn), None)
 
 
 def loss_hessian_roots(loss, out, Y, what: str):
@@ -182,8 +176,8 @@ def loss_hessian_roots(loss, out, Y, what: str):
     xp = backend_of([out], "outputs").xp
     n = out.shape[0]
     c = out.size // max(n, 1)
-    name = closed_form_loss(loss, out, Y)
-    if name is not None:
+    name = likelihood_of(loss)
+    if name is not None and out.shape[0] and (name != "cross_entropy" or out.ndim == 2):
         return closed_form_roots(name, out, xp), xp.ones((c, n), dtype=out.dtype)
     dirs = xp.broadcast_to(xp.eye(c, dtype=out.dtype)[:, None, :], (c, n, c))
     hd = vmap(hvp(loss), in_axes=(None, None, 0))(out, Y, dirs.reshape((c,) + out.shape))

@@ -45,11 +45,10 @@ from .gauss_newton import (
     CurvatureOperator,
     FisherOperator,
     GaussNewtonOperator,
-    closed_form_loss,
     closed_form_roots,
     data_batches,
+    likelihood_of,
     loss_hessian_factors,
-    loss_name,
     param_names,
     progress_reporter,
     single_output,
@@ -294,6 +293,9 @@ class _KroneckerFactors(Transformed):
         names = graph.input_names or [f"input {i}" for i in range(len(graph.inputs))]
         layers, biases, others = find_layers(graph, self.n_params, names, self.what)
         out = graph.outputs[0].aval
+        if self.roots == "cross_entropy" and len(out.shape) != 2:
+            raise ShapeMismatchError(f"{self.what}: cross_entropy needs model(params, X) of "
+                                     f"shape (n, k), got {tuple(out.shape)}")
         s_aval = None if self.roots else Aval((self.samples,) + tuple(out.shape), out.dtype)
         return tapped_graph(graph, layers, s_aval, self.roots), (layers, biases, others)
 
@@ -338,19 +340,20 @@ class KFACOperator(CurvatureOperator):
         positive_int(dense_limit, "dense_limit", what)
         leaves = pytree.leaves(params)
         data = data_batches(X, Y, batches, what)
-        name = loss_name(loss, what, need_likelihood=False)
         runs: list = []      # per batch: (layers, biases, others, activations, gradients, out)
-        if fisher_type == "ggn":
-            forward = None
-            if name is not None:  # the loss's roots made in the factors program: one forward
-                transform = kronecker_factors(model, len(leaves), name, what)
-                report = progress_reporter(progress, what)
+        forward = None
+        if fisher_type == "ggn" and likelihood_of(loss) is not None:
+            # the loss's roots made in the factors program from its forward: the model runs
+            # once, the Gauss-Newton base takes its outputs from there
+            transform = kronecker_factors(model, len(leaves), likelihood_of(loss), what)
+            report = progress_reporter(progress, what)
 
-                def forward(params, X):
-                    runs.append(transform(params, X))
-                    if report is not None:
-                        report("factors", len(runs), len(data))
-                    return runs[-1][5]
+            def forward(params, X):
+                runs.append(transform(params, X))
+                if report is not None:
+                    report("factors", len(runs), len(data))
+                return runs[-1][5]
+        if fisher_type == "ggn":
             base: CurvatureOperator = GaussNewtonOperator(model, loss, params, batches=data,
                                                           progress=progress, average=average,
                                                           forward=forward)
@@ -360,12 +363,8 @@ class KFACOperator(CurvatureOperator):
         self.kind, self.base, self.fisher_type = what, base, fisher_type
         self.setup(params, base.batches, progress)
         outs = [single_output(out, what) for out in base.outputs]
-        weights = [1.0] * len(outs)      # the batches' weights, when not inside the factors
-        if runs and all(closed_form_loss(base.loss, out, Y) is not None
-                        for out, (_, Y) in zip(outs, self.batches)):
-            weights = base.weights
-        else:
-            runs = []
+        weights = base.weights if runs else [1.0] * len(outs)  # else inside the factors S
+        if not runs:
             if fisher_type == "ggn":
                 factors = [loss_hessian_factors(base.loss, out, Y, what) * float(np.sqrt(w))
                            for out, (_, Y), w in zip(outs, self.batches, base.weights)]

@@ -88,9 +88,9 @@ def test_kfac_of_a_likelihood_runs_the_model_once_and_matches_the_generic_path(n
         np.testing.assert_allclose(K.factors[key][1], G, rtol=1e-12, atol=1e-15)
 
 
-def test_targets_wider_than_the_outputs_take_the_generic_roots():
-    # mse of outputs (N, 1) against targets (N, 3): the mean is over 3N entries, so the
-    # closed form at the outputs' own size would be wrong; the probed roots are used
+def test_targets_wider_than_the_outputs_keep_the_closed_form():
+    # mse of outputs (N, 1) against targets (N, 3): a mean over 3N entries, each output
+    # counted 3 times: the Hessian is the closed form's 2 / (N·1), as the probed roots say
     one = lambda p, X: model(p, X)[:, :1]
     Y = YS["mse"]
     K = dg.kfac(one, "mse", P, X, Y)
