@@ -232,7 +232,10 @@ def run(ctx: Context) -> list[Row]:
 
 
 def _over_grad(rows: list[Row]) -> None:
-    """``ggn/grad`` and ``kfac/grad`` against dualgpu's gradient (and each peer's own)."""
+    """The ratios of issue 38's table in each row's ``extra``: ``ggn/grad`` and
+    ``kfac/grad`` against dualgpu's gradient (and ``ggn/own grad``, each peer's own), and
+    each dualgpu row of a case against the peers measured on it (``vs jax``, ``vs jax
+    (precision=highest)``, ``vs curvlinops``)."""
     by = {(r.case, r.impl): r for r in rows if r.status == "ok"}
     base = by.get(("grad", "dualgpu"))
     for (case, impl), r in by.items():
@@ -241,6 +244,26 @@ def _over_grad(rows: list[Row]) -> None:
         own = by.get(("grad", impl))
         if case == "ggn" and own is not None:
             r.extra["ggn/own grad"] = r.time_us / own.time_us
+        if impl.startswith("dualgpu") and case in ("ggn", "kfac"):
+            for peer in ("jax", "jax (precision=highest)", "curvlinops"):
+                other = by.get((case, peer))
+                if other is not None:
+                    r.extra[f"vs {peer}"] = r.time_us / other.time_us
+
+
+def issue_table(rows: list[Row]) -> list[str]:
+    """Issue 38's performance table, one line per goal (``benchmarks.report``'s targets of
+    this workload), evaluated on these rows whatever the device (a CPU run's figures are
+    not the goal's, which is the H200's)."""
+    from .report import TARGETS
+
+    lines = []
+    for t in TARGETS:
+        if t.workload == NAME:
+            measured, met = t.evaluate(rows)
+            verdict = "-" if met is None else ("met" if met else "NOT met")
+            lines.append(f"{t.what:<40} {t.goal:<32} {measured:<40} {verdict}")
+    return lines
 
 
 if __name__ == "__main__":
@@ -256,7 +279,12 @@ if __name__ == "__main__":
         gpu = gpu_available()
     ctx = Context(gpu=gpu, tiny=args.small, quick=args.small, budget_s=0.2 if args.small
                   else 4.0)
-    for row in run(ctx):
+    rows = run(ctx)
+    for row in rows:
+        extra = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in row.extra.items())
         print(f"{row.case:<6} {row.impl:<26} {row.status:<8} "
-              f"{'' if row.time_us is None else f'{row.time_us:10.1f} us'} "
-              f"{row.extra} {row.note}")
+              f"{'' if row.time_us is None else f'{row.time_us:10.1f} us'} {extra} {row.note}")
+    print(f"\nissue 38's table ({'H200' if gpu else 'CPU'}, "
+          f"{'tiny sizes' if args.small else '784-512-10, batch 4096'}):")
+    print("\n".join(issue_table(rows)))
