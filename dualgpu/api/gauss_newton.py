@@ -224,13 +224,14 @@ def check_params(params, what: str):
     if not leaves:
         raise ArgumentTypeError(f"{what}: params has no arrays (got {type(params).__name__}); "
                                 "give a pytree (dict, list, tuple) of floating-point arrays")
-    for path, leaf in zip(param_names(params), leaves):
+    for i, leaf in enumerate(leaves):   # the names only for a message (a tree walk each)
         if isinstance(leaf, Tracer):
-            raise ArgumentTypeError(f"{what}: {path} is a traced value; the operator is built "
-                                    "on concrete arrays (outside jit, grad and vmap)")
+            raise ArgumentTypeError(f"{what}: {param_names(params)[i]} is a traced value; the "
+                                    "operator is built on concrete arrays (outside jit, grad "
+                                    "and vmap)")
         if array_backend(leaf) is None or isinstance(leaf, (bool, np.bool_)) \
                 or np.dtype(leaf.dtype).kind != "f":
-            raise IntegerInputError(f"{what}: {path} is {type(leaf).__name__} "
+            raise IntegerInputError(f"{what}: {param_names(params)[i]} is {type(leaf).__name__} "
                                     f"{getattr(leaf, 'dtype', '')}; the parameters must be "
                                     "floating-point arrays")
     return backend_of(leaves, f"{what} params")
@@ -331,13 +332,17 @@ class CurvatureOperator(HessianOperator):
                                        {"__module__": cls.__module__, "__doc__": cls.__doc__})
         return object.__new__(sub)
 
-    def setup(self, params, batches, progress=None) -> None:
+    def setup(self, params, batches, progress=None, like=None) -> None:
         """The state every product reads: the point, its flat vector, the batches (and how
-        a pass over them reports its progress)."""
+        a pass over them reports its progress); ``like``: an operator at the same point
+        and batches whose checked parameters and flat vector are taken over."""
         self.report = progress_reporter(progress, self.kind)
-        self.backend = check_params(params, self.kind)
         self.params, self.batches = params, batches
-        self.x, self.unravel = pytree.ravel(params)
+        if like is None:
+            self.backend = check_params(params, self.kind)
+            self.x, self.unravel = pytree.ravel(params)
+        else:
+            self.backend, self.x, self.unravel = like.backend, like.x, like.unravel
         self.args, self.argnums = (), 0
         self.n = int(self.x.size)
         self.nprod = 0

@@ -361,7 +361,7 @@ class KFACOperator(CurvatureOperator):
             base = FisherOperator(model, loss, params, kind=fisher_type, samples=samples,
                                   seed=seed, batches=data, progress=progress, average=average)
         self.kind, self.base, self.fisher_type = what, base, fisher_type
-        self.setup(params, base.batches, progress)
+        self.setup(params, base.batches, progress, like=base)
         outs = [single_output(out, what) for out in base.outputs]
         weights = base.weights if runs else [1.0] * len(outs)  # else inside the factors S
         if not runs:
