@@ -142,7 +142,8 @@ def closed_form_roots(name: str, out, ns):
     root ``√(p_k (1 - p_k) / M) e_k``."""
     n, shape, dtype = out.shape[0], tuple(out.shape), out.dtype
     c = int(np.prod(shape[1:], dtype=np.int64))
-    eye = ns.eye(c, dtype=dtype)[:, None, :]                           # (C, 1, C)
+    eye = (ns.eye(c, dtype=dtype, like=out) if ns is dnp      # the trace's library
+           else ns.eye(c, dtype=dtype))[:, None, :]                   # (C, 1, C)
     if name == "mse":
         S = ns.broadcast_to(eye * float(np.sqrt(2.0 / max(out.size, 1))), (c, n, c))
     elif name == "cross_entropy":

@@ -240,7 +240,7 @@ def tapped_graph(graph: Graph, layers: list[Layer], s_aval: Aval | None,
 
     def run(*inputs):
         leaves = list(inputs[:len(graph.inputs)])
-        zeros = [dnp.broadcast_to(np.zeros((), layer.eqn.outs[0].aval.dtype),
+        zeros = [dnp.broadcast_to(graph.xp.zeros((), layer.eqn.outs[0].aval.dtype),
                                   layer.eqn.outs[0].aval.shape) for layer in layers]
         out, acts = forward(leaves, zeros)
         S = inputs[-1] if roots is None else closed_form_roots(roots, out, dnp)
