@@ -55,6 +55,11 @@ def test_float32_stays_float32_in_every_operator():
     G = dg.ggn(model, "mse", f32, batches=parts, average=True)
     assert F.factors[0].dtype == G.sample_factors(0)[0].dtype == np.float32
     assert F.per_sample_diagonal().dtype == G.per_sample_diagonal().dtype == np.float32
+    # float32 cross-entropy was refused as "coupling the samples" (a float64 tolerance)
+    K = dg.kfac(model, "cross_entropy", f32, X32, YS["cross_entropy"])
+    assert K.factors["params['W1']"][1].dtype == np.float32
+    d = dg.ggn(model, "cross_entropy", f32, X32, YS["cross_entropy"]).per_sample_diagonal()
+    assert d.dtype == np.float32 and d.shape == (N, K.n)
 
 
 def test_float32_loss_of_many_samples_is_not_refused_as_coupling():
