@@ -14,16 +14,18 @@ Cases and implementations:
 * ``grad``: one gradient of the loss (``dg.grad``; JAX's at both precisions): the ratio
   ``ggn/grad`` of each implementation is in its ``extra``;
 * ``kfac``: the Kronecker factors, what issue 38's goal "K-FAC factors ≤ 1.2× one
-  gradient" names: ``dg.kfac(model, "mse", ...)`` built afresh per call (the factors of
-  every layer, the loss Hessian's per-sample roots; no eigendecomposition, those wait for
-  a first inverse or spectrum, and no product), against curvlinops' ``KFACLinearOperator``
+  gradient" names: ``dg.kfac(model, "mse", ...)`` built afresh per call (one program per
+  batch: the forward, the loss Hessian's closed-form roots, the 10 VJPs as one ``vmap``;
+  then the Grams of every layer; no eigendecomposition, those wait for a first inverse or
+  spectrum, and no product), against curvlinops' ``KFACLinearOperator``
   (``type-2``) built afresh per call with one product (which forces its factors, computed
   in the constructor or at the first product depending on its version; the product itself
   is two GEMMs per layer, small next to the factors).
 
 Every result is checked against a float64 reference written out by hand
 (:func:`ggn_reference`). ``python -m benchmarks.curvature --small`` runs the tiny CPU sizes
-(no GPU needed) and prints the rows. The float64 agreement of every operator with
+(no GPU needed) and prints the rows, each dualgpu row's ratios to the gradient and to its
+peers, and issue 38's table (:func:`issue_table`). The float64 agreement of every operator with
 curvlinops' (to ~1e-15) is ``benchmarks/curvlinops_check.py``'s.
 """
 from __future__ import annotations

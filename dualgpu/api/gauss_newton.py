@@ -331,7 +331,9 @@ class CurvatureOperator(HessianOperator):
         if sub is None:
             sub = _CLASSES[key] = type(cls.__name__, (cls, backend.linear_operator_class()),
                                        {"__module__": cls.__module__, "__doc__": cls.__doc__})
-        return object.__new__(sub)
+        op = object.__new__(sub)
+        op.backend = backend            # the parameters are checked: setup takes it
+        return op
 
     def setup(self, params, batches, progress=None, like=None) -> None:
         """The state every product reads: the point, its flat vector, the batches (and how
@@ -340,7 +342,7 @@ class CurvatureOperator(HessianOperator):
         self.report = progress_reporter(progress, self.kind)
         self.params, self.batches = params, batches
         if like is None:
-            self.backend = check_params(params, self.kind)
+            self.backend = self.__dict__.get("backend") or check_params(params, self.kind)
             self.x, self.unravel = pytree.ravel(params)
         else:
             self.backend, self.x, self.unravel = like.backend, like.x, like.unravel
