@@ -150,7 +150,7 @@ def closed_form_roots(name: str, out, ns):
         z = out - ns.max(out, axis=-1, keepdims=True)
         e = ns.exp(z)
         p = e / ns.sum(e, axis=-1, keepdims=True)                         # (N, C)
-        S = (eye - p[None]) * ns.transpose(ns.sqrt(p * (1.0 / n)))[:, :, None]
+        S = (eye - p[None]) * ns.transpose(ns.sqrt(p * (1.0 / max(n, 1))))[:, :, None]
     else:
         p = 0.5 * (1.0 + ns.tanh(0.5 * ns.reshape(out, (n, c))))          # sigmoid
         S = eye * ns.transpose(ns.sqrt(p * (1.0 - p) * (1.0 / max(out.size, 1))))[:, :, None]
