@@ -14,16 +14,18 @@ Cases and implementations:
 * ``grad``: one gradient of the loss (``dg.grad``; JAX's at both precisions): the ratio
   ``ggn/grad`` of each implementation is in its ``extra``;
 * ``kfac``: the Kronecker factors, what issue 38's goal "K-FAC factors ≤ 1.2× one
-  gradient" names: ``dg.kfac(model, "mse", ...)`` built afresh per call (the factors of
-  every layer, the loss Hessian's per-sample roots; no eigendecomposition, those wait for
-  a first inverse or spectrum, and no product), against curvlinops' ``KFACLinearOperator``
+  gradient" names: ``dg.kfac(model, "mse", ...)`` built afresh per call (one program per
+  batch: the forward, the loss Hessian's closed-form roots, the 10 VJPs as one ``vmap``;
+  then the Grams of every layer; no eigendecomposition, those wait for a first inverse or
+  spectrum, and no product), against curvlinops' ``KFACLinearOperator``
   (``type-2``) built afresh per call with one product (which forces its factors, computed
   in the constructor or at the first product depending on its version; the product itself
   is two GEMMs per layer, small next to the factors).
 
 Every result is checked against a float64 reference written out by hand
 (:func:`ggn_reference`). ``python -m benchmarks.curvature --small`` runs the tiny CPU sizes
-(no GPU needed) and prints the rows. The float64 agreement of every operator with
+(no GPU needed) and prints the rows, each dualgpu row's ratios to the gradient and to its
+peers, and issue 38's table (:func:`issue_table`). The float64 agreement of every operator with
 curvlinops' (to ~1e-15) is ``benchmarks/curvlinops_check.py``'s.
 """
 from __future__ import annotations
@@ -232,7 +234,10 @@ def run(ctx: Context) -> list[Row]:
 
 
 def _over_grad(rows: list[Row]) -> None:
-    """``ggn/grad`` and ``kfac/grad`` against dualgpu's gradient (and each peer's own)."""
+    """The ratios of issue 38's table in each row's ``extra``: ``ggn/grad`` and
+    ``kfac/grad`` against dualgpu's gradient (and ``ggn/own grad``, each peer's own), and
+    each dualgpu row of a case against the peers measured on it (``vs jax``, ``vs jax
+    (precision=highest)``, ``vs curvlinops``)."""
     by = {(r.case, r.impl): r for r in rows if r.status == "ok"}
     base = by.get(("grad", "dualgpu"))
     for (case, impl), r in by.items():
@@ -241,6 +246,26 @@ def _over_grad(rows: list[Row]) -> None:
         own = by.get(("grad", impl))
         if case == "ggn" and own is not None:
             r.extra["ggn/own grad"] = r.time_us / own.time_us
+        if impl.startswith("dualgpu") and case in ("ggn", "kfac"):
+            for peer in ("jax", "jax (precision=highest)", "curvlinops"):
+                other = by.get((case, peer))
+                if other is not None:
+                    r.extra[f"vs {peer}"] = r.time_us / other.time_us
+
+
+def issue_table(rows: list[Row]) -> list[str]:
+    """Issue 38's performance table, one line per goal (``benchmarks.report``'s targets of
+    this workload), evaluated on these rows whatever the device (a CPU run's figures are
+    not the goal's, which is the H200's)."""
+    from .report import TARGETS
+
+    lines = []
+    for t in TARGETS:
+        if t.workload == NAME:
+            measured, met = t.evaluate(rows)
+            verdict = "-" if met is None else ("met" if met else "NOT met")
+            lines.append(f"{t.what:<40} {t.goal:<32} {measured:<40} {verdict}")
+    return lines
 
 
 if __name__ == "__main__":
@@ -256,7 +281,12 @@ if __name__ == "__main__":
         gpu = gpu_available()
     ctx = Context(gpu=gpu, tiny=args.small, quick=args.small, budget_s=0.2 if args.small
                   else 4.0)
-    for row in run(ctx):
+    rows = run(ctx)
+    for row in rows:
+        extra = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in row.extra.items())
         print(f"{row.case:<6} {row.impl:<26} {row.status:<8} "
-              f"{'' if row.time_us is None else f'{row.time_us:10.1f} us'} "
-              f"{row.extra} {row.note}")
+              f"{'' if row.time_us is None else f'{row.time_us:10.1f} us'} {extra} {row.note}")
+    print(f"\nissue 38's table ({'H200' if gpu else 'CPU'}, "
+          f"{'tiny sizes' if args.small else '784-512-10, batch 4096'}):")
+    print("\n".join(issue_table(rows)))

@@ -116,8 +116,8 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
         if kind == "empirical":
             grads = 2.0 * (out - xp.asarray(Y, dtype=out.dtype))[None]
         else:  # y = f + z / sqrt(2): the gradient 2 (f - y) is sqrt(2) z
-            grads = np.sqrt(2.0) * xp.asarray(rng.standard_normal((samples,) + out.shape),
-                                               dtype=out.dtype)
+            grads = xp.asarray(np.sqrt(2.0) * rng.standard_normal((samples,) + out.shape),
+                               dtype=out.dtype)
     else:
         scale = 1.0 / out.size
         p = 0.5 * (1.0 + xp.tanh(0.5 * out))          # sigmoid, no overflow
@@ -129,23 +129,66 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
     return grads * xp.asarray(np.sqrt(scale / grads.shape[0]), dtype=out.dtype)
 
 
+def closed_form_roots(name: str, out, ns):
+    """``S`` of shape ``(C,) + out.shape`` with ``Σ_k S[k, n] S[k, n]ᵀ`` exactly the Hessian
+    of the likelihood loss ``name`` in the outputs of sample ``n`` (``C`` outputs per
+    sample), from the outputs alone; ``ns`` the array namespace (the backend's ``xp`` on
+    concrete outputs, :mod:`dualgpu.frontend.numpy` inside a traced program).
+
+    ``mse`` (a mean over all ``M`` entries): ``(2/M) I``, its root ``√(2/M) e_k``;
+    ``cross_entropy`` (a mean over ``N`` rows; ``p = softmax(f)``): ``(diag p - p pᵀ)/N =
+    Σ_k s_k s_kᵀ`` with ``s_k = √(p_k/N) (e_k - p)`` (``Σ_k p_k = 1``);
+    ``binary_cross_entropy_with_logits``: ``diag(p (1 - p)) / M`` (``p = sigmoid(f)``), its
+    root ``√(p_k (1 - p_k) / M) e_k``."""
+    n, shape, dtype = out.shape[0], tuple(out.shape), out.dtype
+    c = int(np.prod(shape[1:], dtype=np.int64))
+    eye = (ns.eye(c, dtype=dtype, like=out) if ns is dnp      # the trace's library
+           else ns.eye(c, dtype=dtype))[:, None, :]                   # (C, 1, C)
+    if name == "mse":
+        S = ns.broadcast_to(eye * float(np.sqrt(2.0 / max(out.size, 1))), (c, n, c))
+    elif name == "cross_entropy":
+        z = out - ns.max(out, axis=-1, keepdims=True)
+        e = ns.exp(z)
+        p = e / ns.sum(e, axis=-1, keepdims=True)                         # (N, C)
+        S = (eye - p[None]) * ns.transpose(ns.sqrt(p * (1.0 / max(n, 1))))[:, :, None]
+    else:
+        p = 0.5 * (1.0 + ns.tanh(0.5 * ns.reshape(out, (n, c))))          # sigmoid
+        S = eye * ns.transpose(ns.sqrt(p * (1.0 - p) * (1.0 / max(out.size, 1))))[:, :, None]
+    return ns.reshape(S, (c,) + shape)
+
+
+def likelihood_of(loss) -> str | None:
+    """The name of the likelihood loss ``loss`` is (the ``dg.nn`` function, or its name),
+    whose Hessian roots have a closed form (:func:`closed_form_roots`), else None. Targets
+    that broadcast the outputs wider change nothing: each output is counted ``r`` times in
+    a mean over ``r`` times as many entries."""
+    if isinstance(loss, str):
+        return loss if loss in LIKELIHOODS else None
+    return next((k for k, fn in LIKELIHOODS.items() if loss is fn), None)
+
+
 def loss_hessian_roots(loss, out, Y, what: str):
     """``(S, signs)``: ``S`` of shape ``(C,) + out.shape`` and ``signs`` ``(C, N)`` with
     ``Σ_k signs[k, n] S[k, n] S[k, n]ᵀ`` the loss Hessian's block of sample ``n`` (axis 0
-    of the outputs; ``C`` outputs per sample): its eigenvectors scaled by the roots of its
-    eigenvalues' magnitudes, from ``C`` products with the unit vectors (one ``vmap``ped
-    program). A loss whose Hessian couples samples is refused."""
+    of the outputs; ``C`` outputs per sample). The likelihood losses' by their closed forms
+    (:func:`closed_form_roots`); any other loss's are its blocks' eigenvectors scaled by
+    the roots of their eigenvalues' magnitudes, from ``C`` products with the unit vectors
+    (one ``vmap``ped program). A loss whose Hessian couples samples is refused."""
     xp = backend_of([out], "outputs").xp
     n = out.shape[0]
     c = out.size // max(n, 1)
+    name = likelihood_of(loss)
+    if name is not None and out.shape[0] and (name != "cross_entropy" or out.ndim == 2):
+        return closed_form_roots(name, out, xp), xp.ones((c, n), dtype=out.dtype)
     dirs = xp.broadcast_to(xp.eye(c, dtype=out.dtype)[:, None, :], (c, n, c))
     hd = vmap(hvp(loss), in_axes=(None, None, 0))(out, Y, dirs.reshape((c,) + out.shape))
     blocks = xp.transpose(xp.reshape(hd, (c, n, c)), (1, 2, 0))        # (N, C, C)
     probe = xp.asarray(np.random.default_rng(0).standard_normal((n, c)), dtype=out.dtype)
     full = xp.reshape(hvp(loss)(out, Y, probe.reshape(out.shape)), (n, c))
     per_sample = xp.einsum("nij,nj->ni", blocks, probe)
-    if not bool(xp.allclose(full, per_sample, rtol=1e-6,
-                            atol=1e-9 * (float(xp.max(xp.abs(full))) + 1e-300))):
+    tol = float(np.sqrt(np.finfo(out.dtype).eps))   # round-off of the dtype, not of float64
+    if not bool(xp.allclose(full, per_sample, rtol=tol,
+                            atol=tol * (float(xp.max(xp.abs(full))) + 1e-300))):
         raise InvalidArgumentError(
             f"{what}: the loss couples the samples (its Hessian in the outputs is not "
             "block-diagonal over axis 0 of model(params, X)); the per-sample curvature "
@@ -182,13 +225,14 @@ def check_params(params, what: str):
     if not leaves:
         raise ArgumentTypeError(f"{what}: params has no arrays (got {type(params).__name__}); "
                                 "give a pytree (dict, list, tuple) of floating-point arrays")
-    for path, leaf in zip(param_names(params), leaves):
+    for i, leaf in enumerate(leaves):   # the names only for a message (a tree walk each)
         if isinstance(leaf, Tracer):
-            raise ArgumentTypeError(f"{what}: {path} is a traced value; the operator is built "
-                                    "on concrete arrays (outside jit, grad and vmap)")
+            raise ArgumentTypeError(f"{what}: {param_names(params)[i]} is a traced value; the "
+                                    "operator is built on concrete arrays (outside jit, grad "
+                                    "and vmap)")
         if array_backend(leaf) is None or isinstance(leaf, (bool, np.bool_)) \
                 or np.dtype(leaf.dtype).kind != "f":
-            raise IntegerInputError(f"{what}: {path} is {type(leaf).__name__} "
+            raise IntegerInputError(f"{what}: {param_names(params)[i]} is {type(leaf).__name__} "
                                     f"{getattr(leaf, 'dtype', '')}; the parameters must be "
                                     "floating-point arrays")
     return backend_of(leaves, f"{what} params")
@@ -217,12 +261,15 @@ def data_batches(X, Y, batches, what: str) -> list:
     return out
 
 
-def check_outputs(model, loss_fn, params, batches, what: str, report=None) -> list:
-    """The model's outputs on each batch (concrete), the loss checked to be a real scalar;
-    ``report(stage, done, total)`` after each batch (see :func:`progress_reporter`)."""
+def check_outputs(model, loss_fn, params, batches, what: str, report=None,
+                  forward=None) -> list:
+    """The model's outputs on each batch (concrete; ``forward(params, X)`` instead of the
+    model's own program when given: a program that makes them among other things), the
+    loss checked to be a real scalar; ``report(stage, done, total)`` after each batch (see
+    :func:`progress_reporter`)."""
     outs = []
     for i, (X, Y) in enumerate(batches):
-        out = jit(model)(params, X)
+        out = (forward or jit(model))(params, X)
         value = loss_fn(out, Y)
         if np.ndim(value) != 0 or np.dtype(getattr(value, "dtype", float)).kind != "f":
             raise NonScalarOutputError(
@@ -284,15 +331,21 @@ class CurvatureOperator(HessianOperator):
         if sub is None:
             sub = _CLASSES[key] = type(cls.__name__, (cls, backend.linear_operator_class()),
                                        {"__module__": cls.__module__, "__doc__": cls.__doc__})
-        return object.__new__(sub)
+        op = object.__new__(sub)
+        op.backend = backend            # the parameters are checked: setup takes it
+        return op
 
-    def setup(self, params, batches, progress=None) -> None:
+    def setup(self, params, batches, progress=None, like=None) -> None:
         """The state every product reads: the point, its flat vector, the batches (and how
-        a pass over them reports its progress)."""
+        a pass over them reports its progress); ``like``: an operator at the same point
+        and batches whose checked parameters and flat vector are taken over."""
         self.report = progress_reporter(progress, self.kind)
-        self.backend = check_params(params, self.kind)
         self.params, self.batches = params, batches
-        self.x, self.unravel = pytree.ravel(params)
+        if like is None:
+            self.backend = self.__dict__.get("backend") or check_params(params, self.kind)
+            self.x, self.unravel = pytree.ravel(params)
+        else:
+            self.backend, self.x, self.unravel = like.backend, like.x, like.unravel
         self.args, self.argnums = (), 0
         self.n = int(self.x.size)
         self.nprod = 0
@@ -459,7 +512,7 @@ class GaussNewtonOperator(CurvatureOperator):
     kind = "ggn"
 
     def __init__(self, model, loss, params, X=None, Y=None, *, batches=None, progress=None,
-                 average=False):
+                 average=False, forward=None):
         self.loss_kind = loss_name(loss, self.kind, need_likelihood=False)
         self.model, self.loss = model, loss_function(loss)
         if not callable(model):
@@ -467,7 +520,7 @@ class GaussNewtonOperator(CurvatureOperator):
                                     f"{type(model).__name__}")
         self.setup(params, data_batches(X, Y, batches, self.kind), progress)
         self.outputs = check_outputs(model, self.loss, params, self.batches, self.kind,
-                                     self.report)
+                                     self.report, forward)
         self._program = columns_program("ggn", model, self.loss, ggn_product)
         self.weights = self.batch_weights(average)
         self._roots: dict = {}
@@ -477,7 +530,7 @@ class GaussNewtonOperator(CurvatureOperator):
             out = single_output(self.outputs[i], "ggn.per_sample_diagonal")
             S, signs = loss_hessian_roots(self.loss, out, self.batches[i][1],
                                           "ggn.per_sample_diagonal")
-            self._roots[i] = S * np.sqrt(self.weights[i]), signs
+            self._roots[i] = S * float(np.sqrt(self.weights[i])), signs
         return self._roots[i]
 
     def batch_product(self, i, V):
@@ -511,7 +564,7 @@ class FisherOperator(CurvatureOperator):
         rng = np.random.default_rng(seed)
         self.weights = self.batch_weights(average)
         self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
-                                           kind, self.samples, rng) * np.sqrt(w)
+                                           kind, self.samples, rng) * float(np.sqrt(w))
                         for out, (_, Y), w in zip(self.outputs, self.batches, self.weights)]
         self._program = columns_program("fisher", model, None, factor_product)
 

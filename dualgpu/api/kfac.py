@@ -45,8 +45,12 @@ from .gauss_newton import (
     CurvatureOperator,
     FisherOperator,
     GaussNewtonOperator,
+    closed_form_roots,
+    data_batches,
+    likelihood_of,
     loss_hessian_factors,
     param_names,
+    progress_reporter,
     single_output,
 )
 from .vectorize import vmap
@@ -198,16 +202,25 @@ def _gram(m):
     return m.T @ m
 
 
+def _weighted(m, w: float):
+    """``m`` times a batch's weight ``w`` (a Python float: the dtype stays)."""
+    return m if w == 1.0 else m * float(w)
+
+
 def _rows(x, perm, width):
     """``x`` with its axes ``perm`` (rows..., then one), as ``(rows, width)``."""
     return dnp.reshape(dnp.transpose(x, perm), (-1, width))
 
 
-def tapped_graph(graph: Graph, layers: list[Layer], s_aval: Aval) -> Graph:
+def tapped_graph(graph: Graph, layers: list[Layer], s_aval: Aval | None,
+                 roots: str | None = None) -> Graph:
     """``(*inputs of graph, S) -> (activations..., gradients...)``: per layer its activations
     as ``(rows, d_in)``, and the factors ``S`` (``(K,) + outputs' shape``) of the curvature in
     the outputs carried back to its output, ``(K, rows, d_out)``: the gradients of
-    ``Σ S[k] * outputs`` in a zero added to the product's output."""
+    ``Σ S[k] * outputs`` in a zero added to the product's output. With ``roots`` (the name
+    of a likelihood loss, ``s_aval`` None) ``S`` is no input: the closed-form roots of that
+    loss's Hessian at the outputs (:func:`closed_form_roots`), computed in the program from
+    its own forward, whose outputs come last (the model runs once)."""
     taps = {id(layer.eqn): k for k, layer in enumerate(layers)}
 
     def forward(leaves, perturbations):
@@ -226,44 +239,51 @@ def tapped_graph(graph: Graph, layers: list[Layer], s_aval: Aval) -> Graph:
         return read(env, graph.outputs[0]), [acts[k] for k in range(len(layers))]
 
     def run(*inputs):
+        leaves = list(inputs[:len(graph.inputs)])
+        zeros = [dnp.broadcast_to(graph.xp.zeros((), layer.eqn.outs[0].aval.dtype),
+                                  layer.eqn.outs[0].aval.shape) for layer in layers]
+        out, acts = forward(leaves, zeros)
+        S = inputs[-1] if roots is None else closed_form_roots(roots, out, dnp)
+        tail = [] if roots is None else [out]
         if not layers:
-            return []
-        leaves, S = list(inputs[:-1]), inputs[-1]
-        zeros = [graph.xp.zeros(layer.eqn.outs[0].aval.shape, layer.eqn.outs[0].aval.dtype)
-                 for layer in layers]
-        acts = forward(leaves, zeros)[1]
+            return tail
         gs = vmap(grad(lambda e, u: dnp.sum(forward(leaves, e)[0] * u)),
                   in_axes=(None, 0))(zeros, S)
         return ([_rows(a, layer.a_perm, layer.d_in) for a, layer in zip(acts, layers)]
                 + [dnp.reshape(dnp.transpose(g, (0,) + tuple(p + 1 for p in layer.s_perm)),
-                               (g.shape[0], -1, layer.d_out)) for g, layer in zip(gs, layers)])
+                               (g.shape[0], -1, layer.d_out)) for g, layer in zip(gs, layers)]
+                + tail)
 
-    tapped, _ = trace_to_graph(run, [v.aval for v in graph.inputs] + [s_aval], graph.xp,
-                               name=f"kfac_{graph.name}")
+    avals = [v.aval for v in graph.inputs] + ([] if s_aval is None else [s_aval])
+    tapped, _ = trace_to_graph(run, avals, graph.xp, name=f"kfac_{graph.name}")
     return simplify(tapped)
 
 
 class _KroneckerFactors(Transformed):
-    """``factors(params, X, S) -> (layers, biases, others, activations, gradients)``: the
-    layers of ``model`` (:func:`find_layers`, on the traced model) and, from one program,
-    their activations and the factors ``S`` carried back to their outputs
-    (:func:`tapped_graph`). Cached like every transform (per model, call signature, and the
-    number of factors ``K`` and of parameter leaves, its options)."""
+    """``factors(params, X, S) -> (layers, biases, others, activations, gradients, None)``:
+    the layers of ``model`` (:func:`find_layers`, on the traced model) and, from one
+    program, their activations and the factors ``S`` carried back to their outputs
+    (:func:`tapped_graph`). With ``samples`` the name of a likelihood loss,
+    ``factors(params, X)``: the factors are that loss's Hessian roots, made in the program,
+    and the model's outputs come last. Cached like every transform (per model, call
+    signature, and the number of factors ``K`` (or the loss) and of parameter leaves, its
+    options)."""
 
     kind = "kfac"
 
-    def __init__(self, model, n_params: int, samples: int, what: str):
+    def __init__(self, model, n_params: int, samples: int | str, what: str):
         super().__init__(model, argnums=())
         self.n_params, self.samples, self.what = n_params, samples, what
+        self.roots = samples if isinstance(samples, str) else None
 
     def options(self) -> dict:
         return {"n_params": self.n_params, "samples": self.samples}
 
     def split(self, args):
-        return args[:2], args[2]
+        return args[:2], (None if self.roots else args[2])
 
     def extra_inputs(self, sig, S):
-        return [S]
+        return [] if self.roots else [S]
 
     def build(self, traced, sig):
         graph = traced.graph
@@ -273,16 +293,21 @@ class _KroneckerFactors(Transformed):
         names = graph.input_names or [f"input {i}" for i in range(len(graph.inputs))]
         layers, biases, others = find_layers(graph, self.n_params, names, self.what)
         out = graph.outputs[0].aval
-        s_aval = Aval((self.samples,) + tuple(out.shape), out.dtype)
-        return tapped_graph(graph, layers, s_aval), (layers, biases, others)
+        if self.roots == "cross_entropy" and len(out.shape) != 2:
+            raise ShapeMismatchError(f"{self.what}: cross_entropy needs model(params, X) of "
+                                     f"shape (n, k), got {tuple(out.shape)}")
+        s_aval = None if self.roots else Aval((self.samples,) + tuple(out.shape), out.dtype)
+        return tapped_graph(graph, layers, s_aval, self.roots), (layers, biases, others)
 
     def finish(self, compiled, sig, outs):
         layers, biases, others = compiled.trees
         n = len(layers)
-        return layers, biases, others, list(outs[:n]), list(outs[n:])
+        return (layers, biases, others, list(outs[:n]), list(outs[n:2 * n]),
+                outs[-1] if self.roots else None)
 
 
-def kronecker_factors(model, n_params: int, samples: int, what: str) -> _KroneckerFactors:
+def kronecker_factors(model, n_params: int, samples: int | str,
+                      what: str) -> _KroneckerFactors:
     """The factors transform of ``model`` (one per model, parameter count and ``K``, kept in
     the one cache)."""
     return PROGRAMS.get_or_build(
@@ -313,30 +338,44 @@ class KFACOperator(CurvatureOperator):
             raise InvalidArgumentError(f"{what}: fisher_type must be 'ggn', 'mc' or "
                                        f"'empirical', got {fisher_type!r}")
         positive_int(dense_limit, "dense_limit", what)
-        if fisher_type == "ggn":
-            base: CurvatureOperator = GaussNewtonOperator(model, loss, params, X, Y,
-                                                          batches=batches, progress=progress,
-                                                          average=average)
-        else:
-            base = FisherOperator(model, loss, params, X, Y, kind=fisher_type,
-                                  samples=samples, seed=seed, batches=batches,
-                                  progress=progress, average=average)
-        self.kind, self.base, self.fisher_type = what, base, fisher_type
-        self.setup(params, base.batches, progress)
-        outs = [single_output(out, what) for out in base.outputs]
-        if fisher_type == "ggn":
-            factors = [loss_hessian_factors(base.loss, out, Y, what) * np.sqrt(w)
-                       for out, (_, Y), w in zip(outs, self.batches, base.weights)]
-        else:
-            factors = base.factors
         leaves = pytree.leaves(params)
+        data = data_batches(X, Y, batches, what)
+        runs: list = []      # per batch: (layers, biases, others, activations, gradients, out)
+        forward = None
+        if fisher_type == "ggn" and likelihood_of(loss) is not None:
+            # the loss's roots made in the factors program from its forward: the model runs
+            # once, the Gauss-Newton base takes its outputs from there
+            transform = kronecker_factors(model, len(leaves), likelihood_of(loss), what)
+            report = progress_reporter(progress, what)
+
+            def forward(params, X):
+                runs.append(transform(params, X))
+                if report is not None:
+                    report("factors", len(runs), len(data))
+                return runs[-1][5]
+        if fisher_type == "ggn":
+            base: CurvatureOperator = GaussNewtonOperator(model, loss, params, batches=data,
+                                                          progress=progress, average=average,
+                                                          forward=forward)
+        else:
+            base = FisherOperator(model, loss, params, kind=fisher_type, samples=samples,
+                                  seed=seed, batches=data, progress=progress, average=average)
+        self.kind, self.base, self.fisher_type = what, base, fisher_type
+        self.setup(params, base.batches, progress, like=base)
+        outs = [single_output(out, what) for out in base.outputs]
+        weights = base.weights if runs else [1.0] * len(outs)  # else inside the factors S
+        if not runs:
+            if fisher_type == "ggn":
+                factors = [loss_hessian_factors(base.loss, out, Y, what) * float(np.sqrt(w))
+                           for out, (_, Y), w in zip(outs, self.batches, base.weights)]
+            else:
+                factors = base.factors
+            transform = kronecker_factors(model, len(leaves), int(factors[0].shape[0]), what)
+            for (X, _), S in zip(self.batches, factors):
+                runs.append(transform(params, X, S))
+                if self.report is not None:
+                    self.report("factors", len(runs), len(self.batches))
         self.names = names = param_names(params)
-        transform = kronecker_factors(model, len(leaves), int(factors[0].shape[0]), what)
-        runs = []
-        for (X, _), S in zip(self.batches, factors):
-            runs.append(transform(params, X, S))
-            if self.report is not None:
-                self.report("factors", len(runs), len(self.batches))
         self.layers, biases, others = runs[0][:3]
         for run in runs[1:]:
             if [(la.param, la.in_out) for la in run[0]] != [
@@ -350,12 +389,13 @@ class KFACOperator(CurvatureOperator):
                 f"{what}: {', '.join(too_big)} has no Kronecker structure (it is not the weight "
                 "of one matrix product with a batch of activations) and its exact block would "
                 f"be over dense_limit={dense_limit} rows; raise dense_limit or use dg.ggn")
-        self._blocks(leaves, biases, others, [run[3:] for run in runs], corrected)
+        self._blocks(leaves, biases, others, [run[3:5] for run in runs], weights, corrected)
 
-    def _blocks(self, leaves, biases, others, outs, corrected):
-        """The blocks from the activations and gradients ``outs`` of each batch: each block's
-        matrix (a layer's ``(A, G)``, a bias's ``G``, an exact block), no eigenvectors unless
-        ``corrected`` (EK-FAC's eigenvalues are refitted on the data, which is not kept)."""
+    def _blocks(self, leaves, biases, others, outs, weights, corrected):
+        """The blocks from the activations and gradients ``outs`` of each batch (its
+        gradients' squares weighted by ``weights``): each block's matrix (a layer's
+        ``(A, G)``, a bias's ``G``, an exact block), no eigenvectors unless ``corrected``
+        (EK-FAC's eigenvalues are refitted on the data, which is not kept)."""
         xp = self.backend.xp
         offsets = np.cumsum([0] + [leaf.size for leaf in leaves])
         self.blocks: list = []           # (start, stop, layer or None, (A, G) or matrix)
@@ -367,20 +407,22 @@ class KFACOperator(CurvatureOperator):
             rows = sum(a[0].shape[0] for a, _ in outs)
             for k, layer in enumerate(self.layers):
                 A = sum(_gram(a[k]) for a, _ in outs) / rows
-                G = sum(_gram(g[k].reshape(-1, layer.d_out)) for _, g in outs)
+                G = sum(_weighted(_gram(g[k].reshape(-1, layer.d_out)), w)
+                        for (_, g), w in zip(outs, weights))
                 self.factors[self.names[layer.param]] = (A, G)
                 self.blocks.append((offsets[layer.param], offsets[layer.param + 1], layer,
                                     (A, G)))
                 if corrected:  # the curvature's own variance along each eigenvector
                     qa, qg = xp.linalg.eigh(A)[1], xp.linalg.eigh(G)[1]
                     refits[len(self.blocks) - 1] = ((qa, qg), sum(
-                        ((a[k] @ qa) ** 2).T @ xp.sum((g[k] @ qg) ** 2, axis=0)
-                        for a, g in outs))
+                        _weighted(((a[k] @ qa) ** 2).T @ xp.sum((g[k] @ qg) ** 2, axis=0), w)
+                        for (a, g), w in zip(outs, weights)))
                 for i in (i for i, j in biases.items() if j == k):  # its bias: A = 1
                     self.blocks.append((offsets[i], offsets[i + 1], None, G))
                     if corrected:
                         refits[len(self.blocks) - 1] = (qg, sum(
-                            xp.sum((g[k] @ qg) ** 2, axis=(0, 1)) for _, g in outs))
+                            _weighted(xp.sum((g[k] @ qg) ** 2, axis=(0, 1)), w)
+                            for (_, g), w in zip(outs, weights)))
         rows = [np.arange(offsets[i], offsets[i + 1]) for i in others]
         if others:  # the exact blocks: the products with their unit vectors, one program
             eye = xp.eye(self.n, dtype=self.dtype)[xp.asarray(np.concatenate(rows))]

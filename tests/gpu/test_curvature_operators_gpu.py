@@ -104,3 +104,23 @@ def test_against_curvlinops(what):
                                    fisher_type=kind)
     dense = ours.toarray()
     np.testing.assert_allclose(dense, theirs, rtol=1e-6, atol=1e-6 * np.abs(theirs).max())
+
+
+@pytest.mark.parametrize("loss", ["mse", "cross_entropy", "binary_cross_entropy_with_logits"])
+def test_kfac_roots_in_the_factors_program_on_cupy(loss):
+    # the likelihood losses' roots are made inside the CuPy factors program (closed forms,
+    # one forward): the same factors as NumPy's, float32 kept float32
+    cp = pytest.importorskip("cupy")
+    p, X, Y = _setup()
+    Y = {"mse": np.eye(3)[Y], "cross_entropy": Y,
+         "binary_cross_entropy_with_logits": np.eye(3)[Y]}[loss]
+    for dtype, rtol in ((np.float64, 1e-10), (np.float32, 1e-4)):
+        pd, Xd = [a.astype(dtype) for a in p], X.astype(dtype)
+        Yd = Y if loss == "cross_entropy" else Y.astype(dtype)
+        ref = dg.kfac(model, loss, pd, Xd, Yd)
+        K = dg.kfac(model, loss, [cp.asarray(a) for a in pd], cp.asarray(Xd), cp.asarray(Yd))
+        for name, pair in ref.factors.items():
+            for got, want in zip(K.factors[name], pair):
+                assert got.dtype == dtype
+                np.testing.assert_allclose(cp.asnumpy(got), want, rtol=rtol,
+                                           atol=rtol * float(np.abs(want).max()))
