@@ -18,7 +18,7 @@ import numpy as np
 import dualgpu as dg
 
 rng = np.random.default_rng(0)
-WIDTH, STEPS, POINTS = 24, 1500, 256
+WIDTH, STEPS, POINTS = 24, 600, 256
 
 
 def init(sizes):
