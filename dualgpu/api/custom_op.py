@@ -79,7 +79,8 @@ def derived_rules_info() -> dict:
 class _Spec:
     """One definition of a custom op: implementation, shape rule and derivative rules."""
 
-    __slots__ = ("impl", "abstract_eval", "jvp", "vjp", "kind", "c", "arity", "rules")
+    __slots__ = ("impl", "abstract_eval", "jvp", "vjp", "kind", "c", "arity", "rules",
+                 "multiple_results")
     impl: Callable
     abstract_eval: Callable
     jvp: Callable | None
@@ -88,6 +89,7 @@ class _Spec:
     c: str | None
     arity: int | None
     rules: _Rules
+    multiple_results: bool
 
 
 class CustomPrimitive(Primitive):
@@ -101,7 +103,8 @@ class CustomPrimitive(Primitive):
         self._spec = spec
         # Primitive's own defaults for everything else (the setters below write into spec)
         super().__init__(name, spec.impl, spec.abstract_eval, jvp=spec.jvp, vjp=spec.vjp,
-                         kind=spec.kind, c=spec.c, arity=spec.arity, doc=doc)
+                         kind=spec.kind, c=spec.c, arity=spec.arity,
+                         multiple_results=spec.multiple_results, doc=doc)
 
     def _field(attr: str):  # type: ignore[misc]  # a property factory of the class body
         def get(self):
@@ -119,6 +122,7 @@ class CustomPrimitive(Primitive):
     kind = _field("kind")
     c = _field("c")
     arity = _field("arity")
+    multiple_results = _field("multiple_results")
     del _field
 
     def _replace(self, spec: _Spec, doc: str) -> None:
@@ -157,7 +161,8 @@ class CustomOp:
 
 def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
               jvp: Callable | None = None, vjp: Callable | None = None,
-              c: str | None = None, doc: str = "") -> CustomOp:
+              c: str | None = None, doc: str = "",
+              multiple_results: bool = False) -> CustomOp:
     """Register a primitive ``name`` and return a function that applies it.
 
     ``impl(xp, *args)`` computes the value with the array module ``xp``. ``shape`` gives the
@@ -168,6 +173,11 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
     raises). ``c`` is a C expression for fused GPU kernels (elementwise ops only), ``{0}``,
     ``{1}``... standing for the operands; it is checked against a whitelist of tokens and
     math functions.
+
+    With ``multiple_results=True`` the op has several outputs: ``shape`` (required) returns
+    a list of them (each as above), ``impl`` a tuple of arrays, ``ans`` is that tuple in
+    the rules, ``jvp`` returns one tangent per output (None: zero) and ``vjp`` receives
+    ``g`` as a tuple, one cotangent per output (zeros where an output has none).
 
     Re-registering a name that a previous ``custom_op`` call registered replaces the whole
     op at once -- implementation, shape rule and derivative rules, for every handle to it --
@@ -194,6 +204,9 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
         raise DualgpuError(f"custom_op {name!r}: doc= must be a string, got "
                            f"{type(doc).__name__}")
     arity = _arity(name, impl)
+    if multiple_results and (shape is None or c is not None):
+        raise DualgpuError(f"custom_op {name!r}: an op with multiple_results needs shape= "
+                           "(a list of its outputs' abstract values) and no C expression")
     if c is not None:
         if shape is not None:
             raise DualgpuError(f"custom_op {name!r}: a C expression is only for elementwise "
@@ -204,12 +217,13 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
         check_c_expression(c, arity)
 
     spec = _Spec()
-    spec.abstract_eval = _shape_rule(name, shape)
+    spec.multiple_results = bool(multiple_results)
+    spec.abstract_eval = _shape_rule(name, shape, spec.multiple_results)
     spec.impl = _checked_impl(name, impl, spec)
     spec.kind = "elementwise" if c is not None else "generic"
     spec.c = c
     spec.arity = arity
-    spec.rules = _Rules(name, jvp, vjp)
+    spec.rules = _Rules(name, jvp, vjp, spec.multiple_results)
     has_rules = jvp is not None or vjp is not None
     # without rules, differentiating through the op raises (it is not silently constant)
     spec.jvp = spec.rules.jvp if has_rules else None
@@ -288,23 +302,37 @@ def _checked_impl(name: str, impl, spec: _Spec):
             key = tuple([(np.shape(a), type(a)) for a in args])
         want = expected.get(key)
         if want is None:
-            want = tuple(spec.abstract_eval([_aval(a) for a in args]).shape)
+            avals = spec.abstract_eval([_aval(a) for a in args])
+            want = [tuple(a.shape) for a in (avals if spec.multiple_results else [avals])]
             if len(expected) > 256:
                 expected.clear()
             expected[key] = want
-        got = res.shape if hasattr(res, "shape") else np.shape(res)
-        if got != want and tuple(got) != want:
+        outs = res if spec.multiple_results else [res]
+        if spec.multiple_results and (not isinstance(res, (tuple, list))
+                                      or len(res) != len(want)):
             raise ShapeMismatchError(
-                f"the impl of custom op {name!r} returned shape {tuple(got)}, but its shape "
-                f"rule gives {want} for inputs of shapes "
-                f"{', '.join(str(tuple(np.shape(a))) for a in args)}; give custom_op a "
-                "shape= that matches impl")
+                f"the impl of custom op {name!r} returned {_count(res)}, but its shape rule "
+                f"gives {len(want)} outputs")
+        for out, shape in zip(outs, want):
+            got = out.shape if hasattr(out, "shape") else np.shape(out)
+            if got != shape and tuple(got) != shape:
+                raise ShapeMismatchError(
+                    f"the impl of custom op {name!r} returned shape {tuple(got)}, but its "
+                    f"shape rule gives {shape} for inputs of shapes "
+                    f"{', '.join(str(tuple(np.shape(a))) for a in args)}; give custom_op a "
+                    "shape= that matches impl")
         return res
 
     return run
 
 
-def _shape_rule(name: str, shape):
+def _count(res) -> str:
+    """What a rule returned, for a message about how many values it returns."""
+    return (f"{len(res)} value(s)" if isinstance(res, (tuple, list))
+            else f"a {type(res).__name__}")
+
+
+def _shape_rule(name: str, shape, multiple: bool = False):
     def elementwise_rule(avals, **params):
         out = broadcast_shapes(*[a.shape for a in avals], op=name)
         return Aval(out, float_dtype(promote(avals)), all(a.weak for a in avals))
@@ -314,7 +342,12 @@ def _shape_rule(name: str, shape):
 
     def rule(avals, **params):
         res = _user_call(name, "shape rule", shape, *avals)
-        return _as_aval(name, res, avals)
+        if not multiple:
+            return _as_aval(name, res, avals)
+        if not isinstance(res, (tuple, list)):
+            raise DualgpuError(f"the shape rule of custom op {name!r} (multiple_results) "
+                               f"returned {res!r}: expected a list, one entry per output")
+        return [_as_aval(name, r, avals) for r in res]
 
     return rule
 
@@ -423,11 +456,20 @@ class _Rules:
     """The JVP and VJP of a custom op, each given or derived from the other; every result
     of a user rule is checked (None, shape, dtype) before it enters a graph."""
 
-    def __init__(self, name: str, jvp, vjp):
+    def __init__(self, name: str, jvp, vjp, multiple: bool = False):
         self.name = name
         self.prim: CustomPrimitive | None = None
         self.user_jvp = jvp
         self.user_vjp = vjp
+        self.multiple = multiple  # several outputs: ans, g and the tangents are sequences
+
+    def _outs(self, ans) -> list:
+        """The op's outputs (or their cotangents) as a list."""
+        return list(ans) if self.multiple else [ans]
+
+    def _one(self, outs: list):
+        """The rules' form of a list of values per output: the tuple, or the one value."""
+        return tuple(outs) if self.multiple else outs[0]
 
     # ------------------------------------------------------------------ user rules
     def _call_jvp(self, primals, tangents, ans):
@@ -435,7 +477,16 @@ class _Rules:
               for p, t in zip(primals, tangents)]
         t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
                        tuple(primals), tuple(ts), ans)
-        return self._check_tangent(t, ans)
+        if not self.multiple:
+            return self._check_tangent(t, ans)
+        if not isinstance(t, (tuple, list)) or len(t) != len(ans):
+            n = f"{len(t)} tangent(s)" if isinstance(t, (tuple, list)) else \
+                f"a {type(t).__name__}"
+            raise DualgpuError(f"the jvp rule of custom op {self.name!r} returned {n} for "
+                               f"{len(ans)} outputs: return a tuple, one tangent per output "
+                               "(None for zero)")
+        return [None if ti is None or not is_float_value(a) else self._check_tangent(ti, a)
+                for ti, a in zip(t, ans)]
 
     def _check_tangent(self, t, ans):
         where = f"the jvp rule of custom op {self.name!r}"
@@ -502,12 +553,14 @@ class _Rules:
     def jvp(self, primals, tangents, **params):
         ans = self.prim.bind(*primals)
         if all(t is None for t in tangents):
-            return ans, None
+            return ans, ([None] * len(ans) if self.multiple else None)
         if self.user_jvp is not None:
             return ans, self._call_jvp(primals, tangents, ans)
         return ans, self._derived_jvp(primals, tangents, ans)
 
     def vjp(self, g, primals, ans, **params):
+        if self.multiple:  # a zero cotangent of an output reaches the rules as zeros
+            g = tuple(zeros_like(a) if c is None else c for c, a in zip(g, ans))
         if self.user_vjp is not None:
             cts = self._call_vjp(g, primals, ans)
         else:
@@ -544,23 +597,26 @@ class _Rules:
     def _derived_jvp(self, primals, tangents, ans):
         """Transpose the pullback: J t = (g -> J^T g)^T t."""
         need = [i for i, p in enumerate(primals) if is_float_value(p) and tangents[i] is not None]
+        avals, anss = [_aval(p) for p in primals], self._outs(ans)
         if not need:
-            return None
-        avals = [_aval(p) for p in primals]
-        ans_aval = _aval(ans)
-        xp = _xp_of(primals, ans)
-        key = ("jvp", tuple(need), aval_key(avals), aval_key([ans_aval]),
+            return self._one([None] * len(anss))
+        ans_avals = [_aval(a) for a in anss]
+        xp = _xp_of(primals, anss)
+        key = ("jvp", tuple(need), aval_key(avals), aval_key(ans_avals),
                getattr(xp, "__name__", ""))
-        graph = self._derived(key, lambda: self._transpose_pullback(avals, ans_aval, need, xp))
-        outs = eval_graph(graph, [zeros_like(ans), *primals, ans, *[tangents[i] for i in need]])
-        return _fit(outs[-1], ans)
+        graph = self._derived(key, lambda: self._transpose_pullback(avals, ans_avals, need,
+                                                                    xp))
+        outs = iter(eval_graph(graph, [*[zeros_like(a) for a in anss], *primals, *anss,
+                                       *[tangents[i] for i in need]])[len(need):])
+        # the cotangents of the float outputs' g: their tangents
+        return self._one([_fit(next(outs), a) if is_float_value(a) else None for a in anss])
 
-    def _transpose_pullback(self, avals, ans_aval, need, xp):
-        n = len(avals)
+    def _transpose_pullback(self, avals, ans_avals, need, xp):
+        n, m = len(avals), len(ans_avals)
 
-        def pullback(g, *rest):
-            primals, ans = rest[:n], rest[n]
-            cts = self._call_vjp(g, primals, ans)
+        def pullback(*args):
+            g, primals = self._one(list(args[:m])), args[m:m + n]
+            cts = self._call_vjp(g, primals, self._one(list(args[m + n:])))
             out = []
             for i in need:
                 if cts[i] is None:
@@ -570,46 +626,48 @@ class _Rules:
                 out.append(self._check_cotangent(cts[i], primals[i], i))
             return tuple(out)
 
-        g_aval = Aval(tuple(ans_aval.shape), ans_aval.dtype)
-        graph, _ = trace_to_graph(pullback, [g_aval, *avals, ans_aval], xp,
+        g_avals = [Aval(tuple(a.shape), a.dtype) for a in ans_avals]
+        graph, _ = trace_to_graph(pullback, [*g_avals, *avals, *ans_avals], xp,
                                   name=f"{self.name}_pullback")
-        return vjp_graph(graph, [True] + [False] * (n + 1))
+        return vjp_graph(graph, [np.dtype(a.dtype).kind in "fc" for a in ans_avals]
+                         + [False] * (n + m))
 
     def _derived_vjp(self, g, primals, ans):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
         diff = [i for i, p in enumerate(primals) if is_float_value(p)]
-        avals = [_aval(p) for p in primals]
-        ans_aval = _aval(ans)
-        xp = _xp_of(primals, ans)
-        key = ("vjp", tuple(diff), aval_key(avals), aval_key([ans_aval]),
+        avals, anss = [_aval(p) for p in primals], self._outs(ans)
+        ans_avals = [_aval(a) for a in anss]
+        xp = _xp_of(primals, anss)
+        key = ("vjp", tuple(diff), aval_key(avals), aval_key(ans_avals),
                getattr(xp, "__name__", ""))
-        graph = self._derived(key, lambda: self._transpose_pushforward(avals, ans_aval, diff,
+        graph = self._derived(key, lambda: self._transpose_pushforward(avals, ans_avals, diff,
                                                                        xp))
         ts = [zeros_like(primals[i]) for i in diff]
-        outs = eval_graph(graph, [*ts, *primals, ans, g])
+        outs = eval_graph(graph, [*ts, *primals, *anss, *self._outs(g)])
         cts: list = [None] * len(primals)
-        for i, ct in zip(diff, outs[1:]):
+        for i, ct in zip(diff, outs[len(anss):]):
             cts[i] = ct
         return cts
 
-    def _transpose_pushforward(self, avals, ans_aval, diff, xp):
+    def _transpose_pushforward(self, avals, ans_avals, diff, xp):
         n, k = len(avals), len(diff)
 
         def pushforward(*args):
-            ts, primals, ans = args[:k], args[k:k + n], args[k + n]
+            ts, primals, anss = args[:k], args[k:k + n], list(args[k + n:])
             full: list = [None] * n
             for i, t in zip(diff, ts):
                 full[i] = t
-            return self._call_jvp(primals, full, ans)
+            t_out = self._outs(self._call_jvp(primals, full, self._one(anss)))
+            return [zeros_like(a) if t is None else t for t, a in zip(t_out, anss)]
 
         t_avals = [Aval(tuple(avals[i].shape), avals[i].dtype) for i in diff]
-        graph, _ = trace_to_graph(pushforward, [*t_avals, *avals, ans_aval], xp,
+        graph, _ = trace_to_graph(pushforward, [*t_avals, *avals, *ans_avals], xp,
                                   name=f"{self.name}_pushforward")
-        return vjp_graph(graph, [True] * k + [False] * (n + 1))
+        return vjp_graph(graph, [True] * k + [False] * (n + len(ans_avals)))
 
 
-def _xp_of(primals, ans):
-    for x in (*primals, ans):
+def _xp_of(primals, anss):
+    for x in (*primals, *anss):
         if isinstance(x, Tracer):
             return x._builder.xp
     return namespace_of(list(primals))
