@@ -114,6 +114,8 @@ class _CustomFunction:
         nums = self._nondiff_positions(args)
         nondiff = tuple(args[i] for i in nums)
         for i, a in zip(nums, nondiff):
+            if isinstance(a, np.generic):  # a NumPy scalar: hashable, keyed by value and dtype
+                continue
             if isinstance(a, Tracer) or hasattr(a, "__array_namespace__") or (
                     hasattr(a, "shape") and hasattr(a, "dtype")):
                 raise DualgpuError(f"{self.kind} function {self.__name__}: argument {i} is "
