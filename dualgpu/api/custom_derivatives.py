@@ -170,10 +170,11 @@ class _CustomFunction:
         def impl(xp, *leaves):
             return tuple(pytree.leaves(fun(*merge.args(leaves))))
 
-        rules = {kind: _TreeRule(rule, out_tree)
-                 for kind, rule in self._rules(merge.nondiff, merge).items()}
+        jvp, vjp = (self._rules(merge.nondiff, merge).get(k) for k in ("jvp", "vjp"))
         return custom_op(f"{op.prim.name}_tree", impl, multiple_results=True,
-                         shape=lambda *avals: shape.structure(*avals)[1], **rules)
+                         shape=lambda *avals: shape.structure(*avals)[1],
+                         jvp=None if jvp is None else _TreeRule(jvp, out_tree),
+                         vjp=None if vjp is None else _TreeRule(vjp, out_tree))
 
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {self.__name__}>"

@@ -52,6 +52,7 @@ from ..lax import zeros_like
 from ..rules.common import unbroadcast
 from ..transforms.vjp import vjp_graph
 from . import differentiation
+from .custom_decisions import decide, replaying
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -67,8 +68,6 @@ _REGISTER_LOCK = threading.RLock()
 def clear_derived_rules() -> None:
     """Drop every cached derived-rule graph (``dg.clear_cache()`` drops them too)."""
     PROGRAMS.discard_kind(DERIVED)
-
-
 
 
 def derived_rules_info() -> dict:
@@ -153,7 +152,9 @@ class CustomOp:
         if arity is not None and len(args) != arity:
             raise DualgpuError(f"custom op {self.prim.name!r} takes {arity} operand(s), got "
                                f"{len(args)}")
-        return self.prim.bind(*args)
+        # the branches its rules take on the values, where the trace knows them
+        decided = self.prim._spec.rules.decisions(args)
+        return self.prim.bind(*args, **({"decided": decided} if decided else {}))
 
     def __repr__(self) -> str:
         return f"<dualgpu custom op {self.prim.name}>"
@@ -174,10 +175,8 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
     ``{1}``... standing for the operands; it is checked against a whitelist of tokens and
     math functions.
 
-    With ``multiple_results=True`` the op has several outputs: ``shape`` (required) returns
-    a list of them (each as above), ``impl`` a tuple of arrays, ``ans`` is that tuple in
-    the rules, ``jvp`` returns one tangent per output (None: zero) and ``vjp`` receives
-    ``g`` as a tuple, one cotangent per output (zeros where an output has none).
+    ``multiple_results=True``: several outputs, ``shape`` (required) returns a list of them
+    and ``impl``, ``ans``, the tangents and ``g`` are tuples (docs/custom_rules.md).
 
     Re-registering a name that a previous ``custom_op`` call registered replaces the whole
     op at once -- implementation, shape rule and derivative rules, for every handle to it --
@@ -308,11 +307,10 @@ def _checked_impl(name: str, impl, spec: _Spec):
                 expected.clear()
             expected[key] = want
         outs = res if spec.multiple_results else [res]
-        if spec.multiple_results and (not isinstance(res, (tuple, list))
-                                      or len(res) != len(want)):
+        if not isinstance(outs, (tuple, list)) or len(outs) != len(want):
             raise ShapeMismatchError(
-                f"the impl of custom op {name!r} returned {_count(res)}, but its shape rule "
-                f"gives {len(want)} outputs")
+                f"the impl of custom op {name!r} returned {_count(res, 'value')}, but its "
+                f"shape rule gives {len(want)} outputs")
         for out, shape in zip(outs, want):
             got = out.shape if hasattr(out, "shape") else np.shape(out)
             if got != shape and tuple(got) != shape:
@@ -324,12 +322,6 @@ def _checked_impl(name: str, impl, spec: _Spec):
         return res
 
     return run
-
-
-def _count(res) -> str:
-    """What a rule returned, for a message about how many values it returns."""
-    return (f"{len(res)} value(s)" if isinstance(res, (tuple, list))
-            else f"a {type(res).__name__}")
 
 
 def _shape_rule(name: str, shape, multiple: bool = False):
@@ -417,6 +409,12 @@ def is_value(x) -> bool:
         np.dtype(x.dtype).kind in "biufc"
 
 
+def _count(res, what: str) -> str:
+    """How many ``what`` a rule returned (a tuple), or what it returned instead."""
+    return (f"{len(res)} {what}(s)" if isinstance(res, (tuple, list))
+            else f"a {type(res).__name__}")
+
+
 def _broadcasts_to(src: tuple, dst: tuple) -> bool:
     """Whether an array of shape ``src`` broadcasts to shape ``dst``."""
     return len(src) <= len(dst) and all(
@@ -462,6 +460,7 @@ class _Rules:
         self.user_jvp = jvp
         self.user_vjp = vjp
         self.multiple = multiple  # several outputs: ans, g and the tangents are sequences
+        self.branch_free: set = set()  # operand signatures its rules take no branch on
 
     def _outs(self, ans) -> list:
         """The op's outputs (or their cotangents) as a list."""
@@ -472,19 +471,34 @@ class _Rules:
         return tuple(outs) if self.multiple else outs[0]
 
     # ------------------------------------------------------------------ user rules
-    def _call_jvp(self, primals, tangents, ans):
+    def decisions(self, args) -> tuple:
+        """The ``decided`` parameter of a call (:mod:`dualgpu.api.custom_decisions`)."""
+        def rules_for(primals):
+            ans, rules = self.prim.bind(*primals), []
+            if self.user_jvp is not None:
+                rules.append(("jvp", f"the jvp rule of custom op {self.name!r}", lambda s:
+                              self._call_jvp(primals, [s(p) if is_float_value(p) else None
+                                                       for p in primals], ans)))
+            if self.user_vjp is not None:
+                rules.append(("vjp", f"the vjp rule of custom op {self.name!r}", lambda s:
+                              self._call_vjp(self._one([s(a) for a in self._outs(ans)]),
+                                             primals, ans)))
+            return rules
+
+        return decide(args, rules_for, self.branch_free)
+
+    def _call_jvp(self, primals, tangents, ans, decided=()):
         ts = [zeros_like(p) if t is None and is_float_value(p) else t
               for p, t in zip(primals, tangents)]
-        t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
-                       tuple(primals), tuple(ts), ans)
+        with replaying(decided, "jvp", primals):
+            t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
+                           tuple(primals), tuple(ts), ans)
         if not self.multiple:
             return self._check_tangent(t, ans)
         if not isinstance(t, (tuple, list)) or len(t) != len(ans):
-            n = f"{len(t)} tangent(s)" if isinstance(t, (tuple, list)) else \
-                f"a {type(t).__name__}"
-            raise DualgpuError(f"the jvp rule of custom op {self.name!r} returned {n} for "
-                               f"{len(ans)} outputs: return a tuple, one tangent per output "
-                               "(None for zero)")
+            raise DualgpuError(f"the jvp rule of custom op {self.name!r} returned "
+                               f"{_count(t, 'tangent')} for {len(ans)} outputs: return a "
+                               "tuple, one tangent per output (None for zero)")
         return [None if ti is None or not is_float_value(a) else self._check_tangent(ti, a)
                 for ti, a in zip(t, ans)]
 
@@ -513,9 +527,10 @@ class _Rules:
             raise ShapeMismatchError(f"{what} of dtype {np.dtype(_aval(t).dtype).name}, but "
                                      f"{of} is real ({_describe(like)})")
 
-    def _call_vjp(self, g, primals, ans):
-        cts = _user_call(self.name, "vjp rule", rebind_function(self.user_vjp),
-                         g, tuple(primals), ans)
+    def _call_vjp(self, g, primals, ans, decided=()):
+        with replaying(decided, "vjp", primals):
+            cts = _user_call(self.name, "vjp rule", rebind_function(self.user_vjp),
+                             g, tuple(primals), ans)
         n = len(primals)
         if not isinstance(cts, (tuple, list)):
             if n != 1:
@@ -550,21 +565,21 @@ class _Rules:
                 "if it is truly zero)")
 
     # ------------------------------------------------------------------ registry rules
-    def jvp(self, primals, tangents, **params):
-        ans = self.prim.bind(*primals)
+    def jvp(self, primals, tangents, decided=()):
+        ans = self.prim.bind(*primals, **({"decided": decided} if decided else {}))
         if all(t is None for t in tangents):
             return ans, ([None] * len(ans) if self.multiple else None)
         if self.user_jvp is not None:
-            return ans, self._call_jvp(primals, tangents, ans)
-        return ans, self._derived_jvp(primals, tangents, ans)
+            return ans, self._call_jvp(primals, tangents, ans, decided)
+        return ans, self._derived_jvp(primals, tangents, ans, decided)
 
-    def vjp(self, g, primals, ans, **params):
+    def vjp(self, g, primals, ans, decided=()):
         if self.multiple:  # a zero cotangent of an output reaches the rules as zeros
             g = tuple(zeros_like(a) if c is None else c for c, a in zip(g, ans))
         if self.user_vjp is not None:
-            cts = self._call_vjp(g, primals, ans)
+            cts = self._call_vjp(g, primals, ans, decided)
         else:
-            cts = self._derived_vjp(g, primals, ans)
+            cts = self._derived_vjp(g, primals, ans, decided)
         out: list = []
         for i, (x, ct) in enumerate(zip(primals, cts)):
             if not _wants(x):
@@ -594,7 +609,7 @@ class _Rules:
         finally:
             building.discard(full_key)
 
-    def _derived_jvp(self, primals, tangents, ans):
+    def _derived_jvp(self, primals, tangents, ans, decided):
         """Transpose the pullback: J t = (g -> J^T g)^T t."""
         need = [i for i, p in enumerate(primals) if is_float_value(p) and tangents[i] is not None]
         avals, anss = [_aval(p) for p in primals], self._outs(ans)
@@ -603,20 +618,20 @@ class _Rules:
         ans_avals = [_aval(a) for a in anss]
         xp = _xp_of(primals, anss)
         key = ("jvp", tuple(need), aval_key(avals), aval_key(ans_avals),
-               getattr(xp, "__name__", ""))
+               getattr(xp, "__name__", ""), decided)
         graph = self._derived(key, lambda: self._transpose_pullback(avals, ans_avals, need,
-                                                                    xp))
+                                                                    xp, decided))
         outs = iter(eval_graph(graph, [*[zeros_like(a) for a in anss], *primals, *anss,
                                        *[tangents[i] for i in need]])[len(need):])
         # the cotangents of the float outputs' g: their tangents
         return self._one([_fit(next(outs), a) if is_float_value(a) else None for a in anss])
 
-    def _transpose_pullback(self, avals, ans_avals, need, xp):
+    def _transpose_pullback(self, avals, ans_avals, need, xp, decided):
         n, m = len(avals), len(ans_avals)
 
         def pullback(*args):
             g, primals = self._one(list(args[:m])), args[m:m + n]
-            cts = self._call_vjp(g, primals, self._one(list(args[m + n:])))
+            cts = self._call_vjp(g, primals, self._one(list(args[m + n:])), decided)
             out = []
             for i in need:
                 if cts[i] is None:
@@ -632,16 +647,16 @@ class _Rules:
         return vjp_graph(graph, [np.dtype(a.dtype).kind in "fc" for a in ans_avals]
                          + [False] * (n + m))
 
-    def _derived_vjp(self, g, primals, ans):
+    def _derived_vjp(self, g, primals, ans, decided):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
         diff = [i for i, p in enumerate(primals) if is_float_value(p)]
         avals, anss = [_aval(p) for p in primals], self._outs(ans)
         ans_avals = [_aval(a) for a in anss]
         xp = _xp_of(primals, anss)
         key = ("vjp", tuple(diff), aval_key(avals), aval_key(ans_avals),
-               getattr(xp, "__name__", ""))
+               getattr(xp, "__name__", ""), decided)
         graph = self._derived(key, lambda: self._transpose_pushforward(avals, ans_avals, diff,
-                                                                       xp))
+                                                                       xp, decided))
         ts = [zeros_like(primals[i]) for i in diff]
         outs = eval_graph(graph, [*ts, *primals, *anss, *self._outs(g)])
         cts: list = [None] * len(primals)
@@ -649,7 +664,7 @@ class _Rules:
             cts[i] = ct
         return cts
 
-    def _transpose_pushforward(self, avals, ans_avals, diff, xp):
+    def _transpose_pushforward(self, avals, ans_avals, diff, xp, decided):
         n, k = len(avals), len(diff)
 
         def pushforward(*args):
@@ -657,7 +672,7 @@ class _Rules:
             full: list = [None] * n
             for i, t in zip(diff, ts):
                 full[i] = t
-            t_out = self._outs(self._call_jvp(primals, full, self._one(anss)))
+            t_out = self._outs(self._call_jvp(primals, full, self._one(anss), decided))
             return [zeros_like(a) if t is None else t for t, a in zip(t_out, anss)]
 
         t_avals = [Aval(tuple(avals[i].shape), avals[i].dtype) for i in diff]

@@ -451,10 +451,9 @@ def _number_sequence(x: Any, name: str, depth: int = 0) -> tuple[str, Any] | Non
 
 
 def _shape_only(x: Any) -> bool:
-    """An abstract array (JAX's ShapeDtypeStruct, any object with a shape and a dtype but no
-    values): an argument of eval_shape, not of a call."""
-    return (hasattr(x, "shape") and hasattr(x, "dtype") and not hasattr(x, "__array__")
-            and not hasattr(x, "__array_namespace__") and not isinstance(x, type))
+    """A ShapeDtypeStruct (dualgpu's or JAX's, by its class's name: the api layer and JAX
+    are above this one): an argument of eval_shape, not of a call."""
+    return type(x).__name__ == "ShapeDtypeStruct" and hasattr(x, "shape")
 
 
 def _static_name(i: int, kwargs: dict, kw_leaf: int) -> str:

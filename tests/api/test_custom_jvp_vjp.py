@@ -330,7 +330,7 @@ def test_a_numpy_scalar_nondiff_argument_is_a_static_value():
     power.defvjp(lambda v, n: (power(v, n), v), bwd)
     for n in (np.float64(2.0), np.int32(3), np.float32(3.0)):
         np.testing.assert_allclose(power(x, n), x ** n)
-        np.testing.assert_allclose(dg.grad(lambda v: np.sum(power(v, n)))(x),
+        np.testing.assert_allclose(dg.grad(lambda v, n=n: np.sum(power(v, n)))(x),
                                    n * x ** (n - 1), rtol=1e-6)
         assert seen[-1][0] is type(n) and seen[-1][1] == n
     with pytest.raises(dg.DualgpuError, match="argument 1 is in nondiff_argnums but is an "
