@@ -23,7 +23,7 @@ from typing import Any
 from .. import lax
 from ..core.trace import UNDECIDED, Concretize, GraphBuilder, Tracer
 from ..errors import TracerControlFlowError, user_location
-from ..runtime.decisions import ValueTrace
+from ..runtime.decisions import NeedsStatic, ValueTrace
 
 __all__ = ["decide", "replaying"]
 
@@ -119,7 +119,7 @@ def decide(args: Sequence[Any],
             builder.concretize = recorder
             try:
                 run(recorder.stand_in)
-            except BranchOnTangent:
+            except (BranchOnTangent, NeedsStatic):  # the latter: the trace is made again
                 raise
             except Exception:  # noqa: BLE001 - the transform's own trace of the rule says
                 complete = False
