@@ -1,8 +1,9 @@
 """JAX's ``custom_jvp`` and ``custom_vjp`` decorators: a Python function with derivative
 rules of its own, registered as a custom op (:func:`dualgpu.custom.custom_op`) per set of
 static (``nondiff_argnums``) arguments, each such op an entry of the one cache. A function
-that returns a pytree of arrays is one op per output leaf (each runs the function and
-takes its leaf: a program evaluates the function once per leaf it uses).
+that returns a pytree of arrays is one op with an output per leaf, as in JAX: the function
+runs once per call, the JVP rule gives every output's tangent at once and ``bwd`` gets the
+whole cotangent pytree.
 
 Example::
 
@@ -113,6 +114,8 @@ class _CustomFunction:
         nums = self._nondiff_positions(args)
         nondiff = tuple(args[i] for i in nums)
         for i, a in zip(nums, nondiff):
+            if isinstance(a, np.generic):  # a NumPy scalar: hashable, keyed by value and dtype
+                continue
             if isinstance(a, Tracer) or hasattr(a, "__array_namespace__") or (
                     hasattr(a, "shape") and hasattr(a, "dtype")):
                 raise DualgpuError(f"{self.kind} function {self.__name__}: argument {i} is "
@@ -128,11 +131,12 @@ class _CustomFunction:
             out_tree, _ = shape.structure(*[aval_of(x) for x in leaves])
             if out_tree.is_leaf:
                 return op(*leaves)
-            # a pytree output: one op per output leaf (each the function's leaf i, with the
-            # rules' leaf i), the pytree rebuilt here
-            ops = PROGRAMS.get_or_build(
-                (*key, out_tree), lambda: self._register_leaves(op, shape, out_tree))
-            return pytree.unflatten(out_tree, [leaf_op(*leaves) for leaf_op in ops])
+            if not out_tree.num_leaves:  # only None or empty containers: nothing to compute
+                return pytree.unflatten(out_tree, [])
+            # a pytree output: one op with an output per leaf, the pytree rebuilt here
+            multi = PROGRAMS.get_or_build(
+                (*key, out_tree), lambda: self._register_tree(op, shape, out_tree))
+            return pytree.unflatten(out_tree, list(multi(*leaves)))
         finally:
             shape.operands = outer
 
@@ -157,27 +161,20 @@ class _CustomFunction:
         shape = _TracedShape(fun, merge, self.kind, self.__name__)
         return custom_op(name, impl, shape=shape, **self._rules(nondiff, merge)), shape
 
-    def _register_leaves(self, op: CustomOp, shape: _TracedShape, out_tree) -> list:
-        """The ops of a function that returns a pytree ``out_tree``: op ``i`` computes its
-        leaf ``i``, with the rules' leaf ``i`` (the JVP rule's tangent leaf ``i``; the VJP
-        rule with the cotangent that is ``g`` at leaf ``i`` and zero elsewhere, which sums
-        to the rule's result over the leaves as the rule is linear in the cotangent)."""
+    def _register_tree(self, op: CustomOp, shape: _TracedShape, out_tree) -> CustomOp:
+        """The op of a function that returns a pytree ``out_tree``: one output per leaf;
+        its rules see the whole pytree (the JVP rule's tangent pytree, ``bwd``'s cotangent
+        pytree, as in JAX)."""
         fun, merge = self.fun, shape.merge
-        rules = self._rules(merge.nondiff, merge)
-        ops = []
-        for i in range(out_tree.num_leaves):
-            def impl(xp, *leaves, i=i):
-                return pytree.leaves(fun(*merge.args(leaves)))[i]
 
-            def leaf_shape(*avals, i=i):
-                return shape.structure(*avals)[1][i]
+        def impl(xp, *leaves):
+            return tuple(pytree.leaves(fun(*merge.args(leaves))))
 
-            jvp, vjp = (rules.get(k) for k in ("jvp", "vjp"))
-            ops.append(custom_op(
-                f"{op.prim.name}_out{i}", impl, shape=leaf_shape,
-                jvp=None if jvp is None else _LeafRule(jvp, i, out_tree),
-                vjp=None if vjp is None else _LeafRule(vjp, i, out_tree)))
-        return ops
+        jvp, vjp = (self._rules(merge.nondiff, merge).get(k) for k in ("jvp", "vjp"))
+        return custom_op(f"{op.prim.name}_tree", impl, multiple_results=True,
+                         shape=lambda *avals: shape.structure(*avals)[1],
+                         jvp=None if jvp is None else _TreeRule(jvp, out_tree),
+                         vjp=None if vjp is None else _TreeRule(vjp, out_tree))
 
     def __repr__(self) -> str:
         return f"<dualgpu.{self.kind} of {self.__name__}>"
@@ -330,7 +327,7 @@ class _JvpRule:
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
-    def __call__(self, primals, tangents, ans, leaf=None):
+    def __call__(self, primals, tangents, ans, out_tree=None):
         rule = rebind_function(self.owner.jvp)
         res = rule(*self.nondiff, self.merge.diff_args(primals), self.merge.diff_args(tangents))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
@@ -338,9 +335,8 @@ class _JvpRule:
                 f"the jvp rule {name_of(self.owner.jvp)} of custom_jvp function "
                 f"{self.owner.__name__} returned a "
                 f"{type(res).__name__}: it returns a pair (primal_out, tangent_out)")
-        if leaf is None:
+        if out_tree is None:
             return res[1]
-        i, out_tree = leaf
         p_tree, (t_leaves, t_tree) = pytree.structure(res[0]), pytree.flatten(res[1])
         if p_tree != out_tree or t_tree != out_tree:  # as JAX says it
             raise ArgumentTypeError(
@@ -348,20 +344,19 @@ class _JvpRule:
                 f"{self.owner.__name__} must produce primal and tangent outputs with equal "
                 f"container (pytree) structures, but got {p_tree} and {t_tree} respectively"
                 + ("" if p_tree == out_tree else f" (the function's output is {out_tree})"))
-        if not is_float_value(ans):  # an integer output's tangent is a float0 zero in JAX
-            return zeros_like(ans)
-        return t_leaves[i]
+        # an integer output's tangent is a float0 zero in JAX: none here
+        return tuple(t if is_float_value(a) else None for t, a in zip(t_leaves, ans))
 
 
-class _LeafRule:
-    """The rule of the op of output leaf ``i`` of a function returning a pytree: the
-    function's rule told which leaf."""
+class _TreeRule:
+    """The rule of the op of a function returning a pytree ``out_tree``: the function's
+    rule told the output's structure."""
 
-    def __init__(self, rule, i: int, out_tree):
-        self.rule, self.leaf = rule, (i, out_tree)
+    def __init__(self, rule, out_tree):
+        self.rule, self.out_tree = rule, out_tree
 
     def __call__(self, *args):
-        return self.rule(*args, leaf=self.leaf)
+        return self.rule(*args, out_tree=self.out_tree)
 
 
 class _VjpRule:
@@ -372,21 +367,19 @@ class _VjpRule:
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
-    def __call__(self, g, primals, ans, leaf=None):
+    def __call__(self, g, primals, ans, out_tree=None):
         name = self.owner.__name__
         res = rebind_function(self.owner.fwd)(*self.merge.args(primals))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
             raise ArgumentTypeError(f"the fwd rule of custom_vjp function {name} returned a "
                                f"{type(res).__name__}: it returns a pair (out, residuals)")
-        if leaf is not None:  # g of output leaf i: the cotangent is zero at the others
-            i, out_tree = leaf
-            outs, tree = pytree.flatten(res[0])
+        if out_tree is not None:  # g: the cotangent of every output leaf
+            tree = pytree.structure(res[0])
             if tree != out_tree:
                 raise ShapeMismatchError(
                     f"the fwd rule of custom_vjp function {name} returned an output of "
                     f"structure {tree}, but the function's output has structure {out_tree}")
-            g = pytree.unflatten(out_tree, [g if j == i else zeros_like(o)
-                                            for j, o in enumerate(outs)])
+            g = pytree.unflatten(out_tree, list(g))
         cts = rebind_function(self.owner.bwd)(*self.nondiff, res[1], g)
         diff_args = self.merge.diff_args(primals)
         if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
@@ -451,14 +444,16 @@ class custom_jvp(_CustomFunction):
 
     def defjvps(self, *jvps: Callable | None) -> None:
         """JAX's ``defjvps``: one rule per argument, ``jvp_i(tangent_i, primal_out,
-        *primals)`` its part of the output tangent (None: the output does not depend on
-        it); the output tangent is their sum."""
+        *primals)`` its part of the output tangent, a pytree like the output (None: the
+        output does not depend on it); the output tangent is their sum, leaf by leaf."""
         def jvp(primals, tangents):
             out = self(*primals)
             parts = [rule(t, out, *primals) for rule, t in zip(jvps, tangents)
                      if rule is not None]
-            return out, (functools.reduce(operator.add, parts) if parts
-                         else zeros_like(out))
+            if not parts:
+                return out, pytree.tree_map(zeros_like, out)
+            return out, pytree.tree_map(lambda *ts: functools.reduce(operator.add, ts),
+                                        *parts)
         jvp.__name__ = f"{self.__name__}_jvps"
         self.defjvp(jvp)
 

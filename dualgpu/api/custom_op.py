@@ -52,6 +52,7 @@ from ..lax import zeros_like
 from ..rules.common import unbroadcast
 from ..transforms.vjp import vjp_graph
 from . import differentiation
+from .custom_decisions import decide, replaying
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -69,8 +70,6 @@ def clear_derived_rules() -> None:
     PROGRAMS.discard_kind(DERIVED)
 
 
-
-
 def derived_rules_info() -> dict:
     """How many derived-rule graphs the cache holds (``size``), and the cache's bound."""
     return {"size": PROGRAMS.count_kind(DERIVED), "maxsize": PROGRAMS.maxsize}
@@ -79,7 +78,8 @@ def derived_rules_info() -> dict:
 class _Spec:
     """One definition of a custom op: implementation, shape rule and derivative rules."""
 
-    __slots__ = ("impl", "abstract_eval", "jvp", "vjp", "kind", "c", "arity", "rules")
+    __slots__ = ("impl", "abstract_eval", "jvp", "vjp", "kind", "c", "arity", "rules",
+                 "multiple_results")
     impl: Callable
     abstract_eval: Callable
     jvp: Callable | None
@@ -88,6 +88,7 @@ class _Spec:
     c: str | None
     arity: int | None
     rules: _Rules
+    multiple_results: bool
 
 
 class CustomPrimitive(Primitive):
@@ -101,7 +102,8 @@ class CustomPrimitive(Primitive):
         self._spec = spec
         # Primitive's own defaults for everything else (the setters below write into spec)
         super().__init__(name, spec.impl, spec.abstract_eval, jvp=spec.jvp, vjp=spec.vjp,
-                         kind=spec.kind, c=spec.c, arity=spec.arity, doc=doc)
+                         kind=spec.kind, c=spec.c, arity=spec.arity,
+                         multiple_results=spec.multiple_results, doc=doc)
 
     def _field(attr: str):  # type: ignore[misc]  # a property factory of the class body
         def get(self):
@@ -119,6 +121,7 @@ class CustomPrimitive(Primitive):
     kind = _field("kind")
     c = _field("c")
     arity = _field("arity")
+    multiple_results = _field("multiple_results")
     del _field
 
     def _replace(self, spec: _Spec, doc: str) -> None:
@@ -149,7 +152,9 @@ class CustomOp:
         if arity is not None and len(args) != arity:
             raise DualgpuError(f"custom op {self.prim.name!r} takes {arity} operand(s), got "
                                f"{len(args)}")
-        return self.prim.bind(*args)
+        # the branches its rules take on the values, where the trace knows them
+        decided = self.prim._spec.rules.decisions(args)
+        return self.prim.bind(*args, **({"decided": decided} if decided else {}))
 
     def __repr__(self) -> str:
         return f"<dualgpu custom op {self.prim.name}>"
@@ -157,7 +162,8 @@ class CustomOp:
 
 def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
               jvp: Callable | None = None, vjp: Callable | None = None,
-              c: str | None = None, doc: str = "") -> CustomOp:
+              c: str | None = None, doc: str = "",
+              multiple_results: bool = False) -> CustomOp:
     """Register a primitive ``name`` and return a function that applies it.
 
     ``impl(xp, *args)`` computes the value with the array module ``xp``. ``shape`` gives the
@@ -168,6 +174,9 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
     raises). ``c`` is a C expression for fused GPU kernels (elementwise ops only), ``{0}``,
     ``{1}``... standing for the operands; it is checked against a whitelist of tokens and
     math functions.
+
+    ``multiple_results=True``: several outputs, ``shape`` (required) returns a list of them
+    and ``impl``, ``ans``, the tangents and ``g`` are tuples (docs/custom_rules.md).
 
     Re-registering a name that a previous ``custom_op`` call registered replaces the whole
     op at once -- implementation, shape rule and derivative rules, for every handle to it --
@@ -194,6 +203,9 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
         raise DualgpuError(f"custom_op {name!r}: doc= must be a string, got "
                            f"{type(doc).__name__}")
     arity = _arity(name, impl)
+    if multiple_results and (shape is None or c is not None):
+        raise DualgpuError(f"custom_op {name!r}: an op with multiple_results needs shape= "
+                           "(a list of its outputs' abstract values) and no C expression")
     if c is not None:
         if shape is not None:
             raise DualgpuError(f"custom_op {name!r}: a C expression is only for elementwise "
@@ -204,12 +216,13 @@ def custom_op(name: str, impl: Callable, *, shape: Callable | None = None,
         check_c_expression(c, arity)
 
     spec = _Spec()
-    spec.abstract_eval = _shape_rule(name, shape)
+    spec.multiple_results = bool(multiple_results)
+    spec.abstract_eval = _shape_rule(name, shape, spec.multiple_results)
     spec.impl = _checked_impl(name, impl, spec)
     spec.kind = "elementwise" if c is not None else "generic"
     spec.c = c
     spec.arity = arity
-    spec.rules = _Rules(name, jvp, vjp)
+    spec.rules = _Rules(name, jvp, vjp, spec.multiple_results)
     has_rules = jvp is not None or vjp is not None
     # without rules, differentiating through the op raises (it is not silently constant)
     spec.jvp = spec.rules.jvp if has_rules else None
@@ -288,23 +301,30 @@ def _checked_impl(name: str, impl, spec: _Spec):
             key = tuple([(np.shape(a), type(a)) for a in args])
         want = expected.get(key)
         if want is None:
-            want = tuple(spec.abstract_eval([_aval(a) for a in args]).shape)
+            avals = spec.abstract_eval([_aval(a) for a in args])
+            want = [tuple(a.shape) for a in (avals if spec.multiple_results else [avals])]
             if len(expected) > 256:
                 expected.clear()
             expected[key] = want
-        got = res.shape if hasattr(res, "shape") else np.shape(res)
-        if got != want and tuple(got) != want:
+        outs = res if spec.multiple_results else [res]
+        if not isinstance(outs, (tuple, list)) or len(outs) != len(want):
             raise ShapeMismatchError(
-                f"the impl of custom op {name!r} returned shape {tuple(got)}, but its shape "
-                f"rule gives {want} for inputs of shapes "
-                f"{', '.join(str(tuple(np.shape(a))) for a in args)}; give custom_op a "
-                "shape= that matches impl")
+                f"the impl of custom op {name!r} returned {_count(res, 'value')}, but its "
+                f"shape rule gives {len(want)} outputs")
+        for out, shape in zip(outs, want):
+            got = out.shape if hasattr(out, "shape") else np.shape(out)
+            if got != shape and tuple(got) != shape:
+                raise ShapeMismatchError(
+                    f"the impl of custom op {name!r} returned shape {tuple(got)}, but its "
+                    f"shape rule gives {shape} for inputs of shapes "
+                    f"{', '.join(str(tuple(np.shape(a))) for a in args)}; give custom_op a "
+                    "shape= that matches impl")
         return res
 
     return run
 
 
-def _shape_rule(name: str, shape):
+def _shape_rule(name: str, shape, multiple: bool = False):
     def elementwise_rule(avals, **params):
         out = broadcast_shapes(*[a.shape for a in avals], op=name)
         return Aval(out, float_dtype(promote(avals)), all(a.weak for a in avals))
@@ -314,7 +334,12 @@ def _shape_rule(name: str, shape):
 
     def rule(avals, **params):
         res = _user_call(name, "shape rule", shape, *avals)
-        return _as_aval(name, res, avals)
+        if not multiple:
+            return _as_aval(name, res, avals)
+        if not isinstance(res, (tuple, list)):
+            raise DualgpuError(f"the shape rule of custom op {name!r} (multiple_results) "
+                               f"returned {res!r}: expected a list, one entry per output")
+        return [_as_aval(name, r, avals) for r in res]
 
     return rule
 
@@ -384,6 +409,12 @@ def is_value(x) -> bool:
         np.dtype(x.dtype).kind in "biufc"
 
 
+def _count(res, what: str) -> str:
+    """How many ``what`` a rule returned (a tuple), or what it returned instead."""
+    return (f"{len(res)} {what}(s)" if isinstance(res, (tuple, list))
+            else f"a {type(res).__name__}")
+
+
 def _broadcasts_to(src: tuple, dst: tuple) -> bool:
     """Whether an array of shape ``src`` broadcasts to shape ``dst``."""
     return len(src) <= len(dst) and all(
@@ -423,19 +454,53 @@ class _Rules:
     """The JVP and VJP of a custom op, each given or derived from the other; every result
     of a user rule is checked (None, shape, dtype) before it enters a graph."""
 
-    def __init__(self, name: str, jvp, vjp):
+    def __init__(self, name: str, jvp, vjp, multiple: bool = False):
         self.name = name
         self.prim: CustomPrimitive | None = None
         self.user_jvp = jvp
         self.user_vjp = vjp
+        self.multiple = multiple  # several outputs: ans, g and the tangents are sequences
+        self.branch_free: set = set()  # operand signatures its rules take no branch on
+
+    def _outs(self, ans) -> list:
+        """The op's outputs (or their cotangents) as a list."""
+        return list(ans) if self.multiple else [ans]
+
+    def _one(self, outs: list):
+        """The rules' form of a list of values per output: the tuple, or the one value."""
+        return tuple(outs) if self.multiple else outs[0]
 
     # ------------------------------------------------------------------ user rules
-    def _call_jvp(self, primals, tangents, ans):
+    def decisions(self, args) -> tuple:
+        """The ``decided`` parameter of a call (:mod:`dualgpu.api.custom_decisions`)."""
+        def rules_for(primals):
+            ans, rules = self.prim.bind(*primals), []
+            if self.user_jvp is not None:
+                rules.append(("jvp", f"the jvp rule of custom op {self.name!r}", lambda s:
+                              self._call_jvp(primals, [s(p) if is_float_value(p) else None
+                                                       for p in primals], ans)))
+            if self.user_vjp is not None:
+                rules.append(("vjp", f"the vjp rule of custom op {self.name!r}", lambda s:
+                              self._call_vjp(self._one([s(a) for a in self._outs(ans)]),
+                                             primals, ans)))
+            return rules
+
+        return decide(args, rules_for, self.branch_free)
+
+    def _call_jvp(self, primals, tangents, ans, decided=()):
         ts = [zeros_like(p) if t is None and is_float_value(p) else t
               for p, t in zip(primals, tangents)]
-        t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
-                       tuple(primals), tuple(ts), ans)
-        return self._check_tangent(t, ans)
+        with replaying(decided, "jvp", primals):
+            t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
+                           tuple(primals), tuple(ts), ans)
+        if not self.multiple:
+            return self._check_tangent(t, ans)
+        if not isinstance(t, (tuple, list)) or len(t) != len(ans):
+            raise DualgpuError(f"the jvp rule of custom op {self.name!r} returned "
+                               f"{_count(t, 'tangent')} for {len(ans)} outputs: return a "
+                               "tuple, one tangent per output (None for zero)")
+        return [None if ti is None or not is_float_value(a) else self._check_tangent(ti, a)
+                for ti, a in zip(t, ans)]
 
     def _check_tangent(self, t, ans):
         where = f"the jvp rule of custom op {self.name!r}"
@@ -462,9 +527,10 @@ class _Rules:
             raise ShapeMismatchError(f"{what} of dtype {np.dtype(_aval(t).dtype).name}, but "
                                      f"{of} is real ({_describe(like)})")
 
-    def _call_vjp(self, g, primals, ans):
-        cts = _user_call(self.name, "vjp rule", rebind_function(self.user_vjp),
-                         g, tuple(primals), ans)
+    def _call_vjp(self, g, primals, ans, decided=()):
+        with replaying(decided, "vjp", primals):
+            cts = _user_call(self.name, "vjp rule", rebind_function(self.user_vjp),
+                             g, tuple(primals), ans)
         n = len(primals)
         if not isinstance(cts, (tuple, list)):
             if n != 1:
@@ -499,19 +565,21 @@ class _Rules:
                 "if it is truly zero)")
 
     # ------------------------------------------------------------------ registry rules
-    def jvp(self, primals, tangents, **params):
-        ans = self.prim.bind(*primals)
+    def jvp(self, primals, tangents, decided=()):
+        ans = self.prim.bind(*primals, **({"decided": decided} if decided else {}))
         if all(t is None for t in tangents):
-            return ans, None
+            return ans, ([None] * len(ans) if self.multiple else None)
         if self.user_jvp is not None:
-            return ans, self._call_jvp(primals, tangents, ans)
-        return ans, self._derived_jvp(primals, tangents, ans)
+            return ans, self._call_jvp(primals, tangents, ans, decided)
+        return ans, self._derived_jvp(primals, tangents, ans, decided)
 
-    def vjp(self, g, primals, ans, **params):
+    def vjp(self, g, primals, ans, decided=()):
+        if self.multiple:  # a zero cotangent of an output reaches the rules as zeros
+            g = tuple(zeros_like(a) if c is None else c for c, a in zip(g, ans))
         if self.user_vjp is not None:
-            cts = self._call_vjp(g, primals, ans)
+            cts = self._call_vjp(g, primals, ans, decided)
         else:
-            cts = self._derived_vjp(g, primals, ans)
+            cts = self._derived_vjp(g, primals, ans, decided)
         out: list = []
         for i, (x, ct) in enumerate(zip(primals, cts)):
             if not _wants(x):
@@ -541,26 +609,29 @@ class _Rules:
         finally:
             building.discard(full_key)
 
-    def _derived_jvp(self, primals, tangents, ans):
+    def _derived_jvp(self, primals, tangents, ans, decided):
         """Transpose the pullback: J t = (g -> J^T g)^T t."""
         need = [i for i, p in enumerate(primals) if is_float_value(p) and tangents[i] is not None]
+        avals, anss = [_aval(p) for p in primals], self._outs(ans)
         if not need:
-            return None
-        avals = [_aval(p) for p in primals]
-        ans_aval = _aval(ans)
-        xp = _xp_of(primals, ans)
-        key = ("jvp", tuple(need), aval_key(avals), aval_key([ans_aval]),
-               getattr(xp, "__name__", ""))
-        graph = self._derived(key, lambda: self._transpose_pullback(avals, ans_aval, need, xp))
-        outs = eval_graph(graph, [zeros_like(ans), *primals, ans, *[tangents[i] for i in need]])
-        return _fit(outs[-1], ans)
+            return self._one([None] * len(anss))
+        ans_avals = [_aval(a) for a in anss]
+        xp = _xp_of(primals, anss)
+        key = ("jvp", tuple(need), aval_key(avals), aval_key(ans_avals),
+               getattr(xp, "__name__", ""), decided)
+        graph = self._derived(key, lambda: self._transpose_pullback(avals, ans_avals, need,
+                                                                    xp, decided))
+        outs = iter(eval_graph(graph, [*[zeros_like(a) for a in anss], *primals, *anss,
+                                       *[tangents[i] for i in need]])[len(need):])
+        # the cotangents of the float outputs' g: their tangents
+        return self._one([_fit(next(outs), a) if is_float_value(a) else None for a in anss])
 
-    def _transpose_pullback(self, avals, ans_aval, need, xp):
-        n = len(avals)
+    def _transpose_pullback(self, avals, ans_avals, need, xp, decided):
+        n, m = len(avals), len(ans_avals)
 
-        def pullback(g, *rest):
-            primals, ans = rest[:n], rest[n]
-            cts = self._call_vjp(g, primals, ans)
+        def pullback(*args):
+            g, primals = self._one(list(args[:m])), args[m:m + n]
+            cts = self._call_vjp(g, primals, self._one(list(args[m + n:])), decided)
             out = []
             for i in need:
                 if cts[i] is None:
@@ -570,46 +641,48 @@ class _Rules:
                 out.append(self._check_cotangent(cts[i], primals[i], i))
             return tuple(out)
 
-        g_aval = Aval(tuple(ans_aval.shape), ans_aval.dtype)
-        graph, _ = trace_to_graph(pullback, [g_aval, *avals, ans_aval], xp,
+        g_avals = [Aval(tuple(a.shape), a.dtype) for a in ans_avals]
+        graph, _ = trace_to_graph(pullback, [*g_avals, *avals, *ans_avals], xp,
                                   name=f"{self.name}_pullback")
-        return vjp_graph(graph, [True] + [False] * (n + 1))
+        return vjp_graph(graph, [np.dtype(a.dtype).kind in "fc" for a in ans_avals]
+                         + [False] * (n + m))
 
-    def _derived_vjp(self, g, primals, ans):
+    def _derived_vjp(self, g, primals, ans, decided):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
         diff = [i for i, p in enumerate(primals) if is_float_value(p)]
-        avals = [_aval(p) for p in primals]
-        ans_aval = _aval(ans)
-        xp = _xp_of(primals, ans)
-        key = ("vjp", tuple(diff), aval_key(avals), aval_key([ans_aval]),
-               getattr(xp, "__name__", ""))
-        graph = self._derived(key, lambda: self._transpose_pushforward(avals, ans_aval, diff,
-                                                                       xp))
+        avals, anss = [_aval(p) for p in primals], self._outs(ans)
+        ans_avals = [_aval(a) for a in anss]
+        xp = _xp_of(primals, anss)
+        key = ("vjp", tuple(diff), aval_key(avals), aval_key(ans_avals),
+               getattr(xp, "__name__", ""), decided)
+        graph = self._derived(key, lambda: self._transpose_pushforward(avals, ans_avals, diff,
+                                                                       xp, decided))
         ts = [zeros_like(primals[i]) for i in diff]
-        outs = eval_graph(graph, [*ts, *primals, ans, g])
+        outs = eval_graph(graph, [*ts, *primals, *anss, *self._outs(g)])
         cts: list = [None] * len(primals)
-        for i, ct in zip(diff, outs[1:]):
+        for i, ct in zip(diff, outs[len(anss):]):
             cts[i] = ct
         return cts
 
-    def _transpose_pushforward(self, avals, ans_aval, diff, xp):
+    def _transpose_pushforward(self, avals, ans_avals, diff, xp, decided):
         n, k = len(avals), len(diff)
 
         def pushforward(*args):
-            ts, primals, ans = args[:k], args[k:k + n], args[k + n]
+            ts, primals, anss = args[:k], args[k:k + n], list(args[k + n:])
             full: list = [None] * n
             for i, t in zip(diff, ts):
                 full[i] = t
-            return self._call_jvp(primals, full, ans)
+            t_out = self._outs(self._call_jvp(primals, full, self._one(anss), decided))
+            return [zeros_like(a) if t is None else t for t, a in zip(t_out, anss)]
 
         t_avals = [Aval(tuple(avals[i].shape), avals[i].dtype) for i in diff]
-        graph, _ = trace_to_graph(pushforward, [*t_avals, *avals, ans_aval], xp,
+        graph, _ = trace_to_graph(pushforward, [*t_avals, *avals, *ans_avals], xp,
                                   name=f"{self.name}_pushforward")
-        return vjp_graph(graph, [True] * k + [False] * (n + 1))
+        return vjp_graph(graph, [True] * k + [False] * (n + len(ans_avals)))
 
 
-def _xp_of(primals, ans):
-    for x in (*primals, ans):
+def _xp_of(primals, anss):
+    for x in (*primals, *anss):
         if isinstance(x, Tracer):
             return x._builder.xp
     return namespace_of(list(primals))

@@ -201,6 +201,10 @@ class _Jit(Transformed):
     def finish(self, compiled, sig, outs):
         return pytree.unflatten(compiled.trees, outs)
 
+    def eval_shape(self, *args, **kwargs):
+        """JAX's ``jit(f).eval_shape(*args)``: :func:`eval_shape` of this function."""
+        return eval_shape(self, *args, **kwargs)
+
 
 # ------------------------------------------------------------------------------ public API
 def grad(fn: Callable | None = None, argnums=0, has_aux: bool = False,

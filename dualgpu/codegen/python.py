@@ -130,6 +130,8 @@ def generate_python(graph: Graph, fn_name: str | None = None,
                 for a in eqn.inputs]
         rhs = emit_equation(eqn, args)
         outs = ", ".join(name(v) for v in eqn.outs)
+        if eqn.prim.multiple_results and len(eqn.outs) == 1:
+            outs += ","  # a tuple of one output, unpacked
         lines.append(f"    {outs} = {rhs}")
         if i in freed:
             lines.append(f"    del {', '.join(name(v) for v in freed[i])}")

@@ -254,6 +254,12 @@ class Signature:
                 key = ("t", "<i8", True, int_range(leaf))
                 leaf = np.asarray(leaf, dtype=np.int64)
             else:
+                if _shape_only(leaf):
+                    raise ArgumentTypeError(
+                        f"argument {i} of {what} is a {type(leaf).__name__} (a shape and a "
+                        "dtype, no values), which is not a valid argument of a call, as in "
+                        "JAX; its outputs' shapes are dg.eval_shape(f, ...) (or "
+                        "f.eval_shape(...) of a jit function f)")
                 if d:
                     raise ArgumentTypeError(
                         f"argument {i} of {what} is differentiated, but "
@@ -442,6 +448,12 @@ def _number_sequence(x: Any, name: str, depth: int = 0) -> tuple[str, Any] | Non
             if found is not None:
                 return found
     return None
+
+
+def _shape_only(x: Any) -> bool:
+    """A ShapeDtypeStruct (dualgpu's or JAX's, by its class's name: the api layer and JAX
+    are above this one): an argument of eval_shape, not of a call."""
+    return type(x).__name__ == "ShapeDtypeStruct" and hasattr(x, "shape")
 
 
 def _static_name(i: int, kwargs: dict, kw_leaf: int) -> str:

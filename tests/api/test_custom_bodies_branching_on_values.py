@@ -135,3 +135,55 @@ def test_a_body_that_fails_on_the_loop_exits_it_is_traced_with_says_so():
         dg.jit(lambda x: checked(x) + 1)(np.ones(2))
     # where the values are known (grad), the trace takes their branch
     np.testing.assert_allclose(dg.grad(lambda x: np.sum(checked(x)))(np.ones(2)), [0.5, 0.5])
+
+
+# ------------------------------------------------------------- rules that branch on values
+def _sign_scaled():
+    """``f(x) = x ** 3`` whose bwd scales by 2 where ``sum(x) > 0`` and by 3 elsewhere (a
+    branch on a residual's value, as JAX follows it outside jit)."""
+    @dg.custom_vjp
+    def f(x):
+        return x ** 3
+
+    def bwd(x, g):
+        if np.sum(x) > 0:
+            return (2 * g * 3 * x ** 2,)
+        return (3 * g * 3 * x ** 2,)
+
+    f.defvjp(lambda x: (f(x), x), bwd)
+    return f
+
+
+def test_a_rule_that_branches_on_values_takes_each_calls_branch():
+    f = _sign_scaled()
+    traces = []
+
+    def loss(x):
+        traces.append(1)
+        return np.sum(f(x))
+
+    g, h = dg.grad(loss), dg.hvp(loss)
+    x, v = np.array([1.0, 2.0]), np.array([1.0, -1.0])
+    for s, k in ((1.0, 2), (-1.0, 3), (1.0, 2)):
+        np.testing.assert_allclose(g(s * x), k * 3 * x ** 2)
+        np.testing.assert_allclose(h(s * x, v), k * 6 * s * x * v)
+    assert len(traces) == 4  # a program per branch, for grad and for hvp; then reused
+    # a custom_op rule too
+    op = dg.custom_op("my_branching_cube", lambda xp, x: x ** 3,
+                      vjp=lambda g, p, ans: (g * 3 * p[0] ** 2 * (2 if np.sum(p[0]) > 0 else 3),))
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(op(x)))(-x), 9 * x ** 2)
+
+
+def test_a_rule_branching_on_values_under_jit_or_on_a_tangent_is_refused():
+    f = _sign_scaled()
+    with pytest.raises(dg.TracerControlFlowError, match="bool"):  # as JAX under jit
+        dg.jit(dg.grad(lambda x: np.sum(f(x))))(np.ones(2))
+
+    @dg.custom_jvp
+    def h(x):
+        return 2 * x
+
+    h.defjvp(lambda p, t: (h(*p), 2 * t[0] if np.sum(t[0]) > 0 else -2 * t[0]))
+    with pytest.raises(dg.TracerControlFlowError, match="tangent or cotangent in the jvp "
+                                                        "rule of custom op"):
+        dg.jvp(h, (np.ones(2),), (np.ones(2),))

@@ -311,3 +311,28 @@ def test_pytree_output_rules_with_another_structure_are_refused():
     with pytest.raises(dg.DualgpuError, match="fwd rule of custom_vjp function h returned an "
                                               r"output of structure a list \[\*, \*\]"):
         dg.grad(lambda x: h(x)[0])(1.0)
+
+
+def test_a_numpy_scalar_nondiff_argument_is_a_static_value():
+    """np.float64(2.0), np.int32(3) as nondiff arguments are hashable static values (as in
+    JAX), keyed by value and dtype: a new value or dtype is another op, an equal one reuses
+    it; a 0-d array is still refused as an array."""
+    seen = []
+
+    @partial(dg.custom_vjp, nondiff_argnums=(1,))
+    def power(v, n):
+        return v ** n
+
+    def bwd(n, v, g):
+        seen.append((type(n), n))
+        return (g * n * v ** (n - 1),)
+
+    power.defvjp(lambda v, n: (power(v, n), v), bwd)
+    for n in (np.float64(2.0), np.int32(3), np.float32(3.0)):
+        np.testing.assert_allclose(power(x, n), x ** n)
+        np.testing.assert_allclose(dg.grad(lambda v, n=n: np.sum(power(v, n)))(x),
+                                   n * x ** (n - 1), rtol=1e-6)
+        assert seen[-1][0] is type(n) and seen[-1][1] == n
+    with pytest.raises(dg.DualgpuError, match="argument 1 is in nondiff_argnums but is an "
+                                              "array"):
+        power(x, np.array(2.0))

@@ -628,6 +628,39 @@ def test_eval_shape_duck_typing():
     assert out.shape == (3, 5) and out.dtype == np.float32
 
 
+def test_eval_shape_out_shardings():
+    # the method of a jit function (JAX's out_shardings, and the sharding checked, left out)
+    @dg.jit
+    def f(x):
+        return x * 2
+    inp = np.arange(8)
+    assert f.eval_shape(inp).shape == (inp * 2).shape
+    out = f.eval_shape(dg.ShapeDtypeStruct((3, 2), np.float32))
+    assert out.shape == (3, 2) and out.dtype == np.float32
+
+
+def test_eval_shape_of_a_jit_on_a_shape_dtype_struct():
+    # as JAX: a ShapeDtypeStruct is an argument of eval_shape (of the jit function, or its
+    # method), not of a call that computes: there it is a TypeError naming the argument
+    # ("not a valid JAX type"), not an error from inside the function
+    inner = dg.jit(lambda v: v + 1)
+    s = dg.ShapeDtypeStruct((), np.float32)
+    assert dg.eval_shape(inner, s).shape == () and inner.eval_shape(s).dtype == np.float32
+    assert dg.eval_shape(lambda v: inner(v) * 2, s).shape == ()
+    for call in (lambda: inner(s), lambda: dg.eval_shape(lambda: inner(s))):
+        with pytest.raises(TypeError, match="argument 0 of jit.*ShapeDtypeStruct.*eval_shape"):
+            call()
+
+
+def test_eval_shape_duck_typing2():
+    class EasyDict(dict):  # jax issue 5683
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.__dict__ = self
+    x = EasyDict(shape=(3,), dtype=np.dtype("float32"))
+    assert dg.eval_shape(lambda x: x, x).shape == (3,)
+
+
 # ----------------------------------------------------------------------------------- vmap
 def test_vmap_in_axes_list():
     dictionary = {"a": 5.0, "b": np.ones(2)}

@@ -9,10 +9,7 @@ translations, not copies. Out of scope (not ported): ``lax.scan``/``cond``/``whi
 ``closure_convert``; and ``test_jvp_error`` (JAX refuses forward mode through a custom_vjp
 function; dualgpu differentiates through fwd and bwd, tests/api/test_custom_jvp_vjp.py).
 
-Translated but left out, as it fails on a known limit (listed in the report of the branch
-h-jaxtests): a rule that branches on a primal's value under ``jvp``/``grad``
-(``test_python_control_flow`` of both classes: the rules are traced abstractly). In
-``test_custom_vjp_closure_4521`` the ``lax.scan`` around the body is left out.
+In ``test_custom_vjp_closure_4521`` the ``lax.scan`` around the body is left out.
 """
 from functools import partial
 
@@ -272,6 +269,31 @@ def test_custom_jvp_float0():  # test_float0 (zero_from_primal(y): a float0 zero
     assert t_out[1].dtype == dg.float0 and t_out[1].shape == ()
 
 
+def test_custom_jvp_python_control_flow():  # test_python_control_flow
+    @dg.custom_jvp
+    def f(x):
+        if x > 0:
+            return np.sin(x)
+        else:
+            return np.cos(x)
+
+    def f_jvp(primals, tangents):
+        x, = primals
+        g, = tangents
+        if x > 0:
+            return f(x), 2 * g
+        else:
+            return f(x), 3 * g
+    f.defjvp(f_jvp)
+    x = 2.0
+    close(f(x), np.sin(x))
+    close(f(-x), np.cos(-x))
+    close(dg.jvp(f, (x,), (1.0,)), (np.sin(x), 2.0))
+    close(dg.jvp(f, (-x,), (1.0,)), (np.cos(-x), 3.0))
+    close(dg.grad(f)(x), 2.0)
+    close(dg.grad(f)(-x), 3.0)
+
+
 # ---------------------------------------------------------------------------- custom_vjp
 def _sin_with_vjp():
     @dg.custom_vjp
@@ -286,6 +308,33 @@ def test_custom_vjp_basic():
     close(f(x), np.sin(x))
     close(dg.grad(f)(x), 2 * np.cos(x))
     close(dg.value_and_grad(f)(x), (np.sin(x), 2 * np.cos(x)))
+
+
+def test_custom_vjp_python_control_flow():  # test_python_control_flow
+    @dg.custom_vjp
+    def f(x):
+        if x > 0:
+            return np.sin(x)
+        else:
+            return np.cos(x)
+
+    def f_fwd(x):
+        if x > 0:
+            return f(x), x
+        else:
+            return f(x), x
+
+    def f_rev(x, g):
+        if x > 0:
+            return (2 * g,)
+        else:
+            return (3 * g,)
+    f.defvjp(f_fwd, f_rev)
+    x = 2.0
+    close(f(x), np.sin(x))
+    close(f(-x), np.cos(-x))
+    close(dg.vjp(f, x)[1](1.0), (2.0,))
+    close(dg.vjp(f, -x)[1](1.0), (3.0,))
 
 
 def test_custom_vjp_invariance():
