@@ -477,7 +477,7 @@ class GaussNewtonOperator(CurvatureOperator):
             out = single_output(self.outputs[i], "ggn.per_sample_diagonal")
             S, signs = loss_hessian_roots(self.loss, out, self.batches[i][1],
                                           "ggn.per_sample_diagonal")
-            self._roots[i] = S * np.sqrt(self.weights[i]), signs
+            self._roots[i] = S * self.weights[i] ** 0.5, signs
         return self._roots[i]
 
     def batch_product(self, i, V):
@@ -511,7 +511,7 @@ class FisherOperator(CurvatureOperator):
         rng = np.random.default_rng(seed)
         self.weights = self.batch_weights(average)
         self.factors = [likelihood_factors(self.loss_kind, single_output(out, "fisher"), Y,
-                                           kind, self.samples, rng) * np.sqrt(w)
+                                           kind, self.samples, rng) * w ** 0.5
                         for out, (_, Y), w in zip(self.outputs, self.batches, self.weights)]
         self._program = columns_program("fisher", model, None, factor_product)
 
