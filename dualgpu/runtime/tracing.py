@@ -320,7 +320,7 @@ def _exact_bound(eqn: Eqn, bounds: dict[int, int]) -> int | None:
     """The largest magnitude of a weakly typed int equation's output, as Python's exact
     ints compute it, over its operands' bounds (each at -bound and +bound, a literal at its
     value): the op on object arrays of Python ints. None when unknown."""
-    corners = []
+    corners: list[tuple[int, ...]] = []
     for a in eqn.inputs:
         if isinstance(a, Literal):
             corners.append((int(a.value),))
