@@ -27,6 +27,7 @@ from ..errors import (
     TracerControlFlowError,
     UnsupportedOpError,
     like_numpy_error,
+    no_matrix,
     user_location,
 )
 from .encode import TRACER_TYPES, check_equation
@@ -116,8 +117,7 @@ class GraphBuilder:
         if hit is not None:
             return hit[1]
         arr = value
-        # an np.matrix (SciPy's *_matrix axis sums) too: its * would be a product in the code
-        if isinstance(value, (np.generic, list, tuple, np.matrix)):
+        if isinstance(value, (np.generic, list, tuple, np.matrix)):  # np.matrix: * a product
             arr = np.asarray(value)
         if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
                                                   and arr.dtype.kind == "O"):
@@ -444,16 +444,8 @@ class Tracer:
     def __radd__(self, other: Any) -> Any: return _np().add(other, self)
     def __sub__(self, other: Any) -> Any: return _np().subtract(self, other)
     def __rsub__(self, other: Any) -> Any: return _np().subtract(other, self)
-    def __mul__(self, other: Any) -> Any:
-        if isinstance(other, np.matrix) and self.ndim:  # np.matrix's * is a product
-            raise np_matrix_product_error()
-        return _np().multiply(self, other)
-
-    def __rmul__(self, other: Any) -> Any:
-        if isinstance(other, np.matrix) and self.ndim:
-            raise np_matrix_product_error()
-        return _np().multiply(other, self)
-
+    def __mul__(self, other: Any) -> Any: return _np().multiply(self, no_matrix(other, self))
+    def __rmul__(self, other: Any) -> Any: return _np().multiply(no_matrix(other, self), self)
     def __truediv__(self, other: Any) -> Any: return _np().true_divide(self, other)
     def __rtruediv__(self, other: Any) -> Any: return _np().true_divide(other, self)
     def __pow__(self, other: Any) -> Any:
@@ -541,16 +533,6 @@ class Tracer:
         perm = axes[0] if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)) \
             else axes
         return _np().transpose(self, perm if perm != () else None)
-
-
-def np_matrix_product_error(op: str = "*") -> UnsupportedOpError:
-    """The refusal of ``m * x`` (``m ** k``) for an ``np.matrix`` ``m`` and a traced array
-    ``x``: NumPy's is a matrix product (power), a traced value's would be elementwise."""
-    return UnsupportedOpError(
-        f"np.matrix {op} a traced array (at {user_location()}): np.matrix's {op} is a matrix "
-        f"{'product' if op == '*' else 'power'}, which traced code does not compute (SciPy's "
-        "*_matrix classes return np.matrix from .sum(axis) and .mean(axis)); write m @ x for "
-        "the product, or np.asarray(m) (m.A, m.A1) for NumPy's elementwise operators")
 
 
 def _conversion_error(frame: FrameType | None) -> TracerControlFlowError:

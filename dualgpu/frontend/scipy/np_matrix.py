@@ -7,7 +7,7 @@ product, ``m ** k`` a matrix power, and every result stays a 2-D matrix (``m[0]`
 does the same for the operators, indexing and methods; ``m * x`` with a traced ``x`` that is
 not a scalar is refused (a :class:`~dualgpu.errors.UnsupportedOpError` naming the line,
 where an ndarray's elementwise product would silently differ from NumPy's), as is a concrete
-``np.matrix`` times a traced array (:func:`dualgpu.core.trace.np_matrix_product_error`).
+``np.matrix`` times a traced array (:func:`dualgpu.errors.no_matrix`).
 ``m.A``, ``m.A1``, ``np.asarray(m)`` give the plain array. NumPy's functions of one
 (``np.sin(m)``) compute the same values as ndarrays, no longer matrices.
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.trace import Tracer, np_matrix_product_error
-from ...errors import ShapeMismatchError, user_location
+from ...core.trace import Tracer
+from ...errors import ShapeMismatchError, np_matrix_product_error, user_location
 from .. import numpy as dnp
 
 __all__ = ["MatrixTracer", "as_matrix"]
