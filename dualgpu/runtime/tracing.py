@@ -324,7 +324,7 @@ def _exact_bound(eqn: Eqn, bounds: dict[int, int]) -> int | None:
     for a in eqn.inputs:
         if isinstance(a, Literal):
             corners.append((int(a.value),))
-        elif a.id in bounds:
+        elif not isinstance(a, Const) and a.id in bounds:
             corners.append((-bounds[a.id], bounds[a.id]))
         elif a.aval.dtype.kind == "b":
             corners.append((0, 1))
