@@ -151,6 +151,24 @@ def like_numpy_error(e: BaseException) -> type[DualgpuError]:
     return DualgpuError
 
 
+def np_matrix_product_error(op: str = "*") -> UnsupportedOpError:
+    """The refusal of ``m * x`` (``m ** k``) for an ``np.matrix`` ``m`` and a traced array
+    ``x``: NumPy's is a matrix product (power), a traced value's would be elementwise."""
+    return UnsupportedOpError(
+        f"np.matrix {op} a traced array (at {user_location()}): np.matrix's {op} is a matrix "
+        f"{'product' if op == '*' else 'power'}, which traced code does not compute (SciPy's "
+        "*_matrix classes return np.matrix from .sum(axis) and .mean(axis)); write m @ x for "
+        "the product, or np.asarray(m) (m.A, m.A1) for NumPy's elementwise operators")
+
+
+def no_matrix(other, traced):
+    """``other``, the operand of a traced array's ``*``: refused when it is an ``np.matrix``
+    (whose ``*`` is a matrix product) and the traced array is not a scalar."""
+    if isinstance(other, np.matrix) and np.ndim(traced):
+        raise np_matrix_product_error()
+    return other
+
+
 def did_you_mean(word: str, options) -> str:
     """``" (did you mean 'x'?)"`` for the closest of ``options`` to a misspelled ``word``
     (difflib's ratio, as Python's own suggestions), or ``""``.

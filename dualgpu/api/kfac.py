@@ -571,14 +571,16 @@ class KFACOperator(CurvatureOperator):
                 or isinstance(damping, bool) or damping < 0:
             raise InvalidArgumentError(f"{self.kind}.inverse: damping must be a non-negative "
                                        f"number, got {damping!r}")
-        for _, lam in self.eigen():
+        for lam in self.spectra():   # this operator's eigenvalues (an inverse's: inverted)
             if damping == 0 and float(self.backend.xp.min(lam)) <= 0:
                 raise InvalidArgumentError(f"{self.kind}.inverse: the operator is singular "
                                            "(an eigenvalue <= 0); give damping > 0")
         inv = object.__new__(type(self))
         inv.__dict__.update(self.__dict__)
         inv.nprod = 0
-        inv.spectrum = lambda lam: 1.0 / (lam + damping)
+        own = self.spectrum   # an inverse's inverse maps the eigenvalues of the inverse
+        inv.spectrum = (lambda lam: 1.0 / (lam + damping)) if own is None else \
+            (lambda lam: 1.0 / (own(lam) + damping))
         return inv
 
 

@@ -27,6 +27,7 @@ from ..errors import (
     TracerControlFlowError,
     UnsupportedOpError,
     like_numpy_error,
+    no_matrix,
     user_location,
 )
 from .encode import TRACER_TYPES, check_equation
@@ -116,8 +117,7 @@ class GraphBuilder:
         if hit is not None:
             return hit[1]
         arr = value
-        # an np.matrix (SciPy's *_matrix axis sums) too: its * would be a product in the code
-        if isinstance(value, (np.generic, list, tuple, np.matrix)):
+        if isinstance(value, (np.generic, list, tuple, np.matrix)):  # np.matrix: * a product
             arr = np.asarray(value)
         if isinstance(arr, np.ma.MaskedArray) or (isinstance(arr, np.ndarray)
                                                   and arr.dtype.kind == "O"):
@@ -444,8 +444,8 @@ class Tracer:
     def __radd__(self, other: Any) -> Any: return _np().add(other, self)
     def __sub__(self, other: Any) -> Any: return _np().subtract(self, other)
     def __rsub__(self, other: Any) -> Any: return _np().subtract(other, self)
-    def __mul__(self, other: Any) -> Any: return _np().multiply(self, other)
-    def __rmul__(self, other: Any) -> Any: return _np().multiply(other, self)
+    def __mul__(self, other: Any) -> Any: return _np().multiply(self, no_matrix(other, self))
+    def __rmul__(self, other: Any) -> Any: return _np().multiply(no_matrix(other, self), self)
     def __truediv__(self, other: Any) -> Any: return _np().true_divide(self, other)
     def __rtruediv__(self, other: Any) -> Any: return _np().true_divide(other, self)
     def __pow__(self, other: Any) -> Any:

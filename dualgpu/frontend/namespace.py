@@ -50,6 +50,7 @@ from .numpy.random import is_random_module, stand_in_for
 from .scipy import sparse_numpy
 from .scipy import stats as stats_frontend
 from .scipy.sparse import SparseValue, is_sparse, scipys
+from .scipy.sparse_construct import SparseClass, is_sparse_class
 
 _TRACED_ROOTS = ("numpy", "cupy", "cupyx", "scipy")
 
@@ -82,6 +83,10 @@ class TracingNamespace(types.ModuleType):
             trick = Concatenator(real_attr, columns=_INDEX_TRICKS[name])
             object.__setattr__(self, name, trick)
             return trick
+        if is_sparse_class(real_attr):  # csr_matrix((traced data, indices, indptr))
+            constructor = SparseClass(real_attr)
+            object.__setattr__(self, name, constructor)
+            return constructor
         if not callable(real_attr) or isinstance(real_attr, type):
             return real_attr
         ours = lookup(path)
@@ -372,6 +377,8 @@ def _replacement(obj, memo):
         return view
     if is_sparse(obj):  # a closed-over sparse matrix: products with tracers bind spmm
         return SparseValue.constant(obj)
+    if is_sparse_class(obj):  # from scipy.sparse import csr_matrix
+        return SparseClass(obj)
     if _is_distribution(obj):  # from scipy.stats import norm; a frozen one closed over
         return DistributionStandIn(obj, _distribution_label(obj))
     owner = getattr(obj, "__self__", None)

@@ -395,26 +395,27 @@ def _check_solution(xp, x, values, b, transpose):
 
 
 # the last SuperLU factorization: a program's solves with one matrix (the value's, the VJP's
-# transposed one, an HVP's) factor it once. Kept while the pattern's arrays are the same
-# objects and the values equal a copy of the factored ones (compared: O(nnz), far below
-# the factorization), so a matrix changed in place is factored again; dg.clear_cache()
-# drops it
+# transposed one, an HVP's) factor it once. Kept while the values and the index arrays equal
+# copies of the factored ones (compared: O(nnz), far below the factorization), so a matrix
+# changed in place -- its values, or its pattern under the same values -- is factored
+# again; dg.clear_cache() drops it
 _last_lu: list = []
 register_clear_hook(_last_lu.clear)
 
 
 def _factorization(backend, a, ind, ptr, fmt, shape, transpose):
-    for known_ind, known_ptr, key, values, lu in _last_lu:
-        if known_ind is ind and known_ptr is ptr and key == (fmt, shape) and \
-                values.dtype == a.dtype and np.array_equal(values, a.data):
+    for key, arrays, lu in _last_lu:
+        if key == (fmt, shape, a.dtype) and all(
+                known.dtype == now.dtype and np.array_equal(known, now)
+                for known, now in zip(arrays, (a.data, ind, ptr))):
             return lu
-    values = a.data.copy()
+    arrays = (a.data.copy(), np.array(ind, copy=True), np.array(ptr, copy=True))
     try:
         lu = backend.sparse_linalg.splu(a.tocsc())
     except RuntimeError as e:  # SuperLU: "Factor is exactly singular"
         raise DualgpuError(f"spsolve: the matrix A{'.T' if transpose else ''} is singular "
                            f"({e})") from None
-    _last_lu[:] = [(ind, ptr, (fmt, shape), values, lu)]
+    _last_lu[:] = [((fmt, shape, a.dtype), arrays, lu)]
     return lu
 
 

@@ -435,6 +435,17 @@ def int_range_holds(mask: int, dtype: Any) -> bool:
     return dtype not in _INT_DTYPES or bool(mask >> _INT_DTYPES.index(dtype) & 1)
 
 
+def int_range_bound(mask: int) -> int:
+    """The largest magnitude of an int in the range ``mask`` (:func:`int_range`): that of
+    the narrowest dtype holding them all.
+
+    >>> int_range_bound(int_range(3)), int_range_bound(int_range(200))
+    (128, 255)
+    """
+    held = [max(-lo, hi) for i, (lo, hi) in enumerate(_INT_BOUNDS) if mask >> i & 1]
+    return min(held, default=2 ** 63)
+
+
 def _number_sequence(x: Any, name: str, depth: int = 0) -> tuple[str, Any] | None:
     # with a float in it: a list of ints is static (a shape, axes), not traced
     if isinstance(x, (list, tuple)) and x and all(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import types
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +40,7 @@ from ..frontend.numpy.random import (
 from ..frontend.scipy.sparse import SparseValue
 from ..transforms import simplify
 from .decisions import Decisions, NeedsStatic, ValueTrace
-from .signature import Signature, class_call, int_range, int_range_holds
+from .signature import Signature, class_call, int_range, int_range_bound, int_range_holds
 
 
 class SelfTracing:
@@ -272,11 +273,14 @@ def narrowed_ints(graph: Graph, ranges: dict[int, int]) -> frozenset[int]:
     hold the value: an input whose range the dtype does not hold, and every input a weakly
     typed value computed from them (``n + 1``: its value is not known) depends on when that
     is cast to a dtype narrower than int64. NumPy raises an OverflowError for such a number,
-    or compares it exactly; a cast would wrap it: these are made static (literals)."""
+    or compares it exactly; a cast would wrap it: these are made static (literals). So is
+    every input of a weakly typed int that Python's exact arithmetic may take beyond int64
+    (``c * c``, ``2 ** c``: bounded from the inputs' ranges), which int64 would wrap."""
     if not ranges:
         return frozenset()
     position = {v.id: k for k, v in enumerate(graph.inputs)}
     found: set[int] = set()
+    bounds = {graph.inputs[k].id: int_range_bound(mask) for k, mask in ranges.items()}
 
     # each weakly typed value's state: the int inputs it is computed from
     def rule(eqn: Eqn, _: Any, states: list) -> tuple[None, list]:
@@ -294,11 +298,46 @@ def narrowed_ints(graph: Graph, ranges: dict[int, int]) -> frozenset[int]:
                     elif target != np.int64:
                         found.update(d or ())
         got = frozenset().union(*(d for _, d in weak if d))
+        if got and eqn.prim.has(Flag.ELEMENTWISE) and all(
+                a.aval.weak and a.aval.dtype.kind in "biu" for a in eqn.inputs) and \
+                all(o.aval.weak and o.aval.dtype.kind in "iu" for o in eqn.outs):
+            bound = _exact_bound(eqn, bounds)
+            if bound is None or bound > _INT64_MAX:
+                found.update(got)
+            else:
+                bounds.update((o.id, bound) for o in eqn.outs)
         return None, [got if got and o.aval.weak else None for o in eqn.outs]
 
     walk(graph, None, {v.id: frozenset((k,)) for k, v in enumerate(graph.inputs)
                        if k in ranges}, rule)
     return frozenset(found)
+
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _exact_bound(eqn: Eqn, bounds: dict[int, int]) -> int | None:
+    """The largest magnitude of a weakly typed int equation's output, as Python's exact
+    ints compute it, over its operands' bounds (each at -bound and +bound, a literal at its
+    value): the op on object arrays of Python ints. None when unknown."""
+    corners: list[tuple[int, ...]] = []
+    for a in eqn.inputs:
+        if isinstance(a, Literal):
+            corners.append((int(a.value),))
+        elif not isinstance(a, Const) and a.id in bounds:
+            corners.append((-bounds[a.id], bounds[a.id]))
+        elif a.aval.dtype.kind == "b":
+            corners.append((0, 1))
+        else:
+            return None
+    try:
+        found = 0
+        for combo in itertools.product(*corners):
+            out = eqn.prim.impl(np, *(np.array(c, dtype=object) for c in combo), **eqn.params)
+            found = max(found, abs(int(out)))
+        return found
+    except (TypeError, ValueError, ArithmeticError):
+        return None
 
 
 def strengthen_weak_inputs(graph: Graph) -> Graph:

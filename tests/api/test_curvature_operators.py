@@ -207,6 +207,27 @@ def test_damped_inverse_is_exact():
                                rtol=1e-8)
     with pytest.raises(dg.InvalidArgumentError, match="damping"):
         K.inverse(-1.0)
+    # an inverse's inverse is of the inverse's matrix, not of K's again
+    np.testing.assert_allclose(inv.inverse(0.5).toarray(),
+                               np.linalg.inv(inv.toarray() + 0.5 * np.eye(K.n)), rtol=1e-8)
+
+
+@pytest.mark.parametrize("make", [
+    lambda p, x: dg.kfac(model, "mse", p, x, TARGETS[:3].astype(np.float32)),
+    lambda p, x: dg.ekfac(model, "mse", p, x, TARGETS[:3].astype(np.float32)),
+    lambda p, x: dg.fisher(model, "mse", p, x, TARGETS[:3].astype(np.float32),
+                           kind="empirical"),
+    lambda p, x: dg.ggn(model, "mse", p, x, TARGETS[:3].astype(np.float32))],
+    ids=["kfac", "ekfac", "fisher", "ggn"])
+def test_float32_parameters_give_float32_products_and_diagonals(make):
+    """The operator's dtype is its parameters': its products, diagonals and inverses are
+    computed in it (no float64 weight promoting them)."""
+    p32 = {k: v.astype(np.float32) for k, v in P.items()}
+    op = make(p32, X[:3].astype(np.float32))
+    results = [op @ np.ones(op.n, dtype=np.float32), op.diagonal()]
+    results += [op.inverse(0.1) @ np.ones(op.n, dtype=np.float32)] if hasattr(op, "inverse") \
+        else [op.per_sample_diagonal()]
+    assert op.dtype == np.float32 and [r.dtype for r in results] == [np.float32] * 3
 
 
 def test_kfac_finds_weights_through_a_transpose_and_einsum():

@@ -199,3 +199,30 @@ def test_cupyx_sparse_expressions(fmt):
                                    rtol=1e-10, atol=1e-12)
         gA = dg.grad(expr)(A, x)
         assert type(gA) is type(A) and gA.nnz == A.nnz
+
+
+@pytest.mark.parametrize("cls", [sp.csr_matrix, sp.csc_array, sp.coo_matrix, sp.coo_array])
+def test_a_matrix_made_from_traced_values_is_differentiated(cls):
+    """``cls((data, indices, indptr))`` / ``cls((data, (row, col)))`` with traced ``data``:
+    a sparse matrix of that pattern and class (SciPy's constructor raised a ValueError about
+    1-D arrays); a dense traced matrix is refused by name."""
+    a = cls(sp.random(4, 3, density=0.5, format="csr", random_state=2))
+    x = np.linspace(0.5, 1.5, 3)
+    if a.format == "coo":
+        def make(d):
+            return cls((d, (a.row, a.col)), shape=a.shape)
+    else:
+        def make(d):
+            return cls((d, a.indices, a.indptr), shape=a.shape)
+
+    def f(d):
+        m = make(d)
+        assert isinstance(m, cls) and m.format == a.format
+        return np.sum(np.sin(m @ x)) + np.sum(np.asarray(m.sum(axis=0)) ** 2)
+
+    d = a.data.copy()
+    eps = 1e-6
+    fd = [(f(d + eps * e) - f(d - eps * e)) / (2 * eps) for e in np.eye(len(d))]
+    np.testing.assert_allclose(dg.grad(f)(d), fd, rtol=1e-6, atol=1e-9)
+    with pytest.raises(dg.UnsupportedOpError, match="dense traced matrix has no pattern"):
+        dg.jit(lambda m: cls(m))(a.toarray())

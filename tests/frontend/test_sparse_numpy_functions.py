@@ -179,3 +179,32 @@ def test_an_np_matrix_answer_is_an_array_in_the_program():
         got = dg.jit(f)(X3)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12)
+
+
+def test_an_np_matrix_times_a_traced_value_is_refused_not_multiplied_elementwise():
+    """np.matrix's ``*`` is a matrix product (and stays one through +, -, /): SciPy's axis
+    sums of a ``*_matrix``, closed over or traced, times a traced array is refused, where it
+    was an elementwise product; by a scalar it scales; ``.A1``, ``.A``, ``np.asarray`` and
+    indexing give NumPy's values and shapes."""
+    A = sp.csr_matrix(BASE)
+    x = np.linspace(0.5, 1.5, 3)[:, None]
+    products = {"closed": lambda M, x: np.sum(A, axis=0) * x,
+                "closed, right": lambda M, x: x.T * A.sum(axis=1).T,
+                "traced": lambda M, x: M.sum(axis=0) * x,
+                "traced, right": lambda M, x: x * M.mean(axis=0),
+                "traced, after +": lambda M, x: (M.sum(axis=0) + 1.0) * x,
+                "traced, constant left": lambda M, x: X4[:, None] * M.sum(axis=0)}
+    for f in products.values():
+        with pytest.raises(dg.DualgpuError, match="np.matrix"):
+            dg.jit(f)(A, x)
+    same = {"A1": lambda M, x: M.sum(axis=1).A1 * x[0],
+            "A": lambda M, x: M.sum(axis=0).A * x.T,
+            "asarray": lambda M, x: np.asarray(M.sum(axis=1)).ravel() * x[0],
+            "scalar": lambda M, x: M.sum(axis=0) * 2.0 - x.T,
+            "row": lambda M, x: M.sum(axis=0)[0] + x.T,
+            "entry": lambda M, x: M.mean(axis=1)[1, 0] * x}
+    for name, f in same.items():
+        want = np.asarray(f(A, x))
+        got = dg.jit(f)(A, x)
+        assert got.shape == want.shape, name
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)

@@ -206,6 +206,18 @@ def test_a_program_factors_its_matrix_once_and_again_when_it_changes(monkeypatch
     np.testing.assert_allclose(g_b, spsolve(a.T.tocsc(), np.cos(spsolve(a, b))), rtol=1e-10)
 
 
+
+def test_a_pattern_changed_in_place_with_equal_values_is_factored_again():
+    """The factorization is reused only for the same entries: index arrays rewritten in
+    place (the same objects) under unchanged values are another matrix."""
+    a, b = system()
+    solve = dg.jit(lambda A, b: spsolve(A, b))
+    solve(a, b)
+    row = int(np.argmax(np.diff(a.indptr) >= 2))    # a row with two entries: swap them
+    start = a.indptr[row]
+    a.indices[[start, start + 1]] = a.indices[[start + 1, start]]
+    np.testing.assert_allclose(solve(a, b), spsolve(a, b), rtol=1e-10)
+
 def _emulated_cupyx(monkeypatch):
     """The CuPy backend as _spsolve_impl sees it, on the host: cupyx's solve does not raise
     for a singular matrix but returns non-finite values, as SciPy's spsolve (with a warning)

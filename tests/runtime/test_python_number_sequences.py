@@ -29,6 +29,8 @@ FUNCTIONS = {  # name -> f(x, c); x an array, c the number
     "max": lambda x, c: np.maximum(x, c),
     "where": lambda x, c: np.where(x > 1, x, c),
     "clip": lambda x, c: np.clip(x, -abs(c), abs(c)),
+    "clip-low": lambda x, c: np.clip(x, c, None),
+    "py-square": lambda x, c: x + c * c,
     "py-arith": lambda x, c: x * (c * 2 - 1),
     "sin": lambda x, c: x * np.sin(c),
     "asarray": lambda x, c: x + np.asarray(c),
@@ -39,7 +41,8 @@ FUNCTIONS = {  # name -> f(x, c); x an array, c the number
     "mean": lambda x, c: np.mean(x) * c,
     "square": lambda x, c: x * np.square(c),
 }
-DIFFERENTIABLE = ("mul", "radd", "div", "max", "where", "clip", "py-arith", "sin", "asarray",
+DIFFERENTIABLE = ("mul", "radd", "div", "max", "where", "clip", "clip-low", "py-square",
+                  "py-arith", "sin", "asarray",
                   "sum", "abs", "full", "dot", "mean", "square")
 DTYPES = (np.float32, np.float64, np.int8, np.uint8, np.int32)
 NUMBERS = (0, 1, 3, 100, 127, 128, 200, 255, 256, -1, -3, -129, 2 ** 31, -2 ** 33, 2 ** 40,

@@ -289,9 +289,16 @@ _F32 = np.array([1.5, -2.0, 3.0], np.float32)
     (lambda x, c: np.clip(x, -c, c), _U8, (2, 3, 200)),
     (lambda x, c: x + c, _U8, (2, -1, 3)),
     (lambda x, c: x + (c + 1), _I8, (3, 127, 5)),
+    # a bound beyond the dtype clips nothing on its side, and raises on the other
+    (lambda x, c: np.clip(x, c, None), _I8, (1, 200, -200, 2)),
+    (lambda x, c: np.clip(x, -5, c), _U8, (3, -1, 300, 4)),
+    # Python's arithmetic on the number is exact: c * c beyond int64 is no wrapped int64
+    (lambda x, c: x + c * c, _F32, (3, 2 ** 40, 2 ** 33, 5)),
+    (lambda x, c: x * (2 ** c), _F32, (3, 70, 4)),
 ], ids=["sin", "asarray", "full", "sum-int8", "abs-int8", "python-ops", "clip-f32",
         "result_type", "dot-int8", "einsum", "less-uint8", "divide-int8", "clip-uint8",
-        "add-uint8", "derived"])
+        "add-uint8", "derived", "clip-low-int8", "clip-high-uint8", "square-beyond-int64",
+        "power-beyond-int64"])
 def test_python_numbers_through_numpy_functions_promote_as_eager_numpy(f, x, values):
     """Cached calls (jit and grad) with Python numbers agree with eager NumPy in dtype and
     value, also when the number goes through a NumPy function, or does not fit the integer

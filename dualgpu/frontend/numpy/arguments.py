@@ -64,6 +64,8 @@ def array(a, dtype=None, copy=True, **kw):
     >>> dg.grad(lambda s: np.sum(np.array([[s, 2 * s], [s, 0.5]])))(np.array(1.0))
     array(4.)
     """
+    if _is_tracer(a) and hasattr(a, "getA"):  # an np.matrix of traced values: its array
+        a = a.getA()
     if _is_tracer(a) or holds_tracer(a):
         r = build_array(a)
         return r if dtype is None else astype(r, dtype)

@@ -220,12 +220,28 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
               promotion_operand(b.aval) if _is_tracer(b) else _dtype(b)
               for b in (a_min, a_max) if b is not None]
     a = astype(a, _RESULT_TYPE(_dtype(a), *bounds))
+    a_min, a_max = _int_bound(a_min, _dtype(a), True), _int_bound(a_max, _dtype(a), False)
     r = a
     if a_min is not None:
         r = where(lax.less(r, a_min), a_min, r)
     if a_max is not None:
         r = where(lax.greater(r, a_max), a_max, r)
     return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
+
+
+def _int_bound(bound, dtype, low: bool):
+    """A Python int bound of an integer array as NumPy 2 takes it: beyond the dtype's range
+    on the side it does not clip, no bound; beyond on the side it clips, NumPy's
+    OverflowError (a cast would wrap it: ``np.clip(x_int8, 200, None)`` all -56)."""
+    if type(bound) is not int or np.dtype(dtype).kind not in "iu":
+        return bound
+    info = np.iinfo(dtype)
+    if info.min <= bound <= info.max:
+        return bound
+    if (bound < info.min) == low:
+        return None
+    raise OverflowError(f"Python integer {bound} out of bounds for {np.dtype(dtype).name} "
+                        f"(np.clip at {user_location()})")
 
 
 def conj(x, out=None, **kw):

@@ -49,6 +49,7 @@ from ...ops.shape import scatter_add
 from ...ops.sparse import coo_indices, make_matrix, spmm
 from .. import numpy as dnp
 from ..numpy.products import register_matmul_override
+from .np_matrix import as_matrix
 
 __all__ = ["is_sparse", "issparse", "SparseValue", "Pattern", "matmul", "as_sparse_value"]
 
@@ -318,8 +319,8 @@ class SparseValue:
         axis = _matrix_axis(axis, "sum")
         ones = _xp(self).ones(self.shape[axis], dtype=np.dtype(values.dtype))
         total = matmul(ones, values) if axis == 0 else matmul(values, ones)
-        if self.pattern.matrix_kind:
-            return dnp.reshape(total, (1, -1) if axis == 0 else (-1, 1))
+        if self.pattern.matrix_kind:  # SciPy's np.matrix: its * is a product
+            return as_matrix(dnp.reshape(total, (1, -1) if axis == 0 else (-1, 1)))
         return total
 
     def toarray(self):
@@ -343,7 +344,7 @@ class SparseValue:
         total = self.sum(axis, dtype=dtype)
         count = self.shape[0] * self.shape[1] if axis is None else \
             self.shape[_matrix_axis(axis, "mean")]
-        return lax.true_divide(total, count)
+        return total / count  # an np.matrix's division keeps it one
 
     def max(self, axis=None, out=None):
         """The largest entry, stored or not (``axis=None``): 0 counts where an entry is not
