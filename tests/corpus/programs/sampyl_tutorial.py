@@ -1,7 +1,7 @@
 # The tutorial of mcleonard/sampyl (docs_source/tutorial.rst, MIT licence, see
 # tests/corpus/LICENSE-sampyl) made into a script: a Bayesian linear model, its maximum a
 # posteriori by scipy.optimize.minimize with autograd's gradient, then NUTS samples.
-# Changed: 200 data points -> 50, 2100 samples (burn 100) -> 12 (burn 4); the chain's means printed; plotting off.
+# Changed: 200 data points -> 50, 2100 samples (burn 100) -> 6 (burn 2); the chain's means printed; plotting off.
 import matplotlib.pyplot as plt
 import sampyl as smp
 from sampyl import np
@@ -39,7 +39,7 @@ def logp(b, sig):
 
 start = smp.find_MAP(logp, {'b': np.ones(3), 'sig': 1.})
 nuts = smp.NUTS(logp, start)
-chain = nuts.sample(12, burn=4)
+chain = nuts.sample(6, burn=2)
 
 plt.plot(chain.b)
 print(start['b'], start['sig'])
