@@ -363,6 +363,8 @@ def _is_user_module(obj) -> bool:
 
 
 def _replacement(obj, memo):
+    if isinstance(obj, (TracingNamespace, DistributionStandIn)):
+        return obj  # a function made in a trace, rebound again by a nested transform
     if type(obj) is np.ndarray and obj.ndim > 0 and obj.dtype.kind in "biufc":
         view = obj.view(ConstantArray)
         view.original = obj
