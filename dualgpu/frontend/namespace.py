@@ -416,7 +416,9 @@ def _distribution_label(obj) -> str:
 def _is_user_function(fn) -> bool:
     mod = getattr(fn, "__module__", None) or ""
     root = mod.split(".")[0]
-    return root not in _TRACED_ROOTS + ("dualgpu", "builtins", "functools")
+    if root == "dualgpu":  # a closure of dualgpu's around the user's function (testing's
+        return "<locals>" in getattr(fn, "__qualname__", "")  # fixed arguments) sees it too
+    return root not in _TRACED_ROOTS + ("builtins", "functools")
 
 
 def _rebind(fn: types.FunctionType, memo: dict):
