@@ -223,8 +223,9 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full"):
     ``A`` and ``B`` along the axis pairs ``axes`` (all axes by default), contracted along the
     pairs ``dot_axes`` and outer along the others; the result's axes are ``A``'s others, then
     ``B``'s, then the convolved ones. ``mode`` is ``"full"``, ``"valid"`` or ``"same"``
-    (``A``'s length, the middle of the full result, as autograd's). One ``conv`` op (:func:`dualgpu.lax.conv_general_dilated`, the
-    larger operand as the signal), so derivatives of every order are convolutions.
+    (``A``'s length, the middle of the full result, as autograd's). One ``conv`` op
+    (:func:`dualgpu.lax.conv_general_dilated`, the larger operand as the signal), so
+    derivatives of every order are convolutions.
 
     Example (a batch of two 1-channel images, three 2x2 filters)::
 

@@ -109,13 +109,13 @@ def _i1_dx(x, ans):
 
 
 # the modified Bessel functions of the first kind, orders 0 and 1; no C form (C has none)
-i0 = elementwise("i0", None, 1, c=None, result="float", py="ops.i0({0})",
+i0: Primitive = elementwise("i0", None, 1, c=None, result="float", py="ops.i0({0})",
                  impl=special_function("i0"),
                  doc="I0(x) (scipy.special.i0); its derivative is I1(x).",
     partials=(lambda x, ans: i1(x),))
 
 
-i1 = elementwise("i1", None, 1, c=None, result="float", py="ops.i1({0})",
+i1: Primitive = elementwise("i1", None, 1, c=None, result="float", py="ops.i1({0})",
                  impl=special_function("i1"),
                  doc="I1(x) (scipy.special.i1); its derivative is I0(x) - I1(x) / x.",
     partials=(_i1_dx,))

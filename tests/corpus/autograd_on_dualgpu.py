@@ -217,7 +217,9 @@ def modules() -> dict[str, object]:
                      linalg=scipy.linalg, signal=signal, integrate=scipy.integrate,
                      misc=scipy_misc)
     autograd = _module("autograd", numpy=np, scipy=scipy_, misc=misc, builtins=builtins_,
-                       test_util=test_util, **transforms)
+                       test_util=test_util, tuple=builtins.tuple, list=builtins.list,
+                       dict=builtins.dict, isinstance=builtins.isinstance, type=builtins.type,
+                       **transforms)
     entries: dict[str, object] = {
         "autograd": autograd, "autograd.numpy": np, "autograd.numpy.random": np.random,
         "autograd.numpy.linalg": np.linalg, "autograd.scipy": scipy_,
