@@ -265,7 +265,8 @@ def test_every_program_has_a_case():
     assert {p.stem for p in PROGRAMS.glob("*.py")} - SUPPORT == set(CASES)
 
 
-SUPPORT = {"data", "data_mnist", "autoptim"}  # and the packages sampyl/, pymanopt/  # modules the programs import, not programs
+# modules the programs import, not programs (and the packages sampyl/ and pymanopt/)
+SUPPORT = {"data", "data_mnist", "autoptim"}
 
 
 def test_a_different_number_fails_the_comparison():
