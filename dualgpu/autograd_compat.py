@@ -222,9 +222,10 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full"):
     """autograd's ``autograd.scipy.signal.convolve``: the convolution (the window flipped) of
     ``A`` and ``B`` along the axis pairs ``axes`` (all axes by default), contracted along the
     pairs ``dot_axes`` and outer along the others; the result's axes are ``A``'s others, then
-    ``B``'s, then the convolved ones. ``mode`` is ``"full"`` or ``"valid"`` (autograd's
-    ``"same"`` is refused). One ``conv`` op (:func:`dualgpu.lax.conv_general_dilated`, the
-    larger operand as the signal), so derivatives of every order are convolutions.
+    ``B``'s, then the convolved ones. ``mode`` is ``"full"``, ``"valid"`` or ``"same"``
+    (``A``'s length, the middle of the full result, as autograd's). One ``conv`` op
+    (:func:`dualgpu.lax.conv_general_dilated`, the larger operand as the signal), so
+    derivatives of every order are convolutions.
 
     Example (a batch of two 1-channel images, three 2x2 filters)::
 
@@ -232,10 +233,16 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full"):
         >>> convolve(x, w, axes=([2, 3], [2, 3]), dot_axes=([1], [0]), mode="valid").shape
         (2, 3, 3, 3)
     """
-    if mode not in ("full", "valid"):
-        raise UnsupportedOpError(f"convolve: mode={mode!r} is not supported: 'full' or "
-                                 f"'valid' (at {user_location()})")
+    if mode not in ("full", "valid", "same"):
+        raise UnsupportedOpError(f"convolve: mode={mode!r} is not supported: 'full', "
+                                 f"'valid' or 'same' (at {user_location()})")
     a, b = (x if lax.is_tracer(x) or hasattr(x, "shape") else np.asarray(x) for x in (A, B))
+    if mode == "same":  # the full convolution's middle, A's length along each convolved axis
+        full = convolve(a, b, axes, dot_axes, "full")
+        conv = list(zip(*axes)) if axes is not None else [(i, i) for i in range(np.ndim(a))]
+        sa, sb = lax.shape_of(a), lax.shape_of(b)
+        middle = tuple(slice((sb[j] - 1) // 2, (sb[j] - 1) // 2 + sa[i]) for i, j in conv)
+        return full[(Ellipsis,) + middle]
     if axes is None:
         axes = (list(range(len(lax.shape_of(a)))),) * 2
     conv_a, conv_b = [list(axes[0]), list(axes[1])]

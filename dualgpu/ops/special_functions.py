@@ -1,5 +1,6 @@
 """Special functions as elementwise ops, one block each: ``erf``, ``erfc``, ``gammaln``,
-``digamma``, ``polygamma`` (any order: each derivative is the next order), and the
+``digamma``, ``polygamma`` (any order: each derivative is the next order), ``gamma``, the
+inverse error functions, the modified Bessel functions ``i0`` and ``i1``, and the
 regularized incomplete beta and gamma functions (differentiable in ``x`` only, as in JAX).
 Values come from the array library's SciPy; those with a C form fuse into kernels, the
 others are library calls. An exported module (``dg.export``) defines each as a function.
@@ -28,9 +29,10 @@ from .elementwise import (
     negative,
     power,
     subtract,
+    true_divide,
     where,
 )
-from .logical import equal
+from .logical import equal, less
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
@@ -64,6 +66,59 @@ digamma: Primitive = elementwise("digamma", None, 1, c=None, result="float", py=
                       doc="psi(x), the derivative of gammaln; its derivative is "
                           "polygamma(1, x).",
     partials=(lambda x, ans: polygamma(x, n=1),))
+
+
+# no C form (C's tgamma agrees with SciPy's at the poles, not to its ulps everywhere, in
+# float32 above all): a library call, as the functions below
+gamma = elementwise("gamma", None, 1, c=None, result="float", py="ops.gamma({0})",
+                    impl=special_function("gamma"),
+                    doc="Gamma(x) (scipy.special.gamma); its derivative is Gamma(x) psi(x).",
+    partials=(lambda x, ans: multiply(ans, digamma(x)),))
+
+
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2
+
+
+# the inverse error functions; no C form (C has none)
+erfinv = elementwise("erfinv", None, 1, c=None, result="float", py="ops.erfinv({0})",
+                     impl=special_function("erfinv"),
+                     doc="The inverse of erf (scipy.special.erfinv), on (-1, 1).",
+    partials=(lambda x, ans: _SQRT_PI_OVER_2 * exp(_sq(ans)),))
+
+
+erfcinv = elementwise("erfcinv", None, 1, c=None, result="float", py="ops.erfcinv({0})",
+                      impl=special_function("erfcinv"),
+                      doc="The inverse of erfc (scipy.special.erfcinv), on (0, 2).",
+    partials=(lambda x, ans: -_SQRT_PI_OVER_2 * exp(_sq(ans)),))
+
+
+# I1(x) / x = sum_k (x²/4)^k / (2 k! (k+1)!): its series where the quotient would cancel
+_I1_OVER_X = [0.5 / (math.factorial(k) * math.factorial(k + 1)) for k in range(7)]
+
+
+def _i1_dx(x, ans):
+    """d/dx I1(x) = I0(x) - I1(x) / x; I1(x) / x by its series for |x| < 0.5 (exact to
+    rounding there, and differentiable again without the quotient's cancellation)."""
+    small = less(multiply(x, x), 0.25)
+    q = multiply(0.25, _sq(x))
+    series = _I1_OVER_X[-1]
+    for c in reversed(_I1_OVER_X[:-1]):
+        series = add(c, multiply(q, series))
+    ratio = where(small, series, true_divide(ans, where(small, 1, x)))
+    return subtract(i0(x), ratio)
+
+
+# the modified Bessel functions of the first kind, orders 0 and 1; no C form (C has none)
+i0: Primitive = elementwise("i0", None, 1, c=None, result="float", py="ops.i0({0})",
+                 impl=special_function("i0"),
+                 doc="I0(x) (scipy.special.i0); its derivative is I1(x).",
+    partials=(lambda x, ans: i1(x),))
+
+
+i1: Primitive = elementwise("i1", None, 1, c=None, result="float", py="ops.i1({0})",
+                 impl=special_function("i1"),
+                 doc="I1(x) (scipy.special.i1); its derivative is I0(x) - I1(x) / x.",
+    partials=(_i1_dx,))
 
 
 def _betainc_ab(a, b, x, ans):
@@ -170,6 +225,11 @@ defstandalone(erf, 'def erf(x):\n    return _special().erf(x)\n')
 defstandalone(erfc, 'def erfc(x):\n    return _special().erfc(x)\n')
 defstandalone(gammaln, 'def gammaln(x):\n    return _special().gammaln(x)\n')
 defstandalone(digamma, 'def digamma(x):\n    return _special().digamma(x)\n')
+defstandalone(gamma, 'def gamma(x):\n    return _special().gamma(x)\n')
+defstandalone(erfinv, 'def erfinv(x):\n    return _special().erfinv(x)\n')
+defstandalone(erfcinv, 'def erfcinv(x):\n    return _special().erfcinv(x)\n')
+defstandalone(i0, 'def i0(x):\n    return _special().i0(x)\n')
+defstandalone(i1, 'def i1(x):\n    return _special().i1(x)\n')
 defstandalone(betainc, 'def betainc(a, b, x):\n    return _special().betainc(a, b, x)\n')
 defstandalone(gammainc, 'def gammainc(a, x):\n    return _special().gammainc(a, x)\n')
 defstandalone(gammaincc, 'def gammaincc(a, x):\n    return _special().gammaincc(a, x)\n')

@@ -64,3 +64,11 @@ def test_check_vjp_compares_the_value_with_f(monkeypatch, mode):
 
 def test_check_vjp_compares_every_output():
     testing.check_vjp(lambda x, y: {"a": np.sin(x) * y, "b": (x ** 2, np.sum(y))}, (X, Y))
+
+
+def test_second_order_of_a_scipy_function_with_fixed_arguments():
+    # the checker's wrappers (fixed arguments, a vector output scalarized) reach SciPy's
+    # function through a closure: it is traced there as where the user calls it
+    stats = pytest.importorskip("scipy.stats")
+    x, a = np.array([1.5, 2.0]), np.array([2.0, 3.0])
+    testing.check_grads(stats.gamma.cdf, (x, a), modes=("rev",), argnums=0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import types
 
 import numpy as np
@@ -38,10 +39,24 @@ def make_vjp(fun, argnum=0):
     return at
 
 
-def check_grads(fun, modes=("fwd", "rev"), order=2):
-    """autograd's ``check_grads(f, modes, order)(*args)``: dualgpu's checker."""
-    def check(*args):
-        dg.testing.check_grads(fun, args, order=min(order, 2), modes=tuple(modes))
+def check_grads(fun, argnum=0, modes=("fwd", "rev"), order=2):
+    """autograd's ``check_grads(f, argnum, modes, order)(*args)``: dualgpu's checker, of
+    argument ``argnum`` (an int or a tuple)."""
+    def check(*args, **kwargs):
+        dg.testing.check_grads(lambda *a: fun(*a, **kwargs), args, order=min(order, 2),
+                               modes=tuple(modes), argnums=argnum)
+
+    return check
+
+
+def combo_check(fun, *args, **kwargs):
+    """autograd's ``combo_check``: ``check_grads`` at every combination of the values
+    given for each argument and keyword."""
+    def check(*values, **options):
+        keyed = [[(k, x) for x in xs] for k, xs in options.items()]
+        for combo in itertools.product(*values):
+            for chosen in itertools.product(*keyed):
+                check_grads(fun, *args, **kwargs)(*combo, **dict(chosen))
 
     return check
 
@@ -184,7 +199,7 @@ def modules() -> dict[str, object]:
         hessian_vector_product=dg.hessian_vector_product,
         hessian_tensor_product=dg.hessian_vector_product, make_hvp=dg.make_hvp,
         make_vjp=make_vjp)
-    test_util = _module("autograd.test_util", check_grads=check_grads)
+    test_util = _module("autograd.test_util", check_grads=check_grads, combo_check=combo_check)
     misc_flatten = _module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
     optimizers = _module("autograd.misc.optimizers", sgd=sgd, rmsprop=rmsprop, adam=adam,
                          unflatten_optimizer=unflatten_optimizer)
@@ -202,7 +217,9 @@ def modules() -> dict[str, object]:
                      linalg=scipy.linalg, signal=signal, integrate=scipy.integrate,
                      misc=scipy_misc)
     autograd = _module("autograd", numpy=np, scipy=scipy_, misc=misc, builtins=builtins_,
-                       test_util=test_util, **transforms)
+                       test_util=test_util, tuple=builtins.tuple, list=builtins.list,
+                       dict=builtins.dict, isinstance=builtins.isinstance, type=builtins.type,
+                       **transforms)
     entries: dict[str, object] = {
         "autograd": autograd, "autograd.numpy": np, "autograd.numpy.random": np.random,
         "autograd.numpy.linalg": np.linalg, "autograd.scipy": scipy_,

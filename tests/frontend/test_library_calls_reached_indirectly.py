@@ -106,3 +106,19 @@ def test_functions_held_in_lists_and_dicts_are_rebound_too():
     np.testing.assert_allclose(dg.grad(f)(x), want, rtol=1e-12)
     np.testing.assert_allclose(dg.jit(f)(x), f(x), rtol=1e-12)
     assert len(LOG) == 3  # the traces appended to the global list itself
+
+
+def test_a_function_made_inside_a_trace_is_rebound_again_by_a_nested_transform():
+    # the inner function's globals are the outer trace's (scipy.stats already a tracing
+    # namespace): rebinding them again keeps the stand-ins, not stand-ins of stand-ins
+    a = np.array([2.0, 3.0])
+
+    def outer(x):
+        return np.sum(dg.grad(lambda y: np.sum(scipy_stats.gamma.cdf(y, a)
+                                               + scipy_stats.norm.logpdf(y)
+                                               + np.random.default_rng(0).normal() * 0))(x))
+
+    x = np.array([1.5, 2.0])
+    # d²/dx² P(a, x) = x**(a-2) e^-x (a - 1 - x) / Gamma(a); d²/dx² log N(x) = -1
+    expected = x ** (a - 2) * np.exp(-x) * (a - 1 - x) / np.array([1.0, 2.0]) - 1
+    np.testing.assert_allclose(dg.grad(outer)(x), expected, rtol=1e-12)

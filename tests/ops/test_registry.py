@@ -237,6 +237,9 @@ def build_gammainc(name):
     return build
 
 
+for _name, (_lo, _hi) in {"gamma": (0.3, 3), "erfinv": (-0.8, 0.8), "erfcinv": (0.2, 1.8),
+                          "i0": (-2, 2), "i1": (-2, 2)}.items():
+    spec(_name, unary(_name, _lo, _hi, fn=getattr(dnp_special, _name)))
 spec("gammainc", build_gammainc("gammainc"))
 spec("gammaincc", build_gammainc("gammaincc"))
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")

@@ -70,6 +70,7 @@ from .elementwise import (
     float_power,
     frexp,
     gammaln,
+    i0,
     inf,
     logaddexp2,
     logical_xor,

@@ -92,6 +92,9 @@ gammaln = _ufunc(_special.gammaln)
 digamma = _ufunc(_special.digamma)
 
 
+i0 = _ufunc(_special.i0)  # np.i0, the modified Bessel function of order 0
+
+
 
 def frexp(x, out=None, where=None):
     """``np.frexp``: the mantissa ``m`` in [0.5, 1) (signed as x) and the integer exponent

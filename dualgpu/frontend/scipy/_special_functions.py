@@ -2,6 +2,7 @@
 (the namespace, :mod:`.special`, only imports)."""
 from __future__ import annotations
 
+from ... import lax
 from ...ops import special_functions as _sf
 
 
@@ -38,3 +39,43 @@ def gammaincc(a, x):
     array(-1.)
     """
     return _sf.gammaincc.bind(a, x)
+
+
+def gamma(x):
+    """``scipy.special.gamma``.
+
+    >>> import scipy.special
+    >>> dg.grad(lambda x: scipy.special.gamma(x))(np.array(1.0))  # -Euler's constant
+    array(-0.57721566)
+    """
+    return _sf.gamma.bind(x)
+
+
+def rgamma(x):
+    """``scipy.special.rgamma``: ``1 / gamma(x)`` (0 at the poles)."""
+    return lax.reciprocal(_sf.gamma.bind(x))
+
+
+def erfinv(x):
+    """``scipy.special.erfinv``."""
+    return _sf.erfinv.bind(x)
+
+
+def erfcinv(x):
+    """``scipy.special.erfcinv``."""
+    return _sf.erfcinv.bind(x)
+
+
+def i0(x):
+    """``scipy.special.i0``, the modified Bessel function of order 0."""
+    return _sf.i0.bind(x)
+
+
+def i1(x):
+    """``scipy.special.i1``, the modified Bessel function of order 1.
+
+    >>> import scipy.special
+    >>> float(dg.grad(lambda x: scipy.special.i1(x))(np.array(0.0)))
+    0.5
+    """
+    return _sf.i1.bind(x)

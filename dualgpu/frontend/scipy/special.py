@@ -13,10 +13,10 @@ from ..nn import scipy_softmax as softmax
 from ..numpy.elementwise import digamma, erf, erfc, expit, gammaln, polygamma, sinc
 from ..numpy.elementwise import digamma as psi
 from ..numpy.elementwise import round_ as round
-from ._special_functions import betainc, gammainc, gammaincc
+from ._special_functions import betainc, erfcinv, erfinv, gamma, gammainc, gammaincc, i0, i1, rgamma
 from ._stats_special import betaln, log_ndtr, ndtr, xlog1py
 
-__all__ = ["betainc", "betaln", "cbrt", "digamma", "erf", "erfc", "exp2", "expit", "expm1",
-           "gammainc", "gammaincc", "gammaln", "log1p", "log_expit", "log_ndtr", "log_softmax",
-           "logit", "logsumexp", "ndtr", "polygamma", "psi", "round", "sinc", "softmax",
-           "xlog1py", "xlogy"]
+__all__ = ["betainc", "betaln", "cbrt", "digamma", "erf", "erfc", "erfcinv", "erfinv", "exp2",
+           "expit", "expm1", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i1", "log1p",
+           "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "polygamma",
+           "psi", "rgamma", "round", "sinc", "softmax", "xlog1py", "xlogy"]

@@ -1,0 +1,13 @@
+""" Module for statistical  """
+
+from .core import np
+
+
+def hpd(trace):
+    pass
+
+def percentile(trace):
+    pass
+
+def autocorrrelation(trace):
+    pass
