@@ -21,7 +21,7 @@ MEMBERS = (
     # what it does
     "is_array", "is_sparse", "to_device", "to_host", "as_arrays", "device_of",
     "default_device", "synchronize", "stable_sort", "stable_argsort", "scatter_add",
-    "linear_operator_class", "matmul_precision",
+    "linear_operator_class", "matmul_precision", "keep_freed_memory",
 )
 """The members every backend defines (its class, or a class between it and :class:`Backend`)."""
 
@@ -143,6 +143,11 @@ class Backend:
         """A context manager under which this library's own float32 products run at
         ``precision`` (``dg.config["matmul_precision"]``)."""
         raise self._missing("matmul_precision")
+
+    def keep_freed_memory(self) -> None:
+        """Have the memory the library's arrays free stay in the process for the next ones
+        (``dg.config["keep_freed_memory"]``), where the library does not already."""
+        raise self._missing("keep_freed_memory")
 
 
 def missing_members(cls: type) -> list[str]:

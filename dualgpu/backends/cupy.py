@@ -94,6 +94,10 @@ class CupyBackend(Backend):
     def matmul_precision(self, precision: str):
         return MatmulPrecision(precision)
 
+    @staticmethod
+    def keep_freed_memory() -> None:
+        pass  # CuPy's memory pool keeps what its arrays free
+
 
 def import_cupy(name: str):
     """Import CuPy's module ``name`` (``"cupy"``, ``"cupyx.scipy.special"``...). CuPy that

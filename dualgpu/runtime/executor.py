@@ -89,6 +89,7 @@ class Config(dict):
         "host_kernel": (lambda v: isinstance(v, bool), "True or False"),
         "host_fused": (lambda v: isinstance(v, bool), "True or False"),
         "check_indices": (lambda v: isinstance(v, bool), "True or False"),
+        "keep_freed_memory": (lambda v: isinstance(v, bool), "True or False"),
     }
 
     def _check(self, key: Any, value: Any, value_too: bool = True) -> None:
@@ -203,7 +204,7 @@ _WATCHERS: dict = {}  # switch -> what applies it when it is set (Config.watch)
 DEFAULTS = dict(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
                 stack_gemms="auto", recompute=True, tiny_kernel=True, host_kernel=False,
-                host_fused=True, check_indices=True)
+                host_fused=True, check_indices=True, keep_freed_memory=True)
 config = Config(DEFAULTS)
 
 
@@ -242,6 +243,8 @@ class Executable:
         self.host = None
         self.host_fused = None
         self.matmul_precision = config["matmul_precision"]
+        if config["keep_freed_memory"]:
+            backend.keep_freed_memory()
         # closed-over constants: a result must not be (a view of) one of them either
         self._const_values = [c.value for c in graph.consts]
         # where the library's gathers do not check their indices, the program also
