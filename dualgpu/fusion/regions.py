@@ -4,6 +4,7 @@ the values they recompute), library steps, the plan that orders them and the mem
 :mod:`dualgpu.fusion` for the model."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,27 @@ def is_reshape(prim) -> bool:
 def reads_no_values(prim) -> bool:
     """Reads only the shape of its input (fill_like)."""
     return prim.has(Flag.IGNORES_VALUES)
+
+
+_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
+
+
+def recomputes_cheaply(eqn) -> bool:
+    """Whether a kernel computes ``eqn`` in a few plain instructions, cheaper than reading
+    its value back from memory: a view, a cast, a fill, or an op whose C form calls no
+    function and divides nothing (a negation, a sum, a product, a comparison, a select).
+
+    Example::
+
+        >>> g = dg.trace(lambda x: np.exp(-x) / 2, np.ones(3))
+        >>> [(e.prim.name, recomputes_cheaply(e)) for e in g.eqns]
+        [('negative', True), ('exp', False), ('true_divide', False)]
+    """
+    prim = eqn.prim
+    if is_view(prim) or reads_no_values(prim) or prim.has(Flag.CASTS):
+        return True
+    c = prim.c_for(eqn.outs[0].dtype) if prim.has(Flag.ELEMENTWISE) else None
+    return c is not None and "/" not in c and "%" not in c and _CALL.search(c) is None
 
 
 def padded_read(eqn) -> tuple | None:
@@ -73,6 +95,16 @@ LOOP_MIN_THREADS = 2048  # ... and so are rolled loops with too few threads to f
 # text then stays linear in the region's size (a time-stepping loop would otherwise make it
 # quadratic).
 ROLLED_LOOPS_MAX = 8
+# A kernel computes its values at every point of its domain: a region whose domain grows by
+# broadcasting (``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) recomputes what it
+# holds at each copy. It grows by more than this factor only when all it holds recomputes
+# cheaply (:func:`recomputes_cheaply`); else the broadcasting equation starts a new region
+# that reads those values from memory (benchmarks/NOTES.md, "Broadcast recompute").
+GROW_MAX = 2
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
 
 
 def _dtype_ok(aval) -> bool:
@@ -208,6 +240,9 @@ class Region:
         except ValueError:
             return None
         if new != self.domain and (self.frozen or self.loop_axes):
+            return None
+        if _size(new) > GROW_MAX * _size(self.domain) \
+                and not all(recomputes_cheaply(e) for e in self.eqns):
             return None
         return new
 
