@@ -95,16 +95,12 @@ LOOP_MIN_THREADS = 2048  # ... and so are rolled loops with too few threads to f
 # text then stays linear in the region's size (a time-stepping loop would otherwise make it
 # quadratic).
 ROLLED_LOOPS_MAX = 8
-# A kernel computes its values at every point of its domain: a region whose domain grows by
-# broadcasting (``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) recomputes what it
-# holds at each copy. It grows by more than this factor only when all it holds recomputes
-# cheaply (:func:`recomputes_cheaply`); else the broadcasting equation starts a new region
-# that reads those values from memory (benchmarks/NOTES.md, "Broadcast recompute").
+# A kernel computes a value once per thread: a value that varies along few of the thread
+# axes (``sigmoid(x)`` in ``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) is
+# recomputed at each copy. A value that costs more than a few instructions
+# (:func:`recomputes_cheaply`) is recomputed at most this many times; more, and the planner
+# computes it once in a region of its own (benchmarks/NOTES.md, "Issue 40").
 GROW_MAX = 2
-
-
-def _size(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
 
 
 def _dtype_ok(aval) -> bool:
@@ -240,9 +236,6 @@ class Region:
         except ValueError:
             return None
         if new != self.domain and (self.frozen or self.loop_axes):
-            return None
-        if _size(new) > GROW_MAX * _size(self.domain) \
-                and not all(recomputes_cheaply(e) for e in self.eqns):
             return None
         return new
 
