@@ -1,4 +1,4 @@
-"""A producer read by a consumer whose domain is ``k`` times larger (k > 1): recompute or materialise?
+"""A producer read by a consumer k times larger (k > 1): recompute or materialise?
 
 ``p(x) * U`` with ``x`` of shape ``(n, m)`` and ``U`` of shape ``(k, n, m)``, planned two
 ways: one region over the consumer's domain that recomputes ``p(x)`` at each of its ``k``
