@@ -1,5 +1,6 @@
 """The fusion planner: a graph split into regions and library steps (:func:`plan_graph`),
-with recomputation of cheap values into the regions that read them; see
+the costly values a region would compute at each copy of a broadcast split into regions of
+their own, and recomputation of cheap values into the regions that read them; see
 :mod:`dualgpu.fusion` for the model."""
 from __future__ import annotations
 
