@@ -127,23 +127,14 @@ def _split_region(r: Region) -> list:
         >>> [r.domain for r in plan_graph(dg.trace(lambda x, u: -x * u, x, u)).regions]
         [(10, 4)]
     """
-    threads = set(r.thread_axes())
-    count = r.thread_count()
-
-    def spread(v) -> set:   # the thread axes along which v varies
-        return {d for d in r.dims[v.id] if d in threads}
-
-    def points(axes) -> int:
-        return int(np.prod([r.domain[d] for d in axes], dtype=np.int64))
-
     def movable(e) -> bool:
         return not r.level.get(e.outs[0].id, 0) and not is_reduction(e.prim) \
             and padded_read(e) is None and not r.varies_in_loop(r.dims[e.outs[0].id])
 
     costly = [e for e in r.eqns if movable(e) and not recomputes_cheaply(e)
-              and points(spread(e.outs[0])) * REPEAT_MAX < count]
-    axes = set().union(*(spread(e.outs[0]) for e in costly))
-    if not costly or points(axes) * REPEAT_MAX >= count:
+              and _repeats(r, _spread(r, e.outs[0]))]
+    axes = set().union(*(_spread(r, e.outs[0]) for e in costly))
+    if not costly or not _repeats(r, axes):
         return [r]
     need = {e.outs[0].id for e in costly}
     moved = []
@@ -166,6 +157,19 @@ def _split_region(r: Region) -> list:
     if not rest or not _reads_as_computed(q, dims):
         return [r]
     return [p, q]
+
+
+def _spread(r: Region, v) -> set:
+    """The thread axes of ``r`` along which its value ``v`` varies."""
+    threads = set(r.thread_axes())
+    return {d for d in r.dims[v.id] if d in threads}
+
+
+def _repeats(r: Region, axes: set) -> bool:
+    """Whether ``r`` computes a value that varies along thread ``axes`` only more than
+    ``REPEAT_MAX`` times per element (once per thread along the other axes)."""
+    points = int(np.prod([r.domain[d] for d in axes], dtype=np.int64))
+    return points * REPEAT_MAX < r.thread_count()
 
 
 def _sink_padded_reads(eqns) -> list:
@@ -321,7 +325,9 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
     equations over ``a``'s own axes, the graph does not return it, and those inputs are no
     more bytes than ``a`` costs to write and read back: each padded read evaluates that
     cone at its shifted index (:class:`Cone`), ``P`` no longer writes ``a``, and a region
-    left with nothing to do is dropped. The chained Rosenbrock's compressed Hessian becomes
+    left with nothing to do is dropped. A cone that is not cheap
+    (:func:`~dualgpu.fusion.regions.recomputes_cheaply`) is not evaluated by a padded read
+    that ``R`` computes more than ``REPEAT_MAX`` times per element (:func:`_repeats`). The chained Rosenbrock's compressed Hessian becomes
     one kernel.
 
     Example::
@@ -358,8 +364,10 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
             if p.loop_axes or p.grid:
                 continue
             cone = _padded_cone(p, a)
-            if cone is None or len(cone.eqns) > PADDED_RECOMPUTE_MAX:
-                continue
+            if cone is None or len(cone.eqns) > PADDED_RECOMPUTE_MAX or (
+                    not all(recomputes_cheaply(e) for e in cone.eqns)
+                    and any(_repeats(r, _spread(r, e.outs[0])) for e in users)):
+                continue   # too long, or costly and computed again at each copy
             found.append((a, p, cone, users))
         # the values recomputed together must not read more new memory than writing them
         # and reading them back costs (overlapping views of one array count once)

@@ -404,3 +404,15 @@ def test_costly_producer_of_a_broadcast_is_materialised_once(recompute):
     looped = plan(lambda x, u: np.sum(np.tanh(x) * u, axis=0))
     assert [len(r.eqns) for r in looped.regions] == [3] and looped.regions[0].loop_axes
     _assert_close(emulate(sigmoid, (x, u)), [1 / (1 + np.exp(-x)) * u], rtol=1e-6)
+
+
+def test_padded_read_broadcast_reads_a_costly_input_from_memory():
+    """The gradient of a stencil (padded reads of ``cos`` and ``sin`` of differences) times
+    ``U``, ten copies of its shape: with recomputation, a padded read in the product's
+    kernel would evaluate the sines and cosines at each copy; it reads them from memory."""
+    grad = dg.grad(lambda x: np.sum(np.sin(x[1:] - x[:-1]) ** 2))
+    x, u = np.linspace(0, 1, 8), np.ones((10, 8))
+    plan = plan_graph(dg.trace(lambda x, u: grad(x) * u, x, u), recompute=True)
+    assert [r.domain for r in plan.regions] == [(7,), (10, 8)]
+    assert not plan.regions[1].cones and plan.regions[0].outputs
+    _assert_close(emulate(plan, (x, u)), [grad(x) * u])
