@@ -93,6 +93,9 @@ def _partition(eqns) -> list:
 # ``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) is computed at each copy. Measured
 # in benchmarks/NOTES.md ("Issue 40").
 REPEAT_MAX = 2
+# ... in a region of at least this many threads: below, a GPU kernel's time is mostly its
+# launch (a split adds one) and the host runs the program as Python (HOST_FUSED_MIN).
+REPEAT_MIN_THREADS = 1 << 17
 
 
 def _split_repeated(steps: list) -> None:
@@ -120,12 +123,12 @@ def _split_region(r: Region) -> list:
     Example (``1 / (1 + exp(-x))`` is computed once, not at each of the 10 rows of ``u``;
     ``-x`` alone is cheap, and recomputed)::
 
-        >>> x, u = np.ones(4), np.ones((10, 4))
+        >>> x, u = np.ones(1 << 14), np.ones((10, 1 << 14))
         >>> g = dg.trace(lambda x, u: 1 / (1 + np.exp(-x)) * u, x, u)
         >>> [r.domain for r in plan_graph(g).regions]
-        [(1, 4), (10, 4)]
+        [(1, 16384), (10, 16384)]
         >>> [r.domain for r in plan_graph(dg.trace(lambda x, u: -x * u, x, u)).regions]
-        [(10, 4)]
+        [(10, 16384)]
     """
     def movable(e) -> bool:
         return not r.level.get(e.outs[0].id, 0) and not is_reduction(e.prim) \
@@ -166,10 +169,12 @@ def _spread(r: Region, v) -> set:
 
 
 def _repeats(r: Region, axes: set) -> bool:
-    """Whether ``r`` computes a value that varies along thread ``axes`` only more than
-    ``REPEAT_MAX`` times per element (once per thread along the other axes)."""
+    """Whether ``r``, a region of at least ``REPEAT_MIN_THREADS`` threads, computes a value
+    that varies along thread ``axes`` only more than ``REPEAT_MAX`` times per element (once
+    per thread along the other axes)."""
     points = int(np.prod([r.domain[d] for d in axes], dtype=np.int64))
-    return points * REPEAT_MAX < r.thread_count()
+    count = r.thread_count()
+    return count >= REPEAT_MIN_THREADS and points * REPEAT_MAX < count
 
 
 def _sink_padded_reads(eqns) -> list:

@@ -388,7 +388,7 @@ def test_costly_producer_of_a_broadcast_is_materialised_once(recompute):
     a kernel of ``x``'s domain, which the product reads. A cheap producer (a negation and a
     cast) is recomputed by the product's kernel, and a costly one reduced over the axis it is
     broadcast along (an in-thread loop) is computed once per thread: one kernel each."""
-    x, u = np.ones((4, 8), np.float32), np.ones((10, 4, 8), np.float32)
+    x, u = np.ones((128, 128), np.float32), np.ones((10, 128, 128), np.float32)
 
     def plan(f):
         return plan_graph(dg.trace(f, x, u), recompute=recompute)
@@ -397,7 +397,9 @@ def test_costly_producer_of_a_broadcast_is_materialised_once(recompute):
     assert _written_and_computed(sigmoid) == [
         (["negative", "exp", "add", "true_divide"], ["true_divide"]),
         (["multiply"], ["multiply"])]
-    assert [r.domain for r in sigmoid.regions] == [(1, 4, 8), (10, 4, 8)]
+    assert [r.domain for r in sigmoid.regions] == [(1, 128, 128), (10, 128, 128)]
+    small = plan(lambda x, u: 1 / (1 + np.exp(-x[:8, :8])) * u[:, :8, :8])   # launch-bound
+    assert [len(r.eqns) for r in small.regions] == [5]
     cheap = plan(lambda x, u: (-x).astype(np.float64) * u)
     assert _written_and_computed(cheap) == [
         (["negative", "convert_element_type", "multiply"], ["multiply"])]
@@ -411,8 +413,8 @@ def test_padded_read_broadcast_reads_a_costly_input_from_memory():
     ``U``, ten copies of its shape: with recomputation, a padded read in the product's
     kernel would evaluate the sines and cosines at each copy; it reads them from memory."""
     grad = dg.grad(lambda x: np.sum(np.sin(x[1:] - x[:-1]) ** 2))
-    x, u = np.linspace(0, 1, 8), np.ones((10, 8))
+    x, u = np.linspace(0, 1, 1 << 14), np.ones((10, 1 << 14))
     plan = plan_graph(dg.trace(lambda x, u: grad(x) * u, x, u), recompute=True)
-    assert [r.domain for r in plan.regions] == [(7,), (10, 8)]
+    assert [r.domain for r in plan.regions] == [((1 << 14) - 1,), (10, 1 << 14)]
     assert not plan.regions[1].cones and plan.regions[0].outputs
     _assert_close(emulate(plan, (x, u)), [grad(x) * u])
