@@ -332,8 +332,8 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
     cone at its shifted index (:class:`Cone`), ``P`` no longer writes ``a``, and a region
     left with nothing to do is dropped. A cone that is not cheap
     (:func:`~dualgpu.fusion.regions.recomputes_cheaply`) is not evaluated by a padded read
-    that ``R`` computes more than ``REPEAT_MAX`` times per element (:func:`_repeats`). The chained Rosenbrock's compressed Hessian becomes
-    one kernel.
+    that ``R`` computes more than ``REPEAT_MAX`` times per element (:func:`_repeats`).
+    The chained Rosenbrock's compressed Hessian becomes one kernel.
 
     Example::
 
