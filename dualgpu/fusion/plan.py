@@ -112,7 +112,8 @@ def _split_repeated(steps: list) -> None:
 def _split_region(r: Region) -> list:
     """``[r]``, or ``[p, r]`` where ``p`` computes once, over the thread axes they vary
     along, the values that ``r`` computed more than ``REPEAT_MAX`` times per element and
-    that are not cheap (with what they are computed from), and ``r`` reads them instead.
+    that are not cheap (with what they are computed from, and what is computed from them
+    alone along those axes), and ``r`` reads them instead.
 
     A value at the region's level 0 (computed once per thread, outside any in-thread loop)
     that varies along few of the thread axes is computed again at each thread along the
@@ -149,6 +150,14 @@ def _split_region(r: Region) -> list:
             need.update(a.id for a in e.inputs if r.defines(a))
     moved.reverse()
     dims = {e.outs[0].id: r.dims[e.outs[0].id] for e in moved}
+    for e in r.eqns:   # and the values computed from those alone, along the same axes
+        ins = [a.id for a in e.inputs if r.defines(a)]
+        if e.outs[0].id not in dims and ins and all(i in dims for i in ins) and movable(e) \
+                and _spread(r, e.outs[0]) <= axes:
+            moved.append(e)
+            dims[e.outs[0].id] = r.dims[e.outs[0].id]
+    order = {id(e): k for k, e in enumerate(r.eqns)}
+    moved.sort(key=lambda e: order[id(e)])
     rest = [e for e in r.eqns if e.outs[0].id not in dims]
     nd = len(r.domain)
     p = Region(domain=tuple(n if a - nd in axes else 1 for a, n in enumerate(r.domain)),

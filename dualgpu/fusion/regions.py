@@ -42,19 +42,20 @@ _CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
 def recomputes_cheaply(eqn) -> bool:
     """Whether a kernel computes ``eqn`` in a few plain instructions, cheaper than reading
     its value back from memory: a view, a cast, a fill, or an op whose C form calls no
-    function and divides nothing (a negation, a sum, a product, a comparison, a select).
+    function and takes no remainder (a negation, a sum, a product, a quotient, a comparison,
+    a select); measured in benchmarks/NOTES.md ("Issue 40").
 
     Example::
 
         >>> g = dg.trace(lambda x: np.exp(-x) / 2, np.ones(3))
         >>> [(e.prim.name, recomputes_cheaply(e)) for e in g.eqns]
-        [('negative', True), ('exp', False), ('true_divide', False)]
+        [('negative', True), ('exp', False), ('true_divide', True)]
     """
     prim = eqn.prim
     if is_view(prim) or reads_no_values(prim) or prim.has(Flag.CASTS):
         return True
     c = prim.c_for(eqn.outs[0].dtype) if prim.has(Flag.ELEMENTWISE) else None
-    return c is not None and "/" not in c and "%" not in c and _CALL.search(c) is None
+    return c is not None and "%" not in c and _CALL.search(c) is None
 
 
 def padded_read(eqn) -> tuple | None:
@@ -95,12 +96,6 @@ LOOP_MIN_THREADS = 2048  # ... and so are rolled loops with too few threads to f
 # text then stays linear in the region's size (a time-stepping loop would otherwise make it
 # quadratic).
 ROLLED_LOOPS_MAX = 8
-# A kernel computes a value once per thread: a value that varies along few of the thread
-# axes (``sigmoid(x)`` in ``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) is
-# recomputed at each copy. A value that costs more than a few instructions
-# (:func:`recomputes_cheaply`) is recomputed at most this many times; more, and the planner
-# computes it once in a region of its own (benchmarks/NOTES.md, "Issue 40").
-GROW_MAX = 2
 
 
 def _dtype_ok(aval) -> bool:
