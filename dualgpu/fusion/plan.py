@@ -1,7 +1,10 @@
 """The fusion planner: a graph split into regions and library steps (:func:`plan_graph`),
-with recomputation of cheap values into the regions that read them; see
+the costly values a region would compute at each copy of a broadcast split into regions of
+their own, and recomputation of cheap values into the regions that read them; see
 :mod:`dualgpu.fusion` for the model."""
 from __future__ import annotations
+
+import numpy as np
 
 from ..core.flags import Flag
 from ..core.ir import Graph, Var
@@ -18,6 +21,7 @@ from .regions import (
     memory_reads,
     padded_read,
     reads_no_values,
+    recomputes_cheaply,
     releases,
     value_bytes,
 )
@@ -37,6 +41,7 @@ def plan_graph(graph: Graph, recompute: bool = False) -> Plan:
         ['Region']
     """
     steps = _partition(graph.eqns)
+    _split_repeated(steps)
     if recompute:
         _recompute(steps, graph)
         _recompute_padded(steps, graph)
@@ -80,6 +85,105 @@ def _partition(eqns) -> list:
         steps.append(LibraryStep(eqn))
     close()
     return steps
+
+
+# Times a kernel may compute each element of a value that costs more than a few instructions
+# (:func:`~dualgpu.fusion.regions.recomputes_cheaply`): a kernel computes its values once per
+# thread, so a value that varies along few of its thread axes (``sigmoid(x)`` in
+# ``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) is computed at each copy. Measured
+# in benchmarks/NOTES.md ("Issue 40").
+REPEAT_MAX = 2
+# ... in a region of at least this many threads: below, a GPU kernel's time is mostly its
+# launch (a split adds one) and the host runs the program as Python (HOST_FUSED_MIN).
+REPEAT_MIN_THREADS = 1 << 17
+
+
+def _split_repeated(steps: list) -> None:
+    """Split from each region the values it would compute more than ``REPEAT_MAX`` times
+    each that are not cheap to compute (:func:`_split_region`), then number the regions."""
+    split: list = []
+    for step in steps:
+        split += _split_region(step) if isinstance(step, Region) else [step]
+    for k, region in enumerate(s for s in split if isinstance(s, Region)):
+        region.index = k
+    steps[:] = split
+
+
+def _split_region(r: Region) -> list:
+    """``[r]``, or ``[p, r]`` where ``p`` computes once, over the thread axes they vary
+    along, the values that ``r`` computed more than ``REPEAT_MAX`` times per element and
+    that are not cheap (with what they are computed from, and what is computed from them
+    alone along those axes), and ``r`` reads them instead.
+
+    A value at the region's level 0 (computed once per thread, outside any in-thread loop)
+    that varies along few of the thread axes is computed again at each thread along the
+    others; along a loop axis it is computed once. A split needs the region's readers of
+    those values to read them along the axes they are computed along
+    (:func:`_reads_as_computed`).
+
+    Example (``1 / (1 + exp(-x))`` is computed once, not at each of the 10 rows of ``u``;
+    ``-x`` alone is cheap, and recomputed)::
+
+        >>> x, u = np.ones(1 << 14), np.ones((10, 1 << 14))
+        >>> g = dg.trace(lambda x, u: 1 / (1 + np.exp(-x)) * u, x, u)
+        >>> [r.domain for r in plan_graph(g).regions]
+        [(1, 16384), (10, 16384)]
+        >>> [r.domain for r in plan_graph(dg.trace(lambda x, u: -x * u, x, u)).regions]
+        [(10, 16384)]
+    """
+    def movable(e) -> bool:
+        return not r.level.get(e.outs[0].id, 0) and not is_reduction(e.prim) \
+            and padded_read(e) is None and not r.varies_in_loop(r.dims[e.outs[0].id])
+
+    costly = [e for e in r.eqns if movable(e) and not recomputes_cheaply(e)
+              and _repeats(r, _spread(r, e.outs[0]))]
+    axes = set().union(*(_spread(r, e.outs[0]) for e in costly))
+    if not costly or not _repeats(r, axes):
+        return [r]
+    need = {e.outs[0].id for e in costly}
+    moved = []
+    for e in reversed(r.eqns):   # the costly values and what they are computed from
+        if e.outs[0].id in need:
+            if not movable(e):
+                return [r]
+            moved.append(e)
+            need.update(a.id for a in e.inputs if r.defines(a))
+    moved.reverse()
+    dims = {e.outs[0].id: r.dims[e.outs[0].id] for e in moved}
+    for e in r.eqns:   # and the values computed from those alone, along the same axes
+        ins = [a.id for a in e.inputs if r.defines(a)]
+        if e.outs[0].id not in dims and ins and all(i in dims for i in ins) and movable(e) \
+                and _spread(r, e.outs[0]) <= axes:
+            moved.append(e)
+            dims[e.outs[0].id] = r.dims[e.outs[0].id]
+    order = {id(e): k for k, e in enumerate(r.eqns)}
+    moved.sort(key=lambda e: order[id(e)])
+    rest = [e for e in r.eqns if e.outs[0].id not in dims]
+    nd = len(r.domain)
+    p = Region(domain=tuple(n if a - nd in axes else 1 for a, n in enumerate(r.domain)),
+               eqns=moved, dims=dims, level=dict.fromkeys(dims, 0), frozen=True)
+    q = Region(domain=r.domain, loop_axes=r.loop_axes, eqns=rest,
+               dims={k: v for k, v in r.dims.items() if k not in dims},
+               level={k: v for k, v in r.level.items() if k not in dims}, grid=r.grid,
+               frozen=r.frozen, cones=r.cones, _grid_ids=r._grid_ids)
+    if not rest or not _reads_as_computed(q, dims):
+        return [r]
+    return [p, q]
+
+
+def _spread(r: Region, v) -> set:
+    """The thread axes of ``r`` along which its value ``v`` varies."""
+    threads = set(r.thread_axes())
+    return {d for d in r.dims[v.id] if d in threads}
+
+
+def _repeats(r: Region, axes: set) -> bool:
+    """Whether ``r``, a region of at least ``REPEAT_MIN_THREADS`` threads, computes a value
+    that varies along thread ``axes`` only more than ``REPEAT_MAX`` times per element (once
+    per thread along the other axes)."""
+    points = int(np.prod([r.domain[d] for d in axes], dtype=np.int64))
+    count = r.thread_count()
+    return count >= REPEAT_MIN_THREADS and points * REPEAT_MAX < count
 
 
 def _sink_padded_reads(eqns) -> list:
@@ -235,8 +339,10 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
     equations over ``a``'s own axes, the graph does not return it, and those inputs are no
     more bytes than ``a`` costs to write and read back: each padded read evaluates that
     cone at its shifted index (:class:`Cone`), ``P`` no longer writes ``a``, and a region
-    left with nothing to do is dropped. The chained Rosenbrock's compressed Hessian becomes
-    one kernel.
+    left with nothing to do is dropped. A cone that is not cheap
+    (:func:`~dualgpu.fusion.regions.recomputes_cheaply`) is not evaluated by a padded read
+    that ``R`` computes more than ``REPEAT_MAX`` times per element (:func:`_repeats`).
+    The chained Rosenbrock's compressed Hessian becomes one kernel.
 
     Example::
 
@@ -272,8 +378,10 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
             if p.loop_axes or p.grid:
                 continue
             cone = _padded_cone(p, a)
-            if cone is None or len(cone.eqns) > PADDED_RECOMPUTE_MAX:
-                continue
+            if cone is None or len(cone.eqns) > PADDED_RECOMPUTE_MAX or (
+                    not all(recomputes_cheaply(e) for e in cone.eqns)
+                    and any(_repeats(r, _spread(r, e.outs[0])) for e in users)):
+                continue   # too long, or costly and computed again at each copy
             found.append((a, p, cone, users))
         # the values recomputed together must not read more new memory than writing them
         # and reading them back costs (overlapping views of one array count once)

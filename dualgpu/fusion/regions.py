@@ -4,6 +4,7 @@ the values they recompute), library steps, the plan that orders them and the mem
 :mod:`dualgpu.fusion` for the model."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,28 @@ def is_reshape(prim) -> bool:
 def reads_no_values(prim) -> bool:
     """Reads only the shape of its input (fill_like)."""
     return prim.has(Flag.IGNORES_VALUES)
+
+
+_CALL = re.compile(r"[A-Za-z_]\w*\s*\(")
+
+
+def recomputes_cheaply(eqn) -> bool:
+    """Whether a kernel computes ``eqn`` in a few plain instructions, cheaper than reading
+    its value back from memory: a view, a cast, a fill, or an op whose C form calls no
+    function and takes no remainder (a negation, a sum, a product, a quotient, a comparison,
+    a select); measured in benchmarks/NOTES.md ("Issue 40").
+
+    Example::
+
+        >>> g = dg.trace(lambda x: np.exp(-x) / 2, np.ones(3))
+        >>> [(e.prim.name, recomputes_cheaply(e)) for e in g.eqns]
+        [('negative', True), ('exp', False), ('true_divide', True)]
+    """
+    prim = eqn.prim
+    if is_view(prim) or reads_no_values(prim) or prim.has(Flag.CASTS):
+        return True
+    c = prim.c_for(eqn.outs[0].dtype) if prim.has(Flag.ELEMENTWISE) else None
+    return c is not None and "%" not in c and _CALL.search(c) is None
 
 
 def padded_read(eqn) -> tuple | None:

@@ -371,3 +371,50 @@ def test_recompute_on_the_mlp_hvp():
     assert ratio_after <= 2.0 < ratio_before, (ratio_before, ratio_after)
     args = (p, X, Y, v)
     _assert_close(emulate(after, args), eval_graph(hvp, args), rtol=1e-5, atol=1e-7)
+
+
+# --------------------------------------------------------------------------- issue 40
+def _written_and_computed(plan):
+    """Per region: the ops it computes, and the names of the ops whose values it writes."""
+    return [([e.prim.name for e in r.eqns],
+             sorted({e.prim.name for e in r.eqns if e.outs[0] in r.outputs}))
+            for r in plan.regions]
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_costly_producer_of_a_broadcast_is_materialised_once(recompute):
+    """``sigmoid(x) * U`` with ``U`` ten copies of ``x``'s shape: a kernel over ``U``'s
+    domain would compute exp and the division at each copy; the sigmoid is written once by
+    a kernel of ``x``'s domain, which the product reads. A cheap producer (a negation and a
+    cast) is recomputed by the product's kernel, and a costly one reduced over the axis it is
+    broadcast along (an in-thread loop) is computed once per thread: one kernel each."""
+    x, u = np.ones((128, 128), np.float32), np.ones((10, 128, 128), np.float32)
+
+    def plan(f):
+        return plan_graph(dg.trace(f, x, u), recompute=recompute)
+
+    sigmoid = plan(lambda x, u: 1 / (1 + np.exp(-x)) * u)
+    assert _written_and_computed(sigmoid) == [
+        (["negative", "exp", "add", "true_divide"], ["true_divide"]),
+        (["multiply"], ["multiply"])]
+    assert [r.domain for r in sigmoid.regions] == [(1, 128, 128), (10, 128, 128)]
+    small = plan(lambda x, u: 1 / (1 + np.exp(-x[:8, :8])) * u[:, :8, :8])   # launch-bound
+    assert [len(r.eqns) for r in small.regions] == [5]
+    cheap = plan(lambda x, u: (-x).astype(np.float64) * u)
+    assert _written_and_computed(cheap) == [
+        (["negative", "convert_element_type", "multiply"], ["multiply"])]
+    looped = plan(lambda x, u: np.sum(np.tanh(x) * u, axis=0))
+    assert [len(r.eqns) for r in looped.regions] == [3] and looped.regions[0].loop_axes
+    _assert_close(emulate(sigmoid, (x, u)), [1 / (1 + np.exp(-x)) * u], rtol=1e-6)
+
+
+def test_padded_read_broadcast_reads_a_costly_input_from_memory():
+    """The gradient of a stencil (padded reads of ``cos`` and ``sin`` of differences) times
+    ``U``, ten copies of its shape: with recomputation, a padded read in the product's
+    kernel would evaluate the sines and cosines at each copy; it reads them from memory."""
+    grad = dg.grad(lambda x: np.sum(np.sin(x[1:] - x[:-1]) ** 2))
+    x, u = np.linspace(0, 1, 1 << 14), np.ones((10, 1 << 14))
+    plan = plan_graph(dg.trace(lambda x, u: grad(x) * u, x, u), recompute=True)
+    assert [r.domain for r in plan.regions] == [((1 << 14) - 1,), (10, 1 << 14)]
+    assert not plan.regions[1].cones and plan.regions[0].outputs
+    _assert_close(emulate(plan, (x, u)), [grad(x) * u])
