@@ -7,17 +7,19 @@ BASE   := $(VENV)/.installed-package
 
 .PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean op-matrix dist coverage
 
-# the package alone (what `make demo` needs); $(STAMP) adds the test and lint tools
+# the package alone (what `make demo` needs); $(STAMP) adds the test and lint tools.
+# --no-compile: Python compiles the modules a run imports, not all of SciPy's, Dask's, mypy's
+# (22 -> 12 s for the test and lint tools from pip's cache)
 $(BASE): pyproject.toml
 	@echo "dualgpu: creating $(VENV) and installing dualgpu (first run, about 20 s)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q --no-compile --upgrade pip
+	$(PY) -m pip install -q --no-compile -e .
 	touch $(BASE)
 
 $(STAMP): $(BASE)
 	@echo "dualgpu: installing the test and lint tools into $(VENV)"
-	$(PY) -m pip install -q -e '.[test,lint]'
+	$(PY) -m pip install -q --no-compile -e '.[test,lint]'
 	touch $(STAMP)
 
 demo: $(BASE)
