@@ -117,7 +117,7 @@ class _Loop:
             self.step()
 
 
-def test_ten_thousand_cached_calls_do_not_grow_host_memory():
+def test_thousands_of_cached_calls_do_not_grow_host_memory():
     x, v = np.linspace(-1, 1, 16), np.ones(16)
     g, h, gh = dg.grad(f), dg.hvp(f), dg.grad_and_hvp(f)
 
@@ -127,8 +127,10 @@ def test_ten_thousand_cached_calls_do_not_grow_host_memory():
         gh(x, v)
         dg.jvp(np.tanh, (x,), (v,))
 
-    growth = _traced_bytes(_Loop(step, 2500))  # 2 x 10,000 cached calls
-    assert growth < 64 * 1024, f"host memory grew by {growth} bytes over 10,000 calls"
+    # 2 x 5,000 cached calls under tracemalloc (2 x 10,000 until the suite neared CI's time
+    # limit): a leak of 13 bytes a call or more fails
+    growth = _traced_bytes(_Loop(step, 1250))
+    assert growth < 64 * 1024, f"host memory grew by {growth} bytes over 5,000 calls"
 
 
 def test_many_shapes_do_not_grow_memory_without_bound(small_cache):
