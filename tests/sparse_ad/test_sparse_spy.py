@@ -78,6 +78,14 @@ def test_spy_without_matplotlib_says_how_to_get_it(monkeypatch):
     with pytest.raises(sd.PlottingUnavailableError, match="pip install matplotlib") as info:
         dg.hessian_sparsity(energy).spy(np.ones(16), 4)
     assert isinstance(info.value, dg.DualgpuError) and isinstance(info.value, ImportError)
+    # the extra it names exists and brings matplotlib
+    import tomllib
+    from pathlib import Path
+
+    assert "pip install '.[plot]'" in str(info.value)
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("matplotlib") for req in extras["plot"])
 
 
 def test_spy_rejects_a_coloring_of_the_wrong_length():
