@@ -61,8 +61,9 @@ def spy(pattern, coloring=None, ax=None, rows: bool = False, markersize: float |
     except ImportError:
         raise PlottingUnavailableError(
             "spy: drawing a sparsity pattern needs matplotlib, which is not installed "
-            "(pip install matplotlib, or the checkout's extra: pip install '.[plot]'); the pattern itself is a scipy.sparse matrix: "
-            "pattern.nonzero() gives its entries") from None
+            "(pip install matplotlib, or the checkout's extra: pip install '.[plot]'); the "
+            "pattern itself is a scipy.sparse matrix: pattern.nonzero() gives its entries"
+        ) from None
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 5))
     palette = plt.get_cmap("tab10" if n_colors <= 10 else "tab20")

@@ -79,8 +79,9 @@ def test_spy_without_matplotlib_says_how_to_get_it(monkeypatch):
         dg.hessian_sparsity(energy).spy(np.ones(16), 4)
     assert isinstance(info.value, dg.DualgpuError) and isinstance(info.value, ImportError)
     # the extra it names exists and brings matplotlib
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     assert "pip install '.[plot]'" in str(info.value)
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
