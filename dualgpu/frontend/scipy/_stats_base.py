@@ -52,6 +52,7 @@ class Distribution:
     params: tuple[str, ...] = ("loc", "scale")
     defaults: tuple[object, ...] = (0.0, 1.0)
     x_name = "x"
+    without_x: tuple[str, ...] = ()  # methods of the parameters alone (entropy)
 
     def _parse(self, method: str, args: tuple, kwds: dict) -> list:
         """The shape parameters, then loc (and scale), from SciPy's positional and keyword
@@ -121,6 +122,8 @@ class Frozen:
                 f"parameters (at {user_location()}); the traced methods are "
                 f"{', '.join(self.dist.methods)}")
         bound = getattr(self.dist, name)
+        if name in self.dist.without_x:  # multivariate_normal(mean, cov).entropy()
+            return lambda *args, **kwds: bound(*self.args, *args, **self.kwds, **kwds)
 
         def call(x, *args, **kwds):
             return bound(x, *self.args, *args, **self.kwds, **kwds)

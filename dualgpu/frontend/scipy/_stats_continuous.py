@@ -169,6 +169,27 @@ class Gamma(Continuous):
         return gammaincc(a, y)
 
 
+class Chi2(Continuous):
+    """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, df, loc=0,
+    scale=1)``: the gamma distribution of shape ``df / 2`` and scale 2; the cumulative
+    functions are not differentiable in ``df``."""
+
+    name, shapes, safe_shapes = "chi2", ("df",), (2.0,)
+    support, inside = (0.0, INF), 1.0
+
+    def _logpdf(self, y, df):
+        half = dnp.multiply(0.5, df)
+        return dnp.subtract(dnp.subtract(xlogy(dnp.subtract(half, 1.0), y),
+                                         dnp.multiply(0.5, y)),
+                            dnp.add(dnp.gammaln(half), dnp.multiply(LOG_2, half)))
+
+    def _cdf(self, y, df):
+        return gammainc(dnp.multiply(0.5, df), dnp.multiply(0.5, y))
+
+    def _sf(self, y, df):
+        return gammaincc(dnp.multiply(0.5, df), dnp.multiply(0.5, y))
+
+
 class Beta(Continuous):
     """``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``, ``logsf`` of ``(x, a, b, loc=0,
     scale=1)``; the cumulative functions are not differentiable in ``a`` and ``b``."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ArgumentTypeError, InvalidArgumentError, user_location
+from ...lax import is_tracer, stop_gradient
 from .. import numpy as dnp
 from ..nn import xlogy
 from ..numpy import linalg as dlinalg
-from ._stats_base import LOG_2PI, NAN, Distribution, float64_array, positive
+from ._stats_base import INF, LOG_2PI, NAN, Distribution, float64_array, positive
+
+_PSD_COND = 1e6 * float(np.finfo(np.float64).eps)  # SciPy's _eigvalsh_to_eps
 
 
 def _squeeze(out):
@@ -18,10 +21,23 @@ def _squeeze(out):
 
 class MultivariateNormal(Distribution):
     """``logpdf``, ``pdf`` of ``(x, mean=None, cov=1, allow_singular=False)``, the last axis
-    of ``x`` the components; the covariance (a scalar, its diagonal or the matrix) is
-    factored by Cholesky, so it must be positive definite (``cdf`` is refused)."""
+    of ``x`` the components, and ``entropy(mean=None, cov=1)``; the covariance (a scalar,
+    its diagonal or the matrix) is factored by Cholesky, so it must be positive definite
+    unless ``allow_singular=True`` (``cdf`` is refused).
 
-    name, methods = "multivariate_normal", ("logpdf", "pdf")
+    ``allow_singular=True`` (and ``entropy``, always) are SciPy's pseudo-determinant and
+    pseudo-inverse: eigenvalues of ``cov`` up to SciPy's cutoff (``1e6`` ulps of the
+    largest) span its null space ``V``, the rank counts the others, points off the support
+    (``|(x - mean) V|`` above SciPy's tolerance) have density 0. ``cov + V Vᵀ`` is then
+    factored by Cholesky: its log-determinant is the pseudo-determinant's and its inverse
+    the pseudo-inverse on the support, and ``V`` (computed from the values) is constant, so
+    a full-rank covariance has the ordinary derivatives of every order, and a singular one
+    the derivatives at constant rank (as ``np.linalg.pinv``'s): the density jumps where the
+    rank changes, so no other derivative exists.
+    """
+
+    name, methods = "multivariate_normal", ("logpdf", "pdf", "entropy")
+    without_x = ("entropy",)
     params, defaults = ("mean", "cov", "allow_singular"), (None, 1.0, False)
 
     def _parse(self, method, args, kwds):
@@ -54,10 +70,14 @@ class MultivariateNormal(Distribution):
         if dnp.shape(cov) != (dim, dim):
             raise InvalidArgumentError(f"{label}: cov of shape {dnp.shape(cov)} does not fit "
                                        f"a mean of length {dim} (at {user_location()})")
-        return dim, mean, cov
+        singular = values["allow_singular"]
+        if is_tracer(singular) or singular not in (True, False):
+            raise ArgumentTypeError(f"{label}: allow_singular must be True or False, got "
+                                    f"{singular!r} (at {user_location()})")
+        return dim, mean, cov, bool(singular)
 
     def logpdf(self, x, *args, **kwds):
-        dim, mean, cov = self._parse("logpdf", args, kwds)
+        dim, mean, cov, singular = self._parse("logpdf", args, kwds)
         x = float64_array(x)
         if dnp.ndim(x) == 0:
             x = dnp.reshape(x, (1,))
@@ -69,12 +89,47 @@ class MultivariateNormal(Distribution):
                 f"{dnp.shape(x)[-1]} components, the mean {dim} (at {user_location()})")
         batch = dnp.shape(x)[:-1]
         diff = dnp.reshape(dnp.subtract(x, mean), (-1, dim))
+        if singular:
+            null, rank, tol, invalid = _null_space(cov)
+            cov = dnp.add(cov, dnp.matmul(null, dnp.transpose(null)))
+            off = dnp.matmul(diff, null)  # the components off the support
+            outside = dnp.greater_equal(dnp.sqrt(dnp.sum(dnp.square(off), axis=1)), tol)
+            diff = dnp.subtract(diff, dnp.matmul(off, dnp.transpose(null)))
+        else:
+            rank, outside, invalid = dim, False, False
         chol = dlinalg.cholesky(cov)
         white = dlinalg.solve(chol, dnp.transpose(diff))
         maha = dnp.sum(dnp.square(white), axis=0)
         log_det = dnp.multiply(2.0, dnp.sum(dnp.log(dnp.diagonal(chol))))
-        out = dnp.multiply(-0.5, dnp.add(dnp.add(dim * LOG_2PI, log_det), maha))
+        out = dnp.multiply(-0.5, dnp.add(dnp.add(dnp.multiply(rank, LOG_2PI), log_det), maha))
+        out = dnp.where(invalid, NAN, dnp.where(outside, -INF, out))
         return _squeeze(dnp.reshape(out, batch))
+
+    def pdf(self, x, *args, **kwds):
+        return dnp.exp(self.logpdf(x, *args, **kwds))
+
+    def entropy(self, *args, **kwds):
+        """SciPy's ``entropy(mean=None, cov=1)``: ``(rank (1 + log 2 pi) + log pdet) / 2``, by
+        the pseudo-determinant whatever ``allow_singular`` (a frozen distribution's) says."""
+        _, _, cov, _ = self._parse("entropy", args, kwds)
+        null, rank, _, invalid = _null_space(cov)
+        chol = dlinalg.cholesky(dnp.add(cov, dnp.matmul(null, dnp.transpose(null))))
+        log_det = dnp.multiply(2.0, dnp.sum(dnp.log(dnp.diagonal(chol))))
+        out = dnp.multiply(0.5, dnp.add(dnp.multiply(rank, LOG_2PI + 1.0), log_det))
+        return dnp.where(invalid, NAN, out)
+
+
+def _null_space(cov):
+    """SciPy's ``_PSD`` of ``cov``, from its values (no derivative): the eigenvectors of its
+    negligible eigenvalues as columns (the others zeroed), the rank, the tolerance of the
+    support test and whether ``cov`` is not positive semidefinite."""
+    s, u = dlinalg.eigh(stop_gradient(cov))
+    eps = dnp.multiply(_PSD_COND, dnp.max(dnp.absolute(s)))
+    negligible = dnp.less_equal(s, eps)
+    rank = dnp.sum(dnp.logical_not(negligible).astype(np.float64))
+    null = dnp.where(negligible, u, 0.0)
+    return null, rank, dnp.multiply(1e3, eps), dnp.less(dnp.min(s), dnp.negative(eps))
+
 
     def pdf(self, x, *args, **kwds):
         return dnp.exp(self.logpdf(x, *args, **kwds))

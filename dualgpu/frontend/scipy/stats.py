@@ -15,7 +15,7 @@ every input to float64).
     >>> dg.grad(lambda mu: scipy.stats.norm.logpdf(1.0, mu, 2.0))(np.array(0.0))
     array(0.25)
 
-The cumulative functions of ``t``, ``beta``, ``gamma``, ``poisson`` and ``binom`` are
+The cumulative functions of ``t``, ``beta``, ``gamma``, ``chi2``, ``poisson`` and ``binom`` are
 incomplete beta and gamma functions, differentiable in ``x`` (and ``loc``, ``scale``,
 ``mu``, ``p``) but not in their shape parameters (``df``, ``a``, ``b``, ``n``): those raise
 a ``DualgpuError`` when differentiated, as ``scipy.special.betainc`` does.
@@ -23,19 +23,19 @@ a ``DualgpuError`` when differentiated, as ``scipy.special.betainc`` does.
 from __future__ import annotations
 
 from ._stats_base import Frozen
-from ._stats_continuous import Beta, Cauchy, Expon, Gamma, Laplace, Norm, T
+from ._stats_continuous import Beta, Cauchy, Chi2, Expon, Gamma, Laplace, Norm, T
 from ._stats_discrete import Bernoulli, Binom, Poisson
 from ._stats_multivariate import Dirichlet, MultivariateNormal
 
-__all__ = ["Frozen", "bernoulli", "beta", "binom", "cauchy", "counterpart", "dirichlet",
-           "expon", "gamma", "laplace", "multivariate_normal", "norm", "poisson", "t"]
+__all__ = ["Frozen", "bernoulli", "beta", "binom", "cauchy", "chi2", "counterpart",
+           "dirichlet", "expon", "gamma", "laplace", "multivariate_normal", "norm", "poisson", "t"]
 
-norm, t, gamma, beta = Norm(), T(), Gamma(), Beta()
+norm, t, gamma, beta, chi2 = Norm(), T(), Gamma(), Beta(), Chi2()
 expon, laplace, cauchy = Expon(), Laplace(), Cauchy()
 poisson, binom, bernoulli = Poisson(), Binom(), Bernoulli()
 multivariate_normal, dirichlet = MultivariateNormal(), Dirichlet()
-_BY_NAME = {d.name: d for d in (norm, t, gamma, beta, expon, laplace, cauchy, poisson, binom,
-                                bernoulli, multivariate_normal, dirichlet)}
+_BY_NAME = {d.name: d for d in (norm, t, gamma, beta, chi2, expon, laplace, cauchy, poisson,
+                                binom, bernoulli, multivariate_normal, dirichlet)}
 
 
 def counterpart(obj):
@@ -53,7 +53,7 @@ def counterpart(obj):
         ours = _BY_NAME.get(getattr(dist, "name", None))
         return None if ours is None else Frozen(ours, obj.args, obj.kwds)
     if name == "multivariate_normal_frozen":
-        return Frozen(multivariate_normal, (obj.mean, obj.cov), {})
+        return Frozen(multivariate_normal, (obj.mean, obj.cov, obj.allow_singular), {})
     if name == "dirichlet_frozen":
         return Frozen(dirichlet, (obj.alpha,), {})
     return None
