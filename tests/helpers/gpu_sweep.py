@@ -18,6 +18,8 @@ NO_GPU_CASE = {
     **dict.fromkeys(["sddmm", "spmm"], "sparse products: covered by test_gpu_backend.py's "
                                        "test_scenario3_sparse_on_gpu"),
     "spsolve": "the sparse solve: covered by tests/gpu/test_sparse_solve_gpu.py",
+    **dict.fromkeys(["jv", "iv", "ive"], "cupyx.scipy.special has no jv, iv or ive: refused "
+                                         "on CuPy with a DualgpuError (ops/special_functions.py)"),
     **dict.fromkeys(["argsort", "sort", "eig", "eigh", "pinv", "qr", "svd"],
                     "sort and linalg decompositions: covered by "
                     "tests/gpu/test_numpy_functions_gpu.py, in forms free of their order "
@@ -54,8 +56,10 @@ def elementwise_case(prim, rng, dtype):
         a, b = rng.uniform(0.6, 3.0, (5,)).astype(dtype), rng.uniform(0.6, 3.0, (4, 1))
         return (lambda x: prim.bind(a, b.astype(dtype), x)), (
             rng.uniform(0.1, 0.9, (4, 5)).astype(dtype),)
-    if prim.name in ("gammainc", "gammaincc"):  # differentiable in x only: a is a constant
-        a = rng.uniform(0.6, 3.0, (5,)).astype(dtype)
+    if prim.name in ("gammainc", "gammaincc", "yn"):
+        # differentiable in x only: the first argument (a; yn's integer order) is a constant
+        a = (rng.integers(-2, 4, (5,)) if prim.name == "yn"
+             else rng.uniform(0.6, 3.0, (5,)).astype(dtype))
         return (lambda x: prim.bind(a, x)), (rng.uniform(0.2, 3.0, (4, 5)).astype(dtype),)
     if prim.c is None and prim.c_int is not None:  # on integers and bools only (bitwise)
         ints = np.int64 if dtype == np.float64 else np.int32

@@ -241,6 +241,27 @@ for _name, (_lo, _hi) in {"gamma": (0.3, 3), "erfinv": (-0.8, 0.8), "erfcinv": (
                           "i0": (-2, 2), "i1": (-2, 2)}.items():
     spec(_name, unary(_name, _lo, _hi, fn=getattr(dnp_special, _name)))
 spec("gammainc", build_gammainc("gammainc"))
+
+
+def build_bessel(name, orders, low, high, avoid=()):
+    """A Bessel function of an order drawn from ``orders`` (a constant: differentiable in x
+    only) at x in (low, high)."""
+    def build(data, dtype):
+        v = data.draw(orders)
+        x = draw_array(data, draw_shape(data), dtype, low, high, avoid)
+        return (lambda x: getattr(dnp_special, name)(v, x)), (x,)
+
+    return build
+
+
+_INTEGER_ORDERS, _REAL_ORDERS = st.integers(-2, 3), st.floats(0.0, 3.0)
+spec("j0", unary("j0", -3, 3, fn=dnp_special.j0))
+spec("j1", unary("j1", -3, 3, fn=dnp_special.j1))
+spec("jv", build_bessel("jv", _REAL_ORDERS, 0.3, 4.0))
+spec("yn", build_bessel("yn", _INTEGER_ORDERS, 0.4, 4.0))
+spec("iv", build_bessel("iv", _REAL_ORDERS, 0.3, 3.0))
+# an integer order: negative x, where |x| bends ive
+spec("ive", build_bessel("ive", _INTEGER_ORDERS, -3.0, 3.0, avoid=(0.0,)))
 spec("gammaincc", build_gammainc("gammaincc"))
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
 
