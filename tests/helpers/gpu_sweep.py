@@ -20,6 +20,8 @@ NO_GPU_CASE = {
     "spsolve": "the sparse solve: covered by tests/gpu/test_sparse_solve_gpu.py",
     **dict.fromkeys(["jv", "iv", "ive"], "cupyx.scipy.special has no jv, iv or ive: refused "
                                          "on CuPy with a DualgpuError (ops/special_functions.py)"),
+    "sqrtm": "cupyx.scipy.linalg has no sqrtm (CuPy has no Schur decomposition): refused on "
+             "CuPy with a DualgpuError (ops/matrix_functions.py)",
     **dict.fromkeys(["argsort", "sort", "eig", "eigh", "pinv", "qr", "svd"],
                     "sort and linalg decompositions: covered by "
                     "tests/gpu/test_numpy_functions_gpu.py, in forms free of their order "
@@ -105,6 +107,9 @@ def library_cases(rng, dtype):
         "solve_triangular": (lambda m: dg.REGISTRY["solve_triangular"].bind(
             m, m[:, :2], lower=True, trans=1, unit_diagonal=False), (sq,)),
         "lu_factor": (lambda m: dg.REGISTRY["lu_factor"].bind(m)[0], (sq,)),
+        # A and -B share no eigenvalue (sq's lie within 3 of 4)
+        "solve_sylvester": (lambda m: dg.REGISTRY["solve_sylvester"].bind(
+            m, m[:2, :2].T, m[:, 1:3]), (sq,)),
         # the permuted rows times the value: differentiable through the value only
         "lu_pivots_to_permutation": (lambda m: m * dg.REGISTRY["lu_pivots_to_permutation"].bind(
             dg.REGISTRY["lu_factor"].bind(m[::-1])[1]), (sq,)),
