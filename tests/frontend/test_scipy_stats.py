@@ -205,7 +205,7 @@ def test_multivariate_normal_entropy_and_a_singular_covariance():
                      (lambda x, c: mvn(np.zeros(3), c, allow_singular=True).pdf(x),
                       (points, singular))]:
         np.testing.assert_allclose(dg.jit(fn)(*args), fn(*args), rtol=1e-12)
-    dg.testing.check_grads(lambda c: mvn.entropy(mean, (c + c.T) / 2), (cov,), order=2)
+    dg.testing.check_grads(lambda c: mvn.entropy(mean, (c + c.T) / 2), (cov,), order=1)
     dg.testing.check_grads(lambda c: mvn.logpdf(x, mean, (c + c.T) / 2, allow_singular=True),
                            (cov,), order=2)
     dg.testing.check_grads(  # x moves within the support: its last entry is the mean's
