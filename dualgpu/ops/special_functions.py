@@ -171,7 +171,7 @@ def _no_order_derivative(name, order="v"):
         raise DualgpuError(
             f"scipy.special.{name}({order}, x): no derivative in the order {order} (autograd and "
             f"JAX have none): pass {order} as a constant, or through dg.lax.stop_gradient; the "
-            f"derivative in x is defined (at {user_location()})")
+            f"derivative in x is defined (at {user_location(skip_stdlib=True)})")
 
     return partial
 
@@ -221,7 +221,7 @@ def _betainc_ab(a, b, x, ans):
     raise DualgpuError(
         "scipy.special.betainc(a, b, x): no derivative in a or b (JAX has none either): pass "
         "a and b as constants, or through dg.lax.stop_gradient; the derivative in x is "
-        f"x**(a-1) * (1-x)**(b-1) / B(a, b) (at {user_location()})")
+        f"x**(a-1) * (1-x)**(b-1) / B(a, b) (at {user_location(skip_stdlib=True)})")
 
 
 def _betainc_dx(a, b, x, ans):
@@ -243,7 +243,7 @@ def _gammainc_a(a, x, ans):
     raise DualgpuError(
         "scipy.special.gammainc/gammaincc(a, x): no derivative in a (JAX's needs a series "
         "of its own): pass a as a constant, or through dg.lax.stop_gradient; the derivative "
-        f"in x is +-x**(a-1) * exp(-x) / Gamma(a) (at {user_location()})")
+        f"in x is +-x**(a-1) * exp(-x) / Gamma(a) (at {user_location(skip_stdlib=True)})")
 
 
 def _gamma_density(a, x, ans):

@@ -60,9 +60,18 @@ def test_bessel_functions_are_scipys(name):
 def test_a_bessel_derivative_in_the_order_is_refused(name, order):
     fn = getattr(scipy.special, name)
     with pytest.raises(DualgpuError, match=rf"{name if name != 'jn' else 'jv'}\({order}, x\): "
-                                           rf"no derivative in the order {order}"):
+                                           rf"no derivative in the order {order}") as info:
         dg.grad(lambda v: fn(v, 1.5))(2.0)
+    assert f"{__file__}:" in str(info.value)  # the user's line, not contextlib's
     assert np.isfinite(dg.grad(lambda x: fn(2.0, x))(1.5))  # in x: defined
+
+
+def test_incomplete_beta_and_gamma_refusals_name_the_users_line():
+    for refused in (lambda a: scipy.special.betainc(a, 3.0, 0.5),
+                    lambda a: scipy.special.gammainc(a, 0.5)):
+        with pytest.raises(DualgpuError, match="no derivative in a") as info:
+            dg.grad(refused)(2.0)
+        assert f"{__file__}:" in str(info.value)
 
 
 def test_multigammaln_refuses_a_dimension_that_is_not_a_positive_int():
