@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     casts,
     elementwise,
     logical,
+    matrix_functions,
     products,
     reductions,
     shape,

@@ -1,6 +1,7 @@
 """Special functions as elementwise ops, one block each: ``erf``, ``erfc``, ``gammaln``,
 ``digamma``, ``polygamma`` (any order: each derivative is the next order), ``gamma``, the
-inverse error functions, the modified Bessel functions ``i0`` and ``i1``, and the
+inverse error functions, the Bessel functions ``j0``, ``j1``, ``jv``, ``yn`` and the
+modified ones ``i0``, ``i1``, ``iv``, ``ive`` (differentiable in x, not in the order), and the
 regularized incomplete beta and gamma functions (differentiable in ``x`` only, as in JAX).
 Values come from the array library's SciPy; those with a C form fuse into kernels, the
 others are library calls. An exported module (``dg.export``) defines each as a function.
@@ -16,7 +17,7 @@ import math
 from .. import lax
 from ..backends import backend_for_xp
 from ..core.primitives import Primitive, defrules, defstandalone
-from ..errors import DualgpuError, user_location
+from ..errors import DualgpuError, UnsupportedOpError, user_location
 from ..rules import laplacian_rules
 from ..rules import taylor_rules as taylor
 from ..rules.common import unbroadcast, wants_cotangent
@@ -32,7 +33,7 @@ from .elementwise import (
     true_divide,
     where,
 )
-from .logical import equal, less
+from .logical import equal, less, sign, trunc
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
@@ -121,11 +122,106 @@ i1: Primitive = elementwise("i1", None, 1, c=None, result="float", py="ops.i1({0
     partials=(_i1_dx,))
 
 
+# J1(x) / x = sum_k (-x²/4)^k / (2 k! (k+1)!): its series where the quotient would cancel
+_J1_OVER_X = [(-1) ** k * 0.5 / (math.factorial(k) * math.factorial(k + 1)) for k in range(7)]
+
+
+def _j1_dx(x, ans):
+    """d/dx J1(x) = J0(x) - J1(x) / x; J1(x) / x by its series for |x| < 0.5."""
+    small = less(multiply(x, x), 0.25)
+    q = multiply(0.25, _sq(x))
+    series = _J1_OVER_X[-1]
+    for c in reversed(_J1_OVER_X[:-1]):
+        series = add(c, multiply(q, series))
+    ratio = where(small, series, true_divide(ans, where(small, 1, x)))
+    return subtract(j0(x), ratio)
+
+
+# the Bessel functions of the first kind, orders 0 and 1; no C form: C's j0 and j1 (glibc's,
+# CUDA's) give 0 at +-inf where SciPy gives NaN, and differ from SciPy's by hundreds of ulps
+# at large arguments (1.5e-13 at x = 700), as gamma's: library calls
+j0: Primitive = elementwise("j0", None, 1, c=None, result="float", py="ops.j0({0})",
+                 impl=special_function("j0"),
+                 doc="J0(x) (scipy.special.j0); its derivative is -J1(x).",
+    partials=(lambda x, ans: negative(j1(x)),))
+
+
+j1: Primitive = elementwise("j1", None, 1, c=None, result="float", py="ops.j1({0})",
+                 impl=special_function("j1"),
+                 doc="J1(x) (scipy.special.j1); its derivative is J0(x) - J1(x) / x.",
+    partials=(_j1_dx,))
+
+
+def _bessel(name):
+    """The value of a Bessel function of two arguments (order, x) by the array library's
+    SciPy; cupyx.scipy.special has yn but not jv, iv or ive."""
+    def impl(xp, v, x):
+        fn = getattr(backend_for_xp(xp).special, name, None)
+        if fn is None:
+            raise UnsupportedOpError(
+                f"scipy.special.{name} has no counterpart in cupyx.scipy.special: call it on "
+                f"NumPy arrays (cupy.asnumpy), or use j0/j1/y0/y1/yn, i0/i1")
+        return fn(v, x)
+
+    return impl
+
+
+def _no_order_derivative(name, order="v"):
+    def partial(v, x, ans):
+        raise DualgpuError(
+            f"scipy.special.{name}({order}, x): no derivative in the order {order} (autograd and "
+            f"JAX have none): pass {order} as a constant, or through dg.lax.stop_gradient; the "
+            f"derivative in x is defined (at {user_location(skip_stdlib=True)})")
+
+    return partial
+
+
+def _half_difference(op, v, x, sign):
+    """(op(v - 1, x) + sign op(v + 1, x)) / 2, the recurrence of the Bessel derivatives."""
+    below, above = op(subtract(v, 1), x), op(add(v, 1), x)
+    return multiply(0.5, add(below, above) if sign > 0 else subtract(below, above))
+
+
+# the Bessel functions of real order (jv, SciPy's jn too), of integer order of the second
+# kind (yn: SciPy truncates the order), and the modified ones of real order (iv, and ive,
+# iv(v, x) exp(-|x|)); differentiable in x only, no C form (C has jn and yn of an int order
+# only, with j0's differences from SciPy's): library calls
+jv: Primitive = elementwise(
+    "jv", None, 2, c=None, result="float", py="ops.jv({0}, {1})", impl=_bessel("jv"),
+    doc="J_v(x) (scipy.special.jv and jn); differentiable in x: (J_{v-1} - J_{v+1}) / 2.",
+    partials=(_no_order_derivative("jv"),
+              lambda v, x, ans: _half_difference(jv, v, x, -1)))
+
+
+yn: Primitive = elementwise(
+    "yn", None, 2, c=None, result="float", py="ops.yn({0}, {1})", impl=_bessel("yn"),
+    doc="Y_n(x) (scipy.special.yn, n truncated to an integer); differentiable in x: "
+        "(Y_{n-1} - Y_{n+1}) / 2.",
+    partials=(_no_order_derivative("yn", "n"),
+              lambda n, x, ans: _half_difference(yn, trunc(n), x, -1)))
+
+
+iv: Primitive = elementwise(
+    "iv", None, 2, c=None, result="float", py="ops.iv({0}, {1})", impl=_bessel("iv"),
+    doc="I_v(x) (scipy.special.iv); differentiable in x: (I_{v-1} + I_{v+1}) / 2.",
+    partials=(_no_order_derivative("iv"),
+              lambda v, x, ans: _half_difference(iv, v, x, 1)))
+
+
+ive: Primitive = elementwise(
+    "ive", None, 2, c=None, result="float", py="ops.ive({0}, {1})", impl=_bessel("ive"),
+    doc="I_v(x) exp(-|x|) (scipy.special.ive); differentiable in x: "
+        "(ive(v-1, x) + ive(v+1, x)) / 2 - sign(x) ive(v, x).",
+    partials=(_no_order_derivative("ive"),
+              lambda v, x, ans: subtract(_half_difference(ive, v, x, 1),
+                                         multiply(sign(x), ans))))
+
+
 def _betainc_ab(a, b, x, ans):
     raise DualgpuError(
         "scipy.special.betainc(a, b, x): no derivative in a or b (JAX has none either): pass "
         "a and b as constants, or through dg.lax.stop_gradient; the derivative in x is "
-        f"x**(a-1) * (1-x)**(b-1) / B(a, b) (at {user_location()})")
+        f"x**(a-1) * (1-x)**(b-1) / B(a, b) (at {user_location(skip_stdlib=True)})")
 
 
 def _betainc_dx(a, b, x, ans):
@@ -147,7 +243,7 @@ def _gammainc_a(a, x, ans):
     raise DualgpuError(
         "scipy.special.gammainc/gammaincc(a, x): no derivative in a (JAX's needs a series "
         "of its own): pass a as a constant, or through dg.lax.stop_gradient; the derivative "
-        f"in x is +-x**(a-1) * exp(-x) / Gamma(a) (at {user_location()})")
+        f"in x is +-x**(a-1) * exp(-x) / Gamma(a) (at {user_location(skip_stdlib=True)})")
 
 
 def _gamma_density(a, x, ans):
@@ -230,6 +326,12 @@ defstandalone(erfinv, 'def erfinv(x):\n    return _special().erfinv(x)\n')
 defstandalone(erfcinv, 'def erfcinv(x):\n    return _special().erfcinv(x)\n')
 defstandalone(i0, 'def i0(x):\n    return _special().i0(x)\n')
 defstandalone(i1, 'def i1(x):\n    return _special().i1(x)\n')
+defstandalone(j0, 'def j0(x):\n    return _special().j0(x)\n')
+defstandalone(j1, 'def j1(x):\n    return _special().j1(x)\n')
+defstandalone(jv, 'def jv(v, x):\n    return _special().jv(v, x)\n')
+defstandalone(yn, 'def yn(n, x):\n    return _special().yn(n, x)\n')
+defstandalone(iv, 'def iv(v, x):\n    return _special().iv(v, x)\n')
+defstandalone(ive, 'def ive(v, x):\n    return _special().ive(v, x)\n')
 defstandalone(betainc, 'def betainc(a, b, x):\n    return _special().betainc(a, b, x)\n')
 defstandalone(gammainc, 'def gammainc(a, x):\n    return _special().gammainc(a, x)\n')
 defstandalone(gammaincc, 'def gammaincc(a, x):\n    return _special().gammaincc(a, x)\n')

@@ -230,7 +230,7 @@ def modules() -> dict[str, object]:
         "autograd.misc.optimizers": optimizers, "autograd.misc.fixed_points": fixed_points,
         "autograd.builtins": builtins_,
         "autograd.test_util": test_util, "autograd.extend": extend}
-    for dist in ("norm", "t", "gamma", "beta", "poisson", "multivariate_normal", "dirichlet",
-                 "expon", "laplace", "cauchy", "binom", "bernoulli"):
+    for dist in ("norm", "t", "gamma", "beta", "chi2", "poisson", "multivariate_normal",
+                 "dirichlet", "expon", "laplace", "cauchy", "binom", "bernoulli"):
         entries[f"autograd.scipy.stats.{dist}"] = getattr(scipy.stats, dist)
     return entries

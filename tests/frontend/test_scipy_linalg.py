@@ -37,6 +37,11 @@ SYM = (M + M.T) / 2 + np.diag([0.0, 3.0, 6.0, 9.0])
 # real eigenvalues 1 or more apart, eigenvectors well conditioned
 GENERAL = (lambda q: q * np.array([4.5, -2.0, 1.5, 3.0]) @ np.linalg.inv(q))(np.eye(N) + M / 4)
 BATCH = np.stack([SPD, SPD + np.eye(N)])
+# (l, u) = (1, 2): the diagonal (row u) dominant; the corners SciPy does not read are NaN
+# (SciPy's check_finite=False)
+BANDED = np.vstack([RNG.uniform(-1, 1, (2, N)), 6 + RNG.uniform(-1, 1, (1, N)),
+                    RNG.uniform(-1, 1, (1, N))])
+BANDED[0, :2] = BANDED[1, 0] = BANDED[3, -1] = np.nan
 
 CASES = {
     # module path
@@ -71,6 +76,14 @@ CASES = {
                              (TRI,)),
     "pinv rank": (lambda a: scipy.linalg.pinv(a, return_rank=True), (TALL,)),
     "lstsq": (lambda a, b: scipy.linalg.lstsq(a, b), (TALL, TALL[:, 0] + 1.0)),
+    "sqrtm": (lambda a: scipy.linalg.sqrtm(a), (SPD,)),
+    "sqrtm not symmetric": (lambda a: scipy.linalg.sqrtm(a), (TRI,)),
+    "solve_sylvester": (lambda a, b, q: scipy.linalg.solve_sylvester(a, b, q),
+                        (TRI, SPD[:2, :2], B)),
+    "solve_banded": (lambda ab, b: scipy.linalg.solve_banded((1, 2), ab, b,
+                                                             check_finite=False), (BANDED, B)),
+    "solve_banded vector": (lambda ab, b: scipy.linalg.solve_banded(
+        (1, 2), ab, b[:, 0], check_finite=False), (BANDED, B)),
     # imported names
     "imported cholesky": (lambda a: cholesky(a), (LOPSIDED,)),
     "imported cho_solve lower": (lambda a, b: cho_solve(cho_factor(a, lower=True), b),
@@ -104,7 +117,7 @@ GRADIENT_CASES = ["cholesky", "cholesky lower", "cho_factor", "cho_solve",
                   "solve_triangular trans=T unit", "lu", "qr full", "qr r tall", "qr wide",
                   "eig", "eigh upper sign-free", "solve pos upper", "inv lower triangular",
                   "imported cholesky", "imported cho_solve lower", "imported lu_solve trans",
-                  "imported qr economic"]
+                  "imported qr economic", "sqrtm", "sqrtm not symmetric", "solve_sylvester"]
 
 
 def _loss(f, weights):
@@ -163,6 +176,23 @@ def test_vmap_of_the_new_ops():
     g = lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True)  # noqa: E731
     got = dg.vmap(g, in_axes=(None, 0))(TRI, np.stack([B, -B]))
     np.testing.assert_allclose(got, np.stack([g(TRI, B), g(TRI, -B)]), rtol=1e-12)
+    h = lambda a, q: scipy.linalg.solve_sylvester(a, SPD[:2, :2], q)  # noqa: E731
+    got = dg.vmap(h, in_axes=(0, None))(np.stack([TRI, TRI.T]), B)
+    np.testing.assert_allclose(got, np.stack([h(TRI, B), h(TRI.T, B)]), rtol=1e-12)
+
+
+def test_solve_banded_reads_the_band_only_and_differentiates_in_ab_and_b():
+    """SciPy's layout: the corners of ab (NaN here) are not read, and get no derivative."""
+    f = lambda ab, b: scipy.linalg.solve_banded((1, 2), ab, b, check_finite=False)  # noqa: E731
+    g_ab, g_b = dg.grad(lambda ab, b: np.sum(f(ab, b) ** 2), argnums=(0, 1))(BANDED, B)
+    assert np.all(g_ab[np.isnan(BANDED)] == 0) and np.all(np.isfinite(g_ab))
+    clean = np.nan_to_num(BANDED)
+    dg.testing.check_grads(f, (clean, B), order=1, argnums=(0, 1))
+
+
+def test_sqrtm_of_a_matrix_with_a_negative_eigenvalue_is_refused():
+    with pytest.raises(dg.DualgpuError, match="negative eigenvalue"):
+        dg.jit(lambda a: scipy.linalg.sqrtm(a))(np.diag([-1.0, 4.0]))
 
 
 @pytest.mark.parametrize("call, match", [
@@ -180,6 +210,12 @@ def test_vmap_of_the_new_ops():
     (lambda a: scipy.linalg.solve(a, a, assume_a="sideways"), "not a recognized"),
     (lambda a: scipy.linalg.svd(a, lapack_driver="gesvd"), "gesvd"),
     (lambda a: scipy.linalg.pinv(a, atol=0.1), "atol"),
+    (lambda a: scipy.linalg.sqrtm(a, disp=False), "disp=False"),
+    (lambda a: scipy.linalg.solve_sylvester(a, a[:, :2], a), "b must be square"),
+    (lambda a: scipy.linalg.solve_sylvester(a, a, a[:2]), "q must be of shape"),
+    (lambda a: scipy.linalg.solve_banded(1, a, a), "l_and_u must be a pair"),
+    (lambda a: scipy.linalg.solve_banded((1, 1), a, a), r"ab must be of shape \(l \+ u \+ 1"),
+    (lambda a: scipy.linalg.solve_banded((1, 2), a, a[:2]), "b must be of shape"),
 ])
 def test_bad_arguments_are_one_dualgpu_error(call, match):
     with pytest.raises(dg.DualgpuError, match=match):

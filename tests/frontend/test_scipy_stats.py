@@ -18,7 +18,7 @@ CONTINUOUS_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")
 DISCRETE_METHODS = ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf")
 # incomplete beta/gamma functions: no derivative in these shape parameters
 CUMULATIVE = {"cdf", "logcdf", "sf", "logsf"}
-NO_SHAPE_DERIVATIVE = {"t", "gamma", "beta"}
+NO_SHAPE_DERIVATIVE = {"t", "gamma", "beta", "chi2"}
 
 
 def _continuous_case(rng, shapes, y_lo, y_hi, support, bad_shape):
@@ -45,6 +45,7 @@ CONTINUOUS = {  # name: (shape ranges, y range, support, an invalid shape value)
     "t": (((0.7, 20.0),), (-4, 4), (-np.inf, np.inf), -1.0),
     "gamma": (((0.6, 5.0),), (0.1, 6), (0.0, np.inf), -1.0),
     "beta": (((0.6, 5.0), (0.6, 5.0)), (0.05, 0.95), (0.0, 1.0), 0.0),
+    "chi2": (((0.6, 8.0),), (0.1, 8), (0.0, np.inf), -1.0),
     "expon": ((), (0.05, 4), (0.0, np.inf), None),
     "laplace": ((), (-4, 4), (-np.inf, np.inf), None),
     "cauchy": ((), (-6, 6), (-np.inf, np.inf), None),
@@ -186,6 +187,32 @@ def test_multivariate_normal_values_and_derivatives():
         got = dg.jit(logpdf)(np.asarray(x_, float))
         assert np.shape(got) == np.shape(want)
         np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_multivariate_normal_entropy_and_a_singular_covariance():
+    """entropy and allow_singular=True are SciPy's pseudo-determinant and pseudo-inverse:
+    values against SciPy (a point off the support: -inf), derivatives of both orders against
+    differences (a singular covariance: in x within the support and in mean)."""
+    mvn = scipy.stats.multivariate_normal
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=(3, 3))
+    cov, mean, x = m @ m.T + np.eye(3), rng.normal(size=3), rng.normal(size=(2, 3))
+    singular = np.diag([2.0, 0.5, 0.0])
+    points = np.array([[0.3, -0.2, 0.0], [0.3, 0.1, 1e-3]])  # the second off the support
+    for fn, args in [(lambda mu, c: mvn.entropy(mu, c), (mean, cov)),
+                     (lambda mu, c: mvn(mu, c, allow_singular=True).entropy(), (mean, singular)),
+                     (lambda x, c: mvn.logpdf(x, mean, c, allow_singular=True), (x, cov)),
+                     (lambda x, c: mvn(np.zeros(3), c, allow_singular=True).pdf(x),
+                      (points, singular))]:
+        np.testing.assert_allclose(dg.jit(fn)(*args), fn(*args), rtol=1e-12)
+    dg.testing.check_grads(lambda c: mvn.entropy(mean, (c + c.T) / 2), (cov,), order=1)
+    dg.testing.check_grads(lambda c: mvn.logpdf(x, mean, (c + c.T) / 2, allow_singular=True),
+                           (cov,), order=2)
+    dg.testing.check_grads(  # x moves within the support: its last entry is the mean's
+        lambda x, mu: mvn.logpdf(np.concatenate([x, mu[2:]]), mu, singular, allow_singular=True),
+        (points[0, :2], mean), order=2, argnums=(0, 1))
+    with pytest.raises(DualgpuError, match="allow_singular must be True or False"):
+        dg.jit(lambda x: mvn.logpdf(x, mean, cov, allow_singular="yes"))(x)
 
 
 def test_dirichlet_values_and_derivatives():

@@ -18,6 +18,10 @@ NO_GPU_CASE = {
     **dict.fromkeys(["sddmm", "spmm"], "sparse products: covered by test_gpu_backend.py's "
                                        "test_scenario3_sparse_on_gpu"),
     "spsolve": "the sparse solve: covered by tests/gpu/test_sparse_solve_gpu.py",
+    **dict.fromkeys(["jv", "iv", "ive"], "cupyx.scipy.special has no jv, iv or ive: refused "
+                                         "on CuPy with a DualgpuError (ops/special_functions.py)"),
+    "sqrtm": "cupyx.scipy.linalg has no sqrtm (CuPy has no Schur decomposition): refused on "
+             "CuPy with a DualgpuError (ops/matrix_functions.py)",
     **dict.fromkeys(["argsort", "sort", "eig", "eigh", "pinv", "qr", "svd"],
                     "sort and linalg decompositions: covered by "
                     "tests/gpu/test_numpy_functions_gpu.py, in forms free of their order "
@@ -54,8 +58,10 @@ def elementwise_case(prim, rng, dtype):
         a, b = rng.uniform(0.6, 3.0, (5,)).astype(dtype), rng.uniform(0.6, 3.0, (4, 1))
         return (lambda x: prim.bind(a, b.astype(dtype), x)), (
             rng.uniform(0.1, 0.9, (4, 5)).astype(dtype),)
-    if prim.name in ("gammainc", "gammaincc"):  # differentiable in x only: a is a constant
-        a = rng.uniform(0.6, 3.0, (5,)).astype(dtype)
+    if prim.name in ("gammainc", "gammaincc", "yn"):
+        # differentiable in x only: the first argument (a; yn's integer order) is a constant
+        a = (rng.integers(-2, 4, (5,)) if prim.name == "yn"
+             else rng.uniform(0.6, 3.0, (5,)).astype(dtype))
         return (lambda x: prim.bind(a, x)), (rng.uniform(0.2, 3.0, (4, 5)).astype(dtype),)
     if prim.c is None and prim.c_int is not None:  # on integers and bools only (bitwise)
         ints = np.int64 if dtype == np.float64 else np.int32
@@ -101,6 +107,9 @@ def library_cases(rng, dtype):
         "solve_triangular": (lambda m: dg.REGISTRY["solve_triangular"].bind(
             m, m[:, :2], lower=True, trans=1, unit_diagonal=False), (sq,)),
         "lu_factor": (lambda m: dg.REGISTRY["lu_factor"].bind(m)[0], (sq,)),
+        # A and -B share no eigenvalue (sq's lie within 3 of 4)
+        "solve_sylvester": (lambda m: dg.REGISTRY["solve_sylvester"].bind(
+            m, m[:2, :2].T, m[:, 1:3]), (sq,)),
         # the permuted rows times the value: differentiable through the value only
         "lu_pivots_to_permutation": (lambda m: m * dg.REGISTRY["lu_pivots_to_permutation"].bind(
             dg.REGISTRY["lu_factor"].bind(m[::-1])[1]), (sq,)),

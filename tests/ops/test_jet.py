@@ -233,7 +233,8 @@ def test_only_structured_ops_fall_back():
             fallback.add(name)
     assert fallback <= {"inv", "solve", "det", "slogdet", "cholesky", "eigh", "eig", "svd",
                         "qr", "pinv", "reduce_prod", "cumprod", "sort",
-                        "solve_triangular", "lu_factor", "spsolve"}, fallback
+                        "solve_triangular", "lu_factor", "spsolve", "solve_sylvester",
+                        "sqrtm"}, fallback
 
 
 # ------------------------------------------------------------------------------ closed forms

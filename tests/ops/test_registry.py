@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import dualgpu as dg
 from dualgpu.core.primitives import NON_DIFFERENTIABLE, REGISTRY
 from dualgpu.frontend import numpy as dnp
+from dualgpu.frontend.scipy import linalg as scipy_linalg
 from dualgpu.frontend.scipy import special as dnp_special
 from dualgpu.ops.sorting import SIDES
 from dualgpu.testing import check_grads, check_hvp, check_jvp, check_vjp
@@ -35,6 +36,12 @@ from dualgpu.testing import strategies as dst
 
 F64_EXAMPLES = 15
 F32_EXAMPLES = 5
+# rows marked few=True: library ops (SciPy's Bessel functions, matrix equations) whose
+# every example costs ~0.1 s of tracing and three transforms, with values and edge cases
+# checked against SciPy in their own test modules (and their float32 programs run by
+# tests/project/test_gpu_sweep_classification.py); CI's time budget allows them this many
+# examples, in float64 only
+FEW_EXAMPLES = 3
 
 
 @dataclass
@@ -48,6 +55,7 @@ class Spec:
     order: int = 2
     f64_tol: dict = field(default_factory=dict)
     f32: bool = True
+    few: bool = False  # FEW_EXAMPLES, in float64 only
 
 
 SPECS: dict[str, Spec] = {}
@@ -241,6 +249,27 @@ for _name, (_lo, _hi) in {"gamma": (0.3, 3), "erfinv": (-0.8, 0.8), "erfcinv": (
                           "i0": (-2, 2), "i1": (-2, 2)}.items():
     spec(_name, unary(_name, _lo, _hi, fn=getattr(dnp_special, _name)))
 spec("gammainc", build_gammainc("gammainc"))
+
+
+def build_bessel(name, orders, low, high, avoid=()):
+    """A Bessel function of an order drawn from ``orders`` (a constant: differentiable in x
+    only) at x in (low, high)."""
+    def build(data, dtype):
+        v = data.draw(orders)
+        x = draw_array(data, draw_shape(data), dtype, low, high, avoid)
+        return (lambda x: getattr(dnp_special, name)(v, x)), (x,)
+
+    return build
+
+
+_INTEGER_ORDERS, _REAL_ORDERS = st.integers(-2, 3), st.floats(0.0, 3.0)
+spec("j0", unary("j0", -3, 3, fn=dnp_special.j0), few=True)
+spec("j1", unary("j1", -3, 3, fn=dnp_special.j1), few=True)
+spec("jv", build_bessel("jv", _REAL_ORDERS, 0.3, 4.0), few=True)
+spec("yn", build_bessel("yn", _INTEGER_ORDERS, 0.4, 4.0), few=True)
+spec("iv", build_bessel("iv", _REAL_ORDERS, 0.3, 3.0), few=True)
+# an integer order: negative x, where |x| bends ive
+spec("ive", build_bessel("ive", _INTEGER_ORDERS, -3.0, 3.0, avoid=(0.0,)), few=True)
 spec("gammaincc", build_gammainc("gammaincc"))
 spec("round", nondiff("round", fn=lambda x: dnp.round(x, 1)), prim="rint", kind="nondiff")
 
@@ -516,6 +545,19 @@ spec("inv", lambda data, dtype: (dnp.linalg.inv, (well_conditioned(data, dtype),
 spec("det", lambda data, dtype: (dnp.linalg.det, (well_conditioned(data, dtype),)))
 spec("slogdet", lambda data, dtype: (lambda a: dnp.linalg.slogdet(a)[1],
                                      (well_conditioned(data, dtype),)))
+
+
+def build_sylvester(data, dtype):
+    """A and B with eigenvalues of real part at least 1: A and -B share none."""
+    a, b = well_conditioned(data, dtype), well_conditioned(data, dtype)
+    q = draw_array(data, (a.shape[-1], b.shape[-1]), dtype)
+    return scipy_linalg.solve_sylvester, (a, b, q)
+
+
+spec("solve_sylvester", build_sylvester, few=True)
+# eigenvalues of real part at least 1 (Gershgorin), complex pairs too: a real root
+spec("sqrtm", lambda data, dtype: (scipy_linalg.sqrtm, (well_conditioned(data, dtype),)),
+     few=True)
 spec("cholesky", lambda data, dtype: (dnp.linalg.cholesky,
                                       (well_conditioned(data, dtype, spd=True),)))
 
@@ -1047,14 +1089,21 @@ _SETTINGS = dict(deadline=None, derandomize=True, database=None,
                                         HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
+@pytest.mark.parametrize("name", sorted(n for n, s in SPECS.items() if not s.few))
 @settings(max_examples=F64_EXAMPLES, **_SETTINGS)
 @given(data=st.data())
 def test_rule_float64(name, data):
     _check(SPECS[name], data, np.float64)
 
 
-F32_NAMES = sorted(n for n, s in SPECS.items() if s.kind == "diff" and s.f32)
+@pytest.mark.parametrize("name", sorted(n for n, s in SPECS.items() if s.few))
+@settings(max_examples=FEW_EXAMPLES, **_SETTINGS)
+@given(data=st.data())
+def test_rule_float64_few_examples(name, data):
+    _check(SPECS[name], data, np.float64)
+
+
+F32_NAMES = sorted(n for n, s in SPECS.items() if s.kind == "diff" and s.f32 and not s.few)
 
 
 @pytest.mark.parametrize("name", F32_NAMES)

@@ -2,8 +2,15 @@
 (the namespace, :mod:`.special`, only imports)."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ... import lax
+from ...errors import InvalidArgumentError, user_location
 from ...ops import special_functions as _sf
+from ..nn import scipy_float
+from ._stats_special import betaln
 
 
 def betainc(a, b, x):
@@ -79,3 +86,125 @@ def i1(x):
     0.5
     """
     return _sf.i1.bind(x)
+
+
+# ----------------------------------------------------------------------- Bessel functions
+def j0(x):
+    """``scipy.special.j0``, the Bessel function of the first kind of order 0.
+
+    >>> import scipy.special
+    >>> float(dg.grad(lambda x: scipy.special.j0(x))(np.array(0.0)))  # -J1(0)
+    -0.0
+    """
+    return _sf.j0.bind(x)
+
+
+def j1(x):
+    """``scipy.special.j1``, the Bessel function of the first kind of order 1 (its derivative
+    ``J0(x) - J1(x) / x``, 1/2 at 0)."""
+    return _sf.j1.bind(x)
+
+
+def jv(v, x):
+    """``scipy.special.jv`` (and ``jn``, the same function): the Bessel function of the
+    first kind of real order ``v``, differentiable in ``x`` (``(J_{v-1} - J_{v+1}) / 2``);
+    the derivative in ``v`` is refused.
+
+    >>> import scipy.special
+    >>> round(float(dg.grad(lambda x: scipy.special.jn(2, x))(np.array(1.0))), 6)  # (J1 - J3) / 2
+    0.210244
+    """
+    return _sf.jv.bind(v, x)
+
+
+def yn(n, x):
+    """``scipy.special.yn``: the Bessel function of the second kind of integer order ``n``
+    (truncated, as SciPy), differentiable in ``x``; the derivative in ``n`` is refused."""
+    return _sf.yn.bind(n, x)
+
+
+def y0(x):
+    """``scipy.special.y0``: ``yn(0, x)`` (SciPy's yn of orders 0 and 1 is its y0 and y1)."""
+    return _sf.yn.bind(0, x)
+
+
+def y1(x):
+    """``scipy.special.y1``: ``yn(1, x)``."""
+    return _sf.yn.bind(1, x)
+
+
+def iv(v, x):
+    """``scipy.special.iv``: the modified Bessel function of the first kind of real order
+    ``v``, differentiable in ``x`` (``(I_{v-1} + I_{v+1}) / 2``); the derivative in ``v``
+    is refused.
+
+    >>> import scipy.special
+    >>> float(dg.grad(lambda x: scipy.special.iv(0, x))(np.array(0.0)))  # I1(0)
+    0.0
+    """
+    return _sf.iv.bind(v, x)
+
+
+def ive(v, x):
+    """``scipy.special.ive``: ``iv(v, x) * exp(-|x|)``, finite where ``iv`` overflows."""
+    return _sf.ive.bind(v, x)
+
+
+# ----------------------------------------------------------------------- gamma and beta
+def gammasgn(x):
+    """``scipy.special.gammasgn``: the sign of Gamma(x) -- 1 for x > 0 (and +0), -1 for -0,
+    (-1)**ceil(-x) between the poles below 0, NaN at the poles (0 excluded), -inf and NaN;
+    piecewise constant, so its derivative is 0.
+
+    >>> import scipy.special
+    >>> dg.jit(scipy.special.gammasgn)(np.array([2.5, -0.5, -1.5, -2.0]))
+    array([ 1., -1.,  1., nan])
+    """
+    (x,) = scipy_float(x)
+    finite = lax.isfinite(x)
+    floor = lax.floor(lax.where(finite, x, 0.0))
+    odd = lax.not_equal(lax.fmod(floor, 2.0), 0.0)
+    pole = lax.logical_or(lax.equal(floor, x), lax.logical_not(finite))  # -inf and NaN too
+    between_poles = lax.where(pole, math.nan, lax.where(odd, -1.0, 1.0))
+    at_zero = lax.copysign(1.0, x)
+    out = lax.where(lax.greater(x, 0.0), 1.0,
+                    lax.where(lax.equal(x, 0.0), at_zero, between_poles))
+    return lax.astype(out, lax.dtype_of(x))
+
+
+def beta(a, b):
+    """``scipy.special.beta``: ``Gamma(a) Gamma(b) / Gamma(a + b)``, as its sign (by
+    :func:`gammasgn`) times ``exp(betaln(a, b))``, so it neither overflows nor loses its
+    derivatives (``beta(a, b) (psi(a) - psi(a + b))`` in ``a``); 0 at the poles of
+    ``Gamma(a + b)``, NaN at those of ``Gamma(a)`` and ``Gamma(b)`` (where SciPy gives
+    infinities or limits).
+
+    >>> import scipy.special
+    >>> float(dg.grad(lambda a: scipy.special.beta(a, 1.0))(np.array(1.0)))  # -1 / a**2
+    -1.0
+    """
+    a, b = scipy_float(a, b)
+    sign_ab = gammasgn(lax.add(a, b))  # NaN at its poles, where exp(betaln) is 0
+    sign_ab = lax.where(lax.isnan(sign_ab), lax.sign(lax.add(a, b)), sign_ab)
+    sign = lax.multiply(lax.multiply(gammasgn(a), gammasgn(b)), sign_ab)
+    return lax.multiply(sign, lax.exp(betaln(a, b)))
+
+
+def multigammaln(a, d):
+    """``scipy.special.multigammaln(a, d)``: the log of the multivariate gamma function of
+    dimension ``d`` (a Python int), ``d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2)``
+    over ``j = 0 .. d-1``. SciPy raises where ``a <= (d - 1) / 2``; on traced values those
+    entries are NaN.
+
+    >>> import scipy.special
+    >>> float(dg.grad(lambda a: scipy.special.multigammaln(a, 1))(np.array(1.0)))  # psi(1)
+    -0.5772156649015329
+    """
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise InvalidArgumentError(f"scipy.special.multigammaln: d must be a positive Python "
+                                   f"int, got {d!r} (at {user_location()})")
+    (a,) = scipy_float(a)
+    out = d * (d - 1) / 4 * math.log(math.pi)
+    for j in range(int(d)):
+        out = lax.add(out, _sf.gammaln.bind(lax.subtract(a, j / 2)))
+    return lax.where(lax.greater(a, (d - 1) / 2), out, math.nan)

@@ -47,6 +47,7 @@ from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
 from ...ops import decompositions as _dec
 from ...ops import linalg as _lin
+from ...ops import matrix_functions as _mf
 from ..numpy import linalg as _np_linalg
 from ..numpy.arguments import arraylike
 from ..numpy.products import matmul
@@ -55,7 +56,8 @@ from ..numpy.sorting import argsort
 
 __all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eig", "eigh", "eigvals",
            "eigvalsh", "inv", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "qr",
-           "solve", "solve_triangular", "svd", "svdvals"]
+           "solve", "solve_banded", "solve_sylvester", "solve_triangular", "sqrtm", "svd",
+           "svdvals"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -523,3 +525,79 @@ def lstsq(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=Tr
     else:
         residues = np.zeros((0,), _dtype(a))
     return x, residues, rank, None if lapack_driver == "gelsy" else s
+
+
+# --------------------------------------------------------------------------- matrix equations
+def solve_sylvester(a, b, q):
+    """``scipy.linalg.solve_sylvester``: ``x`` with ``a @ x + x @ b = q`` (``a`` (..., n, n),
+    ``b`` (..., m, m), ``q`` (..., n, m)), differentiable in all three: ``dx`` solves the
+    same equation with ``dq - da @ x - x @ db`` on the right.
+
+    >>> import scipy.linalg
+    >>> a, b = np.array([[2.0, 0.0], [0.0, 3.0]]), np.array([[1.0]])
+    >>> dg.grad(lambda q: scipy.linalg.solve_sylvester(a, b, q)[1, 0])(np.ones((2, 1)))
+    array([[0.  ],
+           [0.25]])
+    """
+    a, b, q = _lapack(a, b, q)
+    for name, x in (("a", a), ("b", b)):
+        if len(_shape(x)) < 2 or _shape(x)[-1] != _shape(x)[-2]:
+            raise _error("solve_sylvester", f"{name} must be square matrices (..., k, k), got "
+                                            f"shape {_shape(x)}")
+    return _mf.solve_sylvester.bind(a, b, q)
+
+
+def sqrtm(A, disp=True, blocksize=64):
+    """``scipy.linalg.sqrtm``: the principal square root ``s`` (``s @ s = A``), real: a
+    matrix with a negative eigenvalue, whose root SciPy gives complex, raises. ``ds`` solves
+    ``s @ ds + ds @ s = dA``. ``blocksize`` has no effect; ``disp=False`` (SciPy's error
+    estimate) is refused.
+
+    >>> import scipy.linalg
+    >>> dg.grad(lambda a: np.trace(scipy.linalg.sqrtm(a)))(np.array([[4.0, 0.0], [0.0, 9.0]]))
+    array([[0.25      , 0.        ],
+           [0.        , 0.16666667]])
+    """
+    if disp is not True:
+        raise _error("sqrtm", "disp=False (the error estimate) is not supported on traced "
+                              "values", UnsupportedOpError)
+    a = _lapack(A)
+    _matrices("sqrtm", a)
+    return _mf.sqrtm.bind(a)
+
+
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """``scipy.linalg.solve_banded``: ``x`` with ``A @ x = b`` for the band matrix ``A``
+    stored in ``ab`` (``(l + u + 1, n)``, LAPACK's layout: ``A[i, j] = ab[u + i - j, j]``;
+    the corners of ``ab`` outside the band are not read, as by SciPy), differentiable in
+    ``ab`` and ``b``. ``A`` is formed densely and solved by ``solve``: O(n^3) work, not the
+    banded solver's O(n (l + u)^2).
+
+    >>> import scipy.linalg
+    >>> ab = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0], [1.0, 1.0, 0.0]])  # (l, u) = (1, 1)
+    >>> dg.jit(lambda b: scipy.linalg.solve_banded((1, 1), ab, b))(np.array([5.0, 6.0, 5.0]))
+    array([1., 1., 1.])
+    """
+    lower, upper = _bandwidths(l_and_u)
+    ab, b = _lapack(ab, b)
+    if len(_shape(ab)) != 2 or _shape(ab)[0] != lower + upper + 1:
+        raise _error("solve_banded", f"ab must be of shape (l + u + 1, n) = ({lower + upper + 1},"
+                                     f" n) for (l, u) = ({lower}, {upper}), got {_shape(ab)}")
+    n = _shape(ab)[1]
+    if len(_shape(b)) not in (1, 2) or _shape(b)[0] != n:
+        raise _error("solve_banded", f"b must be of shape ({n},) or ({n}, k), got {_shape(b)}")
+    i, j = np.indices((n, n))
+    row = upper + i - j
+    inside = (row >= 0) & (row <= lower + upper)
+    dense = where(inside, getitem(ab, (np.clip(row, 0, lower + upper), j)), 0.0)
+    return _lin.solve.bind(dense, b)
+
+
+def _bandwidths(l_and_u) -> tuple[int, int]:
+    ok = (isinstance(l_and_u, (tuple, list)) and len(l_and_u) == 2
+          and all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0
+                  for k in l_and_u))
+    if not ok:
+        raise _error("solve_banded", f"l_and_u must be a pair of non-negative ints (the "
+                                     f"numbers of lower and upper diagonals), got {l_and_u!r}")
+    return int(l_and_u[0]), int(l_and_u[1])

@@ -13,10 +13,33 @@ from ..nn import scipy_softmax as softmax
 from ..numpy.elementwise import digamma, erf, erfc, expit, gammaln, polygamma, sinc
 from ..numpy.elementwise import digamma as psi
 from ..numpy.elementwise import round_ as round
-from ._special_functions import betainc, erfcinv, erfinv, gamma, gammainc, gammaincc, i0, i1, rgamma
+from ._special_functions import (
+    beta,
+    betainc,
+    erfcinv,
+    erfinv,
+    gamma,
+    gammainc,
+    gammaincc,
+    gammasgn,
+    i0,
+    i1,
+    iv,
+    ive,
+    j0,
+    j1,
+    jv,
+    multigammaln,
+    rgamma,
+    y0,
+    y1,
+    yn,
+)
+from ._special_functions import jv as jn
 from ._stats_special import betaln, log_ndtr, ndtr, xlog1py
 
-__all__ = ["betainc", "betaln", "cbrt", "digamma", "erf", "erfc", "erfcinv", "erfinv", "exp2",
-           "expit", "expm1", "gamma", "gammainc", "gammaincc", "gammaln", "i0", "i1", "log1p",
-           "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "polygamma",
-           "psi", "rgamma", "round", "sinc", "softmax", "xlog1py", "xlogy"]
+__all__ = ["beta", "betainc", "betaln", "cbrt", "digamma", "erf", "erfc", "erfcinv", "erfinv",
+           "exp2", "expit", "expm1", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn",
+           "i0", "i1", "iv", "ive", "j0", "j1", "jn", "jv", "log1p", "log_expit", "log_ndtr",
+           "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "polygamma", "psi",
+           "rgamma", "round", "sinc", "softmax", "xlog1py", "xlogy", "y0", "y1", "yn"]

@@ -1,0 +1,80 @@
+"""scipy.special's gamma-family composites and Bessel functions on traced values (issue 37):
+values against SciPy at ordinary and edge points, the derivatives the registry table does
+not see (the composites beta, multigammaln, gammasgn), and the refused derivatives in a
+Bessel function's order. The Bessel ops' derivatives are rows of tests/ops/test_registry.py."""
+import numpy as np
+import pytest
+import scipy.special
+
+import dualgpu as dg
+from dualgpu.errors import DualgpuError
+
+EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, -2.0, -0.5, -1.5, -2.5, 0.5,
+                  1.0, 2.5, 7.0, 171.5, -1e300])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gammasgn_is_scipys_with_a_zero_derivative(dtype):
+    with np.errstate(over="ignore"):
+        x = EDGES.astype(dtype)
+    got = dg.jit(scipy.special.gammasgn)(x)
+    np.testing.assert_array_equal(got, scipy.special.gammasgn(x))
+    assert got.dtype == scipy.special.gammasgn(x).dtype
+    assert not np.any(dg.grad(lambda x: np.sum(scipy.special.gammasgn(x)))(x))
+
+
+def _multigammaln_of(d):
+    return lambda a: scipy.special.multigammaln(a, d)
+
+
+def test_beta_and_multigammaln_values_and_derivatives():
+    a = np.array([1.3, -0.5, 2.5, 30.0, -1.7, 0.2])
+    b = np.array([2.0, 1.7, -1.5, 40.0, -0.3, 3.0])
+    np.testing.assert_allclose(dg.jit(scipy.special.beta)(a, b), scipy.special.beta(a, b),
+                               rtol=1e-13)  # -1.7 + -0.3: a pole of Gamma(a + b), beta 0
+    dg.testing.check_grads(scipy.special.beta, (a[:3], b[:3]), order=2)  # symmetric in a, b
+    x = np.array([4.3, 2.2, 1.6])
+    for d in (1, 3):
+        multigammaln = _multigammaln_of(d)
+        want = [scipy.special.multigammaln(v, d) if v > (d - 1) / 2 else np.nan for v in x]
+        np.testing.assert_allclose(dg.jit(multigammaln)(x), want, rtol=1e-14)
+    dg.testing.check_grads(multigammaln, (x[:2],), order=2)
+
+
+BESSEL = {"j0": (), "j1": (), "y0": (), "y1": (), "jn": (2, -3), "jv": (0.5, 2, -1.25),
+          "yn": (0, 3, -2), "iv": (0.5, 2, -1.25), "ive": (0.5, 3, -2)}
+
+
+@pytest.mark.parametrize("name", sorted(BESSEL))
+def test_bessel_functions_are_scipys(name):
+    fn = getattr(scipy.special, name)
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -2.5, 0.3, 2.4048, 7.0, 700.0])
+    for order in BESSEL[name] or (None,):
+        call = (lambda x: fn(x)) if order is None else (lambda o: lambda x: fn(o, x))(order)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(dg.jit(call)(x), call(x), err_msg=f"order {order}")
+
+
+@pytest.mark.parametrize("name,order", [("jv", "v"), ("jn", "v"), ("yn", "n"), ("iv", "v"),
+                                        ("ive", "v")])
+def test_a_bessel_derivative_in_the_order_is_refused(name, order):
+    fn = getattr(scipy.special, name)
+    with pytest.raises(DualgpuError, match=rf"{name if name != 'jn' else 'jv'}\({order}, x\): "
+                                           rf"no derivative in the order {order}") as info:
+        dg.grad(lambda v: fn(v, 1.5))(2.0)
+    assert f"{__file__}:" in str(info.value)  # the user's line, not contextlib's
+    assert np.isfinite(dg.grad(lambda x: fn(2.0, x))(1.5))  # in x: defined
+
+
+def test_incomplete_beta_and_gamma_refusals_name_the_users_line():
+    for refused in (lambda a: scipy.special.betainc(a, 3.0, 0.5),
+                    lambda a: scipy.special.gammainc(a, 0.5)):
+        with pytest.raises(DualgpuError, match="no derivative in a") as info:
+            dg.grad(refused)(2.0)
+        assert f"{__file__}:" in str(info.value)
+
+
+def test_multigammaln_refuses_a_dimension_that_is_not_a_positive_int():
+    for d in (0, 2.0, True):
+        with pytest.raises(DualgpuError, match="d must be a positive Python int"):
+            dg.jit(_multigammaln_of(d))(np.array(3.0))
