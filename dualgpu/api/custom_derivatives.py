@@ -272,6 +272,12 @@ class _TracedShape:
         except TracerControlFlowError:
             holder.clear()
             values = _values(self.operands) if self.operands is not None else None
+            if values is not None:  # run on them: a body NumPy runs (out[i] = x) needs no trace
+                out = self.fun(*self.merge.args(values))
+                outs, tree = pytree.flatten(out)
+                res = (tree, [Aval(tuple(np.shape(o)), np.result_type(o)) for o in outs])
+                self._seen[key] = res
+                return res
             hook = (ValueTrace(values, [False] * len(plain), frozenset()) if values is not None
                     else _Exits())
             try:

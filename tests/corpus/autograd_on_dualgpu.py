@@ -191,17 +191,6 @@ def _module(name, **attrs):
     return module
 
 
-def _autograd_numpy():
-    """``autograd.numpy``: NumPy's names, and autograd's own (``make_diagonal``). A module
-    of this file's (not an installed library's), so a traced function sees it as it sees
-    the user's modules: what it reads of it is what it reads of NumPy."""
-    module = _module("autograd.numpy", make_diagonal=autograd_compat.make_diagonal,
-                     random=np.random, linalg=np.linalg, fft=np.fft)
-    module.__file__ = __file__
-    module.__getattr__ = lambda name: getattr(np, name)  # PEP 562: the rest is NumPy's
-    return module
-
-
 def make_jvp(fun, argnum=0):
     """autograd's ``make_jvp(f, argnum)(*args)(v) -> (out, tangent)``: ``dg.jvp``."""
     def at(*args):
@@ -212,6 +201,10 @@ def make_jvp(fun, argnum=0):
         return jvp
 
     return at
+
+
+# autograd.numpy's own names (NumPy has no such functions): set on NumPy for the run
+NUMPY_EXTRAS = {"make_diagonal": autograd_compat.make_diagonal}
 
 
 def modules() -> dict[str, object]:
@@ -235,20 +228,19 @@ def modules() -> dict[str, object]:
                      defvjp=autograd_compat.defvjp, defjvp=autograd_compat.defjvp)
     core = _module("autograd.core", primitive=autograd_compat.primitive,
                    defvjp=autograd_compat.defvjp, defjvp=autograd_compat.defjvp)
-    numpy = _autograd_numpy()
     scipy_misc = _module("autograd.scipy.misc", logsumexp=scipy.special.logsumexp)
     # autograd's own convolution (axes=, dot_axes=), not SciPy's signature
     signal = _module("autograd.scipy.signal", convolve=autograd_compat.convolve)
     scipy_ = _module("autograd.scipy", stats=scipy.stats, special=scipy.special,
                      linalg=scipy.linalg, signal=signal, integrate=scipy.integrate,
                      misc=scipy_misc)
-    autograd = _module("autograd", numpy=numpy, scipy=scipy_, core=core, extend=extend,
+    autograd = _module("autograd", numpy=np, scipy=scipy_, core=core, extend=extend,
                        misc=misc, builtins=builtins_,
                        test_util=test_util, tuple=builtins.tuple, list=builtins.list,
                        dict=builtins.dict, isinstance=builtins.isinstance, type=builtins.type,
                        **transforms)
     entries: dict[str, object] = {
-        "autograd": autograd, "autograd.numpy": numpy, "autograd.numpy.random": np.random,
+        "autograd": autograd, "autograd.numpy": np, "autograd.numpy.random": np.random,
         "autograd.numpy.linalg": np.linalg, "autograd.scipy": scipy_,
         "autograd.scipy.stats": scipy.stats, "autograd.scipy.special": scipy.special,
         "autograd.scipy.linalg": scipy.linalg, "autograd.scipy.signal": signal,

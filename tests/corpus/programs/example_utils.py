@@ -1,3 +1,6 @@
+# Source: rgiordan/paragami, docs/source/example_notebooks/example_utils.py, commit 059bb354b816bafe821d446ece2fb9b968a39d83
+# (https://github.com/rgiordan/paragami; the same file in rgiordan/vittles at 73990cae90bd9147990b27953621a0539e54a237),
+# Apache licence 2.0: tests/corpus/LICENSE-paragami. Changed: nothing.
 import autograd
 import autograd.numpy as np
 import autograd.scipy as sp

@@ -1,3 +1,7 @@
+# Source: rgiordan/paragami, docs/source/example_notebooks/flattening_and_folding_free_default.ipynb, commit 059bb354b816bafe821d446ece2fb9b968a39d83
+# (https://github.com/rgiordan/paragami), Apache licence 2.0: tests/corpus/LICENSE-paragami.
+# The notebook's code cells, in order, made into a script (its '%matplotlib' lines left out).
+# Changed: nothing else.
 import numpy as np
 import paragami
 

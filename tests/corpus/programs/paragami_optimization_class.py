@@ -1,3 +1,7 @@
+# Source: rgiordan/paragami, docs/source/example_notebooks/optimization_class.ipynb, commit 059bb354b816bafe821d446ece2fb9b968a39d83
+# (https://github.com/rgiordan/paragami), Apache licence 2.0: tests/corpus/LICENSE-paragami.
+# The notebook's code cells, in order, made into a script (its '%matplotlib' lines left out).
+# Changed: 1000 data points -> 200; plotting by the stand-in.
 import autograd
 import autograd.numpy as np
 import scipy as sp
@@ -8,7 +12,7 @@ import time
 
 
 dim = 2
-num_obs = 1000
+num_obs = 200
 
 mean_true = np.random.random(dim)
 cov_true = np.random.random((dim, dim))

@@ -1,3 +1,6 @@
+# rgiordan/vittles's package (https://github.com/rgiordan/vittles), commit
+# 73990cae90bd9147990b27953621a0539e54a237, Apache licence 2.0: tests/corpus/LICENSE-vittles.
+# Changed: its tests/ left out.
 from vittles.sensitivity_lib import \
     HyperparameterSensitivityLinearApproximation, \
     ParametricSensitivityTaylorExpansion
