@@ -208,7 +208,7 @@ def primitive(fn: Callable) -> custom_vjp:
     return _Primitive(fn)
 
 
-def _makers(what: str, fn: _Primitive, makers: tuple, argnums) -> dict:
+def _makers(what: str, fn: Callable, makers: tuple, argnums) -> dict:
     """``{argument position: maker}`` of ``defvjp``/``defjvp``'s makers (None: none)."""
     nums = tuple(range(len(makers))) if argnums is None else tuple(argnums)
     if len(nums) != len(makers):

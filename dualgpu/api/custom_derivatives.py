@@ -229,11 +229,12 @@ class _TracedShape:
     operand signature), and its pytree structure: the function returns an array or a pytree
     (tuple, list, dict, None) of arrays.
 
-    A body that branches on its operands' values (``while err > tol:``) cannot be traced
-    abstractly; it needs no guard either: the op runs the body on the values at every call
-    (and checks its output's shape against this one). Its trace takes the branches that the
-    values of the call being bound take (``operands``: known when the call is eager or
-    inside a trace that knows values, the derivative transforms'), else those of
+    A body that branches on its operands' values (``while err > tol:``) or writes them into
+    a NumPy array (``out[i] = x[j]``, autograd's primitives) cannot be traced abstractly; it
+    needs no guard either: the op runs the body on the values at every call (and checks its
+    output's shape against this one). Its output's structure is that of a run on the values
+    of the call being bound (``operands``: known when the call is eager or inside a trace
+    that knows values, the derivative transforms'), else of its trace taking the branches of
     :class:`_Exits` (a call inside a derivative rule)."""
 
     def __init__(self, fun, merge: _Merge, kind: str, name: str):
