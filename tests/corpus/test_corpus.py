@@ -51,6 +51,7 @@ class Case:
     # text of what it prints that is not compared (the times of pymanopt's optimizers)
     unprinted: str = ""
     slow: bool = False  # run only with DUALGPU_CORPUS_SLOW=1
+    unkept: tuple[str, ...] = ()  # keys of the compared dicts that are not compared (times)
 
 
 PYMANOPT_TIMES = r"[\d.]+ seconds"  # pymanopt's optimizers print how long they ran
@@ -74,6 +75,14 @@ CASES = {
     "gplvm": Case(()),
     "hmm_em": Case(("pi", "A", "B")),
     "ica": Case(("init_params",)),
+    # wittawatj/kernel-gof's notebooks, on its package (programs/kgof); the times its tests
+    # report (time_secs) are not compared
+    "kgof_demo_kgof": Case(("V_opt", "gw_opt", "test_result"), unkept=("time_secs",), xfail=(
+        "TracerControlFlowError: np.array of a list of traced values in a method reached "
+        "through a class (GaussFSSD.power_criterion -> FSSD.feature_tensor): dualgpu rebinds "
+        "numpy in the functions it reaches through globals and closures, not in methods, and "
+        "np.array has no NumPy protocol to dispatch on")),
+    "kgof_gof_linear_kernel_stein": Case(("lin_kstein_result",), unkept=("time_secs",)),
     "logistic_regression": Case(("weights",)),
     "lstm": Case(("trained_params",)),
     "mixture_variational_inference": Case(("variational_params",)),
@@ -204,15 +213,16 @@ def run(name: str, library: str) -> tuple[str, dict, list]:
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 
-def leaves(value) -> list:
-    """The numeric arrays in ``value`` (lists, tuples, dicts, an OptimizeResult's x and fun,
-    a record array's fields)."""
+def leaves(value, unkept=()) -> list:
+    """The numeric arrays in ``value`` (lists, tuples, dicts but their keys ``unkept``, an
+    OptimizeResult's x and fun, a record array's fields)."""
     if hasattr(value, "x") and hasattr(value, "fun"):  # scipy.optimize's OptimizeResult
         return leaves([value.x, value.fun])
     if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in leaves(v)]
+        return [leaf for v in value for leaf in leaves(v, unkept)]
     if isinstance(value, dict):
-        return [leaf for k in sorted(value) for leaf in leaves(value[k])]
+        return [leaf for k in sorted(value) if k not in unkept
+                for leaf in leaves(value[k], unkept)]
     try:
         array = np.asarray(value)
     except Exception:  # a mock's return value, a function, ...: not a number
@@ -274,14 +284,16 @@ def test_program_agrees_with_autograd(name):
                             re.sub(case.unprinted, "", printed) if case.unprinted else printed,
                             case.rtol)
     for key in case.compare:
-        assert_same_numbers(leaves(ours[key]), leaves(names[key]), key, case.rtol)
+        assert_same_numbers(leaves(ours[key], case.unkept), leaves(names[key], case.unkept),
+                            key, case.rtol)
 
 
 def test_every_program_has_a_case():
     assert {p.stem for p in PROGRAMS.glob("*.py")} - SUPPORT == set(CASES)
 
 
-# modules the programs import, not programs (and the packages sampyl/ and pymanopt/)
+# modules the programs import, not programs (and the packages sampyl/, pymanopt/,
+# paragami/, vittles/, kgof/, and future/ and past/ that stand in for the future package)
 SUPPORT = {"data", "data_mnist", "autoptim", "example_utils"}
 
 
