@@ -1,7 +1,7 @@
 # Source: rgiordan/vittles, docs/source/example_notebooks/mle_weight_sensitivity_example.ipynb, commit 73990cae90bd9147990b27953621a0539e54a237
 # (https://github.com/rgiordan/vittles), Apache licence 2.0: tests/corpus/LICENSE-vittles.
 # The notebook's code cells, in order, made into a script (its '%matplotlib' lines left out).
-# Changed: 1000 data points -> 100, 20 re-optimizations -> 3 (the times it prints are not
+# Changed: 1000 data points -> 30, 20 re-optimizations -> 1 (the times it prints are not
 # compared); plotting by the stand-in.
 import autograd
 from autograd import numpy as np
@@ -24,7 +24,7 @@ import time
 
 np.random.seed(42)
 
-num_obs = 100
+num_obs = 30
 
 # True values of parameters
 true_sigma = \
@@ -128,7 +128,7 @@ for n_loo in range(num_obs):
     approx_loo_params.append(norm_param_pattern.fold(norm_par_flat1, free=True))
 approx_loo_time_per_n = (time.time() - tic) / num_obs
 
-num_opt = 3
+num_opt = 1
 
 opt_loo_params = []
 opt_n = np.arange(num_opt)
