@@ -3,10 +3,13 @@
 Each file of tests/corpus/programs/ is a program of HIPS/autograd (an example program, or a
 snippet of its README, tutorial or update guide made into a script: ``readme_``,
 ``tutorial_``, ``updateguide_``), a tutorial of pierreablin/autoptim (``autoptim_``, on its
-module ``autoptim``, a library built on autograd, run too) or a program of mcleonard/sampyl
-(``sampyl_``, on its package ``sampyl``, MCMC samplers built on autograd). Its header names
-the source and what was changed: synthetic data for downloads, fewer iterations, plotting
-off, Python 2's print. A test runs it twice in this process, from a fixed NumPy seed: once
+module ``autoptim``, a library built on autograd, run too), a program of mcleonard/sampyl
+(``sampyl_``, on its package ``sampyl``, MCMC samplers built on autograd), of pymanopt
+(``pymanopt_``, slow), or an example notebook made into a script of rgiordan/paragami
+(``paragami_``: parameter patterns, flattening, optimization), rgiordan/vittles
+(``vittles_``: sensitivity of optima, on paragami) or wittawatj/kernel-gof (``kgof_``:
+kernel goodness-of-fit tests), each on its package. Its header names the source and what was
+changed: synthetic data for downloads, fewer iterations, plotting off, Python 2's print. A test runs it twice in this process, from a fixed NumPy seed: once
 with the real ``autograd`` package imported, once with autograd's names on dualgpu
 (autograd_on_dualgpu: the table of docs/coming_from.md as ``sys.modules`` entries). Plotting
 goes to a stand-in ``matplotlib`` that draws nothing. The two runs must print the same
