@@ -133,7 +133,10 @@ def make_hvp(fn: Callable, argnum: int = 0) -> Callable:
 
 def _static(arg) -> bool:
     """An argument that autograd never boxes: one that is not a (pytree of) number(s) or
-    array(s) -- a function, a string, None."""
+    array(s) -- a function, a string, None -- or an integer (a size, a count: autograd
+    differentiates floats; an integer has no derivative)."""
+    if isinstance(arg, (int, np.integer)):
+        return True
     leaves, _ = pytree.flatten(arg)
     return not leaves or not all(is_value(leaf) for leaf in leaves)
 
@@ -190,8 +193,9 @@ def primitive(fn: Callable) -> custom_vjp:
     """autograd's ``@primitive``: ``fn``, whose derivatives :func:`defvjp` (reverse) and
     :func:`defjvp` (forward) give, as ``dg.custom_vjp(fn)`` (import them from here:
     ``dg.primitive`` is not dualgpu's name). Its arguments that are not arrays or numbers
-    (a function, a string) are static, as with ``nondiff_argnums``. Without rules it runs,
-    and differentiating it raises.
+    (a function, a string) and its integers (a size) are static, as with
+    ``nondiff_argnums``. Without rules it runs, and differentiating it raises. Its body runs
+    on the values, as autograd's (it may write into NumPy arrays or call C functions).
 
     Example::
 

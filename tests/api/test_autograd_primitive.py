@@ -122,3 +122,18 @@ def test_make_diagonal_is_autograds():
     np.testing.assert_allclose(g, np.sin(2 * d[:1]), rtol=1e-14)
     with pytest.raises(UnsupportedOpError, match="axis1=-1, axis2=-2"):
         make_diagonal(d)
+
+
+def test_an_integer_argument_is_static_as_autograd_never_boxes_it():
+    @primitive
+    def padded(x, n):  # n, a size, is a shape in the body, also inside the jvp rule
+        out = np.zeros(n)
+        out[:len(x)] = x
+        return out
+
+    defvjp(padded, lambda ans, x, n: lambda g: g[:len(x)])
+    defjvp(padded, lambda g, ans, x, n: padded(g, n))
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(dg.jvp(lambda x: padded(x, 4), (x,), (x,))[1], [1, 2, 0, 0])
+    np.testing.assert_allclose(dg.hessian(lambda x: np.sum(padded(x, 3) ** 3))(x),
+                               np.diag(6 * x), rtol=1e-14)

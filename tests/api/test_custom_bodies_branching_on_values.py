@@ -1,8 +1,9 @@
 """custom_vjp / custom_jvp functions (and autograd's primitives) whose bodies branch on their
 operands' values -- an iteration until convergence, autograd's misc.fixed_points -- or write
-them into a NumPy array (paragami's primitives) run eagerly, under the derivative transforms
-and under jit: the op runs the body on the values at every call; the body is traced only for its output's shape (run on the values of the call
-where known, else taking every loop's exit), never guarded."""
+them into a NumPy array or hand them to a C function (paragami's primitives) run eagerly,
+under the derivative transforms and under jit: the op runs the body on the values at every
+call; the body is traced only for its output's shape (run on the values of the call where
+known, else taking every loop's exit), never guarded."""
 from __future__ import annotations
 
 import numpy as np
@@ -207,3 +208,21 @@ def test_a_body_that_writes_values_into_a_numpy_array_runs_as_numpy_runs_it():
     np.testing.assert_allclose(dg.grad(f)(vec), np.cos(vec) * [1.0, 5.0, 4.0], rtol=1e-14)
     assert dg.jit(f)(vec) == pytest.approx(f(vec), rel=1e-14)
     dg.testing.check_grads(f, (vec,), order=2)
+
+
+def test_a_body_that_calls_a_c_function_on_its_operands_runs_on_their_values():
+    sparse_linalg = pytest.importorskip("scipy.sparse.linalg")
+    import scipy.sparse
+
+    solve = sparse_linalg.splu(scipy.sparse.csc_matrix([[4.0, 1.0], [1.0, 3.0]])).solve
+
+    @primitive
+    def z_solve(b):  # paragami's get_differentiable_solver: SuperLU takes NumPy arrays only
+        return solve(b)
+
+    defvjp(z_solve, lambda ans, b: lambda g: z_solve(g))  # the matrix is symmetric
+    b = np.array([1.0, 2.0])
+    a_inv = np.linalg.inv([[4.0, 1.0], [1.0, 3.0]])
+    np.testing.assert_allclose(dg.grad(lambda b: np.sum(z_solve(b) ** 2))(b),
+                               2 * a_inv @ a_inv @ b, rtol=1e-14)
+    assert dg.jit(lambda b: np.sum(z_solve(b)))(b) == pytest.approx(np.sum(a_inv @ b))

@@ -9,14 +9,13 @@ module ``autoptim``, a library built on autograd, run too), a program of mcleona
 (``paragami_``: parameter patterns, flattening, optimization), rgiordan/vittles
 (``vittles_``: sensitivity of optima, on paragami) or wittawatj/kernel-gof (``kgof_``:
 kernel goodness-of-fit tests), each on its package. Its header names the source and what was
-changed: synthetic data for downloads, fewer iterations, plotting off, Python 2's print. A test runs it twice in this process, from a fixed NumPy seed: once
-with the real ``autograd`` package imported, once with autograd's names on dualgpu
-(autograd_on_dualgpu: the table of docs/coming_from.md as ``sys.modules`` entries). Plotting
-goes to a stand-in ``matplotlib`` that draws nothing. The two runs must print the same
-numbers and leave the same values in the program's named globals (relative 1e-10). A program
-that fails on dualgpu for a known cause is ``xfail(strict=True)``: it fails the run when it
-starts to pass.
-"""
+changed: synthetic data for downloads, fewer iterations, plotting off, Python 2's print. A
+test runs it twice in this process, from a fixed NumPy seed: once with the real ``autograd``
+package imported, once with autograd's names on dualgpu (autograd_on_dualgpu: the table of
+docs/coming_from.md as ``sys.modules`` entries). Plotting goes to a stand-in ``matplotlib``
+that draws nothing. The two runs must print the same numbers and leave the same values in
+the program's named globals (relative 1e-10). A program that fails on dualgpu for a known
+cause is ``xfail(strict=True)``: it fails the run when it starts to pass."""
 from __future__ import annotations
 
 import contextlib
