@@ -187,6 +187,9 @@ autograd_compat.defvjp(fixed_point, None, fixed_point_vjp, None)
 def _module(name, **attrs):
     module = types.ModuleType(name)
     module.__path__ = []  # a package: its submodules are found in sys.modules
+    # a module of this file's: code traced by dualgpu sees through it as through the user's
+    # modules (``sp.special.polygamma`` of ``import autograd.scipy as sp`` is SciPy's, traced)
+    module.__file__ = __file__
     module.__dict__.update(attrs)
     return module
 

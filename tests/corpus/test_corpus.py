@@ -112,9 +112,9 @@ CASES = {
     "paragami_tests_functions": Case((), slow=True),
     "paragami_tests_optimization_lib": Case((), slow=True),
     "paragami_tests_autograd_supplement_lib": Case((), slow=True, xfail=(
-        "scipy.special.polygamma of a traced value (no dualgpu rule: the conversion error), "
-        "and grouped_sum's forward rule calls grouped_sum on a tangent, whose output's shape "
-        "follows its integer operand's values (max(groups) + 1), not known in the rule")),
+        "UnsupportedOpError: grouped_sum's forward rule calls grouped_sum on a tangent, whose "
+        "output's shape follows the values of its integer operand (np.zeros(max(groups) + 1)),"
+        " unknown where the rule is traced")),
     "paragami_tests_patterns": Case((), slow=True, xfail=(
         "np.linalg.cholesky's derivative, by design: dualgpu's is that of the function NumPy "
         "computes, which reads the lower triangle (zero for the upper one), autograd's that of "
@@ -341,3 +341,22 @@ def test_the_dualgpu_run_imports_no_autograd_code():
         assert np.make_diagonal.__module__.startswith("dualgpu")  # autograd.numpy's own
     assert "autograd.numpy" not in sys.modules or sys.modules["autograd.numpy"] is not np
     assert not hasattr(np, "make_diagonal")
+
+
+def test_autograd_scipy_reached_through_its_module_is_traced():
+    # `import autograd.scipy as sp; sp.special.polygamma(1, x)` (paragami's tests)
+    import scipy.special
+    import scipy.stats
+
+    import dualgpu as dg
+
+    x = np.array([1.5, 2.0])
+    with autograd_from("dualgpu"):
+        import autograd
+        import autograd.scipy as sp
+
+        ours = autograd.grad(lambda x: np.sum(sp.special.polygamma(1, x)
+                                              + sp.stats.norm.logpdf(x, 0.5, 2.0)))(x)
+    direct = dg.grad(lambda x: np.sum(scipy.special.polygamma(1, x)
+                                      + scipy.stats.norm.logpdf(x, 0.5, 2.0)))(x)
+    np.testing.assert_array_equal(ours, direct)
