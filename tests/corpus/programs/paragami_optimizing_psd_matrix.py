@@ -1,7 +1,7 @@
 # Source: rgiordan/paragami, docs/source/example_notebooks/optimizing_psd_matrix.ipynb, commit 059bb354b816bafe821d446ece2fb9b968a39d83
 # (https://github.com/rgiordan/paragami), Apache licence 2.0: tests/corpus/LICENSE-paragami.
 # The notebook's code cells, in order, made into a script (its '%matplotlib' lines left out).
-# Changed: 20 simulations -> 3; its simulation cell calls get_optimum(new_x) without the init_val it takes
+# Changed: 20 simulations -> 2; its simulation cell calls get_optimum(new_x) without the init_val it takes
 # (a TypeError in the original notebook too): given init_val; plotting by the stand-in.
 import autograd
 from autograd import numpy as np
@@ -105,7 +105,7 @@ a_pattern.verify = False
 a_sd = a_pattern.fold(np.sqrt(np.diag(a_flattened_cov)), free=False, validate_value=False)
 print('The marginal standard deviations of the elements of A:\n{}'.format(a_sd))
 
-num_sims = 3
+num_sims = 2
 optimal_a_draws = np.empty((num_sims, ) + true_a.shape)
 for sim in range(num_sims):
     new_x = draw_data(num_obs, true_a)
