@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse
+import scipy.sparse.linalg
 
 import dualgpu as dg
 from dualgpu.autograd_compat import defvjp, primitive
@@ -211,10 +213,7 @@ def test_a_body_that_writes_values_into_a_numpy_array_runs_as_numpy_runs_it():
 
 
 def test_a_body_that_calls_a_c_function_on_its_operands_runs_on_their_values():
-    sparse_linalg = pytest.importorskip("scipy.sparse.linalg")
-    import scipy.sparse
-
-    solve = sparse_linalg.splu(scipy.sparse.csc_matrix([[4.0, 1.0], [1.0, 3.0]])).solve
+    solve = scipy.sparse.linalg.splu(scipy.sparse.csc_matrix([[4.0, 1.0], [1.0, 3.0]])).solve
 
     @primitive
     def z_solve(b):  # paragami's get_differentiable_solver: SuperLU takes NumPy arrays only
