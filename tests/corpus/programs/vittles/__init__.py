@@ -1,6 +1,7 @@
 # rgiordan/vittles's package (https://github.com/rgiordan/vittles), commit
 # 73990cae90bd9147990b27953621a0539e54a237, Apache licence 2.0: tests/corpus/LICENSE-vittles.
-# Changed: its tests/ left out.
+# Changed: its tests/ left out; _version.py's keywords filled in as `git archive` does (as in
+# paragami's copy), so that importing it runs no git command.
 from vittles.sensitivity_lib import \
     HyperparameterSensitivityLinearApproximation, \
     ParametricSensitivityTaylorExpansion
