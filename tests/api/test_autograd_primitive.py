@@ -137,3 +137,19 @@ def test_an_integer_argument_is_static_as_autograd_never_boxes_it():
     np.testing.assert_array_equal(dg.jvp(lambda x: padded(x, 4), (x,), (x,))[1], [1, 2, 0, 0])
     np.testing.assert_allclose(dg.hessian(lambda x: np.sum(padded(x, 3) ** 3))(x),
                                np.diag(6 * x), rtol=1e-14)
+
+
+def test_an_exception_of_the_body_keeps_its_type():
+    @primitive
+    def at_theta0(x):  # vittles' get_return_par: evaluated elsewhere, it raises ValueError
+        if np.any(x != 1.0):
+            raise ValueError("must be evaluated at 1")
+        return 2 * x
+
+    defvjp(at_theta0, lambda ans, x: lambda g: 2 * g)
+    at_theta0(np.ones(2))  # its shape known: the op's implementation runs the body
+    for call in (lambda: at_theta0(np.zeros(2)),
+                 lambda: dg.grad(lambda x: np.sum(at_theta0(x)))(np.zeros(2))):
+        with pytest.raises(ValueError, match="must be evaluated at 1") as info:
+            call()
+        assert isinstance(info.value, DualgpuError) and "at_theta0" in str(info.value)
