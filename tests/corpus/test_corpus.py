@@ -121,7 +121,9 @@ CASES = {
         "the symmetric matrix (half to each triangle, as JAX's and PyTorch's): the freeing "
         "Jacobian of its PSD pattern has fewer non-zeros; and TracerControlFlowError: np.array "
         "of a traced value in a method (NumericArrayPattern.validate_folded): numpy is "
-        "rebound in the functions reached through globals and closures, not in methods")),
+        "rebound in the functions reached through globals and closures, not in methods; and "
+        "IntegerInputError: a Jacobian at an integer point (refused, as by JAX; autograd "
+        "differentiates an integer array whose function returns floats)")),
     "readme_tanh": Case(()),
     # pymanopt's examples (programs/pymanopt: its package, BSD licence): 0.7 to 9 s each (a
     # dozen programs built per example: too slow for CI), run with DUALGPU_CORPUS_SLOW=1
