@@ -133,24 +133,69 @@ def make_hvp(fn: Callable, argnum: int = 0) -> Callable:
 
 def _static(arg) -> bool:
     """An argument that autograd never boxes: one that is not a (pytree of) number(s) or
-    array(s) -- a function, a string, None."""
+    array(s) -- a function, a string, None -- or an integer (a size, a count: autograd
+    differentiates floats; an integer has no derivative)."""
+    if isinstance(arg, (int, np.integer)):
+        return True
     leaves, _ = pytree.flatten(arg)
     return not leaves or not all(is_value(leaf) for leaf in leaves)
 
 
 class _Primitive(custom_vjp):
     """autograd's primitive: arguments that are not arrays (functions, strings...) are
-    static, as if in ``nondiff_argnums``, decided per call (autograd boxes only values)."""
+    static, as if in ``nondiff_argnums``, decided per call (autograd boxes only values).
+    It runs without rules (differentiating it then raises); :func:`defvjp` gives its
+    reverse rule, :func:`defjvp` its forward rule (either one is enough, as for
+    ``dg.custom_op``: the other is its transpose)."""
+
+    def __init__(self, fn: Callable):
+        super().__init__(fn)
+        self.jvp_makers: dict[int, Callable] = {}
 
     def _nondiff_positions(self, args: tuple) -> tuple:
         return tuple(i for i, a in enumerate(args) if _static(a))
 
+    def defjvp_makers(self, makers: dict[int, Callable]) -> None:
+        """Set the forward rule: autograd's jvp makers by argument position."""
+        self.jvp_makers = makers
+        self._new_rules()
+
+    def _rules_given(self) -> bool:
+        return True
+
+    def _rules(self, nondiff, merge) -> dict:
+        rules = super()._rules(nondiff, merge) if self.fwd is not None else {}
+        if self.jvp_makers:
+            rules["jvp"] = _JvpMakers(self, merge)
+        return rules
+
+
+class _JvpMakers:
+    """custom_op's ``jvp(primals, tangents, ans)`` from autograd's jvp makers: the sum of
+    ``maker_i(tangent_i, ans, *args)`` over the differentiable arguments with a maker."""
+
+    def __init__(self, owner: _Primitive, merge):
+        self.owner, self.merge = owner, merge
+
+    def __call__(self, primals, tangents, ans, out_tree=None):
+        args = self.merge.args(primals)
+        positions = [i for i in range(len(args)) if i not in self.merge.nums]
+        out = ans if out_tree is None else pytree.unflatten(out_tree, list(ans))
+        makers = self.owner.jvp_makers
+        parts = [rebind_function(rebindable(makers[i]))(t, out, *args)
+                 for i, t in zip(positions, self.merge.diff_args(tangents)) if i in makers]
+        total = functools.reduce(lambda a, b: pytree.tree_map(lambda x, y: x + y, a, b),
+                                 parts) if parts else pytree.tree_map(lax.zeros_like, out)
+        return total if out_tree is None else tuple(pytree.leaves(total))
+
 
 def primitive(fn: Callable) -> custom_vjp:
-    """autograd's ``@primitive``: ``fn``, whose derivatives :func:`defvjp` gives, as
-    ``dg.custom_vjp(fn)`` (import both from here: ``dg.primitive`` is not dualgpu's name).
-    Its arguments that are not arrays or numbers (a function, a string) are static, as with
-    ``nondiff_argnums``.
+    """autograd's ``@primitive``: ``fn``, whose derivatives :func:`defvjp` (reverse) and
+    :func:`defjvp` (forward) give, as ``dg.custom_vjp(fn)`` (import them from here:
+    ``dg.primitive`` is not dualgpu's name). Its arguments that are not arrays or numbers
+    (a function, a string) and its integers (a size) are static, as with
+    ``nondiff_argnums``. Without rules it runs, and differentiating it raises. Its body runs
+    on the values, as autograd's (it may write into NumPy arrays or call C functions).
 
     Example::
 
@@ -167,6 +212,25 @@ def primitive(fn: Callable) -> custom_vjp:
     return _Primitive(fn)
 
 
+def _makers(what: str, fn: Callable, makers: tuple, argnums) -> dict:
+    """``{argument position: maker}`` of ``defvjp``/``defjvp``'s makers (None: none)."""
+    nums = tuple(range(len(makers))) if argnums is None else tuple(argnums)
+    if len(nums) != len(makers):
+        raise InvalidArgumentError(f"{what} of {name_of(fn)}: {len(makers)} {what[3:]} makers "
+                                   f"for {len(nums)} argnums {nums}")
+    for m in makers:
+        if m is not None and not callable(m):
+            raise InvalidArgumentError(f"{what} of {name_of(fn)}: a maker must be a function "
+                                       f"or None, got {m!r:.40}")
+    return {i: m for i, m in zip(nums, makers) if m is not None}
+
+
+def _numpy_function(fn) -> bool:
+    """A function of NumPy or SciPy (dualgpu differentiates those by its own rules)."""
+    module = getattr(fn, "__module__", None) or ""
+    return isinstance(fn, np.ufunc) or module.split(".")[0] in ("numpy", "scipy")
+
+
 def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
     """autograd's ``defvjp(fn, maker_0, maker_1, ...)``: ``maker_i(ans, *args)`` returns
     ``g -> `` the cotangent of argument ``argnums[i]`` (``i`` by default) for the output's
@@ -176,12 +240,8 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
         raise InvalidArgumentError(
             f"defvjp expects a function decorated with primitive, got {name_of(fn)} "
             "(decorate it with dualgpu.autograd_compat.primitive first)")
-    nums = tuple(range(len(vjpmakers))) if argnums is None else tuple(argnums)
-    if len(nums) != len(vjpmakers):
-        raise InvalidArgumentError(f"defvjp of {name_of(fn)}: {len(vjpmakers)} vjp makers "
-                                   f"for {len(nums)} argnums {nums}")
-    makers = {i: rebind_function(rebindable(m)) for i, m in zip(nums, vjpmakers)
-              if m is not None}
+    makers = {i: rebind_function(rebindable(m))
+              for i, m in _makers("defvjp", fn, vjpmakers, argnums).items()}
 
     def fwd(*args):  # the op again (not its body: that may branch on values)
         ans = fn(*args)
@@ -193,6 +253,33 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
                      for i in range(len(args)) if not _static(args[i]))
 
     fn.defvjp(fwd, bwd)
+
+
+def defjvp(fn: custom_vjp, *jvpmakers: Callable | None, argnums=None) -> None:
+    """autograd's ``defjvp(fn, maker_0, maker_1, ...)``: ``maker_i(g, ans, *args)`` is the
+    output's tangent from the tangent ``g`` of argument ``argnums[i]`` (``i`` by default);
+    the output's tangent is their sum (an argument without a maker contributes zero). With
+    no :func:`defvjp`, reverse mode transposes it. Of a NumPy or SciPy function (autograd
+    programs add forward rules to autograd's own primitives) it does nothing: dualgpu
+    differentiates those by its own rules, in both modes.
+
+    Example::
+
+        >>> from dualgpu.autograd_compat import primitive, defjvp
+        >>> @primitive
+        ... def cube(x):
+        ...     return x ** 3
+        >>> defjvp(cube, lambda g, ans, x: 3 * g * x ** 2)
+        >>> dg.jvp(cube, (np.array([1.0, 2.0]),), (np.ones(2),))[1]
+        array([ 3., 12.])
+    """
+    if _numpy_function(fn) and not isinstance(fn, _Primitive):
+        return
+    if not isinstance(fn, _Primitive):
+        raise InvalidArgumentError(
+            f"defjvp expects a function decorated with primitive, got {name_of(fn)} "
+            "(decorate it with dualgpu.autograd_compat.primitive first)")
+    fn.defjvp_makers(_makers("defjvp", fn, jvpmakers, argnums))
 
 
 # name elsewhere -> how dualgpu spells it
@@ -216,6 +303,27 @@ FOREIGN_NAMES = {
     "checkpoint": "nothing: a program is planned whole (dg.config['recompute'] recomputes "
                   "cheap values inside kernels)",
 }
+
+
+def make_diagonal(D, offset=0, axis1=0, axis2=1):
+    """autograd's ``autograd.numpy.make_diagonal`` (NumPy has no such function): the
+    array whose last two axes hold ``D``'s last axis on their diagonal, zeros elsewhere
+    (shape ``D.shape + D.shape[-1:]``). As autograd, only ``offset=0, axis1=-1,
+    axis2=-2``.
+
+    Example::
+
+        >>> make_diagonal(np.array([1.0, 2.0]), axis1=-1, axis2=-2)
+        array([[1., 0.],
+               [0., 2.]])
+    """
+    if not (offset == 0 and axis1 == -1 and axis2 == -2):
+        raise UnsupportedOpError(
+            f"make_diagonal: offset={offset!r}, axis1={axis1!r}, axis2={axis2!r}; as "
+            f"autograd's, only offset=0, axis1=-1, axis2=-2 (at {user_location()})")
+    d = D if lax.is_tracer(D) else np.asarray(D, dtype=float)
+    n = lax.shape_of(d)[-1]
+    return lax.where(lax.eye(n, dtype=bool), lax.expand_dims(d, -1), 0.0)
 
 
 def convolve(A, B, axes=None, dot_axes=((), ()), mode="full"):

@@ -229,11 +229,13 @@ class _TracedShape:
     operand signature), and its pytree structure: the function returns an array or a pytree
     (tuple, list, dict, None) of arrays.
 
-    A body that branches on its operands' values (``while err > tol:``) cannot be traced
-    abstractly; it needs no guard either: the op runs the body on the values at every call
-    (and checks its output's shape against this one). Its trace takes the branches that the
-    values of the call being bound take (``operands``: known when the call is eager or
-    inside a trace that knows values, the derivative transforms'), else those of
+    A body that branches on its operands' values (``while err > tol:``), writes them into a
+    NumPy array (``out[i] = x[j]``) or hands them to a C function (SuperLU's ``solve``), as
+    autograd's primitives may, cannot be traced abstractly; it
+    needs no guard either: the op runs the body on the values at every call (and checks its
+    output's shape against this one). Its output's structure is that of a run on the values
+    of the call being bound (``operands``: known when the call is eager or inside a trace
+    that knows values, the derivative transforms'), else of its trace taking the branches of
     :class:`_Exits` (a call inside a derivative rule)."""
 
     def __init__(self, fun, merge: _Merge, kind: str, name: str):
@@ -256,28 +258,27 @@ class _TracedShape:
         def run(*leaves):
             out = rebind_function(self.fun)(*self.merge.args(leaves))
             holder.append(out)
-            outs, tree = pytree.flatten(out)
-            bad = [x for x in outs if not is_value(x)]
-            if bad:
-                raise DualgpuError(
-                    f"{self.kind} function {self.name} returns a {type(out).__name__} with "
-                    f"a {type(bad[0]).__name__} leaf: its output is an array or a pytree "
-                    "(tuple, list, dict, None) of arrays")
+            outs, tree = self._leaves_of(out)
             holder.append(tree)
             return outs
 
         plain = [Aval(tuple(a.shape), a.dtype, a.weak) for a in avals]  # a Python number: weak
         try:
             graph, _ = trace_to_graph(run, plain, np, name=self.name)
-        except TracerControlFlowError:
+        except Exception as e:  # it branches on values, writes them into an array, calls C...
             holder.clear()
             values = _values(self.operands) if self.operands is not None else None
-            hook = (ValueTrace(values, [False] * len(plain), frozenset()) if values is not None
-                    else _Exits())
+            if values is not None:  # run it on them, as the op runs it
+                outs, tree = self._leaves_of(self.fun(*self.merge.args(values)))
+                res = (tree, [Aval(tuple(np.shape(o)), np.result_type(o)) for o in outs])
+                self._seen[key] = res
+                return res
+            if not isinstance(e, TracerControlFlowError):
+                raise
             try:
-                graph, _ = trace_to_graph(run, plain, np, name=self.name, concretize=hook)
+                graph, _ = trace_to_graph(run, plain, np, name=self.name, concretize=_Exits())
             except Exception as e:
-                if not isinstance(hook, _Exits) or isinstance(e, DualgpuError):
+                if isinstance(e, DualgpuError):
                     raise
                 raise TracerControlFlowError(
                     f"{self.kind} function {self.name} branches on its operands' values, "
@@ -287,6 +288,17 @@ class _TracedShape:
         res = (holder[-1], [Aval(tuple(o.aval.shape), o.aval.dtype) for o in graph.outputs])
         self._seen[key] = res
         return res
+
+    def _leaves_of(self, out) -> tuple:
+        """The leaves and structure of the function's output ``out``, checked."""
+        outs, tree = pytree.flatten(out)
+        bad = [x for x in outs if not is_value(x)]
+        if bad:
+            raise DualgpuError(
+                f"{self.kind} function {self.name} returns a {type(out).__name__} with "
+                f"a {type(bad[0]).__name__} leaf: its output is an array or a pytree "
+                "(tuple, list, dict, None) of arrays")
+        return outs, tree
 
 
 def _values(leaves: list) -> list | None:

@@ -268,9 +268,22 @@ def _arity(name: str, impl) -> int | None:
     return len(positional) - 1
 
 
+_RAISED_TYPES: dict[type, type] = {}  # the user's exception type -> ours, of both types
+
+
 def _rule_error(name: str, what: str, e: Exception) -> DualgpuError:
+    """A DualgpuError naming the op, of the type of the user's exception ``e`` too (a body
+    that raises ValueError raises a ValueError: ``except ValueError`` still catches it)."""
     msg = " ".join(str(e).split()) or type(e).__name__
-    return DualgpuError(f"the {what} of custom op {name!r} raised {type(e).__name__}: {msg}")
+    text = f"the {what} of custom op {name!r} raised {type(e).__name__}: {msg}"
+    try:
+        cls = _RAISED_TYPES.get(type(e))
+        if cls is None:
+            cls = type(type(e).__name__, (DualgpuError, type(e)), {"__module__": "dualgpu"})
+            _RAISED_TYPES[type(e)] = cls
+        return cls(text)
+    except TypeError:  # a type that takes other arguments or cannot be combined
+        return DualgpuError(text)
 
 
 def _user_call(name: str, what: str, fn, *args):

@@ -87,7 +87,8 @@ class TracingNamespace(types.ModuleType):
             constructor = SparseClass(real_attr)
             object.__setattr__(self, name, constructor)
             return constructor
-        if not callable(real_attr) or isinstance(real_attr, type):
+        if not callable(real_attr) or isinstance(real_attr, type) or _is_dualgpu_function(
+                real_attr):  # dualgpu's own, set on the module (autograd's make_diagonal)
             return real_attr
         ours = lookup(path)
         if ours is None and hasattr(real_attr, "reduce") and hasattr(real_attr, "nin"):
@@ -421,6 +422,12 @@ def _distribution_label(obj) -> str:
     name = name or type(obj).__name__.removesuffix("_gen").removesuffix("_frozen")
     return f"scipy.stats.{name}" + ("(...)" if dist is not None or "_frozen" in
                                      type(obj).__name__ else "")
+
+
+def _is_dualgpu_function(fn) -> bool:
+    """A function of dualgpu's (public, not a closure): it takes traced values as it is."""
+    mod = getattr(fn, "__module__", None) or ""
+    return mod.split(".")[0] == "dualgpu" and "<locals>" not in getattr(fn, "__qualname__", "")
 
 
 def _is_user_function(fn) -> bool:

@@ -1,12 +1,15 @@
 """custom_vjp / custom_jvp functions (and autograd's primitives) whose bodies branch on their
-operands' values -- an iteration until convergence, autograd's misc.fixed_points -- run
-eagerly, under the derivative transforms and under jit: the op runs the body on the values
-at every call; the body is traced only for its output's shape (with the values of the call
-where known, else taking every loop's exit), never guarded."""
+operands' values -- an iteration until convergence, autograd's misc.fixed_points -- or write
+them into a NumPy array or hand them to a C function (paragami's primitives) run eagerly,
+under the derivative transforms and under jit: the op runs the body on the values at every
+call; the body is traced only for its output's shape (run on the values of the call where
+known, else taking every loop's exit), never guarded."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse
+import scipy.sparse.linalg
 
 import dualgpu as dg
 from dualgpu.autograd_compat import defvjp, primitive
@@ -187,3 +190,38 @@ def test_a_rule_branching_on_values_under_jit_or_on_a_tangent_is_refused():
     with pytest.raises(dg.TracerControlFlowError, match="tangent or cotangent in the jvp "
                                                         "rule of custom op"):
         dg.jvp(h, (np.ones(2),), (np.ones(2),))
+
+
+@primitive
+def unvectorize(vec):  # paragami's _unvectorize_ld_matrix: a body NumPy runs, not traceable
+    mat = np.zeros((2, 2))
+    mat[0, 0], mat[1, 0], mat[1, 1] = vec[0], vec[1], vec[2]
+    mat[0, 1] = vec[1]
+    return mat
+
+
+defvjp(unvectorize, lambda ans, vec: lambda g: np.stack([g[0, 0], g[1, 0] + g[0, 1], g[1, 1]]))
+
+
+def test_a_body_that_writes_values_into_a_numpy_array_runs_as_numpy_runs_it():
+    vec = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(unvectorize(vec), [[1.0, 2.0], [2.0, 3.0]])
+    f = lambda v: np.sum(np.sin(unvectorize(v)) * np.array([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_allclose(dg.grad(f)(vec), np.cos(vec) * [1.0, 5.0, 4.0], rtol=1e-14)
+    assert dg.jit(f)(vec) == pytest.approx(f(vec), rel=1e-14)
+    dg.testing.check_grads(f, (vec,), order=2)
+
+
+def test_a_body_that_calls_a_c_function_on_its_operands_runs_on_their_values():
+    solve = scipy.sparse.linalg.splu(scipy.sparse.csc_matrix([[4.0, 1.0], [1.0, 3.0]])).solve
+
+    @primitive
+    def z_solve(b):  # paragami's get_differentiable_solver: SuperLU takes NumPy arrays only
+        return solve(b)
+
+    defvjp(z_solve, lambda ans, b: lambda g: z_solve(g))  # the matrix is symmetric
+    b = np.array([1.0, 2.0])
+    a_inv = np.linalg.inv([[4.0, 1.0], [1.0, 3.0]])
+    np.testing.assert_allclose(dg.grad(lambda b: np.sum(z_solve(b) ** 2))(b),
+                               2 * a_inv @ a_inv @ b, rtol=1e-14)
+    assert dg.jit(lambda b: np.sum(z_solve(b)))(b) == pytest.approx(np.sum(a_inv @ b))

@@ -187,8 +187,27 @@ autograd_compat.defvjp(fixed_point, None, fixed_point_vjp, None)
 def _module(name, **attrs):
     module = types.ModuleType(name)
     module.__path__ = []  # a package: its submodules are found in sys.modules
+    # a module of this file's: code traced by dualgpu sees through it as through the user's
+    # modules (``sp.special.polygamma`` of ``import autograd.scipy as sp`` is SciPy's, traced)
+    module.__file__ = __file__
     module.__dict__.update(attrs)
     return module
+
+
+def make_jvp(fun, argnum=0):
+    """autograd's ``make_jvp(f, argnum)(*args)(v) -> (out, tangent)``: ``dg.jvp``."""
+    def at(*args):
+        def jvp(v):
+            return dg.jvp(lambda x: fun(*args[:argnum], x, *args[argnum + 1:]),
+                          (args[argnum],), (v,))
+
+        return jvp
+
+    return at
+
+
+# autograd.numpy's own names (NumPy has no such functions): set on NumPy for the run
+NUMPY_EXTRAS = {"make_diagonal": autograd_compat.make_diagonal}
 
 
 def modules() -> dict[str, object]:
@@ -198,7 +217,7 @@ def modules() -> dict[str, object]:
         hessian=dg.hessian, elementwise_grad=dg.elementwise_grad, deriv=dg.deriv,
         hessian_vector_product=dg.hessian_vector_product,
         hessian_tensor_product=dg.hessian_vector_product, make_hvp=dg.make_hvp,
-        make_vjp=make_vjp)
+        make_vjp=make_vjp, make_jvp=make_jvp)
     test_util = _module("autograd.test_util", check_grads=check_grads, combo_check=combo_check)
     misc_flatten = _module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
     optimizers = _module("autograd.misc.optimizers", sgd=sgd, rmsprop=rmsprop, adam=adam,
@@ -209,14 +228,17 @@ def modules() -> dict[str, object]:
     builtins_ = _module("autograd.builtins", tuple=builtins.tuple, list=builtins.list,
                         dict=builtins.dict, isinstance=builtins.isinstance, type=builtins.type)
     extend = _module("autograd.extend", primitive=autograd_compat.primitive,
-                     defvjp=autograd_compat.defvjp)
+                     defvjp=autograd_compat.defvjp, defjvp=autograd_compat.defjvp)
+    core = _module("autograd.core", primitive=autograd_compat.primitive,
+                   defvjp=autograd_compat.defvjp, defjvp=autograd_compat.defjvp)
     scipy_misc = _module("autograd.scipy.misc", logsumexp=scipy.special.logsumexp)
     # autograd's own convolution (axes=, dot_axes=), not SciPy's signature
     signal = _module("autograd.scipy.signal", convolve=autograd_compat.convolve)
     scipy_ = _module("autograd.scipy", stats=scipy.stats, special=scipy.special,
                      linalg=scipy.linalg, signal=signal, integrate=scipy.integrate,
                      misc=scipy_misc)
-    autograd = _module("autograd", numpy=np, scipy=scipy_, misc=misc, builtins=builtins_,
+    autograd = _module("autograd", numpy=np, scipy=scipy_, core=core, extend=extend,
+                       misc=misc, builtins=builtins_,
                        test_util=test_util, tuple=builtins.tuple, list=builtins.list,
                        dict=builtins.dict, isinstance=builtins.isinstance, type=builtins.type,
                        **transforms)
@@ -229,7 +251,7 @@ def modules() -> dict[str, object]:
         "autograd.misc": misc, "autograd.misc.flatten": misc_flatten,
         "autograd.misc.optimizers": optimizers, "autograd.misc.fixed_points": fixed_points,
         "autograd.builtins": builtins_,
-        "autograd.test_util": test_util, "autograd.extend": extend}
+        "autograd.test_util": test_util, "autograd.extend": extend, "autograd.core": core}
     for dist in ("norm", "t", "gamma", "beta", "chi2", "poisson", "multivariate_normal",
                  "dirichlet", "expon", "laplace", "cauchy", "binom", "bernoulli"):
         entries[f"autograd.scipy.stats.{dist}"] = getattr(scipy.stats, dist)
