@@ -15,6 +15,7 @@ import numpy as np
 
 from ..backends import array_backend
 from ..base import tree as pytree
+from ..base.cache import PROGRAMS, identity_key
 from ..core.trace import Tracer
 from ..errors import (
     ArgumentTypeError,
@@ -66,8 +67,6 @@ class Estimator:
         self.num_samples, self.seed = int(num_samples), seed
         self.memory_budget, self.chunk_size = int(memory_budget), chunk_size
         self.__name__ = f"hessian_{method}_{getattr(fn, '__name__', 'f')}"
-        self._products: dict = {}
-        self._per_sample: dict = {}
 
     def __repr__(self):
         return f"<dualgpu.hessian estimator {self.method} of {getattr(self.fn, '__name__', 'f')}>"
@@ -105,15 +104,17 @@ class Estimator:
         if self.chunk_size is not None:
             return self.chunk_size
         kwargs = kwargs or {}
-        key = (pytree.structure((args, kwargs)),) + tuple(
+        key = (HELD_BYTES, identity_key(self.fn), self.argnums, config["recompute"],
+               pytree.structure((args, kwargs))) + tuple(
             (tuple(np.shape(a)), str(getattr(a, "dtype", type(a))))
             for a in pytree.leaves((args, kwargs)))
-        cost = self._per_sample.get(key)
-        if cost is None:
+
+        def measure():
             two, four = (self._held(args, leaves, tree, xp, k, kwargs) for k in (2, 4))
             per = max((four - two) // 2, 1)
-            self._per_sample[key] = cost = (max(two - 2 * per, 0), per)
-        fixed, per = cost
+            return max(two - 2 * per, 0), per
+
+        fixed, per = PROGRAMS.get_or_build(key, measure)
         return max(1, (self.memory_budget - fixed) // per)
 
     def _held(self, args, leaves, tree, xp, k: int, kwargs=None) -> int:
@@ -139,15 +140,22 @@ class _KeywordsLast:
         return self.fn(*rest, **kwargs)
 
 
+# entries of the one cache beside the function's programs, so that an estimator made anew
+# (a new seed, a new number of samples) reuses the vmapped HVP's programs and the memory
+# measured for them (each was traced again per estimator: 3 traces a call)
+VMAPPED_HVP = "estimators' vmapped HVP"
+HELD_BYTES = "estimators' bytes held per direction"
+
+
 def _vmapped_hvp(est: Estimator, n_args: int):
     """``vmap`` of the HVP over its direction (the argument after the ``n_args``; the
-    keyword arguments follow, unmapped), one per estimator and argument count."""
-    prog = est._products.get(n_args)
-    if prog is None:
+    keyword arguments follow, unmapped), one per function, ``argnums`` and argument count."""
+    def build():
         in_axes = tuple(0 if i == n_args else None for i in range(n_args + 2))
-        prog = est._products[n_args] = vmap(_KeywordsLast(hvp(est.fn, est.argnums)),
-                                            in_axes=in_axes)
-    return prog
+        return vmap(_KeywordsLast(hvp(est.fn, est.argnums)), in_axes=in_axes)
+
+    return PROGRAMS.get_or_build((VMAPPED_HVP, identity_key(est.fn), est.argnums, n_args),
+                                 build)
 
 
 class _Products:

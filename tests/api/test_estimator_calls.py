@@ -81,3 +81,24 @@ def test_estimator_errors_name_the_function_and_method(make, needles, absent):
         assert needle in msg, (needle, msg)
     for word in absent:
         assert word not in msg, (word, msg)
+
+
+def test_an_estimator_made_anew_reuses_the_programs_of_the_last():
+    """A new seed or sample count makes a new estimator object; it takes the vmapped HVP's
+    program and its measured memory from the one cache (each estimator traced three
+    programs before), and still draws its own directions."""
+    def g(x):
+        return np.sum(np.cos(x)) + 0.5 * x @ (B @ x)
+
+    first = float(dg.hessian_trace(g, method="hutchinson", num_samples=4, seed=0)(X))
+    misses = dg.cache_info()["misses"]
+    again = [float(dg.hessian_trace(g, method="hutchinson", num_samples=4, seed=s)(X))
+             for s in (0, 1, 2)]
+    diag = dg.hessian_diag(g, method="hutchinson", num_samples=4, seed=5)(X)
+    assert dg.cache_info()["misses"] == misses
+    assert again[0] == first and len(set(again)) == 3
+    dense = dg.hessian(g)(X)
+    assert diag.shape == (3,) and np.all(np.abs(diag - np.diag(dense)) < 5 * np.abs(dense).max())
+    # another argnums or another argument count is another program
+    dg.hessian_trace(lambda x, y: g(x) * y, method="hutchinson", num_samples=4, seed=0)(X, 2.0)
+    assert dg.cache_info()["misses"] > misses
