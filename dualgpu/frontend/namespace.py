@@ -633,11 +633,14 @@ def rebind_function(fn):
         return functools.partial(rebind_function(fn.func), *args, **keywords)
     if isinstance(fn, types.MethodType) and not _is_distribution(fn.__self__):
         return types.MethodType(rebind_function(fn.__func__), fn.__self__)
-    if isinstance(fn, types.FunctionType):
+    if isinstance(fn, types.FunctionType) and (_is_user_function(fn)
+                                               or not _is_array_function(fn)):
         memo = {}
         return _writing_back(_rebind(fn, memo), memo)
-    # a library's function (scipy.stats.norm.logpdf, scipy.special.expit): its stand-in
-    # (callables of other kinds: NumPy protocols still see the tracers)
+    # a library's function (scipy.stats.norm.logpdf, scipy.special.expit; SciPy's functions
+    # written in Python too, scipy.linalg.solve: its stand-in, as when the user's code calls
+    # it, not SciPy's source traced; callables of other kinds: NumPy protocols still see the
+    # tracers)
     return _replacement(fn, {})
 
 

@@ -63,6 +63,24 @@ def test_a_distributions_method_as_the_transformed_function(method):
     np.testing.assert_allclose(dg.grad(fn)(0.2), fd[0], rtol=1e-6)
 
 
+def test_scipys_python_functions_as_the_transformed_function():
+    """SciPy's functions written in Python (scipy.linalg.solve, scipy.special.logsumexp,
+    scipy.signal.convolve) given to a transform are their stand-ins, as when the user's
+    code calls them: SciPy's own source was traced (a TracerControlFlowError at its
+    np.asarray, an UnsupportedOpError at asarray_chkfinite)."""
+    import scipy.linalg
+    import scipy.signal
+    import scipy.special
+
+    A, b = np.array([[2.0, 0.3], [0.1, 1.5]]), np.array([0.5, 1.5])
+    np.testing.assert_allclose(dg.jit(scipy.linalg.solve)(A, b), np.linalg.solve(A, b))
+    np.testing.assert_allclose(dg.grad(scipy.special.logsumexp)(b), np.exp(b) / np.exp(b).sum())
+    np.testing.assert_allclose(dg.grad(scipy.linalg.det)(A),
+                               np.linalg.det(A) * np.linalg.inv(A).T)
+    np.testing.assert_allclose(dg.jit(scipy.signal.convolve)(b, A[0]),
+                               scipy.signal.convolve(b, A[0]))
+
+
 def _full_of(shape, value):   # a helper calling a function NumPy does not dispatch
     return np.full(shape, value)
 
