@@ -180,8 +180,9 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
     if len(nums) != len(vjpmakers):
         raise InvalidArgumentError(f"defvjp of {name_of(fn)}: {len(vjpmakers)} vjp makers "
                                    f"for {len(nums)} argnums {nums}")
-    makers = {i: rebind_function(rebindable(m)) for i, m in zip(nums, vjpmakers)
-              if m is not None}
+    # rebound at each use (as a trace does its function): one made now would keep the
+    # globals it replaced (an array, a function) as they were at defvjp
+    makers = {i: rebindable(m) for i, m in zip(nums, vjpmakers) if m is not None}
 
     def fwd(*args):  # the op again (not its body: that may branch on values)
         ans = fn(*args)
@@ -189,7 +190,7 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
 
     def bwd(*static_residuals_g):  # static arguments first (those of _Primitive's call)
         (ans, args), g = static_residuals_g[-2:]
-        return tuple(makers[i](ans, *args)(g) if i in makers else None
+        return tuple(rebind_function(makers[i])(ans, *args)(g) if i in makers else None
                      for i in range(len(args)) if not _static(args[i]))
 
     fn.defvjp(fwd, bwd)

@@ -46,7 +46,7 @@ from .dispatch import (
     ufunc_handler,
 )
 from .numpy.joining import Concatenator
-from .numpy.random import is_random_module, stand_in_for
+from .numpy.random import RandomStandIn, is_random_module, stand_in_for
 from .scipy import sparse_numpy
 from .scipy import stats as stats_frontend
 from .scipy.sparse import SparseValue, is_sparse, scipys
@@ -134,6 +134,7 @@ def _dispatcher(real, ours, qualname: str):
         for attr in ("nin", "nout", "nargs", "identity", "ntypes", "types", "signature"):
             if hasattr(real, attr):
                 setattr(call, attr, getattr(real, attr))
+    call.__wrapped_by_dualgpu__ = real  # type: ignore[attr-defined]  # what a module keeps
     return call
 
 
@@ -349,7 +350,7 @@ class UserModule(types.ModuleType):
         return _replacement(getattr(self._real, name), self._memo)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._real, name, value)
+        setattr(self._real, name, _original(value))
         shared = _active_copies().get(id(vars(self._real)))
         if shared is not None:  # what its rebound functions read, too
             shared.copy[name] = shared.base[name] = value
@@ -534,13 +535,16 @@ class _SharedGlobals:
         self.real = real
         # a key of its own first: comparing two such copies with == (a coverage tool's list
         # of frames' globals does) stops at it instead of comparing the arrays they hold
-        self.copy: dict = {self.MARK: object()}
+        self.copy: dict = {self.MARK: self}  # (and what a nested rebinding finds)
         self.copy.update(real)
         self.replaced: dict[str, Any] = {}
         self.base = dict(self.copy)  # what the copy held when the call started
 
     def replace(self, name: str, rep: Any) -> None:
-        self.copy[name] = self.base[name] = self.replaced[name] = rep
+        assigned = self.copy.get(name, _ABSENT) is not self.base.get(name, _ABSENT)
+        self.copy[name] = self.replaced[name] = rep
+        if not assigned:  # one assigned in the trace (a nested rebinding) is written back
+            self.base[name] = rep
 
     def refresh(self) -> None:
         """Before an outermost call: the module's current values, replacements kept."""
@@ -555,11 +559,33 @@ class _SharedGlobals:
         """After it: what the traced code assigned or deleted, into the module."""
         for name, value in self.copy.items():
             if value is not self.base.get(name, _ABSENT) and name != self.MARK:
-                self.real[name] = value
+                self.real[name] = _original(value)
         for name, value in self.base.items():
-            if name not in self.copy and self.real.get(name, _ABSENT) is value:
+            if name not in self.copy and self.real.get(name, _ABSENT) is _original(value):
                 del self.real[name]
         self.base = dict(self.copy)
+
+
+def _original(value: Any) -> Any:
+    """What the module (outside the trace) holds for a value of the traced code's: the
+    user's own function for its rebound copy, the module, generator, distribution or array
+    a stand-in or constant view is of (a copy kept in the module ran on a stale namespace)."""
+    if isinstance(value, ConstantArray):
+        return value.constant_value()
+    if isinstance(value, (TracingNamespace, DistributionStandIn, RandomStandIn, UserModule)):
+        return value._real
+    if isinstance(value, SparseClass):
+        return value.cls
+    if isinstance(value, SparseValue) and value.original is not None:
+        return value.original
+    if isinstance(value, _LazyFunction):
+        return _original(value._box[0]) if value._box else value
+    while isinstance(value, types.FunctionType) and hasattr(value, "__wrapped_by_dualgpu__"):
+        value = value.__wrapped_by_dualgpu__  # (a copy of a copy, by a nested transform)
+    if type(value) is tuple:
+        originals = tuple(_original(v) for v in value)
+        return value if all(o is v for o, v in zip(originals, value)) else originals
+    return value
 
 
 _ABSENT = object()
@@ -579,6 +605,9 @@ def _shared_globals(real: dict, memo: dict) -> _SharedGlobals:
     key = ("globals", id(real))
     shared = memo.get(key)
     if shared is None:
+        owner = real.get(_SharedGlobals.MARK)  # a function made or rebound in this trace
+        if isinstance(owner, _SharedGlobals) and _active_copies().get(id(owner.real)) is owner:
+            real = owner.real  # rebound again by a nested transform: the same globals
         shared = _active_copies().get(id(real)) or _SharedGlobals(real)
         memo[key] = shared
     return shared

@@ -62,3 +62,61 @@ def test_copies_of_globals_compare_without_touching_their_arrays():
     dg.grad(f)(np.ones(3))
     first, second = seen.globals
     assert not first == second
+
+
+handler = None
+factor = 1.0
+act = None
+table = None
+nested = 0
+
+
+def _base(x):
+    return x * factor
+
+
+def _installs_handler(x):
+    global handler
+    handler = _base  # (the traced code holds a rebound copy of _base)
+    return np.sum(handler(x))
+
+
+def test_a_function_assigned_to_a_global_is_the_users_own_afterwards():
+    global factor
+    factor = 1.0
+    dg.grad(_installs_handler)(np.ones(2))
+    assert handler is _base  # was the rebound copy, on a stale copy of the globals
+    factor = 5.0
+    assert handler(2.0) == 10.0  # read the copy's factor 1.0: 2.0
+
+
+@dg.custom_vjp
+def _uses_assigned(x):
+    return np.sum(act(x) * table)
+
+
+_uses_assigned.defvjp(lambda x: (_uses_assigned(x), x),
+                      lambda x, ct: (ct * np.cos(x) * table,))
+
+
+def _assigns_then_nests(x):
+    global act, table, nested
+    act, table = np.sin, np.asarray([1.0, 2.0])  # first named by a nested rebinding
+    nested += 1
+    inner = dg.grad(lambda y: (_bump_nested(), np.sum(y ** 2))[1])(x)  # a nested trace
+    return _uses_assigned(x) + np.sum(inner)
+
+
+def _bump_nested():
+    global nested
+    nested += 1
+
+
+def test_globals_assigned_in_the_trace_survive_a_nested_rebinding():
+    global act, table, nested
+    act, table, nested = None, None, 0
+    dg.clear_cache()
+    x = np.array([0.1, 0.2])
+    np.testing.assert_allclose(dg.grad(_assigns_then_nests)(x), np.cos(x) * [1, 2] + 2)
+    assert act is np.sin and type(table) is np.ndarray  # were lost (act None)
+    assert nested == 2  # the nested trace's assignment is the module's too
