@@ -74,6 +74,11 @@ class _CustomFunction:
         self.__wrapped__ = fun
         self._rules_version = 0  # bumped when rules are given: older ops are not reused
 
+    @property
+    def _dualgpu_functions(self) -> tuple:
+        """The user's function and rules (what a cached program's guards follow)."""
+        return tuple(getattr(self, a, None) for a in ("fun", "jvp", "fwd", "bwd"))
+
     def _positions_of(self, names) -> list[int]:
         """The positions of the parameters ``names`` (JAX's ``nondiff_argnames``)."""
         names = (names,) if isinstance(names, str) else tuple(names)
@@ -324,6 +329,10 @@ class _JvpRule:
     """custom_op's ``jvp(primals, tangents, ans)`` from JAX's ``jvp(*nondiff, primals,
     tangents) -> (primal_out, tangent_out)``."""
 
+    @property
+    def _dualgpu_functions(self) -> tuple:  # the user's (followed by guards)
+        return (self.owner,)
+
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
@@ -352,6 +361,10 @@ class _TreeRule:
     """The rule of the op of a function returning a pytree ``out_tree``: the function's
     rule told the output's structure."""
 
+    @property
+    def _dualgpu_functions(self) -> tuple:  # the user's (followed by guards)
+        return (self.rule,)
+
     def __init__(self, rule, out_tree):
         self.rule, self.out_tree = rule, out_tree
 
@@ -363,6 +376,10 @@ class _VjpRule:
     """custom_op's ``vjp(g, primals, ans)`` from JAX's ``fwd(*args) -> (out, residuals)``
     and ``bwd(*nondiff, residuals, g) -> cotangents`` (one per differentiable argument,
     each a pytree like it or None for zero)."""
+
+    @property
+    def _dualgpu_functions(self) -> tuple:  # the user's (followed by guards)
+        return (self.owner,)
 
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge

@@ -445,3 +445,39 @@ def test_index_arrays_and_masks_changed_in_place_rebuild(transform):
         np.testing.assert_allclose(t(x), transform(copy_of(f))(x))
     finally:
         MASK[:], INDEX[:], HELD["index"][:] = saved
+
+
+WC = np.array([1.0, 2.0, 3.0])
+
+
+@dg.custom_vjp
+def _vjp_reads(v):
+    return np.sum(WC * v)
+
+
+_vjp_reads.defvjp(lambda v: (_vjp_reads(v), v), lambda v, g: (g * WC,))
+
+
+@dg.custom_jvp
+def _jvp_reads(v):
+    return np.sum(WC * v)
+
+
+_jvp_reads.defjvp(lambda p, t: (_jvp_reads(p[0]), np.sum(WC * t[0])))  # VJP: transposed
+_op_reads = dg.custom_op("captured_values_op", lambda xp, v: v * WC,
+                         jvp=lambda p, t, ans: t[0] * WC)
+
+
+@pytest.mark.parametrize("fn", [_vjp_reads, _jvp_reads, lambda v: np.sum(_op_reads(v))],
+                         ids=["custom_vjp", "custom_jvp", "custom_op"])
+def test_a_global_read_by_custom_rules_is_guarded(fn):
+    # the rules (and a VJP derived from a JVP, cached per op) read WC: reassigned, the
+    # cached gradient was the old WC's
+    global WC
+    saved = WC
+    try:
+        np.testing.assert_allclose(dg.grad(fn)(np.ones(3)), [1.0, 2.0, 3.0])
+        WC = np.array([10.0, 20.0, 30.0])
+        np.testing.assert_allclose(dg.grad(fn)(np.ones(3)), [10.0, 20.0, 30.0])
+    finally:
+        WC = saved
