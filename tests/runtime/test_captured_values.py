@@ -481,3 +481,22 @@ def test_a_global_read_by_custom_rules_is_guarded(fn):
         np.testing.assert_allclose(dg.grad(fn)(np.ones(3)), [10.0, 20.0, 30.0])
     finally:
         WC = saved
+
+
+def _scaled_model(p, X):
+    return WC[0] * np.tanh(X @ p["W"])
+
+
+def test_a_global_read_by_a_curvature_operators_model_is_guarded():
+    # the product programs are kept per model, around dualgpu's closure of it: the model's
+    # globals were not followed (a stale Gauss-Newton matrix)
+    global WC
+    saved = WC
+    p, X = {"W": np.array([[0.5], [-0.3]])}, np.array([[1.0, 2.0], [0.5, -1.0]])
+    try:
+        G1 = dg.ggn(_scaled_model, "mse", p, X, np.zeros((2, 1))).toarray()
+        WC = saved * 3.0
+        G2 = dg.ggn(_scaled_model, "mse", p, X, np.zeros((2, 1))).toarray()
+        np.testing.assert_allclose(G2, 9.0 * G1)
+    finally:
+        WC = saved
