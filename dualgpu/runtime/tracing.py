@@ -219,7 +219,8 @@ class Traced:
                 and not isinstance(sig.inputs[k], Tracer)})
             if narrowed:  # static: a literal of the program, as NumPy's rules take it
                 raise NeedsStatic(hook, narrowed)
-            self.graph = strengthen_weak_inputs(self.graph)
+            if not sig.traced:  # (inlined, its weak values are the enclosing trace's to
+                self.graph = strengthen_weak_inputs(self.graph)  # strengthen, with its own)
         assert flat.out_tree is not None  # the trace called flat
         self.out_tree: pytree.TreeDef = flat.out_tree
         self.captured = captured or []
