@@ -294,7 +294,9 @@ class SparseValue:
         return matmul(other, self) if self._matrix_semantics(other) else self.multiply(other)
 
     def __truediv__(self, other):
-        return SparseValue(lax.true_divide(self.data, other), self.pattern)
+        if len(shape_of(other)) > 0:  # SciPy's: the product with the reciprocal, broadcast
+            return self.multiply(dnp.true_divide(1.0, other))  # (not the stored values'
+        return SparseValue(lax.true_divide(self.data, other), self.pattern)  # order)
 
     def __neg__(self):
         return SparseValue(lax.negative(self.data), self.pattern)
