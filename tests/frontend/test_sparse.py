@@ -237,3 +237,14 @@ def test_division_by_a_dense_array_broadcasts_as_scipys(cls):
     for f in (lambda x: (A / x).toarray(), lambda x: (A / x.reshape(3, 1)).toarray()):
         np.testing.assert_allclose(dg.jit(f)(x), f(x))
         check_grads(lambda x: np.sum(f(x) ** 2), (x,), order=1)
+
+
+def test_sums_and_products_of_constant_matrices_are_scipys_in_traced_code():
+    # (A + A.T) @ x and (A @ A) @ x of closed-over matrices raised a TypeError naming
+    # dualgpu's class, and "sparse @ sparse is not supported on traced values"
+    A = make(sp.csr_matrix, 5, 5)
+    x = np.arange(1.0, 6.0)
+    for f in (lambda x: (A + A.T) @ x, lambda x: (A - 2 * A) @ x, lambda x: (A @ A) @ x):
+        np.testing.assert_allclose(dg.jit(f)(x), f(x))
+    with pytest.raises(dg.DualgpuError, match="sparse matrix \\+"):
+        dg.jit(lambda x: (A.multiply(x) + A) @ x)(x)
