@@ -608,7 +608,13 @@ def _shared_globals(real: dict, memo: dict) -> _SharedGlobals:
         owner = real.get(_SharedGlobals.MARK)  # a function made or rebound in this trace
         if isinstance(owner, _SharedGlobals) and _active_copies().get(id(owner.real)) is owner:
             real = owner.real  # rebound again by a nested transform: the same globals
-        shared = _active_copies().get(id(real)) or _SharedGlobals(real)
+        shared = _active_copies().get(id(real))
+        if shared is None:
+            shared = _SharedGlobals(real)
+            late = getattr(_active, "late", None)
+            if late is not None:  # a module first reached during a traced call (through a
+                _active_copies()[id(real)] = shared  # module's attribute): in use, and
+                late.append(shared)                  # written back, as the others
         memo[key] = shared
     return shared
 
@@ -624,12 +630,18 @@ def _writing_back(fn, memo: dict):
     def call(*args, **kwargs):
         active = _active_copies()
         entered = [sg for sg in shared if id(sg.real) not in active]
+        outermost = getattr(_active, "late", None) is None
+        if outermost:
+            _active.late = []
         for sg in entered:
             sg.refresh()
             active[id(sg.real)] = sg
         try:
             return fn(*args, **kwargs)
         finally:
+            if outermost:
+                entered += _active.late
+                _active.late = None
             for sg in entered:
                 del active[id(sg.real)]
                 sg.write_back()

@@ -120,3 +120,16 @@ def test_globals_assigned_in_the_trace_survive_a_nested_rebinding():
     np.testing.assert_allclose(dg.grad(_assigns_then_nests)(x), np.cos(x) * [1, 2] + 2)
     assert act is np.sin and type(table) is np.ndarray  # were lost (act None)
     assert nested == 2  # the nested trace's assignment is the module's too
+
+
+helper = types.ModuleType("traced_globals_helper")  # a module of the user's, reached by
+helper.__file__ = __file__                           # attribute (rebound during the trace)
+exec("import numpy as np\ncounter = 0\n\ndef density(x):\n    global counter\n"
+     "    counter += 1\n    return np.sum(np.sin(x))\n", vars(helper))
+
+
+def test_a_global_assigned_in_a_module_reached_by_attribute_reaches_that_module():
+    helper.counter = 0
+    dg.clear_cache()
+    np.testing.assert_allclose(dg.grad(lambda x: helper.density(x) * 2)(np.zeros(2)), 2.0)
+    assert helper.counter == 1  # its copy of the globals was never written back: 0
