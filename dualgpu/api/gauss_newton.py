@@ -101,7 +101,7 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
     """
     xp = backend_of([out], "outputs").xp
     if name == "cross_entropy":
-        scale = 1.0 / out.shape[0]
+        scale = 1.0 / max(out.shape[0], 1)  # (a batch of no rows)
         p = _softmax(xp, out)
         if kind == "empirical":
             labels = xp.asarray(Y)[None]
@@ -112,14 +112,14 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
         onehot = (labels[..., None] == xp.arange(out.shape[-1])).astype(out.dtype)
         grads = p[None] - onehot
     elif name == "mse":
-        scale = 1.0 / out.size
+        scale = 1.0 / max(out.size, 1)
         if kind == "empirical":
             grads = 2.0 * (out - xp.asarray(Y, dtype=out.dtype))[None]
         else:  # y = f + z / sqrt(2): the gradient 2 (f - y) is sqrt(2) z
             grads = xp.asarray(np.sqrt(2.0) * rng.standard_normal((samples,) + out.shape),
                                dtype=out.dtype)
     else:
-        scale = 1.0 / out.size
+        scale = 1.0 / max(out.size, 1)
         p = 0.5 * (1.0 + xp.tanh(0.5 * out))          # sigmoid, no overflow
         if kind == "empirical":
             grads = (p - xp.asarray(Y, dtype=out.dtype))[None]
