@@ -582,9 +582,12 @@ def _original(value: Any) -> Any:
         return _original(value._box[0]) if value._box else value
     while isinstance(value, types.FunctionType) and hasattr(value, "__wrapped_by_dualgpu__"):
         value = value.__wrapped_by_dualgpu__  # (a copy of a copy, by a nested transform)
-    if type(value) is tuple:
-        originals = tuple(_original(v) for v in value)
-        return value if all(o is v for o, v in zip(originals, value)) else originals
+    if type(value) in (tuple, list, dict):  # (f, g), a dict of activations: their copies
+        items = list(value.values()) if type(value) is dict else value
+        originals = [_original(v) for v in items]
+        if all(o is v for o, v in zip(originals, items)):
+            return value
+        return dict(zip(value, originals)) if type(value) is dict else type(value)(originals)
     return value
 
 

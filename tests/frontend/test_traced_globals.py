@@ -64,7 +64,7 @@ def test_copies_of_globals_compare_without_touching_their_arrays():
     assert not first == second
 
 
-handler = None
+handler = chosen = None
 factor = 1.0
 act = None
 table = None
@@ -75,9 +75,13 @@ def _base(x):
     return x * factor
 
 
+handlers = {"base": _base}
+
+
 def _installs_handler(x):
-    global handler
+    global handler, chosen
     handler = _base  # (the traced code holds a rebound copy of _base)
+    chosen = dict(handlers)  # (of a copy of the dict holding a copy)
     return np.sum(handler(x))
 
 
@@ -85,8 +89,8 @@ def test_a_function_assigned_to_a_global_is_the_users_own_afterwards():
     global factor
     factor = 1.0
     dg.grad(_installs_handler)(np.ones(2))
-    assert handler is _base  # was the rebound copy, on a stale copy of the globals
-    factor = 5.0
+    assert handler is _base and chosen["base"] is _base  # were rebound copies, on a stale
+    factor = 5.0  # copy of the globals
     assert handler(2.0) == 10.0  # read the copy's factor 1.0: 2.0
 
 
