@@ -39,6 +39,7 @@ from ..errors import (
 from ..frontend.namespace import rebind_function
 from ..lax import zeros_like
 from ..runtime.decisions import ValueTrace
+from ..runtime.guards import collect_guards
 from ..runtime.signature import static_key
 from ..runtime.tracing import name_of
 from . import differentiation
@@ -254,8 +255,9 @@ class _TracedShape:
         """The output's pytree structure and its leaves' abstract values."""
         key = aval_key(avals)
         hit = self._seen.get(key)
-        if hit is not None:
-            return hit
+        if hit is not None and hit[1].hold():  # (guarded: a global the body reads, changed,
+            return hit[0]                       # may change the shape: K = 3 in x[:K])
+        before = collect_guards(self.fun)
         holder: list = []
 
         def run(*leaves):
@@ -290,7 +292,7 @@ class _TracedShape:
                     "rule): the trace for its output's shape took every loop's exit and "
                     f"raised {type(e).__name__}: {e}") from e
         res = (holder[-1], [Aval(tuple(o.aval.shape), o.aval.dtype) for o in graph.outputs])
-        self._seen[key] = res
+        self._seen[key] = res, collect_guards(self.fun, before)
         return res
 
 

@@ -500,3 +500,30 @@ def test_a_global_read_by_a_curvature_operators_model_is_guarded():
         np.testing.assert_allclose(G2, 9.0 * G1)
     finally:
         WC = saved
+
+
+KEEP = 2
+
+
+@dg.custom_vjp
+def _head(v):
+    return np.sin(v[:KEEP])
+
+
+_head.defvjp(lambda v: (_head(v), v),
+             lambda v, g: (np.concatenate([g * np.cos(v[:KEEP]), np.zeros(v.size - KEEP)]),))
+
+
+def test_a_custom_functions_output_shape_from_a_global_is_traced_again():
+    # its output's shape (and the op's check of it) were remembered per operand shape: a
+    # ShapeMismatchError after KEEP changed, even for an eager call
+    global KEEP
+    v = np.array([0.1, 0.2, 0.3, 0.4])
+    try:
+        for KEEP in (2, 3):
+            np.testing.assert_allclose(_head(v), np.sin(v[:KEEP]))
+            np.testing.assert_allclose(dg.jit(_head)(v), np.sin(v[:KEEP]))
+            g = dg.grad(lambda v: np.sum(_head(v)))(v)
+            np.testing.assert_allclose(g[:KEEP], np.cos(v[:KEEP]))
+    finally:
+        KEEP = 2
