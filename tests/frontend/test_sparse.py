@@ -236,7 +236,7 @@ def test_division_by_a_dense_array_broadcasts_as_scipys(cls):
     x = np.array([1.0, 2.0, 4.0])
     for f in (lambda x: (A / x).toarray(), lambda x: (A / x.reshape(3, 1)).toarray()):
         np.testing.assert_allclose(dg.jit(f)(x), f(x))
-        check_grads(lambda x: np.sum(f(x) ** 2), (x,), order=1)
+        check_grads(lambda x, f=f: np.sum(f(x) ** 2), (x,), order=1)
 
 
 def test_sums_and_products_of_constant_matrices_are_scipys_in_traced_code():

@@ -336,7 +336,7 @@ def test_a_weak_number_passed_on_to_an_inner_transform_keeps_numpys_dtypes(c):
     for f in (lambda x, c: x * np.sin(c), lambda x, c: x * c, lambda x, c: x + c * c):
         inner = dg.jit(f)
         mapped = dg.vmap(f, in_axes=(0, None))
-        for got in (dg.jit(lambda x, c: inner(x, c))(x, c), mapped(x, c)):
+        for got in (dg.jit(lambda x, c, inner=inner: inner(x, c))(x, c), mapped(x, c)):
             assert got.dtype == f(x, c).dtype
             np.testing.assert_allclose(got, f(x, c), rtol=1e-7)
     assert dg.jit(lambda x, c: x * np.sin(c)).eval_shape(x, 2.5).dtype == np.float64
