@@ -340,12 +340,16 @@ class CurvatureOperator(HessianOperator):
         a pass over them reports its progress); ``like``: an operator at the same point
         and batches whose checked parameters and flat vector are taken over."""
         self.report = progress_reporter(progress, self.kind)
-        self.params, self.batches = params, batches
+        self.batches = batches
         if like is None:
             self.backend = self.__dict__.get("backend") or check_params(params, self.kind)
             self.x, self.unravel = pytree.ravel(params)
+            # the point's own copy: parameters the caller updates in place later (an
+            # optimizer's step) would mix into the products of factors computed here
+            self.params = self.unravel(self.x)
         else:
             self.backend, self.x, self.unravel = like.backend, like.x, like.unravel
+            self.params = like.params
         self.args, self.argnums = (), 0
         self.n = int(self.x.size)
         self.nprod = 0
