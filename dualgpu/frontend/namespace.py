@@ -524,27 +524,23 @@ class _SharedGlobals:
 
     Inside the traced code, globals behave as in the plain function: every rebound function
     of the module reads and assigns the same copy (``global calls; calls += 1``), and what
-    the code assigned or deleted is written back to the module when the outermost rebound
-    call returns (:func:`_writing_back`). The values the code reads are the module's at that
-    call's start.
-    """
+    the code assigned or deleted is written back to the module (the user's own objects, not
+    their stand-ins) when the outermost rebound call returns (:func:`_writing_back`)."""
 
     MARK = "__dualgpu_globals__"
 
     def __init__(self, real: dict):
         self.real = real
-        # a key of its own first: comparing two such copies with == (a coverage tool's list
-        # of frames' globals does) stops at it instead of comparing the arrays they hold
-        self.copy: dict = {self.MARK: self}  # (and what a nested rebinding finds)
+        # a key of its own first (what a nested rebinding finds): comparing two copies with
+        self.copy: dict = {self.MARK: self}  # == (a coverage tool's) stops at it, not arrays
         self.copy.update(real)
         self.replaced: dict[str, Any] = {}
         self.base = dict(self.copy)  # what the copy held when the call started
 
     def replace(self, name: str, rep: Any) -> None:
-        assigned = self.copy.get(name, _ABSENT) is not self.base.get(name, _ABSENT)
+        if self.copy.get(name, _ABSENT) is self.base.get(name, _ABSENT):  # (one assigned in
+            self.base[name] = rep  # the trace, then rebound by a nested one, is written back)
         self.copy[name] = self.replaced[name] = rep
-        if not assigned:  # one assigned in the trace (a nested rebinding) is written back
-            self.base[name] = rep
 
     def refresh(self) -> None:
         """Before an outermost call: the module's current values, replacements kept."""
@@ -567,9 +563,8 @@ class _SharedGlobals:
 
 
 def _original(value: Any) -> Any:
-    """What the module (outside the trace) holds for a value of the traced code's: the
-    user's own function for its rebound copy, the module, generator, distribution or array
-    a stand-in or constant view is of (a copy kept in the module ran on a stale namespace)."""
+    """What the module holds for a value of the traced code's: the user's own function for
+    its rebound copy (which ran on stale globals), the object a stand-in or view is of."""
     if isinstance(value, ConstantArray):
         return value.constant_value()
     if isinstance(value, (TracingNamespace, DistributionStandIn, RandomStandIn, UserModule)):
@@ -615,9 +610,9 @@ def _shared_globals(real: dict, memo: dict) -> _SharedGlobals:
         if shared is None:
             shared = _SharedGlobals(real)
             late = getattr(_active, "late", None)
-            if late is not None:  # a module first reached during a traced call (through a
-                _active_copies()[id(real)] = shared  # module's attribute): in use, and
-                late.append(shared)                  # written back, as the others
+            if late is not None:  # first reached in a traced call (helper.f): in use, and
+                _active_copies()[id(real)] = shared  # written back, as the others
+                late.append(shared)
         memo[key] = shared
     return shared
 
@@ -633,8 +628,7 @@ def _writing_back(fn, memo: dict):
     def call(*args, **kwargs):
         active = _active_copies()
         entered = [sg for sg in shared if id(sg.real) not in active]
-        outermost = getattr(_active, "late", None) is None
-        if outermost:
+        if outermost := getattr(_active, "late", None) is None:
             _active.late = []
         for sg in entered:
             sg.refresh()
@@ -645,11 +639,30 @@ def _writing_back(fn, memo: dict):
             if outermost:
                 entered += _active.late
                 _active.late = None
+            held = getattr(_active, "held", None)
             for sg in entered:
                 del active[id(sg.real)]
-                sg.write_back()
+                held.append(sg) if held is not None else sg.write_back()
 
     return call
+
+
+class HeldWrites:
+    """The write-backs of the traced calls made in its ``with``, kept until :meth:`commit`:
+    a retried trace (its scalars made static) assigns the globals of the one that stands."""
+
+    def __enter__(self) -> HeldWrites:
+        self.outer, self.kept = getattr(_active, "held", None), []
+        _active.held = self.kept
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _active.held = self.outer
+
+    def commit(self) -> None:
+        for sg in self.kept:
+            self.outer.append(sg) if self.outer is not None else sg.write_back()
+        self.kept = []
 
 
 def _all_names(code) -> set:

@@ -137,3 +137,17 @@ def test_a_global_assigned_in_a_module_reached_by_attribute_reaches_that_module(
     dg.clear_cache()
     np.testing.assert_allclose(dg.grad(lambda x: helper.density(x) * 2)(np.zeros(2)), 2.0)
     assert helper.counter == 1  # its copy of the globals was never written back: 0
+
+
+def _head_sum(x, n):
+    global calls
+    calls += 1
+    return np.sum(x[:n] ** 2)  # n: a Python int the trace finds it needs static
+
+
+def test_a_trace_retried_with_static_scalars_assigns_its_globals_once():
+    global calls
+    calls = 0
+    dg.clear_cache()
+    np.testing.assert_allclose(dg.grad(_head_sum)(np.ones(3), 2), [2.0, 2.0, 0.0])
+    assert calls == 1  # the attempt with n traced was written back too: 2
