@@ -609,10 +609,9 @@ def _shared_globals(real: dict, memo: dict) -> _SharedGlobals:
         shared = _active_copies().get(id(real))
         if shared is None:
             shared = _SharedGlobals(real)
-            late = getattr(_active, "late", None)
-            if late is not None:  # first reached in a traced call (helper.f): in use, and
-                _active_copies()[id(real)] = shared  # written back, as the others
-                late.append(shared)
+            if (late := getattr(_active, "late", None)) is not None:  # first reached in a
+                _active_copies()[id(real)] = shared  # traced call (helper.f): in use, and
+                late.append(shared)                  # written back, as the others
         memo[key] = shared
     return shared
 
@@ -652,7 +651,8 @@ class HeldWrites:
     a retried trace (its scalars made static) assigns the globals of the one that stands."""
 
     def __enter__(self) -> HeldWrites:
-        self.outer, self.kept = getattr(_active, "held", None), []
+        self.outer: list | None = getattr(_active, "held", None)
+        self.kept: list[_SharedGlobals] = []
         _active.held = self.kept
         return self
 
