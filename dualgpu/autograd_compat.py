@@ -240,7 +240,9 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
         raise InvalidArgumentError(
             f"defvjp expects a function decorated with primitive, got {name_of(fn)} "
             "(decorate it with dualgpu.autograd_compat.primitive first)")
-    makers = {i: rebind_function(rebindable(m))
+    # rebound at each use (as a trace does its function): one made now would keep the
+    # globals it replaced (an array, a function) as they were at defvjp
+    makers = {i: rebindable(m)
               for i, m in _makers("defvjp", fn, vjpmakers, argnums).items()}
 
     def fwd(*args):  # the op again (not its body: that may branch on values)
@@ -249,7 +251,7 @@ def defvjp(fn: custom_vjp, *vjpmakers: Callable | None, argnums=None) -> None:
 
     def bwd(*static_residuals_g):  # static arguments first (those of _Primitive's call)
         (ans, args), g = static_residuals_g[-2:]
-        return tuple(makers[i](ans, *args)(g) if i in makers else None
+        return tuple(rebind_function(makers[i])(ans, *args)(g) if i in makers else None
                      for i in range(len(args)) if not _static(args[i]))
 
     fn.defvjp(fwd, bwd)

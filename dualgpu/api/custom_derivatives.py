@@ -39,6 +39,7 @@ from ..errors import (
 from ..frontend.namespace import rebind_function
 from ..lax import zeros_like
 from ..runtime.decisions import ValueTrace
+from ..runtime.guards import collect_guards
 from ..runtime.signature import static_key
 from ..runtime.tracing import name_of
 from . import differentiation
@@ -73,6 +74,11 @@ class _CustomFunction:
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
         self._rules_version = 0  # bumped when rules are given: older ops are not reused
+
+    @property
+    def _dualgpu_functions(self) -> tuple:
+        """The user's function and rules (what a cached program's guards follow)."""
+        return tuple(getattr(self, a, None) for a in ("fun", "jvp", "fwd", "bwd"))
 
     def _positions_of(self, names) -> list[int]:
         """The positions of the parameters ``names`` (JAX's ``nondiff_argnames``)."""
@@ -251,8 +257,9 @@ class _TracedShape:
         """The output's pytree structure and its leaves' abstract values."""
         key = aval_key(avals)
         hit = self._seen.get(key)
-        if hit is not None:
-            return hit
+        if hit is not None and hit[1].hold():  # (guarded: a global the body reads, changed,
+            return hit[0]                       # may change the shape: K = 3 in x[:K])
+        before = collect_guards(self.fun)
         holder: list = []
 
         def run(*leaves):
@@ -271,7 +278,7 @@ class _TracedShape:
             if values is not None:  # run it on them, as the op runs it
                 outs, tree = self._leaves_of(self.fun(*self.merge.args(values)))
                 res = (tree, [Aval(tuple(np.shape(o)), np.result_type(o)) for o in outs])
-                self._seen[key] = res
+                self._seen[key] = res, collect_guards(self.fun, before)
                 return res
             if not isinstance(e, TracerControlFlowError):
                 raise
@@ -286,7 +293,7 @@ class _TracedShape:
                     "rule): the trace for its output's shape took every loop's exit and "
                     f"raised {type(e).__name__}: {e}") from e
         res = (holder[-1], [Aval(tuple(o.aval.shape), o.aval.dtype) for o in graph.outputs])
-        self._seen[key] = res
+        self._seen[key] = res, collect_guards(self.fun, before)
         return res
 
     def _leaves_of(self, out) -> tuple:
@@ -336,6 +343,10 @@ class _JvpRule:
     """custom_op's ``jvp(primals, tangents, ans)`` from JAX's ``jvp(*nondiff, primals,
     tangents) -> (primal_out, tangent_out)``."""
 
+    @property
+    def _dualgpu_functions(self) -> tuple:  # the user's (followed by guards)
+        return (self.owner,)
+
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
@@ -364,6 +375,10 @@ class _TreeRule:
     """The rule of the op of a function returning a pytree ``out_tree``: the function's
     rule told the output's structure."""
 
+    @property
+    def _dualgpu_functions(self) -> tuple:  # the user's (followed by guards)
+        return (self.rule,)
+
     def __init__(self, rule, out_tree):
         self.rule, self.out_tree = rule, out_tree
 
@@ -375,6 +390,10 @@ class _VjpRule:
     """custom_op's ``vjp(g, primals, ans)`` from JAX's ``fwd(*args) -> (out, residuals)``
     and ``bwd(*nondiff, residuals, g) -> cotangents`` (one per differentiable argument,
     each a pytree like it or None for zero)."""
+
+    @property
+    def _dualgpu_functions(self) -> tuple:  # the user's (followed by guards)
+        return (self.owner,)
 
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge

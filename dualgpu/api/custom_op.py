@@ -50,6 +50,7 @@ from ..errors import DualgpuError, ShapeMismatchError
 from ..frontend.namespace import rebind_function
 from ..lax import zeros_like
 from ..rules.common import unbroadcast
+from ..runtime.guards import cached_guarded
 from ..transforms.vjp import vjp_graph
 from . import differentiation
 from .custom_decisions import decide, replaying
@@ -58,8 +59,8 @@ __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
 
 # The graphs of derived rules (the JVP transposed from a VJP-only op, and vice versa), per
-# (rules, input signature): entries of the one cache, emptied by dg.clear_cache() and by
-# re-registration.
+# (rules, input signature): entries of the one cache, emptied by dg.clear_cache(), by
+# re-registration, and rebuilt when what the user's rules read changes (guards).
 DERIVED = "custom op derived rule"  # the kinds of these entries of the one cache
 _BUILDING = threading.local()
 _REGISTER_LOCK = threading.RLock()
@@ -155,6 +156,8 @@ class CustomOp:
         # the branches its rules take on the values, where the trace knows them
         decided = self.prim._spec.rules.decisions(args)
         return self.prim.bind(*args, **({"decided": decided} if decided else {}))
+
+    _dualgpu_functions = property(lambda self: (self.prim._spec.impl, self.prim._spec.rules))
 
     def __repr__(self) -> str:
         return f"<dualgpu custom op {self.prim.name}>"
@@ -312,14 +315,14 @@ def _checked_impl(name: str, impl, spec: _Spec):
             key = tuple([(a.shape, a.dtype) for a in args])
         except AttributeError:  # Python scalars among the operands
             key = tuple([(np.shape(a), type(a)) for a in args])
-        want = expected.get(key)
-        if want is None:
+        outs = res if spec.multiple_results else [res]
+        got = [tuple(np.shape(o)) for o in outs] if isinstance(outs, (tuple, list)) else None
+        want = expected.get(key)  # (asked again on a mismatch: it may read a changed global)
+        if want is None or got != want:
             avals = spec.abstract_eval([_aval(a) for a in args])
             want = [tuple(a.shape) for a in (avals if spec.multiple_results else [avals])]
-            if len(expected) > 256:
-                expected.clear()
+            expected.clear() if len(expected) > 256 else None
             expected[key] = want
-        outs = res if spec.multiple_results else [res]
         if not isinstance(outs, (tuple, list)) or len(outs) != len(want):
             raise ShapeMismatchError(
                 f"the impl of custom op {name!r} returned {_count(res, 'value')}, but its "
@@ -467,6 +470,8 @@ class _Rules:
     """The JVP and VJP of a custom op, each given or derived from the other; every result
     of a user rule is checked (None, shape, dtype) before it enters a graph."""
 
+    _dualgpu_functions = property(lambda self: (self.user_jvp, self.user_vjp))  # (guards)
+
     def __init__(self, name: str, jvp, vjp, multiple: bool = False):
         self.name = name
         self.prim: CustomPrimitive | None = None
@@ -568,8 +573,7 @@ class _Rules:
         if not _broadcasts_to(shape, cshape):
             raise ShapeMismatchError(f"{where} returned a cotangent of shape {cshape} for "
                                      f"input {i}, which has shape {shape}")
-        self._check_dtype(ct, x, f"{where} returned a cotangent for input {i}",
-                          f"input {i}")
+        self._check_dtype(ct, x, f"{where} returned a cotangent for input {i}", f"input {i}")
         return unbroadcast(ct, _aval(x))
 
     def _missing(self, x, i, why: str) -> str:
@@ -608,17 +612,14 @@ class _Rules:
     def _derived(self, key, build):
         """A derived-rule graph from the bounded cache; refuses to derive a rule from itself."""
         full_key = (IdentityKey(self), *key)
-        building = getattr(_BUILDING, "keys", None)
-        if building is None:
-            building = _BUILDING.keys = set()
-        if full_key in building:
+        if full_key in (building := _BUILDING.__dict__.setdefault("keys", set())):
             which = "jvp from its vjp" if key[0] == "jvp" else "vjp from its jvp"
             raise DualgpuError(f"custom op {self.name!r}: deriving its {which} needs the rule "
                                "being derived (the given rule applies the op to the "
                                "tangents or cotangents); give both jvp= and vjp=")
         building.add(full_key)
         try:
-            return PROGRAMS.get_or_build((DERIVED,) + tuple(full_key), build)
+            return cached_guarded(PROGRAMS, (DERIVED,) + tuple(full_key), self, build)
         finally:
             building.discard(full_key)
 

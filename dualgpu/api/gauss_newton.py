@@ -101,7 +101,7 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
     """
     xp = backend_of([out], "outputs").xp
     if name == "cross_entropy":
-        scale = 1.0 / out.shape[0]
+        scale = 1.0 / max(out.shape[0], 1)  # (a batch of no rows)
         p = _softmax(xp, out)
         if kind == "empirical":
             labels = xp.asarray(Y)[None]
@@ -112,14 +112,14 @@ def likelihood_factors(name: str, out, Y, kind: str, samples: int, rng):
         onehot = (labels[..., None] == xp.arange(out.shape[-1])).astype(out.dtype)
         grads = p[None] - onehot
     elif name == "mse":
-        scale = 1.0 / out.size
+        scale = 1.0 / max(out.size, 1)
         if kind == "empirical":
             grads = 2.0 * (out - xp.asarray(Y, dtype=out.dtype))[None]
         else:  # y = f + z / sqrt(2): the gradient 2 (f - y) is sqrt(2) z
             grads = xp.asarray(np.sqrt(2.0) * rng.standard_normal((samples,) + out.shape),
                                dtype=out.dtype)
     else:
-        scale = 1.0 / out.size
+        scale = 1.0 / max(out.size, 1)
         p = 0.5 * (1.0 + xp.tanh(0.5 * out))          # sigmoid, no overflow
         if kind == "empirical":
             grads = (p - xp.asarray(Y, dtype=out.dtype))[None]
@@ -340,12 +340,16 @@ class CurvatureOperator(HessianOperator):
         a pass over them reports its progress); ``like``: an operator at the same point
         and batches whose checked parameters and flat vector are taken over."""
         self.report = progress_reporter(progress, self.kind)
-        self.params, self.batches = params, batches
+        self.batches = batches
         if like is None:
             self.backend = self.__dict__.get("backend") or check_params(params, self.kind)
             self.x, self.unravel = pytree.ravel(params)
+            # the point's own copy: parameters the caller updates in place later (an
+            # optimizer's step) would mix into the products of factors computed here
+            self.params = self.unravel(self.x)
         else:
             self.backend, self.x, self.unravel = like.backend, like.x, like.unravel
+            self.params = like.params
         self.args, self.argnums = (), 0
         self.n = int(self.x.size)
         self.nprod = 0

@@ -210,9 +210,9 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
             continue
         positions.append(j)
         inputs.append(leaf)
-        if axis is None:
+        if axis is None:  # (a weakly typed number stays one: np.sin(c) is not, c * x32 is)
             in_dims.append(None)
-            avals.append(Aval(tuple(leaf.shape), leaf.dtype))
+            avals.append(Aval(tuple(leaf.shape), leaf.dtype, weak=leaf.aval.weak))
             continue
         if leaf.ndim == 0:
             raise InvalidArgumentError(

@@ -28,7 +28,6 @@ import numpy as np
 from ..core.trace import Tracer, current_builder, install_protocol_handlers
 from ..errors import (
     RandomInTraceError,
-    UnsupportedOpError,
     in_stdlib,
     user_location,
 )
@@ -45,8 +44,9 @@ from .dispatch import (
     special_path,
     ufunc_handler,
 )
+from .math_module import math_replacement
 from .numpy.joining import Concatenator
-from .numpy.random import is_random_module, stand_in_for
+from .numpy.random import RandomStandIn, is_random_module, stand_in_for
 from .scipy import sparse_numpy
 from .scipy import stats as stats_frontend
 from .scipy.sparse import SparseValue, is_sparse, scipys
@@ -135,6 +135,7 @@ def _dispatcher(real, ours, qualname: str):
         for attr in ("nin", "nout", "nargs", "identity", "ntypes", "types", "signature"):
             if hasattr(real, attr):
                 setattr(call, attr, getattr(real, attr))
+    call.__wrapped_by_dualgpu__ = real  # type: ignore[attr-defined]  # what a module keeps
     return call
 
 
@@ -209,65 +210,6 @@ def _refusing(name: str):
     call.__name__ = name.rpartition(".")[2] or name
     call.__qualname__ = name
     return call
-
-
-# ------------------------------------------------------------------- the math module
-_MATH_MODULES = ("math", "cmath")
-
-
-class MathRefusal(types.ModuleType):
-    """Stands in for ``math``/``cmath`` inside a traced function: a function called on a
-    traced value raises :class:`UnsupportedOpError` naming its NumPy counterpart; calls on
-    Python numbers and the constants (``math.pi``) pass through."""
-
-    def __init__(self, real):
-        super().__init__(real.__name__)
-        self._real = real
-
-    def __getattr__(self, name: str) -> Any:
-        real_attr = getattr(self._real, name)
-        if callable(real_attr):
-            wrapper = _math_refusing(real_attr)
-            object.__setattr__(self, name, wrapper)
-            return wrapper
-        return real_attr
-
-    def __repr__(self) -> str:
-        return f"<dualgpu stand-in for {self._real.__name__} inside a traced function>"
-
-
-_MATH_TO_NUMPY = {"fabs": "abs", "pow": "power", "atan2": "arctan2", "asin": "arcsin",
-                  "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
-                  "atanh": "arctanh", "fsum": "sum", "prod": "prod", "dist": "linalg.norm"}
-
-
-def _math_refusing(real):
-    name = f"{real.__module__ or 'math'}.{real.__name__}"
-    counterpart = _MATH_TO_NUMPY.get(real.__name__, real.__name__)
-    if lookup("numpy." + counterpart) is None:
-        counterpart = None
-
-    @functools.wraps(real)
-    def call(*args, **kwargs):
-        if not contains_tracer(args, kwargs):
-            return real(*args, **kwargs)
-        hint = (f"use np.{counterpart}, which traces" if counterpart else
-                "rewrite it with NumPy functions, which trace")
-        raise UnsupportedOpError(
-            f"{name} was called on a traced value (at {user_location()}): the math module "
-            f"works on Python floats only; {hint}.")
-
-    return call
-
-
-def _math_replacement(obj):
-    """A stand-in for the math/cmath module or one of its functions, else None."""
-    if isinstance(obj, types.ModuleType):
-        return MathRefusal(obj) if obj.__name__ in _MATH_MODULES else None
-    if (isinstance(obj, types.BuiltinFunctionType)
-            and getattr(obj, "__module__", None) in _MATH_MODULES):
-        return _math_refusing(obj)
-    return None
 
 
 _namespaces: dict[int, TracingNamespace] = {}
@@ -350,7 +292,7 @@ class UserModule(types.ModuleType):
         return _replacement(getattr(self._real, name), self._memo)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._real, name, value)
+        setattr(self._real, name, _original(value))
         shared = _active_copies().get(id(vars(self._real)))
         if shared is not None:  # what its rebound functions read, too
             shared.copy[name] = shared.base[name] = value
@@ -410,7 +352,7 @@ def _replacement(obj, memo):
         return obj if replaced is None else replaced
     if type(obj) in (list, dict) and obj:  # [f, g], {"relu": f}: as tuples are
         return _replaced_container(obj, memo)
-    math_refusal = _math_replacement(obj)
+    math_refusal = math_replacement(obj)
     if math_refusal is not None:
         return math_refusal
     return obj
@@ -530,24 +472,23 @@ class _SharedGlobals:
 
     Inside the traced code, globals behave as in the plain function: every rebound function
     of the module reads and assigns the same copy (``global calls; calls += 1``), and what
-    the code assigned or deleted is written back to the module when the outermost rebound
-    call returns (:func:`_writing_back`). The values the code reads are the module's at that
-    call's start.
-    """
+    the code assigned or deleted is written back to the module (the user's own objects, not
+    their stand-ins) when the outermost rebound call returns (:func:`_writing_back`)."""
 
     MARK = "__dualgpu_globals__"
 
     def __init__(self, real: dict):
         self.real = real
-        # a key of its own first: comparing two such copies with == (a coverage tool's list
-        # of frames' globals does) stops at it instead of comparing the arrays they hold
-        self.copy: dict = {self.MARK: object()}
+        # a key of its own first (what a nested rebinding finds): comparing two copies with
+        self.copy: dict = {self.MARK: self}  # == (a coverage tool's) stops at it, not arrays
         self.copy.update(real)
         self.replaced: dict[str, Any] = {}
         self.base = dict(self.copy)  # what the copy held when the call started
 
     def replace(self, name: str, rep: Any) -> None:
-        self.copy[name] = self.base[name] = self.replaced[name] = rep
+        if self.copy.get(name, _ABSENT) is self.base.get(name, _ABSENT):  # (one assigned in
+            self.base[name] = rep  # the trace, then rebound by a nested one, is written back)
+        self.copy[name] = self.replaced[name] = rep
 
     def refresh(self) -> None:
         """Before an outermost call: the module's current values, replacements kept."""
@@ -562,11 +503,35 @@ class _SharedGlobals:
         """After it: what the traced code assigned or deleted, into the module."""
         for name, value in self.copy.items():
             if value is not self.base.get(name, _ABSENT) and name != self.MARK:
-                self.real[name] = value
+                self.real[name] = _original(value)
         for name, value in self.base.items():
-            if name not in self.copy and self.real.get(name, _ABSENT) is value:
+            if name not in self.copy and self.real.get(name, _ABSENT) is _original(value):
                 del self.real[name]
         self.base = dict(self.copy)
+
+
+def _original(value: Any) -> Any:
+    """What the module holds for a value of the traced code's: the user's own function for
+    its rebound copy (which ran on stale globals), the object a stand-in or view is of."""
+    if isinstance(value, ConstantArray):
+        return value.constant_value()
+    if isinstance(value, (TracingNamespace, DistributionStandIn, RandomStandIn, UserModule)):
+        return value._real
+    if isinstance(value, SparseClass):
+        return value.cls
+    if isinstance(value, SparseValue) and value.original is not None:
+        return value.original
+    if isinstance(value, _LazyFunction):
+        return _original(value._box[0]) if value._box else value
+    while isinstance(value, types.FunctionType) and hasattr(value, "__wrapped_by_dualgpu__"):
+        value = value.__wrapped_by_dualgpu__  # (a copy of a copy, by a nested transform)
+    if type(value) in (tuple, list, dict):  # (f, g), a dict of activations: their copies
+        items = list(value.values()) if type(value) is dict else value
+        originals = [_original(v) for v in items]
+        if all(o is v for o, v in zip(originals, items)):
+            return value
+        return dict(zip(value, originals)) if type(value) is dict else type(value)(originals)
+    return value
 
 
 _ABSENT = object()
@@ -586,7 +551,15 @@ def _shared_globals(real: dict, memo: dict) -> _SharedGlobals:
     key = ("globals", id(real))
     shared = memo.get(key)
     if shared is None:
-        shared = _active_copies().get(id(real)) or _SharedGlobals(real)
+        owner = real.get(_SharedGlobals.MARK)  # a function made or rebound in this trace
+        if isinstance(owner, _SharedGlobals) and _active_copies().get(id(owner.real)) is owner:
+            real = owner.real  # rebound again by a nested transform: the same globals
+        shared = _active_copies().get(id(real))
+        if shared is None:
+            shared = _SharedGlobals(real)
+            if (late := getattr(_active, "late", None)) is not None:  # first reached in a
+                _active_copies()[id(real)] = shared  # traced call (helper.f): in use, and
+                late.append(shared)                  # written back, as the others
         memo[key] = shared
     return shared
 
@@ -602,17 +575,42 @@ def _writing_back(fn, memo: dict):
     def call(*args, **kwargs):
         active = _active_copies()
         entered = [sg for sg in shared if id(sg.real) not in active]
+        if outermost := getattr(_active, "late", None) is None:
+            _active.late = []
         for sg in entered:
             sg.refresh()
             active[id(sg.real)] = sg
         try:
             return fn(*args, **kwargs)
         finally:
+            if outermost:
+                entered += _active.late
+                _active.late = None
+            held = getattr(_active, "held", None)
             for sg in entered:
                 del active[id(sg.real)]
-                sg.write_back()
+                held.append(sg) if held is not None else sg.write_back()
 
     return call
+
+
+class HeldWrites:
+    """The write-backs of the traced calls made in its ``with``, kept until :meth:`commit`:
+    a retried trace (its scalars made static) assigns the globals of the one that stands."""
+
+    def __enter__(self) -> HeldWrites:
+        self.outer: list | None = getattr(_active, "held", None)
+        self.kept: list[_SharedGlobals] = []
+        _active.held = self.kept
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _active.held = self.outer
+
+    def commit(self) -> None:
+        for sg in self.kept:
+            self.outer.append(sg) if self.outer is not None else sg.write_back()
+        self.kept = []
 
 
 def _all_names(code) -> set:

@@ -41,7 +41,9 @@ def fill_of(x):
 
 
 def is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A Python int or float (weakly typed); not a bool, not a NumPy scalar (np.float64 is a
+    float, but ``x32 * np.float64(1.0)`` is float64: it is not neutral)."""
+    return isinstance(x, (int, float)) and not isinstance(x, (bool, np.generic))
 
 
 def is_literal(x, value) -> bool:

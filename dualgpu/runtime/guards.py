@@ -418,6 +418,9 @@ class _Walk:
             return
         if getattr(type(value), "_dualgpu_transform", False):
             self.inside(value.fn, what, depth)  # a transform of a function: the function
+        elif getattr(type(value), "_dualgpu_functions", None) is not None:
+            for f in value._dualgpu_functions:  # a custom_vjp, custom_jvp or custom op:
+                self.inside(f, what, depth)      # the user's functions and rules it calls
         elif isinstance(value, types.FunctionType):
             self.follow(value)
         elif isinstance(value, types.MethodType):
@@ -450,7 +453,16 @@ class _Walk:
                 self.follow(call)
 
     def follow(self, f: types.FunctionType) -> None:
-        if id(f) in self.seen or _is_library(f, self.files):
+        if id(f) in self.seen:
+            return
+        if _is_library(f, self.files):
+            if f.__module__.split(".")[0] == "dualgpu" and "<locals>" in f.__qualname__:
+                self.seen.add(id(f))  # dualgpu's closure around the user's functions (a
+                for cell in f.__closure__ or ():  # custom op's impl, defjvps' rule):
+                    try:                          # they are followed, as they are rebound
+                        self.inside(cell.cell_contents, (f.__qualname__, "closure"), 1)
+                    except ValueError:
+                        pass
             return
         if len(self.functions) >= MAX_FUNCTIONS:
             self.static.append(f"{f.__qualname__} (a function beyond the {MAX_FUNCTIONS} "
@@ -566,3 +578,17 @@ def collect_guards(fn: Any, before: Guards | None = None,
             p = (what, read, holder, name, _IDENTITY, _ref(read(holder, name)))
         places.append(p)
     return Guards(places, guards.keep, guards.static)
+
+
+def cached_guarded(cache: Any, key: Any, fn: Any, build: Callable[[], Any]) -> Any:
+    """``build()``, cached in ``cache`` under ``key`` with the guards of ``fn`` (what a
+    custom op's rules read from outside their arguments), and built again when they no
+    longer hold, as a transformed function's program is."""
+    def guarded() -> tuple[Any, Guards]:
+        before = collect_guards(fn)
+        return build(), collect_guards(fn, before)
+    value, guards = cache.get_or_build(key, guarded)
+    if not guards.hold():
+        value, guards = guarded()
+        cache.put(key, (value, guards))
+    return value

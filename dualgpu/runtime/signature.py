@@ -219,6 +219,9 @@ class Signature:
                 traced = True
                 backends.append(backend_for_xp(leaf._builder.xp))
                 key = ("a", leaf.shape, leaf.dtype.str, d)
+                if leaf.aval.weak:  # the enclosing trace's Python number: weak here too
+                    scalar_inputs.append((len(inputs), True))
+                    key += (True,)
             elif is_sparse(leaf):
                 data, skey = sparse.add(len(inputs), leaf)
                 backends.append(array_backend(leaf))

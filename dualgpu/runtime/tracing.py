@@ -28,7 +28,7 @@ from ..core.interpret import eval_graph, propagate_states, walk
 from ..core.ir import Atom, Const, Eqn, Graph, Literal
 from ..core.trace import Tracer, current_builder, trace_to_graph
 from ..errors import ArgumentTypeError, RandomInTraceError, TracerControlFlowError
-from ..frontend.namespace import rebind_function
+from ..frontend.namespace import HeldWrites, rebind_function
 from ..frontend.numpy.random import (
     Draw,
     DrawRecorder,
@@ -148,15 +148,20 @@ class Traced:
             hook = ValueTrace(sig.inputs if values and top else None, sig.diff,
                               sig.tentative, () if top else sig.inputs,
                               delegate=values and not top)
+            held = HeldWrites()  # globals assigned by an attempt retried here: dropped
             try:
-                self._trace(fn, sig, captured, hook)
+                with held:
+                    self._trace(fn, sig, captured, hook)
+                held.commit()
                 break
             except NeedsStatic as e:
                 if e.trace is not hook:
+                    held.commit()
                     raise  # an enclosing trace's scalar: that trace makes it static
                 sig.restatic(e.inputs)
             except Exception:
                 if not sig.tentative:
+                    held.commit()
                     raise
                 # what failed may be a scalar's use (a library's check of a shape): the
                 # ints static first (the likely ones), then the floats too
@@ -219,7 +224,8 @@ class Traced:
                 and not isinstance(sig.inputs[k], Tracer)})
             if narrowed:  # static: a literal of the program, as NumPy's rules take it
                 raise NeedsStatic(hook, narrowed)
-            self.graph = strengthen_weak_inputs(self.graph)
+            if not sig.traced:  # (inlined, its weak values are the enclosing trace's to
+                self.graph = strengthen_weak_inputs(self.graph)  # strengthen, with its own)
         assert flat.out_tree is not None  # the trace called flat
         self.out_tree: pytree.TreeDef = flat.out_tree
         self.captured = captured or []

@@ -153,3 +153,25 @@ def test_an_exception_of_the_body_keeps_its_type():
         with pytest.raises(ValueError, match="must be evaluated at 1") as info:
             call()
         assert isinstance(info.value, DualgpuError) and "at_theta0" in str(info.value)
+
+
+WEIGHTS = np.array([1.0, 2.0, 3.0])
+
+
+@primitive
+def weighted(x):
+    return np.sum(WEIGHTS * x)
+
+
+defvjp(weighted, lambda ans, x: lambda g: g * WEIGHTS * np.ones_like(x))
+
+
+def test_a_maker_reads_the_globals_of_each_call_not_of_defvjp():
+    global WEIGHTS
+    saved = WEIGHTS
+    try:
+        np.testing.assert_allclose(dg.grad(weighted)(np.ones(3)), [1.0, 2.0, 3.0])
+        WEIGHTS = np.array([10.0, 20.0, 30.0])  # reassigned: the makers see the new one
+        np.testing.assert_allclose(dg.grad(weighted)(np.ones(3)), [10.0, 20.0, 30.0])
+    finally:
+        WEIGHTS = saved

@@ -105,3 +105,27 @@ def test_targets_wider_than_the_outputs_keep_the_closed_form():
     np.testing.assert_allclose(dg.ggn(one, "mse", P, X, Y).per_sample_diagonal(),
                                dg.ggn(one, lambda o, y: dg.nn.mse(o, y), P, X, Y)
                                .per_sample_diagonal(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # its loss: a mean of none
+@pytest.mark.parametrize("kind", ["empirical", "mc"])
+def test_a_batch_of_no_rows_adds_nothing_to_the_fisher(kind):
+    # its likelihood factors divided by the zero row count: a raw ZeroDivisionError
+    Y = YS["cross_entropy"]
+    F = dg.fisher(model, "cross_entropy", P, batches=[(X[:0], Y[:0]), (X, Y)], kind=kind,
+                  seed=0).toarray()
+    np.testing.assert_allclose(F, dg.fisher(model, "cross_entropy", P, X, Y, kind=kind,
+                                            seed=0).toarray(), rtol=1e-12, atol=1e-15)
+
+
+def test_parameters_changed_in_place_after_the_build_do_not_change_the_operator():
+    # the products read the caller's pytree (an optimizer's in-place step), the Fisher's
+    # factors were made at the build's point: a mixture of the two points
+    p = {k: v.copy() for k, v in P.items()}
+    Y = YS["cross_entropy"]
+    F = dg.fisher(model, "cross_entropy", p, X, Y, kind="empirical")
+    G = dg.ggn(model, "cross_entropy", p, X, Y)
+    want_F, want_G = F.toarray(), G.toarray()
+    p["W1"] *= 3.0
+    np.testing.assert_array_equal(F.toarray(), want_F)
+    np.testing.assert_array_equal(G.toarray(), want_G)

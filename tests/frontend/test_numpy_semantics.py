@@ -555,3 +555,13 @@ def test_take_along_axis_broadcasts_its_indices_as_numpy(index_shape, axis):
         idx if k == axis else np.arange(a.shape[k]).reshape((-1,) + (1,) * (1 - k))
         for k in range(2)])), 2 * want)
     np.testing.assert_allclose(g, expected)
+
+
+def test_a_nan_bound_of_clip_gives_nan_as_numpys():
+    # NumPy's clip is minimum(maximum(a, lo), hi): a NaN bound gives NaN (the comparisons
+    # were False, the bound ignored)
+    a = np.array([-2.5, 0.5, 3.0], np.float32)
+    for lo, hi in ((0.0, np.nan), (np.nan, None), (np.array([np.nan, 0.0, 1.0]), 2.0)):
+        want = np.clip(a, lo, hi)
+        np.testing.assert_array_equal(dg.jit(np.clip)(a, lo, hi), want)
+        np.testing.assert_array_equal(dg.jit(lambda a, lo=lo, hi=hi: np.clip(a, lo, hi))(a), want)

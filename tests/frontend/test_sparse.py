@@ -226,3 +226,25 @@ def test_a_matrix_made_from_traced_values_is_differentiated(cls):
     np.testing.assert_allclose(dg.grad(f)(d), fd, rtol=1e-6, atol=1e-9)
     with pytest.raises(dg.UnsupportedOpError, match="dense traced matrix has no pattern"):
         dg.jit(lambda m: cls(m))(a.toarray())
+
+
+@pytest.mark.parametrize("cls", [sp.csr_matrix, sp.csr_array])
+def test_division_by_a_dense_array_broadcasts_as_scipys(cls):
+    # SciPy: A / x is A.multiply(1 / x); the stored values were divided by x in their
+    # order (nnz == n: silently wrong; else a broadcast error)
+    A = cls(np.array([[0, 2.0, 0], [0, 0, 3.0], [1.0, 0, 0]]))
+    x = np.array([1.0, 2.0, 4.0])
+    for f in (lambda x: (A / x).toarray(), lambda x: (A / x.reshape(3, 1)).toarray()):
+        np.testing.assert_allclose(dg.jit(f)(x), f(x))
+        check_grads(lambda x, f=f: np.sum(f(x) ** 2), (x,), order=1)
+
+
+def test_sums_and_products_of_constant_matrices_are_scipys_in_traced_code():
+    # (A + A.T) @ x and (A @ A) @ x of closed-over matrices raised a TypeError naming
+    # dualgpu's class, and "sparse @ sparse is not supported on traced values"
+    A = make(sp.csr_matrix, 5, 5)
+    x = np.arange(1.0, 6.0)
+    for f in (lambda x: (A + A.T) @ x, lambda x: (A - 2 * A) @ x, lambda x: (A @ A) @ x):
+        np.testing.assert_allclose(dg.jit(f)(x), f(x))
+    with pytest.raises(dg.DualgpuError, match="sparse matrix \\+"):
+        dg.jit(lambda x: (A.multiply(x) + A) @ x)(x)

@@ -116,3 +116,14 @@ def test_concrete_values_are_not_folded():
     x = np.ones(3)
     y = dg.lax.multiply(x, 1.0)
     assert y is not x and np.array_equal(y, x)
+
+
+def test_a_numpy_scalar_is_not_a_neutral_number():
+    # np.float64 is a Python float, but a strongly typed one: x32 * np.float64(1.0) is
+    # float64 in NumPy (the fold returned x, float32)
+    x = np.ones(2, dtype=np.float32)
+    for f in (lambda x: x * np.float64(1.0), lambda x: x - np.float64(0.0),
+              lambda x: x / np.float64(1.0), lambda x: x ** np.float64(1.0),
+              lambda x: x * np.float64(-1.0), lambda x: np.float64(1.0) * x,
+              lambda x: (np.zeros_like(x) + 2.0) * np.float64(3.0)):
+        assert dg.jit(f)(x).dtype == f(x).dtype == np.float64

@@ -445,3 +445,85 @@ def test_index_arrays_and_masks_changed_in_place_rebuild(transform):
         np.testing.assert_allclose(t(x), transform(copy_of(f))(x))
     finally:
         MASK[:], INDEX[:], HELD["index"][:] = saved
+
+
+WC = np.array([1.0, 2.0, 3.0])
+
+
+@dg.custom_vjp
+def _vjp_reads(v):
+    return np.sum(WC * v)
+
+
+_vjp_reads.defvjp(lambda v: (_vjp_reads(v), v), lambda v, g: (g * WC,))
+
+
+@dg.custom_jvp
+def _jvp_reads(v):
+    return np.sum(WC * v)
+
+
+_jvp_reads.defjvp(lambda p, t: (_jvp_reads(p[0]), np.sum(WC * t[0])))  # VJP: transposed
+_op_reads = dg.custom_op("captured_values_op", lambda xp, v: v * WC,
+                         jvp=lambda p, t, ans: t[0] * WC)
+
+
+@pytest.mark.parametrize("fn", [_vjp_reads, _jvp_reads, lambda v: np.sum(_op_reads(v))],
+                         ids=["custom_vjp", "custom_jvp", "custom_op"])
+def test_a_global_read_by_custom_rules_is_guarded(fn):
+    # the rules (and a VJP derived from a JVP, cached per op) read WC: reassigned, the
+    # cached gradient was the old WC's
+    global WC
+    saved = WC
+    try:
+        np.testing.assert_allclose(dg.grad(fn)(np.ones(3)), [1.0, 2.0, 3.0])
+        WC = np.array([10.0, 20.0, 30.0])
+        np.testing.assert_allclose(dg.grad(fn)(np.ones(3)), [10.0, 20.0, 30.0])
+    finally:
+        WC = saved
+
+
+def _scaled_model(p, X):
+    return WC[0] * np.tanh(X @ p["W"])
+
+
+def test_a_global_read_by_a_curvature_operators_model_is_guarded():
+    # the product programs are kept per model, around dualgpu's closure of it: the model's
+    # globals were not followed (a stale Gauss-Newton matrix)
+    global WC
+    saved = WC
+    p, X = {"W": np.array([[0.5], [-0.3]])}, np.array([[1.0, 2.0], [0.5, -1.0]])
+    try:
+        G1 = dg.ggn(_scaled_model, "mse", p, X, np.zeros((2, 1))).toarray()
+        WC = saved * 3.0
+        G2 = dg.ggn(_scaled_model, "mse", p, X, np.zeros((2, 1))).toarray()
+        np.testing.assert_allclose(G2, 9.0 * G1)
+    finally:
+        WC = saved
+
+
+KEEP = 2
+
+
+@dg.custom_vjp
+def _head(v):
+    return np.sin(v[:KEEP])
+
+
+_head.defvjp(lambda v: (_head(v), v),
+             lambda v, g: (np.concatenate([g * np.cos(v[:KEEP]), np.zeros(v.size - KEEP)]),))
+
+
+def test_a_custom_functions_output_shape_from_a_global_is_traced_again():
+    # its output's shape (and the op's check of it) were remembered per operand shape: a
+    # ShapeMismatchError after KEEP changed, even for an eager call
+    global KEEP
+    v = np.array([0.1, 0.2, 0.3, 0.4])
+    try:
+        for KEEP in (2, 3):
+            np.testing.assert_allclose(_head(v), np.sin(v[:KEEP]))
+            np.testing.assert_allclose(dg.jit(_head)(v), np.sin(v[:KEEP]))
+            g = dg.grad(lambda v: np.sum(_head(v)))(v)
+            np.testing.assert_allclose(g[:KEEP], np.cos(v[:KEEP]))
+    finally:
+        KEEP = 2

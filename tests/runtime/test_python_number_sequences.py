@@ -46,7 +46,8 @@ DIFFERENTIABLE = ("mul", "radd", "div", "max", "where", "clip", "clip-low", "py-
                   "sum", "abs", "full", "dot", "mean", "square")
 DTYPES = (np.float32, np.float64, np.int8, np.uint8, np.int32)
 NUMBERS = (0, 1, 3, 100, 127, 128, 200, 255, 256, -1, -3, -129, 2 ** 31, -2 ** 33, 2 ** 40,
-           0.5, 2.0, -1.5, 1e10, True, False, np.float32(2.0), np.int8(3), np.int64(-2))
+           0.5, 2.0, -1.5, 1e10, True, False, np.float32(2.0), np.int8(3), np.int64(-2),
+           np.float64(1.0))
 
 
 def _branchy(f):

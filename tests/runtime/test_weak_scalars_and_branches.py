@@ -326,3 +326,17 @@ def test_an_int_beyond_64_bits_promotes_as_numpys_python_int():
             assert got.dtype == x.dtype
             np.testing.assert_array_equal(got, np.full(2, c, x.dtype))
         assert dg.jit(lambda x: x * 2 ** 70).graph(x).outputs[0].dtype == x.dtype
+
+
+@pytest.mark.parametrize("c", [2, 2.5, 2 ** 40])
+def test_a_weak_number_passed_on_to_an_inner_transform_keeps_numpys_dtypes(c):
+    # the inner jit traced the enclosing trace's weak number as a strong one: np.sin(c)
+    # stayed weak where it replayed (float32, eager's float64), x * c was float64
+    x = np.array([0.5, 1.5], np.float32)
+    for f in (lambda x, c: x * np.sin(c), lambda x, c: x * c, lambda x, c: x + c * c):
+        inner = dg.jit(f)
+        mapped = dg.vmap(f, in_axes=(0, None))
+        for got in (dg.jit(lambda x, c, inner=inner: inner(x, c))(x, c), mapped(x, c)):
+            assert got.dtype == f(x, c).dtype
+            np.testing.assert_allclose(got, f(x, c), rtol=1e-7)
+    assert dg.jit(lambda x, c: x * np.sin(c)).eval_shape(x, 2.5).dtype == np.float64

@@ -225,11 +225,20 @@ def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):  # n
     a = astype(a, _RESULT_TYPE(_dtype(a), *bounds))
     a_min, a_max = _int_bound(a_min, _dtype(a), True), _int_bound(a_max, _dtype(a), False)
     r = a
-    if a_min is not None:
-        r = where(lax.less(r, a_min), a_min, r)
-    if a_max is not None:
-        r = where(lax.greater(r, a_max), a_max, r)
+    for bound, beyond in ((a_min, lax.less), (a_max, lax.greater)):
+        if bound is not None:  # a NaN bound gives NaN, as NumPy's minimum and maximum
+            pick = beyond(r, bound)
+            r = where(lax.logical_or(pick, lax.isnan(bound)) if _may_be_nan(bound) else pick,
+                      bound, r)
     return astype(r, _dtype(a)) if _dtype(r) != _dtype(a) else r
+
+
+def _may_be_nan(b) -> bool:
+    if _is_tracer(b):
+        return _dtype(b).kind in "fc"
+    if isinstance(b, float):
+        return math.isnan(b)
+    return _dtype(b).kind in "fc" and bool(_xp_like(b).isnan(b).any())
 
 
 def _int_bound(bound, dtype, low: bool):

@@ -294,7 +294,31 @@ class SparseValue:
         return matmul(other, self) if self._matrix_semantics(other) else self.multiply(other)
 
     def __truediv__(self, other):
-        return SparseValue(lax.true_divide(self.data, other), self.pattern)
+        if len(shape_of(other)) > 0:  # SciPy's: the product with the reciprocal, broadcast
+            return self.multiply(dnp.true_divide(1.0, other))  # (not the stored values'
+        return SparseValue(lax.true_divide(self.data, other), self.pattern)  # order)
+
+    def __add__(self, other):
+        return self._sum(other, "+", lambda a, b: a + b)
+
+    def __radd__(self, other):
+        return self._sum(other, "+", lambda a, b: b + a)
+
+    def __sub__(self, other):
+        return self._sum(other, "-", lambda a, b: a - b)
+
+    def __rsub__(self, other):
+        return self._sum(other, "-", lambda a, b: b - a)
+
+    def _sum(self, other, sign: str, op):
+        """A sum of constant matrices is SciPy's; with traced values, refused by name."""
+        if isinstance(other, SparseValue) and other.concrete:
+            other = other.scipy()
+        if self.concrete and not _is_tracer(other) and not isinstance(other, SparseValue):
+            return scipys(op(self.scipy(), other))
+        raise SparseMethodError(f"sparse matrix {sign} is not supported on traced values (at "
+                                f"{user_location()}); add the products (A @ x + B @ x) or "
+                                "densify a small matrix (A.toarray())")
 
     def __neg__(self):
         return SparseValue(lax.negative(self.data), self.pattern)
@@ -492,6 +516,9 @@ def matmul(a, b):
     """
 
     if is_sparse_like(a) and is_sparse_like(b):
+        a, b = (v.scipy() if isinstance(v, SparseValue) and v.concrete else v for v in (a, b))
+        if not isinstance(a, SparseValue) and not isinstance(b, SparseValue):
+            return scipys(a @ b)  # constants: SciPy's product
         raise UnsupportedOpError("sparse @ sparse is not supported on traced values")
     if is_sparse_like(a):
         A, x = as_sparse_value(a), b
