@@ -32,6 +32,7 @@ from ..core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
 from ..errors import (
     ArgumentTypeError,
     DualgpuError,
+    EscapedTracerError,
     MissingRuleError,
     ShapeMismatchError,
     TracerControlFlowError,
@@ -103,12 +104,7 @@ class _CustomFunction:
         raise NotImplementedError
 
     def __call__(self, *args, **kwargs):
-        if kwargs:  # JAX resolves keywords to positions by the function's signature
-            try:
-                bound = inspect.signature(self.fun).bind(*args, **kwargs)
-            except (TypeError, ValueError) as e:
-                raise DualgpuError(f"{self.kind} function {self.__name__}: {e}") from None
-            args = bound.args + tuple(bound.kwargs.values())
+        args = self._resolve(args, kwargs)
         if not self._rules_given():
             raise MissingRuleError(self._missing_rules())
         nums = self._nondiff_positions(args)
@@ -116,8 +112,12 @@ class _CustomFunction:
         for i, a in zip(nums, nondiff):
             if isinstance(a, np.generic):  # a NumPy scalar: hashable, keyed by value and dtype
                 continue
-            if isinstance(a, Tracer) or hasattr(a, "__array_namespace__") or (
-                    hasattr(a, "shape") and hasattr(a, "dtype")):
+            traced = [x for x in pytree.leaves(a) if isinstance(x, Tracer)]
+            if traced:  # JAX: an UnexpectedTracerError naming the custom function
+                raise EscapedTracerError(f"{self.kind} function {self.__name__}: argument {i} "
+                                         f"is in nondiff_argnums but is "
+                                         f"{_not_static(traced[0])}")
+            if hasattr(a, "__array_namespace__") or (hasattr(a, "shape") and hasattr(a, "dtype")):
                 raise DualgpuError(f"{self.kind} function {self.__name__}: argument {i} is "
                                    f"in nondiff_argnums but is {_not_static(a)}")
         diff_args = tuple(a for i, a in enumerate(args) if i not in nums)
@@ -139,6 +139,31 @@ class _CustomFunction:
             return pytree.unflatten(out_tree, list(multi(*leaves)))
         finally:
             shape.operands = outer
+
+    def _resolve(self, args: tuple, kwargs: dict) -> tuple:
+        """The call's arguments as positions, by the function's signature (defaults filled
+        in), as JAX: a missing argument or a keyword-only one passed is a ``TypeError``."""
+        try:
+            sig = inspect.signature(self.fun)
+        except (TypeError, ValueError):  # no signature (a builtin): positions as given
+            if kwargs:
+                raise ArgumentTypeError(f"{self.kind} function {self.__name__}: keyword "
+                                        f"arguments {sorted(kwargs)} need a function with a "
+                                        "signature") from None
+            return args
+        try:
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            passed = [k for k in bound.kwargs if k in kwargs]
+            if passed:
+                raise TypeError("The following keyword arguments could not be resolved to "
+                                f"positions: {', '.join(passed)}")
+        except TypeError as e:
+            raise ArgumentTypeError(
+                f"The input arguments to the {self.kind}-decorated function {self.__name__} "
+                "could not be resolved to positional-only arguments. Binding failed with the "
+                f"error:\n{e}") from None
+        return bound.args
 
     def _nondiff_positions(self, args: tuple) -> tuple:
         """The positions of the static arguments of this call."""
@@ -388,18 +413,56 @@ class _VjpRule:
                 f"a tuple of {len(diff_args)} cotangent(s), one per differentiable argument")
         out: list = []
         for i, (ct, arg) in enumerate(zip(cts, diff_args)):
-            arg_leaves, arg_tree = pytree.flatten(arg)
-            if ct is None:
-                out += [zeros_like(a) if is_float_value(a) else None for a in arg_leaves]
-                continue
-            ct_leaves, ct_tree = pytree.flatten(ct)
-            if ct_tree != arg_tree:
+            ct_leaves = _cotangent_leaves(ct, arg)
+            if ct_leaves is None:
                 raise ShapeMismatchError(
                     f"the bwd rule of custom_vjp function {name} returned a cotangent of "
-                    f"structure {ct_tree} for differentiable argument {i}, which has "
-                    f"structure {arg_tree}")
+                    f"structure {pytree.structure(ct)} for differentiable argument {i}, "
+                    f"which has structure {pytree.structure(arg)}")
+            paths = pytree.leaf_paths(pytree.structure(arg))
+            for c, a, path in zip(ct_leaves, pytree.leaves(arg), paths):
+                _check_cotangent_shape(c, a, f"output[{i}]{path}", name)
             out += ct_leaves
         return tuple(out)
+
+
+def _type_word(x) -> str:
+    a = aval_of(x)
+    return f"{np.dtype(a.dtype).name}[{','.join(str(n) for n in a.shape)}]"
+
+
+def _check_cotangent_shape(ct, arg, where: str, name: str) -> None:
+    """JAX's error for a cotangent whose shape is not its argument's (one that broadcasts to
+    it is summed down by the custom op)."""
+    if ct is None or not is_value(ct):
+        return
+    src, dst = tuple(aval_of(ct).shape), tuple(aval_of(arg).shape)
+    if len(src) <= len(dst) and all(s in (d, 1) for s, d in zip(reversed(src), reversed(dst))):
+        return
+    raise ShapeMismatchError(
+        "Custom VJP bwd rule must produce an output with the same shape/dtypes as the args "
+        f"tuple of the primal function. At {where} the bwd rule attached to {name} produced "
+        f"an output of type {_type_word(ct)} corresponding to an input of type "
+        f"{_type_word(arg)}")
+
+
+def _cotangent_leaves(ct, arg) -> list | None:
+    """The leaves of the cotangent ``ct`` of ``arg``, a None anywhere in ``ct`` standing for
+    the zeros of that whole subtree of ``arg`` (as JAX); None where the structures differ."""
+    if ct is None:
+        return [zeros_like(a) if is_float_value(a) else None for a in pytree.leaves(arg)]
+    a_parts, c_parts = pytree.node_parts(arg), pytree.node_parts(ct)
+    if a_parts is None:
+        return [ct] if c_parts is None else None
+    if c_parts is None or c_parts[:2] != a_parts[:2] or len(c_parts[2]) != len(a_parts[2]):
+        return None
+    out: list = []
+    for c, a in zip(c_parts[2], a_parts[2]):
+        leaves = _cotangent_leaves(c, a)
+        if leaves is None:
+            return None
+        out += leaves
+    return out
 
 
 class custom_jvp(_CustomFunction):
