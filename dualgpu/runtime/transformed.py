@@ -263,7 +263,8 @@ class Transformed(SelfTracing):
                  batch_axes: Any = None):
         what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
         if not callable(fn):
-            raise ArgumentTypeError(f"{what} expects a function, got {type(fn).__name__}")
+            raise ArgumentTypeError(f"{what} expects a function (Expected a callable value), "
+                                    f"got {type(fn).__name__}")
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             raise ArgumentTypeError(
                 f"{what}: {name_of(fn)} is a generator function (it yields): a traced function "
