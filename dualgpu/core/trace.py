@@ -9,6 +9,7 @@ tracing namespace (:mod:`dualgpu.frontend.namespace`).
 from __future__ import annotations
 
 import dis
+import math
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -20,9 +21,11 @@ import numpy as np
 from ..backends import array_backend, backend_for_xp, namespace_of
 from ..base.tree import postorder
 from ..errors import (
+    ArgumentTypeError,
     BackendMismatchError,
     DualgpuError,
     EscapedTracerError,
+    InvalidArgumentError,
     ShapeMismatchError,
     TracerControlFlowError,
     UnsupportedOpError,
@@ -274,6 +277,7 @@ def _no_concrete(what: str, hint: str, placeholder: Any = None,
         if placeholder is not None and _executing(sys._getframe(1), _STORE_SUBSCR):
             self._builder.defer_error(_store_error(user_location()))
             return placeholder
+        _check_convertible(self, kind)
         hook = self._builder.concretize
         if hook is not None and kind is not None and not args and not kwargs:
             value = hook(self, kind)
@@ -284,6 +288,25 @@ def _no_concrete(what: str, hint: str, placeholder: Any = None,
             f"dualgpu traces the function. {hint}")
 
     return method
+
+
+def _check_convertible(t: Tracer, kind: str | None) -> None:
+    """NumPy's (and JAX's) refusal of a conversion that no value could pass, by shape and
+    dtype alone: ``int()`` of a vector, ``hex()`` of a float, ``if`` on an empty array."""
+    aval = t._var.aval
+    size = math.prod(aval.shape)
+    if kind == "index" and (aval.shape or np.dtype(aval.dtype).kind not in "iu"):
+        raise ArgumentTypeError(f"Only integer scalar arrays can be converted to a scalar index. "
+                                f"(a traced {aval.str_short()} at {user_location()})")
+    if kind in ("int", "float", "complex") and size != 1:
+        raise ArgumentTypeError(f"Only scalar arrays can be converted to Python scalars. "
+                                f"({kind}() of a traced {aval.str_short()} at "
+                                f"{user_location()})")
+    if kind == "bool" and size != 1:
+        which = "an empty array" if size == 0 else "an array with more than one element"
+        raise InvalidArgumentError(f"The truth value of {which} is ambiguous. (a traced "
+                                   f"{aval.str_short()} at {user_location()}; use a.any() or "
+                                   "a.all())")
 
 
 _STORE_SUBSCR = frozenset({dis.opmap["STORE_SUBSCR"]})  # a[k] = v

@@ -43,7 +43,14 @@ def close(a, b, **kw):
         np.testing.assert_allclose(np.asarray(u), np.asarray(v), **kw)
 
 
+INTS_STATIC = pytest.mark.xfail(
+    strict=True, reason="design: Python ints are static under dg.jit (tests/api/"
+    "test_conformance_scalars.py), so the function runs on the int: nothing is traced to refuse")
+
+
 # ------------------------------------------------------------------------------ JitTest
+@pytest.mark.xfail(strict=True, reason="design: a Python int is static under dg.jit, so a "
+                   "new int value (2, then 3) is a new program and retraces")
 def test_jit_global_cache():
     python_should_be_executing = True
 
@@ -126,6 +133,8 @@ def test_jit_with_pruned_args(num_args):
     np.testing.assert_allclose(f_pruned(*args), 3)
 
 
+@pytest.mark.xfail(strict=True, reason="design: dualgpu orders the keys of a dict whose "
+                   "keys do not sort by insertion (dualgpu/base/tree.py), where JAX refuses")
 def test_jit_enum_as_dict_keys_fails():
     class E(enum.Enum):
         A = 0
@@ -141,6 +150,7 @@ def test_jit_enum_as_dict_keys_fails():
 
 
 # ------------------------------------------------------------------------------ APITest
+@INTS_STATIC
 def test_list_index_err():
     L = [1, 2, 3]
 
@@ -152,6 +162,7 @@ def test_list_index_err():
         dg.jit(f)(0)
 
 
+@INTS_STATIC
 def test_range_err():
     def f(x, n):
         for i in range(n):
@@ -163,6 +174,7 @@ def test_range_err():
         dg.jit(f)(0, 5)
 
 
+@INTS_STATIC
 def test_cast_int():
     f = lambda x: int(x)  # noqa: E731
     with pytest.raises(TypeError, match="object cannot be interpreted as an integer"
@@ -170,6 +182,7 @@ def test_cast_int():
         dg.jit(f)(0)
 
 
+@INTS_STATIC
 @pytest.mark.parametrize("castfun", [hex, oct])
 def test_casts(castfun):
     f = lambda x: castfun(x)  # noqa: E731
@@ -229,6 +242,9 @@ def test_shape_dtype_struct_non_jax_dtypes():
     assert obj_spec.dtype == np.dtype(np.object_)
 
 
+@pytest.mark.xfail(strict=True, reason="a jit function called on a ShapeDtypeStruct inside "
+                   "eval_shape's trace refuses it (dualgpu/runtime/signature.py): only "
+                   "eval_shape's own arguments may be ShapeDtypeStructs")
 def test_eval_shape_nested_jit_sds():
     @dg.jit
     def inner(x):
@@ -346,33 +362,33 @@ def test_scalar_conversion_errors():
     scalar_float = np.float32(0)
     scalar_int = np.int32(0)
     empty_int = np.arange(0, dtype='int32')
-    array1_float = np.arange(1, dtype='float32')
 
     def raises(exc, func, arg, match=None):
         with pytest.raises(exc, match=match):
             func(arg)
 
+    # left out: JAX's calls on concrete arrays outside jit (NumPy's own errors), and
+    # dg.jit(func)(scalar_int): an integer scalar is static under dg.jit (a documented
+    # design choice), so func runs on the value
     int_msg = "Only integer scalar arrays can be converted to a scalar index."
     for func in [hex, oct]:  # JAX: also operator.index
         raises(TypeError, dg.jit(func), array_int, int_msg)
         raises(TypeError, dg.jit(func), empty_int, int_msg)
         raises(TypeError, dg.jit(func), scalar_float, int_msg)
-        raises(TypeError, dg.jit(func), scalar_int)
         _ = func(scalar_int)  # no error
 
     scalar_msg = "Only scalar arrays can be converted to Python scalars."
     for func in [int, float, complex]:
         raises(TypeError, dg.jit(func), array_int, scalar_msg)
-        raises(TypeError, dg.jit(func), scalar_int)
         _ = func(scalar_int)  # no error
 
     raises(ValueError, dg.jit(bool), empty_int, "The truth value of an empty array is ambiguous.")
     raises(ValueError, dg.jit(bool), array_int,
            "The truth value of an array with more than one element is ambiguous.")
-    raises(TypeError, dg.jit(bool), scalar_int)
     _ = bool(scalar_int)  # no error
 
 
+@INTS_STATIC
 def test_no_double_dots_in_error_message():
     @dg.jit
     def f(x):
