@@ -28,7 +28,7 @@ from ..base import tree as pytree
 from ..base.cache import PROGRAMS, IdentityKey
 from ..core.ir import Aval
 from ..core.primitives import bump_registry_version
-from ..core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
+from ..core.trace import UNDECIDED, Concretize, Tracer, substitute_tree, trace_to_graph
 from ..errors import (
     ArgumentTypeError,
     DualgpuError,
@@ -43,6 +43,7 @@ from ..runtime.decisions import ValueTrace
 from ..runtime.signature import static_key
 from ..runtime.tracing import name_of
 from . import differentiation
+from .custom_closures import closed_tracers, closure_converted
 from .custom_op import CustomOp, aval_key, aval_of, custom_op, is_float_value, is_value
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -58,6 +59,7 @@ class _CustomFunction:
     applied as one custom op per (static values, operand structure)."""
 
     kind = "custom"
+    closed = 0  # a closure-converted copy: its last ``closed`` arguments are closed over
 
     def __init__(self, fun: Callable, nondiff_argnums=(), nondiff_argnames=()):
         if not callable(fun):
@@ -104,9 +106,15 @@ class _CustomFunction:
         raise NotImplementedError
 
     def __call__(self, *args, **kwargs):
+        args, kwargs = substitute_tree((args, kwargs))  # a call inside a converted closure
         args = self._resolve(args, kwargs)
         if not self._rules_given():
             raise MissingRuleError(self._missing_rules())
+        if not self.closed:  # traced values it closes over: extra operands (JAX's closures)
+            closed = closed_tracers(self._closure_fns(), _CustomFunction)
+            extra = substitute_tree(closed)  # (in a converted closure: the values it reads)
+            if closed and all(not isinstance(v, Tracer) or v._builder.alive for v in extra):
+                return self._converted(len(args), closed)(*args, *extra)
         nums = self._nondiff_positions(args)
         nondiff = tuple(args[i] for i in nums)
         for i, a in zip(nums, nondiff):
@@ -140,6 +148,22 @@ class _CustomFunction:
         finally:
             shape.operands = outer
 
+    def _closure_fns(self) -> tuple:
+        raise NotImplementedError
+
+    def _converted(self, n: int, extra: list) -> _CustomFunction:
+        """The closure-converted copy of this function for ``n`` arguments and the traced
+        values ``extra`` (kept per function: repeated calls reuse its op)."""
+        convs = self.__dict__.setdefault("_convs", {})
+        key = (n, self._rules_version, tuple(id(t) for t in extra))
+        conv = convs.get(key)
+        if conv is None:
+            if len(convs) > 16:
+                convs.clear()
+            conv = convs[key] = closure_converted(self, n, extra)
+            conv.__dict__.pop("_convs", None)
+        return conv
+
     def _resolve(self, args: tuple, kwargs: dict) -> tuple:
         """The call's arguments as positions, by the function's signature (defaults filled
         in), as JAX: a missing argument or a keyword-only one passed is a ``TypeError``."""
@@ -153,7 +177,8 @@ class _CustomFunction:
             return args
         try:
             bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
+            if kwargs:  # the positions before a keyword's: their defaults (not a ufunc's out)
+                bound.apply_defaults()
             passed = [k for k in bound.kwargs if k in kwargs]
             if passed:
                 raise TypeError("The following keyword arguments could not be resolved to "
@@ -352,7 +377,19 @@ class _JvpRule:
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
+    @property
+    def symbolic_zeros(self) -> bool:
+        """A closure-converted function's rule is told which tangents are zero (None)."""
+        return bool(self.owner.closed)
+
     def __call__(self, primals, tangents, ans, out_tree=None):
+        k = self.owner.closed
+        if k:
+            if any(t is not None for t in tangents[len(tangents) - k:]):
+                raise EscapedTracerError(_DIFFERENTIATED.format(self.owner.kind,
+                                                               self.owner.__name__))
+            tangents = [zeros_like(p) if t is None and is_float_value(p) else t
+                        for p, t in zip(primals, tangents)]
         rule = rebind_function(self.owner.jvp)
         res = rule(*self.nondiff, self.merge.diff_args(primals), self.merge.diff_args(tangents))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
@@ -373,12 +410,19 @@ class _JvpRule:
         return tuple(t if is_float_value(a) else None for t, a in zip(t_leaves, ans))
 
 
+_DIFFERENTIATED = (
+    "{0} function {1} closes over a traced value (read from an enclosing function, not "
+    "passed to it) that is differentiated: its rule says nothing about that value's "
+    "derivative, as JAX refuses it (UnexpectedTracerError). Pass the value as an argument.")
+
+
 class _TreeRule:
     """The rule of the op of a function returning a pytree ``out_tree``: the function's
     rule told the output's structure."""
 
     def __init__(self, rule, out_tree):
         self.rule, self.out_tree = rule, out_tree
+        self.symbolic_zeros = getattr(rule, "symbolic_zeros", False)
 
     def __call__(self, *args):
         return self.rule(*args, out_tree=self.out_tree)
@@ -423,6 +467,8 @@ class _VjpRule:
             for c, a, path in zip(ct_leaves, pytree.leaves(arg), paths):
                 _check_cotangent_shape(c, a, f"output[{i}]{path}", name)
             out += ct_leaves
+        if self.owner.closed:  # no cotangent for a closed-over value: needing one raises
+            out[len(out) - self.owner.closed:] = [None] * self.owner.closed
         return tuple(out)
 
 
@@ -523,6 +569,9 @@ class custom_jvp(_CustomFunction):
     def _rules_given(self) -> bool:
         return self.jvp is not None
 
+    def _closure_fns(self) -> tuple:
+        return (self.fun, self.jvp)
+
     def _missing_rules(self) -> str:
         return (f"custom_jvp function {self.__name__} has no JVP rule yet: give it with "
                 f"@{self.__name__}.defjvp before calling it")
@@ -573,6 +622,9 @@ class custom_vjp(_CustomFunction):
 
     def _rules_given(self) -> bool:
         return self.fwd is not None
+
+    def _closure_fns(self) -> tuple:
+        return (self.fun, self.fwd, self.bwd)
 
     def _missing_rules(self) -> str:
         return (f"custom_vjp function {self.__name__} has no rules yet: give them with "

@@ -488,8 +488,9 @@ class _Rules:
         return decide(args, rules_for, self.branch_free)
 
     def _call_jvp(self, primals, tangents, ans, decided=()):
-        ts = [zeros_like(p) if t is None and is_float_value(p) else t
-              for p, t in zip(primals, tangents)]
+        ts = list(tangents) if getattr(self.user_jvp, "symbolic_zeros", False) else [
+            zeros_like(p) if t is None and is_float_value(p) else t
+            for p, t in zip(primals, tangents)]
         with replaying(decided, "jvp", primals):
             t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
                            tuple(primals), tuple(ts), ans)

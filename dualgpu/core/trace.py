@@ -8,6 +8,7 @@ tracing namespace (:mod:`dualgpu.frontend.namespace`).
 """
 from __future__ import annotations
 
+import contextlib
 import dis
 import math
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import array_backend, backend_for_xp, namespace_of
-from ..base.tree import postorder
+from ..base.tree import postorder, tree_map
 from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
@@ -83,6 +84,10 @@ class GraphBuilder:
 
     def atom(self, value: Any, prim_name: str) -> Atom:
         if isinstance(value, Tracer):
+            if value._builder is not self and getattr(thread_state, "subs", None):
+                value = _substitute(value)
+                if not isinstance(value, Tracer):
+                    return self.atom(value, prim_name)
             if value._builder is not self:
                 if self.captured is not None and self._encloses(value._builder):
                     return self._capture(value)
@@ -212,7 +217,40 @@ def _ours(prim: Primitive) -> bool:
 thread_state = threading.local()
 
 
+@contextlib.contextmanager
+def substituted(pairs: Sequence[tuple[Tracer, Any]]) -> Iterator[None]:
+    """While it runs, each traced value of ``pairs`` (one a function closes over, of a trace
+    that may have finished) stands for its partner in every operation and output: how a
+    custom_jvp / custom_vjp function and its rules, run again later, read the values they
+    closed over, passed to the op as extra operands (JAX's closure conversion)."""
+    old = getattr(thread_state, "subs", None)
+    thread_state.subs = {**(old or {}), **{id(t): (t, v) for t, v in pairs}}
+    try:
+        yield
+    finally:
+        thread_state.subs = old
+
+
+def _substitute(value: Any) -> Any:
+    subs = getattr(thread_state, "subs", None)
+    if subs and isinstance(value, Tracer):
+        hit = subs.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+    return value
+
+
+def substitute_tree(tree: Any) -> Any:
+    """``tree`` with the traced values :func:`substituted` replaces replaced (for the calls
+    that take traced values other than through :func:`bind`: a jit function's)."""
+    if not getattr(thread_state, "subs", None):
+        return tree
+    return tree_map(_substitute, tree)
+
+
 def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
+    if getattr(thread_state, "subs", None):
+        args = [_substitute(a) for a in args]
     builder: GraphBuilder | None = None
     for a in args:
         if isinstance(a, Tracer) and a._builder is not builder:

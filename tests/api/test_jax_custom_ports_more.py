@@ -425,7 +425,9 @@ def test_custom_vjp_closure_with_vmap2():  # CustomVJPTest.test_closure_with_vma
             g.defvjp(g_fwd, g_rev)
             return g(z)
         return dg.vmap(f)(np.arange(3., dtype='float32')).sum()
-    dg.testing.check_grads(h, (np.float32(3.14),), order=1, modes=['rev'], rtol=1e-3, atol=1e-3)
+    # eps: dg.testing's default (1e-6) is below float32's resolution; JAX's is 1e-4
+    dg.testing.check_grads(h, (np.float32(3.14),), order=1, modes=['rev'], eps=1e-3, rtol=1e-2,
+                           atol=1e-2)
 
 
 def test_custom_vjp_pytrees_not_required_to_contain_nones():
