@@ -377,6 +377,11 @@ class _JvpRule:
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
+    def body(self, *leaves):
+        """The function on the op's operands: its VJP serves a use of the op inside this
+        rule (on the tangents, a linear use), as JAX inlines the function there."""
+        return rebind_function(self.owner.fun)(*self.merge.args(leaves))
+
     @property
     def symbolic_zeros(self) -> bool:
         """A closure-converted function's rule is told which tangents are zero (None)."""
@@ -423,6 +428,9 @@ class _TreeRule:
     def __init__(self, rule, out_tree):
         self.rule, self.out_tree = rule, out_tree
         self.symbolic_zeros = getattr(rule, "symbolic_zeros", False)
+        self.closed_message = getattr(rule, "closed_message", None)
+        if hasattr(rule, "body"):
+            self.body = lambda *leaves: tuple(pytree.leaves(rule.body(*leaves)))
 
     def __call__(self, *args):
         return self.rule(*args, out_tree=self.out_tree)
@@ -435,6 +443,12 @@ class _VjpRule:
 
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
+
+    def closed_message(self, i: int) -> str | None:
+        """Why input ``i`` of the op has no cotangent, if it is a closed-over value."""
+        if not self.owner.closed or i < self.merge.tree.num_leaves - self.owner.closed:
+            return None
+        return _DIFFERENTIATED.format(self.owner.kind, self.owner.__name__)
 
     def __call__(self, g, primals, ans, out_tree=None):
         name = self.owner.__name__

@@ -561,6 +561,9 @@ class _Rules:
         return unbroadcast(ct, _aval(x))
 
     def _missing(self, x, i, why: str) -> str:
+        closed = getattr(self.user_vjp, "closed_message", None)  # a converted closure's
+        if closed is not None and closed(i) is not None:
+            return closed(i)
         return (f"the vjp rule of custom op {self.name!r} returned None for input {i} "
                 f"({_describe(x)}), {why}: return its cotangent (np.zeros_like(primals[{i}]) "
                 "if it is truly zero)")
@@ -650,6 +653,12 @@ class _Rules:
 
     def _derived_vjp(self, g, primals, ans, decided):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
+        body = getattr(self.user_jvp, "body", None)
+        if body is not None and any(k[0] == IdentityKey(self) and k[1] == "vjp"
+                                    for k in getattr(_BUILDING, "keys", ())):
+            # the JVP rule applies the op to the tangents (a linear use): that use's VJP is
+            # its function's, differentiated (as JAX inlines the function there)
+            return self._body_vjp(body, g, primals, ans)
         diff = [i for i, p in enumerate(primals) if is_float_value(p)]
         avals, anss = [_aval(p) for p in primals], self._outs(ans)
         ans_avals = [_aval(a) for a in anss]
@@ -664,6 +673,15 @@ class _Rules:
         for i, ct in zip(diff, outs[len(anss):]):
             cts[i] = ct
         return cts
+
+    def _body_vjp(self, body, g, primals, ans):
+        avals, anss = [_aval(p) for p in primals], self._outs(ans)
+        xp = _xp_of(primals, anss)
+        key = (IdentityKey(self), "body vjp", aval_key(avals), getattr(xp, "__name__", ""))
+        graph = PROGRAMS.get_or_build((DERIVED, *key), lambda: vjp_graph(
+            trace_to_graph(body, avals, xp, name=f"{self.name}_body")[0]))
+        outs = iter(eval_graph(graph, [*primals, *self._outs(g)])[len(anss):])
+        return [next(outs) if is_float_value(p) else None for p in primals]
 
     def _transpose_pushforward(self, avals, ans_avals, diff, xp, decided):
         n, k = len(avals), len(diff)

@@ -501,3 +501,30 @@ def test_custom_vjp_resolve_kwargs_error_message():  # test_resolve_kwargs_error
     with pytest.raises(TypeError, match="The following keyword arguments could not be "
                                         "resolved to positions: z"):
         f(0.5, 0.1, z=1.0)
+
+
+# ----------------------------------------------- dualgpu: closures over differentiated values
+def _closing_over(kind, x):
+    if kind == "custom_vjp":
+        f = dg.custom_vjp(lambda y: x * y)
+        f.defvjp(lambda y: (x * y, None), lambda r, g: (3.0 * g,))
+    else:
+        f = dg.custom_jvp(lambda y: x * y)
+        f.defjvp(lambda p, t: (x * p[0], 3.0 * t[0]))
+    return f
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp", "custom_jvp"])
+@pytest.mark.parametrize("transform", [lambda h: dg.grad(h)(2.0),
+                                       lambda h: dg.jvp(h, (2.0,), (1.0,))],
+                         ids=["grad", "jvp"])
+def test_a_differentiated_closed_over_value_is_refused_not_dropped(kind, transform):
+    # the rules say nothing about x's derivative: JAX raises, a silent zero would be wrong
+    with pytest.raises(dg.DualgpuError, match="closes over a traced value"):
+        transform(lambda x: _closing_over(kind, x)(x))
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp", "custom_jvp"])
+def test_a_closed_over_vmap_value_is_an_operand(kind):
+    out = dg.vmap(lambda x: _closing_over(kind, x)(2.0))(np.arange(3.))
+    close(out, 2.0 * np.arange(3.))
