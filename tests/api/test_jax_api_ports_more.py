@@ -435,3 +435,32 @@ rng = np.random.default_rng(0)
 def re_escape(s):
     import re
     return re.escape(s)
+
+
+def test_jit_boundmethod_reference_cycle():
+    class A:
+        def __init__(self):
+            self._foo = dg.jit(self.foo)
+
+        def foo(self):
+            pass
+    a = weakref.ref(A())
+    gc.collect()
+    assert a() is None
+
+
+@pytest.mark.xfail(strict=True, reason="design: a jit function's constant output is a "
+                   "concrete value inside an enclosing trace (folded), so Python branches on "
+                   "it as NumPy does; JAX traces it")
+def test_inlined_literals_with_error():
+    @dg.jit
+    def f():
+        @dg.jit  # JAX: inline=True
+        def g():
+            return np.sin(1.)
+        if g() > 0:
+            return 1.
+        return 0.
+
+    with pytest.raises(TypeError, match="Attempted boolean"):
+        f()

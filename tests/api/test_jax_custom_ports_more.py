@@ -47,6 +47,9 @@ def test_custom_jvp_closed_over_tracers_error_message():  # test_closed_over_tra
         dg.grad(f)(3.)
 
 
+@pytest.mark.xfail(strict=True, raises=dg.EscapedTracerError, reason=(
+    "a traced value in nondiff_argnums is refused (as JAX's custom_vjp and its newer "
+    "custom_jvp3 mode refuse it: CustomJVP3Test skips this test); pass it as an argument"))
 def test_custom_jvp_nondiff_arg_vmap_tracer():  # test_nondiff_arg_vmap_tracer
     @partial(dg.custom_jvp, nondiff_argnums=(0,))
     def f(x, y):
@@ -528,3 +531,91 @@ def test_a_differentiated_closed_over_value_is_refused_not_dropped(kind, transfo
 def test_a_closed_over_vmap_value_is_an_operand(kind):
     out = dg.vmap(lambda x: _closing_over(kind, x)(2.0))(np.arange(3.))
     close(out, 2.0 * np.arange(3.))
+
+
+def test_custom_jvp_vmap_inside_defjvp():  # CustomJVPTest.test_vmap_inside_defjvp
+    mat = np.random.default_rng(47).standard_normal((2, 3))  # JAX: jax.random.normal
+
+    @dg.custom_jvp
+    def f(mat, aux):
+        num_rows, num_cols = mat.shape
+        return np.ones((num_rows, 1)) / num_cols
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        mat, aux = primals
+        vec, _ = tangents
+        output = f(*primals)
+        num_rows, num_cols = mat.shape
+        size = num_rows * num_cols
+        bd_mat = mat.reshape(1, 1, num_rows, num_cols)
+        bd_mat = np.tile(bd_mat, reps=(num_rows, num_cols))
+        bd_mat = bd_mat.reshape(size, num_rows, num_cols)
+        rowsum = np.sum(mat, axis=1, keepdims=True)
+        colsum = np.sum(mat, axis=0, keepdims=True)
+        bd_rowsum = np.tile(rowsum, reps=(1, num_rows))
+        bd_colsum = np.tile(colsum, reps=(num_cols, 1))
+        bd_vec = vec.reshape(size, 1)
+
+        def operate(mx, val):
+            buf = 0
+            for i in range(2):
+                buf = buf + np.matmul(mx, bd_colsum) / np.power(aux, i)
+            buf = np.matmul(bd_rowsum, buf)
+            return buf * val[None, :]
+        bd_buf = dg.vmap(operate, in_axes=(0, 0), out_axes=0)(bd_mat, bd_vec)
+        bd_buf = bd_buf / aux
+        jvp = np.sum(bd_buf, axis=0)
+        jvp = np.mean(jvp, axis=1, keepdims=True)
+        return (output, jvp)
+
+    dg.grad(lambda mat, aux: np.sum(f(mat, aux)))(mat, 0.5)  # doesn't crash
+
+
+def test_custom_jvp_implicit_broadcasting():  # CustomJVPTest (float32, as JAX without x64)
+    @dg.custom_jvp
+    def projection_unit_simplex(x):
+        s = 1.0
+        n_features = x.shape[0]
+        u = np.sort(x)[::-1]
+        cssv = np.cumsum(u) - s
+        ind = np.arange(n_features, dtype=x.dtype) + 1
+        cond = u - cssv / ind > 0
+        idx = np.count_nonzero(cond)
+        threshold = cssv[idx - 1] / idx.astype(x.dtype)
+        return dg.nn.relu(x - threshold)
+
+    @projection_unit_simplex.defjvp
+    def projection_unit_simplex_jvp(primals, tangents):
+        x, = primals
+        x_dot, = tangents
+        primal_out = projection_unit_simplex(x)
+        supp = (primal_out > 0).astype(x_dot.dtype)
+        card = np.count_nonzero(supp).astype(x_dot.dtype)
+        tangent_out = supp * x_dot - (np.dot(supp, x_dot) / card) * supp
+        return primal_out, tangent_out
+
+    rng = np.random.default_rng(0)
+    x = rng.random(5).astype(np.float32)
+    J_rev = dg.jacrev(projection_unit_simplex)(x)
+    J_fwd = dg.jacfwd(projection_unit_simplex)(x)
+    p = projection_unit_simplex(x)
+    support = (p > 0).astype(np.float32)
+    cardinality = np.count_nonzero(support).astype(support.dtype)
+    J_true = np.diag(support) - np.outer(support, support) / cardinality
+    close(J_true, J_fwd, rtol=1e-6)
+    close(J_true, J_rev, rtol=1e-6)
+
+    proj = dg.vmap(projection_unit_simplex)
+
+    def fun(X):
+        return np.sum(proj(X) ** 2)
+
+    X = rng.random((4, 5)).astype(np.float32)
+    U = rng.random((4, 5))
+    U /= np.sqrt(np.sum(U ** 2))
+    U = U.astype(np.float32)
+    eps = 1e-3
+    dir_deriv_num = (fun(X + eps * U) - fun(X - eps * U)) / (2 * eps)
+    dir_deriv = np.vdot(dg.grad(fun)(X), U)
+    close(dir_deriv, dir_deriv_num, atol=1e-3)
