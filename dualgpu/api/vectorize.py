@@ -194,7 +194,7 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     leaves += flat
     trees.append(tree)
     axes += [0 if isinstance(x, Tracer) else None for x in flat]  # keywords: axis 0, as JAX
-    owner += [f"kwargs{p}" for p in pytree.leaf_paths(tree)] if kwargs else []
+    owner += [f"kwargs{p}" for p in pytree.leaf_paths(tree)] if tree is not None else []
 
     size = b.axis_size
     mapped: list[tuple[int, int, str]] = []  # (size, axis, which leaf) of each mapped leaf

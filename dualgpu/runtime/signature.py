@@ -36,8 +36,8 @@ from ..errors import (
     ArgumentTypeError,
     BackendMismatchError,
     DualgpuError,
-    InvalidArgumentError,
     IntegerInputError,
+    InvalidArgumentError,
 )
 from ..frontend.numpy.random import is_source, source_type
 from ..frontend.scipy.sparse import SparseArgs, is_sparse

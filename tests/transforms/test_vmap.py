@@ -225,7 +225,8 @@ def test_keyword_arguments_are_mapped_along_axis_0():
 
 def test_errors():
     x, y = np.ones((3, 2)), np.ones((4, 2))
-    with pytest.raises(dg.ShapeMismatchError, match=r"(?s)inconsistent sizes.*size 3: axis 0.*size 4: axis 0"):
+    with pytest.raises(dg.ShapeMismatchError,
+                       match=r"(?s)inconsistent sizes.*size 3: axis 0.*size 4: axis 0"):
         dg.vmap(np.add)(x, y)
     with pytest.raises(dg.DualgpuError, match="out of range"):
         dg.vmap(np.sin, in_axes=2)(x)
