@@ -470,8 +470,8 @@ def test_vmap_inconsistent_sizes_constructs_proper_error_message_starargs():
 
 
 def test_large_device_constant():
-    ans = dg.jit(lambda x: 2 * x)(np.ones(int(2e5)))  # doesn't crash (JAX: 2e6)
-    close(ans, np.ones(int(2e5)) * 2.)
+    ans = dg.jit(lambda x: 2 * x)(np.ones(int(1e5)))  # doesn't crash (JAX: 2e6)
+    close(ans, np.ones(int(1e5)) * 2.)
 
 
 def test_shape_dtype_struct_invalid_shape():
