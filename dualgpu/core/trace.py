@@ -728,6 +728,7 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp: ModuleType, *, name:
         raise
     finally:
         builder.alive = False
+        builder.concretize = None  # (it refers to the builder: no cycle keeps the consts)
         stack.pop()
     inputs = [t._var for t in tracers] + list(builder.captured_vars.values())
     names = list(input_names) if input_names else None
