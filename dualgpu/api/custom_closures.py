@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..base import tree as pytree
-from ..core.trace import Tracer, substituted
+from ..core.substitution import substituted
+from ..core.trace import Tracer
 
 __all__ = ["closed_tracers", "closure_converted"]
 

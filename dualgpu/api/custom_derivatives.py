@@ -28,7 +28,8 @@ from ..base import tree as pytree
 from ..base.cache import PROGRAMS, IdentityKey
 from ..core.ir import Aval
 from ..core.primitives import bump_registry_version
-from ..core.trace import UNDECIDED, Concretize, Tracer, substitute_tree, trace_to_graph
+from ..core.substitution import substitute_tree
+from ..core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
 from ..errors import (
     ArgumentTypeError,
     DualgpuError,
@@ -45,6 +46,7 @@ from ..runtime.tracing import name_of
 from . import differentiation
 from .custom_closures import closed_tracers, closure_converted
 from .custom_op import CustomOp, aval_key, aval_of, custom_op, is_float_value, is_value
+from .linearization import vjp
 
 __all__ = ["custom_jvp", "custom_vjp"]
 CUSTOM_DERIVATIVE_OP = "custom_jvp/custom_vjp op"  # the kind of its entries of the one cache
@@ -382,6 +384,9 @@ class _JvpRule:
         rule (on the tangents, a linear use), as JAX inlines the function there."""
         return rebind_function(self.owner.fun)(*self.merge.args(leaves))
 
+    def body_vjp(self, g, primals):
+        return _body_vjp(self.body, g, primals)
+
     @property
     def symbolic_zeros(self) -> bool:
         """A closure-converted function's rule is told which tangents are zero (None)."""
@@ -430,10 +435,17 @@ class _TreeRule:
         self.symbolic_zeros = getattr(rule, "symbolic_zeros", False)
         self.closed_message = getattr(rule, "closed_message", None)
         if hasattr(rule, "body"):
-            self.body = lambda *leaves: tuple(pytree.leaves(rule.body(*leaves)))
+            body = lambda *leaves: tuple(pytree.leaves(rule.body(*leaves)))  # noqa: E731
+            self.body_vjp = lambda g, primals: _body_vjp(body, g, tuple(primals))
 
     def __call__(self, *args):
         return self.rule(*args, out_tree=self.out_tree)
+
+
+def _body_vjp(body, g, primals) -> list:
+    """The cotangents of a function's operands, by differentiating its body."""
+    _, pullback = vjp(body, *primals)
+    return [c if is_float_value(p) else None for c, p in zip(pullback(g), primals)]
 
 
 class _VjpRule:

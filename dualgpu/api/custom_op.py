@@ -53,6 +53,7 @@ from ..rules.common import unbroadcast
 from ..transforms.vjp import vjp_graph
 from . import differentiation
 from .custom_decisions import decide, replaying
+from .missing_cotangent import MissingCotangent
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -426,30 +427,6 @@ def _describe(x) -> str:
     return f"{np.dtype(a.dtype).name}{list(a.shape)}"
 
 
-class _MissingCotangent:
-    """What a VJP's ``None`` becomes for a floating-point input: harmless while that input
-    is not differentiated (reverse mode skips it), one clear error as soon as it is used."""
-
-    __slots__ = ("_message",)
-
-    def __init__(self, message: str):
-        object.__setattr__(self, "_message", message)
-
-    def _refuse(self, *args, **kwargs):
-        raise DualgpuError(object.__getattribute__(self, "_message"))
-
-    def __getattr__(self, name):
-        self._refuse()
-
-    __array__ = __array_ufunc__ = __array_function__ = _refuse
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __neg__ = __bool__ = __len__ = __iter__ = _refuse
-    __float__ = __index__ = __getitem__ = _refuse
-
-    def __repr__(self) -> str:
-        return "<missing cotangent>"
-
-
 class _Rules:
     """The JVP and VJP of a custom op, each given or derived from the other; every result
     of a user rule is checked (None, shape, dtype) before it enters a graph."""
@@ -590,7 +567,7 @@ class _Rules:
                 out.append(None)
             elif ct is None:
                 # an error only if reverse mode needs this input's cotangent
-                out.append(_MissingCotangent(self._missing(x, i, "which is differentiated")))
+                out.append(MissingCotangent(self._missing(x, i, "which is differentiated")))
             else:
                 out.append(self._check_cotangent(ct, x, i))
         return tuple(out)
@@ -653,12 +630,10 @@ class _Rules:
 
     def _derived_vjp(self, g, primals, ans, decided):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
-        body = getattr(self.user_jvp, "body", None)
-        if body is not None and any(k[0] == IdentityKey(self) and k[1] == "vjp"
-                                    for k in getattr(_BUILDING, "keys", ())):
-            # the JVP rule applies the op to the tangents (a linear use): that use's VJP is
-            # its function's, differentiated (as JAX inlines the function there)
-            return self._body_vjp(body, g, primals, ans)
+        body_vjp = getattr(self.user_jvp, "body_vjp", None)  # (the JVP rule applies the op
+        if body_vjp is not None and any(k[:2] == (IdentityKey(self), "vjp")  # to tangents)
+                                        for k in getattr(_BUILDING, "keys", ())):
+            return body_vjp(g, primals)
         diff = [i for i, p in enumerate(primals) if is_float_value(p)]
         avals, anss = [_aval(p) for p in primals], self._outs(ans)
         ans_avals = [_aval(a) for a in anss]
@@ -673,15 +648,6 @@ class _Rules:
         for i, ct in zip(diff, outs[len(anss):]):
             cts[i] = ct
         return cts
-
-    def _body_vjp(self, body, g, primals, ans):
-        avals, anss = [_aval(p) for p in primals], self._outs(ans)
-        xp = _xp_of(primals, anss)
-        key = (IdentityKey(self), "body vjp", aval_key(avals), getattr(xp, "__name__", ""))
-        graph = PROGRAMS.get_or_build((DERIVED, *key), lambda: vjp_graph(
-            trace_to_graph(body, avals, xp, name=f"{self.name}_body")[0]))
-        outs = iter(eval_graph(graph, [*primals, *self._outs(g)])[len(anss):])
-        return [next(outs) if is_float_value(p) else None for p in primals]
 
     def _transpose_pushforward(self, avals, ans_avals, diff, xp, decided):
         n, k = len(avals), len(diff)

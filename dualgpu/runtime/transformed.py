@@ -40,7 +40,8 @@ from ..base import tree as pytree
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
-from ..core.trace import Tracer, current_builder, substitute_tree, thread_state
+from ..core.substitution import substitute_tree
+from ..core.trace import Tracer, current_builder, thread_state
 from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
@@ -400,8 +401,7 @@ class Transformed(SelfTracing):
                         if fast.template is None:
                             return self.finish(program, fast.layout, outs)
                         return place_results(fast.template, outs)
-        if getattr(thread_state, "subs", None):  # inside a closure-converted custom rule
-            args, kwargs = substitute_tree((args, kwargs))
+        args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
         if sig.dask or is_dask_array(extra):  # per-chunk programs over Dask arrays
@@ -581,8 +581,7 @@ class Transformed(SelfTracing):
     def _analysed(self, args: tuple, kwargs: dict, what: str) -> Signature:
         """The signature of a call that is not run (:meth:`graph`, :meth:`source`), its extra
         inputs checked; Dask arrays are refused (their programs are built per chunk)."""
-        if getattr(thread_state, "subs", None):  # inside a closure-converted custom rule
-            args, kwargs = substitute_tree((args, kwargs))
+        args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
         if sig.dask or is_dask_array(extra):
