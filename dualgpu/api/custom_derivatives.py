@@ -28,10 +28,12 @@ from ..base import tree as pytree
 from ..base.cache import PROGRAMS, IdentityKey
 from ..core.ir import Aval
 from ..core.primitives import bump_registry_version
+from ..core.substitution import substitute_tree
 from ..core.trace import UNDECIDED, Concretize, Tracer, trace_to_graph
 from ..errors import (
     ArgumentTypeError,
     DualgpuError,
+    EscapedTracerError,
     MissingRuleError,
     ShapeMismatchError,
     TracerControlFlowError,
@@ -43,7 +45,9 @@ from ..runtime.guards import collect_guards
 from ..runtime.signature import static_key
 from ..runtime.tracing import name_of
 from . import differentiation
+from .custom_closures import closed_tracers, closure_converted
 from .custom_op import CustomOp, aval_key, aval_of, custom_op, is_float_value, is_value
+from .linearization import vjp
 
 __all__ = ["custom_jvp", "custom_vjp"]
 CUSTOM_DERIVATIVE_OP = "custom_jvp/custom_vjp op"  # the kind of its entries of the one cache
@@ -58,6 +62,7 @@ class _CustomFunction:
     applied as one custom op per (static values, operand structure)."""
 
     kind = "custom"
+    closed = 0  # a closure-converted copy: its last ``closed`` arguments are closed over
 
     def __init__(self, fun: Callable, nondiff_argnums=(), nondiff_argnames=()):
         if not callable(fun):
@@ -109,21 +114,26 @@ class _CustomFunction:
         raise NotImplementedError
 
     def __call__(self, *args, **kwargs):
-        if kwargs:  # JAX resolves keywords to positions by the function's signature
-            try:
-                bound = inspect.signature(self.fun).bind(*args, **kwargs)
-            except (TypeError, ValueError) as e:
-                raise DualgpuError(f"{self.kind} function {self.__name__}: {e}") from None
-            args = bound.args + tuple(bound.kwargs.values())
+        args, kwargs = substitute_tree((args, kwargs))  # a call inside a converted closure
+        args = self._resolve(args, kwargs)
         if not self._rules_given():
             raise MissingRuleError(self._missing_rules())
+        if not self.closed:  # traced values it closes over: extra operands (JAX's closures)
+            closed = closed_tracers(self._closure_fns(), _CustomFunction)
+            extra = substitute_tree(closed)  # (in a converted closure: the values it reads)
+            if closed and all(not isinstance(v, Tracer) or v._builder.alive for v in extra):
+                return self._converted(len(args), closed)(*args, *extra)
         nums = self._nondiff_positions(args)
         nondiff = tuple(args[i] for i in nums)
         for i, a in zip(nums, nondiff):
             if isinstance(a, np.generic):  # a NumPy scalar: hashable, keyed by value and dtype
                 continue
-            if isinstance(a, Tracer) or hasattr(a, "__array_namespace__") or (
-                    hasattr(a, "shape") and hasattr(a, "dtype")):
+            traced = [x for x in pytree.leaves(a) if isinstance(x, Tracer)]
+            if traced:  # JAX: an UnexpectedTracerError naming the custom function
+                raise EscapedTracerError(f"{self.kind} function {self.__name__}: argument {i} "
+                                         f"is in nondiff_argnums but is "
+                                         f"{_not_static(traced[0])}")
+            if hasattr(a, "__array_namespace__") or (hasattr(a, "shape") and hasattr(a, "dtype")):
                 raise DualgpuError(f"{self.kind} function {self.__name__}: argument {i} is "
                                    f"in nondiff_argnums but is {_not_static(a)}")
         diff_args = tuple(a for i, a in enumerate(args) if i not in nums)
@@ -145,6 +155,48 @@ class _CustomFunction:
             return pytree.unflatten(out_tree, list(multi(*leaves)))
         finally:
             shape.operands = outer
+
+    def _closure_fns(self) -> tuple:
+        raise NotImplementedError
+
+    def _converted(self, n: int, extra: list) -> _CustomFunction:
+        """The closure-converted copy of this function for ``n`` arguments and the traced
+        values ``extra`` (kept per function: repeated calls reuse its op)."""
+        convs = self.__dict__.setdefault("_convs", {})
+        key = (n, self._rules_version, tuple(id(t) for t in extra))
+        conv = convs.get(key)
+        if conv is None:
+            if len(convs) > 16:
+                convs.clear()
+            conv = convs[key] = closure_converted(self, n, extra)
+            conv.__dict__.pop("_convs", None)
+        return conv
+
+    def _resolve(self, args: tuple, kwargs: dict) -> tuple:
+        """The call's arguments as positions, by the function's signature (defaults filled
+        in), as JAX: a missing argument or a keyword-only one passed is a ``TypeError``."""
+        try:
+            sig = inspect.signature(self.fun)
+        except (TypeError, ValueError):  # no signature (a builtin): positions as given
+            if kwargs:
+                raise ArgumentTypeError(f"{self.kind} function {self.__name__}: keyword "
+                                        f"arguments {sorted(kwargs)} need a function with a "
+                                        "signature") from None
+            return args
+        try:
+            bound = sig.bind(*args, **kwargs)
+            if kwargs:  # the positions before a keyword's: their defaults (not a ufunc's out)
+                bound.apply_defaults()
+            passed = [k for k in bound.kwargs if k in kwargs]
+            if passed:
+                raise TypeError("The following keyword arguments could not be resolved to "
+                                f"positions: {', '.join(passed)}")
+        except TypeError as e:
+            raise ArgumentTypeError(
+                f"The input arguments to the {self.kind}-decorated function {self.__name__} "
+                "could not be resolved to positional-only arguments. Binding failed with the "
+                f"error:\n{e}") from None
+        return bound.args
 
     def _nondiff_positions(self, args: tuple) -> tuple:
         """The positions of the static arguments of this call."""
@@ -350,7 +402,27 @@ class _JvpRule:
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
 
+    def body(self, *leaves):
+        """The function on the op's operands: its VJP serves a use of the op inside this
+        rule (on the tangents, a linear use), as JAX inlines the function there."""
+        return rebind_function(self.owner.fun)(*self.merge.args(leaves))
+
+    def body_vjp(self, g, primals):
+        return _body_vjp(self.body, g, primals)
+
+    @property
+    def symbolic_zeros(self) -> bool:
+        """A closure-converted function's rule is told which tangents are zero (None)."""
+        return bool(self.owner.closed)
+
     def __call__(self, primals, tangents, ans, out_tree=None):
+        k = self.owner.closed
+        if k:
+            if any(t is not None for t in tangents[len(tangents) - k:]):
+                raise EscapedTracerError(_DIFFERENTIATED.format(self.owner.kind,
+                                                               self.owner.__name__))
+            tangents = [zeros_like(p) if t is None and is_float_value(p) else t
+                        for p, t in zip(primals, tangents)]
         rule = rebind_function(self.owner.jvp)
         res = rule(*self.nondiff, self.merge.diff_args(primals), self.merge.diff_args(tangents))
         if not isinstance(res, (tuple, list)) or len(res) != 2:
@@ -371,6 +443,12 @@ class _JvpRule:
         return tuple(t if is_float_value(a) else None for t, a in zip(t_leaves, ans))
 
 
+_DIFFERENTIATED = (
+    "{0} function {1} closes over a traced value (read from an enclosing function, not "
+    "passed to it) that is differentiated: its rule says nothing about that value's "
+    "derivative, as JAX refuses it (UnexpectedTracerError). Pass the value as an argument.")
+
+
 class _TreeRule:
     """The rule of the op of a function returning a pytree ``out_tree``: the function's
     rule told the output's structure."""
@@ -381,9 +459,20 @@ class _TreeRule:
 
     def __init__(self, rule, out_tree):
         self.rule, self.out_tree = rule, out_tree
+        self.symbolic_zeros = getattr(rule, "symbolic_zeros", False)
+        self.closed_message = getattr(rule, "closed_message", None)
+        if hasattr(rule, "body"):
+            body = lambda *leaves: tuple(pytree.leaves(rule.body(*leaves)))  # noqa: E731
+            self.body_vjp = lambda g, primals: _body_vjp(body, g, tuple(primals))
 
     def __call__(self, *args):
         return self.rule(*args, out_tree=self.out_tree)
+
+
+def _body_vjp(body, g, primals) -> list:
+    """The cotangents of a function's operands, by differentiating its body."""
+    _, pullback = vjp(body, *primals)
+    return [c if is_float_value(p) else None for c, p in zip(pullback(g), primals)]
 
 
 class _VjpRule:
@@ -397,6 +486,12 @@ class _VjpRule:
 
     def __init__(self, owner, nondiff: tuple, merge: _Merge):
         self.owner, self.nondiff, self.merge = owner, nondiff, merge
+
+    def closed_message(self, i: int) -> str | None:
+        """Why input ``i`` of the op has no cotangent, if it is a closed-over value."""
+        if not self.owner.closed or i < self.merge.tree.num_leaves - self.owner.closed:
+            return None
+        return _DIFFERENTIATED.format(self.owner.kind, self.owner.__name__)
 
     def __call__(self, g, primals, ans, out_tree=None):
         name = self.owner.__name__
@@ -419,18 +514,58 @@ class _VjpRule:
                 f"a tuple of {len(diff_args)} cotangent(s), one per differentiable argument")
         out: list = []
         for i, (ct, arg) in enumerate(zip(cts, diff_args)):
-            arg_leaves, arg_tree = pytree.flatten(arg)
-            if ct is None:
-                out += [zeros_like(a) if is_float_value(a) else None for a in arg_leaves]
-                continue
-            ct_leaves, ct_tree = pytree.flatten(ct)
-            if ct_tree != arg_tree:
+            ct_leaves = _cotangent_leaves(ct, arg)
+            if ct_leaves is None:
                 raise ShapeMismatchError(
                     f"the bwd rule of custom_vjp function {name} returned a cotangent of "
-                    f"structure {ct_tree} for differentiable argument {i}, which has "
-                    f"structure {arg_tree}")
+                    f"structure {pytree.structure(ct)} for differentiable argument {i}, "
+                    f"which has structure {pytree.structure(arg)}")
+            paths = pytree.leaf_paths(pytree.structure(arg))
+            for c, a, path in zip(ct_leaves, pytree.leaves(arg), paths):
+                _check_cotangent_shape(c, a, f"output[{i}]{path}", name)
             out += ct_leaves
+        if self.owner.closed:  # no cotangent for a closed-over value: needing one raises
+            out[len(out) - self.owner.closed:] = [None] * self.owner.closed
         return tuple(out)
+
+
+def _type_word(x) -> str:
+    a = aval_of(x)
+    return f"{np.dtype(a.dtype).name}[{','.join(str(n) for n in a.shape)}]"
+
+
+def _check_cotangent_shape(ct, arg, where: str, name: str) -> None:
+    """JAX's error for a cotangent whose shape is not its argument's (one that broadcasts to
+    it is summed down by the custom op)."""
+    if ct is None or not is_value(ct):
+        return
+    src, dst = tuple(aval_of(ct).shape), tuple(aval_of(arg).shape)
+    if len(src) <= len(dst) and all(s in (d, 1) for s, d in zip(reversed(src), reversed(dst))):
+        return
+    raise ShapeMismatchError(
+        "Custom VJP bwd rule must produce an output with the same shape/dtypes as the args "
+        f"tuple of the primal function. At {where} the bwd rule attached to {name} produced "
+        f"an output of type {_type_word(ct)} corresponding to an input of type "
+        f"{_type_word(arg)}")
+
+
+def _cotangent_leaves(ct, arg) -> list | None:
+    """The leaves of the cotangent ``ct`` of ``arg``, a None anywhere in ``ct`` standing for
+    the zeros of that whole subtree of ``arg`` (as JAX); None where the structures differ."""
+    if ct is None:
+        return [zeros_like(a) if is_float_value(a) else None for a in pytree.leaves(arg)]
+    a_parts, c_parts = pytree.node_parts(arg), pytree.node_parts(ct)
+    if a_parts is None:
+        return [ct] if c_parts is None else None
+    if c_parts is None or c_parts[:2] != a_parts[:2] or len(c_parts[2]) != len(a_parts[2]):
+        return None
+    out: list = []
+    for c, a in zip(c_parts[2], a_parts[2]):
+        leaves = _cotangent_leaves(c, a)
+        if leaves is None:
+            return None
+        out += leaves
+    return out
 
 
 class custom_jvp(_CustomFunction):
@@ -491,6 +626,9 @@ class custom_jvp(_CustomFunction):
     def _rules_given(self) -> bool:
         return self.jvp is not None
 
+    def _closure_fns(self) -> tuple:
+        return (self.fun, self.jvp)
+
     def _missing_rules(self) -> str:
         return (f"custom_jvp function {self.__name__} has no JVP rule yet: give it with "
                 f"@{self.__name__}.defjvp before calling it")
@@ -541,6 +679,9 @@ class custom_vjp(_CustomFunction):
 
     def _rules_given(self) -> bool:
         return self.fwd is not None
+
+    def _closure_fns(self) -> tuple:
+        return (self.fun, self.fwd, self.bwd)
 
     def _missing_rules(self) -> str:
         return (f"custom_vjp function {self.__name__} has no rules yet: give them with "

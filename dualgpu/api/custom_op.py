@@ -54,6 +54,7 @@ from ..runtime.guards import cached_guarded
 from ..transforms.vjp import vjp_graph
 from . import differentiation
 from .custom_decisions import decide, replaying
+from .missing_cotangent import MissingCotangent
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -442,30 +443,6 @@ def _describe(x) -> str:
     return f"{np.dtype(a.dtype).name}{list(a.shape)}"
 
 
-class _MissingCotangent:
-    """What a VJP's ``None`` becomes for a floating-point input: harmless while that input
-    is not differentiated (reverse mode skips it), one clear error as soon as it is used."""
-
-    __slots__ = ("_message",)
-
-    def __init__(self, message: str):
-        object.__setattr__(self, "_message", message)
-
-    def _refuse(self, *args, **kwargs):
-        raise DualgpuError(object.__getattribute__(self, "_message"))
-
-    def __getattr__(self, name):
-        self._refuse()
-
-    __array__ = __array_ufunc__ = __array_function__ = _refuse
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
-    __truediv__ = __rtruediv__ = __neg__ = __bool__ = __len__ = __iter__ = _refuse
-    __float__ = __index__ = __getitem__ = _refuse
-
-    def __repr__(self) -> str:
-        return "<missing cotangent>"
-
-
 class _Rules:
     """The JVP and VJP of a custom op, each given or derived from the other; every result
     of a user rule is checked (None, shape, dtype) before it enters a graph."""
@@ -506,8 +483,9 @@ class _Rules:
         return decide(args, rules_for, self.branch_free)
 
     def _call_jvp(self, primals, tangents, ans, decided=()):
-        ts = [zeros_like(p) if t is None and is_float_value(p) else t
-              for p, t in zip(primals, tangents)]
+        ts = list(tangents) if getattr(self.user_jvp, "symbolic_zeros", False) else [
+            zeros_like(p) if t is None and is_float_value(p) else t
+            for p, t in zip(primals, tangents)]
         with replaying(decided, "jvp", primals):
             t = _user_call(self.name, "jvp rule", rebind_function(self.user_jvp),
                            tuple(primals), tuple(ts), ans)
@@ -577,6 +555,9 @@ class _Rules:
         return unbroadcast(ct, _aval(x))
 
     def _missing(self, x, i, why: str) -> str:
+        closed = getattr(self.user_vjp, "closed_message", None)  # a converted closure's
+        if closed is not None and closed(i) is not None:
+            return closed(i)
         return (f"the vjp rule of custom op {self.name!r} returned None for input {i} "
                 f"({_describe(x)}), {why}: return its cotangent (np.zeros_like(primals[{i}]) "
                 "if it is truly zero)")
@@ -603,7 +584,7 @@ class _Rules:
                 out.append(None)
             elif ct is None:
                 # an error only if reverse mode needs this input's cotangent
-                out.append(_MissingCotangent(self._missing(x, i, "which is differentiated")))
+                out.append(MissingCotangent(self._missing(x, i, "which is differentiated")))
             else:
                 out.append(self._check_cotangent(ct, x, i))
         return tuple(out)
@@ -663,6 +644,10 @@ class _Rules:
 
     def _derived_vjp(self, g, primals, ans, decided):
         """Transpose the pushforward: J^T g = (t -> J t)^T g."""
+        body_vjp = getattr(self.user_jvp, "body_vjp", None)  # (the JVP rule applies the op
+        if body_vjp is not None and any(k[:2] == (IdentityKey(self), "vjp")  # to tangents)
+                                        for k in getattr(_BUILDING, "keys", ())):
+            return body_vjp(g, primals)
         diff = [i for i, p in enumerate(primals) if is_float_value(p)]
         avals, anss = [_aval(p) for p in primals], self._outs(ans)
         ans_avals = [_aval(a) for a in anss]

@@ -418,6 +418,8 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype")
 
     def __init__(self, shape, dtype):
+        if dtype is None:  # np.dtype(None) would be float64
+            raise InvalidArgumentError("ShapeDtypeStruct: dtype must be specified")
         if any(d is None for d in shape):
             raise InvalidArgumentError(f"ShapeDtypeStruct: `shape` {tuple(shape)} cannot have "
                                        "None (dualgpu's shapes are concrete)")

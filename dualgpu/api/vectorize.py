@@ -12,6 +12,7 @@ batches its pushforward over the columns (one forward pass, as wide as the input
 """
 from __future__ import annotations
 
+import collections
 import inspect
 from collections.abc import Callable
 
@@ -168,12 +169,12 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     in_axes = b.in_axes
     if isinstance(in_axes, (tuple, list)):
         if len(in_axes) != len(args):
-            kw = (f"; it was called with keyword arguments {sorted(kwargs)}, which the entries "
-                  "of a tuple in_axes never correspond to: keyword arguments are always mapped "
-                  "along their axis 0" if kwargs else "")
-            raise InvalidArgumentError(f"vmap: in_axes has {len(in_axes)} entries but "
-                                       f"{name_of(b.fn)} got {len(args)} positional "
-                                       f"argument(s){kw}")
+            kw = (f". Note that the function was called with keyword arguments "
+                  f"{sorted(kwargs)}, which the entries of a tuple in_axes never correspond "
+                  "to: keyword arguments are always mapped along their axis 0" if kwargs else "")
+            raise InvalidArgumentError(f"vmap of {name_of(b.fn)}: in_axes is a tuple of entries "
+                                       "for the positional arguments, but got "
+                                       f"len(in_axes)={len(in_axes)}, len(args)={len(args)}{kw}")
         per_arg = list(in_axes)
     else:
         per_arg = [in_axes] * len(args)
@@ -188,14 +189,15 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
         trees.append(tree)
         axes += _axes_for_leaves(spec, a, f"in_axes[{i}]" if isinstance(
             in_axes, (tuple, list)) else "in_axes")
-        owner += [f"argument {i}"] * len(flat)
+        owner += [f"{_arg_word(b.fn, i)}{p}" for p in pytree.leaf_paths(tree)]
     flat, tree = pytree.flatten(kwargs) if kwargs else ([], None)
     leaves += flat
     trees.append(tree)
     axes += [0 if isinstance(x, Tracer) else None for x in flat]  # keywords: axis 0, as JAX
-    owner += ["a keyword argument"] * len(flat)
+    owner += [f"kwargs{p}" for p in pytree.leaf_paths(tree)] if tree is not None else []
 
-    size, size_from = b.axis_size, "axis_size"
+    size = b.axis_size
+    mapped: list[tuple[int, int, str]] = []  # (size, axis, which leaf) of each mapped leaf
     positions: list[int] = []
     inputs: list = []
     in_dims: list[int | None] = []
@@ -219,19 +221,14 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
                 f"vmap: {owner[j]} is mapped along axis {axis}, but a leaf of it is 0-d "
                 "(nothing to map over); give it the axis None")
         d = _normalize_axis(axis, leaf.ndim, f"the axis of {owner[j]}")
-        n = leaf.shape[d]
-        if size is None:
-            size, size_from = n, owner[j]
-        elif n != size:
-            first = (f"axis_size is {size}" if size_from == "axis_size" else
-                     f"{size_from} has {size} examples along its mapped axis")
-            raise ShapeMismatchError(
-                f"vmap got inconsistent sizes for the axes to be mapped (they disagree): "
-                f"{first}, but {owner[j]} has {n} (shape {tuple(leaf.shape)}, axis {d})")
+        mapped.append((leaf.shape[d], d, f"{owner[j]} of type {_type_word(leaf)}"))
         in_dims.append(d)
         shape = list(leaf.shape)
         del shape[d]
         avals.append(Aval(tuple(shape), leaf.dtype))
+    _check_sizes(mapped, size)
+    if mapped and size is None:
+        size = mapped[0][0]
     if size is None:
         raise InvalidArgumentError(
             f"vmap of {name_of(b.fn)}: no argument is mapped (every in_axes is None or the "
@@ -251,6 +248,38 @@ def _batched_call(b: _Batched, args: tuple, kwargs: dict):
     batched, _ = batch_graph(graph, in_dims + [None] * len(captured), size, out_dims)
     outs = eval_graph(batched, inputs + captured)
     return pytree.unflatten(out_tree, outs)
+
+
+def _arg_word(fn, i: int) -> str:
+    """``argument x1`` (the parameter's name) or ``args[3]`` (a ``*args`` entry), as JAX."""
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return f"argument {names[i]}" if i < len(names) else f"args[{i}]"
+
+
+def _type_word(leaf) -> str:
+    return f"{np.dtype(leaf.dtype).name}[{','.join(str(n) for n in leaf.shape)}]"
+
+
+def _check_sizes(mapped: list, axis_size: int | None) -> None:
+    """JAX's message for mapped axes of different sizes: each size, how many axes have it
+    and one of them (``vmap got inconsistent sizes for array axes to be mapped: ...``)."""
+    sizes = {n for n, _, _ in mapped} | ({axis_size} if axis_size is not None else set())
+    if len(sizes) <= 1:
+        return
+    counts = collections.Counter(n for n, _, _ in mapped)
+    lines = ["vmap got inconsistent sizes for array axes to be mapped:"]
+    if axis_size is not None:
+        lines.append(f"  * the `axis_size` argument was {axis_size};")
+    for k, (n, ct) in enumerate(counts.most_common()):
+        _, d, where = next(m for m in mapped if m[0] == n)
+        lines.append(f"  * one axis had size {n}: axis {d} of {where};" if ct == 1 else
+                     f"  * {'most' if k == 0 else 'some'} axes ({ct} of them) had size {n}, "
+                     f"e.g. axis {d} of {where};")
+    raise ShapeMismatchError("\n".join(lines)[:-1])
 
 
 def _out_dims(out_axes, out_tree, graph: Graph) -> list:

@@ -381,8 +381,8 @@ def flatten_up_to(treedef: TreeDef, tree: Any, what: str) -> list:
                 or len(parts[2]) != len(t.children):
             found = "a leaf" if parts is None else str(structure(x))
             raise InvalidArgumentError(
-                f"{what} has {found} at {path or 'its root'}, where the first tree has "
-                f"{t}: the trees must have the same structure")
+                f"pytree structure error: {what} has {found} at {path or 'its root'}, where "
+                f"the first tree has {t}: the trees must have the same structure")
         paths = leaf_paths(TreeDef(t.kind, t.meta, (LEAF,) * len(t.children)))
         stack.extend((c, v, path + p) for c, v, p in
                      reversed(list(zip(t.children, parts[2], paths))))
@@ -423,3 +423,16 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
         return unflatten(treedef, parts)
 
     return vector, unravel
+
+
+def map(fn: Callable, tree: Any, *rest: Any,  # noqa: A001  (JAX's jax.tree.map)
+        is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """:func:`tree_map` by the name of JAX's ``jax.tree.map`` (defined last: no function of
+    this module calls the builtin ``map``).
+
+    Example::
+
+        >>> dg.tree.map(lambda a: 2 * a, {"w": 1.0, "b": [2.0]})
+        {'b': [4.0], 'w': 2.0}
+    """
+    return tree_map(fn, tree, *rest, is_leaf=is_leaf)

@@ -151,7 +151,9 @@ def compile_python(graph: Graph, xp, fn_name: str | None = None, arrays: bool = 
     namespace = {"xp": xp, "ops": OpsNamespace(xp), **consts}
     code = compile(src, f"<dualgpu generated {graph.name}>", "exec")
     exec(code, namespace)  # the source is built from registry templates only
-    fn = namespace[naming.function_name(fn_name or graph.name)]
+    # popped: a function in its own globals is a cycle, and its constants (closed-over
+    # arrays) would wait for the cycle collector instead of going with the program
+    fn = namespace.pop(naming.function_name(fn_name or graph.name))
     fn.__dualgpu_source__ = src
     return fn
 

@@ -8,7 +8,6 @@ tracing namespace (:mod:`dualgpu.frontend.namespace`).
 """
 from __future__ import annotations
 
-import dis
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -30,9 +29,19 @@ from ..errors import (
     no_matrix,
     user_location,
 )
+from .conversions import (
+    LOAD_SUBSCR,
+    STORE_SUBSCR,
+    UNDECIDED,  # noqa: F401  (re-exported: the concretize protocol's answer)
+    executing,
+    index_error,
+    no_concrete,
+    store_error,
+)
 from .encode import TRACER_TYPES, check_equation
 from .flags import Flag
 from .ir import Atom, Aval, Const, Eqn, Graph, Literal, Var
+from .substitution import SUBSTITUTIONS, substitute
 
 # an op of the registry (dualgpu.core.primitives, a layer above this one, which binds here)
 Primitive = Any
@@ -80,6 +89,10 @@ class GraphBuilder:
 
     def atom(self, value: Any, prim_name: str) -> Atom:
         if isinstance(value, Tracer):
+            if value._builder is not self and getattr(SUBSTITUTIONS, "pairs", None):
+                value = substitute(value)
+                if not isinstance(value, Tracer):
+                    return self.atom(value, prim_name)
             if value._builder is not self:
                 if self.captured is not None and self._encloses(value._builder):
                     return self._capture(value)
@@ -210,6 +223,8 @@ thread_state = threading.local()
 
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict) -> Any:
+    if getattr(SUBSTITUTIONS, "pairs", None):
+        args = [substitute(a) for a in args]
     builder: GraphBuilder | None = None
     for a in args:
         if isinstance(a, Tracer) and a._builder is not builder:
@@ -246,7 +261,6 @@ def _encloses(inner: GraphBuilder, outer: GraphBuilder) -> bool:
     return False
 
 
-UNDECIDED = object()  # what a trace's ``concretize`` answers for a value it does not give
 
 
 class Concretize:
@@ -263,58 +277,6 @@ class Concretize:
         raise NotImplementedError
 
 
-def _no_concrete(what: str, hint: str, placeholder: Any = None,
-                 kind: str | None = None) -> Callable[..., Any]:
-    """A conversion method that refuses (unless the trace knows values: its
-    ``concretize``). With a ``placeholder``, a conversion made by a NumPy array's item
-    assignment (``out[0] = tracer``) returns it instead, and the trace fails once the traced
-    function returns (NumPy would replace our error by its own "setting an array element
-    with a sequence")."""
-    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
-        if placeholder is not None and _executing(sys._getframe(1), _STORE_SUBSCR):
-            self._builder.defer_error(_store_error(user_location()))
-            return placeholder
-        hook = self._builder.concretize
-        if hook is not None and kind is not None and not args and not kwargs:
-            value = hook(self, kind)
-            if value is not UNDECIDED:
-                return value
-        raise TracerControlFlowError(
-            f"{what} of a traced value at {user_location()}: the value is not known while "
-            f"dualgpu traces the function. {hint}")
-
-    return method
-
-
-_STORE_SUBSCR = frozenset({dis.opmap["STORE_SUBSCR"]})  # a[k] = v
-_LOAD_SUBSCR = frozenset(dis.opmap[n] for n in ("BINARY_SUBSCR", "BINARY_SLICE") if n in dis.opmap)
-
-
-def _executing(frame: FrameType, ops: frozenset[int]) -> bool:
-    """True when ``frame`` (the caller of a conversion method) is executing one of ``ops``:
-    ``a[k] = v`` or ``a[k]`` (a NumPy array indexed with a traced value: NumPy converts it)."""
-    code = frame.f_code.co_code
-    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] in ops
-
-
-def _index_error(location: str) -> TracerControlFlowError:
-    return TracerControlFlowError(
-        f"a NumPy array was indexed with a traced index at {location} (a[i] with i computed "
-        "from traced values): NumPy's indexing converts the index to concrete numbers, "
-        "which a traced value does not have. An array the function reads from a global, a "
-        "closure or a default value is indexed by traced indices as it is; for an array "
-        "made inside the function, gather with np.take(a, i, axis=k) (one axis at a time), "
-        "or index a traced array (an argument of the function, or a result of np.* on "
-        "traced values).")
-
-
-def _store_error(location: str) -> TracerControlFlowError:
-    return TracerControlFlowError(
-        f"a traced value was written into a NumPy array (out[...] = value) at {location}: "
-        "a NumPy array holds concrete numbers, so the value and its derivatives would be "
-        "lost. Build the array from traced values instead: np.stack([...]) or "
-        "np.concatenate([...]) of the pieces, or np.where(mask, value, out) to replace "
-        "entries (dualgpu has no index-update API such as .at[].set).")
 
 
 _MATH_HINT = ("math-module functions (math.sin, math.exp, ...) take Python floats: use "
@@ -381,21 +343,21 @@ class Tracer:
         return f"Tracer<{self._var.aval.str_short()}>"
 
     # ------------------------------------------------------------ refusals
-    __bool__ = _no_concrete(
+    __bool__ = no_concrete(
         "bool() (an `if`, `while`, `and`/`or` or assert)",
         "Use np.where(cond, a, b) to select values instead of branching on them.", kind="bool")
-    __float__ = _no_concrete("float() (or a math-module function; try x.astype(float))",
+    __float__ = no_concrete("float() (or a math-module function; try x.astype(float))",
                              "Keep the value as an array; " + _MATH_HINT, float("nan"), "float")
-    __int__ = _no_concrete("int()", "Shapes are static: use x.shape (or try x.astype(int)).",
+    __int__ = no_concrete("int()", "Shapes are static: use x.shape (or try x.astype(int)).",
                            0, "int")
-    __index__ = _no_concrete("int()", "Shapes are static: use x.shape instead of values.",
+    __index__ = no_concrete("int()", "Shapes are static: use x.shape instead of values.",
                              kind="index")
-    __complex__ = _no_concrete("complex() (or a cmath-module function)",
+    __complex__ = no_concrete("complex() (or a cmath-module function)",
                                "Keep the value as an array (try x.astype(complex)); "
                                + _MATH_HINT, complex("nan"), "complex")
-    item = _no_concrete(".item()", "Keep the value as an array.", kind="item")
-    tolist = _no_concrete(".tolist()", "Keep the value as an array.")
-    get = _no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
+    item = no_concrete(".item()", "Keep the value as an array.", kind="item")
+    tolist = no_concrete(".tolist()", "Keep the value as an array.")
+    get = no_concrete(".get() (a device-to-host copy)", "Return the value instead.")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         if _sparse_probe():
@@ -404,10 +366,10 @@ class Tracer:
             box = np.empty((), dtype=object)
             box[()] = self
             return box
-        if _executing(sys._getframe(1), _STORE_SUBSCR):
-            raise _store_error(user_location())
-        if _executing(sys._getframe(1), _LOAD_SUBSCR):
-            raise _index_error(user_location())
+        if executing(sys._getframe(1), STORE_SUBSCR):
+            raise store_error(user_location())
+        if executing(sys._getframe(1), LOAD_SUBSCR):
+            raise index_error(user_location())
         raise _conversion_error(sys._getframe(1))
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -667,6 +629,7 @@ def trace_to_graph(fn: Callable, avals: Sequence[Aval], xp: ModuleType, *, name:
         raise
     finally:
         builder.alive = False
+        builder.concretize = None  # (it refers to the builder: no cycle keeps the consts)
         stack.pop()
     inputs = [t._var for t in tracers] + list(builder.captured_vars.values())
     names = list(input_names) if input_names else None

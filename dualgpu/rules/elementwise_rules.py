@@ -42,6 +42,11 @@ def _loop_dtype(ufunc, name: str, avals) -> np.dtype | None:
         return ufunc.resolve_dtypes(operands + (None,) * ufunc.nout)[ufunc.nin]
     except TypeError as e:
         kinds = ", ".join(str(a.dtype) for a in avals)
+        if any(a.dtype.kind == "V" for a in avals):  # JAX's float0: a gradient of no values
+            raise ArgumentTypeError(f"numpy.{ufunc.__name__} of {kinds}: float0s do not support "
+                                    "any operations by design (a float0 array is the gradient "
+                                    "of an integer input, it holds no values) (at "
+                                    f"{user_location()})") from None
         raise ArgumentTypeError(f"numpy.{ufunc.__name__} of {kinds}: NumPy has no loop for "
                                 f"these types ({e}) (at {user_location()})") from None
 

@@ -37,6 +37,7 @@ from ..errors import (
     BackendMismatchError,
     DualgpuError,
     IntegerInputError,
+    InvalidArgumentError,
 )
 from ..frontend.numpy.random import is_source, source_type
 from ..frontend.scipy.sparse import SparseArgs, is_sparse
@@ -487,7 +488,12 @@ FLOAT0 = np.dtype([("float0", np.void, 0)])  # JAX's dtype of integer inputs' gr
 def _plain_array(x: np.ndarray, i: int, what: str) -> np.ndarray:
     """An ndarray subclass as a plain array, or a refusal where its semantics differ
     (``np.matrix``'s ``*`` is a matrix product; masked arrays carry a mask)."""
-    if isinstance(x, (np.matrix, np.ma.MaskedArray)):
+    if isinstance(x, np.ma.MaskedArray):  # JAX's words, and its ValueError
+        raise InvalidArgumentError(
+            f"argument {i} of {what} is a MaskedArray: numpy masked arrays are not supported "
+            "as direct inputs (their mask would be dropped); pass np.asarray(x) after filling "
+            "or dropping the masked values")
+    if isinstance(x, np.matrix):
         raise DualgpuError(
             f"argument {i} of {what} is a {type(x).__name__}, whose operators differ from "
             "ndarray's; pass np.asarray(x) (masked arrays: fill or drop the masked values)")

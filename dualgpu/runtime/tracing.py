@@ -80,6 +80,9 @@ class FlatCall:
         args, kwargs = self.sig.rebuild(leaves_in, self.sources)
         out = rebind_function(self.fn)(*args, **kwargs)
         leaves, self.out_tree = pytree.flatten(out)
+        for k, leaf in enumerate(leaves):
+            if not _is_array_value(leaf):
+                raise ArgumentTypeError(_bad_output(self.fn, leaf, self.out_tree, k))
         if any(isinstance(leaf, SparseValue) for leaf in leaves):
             raise ArgumentTypeError(
                 f"{self.__name__} returns a sparse matrix from a traced function (dg.jit, "
@@ -88,6 +91,25 @@ class FlatCall:
                 "dg.sparse_hessian or dg.sparse_jacobian, call it outside dg.jit (it "
                 "compiles and caches its own program)")
         return leaves
+
+
+def _is_array_value(x: Any) -> bool:
+    """Whether an output leaf is a value a traced function may return: a traced value, a
+    number, an array (NumPy's, CuPy's, any with ``__array__`` or a shape and dtype)."""
+    return isinstance(x, (Tracer, SparseValue, int, float, complex, np.generic, np.ndarray)) \
+        or hasattr(x, "__array__") or hasattr(x, "__array_namespace__") \
+        or (hasattr(x, "shape") and hasattr(x, "dtype"))
+
+
+def _bad_output(fn: Any, leaf: Any, tree: pytree.TreeDef, k: int) -> str:
+    """JAX's words for an output that is no array: which function (and where), which
+    output component, which type."""
+    code = getattr(inspect.unwrap(fn), "__code__", None) if callable(fn) else None
+    where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+    path = pytree.leaf_paths(tree)[k]
+    return (f"function {name_of(fn)}{where} returned a value of type {type(leaf).__name__} at "
+            f"output component {path or '[]'}, which is not a valid JAX type: a traced "
+            "function returns arrays, Python scalars or pytrees of them")
 
 
 def rebindable(fn: Any) -> Any:

@@ -40,6 +40,7 @@ from ..base import tree as pytree
 from ..core.interpret import eval_graph
 from ..core.ir import Graph
 from ..core.primitives import registry_version
+from ..core.substitution import substitute_tree
 from ..core.trace import Tracer, current_builder, thread_state
 from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
 from ..frontend.numpy.random import source_states
@@ -263,7 +264,8 @@ class Transformed(SelfTracing):
                  batch_axes: Any = None):
         what = "dg.trace / dg.source / dg.jit" if self.kind == "jit" else f"dg.{self.kind}"
         if not callable(fn):
-            raise ArgumentTypeError(f"{what} expects a function, got {type(fn).__name__}")
+            raise ArgumentTypeError(f"{what} expects a function (Expected a callable value), "
+                                    f"got {type(fn).__name__}")
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             raise ArgumentTypeError(
                 f"{what}: {name_of(fn)} is a generator function (it yields): a traced function "
@@ -399,6 +401,7 @@ class Transformed(SelfTracing):
                         if fast.template is None:
                             return self.finish(program, fast.layout, outs)
                         return place_results(fast.template, outs)
+        args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
         if sig.dask or is_dask_array(extra):  # per-chunk programs over Dask arrays
@@ -578,6 +581,7 @@ class Transformed(SelfTracing):
     def _analysed(self, args: tuple, kwargs: dict, what: str) -> Signature:
         """The signature of a call that is not run (:meth:`graph`, :meth:`source`), its extra
         inputs checked; Dask arrays are refused (their programs are built per chunk)."""
+        args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
         if sig.dask or is_dask_array(extra):

@@ -116,7 +116,7 @@ def test_vmap_axis_size_maps_a_function_of_unmapped_arguments():
     np.testing.assert_allclose(out, np.tile(2 * x, (4, 1)))
     out = dg.vmap(lambda a, w: a * w, in_axes=(0, None), axis_size=2)(np.ones((2, 3)), x)
     np.testing.assert_allclose(out, np.stack([x, x]))
-    with pytest.raises(ValueError, match="axis_size is 3"):
+    with pytest.raises(ValueError, match="the `axis_size` argument was 3"):
         dg.vmap(np.sin, axis_size=3)(np.ones((2, 2)))
     with pytest.raises(ValueError, match="axis_size"):
         dg.vmap(np.sin, in_axes=None)(x)

@@ -225,13 +225,14 @@ def test_keyword_arguments_are_mapped_along_axis_0():
 
 def test_errors():
     x, y = np.ones((3, 2)), np.ones((4, 2))
-    with pytest.raises(dg.ShapeMismatchError, match="argument 0 has 3.*argument 1 has 4"):
+    with pytest.raises(dg.ShapeMismatchError,
+                       match=r"(?s)inconsistent sizes.*size 3: axis 0.*size 4: axis 0"):
         dg.vmap(np.add)(x, y)
     with pytest.raises(dg.DualgpuError, match="out of range"):
         dg.vmap(np.sin, in_axes=2)(x)
-    with pytest.raises(dg.DualgpuError, match="in_axes has 1 entries"):
+    with pytest.raises(dg.DualgpuError, match=r"len\(in_axes\)=1, len\(args\)=2"):
         dg.vmap(np.add, in_axes=(0,))(x, x)
-    with pytest.raises(dg.DualgpuError, match="argument 1 is mapped.*float"):
+    with pytest.raises(dg.DualgpuError, match="argument x2 is mapped.*float"):
         dg.vmap(np.multiply)(x, 2.0)
     with pytest.raises(dg.DualgpuError, match="no argument is mapped"):
         dg.vmap(np.sin, in_axes=None)(x)

@@ -157,6 +157,7 @@ from .reductions import (
 from .reductions import (
     amax,
     amin,
+    count_nonzero,
     cumprod,
     cumsum,
     mean,

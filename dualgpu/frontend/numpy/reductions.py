@@ -118,6 +118,12 @@ def any_(a, axis=None, keepdims=False):
     return equal(amax(a, axis=axis, keepdims=keepdims), True)
 
 
+def count_nonzero(a, axis=None, *, keepdims=False):
+    """``np.count_nonzero``: how many entries are not zero (an integer count, no
+    derivative)."""
+    return sum_(astype(not_equal(arraylike(a), 0), np.intp), axis=axis, keepdims=keepdims)
+
+
 def _empty_reduction(a, axis) -> bool:
     """Whether reducing ``a`` over ``axis`` reduces over no element."""
     shape = _shape(a)

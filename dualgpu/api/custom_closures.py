@@ -1,0 +1,141 @@
+"""Closure conversion of custom_jvp / custom_vjp functions (JAX's behaviour): a function or
+rule that closes over a traced value (``x`` of an enclosing ``vmap``, ``jit`` or ``grad``,
+read but not passed) is applied as a custom op whose extra operands are those values; the
+function and its rules, run later (the op's implementation, its derivative rules in a
+transform), read the operands in their place (:func:`dualgpu.core.trace.substituted`).
+
+A closed-over value that is differentiated (its tangent or cotangent is needed) is refused,
+as JAX refuses it: the rules say nothing about it.
+"""
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+from ..base import tree as pytree
+from ..core.substitution import substituted
+from ..core.trace import Tracer
+
+__all__ = ["closed_tracers", "closure_converted"]
+
+_CONTAINERS = (tuple, list, frozenset, set)
+
+
+def closed_tracers(fns: tuple, skip: type) -> list[Tracer]:
+    """The traced values that the functions ``fns`` close over (their closure cells and
+    defaults, those of the functions and ``functools.partial``\\ s found there, and the
+    containers among them), first seen first; other custom functions (``skip``) are not
+    entered: their own calls convert their closures."""
+    found: dict[int, Tracer] = {}
+    seen: set[int] = set()
+    stack = list(reversed(fns))
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, skip):
+            continue
+        seen.add(id(x))
+        if isinstance(x, Tracer):
+            found.setdefault(id(x), x)
+        elif isinstance(x, types.FunctionType):
+            inner = [c.cell_contents for c in x.__closure__ or () if _filled(c)]
+            inner += list(x.__defaults__ or ()) + list((x.__kwdefaults__ or {}).values())
+            stack.extend(reversed(inner))
+        elif isinstance(x, functools.partial):
+            stack.extend(reversed([x.func, *x.args, *x.keywords.values()]))
+        elif isinstance(x, _CONTAINERS):
+            stack.extend(reversed(list(x)))
+        elif isinstance(x, dict):
+            stack.extend(reversed(list(x.values())))
+    return list(found.values())
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018  (an empty cell raises)
+    except ValueError:
+        return False
+    return True
+
+
+def _swapped(value, originals: list, extra) -> Any:
+    """``value`` (a function's result) with each closed-over value returned as it is
+    replaced by its operand."""
+    subs = {id(t): v for t, v in zip(originals, extra)}
+    return pytree.tree_map(lambda x: subs.get(id(x), x) if isinstance(x, Tracer) else x, value)
+
+
+def _split(values, k: int) -> tuple:
+    values = tuple(values)
+    return values[:len(values) - k], values[len(values) - k:]
+
+
+class _Reads:
+    """``fn`` reading ``originals`` as the last ``k`` of its positional arguments."""
+
+    def __init__(self, fn: Callable, originals: list):
+        self.fn, self.originals = fn, originals
+        self.__name__ = getattr(fn, "__name__", "f")
+
+    def __call__(self, *args):
+        own, extra = _split(args, len(self.originals))
+        with substituted(list(zip(self.originals, extra))):
+            return _swapped(self.fn(*own), self.originals, extra)
+
+
+class _JvpReads:
+    """A custom_jvp rule ``jvp(*nondiff, primals, tangents)`` whose primals and tangents end
+    with the closed-over values' (their tangents: None, checked by the op's rule)."""
+
+    def __init__(self, fn: Callable, originals: list):
+        self.fn, self.originals = fn, originals
+        self.__name__ = getattr(fn, "__name__", "jvp")
+
+    def __call__(self, *args):
+        *nondiff, primals, tangents = args
+        k = len(self.originals)
+        own, extra = _split(primals, k)
+        with substituted(list(zip(self.originals, extra))):
+            return _swapped(self.fn(*nondiff, own, _split(tangents, k)[0]), self.originals,
+                            extra)
+
+
+class _FwdReads(_Reads):
+    """A custom_vjp ``fwd``: its residuals carry the closed-over values' to ``bwd``."""
+
+    def __call__(self, *args):
+        out, res = super().__call__(*args)
+        return out, (res, _split(args, len(self.originals))[1])
+
+
+class _BwdReads:
+    """A custom_vjp ``bwd(*nondiff, residuals, g)``: no cotangent for a closed-over value."""
+
+    def __init__(self, fn: Callable, originals: list):
+        self.fn, self.originals = fn, originals
+        self.__name__ = getattr(fn, "__name__", "bwd")
+
+    def __call__(self, *args):
+        *nondiff, (res, extra), g = args
+        with substituted(list(zip(self.originals, extra))):
+            cts = _swapped(self.fn(*nondiff, res, g), self.originals, extra)
+        if isinstance(cts, (tuple, list)):
+            cts = (*cts, *[None] * len(extra))
+        return cts
+
+
+def closure_converted(f: Any, n: int, originals: list) -> Any:
+    """A copy of the custom function ``f`` taking ``originals`` (the traced values it closes
+    over) as ``len(originals)`` extra differentiable arguments after its ``n`` own: its
+    function and rules read them in the place of the values they close over."""
+    conv = object.__new__(type(f))
+    conv.__dict__.update(f.__dict__)
+    conv.nondiff_argnums = tuple(i % n for i in f.nondiff_argnums if -n <= i < n)
+    conv.closed = len(originals)
+    conv.fun = _Reads(f.fun, originals)
+    if getattr(f, "jvp", None) is not None:
+        conv.jvp = _JvpReads(f.jvp, originals)
+    if getattr(f, "fwd", None) is not None:
+        conv.fwd, conv.bwd = _FwdReads(f.fwd, originals), _BwdReads(f.bwd, originals)
+    return conv
