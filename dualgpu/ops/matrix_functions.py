@@ -59,9 +59,9 @@ def _kronecker_sylvester(xp, a, b, q):
 def _sylvester_impl(xp, a, b, q):
     dt = float_dtype(np.result_type(a.dtype, b.dtype, q.dtype))
     a, b, q = (x.astype(dt, copy=False) for x in (a, b, q))
-    if xp is not np:
+    solve = getattr(backend_for_xp(xp).linalg, "solve_sylvester", None)
+    if solve is None:  # cupyx.scipy.linalg has none: one dense solve of the Kronecker form
         return _kronecker_sylvester(xp, a, b, q)
-    solve = backend_for_xp(xp).linalg.solve_sylvester
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], q.shape[:-2])
     (x,) = per_matrix(xp, lambda a, b, q: (solve(a, b, q),), [batch + q.shape[-2:]], [dt],
                       a, b, q)
@@ -146,11 +146,11 @@ def _real_root(root, dt):
 
 
 def _sqrtm_impl(xp, a):
-    if xp is not np:
+    sqrtm = getattr(backend_for_xp(xp).linalg, "sqrtm", None)
+    if sqrtm is None:
         raise UnsupportedOpError("scipy.linalg.sqrtm: cupyx.scipy.linalg has no sqrtm (CuPy "
                                  "has no Schur decomposition): call it on NumPy arrays")
     dt = float_dtype(a.dtype)
-    sqrtm = backend_for_xp(xp).linalg.sqrtm
     (root,) = per_matrix(xp, lambda m: _real_root(sqrtm(m), dt), [a.shape], [dt], a)
     return root
 
