@@ -72,3 +72,17 @@ def test_second_order_of_a_scipy_function_with_fixed_arguments():
     stats = pytest.importorskip("scipy.stats")
     x, a = np.array([1.5, 2.0]), np.array([2.0, 3.0])
     testing.check_grads(stats.gamma.cdf, (x, a), modes=("rev",), argnums=0)
+
+
+def test_float32_arguments_get_float32_steps_and_tolerances():
+    """float64's step (1e-6) differences float32 values to rounding noise: the defaults
+    follow the arguments' dtype (JAX's check_grads does too), and still catch a wrong
+    derivative."""
+    x = np.linspace(0.1, 1.0, 5).astype(np.float32)
+    dg.testing.check_grads(lambda x: np.tanh(x) * x, (x,), order=2)
+    dg.testing.check_grads(lambda x: np.exp(x) @ x, (x,), order=2)
+    wrong = dg.custom_jvp(lambda x: np.sin(x))
+    wrong.defjvp(lambda primals, tangents: (np.sin(primals[0]), 1.01 * np.cos(primals[0])
+                                            * tangents[0]))
+    with pytest.raises(AssertionError, match="rtol=0.002"):
+        dg.testing.check_grads(wrong, (x,), order=1, modes=("fwd",))
