@@ -97,16 +97,22 @@ erfcinv = elementwise("erfcinv", None, 1, c=None, result="float", py="ops.erfcin
 _I1_OVER_X = [0.5 / (math.factorial(k) * math.factorial(k + 1)) for k in range(7)]
 
 
-def _i1_dx(x, ans):
-    """d/dx I1(x) = I0(x) - I1(x) / x; I1(x) / x by its series for |x| < 0.5 (exact to
-    rounding there, and differentiable again without the quotient's cancellation)."""
+def _order_one_dx(x, ans, order_zero, over_x_series):
+    """d/dx of an order-one Bessel function ``ans`` (I1, J1) = ``order_zero(x) - ans / x``,
+    ``ans / x`` by its series (``over_x_series``, in ``x²/4``) for |x| < 0.5: exact to
+    rounding there, and differentiable again without the quotient's cancellation."""
     small = less(multiply(x, x), 0.25)
     q = multiply(0.25, _sq(x))
-    series = _I1_OVER_X[-1]
-    for c in reversed(_I1_OVER_X[:-1]):
+    series = over_x_series[-1]
+    for c in reversed(over_x_series[:-1]):
         series = add(c, multiply(q, series))
     ratio = where(small, series, true_divide(ans, where(small, 1, x)))
-    return subtract(i0(x), ratio)
+    return subtract(order_zero(x), ratio)
+
+
+def _i1_dx(x, ans):
+    """d/dx I1(x) = I0(x) - I1(x) / x."""
+    return _order_one_dx(x, ans, i0, _I1_OVER_X)
 
 
 # the modified Bessel functions of the first kind, orders 0 and 1; no C form (C has none)
@@ -127,14 +133,8 @@ _J1_OVER_X = [(-1) ** k * 0.5 / (math.factorial(k) * math.factorial(k + 1)) for 
 
 
 def _j1_dx(x, ans):
-    """d/dx J1(x) = J0(x) - J1(x) / x; J1(x) / x by its series for |x| < 0.5."""
-    small = less(multiply(x, x), 0.25)
-    q = multiply(0.25, _sq(x))
-    series = _J1_OVER_X[-1]
-    for c in reversed(_J1_OVER_X[:-1]):
-        series = add(c, multiply(q, series))
-    ratio = where(small, series, true_divide(ans, where(small, 1, x)))
-    return subtract(j0(x), ratio)
+    """d/dx J1(x) = J0(x) - J1(x) / x."""
+    return _order_one_dx(x, ans, j0, _J1_OVER_X)
 
 
 # the Bessel functions of the first kind, orders 0 and 1; no C form: C's j0 and j1 (glibc's,
