@@ -30,6 +30,7 @@ from .api.differentiation import (
     ShapeDtypeStruct,
     cache_info,
     clear_cache,
+    disable_jit,
     eval_shape,
     grad,
     grad_and_hvp,
@@ -114,8 +115,8 @@ def __getattr__(name: str):
 __all__ = [
     "jvp", "vjp", "grad", "export", "value_and_grad", "hvp", "grad_and_hvp", "hessian", "hessp",
     "linearize", "linear_transpose",
-    "HessianOperator", "trace", "eval_shape", "ShapeDtypeStruct", "source", "jit", "nn", "tree",
-    "tree_util", "testing", "Graph",
+    "HessianOperator", "trace", "eval_shape", "ShapeDtypeStruct", "source", "jit", "disable_jit",
+    "nn", "tree", "tree_util", "testing", "Graph",
     "DualgpuError", "ArgumentTypeError", "InvalidArgumentError", "defprim", "custom_op",
     "custom_jvp", "custom_vjp",
     "REGISTRY", "stop_gradient", "config", "cache_info", "clear_cache", "set_cache_size",

@@ -10,9 +10,11 @@ penalty that calls ``grad`` inside the loss.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -35,7 +37,7 @@ from ..runtime.checks import (
     output_reshaped,
     size_one_as_scalar,
 )
-from ..runtime.executor import config
+from ..runtime.executor import config, jit_switch, jit_switch_open
 from ..runtime.program_cache import cache_info, clear_cache, set_cache_size
 from ..runtime.tracing import name_of, with_aux
 from ..runtime.transformed import Transformed
@@ -540,6 +542,40 @@ def jit(fn: Callable | None = None, *, static_argnums=None, static_argnames=None
                                 "supported; put @staticmethod above @dg.jit (outermost)")
     return _Jit(fn, argnums=(), static_argnums=static_argnums,
                 static_argnames=static_argnames)
+
+
+_SWITCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """JAX's ``disable_jit``: inside the ``with`` (in this thread), functions made by
+    :func:`jit` run as the plain Python functions they wrap, every call (to debug them with
+    ``print`` and a debugger); inside another transform they are traced inline. The other
+    transforms still trace and compile.
+
+    Example::
+
+        >>> calls = []
+        >>> def f(x):
+        ...     calls.append(1)
+        ...     return x * 2
+        >>> fast = dg.jit(f)
+        >>> with dg.disable_jit():
+        ...     _ = fast(np.ones(2)), fast(np.ones(2))
+        >>> len(calls)
+        2
+    """
+    previous = jit_switch.on
+    jit_switch.on = bool(disable)
+    with _SWITCH_LOCK:
+        jit_switch_open[0] += 1
+    try:
+        yield
+    finally:
+        jit_switch.on = previous
+        with _SWITCH_LOCK:
+            jit_switch_open[0] -= 1
 
 
 def _unknown_static(fn, static_argnums, static_argnames) -> str | None:

@@ -43,6 +43,7 @@ from ..core.primitives import registry_version
 from ..core.substitution import substitute_tree
 from ..core.trace import Tracer, current_builder, thread_state
 from ..errors import ArgumentTypeError, RandomInTraceError, ShapeMismatchError
+from ..frontend.namespace import rebind_function
 from ..frontend.numpy.random import source_states
 from ..transforms.separability import check_separable, sum_output
 from . import dask
@@ -53,7 +54,7 @@ from .checks import (
     normalize_argnums,
     normalize_batch_axes,
 )
-from .executor import config, generation
+from .executor import config, generation, jit_switch, jit_switch_open
 from .guards import Guards, collect_guards
 from .program_cache import (
     PROGRAMS,
@@ -369,6 +370,13 @@ class Transformed(SelfTracing):
     def finish(self, compiled: Compiled | Inlined, sig: Signature, outs: list) -> Any:
         raise NotImplementedError
 
+    def _without_jit(self, args: tuple, kwargs: dict) -> Any:
+        """The function itself, under ``dg.disable_jit``: run eagerly on concrete values,
+        traced inline by an enclosing transform on its tracers."""
+        if any(isinstance(leaf, Tracer) for leaf in pytree.leaves((args, kwargs))):
+            return rebind_function(self.fn)(*args, **kwargs)
+        return self.fn(*args, **kwargs)
+
     def entry_guards(self, guards: Guards, trees: Any) -> Guards:
         """The guards of a cache entry: what the function read (``guards``), and what else
         its build read (subclasses: the sparse transforms add the constant arrays whose
@@ -377,6 +385,8 @@ class Transformed(SelfTracing):
 
     # ------------------------------------------------------------------------ calling
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if jit_switch_open[0] and self.kind == "jit" and jit_switch.on:
+            return self._without_jit(args, kwargs)
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0])(*args, **kwargs)
         qkey = None if kwargs else quick_key(args)

@@ -26,9 +26,9 @@ dualgpu.lax has not). Names are matched to earlier ports by name (a JAX test nam
 test name or a comment of tests/).
 """
 # TRIAGE of jax-ml/jax cec06d1 tests/api_test.py (JitTest, APITest) and tests/custom_api_test.py
-# (CustomJVPTest, CustomVJPTest): names without "test_"; (x) = xfail. In scope: 267
-# (ported before 194, new here 73: 63 pass, 10 xfail); out of scope 314.
-# JitTest (109 methods): ported before 25, new here 10 (8 pass, 2 xfail), out of scope 74.
+# (CustomJVPTest, CustomVJPTest): names without "test_"; (x) = xfail. In scope: 268
+# (ported before 194, new here 74: 64 pass, 10 xfail); out of scope 313.
+# JitTest (109 methods): ported before 25, new here 11 (9 pass, 2 xfail), out of scope 73.
 #   ported before: jit_decorator_factory jit_of_noncallable jit_of_generator jit_static_args
 #       static_args_equality jit_kwargs complex_support jit_argnums_overflow_error
 #       jit_argnames_validation jit_with_many_args_works static_argnum_on_method
@@ -42,9 +42,9 @@ test name or a comment of tests/).
 #   new: jit_global_cache(x) jit_shallow_copy jit_deep_copy
 #       static_argnum_on_static_method_is_not_supported concurrent_jit jit_masked_array
 #       jit_reference_dropping new_static_argnum_with_default_arguments jit_with_pruned_args
-#       jit_enum_as_dict_keys_fails(x)
+#       jit_enum_as_dict_keys_fails(x) disable_jit (ported after the census)
 #   out (async): testBuffersAreFreedPromptly
-#   out (debug-mode): disable_jit no_tracing no_execution
+#   out (debug-mode): no_tracing no_execution
 #   out (devices): jit_device jit_default_device jit_default_platform
 #       jit_donate_static_argnums jit_donate_argnames_kwargs_static_argnums
 #       device_put_aliasing device_put_aliasing_with_diff_compatible_sharding
@@ -722,3 +722,36 @@ def test_inlined_literals_with_error():
 
     with pytest.raises(TypeError, match="Attempted boolean"):
         f()
+
+
+# --------------------------------------------------------------------------- disable_jit
+def test_disable_jit():  # JitTest.test_disable_jit
+    effects = []
+
+    @dg.jit
+    def f(x):
+        effects.append(1)
+        return x
+
+    with dg.disable_jit():
+        f(2)
+        f(2)
+    assert len(effects) == 2
+    f(2)
+    f(2)
+    assert len(effects) == 3
+
+
+def test_disable_jit_traces_inline_inside_another_transform_and_nests():
+    g = dg.jit(lambda x: np.sin(np.array([x, 2 * x])))
+    with dg.disable_jit():
+        assert type(g(np.ones(2))) is np.ndarray
+        np.testing.assert_allclose(dg.grad(lambda x: np.sum(g(x)))(0.5),
+                                   np.cos(0.5) + 2 * np.cos(1.0))
+        with dg.disable_jit(False):
+            calls = []
+            h = dg.jit(lambda x: calls.append(1) or x + 1)
+            h(np.ones(2))
+            h(np.ones(2))
+            assert len(calls) == 1      # compiled again inside disable_jit(False)
+
