@@ -133,7 +133,10 @@ class _BatchedJvp:
     def __init__(self, shared: _Shared):
         self.s = shared
         self._dualgpu_functions = (shared.prim._spec.rules,)
-        if hasattr(shared.prim._spec.rules.user_jvp, "body_vjp"):  # (a custom_jvp function)
+        user = shared.prim._spec.rules.user_jvp
+        # told which tangents are zero (None) where the original is (a converted closure)
+        self.symbolic_zeros = getattr(user, "symbolic_zeros", False)
+        if hasattr(user, "body_vjp"):  # (a custom_jvp function)
             self.body_vjp = self._body_vjp
 
     def _body_vjp(self, g, primals):
@@ -177,6 +180,8 @@ class _BatchedVjp:
     def __init__(self, shared: _Shared):
         self.s = shared
         self._dualgpu_functions = (shared.prim._spec.rules,)
+        # why a closed-over operand has no cotangent (a converted closure's)
+        self.closed_message = getattr(shared.prim._spec.rules.user_vjp, "closed_message", None)
 
     def _graph(self):
         s = self.s
