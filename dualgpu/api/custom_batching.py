@@ -40,7 +40,7 @@ from ..frontend.namespace import array_namespace, rebind_function
 from ..rules import batching_rules as batching
 from ..runtime.guards import cached_guarded
 from ..transforms.vmap import batch_graph, elementwise_rule
-from .custom_op import CustomPrimitive, aval_key, aval_of, custom_op, is_float_value
+from .custom_op import CustomOp, CustomPrimitive, aval_key, aval_of, custom_op, is_float_value
 from .linearization import vjp
 from .missing_cotangent import MissingCotangent
 
@@ -68,7 +68,7 @@ def custom_batching_rule(eqn, args, batched, size):
     key = (BATCHED, IdentityKey(prim._spec), in_dims, aval_key(avals), size,
            getattr(xp, "__name__", ""))
     spec = prim._spec
-    op = cached_guarded(PROGRAMS, key, spec.rules,
+    op = cached_guarded(PROGRAMS, key, CustomOp(prim),  # (guards: what body and rules read)
                         lambda: _batched_op(prim, spec, in_dims, avals, size, xp))
     if op is None:  # a body that runs on values
         return batching.loop_rule(eqn, args, batched, size)

@@ -136,3 +136,17 @@ def test_a_pytree_output_and_integer_operands_batch():
     np.testing.assert_allclose(out["s"], np.sin(X) * n)
     g = dg.grad(lambda x: np.sum(f(x)["s"]) + np.sum(f(x)["c"] ** 2))(X)
     np.testing.assert_allclose(g, np.cos(X) * n - 2 * np.cos(X) * np.sin(X), rtol=1e-12)
+
+
+K = 2.0
+
+
+def test_the_batched_op_follows_the_globals_its_body_reads():
+    global K
+    op = dg.custom_op("batching_test_scaled", lambda xp, x: K * x, shape=lambda a: a)
+    np.testing.assert_allclose(dg.vmap(op)(X), 2 * X)
+    K = 5.0
+    try:
+        np.testing.assert_allclose(dg.vmap(op)(X), 5 * X)
+    finally:
+        K = 2.0
