@@ -28,6 +28,8 @@ Example::
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .. import lax
@@ -48,6 +50,7 @@ __all__ = ["custom_batching_rule"]
 
 BATCHED = "custom op batched"  # the kind of its entries of the one cache
 _COUNTER = iter(range(1, 1 << 62))
+_BUILDING = threading.local()  # the keys of the batched ops being built in this thread
 
 
 def custom_batching_rule(eqn, args, batched, size):
@@ -68,8 +71,15 @@ def custom_batching_rule(eqn, args, batched, size):
     key = (BATCHED, IdentityKey(prim._spec), in_dims, aval_key(avals), size,
            getattr(xp, "__name__", ""))
     spec = prim._spec
-    op = cached_guarded(PROGRAMS, key, CustomOp(prim),  # (guards: what body and rules read)
-                        lambda: _batched_op(prim, spec, in_dims, avals, size, xp))
+    building = _BUILDING.__dict__.setdefault("keys", set())
+    if key in building:  # a body that applies the op itself (recursion): per example
+        return batching.loop_rule(eqn, args, batched, size)
+    building.add(key)
+    try:
+        op = cached_guarded(PROGRAMS, key, CustomOp(prim),  # (guards: what it reads)
+                            lambda: _batched_op(prim, spec, in_dims, avals, size, xp))
+    finally:
+        building.discard(key)
     if op is None:  # a body that runs on values
         return batching.loop_rule(eqn, args, batched, size)
     out = op.prim.bind(*args)
