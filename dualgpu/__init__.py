@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     tree_util,  # noqa: F401
 )
 from ._version import __version__  # noqa: F401  (the one version source)
+from .api import custom_batching  # noqa: F401  (installs the batching rule of custom ops)
 from .api.curvature import biharmonic, hessian_diag, hessian_trace, laplacian
 from .api.custom_derivatives import custom_jvp, custom_vjp
 from .api.custom_op import custom_op

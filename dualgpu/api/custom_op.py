@@ -99,6 +99,10 @@ class CustomPrimitive(Primitive):
     always those of the same ``custom_op`` call (old handles included)."""
 
     custom = True
+    batching_rule: Callable | None = None  # api/custom_batching.py's (installs it)
+
+    def rule(self, kind: str) -> Callable | None:
+        return super().rule(kind) or (self.batching_rule if kind == "vmap" else None)
 
     def __init__(self, name: str, spec: _Spec, doc: str = ""):
         self._spec = spec
@@ -457,12 +461,10 @@ class _Rules:
         self.multiple = multiple  # several outputs: ans, g and the tangents are sequences
         self.branch_free: set = set()  # operand signatures its rules take no branch on
 
-    def _outs(self, ans) -> list:
-        """The op's outputs (or their cotangents) as a list."""
+    def _outs(self, ans) -> list:  # the op's outputs (or their cotangents) as a list
         return list(ans) if self.multiple else [ans]
 
-    def _one(self, outs: list):
-        """The rules' form of a list of values per output: the tuple, or the one value."""
+    def _one(self, outs: list):  # the rules' form of a list per output: tuple or one value
         return tuple(outs) if self.multiple else outs[0]
 
     # ------------------------------------------------------------------ user rules
@@ -530,9 +532,9 @@ class _Rules:
         n = len(primals)
         if not isinstance(cts, (tuple, list)):
             if n != 1:
-                raise DualgpuError(
-                    f"the vjp rule of custom op {self.name!r} returned a "
-                    f"{type(cts).__name__}: return a tuple of {n} cotangents, one per input")
+                raise DualgpuError(f"the vjp rule of custom op {self.name!r} returned a "
+                                   f"{type(cts).__name__}: return a tuple of {n} cotangents, "
+                                   "one per input")
             cts = (cts,)
         if len(cts) != n:
             raise DualgpuError(f"the vjp rule of custom op {self.name!r} returned {len(cts)} "

@@ -344,8 +344,8 @@ def vmap(fn: Callable | None = None, in_axes=0, out_axes=0, axis_size: int | Non
     number of examples when no argument is mapped (and must agree with the mapped sizes
     otherwise). The function is traced
     on one example and its graph batched: every built-in op has a batching rule (``W @ V``
-    with a shared ``W`` is one GEMM over all the examples); an op without one, such as a
-    custom op with no C expression, runs once per example. Composes with every transform:
+    with a shared ``W`` is one GEMM over all the examples); a custom op is one batched custom
+    op, or, where its body runs on values, runs once per example. Composes with every transform:
     ``vmap(dg.hvp(f), in_axes=(None, 0))(x, V)`` is ``H @ v`` for each row of ``V`` in one
     program.
 

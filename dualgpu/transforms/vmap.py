@@ -17,9 +17,10 @@ This module holds the traversal and the rules by flag. An op's own batching rule
 its derivatives (``defrules(prim, vmap=rule)`` in :mod:`dualgpu.rules`, written with the
 helpers of :mod:`dualgpu.rules.batching_rules`); an op without one is batched by its flags:
 elementwise ops (custom ops with a C expression too), reductions and scans share one rule
-each. An op with neither -- a user's custom op without a C expression, for instance -- is
-run once per example and the results stacked (``loop_rule``): correct for every op, but
-``size`` equations instead of one.
+each (custom ops: one batched custom op, :mod:`dualgpu.api.custom_batching`). An op with
+neither -- a custom op whose body runs on values, for instance -- is run once per example
+and the results stacked (``loop_rule``): correct for every op, but ``size`` equations
+instead of one.
 
 Example::
 

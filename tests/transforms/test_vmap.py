@@ -247,15 +247,20 @@ def test_errors():
     np.testing.assert_allclose(dg.vmap(np.multiply, in_axes=(0, None))(x, 2.0), 2 * x)
 
 
-def test_custom_ops_without_a_rule_run_per_example():
+def test_custom_ops_are_batched_as_one_op_or_run_per_example():
     cube = dg.custom_op("vmap_test_cube", lambda xp, x: x ** 3,
                         vjp=lambda g, p, ans: (3 * p[0] ** 2 * g,))
     square = dg.custom_op("vmap_test_square", lambda xp, x: x * x,
                           vjp=lambda g, p, ans: (2 * p[0] * g,), c="({0} * {0})")
+    on_values = dg.custom_op("vmap_test_on_values", lambda xp, x: x * float(x[0]),
+                             shape=lambda a: a)  # a body that cannot be traced: the loop
     X = np.arange(6.0).reshape(3, 2)
-    g = dg.trace(dg.vmap(lambda x: cube(x) + square(x)), X)
-    counts = g.primitive_counts()
-    assert counts["vmap_test_cube"] == 3 and counts["vmap_test_square"] == 1
+    g = dg.trace(dg.vmap(lambda x: cube(x) + square(x) + on_values(x)), X)
+    counts = g.primitive_counts()  # cube: one batched op (api/custom_batching.py)
+    assert "vmap_test_cube" not in counts and counts["vmap_test_square"] == 1
+    assert sum(n for p, n in counts.items() if p.startswith("vmap_test_cube_vmap")) == 1
+    assert counts["vmap_test_on_values"] == 3
+    np.testing.assert_allclose(dg.vmap(on_values)(X), X * X[:, :1])
     np.testing.assert_allclose(dg.vmap(lambda x: cube(x) + square(x))(X), X ** 3 + X ** 2)
     np.testing.assert_allclose(dg.vmap(dg.grad(lambda x: np.sum(cube(x))))(X), 3 * X ** 2)
 
