@@ -146,6 +146,8 @@ class _BatchedJvp:
         user = shared.prim._spec.rules.user_jvp
         # told which tangents are zero (None) where the original is (a converted closure)
         self.symbolic_zeros = getattr(user, "symbolic_zeros", False)
+        # which operands are closed-over values (taking no tangent in reverse mode)
+        self.closed_message = getattr(user, "closed_message", None)
         if hasattr(user, "body_vjp"):  # (a custom_jvp function)
             self.body_vjp = self._body_vjp
 

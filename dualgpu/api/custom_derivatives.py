@@ -415,6 +415,13 @@ class _JvpRule:
         """A closure-converted function's rule is told which tangents are zero (None)."""
         return bool(self.owner.closed)
 
+    def closed_message(self, i: int) -> str | None:
+        """Why input ``i`` of the op takes no tangent, if it is a closed-over value (reverse
+        mode, transposing this rule, perturbs the others only)."""
+        if not self.owner.closed or i < self.merge.tree.num_leaves - self.owner.closed:
+            return None
+        return _DIFFERENTIATED.format(self.owner.kind, self.owner.__name__)
+
     def __call__(self, primals, tangents, ans, out_tree=None):
         k = self.owner.closed
         if k:

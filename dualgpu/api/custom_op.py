@@ -54,7 +54,7 @@ from ..runtime.guards import cached_guarded
 from ..transforms.vjp import vjp_graph
 from . import differentiation
 from .custom_decisions import decide, replaying
-from .missing_cotangent import MissingCotangent
+from .missing_cotangent import MissingCotangent, closed_refusal
 
 __all__ = ["custom_op", "CustomOp", "CustomPrimitive", "clear_derived_rules",
            "derived_rules_info"]
@@ -556,13 +556,11 @@ class _Rules:
         self._check_dtype(ct, x, f"{where} returned a cotangent for input {i}", f"input {i}")
         return unbroadcast(ct, _aval(x))
 
-    def _missing(self, x, i, why: str) -> str:
-        closed = getattr(self.user_vjp, "closed_message", None)  # a converted closure's
-        if closed is not None and closed(i) is not None:
-            return closed(i)
-        return (f"the vjp rule of custom op {self.name!r} returned None for input {i} "
-                f"({_describe(x)}), {why}: return its cotangent (np.zeros_like(primals[{i}]) "
-                "if it is truly zero)")
+    def _missing(self, x, i, why: str) -> DualgpuError:
+        return closed_refusal((self.user_vjp, self.user_jvp), i) or DualgpuError(  # (closure)
+            f"the vjp rule of custom op {self.name!r} returned None for input {i} "
+            f"({_describe(x)}), {why}: return its cotangent (np.zeros_like(primals[{i}]) "
+            "if it is truly zero)")
 
     # ------------------------------------------------------------------ registry rules
     def jvp(self, primals, tangents, decided=()):
@@ -632,9 +630,9 @@ class _Rules:
             out = []
             for i in need:
                 if cts[i] is None:
-                    raise DualgpuError(self._missing(
+                    raise self._missing(
                         primals[i], i, "but forward mode (jvp, hvp) perturbs that input and "
-                        "its JVP is derived from this rule"))
+                        "its JVP is derived from this rule")
                 out.append(self._check_cotangent(cts[i], primals[i], i))
             return tuple(out)
 
@@ -650,7 +648,9 @@ class _Rules:
         if body_vjp is not None and any(k[:2] == (IdentityKey(self), "vjp")  # to tangents)
                                         for k in getattr(_BUILDING, "keys", ())):
             return body_vjp(g, primals)
-        diff = [i for i, p in enumerate(primals) if is_float_value(p)]
+        # not a closed-over value: its cotangent is missing (an error where it is needed)
+        diff = [i for i, p in enumerate(primals) if is_float_value(p)
+                and closed_refusal((self.user_vjp, self.user_jvp), i) is None]
         avals, anss = [_aval(p) for p in primals], self._outs(ans)
         ans_avals = [_aval(a) for a in anss]
         xp = _xp_of(primals, anss)

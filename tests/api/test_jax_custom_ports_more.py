@@ -529,6 +529,17 @@ def test_a_differentiated_closed_over_value_is_refused_not_dropped(kind, transfo
         transform(lambda x: _closing_over(kind, x)(x))
 
 
+@pytest.mark.parametrize("transform", [
+    lambda h: dg.grad(lambda y: dg.jit(h)(2.0, y))(5.0),  # x a jit argument
+    lambda h: dg.vmap(dg.grad(h, argnums=1))(np.array([2.0]), np.array([5.0]))[0],
+    lambda h: dg.grad(lambda y: dg.vmap(h)(np.array([2.0]), y).sum())(np.array([5.0]))[0],
+], ids=["grad-of-jit", "vmap-of-grad", "grad-of-vmap"])
+def test_a_closed_over_value_not_differentiated_is_not_refused(transform):
+    # reverse mode through a custom_jvp function (its VJP derived by transposing its rule)
+    # perturbed the closed-over x too, and refused it though only y is differentiated
+    close(transform(lambda x, y: _closing_over("custom_jvp", x)(y)), 3.0)
+
+
 @pytest.mark.parametrize("kind", ["custom_vjp", "custom_jvp"])
 def test_a_closed_over_vmap_value_is_an_operand(kind):
     out = dg.vmap(lambda x: _closing_over(kind, x)(2.0))(np.arange(3.))
