@@ -59,7 +59,7 @@ def custom_batching_rule(eqn, args, batched, size):
     prim = eqn.prim
     if prim.has(Flag.ELEMENTWISE):  # (a C expression): NumPy broadcasting batches it
         return elementwise_rule(eqn, args, batched, size)
-    if eqn.params.get("decided") or size == 0:  # its rules branched on values: per example
+    if eqn.params.get("decided"):  # its rules branched on values: per example
         return batching.loop_rule(eqn, args, batched, size)
     in_dims = tuple(0 if b else None for b in batched)
     avals = []

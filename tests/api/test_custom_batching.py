@@ -150,3 +150,12 @@ def test_the_batched_op_follows_the_globals_its_body_reads():
         np.testing.assert_allclose(dg.vmap(op)(X), 5 * X)
     finally:
         K = 2.0
+
+
+def test_an_empty_batch_is_the_batched_op_of_no_examples():
+    # refused before ('no batching rule ... size 0'), as the per-example loop must refuse
+    Z = np.zeros((0, 2))
+    f = dg.vmap(scaled_sin, in_axes=(None, 0))
+    assert f(W, Z).shape == (0, 2)
+    assert dg.grad(lambda x: np.sum(f(W, x)))(Z).shape == (0, 2)
+    np.testing.assert_array_equal(dg.grad(lambda w: np.sum(f(w, Z)))(W), np.zeros(2))
