@@ -345,8 +345,8 @@ def _replacement(obj, memo):
             if mod.split(".")[0] == "cupy":
                 name = name.removeprefix("cupy_")  # CuPy's ufuncs: cp.tanh is 'cupy_tanh'
             path = scipy_path(obj, name) or special_path(obj) or "numpy." + name
-            ours = lookup(path)
-            return _dispatcher(obj, ours, f"{mod}.{name}")
+            ours = lookup(path)  # (SciPy's ufuncs have no __module__: named by their path)
+            return _dispatcher(obj, ours, f"{mod}.{name}" if mod else path)
     if type(obj) is tuple and obj:  # (f, g) in a closure: helpers[0](x) sees tracers too
         replaced = _replaced_values(obj, memo)
         return obj if replaced is None else replaced

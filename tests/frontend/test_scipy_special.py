@@ -78,3 +78,30 @@ def test_multigammaln_refuses_a_dimension_that_is_not_a_positive_int():
     for d in (0, 2.0, True):
         with pytest.raises(DualgpuError, match="d must be a positive Python int"):
             dg.jit(_multigammaln_of(d))(np.array(3.0))
+
+
+def test_entropies_are_scipys_with_derivatives():
+    """entr, rel_entr and kl_div on traced values: SciPy's values at every edge (0, -0,
+    negatives, NaN, inf, tiny), derivatives against differences (order 2)."""
+    import warnings
+
+    import scipy.special as ss
+
+    edges = np.array([2.0, 0.5, 0.0, -0.0, -1.0, np.nan, np.inf, 1e-300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(dg.jit(ss.entr)(edges), ss.entr(edges))
+        X, Y = np.meshgrid(edges, np.r_[edges[::-1], -np.inf])
+        for fn in (ss.rel_entr, ss.kl_div):
+            np.testing.assert_allclose(dg.jit(fn)(X, Y), fn(X, Y), rtol=1e-14)
+    x, y = np.array([0.3, 1.7]), np.array([0.9, 0.4])
+    dg.testing.check_grads(lambda x: np.sum(ss.entr(x)), (x,), order=2)
+    for fn in (ss.rel_entr, ss.kl_div):
+        dg.testing.check_grads(lambda x, y, fn=fn: np.sum(fn(x, y)), (x, y), order=2)
+
+
+def test_a_scipy_ufunc_without_a_rule_is_named_by_its_path():
+    import scipy.special as ss
+
+    with pytest.raises(dg.UnsupportedOpError, match=r"scipy\.special\.spence has no"):
+        dg.grad(lambda x: np.sum(ss.spence(x)))(np.ones(3))

@@ -16,6 +16,7 @@ from ..numpy.elementwise import round_ as round
 from ._special_functions import (
     beta,
     betainc,
+    entr,
     erfcinv,
     erfinv,
     gamma,
@@ -29,7 +30,9 @@ from ._special_functions import (
     j0,
     j1,
     jv,
+    kl_div,
     multigammaln,
+    rel_entr,
     rgamma,
     y0,
     y1,
@@ -38,8 +41,9 @@ from ._special_functions import (
 from ._special_functions import jv as jn
 from ._stats_special import betaln, log_ndtr, ndtr, xlog1py
 
-__all__ = ["beta", "betainc", "betaln", "cbrt", "digamma", "erf", "erfc", "erfcinv", "erfinv",
-           "exp2", "expit", "expm1", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn",
-           "i0", "i1", "iv", "ive", "j0", "j1", "jn", "jv", "log1p", "log_expit", "log_ndtr",
-           "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "polygamma", "psi",
-           "rgamma", "round", "sinc", "softmax", "xlog1py", "xlogy", "y0", "y1", "yn"]
+__all__ = ["beta", "betainc", "betaln", "cbrt", "digamma", "entr", "erf", "erfc", "erfcinv",
+           "erfinv", "exp2", "expit", "expm1", "gamma", "gammainc", "gammaincc", "gammaln",
+           "gammasgn", "i0", "i1", "iv", "ive", "j0", "j1", "jn", "jv", "kl_div", "log1p",
+           "log_expit", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
+           "polygamma", "psi", "rel_entr", "rgamma", "round", "sinc", "softmax", "xlog1py", "xlogy",
+           "y0", "y1", "yn"]
