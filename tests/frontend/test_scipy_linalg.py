@@ -228,3 +228,20 @@ def test_put_along_axis_add_takes_a_negative_axis():
     perm = np.array([[2], [0], [1]])
     got = dg.jit(lambda z: lax.put_along_axis_add(z, perm, -2, (3, 2)))(z)
     np.testing.assert_array_equal(got, z[np.argsort(perm[:, 0])])
+
+
+def test_expm_is_scipys_with_derivatives_and_its_squarings_decided_by_the_norm():
+    """scipy.linalg.expm on traced values: SciPy's values from tiny to large norms (0 to 8
+    squarings), batched; derivatives to order 2; a cached call whose norm needs another
+    squaring count traces again (a recorded decision); under dg.jit a traced A is refused."""
+    rng = np.random.default_rng(3)
+    value = dg.value_and_grad(lambda a: np.sum(scipy.linalg.expm(a)))
+    for scale in (1e-3, 1.0, 30.0):
+        a = scale * rng.standard_normal((3, 3))
+        np.testing.assert_allclose(value(a)[0], np.sum(scipy.linalg.expm(a)), rtol=1e-11)
+    batch = rng.standard_normal((2, 3, 3))
+    np.testing.assert_allclose(dg.jvp(scipy.linalg.expm, (batch,), (batch,))[0],
+                               scipy.linalg.expm(batch), rtol=1e-12, atol=1e-14)
+    dg.testing.check_grads(scipy.linalg.expm, (rng.standard_normal((3, 3)),), order=2)
+    with pytest.raises(dg.TracerControlFlowError, match="expm: its number of squarings"):
+        dg.jit(scipy.linalg.expm)(batch[0])

@@ -22,16 +22,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import DualgpuError, UnsupportedOpError, user_location
+from ...errors import DualgpuError, TracerControlFlowError, UnsupportedOpError, user_location
 from ...lax import (
+    absolute,
+    add,
     astype,
     broadcast_to,
+    ceil,
     concatenate,
     diagonal,
     equal,
     expand_dims,
     getitem,
     greater,
+    log2,
     multiply,
     ones_like,
     put_along_axis_add,
@@ -41,6 +45,7 @@ from ...lax import (
     subtract,
     swapaxes,
     take_along_axis,
+    true_divide,
     where,
 )
 from ...lax import dtype_of as _dtype
@@ -54,7 +59,7 @@ from ..numpy.products import matmul
 from ..numpy.reductions import amax, sum_
 from ..numpy.sorting import argsort
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eig", "eigh", "eigvals",
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eig", "eigh", "eigvals", "expm",
            "eigvalsh", "inv", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "pinv", "qr",
            "solve", "solve_banded", "solve_sylvester", "solve_triangular", "sqrtm", "svd",
            "svdvals"]
@@ -334,6 +339,64 @@ def det(a, overwrite_a=False, check_finite=True):
 def norm(a, ord=None, axis=None, keepdims=False, check_finite=True):
     """``scipy.linalg.norm``: ``np.linalg.norm``'s meaning of every (ord, axis)."""
     return _np_linalg.norm(a, ord=ord, axis=axis, keepdims=keepdims)
+
+
+# ------------------------------------------------------------------- the matrix exponential
+# the [13/13] Pade approximant's coefficients, and the largest 1-norm it serves unscaled to
+# float64's rounding (Higham, "The scaling and squaring method for the matrix exponential
+# revisited", 2005)
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
+           1187353796428800.0, 129060195264000.0, 10559470521600.0, 670442572800.0,
+           33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def expm(A):
+    """``scipy.linalg.expm`` over the last two axes: scaling and squaring of the [13/13]
+    Pade approximant (Higham 2005), so its derivatives of every order are those of its
+    products and one solve. The number of squarings comes from the 1-norm's value: a
+    decision the derivative transforms record (a call whose norm needs another count traces
+    again); under ``dg.jit`` or ``dg.vmap`` a traced ``A`` is refused for it.
+
+    >>> import scipy.linalg
+    >>> a = np.array([[0.0, 1.0], [-1.0, 0.0]])
+    >>> bool(np.allclose(dg.jit(lambda: scipy.linalg.expm(a))(), scipy.linalg.expm(a)))
+    True
+    """
+    A = _lapack(A)
+    _matrices("expm", A)
+    n = _shape(A)[-1]
+    norm = amax(sum_(absolute(A), axis=-2))
+    try:
+        squarings = max(0, int(ceil(log2(true_divide(norm, _THETA13)))))  # (a decision)
+    except TracerControlFlowError:
+        raise TracerControlFlowError(
+            "scipy.linalg.expm: its number of squarings comes from the 1-norm of A's values, "
+            f"which dg.jit and dg.vmap do not know (at {user_location()}); call it under a "
+            "derivative transform (dg.grad, dg.jvp, dg.jacobian...: they trace on values), "
+            "on a stack of matrices (..., n, n) instead of under vmap, or with A a "
+            "constant") from None
+    A = multiply(A, 2.0 ** -squarings)
+    b = _PADE13
+    eye = np.eye(n, dtype=_dtype(A))
+    A2 = matmul(A, A)
+    A4 = matmul(A2, A2)
+    A6 = matmul(A4, A2)
+
+    def terms(*pairs):
+        out = multiply(b[pairs[0][0]], pairs[0][1])
+        for k, m in pairs[1:]:
+            out = add(out, multiply(b[k], m))
+        return out
+
+    U = matmul(A, add(matmul(A6, terms((13, A6), (11, A4), (9, A2))),
+                      terms((7, A6), (5, A4), (3, A2), (1, eye))))
+    V = add(matmul(A6, terms((12, A6), (10, A4), (8, A2))),
+            terms((6, A6), (4, A4), (2, A2), (0, eye)))
+    R = _lin.solve.bind(subtract(V, U), add(V, U))
+    for _ in range(squarings):
+        R = matmul(R, R)
+    return R
 
 
 # --------------------------------------------------------------------------- QR
