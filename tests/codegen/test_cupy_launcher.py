@@ -32,7 +32,7 @@ from dualgpu.fusion import emulate_region
 HOST_KERNELS = GXX is not None  # our kernels' CUDA text run on the host (needs g++)
 # DUALGPU_LAUNCHER_EXAMPLES=1500 for a longer campaign (the flat losses' 1500 programs: ~2
 # minutes on 2 shared cores, 0 failures since FLAT_LOSS_FOUND's were fixed)
-EXAMPLES = int(os.environ.get("DUALGPU_LAUNCHER_EXAMPLES", 24))
+EXAMPLES = int(os.environ.get("DUALGPU_LAUNCHER_EXAMPLES", 12))
 IDENTITY = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}
 REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 

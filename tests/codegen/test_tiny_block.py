@@ -24,9 +24,9 @@ ORDERS = [(4, False), (4, True), (256, False), (256, True)]
 # the fuzzed programs (~30 s an order on CI's 2 cores) run in one order in CI, many threads
 # (the other tests run all four); DUALGPU_TINY_BLOCK_ALL=1 for all four
 FUZZ_ORDERS = ORDERS if os.environ.get("DUALGPU_TINY_BLOCK_ALL") else [(256, False)]
-# fuzzed programs per order in CI (tests/codegen/test_tiny_kernel.py runs 25 on the one-thread
+# fuzzed programs per order in CI (tests/codegen/test_tiny_kernel.py runs 16 on the one-thread
 # harness); DUALGPU_TINY_BLOCK_EXAMPLES for more
-FUZZ_EXAMPLES = int(os.environ.get("DUALGPU_TINY_BLOCK_EXAMPLES", 12))
+FUZZ_EXAMPLES = int(os.environ.get("DUALGPU_TINY_BLOCK_EXAMPLES", 6))
 CASES = [(name, *order) for name in TESTS for order in
          (FUZZ_ORDERS if name == "test_fuzzed_programs_and_their_derivatives" else ORDERS)]
 

@@ -23,7 +23,7 @@ from dualgpu.codegen.python import compile_python
 from dualgpu.codegen.tiny import TINY_SHARED, tiny_program_kernel, tiny_refusal
 
 pytestmark = needs_gxx
-EXAMPLES = int(os.environ.get("DUALGPU_TINY_EXAMPLES", 25))
+EXAMPLES = int(os.environ.get("DUALGPU_TINY_EXAMPLES", 16))
 TOL = {np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13),
        np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6)}
 

@@ -17,7 +17,7 @@ import fuzz_programs as fp
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
-CI_PROGRAMS = 200
+CI_PROGRAMS = 150
 CI_SECONDS = 70.0
 LONG_PROGRAMS = int(os.environ.get("DUALGPU_FUZZ_PROGRAMS", "10000"))
 
