@@ -5,7 +5,9 @@ function and its rules, run later (the op's implementation, its derivative rules
 transform), read the operands in their place (:func:`dualgpu.core.trace.substituted`).
 
 A closed-over value that is differentiated (its tangent or cotangent is needed) is refused,
-as JAX refuses it: the rules say nothing about it.
+as JAX refuses it: the rules say nothing about it. A custom_jvp function's traced
+``nondiff_argnums`` argument is closed over the same way, its derivative stopped (JAX's
+``custom_jvp``: :func:`nondiff_closed`).
 """
 from __future__ import annotations
 
@@ -14,11 +16,14 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..base import tree as pytree
 from ..core.substitution import substituted
 from ..core.trace import Tracer
+from ..lax import stop_gradient
 
-__all__ = ["closed_tracers", "closure_converted"]
+__all__ = ["closed_tracers", "closure_converted", "is_array", "nondiff_closed", "not_static"]
 
 _CONTAINERS = (tuple, list, frozenset, set)
 
@@ -139,3 +144,58 @@ def closure_converted(f: Any, n: int, originals: list) -> Any:
     if getattr(f, "fwd", None) is not None:
         conv.fwd, conv.bwd = _FwdReads(f.fwd, originals), _BwdReads(f.bwd, originals)
     return conv
+
+
+def nondiff_closed(f: Any, args: tuple, nums: tuple) -> Any:
+    """``f(*args)`` for a custom_jvp function ``f`` whose nondiff arguments (positions
+    ``nums``) hold traced values (a ``vmap``'s batched array, a ``jit``'s argument), as JAX
+    applies it: each such value with its derivative stopped, closed over by a custom_jvp
+    function of the other arguments whose rule passes it to ``f``'s rule in its place
+    (that function's call then converts the closure)."""
+    fixed = {i: pytree.tree_map(lambda x: stop_gradient(x) if isinstance(x, Tracer) else x,
+                                args[i]) for i in nums}
+    fun, rule, n = f.fun, f.jvp, len(args)
+
+    def merged(diff: tuple) -> tuple:  # (closes over ``fixed`` alone: its tracers are closed)
+        rest = iter(diff)
+        return tuple(fixed[i] if i in fixed else next(rest) for i in range(n))
+
+    def body(*diff):
+        return fun(*merged(diff))
+
+    def jvp(primals, tangents):
+        return rule(*(fixed[i] for i in nums), primals, tangents)
+
+    body.__name__ = f.__name__
+    jvp.__name__ = getattr(rule, "__name__", "jvp")
+    closed = type(f)(body)
+    closed.defjvp(jvp)
+    return closed(*(a for i, a in enumerate(args) if i not in fixed))
+
+
+def is_array(a) -> bool:
+    """Whether ``a`` is an array (a NumPy scalar is a hashable value, not an array)."""
+    return not isinstance(a, np.generic) and (
+        hasattr(a, "__array_namespace__") or (hasattr(a, "shape") and hasattr(a, "dtype")))
+
+
+def not_static(a) -> str:
+    """What a nondiff argument that is not a static value is, and what to do (as JAX says
+    of a traced nondiff argument): under ``dg.jit`` a Python number is traced as a weak
+    scalar, an array as an array; a concrete array is an array."""
+    static = ("a custom_vjp function's nondiff arguments are static, hashable values "
+              "(functions, numbers, strings) known when the function is traced, as JAX's "
+              "custom_vjp asks")
+    if isinstance(a, Tracer) and a.aval.weak and not a.aval.shape:
+        return (f"traced: a Python number ({a.dtype} weak scalar), which dg.jit traces like "
+                f"its other arguments; {static}. Make it static in the jit "
+                "(dg.jit(..., static_argnums=...) or static_argnames) or pass it as a "
+                "hashable value closed over outside the jit, or make it an ordinary "
+                "argument of the custom function (dg.stop_gradient stops its derivative)")
+    if isinstance(a, Tracer):
+        return (f"traced: an array of shape {tuple(a.shape)} ({a.dtype}) under dg.jit or a "
+                f"transform; {static}. Pass it as an ordinary argument (dg.stop_gradient "
+                "stops its derivative), or, if it is a hashable value, make it static in "
+                "the jit (static_argnums/static_argnames of dg.jit)")
+    return (f"an array; {static}. Pass arrays as ordinary arguments (stop their derivative "
+            "with dg.stop_gradient)")

@@ -45,7 +45,13 @@ from ..runtime.guards import collect_guards
 from ..runtime.signature import static_key
 from ..runtime.tracing import name_of
 from . import differentiation
-from .custom_closures import closed_tracers, closure_converted
+from .custom_closures import (
+    closed_tracers,
+    closure_converted,
+    is_array,
+    nondiff_closed,
+    not_static,
+)
 from .custom_op import CustomOp, aval_key, aval_of, custom_op, is_float_value, is_value
 from .linearization import vjp
 
@@ -129,13 +135,15 @@ class _CustomFunction:
             if isinstance(a, np.generic):  # a NumPy scalar: hashable, keyed by value and dtype
                 continue
             traced = [x for x in pytree.leaves(a) if isinstance(x, Tracer)]
+            if self.kind == "custom_jvp" and (traced or any(map(is_array, pytree.leaves(a)))):
+                return nondiff_closed(self, args, nums)  # JAX: closed over, gradient stopped
             if traced:  # JAX: an UnexpectedTracerError naming the custom function
                 raise EscapedTracerError(f"{self.kind} function {self.__name__}: argument {i} "
                                          f"is in nondiff_argnums but is "
-                                         f"{_not_static(traced[0])}")
-            if hasattr(a, "__array_namespace__") or (hasattr(a, "shape") and hasattr(a, "dtype")):
+                                         f"{not_static(traced[0])}")
+            if is_array(a):
                 raise DualgpuError(f"{self.kind} function {self.__name__}: argument {i} is "
-                                   f"in nondiff_argnums but is {_not_static(a)}")
+                                   f"in nondiff_argnums but is {not_static(a)}")
         diff_args = tuple(a for i, a in enumerate(args) if i not in nums)
         leaves, tree = pytree.flatten(diff_args)
         # the op registered for these static arguments: an entry of the one cache
@@ -259,27 +267,6 @@ class _Merge:
         static = dict(zip(self.nums, self.nondiff))
         n = len(self.nums) + len(self.tree.children)
         return tuple(static[i] if i in static else next(diff) for i in range(n))
-
-
-def _not_static(a) -> str:
-    """What a nondiff argument that is not a static value is, and what to do (as JAX says
-    of a traced nondiff argument): under ``dg.jit`` a Python number is traced as a weak
-    scalar, an array as an array; a concrete array is an array."""
-    static = ("nondiff arguments are static, hashable values (functions, numbers, "
-              "strings) known when the function is traced")
-    if isinstance(a, Tracer) and a.aval.weak and not a.aval.shape:
-        return (f"traced: a Python number ({a.dtype} weak scalar), which dg.jit traces like "
-                f"its other arguments; {static}. Make it static in the jit "
-                "(dg.jit(..., static_argnums=...) or static_argnames) or pass it as a "
-                "hashable value closed over outside the jit, or make it an ordinary "
-                "argument of the custom function (dg.stop_gradient stops its derivative)")
-    if isinstance(a, Tracer):
-        return (f"traced: an array of shape {tuple(a.shape)} ({a.dtype}) under dg.jit or a "
-                f"transform; {static}. Pass it as an ordinary argument (dg.stop_gradient "
-                "stops its derivative), or, if it is a hashable value, make it static in "
-                "the jit (static_argnums/static_argnames of dg.jit)")
-    return (f"an array; {static}. Pass arrays as ordinary arguments (stop their derivative "
-            "with dg.stop_gradient)")
 
 
 class _TracedShape:

@@ -149,7 +149,7 @@ defrules(convert_element_type, jvp=_convert_jvp, vjp=_convert_vjp, laplacian=_ca
 
 stop_gradient = elementwise(
     "stop_gradient", None, 1, c="{0}", py="{0}", impl=lambda xp, x: x,
-    abstract_eval=lambda avals: avals[0], flags=(Flag.VIEW, Flag.SELECTS))
+    abstract_eval=lambda avals: avals[0], flags=(Flag.VIEW, Flag.SELECTS), differentiable=False)
 
 
 def _stop_jet(eqn, values, jets, mode):

@@ -202,14 +202,11 @@ def test_a_python_number_operand_keeps_its_weak_type_through_custom_functions():
 
 
 def test_a_traced_nondiff_argument_is_named_for_what_it_is():
-    """Under dg.jit a Python number is a traced weak scalar, not an array: the message says
-    it is traced and how to keep it static (static_argnums, or a hashable value); a traced
-    array is named as such, and a concrete array as an array."""
-    @partial(dg.custom_jvp, nondiff_argnums=(1,))
-    def scaled(v, s):
-        return np.sin(v) * s
-
-    scaled.defjvp(lambda s, p, t: (scaled(p[0], s), np.cos(p[0]) * s * t[0]))
+    """custom_vjp (as JAX's): under dg.jit a Python number is a traced weak scalar, not an
+    array: the message says it is traced and how to keep it static (static_argnums, or a
+    hashable value); a traced array is named as such, and a concrete array as an array."""
+    scaled = dg.custom_vjp(lambda v, s: np.sin(v) * s, nondiff_argnums=(1,))
+    scaled.defvjp(lambda v, s: (scaled(v, s), np.cos(v)), lambda s, c, g: (c * s * g,))
     with pytest.raises(dg.DualgpuError, match=r"argument 1 is in nondiff_argnums but is "
                                               r"traced: a Python number.*static_argnums.*"
                                               r"hashable") as e:
@@ -225,6 +222,28 @@ def test_a_traced_nondiff_argument_is_named_for_what_it_is():
     # made static, the number works
     np.testing.assert_allclose(dg.jit(lambda v, s: scaled(v, s), static_argnums=1)(x, 2.0),
                                np.sin(x) * 2.0)
+
+
+def test_a_custom_jvp_nondiff_argument_may_be_an_array_its_derivative_stopped():
+    """custom_jvp (as JAX's: the argument's gradient stopped, closed over by the function and
+    its rule): a traced number or array, a concrete array, under jit, vmap and derivatives,
+    of either argument; the rule's scale (3) shows it is used."""
+    @partial(dg.custom_jvp, nondiff_argnums=(1,))
+    def scaled(v, s):
+        return np.sin(v) * s
+
+    scaled.defjvp(lambda s, p, t: (scaled(p[0], s), 3 * np.cos(p[0]) * s * t[0]))
+    for s in (2.0, y):
+        np.testing.assert_allclose(dg.jit(scaled)(x, s), np.sin(x) * s)
+        np.testing.assert_allclose(scaled(x, np.asarray(s)), np.sin(x) * s)
+        np.testing.assert_allclose(dg.grad(lambda v: np.sum(scaled(v, s)))(x),
+                                   3 * np.cos(x) * s)
+    np.testing.assert_allclose(dg.vmap(scaled)(x, y), np.sin(x) * y)
+    np.testing.assert_allclose(dg.grad(lambda s: np.sum(scaled(x, s)))(y), 0 * y)
+    # s = v: only the first argument's derivative counts
+    np.testing.assert_allclose(dg.grad(lambda v: np.sum(scaled(v, v)))(x), 3 * np.cos(x) * x)
+    np.testing.assert_allclose(dg.hvp(lambda v: np.sum(scaled(v, v)))(x, y),
+                               -3 * np.sin(x) * x * y)
 
 
 def _pytree_custom_functions(scale):

@@ -27,7 +27,7 @@ test name or a comment of tests/).
 """
 # TRIAGE of jax-ml/jax cec06d1 tests/api_test.py (JitTest, APITest) and tests/custom_api_test.py
 # (CustomJVPTest, CustomVJPTest): names without "test_"; (x) = xfail. In scope: 268
-# (ported before 194, new here 74: 64 pass, 10 xfail); out of scope 313.
+# (ported before 194, new here 74: 65 pass, 9 xfail); out of scope 313.
 # JitTest (109 methods): ported before 25, new here 11 (9 pass, 2 xfail), out of scope 73.
 #   ported before: jit_decorator_factory jit_of_noncallable jit_of_generator jit_static_args
 #       static_args_equality jit_kwargs complex_support jit_argnums_overflow_error
@@ -207,14 +207,14 @@ test name or a comment of tests/).
 #   out (types): is_subclass is_instance device_array_repr device_array_hash
 #       dunder_jax_array_warnings dunder_jax_array_bug asarray_no_copy_np
 #   out (x64): dtype_from_builtin_types dtype_warning cache_miss_explanations_other_weak_type
-# CustomJVPTest (64 methods): ported before 18, new here 15 (14 pass, 1 xfail), out of scope 31.
+# CustomJVPTest (64 methods): ported before 18, new here 15 (15 pass, 0 xfail), out of scope 31.
 #   ported before: basic invariance python_control_flow vmap jit pytrees kwargs
 #       nondiff_argnums nondiff_argnames missing_jvp_rule_error_message
 #       jvp_rule_inconsistent_pytree_structures_error_message
 #       primal_tangent_aval_disagreement_error_message
 #       jvp_rule_doesnt_return_pair_error_message eval_shape custom_jvps_first_rule_is_none
 #       closure_with_vmap float0 custom_jvp_functools_partial
-#   new: deepcopy closed_over_tracers_error_message nondiff_arg_vmap_tracer(x)
+#   new: deepcopy closed_over_tracers_error_message nondiff_arg_vmap_tracer
 #       nondiff_arg_hiding_jvp_tracer hard_stuff hard_stuff2 fun_with_nested_calls_2
 #       closure_with_vmap2 custom_jvp_vmap_broadcasting_interaction
 #       custom_jvp_vmap_broadcasting_interaction_2 custom_jvp_implicit_broadcasting
