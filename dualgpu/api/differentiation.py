@@ -39,6 +39,7 @@ from ..runtime.checks import (
 )
 from ..runtime.executor import config, jit_switch, jit_switch_open
 from ..runtime.program_cache import cache_info, clear_cache, set_cache_size
+from ..runtime.signature import SHAPES_ONLY, shape_stand_in
 from ..runtime.tracing import name_of, with_aux
 from ..runtime.transformed import Transformed
 from ..transforms import grad_graph, hvp_graph, simplify
@@ -447,15 +448,6 @@ class ShapeDtypeStruct:
         return hash((self.shape, self.dtype))
 
 
-def _stand_in(leaf):
-    """An argument leaf given by its shape and dtype only (a ShapeDtypeStruct, JAX's): a
-    zero-strided array of zeros, nothing allocated."""
-    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not hasattr(leaf, "__array__") \
-            and not hasattr(leaf, "__array_namespace__"):
-        return np.broadcast_to(np.zeros((), np.dtype(leaf.dtype)), tuple(leaf.shape))
-    return leaf
-
-
 def eval_shape(fn: Callable, *args, **kwargs):
     """The shapes and dtypes of ``fn(*args, **kwargs)``'s outputs, as JAX's ``eval_shape``:
     the output's structure with a :class:`ShapeDtypeStruct` per array, from a trace of
@@ -474,7 +466,7 @@ def eval_shape(fn: Callable, *args, **kwargs):
     """
     if not callable(fn):
         raise ArgumentTypeError(f"eval_shape expects a function, got {type(fn).__name__}")
-    args, kwargs = pytree.tree_map(_stand_in, (args, kwargs))
+    args, kwargs = pytree.tree_map(shape_stand_in, (args, kwargs))
     trees: list = []
 
     def flat(*a, **k):
@@ -483,7 +475,11 @@ def eval_shape(fn: Callable, *args, **kwargs):
         return leaves
 
     flat.__name__ = name_of(fn)
-    graph = trace(flat, *args, **kwargs)
+    shapes_only = SHAPES_ONLY.set(True)  # a jit function called on one inside, as JAX
+    try:
+        graph = trace(flat, *args, **kwargs)
+    finally:
+        SHAPES_ONLY.reset(shapes_only)
     return pytree.unflatten(trees[-1], [ShapeDtypeStruct(o.aval.shape, o.aval.dtype)
                                         for o in graph.outputs])
 

@@ -21,6 +21,7 @@ give the same one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -203,6 +204,8 @@ class Signature:
             d = i in diff_args
             if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
                 leaf = _plain_array(leaf, i, what)
+            elif SHAPES_ONLY.get() and _shape_only(leaf):  # a call inside dg.eval_shape
+                leaf = shape_stand_in(leaf)
             if static_leaf[j]:
                 if isinstance(leaf, Tracer) or _is_dense_array(leaf) or is_sparse(leaf):
                     raise ArgumentTypeError(
@@ -463,6 +466,19 @@ def _number_sequence(x: Any, name: str, depth: int = 0) -> tuple[str, Any] | Non
             if found is not None:
                 return found
     return None
+
+
+# True while dg.eval_shape traces: a call inside it may take a ShapeDtypeStruct (JAX's)
+SHAPES_ONLY: ContextVar[bool] = ContextVar("dualgpu_shapes_only", default=False)
+
+
+def shape_stand_in(leaf: Any) -> Any:
+    """An argument leaf given by its shape and dtype only (a ShapeDtypeStruct, JAX's): a
+    zero-strided array of zeros, nothing allocated; other leaves as they are."""
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not hasattr(leaf, "__array__") \
+            and not hasattr(leaf, "__array_namespace__"):
+        return np.broadcast_to(np.zeros((), np.dtype(leaf.dtype)), tuple(leaf.shape))
+    return leaf
 
 
 def _shape_only(x: Any) -> bool:

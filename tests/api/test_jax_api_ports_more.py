@@ -27,7 +27,7 @@ test name or a comment of tests/).
 """
 # TRIAGE of jax-ml/jax cec06d1 tests/api_test.py (JitTest, APITest) and tests/custom_api_test.py
 # (CustomJVPTest, CustomVJPTest): names without "test_"; (x) = xfail. In scope: 268
-# (ported before 194, new here 74: 65 pass, 9 xfail); out of scope 313.
+# (ported before 194, new here 74: 66 pass, 8 xfail); out of scope 313.
 # JitTest (109 methods): ported before 25, new here 11 (9 pass, 2 xfail), out of scope 73.
 #   ported before: jit_decorator_factory jit_of_noncallable jit_of_generator jit_static_args
 #       static_args_equality jit_kwargs complex_support jit_argnums_overflow_error
@@ -79,7 +79,7 @@ test name or a comment of tests/).
 #   out (repr): jit_repr jit_repr_errors
 #   out (tokens): print_token_buffer_error trivial_computations_with_tokens
 #   out (types): trivial_computations cpp_jitted_function_returns_PyBuffer
-# APITest (318 methods): ported before 129, new here 29 (22 pass, 7 xfail), out of scope 160.
+# APITest (318 methods): ported before 129, new here 29 (23 pass, 6 xfail), out of scope 160.
 #   ported before: grad_item jit_item grad_wrap grad_bad_input grad_argnums
 #       value_and_grad_argnums grad_of_jit jit_of_grad bad_input grad_tuple_output
 #       grad_unit_output grad_nonscalar_output grad_nonscalar_output_hint binop_mismatch
@@ -124,7 +124,7 @@ test name or a comment of tests/).
 #       vmap_inconsistent_sizes_constructs_proper_error_message_kwargs
 #       vmap_inconsistent_sizes_constructs_proper_error_message_starargs large_device_constant
 #       shape_dtype_struct_invalid_shape shape_dtype_struct_dtype_none
-#       shape_dtype_struct_non_jax_dtypes eval_shape_nested_jit_sds(x)
+#       shape_dtype_struct_non_jax_dtypes eval_shape_nested_jit_sds
 #       eval_shape_tuple_unpacking eval_shape_tuple_itemgetting eval_shape_output_dict
 #       eval_shape_error_bad_output float0_error basic_vjp3
 #       vmap_in_axes_tuple_with_kwonly_error arange_jit tree_map_rest_prefix_err
@@ -490,9 +490,6 @@ def test_shape_dtype_struct_non_jax_dtypes():
     assert obj_spec.dtype == np.dtype(np.object_)
 
 
-@pytest.mark.xfail(strict=True, reason="a jit function called on a ShapeDtypeStruct inside "
-                   "eval_shape's trace refuses it (dualgpu/runtime/signature.py): only "
-                   "eval_shape's own arguments may be ShapeDtypeStructs")
 def test_eval_shape_nested_jit_sds():
     @dg.jit
     def inner(x):
