@@ -101,7 +101,8 @@ def table() -> str:
     for name, prim in sorted(REGISTRY.items()):
         if getattr(prim, "custom", False):
             continue
-        deriv = "none (piecewise constant)" if name in NON_DIFFERENTIABLE else "jvp, vjp, hvp"
+        deriv = ("none (derivative zero by definition)" if name == "stop_gradient" else
+                 "none (piecewise constant)" if name in NON_DIFFERENTIABLE else "jvp, vjp, hvp")
         note = (prim.__doc__ or "").split("\n\n")[0].replace("\n", " ").replace("|", "\\|")
         lines.append(f"| `{name}` | {prim.kind} | {deriv} | {note} |")
     lines += ["", END]
