@@ -18,6 +18,7 @@ Example::
 """
 from __future__ import annotations
 
+import operator
 import sys
 import types
 
@@ -67,6 +68,36 @@ def contains_tracer(args, kwargs) -> bool:
         return False
 
     return any(check(a) for a in args) or any(check(v) for v in kwargs.values())
+
+
+def integers_made_concrete(args, kwargs) -> tuple | None:
+    """``(args, kwargs)`` with each traced value made a Python int (or bool), if every traced
+    value among them is an integer scalar (a size, a count: ``np.zeros(np.max(g) + 1)``),
+    else None. Each value is read as Python reads one (``operator.index``): a decision the
+    program checks at every call where values are known (``grad`` on arrays), a clear
+    refusal where they are not (``jit``)."""
+    traced = [x for x in _leaves(args, kwargs) if isinstance(x, Tracer)]
+    if not traced or any(t.ndim or t.dtype.kind not in "biu" for t in traced):
+        return None
+
+    def concrete(x):
+        if isinstance(x, Tracer):
+            return bool(x) if x.dtype.kind == "b" else operator.index(x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(concrete(y) for y in x)
+        return x
+
+    return tuple(concrete(a) for a in args), {k: concrete(v) for k, v in kwargs.items()}
+
+
+def _leaves(args, kwargs):
+    stack = [*args, *kwargs.values()]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        else:
+            yield x
 
 
 def mirror_path(module_name: str) -> str:

@@ -37,6 +37,7 @@ from .dispatch import (
     contains_tracer,
     cupy_kernel_handler,
     function_handler,
+    integers_made_concrete,
     lookup,
     mirror_path,
     no_rule,
@@ -125,7 +126,10 @@ def _dispatcher(real, ours, qualname: str):
                 return out.view(ConstantArray)
             return out
         if ours is None:
-            raise no_rule(qualname)
+            concrete = integers_made_concrete(args, kwargs)  # np.zeros(n), n traced
+            if concrete is None:
+                raise no_rule(qualname)
+            return call(*concrete[0], **concrete[1])
         return call_front_end(ours, qualname, args, kwargs)
 
     if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co

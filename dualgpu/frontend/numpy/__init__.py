@@ -96,6 +96,7 @@ from .elementwise import (
     round_ as round,
 )
 from .indexing import (
+    bincount,
     diag,
     newaxis,
     select,

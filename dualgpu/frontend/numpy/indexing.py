@@ -1,12 +1,22 @@
-"""Gathering and masking: ``take``, ``diag``, ``tril``/``triu``, ``select``, and the slice of
-a range along one axis that the other modules use."""
+"""Gathering and masking: ``take``, ``diag``, ``tril``/``triu``, ``select``, ``bincount``, and
+the slice of a range along one axis that the other modules use."""
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
-from ...errors import DualgpuError, InvalidArgumentError, ShapeMismatchError, user_location
-from ...lax import diagonal, getitem, maximum, minimum, ravel, remainder, where
+from ...errors import (
+    DualgpuError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    TracerControlFlowError,
+    user_location,
+)
+from ...lax import astype, diagonal, getitem, maximum, minimum, ones_like, ravel, remainder, where
+from ...lax import max as _max
+from ...lax import min as _min
 from ...lax import shape_of as _shape
 from ...ops import shape as _sh
 
@@ -41,6 +51,40 @@ def diag(v, k=0):
     i = np.arange(s[0])
     rows, cols = (i, i + k) if k >= 0 else (i - k, i)
     return _sh.scatter_add.bind(v, rows, cols, key=(("array", 0), ("array", 1)), shape=(n, n))
+
+
+def bincount(x, weights=None, minlength=0):
+    """``np.bincount``: how often each value of the non-negative integers ``x`` occurs (the
+    sum of their ``weights``, in float64 as NumPy's), differentiable in ``weights``. The
+    length, one more than the largest value and at least ``minlength``, is read from the
+    values, as Python reads a number: a decision the program checks at every call where
+    values are known (``grad`` on arrays), a clear refusal under ``jit``.
+
+        >>> dg.grad(lambda w, x: np.sum(np.bincount(x, w) ** 2))(
+        ...     np.array([1.0, 2.0, 3.0]), np.array([0, 2, 0]))
+        array([8., 4., 8.])
+    """
+    x = x if hasattr(x, "dtype") else np.asarray(x)
+    if len(_shape(x)) != 1 or np.dtype(x.dtype).kind not in "biu":
+        raise InvalidArgumentError(f"bincount: x must be a 1-D array of non-negative "
+                                   f"integers, got {x.dtype} of shape {tuple(_shape(x))} "
+                                   f"(at {user_location()})")
+    if weights is not None and tuple(_shape(weights)) != tuple(_shape(x)):
+        raise ShapeMismatchError(f"bincount: weights of shape {tuple(_shape(weights))} for x "
+                                 f"of shape {tuple(_shape(x))} (at {user_location()})")
+    n = int(minlength)
+    try:
+        if _shape(x)[0] and bool(_min(x) < 0):
+            raise InvalidArgumentError(f"bincount: x has negative values (at "
+                                       f"{user_location()})")
+        n = max(n, operator.index(_max(x)) + 1) if _shape(x)[0] else n
+    except TracerControlFlowError:
+        raise TracerControlFlowError(
+            f"bincount at {user_location()}: its length (one more than the largest value of "
+            "x) is read from x's values, which dg.jit does not know; call it where values "
+            "are known (grad, hvp, jvp on arrays) or count outside the jit") from None
+    counted = ones_like(x, dtype=np.int64) if weights is None else astype(weights, np.float64)
+    return _sh.scatter_add.bind(counted, astype(x, np.int64), key=(("array", 0),), shape=(n,))
 
 
 def tril(m, k=0):
