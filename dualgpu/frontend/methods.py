@@ -60,13 +60,14 @@ _patched: dict[type, list] = {}  # class -> [calls reaching it, {name: what it h
 
 
 class _Call:
-    """One traced call on this thread: its rebinder, the classes it reached (to restore)
-    and the objects whose attributes it looked into."""
+    """One traced call on this thread: its rebinder, what the user's object of a value of
+    the trace is (``original``: a function for its rebound copy), the classes it reached (to
+    restore) and the objects whose attributes it looked into."""
 
-    __slots__ = ("rebind", "classes", "seen")
+    __slots__ = ("rebind", "original", "classes", "seen")
 
-    def __init__(self, rebind: Rebinder):
-        self.rebind = rebind
+    def __init__(self, rebind: Rebinder, original: Rebinder):
+        self.rebind, self.original = rebind, original
         self.classes: set[type] = set()
         self.seen: set[int] = set()
 
@@ -77,14 +78,15 @@ def _current() -> _Call | None:
 
 
 @contextmanager
-def rebinding(rebind: Rebinder, reached: list) -> Iterator[None]:
-    """Within it, this thread's traced call rebinds with ``rebind``: the user classes of
-    ``reached`` (objects, classes) and those it reaches later have their stand-ins, which
-    are removed on exit (by the last call that reached them)."""
+def rebinding(rebind: Rebinder, original: Rebinder, reached: list) -> Iterator[None]:
+    """Within it, this thread's traced call rebinds with ``rebind`` (and what its code
+    assigns to an attribute is ``original(value)``): the user classes of ``reached``
+    (objects, classes) and those it reaches later have their stand-ins, which are removed on
+    exit (by the last call that reached them)."""
     calls = getattr(_state, "calls", None)
     if calls is None:
         calls = _state.calls = []
-    call = _Call(rebind)
+    call = _Call(rebind, original)
     calls.append(call)
     try:
         for obj in reached:
@@ -139,6 +141,12 @@ def _enter(cls: type) -> bool:
                 except (TypeError, AttributeError):  # a metaclass that refuses
                     continue
                 held[name] = value
+        try:  # what the code assigns to its objects' attributes: the user's own values
+            setattr(cls, "__setattr__", SetattrInTrace(cls, vars(cls).get("__setattr__",
+                                                                           _ABSENT)))
+            held["__setattr__"] = vars(cls)["__setattr__"].original
+        except (TypeError, AttributeError):
+            pass
         _patched[cls] = [1, held]
         return True
 
@@ -296,11 +304,41 @@ class AttributeInTrace:
             raise AttributeError(self.name) from None
 
 
-_STAND_INS = (MethodInTrace, PropertyInTrace, AttributeInTrace)
+class SetattrInTrace:
+    """Stands in for a user class's ``__setattr__`` (``original``, or the one it inherits
+    when it has none): in a traced call, what is assigned is the user's own value of a value
+    of the trace (a function, not its rebound copy; an array, not its view), as a global is
+    written back; an attribute that is given a function has a stand-in too."""
+
+    __slots__ = ("cls", "original")
+
+    def __init__(self, cls: type, original: Any):
+        self.cls, self.original = cls, original
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self.original if self.original is not _ABSENT else \
+                super(self.cls, owner).__setattr__  # type: ignore[arg-type]
+        return types.MethodType(self.assign, obj)
+
+    def assign(self, obj: Any, name: str, value: Any) -> None:
+        call = _current()
+        if call is not None:
+            value = call.original(value)
+            if _is_function(value) and isinstance(getattr(obj, "__dict__", None), dict):
+                _hold_attribute(type(obj), name)
+        if self.original is _ABSENT:
+            super(self.cls, obj).__setattr__(name, value)
+        else:
+            self.original(obj, name, value)
 
 
-def original_of(value: Any) -> Any:
-    """What a class held where one of these stand-ins is (``value`` itself otherwise)."""
+_STAND_INS = (MethodInTrace, PropertyInTrace, AttributeInTrace, SetattrInTrace)
+
+
+def original_of(value: Any, absent: Any = None) -> Any:
+    """What a class held where one of these stand-ins is (``absent`` where it held
+    nothing; ``value`` itself for anything else)."""
     while isinstance(value, _STAND_INS):
         value = value.original
-    return value
+    return absent if value is _ABSENT else value

@@ -590,7 +590,7 @@ def _writing_back(fn, memo: dict):
         # the user's objects it is given or reached, and their classes: methods rebound
         reached = memo.get(_REACHED, []) + [a for a in (*args, *kwargs.values())
                                              if not isinstance(a, Tracer)]
-        with methods.rebinding(rebind, reached):
+        with methods.rebinding(rebind, _original, reached):
             return _call_writing_back(fn, shared, args, kwargs)
 
     return call
@@ -673,7 +673,8 @@ def _rebound_partial(fn: functools.partial, memo: dict):
     """A partial held in a global (or reached from one): of the rebound function, with its
     arguments replaced; the partial itself when nothing is."""
     rebound = _rebound_callable(fn, memo)
-    if rebound.func is fn.func and rebound.args == fn.args and rebound.keywords == fn.keywords:
+    if rebound.func is fn.func and all(a is b for a, b in zip(rebound.args, fn.args)) and all(
+            rebound.keywords[k] is v for k, v in fn.keywords.items()):
         return fn
     rebound.__wrapped_by_dualgpu__ = fn  # type: ignore[attr-defined]  # what is written back
     return rebound
