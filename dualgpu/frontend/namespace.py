@@ -656,7 +656,8 @@ def _rebound_callable(fn, memo: dict):
         keywords = _replaced_values(tuple(fn.keywords.values()), memo)
         keywords = fn.keywords if keywords is None else dict(zip(fn.keywords, keywords))
         return functools.partial(_rebound_callable(fn.func, memo), *args, **keywords)
-    if isinstance(fn, types.MethodType) and not _is_distribution(fn.__self__):
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) \
+            and not _is_distribution(fn.__self__):  # (not a generator's: rng.normal)
         _reach(fn.__self__, memo)
         return types.MethodType(_rebound_callable(fn.__func__, memo), fn.__self__)
     if isinstance(fn, types.FunctionType) and (_is_user_function(fn)
