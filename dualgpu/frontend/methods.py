@@ -21,9 +21,11 @@ its arguments) and, as their methods run, through the attributes of their object
 Example::
 
     >>> class Model:
+    ...     def features(self, p):
+    ...         return np.array([p[0], 2 * p[1]])  # (np.array: no protocol dispatches it)
     ...     def loss(self, p):
-    ...         return np.sum(np.array([p[0], 2 * p[1]]) ** 2)
-    >>> dg.grad(lambda p: Model().loss(p))(np.array([1.0, 1.0]))
+    ...         return np.sum(self.features(p) ** 2)
+    >>> dg.grad(Model().loss)(np.array([1.0, 1.0]))
     array([2., 8.])
 """
 from __future__ import annotations
@@ -69,7 +71,7 @@ class _Call:
     def __init__(self, rebind: Rebinder, original: Rebinder):
         self.rebind, self.original = rebind, original
         self.classes: set[type] = set()
-        self.seen: set[int] = set()
+        self.seen: dict[int, Any] = {}  # (kept: an id stays its object's)
 
 
 def _current() -> _Call | None:
@@ -110,8 +112,8 @@ def reach(obj: Any, depth: int = 0) -> None:
     cls = obj if isinstance(obj, type) else type(obj)
     for klass in cls.__mro__:
         if klass not in call.classes and is_user_class(klass):
-            if _enter(klass):
-                call.classes.add(klass)
+            _enter(klass)
+            call.classes.add(klass)
     if not isinstance(obj, type):
         _look_into(obj, call, depth)
 
@@ -120,18 +122,24 @@ def is_user_class(cls: type) -> bool:
     """A class of the user's code: not a library's (installed, the standard library's,
     dualgpu's), not a built-in type."""
     module = getattr(cls, "__module__", None) or ""
-    if module.split(".")[0] in _LIBRARY_ROOTS or cls.__flags__ & (1 << 9) == 0:
-        return False  # (not Py_TPFLAGS_HEAPTYPE: a static type of C)
+    if cls.__flags__ & (1 << 9) == 0:  # not Py_TPFLAGS_HEAPTYPE: a static type of C
+        return False
+    if module.split(".")[0] == "dualgpu":  # a class of a docstring's example is the user's
+        return getattr(sys.modules.get(module), cls.__name__, None) is not cls \
+            and "<locals>" not in cls.__qualname__
+    if module.split(".")[0] in _LIBRARY_ROOTS:
+        return False
     path = getattr(sys.modules.get(module), "__file__", None) or ""
     return not (in_stdlib(path) or "site-packages" in path or "dist-packages" in path)
 
 
-def _enter(cls: type) -> bool:
+def _enter(cls: type) -> None:
+    """Stand-ins in ``cls`` (or one more call reaching it)."""
     with _lock:
         entry = _patched.get(cls)
         if entry is not None:
             entry[0] += 1
-            return True
+            return
         held = {}
         for name, value in list(vars(cls).items()):
             stand_in = _stand_in(name, value)
@@ -142,13 +150,12 @@ def _enter(cls: type) -> bool:
                     continue
                 held[name] = value
         try:  # what the code assigns to its objects' attributes: the user's own values
-            setattr(cls, "__setattr__", SetattrInTrace(cls, vars(cls).get("__setattr__",
-                                                                           _ABSENT)))
+            cls.__setattr__ = SetattrInTrace(  # type: ignore[assignment,method-assign]
+                cls, vars(cls).get("__setattr__", _ABSENT))
             held["__setattr__"] = vars(cls)["__setattr__"].original
         except (TypeError, AttributeError):
             pass
         _patched[cls] = [1, held]
-        return True
 
 
 def _stand_in(name: str, value: Any) -> Any:
@@ -183,7 +190,7 @@ def _look_into(obj: Any, call: _Call, depth: int = 0) -> None:
     their classes' stand-ins; its attributes holding functions, theirs."""
     if id(obj) in call.seen:
         return
-    call.seen.add(id(obj))
+    call.seen[id(obj)] = obj
     attrs = getattr(obj, "__dict__", None)
     if not isinstance(attrs, dict):
         return
@@ -313,12 +320,13 @@ class SetattrInTrace:
     __slots__ = ("cls", "original")
 
     def __init__(self, cls: type, original: Any):
-        self.cls, self.original = cls, original
+        self.cls: type = cls
+        self.original = original
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self.original if self.original is not _ABSENT else \
-                super(self.cls, owner).__setattr__  # type: ignore[arg-type]
+                super(self.cls, owner or self.cls).__setattr__  # type: ignore[arg-type]  # (as below)
         return types.MethodType(self.assign, obj)
 
     def assign(self, obj: Any, name: str, value: Any) -> None:
@@ -328,7 +336,8 @@ class SetattrInTrace:
             if _is_function(value) and isinstance(getattr(obj, "__dict__", None), dict):
                 _hold_attribute(type(obj), name)
         if self.original is _ABSENT:
-            super(self.cls, obj).__setattr__(name, value)
+            # (mypy takes super's first argument for a class statement's name only)
+            super(self.cls, obj).__setattr__(name, value)  # type: ignore[arg-type]
         else:
             self.original(obj, name, value)
 

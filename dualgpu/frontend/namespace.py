@@ -653,8 +653,8 @@ def rebind_function(fn):
 def _rebound_callable(fn, memo: dict):
     if isinstance(fn, functools.partial):
         args = _replaced_values(fn.args, memo) or fn.args
-        keywords = _replaced_values(tuple(fn.keywords.values()), memo)
-        keywords = fn.keywords if keywords is None else dict(zip(fn.keywords, keywords))
+        values = _replaced_values(tuple(fn.keywords.values()), memo)
+        keywords = fn.keywords if values is None else dict(zip(fn.keywords, values))
         return functools.partial(_rebound_callable(fn.func, memo), *args, **keywords)
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) \
             and not _is_distribution(fn.__self__):  # (not a generator's: rng.normal)
