@@ -204,6 +204,15 @@ def _look_into(obj: Any, call: _Call, depth: int = 0) -> None:
                 reach(v, depth + 1)
 
 
+def _reached_by(call: _Call, obj: Any) -> None:
+    """``obj``, whose method runs in ``call``: its classes entered for this call too (a
+    trace on another thread may have entered them)."""
+    if type(obj) in call.classes:
+        _look_into(obj, call)
+    else:
+        reach(obj)
+
+
 def _is_function(value: Any) -> bool:
     return isinstance(value, (types.FunctionType, functools.partial, types.MethodType))
 
@@ -238,7 +247,7 @@ class MethodInTrace:
         if call is None:
             return self.original.__get__(obj, owner)
         if obj is not None:
-            _look_into(obj, call)
+            _reached_by(call, obj)
         original = self.original
         if isinstance(original, staticmethod):
             return call.rebind(original.__func__)
@@ -262,7 +271,7 @@ class PropertyInTrace:
         call = _current()
         if call is None or fn is None:
             return None
-        _look_into(obj, call)
+        _reached_by(call, obj)
         return call.rebind(fn)
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:

@@ -385,8 +385,10 @@ def _is_dualgpu_function(fn) -> bool:
 def _is_user_function(fn) -> bool:
     mod = getattr(fn, "__module__", None) or ""
     root = mod.split(".")[0]
-    if root == "dualgpu":  # a closure of dualgpu's around the user's function (testing's
-        return "<locals>" in getattr(fn, "__qualname__", "")  # fixed arguments) sees it too
+    if root == "dualgpu":  # dualgpu's closure around the user's function (testing's fixed
+        code = getattr(fn, "__code__", None)  # arguments), a docstring example's function
+        return "<locals>" in getattr(fn, "__qualname__", "") or \
+            getattr(code, "co_filename", "").startswith("<doctest")
     return root not in _TRACED_ROOTS + ("builtins", "functools")
 
 
@@ -588,7 +590,7 @@ def _writing_back(fn, memo: dict):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         # the user's objects it is given or reached, and their classes: methods rebound
-        reached = memo.get(_REACHED, []) + [a for a in (*args, *kwargs.values())
+        reached = memo.get(("reached",), []) + [a for a in (*args, *kwargs.values())
                                              if not isinstance(a, Tracer)]
         with methods.rebinding(rebind, _original, reached):
             return _call_writing_back(fn, shared, args, kwargs)
@@ -681,13 +683,10 @@ def _rebound_partial(fn: functools.partial, memo: dict):
     return rebound
 
 
-_REACHED = ("reached",)
-
-
 def _reach(obj, memo: dict) -> None:
     """``obj``'s classes get their methods rebound in the call of ``memo``'s rebinding
-    (now, when it runs: :func:`_writing_back`)."""
-    memo.setdefault(_REACHED, []).append(obj)
+    (now if it runs, else when it does: :func:`_writing_back`)."""
+    memo.setdefault(("reached",), []).append(obj)
     methods.reach(obj)
 
 
