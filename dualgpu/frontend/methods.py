@@ -7,11 +7,11 @@ trace must not replace (``self`` is the user's own object: identity, ``isinstanc
 writes to ``self.attr`` are Python's). So while a traced call runs, each class of the user's
 that it reaches has its functions (methods, ``__call__`` and the other special methods,
 static and class methods, properties' functions) replaced in the class by a stand-in, and
-the functions held by its objects' attributes (``self.act = relu``) by a stand-in for the
-attribute:
+the functions and random generators held by its objects' attributes (``self.act = relu``,
+``self.rng``) by a stand-in for the attribute:
 
 * on the thread of a traced call, the stand-in gives the function's rebound copy of that
-  call, bound as the function would be (to the real object);
+  call, bound as the function would be (to the real object), or the generator's stand-in;
 * on any other thread, and once the call is over, what the class held.
 
 The class is restored when the last traced call that reached it returns or raises.
@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import in_stdlib
+from .numpy.random import is_source
 
 # a function's rebound copy in the running traced call: function -> replacement
 Rebinder = Callable[[Any], Any]
@@ -195,7 +196,7 @@ def _look_into(obj: Any, call: _Call, depth: int = 0) -> None:
     if not isinstance(attrs, dict):
         return
     for name, value in list(attrs.items())[:_ITEMS]:
-        if _is_function(value):
+        if _rebound(value):
             _hold_attribute(type(obj), name)
         items: Any = value.values() if isinstance(value, dict) else value
         for v in (list(items)[:_ITEMS] if isinstance(value, (list, tuple, dict)) else (value,)):
@@ -213,8 +214,11 @@ def _reached_by(call: _Call, obj: Any) -> None:
         reach(obj)
 
 
-def _is_function(value: Any) -> bool:
-    return isinstance(value, (types.FunctionType, functools.partial, types.MethodType))
+def _rebound(value: Any) -> bool:
+    """Whether a traced call sees ``value``, held by an attribute, as its replacement: a
+    function (its rebound copy) or a random generator (its stand-in: drawn at every call)."""
+    return isinstance(value, (types.FunctionType, functools.partial, types.MethodType)) \
+        or is_source(value)
 
 
 def _hold_attribute(cls: type, name: str) -> None:
@@ -303,7 +307,7 @@ class AttributeInTrace:
         if attrs is not None and self.name in attrs:
             value = attrs[self.name]
             call = _current()
-            return value if call is None or not _is_function(value) else call.rebind(value)
+            return value if call is None or not _rebound(value) else call.rebind(value)
         if self.original is _ABSENT:
             raise AttributeError(f"{(owner or type(obj)).__name__!r} object has no "
                                  f"attribute {self.name!r}")
@@ -342,7 +346,7 @@ class SetattrInTrace:
         call = _current()
         if call is not None:
             value = call.original(value)
-            if _is_function(value) and isinstance(getattr(obj, "__dict__", None), dict):
+            if _rebound(value) and isinstance(getattr(obj, "__dict__", None), dict):
                 _hold_attribute(type(obj), name)
         if self.original is _ABSENT:
             # (mypy takes super's first argument for a class statement's name only)
