@@ -12,6 +12,7 @@ import threading
 import weakref
 
 import numpy as np
+import pytest
 import user_layers
 
 import dualgpu as dg
@@ -125,6 +126,24 @@ def test_a_transform_first_built_inside_another_trace_sees_changed_attributes():
     np.testing.assert_allclose(dg.jit(lambda p: inner(p))(x), grad_loss(1.5, 2.0, x))
     model.c = 4.0  # read by a method its guards found while the trace's stand-ins were in
     np.testing.assert_allclose(inner(x), grad_loss(4.0, 2.0, x), rtol=1e-13)
+
+
+def test_library_calls_in_a_method_trace_as_in_a_function():
+    """SciPy's functions and NumPy's global random state, reached from a method (they were
+    refused: SciPy saw traced values, the draws would have been constants)."""
+    stats = pytest.importorskip("scipy.stats")
+
+    class Posterior:
+        def sample_loss(self, p):
+            return np.sum(stats.norm.logpdf(p) * np.random.normal(size=2))
+
+    post = Posterior()
+    g = dg.grad(lambda p: post.sample_loss(p))
+    np.random.seed(3)
+    traced = [g(x) for _ in range(2)]
+    np.random.seed(3)
+    np.testing.assert_allclose(traced, [-x * np.random.normal(size=2) for _ in range(2)],
+                               rtol=1e-14)
 
 
 def test_writes_to_self_land_on_the_object_as_the_users_own_values():
