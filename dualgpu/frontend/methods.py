@@ -192,8 +192,9 @@ def _look_into(obj: Any, call: _Call, depth: int = 0) -> None:
     if id(obj) in call.seen:
         return
     call.seen[id(obj)] = obj
-    attrs = getattr(obj, "__dict__", None)
-    if not isinstance(attrs, dict):
+    try:
+        attrs = object.__getattribute__(obj, "__dict__")  # (not a __getattr__ of the user's)
+    except AttributeError:
         return
     for name, value in list(attrs.items())[:_ITEMS]:
         if _rebound(value):
