@@ -228,8 +228,9 @@ def _hold_attribute(cls: type, name: str) -> None:
     with _lock:
         entry = _patched.get(cls)
         current = vars(cls).get(name, _ABSENT)
-        if entry is None or isinstance(current, AttributeInTrace) or hasattr(
-                type(current), "__set__"):
+        found = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
+        if entry is None or isinstance(found, AttributeInTrace) or hasattr(
+                type(original_of(found)), "__set__"):
             return  # not entered, or already, or a property or slot: asked first anyway
         try:
             setattr(cls, name, AttributeInTrace(name, current))
@@ -294,8 +295,8 @@ class PropertyInTrace:
 
 class AttributeInTrace:
     """Stands in for an attribute that the objects of a user class hold in their dict
-    (``self.act = relu``): the function there rebound; else what the class has of that
-    name (``original``), found as Python would."""
+    (``self.act = relu``): the function there rebound; else what the classes have of that
+    name, found as Python would (``original``: what this class had)."""
 
     __slots__ = ("name", "original")
 
@@ -309,11 +310,14 @@ class AttributeInTrace:
             value = attrs[self.name]
             call = _current()
             return value if call is None or not _rebound(value) else call.rebind(value)
-        if self.original is _ABSENT:
-            raise AttributeError(f"{(owner or type(obj)).__name__!r} object has no "
-                                 f"attribute {self.name!r}")
-        get = getattr(type(self.original), "__get__", None)
-        return self.original if get is None else get(self.original, obj, owner)
+        cls = type(obj) if obj is not None else owner
+        for klass in cls.__mro__ if cls is not None else ():  # what the classes have
+            found = vars(klass).get(self.name, _ABSENT)
+            if found is not _ABSENT and not isinstance(found, AttributeInTrace):
+                get = getattr(type(found), "__get__", None)
+                return found if get is None else get(found, obj, owner)
+        raise AttributeError(f"{getattr(cls, '__name__', '?')!r} object has no attribute "
+                             f"{self.name!r}")
 
     def __set__(self, obj: Any, value: Any) -> None:
         obj.__dict__[self.name] = value
