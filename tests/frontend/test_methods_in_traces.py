@@ -81,6 +81,22 @@ def test_callable_objects_of_another_module_properties_and_functions_held_by_att
     np.testing.assert_allclose(dg.grad(lambda p: MODEL.deep(p))(x), want, rtol=1e-13)
 
 
+def test_a_function_held_by_one_object_leaves_the_others_their_classs_method():
+    class Base:
+        def act(self, v):
+            return np.array([v[0], v[1]])
+
+    class Net(Base):
+        def run(self, p):
+            return np.sum(self.act(p))
+
+    own, plain = Net(), Net()
+    own.act = square_all
+    want = 2 * x + 1 + 1
+    np.testing.assert_allclose(dg.grad(lambda p: own.run(p) + plain.run(p) + np.sum(
+        Net.act(plain, p)))(x), want)
+
+
 def test_a_dataclass_model_whose_parameters_are_attributes():
     @dataclasses.dataclass
     class Quadratic:
