@@ -31,6 +31,7 @@ from ..errors import (
     in_stdlib,
     user_location,
 )
+from . import methods
 from . import numpy as dnp
 from .dispatch import (
     call_front_end,
@@ -340,6 +341,15 @@ def _replacement(obj, memo):
         return _namespace_for_module(obj)
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):
         return _rebind(obj, memo)
+    if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
+        _reach(obj.__self__, memo)  # model.loss held in a global: bound to the object
+        rebound = _replacement(obj.__func__, memo)
+        return obj if rebound is obj.__func__ else types.MethodType(rebound, obj.__self__)
+    if isinstance(obj, functools.partial):
+        return _rebound_partial(obj, memo)
+    if methods.is_user_class(obj if isinstance(obj, type) else type(obj)):
+        _reach(obj, memo)  # a class or object of the user's: its methods rebound in the call
+        return obj
     if _is_user_module(obj):
         return UserModule(obj, memo)
     if _is_array_function(obj):
@@ -379,8 +389,10 @@ def _is_dualgpu_function(fn) -> bool:
 def _is_user_function(fn) -> bool:
     mod = getattr(fn, "__module__", None) or ""
     root = mod.split(".")[0]
-    if root == "dualgpu":  # a closure of dualgpu's around the user's function (testing's
-        return "<locals>" in getattr(fn, "__qualname__", "")  # fixed arguments) sees it too
+    if root == "dualgpu":  # dualgpu's closure around the user's function (testing's fixed
+        code = getattr(fn, "__code__", None)  # arguments), a docstring example's function
+        return "<locals>" in getattr(fn, "__qualname__", "") or \
+            getattr(code, "co_filename", "").startswith("<doctest")
     return root not in _TRACED_ROOTS + ("builtins", "functools")
 
 
@@ -527,8 +539,11 @@ def _original(value: Any) -> Any:
         return value.original
     if isinstance(value, _LazyFunction):
         return _original(value._box[0]) if value._box else value
-    while isinstance(value, types.FunctionType) and hasattr(value, "__wrapped_by_dualgpu__"):
+    while isinstance(value, (types.FunctionType, functools.partial)) and hasattr(
+            value, "__wrapped_by_dualgpu__"):
         value = value.__wrapped_by_dualgpu__  # (a copy of a copy, by a nested transform)
+    if isinstance(value, types.MethodType) and value.__func__ is not _original(value.__func__):
+        return types.MethodType(_original(value.__func__), value.__self__)
     if type(value) in (tuple, list, dict):  # (f, g), a dict of activations: their copies
         items = list(value.values()) if type(value) is dict else value
         originals = [_original(v) for v in items]
@@ -572,30 +587,39 @@ def _writing_back(fn, memo: dict):
     """``fn`` (a rebound copy) called with its modules' shared globals in use, refreshed
     before and written back after, unless an enclosing call already uses them."""
     shared = [v for k, v in memo.items() if type(k) is tuple and k[0] == "globals"]
-    if not shared:
-        return fn
+
+    def rebind(value):
+        return _replacement(value, memo)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        active = _active_copies()
-        entered = [sg for sg in shared if id(sg.real) not in active]
-        if outermost := getattr(_active, "late", None) is None:
-            _active.late = []
-        for sg in entered:
-            sg.refresh()
-            active[id(sg.real)] = sg
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if outermost:
-                entered += _active.late
-                _active.late = None
-            held = getattr(_active, "held", None)
-            for sg in entered:
-                del active[id(sg.real)]
-                held.append(sg) if held is not None else sg.write_back()
+        # the user's objects it is given or reached, and their classes: methods rebound
+        reached = memo.get(("reached",), []) + [a for a in (*args, *kwargs.values())
+                                             if not isinstance(a, Tracer)]
+        with methods.rebinding(rebind, _original, reached):
+            return _call_writing_back(fn, shared, args, kwargs)
 
     return call
+
+
+def _call_writing_back(fn, shared: list, args: tuple, kwargs: dict):
+    active = _active_copies()
+    entered = [sg for sg in shared if id(sg.real) not in active]
+    if outermost := getattr(_active, "late", None) is None:
+        _active.late = []
+    for sg in entered:
+        sg.refresh()
+        active[id(sg.real)] = sg
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if outermost:
+            entered += _active.late
+            _active.late = None
+        held = getattr(_active, "held", None)
+        for sg in entered:
+            del active[id(sg.real)]
+            held.append(sg) if held is not None else sg.write_back()
 
 
 class HeldWrites:
@@ -626,24 +650,48 @@ def _all_names(code) -> set:
 
 
 def rebind_function(fn):
-    """A copy of ``fn`` that sees tracing namespaces instead of array modules."""
+    """A copy of ``fn`` that sees tracing namespaces instead of array modules (and whose
+    call rebinds the methods of the user's classes it reaches: :mod:`.methods`)."""
+    memo: dict = {}
+    return _writing_back(_rebound_callable(fn, memo), memo)
+
+
+def _rebound_callable(fn, memo: dict):
     if isinstance(fn, functools.partial):
-        memo: dict = {}
         args = _replaced_values(fn.args, memo) or fn.args
-        keywords = _replaced_values(tuple(fn.keywords.values()), memo)
-        keywords = fn.keywords if keywords is None else dict(zip(fn.keywords, keywords))
-        return functools.partial(rebind_function(fn.func), *args, **keywords)
-    if isinstance(fn, types.MethodType) and not _is_distribution(fn.__self__):
-        return types.MethodType(rebind_function(fn.__func__), fn.__self__)
+        values = _replaced_values(tuple(fn.keywords.values()), memo)
+        keywords = fn.keywords if values is None else dict(zip(fn.keywords, values))
+        return functools.partial(_rebound_callable(fn.func, memo), *args, **keywords)
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType) \
+            and not _is_distribution(fn.__self__):  # (not a generator's: rng.normal)
+        _reach(fn.__self__, memo)
+        return types.MethodType(_rebound_callable(fn.__func__, memo), fn.__self__)
     if isinstance(fn, types.FunctionType) and (_is_user_function(fn)
                                                or not _is_array_function(fn)):
-        memo = {}
-        return _writing_back(_rebind(fn, memo), memo)
+        return _rebind(fn, memo)
     # a library's function (scipy.stats.norm.logpdf, scipy.special.expit; SciPy's functions
     # written in Python too, scipy.linalg.solve: its stand-in, as when the user's code calls
     # it, not SciPy's source traced; callables of other kinds: NumPy protocols still see the
     # tracers)
-    return _replacement(fn, {})
+    return _replacement(fn, memo)
+
+
+def _rebound_partial(fn: functools.partial, memo: dict):
+    """A partial held in a global (or reached from one): of the rebound function, with its
+    arguments replaced; the partial itself when nothing is."""
+    rebound = _rebound_callable(fn, memo)
+    if rebound.func is fn.func and all(a is b for a, b in zip(rebound.args, fn.args)) and all(
+            rebound.keywords[k] is v for k, v in fn.keywords.items()):
+        return fn
+    rebound.__wrapped_by_dualgpu__ = fn  # type: ignore[attr-defined]  # what is written back
+    return rebound
+
+
+def _reach(obj, memo: dict) -> None:
+    """``obj``'s classes get their methods rebound in the call of ``memo``'s rebinding
+    (now if it runs, else when it does: :func:`_writing_back`)."""
+    memo.setdefault(("reached",), []).append(obj)
+    methods.reach(obj)
 
 
 def array_namespace(xp):

@@ -48,6 +48,7 @@ import numpy as np
 
 from ..backends import array_backend
 from ..errors import in_stdlib
+from ..frontend.methods import original_of
 from ..frontend.numpy.random import is_source
 from .signature import class_call, static_key
 
@@ -90,13 +91,18 @@ def _referent(holder: Any, name: Any) -> Any:
 
 def _attr(holder: Any, name: Any) -> Any:
     """``holder.name``, a method as its function (a bound method is a new object on every
-    read)."""
+    read); the user's own function where a trace running on this thread gives its rebound
+    copy (:mod:`dualgpu.frontend.methods`)."""
     value = getattr(holder, name)
-    return value.__func__ if isinstance(value, types.MethodType) else value
+    value = value.__func__ if isinstance(value, types.MethodType) else value
+    while isinstance(value, types.FunctionType) and hasattr(value, "__wrapped_by_dualgpu__"):
+        value = value.__wrapped_by_dualgpu__
+    return value
 
 
 _READ_ERRORS = (ValueError, KeyError, IndexError, AttributeError, TypeError)
 _IDENTITY, _VALUE, _SNAPSHOT = 0, 1, 2
+_NOTHING = object()  # (what a class holds under a name it has no attribute of)
 
 
 class _Strong:
@@ -548,7 +554,9 @@ def _attribute_kind(obj: Any, name: str) -> str:
             return "plain"
     for klass in (obj.__mro__ if isinstance(obj, type) else type(obj).__mro__):
         if name in vars(klass):
-            v = vars(klass)[name]
+            v = original_of(vars(klass)[name], _NOTHING)  # (not a running trace's
+            if v is _NOTHING:                             # stand-in)
+                continue
             if isinstance(v, (types.FunctionType, staticmethod, classmethod,
                               types.MemberDescriptorType)):
                 return "plain" if hasattr(obj, name) else "missing"

@@ -226,9 +226,10 @@ class Traced:
             raise RandomInTraceError(
                 f"{name_of(fn)} drew from NumPy's (or Python's) global random state while it "
                 "was traced, through a function that dualgpu does not see (a library's, or "
-                "one reached through an object's attribute): its draws would be constants of "
-                "the compiled program. Call np.random or a Generator from the function itself "
-                "(or pass the generator as an argument), or draw outside and pass the numbers")
+                "one in a list or dict held by an object's attribute): its draws would be "
+                "constants of the compiled program. Call np.random or a Generator from the "
+                "function itself (or pass the generator as an argument), or draw outside and "
+                "pass the numbers")
         # the draws: inputs after the function's (and the enclosing trace's values read)
         self.draws: tuple[Draw, ...] = tuple(recorder.draws)
         self.graph = self.raw

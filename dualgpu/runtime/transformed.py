@@ -660,9 +660,9 @@ def _decision_changed(program: Compiled, inputs: list) -> str | None:
 
 def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
                    before: Guards, values: bool = False) -> Traced:
-    """``fn`` traced; refused when the trace drew from a generator it reaches through an
-    object's attribute (``self.rng``: not seen by the tracing namespace, its draws would be
-    constants of the program)."""
+    """``fn`` traced; refused when the trace drew from a generator it reaches where the
+    tracing namespace does not see it (``self.params["rng"]``: its draws would be constants
+    of the program)."""
     sources = before.sources()
     states = source_states([g for _, g in sources])
     traced = Traced(fn, sig, captured, values=values)
@@ -671,8 +671,9 @@ def traced_checked(fn: Callable, sig: Signature, captured: list[Tracer] | None,
         if was != now:
             raise RandomInTraceError(
                 f"{name_of(fn)} drew random numbers from {label} while it was traced, "
-                "reached where dualgpu does not see it (an object's attribute, a dict's item, a "
-                "generator's method or a partial of one): the draws "
+                "reached where dualgpu does not see it (a container held by an object's "
+                "attribute, a dict's item, a generator's method or a partial of one): the "
+                "draws "
                 "would be constants of the compiled program. Pass the generator as an "
                 "argument (each call then draws from it), or draw outside and pass the numbers")
     return traced

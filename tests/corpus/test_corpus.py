@@ -81,11 +81,7 @@ CASES = {
     # report (time_secs) are not compared
     # (slow: an expected failure, 0.5 s)
     "kgof_demo_kgof": Case(("V_opt", "gw_opt", "test_result"), unkept=("time_secs",),
-                           slow=True, xfail=(
-        "TracerControlFlowError: np.array of a list of traced values in a method reached "
-        "through a class (GaussFSSD.power_criterion -> FSSD.feature_tensor): dualgpu rebinds "
-        "numpy in the functions it reaches through globals and closures, not in methods, and "
-        "np.array has no NumPy protocol to dispatch on")),
+                           slow=True),
     "kgof_gof_linear_kernel_stein": Case(("lin_kstein_result",), unkept=("time_secs",)),
     "logistic_regression": Case(("weights",)),
     "lstm": Case(("trained_params",)),
@@ -119,9 +115,7 @@ CASES = {
         "np.linalg.cholesky's derivative, by design: dualgpu's is that of the function NumPy "
         "computes, which reads the lower triangle (zero for the upper one), autograd's that of "
         "the symmetric matrix (half to each triangle, as JAX's and PyTorch's): the freeing "
-        "Jacobian of its PSD pattern has fewer non-zeros; and TracerControlFlowError: np.array "
-        "of a traced value in a method (NumericArrayPattern.validate_folded): numpy is "
-        "rebound in the functions reached through globals and closures, not in methods; and "
+        "Jacobian of its PSD pattern (and of a PatternArray of them) has fewer non-zeros; and "
         "IntegerInputError: a Jacobian at an integer point (refused, as by JAX; autograd "
         "differentiates an integer array whose function returns floats)")),
     "readme_tanh": Case(()),
