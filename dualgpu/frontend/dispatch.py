@@ -70,15 +70,15 @@ def contains_tracer(args, kwargs) -> bool:
     return any(check(a) for a in args) or any(check(v) for v in kwargs.values())
 
 
-def integers_made_concrete(args, kwargs) -> tuple | None:
-    """``(args, kwargs)`` with each traced value made a Python int (or bool), if every traced
-    value among them is an integer scalar (a size, a count: ``np.zeros(np.max(g) + 1)``),
-    else None. Each value is read as Python reads one (``operator.index``): a decision the
-    program checks at every call where values are known (``grad`` on arrays), a clear
-    refusal where they are not (``jit``)."""
+def integers_made_concrete(fn, args, kwargs, qualname: str):
+    """``fn(*args, **kwargs)`` with each traced value made a Python int (or bool), if every
+    traced value among them is an integer scalar (a size, a count: ``np.zeros(np.max(g) +
+    1)``), else the refusal of ``qualname``, which has no rule. Each value is read as Python
+    reads one (``operator.index``): a decision the program checks at every call where values
+    are known (``grad`` on arrays), a clear refusal where they are not (``jit``)."""
     traced = [x for x in _leaves(args, kwargs) if isinstance(x, Tracer)]
     if not traced or any(t.ndim or t.dtype.kind not in "biu" for t in traced):
-        return None
+        raise no_rule(qualname)
 
     def concrete(x):
         if isinstance(x, Tracer):
@@ -87,7 +87,7 @@ def integers_made_concrete(args, kwargs) -> tuple | None:
             return type(x)(concrete(y) for y in x)
         return x
 
-    return tuple(concrete(a) for a in args), {k: concrete(v) for k, v in kwargs.items()}
+    return fn(*map(concrete, args), **{k: concrete(v) for k, v in kwargs.items()})
 
 
 def _leaves(args, kwargs):

@@ -126,11 +126,8 @@ def _dispatcher(real, ours, qualname: str):
                     and out.dtype.kind in "biufc":
                 return out.view(ConstantArray)
             return out
-        if ours is None:
-            concrete = integers_made_concrete(args, kwargs)  # np.zeros(n), n traced
-            if concrete is None:
-                raise no_rule(qualname)
-            return call(*concrete[0], **concrete[1])
+        if ours is None:  # np.zeros(n) of a traced n: n read as Python reads it, or no rule
+            return integers_made_concrete(call, args, kwargs, qualname)
         return call_front_end(ours, qualname, args, kwargs)
 
     if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co
