@@ -108,7 +108,7 @@ CASES = {
     "paragami_tests_functions": Case((), slow=True),
     "paragami_tests_optimization_lib": Case((), slow=True),
     "paragami_tests_autograd_supplement_lib": Case((), slow=True, xfail=(
-        "UnsupportedOpError: grouped_sum's forward rule calls grouped_sum on a tangent, whose "
+        "TracerControlFlowError: grouped_sum's forward rule calls grouped_sum on a tangent, whose "
         "output's shape follows the values of its integer operand (np.zeros(max(groups) + 1)),"
         " unknown where the rule is traced")),
     "paragami_tests_patterns": Case((), slow=True, xfail=(
