@@ -245,3 +245,16 @@ def test_expm_is_scipys_with_derivatives_and_its_squarings_decided_by_the_norm()
     dg.testing.check_grads(scipy.linalg.expm, (rng.standard_normal((3, 3)),), order=2)
     with pytest.raises(dg.TracerControlFlowError, match="expm: its number of squarings"):
         dg.jit(scipy.linalg.expm)(batch[0])
+
+
+def test_expm_of_a_zero_nan_inf_or_empty_matrix_is_scipys():
+    """A norm of 0, NaN or inf has no integer logarithm (raw OverflowError and ValueError
+    deciding the squarings); an empty A has no norm (refused as if under jit)."""
+    f = dg.value_and_grad(lambda a: np.sum(scipy.linalg.expm(a)))
+    np.testing.assert_allclose(np.concatenate([np.ravel(x) for x in f(np.zeros((2, 2)))]),
+                               np.ones(5) + [1, 0, 0, 0, 0], rtol=1e-15)
+    for fill in (np.nan, np.inf):
+        assert np.isnan(f(np.full((2, 2), fill))[0])
+    for shape in ((0, 0), (0, 2, 2)):
+        out = dg.jvp(scipy.linalg.expm, (np.zeros(shape),), (np.zeros(shape),))[0]
+        assert out.shape == scipy.linalg.expm(np.zeros(shape)).shape

@@ -35,7 +35,9 @@ from ...lax import (
     expand_dims,
     getitem,
     greater,
+    isfinite,
     log2,
+    logical_and,
     multiply,
     ones_like,
     put_along_axis_add,
@@ -351,6 +353,14 @@ _PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
 _THETA13 = 5.371920351148152
 
 
+def _squarings(A) -> int:
+    """The squarings the 1-norm asks for: none for a norm of 0, NaN or inf (the identity, or
+    NaN as SciPy's; their logarithm is no integer)."""
+    ratio = true_divide(amax(sum_(absolute(A), axis=-2)), _THETA13)
+    ratio = where(logical_and(greater(ratio, 1.0), isfinite(ratio)), ratio, 1.0)
+    return int(ceil(log2(ratio)))
+
+
 def expm(A):
     """``scipy.linalg.expm`` over the last two axes: scaling and squaring of the [13/13]
     Pade approximant (Higham 2005), so its derivatives of every order are those of its
@@ -366,9 +376,8 @@ def expm(A):
     A = _lapack(A)
     _matrices("expm", A)
     n = _shape(A)[-1]
-    norm = amax(sum_(absolute(A), axis=-2))
     try:
-        squarings = max(0, int(ceil(log2(true_divide(norm, _THETA13)))))  # (a decision)
+        squarings = 0 if 0 in _shape(A) else _squarings(A)  # (a decision)
     except TracerControlFlowError:
         raise TracerControlFlowError(
             "scipy.linalg.expm: its number of squarings comes from the 1-norm of A's values, "
