@@ -233,6 +233,8 @@ defstandalone(eigh, (
         "    import scipy.linalg\n"
         "    parts = [scipy.linalg.eigh(m, lower=uplo == 'L', driver=driver)\n"
         "             for m in a.reshape((-1,) + a.shape[-2:])]\n"
+        "    if not parts:  # an empty stack\n"
+        "        return tuple(xp.linalg.eigh(a, UPLO=uplo))\n"
         "    return (xp.stack([p[0] for p in parts]).reshape(a.shape[:-1]),\n"
         "            xp.stack([p[1] for p in parts]).reshape(a.shape))\n"),
               cupy=("def eigh(a, uplo='L', driver=None):  # cuSOLVER's signs\n"

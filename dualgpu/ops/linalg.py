@@ -258,12 +258,16 @@ _scipy_standalone(solve_triangular, (
     '    batch = tuple(max(i, j) for i, j in zip(a.shape[:-2], b.shape[:-2]))\n'
     '    a, b = (xp.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])\n'
     '            for x in (a, b))\n'
+    '    if not len(a):  # an empty stack\n'
+    '        return xp.zeros(batch + b.shape[-2:], xp.result_type(a.dtype, b.dtype))\n'
     '    return xp.stack([one(p, q) for p, q in zip(a, b)]).reshape(batch + b.shape[-2:])\n'))
 _scipy_standalone(lu_factor, (
     'def lu_factor(a):\n'
     '    import LINALG\n'
     '    if a.ndim == 2:\n'
     '        return LINALG.lu_factor(a)\n'
+    '    if not a.size:  # an empty stack\n'
+    '        return a.copy(), xp.zeros(a.shape[:-1], xp.int32)\n'
     '    parts = [LINALG.lu_factor(m) for m in a.reshape((-1,) + a.shape[-2:])]\n'
     '    return (xp.stack([p[0] for p in parts]).reshape(a.shape),\n'
     '            xp.stack([p[1] for p in parts]).reshape(a.shape[:-1]))\n'))

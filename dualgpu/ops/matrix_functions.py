@@ -120,6 +120,8 @@ defstandalone(solve_sylvester, (
         '    a, b, q = (xp.broadcast_to(x, batch + x.shape[-2:]).reshape((-1,) + x.shape[-2:])\n'
         '               for x in (a, b, q))\n'
         '    out = [scipy.linalg.solve_sylvester(*m) for m in zip(a, b, q)]\n'
+        '    if not out:  # an empty stack\n'
+        '        return xp.zeros(batch + q.shape[-2:], q.dtype)\n'
         '    return xp.stack(out).reshape(batch + q.shape[-2:])\n'),
               cupy_refused="cupyx.scipy.linalg has no solve_sylvester")
 
@@ -178,5 +180,13 @@ defstandalone(sqrtm, (
         'def sqrtm(a):\n'
         '    import scipy.linalg\n'
         '    out = [scipy.linalg.sqrtm(m) for m in a.reshape((-1,) + a.shape[-2:])]\n'
-        '    return xp.stack(out).real.astype(a.dtype).reshape(a.shape)\n'),
+        '    if not out:  # an empty stack\n'
+        '        return xp.zeros(a.shape, a.dtype)\n'
+        '    root = xp.stack(out)\n'
+        "    if root.dtype.kind == 'c':  # real roots only, as dualgpu's\n"
+        '        scale = max(float(xp.max(abs(root), initial=0.0)), 1.0)\n'
+        '        if xp.any(abs(root.imag) > xp.sqrt(xp.finfo(a.dtype).eps) * scale):\n'
+        "            raise ValueError('linalg.sqrtm: the matrix has a negative eigenvalue, so '\n"
+        "                             'its square root is complex')\n"
+        '    return root.real.astype(a.dtype).reshape(a.shape)\n'),
               cupy_refused="cupyx.scipy.linalg has no sqrtm")

@@ -262,3 +262,22 @@ def test_argument_names_in_messages_are_data():
     assert "\nimport os" not in text
     with pytest.raises(ValueError, match="os.system"):
         fn({key: np.ones(2)})
+
+
+def test_per_matrix_library_ops_export_an_empty_stack_and_refuse_a_complex_root():
+    """The exported loops over a stack's matrices stacked an empty list (raw ValueError);
+    sqrtm's exported form kept the real part of a complex root (silently wrong)."""
+    import scipy.linalg
+
+    def f(a, b):
+        lu = scipy.linalg.lu_factor(a)
+        return (scipy.linalg.lu_solve(lu, b), scipy.linalg.solve_triangular(a, b),
+                scipy.linalg.eigh(a, driver="evr"), scipy.linalg.sqrtm(a),
+                scipy.linalg.solve_sylvester(a, a, a))
+
+    a, b = np.zeros((0, 2, 2)), np.zeros((0, 2, 1))
+    for got, want in zip(dg.tree.leaves(_exported(f, a, b)[0](a, b)),
+                         dg.tree.leaves(dg.jit(f)(a, b))):
+        assert got.shape == want.shape and got.dtype == want.dtype
+    with pytest.raises(ValueError, match="negative eigenvalue"):
+        _exported(scipy.linalg.sqrtm, np.eye(2))[0](np.diag([-1.0, 4.0]))
