@@ -33,6 +33,9 @@ def test_beta_and_multigammaln_values_and_derivatives():
     np.testing.assert_allclose(dg.jit(scipy.special.beta)(a, b), scipy.special.beta(a, b),
                                rtol=1e-13)  # -1.7 + -0.3: a pole of Gamma(a + b), beta 0
     dg.testing.check_grads(scipy.special.beta, (a[:3], b[:3]), order=2)  # symmetric in a, b
+    zeros = np.array([-0.0, 0.5])  # -0, a pole, is +0's: +inf (was -inf)
+    np.testing.assert_array_equal(dg.jit(scipy.special.beta)(zeros, zeros[::-1]),
+                                  scipy.special.beta(zeros, zeros[::-1]))
     x = np.array([4.3, 2.2, 1.6])
     for d in (1, 3):
         multigammaln = _multigammaln_of(d)

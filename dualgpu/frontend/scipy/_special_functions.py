@@ -186,7 +186,9 @@ def beta(a, b):
     a, b = scipy_float(a, b)
     sign_ab = gammasgn(lax.add(a, b))  # NaN at its poles, where exp(betaln) is 0
     sign_ab = lax.where(lax.isnan(sign_ab), lax.sign(lax.add(a, b)), sign_ab)
-    sign = lax.multiply(lax.multiply(gammasgn(a), gammasgn(b)), sign_ab)
+    # a -0 pole counts as +0's (SciPy's +inf), whose sign gammasgn gives -1
+    sa, sb = (gammasgn(lax.where(lax.equal(x, 0.0), 0.0, x)) for x in (a, b))
+    sign = lax.multiply(lax.multiply(sa, sb), sign_ab)
     return lax.multiply(sign, lax.exp(betaln(a, b)))
 
 
