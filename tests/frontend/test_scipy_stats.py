@@ -215,6 +215,16 @@ def test_multivariate_normal_entropy_and_a_singular_covariance():
         dg.jit(lambda x: mvn.logpdf(x, mean, cov, allow_singular="yes"))(x)
 
 
+def test_multivariate_normal_of_an_indefinite_covariance_is_nan():
+    """The pseudo-determinant's path meant NaN where cov is not positive semidefinite (SciPy
+    raises); the Cholesky factorization of cov + V V^T raised a raw LinAlgError first."""
+    mvn = scipy.stats.multivariate_normal
+    cov = np.diag([1.0, -1.0, 2.0])
+    assert np.isnan(dg.jit(lambda c: mvn.entropy(cov=c))(cov))
+    assert np.all(np.isnan(dg.jit(lambda x, c: mvn.logpdf(x, cov=c, allow_singular=True))(
+        np.ones((2, 3)), cov)))
+
+
 def test_dirichlet_values_and_derivatives():
     alpha = np.array([0.7, 2.0, 3.5])
     x = np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])  # the first axis: the components

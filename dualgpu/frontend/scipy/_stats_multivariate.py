@@ -91,7 +91,7 @@ class MultivariateNormal(Distribution):
         diff = dnp.reshape(dnp.subtract(x, mean), (-1, dim))
         if singular:
             null, rank, tol, invalid = _null_space(cov)
-            cov = dnp.add(cov, dnp.matmul(null, dnp.transpose(null)))
+            cov = _completed(cov, null, invalid)
             off = dnp.matmul(diff, null)  # the components off the support
             outside = dnp.greater_equal(dnp.sqrt(dnp.sum(dnp.square(off), axis=1)), tol)
             diff = dnp.subtract(diff, dnp.matmul(off, dnp.transpose(null)))
@@ -113,10 +113,17 @@ class MultivariateNormal(Distribution):
         the pseudo-determinant whatever ``allow_singular`` (a frozen distribution's) says."""
         _, _, cov, _ = self._parse("entropy", args, kwds)
         null, rank, _, invalid = _null_space(cov)
-        chol = dlinalg.cholesky(dnp.add(cov, dnp.matmul(null, dnp.transpose(null))))
+        chol = dlinalg.cholesky(_completed(cov, null, invalid))
         log_det = dnp.multiply(2.0, dnp.sum(dnp.log(dnp.diagonal(chol))))
         out = dnp.multiply(0.5, dnp.add(dnp.multiply(rank, LOG_2PI + 1.0), log_det))
         return dnp.where(invalid, NAN, out)
+
+
+def _completed(cov, null, invalid):
+    """``cov + V Vᵀ``, positive definite; the identity where ``cov`` is not positive
+    semidefinite (the result is NaN there: its Cholesky factorization raised)."""
+    full = dnp.add(cov, dnp.matmul(null, dnp.transpose(null)))
+    return dnp.where(invalid, np.eye(dnp.shape(cov)[-1]), full)
 
 
 def _null_space(cov):
