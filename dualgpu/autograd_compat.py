@@ -323,7 +323,12 @@ def make_diagonal(D, offset=0, axis1=0, axis2=1):
         raise UnsupportedOpError(
             f"make_diagonal: offset={offset!r}, axis1={axis1!r}, axis2={axis2!r}; as "
             f"autograd's, only offset=0, axis1=-1, axis2=-2 (at {user_location()})")
-    d = D if lax.is_tracer(D) else np.asarray(D, dtype=float)
+    d = D if lax.is_tracer(D) else np.asarray(D)
+    if not lax.shape_of(d):
+        raise InvalidArgumentError(f"make_diagonal: D must have at least one axis, got a "
+                                   f"0-d array (at {user_location()})")
+    dt = np.result_type(lax.dtype_of(d), np.float64)  # autograd's float64, or complex
+    d = d if lax.dtype_of(d) == dt else lax.astype(d, dt)
     n = lax.shape_of(d)[-1]
     return lax.where(lax.eye(n, dtype=bool), lax.expand_dims(d, -1), 0.0)
 

@@ -124,6 +124,18 @@ def test_make_diagonal_is_autograds():
         make_diagonal(d)
 
 
+def test_make_diagonal_traced_is_its_value_and_a_0d_array_is_refused():
+    """Traced float32 gave float32 (on values autograd's float64); a complex D lost its
+    imaginary part on values; a 0-d D raised a raw IndexError."""
+    diagonal = lambda d: make_diagonal(d, 0, -1, -2)  # noqa: E731
+    for d in (np.ones(2, np.float32), np.array([1j, 2.0])):
+        got, want = dg.jit(diagonal)(d), diagonal(d)
+        assert got.dtype == want.dtype == np.result_type(d, np.float64)
+        np.testing.assert_array_equal(got, np.diag(d))
+    with pytest.raises(dg.InvalidArgumentError, match="at least one axis"):
+        dg.jit(diagonal)(np.array(1.0))
+
+
 def test_an_integer_argument_is_static_as_autograd_never_boxes_it():
     @primitive
     def padded(x, n):  # n, a size, is a shape in the body, also inside the jvp rule
