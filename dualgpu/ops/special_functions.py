@@ -21,7 +21,7 @@ from ..errors import DualgpuError, UnsupportedOpError, user_location
 from ..rules import laplacian_rules
 from ..rules import taylor_rules as taylor
 from ..rules.common import unbroadcast, wants_cotangent
-from ..rules.elementwise_rules import elementwise, special_function
+from ..rules.elementwise_rules import elementwise, in_declared_dtype, special_function
 from .elementwise import (
     add,
     exp,
@@ -161,7 +161,7 @@ def _bessel(name):
             raise UnsupportedOpError(
                 f"scipy.special.{name} has no counterpart in cupyx.scipy.special: call it on "
                 f"NumPy arrays (cupy.asnumpy), or use j0/j1/y0/y1/yn, i0/i1")
-        return fn(v, x)
+        return in_declared_dtype(fn(v, x), (v, x))
 
     return impl
 
@@ -234,7 +234,7 @@ def _betainc_dx(a, b, x, ans):
 # the regularized incomplete beta function; no C form (CUDA has none): a library call
 betainc = elementwise(
     "betainc", None, 3, c=None, result="float", py="ops.betainc({0}, {1}, {2})",
-    impl=lambda xp, a, b, x: backend_for_xp(xp).special.betainc(a, b, x),
+    impl=special_function("betainc"),
     doc="I_x(a, b) (scipy.special.betainc); differentiable in x only, as in JAX.",
     partials=(_betainc_ab, _betainc_ab, _betainc_dx))
 
@@ -259,14 +259,14 @@ def _gamma_density(a, x, ans):
 # no C form (CUDA has none): library calls
 gammainc = elementwise(
     "gammainc", None, 2, c=None, result="float", py="ops.gammainc({0}, {1})",
-    impl=lambda xp, a, x: backend_for_xp(xp).special.gammainc(a, x),
+    impl=special_function("gammainc"),
     doc="P(a, x) (scipy.special.gammainc); differentiable in x only, as betainc.",
     partials=(_gammainc_a, _gamma_density))
 
 
 gammaincc = elementwise(
     "gammaincc", None, 2, c=None, result="float", py="ops.gammaincc({0}, {1})",
-    impl=lambda xp, a, x: backend_for_xp(xp).special.gammaincc(a, x),
+    impl=special_function("gammaincc"),
     doc="Q(a, x) = 1 - P(a, x) (scipy.special.gammaincc); differentiable in x only.",
     partials=(_gammainc_a, lambda a, x, ans: negative(_gamma_density(a, x, ans))))
 

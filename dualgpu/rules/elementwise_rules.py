@@ -115,11 +115,21 @@ def elementwise(name: str, numpy_name: str | None, arity: int, *, c: str | None,
 
 def special_function(name: str):
     """The value of a special function by the array library's SciPy (``scipy.special`` or
-    ``cupyx.scipy.special``)."""
-    def impl(xp, x):
-        return getattr(backend_for_xp(xp).special, name)(x)
+    ``cupyx.scipy.special``), in the op's dtype (:func:`in_declared_dtype`)."""
+    def impl(xp, *args):
+        return in_declared_dtype(getattr(backend_for_xp(xp).special, name)(*args), args)
 
     return impl
+
+
+def in_declared_dtype(out, args):
+    """A library call's result in the dtype a ``result="float"`` op declares for ``args``
+    (their promoted float type, a Python number weak): SciPy's loops differ (y0 of float32
+    is float64 by yn's ``ld->d``, gammainc of float32 and 2.0 float64, float16 has no
+    loop), so the program held a value of another dtype than its graph says."""
+    dt = float_dtype(np.result_type(*[a if isinstance(a, (int, float, complex)) else a.dtype
+                                      for a in args]))
+    return out if out.dtype == dt else out.astype(dt)
 
 
 def _scale(partial, t):

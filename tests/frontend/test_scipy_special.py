@@ -108,3 +108,31 @@ def test_a_scipy_ufunc_without_a_rule_is_named_by_its_path():
 
     with pytest.raises(dg.UnsupportedOpError, match=r"scipy\.special\.spence has no"):
         dg.grad(lambda x: np.sum(ss.spence(x)))(np.ones(3))
+
+
+def test_a_library_special_op_holds_the_dtype_its_graph_declares():
+    """SciPy's loops gave yn of 0 and float32 (ld->d), gammainc of float32 and 2.0 and j0 of
+    float16 as float64: the program held float64 where its graph said float32 or float16
+    (eval_shape, and every op after it, disagreed with the run)."""
+    from dualgpu.ops import special_functions as ops
+
+    for f, x in [(lambda x: np.concatenate([ops.yn.bind(0, x), x]), np.ones(2, np.float32)),
+                 (lambda x: ops.gammainc.bind(x, 2.0) * x, np.ones(2, np.float32)),
+                 (lambda x: ops.j0.bind(x), np.ones(2, np.float16))]:
+        assert dg.jit(f)(x).dtype == dg.jit(f).eval_shape(x).dtype == x.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_scipy_special_functions_take_scipys_dtypes(dtype):
+    """Each in the dtype of SciPy's loop for its operands (rel_entr of float32 was float64,
+    y0 of float32 float64, beta of float32 and 2.0 float32, multigammaln of float32
+    float32, jv of float16 float16)."""
+    sp = scipy.special
+    calls = [sp.y0, sp.j1, lambda x: sp.yn(1, x), lambda x: sp.jv(1.5, x),
+             lambda x: sp.ive(x, x), lambda x: sp.gammainc(x, 2.0), sp.erfinv, sp.entr,
+             lambda x: sp.rel_entr(x, x), lambda x: sp.kl_div(2.0, x),
+             lambda x: sp.beta(x, 2.0), lambda x: sp.multigammaln(x + 2, 2)]
+    x = np.array([0.5, 1.0]).astype(dtype)
+    with np.errstate(all="ignore"):
+        for call in calls:
+            assert dg.jit(call)(x).dtype == np.asarray(call(x)).dtype, call

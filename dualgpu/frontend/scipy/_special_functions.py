@@ -13,6 +13,43 @@ from ..nn import scipy_float
 from ._stats_special import betaln
 
 
+def _loop(name: str, *xs) -> tuple:
+    """The dtypes of SciPy's ufunc ``name``'s loop for operands ``xs`` (inputs, then the
+    output), a Python number (or a traced one) weak as in NumPy: rel_entr of float32 is
+    float32, y0 of float16 float64, beta of float32 and 2.0 float64, yn of 0 and float32
+    float64. None where SciPy has no loop (the op refuses them)."""
+    import scipy.special
+
+    def key(x):
+        if isinstance(x, (bool, int, float, complex)):
+            return type(x)
+        dt = lax.dtype_of(x)
+        if getattr(getattr(x, "aval", None), "weak", False):
+            return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[dt.kind]
+        return dt
+
+    try:
+        return getattr(scipy.special, name).resolve_dtypes((*map(key, xs), None))
+    except TypeError:
+        return None
+
+
+def _in_loop(name: str, *xs) -> list:
+    """The arrays among ``xs`` in the input dtypes of SciPy's loop for them, so that the
+    op computes in (and gives) SciPy's dtype; Python numbers stay."""
+    loop = _loop(name, *xs)
+    if loop is None:
+        return list(xs)
+    return [x if isinstance(x, (bool, int, float, complex)) or lax.dtype_of(x) == dt
+            else lax.astype(x, dt) for x, dt in zip(xs, loop)]
+
+
+def _as_loop(out, name: str, *xs):
+    """``out`` in the output dtype of SciPy's loop for ``xs`` (see :func:`_loop`)."""
+    loop = _loop(name, *xs)
+    return out if loop is None or lax.dtype_of(out) == loop[-1] else lax.astype(out, loop[-1])
+
+
 def betainc(a, b, x):
     """``scipy.special.betainc``: the regularized incomplete beta function I_x(a, b),
     differentiable in ``x`` (``x**(a-1) (1-x)**(b-1) / B(a, b)``); derivatives in ``a`` and
@@ -22,7 +59,7 @@ def betainc(a, b, x):
     >>> dg.grad(lambda x: scipy.special.betainc(2.0, 3.0, x))(np.array(0.5))
     array(1.5)
     """
-    return _sf.betainc.bind(a, b, x)
+    return _sf.betainc.bind(*_in_loop("betainc", a, b, x))
 
 
 def gammainc(a, x):
@@ -34,7 +71,7 @@ def gammainc(a, x):
     >>> dg.grad(lambda x: scipy.special.gammainc(1.0, x))(np.array(0.0))
     array(1.)
     """
-    return _sf.gammainc.bind(a, x)
+    return _sf.gammainc.bind(*_in_loop("gammainc", a, x))
 
 
 def gammaincc(a, x):
@@ -45,7 +82,7 @@ def gammaincc(a, x):
     >>> dg.grad(lambda x: scipy.special.gammaincc(1.0, x))(np.array(0.0))
     array(-1.)
     """
-    return _sf.gammaincc.bind(a, x)
+    return _sf.gammaincc.bind(*_in_loop("gammaincc", a, x))
 
 
 def gamma(x):
@@ -55,27 +92,27 @@ def gamma(x):
     >>> dg.grad(lambda x: scipy.special.gamma(x))(np.array(1.0))  # -Euler's constant
     array(-0.57721566)
     """
-    return _sf.gamma.bind(x)
+    return _sf.gamma.bind(*_in_loop("gamma", x))
 
 
 def rgamma(x):
     """``scipy.special.rgamma``: ``1 / gamma(x)`` (0 at the poles)."""
-    return lax.reciprocal(_sf.gamma.bind(x))
+    return lax.reciprocal(_sf.gamma.bind(*_in_loop("rgamma", x)))
 
 
 def erfinv(x):
     """``scipy.special.erfinv``."""
-    return _sf.erfinv.bind(x)
+    return _sf.erfinv.bind(*_in_loop("erfinv", x))
 
 
 def erfcinv(x):
     """``scipy.special.erfcinv``."""
-    return _sf.erfcinv.bind(x)
+    return _sf.erfcinv.bind(*_in_loop("erfcinv", x))
 
 
 def i0(x):
     """``scipy.special.i0``, the modified Bessel function of order 0."""
-    return _sf.i0.bind(x)
+    return _sf.i0.bind(*_in_loop("i0", x))
 
 
 def i1(x):
@@ -85,7 +122,7 @@ def i1(x):
     >>> float(dg.grad(lambda x: scipy.special.i1(x))(np.array(0.0)))
     0.5
     """
-    return _sf.i1.bind(x)
+    return _sf.i1.bind(*_in_loop("i1", x))
 
 
 # ----------------------------------------------------------------------- Bessel functions
@@ -96,13 +133,13 @@ def j0(x):
     >>> float(dg.grad(lambda x: scipy.special.j0(x))(np.array(0.0)))  # -J1(0)
     -0.0
     """
-    return _sf.j0.bind(x)
+    return _sf.j0.bind(*_in_loop("j0", x))
 
 
 def j1(x):
     """``scipy.special.j1``, the Bessel function of the first kind of order 1 (its derivative
     ``J0(x) - J1(x) / x``, 1/2 at 0)."""
-    return _sf.j1.bind(x)
+    return _sf.j1.bind(*_in_loop("j1", x))
 
 
 def jv(v, x):
@@ -114,23 +151,23 @@ def jv(v, x):
     >>> round(float(dg.grad(lambda x: scipy.special.jn(2, x))(np.array(1.0))), 6)  # (J1 - J3) / 2
     0.210244
     """
-    return _sf.jv.bind(v, x)
+    return _sf.jv.bind(*_in_loop("jv", v, x))
 
 
 def yn(n, x):
     """``scipy.special.yn``: the Bessel function of the second kind of integer order ``n``
     (truncated, as SciPy), differentiable in ``x``; the derivative in ``n`` is refused."""
-    return _sf.yn.bind(n, x)
+    return _sf.yn.bind(*_in_loop("yn", n, x))
 
 
 def y0(x):
     """``scipy.special.y0``: ``yn(0, x)`` (SciPy's yn of orders 0 and 1 is its y0 and y1)."""
-    return _sf.yn.bind(0, x)
+    return _sf.yn.bind(0, *_in_loop("y0", x))
 
 
 def y1(x):
     """``scipy.special.y1``: ``yn(1, x)``."""
-    return _sf.yn.bind(1, x)
+    return _sf.yn.bind(1, *_in_loop("y1", x))
 
 
 def iv(v, x):
@@ -142,12 +179,12 @@ def iv(v, x):
     >>> float(dg.grad(lambda x: scipy.special.iv(0, x))(np.array(0.0)))  # I1(0)
     0.0
     """
-    return _sf.iv.bind(v, x)
+    return _sf.iv.bind(*_in_loop("iv", v, x))
 
 
 def ive(v, x):
     """``scipy.special.ive``: ``iv(v, x) * exp(-|x|)``, finite where ``iv`` overflows."""
-    return _sf.ive.bind(v, x)
+    return _sf.ive.bind(*_in_loop("ive", v, x))
 
 
 # ----------------------------------------------------------------------- gamma and beta
@@ -183,13 +220,14 @@ def beta(a, b):
     >>> float(dg.grad(lambda a: scipy.special.beta(a, 1.0))(np.array(1.0)))  # -1 / a**2
     -1.0
     """
+    a0, b0 = a, b
     a, b = scipy_float(a, b)
     sign_ab = gammasgn(lax.add(a, b))  # NaN at its poles, where exp(betaln) is 0
     sign_ab = lax.where(lax.isnan(sign_ab), lax.sign(lax.add(a, b)), sign_ab)
     # a -0 pole counts as +0's (SciPy's +inf), whose sign gammasgn gives -1
     sa, sb = (gammasgn(lax.where(lax.equal(x, 0.0), 0.0, x)) for x in (a, b))
     sign = lax.multiply(lax.multiply(sa, sb), sign_ab)
-    return lax.multiply(sign, lax.exp(betaln(a, b)))
+    return _as_loop(lax.multiply(sign, lax.exp(betaln(a, b))), "beta", a0, b0)
 
 
 def multigammaln(a, d):
@@ -209,7 +247,8 @@ def multigammaln(a, d):
     out = d * (d - 1) / 4 * math.log(math.pi)
     for j in range(int(d)):
         out = lax.add(out, _sf.gammaln.bind(lax.subtract(a, j / 2)))
-    return lax.where(lax.greater(a, (d - 1) / 2), out, math.nan)
+    out = lax.where(lax.greater(a, (d - 1) / 2), out, math.nan)
+    return lax.astype(out, np.result_type(lax.dtype_of(out), np.float64))  # SciPy's float64
 
 
 # ----------------------------------------------------------------------- entropies
@@ -240,26 +279,27 @@ def entr(x):
     >>> float(dg.grad(lambda x: scipy.special.entr(x))(np.array(1.0)))
     -1.0
     """
-    (x,) = scipy_float(x)
+    x0, (x,) = x, scipy_float(x)
     pos = lax.greater(x, 0.0)
     sx = lax.where(pos, x, 1.0)
     inside = lax.negative(lax.multiply(sx, lax.log(sx)))
     outside = lax.where(lax.equal(x, 0.0), 0.0, lax.where(lax.isnan(x), math.nan, -math.inf))
-    return lax.where(pos, inside, lax.astype(outside, lax.dtype_of(x)))
+    return _as_loop(lax.where(pos, inside, lax.astype(outside, lax.dtype_of(x))), "entr", x0)
 
 
 def rel_entr(x, y):
     """``scipy.special.rel_entr``: ``x log(x / y)`` for ``x, y > 0``, 0 where
     ``x == 0 <= y``, ``+inf`` elsewhere (NaN for a NaN operand)."""
-    x, y = scipy_float(x, y)
+    x0, y0_, (x, y) = x, y, scipy_float(x, y)
     ok = _both_positive(x, y)
-    return lax.where(ok, _x_log_x_over_y(x, y, ok), _outside(x, y, 0.0))
+    out = lax.where(ok, _x_log_x_over_y(x, y, ok), _outside(x, y, 0.0))
+    return _as_loop(out, "rel_entr", x0, y0_)
 
 
 def kl_div(x, y):
     """``scipy.special.kl_div``: ``x log(x / y) - x + y`` for ``x, y > 0``, ``y`` where
     ``x == 0 <= y``, ``+inf`` elsewhere (NaN for a NaN operand)."""
-    x, y = scipy_float(x, y)
+    x0, y0_, (x, y) = x, y, scipy_float(x, y)
     ok = _both_positive(x, y)
     inside = lax.add(lax.subtract(_x_log_x_over_y(x, y, ok), x), y)
-    return lax.where(ok, inside, _outside(x, y, y))
+    return _as_loop(lax.where(ok, inside, _outside(x, y, y)), "kl_div", x0, y0_)
