@@ -225,6 +225,16 @@ def test_multivariate_normal_of_an_indefinite_covariance_is_nan():
         np.ones((2, 3)), cov)))
 
 
+def test_multivariate_normal_bad_parameters_are_one_dualgpu_error():
+    """A keyword repeating a positional parameter was taken silently (SciPy: TypeError); a
+    covariance matrix beside a scalar mean raised a raw reshape ValueError."""
+    mvn, x = scipy.stats.multivariate_normal, np.ones(3)
+    with pytest.raises(DualgpuError, match="multiple values for argument 'mean'"):
+        dg.jit(lambda x: mvn.logpdf(x, x, 1.0, mean=x))(x)
+    with pytest.raises(DualgpuError, match=r"cov of shape \(3, 3\) does not fit"):
+        dg.jit(lambda x: mvn.logpdf(x, 0.0, np.eye(3)))(x)
+
+
 def test_dirichlet_values_and_derivatives():
     alpha = np.array([0.7, 2.0, 3.5])
     x = np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])  # the first axis: the components

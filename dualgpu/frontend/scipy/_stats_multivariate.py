@@ -52,6 +52,9 @@ class MultivariateNormal(Distribution):
             if key not in names:
                 raise ArgumentTypeError(f"{label} got an unexpected keyword argument {key!r} "
                                         f"(at {user_location()})")
+            if names.index(key) < len(args):  # (the keyword replaced the positional value)
+                raise ArgumentTypeError(f"{label} got multiple values for argument {key!r} "
+                                        f"(at {user_location()})")
             values[key] = value
         mean, cov = values["mean"], float64_array(values["cov"])
         dim = (dnp.size(mean) if mean is not None
@@ -61,7 +64,7 @@ class MultivariateNormal(Distribution):
         if dnp.ndim(mean) != 1:
             raise InvalidArgumentError(f"{label}: mean must be a vector of length {dim} "
                                        f"(at {user_location()})")
-        if dim == 1:
+        if dim == 1 and dnp.size(cov) == 1:
             cov = dnp.reshape(cov, (1, 1))
         elif dnp.ndim(cov) == 0:
             cov = dnp.multiply(cov, np.eye(dim))
