@@ -22,7 +22,12 @@ from ..core.flags import Flag
 from ..core.interpret import eval_graph
 from ..core.ir import Aval, Graph
 from ..core.trace import Tracer, current_builder
-from ..errors import ArgumentTypeError, InvalidArgumentError, ShapeMismatchError
+from ..errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    TracerControlFlowError,
+)
 from ..frontend.numpy.random import SameDraws, redraw_in_trace
 from ..runtime.checks import check_alive, diff_flags, is_integer_like
 from ..runtime.program_cache import VjpCompiled
@@ -163,6 +168,13 @@ class _Linearized:
             return self.jvp(tuple(primals), tuple(tangents))[1]
 
 
+def _zero_tangent(leaf):
+    """A zero tangent for a primal's leaf: float0 for an integer or bool one (JAX's)."""
+    if np.result_type(leaf).kind in "fc":
+        return leaf * 0 if isinstance(leaf, (float, complex)) else np.zeros_like(leaf)
+    return np.zeros(np.shape(leaf), FLOAT0)
+
+
 def _as_residual(leaf):
     """A primal's leaf as a residual: a number becomes the 0-d array it is differentiated
     as (a leaf that is a Python number would be static in ``dg.jit``, not an input)."""
@@ -212,7 +224,11 @@ def linearize(fn: Callable, *primals, has_aux: bool = False):
     t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
     drawn = SameDraws()  # random draws: f_jvp's are those of the value
     with drawn:
-        out = jit(fn)(*primals)
+        try:
+            out = jit(fn)(*primals)
+        except TracerControlFlowError:  # a branch on the values: the jvp traces on them
+            value = t(tuple(primals), pytree.tree_map(_zero_tangent, tuple(primals)))
+            out = (value[0], value[2]) if has_aux else value[0]
     if has_aux:
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise ArgumentTypeError(f"linearize of {name_of(fn)} has has_aux=True, so the "

@@ -121,6 +121,17 @@ def test_linearize_of_a_pytree_matches_central_differences():
     np.testing.assert_allclose(f_jvp(t), (shifted[0] - shifted[1]) / (2 * eps), rtol=1e-7)
 
 
+def test_linearize_takes_the_branch_its_values_take():
+    """A derivative transform traces on the values (as jvp): its value came from dg.jit,
+    which refused a Python branch on them (scipy.linalg.expm's squarings too)."""
+    f = lambda v, k: (np.sin(v) if np.sum(v) > 0 else np.cos(v)) * k  # noqa: E731
+    for v in (x, -x):
+        out, f_jvp = dg.linearize(f, v, 2)
+        want = dg.jvp(f, (v, 2), (x, np.zeros((), dg.float0)))
+        np.testing.assert_array_equal(out, want[0])
+        np.testing.assert_array_equal(f_jvp(x, np.zeros((), dg.float0)), want[1])
+
+
 # ------------------------------------------------------------------------------ vmap out_axes
 def test_vmap_out_axes_none_on_a_mapped_output_is_a_value_error_naming_it():
     # JAX raises ValueError: an output that depends on the mapped input has no single value
