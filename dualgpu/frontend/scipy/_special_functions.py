@@ -244,11 +244,13 @@ def multigammaln(a, d):
         raise InvalidArgumentError(f"scipy.special.multigammaln: d must be a positive Python "
                                    f"int, got {d!r} (at {user_location()})")
     (a,) = scipy_float(a)
-    out = d * (d - 1) / 4 * math.log(math.pi)
-    for j in range(int(d)):
-        out = lax.add(out, _sf.gammaln.bind(lax.subtract(a, j / 2)))
-    out = lax.where(lax.greater(a, (d - 1) / 2), out, math.nan)
-    return lax.astype(out, np.result_type(lax.dtype_of(out), np.float64))  # SciPy's float64
+    terms = _sf.gammaln.bind(a)
+    for j in range(1, int(d)):
+        terms = lax.add(terms, _sf.gammaln.bind(lax.subtract(a, j / 2)))
+    # as SciPy's: the sum in a's type, then float64 with the constant
+    terms = lax.astype(terms, np.result_type(lax.dtype_of(terms), np.float64))
+    out = lax.add(d * (d - 1) / 4 * math.log(math.pi), terms)
+    return lax.where(lax.greater(a, (d - 1) / 2), out, math.nan)
 
 
 # ----------------------------------------------------------------------- entropies
