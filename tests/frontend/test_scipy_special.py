@@ -129,10 +129,21 @@ def test_scipy_special_functions_take_scipys_dtypes(dtype):
     float32, jv of float16 float16)."""
     sp = scipy.special
     calls = [sp.y0, sp.j1, lambda x: sp.yn(1, x), lambda x: sp.jv(1.5, x),
-             lambda x: sp.ive(x, x), lambda x: sp.gammainc(x, 2.0), sp.erfinv, sp.entr,
+             lambda x: sp.ive(x, x), lambda x: sp.gammainc(x, 2.0),
+             lambda x: sp.gammainc(np.float32(2.0), x), sp.erfinv, sp.entr,
              lambda x: sp.rel_entr(x, x), lambda x: sp.kl_div(2.0, x),
              lambda x: sp.beta(x, 2.0), lambda x: sp.multigammaln(x + 2, 2)]
     x = np.array([0.5, 1.0]).astype(dtype)
     with np.errstate(all="ignore"):
         for call in calls:
             assert dg.jit(call)(x).dtype == np.asarray(call(x)).dtype, call
+
+
+@pytest.mark.parametrize("call", [scipy.special.entr, lambda z: scipy.special.kl_div(z, z),
+                                  scipy.special.y0, lambda z: scipy.special.gammainc(2.0, z),
+                                  lambda z: scipy.special.multigammaln(z, 2)])
+def test_complex_values_scipy_has_no_loop_for_are_refused(call):
+    """entr, rel_entr and kl_div of complex values were computed (SciPy raises); y0,
+    gammainc, multigammaln... raised a raw TypeError when run."""
+    with pytest.raises(dg.ArgumentTypeError, match="SciPy has no loop for these types"):
+        dg.jit(call)(np.array([0.5 + 1j, 2.0]))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import lax
-from ...errors import InvalidArgumentError, user_location
+from ...errors import ArgumentTypeError, InvalidArgumentError, user_location
 from ...ops import special_functions as _sf
 from ..nn import scipy_float
 from ._stats_special import betaln
@@ -17,29 +17,31 @@ def _loop(name: str, *xs) -> tuple:
     """The dtypes of SciPy's ufunc ``name``'s loop for operands ``xs`` (inputs, then the
     output), a Python number (or a traced one) weak as in NumPy: rel_entr of float32 is
     float32, y0 of float16 float64, beta of float32 and 2.0 float64, yn of 0 and float32
-    float64. None where SciPy has no loop (the op refuses them)."""
+    float64. Operands SciPy has no loop for (complex ones mostly) are refused, as SciPy
+    raises (entr of complex values was computed; others raised a raw TypeError when run)."""
     import scipy.special
 
     def key(x):
-        if isinstance(x, (bool, int, float, complex)):
+        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
             return type(x)
         dt = lax.dtype_of(x)
         if getattr(getattr(x, "aval", None), "weak", False):
             return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[dt.kind]
         return dt
 
+    keys = tuple(map(key, xs))
     try:
-        return getattr(scipy.special, name).resolve_dtypes((*map(key, xs), None))
+        return getattr(scipy.special, name).resolve_dtypes((*keys, None))
     except TypeError:
-        return None
+        kinds = ", ".join(getattr(k, "__name__", str(k)) for k in keys)
+        raise ArgumentTypeError(f"scipy.special.{name} of {kinds}: SciPy has no loop for these "
+                                f"types (at {user_location()})") from None
 
 
 def _in_loop(name: str, *xs) -> list:
     """The arrays among ``xs`` in the input dtypes of SciPy's loop for them, so that the
     op computes in (and gives) SciPy's dtype; Python numbers stay."""
     loop = _loop(name, *xs)
-    if loop is None:
-        return list(xs)
     return [x if isinstance(x, (bool, int, float, complex)) or lax.dtype_of(x) == dt
             else lax.astype(x, dt) for x, dt in zip(xs, loop)]
 
@@ -47,7 +49,7 @@ def _in_loop(name: str, *xs) -> list:
 def _as_loop(out, name: str, *xs):
     """``out`` in the output dtype of SciPy's loop for ``xs`` (see :func:`_loop`)."""
     loop = _loop(name, *xs)
-    return out if loop is None or lax.dtype_of(out) == loop[-1] else lax.astype(out, loop[-1])
+    return out if lax.dtype_of(out) == loop[-1] else lax.astype(out, loop[-1])
 
 
 def betainc(a, b, x):
@@ -243,6 +245,7 @@ def multigammaln(a, d):
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
         raise InvalidArgumentError(f"scipy.special.multigammaln: d must be a positive Python "
                                    f"int, got {d!r} (at {user_location()})")
+    _loop("gammaln", a)  # (complex values refused, as SciPy's)
     (a,) = scipy_float(a)
     terms = _sf.gammaln.bind(a)
     for j in range(1, int(d)):
