@@ -425,6 +425,7 @@ class _JvpRule:
                 f"{self.owner.__name__} returned a "
                 f"{type(res).__name__}: it returns a pair (primal_out, tangent_out)")
         if out_tree is None:
+            _check_tangent_shape(res[1], ans, "", self.owner)
             return res[1]
         p_tree, (t_leaves, t_tree) = pytree.structure(res[0]), pytree.flatten(res[1])
         if p_tree != out_tree or t_tree != out_tree:  # as JAX says it
@@ -433,8 +434,25 @@ class _JvpRule:
                 f"{self.owner.__name__} must produce primal and tangent outputs with equal "
                 f"container (pytree) structures, but got {p_tree} and {t_tree} respectively"
                 + ("" if p_tree == out_tree else f" (the function's output is {out_tree})"))
+        for t, a, path in zip(t_leaves, ans, pytree.leaf_paths(out_tree)):
+            _check_tangent_shape(t, a, path, self.owner)
         # an integer output's tangent is a float0 zero in JAX: none here
         return tuple(t if is_float_value(a) else None for t, a in zip(t_leaves, ans))
+
+
+def _check_tangent_shape(t, ans, path: str, owner) -> None:
+    """JAX's error for a tangent array whose shape is not its output's (it was broadcast: a
+    rule returning ``np.sum(...)`` for a vector output gave every entry the sum)."""
+    if t is None or not is_value(t) or (isinstance(t, (int, float, complex))
+                                        and not isinstance(t, np.generic)):
+        return  # (a Python number stands for a constant tangent)
+    shape, t_shape = tuple(aval_of(ans).shape), tuple(aval_of(t).shape)
+    if t_shape != shape:
+        raise ShapeMismatchError(
+            f"Custom JVP rule {name_of(owner.jvp)} for function {owner.__name__} must "
+            "produce primal and tangent outputs with corresponding shapes and dtypes. Expected "
+            f"{_type_word(ans)} (the primal output{path and ' ' + path}, shape {shape}) but "
+            f"got {_type_word(t)} (shape {t_shape}) for the tangent output")
 
 
 _DIFFERENTIATED = (

@@ -332,6 +332,24 @@ def test_pytree_output_rules_with_another_structure_are_refused():
         dg.grad(lambda x: h(x)[0])(1.0)
 
 
+def test_a_jvp_rule_tangent_of_another_shape_is_refused():
+    """A tangent array that broadcasts to the output (np.sum(...) for a vector output) was
+    broadcast: every entry got the sum, in jvp and in grad (JAX refuses it)."""
+    @dg.custom_jvp
+    def f(x):
+        return {"sq": x ** 2}
+
+    @f.defjvp
+    def f_rule(p, t):
+        return f(p[0]), {"sq": np.sum(2 * p[0] * t[0])}
+
+    for call in (lambda: dg.jvp(f, (np.ones(2),), (np.ones(2),)),
+                 lambda: dg.grad(lambda x: np.sum(f(x)["sq"]))(np.ones(2))):
+        with pytest.raises(dg.ShapeMismatchError, match=r"primal output \['sq'\], shape "
+                                                        r"\(2,\)\) but got float64\[\]"):
+            call()
+
+
 def test_a_numpy_scalar_nondiff_argument_is_a_static_value():
     """np.float64(2.0), np.int32(3) as nondiff arguments are hashable static values (as in
     JAX), keyed by value and dtype: a new value or dtype is another op, an equal one reuses
