@@ -353,7 +353,7 @@ _PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
 _THETA13 = 5.371920351148152
 
 
-def _squarings(A) -> int:
+def _squarings(A):
     """The squarings the 1-norm asks for: none for a norm of 0, NaN or inf (the identity, or
     NaN as SciPy's; their logarithm is no integer)."""
     ratio = true_divide(amax(sum_(absolute(A), axis=-2)), _THETA13)
