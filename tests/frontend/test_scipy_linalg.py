@@ -249,7 +249,8 @@ def test_expm_is_scipys_with_derivatives_and_its_squarings_decided_by_the_norm()
 
 def test_expm_of_a_zero_nan_inf_or_empty_matrix_is_scipys():
     """A norm of 0, NaN or inf has no integer logarithm (raw OverflowError and ValueError
-    deciding the squarings); an empty A has no norm (refused as if under jit)."""
+    deciding the squarings); an empty A has no norm (refused as if under jit); a NaN matrix
+    of a stack gave the others no squarings (silently wrong)."""
     f = dg.value_and_grad(lambda a: np.sum(scipy.linalg.expm(a)))
     np.testing.assert_allclose(np.concatenate([np.ravel(x) for x in f(np.zeros((2, 2)))]),
                                np.ones(5) + [1, 0, 0, 0, 0], rtol=1e-15)
@@ -258,3 +259,7 @@ def test_expm_of_a_zero_nan_inf_or_empty_matrix_is_scipys():
     for shape in ((0, 0), (0, 2, 2)):
         out = dg.jvp(scipy.linalg.expm, (np.zeros(shape),), (np.zeros(shape),))[0]
         assert out.shape == scipy.linalg.expm(np.zeros(shape)).shape
+    # a NaN matrix beside a large one: its NaN maximum norm took no squarings for both
+    stack = np.stack([np.full((2, 2), np.nan), [[30.0, -20.0], [10.0, 40.0]]])
+    np.testing.assert_allclose(dg.jvp(scipy.linalg.expm, (stack,), (stack,))[0],
+                               scipy.linalg.expm(stack), rtol=1e-12)

@@ -37,7 +37,6 @@ from ...lax import (
     greater,
     isfinite,
     log2,
-    logical_and,
     multiply,
     ones_like,
     put_along_axis_add,
@@ -354,11 +353,12 @@ _THETA13 = 5.371920351148152
 
 
 def _squarings(A):
-    """The squarings the 1-norm asks for: none for a norm of 0, NaN or inf (the identity, or
-    NaN as SciPy's; their logarithm is no integer)."""
-    ratio = true_divide(amax(sum_(absolute(A), axis=-2)), _THETA13)
-    ratio = where(logical_and(greater(ratio, 1.0), isfinite(ratio)), ratio, 1.0)
-    return int(ceil(log2(ratio)))
+    """The squarings the largest finite 1-norm of the stack asks for: none for a norm of 0
+    (the identity), and a matrix's NaN or inf columns (NaN as SciPy's) are left out, so its
+    neighbours keep theirs (their logarithm is no integer; a NaN maximum took none)."""
+    norms = sum_(absolute(A), axis=-2)
+    ratio = true_divide(amax(where(isfinite(norms), norms, 0.0)), _THETA13)
+    return int(ceil(log2(where(greater(ratio, 1.0), ratio, 1.0))))
 
 
 def expm(A):
