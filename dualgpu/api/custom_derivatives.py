@@ -441,18 +441,15 @@ class _JvpRule:
 
 
 def _check_tangent_shape(t, ans, path: str, owner) -> None:
-    """JAX's error for a tangent array whose shape is not its output's (it was broadcast: a
-    rule returning ``np.sum(...)`` for a vector output gave every entry the sum)."""
-    if t is None or not is_value(t) or (isinstance(t, (int, float, complex))
-                                        and not isinstance(t, np.generic)):
-        return  # (a Python number stands for a constant tangent)
-    shape, t_shape = tuple(aval_of(ans).shape), tuple(aval_of(t).shape)
-    if t_shape != shape:
+    """JAX's error for a tangent array of another shape than its output (it was broadcast)."""
+    number = isinstance(t, (int, float, complex)) and not isinstance(t, np.generic)
+    if is_value(t) and not number and aval_of(t).shape != aval_of(ans).shape:
         raise ShapeMismatchError(
-            f"Custom JVP rule {name_of(owner.jvp)} for function {owner.__name__} must "
-            "produce primal and tangent outputs with corresponding shapes and dtypes. Expected "
-            f"{_type_word(ans)} (the primal output{path and ' ' + path}, shape {shape}) but "
-            f"got {_type_word(t)} (shape {t_shape}) for the tangent output")
+            f"Custom JVP rule {name_of(owner.jvp)} for function {owner.__name__} must produce "
+            f"primal and tangent outputs with corresponding shapes and dtypes. Expected "
+            f"{_type_word(ans)} (the primal output{path and ' ' + path}, shape "
+            f"{tuple(aval_of(ans).shape)}) but got {_type_word(t)} (shape "
+            f"{tuple(aval_of(t).shape)}) for the tangent output")
 
 
 _DIFFERENTIATED = (
