@@ -161,6 +161,10 @@ def _bessel(name):
             raise UnsupportedOpError(
                 f"scipy.special.{name} has no counterpart in cupyx.scipy.special: call it on "
                 f"NumPy arrays (cupy.asnumpy), or use j0/j1/y0/y1/yn, i0/i1")
+        if name == "yn":  # Y_-n = (-1)^n Y_n (cupyx's yn gives NaN for a negative order)
+            n = xp.asarray(v)
+            odd = xp.remainder(xp.trunc(n) if n.dtype.kind == "f" else n, 2) != 0
+            return in_declared_dtype(xp.where((n < 0) & odd, -1, 1) * fn(xp.abs(n), x), (v, x))
         return in_declared_dtype(fn(v, x), (v, x))
 
     return impl

@@ -90,8 +90,10 @@ def call(real, label: str, args: tuple, kwargs: dict):
         if extra or len(args) > 1 + len(accepted):
             raise _refuse(label, f"SciPy's .{method} takes no {', '.join(extra) or 'more'} "
                                  "arguments")
-        if concrete:  # SciPy's own answer
-            return scipys(getattr(sparse.scipy(), method)(*args[1:], **kwargs))
+        if concrete:  # SciPy's own answer (cupyx's coo_matrix has no max, min: its CSR's)
+            matrix = sparse.scipy()
+            matrix = matrix if hasattr(matrix, method) else matrix.tocsr()
+            return scipys(getattr(matrix, method)(*args[1:], **kwargs))
         return getattr(sparse, method)(*args[1:], **kwargs)
     if name in STORED_VALUE_UFUNCS:
         if len(args) != 1 or kwargs:
