@@ -88,6 +88,8 @@ class GraphBuilder:
         return Tracer(Var(aval), self)
 
     def atom(self, value: Any, prim_name: str) -> Atom:
+        if getattr(type(value), "_dualgpu_view_of_constant", False):
+            value = value.constant_value()  # (traced: an array made and written in the trace)
         if isinstance(value, Tracer):
             if value._builder is not self and getattr(SUBSTITUTIONS, "pairs", None):
                 value = substitute(value)

@@ -32,7 +32,15 @@ from ..errors import (
     user_location,
 )
 from . import methods
-from .constant_array import ConstantArray
+from .constant_array import (
+    WRITERS,
+    ConstantArray,
+    holds_written,
+    made_in_trace,
+    made_like,
+    resolved,
+    ufunc_at,
+)
 from .dispatch import (
     call_front_end,
     contains_tracer,
@@ -115,6 +123,12 @@ def _dispatcher(real, ours, qualname: str):
 
     @functools.wraps(real)
     def call(*args, **kwargs):
+        if args and isinstance(args[0], ConstantArray) and real in WRITERS:
+            return WRITERS[real](*args, **kwargs)  # np.copyto, np.fill_diagonal
+        if holds_written(args, kwargs):  # an array made here, written with traced values
+            args, kwargs = resolved(args), resolved(kwargs)
+        if numpy_function and (made := made_like(real, args, kwargs)) is not None:
+            return made  # np.empty_like(y): an array that takes traced writes
         if numpy_function and any(isinstance(a, SparseValue) for a in args):
             return sparse_numpy.call(real, qualname, args, kwargs)  # what NumPy does with one
         if not contains_tracer(args, kwargs) and not (functions and current_builder()) \
@@ -124,7 +138,7 @@ def _dispatcher(real, ours, qualname: str):
             # by traced indices as a global one is
             if type(out) is np.ndarray and current_builder() is not None and out.ndim > 0 \
                     and out.dtype.kind in "biufc":
-                return out.view(ConstantArray)
+                return made_in_trace(out, args)
             return out
         if ours is None:  # np.zeros(n) of a traced n: n read as Python reads it, or no rule
             return integers_made_concrete(call, args, kwargs, qualname)
@@ -150,6 +164,10 @@ def _ufunc_method(real, method: str):
 
     @functools.wraps(bound)
     def call(*args, **kwargs):
+        if method == "at" and args and isinstance(args[0], ConstantArray):
+            return ufunc_at(real, *args, **kwargs)  # np.add.at(g, idx, v): traced v too
+        if holds_written(args, kwargs):
+            args, kwargs = resolved(args), resolved(kwargs)
         if not contains_tracer(args, kwargs):
             return bound(*args, **kwargs)
         return ufunc_handler(real, method, args, kwargs)
