@@ -130,8 +130,11 @@ class ConstantArray(np.ndarray):
         outs = out if isinstance(out, tuple) else (() if out is None else (out,))
         if method == "at":
             return ufunc_at(ufunc, *inputs, **kwargs)
-        if not _any_traced(inputs + outs):
-            return super().__array_ufunc__(ufunc, method, *inputs, **kwargs)
+        if not _any_traced(inputs + outs):  # NumPy's, on the memory
+            if outs:
+                kwargs["out"] = tuple(_plain(o) for o in outs)
+            ans = getattr(ufunc, method)(*(_plain(a) for a in inputs), **kwargs)
+            return (outs[0] if len(outs) == 1 else outs) if outs else ans
         kwargs.pop("out", None)
         ans = getattr(ufunc, method)(*resolved(inputs), **resolved(kwargs))
         if not outs:
@@ -180,6 +183,10 @@ def _stale(what: str) -> UnsupportedOpError:
         f"{what} of an array made inside the traced function, after a traced value was written "
         f"into it, at {user_location()}: it would read the array's memory, which does not hold "
         "the traced values. Keep it an array: index it, compute with it, or return it.")
+
+
+def _plain(x: Any) -> Any:
+    return np.ndarray.view(x, np.ndarray) if isinstance(x, ConstantArray) else x
 
 
 def _is_basic(key: Any) -> bool:
