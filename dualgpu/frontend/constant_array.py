@@ -226,13 +226,11 @@ def holds_written(args: tuple, kwargs: dict) -> bool:
     return _any_traced((args, kwargs))
 
 
-_LIKE = {np.empty_like: "empty_like", np.zeros_like: "zeros_like", np.ones_like: "ones_like",
-         np.full_like: "full_like"}
+_LIKE = frozenset({np.empty_like, np.zeros_like, np.ones_like})
 
 
 def made_like(real: Any, args: tuple, kwargs: dict) -> ConstantArray | None:
-    """``np.empty_like(y)`` (``zeros_like``, ``ones_like``, ``full_like`` with a constant fill)
-    of a traced ``y``: an array made in the trace, of ``y``'s shape and dtype, which takes
+    """``np.empty_like(y)`` (``zeros_like``, ``ones_like``) of a traced ``y``: an array made in the trace, of ``y``'s shape and dtype, which takes
     traced writes (``dydt = np.empty_like(y); dydt[0] = y[1]``); None for other calls."""
     if real not in _LIKE or not args or not isinstance(args[0], Tracer) \
             or _any_tracer((args[1:], kwargs)):
