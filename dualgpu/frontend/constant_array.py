@@ -91,7 +91,9 @@ class ConstantArray(np.ndarray):
         if traced is not None:
             return traced
         original = self.__dict__.get("original")
-        return original if original is not None else np.ndarray.view(self, np.ndarray)
+        if original is not None or self._state()[0].user:
+            return original if original is not None else np.ndarray.view(self, np.ndarray)
+        return np.array(np.ndarray.view(self, np.ndarray))  # a snapshot: later writes unseen
 
     # ------------------------------------------------------------ reads
     def __getitem__(self, key):
@@ -288,16 +290,28 @@ def _write(target: Any, key: Any, value: Any, what: str) -> None:
             f"{what} at {user_location()} writes a traced value through a view made by .T, "
             ".reshape or np.transpose of an array made inside the traced function: write "
             "into the array itself (or a view of it made by indexing: a[1:], a[:, 0]).")
-    if _any_tracer(key):
-        raise InvalidIndexError(
-            f"{what} at {user_location()}: the index is a traced value; a write needs "
-            "indices known while tracing (Python ints, slices, constant arrays). Select with "
-            "np.where(np.arange(n) == i, value, out) instead.")
     if contents.value is None:  # the first traced write: the contents so far, then NaN
         contents.value = contents.root.copy()
         if contents.root.dtype.kind in "fc":
             contents.root.fill(np.nan)
+    if _any_tracer(key):
+        key, value = Ellipsis, _masked(target, key, value, what)
     contents.value = _set_path(contents.value, path, key, value)
+
+
+def _masked(target: ConstantArray, key: Any, value: Any, what: str) -> Any:
+    """``target[mask] = v`` with a traced boolean ``mask`` of target's shape and one value:
+    ``np.where(mask, v, target)``; other traced indices are refused."""
+    mask = key[0] if type(key) is tuple and len(key) == 1 else key
+    if not (isinstance(mask, Tracer) and np.dtype(mask.dtype) == np.bool_
+            and tuple(mask.shape) == target.shape and np.size(value) == 1):
+        raise InvalidIndexError(
+            f"{what} at {user_location()}: the index is a traced value; a write needs "
+            "indices known while tracing (Python ints, slices, constant arrays) or a traced "
+            "boolean mask of the array's shape with one value. Select with "
+            "np.where(np.arange(n) == i, value, out) instead.")
+    ans = dnp.where(mask, dnp.reshape(value, ()), target.traced_contents())
+    return ans if np.dtype(ans.dtype) == target.dtype else lax.astype(ans, target.dtype)
 
 
 def _set_path(whole: Any, path: tuple, key: Any, value: Any) -> Any:
@@ -328,6 +342,8 @@ def set_at(x: Any, key: Any, value: Any) -> Any:
         raise InvalidIndexError(f"out[...] = value at {user_location()}: could not broadcast "
                                 f"a value of shape {np.shape(value)} into shape "
                                 f"{chosen.shape} ({e})") from None
+    if chosen.size == 0:  # out[1:1] = v
+        return x
     gathered = lax.getitem(spread, np.maximum(winner, 0))
     flat = lax.where(winner >= 0, gathered, lax.ravel(x))
     return lax.reshape(flat, shape)

@@ -125,6 +125,8 @@ def _dispatcher(real, ours, qualname: str):
     def call(*args, **kwargs):
         if args and isinstance(args[0], ConstantArray) and real in WRITERS:
             return WRITERS[real](*args, **kwargs)  # np.copyto, np.fill_diagonal
+        if isinstance(target := kwargs.get("out"), ConstantArray) and hasattr(real, "nin"):
+            return target.__array_ufunc__(real, "__call__", *args, **kwargs)  # its writes
         if holds_written(args, kwargs):  # an array made here, written with traced values
             args, kwargs = resolved(args), resolved(kwargs)
         if numpy_function and (made := made_like(real, args, kwargs)) is not None:
