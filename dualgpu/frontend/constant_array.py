@@ -175,9 +175,17 @@ class ConstantArray(np.ndarray):
 
     for _name in ("__iter__", "__float__", "__int__", "__index__", "__complex__", "__bool__",
                   "__contains__", "__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__",
-                  "__array__", "__dlpack__", "__repr__", "__str__", "__format__"):
+                  "__array__", "__dlpack__", "__format__"):
         locals()[_name] = _refused_if_traced(_name)
     del _name, _refused_if_traced
+
+    def __repr__(self) -> str:  # (print() in the traced function: no stale numbers)
+        traced = self.traced_contents()
+        return np.ndarray.__repr__(self) if traced is None else repr(traced)
+
+    def __str__(self) -> str:
+        traced = self.traced_contents()
+        return np.ndarray.__str__(self) if traced is None else repr(traced)
 
 
 def _stale(what: str) -> UnsupportedOpError:

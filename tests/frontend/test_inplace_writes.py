@@ -173,12 +173,33 @@ STALE_READS = {
     "tolist": lambda out: out.tolist(),
     "float": lambda out: float(out[:1]),
     "iteration": lambda out: [v for v in out],
-    "repr": repr,
     "a view made before the write": None,
     "data": lambda out: out.data,
     "view": lambda out: out.view(np.ndarray),
     "traced index": lambda out: out.__setitem__(np.argmax(out), 1.0),
 }
+
+
+def test_an_array_read_before_a_write_keeps_the_value_it_had():
+    def f(x):
+        out = np.zeros(3)
+        y = x + out
+        out[0] = 5.0  # NumPy's y does not change
+        out[1] = x[1]
+        return y, out
+
+    for got, want in zip(dg.jit(f)(X[:3]), f(X[:3])):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_written_array_prints_as_a_traced_value():
+    def f(x):
+        out = np.zeros(3)
+        out[0] = x[0]
+        assert repr(out).startswith("Tracer<") and str(out).startswith("Tracer<")
+        return out
+
+    dg.jit(f)(X[:3])
 
 
 @pytest.mark.parametrize("what", STALE_READS)
@@ -197,11 +218,12 @@ def test_a_read_of_the_stale_memory_is_refused(what):
         dg.jit(f)(X)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
-@given(st.lists(st.tuples(st.sampled_from(["set", "add", "mul", "read", "view"]),
-                          st.integers(0, 5), st.integers(1, 6), st.integers(0, 3)),
-                min_size=1, max_size=6))
-def test_a_random_sequence_of_writes_and_reads_is_numpys(ops):
+WRITES = st.lists(st.tuples(st.sampled_from(["set", "add", "mul", "read", "view", "mask"]),
+                            st.integers(0, 5), st.integers(1, 6), st.integers(0, 3)),
+                  min_size=1, max_size=8)
+
+
+def _random_program(ops):
     def program(x):
         out = np.ones(6)
         acc = x[0]
@@ -215,9 +237,25 @@ def test_a_random_sequence_of_writes_and_reads_is_numpys(ops):
                 out[[lo, hi - 1]] *= x[k]
             elif op == "read":
                 acc = acc + np.sum(out[key] ** 2)
-            else:
+            elif op == "view":
                 v = out[lo:]
                 v[:1] = acc
+            else:
+                out[out > x[k] + 0.5] = x[k - 1]
         return out * acc
 
-    np.testing.assert_allclose(dg.jit(program)(X), program(X), rtol=1e-12)
+    return program
+
+
+def test_a_random_sequence_of_writes_and_reads_is_numpys(fuzz_long):
+    @settings(max_examples=2000 if fuzz_long else 30, deadline=None, database=None,
+              derandomize=not fuzz_long)
+    @given(WRITES)
+    def run(ops):
+        program = _random_program(ops)
+        np.testing.assert_allclose(dg.jit(program)(X), program(X), rtol=1e-12)
+        if fuzz_long:
+            dg.testing.check_grads(lambda x: np.sum(np.sin(program(x))), (X,), order=2,
+                                   modes=("rev",))
+
+    run()
