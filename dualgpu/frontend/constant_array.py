@@ -298,6 +298,8 @@ def _write(target: Any, key: Any, value: Any, what: str) -> None:
             f"{what} at {user_location()} writes a traced value through a view made by .T, "
             ".reshape or np.transpose of an array made inside the traced function: write "
             "into the array itself (or a view of it made by indexing: a[1:], a[:, 0]).")
+    if not _any_tracer(key) and np.size(np.ndarray.view(target, np.ndarray)[key]) == 0:
+        return  # out[1:1] = v: nothing is written
     if contents.value is None:  # the first traced write: the contents so far, then NaN
         contents.value = contents.root.copy()
         if contents.root.dtype.kind in "fc":
@@ -350,8 +352,6 @@ def set_at(x: Any, key: Any, value: Any) -> Any:
         raise InvalidIndexError(f"out[...] = value at {user_location()}: could not broadcast "
                                 f"a value of shape {np.shape(value)} into shape "
                                 f"{chosen.shape} ({e})") from None
-    if chosen.size == 0:  # out[1:1] = v
-        return x
     gathered = lax.getitem(spread, np.maximum(winner, 0))
     flat = lax.where(winner >= 0, gathered, lax.ravel(x))
     return lax.reshape(flat, shape)

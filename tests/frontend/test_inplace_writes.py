@@ -241,7 +241,7 @@ def _random_program(ops):
                 v = out[lo:]
                 v[:1] = acc
             else:
-                out[out > x[k] + 0.5] = x[k - 1]
+                out[out > x[k] + 0.3137] = x[k - 1]
         return out * acc
 
     return program
