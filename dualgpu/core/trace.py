@@ -377,8 +377,8 @@ class Tracer:
     def __setitem__(self, key: Any, value: Any) -> None:
         raise UnsupportedOpError(
             f"in-place assignment x[...] = v on a traced value at {user_location()} is not "
-            "supported: build the new array functionally, e.g. with np.where or "
-            "np.concatenate.")
+            "supported: write into a copy the function makes (y = np.copy(x); y[0] = v, or "
+            "into np.zeros_like(x)), or build the new array with np.where or np.concatenate.")
 
     def __hash__(self) -> int:
         if self._builder.concretize is not None:  # a scalar argument's: may become static

@@ -240,14 +240,21 @@ _LIKE = frozenset({np.empty_like, np.zeros_like, np.ones_like})
 
 
 def made_like(real: Any, args: tuple, kwargs: dict) -> ConstantArray | None:
-    """``np.empty_like(y)`` (``zeros_like``, ``ones_like``) of a traced ``y``: an array made in the trace, of ``y``'s shape and dtype, which takes
+    """``np.empty_like(y)`` (``zeros_like``, ``ones_like``, ``copy``) of a traced ``y``: an array made in the trace, of ``y``'s shape and dtype, which takes
     traced writes (``dydt = np.empty_like(y); dydt[0] = y[1]``); None for other calls."""
-    if real not in _LIKE or not args or not isinstance(args[0], Tracer) \
-            or _any_tracer((args[1:], kwargs)):
+    if real not in _LIKE and real is not np.copy or not args \
+            or not isinstance(args[0], Tracer) or _any_tracer((args[1:], kwargs)):
         return None
     prototype = np.zeros(tuple(args[0].shape), np.dtype(args[0].dtype))
     out = real(prototype, *args[1:], **kwargs)
-    return out.view(ConstantArray) if out.ndim > 0 and out.dtype.kind in "biufc" else None
+    if out.ndim == 0 or out.dtype.kind not in "biufc":
+        return None
+    made = out.view(ConstantArray)
+    if real is np.copy:  # y = np.copy(x); y[0] = 1.0: x's values, traced from the start
+        made._state()[0].value = args[0]
+        if out.dtype.kind in "fc":
+            out.fill(np.nan)  # (its memory is never what it holds)
+    return made
 
 
 def made_in_trace(out: np.ndarray, args: tuple) -> ConstantArray:

@@ -85,6 +85,13 @@ def casts(x):
     return out * n + b
 
 
+def copied(x):
+    y = np.copy(x)
+    y[0] = 1.0
+    y[1:3] *= x[2]
+    return y
+
+
 def returned_with_methods(x):
     out = np.ones((2, 2))
     out[0, 0] = x[0]
@@ -93,7 +100,7 @@ def returned_with_methods(x):
 
 
 PATTERNS = [ode_rhs, loop, masked, accumulate, diagonal, shifted, repeated, views, casts,
-            returned_with_methods]
+            copied, returned_with_methods]
 X = np.array([0.31, 0.74, 0.45, 0.62])
 
 
