@@ -40,6 +40,18 @@ class _Contents:
         self.user = user
 
 
+def _refused_if_traced(name: str) -> Any:
+    """ndarray's method ``name``, refused once a traced value was written into the array (it
+    would read the memory)."""
+    def method(self: ConstantArray, *args: Any, **kwargs: Any) -> Any:
+        if ConstantArray.traced_contents(self) is not None:
+            raise _stale(name)
+        return getattr(np.ndarray, name)(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
 class ConstantArray(np.ndarray):
     """A NumPy array a traced function reads (a global, a closure cell, a default value) or
     makes (``np.zeros(n)``, any NumPy call on constants), seen through this view while it is
@@ -164,20 +176,20 @@ class ConstantArray(np.ndarray):
         _write(self, key, value, "out[...] = value")
 
     # ------------------------------------------------------------ what would read the memory
-    def _refused_if_traced(name: str):  # noqa: N805  (a method maker, used in the body)
-        def method(self, *args, **kwargs):
-            if ConstantArray.traced_contents(self) is not None:
-                raise _stale(name)
-            return getattr(np.ndarray, name)(self, *args, **kwargs)
-
-        method.__name__ = name
-        return method
-
-    for _name in ("__iter__", "__float__", "__int__", "__index__", "__complex__", "__bool__",
-                  "__contains__", "__reduce__", "__reduce_ex__", "__copy__", "__deepcopy__",
-                  "__array__", "__dlpack__", "__format__"):
-        locals()[_name] = _refused_if_traced(_name)
-    del _name, _refused_if_traced
+    __iter__ = _refused_if_traced("__iter__")
+    __contains__ = _refused_if_traced("__contains__")
+    __float__ = _refused_if_traced("__float__")
+    __int__ = _refused_if_traced("__int__")
+    __index__ = _refused_if_traced("__index__")
+    __complex__ = _refused_if_traced("__complex__")
+    __bool__ = _refused_if_traced("__bool__")
+    __format__ = _refused_if_traced("__format__")
+    __array__ = _refused_if_traced("__array__")
+    __dlpack__ = _refused_if_traced("__dlpack__")
+    __reduce__ = _refused_if_traced("__reduce__")
+    __reduce_ex__ = _refused_if_traced("__reduce_ex__")
+    __copy__ = _refused_if_traced("__copy__")
+    __deepcopy__ = _refused_if_traced("__deepcopy__")
 
     def __repr__(self) -> str:  # (print() in the traced function: no stale numbers)
         traced = self.traced_contents()
@@ -236,12 +248,13 @@ def holds_written(args: tuple, kwargs: dict) -> bool:
     return _any_traced((args, kwargs))
 
 
-_LIKE = frozenset({np.empty_like, np.zeros_like, np.ones_like})
+_LIKE: frozenset[Any] = frozenset(getattr(np, n) for n in ("empty_like", "zeros_like", "ones_like"))
 
 
 def made_like(real: Any, args: tuple, kwargs: dict) -> ConstantArray | None:
-    """``np.empty_like(y)`` (``zeros_like``, ``ones_like``, ``copy``) of a traced ``y``: an array made in the trace, of ``y``'s shape and dtype, which takes
-    traced writes (``dydt = np.empty_like(y); dydt[0] = y[1]``); None for other calls."""
+    """``np.empty_like(y)`` (``zeros_like``, ``ones_like``, ``copy``) of a traced ``y``: an
+    array made in the trace, of ``y``'s shape and dtype, which takes traced writes
+    (``dydt = np.empty_like(y); dydt[0] = y[1]``); None for other calls."""
     if real not in _LIKE and real is not np.copy or not args \
             or not isinstance(args[0], Tracer) or _any_tracer((args[1:], kwargs)):
         return None
