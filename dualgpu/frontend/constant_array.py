@@ -14,6 +14,8 @@ takes a traced write: the user would see it after the call.
 """
 from __future__ import annotations
 
+import functools
+import types
 from typing import Any
 
 import numpy as np
@@ -241,6 +243,20 @@ def resolved(x: Any) -> Any:
     if type(x) is dict:
         return {k: resolved(v) for k, v in x.items()}
     return x
+
+
+def resolving(fn: Any) -> Any:
+    """``fn`` (a function of the user's a front-end function calls: odeint's right-hand side)
+    returning what its arrays hold (:func:`resolved`): an array it made and wrote with traced
+    values is its traced value there, never its memory."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return resolved(fn(*args, **kwargs))
+
+    return call
 
 
 def holds_written(args: tuple, kwargs: dict) -> bool:

@@ -39,6 +39,7 @@ from .constant_array import (
     made_in_trace,
     made_like,
     resolved,
+    resolving,
     ufunc_at,
 )
 from .dispatch import (
@@ -144,6 +145,8 @@ def _dispatcher(real, ours, qualname: str):
             return out
         if ours is None:  # np.zeros(n) of a traced n: n read as Python reads it, or no rule
             return integers_made_concrete(call, args, kwargs, qualname)
+        args = tuple(resolving(a) for a in args)  # odeint(rhs, ...): rhs's arrays read
+        kwargs = {k: resolving(v) for k, v in kwargs.items()}
         return call_front_end(ours, qualname, args, kwargs)
 
     if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co

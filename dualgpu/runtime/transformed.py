@@ -71,6 +71,13 @@ from .program_cache import (
 from .signature import Signature, alias_pattern, int_range, is_dask_array
 from .tracing import SelfTracing, Traced, name_of
 
+def _held_value(leaf: Any) -> Any:
+    """What an array seen through the trace's view of constants holds (its traced value once
+    one was written in it: dualgpu.frontend.constant_array)."""
+    return leaf.constant_value() if getattr(type(leaf), "_dualgpu_view_of_constant",
+                                            False) else leaf
+
+
 # ------------------------------------------------------------------------------ fast path
 _QUICK_TYPES = {np.ndarray}
 _QUICK_SCALARS = (bool, str, type(None))
@@ -389,6 +396,8 @@ class Transformed(SelfTracing):
             return self._without_jit(args, kwargs)
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0])(*args, **kwargs)
+        if current_builder() is not None:  # an array made and written in the trace: its value
+            args, kwargs = pytree.tree_map(_held_value, (args, kwargs))
         qkey = None if kwargs else quick_key(args)
         if qkey is not None:
             # plain arrays seen before: every argument passes straight to the program. This

@@ -131,6 +131,29 @@ def test_an_ode_rhs_written_in_place_integrates_and_differentiates():
     dg.testing.check_grads(final_angle, (y0,), order=2)
 
 
+def test_a_written_array_returned_to_odeint_or_passed_to_a_transform_is_its_traced_value():
+    from scipy.integrate import odeint
+
+    def final(k, rhs=lambda y: ode_rhs(y)):  # RK4, two steps (the tolerances)
+        return odeint(lambda y, t: rhs(y) * k, np.array([0.4, 0.1]), np.array([0.0, 0.5]),
+                      rtol=1e-2, atol=1e-2)[-1, 0]
+
+    def written_functionally(k):
+        return final(k, lambda y: np.stack([y[1], -np.sin(y[0])]))
+
+    k = np.array(1.3)
+    np.testing.assert_allclose(dg.jit(final)(k), dg.jit(written_functionally)(k), rtol=1e-14)
+    np.testing.assert_allclose(dg.grad(final)(k), dg.grad(written_functionally)(k), rtol=1e-12)
+    assert abs(dg.grad(final)(k)) > 1e-3
+
+    def nested(x):
+        out = np.zeros(2)
+        out[0] = x[0]
+        return dg.grad(lambda z: np.sum(z ** 3))(out) + dg.jit(lambda z: 2 * z)(out)
+
+    np.testing.assert_allclose(dg.jit(nested)(X[:2]), [3 * X[0] ** 2 + 2 * X[0], 0.0])
+
+
 def test_a_cached_call_with_other_values_equals_a_fresh_build():
     f = dg.jit(views)
     f(X)
