@@ -187,7 +187,11 @@ def _into_a_view_of_a_global(x):
     return x
 
 
-@pytest.mark.parametrize("fn", [_into_global, _into_a_view_of_a_global])
+def _out_into_global(x):
+    return np.sin(x, out=OWNED)
+
+
+@pytest.mark.parametrize("fn", [_into_global, _into_a_view_of_a_global, _out_into_global])
 def test_a_traced_write_into_the_users_array_is_refused(fn):
     with pytest.raises(dg.TracerControlFlowError, match="written into a NumPy array"):
         dg.jit(fn)(X)
