@@ -11,6 +11,14 @@ NumPy functions, methods, returning it. What would read the raw memory instead (
 refused, and the memory itself is filled with NaN (float arrays), so that a C extension reading
 it cannot see plausible stale numbers. An array the user owns (a global, a closure cell) never
 takes a traced write: the user would see it after the call.
+
+Why this design: the write stays the user's NumPy code (no ``.at[].set`` to learn), and the
+update is built of ops every transform already differentiates to any order (a constant
+gather of the written values, ``where``), so no new op and no rule; the positions written, and
+NumPy's choice among repeated indices, are computed by NumPy itself on an array of flat
+positions, so every key NumPy accepts (slices with steps, masks, lists, ``...``, ``None``) has
+NumPy's meaning. The cost is a whole-array update per write (a loop of n writes into an
+n-vector is O(n²) work); a view that NumPy made (``.T``) is refused rather than tracked.
 """
 from __future__ import annotations
 
