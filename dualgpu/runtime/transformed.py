@@ -396,8 +396,6 @@ class Transformed(SelfTracing):
             return self._without_jit(args, kwargs)
         if self._by_arity is not None:
             return self._resolved(self.split(args)[0])(*args, **kwargs)
-        if current_builder() is not None:  # an array made and written in the trace: its value
-            args, kwargs = pytree.tree_map(_held_value, (args, kwargs))
         qkey = None if kwargs else quick_key(args)
         if qkey is not None:
             # plain arrays seen before: every argument passes straight to the program. This
@@ -420,6 +418,8 @@ class Transformed(SelfTracing):
                         if fast.template is None:
                             return self.finish(program, fast.layout, outs)
                         return place_results(fast.template, outs)
+        if current_builder() is not None:  # an array made and written in the trace: its value
+            args, kwargs = pytree.tree_map(_held_value, (args, kwargs))
         args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
@@ -600,6 +600,8 @@ class Transformed(SelfTracing):
     def _analysed(self, args: tuple, kwargs: dict, what: str) -> Signature:
         """The signature of a call that is not run (:meth:`graph`, :meth:`source`), its extra
         inputs checked; Dask arrays are refused (their programs are built per chunk)."""
+        if current_builder() is not None:  # an array made and written in the trace: its value
+            args, kwargs = pytree.tree_map(_held_value, (args, kwargs))
         args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
