@@ -71,6 +71,7 @@ from .program_cache import (
 from .signature import Signature, alias_pattern, int_range, is_dask_array
 from .tracing import SelfTracing, Traced, name_of
 
+
 def _held_value(leaf: Any) -> Any:
     """What an array seen through the trace's view of constants holds (its traced value once
     one was written in it: dualgpu.frontend.constant_array)."""
