@@ -73,10 +73,9 @@ from .tracing import SelfTracing, Traced, name_of
 
 
 def _held_value(leaf: Any) -> Any:
-    """What an array seen through the trace's view of constants holds (its traced value once
-    one was written in it: dualgpu.frontend.constant_array)."""
-    return leaf.constant_value() if getattr(type(leaf), "_dualgpu_view_of_constant",
-                                            False) else leaf
+    """What a trace's view of an array holds (traced once written: frontend.constant_array)."""
+    view = getattr(type(leaf), "_dualgpu_view_of_constant", False)
+    return leaf.constant_value() if view else leaf
 
 
 # ------------------------------------------------------------------------------ fast path
