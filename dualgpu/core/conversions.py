@@ -95,7 +95,8 @@ def index_error(location: str) -> TracerControlFlowError:
 def store_error(location: str) -> TracerControlFlowError:
     return TracerControlFlowError(
         f"a traced value was written into a NumPy array (out[...] = value) at {location}: "
-        "a NumPy array holds concrete numbers, so the value and its derivatives would be "
-        "lost. Build the array from traced values instead: np.stack([...]) or "
-        "np.concatenate([...]) of the pieces, or np.where(mask, value, out) to replace "
-        "entries (dualgpu has no index-update API such as .at[].set).")
+        "this array holds concrete numbers that the traced function does not own (a view of a "
+        "global, a closure cell, an object's attribute, or an array made by an operator on "
+        "constants), so the value and its derivatives would be lost. Write into an array the "
+        "function makes with np.zeros, np.empty_like(x), np.copy(...), or use np.where(mask, "
+        "value, out), np.stack or np.concatenate.")

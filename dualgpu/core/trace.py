@@ -88,6 +88,8 @@ class GraphBuilder:
         return Tracer(Var(aval), self)
 
     def atom(self, value: Any, prim_name: str) -> Atom:
+        if getattr(type(value), "_dualgpu_view_of_constant", False):
+            value = value.constant_value()  # (traced: an array made and written in the trace)
         if isinstance(value, Tracer):
             if value._builder is not self and getattr(SUBSTITUTIONS, "pairs", None):
                 value = substitute(value)
@@ -375,8 +377,8 @@ class Tracer:
     def __setitem__(self, key: Any, value: Any) -> None:
         raise UnsupportedOpError(
             f"in-place assignment x[...] = v on a traced value at {user_location()} is not "
-            "supported: build the new array functionally, e.g. with np.where or "
-            "np.concatenate.")
+            "supported: write into a copy the function makes (y = np.copy(x); y[0] = v, or "
+            "into np.zeros_like(x)), or build the new array with np.where or np.concatenate.")
 
     def __hash__(self) -> int:
         if self._builder.concretize is not None:  # a scalar argument's: may become static

@@ -32,7 +32,16 @@ from ..errors import (
     user_location,
 )
 from . import methods
-from . import numpy as dnp
+from .constant_array import (
+    WRITERS,
+    ConstantArray,
+    holds_written,
+    made_in_trace,
+    made_like,
+    resolved,
+    resolving,
+    ufunc_at,
+)
 from .dispatch import (
     call_front_end,
     contains_tracer,
@@ -115,6 +124,14 @@ def _dispatcher(real, ours, qualname: str):
 
     @functools.wraps(real)
     def call(*args, **kwargs):
+        if args and isinstance(args[0], ConstantArray) and real in WRITERS:
+            return WRITERS[real](*args, **kwargs)  # np.copyto, np.fill_diagonal
+        if isinstance(target := kwargs.get("out"), ConstantArray) and hasattr(real, "nin"):
+            return target.__array_ufunc__(real, "__call__", *args, **kwargs)  # its writes
+        if holds_written(args, kwargs):  # an array made here, written with traced values
+            args, kwargs = resolved(args), resolved(kwargs)
+        if numpy_function and (made := made_like(real, args, kwargs)) is not None:
+            return made  # np.empty_like(y): an array that takes traced writes
         if numpy_function and any(isinstance(a, SparseValue) for a in args):
             return sparse_numpy.call(real, qualname, args, kwargs)  # what NumPy does with one
         if not contains_tracer(args, kwargs) and not (functions and current_builder()) \
@@ -124,10 +141,12 @@ def _dispatcher(real, ours, qualname: str):
             # by traced indices as a global one is
             if type(out) is np.ndarray and current_builder() is not None and out.ndim > 0 \
                     and out.dtype.kind in "biufc":
-                return out.view(ConstantArray)
+                return made_in_trace(out, args)
             return out
         if ours is None:  # np.zeros(n) of a traced n: n read as Python reads it, or no rule
             return integers_made_concrete(call, args, kwargs, qualname)
+        args = tuple(resolving(a) for a in args)  # odeint(rhs, ...): rhs's arrays read
+        kwargs = {k: resolving(v) for k, v in kwargs.items()}
         return call_front_end(ours, qualname, args, kwargs)
 
     if hasattr(real, "reduce") and hasattr(real, "nin"):  # a ufunc: keep np.add.reduce & co
@@ -150,6 +169,10 @@ def _ufunc_method(real, method: str):
 
     @functools.wraps(bound)
     def call(*args, **kwargs):
+        if method == "at" and args and isinstance(args[0], ConstantArray):
+            return ufunc_at(real, *args, **kwargs)  # np.add.at(g, idx, v): traced v too
+        if holds_written(args, kwargs):
+            args, kwargs = resolved(args), resolved(kwargs)
         if not contains_tracer(args, kwargs):
             return bound(*args, **kwargs)
         return ufunc_handler(real, method, args, kwargs)
@@ -249,34 +272,6 @@ def _is_array_function(obj) -> bool:
         # without the module (from numpy import asarray; jvp(np.asarray, ...))
         return lookup("numpy." + obj.__name__) is not None
     return False
-
-
-class ConstantArray(np.ndarray):
-    """A NumPy array a traced function reads (a global, a closure cell, a default value) or
-    makes (``np.zeros(n)``, any NumPy call on constants), seen through this view while it is
-    traced: NumPy's array in every way (same memory, same
-    results, plain arrays out), except that indexing it with traced indices gathers
-    (``field[i, j]`` with ``i``, ``j`` computed from traced values, as in semi-Lagrangian
-    advection), where NumPy's indexing would ask the indices for concrete numbers."""
-
-    _dualgpu_view_of_constant = True  # what the tracer stores is constant_value()
-
-    def constant_value(self) -> np.ndarray:
-        """The array a trace keeps: the user's own one (a view of it for views of this)."""
-        original = self.__dict__.get("original")
-        return original if original is not None else self.view(np.ndarray)
-
-    def __getitem__(self, key):
-        plain = self.view(np.ndarray)
-        if isinstance(key, Tracer) or (type(key) is tuple
-                                       and any(isinstance(k, Tracer) for k in key)):
-            return dnp.getitem(plain, key)
-        return plain[key]
-
-    def __array_wrap__(self, array, context=None, return_scalar=False):
-        if return_scalar and array.ndim == 0:
-            return array[()]
-        return array.view(np.ndarray)
 
 
 class UserModule(types.ModuleType):

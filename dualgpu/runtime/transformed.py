@@ -71,6 +71,13 @@ from .program_cache import (
 from .signature import Signature, alias_pattern, int_range, is_dask_array
 from .tracing import SelfTracing, Traced, name_of
 
+
+def _held_value(leaf: Any) -> Any:
+    """What a trace's view of an array holds (traced once written: frontend.constant_array)."""
+    view = getattr(type(leaf), "_dualgpu_view_of_constant", False)
+    return leaf.constant_value() if view else leaf
+
+
 # ------------------------------------------------------------------------------ fast path
 _QUICK_TYPES = {np.ndarray}
 _QUICK_SCALARS = (bool, str, type(None))
@@ -411,6 +418,8 @@ class Transformed(SelfTracing):
                         if fast.template is None:
                             return self.finish(program, fast.layout, outs)
                         return place_results(fast.template, outs)
+        if current_builder() is not None:  # an array made and written in the trace: its value
+            args, kwargs = pytree.tree_map(_held_value, (args, kwargs))
         args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
@@ -591,6 +600,8 @@ class Transformed(SelfTracing):
     def _analysed(self, args: tuple, kwargs: dict, what: str) -> Signature:
         """The signature of a call that is not run (:meth:`graph`, :meth:`source`), its extra
         inputs checked; Dask arrays are refused (their programs are built per chunk)."""
+        if current_builder() is not None:  # an array made and written in the trace: its value
+            args, kwargs = pytree.tree_map(_held_value, (args, kwargs))
         args, kwargs = substitute_tree((args, kwargs))  # (in a converted custom closure)
         fargs, extra = self.split(args)
         sig = self._signature(fargs, kwargs)
