@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import lax
+from ..backends import backend_for_xp
 from ..core.trace import Tracer
 from ..errors import InvalidIndexError, TracerControlFlowError, UnsupportedOpError, user_location
 from . import numpy as dnp
@@ -280,7 +281,8 @@ def made_like(real: Any, args: tuple, kwargs: dict) -> ConstantArray | None:
     array made in the trace, of ``y``'s shape and dtype, which takes traced writes
     (``dydt = np.empty_like(y); dydt[0] = y[1]``); None for other calls."""
     if real not in _LIKE and real is not np.copy or not args \
-            or not isinstance(args[0], Tracer) or _any_tracer((args[1:], kwargs)):
+            or not isinstance(args[0], Tracer) or _any_tracer((args[1:], kwargs)) \
+            or backend_for_xp(args[0]._builder.xp).on_device:  # (CuPy: a fill, as before)
         return None
     prototype = np.zeros(tuple(args[0].shape), np.dtype(args[0].dtype))
     out = real(prototype, *args[1:], **kwargs)
