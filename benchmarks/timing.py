@@ -219,3 +219,28 @@ def to_numpy(x):
     if type(x).__module__.startswith("torch"):
         return x.detach().cpu().numpy()
     return np.asarray(x)
+
+
+def wait_for(out) -> None:
+    """Wait until ``out`` (an array of NumPy, CuPy, JAX or torch, or nested tuples, lists
+    and objects of them) is computed: JAX, CuPy and torch on the GPU dispatch
+    asynchronously. Used to time a first call to its result."""
+    if isinstance(out, (tuple, list)):
+        for leaf in out:
+            wait_for(leaf)
+        return
+    module = type(out).__module__
+    if hasattr(out, "block_until_ready"):
+        out.block_until_ready()
+    elif module.startswith("cupy"):
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+    elif module.startswith("torch") and getattr(out, "is_cuda", False):
+        import torch
+
+        torch.cuda.synchronize()
+    elif hasattr(out, "__dict__") and not module.startswith("numpy"):
+        for leaf in vars(out).values():        # a result object (a folx array, a BCOO)
+            if not callable(leaf):
+                wait_for(leaf)
