@@ -170,6 +170,9 @@ def import_from_wheels(module: str, wheels: Sequence[str], *, site: str,
     with the checkout (``benchmarks/gpu_wheels.txt`` lists them). Raises :class:`Skip`
     saying why when the module cannot be had: an older Python than ``python``, no wheel
     (``how`` says how to download it), a failed install or import."""
+    if sys.version_info < python:
+        raise Skip(f"{module} needs Python >= {python[0]}.{python[1]} "
+                   f"(this is {sys.version.split()[0]})")
     target = os.path.join(PEER_SITE, site)
     if os.path.isdir(target) and target not in sys.path:
         sys.path.insert(0, target)
@@ -177,9 +180,6 @@ def import_from_wheels(module: str, wheels: Sequence[str], *, site: str,
         return importlib.import_module(module)
     except ImportError:
         pass
-    if sys.version_info < python:
-        raise Skip(f"{module} needs Python >= {python[0]}.{python[1]} "
-                   f"(this is {sys.version.split()[0]})")
     found = sorted(w for w in glob.glob(os.path.join(WHEELS, "*.whl"))
                    if os.path.basename(w).lower().startswith(tuple(n.lower() for n in wheels)))
     if not any(os.path.basename(w).lower().startswith(wheels[0].lower()) for w in found):
