@@ -221,14 +221,10 @@ def to_numpy(x):
     return np.asarray(x)
 
 
-def wait_for(out) -> None:
-    """Wait until ``out`` (an array of NumPy, CuPy, JAX or torch, or nested tuples, lists
-    and objects of them) is computed: JAX, CuPy and torch on the GPU dispatch
-    asynchronously. Used to time a first call to its result."""
-    if isinstance(out, (tuple, list)):
-        for leaf in out:
-            wait_for(leaf)
-        return
+def wait_for(out, depth: int = 3) -> None:
+    """Wait until ``out`` (an array of NumPy, CuPy, JAX or torch, or tuples, lists and
+    result objects of them, ``depth`` levels deep) is computed: JAX, CuPy and torch on the
+    GPU dispatch asynchronously. Used to time a first call to its result."""
     module = type(out).__module__
     if hasattr(out, "block_until_ready"):
         out.block_until_ready()
@@ -236,11 +232,14 @@ def wait_for(out) -> None:
         import cupy
 
         cupy.cuda.get_current_stream().synchronize()
-    elif module.startswith("torch") and getattr(out, "is_cuda", False):
-        import torch
+    elif module.startswith("torch"):
+        if getattr(out, "is_cuda", False):
+            import torch
 
-        torch.cuda.synchronize()
-    elif hasattr(out, "__dict__") and not module.startswith("numpy"):
-        for leaf in vars(out).values():        # a result object (a folx array, a BCOO)
-            if not callable(leaf):
-                wait_for(leaf)
+            torch.cuda.synchronize()
+    elif depth and isinstance(out, (tuple, list)):
+        for leaf in out:
+            wait_for(leaf, depth - 1)
+    elif depth and hasattr(out, "__dict__") and not module.startswith(("numpy", "builtins")):
+        for leaf in vars(out).values():        # a result object (a sparse matrix, say)
+            wait_for(leaf, depth - 1)
