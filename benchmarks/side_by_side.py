@@ -39,7 +39,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # before any jax import
 
@@ -255,13 +255,17 @@ def wrong(row: Row) -> bool:
     return row.note.startswith("WRONG")
 
 
-def cell(row: Row | None, name: bool = False) -> str:
-    """``time, peak MB, first call s`` of a row (its impl first when ``name``), or why not."""
+def cell(row: Row | None, name: bool = False, rows: Sequence[Row] = ()) -> str:
+    """``time, peak MB, first call s`` of a row (its impl first when ``name``), or why not
+    (a skipped row that refers to the row before it in ``rows`` gives that row's reason)."""
     if row is None:
         return "not measured"
     head = f"{row.impl} " if name else ""
     if row.status != "ok":
-        return f"{head}skipped ({row.note[:90]})"
+        why = row.note
+        if "the row above" in why and row in rows and rows.index(row) > 0:
+            why = rows[rows.index(row) - 1].note or why
+        return f"{head}skipped ({why[:90]})"
     if wrong(row):
         return f"{head}WRONG (rel err {row.rel_err:.1e})"
     parts = [fmt_us(row.time_us).replace(" us", " µs")]
@@ -294,7 +298,7 @@ def line_cells(line: Line, rows: list[Row], judged: bool) -> dict:
             ratio_text += f"; {ours.time_us / against.time_us:.2f}× {against.impl}"
         verdict = judge(goal, ours, against) if judged else "n/a (tiny CPU sizes)"
     return {"what": line.what, "ours": cell(ours), "best": cell(best, name=True),
-            "others": "; ".join(cell(r, name=True) for r in peers if r is not best) or "—",
+            "others": "; ".join(cell(r, True, rows) for r in peers if r is not best) or "—",
             "ratio": ratio_text, "goal": goal.text if goal else "— (its issue's)",
             "verdict": verdict}
 
