@@ -28,7 +28,9 @@ its peak device memory and its first call (build + first call, to its result). T
 (:data:`LINES`) gives for each line dualgpu's row, the fastest correct peer of the same run,
 the ratio and the goal with its verdict. It goes to ``--out`` (default the git-ignored
 ``benchmarks/peer/results/``) as ``peers-<UTC time>.{md,json,log}``; ``--write-docs``
-also puts it into ``docs/performance.md`` between the markers of its section. Without a GPU
+also puts it into ``docs/performance.md`` between the markers of its section, and
+``--docs-from PEERS.md`` puts there the table of a run made elsewhere (on the GPU machine,
+whose copy of the docs does not come back). Without a GPU
 (or with ``--cpu``) the tiny CPU sizes run, with the peers that import: a harness check,
 on which goals are not judged.
 """
@@ -359,6 +361,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "(default: %(default)s, git-ignored)")
     p.add_argument("--write-docs", action="store_true",
                    help=f"also write the table into {os.path.relpath(DOCS, ROOT)}")
+    p.add_argument("--docs-from", metavar="PEERS.md",
+                   help="write the table of an earlier run (its peers-<time>.md, brought back "
+                        "from the GPU machine) into the docs and exit, running nothing")
     p.add_argument("--impl-timeout", type=float, default=120.0,
                    help="seconds allowed for one implementation (build, check, timing)")
     p.add_argument("--budget", type=float, default=None,
@@ -368,6 +373,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.docs_from:
+        with open(args.docs_from) as fh:
+            rewrite_docs(DOCS, fh.read())
+        print(f"wrote the table of {args.docs_from} into {DOCS}")
+        return 0
     gpu = gpu_available() and not args.cpu
     os.makedirs(args.out, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
