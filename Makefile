@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 BASE   := $(VENV)/.installed-package
 
-.PHONY: demo test test-gpu lint bench bench-build bench-cpu fuzz clean op-matrix dist coverage
+.PHONY: demo test test-gpu lint bench bench-peers bench-build bench-cpu fuzz clean op-matrix dist coverage
 
 # the package alone (what `make demo` needs); $(STAMP) adds the test and lint tools.
 # --no-compile: Python compiles the modules a run imports, not all of SciPy's, Dask's, mypy's
@@ -82,6 +82,12 @@ lint: $(STAMP)
 
 bench:
 	PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m benchmarks.run $(BENCH_ARGS)
+
+# Issue 40's table: every workload with its peers (folx, jet-for-pytorch, JAX, asdex,
+# curvlinops: installed from the git-ignored .wheels/ at first use) in one process; writes
+# benchmarks/peer/results/peers-<time>.{md,json,log} (BENCH_ARGS="--quick --write-docs").
+bench-peers:
+	PYTHONPATH=.$${PYTHONPATH:+:$$PYTHONPATH} $(PYTHON) -m benchmarks.side_by_side $(BENCH_ARGS)
 
 # CPU only: build time (trace, transform, codegen) against program length, 1k-100k equations.
 bench-cpu:

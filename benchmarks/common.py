@@ -6,16 +6,33 @@ raises, or one that runs past its time limit becomes a skipped row with a note.
 """
 from __future__ import annotations
 
+import glob
+import importlib
 import math
 import os
+import subprocess
+import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .report import Row
-from .timing import BenchTimeout, CupyClock, HostClock, TorchClock, jax_sync, time_fn, time_limit
+from .timing import (
+    BenchTimeout,
+    CupyClock,
+    HostClock,
+    TorchClock,
+    jax_sync,
+    time_fn,
+    time_limit,
+    wait_for,
+)
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WHEELS = os.path.join(ROOT, ".wheels")     # git-ignored: peers' wheels for the GPU machine
+PEER_SITE = os.path.join(ROOT, "benchmarks", "peer")   # git-ignored: where they install
 L2_BYTES = 60 * 2**20          # H200 L2; inputs rotate over at least 4x this
 HBM_BYTES_PER_S = 4.3e12       # device-to-device copy measured on an H200 (read + write)
 
@@ -144,6 +161,44 @@ def converted_sets(ctx: Context, inputs, convert):
     return sets
 
 
+def import_from_wheels(module: str, wheels: Sequence[str], *, site: str,
+                       python: tuple[int, int] = (3, 10), how: str = ""):
+    """``module``, installed on first use from the wheels of :data:`WHEELS` whose file names
+    start with one of ``wheels`` (the peer's and its pure-Python dependencies) into the
+    folder ``benchmarks/peer/<site>`` (``pip install --no-index --no-deps --target``),
+    when it is not importable already. The GPU machine has no network: the wheels travel
+    with the checkout (``benchmarks/gpu_wheels.txt`` lists them). Raises :class:`Skip`
+    saying why when the module cannot be had: an older Python than ``python``, no wheel
+    (``how`` says how to download it), a failed install or import."""
+    if sys.version_info < python:
+        raise Skip(f"{module} needs Python >= {python[0]}.{python[1]} "
+                   f"(this is {sys.version.split()[0]})")
+    target = os.path.join(PEER_SITE, site)
+    if os.path.isdir(target) and target not in sys.path:
+        sys.path.insert(0, target)
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        pass
+    found = sorted(w for w in glob.glob(os.path.join(WHEELS, "*.whl"))
+                   if os.path.basename(w).lower().startswith(tuple(n.lower() for n in wheels)))
+    if not any(os.path.basename(w).lower().startswith(wheels[0].lower()) for w in found):
+        raise Skip(f"{module} not installed and no {wheels[0]} wheel in {WHEELS}"
+                   + (f" ({how})" if how else ""))
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index",
+                           "--no-deps", "--no-compile", "--target", target, *found],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise Skip(f"{module} wheels did not install: {done.stderr.strip()[-200:]}")
+    if target not in sys.path:
+        sys.path.insert(0, target)
+    importlib.invalidate_caches()
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001  (any import failure means "not usable")
+        raise Skip(f"{module} not importable ({type(exc).__name__}: {exc})") from None
+
+
 def torch_clock(ctx: Context):
     return TorchClock() if ctx.gpu else HostClock()
 
@@ -171,6 +226,7 @@ def measure(ctx: Context, *, workload: str, case: str, impl: str,
     relative error against the workload's reference. ``inputs`` and ``clock`` may be given as
     zero-argument factories, called inside the guard (converting inputs to a peer's arrays
     imports the peer). ``extra(fn)`` may add fields (peak memory, say) after timing.
+    ``first_call_s``: wall seconds of ``build()`` and the first call, to its result.
     """
     row = Row(workload=workload, case=case, impl=impl, reference=reference, metric=metric)
     try:
@@ -179,8 +235,11 @@ def measure(ctx: Context, *, workload: str, case: str, impl: str,
                 inputs = inputs()
             if clock is not None and not hasattr(clock, "time_group"):
                 clock = clock()
+            t0 = time.perf_counter()
             fn = build()
             out = fn(*inputs[0])
+            wait_for(out)
+            row.first_call_s = time.perf_counter() - t0
             row.note = getattr(fn, "bench_note", "")
             if check is not None:
                 row.rel_err = check(out)

@@ -35,8 +35,8 @@ import numpy as np
 from . import mlp
 from .common import (
     Context,
-    Skip,
     converted_sets,
+    import_from_wheels,
     import_jax,
     import_torch,
     jax_clock,
@@ -49,6 +49,10 @@ from .common import (
 )
 from .mlp import Dims, unflatten
 from .report import Row
+
+# curvlinops first (the one that must be there), then its pure-Python dependencies
+CURVLINOPS_WHEELS = ("curvlinops_for_pytorch-", "backpack_for_pytorch-", "einconv-", "einops-",
+                     "linear_operator-", "opt_einsum-", "unfoldNd-", "tqdm-")
 
 NAME = "curvature"
 
@@ -162,10 +166,8 @@ def build_curvlinops(ctx: Context, dims: Dims, inputs, which: str):
     """curvlinops' GGN product (one operator per input set, built untimed) or its K-FAC
     (built and its factors computed per call), in the flat order of the other rows."""
     torch = import_torch(ctx)
-    try:
-        import curvlinops
-    except ImportError:
-        raise Skip("curvlinops not importable") from None
+    curvlinops = import_from_wheels("curvlinops", CURVLINOPS_WHEELS, site="curvlinops",
+                                    how="benchmarks/gpu_wheels.txt lists them")
     ops = {}
     for p, X, Y, _ in inputs:
         _, net = _torch_net(ctx, dims, p)

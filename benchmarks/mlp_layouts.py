@@ -140,11 +140,11 @@ def run(ctx: Context) -> list[Row]:
     for loss in LOSSES:
         ref = reference(ctx.xp, dims, loss, *base[0])
         for layout in LAYOUTS:
-            rows += _case_rows(ctx, dims, layout, loss, base, ref)
+            rows += case_rows(ctx, dims, layout, loss, base, ref)
     return rows
 
 
-def _case_rows(ctx: Context, dims: Dims, layout: str, loss: str, base, ref) -> list[Row]:
+def case_rows(ctx: Context, dims: Dims, layout: str, loss: str, base, ref) -> list[Row]:
     xp = ctx.xp
     want = ref if layout == "batch-major" else to_feature_major(xp, dims, ref)
     inputs = layout_inputs(xp, dims, layout, base)

@@ -32,6 +32,7 @@ class Row:
     timing: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
     ratio: float | None = None        # time / reference time, filled by the report
+    first_call_s: float | None = None  # build + first call, wall seconds to its result
 
     def describe(self) -> str:
         if self.status != "ok":

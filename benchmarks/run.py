@@ -111,17 +111,7 @@ def main(argv=None, progress=None) -> int:
         dg.config["recompute"] = args.recompute == "on"
     os.makedirs(args.out, exist_ok=True)
     base = fresh_base(args.out, time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
-    log_file = open(base + ".log", "x")
-
-    def log(text: str) -> None:
-        print(text, flush=True)
-        log_file.write(text + "\n")
-        log_file.flush()
-
-    def debug(text: str) -> None:
-        log_file.write(text + "\n")
-        log_file.flush()
-
+    log, debug, log_file = open_log(base + ".log")
     ctx = Context(gpu=gpu, quick=args.quick, compile=not args.no_compile, tiny=not gpu,
                   tf32=args.tf32,
                   impl_timeout_s=args.impl_timeout, dualgpu_timeout_s=args.dualgpu_timeout,
@@ -133,29 +123,9 @@ def main(argv=None, progress=None) -> int:
                           "compile": ctx.compile, "tf32": args.tf32,
                           "recompute": args.recompute,
                           "budget_s": ctx.budget_s})
-    import dualgpu as dg
-
-    switches = dict(dg.config)      # every workload starts from these (rows set precision)
     t_all = time.perf_counter()
-    for i, name in enumerate(names):
-        dg.config.update(switches)
-        if progress is not None:
-            progress(i, len(names), name)
-        log(f"== {name}")
-        t0 = time.perf_counter()
-        try:
-            report.add(WORKLOADS[name](ctx))
-        except Exception as exc:  # noqa: BLE001  (a broken workload must not stop the rest)
-            import traceback
-
-            log(f"  workload {name} failed: {type(exc).__name__}: {exc}")
-            debug(traceback.format_exc())
-        report.sections[name] = round(time.perf_counter() - t0, 2)
-        log(f"   ({report.sections[name]:.1f} s)")
-        report.write_json(base + ".json")          # partial results survive a kill
-        _free_device_memory(gpu)
-    if progress is not None:
-        progress(len(names), len(names), "done")
+    run_workloads(ctx, {name: WORKLOADS[name] for name in names}, report, base + ".json",
+                  progress)
     report.env = environment(gpu)
     report.sections["total"] = round(time.perf_counter() - t_all, 2)
 
@@ -177,12 +147,60 @@ def main(argv=None, progress=None) -> int:
     return 0
 
 
-def fresh_base(out: str, stamp: str) -> str:
-    """``out/bench-<stamp>``, or ``out/bench-<stamp>-2``, ... : a name no earlier run's
-    files have (two runs in one second never overwrite each other's results)."""
+def open_log(path: str):
+    """``(log, debug, file)``: ``log(text)`` prints and writes a line to the file at
+    ``path`` (a new file), ``debug(text)`` (tracebacks) writes it to the file only."""
+    log_file = open(path, "x")
+
+    def log(text: str) -> None:
+        print(text, flush=True)
+        log_file.write(text + "\n")
+        log_file.flush()
+
+    def debug(text: str) -> None:
+        log_file.write(text + "\n")
+        log_file.flush()
+
+    return log, debug, log_file
+
+
+def run_workloads(ctx: Context, workloads: dict, report: Report, json_path: str,
+                  progress=None) -> None:
+    """Run each ``workloads[name](ctx)`` in turn into ``report`` (its seconds in
+    ``report.sections``), each from the same ``dg.config``; a workload that raises is a
+    logged failure, not the end of the run. The JSON is rewritten after each, so that partial
+    results survive a kill; pooled device memory is handed back between workloads."""
+    import dualgpu as dg
+
+    switches = dict(dg.config)      # every workload starts from these (rows set precision)
+    names = list(workloads)
+    for i, name in enumerate(names):
+        dg.config.update(switches)
+        if progress is not None:
+            progress(i, len(names), name)
+        ctx.log(f"== {name}")
+        t0 = time.perf_counter()
+        try:
+            report.add(workloads[name](ctx))
+        except Exception as exc:  # noqa: BLE001  (a broken workload must not stop the rest)
+            import traceback
+
+            ctx.log(f"  workload {name} failed: {type(exc).__name__}: {exc}")
+            ctx.debug(traceback.format_exc())
+        report.sections[name] = round(time.perf_counter() - t0, 2)
+        ctx.log(f"   ({report.sections[name]:.1f} s)")
+        report.write_json(json_path)
+        _free_device_memory(ctx.gpu)
+    if progress is not None:
+        progress(len(names), len(names), "done")
+
+
+def fresh_base(out: str, stamp: str, prefix: str = "bench") -> str:
+    """``out/<prefix>-<stamp>``, or ``out/<prefix>-<stamp>-2``, ... : a name no earlier
+    run's files have (two runs in one second never overwrite each other's results)."""
     names = os.listdir(out)
     for n in range(1, len(names) + 2):
-        name = f"bench-{stamp}" + (f"-{n}" if n > 1 else "")
+        name = f"{prefix}-{stamp}" + (f"-{n}" if n > 1 else "")
         if not any(os.path.splitext(f)[0] == name for f in names):
             return os.path.join(out, name)
     raise AssertionError("unreachable")

@@ -23,22 +23,16 @@ per call), each with its colors; ``x dualgpu`` is the ratio to dualgpu's cached 
 from __future__ import annotations
 
 import dataclasses
-import glob
-import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from .common import Context, Skip, import_jax, jax_clock, measure
+from .common import Context, Skip, import_from_wheels, import_jax, jax_clock, measure
 from .report import Row
 from .sparse_derivatives import NAME, sparse_err, timed_once
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WHEELS = os.path.join(ROOT, ".wheels")
-SITE = os.path.join(ROOT, "benchmarks", "peer", "asdex")
+ASDEX_WHEELS = ("asdex-", "numba-", "llvmlite-")   # asdex first: the one that must be there
 SIDES_BRUSSELATOR = (256, 32)          # n = 2 side^2: 131,072 and 2,048
 TINY_SIDES_BRUSSELATOR = (4,)
 
@@ -64,30 +58,8 @@ def import_asdex():
 def _import_asdex():
     jax = import_jax()
     jax.config.update("jax_enable_x64", True)
-    try:
-        import asdex
-
-        return asdex
-    except ImportError:
-        pass
-    if sys.version_info < (3, 12):
-        raise Skip(f"asdex needs Python >= 3.12 (this is {sys.version.split()[0]})")
-    wheels = sorted(glob.glob(os.path.join(WHEELS, "*.whl")))
-    if not any(os.path.basename(w).startswith("asdex-") for w in wheels):
-        raise Skip(f"asdex not installed and no asdex wheel in {WHEELS} "
-                   "(benchmarks/sparse_asdex.py says how to download it)")
-    if not os.path.isdir(os.path.join(SITE, "asdex")):
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index",
-                               "--no-deps", "--no-compile", "--target", SITE, *wheels],
-                              capture_output=True, text=True)
-        if done.returncode:
-            raise Skip(f"asdex wheels did not install: {done.stderr.strip()[-200:]}")
-    sys.path.insert(0, SITE)
-    try:
-        import asdex
-    except Exception as exc:  # noqa: BLE001  (any import failure means "not usable")
-        raise Skip(f"asdex not importable ({type(exc).__name__}: {exc})") from None
-    return asdex
+    return import_from_wheels("asdex", ASDEX_WHEELS, site="asdex", python=(3, 12),
+                              how="benchmarks/sparse_asdex.py says how to download it")
 
 
 def _jax_put(ctx: Context, a):

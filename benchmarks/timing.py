@@ -219,3 +219,27 @@ def to_numpy(x):
     if type(x).__module__.startswith("torch"):
         return x.detach().cpu().numpy()
     return np.asarray(x)
+
+
+def wait_for(out, depth: int = 3) -> None:
+    """Wait until ``out`` (an array of NumPy, CuPy, JAX or torch, or tuples, lists and
+    result objects of them, ``depth`` levels deep) is computed: JAX, CuPy and torch on the
+    GPU dispatch asynchronously. Used to time a first call to its result."""
+    module = type(out).__module__
+    if hasattr(out, "block_until_ready"):
+        out.block_until_ready()
+    elif module.startswith("cupy"):
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+    elif module.startswith("torch"):
+        if getattr(out, "is_cuda", False):
+            import torch
+
+            torch.cuda.synchronize()
+    elif depth and isinstance(out, (tuple, list)):
+        for leaf in out:
+            wait_for(leaf, depth - 1)
+    elif depth and hasattr(out, "__dict__") and not module.startswith(("numpy", "builtins")):
+        for leaf in vars(out).values():        # a result object (a sparse matrix, say)
+            wait_for(leaf, depth - 1)
