@@ -293,6 +293,10 @@ def made_like(real: Any, args: tuple, kwargs: dict) -> ConstantArray | None:
         made._state()[0].value = args[0]
         if out.dtype.kind in "fc":
             out.fill(np.nan)  # (its memory is never what it holds)
+    elif out.shape == tuple(args[0].shape):  # a fill, as before: it folds (x + 0 * fill is x)
+        one = real is np.ones_like
+        made._state()[0].value = lax.full_like(
+            args[0], (float(one) if out.dtype.kind in "fc" else int(one)), out.dtype)
     return made
 
 

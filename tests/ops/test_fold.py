@@ -86,7 +86,7 @@ def _names(graph):
 
 def test_neutral_operands_and_fill_arithmetic_leave_no_equation():
     x = np.linspace(-1.0, 1.0, 4)
-    f = lambda x: (x * 1.0) / 1 - 0 + (-0.0) + 1 * (dg.lax.ones_like(x) * 0.25 * 4.0 - 1.0)  # noqa: E731
+    f = lambda x: (x * 1.0) / 1 - 0 + (-0.0) + 1 * (np.ones_like(x) * 0.25 * 4.0 - 1.0)  # noqa: E731
     with no_folding():
         graph = dg.trace(f, x)
     folded = fold_fills(graph)
