@@ -36,7 +36,7 @@ def no_concrete(what: str, hint: str, placeholder: Any = None,
     with a sequence")."""
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         if placeholder is not None and executing(sys._getframe(1), STORE_SUBSCR):
-            self._builder.defer_error(store_error(user_location()))
+            self._builder.defer_error(store_error(user_location(), written=placeholder))
             return placeholder
         _check_convertible(self, kind)
         hook = self._builder.concretize
@@ -92,11 +92,17 @@ def index_error(location: str) -> TracerControlFlowError:
         "traced values).")
 
 
-def store_error(location: str) -> TracerControlFlowError:
+def store_error(location: str, written: Any = None) -> TracerControlFlowError:
+    """The refusal of a traced value written into an array the trace does not own; with
+    ``written``, what NumPy stored there before the refusal could be raised (the write is
+    NumPy's own, the conversion's placeholder its value: the array is changed)."""
+    changed = ("" if written is None else
+               f" NumPy has already stored {written!r} at that position of the array (the "
+               "refusal comes once the function returns): restore it if the array is kept.")
     return TracerControlFlowError(
         f"a traced value was written into a NumPy array (out[...] = value) at {location}: "
         "this array holds concrete numbers that the traced function does not own (a view of a "
         "global, a closure cell, an object's attribute, or an array made by an operator on "
         "constants), so the value and its derivatives would be lost. Write into an array the "
         "function makes with np.zeros, np.empty_like(x), np.copy(...), or use np.where(mask, "
-        "value, out), np.stack or np.concatenate.")
+        "value, out), np.stack or np.concatenate." + changed)

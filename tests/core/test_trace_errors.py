@@ -112,6 +112,23 @@ def test_writing_into_a_numpy_array_is_reported_even_if_the_function_fails_later
         dg.grad(f)(x3)
 
 
+def test_a_write_into_an_attributes_array_says_numpy_already_changed_it():
+    """An array held by an object's attribute is not seen by the trace before NumPy writes
+    the conversion's placeholder into it: the refusal says so (not a silent change)."""
+    class Holder:
+        buf = None
+
+    holder = Holder()
+    holder.buf = np.zeros(2)
+
+    def f(a):
+        holder.buf[0] = a[0]
+        return np.sum(a)
+
+    with pytest.raises(dg.TracerControlFlowError, match="already stored nan at that position"):
+        dg.grad(f)(x3)
+
+
 def test_the_functional_alternatives_named_by_the_message_work():
     def stacked(a):
         return np.sum(np.stack([a[0] ** 2, np.zeros(()), np.zeros(())]))
