@@ -20,7 +20,7 @@ import numpy as np
 
 from ..base import tree as pytree
 from ..core.substitution import substituted
-from ..core.trace import Tracer
+from ..core.trace import Tracer, current_builder
 from ..lax import stop_gradient
 
 __all__ = ["closed_tracers", "closure_converted", "is_array", "nondiff_closed", "not_static"]
@@ -152,6 +152,9 @@ def nondiff_closed(f: Any, args: tuple, nums: tuple) -> Any:
     applies it: each such value with its derivative stopped, closed over by a custom_jvp
     function of the other arguments whose rule passes it to ``f``'s rule in its place
     (that function's call then converts the closure)."""
+    if current_builder() is None and not any(
+            isinstance(x, Tracer) for x in pytree.leaves(args)):  # eager: nothing to derive
+        return f.fun(*args)
     fixed = {i: pytree.tree_map(lambda x: stop_gradient(x) if isinstance(x, Tracer) else x,
                                 args[i]) for i in nums}
     fun, rule, n = f.fun, f.jvp, len(args)
