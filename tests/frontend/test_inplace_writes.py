@@ -288,7 +288,8 @@ def test_a_random_sequence_of_writes_and_reads_is_numpys(fuzz_long):
     def run(ops):
         program = _random_program(ops)
         np.testing.assert_allclose(dg.jit(program)(X), program(X), rtol=1e-12)
-        if fuzz_long:
+        # (sums of squares fed back grow fast: finite differences of sin at 1e6 are noise)
+        if fuzz_long and np.max(np.abs(program(X))) < 1e2:
             dg.testing.check_grads(lambda x: np.sum(np.sin(program(x))), (X,), order=2,
                                    modes=("rev",))
 
