@@ -30,9 +30,10 @@ _CONTAINERS = (tuple, list, frozenset, set)
 
 def closed_tracers(fns: tuple, skip: type) -> list[Tracer]:
     """The traced values that the functions ``fns`` close over (their closure cells and
-    defaults, those of the functions and ``functools.partial``\\ s found there, and the
-    containers among them), first seen first; other custom functions (``skip``) are not
-    entered: their own calls convert their closures."""
+    defaults, those of the functions and ``functools.partial``\\ s found there, the
+    containers among them and the attributes of the user's objects), first seen first;
+    other custom functions (``skip``) are not entered: their own calls convert their
+    closures."""
     found: dict[int, Tracer] = {}
     seen: set[int] = set()
     stack = list(reversed(fns))
@@ -53,7 +54,20 @@ def closed_tracers(fns: tuple, skip: type) -> list[Tracer]:
             stack.extend(reversed(list(x)))
         elif isinstance(x, dict):
             stack.extend(reversed(list(x.values())))
+        elif _user_object(x):  # an object of the user's (o.c read in the body)
+            stack.extend(reversed(list(vars(x).values())))
     return list(found.values())
+
+
+def _user_object(x: Any) -> bool:
+    """An instance of a class of the user's, whose attributes a function may read: not a
+    module, class, function or an object of NumPy, SciPy, CuPy or dualgpu."""
+    if isinstance(x, (type, types.ModuleType, types.FunctionType, types.MethodType)) \
+            or not hasattr(x, "__dict__"):
+        return False
+    root = (type(x).__module__ or "").partition(".")[0]
+    return root not in ("numpy", "scipy", "cupy", "cupyx", "dualgpu", "builtins", "jax",
+                        "torch", "functools")
 
 
 def _filled(cell) -> bool:

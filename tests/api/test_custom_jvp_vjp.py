@@ -373,3 +373,29 @@ def test_a_numpy_scalar_nondiff_argument_is_a_static_value():
     with pytest.raises(dg.DualgpuError, match="argument 1 is in nondiff_argnums but is an "
                                               "array"):
         power(x, np.array(2.0))
+
+
+def test_a_traced_value_read_through_an_objects_attribute_is_closed_over():
+    """A custom function whose body and rule read ``o.c``, a traced value held by an object
+    of the user's (a model's parameter), is closure-converted as a closed-over value is."""
+    class Holder:
+        pass
+
+    def loss(v, c):
+        o = Holder()
+        o.c = c
+
+        @dg.custom_jvp
+        def f(v):
+            return np.sin(v) * o.c
+
+        f.defjvp(lambda p, t: (f(p[0]), np.cos(p[0]) * o.c * t[0]))
+        g = dg.custom_vjp(lambda v: np.sin(v) * o.c)
+        g.defvjp(lambda v: (g(v), v), lambda v, ct: (np.cos(v) * o.c * ct,))
+        return np.sum(f(v)) + np.sum(g(v))
+
+    c = np.array(2.0)
+    np.testing.assert_allclose(dg.jit(loss)(x, c), 2 * np.sum(np.sin(x)) * 2.0)
+    np.testing.assert_allclose(dg.grad(loss)(x, c), 2 * np.cos(x) * 2.0)
+    np.testing.assert_allclose(dg.vmap(loss, in_axes=(0, None))(x[:, None], c),
+                               2 * np.sin(x) * 2.0)
