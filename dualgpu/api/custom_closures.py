@@ -21,6 +21,7 @@ import numpy as np
 from ..base import tree as pytree
 from ..core.substitution import substituted
 from ..core.trace import Tracer, current_builder
+from ..frontend.methods import is_user_class
 from ..lax import stop_gradient
 
 __all__ = ["closed_tracers", "closure_converted", "is_array", "nondiff_closed", "not_static"]
@@ -54,20 +55,11 @@ def closed_tracers(fns: tuple, skip: type) -> list[Tracer]:
             stack.extend(reversed(list(x)))
         elif isinstance(x, dict):
             stack.extend(reversed(list(x.values())))
-        elif _user_object(x):  # an object of the user's (o.c read in the body)
-            stack.extend(reversed(list(vars(x).values())))
+        elif not isinstance(x, (type, types.ModuleType)) and is_user_class(type(x)):
+            # an object of the user's (o.c read in the body): its own attributes
+            attrs = object.__getattribute__(x, "__dict__") if hasattr(x, "__dict__") else {}
+            stack.extend(reversed(list(attrs.values())))
     return list(found.values())
-
-
-def _user_object(x: Any) -> bool:
-    """An instance of a class of the user's, whose attributes a function may read: not a
-    module, class, function or an object of NumPy, SciPy, CuPy or dualgpu."""
-    if isinstance(x, (type, types.ModuleType, types.FunctionType, types.MethodType)) \
-            or not hasattr(x, "__dict__"):
-        return False
-    root = (type(x).__module__ or "").partition(".")[0]
-    return root not in ("numpy", "scipy", "cupy", "cupyx", "dualgpu", "builtins", "jax",
-                        "torch", "functools")
 
 
 def _filled(cell) -> bool:

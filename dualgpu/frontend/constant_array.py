@@ -294,9 +294,8 @@ def made_like(real: Any, args: tuple, kwargs: dict) -> ConstantArray | None:
         if out.dtype.kind in "fc":
             out.fill(np.nan)  # (its memory is never what it holds)
     elif out.shape == tuple(args[0].shape):  # a fill, as before: it folds (x + 0 * fill is x)
-        one = real is np.ones_like
-        made._state()[0].value = lax.full_like(
-            args[0], (float(one) if out.dtype.kind in "fc" else int(one)), out.dtype)
+        fill = lax.ones_like if real is np.ones_like else lax.zeros_like
+        made._state()[0].value = fill(args[0], out.dtype)
     return made
 
 

@@ -60,14 +60,7 @@ def scipy_path(obj, name: str) -> str | None:
 
 
 def contains_tracer(args, kwargs) -> bool:
-    def check(x):
-        if isinstance(x, Tracer):
-            return True
-        if isinstance(x, (list, tuple)):
-            return any(check(y) for y in x)
-        return False
-
-    return any(check(a) for a in args) or any(check(v) for v in kwargs.values())
+    return any(isinstance(x, Tracer) for x in _leaves(args, kwargs))
 
 
 def integers_made_concrete(fn, args, kwargs, qualname: str):

@@ -161,13 +161,20 @@ def _bessel(name):
             raise UnsupportedOpError(
                 f"scipy.special.{name} has no counterpart in cupyx.scipy.special: call it on "
                 f"NumPy arrays (cupy.asnumpy), or use j0/j1/y0/y1/yn, i0/i1")
-        if name == "yn":  # Y_-n = (-1)^n Y_n (cupyx's yn gives NaN for a negative order)
-            n = xp.asarray(v)
-            odd = xp.remainder(xp.trunc(n) if n.dtype.kind == "f" else n, 2) != 0
-            return in_declared_dtype(xp.where((n < 0) & odd, -1, 1) * fn(xp.abs(n), x), (v, x))
         return in_declared_dtype(fn(v, x), (v, x))
 
     return impl
+
+
+def _yn(xp, v, x):
+    """Y_n(x), of a negative order by Y_-n = (-1)^n Y_n (cupyx's yn gives NaN there)."""
+    n = xp.asarray(v)
+    y = _yn_of_order(xp, xp.abs(n), x)
+    odd = xp.remainder(xp.trunc(n) if n.dtype.kind == "f" else n, 2) != 0
+    return in_declared_dtype(xp.where((n < 0) & odd, -y, y), (v, x))  # (v: a weak int too)
+
+
+_yn_of_order = _bessel("yn")
 
 
 def _no_order_derivative(name, order="v"):
@@ -198,7 +205,7 @@ jv: Primitive = elementwise(
 
 
 yn: Primitive = elementwise(
-    "yn", None, 2, c=None, result="float", py="ops.yn({0}, {1})", impl=_bessel("yn"),
+    "yn", None, 2, c=None, result="float", py="ops.yn({0}, {1})", impl=_yn,
     doc="Y_n(x) (scipy.special.yn, n truncated to an integer); differentiable in x: "
         "(Y_{n-1} - Y_{n+1}) / 2.",
     partials=(_no_order_derivative("yn", "n"),

@@ -202,8 +202,9 @@ class Signature:
         key: tuple
         for j, (leaf, i) in enumerate(zip(leaves, owner)):
             d = i in diff_args
-            if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
-                leaf = _plain_array(leaf, i, what)
+            if isinstance(leaf, np.ndarray):
+                if type(leaf) is not np.ndarray:
+                    leaf = _plain_array(leaf, i, what)
             elif SHAPES_ONLY.get() and _shape_only(leaf):  # a call inside dg.eval_shape
                 leaf = shape_stand_in(leaf)
             if static_leaf[j]:
