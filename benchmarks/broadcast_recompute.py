@@ -3,9 +3,9 @@
 ``p(x) * U`` with ``x`` of shape ``(n, m)`` and ``U`` of shape ``(k, n, m)``, planned two
 ways: one region over the consumer's domain that recomputes ``p(x)`` at each of its ``k``
 copies (the planner before issue 40), and two regions, ``p(x)`` written once then read by
-the product (``dualgpu.fusion.plan.REPEAT_MAX`` and ``recomputes_cheaply`` patched for the
-measurement). On CuPy the plan runs as CUDA kernels (CUDA events), on NumPy as the host
-fused plan (host clock, best of the calls)::
+the product (``dualgpu.fusion.plan.REPEAT_MAX``, per target, and ``recomputes_cheaply``
+patched for the measurement). On CuPy the plan runs as CUDA kernels (CUDA events), on
+NumPy as the host fused plan (host clock, best of the calls)::
 
     python -m benchmarks.broadcast_recompute [--cupy] [--n 4096] [--m 512]
 
@@ -70,7 +70,7 @@ def measure(ks, n: int, m: int, cupy: bool, dtype, calls: int) -> None:
                 graph = dg.trace(lambda x, u, p=p: p(x) * u, x, u)
                 times = []
                 for split in (False, True):
-                    plan.REPEAT_MAX = 1 if split else 1 << 62
+                    plan.REPEAT_MAX = dict.fromkeys(repeat, 1 if split else 1 << 62)
                     plan.recomputes_cheaply = (lambda e: False) if split else cheap
                     fn = _program(graph, cupy)
                     if fn is None:

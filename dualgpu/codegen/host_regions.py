@@ -1,7 +1,8 @@
 """Fused regions compiled for the host CPU: a NumPy program run by its fusion plan
 (``dg.config["host_fused"]``, see docs/api.md).
 
-The plan is the one the GPU runs (:func:`dualgpu.fusion.plan_graph`). Each region becomes a
+The plan is the GPU's (:func:`dualgpu.fusion.plan_graph`), planned for the host's costs
+(``target="host"``: a costly value is computed again at fewer copies). Each region becomes a
 C++ function written by the region kernels' emitter (:class:`~dualgpu.codegen.cuda._Emitter`:
 the same loops, C expressions and stores), its threads run in order by one loop per thread
 axis (nested, the last innermost, where the kernel decomposes its thread index); a grid
@@ -221,7 +222,7 @@ def host_fused_program(graph: Graph, recompute: bool = True,
     region of at least ``min_elements`` elements (default :data:`HOST_FUSED_MIN`: smaller
     programs run faster as the Python program), no compiler found, or a library the
     compiler refused (each logged once at debug level on the ``"dualgpu"`` logger)."""
-    plan = plan_graph(graph, recompute=recompute)
+    plan = plan_graph(graph, recompute=recompute, target="host")
     least = HOST_FUSED_MIN if min_elements is None else min_elements
     if not any(int(np.prod(r.domain, dtype=np.int64)) >= least for r in plan.regions):
         return None

@@ -27,11 +27,14 @@ from .regions import (
 )
 
 
-def plan_graph(graph: Graph, recompute: bool = False) -> Plan:
+def plan_graph(graph: Graph, recompute: bool = False, target: str = "device") -> Plan:
     """Partition ``graph`` into fused regions and library steps, in execution order.
 
     With ``recompute``, a region recomputes the cheap elementwise values of an earlier region
     that only it reads, instead of reading them from memory (:func:`_recompute`).
+    ``target`` is what runs the regions, ``"device"`` (CUDA kernels) or ``"host"`` (the
+    compiled host loops): how often a region may compute a costly value again
+    (:data:`REPEAT_MAX`) is the target's.
 
     Example::
 
@@ -40,11 +43,12 @@ def plan_graph(graph: Graph, recompute: bool = False) -> Plan:
         >>> [type(s).__name__ for s in plan.steps]     # the whole HVP is one fused region
         ['Region']
     """
+    repeat_max = REPEAT_MAX[target]
     steps = _partition(graph.eqns)
-    _split_repeated(steps)
+    _split_repeated(steps, repeat_max)
     if recompute:
         _recompute(steps, graph)
-        _recompute_padded(steps, graph)
+        _recompute_padded(steps, graph, repeat_max)
         _merge_neighbours(steps)
     _finish_regions(steps, graph)
     return Plan(graph, steps, releases(steps, graph))
@@ -90,28 +94,30 @@ def _partition(eqns) -> list:
 # Times a kernel may compute each element of a value that costs more than a few instructions
 # (:func:`~dualgpu.fusion.regions.recomputes_cheaply`): a kernel computes its values once per
 # thread, so a value that varies along few of its thread axes (``sigmoid(x)`` in
-# ``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) is computed at each copy. Measured
-# in benchmarks/NOTES.md ("Issue 40").
-REPEAT_MAX = 2
+# ``sigmoid(x) * U``, ``U`` ten copies of ``x``'s shape) is computed at each copy. Per target,
+# measured in benchmarks/NOTES.md ("Issue 40"): the host loop is compute-bound in libm's
+# functions (tanh split wins from 2 copies, sigmoid from 3), a GPU kernel memory-bound
+# (sigmoid's split wins from about 10 copies, tanh's at none up to 16).
+REPEAT_MAX = {"host": 2, "device": 8}
 # ... in a region of at least this many threads: below, a GPU kernel's time is mostly its
 # launch (a split adds one) and the host runs the program as Python (HOST_FUSED_MIN).
 REPEAT_MIN_THREADS = 1 << 17
 
 
-def _split_repeated(steps: list) -> None:
-    """Split from each region the values it would compute more than ``REPEAT_MAX`` times
+def _split_repeated(steps: list, repeat_max: int) -> None:
+    """Split from each region the values it would compute more than ``repeat_max`` times
     each that are not cheap to compute (:func:`_split_region`), then number the regions."""
     split: list = []
     for step in steps:
-        split += _split_region(step) if isinstance(step, Region) else [step]
+        split += _split_region(step, repeat_max) if isinstance(step, Region) else [step]
     for k, region in enumerate(s for s in split if isinstance(s, Region)):
         region.index = k
     steps[:] = split
 
 
-def _split_region(r: Region) -> list:
+def _split_region(r: Region, repeat_max: int) -> list:
     """``[r]``, or ``[p, r]`` where ``p`` computes once, over the thread axes they vary
-    along, the values that ``r`` computed more than ``REPEAT_MAX`` times per element and
+    along, the values that ``r`` computed more than ``repeat_max`` times per element and
     that are not cheap (with what they are computed from, and what is computed from them
     alone along those axes), and ``r`` reads them instead.
 
@@ -136,9 +142,9 @@ def _split_region(r: Region) -> list:
             and padded_read(e) is None and not r.varies_in_loop(r.dims[e.outs[0].id])
 
     costly = [e for e in r.eqns if movable(e) and not recomputes_cheaply(e)
-              and _repeats(r, _spread(r, e.outs[0]))]
+              and _repeats(r, _spread(r, e.outs[0]), repeat_max)]
     axes = set().union(*(_spread(r, e.outs[0]) for e in costly))
-    if not costly or not _repeats(r, axes):
+    if not costly or not _repeats(r, axes, repeat_max):
         return [r]
     need = {e.outs[0].id for e in costly}
     moved = []
@@ -177,13 +183,13 @@ def _spread(r: Region, v) -> set:
     return {d for d in r.dims[v.id] if d in threads}
 
 
-def _repeats(r: Region, axes: set) -> bool:
+def _repeats(r: Region, axes: set, repeat_max: int) -> bool:
     """Whether ``r``, a region of at least ``REPEAT_MIN_THREADS`` threads, computes a value
-    that varies along thread ``axes`` only more than ``REPEAT_MAX`` times per element (once
+    that varies along thread ``axes`` only more than ``repeat_max`` times per element (once
     per thread along the other axes)."""
     points = int(np.prod([r.domain[d] for d in axes], dtype=np.int64))
     count = r.thread_count()
-    return count >= REPEAT_MIN_THREADS and points * REPEAT_MAX < count
+    return count >= REPEAT_MIN_THREADS and points * repeat_max < count
 
 
 def _sink_padded_reads(eqns) -> list:
@@ -330,7 +336,7 @@ def _cone(p: Region, a) -> list | None:
     return cone[::-1]
 
 
-def _recompute_padded(steps: list, graph: Graph) -> None:
+def _recompute_padded(steps: list, graph: Graph, repeat_max: int) -> None:
     """Let a padded read recompute its input instead of reading it from memory.
 
     When every reader of a value ``a`` is a padded read of one region ``R`` (the transposes
@@ -341,7 +347,7 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
     cone at its shifted index (:class:`Cone`), ``P`` no longer writes ``a``, and a region
     left with nothing to do is dropped. A cone that is not cheap
     (:func:`~dualgpu.fusion.regions.recomputes_cheaply`) is not evaluated by a padded read
-    that ``R`` computes more than ``REPEAT_MAX`` times per element (:func:`_repeats`).
+    that ``R`` computes more than ``repeat_max`` times per element (:func:`_repeats`).
     The chained Rosenbrock's compressed Hessian becomes one kernel.
 
     Example::
@@ -380,7 +386,7 @@ def _recompute_padded(steps: list, graph: Graph) -> None:
             cone = _padded_cone(p, a)
             if cone is None or len(cone.eqns) > PADDED_RECOMPUTE_MAX or (
                     not all(recomputes_cheaply(e) for e in cone.eqns)
-                    and any(_repeats(r, _spread(r, e.outs[0])) for e in users)):
+                    and any(_repeats(r, _spread(r, e.outs[0]), repeat_max) for e in users)):
                 continue   # too long, or costly and computed again at each copy
             found.append((a, p, cone, users))
         # the values recomputed together must not read more new memory than writing them

@@ -408,6 +408,18 @@ def test_costly_producer_of_a_broadcast_is_materialised_once(recompute):
     _assert_close(emulate(sigmoid, (x, u)), [1 / (1 + np.exp(-x)) * u], rtol=1e-6)
 
 
+def test_repeats_allowed_per_target():
+    """The GPU is memory-bound where the host loop is compute-bound (benchmarks/NOTES.md,
+    "Issue 40"): at four copies the sigmoid is computed again at each by the device plan,
+    written once by the host's; at ten copies both write it once."""
+    x = np.ones((128, 256), np.float32)
+    for k, device_regions in ((4, 1), (10, 2)):
+        g = dg.trace(lambda x, u: 1 / (1 + np.exp(-x)) * u, x, np.ones((k,) + x.shape,
+                                                                        np.float32))
+        assert len(plan_graph(g, target="host").regions) == 2
+        assert len(plan_graph(g).regions) == device_regions
+
+
 def test_padded_read_broadcast_reads_a_costly_input_from_memory():
     """The gradient of a stencil (padded reads of ``cos`` and ``sin`` of differences) times
     ``U``, ten copies of its shape: with recomputation, a padded read in the product's
