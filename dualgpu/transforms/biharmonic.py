@@ -21,7 +21,8 @@ products of a network's layers, which dominate, do ~1.5-1.7x less work.
 Rules (the chain rule to fourth order, with ``Q = Σ_i J_i²``, ``G_j = Σ_i J_i A_ij``):
 
 * unary (one differentiated operand of an elementwise op with ``partials``; its derivatives
-  ``f1 .. f4`` by differentiating the first partial again, as the forward Laplacian does):
+  ``f1 .. f4`` by differentiating the first partial again, as the forward Laplacian does,
+  once per op, parameters and operand dtypes in a build, evaluated at each site):
   ``J' = f1 J``, ``A' = f1 A + f2 J_i J_j``, ``L' = f1 L + f2 Q``,
   ``T' = f1 T + f2 (J L + 2 G) + f3 J Q``,
   ``B' = f1 B + f2 (4 Σ J T + L² + 2 Σ A²) + f3 (2 Q L + 4 Σ J G) + f4 Q²``;
