@@ -313,7 +313,15 @@ def template_params(op: str, params: dict) -> dict:
 # --------------------------------------------------------------------------- C source
 def c_type(dtype: Any, what: str = "dtype") -> str:
     """The C type of a kernel dtype."""
+    if type(dtype) in _DTYPE_TYPES:   # an np.dtype: looked up once (a dtype's name is slow)
+        c = _C_TYPE_OF_DTYPE.get(dtype)
+        if c is None:
+            c = _C_TYPE_OF_DTYPE[dtype] = _C_TYPES[_kernel_dtype(dtype, what).name]
+        return c
     return _C_TYPES[_kernel_dtype(dtype, what).name]
+
+
+_C_TYPE_OF_DTYPE: dict = {}
 
 
 def _kernel_dtype(dtype: Any, what: str) -> np.dtype[Any]:

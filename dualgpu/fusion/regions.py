@@ -99,7 +99,13 @@ ROLLED_LOOPS_MAX = 8
 
 
 def _dtype_ok(aval) -> bool:
-    return np.dtype(aval.dtype).name in KERNEL_DTYPES
+    ok = _KERNEL_DTYPE_OK.get(aval.dtype)   # a dtype's name is slow: once per dtype
+    if ok is None:
+        ok = _KERNEL_DTYPE_OK[aval.dtype] = np.dtype(aval.dtype).name in KERNEL_DTYPES
+    return ok
+
+
+_KERNEL_DTYPE_OK: dict = {}
 
 
 def fusible(eqn) -> bool:

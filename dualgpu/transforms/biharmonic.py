@@ -21,7 +21,8 @@ products of a network's layers, which dominate, do ~1.5-1.7x less work.
 Rules (the chain rule to fourth order, with ``Q = Σ_i J_i²``, ``G_j = Σ_i J_i A_ij``):
 
 * unary (one differentiated operand of an elementwise op with ``partials``; its derivatives
-  ``f1 .. f4`` by differentiating the first partial again, as the forward Laplacian does):
+  ``f1 .. f4`` by differentiating the first partial again, as the forward Laplacian does,
+  once per op, parameters and operand dtypes in a build, evaluated at each site):
   ``J' = f1 J``, ``A' = f1 A + f2 J_i J_j``, ``L' = f1 L + f2 Q``,
   ``T' = f1 T + f2 (J L + 2 G) + f3 J Q``,
   ``B' = f1 B + f2 (4 Σ J T + L² + 2 Σ A²) + f3 (2 Q L + 4 Σ J G) + f4 Q²``;
@@ -50,8 +51,8 @@ import numpy as np
 from .. import lax
 from ..core.flags import Flag
 from ..core.interpret import eval_graph, propagate_states
-from ..core.ir import Graph, Var
-from ..core.trace import trace_to_graph
+from ..core.ir import Aval, Graph, Var
+from ..core.trace import Tracer, trace_to_graph
 from ..errors import DualgpuError
 from ..frontend import numpy as dnp
 from ..rules.laplacian_rules import Mode, bind_all, fit, is_zero, lift
@@ -59,10 +60,12 @@ from ._gc import collector_paused
 from .interpreter import (
     batch_axes_of,
     coordinate_layout,
+    derived_key,
     forward_tangents,
     seed_coordinates,
     sub_trace,
 )
+from .jvp import jvp_rule
 from .simplify import simplify
 from .vmap import rule_for
 
@@ -181,38 +184,85 @@ def _dot(x, y):
 
 
 # ------------------------------------------------------------------------------ rules
-def _derivatives(eqn, values, k: int) -> list:
+def _derivatives(towers: dict, eqn, values, k: int) -> list:
     """``[f1, f2, f3, f4]``: the derivatives of ``eqn``'s op in operand ``k`` (the others
-    fixed), recorded in the current trace; ``None`` for a symbolic zero."""
+    fixed), recorded in the current trace; ``None`` for a symbolic zero. Their graph
+    (:func:`_tower`) is derived once per op, parameters, operand dtypes and ``k`` in a build
+    (``towers``), at shape ``()`` when it is elementwise throughout, and evaluated here."""
+    graph, count = _cached_tower(towers, eqn, values, k)
+    out = eval_graph(graph, [v for v in values if isinstance(v, Tracer)])
+    if count == 0 or is_zero(out[0]):
+        return [None if is_zero(out[0]) else out[0], None, None, None]
+    return out + [None] * (4 - len(out))
+
+
+def _cached_tower(towers: dict, eqn, values, k: int) -> tuple[Graph, int]:
+    """:func:`_tower` of ``eqn`` in operand ``k``, from ``towers`` or derived into it: at
+    shape ``()`` (keyed without shapes) unless it is not :func:`_shape_free` (then keyed
+    by shape) or an array operand is closed over (then derived here, not kept)."""
+    free = derived_key("biharmonic tower", eqn, values, k, shapes=False)
+    if free is not None:
+        if free not in towers:
+            tower = _tower(eqn, values, k, scalar=True)
+            towers[free] = tower if _shape_free(tower[0]) else None
+        if towers[free] is not None:
+            return towers[free]
+    key = derived_key("biharmonic tower", eqn, values, k)
+    if key is None:
+        return _tower(eqn, values, k, scalar=False)
+    if key not in towers:
+        towers[key] = _tower(eqn, values, k, scalar=False)
+    return towers[key]
+
+
+def _tower(eqn, values, k: int, scalar: bool) -> tuple[Graph, int]:
+    """A graph from the traced operands to ``[f1 .. fm]`` (``m <= 4``: ``f(m+1)`` is a
+    symbolic zero), each the forward derivative of the previous one (simplified at every
+    order), and ``m`` (0: ``f1`` is a constant); traced at shape ``()`` with ``scalar``."""
     prim, params = eqn.prim, eqn.params
+    pos = [i for i, v in enumerate(values) if isinstance(v, Tracer)]
+    at = pos.index(k)
+    avals = [Aval((), values[i].dtype, values[i].aval.weak) if scalar else values[i].aval
+             for i in pos]
+    xp = values[k]._builder.xp
+
+    def operands(xs):
+        full = list(values)
+        for i, x in zip(pos, xs):
+            full[i] = x
+        return full
 
     def first(*xs):
-        ans = prim.bind(*xs, **params)
-        return prim.partials[k](*xs, ans)
+        full = operands(xs)
+        return [prim.partials[k](*full, prim.bind(*full, **params))]
 
-    graph, pos = sub_trace(lambda full, _: first(*full), values)
-    traced = [values[i] for i in pos]
-    at = pos.index(k)
-    xp = values[k]._builder.xp
-    out = [eval_graph(graph, traced)[0]]
-    if not isinstance(graph.outputs[0], Var) or is_zero(out[0]):
-        return [None if is_zero(out[0]) else out[0], None, None, None]
-    for n in range(3):
-        unit = [None] * len(traced)
-        unit[at] = dnp.ones_like(traced[at])
-        nxt = forward_tangents(graph, traced, unit)[0]
-        if nxt is None:
-            return out + [None] * (3 - n)
-        out.append(nxt)
-        if n < 2:
-            def derivative(*xs, g=graph):
-                u = [None] * len(xs)
-                u[at] = dnp.ones_like(xs[at])
-                t = forward_tangents(g, list(xs), u)[0]
-                return dnp.zeros_like(xs[at]) if t is None else t
+    graph = simplify(trace_to_graph(first, avals, xp, name="d")[0])
+    count = 1 if isinstance(graph.outputs[0], Var) else 0
+    while 0 < count < 4:
+        def next_order(*xs, g=graph):
+            unit: list = [None] * len(xs)
+            unit[at] = dnp.ones_like(xs[at])
+            fs, ts = propagate_states(g, list(xs), dict(_seed(g, unit)), jvp_rule)
+            return fs + ([] if ts[-1] is None else [ts[-1]])
 
-            graph, _ = trace_to_graph(derivative, [v.aval for v in traced], xp, name="d")
-    return out
+        nxt = simplify(trace_to_graph(next_order, avals, xp, name="d")[0])
+        if len(nxt.outputs) == count:
+            break   # the next derivative is a symbolic zero
+        graph, count = nxt, count + 1
+        if not isinstance(graph.outputs[-1], Var):
+            break   # a constant: the last one not zero
+    return graph, count
+
+
+def _seed(graph: Graph, tangents: list):
+    return [(v.id, t) for v, t in zip(graph.inputs, tangents) if t is not None]
+
+
+def _shape_free(graph: Graph) -> bool:
+    """Whether ``graph`` computes the same elementwise at any shape of its inputs: only
+    elementwise ops that are not views (a broadcast names its shape), scalar constants."""
+    return all(e.prim.has(Flag.ELEMENTWISE) and not e.prim.has(Flag.VIEW)
+               for e in graph.eqns) and all(c.aval.ndim == 0 for c in graph.consts)
 
 
 def _sum_of_scaled(eqn, values, states, active, y):
@@ -244,9 +294,9 @@ def _sum_of_scaled(eqn, values, states, active, y):
     return tuple(out)
 
 
-def _unary(pairs: _Pairs, eqn, values, states, k: int, y):
+def _unary(pairs: _Pairs, towers: dict, eqn, values, states, k: int, y):
     J, A, L, T, B = states[k]
-    f1, f2, f3, f4 = _derivatives(eqn, values, k)
+    f1, f2, f3, f4 = _derivatives(towers, eqn, values, k)
     r = y.ndim
     Jl, Al, Tl = _lead(J, r), _lead(A, r), _lead(T, r)
     Q = _dot(J, J)
@@ -344,7 +394,7 @@ def _bilinear(pairs: _Pairs, eqn, values, states, a: int, b: int):
     return [(Jy, Ay, Ly, Ty, By)]
 
 
-def _rule(pairs: _Pairs, eqn, values, states) -> list:
+def _rule(pairs: _Pairs, towers: dict, eqn, values, states) -> list:
     """The states of ``eqn``'s outputs (None: not dependent)."""
     prim = eqn.prim
     if not prim.differentiable or all(s is None for s in states):
@@ -364,7 +414,7 @@ def _rule(pairs: _Pairs, eqn, values, states) -> list:
     if prim.partials is not None and prim.kind == "elementwise" and len(eqn.outs) == 1:
         y = prim.bind(*values, **eqn.params)
         if len(active) == 1:
-            return [_unary(pairs, eqn, values, states, active[0], y)]
+            return [_unary(pairs, towers, eqn, values, states, active[0], y)]
         state = _sum_of_scaled(eqn, values, states, active, y)
         if state is not None:
             return [state]
@@ -409,10 +459,12 @@ def biharmonic_graph(graph: Graph, wrt: Sequence[bool] | None = None, *,
         else np.dtype(np.float64)
     pairs = _Pairs(max(D, 1), dtype)
     avals = [v.aval for v in graph.inputs]
+    towers: dict = {}    # the derivatives of unary ops (_derivatives), once per build
 
     def rule(eqn, values, states):
         outs = bind_all(eqn, values)
-        return outs, [_fitted(s, o) for o, s in zip(outs, _rule(pairs, eqn, values, states))]
+        return outs, [_fitted(s, o) for o, s in
+                      zip(outs, _rule(pairs, towers, eqn, values, states))]
 
     def run(*args):
         seeds = {}

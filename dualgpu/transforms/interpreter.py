@@ -6,7 +6,8 @@ another's private names).
   and :func:`user_lines` for walks of other shapes;
 * :func:`forward_tangents`: the JVP of a graph, symbolic zeros kept;
 * :func:`sub_trace`: an op applied to some traced operands, as a graph of its own (to
-  differentiate it again);
+  differentiate it again), and :func:`derived_key`: the key of such graphs, so that one
+  build derives them once per op, parameters and operand types;
 * :func:`coordinate_layout`, :func:`batch_axes_of`, :func:`seed_coordinates`: the
   coordinates of the differentiated inputs (per instance with ``batch_axes``) and their
   seeds, the rows of the identity;
@@ -38,8 +39,9 @@ from ..rules.laplacian_rules import traced_constant
 from .jvp import jvp_rule
 from .vmap import rule_for as batch_rule
 
-__all__ = ["batch_axes_of", "batch_rule", "coordinate_layout", "forward_tangents",
-           "propagate_states", "seed_coordinates", "sub_trace", "user_lines", "walk"]
+__all__ = ["batch_axes_of", "batch_rule", "coordinate_layout", "derived_key",
+           "forward_tangents", "propagate_states", "seed_coordinates", "sub_trace",
+           "user_lines", "walk"]
 
 
 def forward_tangents(graph: Graph, args: list, tangents: list) -> list:
@@ -65,6 +67,29 @@ def sub_trace(fn, values, extra_avals=()):
     graph, _ = trace_to_graph(call, [values[i].aval for i in pos] + list(extra_avals), xp,
                               name="op")
     return graph, pos
+
+
+def derived_key(kind, eqn, values, *extra, shapes: bool = True):
+    """A key for graphs derived from ``eqn``'s op on these operands (traced ones by dtype,
+    and by shape unless ``shapes`` is false; the others by value when they are Python
+    scalars), or None when it cannot be keyed (an array operand closed over, unhashable
+    parameters)."""
+    parts: list = []
+    for v in values:
+        if isinstance(v, Tracer):
+            parts.append(("t", tuple(v.shape) if shapes else None, str(v.dtype),
+                          bool(v.aval.weak)))
+        elif isinstance(v, (bool, int, float, complex)):
+            parts.append(("s", type(v).__name__, v))
+        else:
+            return None
+    try:
+        key = (kind, eqn.prim.name, id(eqn.prim), tuple(sorted(eqn.params.items())),
+               tuple(parts)) + extra
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def coordinate_layout(graph: Graph, wrt: Sequence[bool], batch_axes=None):

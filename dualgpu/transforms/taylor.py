@@ -56,7 +56,7 @@ from ..errors import DualgpuError
 from ..rules.common import add_any
 from ..rules.taylor_rules import Mode, bind_all, cauchy, finish, lifted
 from ._gc import collector_paused
-from .interpreter import forward_tangents, sub_trace
+from .interpreter import derived_key, forward_tangents, sub_trace
 from .jvp import jvp_graph, jvp_rule
 from .laplacian import rule_kind as laplacian_rule_kind
 from .simplify import simplify
@@ -95,27 +95,6 @@ def linear_rule(eqn, values, series, mode):
 
 
 # ------------------------------------------------------------------------------ partials
-def _cache_key(kind, eqn, values, *extra):
-    """A key for graphs derived from ``eqn``'s op on these operands (traced ones by type,
-    the others by value when they are Python scalars), or None when it cannot be keyed
-    (an array operand closed over, unhashable parameters)."""
-    parts = []
-    for v in values:
-        if isinstance(v, Tracer):
-            parts.append(("t", tuple(v.shape), str(v.dtype), bool(v.aval.weak)))
-        elif isinstance(v, (bool, int, float, complex)):
-            parts.append(("s", type(v).__name__, v))
-        else:
-            return None
-    try:
-        key = (kind, eqn.prim.name, id(eqn.prim), tuple(sorted(eqn.params.items())),
-               tuple(parts)) + extra
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
 def _is_zero(c) -> bool:
     return c is None or (isinstance(c, (int, float)) and not isinstance(c, bool) and c == 0)
 
@@ -137,7 +116,7 @@ def partials_rule(eqn, values, series, mode):
         ans = prim.bind(*full, **params)
         return [prim.partials[i](*full, ans) for i in active]
 
-    key = _cache_key("partials", eqn, values, tuple(active))
+    key = derived_key("partials", eqn, values, tuple(active))
     levels = mode.cache.get(key) if key is not None else None
     if levels is None:
         graph, pos = sub_trace(first_partials, values)
@@ -225,7 +204,7 @@ def fallback_rule(eqn, values, series, mode):
             full[i] = lax.add(full[i], lax.multiply(c, tk))
         return bind_all(eqn, full)
 
-    key = _cache_key("fallback", eqn, values, tuple(slots), K, mode.size)
+    key = derived_key("fallback", eqn, values, tuple(slots), K, mode.size)
     derivs = mode.cache.get(key) if key is not None else None
     pos = [i for i, v in enumerate(values) if isinstance(v, Tracer)]
     n_in = len(pos)

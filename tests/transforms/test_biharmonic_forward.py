@@ -123,3 +123,62 @@ def test_dg_biharmonic_runs_the_forward_pass_or_falls_back():
         np.testing.assert_allclose(dg.biharmonic(fn, chunk_size=2)(x), want, rtol=1e-10)
         np.testing.assert_allclose(dg.biharmonic(fn, memory_budget=1 << 20)(x), want,
                                    rtol=1e-10)
+
+
+# ------------------------------------------------- an op's derivatives, derived once per build
+def _network(widths):
+    ws = [RNG.standard_normal((a, b)) / 2 for a, b in zip((3,) + widths, widths)]
+
+    def net(x):
+        for w in ws:
+            x = np.tanh(x @ w)
+        return np.sum(x, axis=-1)
+    return net
+
+
+def test_a_unary_ops_derivatives_are_derived_once_whatever_its_sites_shapes(monkeypatch):
+    """tanh's partial is traced (and differentiated to fourth order) once per build, not at
+    each layer: three layers of three widths cost what one layer costs."""
+    from dualgpu.ops.elementwise import tanh
+
+    calls = []
+
+    def counted(x, ans, partial=tanh.partials[0]):
+        calls.append(x)
+        return partial(x, ans)
+
+    monkeypatch.setattr(tanh, "partials", (counted,))
+    per_build = []
+    for widths in [(4,), (4, 5, 6)]:
+        calls.clear()
+        biharmonic_graph(dg.trace(_network(widths), np.ones((2, 3))), batch_axes=[0])
+        per_build.append(len(calls))
+    assert per_build[0] == per_build[1] > 0
+
+
+@pytest.fixture
+def probe_sin():
+    """``sin`` whose partial reshapes its operand (to ``(-1,)`` and back): its derivatives
+    name a shape, so they are derived at each operand shape."""
+    from dualgpu.core.primitives import REGISTRY
+    from dualgpu.frontend import numpy as dnp
+    from dualgpu.ops.elementwise import ELEMENTWISE, cos, elementwise
+
+    prim = elementwise("biharmonic_probe_sin", None, 1, c="sin({0})", result="float",
+                       impl=lambda xp, x: xp.sin(x),
+                       partials=(lambda x, ans: cos(dnp.reshape(dnp.reshape(x, (-1,)),
+                                                                x.shape)),))
+    yield prim
+    REGISTRY.pop(prim.name, None)
+    ELEMENTWISE.pop(prim.name, None)
+
+
+def test_derivatives_that_name_a_shape_are_derived_at_each_shape(probe_sin):
+    w2 = RNG.standard_normal((5, 2))
+
+    def f(sin):
+        return lambda x: np.sum(sin(sin(x @ W) @ w2), axis=-1)   # sites of two shapes
+
+    x = RNG.standard_normal((4, 3))
+    np.testing.assert_allclose(forward(f(probe_sin), x, batch_axes=[0]),
+                               forward(f(np.sin), x, batch_axes=[0]), rtol=1e-12)
