@@ -14,7 +14,9 @@ A program is a *tape* (an ``int64`` array: a header, the data pointers of its cl
 constants, then instructions of :data:`REC` integers), a *pool* of ``double`` constants and
 the tuple of its argument and output arrays; ``dg_interp_run`` allocates a workspace per
 call (on its stack when small) and keeps no state between calls, so threads may run one
-program at once. Instructions:
+program at once. It returns the floating-point exceptions the run raised (``fenv``): the
+caller then runs the Python program instead, whose NumPy calls warn or raise as
+``np.errstate`` says. Instructions:
 
 * ``EW``: an elementwise op over an index space of up to :data:`MAXD` axes, each operand
   read at its own offset and strides (broadcasts are strides of 0), converted to the op's
@@ -32,7 +34,6 @@ Example::
 from __future__ import annotations
 
 import ctypes
-import logging
 import threading
 from string import Formatter
 
@@ -46,7 +47,10 @@ from . import host
 
 MAXD = 8            # axes of an index space
 REC = 72            # integers per instruction
-ABI = 1             # bumped with the tape's layout
+ABI = 2             # bumped with the tape's layout
+# what dg_interp_run returns: 0, or 1/2 (too many arrays, no workspace), or the bits of the
+# floating-point exceptions the run raised
+FAILED, DIVIDE, OVER, INVALID, UNDER = 3, 4, 8, 16, 32
 EW, RED = 1, 2      # instruction kinds
 F64, F32, BOOL = 0, 1, 2
 DTYPE_CODES = {np.dtype(np.float64): F64, np.dtype(np.float32): F32, np.dtype(bool): BOOL}
@@ -54,6 +58,7 @@ MONOIDS = {"sum": 0, "prod": 1, "max": 2, "min": 3}
 _CTYPES = {F64: "double", F32: "float", BOOL: "bool"}
 
 RUNTIME = r"""
+#include <cfenv>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
@@ -192,6 +197,9 @@ template <class T> static void run_red(const i64* I, char** base) {
 extern "C" int dg_interp_abi() { return @ABI@; }
 extern "C" void* dg_interp_data_of(const void* tup, i64 k) { return dg_data(dg_item(tup, k)); }
 
+// the floating-point exceptions a run raised (NumPy's errstate categories), after 1 and 2
+enum { DIVIDE = 4, OVER = 8, INVALID = 16, UNDER = 32 };
+
 // tape: n_instr, workspace bytes, arrays in the tuple, constants, the constants' data
 // pointers, then the instructions; slots: the tuple's arrays, the constants, pool, workspace
 extern "C" int dg_interp_run(const i64* tape, const double* pool, const void* arrays) {
@@ -205,6 +213,7 @@ extern "C" int dg_interp_run(const i64* tape, const double* pool, const void* ar
   char* w = work <= STACK_BYTES ? stack : (char*)malloc((size_t)work);
   if (w == 0) return 2;
   base[n_obj + n_const + 1] = w;
+  feclearexcept(FE_ALL_EXCEPT);
   const i64* I = tape + 4 + n_const;
   for (i64 k = 0; k < n_instr; ++k, I += REC) {
     if (I[0] == 1) run_ew(I, base);
@@ -213,7 +222,9 @@ extern "C" int dg_interp_run(const i64* tape, const double* pool, const void* ar
     else run_red<bool>(I, base);
   }
   if (w != stack) free(w);
-  return 0;
+  const int fl = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID | FE_UNDERFLOW);
+  return (fl & FE_DIVBYZERO ? DIVIDE : 0) | (fl & FE_OVERFLOW ? OVER : 0) |
+         (fl & FE_INVALID ? INVALID : 0) | (fl & FE_UNDERFLOW ? UNDER : 0);
 }
 """
 
@@ -291,7 +302,8 @@ def _reads_arrays(lib) -> bool:
     """Whether the library finds a tuple's arrays' data where NumPy says it is."""
     probe = lib.dg_interp_data_of
     probe.argtypes, probe.restype = [ctypes.c_void_p, ctypes.c_longlong], ctypes.c_void_p
-    samples = (np.ones(3), np.ones((4, 5))[1:, ::2], np.full((), 2.0, np.float32))
+    samples: tuple[np.ndarray, ...] = (np.ones(3), np.ones((4, 5))[1:, ::2],
+                                       np.full((), 2.0, np.float32))
     return all(probe(id(samples), k) == a.ctypes.data for k, a in enumerate(samples))
 
 

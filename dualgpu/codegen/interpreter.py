@@ -26,8 +26,8 @@ Example::
     >>> prog is None or np.allclose(prog(np.ones((3, 2)), np.ones((4, 3)))[0],
     ...                             8 * np.tanh(3.0) ** 2)
     True
-    >>> print(prog.source.splitlines()[0] if prog else "# host interpreter")
-    # host interpreter: 4 instructions (dg.config['host_interpreter'])
+    >>> print(prog.note if prog else "# host interpreter: 4 instructions ...")
+    # host interpreter: 4 instructions ...
 """
 from __future__ import annotations
 
@@ -38,15 +38,20 @@ from ..core.ir import Graph, Literal, Var
 from ..fusion import fusible, is_reduction, is_reshape
 from .c_source import array_strides, compute_dtype, contiguous_strides, reshape_strides
 from .interp_lib import (
+    DIVIDE,
     DTYPE_CODES,
     EW,
+    FAILED,
+    INVALID,
+    OVER,
     MAXD,
     MONOIDS,
-    RED,
     REC,
+    RED,
     interpreter_library,
     op_table,
 )
+from .python import compile_python
 
 INTERP_WORK_MAX = 1 << 14   # element steps of a whole program (elementwise and folds)
 VALUE_MAX = 1 << 14         # elements of any one value
@@ -347,8 +352,10 @@ class InterpretedProgram:
         self._fn = lib.dg_interp_run
         self.instructions = len(enc.instrs)
         self.work = enc.work
-        self.source = (f"# host interpreter: {len(enc.instrs)} instructions "
-                       "(dg.config['host_interpreter'])\n")
+        self.graph = graph
+        self._python = None
+        self.note = (f"# host interpreter: {len(enc.instrs)} instructions run by the "
+                     "prebuilt interpreter (dg.config['host_interpreter'])\n")
 
     def __call__(self, *arrays) -> list:
         if len(arrays) != len(self._in_dtypes):
@@ -362,9 +369,29 @@ class InterpretedProgram:
                 break
         outs = tuple([np.empty(shape, dt) for shape, dt in self._out_specs])
         objs = arrays + outs      # alive through the call: the library reads its items
-        if self._fn(self._tape_ptr, self._pool_ptr, id(objs)):
-            raise MemoryError("the tiny-program interpreter could not allocate its workspace")
+        rc = self._fn(self._tape_ptr, self._pool_ptr, id(objs))
+        if rc:
+            if rc & FAILED:
+                raise MemoryError("the tiny-program interpreter could not allocate its "
+                                  "workspace")
+            if rc & (DIVIDE | OVER | INVALID) or np.geterr()["under"] != "ignore":
+                # an inf or NaN on the way: the Python program, whose NumPy calls warn or
+                # raise as np.errstate says (the same choice for every call of these inputs)
+                return self.python()(*arrays)
         return list(outs)
+
+    def python(self):
+        """The generated Python program of the graph (made when first asked)."""
+        fn = self._python
+        if fn is None:
+            fn = self._python = compile_python(self.graph, np, arrays=True)
+        return fn
+
+    @property
+    def source(self) -> str:
+        """The generated Python program's text (which runs where the interpreter's run
+        raises a floating-point exception), and a last line saying what runs."""
+        return self.python().__dualgpu_source__ + self.note
 
 
 def _const_arrays(graph: Graph) -> list | None:

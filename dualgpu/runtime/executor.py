@@ -237,7 +237,7 @@ class Executable:
     ``config["host_kernel"]`` (and ``"fuse"``), ``exe.host`` is the
     :class:`~dualgpu.codegen.host.HostProgram` that runs instead of the generated Python,
     when the program is tiny and a C++ compiler is found (else None: the Python runs); else,
-    with ``config["host_interpreter"]``, the
+    with ``config["host_interpreter"]``, ``exe.interp`` is the
     :class:`~dualgpu.codegen.interpreter.InterpretedProgram` that runs a tiny program by the
     prebuilt interpreter (no compile per program).
     Before that, with ``config["host_fused"]`` (and ``"fuse"``), ``exe.host_fused`` is the
@@ -254,7 +254,20 @@ class Executable:
         [array([1.68294197, 1.68294197, 1.68294197])]
     """
 
-    source: str  # the program's text (generated Python, or the kernels' source)
+    _source: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The program's text (generated Python, or the kernels' source); the interpreter's
+        program makes its Python text when first asked."""
+        if self.interp is not None:
+            return self.interp.source
+        assert self._source is not None
+        return self._source
+
+    @source.setter
+    def source(self, text: str) -> None:
+        self._source = text
 
     def __init__(self, graph: Graph, backend: Any) -> None:
         self.graph = graph
@@ -263,6 +276,7 @@ class Executable:
         self.graph_runner = None
         self.host = None
         self.host_fused = None
+        self.interp = None
         self.matmul_precision = config["matmul_precision"]
         if config["keep_freed_memory"]:
             backend.keep_freed_memory()
@@ -288,8 +302,7 @@ class Executable:
             self.source = host.source
         elif backend.runs_host_kernels and config["fuse"] and config["host_interpreter"] and \
                 (interp := interpreted_program(graph)) is not None:
-            self.host = self._fn = interp
-            self.source = interp.source
+            self.interp = self._fn = interp
         else:
             self._fn = compile_python(graph, backend.xp, arrays=True)
             self.source = self._fn.__dualgpu_source__
