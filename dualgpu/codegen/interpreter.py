@@ -43,9 +43,9 @@ from .interp_lib import (
     EW,
     FAILED,
     INVALID,
-    OVER,
     MAXD,
     MONOIDS,
+    OVER,
     REC,
     RED,
     interpreter_library,
@@ -56,6 +56,7 @@ from .python import compile_python
 INTERP_WORK_MAX = 1 << 14   # element steps of a whole program (elementwise and folds)
 VALUE_MAX = 1 << 14         # elements of any one value
 SLOTS_MAX = 250             # arrays and constants of one program (the library's slots)
+EQNS_MAX = 1024             # longer programs run as Python (as the tiny kernel's bound)
 
 
 class _Refused(Exception):
@@ -78,6 +79,8 @@ class _Encoder:
         n_in, n_out = len(graph.inputs), len(graph.outputs)
         if n_in + n_out + len(consts) + 2 > SLOTS_MAX:
             raise _Refused("too many arrays")
+        if len(graph.eqns) > EQNS_MAX:
+            raise _Refused(f"more than {EQNS_MAX} equations")
         self.pool_slot = n_in + n_out + len(consts)
         self.work_slot = self.pool_slot + 1
         self.layout: dict = {}   # var id -> (slot, code, offset, strides)
@@ -399,7 +402,7 @@ def _const_arrays(graph: Graph) -> list | None:
     for c in graph.consts:
         value = c.value
         if type(value) is not np.ndarray or value.dtype != np.dtype(c.dtype) or \
-                not value.flags.aligned:
+                not value.flags.aligned or any(s % value.itemsize for s in value.strides):
             return None
         consts.append(value)
     return consts
