@@ -31,11 +31,13 @@ Example::
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from ..core.flags import Flag
 from ..core.ir import Graph, Literal, Var
-from ..fusion import fusible, is_reduction, is_reshape
+from ..fusion import is_reduction, is_reshape
 from .c_source import array_strides, compute_dtype, contiguous_strides, reshape_strides
 from .interp_lib import (
     DIVIDE,
@@ -88,6 +90,7 @@ class _Encoder:
         self.work = 0
         self.pool: list = []
         self.instrs: list = []
+        self.checked: set = set()
         for k, v in enumerate(graph.inputs):
             self._check(v)
             self.layout[v.id] = (k, _code(v.dtype), 0, contiguous_strides(v.shape))
@@ -102,19 +105,22 @@ class _Encoder:
                 self.layout[a.id]
             self._ew(0, _code(a.dtype), a.shape, dst, [src])
 
-    @staticmethod
-    def _check(v):
+    def _check(self, v):
+        if v.id in self.checked:
+            return
         _code(v.dtype)
-        if v.aval.size == 0 or v.aval.size > VALUE_MAX:
-            raise _Refused(f"a value of {v.aval.size} elements")
-        if v.ndim > MAXD:
-            raise _Refused(f"a value of {v.ndim} axes")
+        size = prod(v.shape)
+        if size == 0 or size > VALUE_MAX:
+            raise _Refused(f"a value of {size} elements")
+        if len(v.shape) > MAXD:
+            raise _Refused(f"a value of {len(v.shape)} axes")
+        self.checked.add(v.id)
 
     def _buffer(self, v) -> tuple:
         """A new C-contiguous buffer of the workspace for ``v``."""
         itemsize = np.dtype(v.dtype).itemsize
         off = self.work_bytes // itemsize
-        self.work_bytes += -(-v.aval.size * itemsize // 8) * 8
+        self.work_bytes += -(-prod(v.shape) * itemsize // 8) * 8
         return (self.work_slot, _code(v.dtype), off, contiguous_strides(v.shape))
 
     def _literal(self, value, dtype) -> tuple:
@@ -153,11 +159,11 @@ class _Encoder:
             self._einsum(eqn)
         elif form == "concat":
             self._concat(eqn)
-        elif is_reduction(prim) and fusible(eqn) and prim.monoid in MONOIDS:
+        elif is_reduction(prim) and prim.monoid in MONOIDS:
             if prim.monoid in ("sum", "prod") and out.dtype.kind != "f":
                 raise _Refused(f"{prim.name} of bools")
             self._reduce(eqn)
-        elif elementwise and fusible(eqn):
+        elif elementwise:   # an op of the table (dtypes checked above), a cast or a fill
             self._elementwise(eqn)
         else:
             raise _Refused(f"{prim.name} has no interpreted form")
@@ -286,7 +292,7 @@ class _Encoder:
         rec = [EW, opcode, comp, len(srcs), len(shape), *_pad(shape)]
         for slot, code, off, st in [dst, *srcs]:
             rec += [slot, code, off, *_pad(st)]
-        self.work += int(np.prod(shape, dtype=np.int64))
+        self.work += prod(shape)
         self.instrs.append(_pad(rec, REC))
 
     def _red(self, eqn, shape, rshape, ops: list, monoid: str):
@@ -299,8 +305,7 @@ class _Encoder:
         for a, st, rst in ops + ops[:1] * (2 - len(ops)):
             slot, code, off, _ = self.layout[a.id]
             rec += [slot, code, off, *_pad(st), *_pad(rst)]
-        n = int(np.prod(shape, dtype=np.int64)) * max(int(np.prod(rshape, dtype=np.int64)), 1)
-        self.work += n
+        self.work += prod(shape) * prod(rshape)
         self.instrs.append(_pad(rec, REC))
         self.layout[out.id] = dst
 
@@ -349,7 +354,8 @@ class InterpretedProgram:
         self._consts = consts        # kept alive: the tape holds their data pointers
         head = [len(enc.instrs), enc.work_bytes, len(graph.inputs) + len(graph.outputs),
                 len(consts), *[c.ctypes.data for c in consts]]
-        self._tape = np.array(head + [x for rec in enc.instrs for x in rec], np.int64)
+        self._tape = np.concatenate([np.array(head, np.int64),
+                                     np.array(enc.instrs, np.int64).reshape(-1)])
         self._pool = np.array(enc.pool or [0.0], np.float64)
         self._tape_ptr, self._pool_ptr = self._tape.ctypes.data, self._pool.ctypes.data
         self._fn = lib.dg_interp_run

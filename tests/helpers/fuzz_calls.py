@@ -51,6 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import dualgpu as dg
+from dualgpu.runtime.executor import DEFAULTS
 
 # =========================================================================== helpers
 
@@ -395,7 +396,7 @@ def h_gcall(x):
 
 
 _CONFIG_DEFAULTS = {"fuse": True, "recompute": True, "stack_gemms": "auto",
-                    "host_kernel": False, "host_interpreter": True}
+                    "host_kernel": False, "host_interpreter": DEFAULTS["host_interpreter"]}
 
 
 def _set_config(choice):
