@@ -26,8 +26,8 @@ Example::
     >>> prog is None or np.allclose(prog(np.ones((3, 2)), np.ones((4, 3)))[0],
     ...                             8 * np.tanh(3.0) ** 2)
     True
-    >>> print(prog.note if prog else "# host interpreter: 4 instructions ...")
-    # host interpreter: 4 instructions ...
+    >>> print(prog.note.strip() if prog else "# host interpreter: 5 instructions ...")
+    # host interpreter: 5 instructions ...
 """
 from __future__ import annotations
 
