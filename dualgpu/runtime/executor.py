@@ -28,6 +28,9 @@ Switches (see docs/gpu.md), read when a program is built (``fuse``) or called (t
     dg.config["host_kernel"] = True           # NumPy: a program of small values runs as
                                               # its tiny kernel compiled for the host CPU
                                               # (default False: the generated Python)
+    dg.config["host_interpreter"] = False     # NumPy: a program of small values runs as
+                                              # the generated Python (default True: by the
+                                              # prebuilt interpreter of tiny programs)
     dg.config["host_fused"] = False           # NumPy: no program runs by its fusion plan
                                               # with regions compiled for the host CPU
                                               # (default True, for a region of at least
@@ -51,6 +54,7 @@ from typing import Any
 from ..backends.cuda_graphs import CudaGraphRunner
 from ..codegen.host import host_program
 from ..codegen.host_regions import host_fused_program
+from ..codegen.interpreter import interpreted_program
 from ..codegen.launcher import compile_fused
 from ..codegen.python import compile_python
 from ..core.ir import Graph
@@ -89,6 +93,7 @@ class Config(dict):
         "tiny_kernel": (lambda v: isinstance(v, bool), "True or False"),
         "host_kernel": (lambda v: isinstance(v, bool), "True or False"),
         "host_fused": (lambda v: isinstance(v, bool), "True or False"),
+        "host_interpreter": (lambda v: isinstance(v, bool), "True or False"),
         "check_indices": (lambda v: isinstance(v, bool), "True or False"),
         "keep_freed_memory": (lambda v: isinstance(v, bool), "True or False"),
     }
@@ -198,14 +203,14 @@ class Config(dict):
 MATMUL_PRECISIONS: tuple[str, ...] = ("float32", "tf32", "tf32x3", "bf16x9")
 # switches read when a program is built; changing one builds new programs
 BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel",
-                  "host_kernel", "host_fused", "check_indices")
+                  "host_kernel", "host_fused", "host_interpreter", "check_indices")
 # bumped by clear_cache and by a change of a build switch: cached calls' fast paths check it
 generation = [0]
 _WATCHERS: dict = {}  # switch -> what applies it when it is set (Config.watch)
 DEFAULTS = dict(fuse=True, cuda_graphs=True, cuda_graph_outputs="copy",
                 cuda_graph_max_bytes=1 << 30, cache_size=256, matmul_precision="float32",
                 stack_gemms="auto", recompute=True, tiny_kernel=True, host_kernel=False,
-                host_fused=True, check_indices=True, keep_freed_memory=True)
+                host_fused=True, host_interpreter=True, check_indices=True, keep_freed_memory=True)
 config = Config(DEFAULTS)
 
 
@@ -231,7 +236,10 @@ class Executable:
     replays it as a CUDA graph. On one that ``runs_host_kernels`` (NumPy) with
     ``config["host_kernel"]`` (and ``"fuse"``), ``exe.host`` is the
     :class:`~dualgpu.codegen.host.HostProgram` that runs instead of the generated Python,
-    when the program is tiny and a C++ compiler is found (else None: the Python runs).
+    when the program is tiny and a C++ compiler is found (else None: the Python runs); else,
+    with ``config["host_interpreter"]``, ``exe.interp`` is the
+    :class:`~dualgpu.codegen.interpreter.InterpretedProgram` that runs a tiny program by the
+    prebuilt interpreter (no compile per program).
     Before that, with ``config["host_fused"]`` (and ``"fuse"``), ``exe.host_fused`` is the
     :class:`~dualgpu.codegen.host_regions.HostFusedProgram` that runs the fusion plan with
     its regions compiled for the host, when a region is large enough
@@ -246,7 +254,20 @@ class Executable:
         [array([1.68294197, 1.68294197, 1.68294197])]
     """
 
-    source: str  # the program's text (generated Python, or the kernels' source)
+    _source: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The program's text (generated Python, or the kernels' source); the interpreter's
+        program makes its Python text when first asked."""
+        if self.interp is not None:
+            return self.interp.source
+        assert self._source is not None
+        return self._source
+
+    @source.setter
+    def source(self, text: str) -> None:
+        self._source = text
 
     def __init__(self, graph: Graph, backend: Any) -> None:
         self.graph = graph
@@ -255,6 +276,7 @@ class Executable:
         self.graph_runner = None
         self.host = None
         self.host_fused = None
+        self.interp = None
         self.matmul_precision = config["matmul_precision"]
         if config["keep_freed_memory"]:
             backend.keep_freed_memory()
@@ -278,6 +300,9 @@ class Executable:
                 (host := host_program(graph)) is not None:
             self.host = self._fn = host
             self.source = host.source
+        elif backend.runs_host_kernels and config["fuse"] and config["host_interpreter"] and \
+                (interp := interpreted_program(graph)) is not None:
+            self.interp = self._fn = interp
         else:
             self._fn = compile_python(graph, backend.xp, arrays=True)
             self.source = self._fn.__dualgpu_source__

@@ -51,6 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import dualgpu as dg
+from dualgpu.runtime.executor import DEFAULTS
 
 # =========================================================================== helpers
 
@@ -395,7 +396,7 @@ def h_gcall(x):
 
 
 _CONFIG_DEFAULTS = {"fuse": True, "recompute": True, "stack_gemms": "auto",
-                    "host_kernel": False}
+                    "host_kernel": False, "host_interpreter": DEFAULTS["host_interpreter"]}
 
 
 def _set_config(choice):
@@ -432,7 +433,8 @@ def _set_defaults(value):
 # target -> (choices (index 0 is the start), setter, how a step prints: format of the value)
 CAPTURED = {
     "config": ([{}, {"fuse": False}, {"recompute": False}, {"stack_gemms": True},
-                {"host_kernel": True}], _set_config, "dg.config.update({v})"),
+                {"host_kernel": True}, {"host_interpreter": False}], _set_config,
+               "dg.config.update({v})"),
     "G_ACT": ([np.tanh, np.sin, _cube, _softsign, np.tanh], _set_global("G_ACT"),
               "G_ACT = {v}"),
     "G_COEF": ([(1.0, 2.0), (3.0, 0.0), (3, 0), (True, 2), (1.0, -0.0), (1.0, 2.0)],
