@@ -496,7 +496,7 @@ def source(fn: Callable, *example_args, **example_kwargs) -> str:
             t1 = xp.sum(t0, axis=(0,))
             t2 = xp.cos(x)
             return (xp.asarray(t1), t2)
-        <BLANKLINE>
+        ...
     """
     if not isinstance(fn, Transformed):
         fn = _Jit(fn, argnums=())
