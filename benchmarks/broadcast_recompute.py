@@ -34,7 +34,7 @@ def _program(graph, cupy: bool):
     if cupy:
         from dualgpu.backends.cupy import get_cupy_backend
         from dualgpu.codegen.launcher import compile_fused
-        return compile_fused(graph, get_cupy_backend(), recompute=True)[0]
+        return compile_fused(graph, get_cupy_backend(), recompute=True)
     from dualgpu.codegen.host_regions import host_fused_program
     return host_fused_program(graph, True, 0)
 

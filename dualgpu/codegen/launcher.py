@@ -36,17 +36,13 @@ class FusedProgram:
         self.cp = backend.xp
         self.precision = precision
         self.plan = plan_graph(graph, recompute=recompute)
-        self.kernels = {r.index: region_kernels(r) for r in self.plan.regions}
-        self.source = plan_source(self.plan, self.kernels)
         # with ``tiny``, a program of small values runs as one kernel of one block
         # (codegen/tiny.py) where that beats its plan's launches; the plan stays for
         # arguments whose strides the tiny kernel refuses
         self.tiny = tiny_program_kernel(graph) if tiny else None
         if self.tiny is not None and not worth_one_kernel(self.tiny, _launches(self.plan)):
             self.tiny = None
-        if self.tiny is not None:
-            self.source = (f"# {self.tiny.describe()}\n{self.tiny.source}\n"
-                           f"# the plan, for arguments it refuses:\n{self.source}")
+        self._source: str | None = None
         self._compiled: dict = {}
         # positions, among a region's outputs, of its grid reductions (in region.grid order)
         self._grid_positions = {
@@ -60,6 +56,18 @@ class FusedProgram:
         self._concats = {cs.eqn.outs[0].id: cs for cs in in_place}   # output id -> slots
         self._slots = {h.id: (cs, i) for cs in in_place             # head id -> its range
                        for i, h in enumerate(cs.heads) if h is not None}
+
+    @property
+    def source(self) -> str:
+        """The plan and its kernels' text (``dg.source``), written when first asked: the
+        kernels that run are generated for their arguments' strides at the first call."""
+        if self._source is None:
+            text = plan_source(self.plan)
+            if self.tiny is not None:
+                text = (f"# {self.tiny.describe()}\n{self.tiny.source}\n"
+                        f"# the plan, for arguments it refuses:\n{text}")
+            self._source = text
+        return self._source
 
     def _functions(self, region, arrays):
         key = (region.index,) + tuple(a.strides for a in arrays)
@@ -515,10 +523,10 @@ def _positions(vars_: list, wanted: list) -> list:
 
 def compile_fused(graph, backend, precision: str = "float32", recompute: bool = False,
                   tiny: bool = False):
-    """Plan ``graph``, generate its kernels and return ``(fn, source_text)``; ``fn(*arrays)``
-    returns the list of outputs (CuPy arrays). Kernels compile on first use, once per input
-    stride pattern. With ``tiny``, a program of small values runs as one kernel of one block
-    (:mod:`dualgpu.codegen.tiny`).
+    """Plan ``graph`` and return its :class:`FusedProgram` ``fn``: ``fn(*arrays)`` returns
+    the list of outputs (CuPy arrays), ``fn.source`` is the program's text. Kernels are
+    generated and compiled on first use, once per input stride pattern. With ``tiny``, a
+    program of small values runs as one kernel of one block (:mod:`dualgpu.codegen.tiny`).
 
     Example::
 
@@ -526,10 +534,9 @@ def compile_fused(graph, backend, precision: str = "float32", recompute: bool = 
         >>> from dualgpu.backends.cupy import get_cupy_backend
         >>> x = v = cp.ones(3)
         >>> f = lambda x: cp.sum(cp.tanh(x) ** 2)
-        >>> fn, text = compile_fused(dg.trace(dg.hvp(f), x, v), get_cupy_backend())
+        >>> fn = compile_fused(dg.trace(dg.hvp(f), x, v), get_cupy_backend())
         >>> hv = fn(x, v)[-1]
         >>> hv.shape
         (3,)
     """
-    program = FusedProgram(graph, backend, precision, recompute, tiny)
-    return program, program.source
+    return FusedProgram(graph, backend, precision, recompute, tiny)

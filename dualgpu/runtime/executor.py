@@ -262,6 +262,8 @@ class Executable:
         program makes its Python text when first asked."""
         if self.interp is not None:
             return self.interp.source
+        if self._source is None:   # a fused CUDA program writes its text when asked
+            self._source = self._fn.source
         assert self._source is not None
         return self._source
 
@@ -289,8 +291,8 @@ class Executable:
                 (checked := with_index_bounds(graph)) is not None:
             graph, self.index_sites = checked
         if backend.runs_fused_kernels and config["fuse"]:
-            self._fn, self.source = compile_fused(graph, backend, self.matmul_precision,
-                                                  config["recompute"], config["tiny_kernel"])
+            self._fn = compile_fused(graph, backend, self.matmul_precision,
+                                     config["recompute"], config["tiny_kernel"])
             self.plan = self._fn.plan
         elif backend.runs_host_kernels and config["fuse"] and config["host_fused"] and \
                 (fused := host_fused_program(graph, config["recompute"])) is not None:
