@@ -37,7 +37,6 @@ import numpy as np
 
 from ..core.flags import Flag
 from ..core.ir import Graph, Literal, Var
-from ..fusion import is_reduction, is_reshape
 from .c_source import array_strides, compute_dtype, contiguous_strides, reshape_strides
 from .interp_lib import (
     DIVIDE,
@@ -53,6 +52,7 @@ from .interp_lib import (
     interpreter_library,
     op_table,
 )
+from .one_block import Refused, equation_form, view_strides
 from .python import compile_python
 
 INTERP_WORK_MAX = 1 << 14   # element steps of a whole program (elementwise and folds)
@@ -61,14 +61,10 @@ SLOTS_MAX = 250             # arrays and constants of one program (the library's
 EQNS_MAX = 1024             # longer programs run as Python (as the tiny kernel's bound)
 
 
-class _Refused(Exception):
-    """The interpreter does not run the program (the message says why)."""
-
-
 def _code(dtype) -> int:
     code = DTYPE_CODES.get(np.dtype(dtype))
     if code is None or not np.dtype(dtype).isnative:
-        raise _Refused(f"dtype {dtype}")
+        raise Refused(f"dtype {dtype}")
     return code
 
 
@@ -80,9 +76,9 @@ class _Encoder:
         self.graph = graph
         n_in, n_out = len(graph.inputs), len(graph.outputs)
         if n_in + n_out + len(consts) + 2 > SLOTS_MAX:
-            raise _Refused("too many arrays")
+            raise Refused("too many arrays")
         if len(graph.eqns) > EQNS_MAX:
-            raise _Refused(f"more than {EQNS_MAX} equations")
+            raise Refused(f"more than {EQNS_MAX} equations")
         self.pool_slot = n_in + n_out + len(consts)
         self.work_slot = self.pool_slot + 1
         self.layout: dict = {}   # var id -> (slot, code, offset, strides)
@@ -111,9 +107,9 @@ class _Encoder:
         _code(v.dtype)
         size = prod(v.shape)
         if size == 0 or size > VALUE_MAX:
-            raise _Refused(f"a value of {size} elements")
+            raise Refused(f"a value of {size} elements")
         if len(v.shape) > MAXD:
-            raise _Refused(f"a value of {len(v.shape)} axes")
+            raise Refused(f"a value of {len(v.shape)} axes")
         self.checked.add(v.id)
 
     def _buffer(self, v) -> tuple:
@@ -127,60 +123,39 @@ class _Encoder:
         """A pool entry holding ``value`` as ``dtype`` would (read with strides 0)."""
         arr = np.asarray(value)
         if arr.size != 1 or arr.dtype.kind not in "biuf":
-            raise _Refused("a literal that is not a real number")
+            raise Refused("a literal that is not a real number")
         self.pool.append(float(np.asarray(value, dtype=np.dtype(dtype))))
         return (self.pool_slot, DTYPE_CODES[np.dtype(np.float64)], len(self.pool) - 1, ())
 
     # ------------------------------------------------------------------ equations
     def _add(self, eqn):
         prim = eqn.prim
-        if prim.multiple_results or len(eqn.outs) != 1:
-            raise _Refused(f"{prim.name} has several results")
+        form = equation_form(eqn, self._check, "interpreted")
         out = eqn.outs[0]
-        self._check(out)
-        ins = [a for a in eqn.inputs if isinstance(a, Var)]
-        for a in ins:
-            self._check(a)
-        elementwise = prim.has(Flag.ELEMENTWISE) and not is_reshape(prim)
-        if len(ins) != len(eqn.inputs) and not elementwise:
-            raise _Refused(f"{prim.name} of a literal")
-        view, form = prim.lowering("view"), prim.lowering("tiny")
-        if view in ("permute", "broadcast") or (view == "index" and len(ins) == 1):
-            self.layout[out.id] = self._view(eqn, view)
-        elif is_reshape(prim):
+        if form in ("permute", "broadcast", "index"):
+            self.layout[out.id] = self._view(eqn, form)
+        elif form == "reshape":
             self._reshape(eqn)
         elif form == "matmul":
-            if len({np.dtype(a.dtype) for a in ins + [out]}) != 1 or out.dtype.kind != "f":
-                raise _Refused(f"{prim.name} of mixed or non-float dtypes")
             self._matmul(eqn)
         elif form == "einsum":
-            if out.dtype.kind != "f" or len(ins) > 2:
-                raise _Refused(f"{prim.name} of bools or of more than two operands")
+            if sum(isinstance(a, Var) for a in eqn.inputs) > 2:
+                raise Refused(f"{prim.name} of more than two operands")
             self._einsum(eqn)
         elif form == "concat":
             self._concat(eqn)
-        elif is_reduction(prim) and prim.monoid in MONOIDS:
+        elif form == "reduce":
+            if prim.monoid not in MONOIDS:
+                raise Refused(f"{prim.name} has no interpreted form")
             if prim.monoid in ("sum", "prod") and out.dtype.kind != "f":
-                raise _Refused(f"{prim.name} of bools")
+                raise Refused(f"{prim.name} of bools")
             self._reduce(eqn)
-        elif elementwise:   # an op of the table (dtypes checked above), a cast or a fill
+        else:   # an op of the table (dtypes checked above), a cast or a fill
             self._elementwise(eqn)
-        else:
-            raise _Refused(f"{prim.name} has no interpreted form")
 
     def _view(self, eqn, view: str) -> tuple:
-        x, out = eqn.inputs[0], eqn.outs[0]
-        slot, code, off, st = self.layout[x.id]
-        if view == "permute":
-            new = tuple(st[p] for p in eqn.params["perm"])
-        elif view == "broadcast":
-            lead = out.ndim - x.ndim
-            new = (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(x.shape, st))
-        else:
-            off, new = _getitem_view(eqn.params["key"], x.shape, off, st)
-            if len(new) != out.ndim:
-                raise _Refused("a getitem that is no view")
-        return (slot, code, off, tuple(0 if n == 1 else s for n, s in zip(out.shape, new)))
+        slot, code, off, st = self.layout[eqn.inputs[0].id]
+        return (slot, code) + view_strides(eqn, view, off, st)
 
     def _reshape(self, eqn):
         x, out = eqn.inputs[0], eqn.outs[0]
@@ -214,12 +189,12 @@ class _Encoder:
         comp = compute_dtype(eqn)
         entry = op_table().get((prim.name, DTYPE_CODES.get(np.dtype(comp))))
         if entry is None or entry[1] is not prim or eqn.params:
-            raise _Refused(f"{prim.name} in {comp} is not in the interpreter's table")
+            raise Refused(f"{prim.name} in {comp} is not in the interpreter's table")
         srcs = [self._literal(a.value, bool if (k == 0 and prim.has(Flag.CONDITION)) else comp)
                 if isinstance(a, Literal) else self._operand(a, out.shape)
                 for k, a in enumerate(eqn.inputs)]
         if not 1 <= len(srcs) <= 3:
-            raise _Refused(f"{prim.name} of {len(srcs)} operands")
+            raise Refused(f"{prim.name} of {len(srcs)} operands")
         dst = self._buffer(out)
         self._ew(entry[0], _code(comp), out.shape, dst, srcs)
         self.layout[out.id] = dst
@@ -298,7 +273,7 @@ class _Encoder:
     def _red(self, eqn, shape, rshape, ops: list, monoid: str):
         out = eqn.outs[0]
         if len(shape) > MAXD or len(rshape) > MAXD:
-            raise _Refused("an index space of too many axes")
+            raise Refused("an index space of too many axes")
         dst = self._buffer(out)
         rec = [RED, MONOIDS[monoid], _code(out.dtype), len(ops), len(shape), *_pad(shape),
                len(rshape), *_pad(rshape), dst[0], dst[1], dst[2], *_pad(dst[3])]
@@ -313,32 +288,13 @@ class _Encoder:
 def _pad(seq, n: int = MAXD) -> list:
     seq = [int(s) for s in seq]
     if len(seq) > n:
-        raise _Refused("an index space of too many axes")
+        raise Refused("an index space of too many axes")
     return seq + [0] * (n - len(seq))
 
 
 def _lead(strides: tuple, n: int) -> tuple:
     """Batch strides broadcast to ``n`` leading axes."""
     return (0,) * (n - len(strides)) + tuple(strides)
-
-
-def _getitem_view(key, shape, off: int, strides) -> tuple[int, tuple]:
-    """Offset and strides of ``x[key]`` (static slices, integers, new axes)."""
-    axis, new = 0, []
-    for e in key:
-        if e is None:
-            new.append(0)
-            continue
-        if e[0] == "int":
-            off += (e[1] + (shape[axis] if e[1] < 0 else 0)) * strides[axis]
-        elif e[0] == "slice":
-            start, _, step = slice(e[1], e[2], e[3]).indices(shape[axis])
-            off += start * strides[axis]
-            new.append(strides[axis] * step)
-        else:
-            raise _Refused("getitem with an index array")
-        axis += 1
-    return off, tuple(new) + tuple(strides[axis:])
 
 
 class InterpretedProgram:
@@ -429,7 +385,7 @@ def interpreted_refusal(graph: Graph) -> str | None:
         return "a closed-over constant that is not an aligned NumPy array"
     try:
         enc = _Encoder(graph, consts)
-    except _Refused as e:
+    except Refused as e:
         return str(e)
     if enc.work > INTERP_WORK_MAX:
         return f"{enc.work} element steps"
@@ -445,7 +401,7 @@ def interpreted_program(graph: Graph) -> InterpretedProgram | None:
         return None
     try:
         enc = _Encoder(graph, consts)
-    except _Refused:
+    except Refused:
         return None
     if enc.work > INTERP_WORK_MAX:
         return None

@@ -69,10 +69,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.flags import Flag
-from ..core.indexing import key_to_source
 from ..core.ir import Literal, Var
-from ..fusion import KERNEL_DTYPES, fusible, is_reduction, is_reshape, reads_no_values
+from ..fusion import KERNEL_DTYPES, fusible, reads_no_values
 from .c_source import (
     c_literal,
     combine,
@@ -83,6 +81,7 @@ from .c_source import (
     named,
     reshape_strides,
 )
+from .one_block import Refused, equation_form, view_strides
 
 TINY_THREADS = 256       # one block; a power of two (the tree reductions halve it)
 TINY_SHARED = 48 << 10   # static shared memory of a block (no opt-in needed on any GPU)
@@ -97,10 +96,6 @@ STEPS_PER_LAUNCH = 256
 TINY_EQNS = 1024         # longer programs keep their plan (kernel text, compile time)
 TREE_MIN = 64            # a reduction to one element of more elements is a tree
 TINY_VALUE_MAX = 1 << 14  # elements of any one value (arguments and results included)
-
-
-class _Refused(Exception):
-    """The program is not tiny (the message says why)."""
 
 
 @dataclass
@@ -161,18 +156,18 @@ class _Builder:
         for k, v in enumerate(self.args):
             self._check_value(v)
             if k >= len(graph.inputs) and getattr(v.value, "strides", None) is None:
-                raise _Refused("a closed-over constant that is not a dense array")
+                raise Refused("a closed-over constant that is not a dense array")
             st = strides.get(v.id) or contiguous_strides(v.shape)
             self.layout[v.id] = (v.id, 0, tuple(st))
             self.home[v.id], self.base[v.id] = -1, f"in{k}"
             if sum((n - 1) * abs(s) for n, s in zip(v.shape, st)) > 2 ** 31 - 1:
-                raise _Refused("an argument's offsets pass 32 bits")
+                raise Refused("an argument's offsets pass 32 bits")
         self.out_pos: dict = {}
         for k, a in enumerate(graph.outputs):
             if isinstance(a, Var):
                 self.out_pos.setdefault(a.id, k)
         if len(graph.eqns) > TINY_EQNS:
-            raise _Refused(f"more than {TINY_EQNS} equations")
+            raise Refused(f"more than {TINY_EQNS} equations")
         for eqn in graph.eqns:
             self._add(eqn)
         for k, a in enumerate(graph.outputs):
@@ -185,51 +180,34 @@ class _Builder:
     @staticmethod
     def _check_value(v):
         if np.dtype(v.dtype).name not in KERNEL_DTYPES:
-            raise _Refused(f"dtype {v.dtype}")
+            raise Refused(f"dtype {v.dtype}")
         if not np.dtype(v.dtype).isnative:
-            raise _Refused(f"dtype {v.dtype} of non-native byte order")
+            raise Refused(f"dtype {v.dtype} of non-native byte order")
         if v.aval.size == 0:
-            raise _Refused("an empty value")
+            raise Refused("an empty value")
         if v.aval.size > TINY_VALUE_MAX:
-            raise _Refused(f"a value of {v.aval.size} elements")
+            raise Refused(f"a value of {v.aval.size} elements")
 
     def _add(self, eqn):
-        prim = eqn.prim
-        if prim.multiple_results or len(eqn.outs) != 1:
-            raise _Refused(f"{prim.name} has several results")
+        form = equation_form(eqn, self._check_value)
         out = eqn.outs[0]
-        self._check_value(out)
         ins = [a for a in eqn.inputs if isinstance(a, Var)]
-        for a in ins:
-            self._check_value(a)
-        elementwise = prim.has(Flag.ELEMENTWISE) and not is_reshape(prim)
-        if len(ins) != len(eqn.inputs) and not elementwise:
-            raise _Refused(f"{prim.name} of a literal")
-        view, form = prim.lowering("view"), prim.lowering("tiny")
-        if view in ("permute", "broadcast") or (view == "index" and len(ins) == 1):
-            self._view(eqn, view)
-        elif is_reshape(prim):
+        if form in ("permute", "broadcast", "index"):
+            self._view(eqn, form)
+        elif form == "reshape":
             self._reshape(eqn)
-        elif form == "matmul":
-            if len({np.dtype(a.dtype) for a in ins + [out]}) != 1 or out.dtype.kind != "f":
-                raise _Refused(f"{prim.name} of mixed or non-float dtypes")
-            self._place(_Member("matmul", out, eqn), out.aval.size, [(a, False) for a in ins])
-        elif form == "einsum":
-            if out.dtype.kind == "b":
-                raise _Refused(f"{prim.name} of bools")
-            self._place(_Member("einsum", out, eqn), out.aval.size, [(a, False) for a in ins])
-        elif form == "concat":
-            self._place(_Member("concat", out, eqn), out.aval.size, [(a, False) for a in ins])
-        elif is_reduction(prim) and fusible(eqn):
+        elif form in ("matmul", "einsum", "concat"):
+            self._place(_Member(form, out, eqn), out.aval.size, [(a, False) for a in ins])
+        elif not fusible(eqn):
+            raise Refused(f"{eqn.prim.name} has no tiny form")
+        elif form == "reduce":
             if out.aval.size == 1 and ins[0].aval.size > TREE_MIN:
                 self._tree(eqn)
             else:
                 self._place(_Member("reduce", out, eqn), out.aval.size, [(ins[0], False)])
-        elif elementwise and fusible(eqn):
-            reads = [] if reads_no_values(prim) else [(a, True) for a in ins]
-            self._place(_Member("ew", out, eqn), out.aval.size, reads)
         else:
-            raise _Refused(f"{prim.name} has no tiny form")
+            reads = [] if reads_no_values(eqn.prim) else [(a, True) for a in ins]
+            self._place(_Member("ew", out, eqn), out.aval.size, reads)
 
     def _open(self, n: int) -> _Stage:
         st = _Stage(len(self.stages), n)
@@ -294,19 +272,8 @@ class _Builder:
     def _view(self, eqn, view: str):
         """A view of the op's ``view`` form (:data:`~dualgpu.core.primitives.LOWERING_FORMS`):
         new strides (and offset) over the memory its input reads."""
-        x, out = eqn.inputs[0], eqn.outs[0]
-        root, off, st = self.layout[x.id]
-        if view == "permute":
-            new = tuple(st[p] for p in eqn.params["perm"])
-        elif view == "broadcast":
-            lead = out.ndim - x.ndim
-            new = (0,) * lead + tuple(0 if n == 1 else s for n, s in zip(x.shape, st))
-        else:
-            off, new = _getitem_view(eqn.params["key"], x.shape, off, st)
-            if len(new) != out.ndim:
-                raise _Refused(f"getitem [{key_to_source(eqn.params['key'], [])}]")
-        new = tuple(0 if n == 1 else s for n, s in zip(out.shape, new))
-        self.layout[out.id] = (root, off, new)
+        root, off, st = self.layout[eqn.inputs[0].id]
+        self.layout[eqn.outs[0].id] = (root,) + view_strides(eqn, view, off, st)
 
     def _reshape(self, eqn):
         x, out = eqn.inputs[0], eqn.outs[0]
@@ -361,7 +328,7 @@ class _Builder:
             decls.append(f"__shared__ {ct} red_{_ident(ct)}[{TINY_THREADS}];")
             shared += TINY_THREADS * 8
         if shared > TINY_SHARED:
-            raise _Refused(f"{shared} bytes of shared memory")
+            raise Refused(f"{shared} bytes of shared memory")
         self.names: dict = {}
         body, visible, labels, syncs = [], 0, [], 0
         for st in self.stages:
@@ -602,31 +569,11 @@ def _broadcast(idx: list, shape) -> list:
     return ["0" if n == 1 else idx[lead + j] for j, n in enumerate(shape)]
 
 
-def _getitem_view(key, shape, off: int, strides) -> tuple[int, tuple]:
-    """Offset and strides of ``x[key]`` (static slices, integers, new axes)."""
-    axis, new = 0, []
-    for e in key:
-        if e is None:
-            new.append(0)
-            continue
-        if e[0] == "int":
-            i = e[1] + (shape[axis] if e[1] < 0 else 0)
-            off += i * strides[axis]
-        elif e[0] == "slice":
-            start, _, step = slice(e[1], e[2], e[3]).indices(shape[axis])
-            off += start * strides[axis]
-            new.append(strides[axis] * step)
-        else:
-            raise _Refused("getitem with an index array")
-        axis += 1
-    return off, tuple(new) + tuple(strides[axis:])
-
-
 def _build(graph, strides) -> tuple[_Builder, tuple]:
     b = _Builder(graph, dict(strides or {}))
     steps = b.steps()
     if steps > TINY_STEPS:
-        raise _Refused(f"{steps} serial steps per thread")
+        raise Refused(f"{steps} serial steps per thread")
     return b, (steps, b.steps(1)) + b.source()
 
 
@@ -658,7 +605,7 @@ def tiny_refusal(graph, strides: dict | None = None) -> str | None:
     """
     try:
         _build(graph, strides)
-    except _Refused as e:
+    except Refused as e:
         return str(e)
     return None
 
@@ -677,7 +624,7 @@ def tiny_program_kernel(graph, strides: dict | None = None) -> TinyKernel | None
     """
     try:
         b, (steps, work, text, shared, labels, syncs) = _build(graph, strides)
-    except _Refused:
+    except Refused:
         return None
     name, source = named(text, "tiny")
     return TinyKernel(name=name, source=source, inputs=b.args, outputs=list(graph.outputs),
