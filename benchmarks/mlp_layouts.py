@@ -153,7 +153,7 @@ def case_rows(ctx: Context, dims: Dims, layout: str, loss: str, base, ref) -> li
                   check=lambda out: rel_err(ctx, out, want))
     jax_inputs = converted_sets(ctx, inputs, to_jax)
     rows = []
-    for precision in ("float32", "tf32", "bf16x9") if ctx.gpu else ("float32",):
+    for precision in ("float32", "tf32") if ctx.gpu else ("float32",):
         impl = "dualgpu" if precision == "float32" else f"dualgpu ({precision})"
         rows.append(measure(ctx, impl=impl, inputs=inputs, build=lambda p=precision:
                             build_dualgpu(ctx, user_loss, "hvp", p), **common))

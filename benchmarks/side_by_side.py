@@ -112,8 +112,7 @@ def laplacian_section(ctx: Context) -> list[Row]:
     case = "per-point Laplacian"
     inputs = [args]
     rows = []
-    for precision, impl in (("float32", "dualgpu"), ("tf32x3", "dualgpu (tf32x3)"),
-                            ("bf16x9", "dualgpu (bf16x9)")):
+    for precision, impl in (("float32", "dualgpu"), ("tf32x3", "dualgpu (tf32x3)")):
         with laplacian.dualgpu_precision(precision):
             rows.append(laplacian._measure(ctx, ref, workload="laplacian", case=case,
                                            impl=impl, build=lambda: laplacian.build_dualgpu(ctx),
@@ -224,14 +223,13 @@ LINES = (
          ("folx (precision=highest)", "jet-for-pytorch (collapsed Taylor)",
           "jax forward-Laplacian (precision=highest)", "jax nested (precision=highest)"),
          Goal("<= 0.7x folx", "folx (precision=highest)", 0.7),
-         own=("dualgpu (tf32x3)", "dualgpu (bf16x9)")),
+         own=("dualgpu (tf32x3)",)),
     Line("per-point biharmonic, same MLP at D = 5", "biharmonic", "per-point biharmonic",
          "dualgpu", ("jet-for-pytorch (collapsed Taylor)", "jax nested (precision=highest)"),
          Goal("keep <= 0.3x best peer; first call <= 0.5 s", None, 0.3, 0.5),
          own=("dualgpu collapsed Taylor (order 4)",)),
     *(Line(f"MLP 784-512-10 HVP, batch 4096, {layout}", "mlp_layouts", f"{layout} mse",
-           "dualgpu", (_JAX_HI, "torch.func"), Goal("<= 0.8x JAX (highest)", _JAX_HI, 0.8),
-           own=("dualgpu (bf16x9)",))
+           "dualgpu", (_JAX_HI, "torch.func"), Goal("<= 0.8x JAX (highest)", _JAX_HI, 0.8))
       for layout in mlp_layouts.LAYOUTS),
     *(Line(f"same, TF32, {layout}", "mlp_layouts", f"{layout} mse", "dualgpu (tf32)",
            ("jax",), Goal("<= 0.9x JAX (default)", "jax", 0.9))

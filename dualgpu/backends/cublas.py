@@ -49,7 +49,6 @@ _OP = {"N": 0, "T": 1}
 _DATA_TYPE = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}   # CUDA_R_32F, CUDA_R_64F
 COMPUTE_32F = 68
 COMPUTE_32F_FAST_TF32 = 77
-COMPUTE_32F_EMULATED_16BFX9 = 78   # cuBLAS 12.9+: float32 from nine BF16 products
 COMPUTE_64F = 70
 _GEMM_DEFAULT = -1
 WORKSPACE_BYTES = 32 << 20   # cuBLAS's advice for Hopper when capturing graphs
@@ -217,8 +216,7 @@ def compute_type(dtype, precision: str) -> int:
     """The cuBLAS compute type of a product of ``dtype`` under ``precision``."""
     if np.dtype(dtype) == np.float64:
         return COMPUTE_64F
-    return {"tf32": COMPUTE_32F_FAST_TF32,
-            "bf16x9": COMPUTE_32F_EMULATED_16BFX9}.get(precision, COMPUTE_32F)
+    return COMPUTE_32F_FAST_TF32 if precision == "tf32" else COMPUTE_32F
 
 
 # the split ``x = hi + lo`` of a float32 into its TF32 rounding and the exact remainder; the
@@ -540,11 +538,6 @@ class CublasGemm:
                 b.data.ptr, t, lay.ld_b, lay.stride_b, a.data.ptr, t, lay.ld_a,
                 lay.stride_a, beta, out.data.ptr, t, n, m * n, lay.batch, ct,
                 _GEMM_DEFAULT)
-        if status != 0 and ct == COMPUTE_32F_EMULATED_16BFX9:
-            # a cuBLAS without the emulation (before 12.9) refuses the compute type: the
-            # product in float32, the accuracy asked for
-            self._call(lay, a, b, out, COMPUTE_32F, accumulate)
-            return
         _check(status, "cublasGemmEx")
 
     def matmul(self, a, b, precision: str = "float32", out=None):

@@ -86,7 +86,7 @@ class Config(dict):
         "cache_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                        "an int >= 0"),
         "matmul_precision": (lambda v: v in MATMUL_PRECISIONS,
-                             "'float32', 'tf32', 'tf32x3' or 'bf16x9'"),
+                             "'float32', 'tf32' or 'tf32x3'"),
         "stack_gemms": (lambda v: isinstance(v, bool) or v in ("auto", "large"),
                         "'auto', 'large', True or False"),
         "recompute": (lambda v: isinstance(v, bool), "True or False"),
@@ -200,7 +200,7 @@ class Config(dict):
                            "all with dg.config.clear()")
 
 
-MATMUL_PRECISIONS: tuple[str, ...] = ("float32", "tf32", "tf32x3", "bf16x9")
+MATMUL_PRECISIONS: tuple[str, ...] = ("float32", "tf32", "tf32x3")
 # switches read when a program is built; changing one builds new programs
 BUILD_SWITCHES = ("fuse", "matmul_precision", "stack_gemms", "recompute", "tiny_kernel",
                   "host_kernel", "host_fused", "host_interpreter", "check_indices")

@@ -3,7 +3,6 @@ running each layout over the operands' flat memory the way cuBLAS reads it."""
 from __future__ import annotations
 
 import itertools
-import types
 
 import numpy as np
 import pytest
@@ -246,25 +245,3 @@ def test_strides_that_are_not_whole_elements_are_refused():
     assert gemm_layout((2, 3), (24, 8), (3, 0), (16, 8), 8) is None     # k != k, empty
     assert gemm_layout((0, 3), (24, 8), (3, 2), (16, 8), 8) is None     # an empty product
 
-
-def test_bf16x9_falls_back_to_float32_where_cublas_refuses_the_emulation():
-    """``matmul_precision="bf16x9"`` asks cuBLAS for its BF16x9 emulation of float32
-    (compute type 78, cuBLAS 12.9+); a cuBLAS that refuses the compute type (status 15,
-    not supported) computes the product in float32, the accuracy asked for."""
-    from dualgpu.backends import cublas
-
-    calls = []
-
-    class Lib:
-        def cublasGemmEx(self, *args):
-            calls.append(args[-2])
-            return 15 if args[-2] == cublas.COMPUTE_32F_EMULATED_16BFX9 else 0
-
-    gemm = object.__new__(cublas.CublasGemm)
-    gemm.handle = 0
-    gemm._lib = Lib()
-    arr = types.SimpleNamespace(dtype=np.float32, data=types.SimpleNamespace(ptr=0))
-    lay = cublas.gemm_layout((4, 3), (12, 4), (3, 2), (8, 4), 4)
-    gemm._call(lay, arr, arr, arr, cublas.compute_type(np.float32, "bf16x9"))
-    assert calls == [cublas.COMPUTE_32F_EMULATED_16BFX9, cublas.COMPUTE_32F]
-    assert cublas.compute_type(np.float64, "bf16x9") == cublas.COMPUTE_64F
