@@ -62,10 +62,10 @@ from .interpreter import (
     coordinate_layout,
     derived_key,
     forward_tangents,
+    forward_values_and_tangents,
     seed_coordinates,
     sub_trace,
 )
-from .jvp import jvp_rule
 from .simplify import simplify
 from .vmap import rule_for
 
@@ -242,7 +242,7 @@ def _tower(eqn, values, k: int, scalar: bool) -> tuple[Graph, int]:
         def next_order(*xs, g=graph):
             unit: list = [None] * len(xs)
             unit[at] = dnp.ones_like(xs[at])
-            fs, ts = propagate_states(g, list(xs), dict(_seed(g, unit)), jvp_rule)
+            fs, ts = forward_values_and_tangents(g, list(xs), unit)
             return fs + ([] if ts[-1] is None else [ts[-1]])
 
         nxt = simplify(trace_to_graph(next_order, avals, xp, name="d")[0])
@@ -252,10 +252,6 @@ def _tower(eqn, values, k: int, scalar: bool) -> tuple[Graph, int]:
         if not isinstance(graph.outputs[-1], Var):
             break   # a constant: the last one not zero
     return graph, count
-
-
-def _seed(graph: Graph, tangents: list):
-    return [(v.id, t) for v, t in zip(graph.inputs, tangents) if t is not None]
 
 
 def _shape_free(graph: Graph) -> bool:

@@ -4,7 +4,8 @@ another's private names).
 
 * the one equation walk (:func:`~dualgpu.core.interpret.walk`, :func:`propagate_states`)
   and :func:`user_lines` for walks of other shapes;
-* :func:`forward_tangents`: the JVP of a graph, symbolic zeros kept;
+* :func:`forward_tangents`: the JVP of a graph, symbolic zeros kept (with its values:
+  :func:`forward_values_and_tangents`);
 * :func:`sub_trace`: an op applied to some traced operands, as a graph of its own (to
   differentiate it again), and :func:`derived_key`: the key of such graphs, so that one
   build derives them once per op, parameters and operand types;
@@ -40,15 +41,21 @@ from .jvp import jvp_rule
 from .vmap import rule_for as batch_rule
 
 __all__ = ["batch_axes_of", "batch_rule", "coordinate_layout", "derived_key",
-           "forward_tangents", "propagate_states", "seed_coordinates", "sub_trace",
-           "user_lines", "walk"]
+           "forward_tangents", "forward_values_and_tangents", "propagate_states",
+           "seed_coordinates", "sub_trace", "user_lines", "walk"]
 
 
 def forward_tangents(graph: Graph, args: list, tangents: list) -> list:
     """The output tangents of ``graph`` at ``args`` along ``tangents`` (JVP rules; a None
     tangent is a symbolic zero and stays None)."""
+    return forward_values_and_tangents(graph, args, tangents)[1]
+
+
+def forward_values_and_tangents(graph: Graph, args: list, tangents: list) -> tuple:
+    """``(outputs, output tangents)`` of ``graph`` at ``args`` along ``tangents``, as
+    :func:`forward_tangents` (a None tangent is a symbolic zero and stays None)."""
     states = {v.id: t for v, t in zip(graph.inputs, tangents) if t is not None}
-    return propagate_states(graph, args, states, jvp_rule)[1]
+    return propagate_states(graph, args, states, jvp_rule)
 
 
 def sub_trace(fn, values, extra_avals=()):
