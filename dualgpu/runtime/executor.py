@@ -254,22 +254,13 @@ class Executable:
         [array([1.68294197, 1.68294197, 1.68294197])]
     """
 
-    _source: str | None = None
-
     @property
     def source(self) -> str:
-        """The program's text (generated Python, or the kernels' source); the interpreter's
-        program makes its Python text when first asked."""
-        if self.interp is not None:
-            return self.interp.source
-        if self._source is None:   # a fused CUDA program writes its text when asked
-            self._source = self._fn.source
-        assert self._source is not None
-        return self._source
-
-    @source.setter
-    def source(self, text: str) -> None:
-        self._source = text
+        """The program's text (generated Python, or the kernels' source): the generated
+        function's, else the program's own ``source`` (a fused CUDA program and the
+        interpreter's write theirs when first asked)."""
+        text = getattr(self._fn, "__dualgpu_source__", None)
+        return str(self._fn.source if text is None else text)
 
     def __init__(self, graph: Graph, backend: Any) -> None:
         self.graph = graph
@@ -297,17 +288,14 @@ class Executable:
         elif backend.runs_host_kernels and config["fuse"] and config["host_fused"] and \
                 (fused := host_fused_program(graph, config["recompute"])) is not None:
             self.host_fused = self._fn = fused
-            self.source = fused.source
         elif backend.runs_host_kernels and config["fuse"] and config["host_kernel"] and \
                 (host := host_program(graph)) is not None:
             self.host = self._fn = host
-            self.source = host.source
         elif backend.runs_host_kernels and config["fuse"] and config["host_interpreter"] and \
                 (interp := interpreted_program(graph)) is not None:
             self.interp = self._fn = interp
         else:
             self._fn = compile_python(graph, backend.xp, arrays=True)
-            self.source = self._fn.__dualgpu_source__
         # the generated Python returns arrays (``arrays=True``); the other programs' results
         # go through the backend (NumPy's host programs may return NumPy scalars)
         self._as_arrays = self.plan is not None or self.host is not None or \
