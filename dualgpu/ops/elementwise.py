@@ -37,6 +37,7 @@ from ..rules.elementwise_rules import (  # noqa: F401  (ELEMENTWISE, defpartials
     defpartials,
     elementwise,
     fit_shape,
+    in_declared_dtype,
     special_function,
 )
 from .casts import conj, convert_element_type, real
@@ -147,17 +148,6 @@ def _one_minus_x_sq(x):
     """1 - x**2 as (1 - x) * (1 + x): no cancellation next to |x| == 1 (1 - x is exact
     there), where 1 - x * x loses the bits of x * x's rounding."""
     return multiply(subtract(1.0, x), add(1.0, x))
-
-
-def _tanh_d(x, ans):
-    """tanh'(x) = 1 - tanh(x)**2, accurate over the whole range and again when differentiated:
-    ``1 - ans**2`` where |x| < 1 (no cancellation there: ans**2 < 0.59; its derivative
-    ``-2 ans tanh'`` keeps tanh''(x) ~ -2x exact next to 0), ``4 logistic(2x) logistic(-2x)``
-    elsewhere (``1 - ans**2`` is 0 from |x| ~ 19 on, where the derivative is ~4 exp(-2|x|);
-    the logistic form's own derivative cancels next to 0). 1 / cosh(x)**2 would differentiate
-    into inf / inf past |x| ~ 710."""
-    tails = multiply(4.0, multiply(logistic(multiply(2.0, x)), logistic(multiply(-2.0, x))))
-    return where(less(absolute(x), 1.0), subtract(1.0, _sq(ans)), tails)
 
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
@@ -444,8 +434,25 @@ cosh: Primitive = elementwise("cosh", "cosh", 1, c="cosh({0})", result="float",
 defrules(cosh, taylor=taylor.sin_cos_rule("cosh"))
 
 
+def _sech2_impl(xp, x):
+    e = xp.exp(-2 * xp.abs(in_declared_dtype(xp.asarray(x), (x,))))   # integers as floats
+    return 4 * e / ((1 + e) * (1 + e))
+
+
+# tanh' = 1 / cosh(x)**2 as 4 e / (1 + e)**2 with e = exp(-2|x|) <= 1: no cancellation
+# (1 - tanh(x)**2 is 0 from |x| ~ 19 on, where the value is ~4 exp(-2|x|)) and no overflow
+# (cosh(x)**2 is inf past |x| ~ 355); its derivative -2 tanh(x) sech2(x) is exact next to 0
+# (tanh''(x) ~ -2x) and in the tails, and differentiated again it stays a short polynomial
+# in tanh(x) and sech2(x) (the derivative towers of the biharmonic and of Taylor mode)
+sech2 = elementwise(
+    "sech2", None, 1, result="float", py="ops.sech2({0})", impl=_sech2_impl,
+    c="(4 * exp(-2 * fabs({0})) / ((1 + exp(-2 * fabs({0}))) * (1 + exp(-2 * fabs({0})))))",
+    doc="sech(x)**2, the derivative of tanh, exact over the whole range.",
+    partials=(lambda x, ans: multiply(-2.0, multiply(tanh(x), ans)),))
+
+
 tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
-    partials=(lambda x, ans: _tanh_d(x, ans),))
+    partials=(lambda x, ans: sech2(x),))
 
 defrules(tanh, taylor=taylor.unary_recurrence(taylor.tanh_step, first=True))
 
@@ -467,9 +474,9 @@ arctanh = elementwise("arctanh", "arctanh", 1, c="atanh({0})", result="float",
 logistic = elementwise(
     "logistic", None, 1, c="(1 / (1 + exp(-{0})))", result="float", py="ops.logistic({0})",
     impl=special_function("expit"), doc="The logistic sigmoid 1/(1+exp(-x)).",
-    # logistic' = tanh'(x/2) / 4: exact in the tails and, differentiated, next to 0 (where
+    # logistic' = sech2(x/2) / 4: exact in the tails and, differentiated, next to 0 (where
     # ans * (1 - ans) and ans * logistic(-x) differentiate into cancelling terms)
-    partials=(lambda x, ans: multiply(0.25, _tanh_d(multiply(0.5, x), tanh(multiply(0.5, x)))),))
+    partials=(lambda x, ans: multiply(0.25, sech2(multiply(0.5, x))),))
 
 defrules(logistic, taylor=taylor.unary_recurrence(taylor.logistic_step, first=True))
 
@@ -600,3 +607,5 @@ fmod = elementwise("fmod", "fmod", 2, c="fmod({0}, {1})",
 # --------------------------------------------------------------------------- exported modules
 # the functions a module of dg.export defines for the ops it calls as ops.<name>
 defstandalone(logistic, 'def logistic(x):\n    return _special().expit(x)\n')
+defstandalone(sech2, 'def sech2(x):\n    e = xp.exp(-2 * xp.abs(x * 1.0))\n'
+                     '    return 4 * e / ((1 + e) * (1 + e))\n')

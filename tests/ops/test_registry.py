@@ -115,6 +115,7 @@ for _name, (_lo, _hi) in UNARY_DOMAINS.items():
     spec(_name, unary(_name, _lo, _hi))
 spec("absolute", unary("absolute", -2, 2, avoid=(0.0,)))
 spec("polygamma", unary("polygamma", 0.4, 4, fn=lambda x: dnp.polygamma(1, x)))
+spec("sech2", unary("sech2", -3, 3, fn=dg.lax.sech2))   # tanh's derivative, no NumPy name
 
 
 def binary(name, lo_x=-2.0, hi_x=2.0, lo_y=-2.0, hi_y=2.0, avoid_y=(), fn=None, avoid_x=()):

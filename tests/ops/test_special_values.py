@@ -122,6 +122,8 @@ ROWS.update({
     "gammaln": Row(ulps=8, kernel_reference=_gammaln_of_tiny),
     # SciPy's expit: the generated Python calls the op's implementation
     "logistic": Row(reference=scipy.special.expit),
+    # tanh's derivative (no NumPy function): its closed form in long double
+    "sech2": Row(reference=lambda x: _sech2_ld(x).astype(np.asarray(x).dtype)),
     "fmax": Row(zero_sign=False),
     "fmin": Row(zero_sign=False),
     "convert_element_type": Row(params=dict(dtype="other")),
@@ -400,6 +402,11 @@ def test_integer_floor_divide_and_remainder_are_numpy_s(executor, dtype):
 
 
 # --------------------------------------------------------------------------- analytic derivatives
+def _sech2_ld(x):
+    e = np.exp(-2 * np.abs(np.asarray(x, np.longdouble)))
+    return 4 * e / ((1 + e) * (1 + e))
+
+
 def _logistic_ld(x):
     with np.errstate(over="ignore"):
         return 1 / (1 + np.exp(-x))
@@ -440,6 +447,7 @@ DERIVATIVES: dict[str, tuple] = {
     "erf": (lambda x: _TWO_OVER_SQRT_PI * np.exp(-x * x),),
     "erfc": (lambda x: -_TWO_OVER_SQRT_PI * np.exp(-x * x),),
     "logistic": (lambda x: _logistic_ld(x) * _logistic_ld(-x),),
+    "sech2": (lambda x: -2 * np.tanh(x) * _sech2_ld(x),),
     "add": (lambda a, b: np.ones_like(a), lambda a, b: np.ones_like(b)),
     "subtract": (lambda a, b: np.ones_like(a), lambda a, b: -np.ones_like(b)),
     "multiply": (lambda a, b: b, lambda a, b: a),
