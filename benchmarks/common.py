@@ -24,6 +24,7 @@ from .timing import (
     CupyClock,
     HostClock,
     TorchClock,
+    array_library,
     jax_sync,
     time_fn,
     time_limit,
@@ -207,6 +208,19 @@ def jax_clock():
     return HostClock(jax_sync, name="host+block_until_ready")
 
 
+def clock_for(ctx: Context, out):
+    """The clock for an implementation whose first result is ``out``: XLA computes on its
+    own streams, which the CUDA events of CuPy's stream do not wait for (a JAX call timed by
+    them measures its dispatch), so JAX results are waited for on the host; torch's events
+    for torch; the device clock otherwise."""
+    library = array_library(out)
+    if library == "jax":
+        return jax_clock()
+    if library == "torch":
+        return torch_clock(ctx)
+    return ctx.device_clock()
+
+
 def short(exc: BaseException, limit: int = 160) -> str:
     """One line for a table cell: exception type and the start of its message."""
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -245,8 +259,9 @@ def measure(ctx: Context, *, workload: str, case: str, impl: str,
                 row.rel_err = check(out)
                 if not (row.rel_err <= tol):  # NaN fails too
                     row.note = f"WRONG: rel err {row.rel_err:.2e} > tol {tol:.0e}; " + row.note
+            clock = clock or clock_for(ctx, out)
             del out
-            t = time_fn(fn, inputs, clock or ctx.device_clock(),
+            t = time_fn(fn, inputs, clock,
                         warmup=2 if ctx.tiny else 3,
                         reps=reps or ctx.reps(20, 10), groups=groups or ctx.reps(7, 3),
                         budget_s=ctx.budget_s)

@@ -221,6 +221,32 @@ def to_numpy(x):
     return np.asarray(x)
 
 
+def array_library(out, depth: int = 3) -> str | None:
+    """``"jax"``, ``"torch"`` or ``"cupy"``: the library of the first array in ``out``
+    (nested as :func:`wait_for` reads it), None when there is none of them.
+
+    Example::
+
+        >>> array_library((1.0, [None]))
+    """
+    module = type(out).__module__.split(".")[0]
+    if module in ("jax", "jaxlib"):
+        return "jax"
+    if module in ("torch", "cupy"):
+        return module
+    if depth and isinstance(out, (tuple, list)):
+        for leaf in out:
+            found = array_library(leaf, depth - 1)
+            if found is not None:
+                return found
+    elif depth and hasattr(out, "__dict__") and module not in ("numpy", "builtins"):
+        for leaf in vars(out).values():
+            found = array_library(leaf, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
 def wait_for(out, depth: int = 3) -> None:
     """Wait until ``out`` (an array of NumPy, CuPy, JAX or torch, or tuples, lists and
     result objects of them, ``depth`` levels deep) is computed: JAX, CuPy and torch on the

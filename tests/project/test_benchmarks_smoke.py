@@ -311,3 +311,17 @@ def test_multigpu_harness_on_cpu(tmp_path):
     assert rows[1]["bytes_between_workers_per_call"] == 0
     assert 0 < rows[2]["bytes_between_workers_per_call"] < 2000
     assert json.loads(out.read_text())["rows"][2]["note"].startswith("CPU harness check")
+
+
+def test_the_clock_follows_the_library_of_the_result():
+    """XLA computes on its own streams, which CuPy's CUDA events do not wait for: a JAX
+    implementation is timed on the host to block_until_ready, whatever its row says (the
+    Laplacian's JAX rows were timed by CuPy's events: their dispatch), torch by its events."""
+    jax_array = type("ArrayImpl", (), {"__module__": "jaxlib._jax"})
+    tensor = type("Tensor", (), {"__module__": "torch"})
+    ctx = tiny_ctx()
+    assert timing.array_library([None, (jax_array(),)]) == "jax"
+    assert common.clock_for(ctx, (jax_array(), 1.0)).name == "host+block_until_ready"
+    assert timing.array_library({"a": tensor()}) is None           # a dict is not read
+    assert timing.array_library(tensor()) == "torch"
+    assert common.clock_for(ctx, 1.0).name == ctx.device_clock().name
