@@ -74,7 +74,17 @@ def _fake_cupy():
         LOG.append("copyto")
         np.copyto(dst, src)
 
+    class RawModule:   # the first call's kernels as one module (launched as emulations)
+        def __init__(self, code):
+            self.code = code
+            LOG.append("module")
+
+        def get_function(self, name):
+            assert f" {name}(" in self.code, name
+            return name
+
     fake.empty = _unwritten
+    fake.RawModule = RawModule
     fake.concatenate = concatenate
     fake.copyto = copyto
     fake.RawKernel = RawKernel
@@ -282,6 +292,30 @@ def test_independent_products_of_one_kernel_run_in_one_launch(monkeypatch):
                           backend)(x, w, v)[0]
     np.testing.assert_allclose(got, ((x @ w) * (x @ v)) @ w.T, rtol=1e-11, atol=1e-11)
     assert calls[0] == ("skinny", 2), calls
+
+
+def test_the_first_call_compiles_its_kernels_as_one_module():
+    """Every region kernel of the first call comes from one module compiled before the run
+    (the layouts predicted: arguments as given, values the program makes C-contiguous,
+    whatever the first call's layout); an argument of another layout at a later call gets
+    its regions' own kernels, with the same values."""
+    def f(x, y):
+        a = np.sin(x) * y
+        return np.tanh(a @ y.T) + 1.0, np.sum(a * a, axis=1)
+
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((40, 30)), rng.standard_normal((40, 30))
+    g = dg.trace(f, x, y)
+    want = f(x, y)
+    for layouts in ((x, np.asfortranarray(x)), (np.asfortranarray(x), x)):
+        LOG.clear()
+        program = EmulatedProgram(g, FakeBackend())
+        assert len(program.plan.regions) >= 2
+        for xs in layouts:
+            for a, w in zip(program(xs, y), want):
+                np.testing.assert_allclose(a, w, rtol=1e-11, atol=1e-12)
+        assert LOG.count("module") == 1 and LOG.index("module") < LOG.index("region")
+        assert LOG.count("fused") == 1, LOG   # the region reading x, at the second call
 
 
 def test_sums_over_the_batch_run_as_products_with_ones():
