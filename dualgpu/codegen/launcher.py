@@ -6,6 +6,7 @@ concatenation are computed straight into their ranges of its output where the pl
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -79,9 +80,10 @@ class FusedProgram:
         (the biharmonic's 35 kernels: 1.69 s one by one, 0.56 s as one module on the H100).
         Known: the arguments' and constants' own layouts, C-contiguous for the values the
         program makes (kernels, products and sums write into new C-contiguous arrays or
-        ranges); a view a library op returns is not predicted. A region whose arrays turn
-        out otherwise compiles its own kernel at its step (:meth:`_functions` keys on the
-        arrays it is given), so a wrong prediction costs a compile, never a value."""
+        ranges) and for a reshape of a C-contiguous value; other views are not predicted.
+        A region whose arrays turn out otherwise compiles its own kernel at its step
+        (:meth:`_functions` keys on the arrays it is given), so a wrong prediction costs a
+        compile, never a value."""
         self._ahead = True
         layouts: dict = {}
         for v, a in zip(self.graph.inputs, arrays):
@@ -91,8 +93,14 @@ class FusedProgram:
             if isinstance(self._consts[c.id], self.cp.ndarray):
                 layouts[c.id] = _Layout.of(self._consts[c.id])
         for step in self.plan.steps:
-            made = step.outputs if isinstance(step, Region) else \
-                [] if step.eqn.prim.has(Flag.VIEW) else step.eqn.outs
+            if isinstance(step, Region):
+                made = step.outputs
+            elif not step.eqn.prim.has(Flag.VIEW):
+                made = step.eqn.outs
+            else:   # a reshape of a C-contiguous array is one; other views are not predicted
+                src = layouts.get(getattr(step.eqn.inputs[0], "id", None))
+                made = step.eqn.outs if step.eqn.prim.name == "reshape" and src is not None \
+                    and src.strides == _Layout.new(step.eqn.inputs[0]).strides else []
             layouts.update((v.id, _Layout.new(v)) for v in made)
         todo, sources = [], {}
         for region in self.plan.regions:
@@ -110,8 +118,7 @@ class FusedProgram:
                 sources[rk.finish_name] = rk.finish_source
         if len(sources) < 2:
             return
-        module = self.cp.RawModule(code="\n".join(sources.values()))
-        fns = {name: module.get_function(name) for name in sources}
+        fns = compile_modules(self.cp, sources)
         for key, rk in todo:
             self._compiled[key] = (rk, fns[rk.name],
                                    fns[rk.finish_name] if rk.finish_source else None)
@@ -504,6 +511,32 @@ class FusedProgram:
 
 
 _DESTS = ("destinations",)   # env key of the output destinations (never a var id)
+
+
+MODULE_THREADS = 4   # NVRTC compiles of the first call's modules at once
+
+
+def compile_modules(cp, sources: dict) -> dict:
+    """``{name: function}`` of the kernels ``{name: source}``, compiled as a few NVRTC
+    modules of about equal text at once (NVRTC releases the GIL): a compile costs ~50 ms
+    however small its text, and the text of one module compiles on one core."""
+    parts: list = [[] for _ in range(max(1, min(MODULE_THREADS, len(sources) // 4)))]
+    sizes = [0] * len(parts)
+    for name, text in sorted(sources.items(), key=lambda kv: -len(kv[1])):
+        i = sizes.index(min(sizes))
+        parts[i].append(name)
+        sizes[i] += len(text)
+    device = cp.cuda.Device().id
+
+    def compiled(names: list) -> dict:
+        with cp.cuda.Device(device):
+            module = cp.RawModule(code="\n".join(sources[n] for n in names))
+            return {n: module.get_function(n) for n in names}
+
+    if len(parts) == 1:
+        return compiled(parts[0])
+    with ThreadPoolExecutor(len(parts)) as pool:
+        return {n: f for got in pool.map(compiled, parts) for n, f in got.items()}
 
 
 class _Layout(NamedTuple):

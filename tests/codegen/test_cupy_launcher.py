@@ -88,7 +88,17 @@ def _fake_cupy():
     fake.concatenate = concatenate
     fake.copyto = copyto
     fake.RawKernel = RawKernel
-    fake.cuda = types.SimpleNamespace(get_current_stream=Stream)
+    class Device:
+        def __init__(self, id=0):
+            self.id = id
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    fake.cuda = types.SimpleNamespace(get_current_stream=Stream, Device=Device)
     return fake
 
 
