@@ -104,9 +104,9 @@ class FusedProgram:
             layouts.update((v.id, _Layout.new(v)) for v in made)
         todo, sources = [], {}
         for region in self.plan.regions:
-            known = [layouts.get(v.id) for v in region.inputs]
-            if any(k is None for k in known):
+            if not all(v.id in layouts for v in region.inputs):
                 continue
+            known = [layouts[v.id] for v in region.inputs]
             key = (region.index,) + tuple(k.strides for k in known)
             rk = region_kernels(region, {v.id: array_strides(k)
                                          for v, k in zip(region.inputs, known)})
@@ -114,7 +114,7 @@ class FusedProgram:
                 continue
             todo.append((key, rk))
             sources[rk.name] = rk.source
-            if rk.finish_source:
+            if rk.finish_name and rk.finish_source:
                 sources[rk.finish_name] = rk.finish_source
         if len(sources) < 2:
             return

@@ -444,14 +444,14 @@ def _sech2_impl(xp, x):
 # (cosh(x)**2 is inf past |x| ~ 355); its derivative -2 tanh(x) sech2(x) is exact next to 0
 # (tanh''(x) ~ -2x) and in the tails, and differentiated again it stays a short polynomial
 # in tanh(x) and sech2(x) (the derivative towers of the biharmonic and of Taylor mode)
-sech2 = elementwise(
+sech2: Primitive = elementwise(
     "sech2", None, 1, result="float", py="ops.sech2({0})", impl=_sech2_impl,
     c="(4 * exp(-2 * fabs({0})) / ((1 + exp(-2 * fabs({0}))) * (1 + exp(-2 * fabs({0})))))",
     doc="sech(x)**2, the derivative of tanh, exact over the whole range.",
     partials=(lambda x, ans: multiply(-2.0, multiply(tanh(x), ans)),))
 
 
-tanh = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
+tanh: Primitive = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
     partials=(lambda x, ans: sech2(x),))
 
 defrules(tanh, taylor=taylor.unary_recurrence(taylor.tanh_step, first=True))
