@@ -6,9 +6,6 @@ concatenation are computed straight into their ranges of its output where the pl
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
-
 import numpy as np
 
 from ..backends.cublas import (
@@ -18,11 +15,11 @@ from ..backends.cublas import (
     gemm_layout,
     gemm_operands,
 )
-from ..core.flags import Flag
 from ..core.ir import Literal, Var
 from ..fusion import LibraryStep, Region, concat_slots, plan_graph
 from .c_source import array_strides
 from .cuda import BLOCK, plan_source, region_kernels
+from .first_call import Layout, compile_modules, predicted_layouts
 from .products import matmul_kernel_choice, product_kernel, product_layout
 from .tiny import TINY_THREADS, tiny_program_kernel, worth_one_kernel
 
@@ -75,53 +72,72 @@ class FusedProgram:
         return self._source
 
     def _compile_ahead(self, arrays) -> None:
-        """At the first call, the kernels of every region whose input layouts are known
-        before the run compiled as one NVRTC module: one compile instead of one per kernel
-        (the biharmonic's 35 kernels: 1.69 s one by one, 0.56 s as one module on the H100).
-        Known: the arguments' and constants' own layouts, C-contiguous for the values the
-        program makes (kernels, products and sums write into new C-contiguous arrays or
-        ranges) and for a reshape of a C-contiguous value; other views are not predicted.
-        A region whose arrays turn out otherwise compiles its own kernel at its step
-        (:meth:`_functions` keys on the arrays it is given), so a wrong prediction costs a
-        compile, never a value."""
+        """At the first call, the kernels whose layouts are known before the run
+        (:func:`~dualgpu.codegen.first_call.predicted_layouts`: the regions' and our
+        products') compiled together as a few NVRTC modules. A step whose arrays turn out
+        otherwise compiles its own kernel, as :meth:`_functions` and
+        :meth:`_product_kernel` key on the arrays given."""
         self._ahead = True
-        layouts: dict = {}
-        for v, a in zip(self.graph.inputs, arrays):
-            if isinstance(a, self.cp.ndarray):
-                layouts[v.id] = _Layout.of(a) if a.dtype == v.dtype else _Layout.new(v)
-        for c in self.graph.consts:
-            if isinstance(self._consts[c.id], self.cp.ndarray):
-                layouts[c.id] = _Layout.of(self._consts[c.id])
-        for step in self.plan.steps:
-            if isinstance(step, Region):
-                made = step.outputs
-            elif not step.eqn.prim.has(Flag.VIEW):
-                made = step.eqn.outs
-            else:   # a reshape of a C-contiguous array is one; other views are not predicted
-                src = layouts.get(getattr(step.eqn.inputs[0], "id", None))
-                made = step.eqn.outs if step.eqn.prim.name == "reshape" and src is not None \
-                    and src.strides == _Layout.new(step.eqn.inputs[0]).strides else []
-            layouts.update((v.id, _Layout.new(v)) for v in made)
-        todo, sources = [], {}
+        known = {v.id: Layout.of(a) if a.dtype == v.dtype else Layout.new(v)
+                 for v, a in zip(self.graph.inputs, arrays) if isinstance(a, self.cp.ndarray)}
+        known.update((c.id, Layout.of(self._consts[c.id])) for c in self.graph.consts
+                     if isinstance(self._consts[c.id], self.cp.ndarray))
+        layouts = predicted_layouts(self.plan, known)
+        regions, products, sources = [], [], {}
         for region in self.plan.regions:
             if not all(v.id in layouts for v in region.inputs):
                 continue
-            known = [layouts[v.id] for v in region.inputs]
-            key = (region.index,) + tuple(k.strides for k in known)
+            given = [layouts[v.id] for v in region.inputs]
+            key = (region.index,) + tuple(k.strides for k in given)
             rk = region_kernels(region, {v.id: array_strides(k)
-                                         for v, k in zip(region.inputs, known)})
+                                         for v, k in zip(region.inputs, given)})
             if rk.threads == 0 or key in self._compiled:
                 continue
-            todo.append((key, rk))
+            regions.append((key, rk))
             sources[rk.name] = rk.source
             if rk.finish_name and rk.finish_source:
                 sources[rk.finish_name] = rk.finish_source
+        for key, count in self._predicted_products(layouts):
+            if (key, count) not in self._compiled:
+                choice, m, n, k, sa, sb, dtype = key
+                pk = product_kernel(choice, m, n, k, sa, sb, np.dtype(dtype), count)
+                products.append(((key, count), pk))
+                sources[pk.name] = pk.source
         if len(sources) < 2:
             return
         fns = compile_modules(self.cp, sources)
-        for key, rk in todo:
+        for key, rk in regions:
             self._compiled[key] = (rk, fns[rk.name],
                                    fns[rk.finish_name] if rk.finish_source else None)
+        for key_count, pk in products:
+            self._compiled[key_count] = (pk.blocks, fns[pk.name])
+
+    def _predicted_products(self, layouts: dict) -> set:
+        """``{(key, count)}`` of the product kernels a call will launch, by the predicted
+        ``layouts``: the products of a group batched as :meth:`_batched_products` does, the
+        others one at a time."""
+        def key_of(eqn):
+            a, b = (layouts.get(getattr(x, "id", None)) for x in eqn.inputs)
+            return None if a is None or b is None else product_key(a, b)
+
+        wanted, batched = set(), set()
+        for group in self._product_groups.values():
+            same: dict = {}
+            for i in group:
+                key = key_of(self.plan.steps[i].eqn)
+                if key is not None:
+                    same.setdefault(key, []).append(i)
+            for key, members in same.items():
+                for chunk in _batches(members):
+                    wanted.add((key, len(chunk)))
+                    batched.update(chunk)
+        for i, step in enumerate(self.plan.steps):
+            if isinstance(step, LibraryStep) and i not in batched \
+                    and step.eqn.prim.lowering("library") == "gemm":
+                key = key_of(step.eqn)
+                if key is not None:
+                    wanted.add((key, 1))
+        return wanted
 
     def _functions(self, region, arrays):
         key = (region.index,) + tuple(a.strides for a in arrays)
@@ -223,15 +239,10 @@ class FusedProgram:
         (:func:`matmul_kernel_choice`: tiny, thin or skinny; ``key`` names the kernel:
         choice, sizes, strides, dtype), else None (cuBLAS does it)."""
         a, b = (self._read(env, x) for x in eqn.inputs)
-        if not (isinstance(a, self.cp.ndarray) and isinstance(b, self.cp.ndarray)) \
-                or a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
-                or a.dtype.kind != "f" or a.size == 0 or b.size == 0:
+        if not (isinstance(a, self.cp.ndarray) and isinstance(b, self.cp.ndarray)):
             return None
-        m, n, k, sa, sb = product_layout(a, b)
-        choice = matmul_kernel_choice(m, n, k, sa, sb, a.itemsize)
-        if choice is None:
-            return None
-        return (choice, m, n, k, sa, sb, a.dtype.char), a, b
+        key = product_key(a, b)
+        return None if key is None else (key, a, b)
 
     def _product_kernel(self, key, count: int):
         """``(blocks, RawKernel)`` of our product kernel ``key`` for ``count`` products."""
@@ -267,10 +278,7 @@ class FusedProgram:
                 same.setdefault(spec[0], []).append((i, eqn, spec[1], spec[2]))
         ran = set()
         for key, members in same.items():
-            for start in range(0, len(members) - 1, MAX_BATCHED):
-                chunk = members[start:start + MAX_BATCHED]
-                if len(chunk) < 2:
-                    continue
+            for chunk in _batches(members):
                 blocks, fn = self._product_kernel(key, len(chunk))
                 args = []
                 for i, eqn, a, b in chunk:
@@ -513,54 +521,27 @@ class FusedProgram:
 _DESTS = ("destinations",)   # env key of the output destinations (never a var id)
 
 
-MODULE_THREADS = 4   # NVRTC compiles of the first call's modules at once
-
-
-def compile_modules(cp, sources: dict) -> dict:
-    """``{name: function}`` of the kernels ``{name: source}``, compiled as a few NVRTC
-    modules of about equal text at once (NVRTC releases the GIL): a compile costs ~50 ms
-    however small its text, and the text of one module compiles on one core."""
-    parts: list = [[] for _ in range(max(1, min(MODULE_THREADS, len(sources) // 4)))]
-    sizes = [0] * len(parts)
-    for name, text in sorted(sources.items(), key=lambda kv: -len(kv[1])):
-        i = sizes.index(min(sizes))
-        parts[i].append(name)
-        sizes[i] += len(text)
-    device = cp.cuda.Device().id
-
-    def compiled(names: list) -> dict:
-        with cp.cuda.Device(device):
-            module = cp.RawModule(code="\n".join(sources[n] for n in names))
-            return {n: module.get_function(n) for n in names}
-
-    if len(parts) == 1:
-        return compiled(parts[0])
-    with ThreadPoolExecutor(len(parts)) as pool:
-        return {n: f for got in pool.map(compiled, parts) for n, f in got.items()}
-
-
-class _Layout(NamedTuple):
-    """The shape, byte strides and itemsize of an array a region will read (what
-    :func:`~dualgpu.codegen.c_source.array_strides` and a kernel's key need)."""
-
-    shape: tuple
-    strides: tuple
-    itemsize: int
-
-    @classmethod
-    def of(cls, a) -> _Layout:
-        return cls(tuple(a.shape), tuple(a.strides), a.itemsize)
-
-    @classmethod
-    def new(cls, v) -> _Layout:
-        """A new C-contiguous array of the value ``v``."""
-        itemsize = np.dtype(v.dtype).itemsize
-        strides, acc = [], itemsize
-        for n in reversed(tuple(v.shape)):
-            strides.append(acc)
-            acc *= n
-        return cls(tuple(v.shape), tuple(reversed(strides)), itemsize)
 MAX_BATCHED = 8              # products one launch computes at most
+
+
+def product_key(a, b):
+    """The key of our product kernel for ``a @ b`` (arrays, or
+    :class:`~dualgpu.codegen.first_call.Layout`: shapes, strides, dtypes), None where
+    cuBLAS computes it (:func:`matmul_kernel_choice`: tiny, thin or skinny products of
+    1-D/2-D floats)."""
+    if a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
+            or a.dtype.kind != "f" or a.size == 0 or b.size == 0:
+        return None
+    m, n, k, sa, sb = product_layout(a, b)
+    choice = matmul_kernel_choice(m, n, k, sa, sb, a.itemsize)
+    return None if choice is None else (choice, m, n, k, sa, sb, a.dtype.char)
+
+
+def _batches(members: list) -> list:
+    """The launches of the products of one key in a group: chunks of two to
+    :data:`MAX_BATCHED` (a last one left alone runs at its own step)."""
+    chunks = [members[i:i + MAX_BATCHED] for i in range(0, len(members) - 1, MAX_BATCHED)]
+    return [c for c in chunks if len(c) >= 2]
 
 
 def product_groups(steps) -> dict:

@@ -74,14 +74,17 @@ def _fake_cupy():
         LOG.append("copyto")
         np.copyto(dst, src)
 
-    class RawModule:   # the first call's kernels as one module (launched as emulations)
+    class RawModule:   # the first call's kernels compiled together
         def __init__(self, code):
             self.code = code
             LOG.append("module")
 
-        def get_function(self, name):
+        def get_function(self, name):   # the kernel emulation of the time, not logged
             assert f" {name}(" in self.code, name
-            return name
+            LOG.append("module:" + name.split("_")[1])
+            kernel = fake.RawKernel.__new__(fake.RawKernel)
+            kernel.name = name
+            return kernel
 
     fake.empty = _unwritten
     fake.RawModule = RawModule
@@ -326,6 +329,14 @@ def test_the_first_call_compiles_its_kernels_as_one_module():
                 np.testing.assert_allclose(a, w, rtol=1e-11, atol=1e-12)
         assert LOG.count("module") == 1 and LOG.index("module") < LOG.index("region")
         assert LOG.count("fused") == 1, LOG   # the region reading x, at the second call
+    # our product kernels too: two skinny products of a region's value, in one launch
+    x, w, v = rng.standard_normal((800, 32)), rng.standard_normal((32, 3)), \
+        rng.standard_normal((32, 3))
+    LOG.clear()
+    got = EmulatedProgram(dg.trace(lambda x, w, v: np.tanh(x) @ w * (np.tanh(x) @ v), x, w, v),
+                          FakeBackend())(x, w, v)[0]
+    np.testing.assert_allclose(got, np.tanh(x) @ w * (np.tanh(x) @ v), rtol=1e-11)
+    assert "module:skinny" in LOG and "skinny" not in LOG, LOG
 
 
 def test_sums_over_the_batch_run_as_products_with_ones():
