@@ -56,14 +56,6 @@ class Layout(NamedTuple):
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
 
 def predicted_layouts(plan, known: dict) -> dict:
     """``{var id: Layout}`` of the values the steps of ``plan`` read, from ``known`` (the

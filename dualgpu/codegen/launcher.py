@@ -529,8 +529,8 @@ def product_key(a, b):
     :class:`~dualgpu.codegen.first_call.Layout`: shapes, strides, dtypes), None where
     cuBLAS computes it (:func:`matmul_kernel_choice`: tiny, thin or skinny products of
     1-D/2-D floats)."""
-    if a.ndim not in (1, 2) or b.ndim not in (1, 2) or a.dtype != b.dtype \
-            or a.dtype.kind != "f" or a.size == 0 or b.size == 0:
+    if len(a.shape) not in (1, 2) or len(b.shape) not in (1, 2) or a.dtype != b.dtype \
+            or a.dtype.kind != "f" or 0 in a.shape or 0 in b.shape:
         return None
     m, n, k, sa, sb = product_layout(a, b)
     choice = matmul_kernel_choice(m, n, k, sa, sb, a.itemsize)

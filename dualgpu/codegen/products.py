@@ -51,10 +51,11 @@ def product_layout(a, b) -> tuple:
         (4, 1, 3, (6, 2), (1, 0))
     """
     item = a.itemsize
-    m, k = (1, a.shape[0]) if a.ndim == 1 else a.shape
-    n = 1 if b.ndim == 1 else b.shape[1]
-    sa = (0, a.strides[0] // item) if a.ndim == 1 else tuple(s // item for s in a.strides)
-    sb = (b.strides[0] // item, 0) if b.ndim == 1 else tuple(s // item for s in b.strides)
+    a_row, b_col = len(a.shape) == 1, len(b.shape) == 1
+    m, k = (1, a.shape[0]) if a_row else a.shape
+    n = 1 if b_col else b.shape[1]
+    sa = (0, a.strides[0] // item) if a_row else tuple(s // item for s in a.strides)
+    sb = (b.strides[0] // item, 0) if b_col else tuple(s // item for s in b.strides)
     return m, n, k, sa, sb
 
 

@@ -20,11 +20,13 @@ import product_harness
 import pytest
 import scipy.sparse
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tiny_harness import GXX
 
 import dualgpu as dg
 import dualgpu.codegen.launcher as cuda_codegen
 from dualgpu.backends.cublas import emulate_gemm, gemm_layout
+from dualgpu.codegen.c_source import array_strides
 from dualgpu.codegen.launcher import FusedProgram
 from dualgpu.codegen.python import compile_python
 from dualgpu.fusion import emulate_region
@@ -337,6 +339,49 @@ def test_the_first_call_compiles_its_kernels_as_one_module():
                           FakeBackend())(x, w, v)[0]
     np.testing.assert_allclose(got, np.tanh(x) @ w * (np.tanh(x) @ v), rtol=1e-11)
     assert "module:skinny" in LOG and "skinny" not in LOG, LOG
+
+
+class SourceChecked(EmulatedProgram):
+    """An emulated program that checks, at every launch, that the region kernel it runs is
+    the one generated for the arrays given (whether compiled ahead or at its step)."""
+
+    def _functions(self, region, arrays):
+        fns = super()._functions(region, arrays)
+        want = cuda_codegen.region_kernels(
+            region, {v.id: array_strides(a) for v, a in zip(region.inputs, arrays)})
+        assert fns[0].source == want.source, f"region {region.index}: stale kernel"
+        return fns
+
+
+def _relaid(a, how: int):
+    """``a``'s values in another layout: as given, Fortran-ordered, or every other column
+    of a larger array."""
+    if a.ndim < 2 or how == 0:
+        return a
+    if how == 1:
+        return np.asfortranarray(a)
+    wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    wide[..., ::2] = a
+    return wide[..., ::2]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fp.programs(max_nodes=6, sparse=False), st.lists(st.integers(0, 2), min_size=6,
+                                                         max_size=6))
+def test_call_sequences_of_layouts_run_the_kernels_of_their_arrays(prog, layouts):
+    """A program called with its arguments in a fuzzed sequence of layouts: every launch
+    runs the kernel generated for the arrays it is given (the first call's kernels,
+    compiled ahead for the first layouts, are not reused for others), and every call
+    returns the NumPy program's values."""
+    f, loss = prog.functions()
+    args = tuple(np.asarray(a) for a in prog.args())
+    graph = dg.trace(dg.grad(loss, argnums=tuple(range(len(args)))), *args)
+    want = compile_python(graph, np)(*args)
+    program = SourceChecked(graph, FakeBackend())
+    for call in range(3):
+        given = [_relaid(a, layouts[(2 * call + i) % 6]) for i, a in enumerate(args)]
+        for g, w in zip(program(*given), want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-11, atol=1e-12)
 
 
 def test_sums_over_the_batch_run_as_products_with_ones():
