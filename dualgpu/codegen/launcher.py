@@ -105,7 +105,10 @@ class FusedProgram:
                 sources[pk.name] = pk.source
         if len(sources) < 2:
             return
-        fns = compile_modules(self.cp, sources)
+        try:
+            fns = compile_modules(self.cp, sources)
+        except Exception:  # noqa: BLE001 -- only a speed-up: each kernel compiles at its
+            return         # step as it would without it, and raises there if it must
         for key, rk in regions:
             self._compiled[key] = (rk, fns[rk.name],
                                    fns[rk.finish_name] if rk.finish_source else None)

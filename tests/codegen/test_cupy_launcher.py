@@ -331,6 +331,17 @@ def test_the_first_call_compiles_its_kernels_as_one_module():
                 np.testing.assert_allclose(a, w, rtol=1e-11, atol=1e-12)
         assert LOG.count("module") == 1 and LOG.index("module") < LOG.index("region")
         assert LOG.count("fused") == 1, LOG   # the region reading x, at the second call
+    # a module that fails to compile (NVRTC out of memory, say) leaves each kernel to its step
+    backend = FakeBackend()
+
+    def refused(code):
+        raise RuntimeError("nvrtc: out of memory")
+
+    backend.xp.RawModule = refused
+    LOG.clear()
+    for a, w in zip(EmulatedProgram(g, backend)(x, y), want):
+        np.testing.assert_allclose(a, w, rtol=1e-11, atol=1e-12)
+    assert LOG.count("fused") == len([r for r in EmulatedProgram(g, backend).plan.regions])
     # our product kernels too: two skinny products of a region's value, in one launch
     x, w, v = rng.standard_normal((800, 32)), rng.standard_normal((32, 3)), \
         rng.standard_normal((32, 3))
