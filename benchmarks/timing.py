@@ -223,7 +223,8 @@ def to_numpy(x):
 
 def array_library(out, depth: int = 3) -> str | None:
     """``"jax"``, ``"torch"`` or ``"cupy"``: the library of the first array in ``out``
-    (nested as :func:`wait_for` reads it), None when there is none of them.
+    (tuples, lists, dicts and result objects read ``depth`` levels deep), None when there
+    is none of them.
 
     Example::
 
@@ -234,8 +235,8 @@ def array_library(out, depth: int = 3) -> str | None:
         return "jax"
     if module in ("torch", "cupy"):
         return module
-    if depth and isinstance(out, (tuple, list)):
-        for leaf in out:
+    if depth and isinstance(out, (tuple, list, dict)):
+        for leaf in (out.values() if isinstance(out, dict) else out):
             found = array_library(leaf, depth - 1)
             if found is not None:
                 return found

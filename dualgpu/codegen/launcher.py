@@ -88,9 +88,9 @@ class FusedProgram:
             if not all(v.id in layouts for v in region.inputs):
                 continue
             given = [layouts[v.id] for v in region.inputs]
-            key = (region.index,) + tuple(k.strides for k in given)
-            rk = region_kernels(region, {v.id: array_strides(k)
-                                         for v, k in zip(region.inputs, given)})
+            strides = [array_strides(k) for k in given]
+            key = (region.index,) + tuple(strides)
+            rk = region_kernels(region, {v.id: st for v, st in zip(region.inputs, strides)})
             if rk.threads == 0 or key in self._compiled:
                 continue
             regions.append((key, rk))
@@ -143,11 +143,13 @@ class FusedProgram:
         return wanted
 
     def _functions(self, region, arrays):
-        key = (region.index,) + tuple(a.strides for a in arrays)
+        # keyed by the strides the kernel is specialised on (a size-1 axis's are 0: any
+        # stride there reads the same element)
+        strides = [array_strides(a) for a in arrays]
+        key = (region.index,) + tuple(strides)
         fns = self._compiled.get(key)
         if fns is None:
-            strides = {v.id: array_strides(a) for v, a in zip(region.inputs, arrays)}
-            rk = region_kernels(region, strides)
+            rk = region_kernels(region, {v.id: st for v, st in zip(region.inputs, strides)})
             main = self.cp.RawKernel(rk.source, rk.name)
             finish = self.cp.RawKernel(rk.finish_source, rk.finish_name) \
                 if rk.finish_source else None

@@ -26,7 +26,7 @@ from ..core.dtypes import promote
 from ..core.flags import Flag
 from ..core.ir import Aval
 from ..core.primitives import Primitive, defrules, defstandalone
-from ..errors import DualgpuError
+from ..errors import ArgumentTypeError, DualgpuError
 from ..rules import folding_rules as folding
 from ..rules import laplacian_rules
 from ..rules import sparsity_rules as sparsity
@@ -38,6 +38,7 @@ from ..rules.elementwise_rules import (  # noqa: F401  (ELEMENTWISE, defpartials
     elementwise,
     fit_shape,
     in_declared_dtype,
+    shape_rule,
     special_function,
 )
 from .casts import conj, convert_element_type, real
@@ -435,8 +436,30 @@ defrules(cosh, taylor=taylor.sin_cos_rule("cosh"))
 
 
 def _sech2_impl(xp, x):
-    e = xp.exp(-2 * xp.abs(in_declared_dtype(xp.asarray(x), (x,))))   # integers as floats
-    return 4 * e / ((1 + e) * (1 + e))
+    _sech2_shape([Aval((), np.result_type(getattr(x, "dtype", x)))])   # complex: refused
+    with np.errstate(under="ignore"):    # exp(-2|x|) underflows where the value does
+        e = xp.exp(-2 * xp.abs(in_declared_dtype(xp.asarray(x), (x,))))  # integers as floats
+        return 4 * e / ((1 + e) * (1 + e))
+
+
+def _sech2_shape(avals, **params):
+    """sech2's value is real: a complex operand is refused (tanh's derivative there is
+    ``1 - tanh(z)**2``, :func:`_tanh_d`)."""
+    for a in avals:
+        if a.dtype.kind == "c":
+            raise ArgumentTypeError(f"sech2 of complex values ({a.str_short()}): sech2 is the "
+                                    "real function 4e / (1 + e)**2, e = exp(-2|x|)")
+    return _SECH2_SHAPE(avals, **params)
+
+
+_SECH2_SHAPE = shape_rule("sech2", "float")
+
+
+def _tanh_d(x, ans):
+    """tanh'(x): sech2(x), exact over the real line; ``1 - tanh(z)**2`` for complex z."""
+    if np.dtype(getattr(x, "dtype", np.float64)).kind == "c":
+        return subtract(1.0, multiply(ans, ans))
+    return sech2(x)
 
 
 # tanh' = 1 / cosh(x)**2 as 4 e / (1 + e)**2 with e = exp(-2|x|) <= 1: no cancellation
@@ -446,13 +469,14 @@ def _sech2_impl(xp, x):
 # in tanh(x) and sech2(x) (the derivative towers of the biharmonic and of Taylor mode)
 sech2: Primitive = elementwise(
     "sech2", None, 1, result="float", py="ops.sech2({0})", impl=_sech2_impl,
+    abstract_eval=_sech2_shape,
     c="(4 * exp(-2 * fabs({0})) / ((1 + exp(-2 * fabs({0}))) * (1 + exp(-2 * fabs({0})))))",
     doc="sech(x)**2, the derivative of tanh, exact over the whole range.",
     partials=(lambda x, ans: multiply(-2.0, multiply(tanh(x), ans)),))
 
 
 tanh: Primitive = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
-    partials=(lambda x, ans: sech2(x),))
+    partials=(_tanh_d,))
 
 defrules(tanh, taylor=taylor.unary_recurrence(taylor.tanh_step, first=True))
 
@@ -607,5 +631,6 @@ fmod = elementwise("fmod", "fmod", 2, c="fmod({0}, {1})",
 # --------------------------------------------------------------------------- exported modules
 # the functions a module of dg.export defines for the ops it calls as ops.<name>
 defstandalone(logistic, 'def logistic(x):\n    return _special().expit(x)\n')
-defstandalone(sech2, 'def sech2(x):\n    e = xp.exp(-2 * xp.abs(x * 1.0))\n'
-                     '    return 4 * e / ((1 + e) * (1 + e))\n')
+defstandalone(sech2, 'def sech2(x):\n    with np.errstate(under="ignore"):\n'
+                     '        e = xp.exp(-2 * xp.abs(x * 1.0))\n'
+                     '        return 4 * e / ((1 + e) * (1 + e))\n')

@@ -331,6 +331,16 @@ def test_the_first_call_compiles_its_kernels_as_one_module():
                 np.testing.assert_allclose(a, w, rtol=1e-11, atol=1e-12)
         assert LOG.count("module") == 1 and LOG.index("module") < LOG.index("region")
         assert LOG.count("fused") == 1, LOG   # the region reading x, at the second call
+    # a stride of a size-1 axis reads nothing else: the kernel compiled ahead serves it
+    x1, y1 = x[:1], y[:1]
+    odd = np.lib.stride_tricks.as_strided(x1, x1.shape, (7 * x1.itemsize, x1.itemsize))
+    g1 = dg.trace(f, x1, y1)
+    LOG.clear()
+    program = EmulatedProgram(g1, FakeBackend())
+    for xs in (x1, odd):
+        for a, w in zip(program(xs, y1), f(x1, y1)):
+            np.testing.assert_allclose(a, w, rtol=1e-11, atol=1e-12)
+    assert "fused" not in LOG, LOG
     # a module that fails to compile (NVRTC out of memory, say) leaves each kernel to its step
     backend = FakeBackend()
 

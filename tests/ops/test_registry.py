@@ -364,6 +364,9 @@ spec("imag", complex_part(lambda x, y: dnp.imag(dnp.exp(x * 1j) * (y + 0.5j))))
 spec("conj", complex_part(lambda x, y: dnp.real(dnp.conj(dnp.exp(x * 1j) * y) * (x + 1j))))
 spec("np.abs(complex)", complex_part(lambda x, y: dnp.abs(dnp.exp(x * 1j) * (y + 0.5j))),
      prim="absolute")
+# tanh' of a complex z is 1 - tanh(z)**2 (sech2 is real)
+spec("np.tanh(complex)", complex_part(lambda x, y: dnp.real(dnp.tanh(dnp.exp(x * 1j) * y)
+                                                            * (x - 0.5j))), prim="tanh")
 
 
 def cumulative(fn):
