@@ -105,6 +105,9 @@ class _Vjp(Transformed):
             trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
             fwd, pullback_graph, pullback_exe = (program.exe(*inputs), program.pullback.graph,
                                                  program.pullback)
+            # the pullback is the derivative here: it holds the values of now, not arrays
+            # the caller (or a global the function reads) may change in place before it runs
+            inputs = [held(x) for x in inputs] + [c.value.copy() for c in program.captured]
         tree, aux_tree = trees
         outs = fwd[:tree.num_leaves]
         pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe,
@@ -177,10 +180,27 @@ def _zero_tangent(leaf):
 
 def _as_residual(leaf):
     """A primal's leaf as a residual: a number becomes the 0-d array it is differentiated
-    as (a leaf that is a Python number would be static in ``dg.jit``, not an input)."""
+    as (a leaf that is a Python number would be static in ``dg.jit``, not an input), an
+    array a copy (:func:`held`)."""
     if isinstance(leaf, (int, float, complex, np.generic)) and not isinstance(leaf, bool):
         return np.asarray(leaf)
-    return leaf
+    return held(leaf)
+
+
+def held(x):
+    """``x`` as a deferred derivative holds it: a copy of a NumPy or CuPy array (the caller
+    may change theirs in place before the pullback or ``f_jvp`` runs: JAX's arrays cannot
+    change), anything else as it is (numbers, tracers, sparse matrices).
+
+    Example::
+
+        >>> x = np.ones(2)
+        >>> _, pullback = dg.vjp(lambda x: np.sum(x ** 2), x)
+        >>> x[:] = 5.0
+        >>> pullback(1.0)
+        (array([2., 2.]),)
+    """
+    return x.copy() if type(x).__name__ == "ndarray" else x
 
 
 def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
@@ -305,6 +325,7 @@ def linear_transpose(fn: Callable, *primals):
         program = cast(VjpCompiled, t.compiled(sig))
         trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
+        inputs += [c.value.copy() for c in program.captured]   # their values of now
     tree = trees[0]
     _check_kinds(fn, outs[:tree.num_leaves], "fc", "floating-point or complex")
     _check_linear(fn, sig, pullback_graph, outs)

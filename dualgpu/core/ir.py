@@ -173,6 +173,40 @@ class Graph:
         validate(self)
         return self
 
+    def with_consts_as_inputs(self, lifted: Any, at: int | None = None
+                              ) -> tuple[Graph, list[Const]]:
+        """``(graph, consts)``: this graph with the constants whose value ``lifted(value)``
+        accepts read from new inputs, in ``consts``' order, inserted before input ``at``
+        (after the others by default): a program that must read the values they hold now,
+        not when it runs, is given copies.
+
+        Example::
+
+            >>> w = np.ones(2)
+            >>> g, consts = dg.trace(lambda x: x * w, np.ones(2)).with_consts_as_inputs(
+            ...     lambda v: isinstance(v, np.ndarray))
+            >>> len(g.inputs), consts[0].value is w, g.consts
+            (2, True, [])
+        """
+        consts = [c for c in self.consts if lifted(c.value)]
+        if not consts:
+            return self, []
+        new = {c.id: Var(c.aval) for c in consts}
+
+        def sub(a: Atom) -> Atom:
+            return new.get(a.id, a) if isinstance(a, Const) else a
+
+        eqns = [Eqn(e.prim, [sub(a) for a in e.inputs], e.params, e.outs, e.source)
+                for e in self.eqns]
+        at = len(self.inputs) if at is None else at
+        inputs = self.inputs[:at] + [new[c.id] for c in consts] + self.inputs[at:]
+        names = None if self.input_names is None else (
+            self.input_names[:at] + [f"captured{i}" for i in range(len(consts))]
+            + self.input_names[at:])
+        graph = Graph(inputs, [sub(a) for a in self.outputs], eqns, self.name, names, self.xp,
+                      self.output_names)
+        return graph, consts
+
 
 def validate(graph: Graph) -> None:
     defined: set[int] = {v.id for v in graph.inputs}

@@ -302,3 +302,30 @@ def test_an_inlined_jit_still_sees_a_changed_global_and_enclosing_values():
     # a function reading a value of the enclosing trace is rebuilt in each trace
     np.testing.assert_allclose(dg.grad(lambda w: np.sum(dg.jit(lambda v: v * w)(x)))(x), x)
     np.testing.assert_allclose(dg.grad(lambda w: np.sum(dg.jit(lambda v: v * w)(x)))(2 * x), x)
+
+
+def test_a_pullback_is_the_derivative_where_vjp_was_called():
+    """As JAX's (whose arrays cannot change): a pullback and a ``linear_transpose`` keep the
+    values of their call, whatever is changed in place after it, the argument or an array
+    the function closed over (found by the call-sequence fuzzer: the pullback read both
+    when it ran); ``linearize``'s ``f_jvp`` keeps its point; a new vjp sees the new
+    values."""
+    G = np.array([[1.0, 0.0], [0.0, 3.0], [2.0, 0.0]])
+    x = np.array([0.3, -0.7, 1.1])
+
+    def h(x):
+        return np.sum(np.sin(x @ G) ** 3)
+
+    _, pullback = dg.vjp(h, x)
+    _, f_jvp = dg.linearize(h, x)
+    transpose = dg.linear_transpose(lambda v: G @ v, np.zeros(2))
+    want = (pullback(1.0)[0], f_jvp(np.ones(3)), transpose(np.ones(3))[0])
+    x0, G0 = x.copy(), G.copy()
+    x[:] = 2.0
+    for g, w in zip((pullback(1.0)[0], f_jvp(np.ones(3)), transpose(np.ones(3))[0]), want):
+        np.testing.assert_array_equal(g, w)
+    G[...] = -1.0   # (f_jvp runs the jvp program, which reads G when it runs: limitations.md)
+    for g, w in zip((pullback(1.0)[0], transpose(np.ones(3))[0]), (want[0], want[2])):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_allclose(want[0], 3 * G0 @ (np.sin(x0 @ G0) ** 2 * np.cos(x0 @ G0)))
+    assert not np.allclose(dg.vjp(h, x)[1](1.0)[0], want[0])
