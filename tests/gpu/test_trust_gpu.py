@@ -46,6 +46,27 @@ def test_hvp_of_jit_and_vjp_of_grad():
     _close(pullback(v)[0], dg.hvp(loss)(x_np, v_np))
 
 
+def test_a_pullback_keeps_the_values_of_its_vjp_call():
+    """CuPy arrays changed in place after dg.vjp, the argument and one the function closed
+    over: the pullback (fused, replayed the second time) is the derivative at the vjp's
+    values, as on NumPy."""
+    G = cp.asarray(np.linspace(-1.0, 1.0, 14).reshape(7, 2))
+    x = cp.asarray(x_np)
+
+    def h(x):
+        return cp.sum(cp.sin(x @ G) ** 3)
+
+    _, pullback = dg.vjp(h, x)
+    want = cp.asnumpy(pullback(1.0)[0])
+    G0 = cp.asnumpy(G)
+    want_np = dg.vjp(lambda y: np.sum(np.sin(y @ G0) ** 3), x_np)[1](1.0)[0]
+    np.testing.assert_allclose(want, want_np, rtol=1e-12, atol=1e-12)
+    x[...] = 2.0
+    G[...] = -1.0
+    for _ in range(2):
+        _close(pullback(1.0)[0], want_np)
+
+
 def test_aliasing_and_replay_give_fresh_results():
     h = dg.hvp(loss)
     x, v = cp.asarray(x_np), cp.asarray(v_np)
