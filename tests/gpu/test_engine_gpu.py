@@ -84,3 +84,25 @@ def test_stacked_mlp_float32_large():
     _, hvp_ref = reference(np, dims, *args)
     got = dg.hvp(loss)(*(cp.asarray(a) for a in args))
     assert _rel_err(got, hvp_ref) < 2e-4
+
+
+def test_first_call_kernels_compiled_together_and_at_their_steps():
+    """The first call compiles its region and product kernels as a few NVRTC modules
+    (codegen/first_call.py); a second call with a Fortran-ordered argument compiles the
+    kernels of that layout at their steps; both give NumPy's values, eager and replayed."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((800, 32))
+    w, v = rng.standard_normal((32, 3)), rng.standard_normal((32, 3))
+
+    def f(x, w, v):
+        h = np.tanh(x * 0.5)
+        return np.sum((h @ w) * (h @ v) + np.sin(h[:, :3]) ** 2)
+
+    want = dg.grad(f, argnums=(0, 1, 2))(x, w, v)
+    g = dg.grad(f, argnums=(0, 1, 2))
+    xs = cp.asarray(x)
+    for first in (xs, cp.asfortranarray(xs)):
+        for _ in range(3):
+            got = g(first, cp.asarray(w), cp.asarray(v))
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(cp.asnumpy(a), b, rtol=1e-12, atol=1e-12)
