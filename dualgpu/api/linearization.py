@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..frontend.numpy.random import SameDraws, redraw_in_trace
 from ..runtime.checks import check_alive, diff_flags, is_integer_like
-from ..runtime.program_cache import LinearizedCompiled, VjpCompiled
+from ..runtime.program_cache import VjpCompiled
 from ..runtime.signature import FLOAT0, Signature, check_plain_values
 from ..runtime.tracing import Traced, name_of, with_aux
 from ..runtime.transformed import Transformed
@@ -68,15 +68,6 @@ class _Jvp(Transformed):
         if self.has_aux:
             return out, tangent, pytree.unflatten(aux_tree, outs[2 * n:])
         return out, tangent
-
-
-class _Linearize(_Jvp):
-    """``linearize``'s jvp: the same program, whose closed-over float arrays are inputs
-    (:class:`~dualgpu.runtime.program_cache.LinearizedCompiled`); run by
-    :class:`_Linearized`, never called as a transform."""
-
-    kind = "linearize"
-    program_type = LinearizedCompiled
 
 
 class _Vjp(Transformed):
@@ -164,36 +155,20 @@ class _Pullback:
 
 class _Linearized:
     """The static part of ``linearize``'s ``f_jvp``: the jvp transform, the primals'
-    structure, the random draws of the value and the closed-over float arrays' values of
-    the ``linearize`` call (``captured``: ``id -> (array, copy)``); the primals are the
-    residuals."""
+    structure and the random draws of the value; the primals are the residuals."""
 
-    __slots__ = ("jvp", "tree", "drawn", "captured", "__name__")
+    __slots__ = ("jvp", "tree", "drawn", "__name__")
 
-    def __init__(self, jvp: _Linearize, tree, drawn: SameDraws, captured: dict, name: str):
-        self.jvp, self.tree, self.drawn, self.captured = jvp, tree, drawn, captured
-        self.__name__ = name
+    def __init__(self, jvp: _Jvp, tree, drawn: SameDraws, name: str):
+        self.jvp, self.tree, self.drawn, self.__name__ = jvp, tree, drawn, name
 
     def __call__(self, residuals: list, *tangents):
         primals = pytree.unflatten(self.tree, residuals)
         if len(tangents) != len(primals):
             raise ShapeMismatchError(f"the {self.__name__} takes one tangent per primal: "
                                      f"{len(primals)}, got {len(tangents)}")
-        t = self.jvp
         with self.drawn:
-            sig = t._signature(tuple(primals), {})
-            if sig.traced or sig.sparse or sig.dask or current_builder() is not None or \
-                    any(isinstance(v, Tracer) for v in pytree.leaves(tangents)):
-                # inside a trace: the jvp inlined, reading the arrays when its program runs
-                return _Jvp(t.fn, argnums=t.argnums, has_aux=t.has_aux)(
-                    tuple(primals), tuple(tangents))[1]
-            extras = t.extra_inputs(sig, tuple(tangents))
-            program = cast(LinearizedCompiled, t.compiled(sig))
-            held = [self.captured.get(id(c.value), (None, None)) for c in program.captured]
-            passed = list(sig.inputs) + program.drawn(sig) + list(extras) + [
-                copy if original is c.value else c.value
-                for (original, copy), c in zip(held, program.captured)]
-            return t.finish(program, sig, program.exe(*passed))[1]
+            return self.jvp(tuple(primals), tuple(tangents))[1]
 
 
 def _zero_tangent(leaf):
@@ -281,13 +256,7 @@ def linearize(fn: Callable, *primals, has_aux: bool = False):
                                     "(output, aux))")
         out, aux = out
     residuals, tree = pytree.flatten(primals)
-    lin = _Linearize(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
-    captured: dict = {}   # the closed-over float arrays' values of now, for f_jvp
-    sig = lin._signature(tuple(primals), {})
-    if not (sig.traced or sig.sparse or sig.dask or current_builder() is not None):
-        program = cast(LinearizedCompiled, lin.compiled(sig))
-        captured = {id(c.value): (c.value, c.value.copy()) for c in program.captured}
-    kernel = _Linearized(lin, tree, drawn, captured, f"linearization of {name_of(fn)}")
+    kernel = _Linearized(t, tree, drawn, f"linearization of {name_of(fn)}")
     f_jvp = Partial(kernel, [_as_residual(r) for r in residuals])
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 

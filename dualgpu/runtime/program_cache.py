@@ -149,18 +149,6 @@ class VjpCompiled(Compiled):
         self.pullback = Executable(pullback, backend)
 
 
-class LinearizedCompiled(Compiled):
-    """``linearize``'s jvp program: the float arrays the function closed over are inputs
-    after the others (``captured``), so that ``f_jvp`` is given their values of the
-    ``linearize`` call, as JAX's is."""
-
-    __slots__ = ("captured",)
-
-    def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
-        graph, self.captured = graph.with_consts_as_inputs(is_float_array)
-        super().__init__(graph, trees, backend, guards)
-
-
 def is_float_array(value: Any) -> bool:
     """A NumPy or CuPy array of floats (or complex numbers): what a program reads by
     reference and a user may change in place."""
