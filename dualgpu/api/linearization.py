@@ -188,9 +188,9 @@ def _as_residual(leaf):
 
 
 def held(x):
-    """``x`` as a deferred derivative holds it: a copy of a NumPy or CuPy array (the caller
-    may change theirs in place before the pullback or ``f_jvp`` runs: JAX's arrays cannot
-    change), anything else as it is (numbers, tracers, sparse matrices).
+    """``x`` as a deferred derivative holds it: a copy of a NumPy or CuPy array or a sparse
+    matrix (the caller may change theirs in place before the pullback or ``f_jvp`` runs:
+    JAX's arrays cannot change), anything else as it is (numbers, tracers).
 
     Example::
 
@@ -200,7 +200,9 @@ def held(x):
         >>> pullback(1.0)
         (array([2., 2.]),)
     """
-    return x.copy() if type(x).__name__ == "ndarray" else x
+    module = type(x).__module__.split(".")[0]
+    return x.copy() if isinstance(x, np.ndarray) or module in ("cupy", "cupyx", "scipy") \
+        and hasattr(x, "copy") else x
 
 
 def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):

@@ -134,8 +134,8 @@ class Compiled:
 
 class VjpCompiled(Compiled):
     """A vjp's two programs, compiled: ``exe`` the forward one, ``pullback`` the other.
-    The float arrays the function closed over are inputs of ``pullback`` (``captured``,
-    after the residuals): a pullback is the derivative where ``vjp`` was called, so it is
+    The arrays the function closed over are inputs of ``pullback`` (``captured``, after
+    the residuals): a pullback is the derivative where ``vjp`` was called, so it is
     given their values of then, as JAX's does (a program reads them when it runs)."""
 
     __slots__ = ("pullback", "captured")
@@ -145,14 +145,14 @@ class VjpCompiled(Compiled):
         forward, pullback = graphs
         super().__init__(forward, trees, backend, guards)
         pullback, self.captured = pullback.with_consts_as_inputs(  # before the cotangents
-            is_float_array, at=len(forward.inputs))
+            is_user_array, at=len(forward.inputs))
         self.pullback = Executable(pullback, backend)
 
 
-def is_float_array(value: Any) -> bool:
-    """A NumPy or CuPy array of floats (or complex numbers): what a program reads by
-    reference and a user may change in place."""
-    return type(value).__name__ == "ndarray" and np.dtype(value.dtype).kind in "fc"
+def is_user_array(value: Any) -> bool:
+    """A NumPy or CuPy array (of any dtype: index arrays and masks too; subclasses such as
+    ``np.memmap``): what a program reads by reference and a user may change in place."""
+    return isinstance(value, np.ndarray) or type(value).__module__.split(".")[0] == "cupy"
 
 
 class Inlined:

@@ -329,3 +329,9 @@ def test_a_pullback_is_the_derivative_where_vjp_was_called():
         np.testing.assert_array_equal(g, w)
     np.testing.assert_allclose(want[0], 3 * G0 @ (np.sin(x0 @ G0) ** 2 * np.cos(x0 @ G0)))
     assert not np.allclose(dg.vjp(h, x)[1](1.0)[0], want[0])
+    # index arrays and masks the function closed over, too
+    idx, mask = np.array([0, 1]), np.array([True, False])
+    _, pullback = dg.vjp(lambda x: np.sum(x[idx] * np.array([1.0, 10.0]))
+                         + np.sum(np.where(mask, x, 0.0)), np.array([1.0, 2.0]))
+    idx[:], mask[:] = 1, [False, True]
+    np.testing.assert_array_equal(pullback(1.0)[0], [2.0, 10.0])
