@@ -107,7 +107,9 @@ class _Vjp(Transformed):
                                                  program.pullback)
             # the pullback is the derivative here: it holds the values of now, not arrays
             # the caller (or a global the function reads) may change in place before it runs
-            inputs = [held(x) for x in inputs] + [c.value.copy() for c in program.captured]
+            n = len(sig.inputs)   # (the random draws after them are the call's own arrays)
+            inputs = [held(x) for x in inputs[:n]] + inputs[n:] + [
+                c.value.copy() for c in program.captured]
         tree, aux_tree = trees
         outs = fwd[:tree.num_leaves]
         pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe,
