@@ -108,8 +108,7 @@ class _Vjp(Transformed):
             # the pullback is the derivative here: it holds the values of now, not arrays
             # the caller (or a global the function reads) may change in place before it runs
             n = len(sig.inputs)   # (the random draws after them are the call's own arrays)
-            inputs = [held(x) for x in inputs[:n]] + inputs[n:] + [
-                c.value.copy() for c in program.captured]
+            inputs = [held(x) for x in inputs[:n]] + inputs[n:] + program.captured_now()
         tree, aux_tree = trees
         outs = fwd[:tree.num_leaves]
         pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe,
@@ -202,9 +201,7 @@ def held(x):
         >>> pullback(1.0)
         (array([2., 2.]),)
     """
-    module = type(x).__module__.split(".")[0]
-    return x.copy() if isinstance(x, np.ndarray) or module in ("cupy", "cupyx", "scipy") \
-        and hasattr(x, "copy") else x
+    return x.copy() if array_backend(x) is not None else x
 
 
 def jvp(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
@@ -329,7 +326,7 @@ def linear_transpose(fn: Callable, *primals):
         program = cast(VjpCompiled, t.compiled(sig))
         trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
-        inputs += [c.value.copy() for c in program.captured]   # their values of now
+        inputs += program.captured_now()
     tree = trees[0]
     _check_kinds(fn, outs[:tree.num_leaves], "fc", "floating-point or complex")
     _check_linear(fn, sig, pullback_graph, outs)

@@ -89,7 +89,7 @@ class FusedProgram:
                 continue
             given = [layouts[v.id] for v in region.inputs]
             strides = [array_strides(k) for k in given]
-            key = (region.index,) + tuple(strides)
+            key = _region_key(region, strides)
             rk = region_kernels(region, {v.id: st for v, st in zip(region.inputs, strides)})
             if rk.threads == 0 or key in self._compiled:
                 continue
@@ -143,17 +143,21 @@ class FusedProgram:
         return wanted
 
     def _functions(self, region, arrays):
-        # keyed by the strides the kernel is specialised on (a size-1 axis's are 0: any
-        # stride there reads the same element)
-        strides = [array_strides(a) for a in arrays]
-        key = (region.index,) + tuple(strides)
-        fns = self._compiled.get(key)
+        raw = (region.index,) + tuple(a.strides for a in arrays)   # a call's cheap key
+        fns = self._compiled.get(raw)
         if fns is None:
-            rk = region_kernels(region, {v.id: st for v, st in zip(region.inputs, strides)})
-            main = self.cp.RawKernel(rk.source, rk.name)
-            finish = self.cp.RawKernel(rk.finish_source, rk.finish_name) \
-                if rk.finish_source else None
-            fns = self._compiled[key] = (rk, main, finish)
+            # the kernel is specialised on element strides (a size-1 axis's are 0: any
+            # stride there reads the same element), so other byte strides may share it
+            strides = [array_strides(a) for a in arrays]
+            key = _region_key(region, strides)
+            fns = self._compiled.get(key)
+            if fns is None:
+                rk = region_kernels(region, {v.id: st for v, st in zip(region.inputs, strides)})
+                main = self.cp.RawKernel(rk.source, rk.name)
+                finish = self.cp.RawKernel(rk.finish_source, rk.finish_name) \
+                    if rk.finish_source else None
+                fns = self._compiled[key] = (rk, main, finish)
+            self._compiled[raw] = fns
         return fns
 
     def _run_region(self, region, env):
@@ -540,6 +544,12 @@ def product_key(a, b):
     m, n, k, sa, sb = product_layout(a, b)
     choice = matmul_kernel_choice(m, n, k, sa, sb, a.itemsize)
     return None if choice is None else (choice, m, n, k, sa, sb, a.dtype.char)
+
+
+def _region_key(region, strides: list) -> tuple:
+    """The key of a region's kernels specialised on these element strides (apart from the
+    keys of calls' byte strides, which start with the region's index)."""
+    return ("region", region.index) + tuple(strides)
 
 
 def _batches(members: list) -> list:

@@ -458,7 +458,7 @@ _SECH2_SHAPE = shape_rule("sech2", "float")
 def _tanh_d(x, ans):
     """tanh'(x): sech2(x), exact over the real line; ``1 - tanh(z)**2`` for complex z."""
     if np.dtype(getattr(x, "dtype", np.float64)).kind == "c":
-        return subtract(1.0, multiply(ans, ans))
+        return subtract(1.0, _sq(ans))
     return sech2(x)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import array_backend
 from ..backends.base import Backend
 from ..base.cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
 from ..core.ir import Graph
@@ -145,14 +146,20 @@ class VjpCompiled(Compiled):
         forward, pullback = graphs
         super().__init__(forward, trees, backend, guards)
         pullback, self.captured = pullback.with_consts_as_inputs(  # before the cotangents
-            is_user_array, at=len(forward.inputs))
+            is_dense_array, at=len(forward.inputs))
         self.pullback = Executable(pullback, backend)
 
+    def captured_now(self) -> list:
+        """Copies of the closed-over arrays, the pullback's last residuals."""
+        return [c.value.copy() for c in self.captured]
 
-def is_user_array(value: Any) -> bool:
+
+def is_dense_array(value: Any) -> bool:
     """A NumPy or CuPy array (of any dtype: index arrays and masks too; subclasses such as
-    ``np.memmap``): what a program reads by reference and a user may change in place."""
-    return isinstance(value, np.ndarray) or type(value).__module__.split(".")[0] == "cupy"
+    ``np.memmap``), not a sparse matrix: what a program reads by reference and a user may
+    change in place."""
+    backend = array_backend(value)
+    return backend is not None and not backend.is_sparse(value)
 
 
 class Inlined:
