@@ -401,8 +401,14 @@ def set_at(x: Any, key: Any, value: Any) -> Any:
         raise InvalidIndexError(f"out[...] = value at {user_location()}: could not broadcast "
                                 f"a value of shape {np.shape(value)} into shape "
                                 f"{chosen.shape} ({e})") from None
-    gathered = lax.getitem(spread, np.maximum(winner, 0))
-    flat = lax.where(winner >= 0, gathered, lax.ravel(x))
+    if lax.is_tracer(spread):
+        gathered = lax.getitem(spread, np.maximum(winner, 0))
+        flat = lax.where(winner >= 0, gathered, lax.ravel(x))
+    else:
+        # a constant value (o[1] = W[1], W closed over): gathered together with x's entries,
+        # so that the program reads W when it runs (gathering W alone would copy it now)
+        both = lax.concatenate([lax.ravel(x), spread])
+        flat = lax.getitem(both, np.where(winner >= 0, size + winner, np.arange(size)))
     return lax.reshape(flat, shape)
 
 

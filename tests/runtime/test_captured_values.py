@@ -351,6 +351,46 @@ def test_an_array_changed_in_place_is_read_by_cached_programs(name):
     np.testing.assert_array_equal(cached, fresh)
 
 
+def _written_after_a_trace(W, x):
+    o = np.zeros((2, 3))
+    o[0] = x            # o holds a traced value from here on
+    o[1] = W[1]         # then a closed-over row is written into it
+    return o
+
+
+# the traced ops that read a closed-over array beside a traced value, where dualgpu's own
+# front end once copied the array at the trace (np.asarray copied; a write gathered it;
+# np.interp took its end values as numbers): a cached call kept the old values
+READ_BESIDE_TRACED = {
+    "concatenate": lambda W: dg.jit(lambda x: np.concatenate([x, W[0]])),
+    "concatenate_2d": lambda W: dg.jit(lambda x: np.concatenate([x[None], W])),
+    "hstack": lambda W: dg.jit(lambda x: np.hstack([x, W[1]])),
+    "append": lambda W: dg.jit(lambda x: np.append(x, W[0])),
+    "asarray": lambda W: dg.jit(lambda x: x * np.asarray(W[0])),
+    "grad_sort_concatenate": lambda W: dg.grad(
+        lambda x: np.sum(np.sort(np.concatenate([x, W[1]])) * np.arange(6.0))),
+    "written_into_an_array_made_in_the_trace": lambda W: dg.jit(
+        lambda x: _written_after_a_trace(W, x)),
+    "interp_end_values": lambda W: dg.jit(
+        lambda x: np.interp(x, np.array([-2.0, 0.0, 3.0]), W[0])),
+    "interp_end_values_vmap": lambda W: dg.vmap(
+        lambda x: np.interp(x, np.array([-2.0, 0.0, 3.0]), W[0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READ_BESIDE_TRACED))
+def test_a_closed_over_array_read_beside_a_traced_value_is_read_when_called(name):
+    x3 = np.array([[0.5, -3.0, 4.0], [1.0, -1.0, 2.0]])[0 if "vmap" not in name else slice(None)]
+    W = np.arange(9.0).reshape(3, 3) / 10
+    transformed = READ_BESIDE_TRACED[name](W)
+    transformed(x3)
+    W[0, 0], W[1, 2], W[0, 2] = 5.0, -3.0, 1.5
+    cached = transformed(x3)
+    dg.clear_cache()
+    fresh = READ_BESIDE_TRACED[name](W.copy())(x3)
+    np.testing.assert_array_equal(cached, fresh)
+
+
 def test_operands_that_depend_on_no_differentiated_input_get_no_cotangent():
     """Closed-over arrays (read as traced values by the transforms) and arguments outside
     argnums are constants of the derivative: a rule with no derivative in such an operand

@@ -72,7 +72,20 @@ def array(a, dtype=None, copy=True, **kw):
     return np.array(a, dtype=dtype)
 
 
-def asarray(a, dtype=None, **kw):
+def asarray(a, dtype=None, copy=None, **kw):
+    """``np.asarray``: an array of the dtype asked is returned as it is, not copied (as
+    NumPy does), so that an array the function closed over stays the user's: the cached
+    program reads it when it runs, not its contents at the trace.
+
+    >>> W = np.ones(2)
+    >>> f = dg.jit(lambda x: np.concatenate([x, np.asarray(W)]))
+    >>> _ = f(np.zeros(1)); W[0] = 5.0
+    >>> f(np.zeros(1))
+    array([0., 5., 1.])
+    """
+    if copy is not True and isinstance(a, np.ndarray) and not _is_tracer(a) \
+            and (dtype is None or np.dtype(dtype) == a.dtype):
+        return a
     return array(a, dtype=dtype)
 
 

@@ -29,6 +29,7 @@ from ...lax import (
     pad,
     ravel,
     remainder,
+    reshape,
     subtract,
     true_divide,
     where,
@@ -205,8 +206,10 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     y = add(f0, multiply(t, subtract(f1, f0)))
     # across a jump: its left value, its right one at its right end (a repeated last knot)
     y = where(jump, where(greater_equal(inside, add(x0_seg, w_seg)), f1, f0), y)
-    lo = fp[0] if left is None else left
-    hi = fp[n - 1] if right is None else right
+    # the end values as 0-d views (fp[0] would copy a closed-over fp into a number, which a
+    # cached program would keep after fp changed in place)
+    lo = reshape(getitem(fp, slice(0, 1)), ()) if left is None else left
+    hi = reshape(getitem(fp, slice(n - 1, n)), ()) if right is None else right
     y = where(less(x, first), lo, y)
     return where(greater(x, last), hi, y)
 
