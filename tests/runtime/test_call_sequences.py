@@ -406,7 +406,7 @@ def test_alias_check_fails_when_every_call_raises(monkeypatch):
     monkeypatch.setattr(fc, "build", raising)
     seq = fc.generate(ALIAS_SEEDS[0], "arrays")
     failures = fc.check(seq, ("alias",))
-    calls = {s[1] for s in seq.steps if s[0] in ("call", "jvp", "vjp")}
+    calls = {s[1] for s in seq.steps if s[0] in fc.CALLS}
     assert calls and {f.cid for f in failures} >= calls
     assert {f.kind for f in failures} == {"error"}
     with pytest.raises(pytest.fail.Exception, match=r"\[error\].*planted"):
