@@ -22,8 +22,9 @@ Oracle (:func:`check`): run the sequence once with caching, recording a copy of 
 result; then recompute every call alone: ``dg.clear_cache()``, new transform objects (and
 new closures, rebuilt from their recipe), copies of the argument values as they were at the
 call (for a pullback or an ``f_jvp``: a fresh ``vjp`` or ``linearize`` on the values and in
-the world of the call that made it, applied to the cotangent or tangents of its call). The two must be equal exactly: same pytree structure and container types, same leaf
-types, dtypes and shapes, bitwise-equal values (NaN == NaN, and -0.0 != 0.0). Besides:
+the world of the call that made it, applied to the cotangent or tangents of its call).
+The two must be equal exactly: same pytree structure and container types, same leaf types,
+dtypes and shapes, bitwise-equal values (NaN == NaN, and -0.0 != 0.0). Besides:
 
 * no result shares memory with an input or with another result (``np.shares_memory``);
 * a transform composed with ``jit`` gives what it gives without the ``jit`` (to rounding),
