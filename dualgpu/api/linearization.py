@@ -309,7 +309,9 @@ def linearize(fn: Callable, *primals, has_aux: bool = False):
     """JAX's ``linearize``: ``(f(*primals), f_jvp)``, where ``f_jvp(*tangents)`` is the
     Jacobian of ``f`` at ``primals`` applied to ``tangents`` (one per primal, each with its
     primal's structure): the ``jvp`` of ``f`` with the point fixed. ``f_jvp`` runs one
-    cached jvp program per call (its forward part included), so it is cheap to call again.
+    program, the jvp's tangents, made at this call on copies of the point and of the
+    arrays ``f`` closed over (the derivative here, as JAX's: changing them later, or what
+    ``f`` reads, does not change it), so it is cheap to call again.
     With ``has_aux=True``, ``f`` returns ``(out, aux)`` and the result is
     ``(out, f_jvp, aux)``.
 
