@@ -256,15 +256,6 @@ def _zero_tangent(leaf):
     return np.zeros(np.shape(leaf), FLOAT0)
 
 
-def _as_residual(leaf):
-    """A primal's leaf as a residual: a number becomes the 0-d array it is differentiated
-    as (a leaf that is a Python number would be static in ``dg.jit``, not an input), an
-    array a copy (:func:`held`)."""
-    if isinstance(leaf, (int, float, complex, np.generic)) and not isinstance(leaf, bool):
-        return np.asarray(leaf)
-    return held(leaf)
-
-
 def held(x):
     """``x`` as a deferred derivative holds it: a copy of a NumPy or CuPy array or a sparse
     matrix (the caller may change theirs in place before the pullback or ``f_jvp`` runs:
@@ -335,48 +326,24 @@ def linearize(fn: Callable, *primals, has_aux: bool = False):
                                     "function must return a pair (a two-element tuple "
                                     "(output, aux))")
         lin = _Linearize(fn, argnums=argnums, has_aux=has_aux)
-        f_jvp = _f_jvp(lin, tuple(primals), drawn)
+        f_jvp = _f_jvp(lin, tuple(primals))
     if has_aux:
         out, aux = out
         return out, f_jvp, aux
     return out, f_jvp
 
 
-def _f_jvp(lin: _Linearize, primals: tuple, drawn: SameDraws) -> Partial:
+def _f_jvp(lin: _Linearize, primals: tuple) -> Partial:
     """``linearize``'s ``f_jvp``: its program (:class:`_Linearize`), made now, on the
-    residuals of now (the draws of the value, ``drawn``; copies of the point and of the
-    arrays the function closed over), or built into the enclosing trace."""
-    sig = lin._signature(primals, {})
-    name = f"linearization of {name_of(lin.fn)}"
-    if sig.dask:  # per-chunk programs: the jvp, called on the point's chunks at each call
-        residuals, tree = pytree.flatten(primals)
-        return Partial(_LinearizedChunks(lin, tree, drawn, name), list(residuals))
+    residuals of now (copies of the point and of the arrays the function closed over, the
+    random draws of the value: called in its :class:`SameDraws`), or built into the
+    enclosing trace."""
+    sig = lin._signature(primals, {})  # (Dask arrays: refused by dg.jit, for the value)
     graph, trees, inputs, program = deferred(lin, sig)
-    if program is not None:
+    if program is not None:  # (a number of the point is an input as a 0-d array)
         inputs = held_residuals(sig, inputs, program)
-    n = len(sig.inputs)  # a number is a residual as the 0-d array it is passed as
-    residuals = [_as_residual(x) for x in inputs[:n]] + inputs[n:]
-    return Partial(_Linearized(lin, sig, trees, graph, program and program.exe, name),
-                   residuals)
-
-
-class _LinearizedChunks:
-    """``f_jvp`` of a point of Dask arrays: the jvp, run per chunk at each call (Dask arrays
-    cannot change in place)."""
-
-    __slots__ = ("lin", "tree", "drawn", "__name__")
-
-    def __init__(self, lin: _Linearize, tree, drawn: SameDraws, name: str):
-        self.lin, self.tree, self.drawn, self.__name__ = lin, tree, drawn, name
-
-    def __call__(self, residuals: list, *tangents):
-        primals = pytree.unflatten(self.tree, residuals)
-        if len(tangents) != len(primals):
-            raise ShapeMismatchError(f"the {self.__name__} takes one tangent per primal: "
-                                     f"{len(primals)}, got {len(tangents)}")
-        t = _Jvp(self.lin.fn, argnums=self.lin.argnums, has_aux=self.lin.has_aux)
-        with self.drawn:
-            return t(tuple(primals), tuple(tangents))[1]
+    return Partial(_Linearized(lin, sig, trees, graph, program and program.exe,
+                               f"linearization of {name_of(lin.fn)}"), inputs)
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
