@@ -679,9 +679,10 @@ def _program_runs(prog) -> bool:
 #                                             calls with the same obj) or None (new object)
 #   ("jvp", cid, tspec, obj, primals, tangents)
 #   ("vjp", cid, tspec, obj, primals, pid)    keeps pullback pid (pending)
-#   ("pull", cid, pid, salt)                  pullback pid applied to ct_like(out, salt)
+#   ("pull", cid, pid, salt[, "jit"])         pullback pid applied to ct_like(out, salt)
 #   ("lin", cid, tspec, obj, primals, lid)    dg.linearize: keeps f_jvp lid (pending)
-#   ("fjvp", cid, lid, tangents)              f_jvp lid applied to the tangents
+#   ("fjvp", cid, lid, tangents[, "jit"])     f_jvp lid applied to the tangents
+#   (with "jit": dg.jit of the pullback or f_jvp, a new jit object, called)
 
 
 CALLS = ("call", "jvp", "vjp", "lin")  # the steps that call a transform
@@ -785,9 +786,11 @@ def step_text(step, objs) -> str:
     if k == "cache_size":
         return f"dg.set_cache_size({step[1]})"
     if k == "pull":
-        return f"r{step[1]} = pb{step[2]}(ct_like(out{step[2]}, salt={step[3]}))"
+        return (f"r{step[1]} = {_jitted(step, f'pb{step[2]}')}(ct_like(out{step[2]}, "
+                f"salt={step[3]}))")
     if k == "fjvp":
-        return f"r{step[1]} = fj{step[2]}({', '.join(e_text(a) for a in step[3])})"
+        return (f"r{step[1]} = {_jitted(step, f'fj{step[2]}')}"
+                f"({', '.join(e_text(a) for a in step[3])})")
     cid, tspec, obj = step[1], step[2], step[3]
     prefix = ""
     if obj is None:
@@ -811,6 +814,16 @@ def step_text(step, objs) -> str:
         return prefix + (f"out{step[5]}, fj{step[5]} = dg.linearize({fn}, "
                          f"{', '.join(e_text(a) for a in step[4])})  # r{cid} = out{step[5]}")
     raise ValueError(k)
+
+
+def _jitted(step, name: str) -> str:
+    return f"dg.jit({name})" if step[-1] == "jit" else name
+
+
+def later(step, fn):
+    """The pullback or ``f_jvp`` a ``pull`` or ``fjvp`` step calls: ``fn``, or a new
+    ``dg.jit`` of it."""
+    return dg.jit(fn) if step[-1] == "jit" else fn
 
 
 # =========================================================================== running
@@ -1009,7 +1022,7 @@ def run_cached(seq: Seq):
             records.append(rec)
             try:
                 ct = ct_like(pid_out[pid], salt)
-                res = pending[pid](ct)
+                res = later(step, pending[pid])(ct)
             except Exception as e:  # noqa: BLE001 - recorded; a failure of the library
                 rec.error = _err(e)
                 continue
@@ -1028,7 +1041,7 @@ def run_cached(seq: Seq):
             records.append(rec)
             try:
                 with np.errstate(all="ignore"):
-                    res = pending[lid](*tangents)
+                    res = later(step, pending[lid])(*tangents)
             except Exception as e:  # noqa: BLE001 - recorded; a failure of the library
                 rec.error = _err(e)
                 continue
@@ -1112,11 +1125,11 @@ def run_fresh(rec: Record):
         if step[0] == "pull":
             tspec, args, salt = rec.args
             out, pb = dg.vjp(build(tspec, None), *snapshot(args))
-            return pb(ct_like(out, salt))
+            return later(step, pb)(ct_like(out, salt))
         if step[0] == "fjvp":
             tspec, args, tangents = rec.args
             _, f_jvp = dg.linearize(build(tspec, None), *snapshot(args))
-            return f_jvp(*snapshot(tangents))
+            return later(step, f_jvp)(*snapshot(tangents))
         args, extra = snapshot(rec.args)
         obj = build(step[2], None)
         if step[0] == "call":
@@ -1571,10 +1584,12 @@ class Gen:
         pid, how, args, dtype = self.pending[k] if keep else self.pending.pop(k)
         cid = self.n_call
         self.n_call += 1
+        jit = ("jit",) if self.rnd.random() < 0.25 else ()
         if how == "vjp":
-            self.steps.append(("pull", cid, pid, self.rnd.randrange(7)))
+            self.steps.append(("pull", cid, pid, self.rnd.randrange(7)) + jit)
         else:   # new tangents, or the arrays of the point themselves (aliasing)
-            self.steps.append(("fjvp", cid, pid, [self.like_expr(a, dtype) for a in args]))
+            self.steps.append(("fjvp", cid, pid, [self.like_expr(a, dtype) for a in args])
+                              + jit)
 
     def mutation(self):
         """A ``mutate`` step: often of an array a pending pullback or ``f_jvp`` holds (its
