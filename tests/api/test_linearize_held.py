@@ -193,3 +193,14 @@ def test_linearize_inside_jit_reads_the_enclosing_values():
     for s in (1.0, -2.0):
         np.testing.assert_allclose(dg.jit(outer)(X, s), tanh_jvp(s * W0, X, T),
                                    **TOL)
+
+
+def test_a_sparse_point_changed_in_place():
+    A = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+    v = np.array([1.0, -1.0, 0.5])
+    _, f_jvp = dg.linearize(lambda M: np.tanh(M @ v), A)
+    T_A = A.copy()
+    T_A.data[:] = [1.0, 0.0, 0.0]
+    want = (1 - np.tanh(A @ v) ** 2) * (T_A @ v)
+    A.data[:] = 0.0
+    np.testing.assert_allclose(f_jvp(T_A), want, **TOL)
