@@ -341,9 +341,9 @@ def test_known_dense_captured_matrix_changed_in_place(kind):
 def test_known_f_jvp_after_what_its_function_reads_changed(target, choice, fn):
     """linearize's f_jvp ran the cached jvp program, which read the arrays the function
     closed over when it ran, and traced again after a value it reads was reassigned: after
-    ``G_MAT[...] = ...`` (captured seed 368), ``G_IDX[...] = ...`` (seed 130) or a closure
-    cell's new value (seed 30), f_jvp gave the derivative at the new values; JAX's, and a
-    fresh linearize of then, at the old ones."""
+    ``G_MAT[...] = ...``, ``G_IDX[...] = ...`` or a closure cell's new value (the first
+    linearize steps' captured seeds 368, 130 and 30, commit 1a740ab), f_jvp gave the
+    derivative at the new values; JAX's, and a fresh linearize of then, at the old ones."""
     lin = ("fn", ("hand", fn))
     check_seq([X, ("lin", 0, lin, 0, [("arr", "x")], 0), ("set", target, choice),
                ("fjvp", 1, 0, [("arr", "x")]), ("mutate", "x", 3),
