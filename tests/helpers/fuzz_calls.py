@@ -471,6 +471,13 @@ CAPTURED = {
                    "G_IDX[...] = G_INDICES[{i}]  # in place"),
 }
 
+# what each h_g* function reads (besides dg.config): the places a set step changes
+READS = {"h_gact": ("G_ACT",), "h_gcoef": ("G_COEF",), "h_gmode": ("G_MODE",),
+         "h_gknobs": ("G_KNOBS", "G_KNOBS.scale", "Knobs.offset"),
+         "h_gtable": ("G_TABLE['k']", "G_ITEMS[0]"), "h_gmod": ("gmod.factor",),
+         "h_gdefault": ("h_gdefault.__defaults__",), "h_gcell": ("h_gcell.k",),
+         "h_gcall": ("G_ACT", "G_COEF"), "h_gmat": ("G_MAT[...]",), "h_gidx": ("G_IDX[...]",)}
+
 # --------------------------------------------------------------------------- sparse transforms
 # The "sparse" family: dg.sparse_hessian, dg.sparse_jacobian (fwd, rev, auto) and the two
 # patterns, on functions whose pattern depends on what they read: a dict argument (an item
@@ -1574,14 +1581,14 @@ class Gen:
             pid = self.n_pid
             self.n_pid += 1
             self.steps.append((how, cid, tspec, obj, args, pid))
-            self.pending.append((pid, how, args, dtype))
+            self.pending.append((pid, how, args, dtype, tspec))
             if self.rnd.random() < 0.5:
                 self.pull(len(self.pending) - 1)
 
     def pull(self, k: int, keep: bool = False):
         """Calls pending pullback or ``f_jvp`` ``k`` (kept pending with ``keep``: called
         again later)."""
-        pid, how, args, dtype = self.pending[k] if keep else self.pending.pop(k)
+        pid, how, args, dtype, _ = self.pending[k] if keep else self.pending.pop(k)
         cid = self.n_call
         self.n_call += 1
         jit = ("jit",) if self.rnd.random() < 0.25 else ()
@@ -1591,10 +1598,19 @@ class Gen:
             self.steps.append(("fjvp", cid, pid, [self.like_expr(a, dtype) for a in args])
                               + jit)
 
+    def set_target(self) -> str:
+        """The captured place a ``set`` step changes: often one that the function of a
+        pending pullback or ``f_jvp`` reads (they must keep the values of their call)."""
+        read = sorted({target for entry in self.pending for t in _fn_specs(entry[4])
+                       if t[1][0] == "hand" for target in READS.get(t[1][1], ())})
+        if read and self.rnd.random() < 0.6:
+            return self.rnd.choice(read)
+        return self.rnd.choice(sorted(CAPTURED))
+
     def mutation(self):
         """A ``mutate`` step: often of an array a pending pullback or ``f_jvp`` holds (its
         point: they must keep the values of their call)."""
-        held = sorted({n for _, _, args, _ in self.pending for e in args for n in _names(e)})
+        held = sorted({n for entry in self.pending for e in entry[2] for n in _names(e)})
         names = held if held and self.rnd.random() < 0.5 else sorted(self.arrays)
         if names:
             self.steps.append(("mutate", self.rnd.choice(names), self.rnd.randrange(10 ** 6)))
@@ -1656,7 +1672,7 @@ class Gen:
         p_set = {"captured": 0.3, "mixed": 0.06}.get(self.family, 0.0)
         for _ in range(n_steps):
             if p_set and rnd.random() < p_set:
-                target = rnd.choice(sorted(CAPTURED))
+                target = self.set_target()
                 first = 1 if CAPTURED[target][0][0] is None else 0
                 self.steps.append(("set", target,
                                    rnd.randrange(first, len(CAPTURED[target][0]))))
