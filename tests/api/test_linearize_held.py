@@ -204,3 +204,17 @@ def test_a_sparse_point_changed_in_place():
     want = (1 - np.tanh(A @ v) ** 2) * (T_A @ v)
     A.data[:] = 0.0
     np.testing.assert_allclose(f_jvp(T_A), want, **TOL)
+
+
+def test_f_jvp_goes_through_grad():
+    """Differentiated in its tangent (Jᵀ·1) and in its leaves (the point's among them), as a
+    pullback is; after the closed-over array changed."""
+    W = W0.copy()
+    _, f_jvp = dg.linearize(lambda x: np.tanh(W @ x), X)
+    W[...] = 0.0
+    s = 1 - np.tanh(W0 @ X) ** 2
+    np.testing.assert_allclose(dg.grad(lambda t: np.sum(f_jvp(t)))(T), W0.T @ s, **TOL)
+    g = dg.grad(lambda fj: np.sum(fj(T)))(f_jvp)
+    point = dg.tree_util.tree_leaves(g)[0]   # d/dx Σ (1 - tanh²(W0 x)) (W0 T)
+    want = W0.T @ (-2 * np.tanh(W0 @ X) * s * (W0 @ T))
+    np.testing.assert_allclose(point, want, **TOL)
