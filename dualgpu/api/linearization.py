@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..frontend.numpy.random import SameDraws, redraw_in_trace
 from ..runtime.checks import check_alive, diff_flags, is_integer_like
-from ..runtime.program_cache import VjpCompiled
+from ..runtime.program_cache import LinearizedCompiled, VjpCompiled
 from ..runtime.signature import FLOAT0, Signature, check_plain_values
 from ..runtime.tracing import Traced, name_of, with_aux
 from ..runtime.transformed import Transformed
@@ -70,6 +70,34 @@ class _Jvp(Transformed):
         return out, tangent
 
 
+class _Linearize(_Jvp):
+    """``linearize``'s ``f_jvp`` program: the jvp's tangents only (the outputs' and aux's
+    part left out, and what only they read: their closed-over arrays are not copied),
+    compiled by :class:`~dualgpu.runtime.program_cache.LinearizedCompiled`, whose inputs
+    take copies of the arrays the function closed over; made once, at ``linearize``, and
+    run by :class:`_Linearized` (never called as a transform)."""
+
+    kind = "linearize"
+    program_type = LinearizedCompiled
+
+    def build(self, traced, sig):
+        main, _, tree, _ = traced.split_aux(self.has_aux, self.__name__)
+        jvp = jvp_graph(main, diff_flags(sig, main))
+        n = tree.num_leaves
+        tangents = Graph(jvp.inputs, jvp.outputs[n:2 * n], jvp.eqns, name=jvp.name,
+                         input_names=jvp.input_names, xp=jvp.xp)
+        # an integer or bool output has a float0 tangent, as in JAX
+        integer = tuple(is_integer_like(o) for o in main.outputs)
+        return simplify(tangents), (tree, integer, len(jvp.inputs) - len(main.inputs))
+
+    def tangents(self, trees, outs: list):
+        """The tangent of the output, shaped: the program's outputs, float0 zeros for an
+        integer output."""
+        tree, integer, _ = trees
+        return pytree.unflatten(tree, [np.zeros(np.shape(t), dtype=FLOAT0) if i else t
+                                       for t, i in zip(outs, integer)])
+
+
 class _Vjp(Transformed):
     """The forward program and the pullback program ``(primals, output cotangents) -> input
     cotangents``; :meth:`pair` runs the forward one and returns a pullback."""
@@ -93,22 +121,16 @@ class _Vjp(Transformed):
     def pair(self, sig: Signature) -> tuple:
         """``(out, pullback)`` (``(out, pullback, aux)`` with ``has_aux``) for the primals of
         ``sig``: compiled and cached, or inlined into the enclosing trace."""
-        if sig.traced or current_builder() is not None:
-            check_alive(sig.inputs, self.__name__)
-            captured: list = []
-            traced = Traced(self.fn, sig, captured)
-            graphs, trees = self.build(traced, sig)
-            inputs = list(sig.inputs) + captured + redraw_in_trace(traced.draws, sig.leaves)
+        graphs, trees, inputs, program = deferred(self, sig)
+        if program is None:
             fwd, pullback_graph, pullback_exe = eval_graph(graphs[0], inputs), graphs[1], None
         else:
-            program = cast(VjpCompiled, self.compiled(sig))
-            trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
+            program = cast(VjpCompiled, program)
             fwd, pullback_graph, pullback_exe = (program.exe(*inputs), program.pullback.graph,
                                                  program.pullback)
             # the pullback is the derivative here: it holds the values of now, not arrays
             # the caller (or a global the function reads) may change in place before it runs
-            n = len(sig.inputs)   # (the random draws after them are the call's own arrays)
-            inputs = [held(x) for x in inputs[:n]] + inputs[n:] + program.captured_now()
+            inputs = held_residuals(sig, inputs, program)
         tree, aux_tree = trees
         outs = fwd[:tree.num_leaves]
         pullback = _pullback(sig, tree, outs, inputs, pullback_graph, pullback_exe,
@@ -117,6 +139,33 @@ class _Vjp(Transformed):
         if self.has_aux:
             return out, pullback, pytree.unflatten(aux_tree, fwd[tree.num_leaves:])
         return out, pullback
+
+
+def deferred(t: Transformed, sig: Signature) -> tuple[Any, Any, list, Any]:
+    """``(graphs, trees, inputs, program)`` of a derivative made now to run later (a
+    pullback, an ``f_jvp``): inside a trace, ``t``'s graphs built for it and their inputs
+    there (the arguments, the values of the enclosing trace the function read, its draws),
+    ``program`` None; else ``t``'s cached program for ``sig`` and its inputs (the arguments
+    and the draws of now)."""
+    if sig.traced or current_builder() is not None:
+        check_alive(sig.inputs, t.__name__)
+        captured: list = []
+        traced = Traced(t.fn, sig, captured)
+        graphs, trees = t.build(traced, sig)
+        return graphs, trees, (list(sig.inputs) + captured
+                               + redraw_in_trace(traced.draws, sig.leaves)), None
+    program = t.compiled(sig)
+    return program.graph, program.trees, list(sig.inputs) + program.drawn(sig), program
+
+
+def held_residuals(sig: Signature, inputs: list, program) -> list:
+    """The residuals of a derivative made now to run later from ``program``'s inputs
+    (:func:`deferred`): copies of the arguments (:func:`held`; the random draws after them
+    are the call's own arrays) and of the arrays the function closed over
+    (:meth:`~dualgpu.runtime.program_cache.Compiled.captured_now`), the values of now, not
+    arrays the caller (or a global the function reads) may change in place before it runs."""
+    n = len(sig.inputs)
+    return [held(x) for x in inputs[:n]] + inputs[n:] + program.captured_now()
 
 
 def _pullback(sig: Signature, tree, outs: list, inputs: list, graph: Graph, exe,
@@ -128,16 +177,45 @@ def _pullback(sig: Signature, tree, outs: list, inputs: list, graph: Graph, exe,
     return Partial(_Pullback(sig, tree, outs, graph, exe, name), list(inputs))
 
 
-class _Pullback:
-    """The static part of a pullback: its program and how to read a cotangent and shape the
-    cotangents it returns. Holds no array of the call and no tracer (those are the
-    residuals, the leaves of the :class:`Partial` that calls it)."""
+class _Deferred:
+    """The static part of a derivative made to run later (a pullback, an ``f_jvp``): its
+    program, run by ``exe`` on the residuals (the leaves of the :class:`Partial` that calls
+    it) and the directions of the call, or evaluated (into the enclosing trace) when there
+    is no ``exe`` or a value is traced. Holds no array of the call and no tracer."""
 
-    __slots__ = ("sig", "tree", "out_avals", "graph", "exe", "__name__")
+    __slots__ = ("graph", "exe", "__name__")
+
+    def __init__(self, graph: Graph, exe, name: str):
+        self.graph, self.exe, self.__name__ = graph, exe, name
+
+    def run(self, residuals: list, directions: list) -> tuple[list, bool]:
+        """The program's outputs, and whether ``exe`` ran it."""
+        if self.exe is None or any(isinstance(c, Tracer) for c in (*residuals, *directions)):
+            return eval_graph(self.graph, list(residuals) + directions), False
+        return self.exe(*residuals, *directions), True
+
+
+def _kept(sig: Signature) -> Signature:
+    """What a derivative made to run later keeps of its call's signature to read its
+    directions and shape its results: the layout, with the inputs' avals for the inputs
+    (a sparse argument's signature as it is)."""
+    if sig.sparse:
+        return sig
+    layout = sig.layout()
+    layout.inputs = list(sig.avals)  # the shapes and dtypes the directions are checked by
+    return layout
+
+
+class _Pullback(_Deferred):
+    """The static part of a pullback: its program and how to read a cotangent and shape the
+    cotangents it returns."""
+
+    __slots__ = ("sig", "tree", "out_avals")
 
     def __init__(self, sig: Signature, tree, outs: list, graph: Graph, exe, name: str):
+        super().__init__(graph, exe, name)
         self.sig = sig if sig.sparse else sig.layout()  # a layout keeps no values
-        self.tree, self.graph, self.exe, self.__name__ = tree, graph, exe, name
+        self.tree = tree
         self.out_avals = [Aval(tuple(o.shape), np.dtype(o.dtype)) for o in outs]
 
     def __call__(self, residuals: list, *cotangent):
@@ -147,29 +225,28 @@ class _Pullback:
                                     f"{len(cotangent)} arguments")
         sig = self.sig
         cts = _cotangents(cotangent[0], self.tree, self.out_avals, sig)
-        if self.exe is None or any(isinstance(c, Tracer) for c in (*residuals, *cts)):
-            res, repackage = eval_graph(self.graph, list(residuals) + cts), False
-        else:
-            res, repackage = self.exe(*residuals, *cts), True
+        res, repackage = self.run(residuals, cts)
         return tuple(sig.per_argument(res, a, repackage) for a in range(len(sig.arg_trees)))
 
 
-class _Linearized:
-    """The static part of ``linearize``'s ``f_jvp``: the jvp transform, the primals'
-    structure and the random draws of the value; the primals are the residuals."""
+class _Linearized(_Deferred):
+    """The static part of ``linearize``'s ``f_jvp``: its program (the jvp's tangents, made
+    at ``linearize``: a function that reads another value later does not change it) and
+    how to read the tangents (``lin``) and shape the output's tangent (``trees``)."""
 
-    __slots__ = ("jvp", "tree", "drawn", "__name__")
+    __slots__ = ("lin", "sig", "trees")
 
-    def __init__(self, jvp: _Jvp, tree, drawn: SameDraws, name: str):
-        self.jvp, self.tree, self.drawn, self.__name__ = jvp, tree, drawn, name
+    def __init__(self, lin: _Linearize, sig: Signature, trees, graph: Graph, exe, name: str):
+        super().__init__(graph, exe, name)
+        self.lin, self.sig, self.trees = lin, _kept(sig), trees
 
     def __call__(self, residuals: list, *tangents):
-        primals = pytree.unflatten(self.tree, residuals)
-        if len(tangents) != len(primals):
+        n = len(self.sig.arg_trees)
+        if len(tangents) != n:
             raise ShapeMismatchError(f"the {self.__name__} takes one tangent per primal: "
-                                     f"{len(primals)}, got {len(tangents)}")
-        with self.drawn:
-            return self.jvp(tuple(primals), tuple(tangents))[1]
+                                     f"{n}, got {len(tangents)}")
+        outs, _ = self.run(residuals, self.lin.extra_inputs(self.sig, tangents))
+        return self.lin.tangents(self.trees, outs)
 
 
 def _zero_tangent(leaf):
@@ -177,15 +254,6 @@ def _zero_tangent(leaf):
     if np.result_type(leaf).kind in "fc":
         return leaf * 0 if isinstance(leaf, (float, complex)) else np.zeros_like(leaf)
     return np.zeros(np.shape(leaf), FLOAT0)
-
-
-def _as_residual(leaf):
-    """A primal's leaf as a residual: a number becomes the 0-d array it is differentiated
-    as (a leaf that is a Python number would be static in ``dg.jit``, not an input), an
-    array a copy (:func:`held`)."""
-    if isinstance(leaf, (int, float, complex, np.generic)) and not isinstance(leaf, bool):
-        return np.asarray(leaf)
-    return held(leaf)
 
 
 def held(x):
@@ -232,7 +300,9 @@ def linearize(fn: Callable, *primals, has_aux: bool = False):
     """JAX's ``linearize``: ``(f(*primals), f_jvp)``, where ``f_jvp(*tangents)`` is the
     Jacobian of ``f`` at ``primals`` applied to ``tangents`` (one per primal, each with its
     primal's structure): the ``jvp`` of ``f`` with the point fixed. ``f_jvp`` runs one
-    cached jvp program per call (its forward part included), so it is cheap to call again.
+    program, the jvp's tangents, made at this call on copies of the point and of the
+    arrays ``f`` closed over (the derivative here, as JAX's: changing them later, or what
+    ``f`` reads, does not change it), so it is cheap to call again.
     With ``has_aux=True``, ``f`` returns ``(out, aux)`` and the result is
     ``(out, f_jvp, aux)``.
 
@@ -242,24 +312,38 @@ def linearize(fn: Callable, *primals, has_aux: bool = False):
         >>> y, f_jvp(np.array([1.0, 2.0]))
         (array([0., 0.]), array([1., 2.]))
     """
-    t = _Jvp(fn, argnums=tuple(range(len(primals))), has_aux=has_aux)
+    argnums = tuple(range(len(primals)))
     drawn = SameDraws()  # random draws: f_jvp's are those of the value
     with drawn:
         try:
             out = jit(fn)(*primals)
         except TracerControlFlowError:  # a branch on the values: the jvp traces on them
+            t = _Jvp(fn, argnums=argnums, has_aux=has_aux)
             value = t(tuple(primals), pytree.tree_map(_zero_tangent, tuple(primals)))
             out = (value[0], value[2]) if has_aux else value[0]
-    if has_aux:
-        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        if has_aux and not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise ArgumentTypeError(f"linearize of {name_of(fn)} has has_aux=True, so the "
                                     "function must return a pair (a two-element tuple "
                                     "(output, aux))")
+        lin = _Linearize(fn, argnums=argnums, has_aux=has_aux)
+        f_jvp = _f_jvp(lin, tuple(primals))
+    if has_aux:
         out, aux = out
-    residuals, tree = pytree.flatten(primals)
-    kernel = _Linearized(t, tree, drawn, f"linearization of {name_of(fn)}")
-    f_jvp = Partial(kernel, [_as_residual(r) for r in residuals])
-    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+        return out, f_jvp, aux
+    return out, f_jvp
+
+
+def _f_jvp(lin: _Linearize, primals: tuple) -> Partial:
+    """``linearize``'s ``f_jvp``: its program (:class:`_Linearize`), made now, on the
+    residuals of now (copies of the point and of the arrays the function closed over, the
+    random draws of the value: called in its :class:`SameDraws`), or built into the
+    enclosing trace."""
+    sig = lin._signature(primals, {})  # (Dask arrays: refused by dg.jit, for the value)
+    graph, trees, inputs, program = deferred(lin, sig)
+    if program is not None:  # (a number of the point is an input as a 0-d array)
+        inputs = held_residuals(sig, inputs, program)
+    return Partial(_Linearized(lin, sig, trees, graph, program and program.exe,
+                               f"linearization of {name_of(lin.fn)}"), inputs)
 
 
 def vjp(fn: Callable, *primals, has_aux: bool = False):
@@ -315,18 +399,14 @@ def linear_transpose(fn: Callable, *primals):
         return _integer_transpose(fn, zeros, all(integer))
     t = _Vjp(fn, argnums=tuple(range(len(zeros))))
     sig = t._signature(zeros, {})
-    if sig.traced or current_builder() is not None:
-        captured: list = []
-        traced = Traced(fn, sig, captured)
-        (forward, pullback_graph), trees = t.build(traced, sig)
-        inputs = list(sig.inputs) + captured + redraw_in_trace(traced.draws, sig.leaves)
+    graphs, trees, inputs, program = deferred(t, sig)
+    if program is None:
+        (forward, pullback_graph), exe = graphs, None
         outs = eval_graph(forward, inputs)
-        exe = None
     else:
-        program = cast(VjpCompiled, t.compiled(sig))
-        trees, inputs = program.trees, list(sig.inputs) + program.drawn(sig)
+        program = cast(VjpCompiled, program)
         outs, pullback_graph, exe = program.exe(*inputs), program.pullback.graph, program.pullback
-        inputs += program.captured_now()
+        inputs += program.captured_now()  # (the point is zeros of its own: not copied)
     tree = trees[0]
     _check_kinds(fn, outs[:tree.num_leaves], "fc", "floating-point or complex")
     _check_linear(fn, sig, pullback_graph, outs)

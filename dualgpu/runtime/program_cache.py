@@ -26,7 +26,7 @@ import numpy as np
 from ..backends import array_backend
 from ..backends.base import Backend
 from ..base.cache import PROGRAMS, WeakIdentityKey, identity_key, run_clear_hooks
-from ..core.ir import Graph
+from ..core.ir import Const, Graph
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..frontend.numpy.random import Draw, draw_values, redraw_in_trace
 from .decisions import Decisions
@@ -81,10 +81,12 @@ class Compiled:
     every call, :mod:`dualgpu.frontend.numpy.random`), and the value decisions its trace took
     (:mod:`dualgpu.runtime.decisions`; None when it took none). A program with decisions
     heads the list of the variants of its signature (``variants``, itself first; the other
-    branches' programs), most recently used first."""
+    branches' programs), most recently used first. ``captured``: the arrays its function
+    closed over that a derivative made to run later takes as inputs (:func:`lift_captured`:
+    :class:`VjpCompiled`, :class:`LinearizedCompiled`; none for the others)."""
 
     __slots__ = ("graph", "exe", "trees", "guards", "draws", "decisions", "variants",
-                 "__weakref__")
+                 "captured", "__weakref__")
 
     def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
         self.graph = graph
@@ -94,6 +96,7 @@ class Compiled:
         self.decisions: Decisions | None = None
         self.variants: list[Compiled] | None = None
         self.draws: tuple[Draw, ...] = ()
+        self.captured: list[Const] = []
 
     def drawn(self, sig: Signature) -> list:
         """The program's random inputs for the call ``sig``, drawn now (none when its
@@ -106,6 +109,11 @@ class Compiled:
 
     def guards_hold(self) -> bool:
         return self.guards.hold()
+
+    def captured_now(self) -> list:
+        """Copies of the closed-over arrays (``captured``): the last residuals of a
+        derivative made to run later, which is the derivative where it was made."""
+        return [c.value.copy() for c in self.captured]
 
     def pick(self, inputs: Sequence[Any]) -> Compiled | None:
         """The variant whose decisions ``inputs`` take (None: a new one is needed)."""
@@ -139,19 +147,37 @@ class VjpCompiled(Compiled):
     the residuals): a pullback is the derivative where ``vjp`` was called, so it is
     given their values of then, as JAX's does (a program reads them when it runs)."""
 
-    __slots__ = ("pullback", "captured")
+    __slots__ = ("pullback",)
 
     def __init__(self, graphs: tuple[Graph, Graph], trees: Any, backend: Backend,
                  guards: Guards = NO_GUARDS):
         forward, pullback = graphs
         super().__init__(forward, trees, backend, guards)
-        pullback, self.captured = pullback.with_consts_as_inputs(  # before the cotangents
-            is_dense_array, at=len(forward.inputs))
+        pullback, self.captured = lift_captured(pullback, at=len(forward.inputs))
         self.pullback = Executable(pullback, backend)
 
-    def captured_now(self) -> list:
-        """Copies of the closed-over arrays, the pullback's last residuals."""
-        return [c.value.copy() for c in self.captured]
+
+class LinearizedCompiled(Compiled):
+    """``linearize``'s ``f_jvp`` program: the tangents of the jvp of the function at a
+    point, whose inputs are the point, its random draws, the arrays the function closed
+    over (``captured``) and the tangents, in that order. ``f_jvp`` keeps the program it
+    was made with and is given copies of the point and of the closed-over arrays of the
+    ``linearize`` call, as JAX's is. ``trees[-1]``: the number of tangent inputs."""
+
+    __slots__ = ()
+
+    def __init__(self, graph: Graph, trees: Any, backend: Backend, guards: Guards = NO_GUARDS):
+        graph, captured = lift_captured(graph, at=len(graph.inputs) - trees[-1])
+        super().__init__(graph, trees, backend, guards)
+        self.captured = captured
+
+
+def lift_captured(graph: Graph, at: int) -> tuple[Graph, list[Const]]:
+    """``graph`` with the arrays its function closed over read from inputs inserted before
+    input ``at``, and those arrays' constants: a derivative made to run later (a pullback,
+    an ``f_jvp``) is given copies of their values of when it was made
+    (:meth:`Compiled.captured_now`)."""
+    return graph.with_consts_as_inputs(is_dense_array, at=at)
 
 
 def is_dense_array(value: Any) -> bool:

@@ -9,7 +9,9 @@ values, static arguments that compare equal but are not the same (``0.0``/``-0.0
 ``1``/``1.0``/``True``, ``nan``), arrays mutated in place, fresh closures whose ids are
 reused, new transform objects around the same function, composed transforms (``vmap`` of
 an HVP over a stack of directions among them), ``dg.clear_cache()`` and
-``dg.set_cache_size(2)`` in the middle.
+``dg.set_cache_size(2)`` in the middle; pullbacks (``dg.vjp``) and ``dg.linearize``'s
+``f_jvp`` called later in the sequence, after their point, the arrays their function
+closed over or the values it reads were changed (in place or reassigned).
 
 A sequence is plain data (:class:`Seq`, a list of steps) built from a seed
 (:func:`generate`), so every failure is reproducible, shrinkable (:func:`shrink`, a
@@ -19,8 +21,10 @@ deterministic delta-debug over the steps) and printable as Python-ish text
 Oracle (:func:`check`): run the sequence once with caching, recording a copy of every
 result; then recompute every call alone: ``dg.clear_cache()``, new transform objects (and
 new closures, rebuilt from their recipe), copies of the argument values as they were at the
-call. The two must be equal exactly: same pytree structure and container types, same leaf
-types, dtypes and shapes, bitwise-equal values (NaN == NaN, and -0.0 != 0.0). Besides:
+call (for a pullback or an ``f_jvp``: a fresh ``vjp`` or ``linearize`` on the values and in
+the world of the call that made it, applied to the cotangent or tangents of its call).
+The two must be equal exactly: same pytree structure and container types, same leaf types,
+dtypes and shapes, bitwise-equal values (NaN == NaN, and -0.0 != 0.0). Besides:
 
 * no result shares memory with an input or with another result (``np.shares_memory``);
 * a transform composed with ``jit`` gives what it gives without the ``jit`` (to rounding),
@@ -255,7 +259,7 @@ HAND = {
     "h_aux": (h_aux, [[(A, (2, 3)), (A, (3, 2))]], {}, "aux"),
 }
 CAPTURED_FNS = ["h_gact", "h_gcoef", "h_gmode", "h_gknobs", "h_gtable", "h_gmod", "h_gdefault",
-                "h_gcell", "h_gcall", "h_gmat"]
+                "h_gcell", "h_gcall", "h_gmat", "h_gidx"]
 NESTED_SHAPES = {"a": ("list", [(2,), (2,)]), "c": ("tuple", [(3,)])}
 
 FLOAT_VALUES = [0.0, -0.0, 0.5, 1.0, 2.5, -1.25, float("nan"), 1e-300]
@@ -386,6 +390,15 @@ def h_gmat(x):
     return np.sum((x @ G_MAT) ** 3)
 
 
+# index arrays changed IN PLACE by "set" steps: the programs read them (gathers)
+G_INDICES = [np.array([0, 1, 2]), np.array([2, 2, 0]), np.array([1, 0, 1])]
+G_IDX = G_INDICES[0].copy()
+
+
+def h_gidx(x):
+    return np.sum(np.sin(x)[..., G_IDX] * x[..., G_IDX] ** 2)
+
+
 def _g_helper(v):
     return G_ACT(v) * G_COEF[1]
 
@@ -454,7 +467,16 @@ CAPTURED = {
     "h_gcell.k": ([1.0, -2.0, 0.5], _set_cell, "k = {v}  # h_gcell's closure cell"),
     "G_MAT[...]": (G_MATRICES, lambda value: G_MAT.__setitem__(Ellipsis, value),
                    "G_MAT[...] = G_MATRICES[{i}]  # in place"),
+    "G_IDX[...]": (G_INDICES, lambda value: G_IDX.__setitem__(Ellipsis, value),
+                   "G_IDX[...] = G_INDICES[{i}]  # in place"),
 }
+
+# what each h_g* function reads (besides dg.config): the places a set step changes
+READS = {"h_gact": ("G_ACT",), "h_gcoef": ("G_COEF",), "h_gmode": ("G_MODE",),
+         "h_gknobs": ("G_KNOBS", "G_KNOBS.scale", "Knobs.offset"),
+         "h_gtable": ("G_TABLE['k']", "G_ITEMS[0]"), "h_gmod": ("gmod.factor",),
+         "h_gdefault": ("h_gdefault.__defaults__",), "h_gcell": ("h_gcell.k",),
+         "h_gcall": ("G_ACT", "G_COEF"), "h_gmat": ("G_MAT[...]",), "h_gidx": ("G_IDX[...]",)}
 
 # --------------------------------------------------------------------------- sparse transforms
 # The "sparse" family: dg.sparse_hessian, dg.sparse_jacobian (fwd, rev, auto) and the two
@@ -664,7 +686,14 @@ def _program_runs(prog) -> bool:
 #                                             calls with the same obj) or None (new object)
 #   ("jvp", cid, tspec, obj, primals, tangents)
 #   ("vjp", cid, tspec, obj, primals, pid)    keeps pullback pid (pending)
-#   ("pull", cid, pid, salt)                  pullback pid applied to ct_like(out, salt)
+#   ("pull", cid, pid, salt[, "jit"])         pullback pid applied to ct_like(out, salt)
+#   ("lin", cid, tspec, obj, primals, lid)    dg.linearize: keeps f_jvp lid (pending)
+#   ("fjvp", cid, lid, tangents[, "jit"])     f_jvp lid applied to the tangents
+#   (with "jit": dg.jit of the pullback or f_jvp, a new jit object, called)
+
+
+CALLS = ("call", "jvp", "vjp", "lin")  # the steps that call a transform
+LATER = ("pull", "fjvp")  # the steps that call what a vjp or a linearize returned
 
 
 @dataclass
@@ -680,14 +709,14 @@ class Seq:
         for i, prog in sorted(self.programs.items()):
             lines.append(f"# P{i} = {prog!r}")
             lines += ["#   " + s for s in prog.source().splitlines()[:14]]
-        recipes = sorted({t[1][1] for s in self.steps if s[0] in ("call", "jvp", "vjp")
+        recipes = sorted({t[1][1] for s in self.steps if s[0] in CALLS
                           for t in _fn_specs(s[2]) if t[1][0] == "closure"})
         for name in recipes:
             lines.append(f"make_{name} = lambda c: {CLOSURE_SOURCES[name]}")
         objs: dict = {}
         for step in self.steps:
             line = step_text(step, objs)
-            if step[0] in ("call", "jvp", "vjp", "pull") and step[1] in marks:
+            if step[0] in CALLS + LATER and step[1] in marks:
                 line += "    # <-- " + marks[step[1]]
             lines.append(line)
         return "\n".join(lines)
@@ -764,7 +793,11 @@ def step_text(step, objs) -> str:
     if k == "cache_size":
         return f"dg.set_cache_size({step[1]})"
     if k == "pull":
-        return f"r{step[1]} = pb{step[2]}(ct_like(out{step[2]}, salt={step[3]}))"
+        return (f"r{step[1]} = {_jitted(step, f'pb{step[2]}')}(ct_like(out{step[2]}, "
+                f"salt={step[3]}))")
+    if k == "fjvp":
+        return (f"r{step[1]} = {_jitted(step, f'fj{step[2]}')}"
+                f"({', '.join(e_text(a) for a in step[3])})")
     cid, tspec, obj = step[1], step[2], step[3]
     prefix = ""
     if obj is None:
@@ -784,7 +817,20 @@ def step_text(step, objs) -> str:
     if k == "vjp":
         return prefix + (f"out{step[5]}, pb{step[5]} = dg.vjp({fn}, "
                          f"{', '.join(e_text(a) for a in step[4])})  # r{cid} = out{step[5]}")
+    if k == "lin":
+        return prefix + (f"out{step[5]}, fj{step[5]} = dg.linearize({fn}, "
+                         f"{', '.join(e_text(a) for a in step[4])})  # r{cid} = out{step[5]}")
     raise ValueError(k)
+
+
+def _jitted(step, name: str) -> str:
+    return f"dg.jit({name})" if step[-1] == "jit" else name
+
+
+def later(step, fn):
+    """The pullback or ``f_jvp`` a ``pull`` or ``fjvp`` step calls: ``fn``, or a new
+    ``dg.jit`` of it."""
+    return dg.jit(fn) if step[-1] == "jit" else fn
 
 
 # =========================================================================== running
@@ -905,6 +951,11 @@ def _invoke(step, obj, args, kwargs, pending, pid_out):
         pending[step[5]] = pb
         pid_out[step[5]] = out
         return out
+    if k == "lin":
+        out, f_jvp = dg.linearize(obj, *args)
+        pending[step[5]] = f_jvp
+        pid_out[step[5]] = out
+        return out
     raise ValueError(k)
 
 
@@ -978,12 +1029,36 @@ def run_cached(seq: Seq):
             records.append(rec)
             try:
                 ct = ct_like(pid_out[pid], salt)
-                res = pending[pid](ct)
+                res = later(step, pending[pid])(ct)
             except Exception as e:  # noqa: BLE001 - recorded; a failure of the library
                 rec.error = _err(e)
                 continue
             rec.result = snapshot(res)
             originals.append((cid, res))
+            continue
+        if k == "fjvp":
+            lid = step[2]
+            if lid not in pid_out:
+                raise Invalid(f"fj{lid}")
+            tangents = [resolve(a, env) for a in step[3]]
+            if pending.get(lid) is None:
+                continue  # its linearize call failed (reported there)
+            # the oracle: a fresh linearize on the values (and in the world) of that call
+            rec = Record(cid, step, pid_args[lid] + (snapshot(tangents),), world=pid_world[lid])
+            records.append(rec)
+            try:
+                with np.errstate(all="ignore"):
+                    res = later(step, pending[lid])(*tangents)
+            except Exception as e:  # noqa: BLE001 - recorded; a failure of the library
+                rec.error = _err(e)
+                continue
+            rec.result = snapshot(res)
+            originals.append((cid, res))
+            if any(isinstance(leaf, np.ndarray) and _shares(leaf, t)
+                   for leaf in tree_leaves(res) for t in tree_leaves(tangents)
+                   if isinstance(t, np.ndarray)):
+                failures.append(Failure("alias-input", cid,
+                                        "the result shares memory with a tangent"))
             continue
         tspec, obj_id = step[2], step[3]
         args = [resolve(a, env) for a in step[4]]
@@ -995,7 +1070,7 @@ def run_cached(seq: Seq):
             extra = {}
         rec = Record(cid, step, snapshot((args, extra)), world=dict(world))
         records.append(rec)
-        if k == "vjp":
+        if k in ("vjp", "lin"):
             pid_args[step[5]] = (tspec, rec.args[0])
             pid_world[step[5]] = rec.world  # the pullback is the program of its vjp call
             pending[step[5]] = None
@@ -1057,13 +1132,19 @@ def run_fresh(rec: Record):
         if step[0] == "pull":
             tspec, args, salt = rec.args
             out, pb = dg.vjp(build(tspec, None), *snapshot(args))
-            return pb(ct_like(out, salt))
+            return later(step, pb)(ct_like(out, salt))
+        if step[0] == "fjvp":
+            tspec, args, tangents = rec.args
+            _, f_jvp = dg.linearize(build(tspec, None), *snapshot(args))
+            return later(step, f_jvp)(*snapshot(tangents))
         args, extra = snapshot(rec.args)
         obj = build(step[2], None)
         if step[0] == "call":
             return as_csr_parts(obj(*args, **extra))
         if step[0] == "jvp":
             return dg.jvp(obj, tuple(args), tuple(extra))
+        if step[0] == "lin":
+            return dg.linearize(obj, *args)[0]
         return dg.vjp(obj, *args)[0]
 
 
@@ -1256,8 +1337,8 @@ class Gen:
         self.n_obj = 0
         self.n_pid = 0
         self.objs: list = []     # (obj id, tspec, variant)
-        self.pending: list = []  # pids with a pullback not yet used
-        self.protected: set = set()  # arrays a pending pullback holds (never mutated)
+        # (pid, "vjp" | "lin", primals, dtype): pullbacks and f_jvps to call later
+        self.pending: list = []
         self.programs: dict = {}
         self.n_programs = n_programs
         self.cfgs: list = []     # names of the dict arguments of the sparse family
@@ -1398,17 +1479,17 @@ class Gen:
                 t = ("jit", t)
             return t, "call"
         if out == "any":
-            choice = self.rnd.choice(["jit", "jvp", "vjp", "sumw-grad", "sumw-hvp"])
+            choice = self.rnd.choice(["jit", "jvp", "vjp", "lin", "sumw-grad", "sumw-hvp"])
             if choice == "jit":
                 return ("jit", base), "call"
-            if choice in ("jvp", "vjp"):
+            if choice in ("jvp", "vjp", "lin"):
                 inner = ("jit", base) if compose and self.rnd.random() < 0.5 else base
                 return inner, choice
             red = ("sumw", base, self.rnd.randrange(5))
             if choice == "sumw-grad":
                 return ("grad", red, am, False), "call"
             return ("hvp", red, am if isinstance(am, int) else am[:1]), "call"
-        kinds = ["jit", "grad", "value_and_grad", "hvp", "grad_and_hvp", "jvp", "vjp"]
+        kinds = ["jit", "grad", "value_and_grad", "hvp", "grad_and_hvp", "jvp", "vjp", "lin"]
         kind = self.rnd.choice(kinds)
         single = am if isinstance(am, int) else am[0]
         if self.family == "captured" and self.rnd.random() < 0.4:
@@ -1417,7 +1498,7 @@ class Gen:
         if not compose:
             if kind == "jit":
                 return ("jit", base), "call"
-            if kind in ("jvp", "vjp"):
+            if kind in ("jvp", "vjp", "lin"):
                 return base, kind
             if kind in ("hvp", "grad_and_hvp"):
                 if isinstance(am, tuple):
@@ -1429,7 +1510,7 @@ class Gen:
         # composed transforms
         pattern = self.rnd.choice(["jit-outer", "jit-inner", "grad-grad", "jvp-grad",
                                    "vjp-grad", "hvp-grad", "jit-hvp-jit", "jit-jit",
-                                   "vmap-hvp", "jit-vmap-hvp"])
+                                   "vmap-hvp", "jit-vmap-hvp", "lin-grad"])
         uniq = am if isinstance(am, int) else tuple(dict.fromkeys(am))
         if pattern == "jit-outer":
             inner = self.rnd.choice([("grad", base, am, False),
@@ -1448,7 +1529,7 @@ class Gen:
         if pattern == "hvp-grad":
             red = ("sumw", ("grad", base, single, False), self.rnd.randrange(5))
             return ("hvp", red, single), "call"
-        if pattern in ("jvp-grad", "vjp-grad"):
+        if pattern in ("jvp-grad", "vjp-grad", "lin-grad"):
             return ("grad", base, single, False), pattern[:3]
         if pattern == "jit-hvp-jit":
             return ("jit", ("hvp", ("jit", base), single)), "call"
@@ -1496,20 +1577,43 @@ class Gen:
         elif how == "jvp":
             tangents = [self.like_expr(a, dtype) for a in args]
             self.steps.append(("jvp", cid, tspec, obj, args, tangents))
-        else:
+        else:   # vjp or linearize: what it returns is called later (or at once)
             pid = self.n_pid
             self.n_pid += 1
-            self.steps.append(("vjp", cid, tspec, obj, args, pid))
-            self.protected.update(n for e in args for n in _names(e))
-            if self.rnd.random() < 0.6:
-                self.pull(pid)
-            else:
-                self.pending.append(pid)
+            self.steps.append((how, cid, tspec, obj, args, pid))
+            self.pending.append((pid, how, args, dtype, tspec))
+            if self.rnd.random() < 0.5:
+                self.pull(len(self.pending) - 1)
 
-    def pull(self, pid):
+    def pull(self, k: int, keep: bool = False):
+        """Calls pending pullback or ``f_jvp`` ``k`` (kept pending with ``keep``: called
+        again later)."""
+        pid, how, args, dtype, _ = self.pending[k] if keep else self.pending.pop(k)
         cid = self.n_call
         self.n_call += 1
-        self.steps.append(("pull", cid, pid, self.rnd.randrange(7)))
+        jit = ("jit",) if self.rnd.random() < 0.25 else ()
+        if how == "vjp":
+            self.steps.append(("pull", cid, pid, self.rnd.randrange(7)) + jit)
+        else:   # new tangents, or the arrays of the point themselves (aliasing)
+            self.steps.append(("fjvp", cid, pid, [self.like_expr(a, dtype) for a in args])
+                              + jit)
+
+    def set_target(self) -> str:
+        """The captured place a ``set`` step changes: often one that the function of a
+        pending pullback or ``f_jvp`` reads (they must keep the values of their call)."""
+        read = sorted({target for entry in self.pending for t in _fn_specs(entry[4])
+                       if t[1][0] == "hand" for target in READS.get(t[1][1], ())})
+        if read and self.rnd.random() < 0.6:
+            return self.rnd.choice(read)
+        return self.rnd.choice(sorted(CAPTURED))
+
+    def mutation(self):
+        """A ``mutate`` step: often of an array a pending pullback or ``f_jvp`` holds (its
+        point: they must keep the values of their call)."""
+        held = sorted({n for entry in self.pending for e in entry[2] for n in _names(e)})
+        names = held if held and self.rnd.random() < 0.5 else sorted(self.arrays)
+        if names:
+            self.steps.append(("mutate", self.rnd.choice(names), self.rnd.randrange(10 ** 6)))
 
     def generate_sparse(self, n_steps) -> Seq:
         """The sparse family: one or two sparse transforms called between changes of what
@@ -1559,7 +1663,7 @@ class Gen:
             fnspec, variants, kw, out = self.draw_fn()
             variant = rnd.choice(variants)
             tspec, how = self.draw_transform(fnspec, out, variant)
-            if how in ("jvp", "vjp") and any(k[0] in ("s", "f") for k in variant):
+            if how in ("jvp", "vjp", "lin") and any(k[0] in ("s", "f") for k in variant):
                 continue  # jvp/vjp differentiate every argument: arrays only
             entries.append((fnspec, variants, variant, kw, tspec, how))
         if not entries:
@@ -1568,7 +1672,7 @@ class Gen:
         p_set = {"captured": 0.3, "mixed": 0.06}.get(self.family, 0.0)
         for _ in range(n_steps):
             if p_set and rnd.random() < p_set:
-                target = rnd.choice(sorted(CAPTURED))
+                target = self.set_target()
                 first = 1 if CAPTURED[target][0][0] is None else 0
                 self.steps.append(("set", target,
                                    rnd.randrange(first, len(CAPTURED[target][0]))))
@@ -1581,12 +1685,10 @@ class Gen:
                 self.steps.append(("cache_size", rnd.choice([1, 2, 3])))
                 continue
             if r < 0.17:
-                cands = [n for n in self.arrays if n not in self.protected]
-                if cands:
-                    self.steps.append(("mutate", rnd.choice(cands), rnd.randrange(10 ** 6)))
+                self.mutation()
                 continue
-            if r < 0.22 and self.pending:
-                self.pull(self.pending.pop(rnd.randrange(len(self.pending))))
+            if r < 0.24 and self.pending:
+                self.pull(rnd.randrange(len(self.pending)), keep=rnd.random() < 0.3)
                 continue
             fnspec, variants, variant, kw, tspec, how = rnd.choice(entries)
             if fnspec[0] != "prog" and rnd.random() < 0.25:
@@ -1609,9 +1711,8 @@ class Gen:
                 self.force_new = True
                 self.call(tspec, how, variant, kw, obj, dtype, base_prog)
                 self.force_new = False
-        for pid in self.pending:
-            self.pull(pid)
-        self.pending = []
+        while self.pending:
+            self.pull(0)
         return Seq(self.seed, self.family, self.steps, dict(self.programs))
 
     def _obj_for(self, tspec):
@@ -1696,7 +1797,7 @@ def shrink(seq: Seq, failures: list[Failure], checks, max_runs: int = 60) -> Seq
             i -= chunk
         if not progressed:
             chunk //= 2
-    used = {p for s in steps if s[0] in ("call", "jvp", "vjp") for p in _progs_in(s[2])}
+    used = {p for s in steps if s[0] in CALLS for p in _progs_in(s[2])}
     used |= {s[5][0] for s in steps if s[0] == "new" and s[5] is not None}
     return Seq(seq.seed, seq.family, steps, {i: p for i, p in seq.programs.items() if i in used})
 
@@ -1710,17 +1811,17 @@ def _progs_in(t):
 def failure_key(seq: Seq, failure: Failure) -> tuple:
     """Groups failures of a campaign into likely-distinct bugs: the class, the call's kind
     and transform chain (``jit/grad/fn``), the error's type and message head."""
-    step = next((s for s in seq.steps if s[0] in ("call", "jvp", "vjp", "pull")
+    step = next((s for s in seq.steps if s[0] in CALLS + LATER
                  and s[1] == failure.cid), None)
     chain = ""
-    if step is not None and step[0] != "pull":
+    if step is not None and step[0] not in LATER:
         t, parts = step[2], []
         while t[0] != "fn":
             parts.append(t[0])
             t = t[1]
         chain = step[0] + ":" + "/".join(parts + [t[1][0]])
     elif step is not None:
-        chain = "pull"
+        chain = step[0]
     detail = failure.message.split(" (at ")[0][:70] if failure.kind == "error" else ""
     return (failure.kind, chain, detail)
 

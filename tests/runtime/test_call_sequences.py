@@ -334,6 +334,44 @@ def test_known_dense_captured_matrix_changed_in_place(kind):
                ("call", 1, spec, 0, [("arr", "a0")], [])], NO_ALIAS)
 
 
+@pytest.mark.parametrize("target,choice,fn", [("G_MAT[...]", 2, "h_gmat"),
+                                               ("G_IDX[...]", 2, "h_gidx"),
+                                               ("h_gcell.k", 2, "h_gcell"),
+                                               ("G_COEF", 1, "h_gcoef")])
+def test_known_f_jvp_after_what_its_function_reads_changed(target, choice, fn):
+    """linearize's f_jvp ran the cached jvp program, which read the arrays the function
+    closed over when it ran, and traced again after a value it reads was reassigned: after
+    ``G_MAT[...] = ...``, ``G_IDX[...] = ...`` or a closure cell's new value (the first
+    linearize steps' captured seeds 368, 130 and 30, commit 1a740ab), f_jvp gave the
+    derivative at the new values; JAX's, and a fresh linearize of then, at the old ones."""
+    lin = ("fn", ("hand", fn))
+    check_seq([X, ("lin", 0, lin, 0, [("arr", "x")], 0), ("set", target, choice),
+               ("fjvp", 1, 0, [("arr", "x")]), ("mutate", "x", 3),
+               ("fjvp", 2, 0, [("arr", "x")]), ("clear",),
+               ("fjvp", 3, 0, [("arr", "x")])], ALL_CHECKS)
+
+
+def test_known_pending_pullback_and_f_jvp_after_their_point_changed_in_place():
+    """The fuzzer never mutated the arguments of a pending pullback; now it does (and of a
+    pending f_jvp): both keep the values of their call."""
+    v = ("fn", ("hand", "h_vec"))
+    check_seq([X, V, ("vjp", 0, v, 0, [("arr", "x"), ("arr", "v")], 0),
+               ("lin", 1, v, 1, [("arr", "x"), ("arr", "v")], 1),
+               ("mutate", "x", 4), ("mutate", "v", 5), ("set", "G_MAT[...]", 1),
+               ("pull", 2, 0, 3), ("fjvp", 3, 1, [("arr", "v"), ("arr", "x")]),
+               ("lin", 4, v, None, [("arr", "x"), ("arr", "x")], 2),
+               ("mutate", "x", 6), ("fjvp", 5, 2, [("arr", "v"), ("arr", "x")])], ALL_CHECKS)
+
+
+def test_sequences_linearize():
+    """Sequences with dg.linearize: its f_jvp called later, after its point, the arrays
+    its function closed over and the values it reads changed (seeds with lin steps)."""
+    seeds = [s for s in range(0, 200)
+             if any(st[0] == "fjvp" for st in fc.generate(s, "captured", n_programs=CI_POOL).steps)]
+    assert len(seeds) >= 25
+    run_family("captured", seeds[:25], ALL_CHECKS)
+
+
 # ----------------------------------------------------------------------------- sparse transforms
 XS = ("new", "xs", (fc.S_N,), "float64", 21, None)
 
@@ -406,7 +444,7 @@ def test_alias_check_fails_when_every_call_raises(monkeypatch):
     monkeypatch.setattr(fc, "build", raising)
     seq = fc.generate(ALIAS_SEEDS[0], "arrays")
     failures = fc.check(seq, ("alias",))
-    calls = {s[1] for s in seq.steps if s[0] in ("call", "jvp", "vjp")}
+    calls = {s[1] for s in seq.steps if s[0] in fc.CALLS}
     assert calls and {f.cid for f in failures} >= calls
     assert {f.kind for f in failures} == {"error"}
     with pytest.raises(pytest.fail.Exception, match=r"\[error\].*planted"):
