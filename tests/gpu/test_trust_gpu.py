@@ -67,6 +67,29 @@ def test_a_pullback_keeps_the_values_of_its_vjp_call():
         _close(pullback(1.0)[0], want_np)
 
 
+def test_f_jvp_keeps_the_values_of_its_linearize_call():
+    """linearize's f_jvp on CuPy: the point and a closed-over CuPy array changed in place
+    afterwards, also through dg.jit of f_jvp (replayed): the derivative at the linearize
+    call's values, as on NumPy."""
+    G = cp.asarray(np.linspace(-1.0, 1.0, 14).reshape(7, 2))
+    x = cp.asarray(x_np)
+    t_np = np.linspace(0.5, -0.5, x_np.size).reshape(x_np.shape)
+
+    def h(x):
+        return cp.tanh(x @ G) ** 2
+
+    _, f_jvp = dg.linearize(h, x)
+    G0 = cp.asnumpy(G)
+    want_np = dg.linearize(lambda y: np.tanh(y @ G0) ** 2, x_np)[1](t_np)
+    _close(f_jvp(cp.asarray(t_np)), want_np)
+    x[...] = 2.0
+    G[...] = -1.0
+    jitted = dg.jit(f_jvp)
+    for _ in range(3):
+        _close(f_jvp(cp.asarray(t_np)), want_np)
+        _close(jitted(cp.asarray(t_np)), want_np)
+
+
 def test_aliasing_and_replay_give_fresh_results():
     h = dg.hvp(loss)
     x, v = cp.asarray(x_np), cp.asarray(v_np)
