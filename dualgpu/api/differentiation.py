@@ -331,6 +331,9 @@ class _Hessian(Transformed):
         if tree is None or not tree.is_leaf or tuple(main.outputs[0].shape) != ():
             raise _NotScalar(self.__name__)
         check_scalar_output(main, tree, self.__name__)
+        # JAX's jacfwd(jacrev(f)): a complex input without holomorphic=True is refused (the
+        # Hessian's columns would be those of the real directions only)
+        check_complex_inputs(main, sig, self.__name__, False, "fwd")
         if sig.sparse:
             raise ArgumentTypeError(f"{self.__name__}: a sparse matrix argument has no dense "
                                     "Hessian; pass its dense form (x.toarray())")
