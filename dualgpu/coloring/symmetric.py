@@ -84,7 +84,9 @@ def star_coloring(pattern) -> np.ndarray:
 def acyclic_coloring(pattern) -> np.ndarray:
     """An acyclic coloring of the symmetric ``pattern``'s adjacency graph (for
     substitution): the best of greedy acyclic coloring in largest-first and natural order
-    and of :func:`star_coloring`.
+    and of :func:`star_coloring`. Where the pattern's diagonal has zeros, the best may be
+    the distance-2 coloring, whose adjacent columns can share a color: every entry of it
+    is then recovered directly (:func:`symmetric_decompression`), no substitution needed.
 
     >>> import scipy.sparse as sp
     >>> path = sp.diags([1, 1, 1], [-1, 0, 1], shape=(6, 6), format="csr")
@@ -253,8 +255,9 @@ def symmetric_decompression(pattern, colors, method: str) -> Decompression:
     place = colors[cols] * n + rows
     per_row_color = np.bincount(place, minlength=n * k)
     own = per_row_color[place] == 1     # j alone of its color in row i
-    if method != "acyclic" and own.all():
-        return Decompression(place)     # every entry from its column's product
+    if own.all():   # every entry from its column's product (for "acyclic" too: the best
+        return Decompression(place)     # coloring found may be a distance-2 one, whose
+                                        # adjacent columns share colors where a diagonal is 0
     if (p != p.T).nnz:
         raise InvalidArgumentError("symmetric_decompression: the pattern must be "
                                    "structurally symmetric")

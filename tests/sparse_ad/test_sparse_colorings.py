@@ -23,8 +23,16 @@ def grid_energy(u, side):
         + np.sum(u ** 4)
 
 
+def reversed_product(x):
+    """Zeros on the Hessian's diagonal (an anti-diagonal pattern): the distance-2 coloring
+    gives adjacent columns one color, which only direct recovery allows ("acyclic" once
+    refused its own best coloring)."""
+    return np.sum(x * x[::-1])
+
+
 PROGRAMS = [(hub_and_chain, lambda rng: (rng.standard_normal(16),)),
-            (grid_energy, lambda rng: (rng.standard_normal(49), 7))]
+            (grid_energy, lambda rng: (rng.standard_normal(49), 7)),
+            (reversed_product, lambda rng: (rng.standard_normal(8),))]
 
 
 @pytest.mark.parametrize("method", METHODS)
