@@ -481,8 +481,16 @@ tanh: Primitive = elementwise("tanh", "tanh", 1, c="tanh({0})", result="float",
 defrules(tanh, taylor=taylor.unary_recurrence(taylor.tanh_step, first=True))
 
 
+def _arcsinh_d(x, ans):
+    """arcsinh'(x): 1 / hypot(x, 1) for real x (x**2 + 1 overflows), 1 / sqrt(1 + z**2) for
+    complex z (hypot has no complex form)."""
+    if np.dtype(getattr(x, "dtype", np.float64)).kind == "c":
+        return _recip(sqrt(add(1.0, _sq(x))))
+    return _recip(hypot(x, 1.0))
+
+
 arcsinh = elementwise("arcsinh", "arcsinh", 1, c="asinh({0})", result="float",
-    partials=(lambda x, ans: _recip(hypot(x, 1.0)),))     # x**2 + 1 overflows
+    partials=(_arcsinh_d,))
 
 arccosh = elementwise("arccosh", "arccosh", 1, c="acosh({0})", result="float",
     partials=(lambda x, ans: _recip(multiply(sqrt(subtract(x, 1.0)),

@@ -367,6 +367,9 @@ spec("np.abs(complex)", complex_part(lambda x, y: dnp.abs(dnp.exp(x * 1j) * (y +
 # tanh' of a complex z is 1 - tanh(z)**2 (sech2 is real)
 spec("np.tanh(complex)", complex_part(lambda x, y: dnp.real(dnp.tanh(dnp.exp(x * 1j) * y)
                                                             * (x - 0.5j))), prim="tanh")
+# arcsinh' of a complex z is 1 / sqrt(1 + z**2) (hypot, the real form, has no complex loop)
+spec("np.arcsinh(complex)", complex_part(lambda x, y: dnp.real(
+    dnp.arcsinh(dnp.exp(x * 1j) * y) * (x - 0.5j))), prim="arcsinh")
 
 
 def cumulative(fn):
