@@ -139,6 +139,10 @@ from .numerics import (
     ediff1d,
     gradient,
     interp,
+    polyval,
+    trapezoid,
+    unwrap,
+    vander,
 )
 from .products import (
     cross,
