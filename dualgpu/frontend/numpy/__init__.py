@@ -176,6 +176,7 @@ from .reductions import (
     nansum,
     nanvar,
     prod,
+    ptp,
     std,
     var,
 )
@@ -201,6 +202,11 @@ from .shapes import (
     rollaxis,
     rot90,
     tile,
+)
+from .statistics import (
+    average,
+    corrcoef,
+    cov,
 )
 from .sorting import (
     argpartition,
