@@ -49,8 +49,10 @@ from .arguments import (
 from .construction import (
     full,
     full_like,
+    geomspace,
     linspace,
     logspace,
+    meshgrid,
 )
 from .elementwise import UFUNCS as _UFUNCS
 from .elementwise import (
@@ -118,6 +120,7 @@ from .joining import (
     atleast_1d,
     atleast_2d,
     atleast_3d,
+    block,
     c_,
     column_stack,
     concatenate,
