@@ -41,7 +41,7 @@ from ...lax import (
     ravel as flatten,
 )
 from ...ops.sorting import argmax, argmin, searchsorted
-from . import fft, linalg
+from . import fft, linalg, polynomial
 from .arguments import (
     array,
     asarray,
@@ -103,6 +103,7 @@ from .indexing import (
     newaxis,
     select,
     take,
+    trim_zeros,
     tril,
     triu,
 )
