@@ -97,6 +97,10 @@ from .elementwise import (
 from .elementwise import (
     round_ as round,
 )
+from .functional import (
+    apply_along_axis,
+    piecewise,
+)
 from .indexing import (
     bincount,
     diag,
