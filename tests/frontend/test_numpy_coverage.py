@@ -500,7 +500,7 @@ REFUSED_NEW = [
     (lambda x: np.piecewise(x, [x > 1.0], [1, 2, 3]), "functions are expected"),
     (lambda x: np.piecewise(x, [x[0] > 1.0], [1]), "x's shape"),
     (lambda x: np.polynomial.polynomial.polyval2d(x[0], x[1, :2], x), "polyval2d: x, y"),
-    (lambda x: np.trim_zeros(x[0]), "trim_zeros"),
+    (lambda x: np.trim_zeros(x[0]), "trim_zeros at .* where to cut is read"),
     (lambda x: np.apply_along_axis(np.sum, 0, np.ones((2, 0)) * x[0, 0]), "dimensions are 0"),
 ]
 

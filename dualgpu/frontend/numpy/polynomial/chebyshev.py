@@ -23,8 +23,10 @@ def chebval(x, c, tensor=True):
 
 
 def chebval2d(x, y, c):
+    """``numpy.polynomial.chebyshev.chebval2d``: the 2-D series at the points ``(x, y)``."""
     return valnd(chebval, c, x, y)
 
 
 def chebval3d(x, y, z, c):
+    """``numpy.polynomial.chebyshev.chebval3d``: the 3-D series at the points ``(x, y, z)``."""
     return valnd(chebval, c, x, y, z)

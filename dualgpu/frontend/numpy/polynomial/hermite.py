@@ -25,8 +25,10 @@ def hermval(x, c, tensor=True):
 
 
 def hermval2d(x, y, c):
+    """``numpy.polynomial.hermite.hermval2d``: the 2-D series at the points ``(x, y)``."""
     return valnd(hermval, c, x, y)
 
 
 def hermval3d(x, y, z, c):
+    """``numpy.polynomial.hermite.hermval3d``: the 3-D series at the points ``(x, y, z)``."""
     return valnd(hermval, c, x, y, z)

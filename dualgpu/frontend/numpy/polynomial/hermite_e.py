@@ -24,8 +24,10 @@ def hermeval(x, c, tensor=True):
 
 
 def hermeval2d(x, y, c):
+    """``numpy.polynomial.hermite_e.hermeval2d``: the 2-D series at the points ``(x, y)``."""
     return valnd(hermeval, c, x, y)
 
 
 def hermeval3d(x, y, z, c):
+    """``numpy.polynomial.hermite_e.hermeval3d``: the 3-D series at the points ``(x, y, z)``."""
     return valnd(hermeval, c, x, y, z)

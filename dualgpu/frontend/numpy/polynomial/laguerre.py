@@ -24,8 +24,10 @@ def lagval(x, c, tensor=True):
 
 
 def lagval2d(x, y, c):
+    """``numpy.polynomial.laguerre.lagval2d``: the 2-D series at the points ``(x, y)``."""
     return valnd(lagval, c, x, y)
 
 
 def lagval3d(x, y, z, c):
+    """``numpy.polynomial.laguerre.lagval3d``: the 3-D series at the points ``(x, y, z)``."""
     return valnd(lagval, c, x, y, z)

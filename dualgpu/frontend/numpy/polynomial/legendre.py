@@ -24,8 +24,10 @@ def legval(x, c, tensor=True):
 
 
 def legval2d(x, y, c):
+    """``numpy.polynomial.legendre.legval2d``: the 2-D series at the points ``(x, y)``."""
     return valnd(legval, c, x, y)
 
 
 def legval3d(x, y, z, c):
+    """``numpy.polynomial.legendre.legval3d``: the 3-D series at the points ``(x, y, z)``."""
     return valnd(legval, c, x, y, z)

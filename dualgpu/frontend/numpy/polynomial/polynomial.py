@@ -20,8 +20,10 @@ def polyval(x, c, tensor=True):
 
 
 def polyval2d(x, y, c):
+    """``numpy.polynomial.polynomial.polyval2d``: the 2-D series at the points ``(x, y)``."""
     return valnd(polyval, c, x, y)
 
 
 def polyval3d(x, y, z, c):
+    """``numpy.polynomial.polynomial.polyval3d``: the 3-D series at the points ``(x, y, z)``."""
     return valnd(polyval, c, x, y, z)
