@@ -897,7 +897,8 @@ REAL_PROGRAM_COMPOSITIONS = [
     ("cov y fweights", lambda m: dnp.cov(m[0], m[1] ** 2, fweights=[1, 2, 1, 3], bias=True),
      uniform((2, 4), -1.0, 1.0)),
     ("corrcoef", lambda m: dnp.corrcoef(m), uniform((3, 4), -1.0, 1.0)),
-    ("meshgrid", lambda a, b: dnp.meshgrid(a, b * b)[1] * dnp.transpose(dnp.meshgrid(a, b, indexing="ij")[0]),
+    ("meshgrid", lambda a, b: dnp.meshgrid(a, b * b)[1]
+     * dnp.transpose(dnp.meshgrid(a, b, indexing="ij")[0]),
      two_uniform((3,), (2,), -1.0, 1.0)),
     ("block", lambda a, b: dnp.block([[a, b[:, None]], [b[None, :], 2.0 * b[None, :1]]]),
      two_uniform((2, 2), (2,), -1.0, 1.0)),

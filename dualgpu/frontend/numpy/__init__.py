@@ -107,8 +107,8 @@ from .indexing import (
     newaxis,
     select,
     take,
-    trim_zeros,
     tril,
+    trim_zeros,
     triu,
 )
 from .introspection import (
@@ -211,11 +211,6 @@ from .shapes import (
     rot90,
     tile,
 )
-from .statistics import (
-    average,
-    corrcoef,
-    cov,
-)
 from .sorting import (
     argpartition,
     argsort,
@@ -224,6 +219,11 @@ from .sorting import (
     percentile,
     quantile,
     sort,
+)
+from .statistics import (
+    average,
+    corrcoef,
+    cov,
 )
 
 # NumPy's functions of the elementwise ops that none of the modules above writes out: derived

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
+from ...core.axes import normalize_axes
 from ...errors import (
     DualgpuError,
     InvalidArgumentError,
@@ -14,7 +15,6 @@ from ...errors import (
     TracerControlFlowError,
     user_location,
 )
-from ...core.axes import normalize_axes
 from ...lax import (
     astype,
     diagonal,
