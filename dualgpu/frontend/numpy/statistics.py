@@ -154,7 +154,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     ``aweights``.
 
     >>> dg.grad(lambda x: np.cov(x))(np.array([1.0, 2.0, 4.0]))
-    array([-1.66666667, -0.66666667,  2.33333333])
+    array([-1.33333333, -0.33333333,  1.66666667])
     """
     if ddof is not None and ddof != int(ddof):
         raise InvalidArgumentError(f"np.cov: ddof must be integer, got {ddof!r} "
