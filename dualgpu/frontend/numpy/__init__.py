@@ -149,6 +149,7 @@ from .numerics import (
     interp,
     polyval,
     trapezoid,
+    trapz,
     unwrap,
     vander,
 )

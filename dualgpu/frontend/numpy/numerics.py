@@ -374,6 +374,9 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return sum_(true_divide(multiply(d, heights), 2.0), axis=axis)
 
 
+trapz = trapezoid  # NumPy before 2.4 (and CuPy) also spell it trapz
+
+
 def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     """``np.unwrap``: jumps between neighbours larger than ``discont`` (default
     ``period / 2``) taken off by multiples of ``period``, as NumPy's (the same boundary
