@@ -29,14 +29,15 @@ from ...lax import (
 from ...lax import full_like as _fill_like
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike
+from .arguments import arraylike, unsupported_kwargs
 from .elementwise import power
 from .introspection import result_type
 from .joining import concatenate
 from .reductions import any_
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
     """``np.linspace``, differentiable in ``start`` and ``stop`` (arrays broadcast, as
     NumPy's), in NumPy's steps (``arange(num) * (delta / div) + start``; where a step
     underflows to 0, ``arange(num) / div * delta``); the last sample is exactly ``stop``
@@ -47,7 +48,9 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """
     if not (_is_tracer(start) or _is_tracer(stop)):
         return np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep,
-                           dtype=dtype, axis=axis)
+                           dtype=dtype, axis=axis,
+                           **({} if device is None else {"device": device}))
+    unsupported_kwargs("linspace", {"device": None if device == "cpu" else device})
     num = operator.index(num)
     if num < 0:
         raise InvalidArgumentError(f"linspace: num={num} must be non-negative "
