@@ -144,6 +144,8 @@ NEW_CASES = {
     "mean where row": (lambda x: np.mean(x, axis=0, where=[True, False, True]), X23),
     "var where": (lambda x: np.var(x, axis=1, where=x > 0.5, ddof=1), X34),
     "std where": (lambda x: np.std(x, where=MASK34), X34),
+    "all where": (lambda x: np.all(x > 0.5, axis=1, where=x < 1.5), X34),
+    "any where": (lambda x: np.any(x > 1.5, where=MASK34, keepdims=True), X34),
     "cov": (lambda x: np.cov(x), X34),
     "cov 1d": (lambda x: np.cov(x[0]), X34),
     "cov y rowvar": (lambda x: np.cov(x, x[:, :2] ** 2, rowvar=False), X34),

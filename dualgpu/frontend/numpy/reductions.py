@@ -221,15 +221,23 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
                           where=where, correction=correction, mean=mean, **kw))
 
 
-def all_(a, axis=None, keepdims=False):
+def all_(a, axis=None, out=None, keepdims=False, *, where=None):
+    """``np.all``; ``where=`` tests only the elements it marks (the others count as
+    True)."""
+    unsupported_kwargs("all", {"out": out})
     a = astype(arraylike(a), bool)
+    a = _masked(a, _mask(a, where, "all"), True)
     if _empty_reduction(a, axis):  # NumPy: True (min of nothing has no identity)
         return equal(sum_(logical_not(a), axis=axis, keepdims=keepdims), 0)
     return equal(amin(a, axis=axis, keepdims=keepdims), True)
 
 
-def any_(a, axis=None, keepdims=False):
+def any_(a, axis=None, out=None, keepdims=False, *, where=None):
+    """``np.any``; ``where=`` tests only the elements it marks (the others count as
+    False)."""
+    unsupported_kwargs("any", {"out": out})
     a = astype(arraylike(a), bool)
+    a = _masked(a, _mask(a, where, "any"), False)
     if _empty_reduction(a, axis):  # NumPy: False
         return not_equal(sum_(a, axis=axis, keepdims=keepdims), 0)
     return equal(amax(a, axis=axis, keepdims=keepdims), True)
