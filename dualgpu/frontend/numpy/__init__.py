@@ -1,11 +1,11 @@
 """The ``numpy`` namespace of traced values: what a traced function calls for ``np.<name>``
-(and ``cupy.<name>``, ``xp.<name>``), under NumPy's names. ``linalg`` and ``fft`` are its
-submodules, as NumPy's.
+(and ``cupy.<name>``, ``xp.<name>``), under NumPy's names. ``linalg``, ``fft`` and
+``polynomial`` are its submodules, as NumPy's.
 
 Each function normalises NumPy's arguments and binds ops; each also computes at once on
 concrete arrays. The functions live in modules by topic (``elementwise``, ``reductions``,
-``shapes``, ``joining``, ``indexing``, ``products``, ``sorting``, ``numerics``, ...); this
-module only imports them. Names that are Python builtins (``sum``, ``max``, ``min``,
+``shapes``, ``joining``, ``indexing``, ``products``, ``sorting``, ``numerics``,
+``statistics``, ``functional``, ...); this module only imports them. Names that are Python builtins (``sum``, ``max``, ``min``,
 ``abs``, ``round``, ``all``, ``any``, ``pow``) are bound here only, so that no module body
 shadows a builtin.
 
