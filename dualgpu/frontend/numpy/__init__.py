@@ -5,9 +5,9 @@
 Each function normalises NumPy's arguments and binds ops; each also computes at once on
 concrete arrays. The functions live in modules by topic (``elementwise``, ``reductions``,
 ``shapes``, ``joining``, ``indexing``, ``products``, ``sorting``, ``numerics``,
-``statistics``, ``functional``, ...); this module only imports them. Names that are Python builtins (``sum``, ``max``, ``min``,
-``abs``, ``round``, ``all``, ``any``, ``pow``) are bound here only, so that no module body
-shadows a builtin.
+``statistics``, ``functional``, ...); this module only imports them. Names that are Python
+builtins (``sum``, ``max``, ``min``, ``abs``, ``round``, ``all``, ``any``, ``pow``) are
+bound here only, so that no module body shadows a builtin.
 
     >>> from dualgpu.frontend import numpy as dnp
     >>> dg.grad(lambda x: dnp.sum(dnp.sin(x)))(np.array([0.0]))
