@@ -29,7 +29,7 @@ from ...lax import (
 from ...lax import full_like as _fill_like
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike, unsupported_kwargs
+from .arguments import arraylike, as_array, host_value, unsupported_kwargs
 from .elementwise import power
 from .introspection import result_type
 from .joining import concatenate
@@ -98,7 +98,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
         return np.geomspace(start, stop, num, endpoint=endpoint, dtype=dtype, axis=axis)
     start, stop = arraylike(start), arraylike(stop)
     for end in (start, stop):
-        if not _is_tracer(end) and np.any(np.asarray(end) == 0):
+        if not _is_tracer(end) and np.any(host_value(end) == 0):
             raise InvalidArgumentError(f"np.geomspace: a geometric sequence cannot include "
                                        f"zero (at {user_location()})")
     num = operator.index(num)
@@ -143,16 +143,12 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing == "xy" and ndim > 1:
         shapes[0] = (1, -1) + (1,) * (ndim - 2)
         shapes[1] = (-1, 1) + (1,) * (ndim - 2)
-    output = [reshape(_as_array(x), s) for x, s in zip(xi, shapes)]
+    output = [reshape(as_array(x), s) for x, s in zip(xi, shapes)]
     if not sparse:
         shape = np.broadcast_shapes(*[_shape(o) for o in output])
         output = [broadcast_to(o, shape) for o in output]
     return tuple(output) if copy or not sparse else output
 
-
-def _as_array(a):
-    a = arraylike(a)
-    return a if _is_tracer(a) else np.asanyarray(a)
 
 
 def full(shape, fill_value, dtype=None, order="C", **kwargs):

@@ -34,13 +34,8 @@ from ...lax import (
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike
+from .arguments import as_array, host_value
 from .indexing import take
-
-
-def _as_array(a):
-    a = arraylike(a)
-    return a if _is_tracer(a) else np.asanyarray(a)
 
 
 def _one_condition(condlist, x) -> bool:
@@ -61,7 +56,7 @@ def _conditions(condlist, x, nfunc):
         condlist = [condlist]
     conds = []
     for c in condlist:
-        c = _as_array(c)
+        c = as_array(c)
         c = c if _dtype(c).kind == "b" else astype(c, bool)
         if _shape(c) != _shape(x):
             raise ShapeMismatchError(f"np.piecewise: a condition of shape {_shape(c)} for x of "
@@ -83,9 +78,9 @@ def _conditions(condlist, x, nfunc):
 def _scattered(values, cond, x, dtype):
     """The values of ``y[cond] = values`` (``cond`` a constant mask of ``x``'s shape):
     an array of ``x``'s shape holding them at the masked places (elsewhere the first)."""
-    flat = np.asarray(cond).ravel()
+    flat = host_value(cond).ravel()
     k = int(flat.sum())
-    values = _as_array(values)
+    values = as_array(values)
     try:
         values = broadcast_to(values, (k,))
     except (ValueError, ShapeMismatchError):
@@ -112,7 +107,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     ...     np.array([-1.0, 4.0]))
     array([-1.  ,  0.25])
     """
-    x = _as_array(x)
+    x = as_array(x)
     if not isinstance(funclist, (list, tuple)):
         raise ArgumentTypeError(f"np.piecewise: funclist must be a list of functions or "
                                 f"values, got {type(funclist).__name__} (at {user_location()})")
@@ -121,10 +116,10 @@ def piecewise(x, condlist, funclist, *args, **kw):
     dtype = _dtype(x)
     for cond, func in zip(conds, funclist):
         if not _is_tracer(cond):
-            if not np.any(cond):
+            if not np.any(host_value(cond)):
                 continue  # NumPy calls no function on an empty piece
             if callable(func):
-                func = func(take(ravel(x), np.flatnonzero(cond)), *args, **kw)
+                func = func(take(ravel(x), np.flatnonzero(host_value(cond))), *args, **kw)
             y = where(cond, _scattered(func, cond, x, dtype), y)
             continue
         if callable(func):
@@ -134,7 +129,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
             start = len(xin._builder.eqns)
             func = func(xin, *args, **kw)
             _check_elementwise(xin, start, func)
-        y = where(cond, astype(_as_array(func), dtype), y)
+        y = where(cond, astype(as_array(func), dtype), y)
     return y
 
 
@@ -176,7 +171,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     array([[ 2.,  1.],
            [12.,  9.]])
     """
-    arr = _as_array(arr)
+    arr = as_array(arr)
     nd = len(_shape(arr))
     axis = _check_axis(axis, nd, "apply_along_axis")
     moved = moveaxis(arr, axis, -1)
@@ -184,7 +179,7 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     if not indices or _shape(moved)[:-1] and 0 in _shape(moved)[:-1]:
         raise InvalidArgumentError(f"np.apply_along_axis: cannot apply_along_axis when any "
                                    f"iteration dimensions are 0 (at {user_location()})")
-    results = [_as_array(func1d(getitem(moved, ind + (Ellipsis,)), *args, **kwargs))
+    results = [as_array(func1d(getitem(moved, ind + (Ellipsis,)), *args, **kwargs))
                for ind in indices]
     first = results[0]
     shape, dtype = _shape(first), _dtype(first)

@@ -18,7 +18,7 @@ from ...lax import astype, ravel, reshape
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike, asarray, holds_tracer, unsupported_kwargs
+from .arguments import arraylike, as_array, asarray, holds_tracer, unsupported_kwargs
 from .indexing import take_range
 
 
@@ -97,7 +97,7 @@ def block(arrays):
     def join(item, depth):
         if depth < list_ndim:
             return concatenate([join(x, depth + 1) for x in item], axis=-(list_ndim - depth))
-        a = arraylike(item) if _is_tracer(item) else np.asanyarray(item)
+        a = as_array(item)
         s = _shape(a)
         return reshape(a, (1,) * (result_ndim - len(s)) + s) if len(s) < result_ndim else a
 

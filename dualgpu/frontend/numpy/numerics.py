@@ -47,7 +47,7 @@ from ...lax import (
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike
+from .arguments import arraylike, as_array
 from .elementwise import conj
 from .indexing import take, take_range
 from .introspection import result_type
@@ -295,11 +295,6 @@ def correlate(a, v, mode="valid"):
     return flip(conj(convolve(v, flip(conj(a), axis=0), mode)), axis=0)
 
 
-def _as_array(a):
-    """``np.asanyarray``: a traced value as it is, anything else a NumPy array."""
-    a = arraylike(a)
-    return a if _is_tracer(a) else np.asanyarray(a)
-
 
 def polyval(p, x):
     """``np.polyval``: Horner's scheme in NumPy's order (``y = y * x + p[i]`` from
@@ -309,7 +304,7 @@ def polyval(p, x):
     >>> dg.grad(lambda x: np.polyval([1.0, 2.0, 3.0], x))(np.array(2.0))
     array(6.)
     """
-    p, x = _as_array(p), _as_array(x)
+    p, x = as_array(p), as_array(x)
     if len(_shape(p)) == 0:
         raise ArgumentTypeError(f"np.polyval: p must be a 1-D sequence of coefficients, got "
                                 f"a 0-d value (at {user_location()})")
@@ -327,7 +322,7 @@ def vander(x, N=None, increasing=False):
     >>> dg.jacfwd(lambda x: np.vander(x, 3))(np.array([2.0]))[0, :, 0]
     array([4., 1., 0.])
     """
-    x = _as_array(x)
+    x = as_array(x)
     if len(_shape(x)) != 1:
         raise ShapeMismatchError(f"np.vander: x must be a one-dimensional array or sequence, "
                                  f"got shape {_shape(x)} (at {user_location()})")
@@ -355,13 +350,13 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     >>> dg.grad(lambda y: np.trapezoid(y, dx=0.5))(np.ones(3))
     array([0.25, 0.5 , 0.25])
     """
-    y = _as_array(y)
+    y = as_array(y)
     nd = len(_shape(y))
     axis = _check_axis(axis, nd, "trapezoid")
     if x is None:
         d = dx
     else:
-        x = _as_array(x)
+        x = as_array(x)
         if len(_shape(x)) == 1:
             d = diff(x)
             shape = [1] * nd
@@ -386,7 +381,7 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     >>> dg.grad(lambda p: np.sum(np.unwrap(p) ** 2))(np.array([0.0, 6.0]))
     array([ 0.        , -0.56637061])
     """
-    p = _as_array(p)
+    p = as_array(p)
     nd = len(_shape(p))
     axis = _check_axis(axis, nd, "unwrap")
     dd = diff(p, axis=axis)

@@ -28,7 +28,7 @@ from ...lax import (
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike, as_float, unsupported_kwargs
+from .arguments import arraylike, as_float, host_value, unsupported_kwargs
 from .elementwise import abs2, safe_sqrt
 
 
@@ -198,7 +198,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     a, n = _float_and_count(a, axis, dtype, "var")
     mask = _mask(a, where, "var")
     if mask is not None and not _is_tracer(mask):
-        n = int(np.min(np.sum(mask, axis=axis), initial=n))
+        n = int(np.min(np.sum(host_value(mask), axis=axis), initial=n))
     if n - ddof <= 0:
         raise InvalidArgumentError(
             f"var/std: ddof={ddof} with {n} element(s) per result leaves no degrees of "

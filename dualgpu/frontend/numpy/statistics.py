@@ -36,7 +36,7 @@ from ...lax import (
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike, holds_tracer, is_complex
+from .arguments import as_array, holds_tracer, host_value, is_complex
 from .elementwise import clip, conj
 from .introspection import result_type
 from .joining import atleast_2d, concatenate
@@ -44,15 +44,10 @@ from .products import matmul
 from .reductions import mean, sum_
 
 
-def _as_array(a):
-    a = arraylike(a)
-    return a if _is_tracer(a) else np.asanyarray(a)
-
-
 def _weights(weights, a, axis):
     """NumPy's ``_weights_are_valid``: weights of ``a``'s shape, or 1-D (N-D) along
     ``axis``, reshaped to broadcast against ``a``."""
-    wgt = _as_array(weights)
+    wgt = as_array(weights)
     if _shape(a) == _shape(wgt):
         return wgt
     if axis is None:
@@ -77,7 +72,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
     >>> dg.grad(lambda w: np.average(np.array([1.0, 3.0]), weights=w))(np.array([1.0, 1.0]))
     array([-0.5,  0.5])
     """
-    a = _as_array(a)
+    a = as_array(a)
     if axis is not None:  # NumPy's normalize_axis_tuple: the order given is kept
         axis = tuple(_check_axis(ax, len(_shape(a)), "average")
                      for ax in (axis if isinstance(axis, (tuple, list)) else (axis,)))
@@ -94,7 +89,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue)
         else:
             result_dtype = result_type(a, wgt)
         scl = sum_(wgt, axis=axis, dtype=result_dtype, **kd)
-        if not _is_tracer(scl) and np.any(scl == 0.0):
+        if not _is_tracer(scl) and np.any(host_value(scl) == 0.0):
             raise InvalidArgumentError(f"np.average: weights sum to zero, can't be "
                                        f"normalized (at {user_location()})")
         weighted = multiply(astype(a, result_dtype), astype(wgt, result_dtype))
@@ -116,7 +111,7 @@ def _sample_weights(fweights, aweights, n):
             raise UnsupportedOpError(f"np.cov: traced fweights are not supported (integer "
                                      f"frequencies have no derivative); pass them as "
                                      f"constants (at {user_location()})")
-        fweights = np.asarray(fweights, dtype=float)
+        fweights = host_value(fweights).astype(float)
         if not np.all(fweights == np.around(fweights)):
             raise ArgumentTypeError(f"np.cov: fweights must be integer "
                                     f"(at {user_location()})")
@@ -126,11 +121,10 @@ def _sample_weights(fweights, aweights, n):
                                        f"(at {user_location()})")
         w = fweights
     if aweights is not None:
-        aweights = _as_array(aweights)
-        aweights = astype(aweights, np.float64) if _is_tracer(aweights) else np.asarray(
-            aweights, dtype=float)
+        aweights = as_array(aweights)
+        aweights = astype(aweights, np.float64)
         _check_sample_weights("aweights", aweights, n)
-        if not _is_tracer(aweights) and np.any(aweights < 0):
+        if not _is_tracer(aweights) and np.any(host_value(aweights) < 0):
             raise InvalidArgumentError(f"np.cov: aweights cannot be negative "
                                        f"(at {user_location()})")
         w = aweights if w is None else multiply(w, aweights)
@@ -159,12 +153,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if ddof is not None and ddof != int(ddof):
         raise InvalidArgumentError(f"np.cov: ddof must be integer, got {ddof!r} "
                                    f"(at {user_location()})")
-    m = _as_array(m)
+    m = as_array(m)
     if len(_shape(m)) > 2:
         raise ShapeMismatchError(f"np.cov: m has more than 2 dimensions ({_shape(m)}) "
                                  f"(at {user_location()})")
     if y is not None:
-        y = _as_array(y)
+        y = as_array(y)
         if len(_shape(y)) > 2:
             raise ShapeMismatchError(f"np.cov: y has more than 2 dimensions ({_shape(y)}) "
                                      f"(at {user_location()})")

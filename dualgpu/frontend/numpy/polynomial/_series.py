@@ -10,7 +10,7 @@ from ....lax import astype, reshape
 from ....lax import dtype_of as _dtype
 from ....lax import is_tracer as _is_tracer
 from ....lax import shape_of as _shape
-from ..arguments import arraylike
+from ..arguments import arraylike, as_array
 
 
 def prepare(c, x, tensor):
@@ -26,9 +26,8 @@ def prepare(c, x, tensor):
     if _dtype(c).char in "?bBhHiIlLqQpP":
         c = astype(c, np.float64)
     if isinstance(x, (tuple, list)):
-        x = arraylike(x)
-        x = x if _is_tracer(x) else np.asarray(x)
-    if (_is_tracer(x) or isinstance(x, np.ndarray)) and tensor:
+        x = as_array(x)
+    if (_is_tracer(x) or hasattr(x, "ndim") and not np.isscalar(x)) and tensor:
         c = reshape(c, _shape(c) + (1,) * len(_shape(x)))
     return c, x
 
@@ -36,7 +35,7 @@ def prepare(c, x, tensor):
 def valnd(val_f, c, *args):
     """NumPy's ``polyutils._valnd``: the first points with ``tensor=True``, the others
     with ``tensor=False``; the points must all have one shape."""
-    args = [a if _is_tracer(a) else np.asanyarray(a) for a in (arraylike(a) for a in args)]
+    args = [as_array(a) for a in args]
     shape0 = _shape(args[0])
     if not all(_shape(a) == shape0 for a in args[1:]):
         names = {2: "x, y", 3: "x, y, z"}.get(len(args), "the ordinates")
