@@ -10,7 +10,7 @@ from ....lax import astype, reshape
 from ....lax import dtype_of as _dtype
 from ....lax import is_tracer as _is_tracer
 from ....lax import shape_of as _shape
-from ..arguments import arraylike, as_array
+from ..arguments import as_array
 
 
 def prepare(c, x, tensor):
@@ -18,10 +18,8 @@ def prepare(c, x, tensor):
     and integers as float64) and the points (a list or tuple an array; a Python number
     left as it is), ``c`` given one trailing axis per axis of an array ``x`` if
     ``tensor``."""
-    c = arraylike(c)
-    if not _is_tracer(c):
-        c = np.array(c, ndmin=1, copy=None)
-    elif len(_shape(c)) == 0:
+    c = as_array(c)
+    if len(_shape(c)) == 0:
         c = reshape(c, (1,))
     if _dtype(c).char in "?bBhHiIlLqQpP":
         c = astype(c, np.float64)
