@@ -130,7 +130,8 @@ def call_front_end(f, label: str, args, kwargs):
     """``f(*args, **kwargs)`` (the front end's function for NumPy's ``label``); a misspelled
     keyword is answered with the one it meant, in NumPy's words (``numpy.sum() got an
     unexpected keyword argument 'axsi' (did you mean 'axis'?)``)."""
-    if label.rpartition(".")[2] in _ARRAY_OPERANDS:
+    module, _, name = label.rpartition(".")
+    if name in _ARRAY_OPERANDS and not module.endswith("polynomial"):
         args = tuple(strong_results(a) if isinstance(a, Tracer) else a for a in args)
     try:
         out = f(*args, **kwargs)
@@ -144,9 +145,12 @@ def call_front_end(f, label: str, args, kwargs):
 
 # NumPy functions that make arrays of their operands (np.asarray) before computing, so that
 # a Python number among them is an array of its dtype (np.dot(x32, 2.0) is float64), unlike
-# the ufuncs' operands (weakly typed)
+# the ufuncs' operands (weakly typed) and those of numpy.polynomial's functions
+# (polynomial.polyval(x, c) computes with x as given)
 _ARRAY_OPERANDS = frozenset({"dot", "vdot", "inner", "outer", "einsum", "tensordot", "kron",
-                             "append", "cross", "convolve", "correlate"})
+                             "append", "cross", "convolve", "correlate", "polyval", "vander",
+                             "trapezoid", "unwrap", "average", "ptp", "cov", "corrcoef",
+                             "geomspace", "meshgrid"})
 
 
 def strong_results(out):

@@ -102,6 +102,101 @@ CASES = {
     "digamma imported": (lambda x: digamma(x) + psi(x), X23),
     "logit imported": (lambda x: logit(x / 3.0), X23),
 }
+PHASES = np.array([0.0, 3.0, 6.5, 0.2, -3.3, 3 * np.pi, 1.0])
+MASK34 = X34 > 1.0
+# the NumPy functions of the "real programs" round: the same values, dtypes and shapes as
+# NumPy's (test_new_functions_match_numpy_exactly checks dtypes and shapes too)
+NEW_CASES = {
+    "polyval": (lambda x: np.polyval(x, 0.5), V5),
+    "polyval x": (lambda x: np.polyval([1.0, -2.0, 3.0], x), X23),
+    "polyval 2d p": (lambda x: np.polyval(x, x[0]), X34),
+    "polyval int x": (lambda x: np.polyval(x, 3), V5),
+    "vander": (lambda x: np.vander(x), V5),
+    "vander N increasing": (lambda x: np.vander(x, 4, increasing=True), V3),
+    "vander float32": (lambda x: np.vander(x.astype(np.float32), 3), V3),
+    "trapezoid": (lambda x: np.trapezoid(x), X34),
+    "trapezoid x": (lambda x: np.trapezoid(x, np.sort(x[0]), axis=1), X34),
+    "trapezoid x nd": (lambda x: np.trapezoid(x, x ** 2, axis=0), X34),
+    "trapezoid dx": (lambda x: np.trapezoid(x, dx=x[0, 0]), X34),
+    "unwrap": (lambda p: np.unwrap(p), PHASES),
+    "unwrap discont": (lambda p: np.unwrap(p, discont=4.0), PHASES),
+    "unwrap period": (lambda p: np.unwrap(p, period=4), PHASES),
+    "unwrap int": (lambda p: np.unwrap((3 * p).astype(int), period=4), PHASES),
+    "unwrap axis": (lambda p: np.unwrap(np.outer(p, p[:3]), axis=0), PHASES),
+    "unwrap half period": (lambda p: np.unwrap(p[:5] * 0 + [0.0, np.pi, 0.0, -np.pi, 0.0]),
+                           PHASES),
+    "average": (lambda x: np.average(x, axis=1), X34),
+    "average returned": (lambda x: np.average(x, returned=True), X34),
+    "average weights": (lambda x: np.average(x, weights=x ** 2, axis=0, returned=True), X34),
+    "average weights 1d": (lambda x: np.average(x, axis=1, weights=[1, 2, 3, 4],
+                                                keepdims=True), X34),
+    "average weights axes": (lambda x: np.average(x.reshape(2, 2, 3), axis=(2, 0),
+                                                  weights=x[:3, :2]), X34),
+    "average int": (lambda x: np.average((3 * x).astype(int), axis=0, weights=x[:, 0]), X34),
+    "ptp": (lambda x: np.ptp(x), X34),
+    "ptp axis": (lambda x: np.ptp(x, axis=1, keepdims=True), X34),
+    "sum where": (lambda x: np.sum(x, axis=1, where=x > 1.0), X34),
+    "sum where initial": (lambda x: np.sum(x, where=MASK34, initial=2.5), X34),
+    "prod where": (lambda x: np.prod(x, axis=0, where=x < 1.5, keepdims=True), X34),
+    "max where": (lambda x: np.max(x, axis=1, where=MASK34, initial=-1.0), X34),
+    "min initial": (lambda x: np.min(x, axis=0, initial=0.5), X34),
+    "mean where": (lambda x: np.mean(x, axis=1, where=x > 0.8), X34),
+    "mean where row": (lambda x: np.mean(x, axis=0, where=[True, False, True]), X23),
+    "var where": (lambda x: np.var(x, axis=1, where=x > 0.5, ddof=1), X34),
+    "std where": (lambda x: np.std(x, where=MASK34), X34),
+    "all where": (lambda x: np.all(x > 0.5, axis=1, where=x < 1.5), X34),
+    "any where": (lambda x: np.any(x > 1.5, where=MASK34, keepdims=True), X34),
+    "cov": (lambda x: np.cov(x), X34),
+    "cov 1d": (lambda x: np.cov(x[0]), X34),
+    "cov y rowvar": (lambda x: np.cov(x, x[:, :2] ** 2, rowvar=False), X34),
+    "cov bias": (lambda x: np.cov(x, bias=True), X34),
+    "cov ddof": (lambda x: np.cov(x, ddof=2), X34),
+    "cov fweights aweights": (lambda x: np.cov(x, fweights=[1, 2, 3, 1],
+                                               aweights=[0.5, 2.0, 3.0, 1.0]), X34),
+    "cov traced aweights": (lambda x: np.cov(x, aweights=x[0] ** 2, ddof=1), X34),
+    "cov complex": (lambda x: np.cov(x + 1j * x[::-1]), X34),
+    "corrcoef": (lambda x: np.corrcoef(x), X34),
+    "corrcoef y": (lambda x: np.corrcoef(x[0], x[1] ** 2), X34),
+    "corrcoef one": (lambda x: np.corrcoef(x[0]), X34),
+    "meshgrid": (lambda x: np.meshgrid(x[0], x[1, :2]), X34),
+    "meshgrid ij 3": (lambda x: np.meshgrid(x[0], x[1, :2], x[2, :3], indexing="ij"), X34),
+    "meshgrid sparse": (lambda x: np.meshgrid(x[0], x[1, :2], sparse=True), X34),
+    "block": (lambda x: np.block([[x, x[:, :1]], [x[:1], np.ones((1, 1))]]), X34),
+    "block 1d": (lambda x: np.block([x[0], 2.0, x[1, :2]]), X34),
+    "block depth 3": (lambda x: np.block([[[x[0, :1]], [x[1, :1]]]]), X34),
+    "geomspace": (lambda x: np.geomspace(1, 2 + x[0, 0] ** 2, 5), X34),
+    "geomspace negative": (lambda x: np.geomspace(-x[0, 0], -5.0, 6, endpoint=False), X34),
+    "geomspace arrays axis": (lambda x: np.geomspace(x[0, :2], [3.0, 4.0], 4, axis=-1), X34),
+    "geomspace dtype": (lambda x: np.geomspace(x[0, 0], 30.0, 5, dtype=int), X34),
+    "linspace int dtype": (lambda x: np.linspace(x[0, 0] - 3.0, 7.0, 6, dtype=int), X34),
+    "piecewise": (lambda x: np.piecewise(x, [x > 1.0], [lambda t: t ** 2, lambda t: -t]), X34),
+    "piecewise otherwise": (lambda x: np.piecewise(x, [x < 0.5, x > 1.5],
+                                                   [lambda t: -t, np.sin, 7.0]), X34),
+    "piecewise one condition": (lambda x: np.piecewise(x[0], x[0] > 1.0, [np.exp, 2.0]), X34),
+    "piecewise constant": (lambda x: np.piecewise(x, [MASK34], [lambda t: t - t.mean(),
+                                                                np.sum]), X34),
+    "piecewise args": (lambda x: np.piecewise(x, [x > 1.0], [lambda t, a: t * a, 0], 3.0),
+                       X34),
+    "piecewise int": (lambda x: np.piecewise((3 * x).astype(int), [x > 1.0],
+                                             [lambda t: t * 1.5, -1]), X34),
+    "apply_along_axis": (lambda x: np.apply_along_axis(np.sum, 0, x), X34),
+    "apply_along_axis matrix": (lambda x: np.apply_along_axis(lambda r: np.outer(r, r), 1, x),
+                                X34),
+    "apply_along_axis args": (lambda x: np.apply_along_axis(np.dot, -1, x, np.arange(4.0)),
+                              X34),
+    "polynomial.polyval": (lambda x: np.polynomial.polynomial.polyval(0.5, x), V5),
+    "polynomial.polyval tensor": (lambda x: np.polynomial.polynomial.polyval(x[0], x), X34),
+    "polynomial.polyval2d": (lambda x: np.polynomial.polynomial.polyval2d(x[0], x[1], x[:, :3]),
+                             X34),
+    "chebval": (lambda x: np.polynomial.chebyshev.chebval(x, [1.0, 2.0, -3.0, 0.5]), X23),
+    "chebval3d": (lambda x: np.polynomial.chebyshev.chebval3d(x, x, x, np.ones((2, 2, 3))),
+                  V3),
+    "legval": (lambda x: np.polynomial.legendre.legval(x[0], x, tensor=False), X34),
+    "hermval": (lambda x: np.polynomial.hermite.hermval(0.5, x), V5),
+    "hermeval": (lambda x: np.polynomial.hermite_e.hermeval(x, x), V5),
+    "lagval": (lambda x: np.polynomial.laguerre.lagval([0.5, 1.5], x), X34),
+    "hermval float32": (lambda x: np.polynomial.hermite.hermval(0.5, x.astype(np.float32)), V5),
+}
 for _mode in ("full", "same", "valid"):
     for _n, _m in ((5, 3), (3, 5), (4, 4), (1, 3)):
         CASES[f"convolve {_mode} {_n},{_m}"] = (
@@ -118,6 +213,23 @@ def test_traced_value_equals_numpy(name):
     for g, w in zip(np.broadcast_arrays(*got) if isinstance(want, (tuple, list)) else [got],
                     want if isinstance(want, (tuple, list)) else [want]):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CASES))
+def test_new_functions_match_numpy_exactly(name):
+    """NumPy's dtypes and shapes, and its values to rounding (the same operations in the
+    same order: most are equal bit for bit)."""
+    f, x = NEW_CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want, got = f(x), dg.jit(f)(x)
+    assert type(got) is type(want) or not isinstance(want, (tuple, list))
+    for g, w in zip(got if isinstance(want, (tuple, list)) else [got],
+                    want if isinstance(want, (tuple, list)) else [want]):
+        g, w = np.asarray(g), np.asarray(w)
+        assert (g.dtype, g.shape) == (w.dtype, w.shape)
+        scale = np.max(np.abs(w), initial=1.0)
+        np.testing.assert_allclose(g, w, rtol=1e-15, atol=4e-16 * scale)
 
 
 @pytest.mark.parametrize("name", ["digamma imported", "logit imported", "r_",
@@ -365,3 +477,83 @@ def test_full_svd_and_wide_qr_are_refused():
         dg.jit(lambda a: np.linalg.svd(a)[0])(TALL)
     with pytest.raises(dg.DualgpuError, match="rows"):
         dg.jit(lambda a: np.linalg.qr(a.T)[0])(TALL)
+
+
+REFUSED_NEW = [
+    (lambda x: np.vander(x), "vander: x must be a one-dimensional"),
+    (lambda x: np.average(x, weights=x[0]), "axis must be specified"),
+    (lambda x: np.average(x, axis=1, weights=[1.0, -1.0, 0.0, 0.0]), "weights sum to zero"),
+    (lambda x: np.average(x, axis=(1, 1)), "repeated axis"),
+    (lambda x: np.cov(x, fweights=np.abs(x[0])), "traced fweights"),
+    (lambda x: np.cov(x, fweights=[1, 2.5, 1, 1]), "fweights must be integer"),
+    (lambda x: np.cov(x, aweights=[1.0, 2.0]), "aweights"),
+    (lambda x: np.cov(x[None]), "more than 2 dimensions"),
+    (lambda x: np.max(x, where=MASK34), "needs initial"),
+    (lambda x: np.sum(x, where=np.ones(5, bool)), "where="),
+    (lambda x: np.var(x, axis=0, where=np.eye(3, 4, dtype=bool), ddof=1), "degrees of freedom"),
+    (lambda x: np.block([x, (x,)]), "tuple"),
+    (lambda x: np.block([x, [x]]), "depths are mismatched"),
+    (lambda x: np.block([[], x]), "cannot be empty"),
+    (lambda x: np.meshgrid(x, indexing="xx"), "indexing"),
+    (lambda x: np.geomspace(x[0, 0], 0.0, 3), "cannot include zero"),
+    (lambda x: np.geomspace(x[0, 0], 1j, 3), "complex"),
+    (lambda x: np.piecewise(x, [x > 1.0], [lambda t: t - t.mean(), 0.0]), "elementwise"),
+    (lambda x: np.piecewise(x, [x > 1.0], [lambda t: t[::-1], 0.0]), "getitem"),
+    (lambda x: np.piecewise(x, [x > 1.0], [1, 2, 3]), "functions are expected"),
+    (lambda x: np.piecewise(x, [x[0] > 1.0], [1]), "x's shape"),
+    (lambda x: np.polynomial.polynomial.polyval2d(x[0], x[1, :2], x), "polyval2d: x, y"),
+    (lambda x: np.trim_zeros(x[0]), "trim_zeros at .* where to cut is read"),
+    (lambda x: np.apply_along_axis(np.sum, 0, np.ones((2, 0)) * x[0, 0]), "dimensions are 0"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(REFUSED_NEW)))
+def test_new_functions_refuse_clearly(i):
+    f, message = REFUSED_NEW[i]
+    with pytest.raises(dg.DualgpuError, match=message):
+        dg.jit(f)(X34)
+
+
+SECOND_ORDER = {
+    "corrcoef": lambda x: np.sum(np.corrcoef(x) ** 2 * np.arange(9.0).reshape(3, 3)),
+    "cov aweights": lambda x: np.sum(np.cov(x, aweights=x[0] ** 2) * np.arange(9.0)
+                                     .reshape(3, 3)),
+    "average weights": lambda x: np.average(x, weights=x ** 2),
+    "hermval": lambda x: np.sum(np.polynomial.hermite.hermval(x[0], x[1:])),
+    "polyval vander": lambda x: np.sum(np.polyval(x[0], x[1])[:, None] * np.vander(x[2], 3)),
+    "trapezoid": lambda x: np.sum(np.trapezoid(np.sin(x), np.cumsum(x[0]), axis=1)),
+    "piecewise": lambda x: np.sum(np.piecewise(x, [x > 1.0], [lambda t: t ** 3, np.sin])),
+    "geomspace": lambda x: np.sum(np.geomspace(x[0, 0], x[1, 1] + 2.0, 5) ** 2),
+    "var where": lambda x: np.sum(np.var(x, axis=1, where=x > 0.5) ** 2),
+    "apply_along_axis": lambda x: np.sum(np.apply_along_axis(lambda r: np.prod(r), 1, x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_new_functions_second_order(name):
+    """The HVP against central differences of the gradient, and the Hessian times the
+    direction against the HVP."""
+    f = SECOND_ORDER[name]
+    v = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    h = dg.hvp(f)(X34, v)
+    g = dg.grad(f)
+    fd = (g(X34 + 1e-5 * v) - g(X34 - 1e-5 * v)) / 2e-5
+    np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-7)
+    hess = np.asarray(dg.hessian(f)(X34)).reshape(12, 12)
+    np.testing.assert_allclose((hess @ v.ravel()).reshape(3, 4), h, rtol=1e-10, atol=1e-12)
+
+
+def test_trim_zeros_reads_where_to_cut_so_poly1d_takes_traced_coefficients():
+    """Where to cut is read from the values where they are known (grad, jacfwd), and
+    refused under jit (the refusal is in test_new_functions_refuse_clearly)."""
+    c = np.array([0.0, 0.0, 1.5, -2.0, 0.0])
+    np.testing.assert_array_equal(dg.jacfwd(np.trim_zeros)(c), np.eye(5)[2:4])
+    np.testing.assert_array_equal(dg.jacfwd(lambda c: np.trim_zeros(c, "b"))(c), np.eye(5)[:4])
+    grid = np.outer(c, c[::-1] + 1.0)
+    value, _ = dg.value_and_grad(lambda c: np.sum(np.trim_zeros(np.outer(c, c[::-1] + 1.0),
+                                                              axis=0) ** 2))(c)
+    np.testing.assert_allclose(value, np.sum(np.trim_zeros(grid, axis=0) ** 2), rtol=1e-15)
+    c[0] = 1.0  # a leading coefficient that is not 0: nothing is cut
+    np.testing.assert_allclose(dg.grad(lambda c: np.poly1d(c)(0.5))(c),
+                               0.5 ** np.arange(4.0, -1.0, -1.0), rtol=1e-15)
+    np.testing.assert_allclose(dg.jit(lambda c: np.polyval(c, 0.5))(c), np.poly1d(c)(0.5))

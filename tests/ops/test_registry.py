@@ -854,6 +854,87 @@ INTERP_TRACED_KNOTS = [
 spec("np.interp(traced xp)", one_of(INTERP_TRACED_KNOTS), prim=None)
 
 
+def uniform(shape, low, high):
+    """A builder of one array of ``shape``, uniform in [low, high) (no ties, no exact 0:
+    the masks and maxima below do not jump under the differences)."""
+    def build(data, dtype):
+        return (seed(data).uniform(low, high, shape).astype(dtype),)
+    return build
+
+
+def two_uniform(shape_a, shape_b, low, high):
+    def build(data, dtype):
+        rng = seed(data)
+        return (rng.uniform(low, high, shape_a).astype(dtype),
+                rng.uniform(low, high, shape_b).astype(dtype))
+    return build
+
+
+_H = dnp.polynomial
+REAL_PROGRAM_COMPOSITIONS = [
+    ("polyval", lambda p, x: dnp.polyval(p, x), two_uniform((4,), (2, 3), -1.5, 1.5)),
+    ("polyval 2d p", lambda p, x: dnp.polyval(p, x), two_uniform((3, 2), (2,), -1.5, 1.5)),
+    ("vander", lambda x: dnp.vander(x, 4), (3,)),
+    ("vander increasing", lambda x: dnp.vander(x, increasing=True), (3,)),
+    ("trapezoid", lambda y: dnp.trapezoid(y, dx=0.5, axis=0), (3, 2)),
+    ("trapezoid x", lambda y, x: dnp.trapezoid(y, x), two_uniform((2, 4), (4,), -1.0, 1.0)),
+    ("unwrap", lambda p: dnp.unwrap(p * 3.0), (2, 5)),
+    ("unwrap period", lambda p: dnp.unwrap(p * 3.0, period=4.0, axis=0), (4, 2)),
+    ("average", lambda a: dnp.average(a, axis=1), (2, 3)),
+    ("average weights", lambda a, w: dnp.average(a, axis=0, weights=w),
+     two_uniform((3, 2), (3,), 0.5, 2.0)),
+    ("average returned", lambda a, w: dnp.average(a, weights=w, returned=True)[0],
+     two_uniform((2, 3), (2, 3), 0.5, 2.0)),
+    ("ptp", lambda a: dnp.ptp(a, axis=1), uniform((3, 4), -2.0, 2.0)),
+    ("sum where", lambda a: dnp.sum(a, axis=1, where=a > 0, initial=0.5),
+     uniform((2, 4), -2.0, 2.0)),
+    ("mean where", lambda a: dnp.mean(a, axis=0, where=a > -0.5), uniform((3, 4), 0.0, 2.0)),
+    ("var where", lambda a: dnp.var(a, axis=1, where=a < 1.5), uniform((2, 5), -1.0, 1.0)),
+    ("std where", lambda a: dnp.std(a, where=np.arange(6).reshape(2, 3) % 2 == 0),
+     uniform((2, 3), -1.0, 1.0)),
+    ("max where", lambda a: dnp.max(a, axis=0, where=a > 0, initial=-1.0),
+     uniform((3, 2), -0.9, 2.0)),
+    ("cov", lambda m: dnp.cov(m), uniform((2, 4), -1.0, 1.0)),
+    ("cov rowvar aweights", lambda m, w: dnp.cov(m, rowvar=False, aweights=w, ddof=1),
+     two_uniform((4, 2), (4,), 0.5, 2.0)),
+    ("cov y fweights", lambda m: dnp.cov(m[0], m[1] ** 2, fweights=[1, 2, 1, 3], bias=True),
+     uniform((2, 4), -1.0, 1.0)),
+    ("corrcoef", lambda m: dnp.corrcoef(m), uniform((3, 4), -1.0, 1.0)),
+    ("meshgrid", lambda a, b: dnp.meshgrid(a, b * b)[1]
+     * dnp.transpose(dnp.meshgrid(a, b, indexing="ij")[0]),
+     two_uniform((3,), (2,), -1.0, 1.0)),
+    ("block", lambda a, b: dnp.block([[a, b[:, None]], [b[None, :], 2.0 * b[None, :1]]]),
+     two_uniform((2, 2), (2,), -1.0, 1.0)),
+    ("geomspace", lambda a: dnp.geomspace(a[0], a[1], 5), uniform((2,), 0.5, 2.0)),
+    ("geomspace negative", lambda a: dnp.geomspace(-a[0], -2.0 * a[1], 4, endpoint=False),
+     uniform((2,), 0.5, 2.0)),
+    ("piecewise traced", lambda x: dnp.piecewise(x, [x > 0.3], [dnp.sin, lambda t: t ** 3]),
+     uniform((2, 3), -1.0, 1.0)),
+    ("piecewise constant", lambda x: dnp.piecewise(
+        x, [np.array([True, False, True, True])], [lambda t: t - dnp.mean(t), 1.5]),
+     (4,)),
+    ("apply_along_axis", lambda a: dnp.apply_along_axis(lambda r: dnp.outer(r, r[::-1]), 0, a),
+     (3, 2)),
+    ("polynomial.polyval", lambda x, c: _H.polynomial.polyval(x, c),
+     two_uniform((2,), (4,), -1.0, 1.0)),
+    ("chebval", lambda x, c: _H.chebyshev.chebval(x, c), two_uniform((2,), (4,), -1.0, 1.0)),
+    ("legval", lambda x, c: _H.legendre.legval(x, c), two_uniform((2,), (4, 2), -1.0, 1.0)),
+    ("hermval", lambda x, c: _H.hermite.hermval(x, c), two_uniform((3,), (5,), -1.0, 1.0)),
+    ("hermeval", lambda x, c: _H.hermite_e.hermeval(x, c, tensor=False),
+     two_uniform((3,), (4, 3), -1.0, 1.0)),
+    ("lagval2d", lambda x, c: _H.laguerre.lagval2d(x, x * x, c),
+     two_uniform((2,), (3, 3), -1.0, 1.0)),
+]
+# families of at most 9 rows, so that the examples drawn reach each row
+_REAL_FAMILIES = {"np.polyval/vander/trapezoid/unwrap family": (0, 8),
+                  "np.average/ptp/where= family": (8, 17),
+                  "np.cov/corrcoef/meshgrid/block/geomspace family": (17, 25),
+                  "np.piecewise/apply_along_axis family": (25, 28),
+                  "np.polynomial family": (28, None)}
+for _name, (_lo, _hi) in _REAL_FAMILIES.items():
+    spec(_name, one_of(REAL_PROGRAM_COMPOSITIONS[_lo:_hi]), prim=None)
+
+
 # --------------------------------------------------------------------------- sorting
 def build_sort(data, dtype):
     """sort and what is built on it; distinct values (no ties: the derivative of a sort

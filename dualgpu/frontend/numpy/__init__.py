@@ -1,13 +1,13 @@
 """The ``numpy`` namespace of traced values: what a traced function calls for ``np.<name>``
-(and ``cupy.<name>``, ``xp.<name>``), under NumPy's names. ``linalg`` and ``fft`` are its
-submodules, as NumPy's.
+(and ``cupy.<name>``, ``xp.<name>``), under NumPy's names. ``linalg``, ``fft`` and
+``polynomial`` are its submodules, as NumPy's.
 
 Each function normalises NumPy's arguments and binds ops; each also computes at once on
 concrete arrays. The functions live in modules by topic (``elementwise``, ``reductions``,
-``shapes``, ``joining``, ``indexing``, ``products``, ``sorting``, ``numerics``, ...); this
-module only imports them. Names that are Python builtins (``sum``, ``max``, ``min``,
-``abs``, ``round``, ``all``, ``any``, ``pow``) are bound here only, so that no module body
-shadows a builtin.
+``shapes``, ``joining``, ``indexing``, ``products``, ``sorting``, ``numerics``,
+``statistics``, ``functional``, ...); this module only imports them. Names that are Python
+builtins (``sum``, ``max``, ``min``, ``abs``, ``round``, ``all``, ``any``, ``pow``) are
+bound here only, so that no module body shadows a builtin.
 
     >>> from dualgpu.frontend import numpy as dnp
     >>> dg.grad(lambda x: dnp.sum(dnp.sin(x)))(np.array([0.0]))
@@ -41,7 +41,7 @@ from ...lax import (
     ravel as flatten,
 )
 from ...ops.sorting import argmax, argmin, searchsorted
-from . import fft, linalg
+from . import fft, linalg, polynomial
 from .arguments import (
     array,
     asarray,
@@ -49,8 +49,10 @@ from .arguments import (
 from .construction import (
     full,
     full_like,
+    geomspace,
     linspace,
     logspace,
+    meshgrid,
 )
 from .elementwise import UFUNCS as _UFUNCS
 from .elementwise import (
@@ -95,6 +97,10 @@ from .elementwise import (
 from .elementwise import (
     round_ as round,
 )
+from .functional import (
+    apply_along_axis,
+    piecewise,
+)
 from .indexing import (
     bincount,
     diag,
@@ -102,6 +108,7 @@ from .indexing import (
     select,
     take,
     tril,
+    trim_zeros,
     triu,
 )
 from .introspection import (
@@ -118,6 +125,7 @@ from .joining import (
     atleast_1d,
     atleast_2d,
     atleast_3d,
+    block,
     c_,
     column_stack,
     concatenate,
@@ -139,6 +147,11 @@ from .numerics import (
     ediff1d,
     gradient,
     interp,
+    polyval,
+    trapezoid,
+    trapz,
+    unwrap,
+    vander,
 )
 from .products import (
     cross,
@@ -172,6 +185,7 @@ from .reductions import (
     nansum,
     nanvar,
     prod,
+    ptp,
     std,
     var,
 )
@@ -206,6 +220,11 @@ from .sorting import (
     percentile,
     quantile,
     sort,
+)
+from .statistics import (
+    average,
+    corrcoef,
+    cov,
 )
 
 # NumPy's functions of the elementwise ops that none of the modules above writes out: derived

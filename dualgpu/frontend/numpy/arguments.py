@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import lax
+from ...backends import array_backend
 from ...errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -95,6 +96,22 @@ def arraylike(a):
     if isinstance(a, (list, tuple)):
         return build_array(a) if holds_tracer(a) else np.asarray(a)
     return a
+
+
+def as_array(a):
+    """``np.asanyarray`` of what a NumPy function takes: a traced value, or an array of any
+    library (a closed-over CuPy array stays on its device), as it is; lists and tuples as
+    :func:`arraylike` makes them; anything else a NumPy array."""
+    a = arraylike(a)
+    return a if _is_tracer(a) or hasattr(a, "dtype") and hasattr(a, "shape") \
+        else np.asanyarray(a)
+
+
+def host_value(a):
+    """A constant (a NumPy or CuPy array, a number, a list) as a NumPy array on the host:
+    what a decision at trace time reads (a constant mask, weights NumPy checks)."""
+    backend = array_backend(a)
+    return np.asarray(a) if backend is None else np.asarray(backend.to_host(a))
 
 
 def is_complex(x) -> bool:

@@ -1,5 +1,5 @@
-"""Gathering and masking: ``take``, ``diag``, ``tril``/``triu``, ``select``, ``bincount``, and
-the slice of a range along one axis that the other modules use."""
+"""Gathering and masking: ``take``, ``diag``, ``tril``/``triu``, ``select``, ``bincount``,
+``trim_zeros``, and the slice of a range along one axis that the other modules use."""
 from __future__ import annotations
 
 import operator
@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from ...core.axes import check_axis as _check_axis
+from ...core.axes import normalize_axes
 from ...errors import (
     DualgpuError,
     InvalidArgumentError,
@@ -14,11 +15,24 @@ from ...errors import (
     TracerControlFlowError,
     user_location,
 )
-from ...lax import astype, diagonal, getitem, maximum, minimum, ones_like, ravel, remainder, where
+from ...lax import (
+    astype,
+    diagonal,
+    flip,
+    getitem,
+    maximum,
+    minimum,
+    not_equal,
+    ones_like,
+    ravel,
+    remainder,
+    where,
+)
 from ...lax import max as _max
 from ...lax import min as _min
 from ...lax import shape_of as _shape
 from ...ops import shape as _sh
+from ...ops.sorting import argmax
 
 
 def take(a, indices, axis=None, out=None, mode="raise"):
@@ -106,6 +120,44 @@ def select(condlist, choicelist, default=0):
     for cond, choice in zip(reversed(condlist), reversed(choicelist)):
         result = where(cond, choice, result)
     return result
+
+
+def trim_zeros(filt, trim="fb", axis=None):
+    """``np.trim_zeros``: the leading (``"f"``) and trailing (``"b"``) zeros cut off along
+    each axis of ``axis`` (all by default), as NumPy's; differentiable in what is kept (so
+    ``np.poly1d`` takes traced coefficients). Where to cut is read from the values, as
+    Python reads a number: a decision the program checks at every call where values are
+    known (``grad``, ``jacfwd`` on arrays), a clear refusal under ``jit``.
+
+    >>> dg.grad(lambda c: np.sum(np.trim_zeros(c) ** 2))(np.array([0.0, 1.0, 2.0, 0.0]))
+    array([0., 2., 4., 0.])
+    """
+    if not isinstance(trim, str) or trim.lower() not in ("fb", "bf", "f", "b"):
+        raise InvalidArgumentError(f"np.trim_zeros: unexpected character(s) in trim: "
+                                   f"{trim!r} (at {user_location()})")
+    trim = trim.lower()
+    nd = len(_shape(filt))
+    axes = tuple(range(nd)) if axis is None else normalize_axes(axis, nd, "trim_zeros")
+    if not axes:
+        return filt
+    nonzero = not_equal(filt, 0)
+    key = [slice(None)] * nd
+    try:
+        for ax in axes:
+            n = _shape(filt)[ax]
+            along = _max(nonzero, tuple(i for i in range(nd) if i != ax)) if nd > 1 else nonzero
+            if not n or not bool(_max(along)):  # all zeros: an empty slice (NumPy's)
+                key = [slice(0, 0)] * nd
+                break
+            start = operator.index(argmax(along)) if "f" in trim else None
+            stop = n - operator.index(argmax(flip(along, 0))) if "b" in trim else None
+            key[ax] = slice(start, stop)
+    except TracerControlFlowError:
+        raise TracerControlFlowError(
+            f"np.trim_zeros at {user_location()}: where to cut is read from the values, "
+            "which dg.jit does not know; call it where values are known (grad, hvp, jvp "
+            "on arrays) or trim outside the jit") from None
+    return getitem(filt, tuple(key))
 
 
 newaxis = None

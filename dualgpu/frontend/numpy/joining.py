@@ -1,6 +1,6 @@
 """Joining and splitting arrays: ``concatenate``/``stack`` and their NumPy spellings
-(``hstack``, ``vstack``, ``column_stack``, ``append``, ``np.r_``/``np.c_``), the ``atleast_Nd``
-they use, and the ``split`` family."""
+(``hstack``, ``vstack``, ``column_stack``, ``append``, ``block``, ``np.r_``/``np.c_``), the
+``atleast_Nd`` they use, and the ``split`` family."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +18,7 @@ from ...lax import astype, ravel, reshape
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike, asarray, holds_tracer, unsupported_kwargs
+from .arguments import arraylike, as_array, asarray, holds_tracer, unsupported_kwargs
 from .indexing import take_range
 
 
@@ -79,6 +79,49 @@ def append(arr, values, axis=None):
     if axis is None:
         return concatenate([ravel(arraylike(arr)), ravel(arraylike(values))], axis=0)
     return concatenate([arraylike(arr), arraylike(values)], axis=axis)
+
+
+def block(arrays):
+    """``np.block``: nested lists of blocks (traced or not) joined along the last axes, the
+    innermost lists along the last one; blocks of fewer dimensions get leading ones, as
+    NumPy's. Tuples, empty lists and lists of mismatched depths are refused as NumPy
+    refuses them.
+
+    >>> dg.jit(lambda x: np.block([[x, np.zeros(1)], [np.ones(1), 2 * x]]))(np.array([1.0]))
+    array([[1., 0.],
+           [1., 2.]])
+    """
+    list_ndim, arr_ndim = _block_depths(arrays, [])
+    result_ndim = max(arr_ndim, list_ndim)
+
+    def join(item, depth):
+        if depth < list_ndim:
+            return concatenate([join(x, depth + 1) for x in item], axis=-(list_ndim - depth))
+        a = as_array(item)
+        s = _shape(a)
+        return reshape(a, (1,) * (result_ndim - len(s)) + s) if len(s) < result_ndim else a
+
+    return join(arrays, 0)
+
+
+def _block_depths(arrays, index):
+    """The depth of ``np.block``'s nested lists and the largest number of dimensions of a
+    block; NumPy's errors for tuples, empty lists and mismatched depths."""
+    where = "".join(f"[{i}]" for i in index) or "arrays"
+    if isinstance(arrays, tuple):
+        raise ArgumentTypeError(f"np.block: {where} is a tuple; only lists can be used to "
+                                f"arrange blocks (at {user_location()})")
+    if not isinstance(arrays, list):
+        return 0, len(_shape(arrays))
+    if not arrays:
+        raise InvalidArgumentError(f"np.block: the list at {where} cannot be empty "
+                                   f"(at {user_location()})")
+    depths = [_block_depths(a, index + [i]) for i, a in enumerate(arrays)]
+    if len({d for d, _ in depths}) > 1:
+        raise InvalidArgumentError(f"np.block: list depths are mismatched under {where} "
+                                   f"(depths {[d + len(index) + 1 for d, _ in depths]}) "
+                                   f"(at {user_location()})")
+    return depths[0][0] + 1, max(n for _, n in depths)
 
 
 def _split_bounds(n, indices_or_sections, even: bool, name: str):

@@ -1,6 +1,9 @@
 """Numerical routines written in ops: differences (``diff``, ``ediff1d``, ``gradient``),
-``interp``, ``convolve`` and ``correlate``."""
+``interp``, ``convolve`` and ``correlate``, polynomials (``polyval``, ``vander``), the
+trapezoidal rule (``trapezoid``) and ``unwrap``."""
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -18,6 +21,8 @@ from ...lax import (
     add,
     astype,
     broadcast_to,
+    cumsum,
+    equal,
     expand_dims,
     flip,
     getitem,
@@ -25,19 +30,24 @@ from ...lax import (
     greater_equal,
     less,
     less_equal,
+    logical_and,
     multiply,
+    negative,
+    ones_like,
     pad,
     ravel,
     remainder,
     reshape,
+    stack,
     subtract,
     true_divide,
     where,
+    zeros_like,
 )
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike
+from .arguments import arraylike, as_array
 from .elementwise import conj
 from .indexing import take, take_range
 from .introspection import result_type
@@ -283,3 +293,117 @@ def correlate(a, v, mode="valid"):
     if n >= m:
         return convolve(a, flip(conj(v), axis=0), mode)
     return flip(conj(convolve(v, flip(conj(a), axis=0), mode)), axis=0)
+
+
+
+def polyval(p, x):
+    """``np.polyval``: Horner's scheme in NumPy's order (``y = y * x + p[i]`` from
+    ``zeros_like(x)``), so values and dtypes are NumPy's; differentiable in the
+    coefficients ``p`` (a 2-D ``p`` evaluates one polynomial per column) and in ``x``.
+
+    >>> dg.grad(lambda x: np.polyval([1.0, 2.0, 3.0], x))(np.array(2.0))
+    array(6.)
+    """
+    p, x = as_array(p), as_array(x)
+    if len(_shape(p)) == 0:
+        raise ArgumentTypeError(f"np.polyval: p must be a 1-D sequence of coefficients, got "
+                                f"a 0-d value (at {user_location()})")
+    y = zeros_like(x)
+    for i in range(_shape(p)[0]):
+        y = add(multiply(y, x), getitem(p, i))
+    return y
+
+
+def vander(x, N=None, increasing=False):
+    """``np.vander``: the powers of ``x`` as columns (decreasing unless ``increasing``), in
+    NumPy's dtype (``x``'s promoted with int: float32 gives float64) and NumPy's products
+    (each power the previous one times ``x``); differentiable in ``x``.
+
+    >>> dg.jacfwd(lambda x: np.vander(x, 3))(np.array([2.0]))[0, :, 0]
+    array([4., 1., 0.])
+    """
+    x = as_array(x)
+    if len(_shape(x)) != 1:
+        raise ShapeMismatchError(f"np.vander: x must be a one-dimensional array or sequence, "
+                                 f"got shape {_shape(x)} (at {user_location()})")
+    n = _shape(x)[0]
+    N = n if N is None else operator.index(N)
+    if N < 0:
+        raise InvalidArgumentError(f"np.vander: N={N} must be non-negative "
+                                   f"(at {user_location()})")
+    dt = np.promote_types(_dtype(x), int)
+    if N == 0:
+        return np.empty((n, 0), dtype=dt)
+    x = astype(x, dt)
+    columns = [ones_like(x)]
+    for _ in range(1, N):
+        columns.append(x if len(columns) == 1 else multiply(columns[-1], x))
+    v = stack(columns, axis=1)
+    return v if increasing else flip(v, axis=1)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """``np.trapezoid`` (NumPy 2's name of ``trapz``): the trapezoidal rule along ``axis``
+    with sample points ``x`` (1-D, or of ``y``'s shape) or spacing ``dx``, computed as
+    NumPy's (``sum(d * (y[1:] + y[:-1]) / 2.0)``); differentiable in ``y``, ``x`` and ``dx``.
+
+    >>> dg.grad(lambda y: np.trapezoid(y, dx=0.5))(np.ones(3))
+    array([0.25, 0.5 , 0.25])
+    """
+    y = as_array(y)
+    nd = len(_shape(y))
+    axis = _check_axis(axis, nd, "trapezoid")
+    if x is None:
+        d = dx
+    else:
+        x = as_array(x)
+        if len(_shape(x)) == 1:
+            d = diff(x)
+            shape = [1] * nd
+            shape[axis] = _shape(d)[0]
+            d = reshape(d, tuple(shape))
+        else:
+            d = diff(x, axis=axis)
+    n = _shape(y)[axis]
+    heights = add(take_range(y, axis, 1, n), take_range(y, axis, 0, n - 1))
+    return sum_(true_divide(multiply(d, heights), 2.0), axis=axis)
+
+
+trapz = trapezoid  # NumPy before 2.4 (and CuPy) also spell it trapz
+
+
+def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
+    """``np.unwrap``: jumps between neighbours larger than ``discont`` (default
+    ``period / 2``) taken off by multiples of ``period``, as NumPy's (the same boundary
+    rule at exactly half a period). The correction is piecewise constant: the derivative is
+    ``p``'s own (and ``period``'s multiple, for a traced ``period``).
+
+    >>> dg.grad(lambda p: np.sum(np.unwrap(p) ** 2))(np.array([0.0, 6.0]))
+    array([ 0.        , -0.56637061])
+    """
+    p = as_array(p)
+    nd = len(_shape(p))
+    axis = _check_axis(axis, nd, "unwrap")
+    dd = diff(p, axis=axis)
+    if discont is None:
+        discont = true_divide(period, 2) if _is_tracer(period) else period / 2
+    dtype = result_type(dd, period)
+    if dtype.kind in "iu":
+        if _is_tracer(period):
+            raise ArgumentTypeError(f"np.unwrap: a traced period needs floating-point phases, "
+                                    f"got {_dtype(p)} (at {user_location()})")
+        interval_high, rem = divmod(period, 2)
+        boundary_ambiguous = rem == 0
+    else:
+        interval_high = true_divide(period, 2) if _is_tracer(period) else period / 2
+        boundary_ambiguous = True
+    interval_low = negative(interval_high) if _is_tracer(interval_high) else -interval_high
+    ddmod = add(remainder(subtract(dd, interval_low), period), interval_low)
+    if boundary_ambiguous:  # NumPy: at exactly -period/2, the sign of the jump
+        ddmod = where(logical_and(equal(ddmod, interval_low), greater(dd, 0)),
+                      interval_high, ddmod)
+    ph_correct = where(less(absolute(dd), discont), 0, subtract(ddmod, dd))
+    n = _shape(p)[axis]
+    rest = add(take_range(p, axis, 1, n), cumsum(ph_correct, axis=axis))
+    return concatenate([astype(take_range(p, axis, 0, min(n, 1)), dtype),
+                        astype(rest, dtype)], axis=axis)

@@ -10,32 +10,116 @@ import numpy as np
 
 from ... import lax
 from ...core.axes import normalize_axes
-from ...errors import InvalidArgumentError, user_location
-from ...lax import astype, equal, isnan, logical_not, not_equal, subtract, true_divide, where
+from ...errors import InvalidArgumentError, ShapeMismatchError, user_location
+from ...lax import (
+    add,
+    astype,
+    equal,
+    isnan,
+    logical_not,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    subtract,
+    true_divide,
+    where,
+)
 from ...lax import dtype_of as _dtype
+from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import arraylike, as_float, unsupported_kwargs
+from .arguments import arraylike, as_float, host_value, unsupported_kwargs
 from .elementwise import abs2, safe_sqrt
 
 
+def _mask(a, where_, name):
+    """NumPy's ``where=`` of a reduction: None for ``True`` (every element), else the mask
+    broadcast to ``a``'s shape (a constant or a traced boolean array)."""
+    if where_ is None or where_ is True:
+        return None
+    mask = arraylike(where_)
+    if _dtype(mask).kind != "b":
+        mask = astype(mask, bool)
+    try:
+        fits = np.broadcast_shapes(_shape(mask), _shape(a)) == _shape(a)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeMismatchError(f"np.{name}: where= of shape {_shape(mask)} does not broadcast "
+                                 f"to the array's shape {_shape(a)} (at {user_location()})")
+    return lax.broadcast_to(mask, _shape(a))
+
+
+def _masked(a, mask, fill):
+    """``a`` with the elements ``where=`` leaves out replaced by the reduction's identity
+    (their derivative is zero)."""
+    return a if mask is None else where(mask, a, fill)
+
+
+def _initial(initial, dtype):
+    """``initial=`` in the reduction's dtype, as NumPy casts it (``initial=1.5`` of an
+    integer sum is 1)."""
+    return astype(initial, dtype) if _is_tracer(initial) else np.asarray(initial).astype(dtype)
+
+
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    unsupported_kwargs("sum", {"out": out, "initial": initial, "where": where})
-    return lax.sum(arraylike(a), axis, dtype, keepdims)
+    """``np.sum``, with NumPy's ``where=`` (the elements left out count as 0) and
+    ``initial=`` (added to each sum).
+
+    >>> dg.grad(lambda x: np.sum(x, where=x > 0, initial=1.0))(np.array([-1.0, 2.0]))
+    array([0., 1.])
+    """
+    unsupported_kwargs("sum", {"out": out})
+    a = arraylike(a)
+    r = lax.sum(_masked(a, _mask(a, where, "sum"), 0), axis, dtype, keepdims)
+    return r if initial is None else add(r, _initial(initial, _dtype(r)))
 
 
 def amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    unsupported_kwargs("max", {"out": out, "initial": initial, "where": where})
-    return lax.max(arraylike(a), axis, keepdims)
+    """``np.max``; ``where=`` needs ``initial=``, as NumPy's (the elements left out count
+    as ``initial``, which also bounds each maximum from below)."""
+    unsupported_kwargs("max", {"out": out})
+    return _extremum(lax.max, maximum, "max", a, axis, keepdims, initial, where)
 
 
 def amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    unsupported_kwargs("min", {"out": out, "initial": initial, "where": where})
-    return lax.min(arraylike(a), axis, keepdims)
+    """``np.min``; ``where=`` needs ``initial=``, as NumPy's."""
+    unsupported_kwargs("min", {"out": out})
+    return _extremum(lax.min, minimum, "min", a, axis, keepdims, initial, where)
+
+
+def _extremum(reduce, pairwise, name, a, axis, keepdims, initial, where_):
+    a = arraylike(a)
+    mask = _mask(a, where_, name)
+    if initial is None:
+        if mask is not None:
+            raise InvalidArgumentError(
+                f"np.{name}: where= needs initial= (the {name}imum of no element has no "
+                f"identity), as NumPy's (at {user_location()})")
+        return reduce(a, axis, keepdims)
+    if _empty_reduction(a, axis):
+        raise InvalidArgumentError(f"np.{name}: initial= with a zero-size reduction is not "
+                                   f"supported on traced values (at {user_location()})")
+    initial = _initial(initial, _dtype(a))
+    r = reduce(_masked(a, mask, initial), axis, keepdims)
+    return pairwise(r, initial)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    unsupported_kwargs("prod", {"out": out, "initial": initial, "where": where})
-    return lax.prod(arraylike(a), axis, dtype, keepdims)
+    """``np.prod``, with ``where=`` (the elements left out count as 1) and ``initial=``
+    (a factor of each product)."""
+    unsupported_kwargs("prod", {"out": out})
+    a = arraylike(a)
+    r = lax.prod(_masked(a, _mask(a, where, "prod"), 1), axis, dtype, keepdims)
+    return r if initial is None else multiply(r, _initial(initial, _dtype(r)))
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """``np.ptp``: ``max - min`` along ``axis`` (the derivative of each, ties shared as
+    theirs)."""
+    unsupported_kwargs("ptp", {"out": out})
+    a = arraylike(a)
+    return subtract(lax.max(a, axis, keepdims), lax.min(a, axis, keepdims))
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
@@ -60,10 +144,33 @@ def _float_and_count(a, axis, dtype, name):
     return a, int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
 
 
+def _count(a, mask, axis, keepdims):
+    """How many elements each result reduces: NumPy's ``_count_reduce_items`` (an integer,
+    or with ``where=`` the count of its true entries, an ``intp`` array)."""
+    if mask is None:
+        axes = normalize_axes(axis, len(_shape(a)), "mean")
+        return int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
+    return lax.sum(astype(mask, np.intp), axis, None, keepdims)
+
+
+def _divided(total, count):
+    """``total / count`` in ``total``'s dtype (NumPy divides into the sum: ``out=ret``)."""
+    if isinstance(count, int):
+        return true_divide(total, float(count))
+    return astype(true_divide(total, count), _dtype(total))
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-    unsupported_kwargs("mean", {"out": out, "where": where})
-    a, n = _float_and_count(a, axis, dtype, "mean")
-    return true_divide(sum_(a, axis=axis, keepdims=keepdims), float(n))
+    """``np.mean``, with NumPy's ``where=`` (the mean of the elements it marks).
+
+    >>> dg.grad(lambda x: np.mean(x, where=x > 0))(np.array([-1.0, 2.0, 4.0]))
+    array([0. , 0.5, 0.5])
+    """
+    unsupported_kwargs("mean", {"out": out})
+    a, _ = _float_and_count(a, axis, dtype, "mean")
+    mask = _mask(a, where, "mean")
+    total = sum_(_masked(a, mask, 0), axis=axis, keepdims=keepdims)
+    return _divided(total, _count(a, mask, axis, keepdims))
 
 
 _mean = mean  # var's keyword `mean` shadows the function there
@@ -81,19 +188,29 @@ def _ddof(name, ddof, correction):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
         correction=None, mean=None, **kw):
     """``np.var``; complex values give the (real) variance of their modulus, as NumPy's.
+    ``where=`` takes the variance of the elements it marks (the degrees of freedom their
+    count minus ``ddof``, at least 0, as NumPy's).
 
     ``ddof`` at least the number of reduced elements is refused: NumPy returns inf or nan
     with a warning there, and no derivative exists."""
-    unsupported_kwargs("var", {"out": out, "where": where, "mean": mean, **kw})
+    unsupported_kwargs("var", {"out": out, "mean": mean, **kw})
     ddof = _ddof("var", ddof, correction)
     a, n = _float_and_count(a, axis, dtype, "var")
+    mask = _mask(a, where, "var")
+    if mask is not None and not _is_tracer(mask):
+        n = int(np.min(np.sum(host_value(mask), axis=axis), initial=n))
     if n - ddof <= 0:
         raise InvalidArgumentError(
             f"var/std: ddof={ddof} with {n} element(s) per result leaves no degrees of "
             f"freedom: NumPy returns inf or nan (with a RuntimeWarning) and there is no "
             f"derivative; dualgpu refuses it (at {user_location()}). Use ddof < {n}.")
-    centered = subtract(a, _mean(a, axis=axis, keepdims=True))
-    return true_divide(sum_(abs2(centered), axis=axis, keepdims=keepdims), float(n - ddof))
+    # the elements left out are 0 before squaring (a NaN there would reach the derivative)
+    centered = _masked(subtract(a, _mean(a, axis=axis, keepdims=True, where=where)), mask, 0)
+    total = sum_(abs2(centered), axis=axis, keepdims=keepdims)
+    if mask is None:
+        return true_divide(total, float(n - ddof))
+    count = lax.sum(astype(mask, np.intp), axis, None, keepdims)
+    return _divided(total, maximum(subtract(count, ddof), 0))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
@@ -104,15 +221,23 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
                           where=where, correction=correction, mean=mean, **kw))
 
 
-def all_(a, axis=None, keepdims=False):
+def all_(a, axis=None, out=None, keepdims=False, *, where=None):
+    """``np.all``; ``where=`` tests only the elements it marks (the others count as
+    True)."""
+    unsupported_kwargs("all", {"out": out})
     a = astype(arraylike(a), bool)
+    a = _masked(a, _mask(a, where, "all"), True)
     if _empty_reduction(a, axis):  # NumPy: True (min of nothing has no identity)
         return equal(sum_(logical_not(a), axis=axis, keepdims=keepdims), 0)
     return equal(amin(a, axis=axis, keepdims=keepdims), True)
 
 
-def any_(a, axis=None, keepdims=False):
+def any_(a, axis=None, out=None, keepdims=False, *, where=None):
+    """``np.any``; ``where=`` tests only the elements it marks (the others count as
+    False)."""
+    unsupported_kwargs("any", {"out": out})
     a = astype(arraylike(a), bool)
+    a = _masked(a, _mask(a, where, "any"), False)
     if _empty_reduction(a, axis):  # NumPy: False
         return not_equal(sum_(a, axis=axis, keepdims=keepdims), 0)
     return equal(amax(a, axis=axis, keepdims=keepdims), True)

@@ -1,0 +1,34 @@
+"""``numpy.polynomial.hermite``: ``hermval`` (the physicists' Hermite series, Clenshaw's
+recurrence as NumPy's) and its ``2d``/``3d`` forms."""
+from __future__ import annotations
+
+from ._series import prepare, valnd
+
+
+def hermval(x, c, tensor=True):
+    """``numpy.polynomial.hermite.hermval``: the Hermite series ``sum c[k] H_k(x)``."""
+    c, x = prepare(c, x, tensor)
+    x2 = x * 2
+    if len(c) == 1:
+        c0, c1 = c[0], 0
+    elif len(c) == 2:
+        c0, c1 = c[0], c[1]
+    else:
+        nd = len(c)
+        c0, c1 = c[-2], c[-1]
+        for i in range(3, len(c) + 1):
+            tmp = c0
+            nd = nd - 1
+            c0 = c[-i] - c1 * (2 * (nd - 1))
+            c1 = tmp + c1 * x2
+    return c0 + c1 * x2
+
+
+def hermval2d(x, y, c):
+    """``numpy.polynomial.hermite.hermval2d``: the 2-D series at the points ``(x, y)``."""
+    return valnd(hermval, c, x, y)
+
+
+def hermval3d(x, y, z, c):
+    """``numpy.polynomial.hermite.hermval3d``: the 3-D series at the points ``(x, y, z)``."""
+    return valnd(hermval, c, x, y, z)

@@ -1,0 +1,33 @@
+"""``numpy.polynomial.laguerre``: ``lagval`` (Clenshaw's recurrence, as NumPy's) and its
+``2d``/``3d`` forms."""
+from __future__ import annotations
+
+from ._series import prepare, valnd
+
+
+def lagval(x, c, tensor=True):
+    """``numpy.polynomial.laguerre.lagval``: the Laguerre series ``sum c[k] L_k(x)``."""
+    c, x = prepare(c, x, tensor)
+    if len(c) == 1:
+        c0, c1 = c[0], 0
+    elif len(c) == 2:
+        c0, c1 = c[0], c[1]
+    else:
+        nd = len(c)
+        c0, c1 = c[-2], c[-1]
+        for i in range(3, len(c) + 1):
+            tmp = c0
+            nd = nd - 1
+            c0 = c[-i] - (c1 * (nd - 1)) / nd
+            c1 = tmp + (c1 * ((2 * nd - 1) - x)) / nd
+    return c0 + c1 * (1 - x)
+
+
+def lagval2d(x, y, c):
+    """``numpy.polynomial.laguerre.lagval2d``: the 2-D series at the points ``(x, y)``."""
+    return valnd(lagval, c, x, y)
+
+
+def lagval3d(x, y, z, c):
+    """``numpy.polynomial.laguerre.lagval3d``: the 3-D series at the points ``(x, y, z)``."""
+    return valnd(lagval, c, x, y, z)
