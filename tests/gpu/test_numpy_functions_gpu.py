@@ -47,6 +47,20 @@ CASES = {
     "roll kron": (lambda x: np.kron(np.roll(x, 2, axis=1), x[:2, :2]), X),
     "array of traced": (lambda x: np.array([[x[0, 0], 0.5], [x[1, 1], x[2, 2]]]), X),
     "linspace": (lambda x: np.linspace(x[0, 0], x[1], 4), X),
+    # the front end's compositions of this round (the CPU tests check them against NumPy)
+    "polyval vander": (lambda x: np.polyval(x[0], x[1]) + np.vander(x[2], 3)[:, 1], X),
+    "trapezoid unwrap ptp": (lambda x: np.trapezoid(x, axis=1) + np.ptp(np.unwrap(x), axis=1),
+                             X),
+    "average cov corrcoef": (lambda x: np.average(x, axis=1, weights=x[0])
+                             + np.cov(x)[0] + np.corrcoef(x)[1], X),
+    "sum where, max initial": (lambda x: np.sum(x, axis=1, where=x > 1.0)
+                               + np.max(x, axis=1, where=x < 1.5, initial=0.0), X),
+    "meshgrid block geomspace": (lambda x: np.meshgrid(x[0], x[1, :2])[0][1]
+                                 + np.block([x[0, :2], x[1, :3]])
+                                 + np.geomspace(x[0, 0], x[0, 1], 5), X),
+    "polynomial chebval": (lambda x: np.polynomial.chebyshev.chebval(x[0], x[1, :3])
+                           + np.polynomial.polynomial.polyval(x[2], x[3, :2]), X),
+    "piecewise": (lambda x: np.piecewise(x, [x > 1.0], [lambda t: t ** 2, lambda t: -t]), X),
 }
 
 
