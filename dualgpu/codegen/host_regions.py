@@ -221,7 +221,10 @@ def host_fused_program(graph: Graph, recompute: bool = True,
     """``graph``'s fusion plan with its regions compiled for the host CPU, or None: no
     region of at least ``min_elements`` elements (default :data:`HOST_FUSED_MIN`: smaller
     programs run faster as the Python program), no compiler found, or a library the
-    compiler refused (each logged once at debug level on the ``"dualgpu"`` logger)."""
+    compiler refused (each logged once at debug level on the ``"dualgpu"`` logger), or an
+    input or constant of non-native byte order (``">f8"``; the regions read native values)."""
+    if any(not np.dtype(v.dtype).isnative for v in list(graph.inputs) + list(graph.consts)):
+        return None   # an array of the other byte order ('>f8'): C reads native values only
     plan = plan_graph(graph, recompute=recompute, target="host")
     least = HOST_FUSED_MIN if min_elements is None else min_elements
     if not any(int(np.prod(r.domain, dtype=np.int64)) >= least for r in plan.regions):

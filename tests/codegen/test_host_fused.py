@@ -165,6 +165,22 @@ def test_integers_bools_and_float32(every_region):
 
 
 @needs_gxx
+def test_arrays_of_the_other_byte_order_run_as_python(every_region):
+    """A '>f8' argument (read from a network-order file, say): the regions read native
+    values, so the program runs as Python, with NumPy's values (it was refused with
+    "no C type for >f8")."""
+    x = np.linspace(-1, 1, 12)
+    xb = x.astype(">f8")
+
+    def f(x):
+        return np.sum(np.exp(-x * x) * x)
+
+    assert _build(dg.trace(dg.grad(f), xb)).host_fused is None
+    np.testing.assert_array_equal(dg.grad(f)(xb), dg.grad(f)(x))
+    np.testing.assert_array_equal(dg.jit(lambda x: x * 2.0 + 1.0)(xb), x * 2.0 + 1.0)
+
+
+@needs_gxx
 def test_views_empty_values_and_constant_outputs(every_region):
     """A strided argument is copied to a dense one; a region over an empty domain runs its
     equations eagerly; an argument or a constant returned is a fresh array."""
