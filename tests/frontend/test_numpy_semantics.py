@@ -457,6 +457,27 @@ def test_xlogy_at_zero():
     np.testing.assert_array_equal(dg.jit(dg.nn.xlogy)(x, y), ss.xlogy(x, y))
 
 
+def test_xlog1py_at_zero():
+    """scipy.special.xlog1py's derivatives at x == 0 were 0 (its zero branch a constant):
+    log1p(y) in x, and the mixed partial 1/(1 + y), as xlogy's (a Beta(a, 1) prior's
+    gradient in b missed log(1 - x)); the values stay SciPy's, +0.0 included."""
+    import scipy.special as ss
+    import scipy.stats as st
+
+    x = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    y = np.array([0.5, -0.5, -1.0, np.inf, 2.0])
+    gx, gy = dg.grad(lambda x, y: np.sum(ss.xlog1py(x, y)), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, [math.log1p(0.5), math.log1p(-0.5), 0, 0, math.log1p(2)])
+    np.testing.assert_allclose(gy, [0, 0, 0, 0, 1 / 3])
+    np.testing.assert_allclose(dg.hessian(lambda p: ss.xlog1py(p[0], p[1]))(np.array([0.0, 0.5])),
+                               [[0, 2 / 3], [2 / 3, 0]])
+    np.testing.assert_allclose(dg.hvp(lambda t: ss.xlog1py(t, t))(0.0, 1.0), 2.0)
+    got = dg.jit(lambda x, y: ss.xlog1py(x, y))(x[:2], y[:2])
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ss.xlog1py(x[:2], y[:2])))
+    np.testing.assert_allclose(dg.grad(lambda b: st.beta.logpdf(0.3, 2.0, b))(1.0),
+                               math.log(0.7) - ss.digamma(1.0) + ss.digamma(3.0), rtol=1e-12)
+
+
 def test_abs_and_sqrt_at_zero():
     """abs: gradient 0 at 0 (sign(0)); sqrt keeps NumPy/JAX's inf."""
     np.testing.assert_array_equal(dg.grad(lambda x: np.sum(np.abs(x)))(np.zeros(2)), 0)

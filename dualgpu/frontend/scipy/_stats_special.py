@@ -63,14 +63,21 @@ def _log_ndtr_asymptotic(x):
 def xlog1py(x, y):
     """``scipy.special.xlog1py``: ``x * log1p(y)``, zero where ``x == 0`` (whatever ``y``).
 
+    Derivatives as :func:`~dualgpu.frontend.nn.xlogy`'s: ``log1p(y)`` in ``x`` and
+    ``x / (1 + y)`` in ``y``, also at ``x == 0`` (a Beta(a, 1) log-density's gradient in
+    ``b``); 0 there where ``y`` is not above -1 and finite.
+
     >>> import scipy.special
     >>> dg.grad(lambda y: scipy.special.xlog1py(2.0, y))(np.array(1.0))
     array(1.)
+    >>> float(dg.grad(lambda x: scipy.special.xlog1py(x, np.e - 1))(0.0))
+    1.0
     """
     x, y = scipy_float(x, y)
-    zero = dnp.equal(x, 0)
-    ans = dnp.multiply(x, dnp.log1p(dnp.where(zero, 0.0, y)))
-    return dnp.where(zero, dnp.zeros_like(ans), ans)
+    y_ok = dnp.logical_and(dnp.greater(y, -1.0), dnp.isfinite(y))
+    safe_y = dnp.where(dnp.logical_and(dnp.equal(x, 0), dnp.logical_not(y_ok)), 0.0, y)
+    # + 0.0: SciPy's 0.0 where x == 0 and log1p(y) < 0 (the product is -0.0)
+    return dnp.add(dnp.multiply(x, dnp.log1p(safe_y)), 0.0)
 
 
 def betaln(a, b):
