@@ -3,14 +3,21 @@ the path, so that two versions are compared in one GPU session without their pee
 ``make bench`` times). Prints one JSON line per workload: device and host microseconds per
 call (``cupyx.profiler.benchmark``, medians) and the first call's seconds.
 
-Run it once per version, in one session, and compare the lines::
+Run it once per version, in one session, from inside each checkout, and compare the
+lines::
 
-    PYTHONPATH=old_checkout python -m benchmarks.ab > old.jsonl
-    PYTHONPATH=. python -m benchmarks.ab > new.jsonl
+    (cd old_checkout && python -m benchmarks.ab) > old.jsonl
+    python -m benchmarks.ab > new.jsonl
+
+``python -m`` puts the current folder first on ``sys.path``, before ``PYTHONPATH``: run from
+the new checkout with ``PYTHONPATH=old_checkout``, both runs would time the new one (as one
+did on 2026-12-05). Each line names the ``dualgpu`` it timed, and a run refuses to start
+when ``PYTHONPATH`` names a checkout whose ``dualgpu`` is not the one imported.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -53,11 +60,30 @@ def workloads(cp):
         dg.sparse_hessian(sparse_derivatives.poisson(np, 1000)), (xr,), 100
 
 
+def check_version(imported: str, pythonpath: str) -> None:
+    """Exit when the first folder of ``pythonpath`` holds a ``dualgpu`` package and the one
+    imported (``imported``: its ``__init__.py``) is another.
+
+    Example::
+
+        >>> check_version("/new/dualgpu/__init__.py", "")   # no PYTHONPATH: nothing to check
+    """
+    first = pythonpath.split(os.pathsep)[0]
+    if not first or not os.path.isdir(os.path.join(first, "dualgpu")):
+        return
+    wanted = os.path.realpath(os.path.join(first, "dualgpu"))
+    if os.path.dirname(os.path.realpath(imported)) != wanted:
+        sys.exit(f"benchmarks.ab: PYTHONPATH names {first}, but dualgpu was imported from "
+                 f"{imported} (python -m puts the current folder first): run it from "
+                 f"inside {first}")
+
+
 def main() -> None:
     import cupy as cp
 
     import dualgpu as dg
 
+    check_version(dg.__file__, os.environ.get("PYTHONPATH", ""))
     only = sys.argv[1:]
     for name, fn, args, repeat in workloads(cp):
         if only and not any(o in name for o in only):

@@ -325,3 +325,19 @@ def test_the_clock_follows_the_library_of_the_result():
     assert timing.array_library({"a": tensor()}) == "torch"
     assert timing.array_library(tensor()) == "torch"
     assert common.clock_for(ctx, 1.0).name == ctx.device_clock().name
+
+
+def test_ab_refuses_to_time_another_dualgpu_than_its_pythonpath_names(tmp_path):
+    """benchmarks.ab run from the new checkout with PYTHONPATH=old imported the new dualgpu
+    (python -m puts the current folder first): both "versions" were the new one. It now
+    exits when the first PYTHONPATH folder holds a dualgpu that is not the one imported."""
+    from benchmarks import ab
+
+    old = tmp_path / "old"
+    (old / "dualgpu").mkdir(parents=True)
+    (old / "dualgpu" / "__init__.py").write_text("")
+    with pytest.raises(SystemExit, match="run it from inside"):
+        ab.check_version("/new/dualgpu/__init__.py", str(old))
+    ab.check_version(str(old / "dualgpu" / "__init__.py"), str(old))  # the one named
+    ab.check_version("/new/dualgpu/__init__.py", "")                   # none named
+    ab.check_version("/new/dualgpu/__init__.py", str(tmp_path))        # no dualgpu there
