@@ -1,6 +1,7 @@
 """What the evaluations of :mod:`dualgpu.frontend.numpy.polynomial` share: NumPy's handling of
 the coefficients and points (``c`` at least 1-D, integers as float64, one axis of ``c`` per
-axis of an array ``x`` when ``tensor``) and ``_valnd`` (the ``2d`` and ``3d`` forms)."""
+axis of an array ``x`` when ``tensor``) Clenshaw's loop (:func:`clenshaw`) and
+``_valnd`` (the ``2d`` and ``3d`` forms)."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,6 +29,21 @@ def prepare(c, x, tensor):
     if (_is_tracer(x) or hasattr(x, "ndim") and not np.isscalar(x)) and tensor:
         c = reshape(c, _shape(c) + (1,) * len(_shape(x)))
     return c, x
+
+
+def clenshaw(c, step):
+    """NumPy's Clenshaw loop, shared by every ``<basis>val`` but ``polyval``: the pair
+    ``(c0, c1)`` from the last two coefficients down, ``step(ck, c0, c1, nd)`` giving the
+    next one (``nd`` counting down from ``len(c) - 1``, each family's own formula, in
+    NumPy's order of operations); ``(c[0], 0)`` or ``(c[0], c[1])`` for one or two."""
+    if len(c) == 1:
+        return c[0], 0
+    if len(c) == 2:
+        return c[0], c[1]
+    c0, c1 = c[-2], c[-1]
+    for i in range(3, len(c) + 1):
+        c0, c1 = step(c[-i], c0, c1, len(c) + 2 - i)
+    return c0, c1
 
 
 def valnd(val_f, c, *args):

@@ -2,23 +2,14 @@
 ``2d``/``3d`` forms."""
 from __future__ import annotations
 
-from ._series import prepare, valnd
+from ._series import clenshaw, prepare, valnd
 
 
 def chebval(x, c, tensor=True):
     """``numpy.polynomial.chebyshev.chebval``: the Chebyshev series ``sum c[k] T_k(x)``."""
     c, x = prepare(c, x, tensor)
-    if len(c) == 1:
-        c0, c1 = c[0], 0
-    elif len(c) == 2:
-        c0, c1 = c[0], c[1]
-    else:
-        x2 = 2 * x
-        c0, c1 = c[-2], c[-1]
-        for i in range(3, len(c) + 1):
-            tmp = c0
-            c0 = c[-i] - c1
-            c1 = tmp + c1 * x2
+    x2 = 2 * x
+    c0, c1 = clenshaw(c, lambda ck, c0, c1, nd: (ck - c1, c0 + c1 * x2))
     return c0 + c1 * x
 
 

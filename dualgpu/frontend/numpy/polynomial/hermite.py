@@ -2,25 +2,14 @@
 recurrence as NumPy's) and its ``2d``/``3d`` forms."""
 from __future__ import annotations
 
-from ._series import prepare, valnd
+from ._series import clenshaw, prepare, valnd
 
 
 def hermval(x, c, tensor=True):
     """``numpy.polynomial.hermite.hermval``: the Hermite series ``sum c[k] H_k(x)``."""
     c, x = prepare(c, x, tensor)
     x2 = x * 2
-    if len(c) == 1:
-        c0, c1 = c[0], 0
-    elif len(c) == 2:
-        c0, c1 = c[0], c[1]
-    else:
-        nd = len(c)
-        c0, c1 = c[-2], c[-1]
-        for i in range(3, len(c) + 1):
-            tmp = c0
-            nd = nd - 1
-            c0 = c[-i] - c1 * (2 * (nd - 1))
-            c1 = tmp + c1 * x2
+    c0, c1 = clenshaw(c, lambda ck, c0, c1, nd: (ck - c1 * (2 * (nd - 1)), c0 + c1 * x2))
     return c0 + c1 * x2
 
 
