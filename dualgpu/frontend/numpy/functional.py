@@ -8,7 +8,8 @@ import numpy as np
 
 from ...core.axes import check_axis as _check_axis
 from ...core.flags import Flag
-from ...core.ir import Var
+from ...core.interpret import walk
+from ...core.ir import Graph
 from ...errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -142,13 +143,20 @@ def _check_elementwise(xin, start, result):
     if _is_tracer(result) and _shape(result) != _shape(xin):
         why = f"it returned shape {_shape(result)} for x of shape {_shape(xin)}"
     else:
-        made = {xin._var.id}
-        for eqn in xin._builder.eqns[start:]:
-            if any(isinstance(a, Var) and a.id in made for a in eqn.inputs):
-                if not (eqn.prim.has(Flag.ELEMENTWISE) or eqn.prim.name == "reshape"):
-                    why = f"it applies {eqn.prim.name} to its argument"
-                    break
-                made.update(v.id for v in eqn.outs)
+        # the one equation walk, its state "made from the input", over what the function
+        # recorded; the first op of another kind on such a value is the refusal
+        refused: list[str] = []
+
+        def made_from_input(eqn, values, states):
+            made = any(states)
+            if made and not (eqn.prim.has(Flag.ELEMENTWISE) or eqn.prim.name == "reshape"):
+                refused.append(eqn.prim.name)
+            return None, [True if made else None] * len(eqn.outs)
+
+        recorded = Graph(inputs=[xin._var], outputs=[], eqns=xin._builder.eqns[start:])
+        walk(recorded, None, {xin._var.id: True}, made_from_input)
+        if refused:
+            why = f"it applies {refused[0]} to its argument"
     if why is not None:
         raise UnsupportedOpError(
             f"np.piecewise with a traced condition calls each function on all of x (the "
