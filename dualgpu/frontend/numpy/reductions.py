@@ -144,13 +144,11 @@ def _float_and_count(a, axis, dtype, name):
     return a, int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
 
 
-def _count(a, mask, axis, keepdims):
-    """How many elements each result reduces: NumPy's ``_count_reduce_items`` (an integer,
-    or with ``where=`` the count of its true entries, an ``intp`` array)."""
-    if mask is None:
-        axes = normalize_axes(axis, len(_shape(a)), "mean")
-        return int(np.prod([_shape(a)[i] for i in axes], dtype=np.int64))
-    return lax.sum(astype(mask, np.intp), axis, None, keepdims)
+def _count(n, mask, axis, keepdims):
+    """How many elements each result reduces: NumPy's ``_count_reduce_items`` (``n``, the
+    count of :func:`_float_and_count`, or with ``where=`` the count of its true entries, an
+    ``intp`` array)."""
+    return n if mask is None else lax.sum(astype(mask, np.intp), axis, None, keepdims)
 
 
 def _divided(total, count):
@@ -167,10 +165,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     array([0. , 0.5, 0.5])
     """
     unsupported_kwargs("mean", {"out": out})
-    a, _ = _float_and_count(a, axis, dtype, "mean")
+    a, n = _float_and_count(a, axis, dtype, "mean")
     mask = _mask(a, where, "mean")
     total = sum_(_masked(a, mask, 0), axis=axis, keepdims=keepdims)
-    return _divided(total, _count(a, mask, axis, keepdims))
+    return _divided(total, _count(n, mask, axis, keepdims))
 
 
 _mean = mean  # var's keyword `mean` shadows the function there
@@ -209,8 +207,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     total = sum_(abs2(centered), axis=axis, keepdims=keepdims)
     if mask is None:
         return true_divide(total, float(n - ddof))
-    count = lax.sum(astype(mask, np.intp), axis, None, keepdims)
-    return _divided(total, maximum(subtract(count, ddof), 0))
+    return _divided(total, maximum(subtract(_count(n, mask, axis, keepdims), ddof), 0))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
