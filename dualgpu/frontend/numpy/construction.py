@@ -150,7 +150,6 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     return tuple(output) if copy or not sparse else output
 
 
-
 def full(shape, fill_value, dtype=None, order="C", **kwargs):
     """``np.full`` with a traced fill value (a scalar, or an array that broadcasts to
     ``shape``), differentiable in it: the value broadcast, in ``dtype`` (by default the fill

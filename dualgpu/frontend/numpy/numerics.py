@@ -295,7 +295,6 @@ def correlate(a, v, mode="valid"):
     return flip(conj(convolve(v, flip(conj(a), axis=0), mode)), axis=0)
 
 
-
 def polyval(p, x):
     """``np.polyval``: Horner's scheme in NumPy's order (``y = y * x + p[i]`` from
     ``zeros_like(x)``), so values and dtypes are NumPy's; differentiable in the
