@@ -165,9 +165,10 @@ def check_py_template(tpl: str, what: str = "Python template") -> str:
         if bare.startswith("_"):
             raise CodegenSafetyError(f"{what} {tpl!r}: name {bare!r} is not allowed")
         if tok.startswith("."):
-            # xp.f, xp.linalg.f, ops.f, and one method or attribute of a value: x.astype(...)
+            # xp.f, xp.linalg.f, xp.fft.f, ops.f, and one method or attribute of a value:
+            # x.astype(...)
             if not (prev in ("xp", "ops") or prev.startswith("{") or prev in (")", "]")
-                    or (prev == ".linalg" and k >= 2 and tokens[k - 2] == "xp")):
+                    or (prev in (".linalg", ".fft") and k >= 2 and tokens[k - 2] == "xp")):
                 raise CodegenSafetyError(f"{what} {tpl!r}: attribute {tok!r} is not allowed")
             continue
         if nxt == "=" or tok in _PY_ROOTS:

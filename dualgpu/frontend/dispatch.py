@@ -150,7 +150,7 @@ def call_front_end(f, label: str, args, kwargs):
 _ARRAY_OPERANDS = frozenset({"dot", "vdot", "inner", "outer", "einsum", "tensordot", "kron",
                              "append", "cross", "convolve", "correlate", "polyval", "vander",
                              "trapezoid", "unwrap", "average", "ptp", "cov", "corrcoef",
-                             "geomspace", "meshgrid"})
+                             "geomspace", "meshgrid", "polyfit"})
 
 
 def strong_results(out):

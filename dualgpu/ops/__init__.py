@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     linalg,
     casts,
     elementwise,
+    fft,
     logical,
     matrix_functions,
     products,

@@ -41,6 +41,7 @@ from ..core.ir import Aval
 from ..core.primitives import defprim, defrules, defstandalone
 from ..errors import DualgpuError, UnsupportedOpError, user_location
 from ..rules import batching_rules as batching
+from ..rules import separability_rules as separability
 from ..rules import sparsity_rules as sparsity
 from ..rules.separability_rules import Coupling
 
@@ -91,7 +92,7 @@ def _sort_vjp(g, primals, ans, axis):
 
 
 defrules(sort, jvp=_sort_jvp, vjp=_sort_vjp, vmap=batching.axis_rule,  # one static axis
-         sparsity=sparsity.along_axis)
+         sparsity=sparsity.along_axis, separability=separability.along_axis)
 defrules(argsort, vmap=batching.axis_rule)  # no derivative, no sparsity: by its flag
 defstandalone(sort, (
         'def sort(x, axis):\n'

@@ -86,3 +86,12 @@ def _same(mapped) -> tuple:
 
 def _axes(m: tuple) -> str:
     return ", ".join(f"axis {at.pos}" for at in m)
+
+
+def along_axis(eqn, dep, sizes) -> tuple:
+    """An op that mixes the entries of each line along its static ``axis`` and keeps the
+    shape (``sort``, ``fft``): instances may sit on any other axis."""
+    (_, m), = dep
+    if any(at.pos == eqn.params["axis"] for at in m):
+        raise Coupling(f"{eqn.prim.name} mixes the entries along an instance axis")
+    return m

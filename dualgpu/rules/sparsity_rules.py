@@ -285,14 +285,15 @@ def dense_block(eqn, deps, ctx):
 
 
 def along_axis(eqn, deps, ctx):
-    """``sort`` along an axis: an output entry may be any entry of its line (the permutation
-    depends on the values); piecewise linear, so no interaction."""
+    """``sort`` or ``fft`` along an axis: an output entry may be any entry of its line (the
+    permutation depends on the values; every coefficient of a DFT is nonzero); piecewise
+    linear, so no interaction."""
     shape = tuple(eqn.inputs[0].shape)
     axis = eqn.params["axis"]
     length = shape[axis]
     index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
     lines = np.moveaxis(index, axis, -1).reshape(-1, length)
-    check_count(lines.size * length, "the pattern of a sort (every entry of a line)")
+    check_count(lines.size * length, f"the pattern of {eqn.prim.name} (every entry of a line)")
     rows = np.repeat(lines, length, axis=1).ravel()
     cols = np.tile(lines, (1, length)).ravel()
     reads = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),

@@ -296,6 +296,30 @@ DECOMPOSITION_CASES = {
 }
 
 
+# np.polyfit solves by a pseudo-inverse (NumPy: LAPACK's gelsd): equal to rounding
+POLYFIT_CASES = {
+    "polyfit": lambda x: np.polyfit(x[0], x[1], 2),
+    "columns weights": lambda x: np.polyfit(x[0], x.T, 1, w=x[2]),
+    "full": lambda x: np.polyfit(x[0], x[1], 2, full=True),
+    "cov": lambda x: np.polyfit(x[0], x[1], 1, cov=True),
+    "cov columns unscaled": lambda x: np.polyfit(x[0], x[1:].T, 2, cov="unscaled"),
+    "float32": lambda x: np.polyfit(x[0].astype(np.float32), x[1], 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POLYFIT_CASES))
+def test_polyfit_matches_numpy(name):
+    f = POLYFIT_CASES[name]
+    want, got = f(X34), dg.jit(f)(X34)
+    assert type(got) is type(want)
+    for g, w in zip(got if isinstance(want, tuple) else [got],
+                    want if isinstance(want, tuple) else [want]):
+        g, w = np.asarray(g), np.asarray(w)
+        assert (g.dtype, g.shape) == (w.dtype, w.shape)
+        np.testing.assert_allclose(g, w, rtol=2e-6 if w.dtype == np.float32 else 1e-10,
+                                   atol=1e-12 * np.max(np.abs(w), initial=1.0))
+
+
 @pytest.mark.parametrize("name", sorted(DECOMPOSITION_CASES))
 def test_decomposition_values_equal_numpy(name):
     f, a = DECOMPOSITION_CASES[name]
@@ -503,6 +527,10 @@ REFUSED_NEW = [
     (lambda x: np.piecewise(x, [x[0] > 1.0], [1]), "x's shape"),
     (lambda x: np.polynomial.polynomial.polyval2d(x[0], x[1, :2], x), "polyval2d: x, y"),
     (lambda x: np.trim_zeros(x[0]), "trim_zeros at .* where to cut is read"),
+    (lambda x: np.polyfit(x[0], x[1, :3], 1), "as long as x"),
+    (lambda x: np.polyfit(x, x[0], 1), "1-D vector for x"),
+    (lambda x: np.polyfit(x[0], x[1], -1), "deg >= 0"),
+    (lambda x: np.polyfit(x[0], x[1], 3, cov=True), "must exceed order"),
     (lambda x: np.apply_along_axis(np.sum, 0, np.ones((2, 0)) * x[0, 0]), "dimensions are 0"),
 ]
 
@@ -526,6 +554,7 @@ SECOND_ORDER = {
     "geomspace": lambda x: np.sum(np.geomspace(x[0, 0], x[1, 1] + 2.0, 5) ** 2),
     "var where": lambda x: np.sum(np.var(x, axis=1, where=x > 0.5) ** 2),
     "apply_along_axis": lambda x: np.sum(np.apply_along_axis(lambda r: np.prod(r), 1, x)),
+    "polyfit": lambda x: np.sum(np.polyfit(x[0], x[1] ** 2, 2, w=x[2]) ** 2),
 }
 
 
@@ -557,3 +586,21 @@ def test_trim_zeros_reads_where_to_cut_so_poly1d_takes_traced_coefficients():
     np.testing.assert_allclose(dg.grad(lambda c: np.poly1d(c)(0.5))(c),
                                0.5 ** np.arange(4.0, -1.0, -1.0), rtol=1e-15)
     np.testing.assert_allclose(dg.jit(lambda c: np.polyval(c, 0.5))(c), np.poly1d(c)(0.5))
+
+
+def test_matrix_rank_counts_as_numpy():
+    """np.linalg.matrix_rank of traced matrices (batched, rank-deficient, tol/rtol, vectors,
+    float32): NumPy's counts, int64; it passes no derivative on."""
+    a = RNG.normal(size=(3, 4, 5))
+    a[1] = np.outer(a[1, :, 0], a[1, 0])
+    for f in (np.linalg.matrix_rank, lambda a: np.linalg.matrix_rank(a, tol=0.5),
+              lambda a: np.linalg.matrix_rank(a, rtol=0.3),
+              lambda a: np.linalg.matrix_rank(a, tol=np.array([0.1, 0.5, 3.0])),
+              lambda a: np.linalg.matrix_rank(a[0, 0]),
+              lambda a: np.linalg.matrix_rank(0 * a[0, 0]),
+              lambda a: np.linalg.matrix_rank(a[0].astype(np.float32))):
+        got, want = dg.jit(f)(a), np.asarray(f(a))
+        assert got.dtype == np.int64 and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    g = dg.grad(lambda a: np.sum(a ** 2) * np.linalg.matrix_rank(a))(a[0])
+    np.testing.assert_allclose(g, 2 * a[0] * 4)

@@ -61,6 +61,12 @@ CASES = {
     "polynomial chebval": (lambda x: np.polynomial.chebyshev.chebval(x[0], x[1, :3])
                            + np.polynomial.polynomial.polyval(x[2], x[3, :2]), X),
     "piecewise": (lambda x: np.piecewise(x, [x > 1.0], [lambda t: t ** 2, lambda t: -t]), X),
+    # numpy.fft through cupy.fft (cuFFT)
+    "fft rfft irfft ifftn": (lambda x: np.abs(np.fft.fft(x, axis=0))
+                             + np.fft.irfft(np.fft.rfft(x) * (1.0 + 1.0j), 5)
+                             + np.real(np.fft.ifftn(x * 1j, norm="ortho")), X),
+    "fft2 hfft": (lambda x: np.imag(np.fft.fft2(x, s=(3, 6))[:, :5] * x[:3])
+                  + np.fft.hfft(x[:, :3], 5, norm="forward")[:3], X),
 }
 
 
@@ -158,3 +164,24 @@ def test_general_eig_is_refused_on_a_cupy_without_it():
     for fn in (lambda a: np.linalg.eigvals(a), lambda a: np.linalg.eig(a)[1]):
         with pytest.raises(dg.UnsupportedOpError, match=f"linalg.eig.*cupy {cp.__version__}"):
             dg.grad(lambda a, fn=fn: np.sum(fn(a)))(a)
+
+
+def test_fft_programs_replay_as_cuda_graphs():
+    """A program of cuFFT transforms called again and again (eager, captured, replayed):
+    every call gives the NumPy backend's values, in float32 and float64."""
+    def spectral(x):
+        return np.fft.irfft(np.fft.rfft(x, axis=1) * np.exp(-1j * x[:, :3]), 5, axis=1) ** 2
+
+    for dtype in (np.float64, np.float32):
+        x = X.astype(dtype)
+        v = RNG.uniform(-1, 1, x.shape).astype(dtype)
+        f, gh = dg.jit(spectral), dg.grad_and_hvp(lambda x: np.sum(spectral(x)))
+        want_f, want_gh = f(x), gh(x, v)
+        x_d, v_d = cp.asarray(x), cp.asarray(v)
+        for _ in range(4):
+            got = f(x_d)
+            assert got.dtype == want_f.dtype
+            assert float(cp.max(cp.abs(got - cp.asarray(want_f)))) <= TOL[dtype]
+            for g, w in zip(gh(x_d, v_d), want_gh):
+                scale = max(1.0, float(np.max(np.abs(w))))
+                assert float(cp.max(cp.abs(g - cp.asarray(w)))) <= TOL[dtype] * scale

@@ -117,6 +117,10 @@ def library_cases(rng, dtype):
         "searchsorted": (lambda x: x * np.searchsorted(np.sort(x[0]), x, side="right"), (a,)),
         "argmax": (lambda x: x[0] * np.argmax(x, axis=0), (a,)),
         "argmin": (lambda x: x[:, 0] * np.argmin(x, axis=1), (a,)),
+        # cuFFT: a complex spectrum, back to real values
+        "fft": (lambda x: np.real(np.fft.fft(x * (1.0 + 0.5j), axis=1)) * x, (a,)),
+        "ifft": (lambda x: np.imag(np.fft.ifft(x * 1j + x[::-1], axis=0, norm="ortho")) * x,
+                 (a,)),
     }
 
 

@@ -736,6 +736,48 @@ SHAPE_COMPOSITIONS = [
 spec("np.flip/rot90/roll/stack/split family", one_of(SHAPE_COMPOSITIONS), prim=None)
 
 
+# --------------------------------------------------------------------------- Fourier transforms
+def _spectral_square(F):
+    """A real, nonlinear function of a complex spectrum (the HVP is not zero)."""
+    return dnp.real(F * F * (0.5 + 1.0j)) + dnp.imag(F)
+
+
+def build_transform(name):
+    """``np.fft.fft`` or ``ifft`` of a complex signal, with a drawn axis, ``n`` (cut or
+    padded) and ``norm``."""
+    def build(data, dtype):
+        shape = draw_shape(data, min_dims=1, max_dims=3, max_side=4)
+        axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+        n = data.draw(st.sampled_from([None, 1, 3, 5]))
+        norm = data.draw(st.sampled_from([None, "ortho", "forward"]))
+
+        def f(x, y):
+            return _spectral_square(getattr(dnp.fft, name)(x * dnp.exp(1j * y), n, axis, norm))
+
+        return f, (draw_array(data, shape, dtype), draw_array(data, shape, dtype))
+
+    return build
+
+
+spec("fft", build_transform("fft"))
+spec("ifft", build_transform("ifft"))
+FOURIER_COMPOSITIONS = [
+    ("rfft", lambda x: _spectral_square(dnp.fft.rfft(x)), (5,)),
+    ("rfft n axis", lambda x: _spectral_square(dnp.fft.rfft(x, 6, axis=0, norm="ortho")), (3, 2)),
+    ("irfft", lambda x: dnp.fft.irfft(x * (1.0 - 0.5j)) ** 2, (4,)),
+    ("irfft odd n", lambda x: dnp.fft.irfft(x * (1.0 - 0.5j), 5, norm="forward") ** 2, (2, 3)),
+    ("hfft", lambda x: dnp.fft.hfft(x * (0.5 + 1.0j), 3) ** 2, (3,)),
+    ("ihfft", lambda x: _spectral_square(dnp.fft.ihfft(x, norm="ortho")), (4,)),
+    ("fftn", lambda x: _spectral_square(dnp.fft.fftn(x * (1.0 + 0.5j))), (2, 3)),
+    ("ifft2 s", lambda x: _spectral_square(dnp.fft.ifft2(x, s=(3, 2))), (2, 2, 3)),
+    ("rfftn axes", lambda x: _spectral_square(dnp.fft.rfftn(x, axes=(1, 0))), (3, 4)),
+    ("irfftn", lambda x: dnp.fft.irfftn(x * (1.0 + 1.0j), norm="ortho") ** 2, (2, 3)),
+    ("rfft2 then irfft2", lambda x: dnp.fft.irfft2(_spectral_square(dnp.fft.rfft2(x)), s=(2, 4)),
+     (2, 4)),
+]
+spec("np.fft family", one_of(FOURIER_COMPOSITIONS), prim=None)
+
+
 def two_vectors(n, m):
     return lambda data, dtype: (draw_array(data, (n,), dtype), draw_array(data, (m,), dtype))
 

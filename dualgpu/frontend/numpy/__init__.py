@@ -147,6 +147,7 @@ from .numerics import (
     ediff1d,
     gradient,
     interp,
+    polyfit,
     polyval,
     trapezoid,
     trapz,

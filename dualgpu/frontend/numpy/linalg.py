@@ -29,6 +29,7 @@ from ...lax import (
     astype,
     broadcast_to,
     equal,
+    expand_dims,
     eye,
     greater,
     moveaxis,
@@ -242,6 +243,30 @@ def svdvals(x):
     return _dec.svd.bind(arraylike(x))[1]
 
 
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """``np.linalg.matrix_rank``: the number of singular values above ``tol`` (by default
+    ``rtol`` times the largest, ``rtol`` ``max(M, N) * eps``), as NumPy counts them; int64,
+    no derivative. Of a vector or a scalar: 1 unless every entry is 0.
+
+    >>> dg.jit(np.linalg.matrix_rank)(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    array(1)
+    """
+    A = arraylike(A)
+    if len(_shape(A)) < 2:
+        return astype(greater(sum_(astype(not_equal(A, 0), np.int64)), 0), np.int64)
+    s = svdvals(A)
+    if tol is None:
+        if rtol is None:
+            rtol = max(_shape(A)[-2:]) * np.finfo(_dtype(s)).eps
+        else:
+            rtol = expand_dims(arraylike(rtol), -1) if _is_tracer(rtol) \
+                else np.asarray(rtol)[..., None]
+        tol = multiply(amax(s, axis=-1, keepdims=True), rtol)
+    else:
+        tol = expand_dims(arraylike(tol), -1) if _is_tracer(tol) else np.asarray(tol)[..., None]
+    return sum_(astype(greater(s, tol), np.int64), axis=-1)
+
+
 def qr(a, mode="reduced"):
     """``np.linalg.qr`` of tall (m >= n) matrices: ``mode`` 'reduced', 'r', or 'complete'
     for square matrices."""
@@ -278,7 +303,8 @@ def lstsq(a, b, rcond=None):
         rcond = max(m, n) * np.finfo(_dtype(a)).eps
     x = matmul(pinv(a, rcond=rcond), b)
     s = svdvals(a)
-    rank = sum_(astype(greater(s, multiply(amax(s), rcond)), np.int64))
+    # NumPy's rank is LAPACK's integer: int32
+    rank = astype(sum_(astype(greater(s, multiply(amax(s), rcond)), np.int64)), np.int32)
     if m > n:
         r = subtract(matmul(a, x), b)
         residuals = sum_(multiply(r, r), axis=0)

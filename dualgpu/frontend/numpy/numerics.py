@@ -1,5 +1,6 @@
 """Numerical routines written in ops: differences (``diff``, ``ediff1d``, ``gradient``),
-``interp``, ``convolve`` and ``correlate``, polynomials (``polyval``, ``vander``), the
+``interp``, ``convolve`` and ``correlate``, polynomials (``polyval``, ``vander``,
+``polyfit``), the
 trapezoidal rule (``trapezoid``) and ``unwrap``."""
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from ...lax import (
     ravel,
     remainder,
     reshape,
+    sqrt,
     stack,
     subtract,
     true_divide,
@@ -52,7 +54,8 @@ from .elementwise import conj
 from .indexing import take, take_range
 from .introspection import result_type
 from .joining import concatenate
-from .products import matmul
+from .linalg import inv, lstsq
+from .products import matmul, outer
 from .reductions import sum_
 from .sorting import argsort
 
@@ -339,6 +342,60 @@ def vander(x, N=None, increasing=False):
         columns.append(x if len(columns) == 1 else multiply(columns[-1], x))
     v = stack(columns, axis=1)
     return v if increasing else flip(v, axis=1)
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """``np.polyfit``: the least-squares polynomial of degree ``deg`` through ``(x, y)``
+    (``y`` 1-D or one fit per column), computed as NumPy's: the Vandermonde matrix (times
+    the weights ``w``) with its columns scaled to unit norm, solved by ``np.linalg.lstsq``
+    (a pseudo-inverse), the coefficients scaled back; ``full=True`` adds the residuals,
+    rank, singular values and ``rcond``, ``cov=True`` (or ``"unscaled"``) the covariance.
+    Differentiable in ``x``, ``y`` and ``w`` where the matrix keeps full rank; the rank is
+    traced, so NumPy's ``RankWarning`` is not given.
+
+    >>> x = np.array([0.0, 1.0, 2.0, 3.0])
+    >>> dg.jacfwd(lambda y: np.polyfit(x, y, 1))(2.0 * x + 1.0).round(2)  # slope, intercept
+    array([[-0.3, -0.1,  0.1,  0.3],
+           [ 0.7,  0.4,  0.1, -0.2]])
+    """
+    order = operator.index(deg) + 1
+    x, y = as_array(x) + 0.0, as_array(y) + 0.0
+    if order < 1:
+        raise InvalidArgumentError(f"np.polyfit: expected deg >= 0, got {deg} "
+                                   f"(at {user_location()})")
+    if len(_shape(x)) != 1 or _shape(x)[0] == 0:
+        raise ArgumentTypeError(f"np.polyfit: expected a non-empty 1-D vector for x, got shape "
+                                f"{_shape(x)} (at {user_location()})")
+    if len(_shape(y)) not in (1, 2) or _shape(y)[0] != _shape(x)[0]:
+        raise ArgumentTypeError(f"np.polyfit: expected a 1-D or 2-D y as long as x, got "
+                                f"shapes {_shape(x)} and {_shape(y)} (at {user_location()})")
+    if rcond is None:
+        rcond = _shape(x)[0] * np.finfo(_dtype(x)).eps
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        w = as_array(w) + 0.0
+        if _shape(w) != _shape(x):
+            raise ArgumentTypeError(f"np.polyfit: expected 1-D weights as long as y, got "
+                                    f"shape {_shape(w)} (at {user_location()})")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if len(_shape(rhs)) == 2 else w)
+    scale = sqrt(sum_(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    vbase = inv(matmul(lhs.T, lhs)) / outer(scale, scale)
+    if cov == "unscaled":
+        fac = 1.0
+    elif _shape(x)[0] <= order:
+        raise InvalidArgumentError("np.polyfit: the number of data points must exceed order "
+                                   f"to scale the covariance matrix (at {user_location()})")
+    else:
+        fac = resids / (_shape(x)[0] - order)
+    return c, vbase * fac if len(_shape(y)) == 1 else vbase[:, :, None] * fac
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
