@@ -522,9 +522,11 @@ def _conversion_error(frame: FrameType | None) -> TracerControlFlowError:
             name = type(owner).__name__
         inside = f" inside {outer.f_globals.get('__name__', '?').split('.')[0]}'s {name}"
         if name in ("vectorize", "_vectorize_call", "frompyfunc"):
-            hint = ("np.vectorize calls a Python function on each concrete element, which "
-                    "cannot trace: apply the function to whole arrays (it may work as is), "
-                    "or map it over an axis with dg.vmap(f).")
+            hint = ("This np.vectorize was not reached by the trace (one made in a traced "
+                    "function, or held in a global, a closure or an attribute of an object, "
+                    "calls its function on whole arrays), so it calls its function on each "
+                    "concrete element, which cannot trace: apply the function to whole "
+                    "arrays (it may work as is), or map it over an axis with dg.vmap(f).")
     return TracerControlFlowError(
         f"a traced value was converted to a concrete NumPy array{inside} at {where} "
         f"(np.asarray, np.array or a C extension). {hint}")

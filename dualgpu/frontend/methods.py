@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from ..errors import in_stdlib
 from .numpy.random import is_source
 
@@ -217,9 +219,10 @@ def _reached_by(call: _Call, obj: Any) -> None:
 
 def _rebound(value: Any) -> bool:
     """Whether a traced call sees ``value``, held by an attribute, as its replacement: a
-    function (its rebound copy) or a random generator (its stand-in: drawn at every call)."""
-    return isinstance(value, (types.FunctionType, functools.partial, types.MethodType)) \
-        or is_source(value)
+    function (its rebound copy), a random generator (its stand-in: drawn at every call) or
+    a ``np.vectorize`` (the front end's: it calls the function on whole arrays)."""
+    return isinstance(value, (types.FunctionType, functools.partial, types.MethodType,
+                              np.vectorize)) or is_source(value)
 
 
 def _hold_attribute(cls: type, name: str) -> None:

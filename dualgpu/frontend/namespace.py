@@ -56,6 +56,7 @@ from .dispatch import (
     ufunc_handler,
 )
 from .math_module import math_replacement
+from .numpy.functional import vectorize
 from .numpy.joining import Concatenator
 from .numpy.random import RandomStandIn, is_random_module, stand_in_for
 from .scipy import sparse_numpy
@@ -90,6 +91,8 @@ class TracingNamespace(types.ModuleType):
             stand_in = DistributionStandIn(real_attr, f"{self._path}.{name}")
             object.__setattr__(self, name, stand_in)
             return stand_in
+        if real_attr is np.vectorize:  # a class: ours calls the function on whole arrays
+            return vectorize
         if name in _INDEX_TRICKS and self._path == "numpy":
             trick = Concatenator(real_attr, columns=_INDEX_TRICKS[name])
             object.__setattr__(self, name, trick)
@@ -331,6 +334,8 @@ def _replacement(obj, memo):
         return draws
     if _is_array_module(obj):
         return _namespace_for_module(obj)
+    if isinstance(obj, np.vectorize):  # f = np.vectorize(g) made outside the trace
+        return vectorize.of(obj)
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):
         return _rebind(obj, memo)
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):

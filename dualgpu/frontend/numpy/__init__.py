@@ -100,6 +100,7 @@ from .elementwise import (
 from .functional import (
     apply_along_axis,
     piecewise,
+    vectorize,
 )
 from .indexing import (
     bincount,

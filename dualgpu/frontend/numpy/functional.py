@@ -1,7 +1,7 @@
-"""NumPy's functions that call the user's functions on traced values: ``piecewise`` and
-``apply_along_axis`` (NumPy's "functional programming" routines). Each calls the functions
-given while the program is traced, so their results are ops of the program and every
-transform differentiates them."""
+"""NumPy's functions that call the user's functions on traced values: ``piecewise``,
+``apply_along_axis`` and ``vectorize`` (NumPy's "functional programming" routines). Each
+calls the functions given while the program is traced, so their results are ops of the
+program and every transform differentiates them."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +14,7 @@ from ...errors import (
     ArgumentTypeError,
     InvalidArgumentError,
     ShapeMismatchError,
+    TracerControlFlowError,
     UnsupportedOpError,
     user_location,
 )
@@ -35,7 +36,7 @@ from ...lax import (
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from .arguments import as_array, host_value
+from .arguments import as_array, holds_tracer, host_value
 from .indexing import take
 
 
@@ -143,26 +144,36 @@ def _check_elementwise(xin, start, result):
     if _is_tracer(result) and _shape(result) != _shape(xin):
         why = f"it returned shape {_shape(result)} for x of shape {_shape(xin)}"
     else:
-        # the one equation walk, its state "made from the input", over what the function
-        # recorded; the first op of another kind on such a value is the refusal
-        refused: list[str] = []
-
-        def made_from_input(eqn, values, states):
-            made = any(states)
-            if made and not (eqn.prim.has(Flag.ELEMENTWISE) or eqn.prim.name == "reshape"):
-                refused.append(eqn.prim.name)
-            return None, [True if made else None] * len(eqn.outs)
-
-        recorded = Graph(inputs=[xin._var], outputs=[], eqns=xin._builder.eqns[start:])
-        walk(recorded, None, {xin._var.id: True}, made_from_input)
-        if refused:
-            why = f"it applies {refused[0]} to its argument"
+        refused = _first_non_elementwise([xin], start)
+        if refused is not None:
+            why = f"it applies {refused} to its argument"
     if why is not None:
         raise UnsupportedOpError(
             f"np.piecewise with a traced condition calls each function on all of x (the "
             f"condition is known only when the program runs), so the functions must be "
             f"elementwise; {why} (at {user_location()}). Make the condition a constant, or "
             f"write the pieces with np.where.")
+
+
+def _first_non_elementwise(inputs, start: int) -> str | None:
+    """The name of the first op other than an elementwise one or a reshape that the
+    equations recorded since ``start`` applied to the traced ``inputs`` (or to what they
+    made of them), or None: the one equation walk, its state "made from the inputs"."""
+    traced = [x for x in inputs if _is_tracer(x)]
+    if not traced:
+        return None
+    refused: list[str] = []
+
+    def made_from_input(eqn, values, states):
+        made = any(states)
+        if made and not (eqn.prim.has(Flag.ELEMENTWISE) or eqn.prim.name == "reshape"):
+            refused.append(eqn.prim.name)
+        return None, [True if made else None] * len(eqn.outs)
+
+    builder = traced[0]._builder
+    recorded = Graph(inputs=[x._var for x in traced], outputs=[], eqns=builder.eqns[start:])
+    walk(recorded, None, {x._var.id: True for x in traced}, made_from_input)
+    return refused[0] if refused else None
 
 
 piecewise.calls_functions = True  # type: ignore[attr-defined]
@@ -200,3 +211,98 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 
 apply_along_axis.calls_functions = True  # type: ignore[attr-defined]
+
+
+
+class vectorize(np.vectorize):
+    """``np.vectorize`` in a traced function: called with traced arguments, ``pyfunc`` is
+    called once, on the arguments broadcast together (``excluded`` ones as given), rather
+    than once per element: so it must compute elementwise -- what a function written for
+    scalars does with whole arrays, when its branches are ``np.where`` rather than ``if``.
+    An op that is not elementwise (``x.sum()``, ``x[::-1]``) is refused, as is Python
+    control flow on a value (``if x > 0``), which needs the elements one by one;
+    ``signature=`` (a function of core dimensions) is refused too: map it with ``dg.vmap``.
+    Results are broadcast to the common shape and take ``otypes``' dtypes where given.
+    Without traced arguments, it is NumPy's ``vectorize``.
+
+    >>> f = np.vectorize(lambda a, b: a * b + np.sin(a))
+    >>> dg.grad(lambda x: np.sum(f(x, 2.0)))(np.zeros(2))
+    array([3., 3.])
+    """
+
+    def __call__(self, *args, **kwargs):
+        if not (any(holds_tracer(a) for a in args)
+                or any(holds_tracer(v) for v in kwargs.values())):
+            return super().__call__(*args, **kwargs)
+        return _vectorized_call(self, args, kwargs)
+
+    @classmethod
+    def of(cls, numpy_vectorize: np.vectorize) -> vectorize:
+        """The front end's ``vectorize`` of a ``np.vectorize`` made outside the trace."""
+        if isinstance(numpy_vectorize, cls):
+            return numpy_vectorize
+        ours = cls.__new__(cls)
+        ours.__dict__.update(numpy_vectorize.__dict__)
+        return ours
+
+
+def _vectorized_call(vf: np.vectorize, args: tuple, kwargs: dict):
+    if vf.signature is not None:
+        raise UnsupportedOpError(
+            f"np.vectorize(signature={vf.signature!r}) of traced values (at "
+            f"{user_location()}) is not supported: map the function over the loop axes "
+            "with dg.vmap instead")
+    excluded = vf.excluded
+    positions = [i for i in range(len(args)) if i not in excluded]
+    names = [k for k in kwargs if k not in excluded]
+    arrays = [as_array(args[i]) for i in positions] + [as_array(kwargs[k]) for k in names]
+    try:
+        shape = np.broadcast_shapes(*(_shape(a) for a in arrays))
+    except ValueError:
+        raise ShapeMismatchError(f"np.vectorize: arguments of shapes "
+                                 f"{[_shape(a) for a in arrays]} do not broadcast together "
+                                 f"(at {user_location()})") from None
+    if 0 in shape and not vf.otypes:
+        raise InvalidArgumentError(f"np.vectorize: cannot call vectorize on size 0 inputs "
+                                   f"unless otypes is set (at {user_location()})")
+    arrays = [broadcast_to(a, shape) if _shape(a) != shape else a for a in arrays]
+    given = list(args)
+    for i, a in zip(positions, arrays):
+        given[i] = a
+    kwargs = {**kwargs, **dict(zip(names, arrays[len(positions):]))}
+    builder = next(a._builder for a in arrays if _is_tracer(a))
+    start = len(builder.eqns)
+    try:
+        out = vf.pyfunc(*given, **kwargs)
+    except (TracerControlFlowError, InvalidArgumentError, ArgumentTypeError) as e:
+        # if/while on a value, float(x), math.exp(x): unknown while tracing, or ambiguous
+        # for several elements (core/conversions.py's messages)
+        if not isinstance(e, TracerControlFlowError) and "truth value" not in str(e) \
+                and "converted to Python scalars" not in str(e):
+            raise
+        raise TracerControlFlowError(
+            f"np.vectorize in a traced function calls its function once on whole arrays "
+            f"(shape {shape}), so the function can neither branch on a value nor make it a "
+            f"Python number: {e} Write branches with np.where and use NumPy's functions "
+            f"(np.exp, not math.exp).") from None
+    refused = _first_non_elementwise(arrays, start)
+    results = out if isinstance(out, tuple) else (out,)
+    for r in results:
+        if _is_tracer(r) and _shape(r) != shape and refused is None:
+            refused = f"a result of shape {_shape(r)} for arguments of shape {shape}"
+    if refused is not None:
+        raise UnsupportedOpError(
+            f"np.vectorize in a traced function calls its function once on the arguments "
+            f"broadcast to shape {shape}, so it must compute elementwise; it applied "
+            f"{refused} (at {user_location()}). Compute elementwise, or map the function "
+            f"with dg.vmap.")
+    otypes = vf.otypes or [None] * len(results)
+    if len(otypes) != len(results):
+        raise InvalidArgumentError(f"np.vectorize: {len(otypes)} otypes for a function of "
+                                   f"{len(results)} outputs (at {user_location()})")
+    shaped = []
+    for r, ot in zip(results, otypes):
+        r = as_array(r)
+        r = astype(r, ot if ot is not None else _dtype(r))
+        shaped.append(broadcast_to(r, shape) if _shape(r) != shape else r)
+    return tuple(shaped) if isinstance(out, tuple) else shaped[0]

@@ -1,0 +1,82 @@
+"""``np.vectorize`` on traced values: the function called once on the broadcast arguments
+(NumPy's values, dtypes and shapes; derivatives through it), wherever the vectorized
+function was made (in the traced function, a global, a closure, a default, an object's
+attribute, as a decorator), and clear refusals where that cannot equal NumPy's per-element
+calls (ops that are not elementwise, branches on values, ``signature=``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+
+X = np.array([-1.0, 2.0, 0.5])
+PAIR = np.vectorize(lambda a, b: (a + b, a * b))
+SCALED = np.vectorize(lambda t, w: w * t ** 2, excluded={"w"})
+
+
+@np.vectorize
+def softplus(t):
+    return np.log1p(np.exp(t))
+
+
+def _closure():
+    square = np.vectorize(lambda t: t * t)
+    return lambda x: square(x) + 1.0
+
+
+class Model:
+    def __init__(self):
+        self.act = np.vectorize(lambda t, c: np.where(t > 0, t, c * t), excluded={1})
+
+    def __call__(self, x):
+        return self.act(x, 0.1)
+
+
+CASES = {
+    "made inside": lambda x: np.vectorize(lambda a, b: a * b + np.sin(a))(x, 2.0),
+    "decorator": lambda x: softplus(x),
+    "two outputs, broadcast": lambda x: PAIR(x[:, None], x)[1],
+    "excluded keyword": lambda x: SCALED(x, w=3.0),
+    "closure": _closure(),
+    "default argument": lambda x, f=np.vectorize(np.tanh): f(x) * 2,  # noqa: B008
+    "object attribute": Model(),
+    "otypes float32": lambda x: np.vectorize(lambda t: t * 2, otypes=[np.float32])(x),
+    "constant result": lambda x: np.vectorize(lambda t: 1.0)(x) * x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_values_dtypes_and_derivatives(name):
+    f = CASES[name]
+    want, got = f(X), dg.jit(f)(X)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if want.dtype == np.float32 else 1e-14)
+    if want.dtype == np.float64:   # (float32 values: central differences too coarse)
+        dg.testing.check_grads(lambda x: np.sum(f(x) ** 2), (X,), order=2)
+
+
+def test_without_traced_arguments_it_is_numpys():
+    f = np.vectorize(lambda t, s: t if s > 0 else -t)   # branches: fine on concrete values
+    np.testing.assert_array_equal(dg.jit(lambda x: x + f(np.array([1.0, 2.0]), -1.0))(X[:2]),
+                                  X[:2] + [-1.0, -2.0])
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: np.vectorize(lambda t: t - t.mean())(x), dg.UnsupportedOpError,
+     "must compute elementwise; it applied reduce_sum"),
+    (lambda x: np.vectorize(lambda t: t[::-1])(x), dg.UnsupportedOpError, "getitem"),
+    (lambda x: np.vectorize(lambda t: t if t > 0 else -t)(x), dg.TracerControlFlowError,
+     "neither branch on a value.*np.where"),
+    (lambda x: np.vectorize(lambda t: float(t))(x), dg.TracerControlFlowError,
+     "Python number"),
+    (lambda x: np.vectorize(np.sum, signature="(n)->()")(x), dg.UnsupportedOpError,
+     "dg.vmap"),
+    (lambda x: np.vectorize(lambda a, b: a + b)(x, np.ones(2)), dg.ShapeMismatchError,
+     "do not broadcast"),
+    (lambda x: np.vectorize(lambda t: (t, t), otypes=[float])(x), dg.InvalidArgumentError,
+     "otypes"),
+])
+def test_refusals(call, error, match):
+    with pytest.raises(error, match=match):
+        dg.jit(call)(X)
