@@ -64,7 +64,7 @@ def main():
         print(f"Newton step {step}: |grad| = {float(xp.linalg.norm(g)):.2e}")
         if float(xp.linalg.norm(g)) < 1e-10:
             break
-        H = LinearOperator((N, N), matvec=lambda v: hvp(u, y, blur, k, lam, mu, v),
+        H = LinearOperator((N, N), matvec=lambda v, u=u: hvp(u, y, blur, k, lam, mu, v),
                            dtype=np.float64)
         du, _ = cg(H, -g, maxiter=200)
         u = u + du
