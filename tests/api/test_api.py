@@ -228,8 +228,8 @@ def test_escaped_tracer():
 
 
 def test_unsupported_op_named():
-    with pytest.raises(dg.UnsupportedOpError, match="histogram"):
-        dg.grad(lambda x: np.sum(np.histogram(x)[0]))(np.ones(4))
+    with pytest.raises(dg.UnsupportedOpError, match="packbits"):
+        dg.grad(lambda x: np.sum(np.packbits(x > 0)))(np.ones(4))
 
 
 def test_argnums_order_is_the_callers():

@@ -65,6 +65,8 @@ CASES = {
     "fft rfft irfft ifftn": (lambda x: np.abs(np.fft.fft(x, axis=0))
                              + np.fft.irfft(np.fft.rfft(x) * (1.0 + 1.0j), 5)
                              + np.real(np.fft.ifftn(x * 1j, norm="ortho")), X),
+    "histogram weights and edges": (lambda x: np.histogram(x[1:], bins=3, weights=x[1:] ** 2)[0]
+                                    + np.histogram(x, bins=[0.0, 0.5, 1.0, 2.5])[1][:3], X),
     "fft2 hfft": (lambda x: np.imag(np.fft.fft2(x, s=(3, 6))[:, :5] * x[:3])
                   + np.fft.hfft(x[:, :3], 5, norm="forward")[:3], X),
 }

@@ -102,6 +102,7 @@ from .functional import (
     piecewise,
     vectorize,
 )
+from .histograms import histogram, histogram_bin_edges
 from .indexing import (
     bincount,
     diag,

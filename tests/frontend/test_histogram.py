@@ -1,0 +1,65 @@
+"""``np.histogram`` and ``np.histogram_bin_edges`` on traced values: NumPy's counts, sums of
+weights, densities, edges and dtypes (over data with ties at the edges, repeated values, NaN,
+integers, float32), derivatives in the weights and (through the edges) in the data, and
+NumPy's refusals."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dualgpu as dg
+
+RNG = np.random.default_rng(0)
+DATA = {
+    "normal": RNG.normal(size=40),
+    "on the edges": np.linspace(0.0, 1.0, 11),
+    "ties": RNG.integers(0, 4, 25).astype(float),
+    "constant": np.full(3, 2.5),
+    "float32": RNG.normal(size=20).astype(np.float32),
+    "integers": RNG.integers(-3, 9, 30),
+    "nan outside range": np.array([np.nan, 0.2, 0.5, 1.0, 1.5]),
+}
+BINS = {"10": 10, "1": 1, "3": 3, "edges": np.array([-1.0, 0.0, 0.25, 1.0]),
+        "list": [0.0, 0.5, 2.0]}
+
+
+@pytest.mark.parametrize("data", sorted(DATA))
+@pytest.mark.parametrize("bins", sorted(BINS))
+def test_counts_weights_density_and_edges_are_numpys(data, bins):
+    a = DATA[data]
+    w = RNG.uniform(0.5, 2.0, a.shape)
+    rng = (0.0, 1.0) if data == "nan outside range" else None
+    calls = [lambda a: np.histogram(a, BINS[bins], range=rng),
+             lambda a: np.histogram(a, BINS[bins], range=rng, weights=w),
+             lambda a: np.histogram(a, BINS[bins], range=rng, density=True, weights=w),
+             lambda a: (np.histogram_bin_edges(a, BINS[bins], range=rng),)]
+    for f in calls:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want, got = f(a), dg.jit(f)(a)
+        for g, x in zip(got, want):
+            g, x = np.asarray(g), np.asarray(x)
+            assert (g.dtype, g.shape) == (x.dtype, x.shape)
+            np.testing.assert_allclose(g, x, rtol=1e-14, atol=0)
+
+
+def test_derivatives_in_the_weights_and_through_the_edges():
+    a = np.array([0.1, 0.2, 0.45, 0.9, 0.3])
+    w = np.array([1.0, 2.0, 3.0, 4.0, 0.5])
+    dg.testing.check_grads(lambda w: np.sum(np.histogram(a, 3, weights=w ** 2)[0] ** 2), (w,),
+                           order=2)
+    dg.testing.check_grads(lambda a: np.sum(np.histogram(a, 4)[1] ** 2), (a,), order=2)
+    g = dg.grad(lambda a: np.sum(np.histogram(a, 2)[0] * 1.0))(a)   # counts: constant
+    np.testing.assert_array_equal(g, np.zeros_like(a))
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda a: np.histogram(a, "auto"), dg.UnsupportedOpError, "read from the data"),
+    (lambda a: np.histogram(a, 0), ValueError, "must be positive"),
+    (lambda a: np.histogram(a, 2, range=(1.0, 0.0)), ValueError, "max must be larger"),
+    (lambda a: np.histogram(a, 2, range=(0.0, np.inf)), ValueError, "not finite"),
+    (lambda a: np.histogram(a, [1.0, 0.0, 2.0]), ValueError, "increase monotonically"),
+    (lambda a: np.histogram(a, 2, weights=np.ones(2)), ValueError, "same shape"),
+])
+def test_refusals(call, error, match):
+    with pytest.raises(error, match=match):
+        dg.jit(call)(np.array([0.1, 0.5, 0.7]))
