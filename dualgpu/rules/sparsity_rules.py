@@ -285,17 +285,21 @@ def dense_block(eqn, deps, ctx):
 
 
 def along_axis(eqn, deps, ctx):
-    """``sort`` or ``fft`` along an axis: an output entry may be any entry of its line (the
-    permutation depends on the values; every coefficient of a DFT is nonzero); piecewise
-    linear, so no interaction."""
-    shape = tuple(eqn.inputs[0].shape)
+    """``sort`` or an FFT along an axis: an output entry may be any entry of its line (the
+    permutation depends on the values; every coefficient of a DFT is nonzero), the line of
+    the output as long as the op makes it (``rfft`` halves it); piecewise linear, so no
+    interaction."""
     axis = eqn.params["axis"]
-    length = shape[axis]
-    index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
-    lines = np.moveaxis(index, axis, -1).reshape(-1, length)
-    check_count(lines.size * length, f"the pattern of {eqn.prim.name} (every entry of a line)")
-    rows = np.repeat(lines, length, axis=1).ravel()
-    cols = np.tile(lines, (1, length)).ravel()
+
+    def lines(shape):
+        index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+        return np.moveaxis(index, axis, -1).reshape(-1, shape[axis])
+
+    ins, outs = lines(tuple(eqn.inputs[0].shape)), lines(tuple(eqn.outs[0].shape))
+    check_count(outs.size * ins.shape[1], f"the pattern of {eqn.prim.name} (every entry of a "
+                                          "line)")
+    rows = np.repeat(outs, ins.shape[1], axis=1).ravel()
+    cols = np.tile(ins, (1, outs.shape[1])).ravel()
     reads = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
-                          shape=(index.size, index.size))
+                          shape=(outs.size, ins.size))
     return combine(reads, deps[0])

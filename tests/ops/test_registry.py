@@ -761,6 +761,30 @@ def build_transform(name):
 
 spec("fft", build_transform("fft"))
 spec("ifft", build_transform("ifft"))
+
+
+def build_real_transform(name):
+    """``np.fft.rfft`` of a real signal or ``np.fft.irfft`` of a complex spectrum, with a
+    drawn axis, ``n`` (odd and even: the Nyquist frequency) and ``norm``."""
+    def build(data, dtype):
+        shape = draw_shape(data, min_dims=1, max_dims=3, max_side=4)
+        axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+        n = data.draw(st.sampled_from([1, 2, 3, 4, 5]))
+        norm = data.draw(st.sampled_from([None, "ortho", "forward"]))
+        if name == "rfft":
+            return (lambda x: _spectral_square(dnp.fft.rfft(x, n, axis, norm)),
+                    (draw_array(data, shape, dtype),))
+
+        def f(x, y):
+            return dnp.fft.irfft(x * dnp.exp(1j * y), n, axis, norm) ** 2
+
+        return f, (draw_array(data, shape, dtype), draw_array(data, shape, dtype))
+
+    return build
+
+
+spec("rfft", build_real_transform("rfft"))
+spec("irfft", build_real_transform("irfft"))
 FOURIER_COMPOSITIONS = [
     ("rfft", lambda x: _spectral_square(dnp.fft.rfft(x)), (5,)),
     ("rfft n axis", lambda x: _spectral_square(dnp.fft.rfft(x, 6, axis=0, norm="ortho")), (3, 2)),
