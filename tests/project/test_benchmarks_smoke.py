@@ -341,3 +341,17 @@ def test_ab_refuses_to_time_another_dualgpu_than_its_pythonpath_names(tmp_path):
     ab.check_version(str(old / "dualgpu" / "__init__.py"), str(old))  # the one named
     ab.check_version("/new/dualgpu/__init__.py", "")                   # none named
     ab.check_version("/new/dualgpu/__init__.py", str(tmp_path))        # no dualgpu there
+
+
+def test_spectral_benchmark_on_numpy(capsys):
+    """benchmarks/spectral.py at a tiny NumPy size: every implementation it finds prints a
+    line, dualgpu's HVP agreeing with the hand-written one (and JAX's/PyTorch's, where
+    installed, not failing)."""
+    from benchmarks import spectral
+
+    spectral.main(["--cpu", "--n", "64", "--repeat", "1"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    ours = [r for r in lines if r["impl"] == "dualgpu"]
+    assert [r["dtype"] for r in ours] == ["float64", "float32"]
+    assert ours[0]["rel_err"] < 1e-13 and ours[1]["rel_err"] < 1e-5
+    assert not [r for r in lines if "error" in r]
