@@ -133,3 +133,20 @@ def test_vmap_batch_axes_sparsity_laplacian_and_export():
     exec(compile(module, "<export>", "exec"), scope)
     np.testing.assert_allclose(scope["power_grad"](x),
                                dg.grad(lambda x: np.sum(power(x) ** 0.5))(x), rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("call", [
+    lambda x: np.fft.irfftn(x, s=(4, None), axes=(0, 1)),   # irfft's default 2 (m - 1)
+    lambda x: np.fft.irfft2(x, s=(3, None)),
+    lambda x: np.fft.fftn(x, s=(None, 5), axes=(1, 1)),     # the length the first left
+    lambda x: np.fft.rfftn(x, s=(None, 6), axes=(0, 0)),
+])
+def test_none_in_s_is_the_one_axis_transforms_default_as_numpys(call):
+    """NumPy passes an entry None of ``s`` to the 1-D transform as ``n=None``: its default
+    at that point, not the input's length along the axis."""
+    x = np.random.default_rng(5).normal(size=(3, 4))
+    want = call(x)
+    got = dg.jit(call)(x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

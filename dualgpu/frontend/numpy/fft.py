@@ -149,8 +149,11 @@ def _lengths_and_axes(name, a, s, axes, inverse_real=False):
         if len(s) != len(axes):
             raise InvalidArgumentError(f"np.fft.{name}: Shape and axes have different "
                                        f"lengths (at {user_location()})")
-        s = [_shape(a)[ax] if m is None or m == -1 else operator.index(m)
-             for m, ax in zip(s, axes)]
+        # -1: the input's length; None (deprecated in NumPy 2.0): the 1-D transform's
+        # default, taken when the transform along that axis runs (irfft's 2 (m - 1); the
+        # length left by the transforms before it along a repeated axis)
+        s = [_shape(a)[ax] if m is not None and m == -1 else
+             None if m is None else operator.index(m) for m, ax in zip(s, axes)]
     return s, axes
 
 
