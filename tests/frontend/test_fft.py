@@ -165,3 +165,15 @@ def test_numpys_own_fft_functions_held_as_values_reach_the_front_end():
     fd = [(np.sum(np.abs(numpy_rfft(x + e, 8)) ** 2) - np.sum(np.abs(numpy_rfft(x - e, 8)) ** 2))
           / 2e-6 for e in np.eye(5) * 1e-6]
     np.testing.assert_allclose(g, fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["irfft", "hfft"])
+def test_irfft_and_hfft_of_float16_are_float16_as_numpys(name):
+    """NumPy's irfft returns the input's real dtype made inexact: float16 for float16 values
+    (complex64 gives float32)."""
+    x = np.array([1.0, 2.0, -0.5, 0.25], dtype=np.float16)
+    f = getattr(np.fft, name)
+    got, want = dg.jit(f)(x), f(x)
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3,
+                               atol=2e-3)

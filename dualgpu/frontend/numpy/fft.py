@@ -106,10 +106,13 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
     unsupported_kwargs("irfft", {"out": out})
     a = as_array(a)
     n, axis = _axis_and_length("irfft", a, n, axis, default=lambda m: 2 * (m - 1))
+    # NumPy's output dtype is the input's real dtype made inexact: float16 stays float16
+    out_dtype = np.result_type(np.zeros(0, _dtype(a)).real.dtype, 1.0)
     a = astype(_resized(a, n // 2 + 1, axis), np.result_type(_dtype(a), 1j))
     mirror = conj(flip(take_range(a, axis, 1, n - n // 2), axis=axis))
     whole = lax.concatenate([a, mirror], axis)
-    return real(ifft_p.bind(whole, axis=axis, norm=_norm(norm)))
+    out = real(ifft_p.bind(whole, axis=axis, norm=_norm(norm)))
+    return out if _dtype(out) == out_dtype else astype(out, out_dtype)
 
 
 def hfft(a, n=None, axis=-1, norm=None, out=None):
