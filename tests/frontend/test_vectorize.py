@@ -62,6 +62,22 @@ def test_without_traced_arguments_it_is_numpys():
                                   X[:2] + [-1.0, -2.0])
 
 
+def test_only_excluded_arguments_traced():
+    """The vectorized arguments concrete, an excluded one traced (a parameter): NumPy's
+    values and the derivative in the parameter (it raised StopIteration)."""
+    grid = np.array([0.0, 1.0, 2.0])
+    f = np.vectorize(lambda t, p: np.exp(-p * t), excluded={"p"})
+    g = np.vectorize(lambda t, p: p[0] * t + p[1], excluded={1})
+    np.testing.assert_allclose(dg.jit(lambda p: f(grid, p=p))(0.5), f(grid, p=0.5),
+                               rtol=1e-14)
+    np.testing.assert_allclose(dg.grad(lambda p: np.sum(f(grid, p=p)))(0.5),
+                               -np.sum(grid * np.exp(-0.5 * grid)), rtol=1e-14)
+    p = np.array([2.0, -1.0])
+    np.testing.assert_allclose(dg.jit(lambda p: g(grid, p))(p), g(grid, p), rtol=1e-14)
+    np.testing.assert_allclose(dg.jacfwd(lambda p: g(grid, p))(p),
+                               np.stack([grid, np.ones(3)], axis=1), rtol=1e-14)
+
+
 @pytest.mark.parametrize("call, error, match", [
     (lambda x: np.vectorize(lambda t: t - t.mean())(x), dg.UnsupportedOpError,
      "must compute elementwise; it applied reduce_sum"),

@@ -270,8 +270,8 @@ def _vectorized_call(vf: np.vectorize, args: tuple, kwargs: dict):
     for i, a in zip(positions, arrays):
         given[i] = a
     kwargs = {**kwargs, **dict(zip(names, arrays[len(positions):]))}
-    builder = next(a._builder for a in arrays if _is_tracer(a))
-    start = len(builder.eqns)
+    # the equations the function records (none to check when only excluded ones are traced)
+    start = next((len(a._builder.eqns) for a in arrays if _is_tracer(a)), 0)
     try:
         out = vf.pyfunc(*given, **kwargs)
     except (TracerControlFlowError, InvalidArgumentError, ArgumentTypeError) as e:
