@@ -336,6 +336,8 @@ def _replacement(obj, memo):
         return _namespace_for_module(obj)
     if isinstance(obj, np.vectorize):  # f = np.vectorize(g) made outside the trace
         return vectorize.of(obj)
+    if obj is np.vectorize:  # from numpy import vectorize: the class, called in the trace
+        return vectorize
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):
         return _rebind(obj, memo)
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
