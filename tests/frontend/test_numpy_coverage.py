@@ -531,6 +531,7 @@ REFUSED_NEW = [
     (lambda x: np.polyfit(x, x[0], 1), "1-D vector for x"),
     (lambda x: np.polyfit(x[0], x[1], -1), "deg >= 0"),
     (lambda x: np.polyfit(x[0], x[1], 3, cov=True), "must exceed order"),
+    (lambda x: np.linalg.matrix_rank(x, tol=0.5, rtol=0.1), "can't be both set"),
     (lambda x: np.apply_along_axis(np.sum, 0, np.ones((2, 0)) * x[0, 0]), "dimensions are 0"),
 ]
 
