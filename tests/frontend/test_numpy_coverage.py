@@ -307,6 +307,16 @@ POLYFIT_CASES = {
 }
 
 
+@pytest.mark.parametrize("shape", [(4, 0), (0, 3), (2, 0, 0)])
+def test_matrix_rank_of_empty_matrices_is_zero_as_numpys(shape):
+    """NumPy's largest singular value of an empty matrix is its initial=0: rank 0 (the
+    maximum over no values raised NumPy's ValueError from inside the trace)."""
+    f = lambda a: np.linalg.matrix_rank(a * 2.0)
+    got, want = dg.jit(f)(np.ones(shape)), f(np.ones(shape))
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("name", sorted(POLYFIT_CASES))
 def test_polyfit_matches_numpy(name):
     f = POLYFIT_CASES[name]

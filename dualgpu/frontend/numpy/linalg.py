@@ -259,6 +259,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
         return astype(greater(sum_(astype(not_equal(A, 0), np.int64)), 0), np.int64)
     s = svdvals(A)
     if tol is None:
+        if _shape(s)[-1] == 0:  # an empty matrix: rank 0 (NumPy's largest is initial=0)
+            return sum_(astype(greater(s, 0), np.int64), axis=-1)
         if rtol is None:
             rtol = max(_shape(A)[-2:]) * np.finfo(_dtype(s)).eps
         else:
