@@ -304,6 +304,7 @@ POLYFIT_CASES = {
     "cov": lambda x: np.polyfit(x[0], x[1], 1, cov=True),
     "cov columns unscaled": lambda x: np.polyfit(x[0], x[1:].T, 2, cov="unscaled"),
     "float32": lambda x: np.polyfit(x[0].astype(np.float32), x[1], 1),
+    "float degree": lambda x: np.polyfit(x[0], x[1], 2.0),
 }
 
 
