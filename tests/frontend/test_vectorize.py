@@ -63,6 +63,18 @@ def test_without_traced_arguments_it_is_numpys():
                                   X[:2] + [-1.0, -2.0])
 
 
+def test_random_draws_per_element_as_numpys():
+    """A draw of the arguments' shape, or with traced parameters, is one number per element
+    as NumPy's per-element calls draw (a scalar draw, shared by every element where NumPy
+    draws each anew, is refused: test_refusals)."""
+    rng = np.random.default_rng(0)
+    f = lambda x: np.vectorize(lambda t: t + rng.normal(size=np.shape(t)))(x)
+    g = lambda x: np.vectorize(lambda t: rng.normal(t, 1e-3))(x)
+    noise = dg.jit(f)(np.zeros(4))
+    assert noise.shape == (4,) and len(set(noise.tolist())) == 4
+    np.testing.assert_allclose(dg.jit(g)(np.arange(4.0)), np.arange(4.0), atol=1e-2)
+
+
 def test_the_class_imported_from_numpy():
     """``from numpy import vectorize`` (the class held in a global, not reached through
     ``np.``) is the front end's in a traced function (it was NumPy's: refused)."""
@@ -99,6 +111,8 @@ def test_only_excluded_arguments_traced():
      "dg.vmap"),
     (lambda x: np.vectorize(lambda a, b: a + b)(x, np.ones(2)), dg.ShapeMismatchError,
      "do not broadcast"),
+    (lambda x: np.vectorize(lambda t: t + np.random.normal())(x), dg.UnsupportedOpError,
+     "one draw shared by every element"),
     (lambda x: np.vectorize(lambda t: (t, t), otypes=[float])(x), dg.InvalidArgumentError,
      "otypes"),
 ])

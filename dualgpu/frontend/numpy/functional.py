@@ -38,6 +38,7 @@ from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
 from .arguments import as_array, holds_tracer, host_value
 from .indexing import take
+from .random import recorded_draws
 
 
 def _one_condition(condlist, x) -> bool:
@@ -272,6 +273,8 @@ def _vectorized_call(vf: np.vectorize, args: tuple, kwargs: dict):
     kwargs = {**kwargs, **dict(zip(names, arrays[len(positions):]))}
     # the equations the function records (none to check when only excluded ones are traced)
     start = next((len(a._builder.eqns) for a in arrays if _is_tracer(a)), 0)
+    draws = recorded_draws()
+    first_draw = len(draws)
     try:
         out = vf.pyfunc(*given, **kwargs)
     except (TracerControlFlowError, InvalidArgumentError, ArgumentTypeError) as e:
@@ -285,6 +288,15 @@ def _vectorized_call(vf: np.vectorize, args: tuple, kwargs: dict):
             f"(shape {shape}), so the function can neither branch on a value nor make it a "
             f"Python number: {e} Write branches with np.where and use NumPy's functions "
             f"(np.exp, not math.exp).") from None
+    shared = [(d.label, d.aval.shape) for d in draws[first_draw:]
+              if d.aval is not None and d.aval.shape != shape]
+    if shared and int(np.prod(shape)) > 1:
+        raise UnsupportedOpError(
+            f"np.vectorize in a traced function calls its function once on the arguments "
+            f"broadcast to shape {shape}, so its draw {shared[0][0]} of shape "
+            f"{shared[0][1]} would be one draw shared by every element, where "
+            f"NumPy draws anew for each (at {user_location()}). Draw an array of the "
+            f"arguments' shape (size=np.shape(t)), or draw outside the function.")
     refused = _first_non_elementwise(arrays, start)
     results = out if isinstance(out, tuple) else (out,)
     for r in results:
