@@ -14,6 +14,7 @@ import dualgpu as dg
 X = np.array([-1.0, 2.0, 0.5])
 PAIR = np.vectorize(lambda a, b: (a + b, a * b))
 SCALED = np.vectorize(lambda t, w: w * t ** 2, excluded={"w"})
+AS_ARRAY = np.vectorize(lambda t: np.asarray(t) * 2.0 + np.float64(1.0))
 
 
 @np.vectorize
@@ -73,6 +74,24 @@ def test_random_draws_per_element_as_numpys():
     noise = dg.jit(f)(np.zeros(4))
     assert noise.shape == (4,) and len(set(noise.tolist())) == 4
     np.testing.assert_allclose(dg.jit(g)(np.arange(4.0)), np.arange(4.0), atol=1e-2)
+
+
+def test_a_vectorized_function_transformed_directly():
+    """dg.jit / dg.jacfwd / dg.vmap of the np.vectorize object itself: the front end's (they
+    ran NumPy's __call__ on the traced values: refused)."""
+    vf = np.vectorize(lambda t: t ** 2 + np.sin(t))
+    np.testing.assert_allclose(dg.jit(vf)(X), vf(X), rtol=1e-14)
+    np.testing.assert_allclose(dg.jacfwd(vf)(X), np.diag(2 * X + np.cos(X)), rtol=1e-14)
+    np.testing.assert_allclose(dg.vmap(vf)(X[:, None]), vf(X[:, None]), rtol=1e-14)
+
+
+def test_the_function_of_a_global_vectorize_is_rebound():
+    """A np.vectorize made outside the trace calls its function rebound, as one made inside
+    does: np.asarray there is the front end's (NumPy's converted the traced value:
+    refused)."""
+    np.testing.assert_allclose(dg.jit(lambda x: AS_ARRAY(x))(X), AS_ARRAY(X), rtol=1e-14)
+    np.testing.assert_allclose(dg.grad(lambda x: np.sum(AS_ARRAY(x) ** 2))(X),
+                               4 * (2 * X + 1), rtol=1e-14)
 
 
 def test_the_class_imported_from_numpy():

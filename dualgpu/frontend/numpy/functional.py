@@ -238,12 +238,17 @@ class vectorize(np.vectorize):
         return _vectorized_call(self, args, kwargs)
 
     @classmethod
-    def of(cls, numpy_vectorize: np.vectorize) -> vectorize:
-        """The front end's ``vectorize`` of a ``np.vectorize`` made outside the trace."""
-        if isinstance(numpy_vectorize, cls):
+    def of(cls, numpy_vectorize: np.vectorize, pyfunc=None) -> vectorize:
+        """The front end's ``vectorize`` of a ``np.vectorize`` made outside the trace, calling
+        ``pyfunc`` (its function rebound for the trace) when given."""
+        pyfunc = numpy_vectorize.pyfunc if pyfunc is None else pyfunc
+        if isinstance(numpy_vectorize, cls) and pyfunc is numpy_vectorize.pyfunc:
             return numpy_vectorize
         ours = cls.__new__(cls)
         ours.__dict__.update(numpy_vectorize.__dict__)
+        if pyfunc is not numpy_vectorize.pyfunc:
+            ours.pyfunc = pyfunc
+            ours.__dict__["_ufunc"] = None  # (NumPy's cached ufunc is of the other one)
         return ours
 
 
