@@ -177,3 +177,16 @@ def test_irfft_and_hfft_of_float16_are_float16_as_numpys(name):
     assert got.dtype == want.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3,
                                atol=2e-3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.fft.fftshift(x, axes=(0, 0)),
+    lambda x: np.fft.ifftshift(x, axes=(1, 1, 0)),
+    lambda x: np.fft.fftshift(x, axes=-1),
+    lambda x: np.fft.ifftshift(x, axes=[]),
+])
+def test_shifts_take_numpys_axes_repeated_ones_shift_again(call):
+    """NumPy's fftshift rolls once per entry of axes: a repeated axis shifts twice (it was
+    refused as a repeated axis)."""
+    x = np.arange(15.0).reshape(3, 5)
+    np.testing.assert_array_equal(dg.jit(call)(x), call(x))

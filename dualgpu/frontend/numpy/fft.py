@@ -26,7 +26,6 @@ import numpy as np
 
 from ... import lax
 from ...core.axes import check_axis as _check_axis
-from ...core.axes import normalize_axes
 from ...errors import ArgumentTypeError, InvalidArgumentError, user_location
 from ...lax import astype, conj, flip, real
 from ...lax import dtype_of as _dtype
@@ -228,13 +227,21 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _irfftn("irfft2", a, s, axes, norm, out)
 
 
-def fftshift(x, axes=None):
+def _shift_axes(name: str, x, axes) -> list[int]:
+    """The axes of a shift: every axis by default; a repeated one shifts again, as NumPy's
+    (its roll adds the shifts)."""
     nd = len(_shape(x))
-    axes = tuple(range(nd)) if axes is None else normalize_axes(axes, nd, "fftshift")
+    if axes is None:
+        return list(range(nd))
+    axes = axes if isinstance(axes, (tuple, list)) else (axes,)
+    return [_check_axis(a, nd, f"np.fft.{name}") for a in axes]
+
+
+def fftshift(x, axes=None):
+    axes = _shift_axes("fftshift", x, axes)
     return roll(x, [_shape(x)[a] // 2 for a in axes], axes)
 
 
 def ifftshift(x, axes=None):
-    nd = len(_shape(x))
-    axes = tuple(range(nd)) if axes is None else normalize_axes(axes, nd, "ifftshift")
+    axes = _shift_axes("ifftshift", x, axes)
     return roll(x, [-(_shape(x)[a] // 2) for a in axes], axes)
