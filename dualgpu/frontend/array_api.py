@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.axes import normalize_axes
-from ..errors import UnsupportedOpError
+from ..errors import InvalidArgumentError, UnsupportedOpError, user_location
 from ..lax import shape_of
 from . import numpy as dnp
 from .numpy.linalg import matrix_norm_of, vector_norm_of
@@ -28,7 +28,6 @@ _RENAMED = {
     "acos": "arccos", "asin": "arcsin", "atan": "arctan", "atan2": "arctan2",
     "acosh": "arccosh", "asinh": "arcsinh", "atanh": "arctanh", "pow": "power",
     "bitwise_invert": "invert", "linalg.matmul": "matmul", "linalg.tensordot": "tensordot",
-    "linalg.outer": "outer", "linalg.trace": "trace", "linalg.diagonal": "diagonal",
 }
 
 
@@ -48,6 +47,26 @@ def matrix_transpose(x, /):
 
 def vecdot(x1, x2, /, *, axis=-1):
     return dnp.sum(dnp.multiply(dnp.conj(x1), x2), axis=axis)
+
+
+def linalg_diagonal(x, /, *, offset=0):
+    """``np.linalg.diagonal``: the diagonals of the matrices of the last two axes (not
+    ``np.diagonal``'s first two)."""
+    return dnp.diagonal(x, offset, -2, -1)
+
+
+def linalg_trace(x, /, *, offset=0, dtype=None):
+    """``np.linalg.trace``: the traces of the matrices of the last two axes."""
+    return dnp.sum(dnp.diagonal(x, offset, -2, -1), axis=-1, dtype=dtype)
+
+
+def linalg_outer(x1, x2, /):
+    """``np.linalg.outer``: of vectors only (``np.outer`` flattens its arguments)."""
+    if dnp.ndim(x1) != 1 or dnp.ndim(x2) != 1:
+        raise InvalidArgumentError(f"np.linalg.outer: input arrays must be one-dimensional, "
+                                   f"but they are x1.ndim={dnp.ndim(x1)} and "
+                                   f"x2.ndim={dnp.ndim(x2)} (at {user_location()})")
+    return dnp.outer(x1, x2)
 
 
 def positive(x, /):
@@ -94,6 +113,8 @@ _DEFINED: dict[str, Callable] = {
     "vecdot": vecdot, "positive": positive, "cumulative_sum": cumulative_sum,
     "linalg.vector_norm": vector_norm, "linalg.matrix_norm": matrix_norm,
     "linalg.matrix_transpose": matrix_transpose, "linalg.vecdot": vecdot,
+    "linalg.diagonal": linalg_diagonal, "linalg.trace": linalg_trace,
+    "linalg.outer": linalg_outer,
 }
 
 

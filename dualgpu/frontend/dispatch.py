@@ -195,7 +195,9 @@ def ufunc_handler(ufunc, method, inputs, kwargs):
 def function_handler(func, args, kwargs):
     mod = getattr(func, "__module__", "") or ""
     name = func.__name__
-    path = ("linalg." + name) if "linalg" in mod else name
+    # np.linalg.solve, np.fft.rfft held as functions (from numpy.fft import rfft)
+    sub = next((s for s in ("linalg", "fft") if s in mod.split(".")[1:2]), None)
+    path = f"{sub}.{name}" if sub else name
     f = lookup("numpy." + path)
     if f is None:
         raise UnsupportedOpError(

@@ -334,8 +334,10 @@ def _replacement(obj, memo):
         return draws
     if _is_array_module(obj):
         return _namespace_for_module(obj)
-    if isinstance(obj, np.vectorize):  # f = np.vectorize(g) made outside the trace
-        return vectorize.of(obj)
+    if isinstance(obj, np.vectorize):  # f = np.vectorize(g) made outside the trace: g
+        return vectorize.of(obj, _replacement(obj.pyfunc, memo))  # rebound as if called
+    if obj is np.vectorize:  # from numpy import vectorize: the class, called in the trace
+        return vectorize
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):
         return _rebind(obj, memo)
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
@@ -654,6 +656,8 @@ def rebind_function(fn):
 
 
 def _rebound_callable(fn, memo: dict):
+    if isinstance(fn, types.MethodType) and isinstance(fn.__self__, np.vectorize):
+        return _replacement(fn.__self__, memo)  # dg.jit(np.vectorize(f)): __call__, bound
     if isinstance(fn, functools.partial):
         args = _replaced_values(fn.args, memo) or fn.args
         values = _replaced_values(tuple(fn.keywords.values()), memo)

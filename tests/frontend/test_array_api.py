@@ -133,3 +133,27 @@ def test_traced_values_have_a_device():
 
     x = np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(dg.grad(f)(x), [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.linalg.diagonal(x),
+    lambda x: np.linalg.diagonal(x, offset=1),
+    lambda x: np.linalg.trace(x),
+    lambda x: np.linalg.trace(x, offset=-1, dtype=np.float32),
+])
+def test_linalg_diagonal_and_trace_take_the_last_two_axes(call):
+    """np.linalg.diagonal and trace (NumPy 2's array-API functions) work on the last two
+    axes of a stack of matrices; they were np.diagonal's and np.trace's first two: a (2, 3, 3)
+    stack gave shape (3, 2) for (2, 3)."""
+    x = np.arange(18.0).reshape(2, 3, 3) ** 1.5
+    got, want = dg.jit(call)(x), call(x)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-6 if want.dtype == np.float32 else 1e-14)
+
+
+def test_linalg_outer_takes_vectors_only():
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(dg.jit(lambda x: np.linalg.outer(x[0], x[1]))(x),
+                                  np.linalg.outer(x[0], x[1]))
+    with pytest.raises(ValueError, match="one-dimensional"):
+        dg.jit(lambda x: np.linalg.outer(x, x))(x)

@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.fft import rfft as numpy_rfft
 
 import dualgpu as dg
 
@@ -133,3 +134,58 @@ def test_vmap_batch_axes_sparsity_laplacian_and_export():
     exec(compile(module, "<export>", "exec"), scope)
     np.testing.assert_allclose(scope["power_grad"](x),
                                dg.grad(lambda x: np.sum(power(x) ** 0.5))(x), rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("call", [
+    lambda x: np.fft.irfftn(x, s=(4, None), axes=(0, 1)),   # irfft's default 2 (m - 1)
+    lambda x: np.fft.irfft2(x, s=(3, None)),
+    lambda x: np.fft.fftn(x, s=(None, 5), axes=(1, 1)),     # the length the first left
+    lambda x: np.fft.rfftn(x, s=(None, 6), axes=(0, 0)),
+])
+def test_none_in_s_is_the_one_axis_transforms_default_as_numpys(call):
+    """NumPy passes an entry None of ``s`` to the 1-D transform as ``n=None``: its default
+    at that point, not the input's length along the axis."""
+    x = np.random.default_rng(5).normal(size=(3, 4))
+    want = call(x)
+    got = dg.jit(call)(x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_numpys_own_fft_functions_held_as_values_reach_the_front_end():
+    """``from numpy.fft import rfft`` (or ``dg.jit(np.fft.fft)``) reaches the traced value
+    through NumPy's ``__array_function__``: it is the front end's transform, not a refusal
+    naming ``numpy.rfft``."""
+    x = np.array([1.0, 2.0, 0.5, -1.0, 3.0])
+    np.testing.assert_allclose(dg.jit(np.fft.ifft)(x), np.fft.ifft(x), rtol=1e-12)
+    # the real part of rfft(x, 8) is C @ x, C the cosines of the padded DFT
+    w = np.array([0.5, -1.0, 2.0, 0.25, 1.0])
+    g = dg.grad(lambda x: np.sum(np.real(numpy_rfft(x, 8)) * w))(x)
+    np.testing.assert_allclose(g, np.cos(2 * np.pi * np.outer(np.arange(5), np.arange(5)) / 8).T
+                               @ w, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["irfft", "hfft"])
+def test_irfft_and_hfft_of_float16_are_float16_as_numpys(name):
+    """NumPy's irfft returns the input's real dtype made inexact: float16 for float16 values
+    (complex64 gives float32)."""
+    x = np.array([1.0, 2.0, -0.5, 0.25], dtype=np.float16)
+    f = getattr(np.fft, name)
+    got, want = dg.jit(f)(x), f(x)
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3,
+                               atol=2e-3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.fft.fftshift(x, axes=(0, 0)),
+    lambda x: np.fft.ifftshift(x, axes=(1, 1, 0)),
+    lambda x: np.fft.fftshift(x, axes=-1),
+    lambda x: np.fft.ifftshift(x, axes=[]),
+])
+def test_shifts_take_numpys_axes_repeated_ones_shift_again(call):
+    """NumPy's fftshift rolls once per entry of axes: a repeated axis shifts twice (it was
+    refused as a repeated axis)."""
+    x = np.arange(15.0).reshape(3, 5)
+    np.testing.assert_array_equal(dg.jit(call)(x), call(x))

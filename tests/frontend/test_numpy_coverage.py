@@ -304,7 +304,18 @@ POLYFIT_CASES = {
     "cov": lambda x: np.polyfit(x[0], x[1], 1, cov=True),
     "cov columns unscaled": lambda x: np.polyfit(x[0], x[1:].T, 2, cov="unscaled"),
     "float32": lambda x: np.polyfit(x[0].astype(np.float32), x[1], 1),
+    "float degree": lambda x: np.polyfit(x[0], x[1], 2.0),
 }
+
+
+@pytest.mark.parametrize("shape", [(4, 0), (0, 3), (2, 0, 0)])
+def test_matrix_rank_of_empty_matrices_is_zero_as_numpys(shape):
+    """NumPy's largest singular value of an empty matrix is its initial=0: rank 0 (the
+    maximum over no values raised NumPy's ValueError from inside the trace)."""
+    f = lambda a: np.linalg.matrix_rank(a * 2.0)
+    got, want = dg.jit(f)(np.ones(shape)), f(np.ones(shape))
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("name", sorted(POLYFIT_CASES))
@@ -531,6 +542,7 @@ REFUSED_NEW = [
     (lambda x: np.polyfit(x, x[0], 1), "1-D vector for x"),
     (lambda x: np.polyfit(x[0], x[1], -1), "deg >= 0"),
     (lambda x: np.polyfit(x[0], x[1], 3, cov=True), "must exceed order"),
+    (lambda x: np.linalg.matrix_rank(x, tol=0.5, rtol=0.1), "can't be both set"),
     (lambda x: np.apply_along_axis(np.sum, 0, np.ones((2, 0)) * x[0, 0]), "dimensions are 0"),
 ]
 

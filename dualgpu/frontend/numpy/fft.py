@@ -25,7 +25,6 @@ import numpy as np
 
 from ... import lax
 from ...core.axes import check_axis as _check_axis
-from ...core.axes import normalize_axes
 from ...errors import ArgumentTypeError, InvalidArgumentError, user_location
 from ...lax import astype, conj
 from ...lax import dtype_of as _dtype
@@ -105,8 +104,11 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
     unsupported_kwargs("irfft", {"out": out})
     a = as_array(a)
     n, axis = _axis_and_length("irfft", a, n, axis, default=lambda m: 2 * (m - 1))
+    # NumPy's output dtype is the input's real dtype made inexact: float16 stays float16
+    out_dtype = np.result_type(np.zeros(0, _dtype(a)).real.dtype, 1.0)
     a = astype(_resized(a, n // 2 + 1, axis), np.result_type(_dtype(a), 1j))
-    return irfft_p.bind(a, axis=axis, norm=_norm(norm), n=n)
+    out = irfft_p.bind(a, axis=axis, norm=_norm(norm), n=n)
+    return out if _dtype(out) == out_dtype else astype(out, out_dtype)
 
 
 def hfft(a, n=None, axis=-1, norm=None, out=None):
@@ -146,8 +148,11 @@ def _lengths_and_axes(name, a, s, axes, inverse_real=False):
         if len(s) != len(axes):
             raise InvalidArgumentError(f"np.fft.{name}: Shape and axes have different "
                                        f"lengths (at {user_location()})")
-        s = [_shape(a)[ax] if m is None or m == -1 else operator.index(m)
-             for m, ax in zip(s, axes)]
+        # -1: the input's length; None (deprecated in NumPy 2.0): the 1-D transform's
+        # default, taken when the transform along that axis runs (irfft's 2 (m - 1); the
+        # length left by the transforms before it along a repeated axis)
+        s = [_shape(a)[ax] if m is not None and m == -1 else
+             None if m is None else operator.index(m) for m, ax in zip(s, axes)]
     return s, axes
 
 
@@ -219,13 +224,21 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _irfftn("irfft2", a, s, axes, norm, out)
 
 
-def fftshift(x, axes=None):
+def _shift_axes(name: str, x, axes) -> list[int]:
+    """The axes of a shift: every axis by default; a repeated one shifts again, as NumPy's
+    (its roll adds the shifts)."""
     nd = len(_shape(x))
-    axes = tuple(range(nd)) if axes is None else normalize_axes(axes, nd, "fftshift")
+    if axes is None:
+        return list(range(nd))
+    axes = axes if isinstance(axes, (tuple, list)) else (axes,)
+    return [_check_axis(a, nd, f"np.fft.{name}") for a in axes]
+
+
+def fftshift(x, axes=None):
+    axes = _shift_axes("fftshift", x, axes)
     return roll(x, [_shape(x)[a] // 2 for a in axes], axes)
 
 
 def ifftshift(x, axes=None):
-    nd = len(_shape(x))
-    axes = tuple(range(nd)) if axes is None else normalize_axes(axes, nd, "ifftshift")
+    axes = _shift_axes("ifftshift", x, axes)
     return roll(x, [-(_shape(x)[a] // 2) for a in axes], axes)

@@ -38,6 +38,7 @@ from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
 from .arguments import as_array, holds_tracer, host_value
 from .indexing import take
+from .random import recorded_draws
 
 
 def _one_condition(condlist, x) -> bool:
@@ -237,12 +238,17 @@ class vectorize(np.vectorize):
         return _vectorized_call(self, args, kwargs)
 
     @classmethod
-    def of(cls, numpy_vectorize: np.vectorize) -> vectorize:
-        """The front end's ``vectorize`` of a ``np.vectorize`` made outside the trace."""
-        if isinstance(numpy_vectorize, cls):
+    def of(cls, numpy_vectorize: np.vectorize, pyfunc=None) -> vectorize:
+        """The front end's ``vectorize`` of a ``np.vectorize`` made outside the trace, calling
+        ``pyfunc`` (its function rebound for the trace) when given."""
+        pyfunc = numpy_vectorize.pyfunc if pyfunc is None else pyfunc
+        if isinstance(numpy_vectorize, cls) and pyfunc is numpy_vectorize.pyfunc:
             return numpy_vectorize
         ours = cls.__new__(cls)
         ours.__dict__.update(numpy_vectorize.__dict__)
+        if pyfunc is not numpy_vectorize.pyfunc:
+            ours.pyfunc = pyfunc
+            ours.__dict__["_ufunc"] = None  # (NumPy's cached ufunc is of the other one)
         return ours
 
 
@@ -270,8 +276,10 @@ def _vectorized_call(vf: np.vectorize, args: tuple, kwargs: dict):
     for i, a in zip(positions, arrays):
         given[i] = a
     kwargs = {**kwargs, **dict(zip(names, arrays[len(positions):]))}
-    builder = next(a._builder for a in arrays if _is_tracer(a))
-    start = len(builder.eqns)
+    # the equations the function records (none to check when only excluded ones are traced)
+    start = next((len(a._builder.eqns) for a in arrays if _is_tracer(a)), 0)
+    draws = recorded_draws()
+    first_draw = len(draws)
     try:
         out = vf.pyfunc(*given, **kwargs)
     except (TracerControlFlowError, InvalidArgumentError, ArgumentTypeError) as e:
@@ -285,6 +293,15 @@ def _vectorized_call(vf: np.vectorize, args: tuple, kwargs: dict):
             f"(shape {shape}), so the function can neither branch on a value nor make it a "
             f"Python number: {e} Write branches with np.where and use NumPy's functions "
             f"(np.exp, not math.exp).") from None
+    shared = [(d.label, d.aval.shape) for d in draws[first_draw:]
+              if d.aval is not None and d.aval.shape != shape]
+    if shared and int(np.prod(shape)) > 1:
+        raise UnsupportedOpError(
+            f"np.vectorize in a traced function calls its function once on the arguments "
+            f"broadcast to shape {shape}, so its draw {shared[0][0]} of shape "
+            f"{shared[0][1]} would be one draw shared by every element, where "
+            f"NumPy draws anew for each (at {user_location()}). Draw an array of the "
+            f"arguments' shape (size=np.shape(t)), or draw outside the function.")
     refused = _first_non_elementwise(arrays, start)
     results = out if isinstance(out, tuple) else (out,)
     for r in results:

@@ -251,11 +251,16 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     >>> dg.jit(np.linalg.matrix_rank)(np.array([[1.0, 2.0], [2.0, 4.0]]))
     array(1)
     """
+    if tol is not None and rtol is not None:
+        raise InvalidArgumentError(f"np.linalg.matrix_rank: `tol` and `rtol` can't be both "
+                                   f"set (at {user_location()})")
     A = arraylike(A)
     if len(_shape(A)) < 2:
         return astype(greater(sum_(astype(not_equal(A, 0), np.int64)), 0), np.int64)
     s = svdvals(A)
     if tol is None:
+        if _shape(s)[-1] == 0:  # an empty matrix: rank 0 (NumPy's largest is initial=0)
+            return sum_(astype(greater(s, 0), np.int64), axis=-1)
         if rtol is None:
             rtol = max(_shape(A)[-2:]) * np.finfo(_dtype(s)).eps
         else:

@@ -358,9 +358,9 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     array([[-0.3, -0.1,  0.1,  0.3],
            [ 0.7,  0.4,  0.1, -0.2]])
     """
-    order = operator.index(deg) + 1
+    order = int(deg) + 1  # NumPy's int(deg): a float degree (2.0) is accepted
     x, y = as_array(x) + 0.0, as_array(y) + 0.0
-    if order < 1:
+    if deg < 0:
         raise InvalidArgumentError(f"np.polyfit: expected deg >= 0, got {deg} "
                                    f"(at {user_location()})")
     if len(_shape(x)) != 1 or _shape(x)[0] == 0:

@@ -279,6 +279,13 @@ def _record(draw: Draw) -> Any:
     return tracer
 
 
+def recorded_draws() -> list[Draw]:
+    """The draws the current trace has recorded so far, in order (the recorder's own list:
+    later draws are appended to it); empty outside a recording."""
+    stack = getattr(_state, "stack", None)
+    return stack[-1].draws if stack else []
+
+
 def _contains_tracer(x: Any) -> bool:
     if isinstance(x, Tracer):
         return True
