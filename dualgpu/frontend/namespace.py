@@ -26,11 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..core.trace import Tracer, current_builder, install_protocol_handlers
-from ..errors import (
-    RandomInTraceError,
-    in_stdlib,
-    user_location,
-)
+from ..errors import RandomInTraceError, in_stdlib, user_location
 from . import methods
 from .constant_array import (
     WRITERS,
@@ -91,8 +87,8 @@ class TracingNamespace(types.ModuleType):
             stand_in = DistributionStandIn(real_attr, f"{self._path}.{name}")
             object.__setattr__(self, name, stand_in)
             return stand_in
-        if real_attr is np.vectorize:  # a class: ours calls the function on whole arrays
-            return vectorize
+        if real_attr is np.vectorize:
+            return vectorize  # (a class) ours calls the function on whole arrays
         if name in _INDEX_TRICKS and self._path == "numpy":
             trick = Concatenator(real_attr, columns=_INDEX_TRICKS[name])
             object.__setattr__(self, name, trick)
@@ -334,10 +330,8 @@ def _replacement(obj, memo):
         return draws
     if _is_array_module(obj):
         return _namespace_for_module(obj)
-    if isinstance(obj, np.vectorize):  # f = np.vectorize(g) made outside the trace: g
-        return vectorize.of(obj, _replacement(obj.pyfunc, memo))  # rebound as if called
-    if obj is np.vectorize:  # from numpy import vectorize: the class, called in the trace
-        return vectorize
+    if obj is np.vectorize or isinstance(obj, np.vectorize):  # from numpy import vectorize,
+        return vectorize.of(obj, lambda f: _replacement(f, memo))  # or one made outside
     if isinstance(obj, types.FunctionType) and _is_user_function(obj):
         return _rebind(obj, memo)
     if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):

@@ -15,7 +15,7 @@ the frequencies that stand for two (every one but the zero and, for even ``n``, 
 frequency): ``rfft``'s VJP is ``irfft`` of ``conj(c * g)``, ``c`` 1/2 at those, and
 ``irfft``'s is ``c' * conj(rfft(g))``, ``c'`` 2 at those. ``irfft`` reads only the real
 parts of the zero- and Nyquist-frequency coefficients, as NumPy's does (the impl sets their
-imaginary parts to 0 where the library may not, cuFFT). The front end
+imaginary parts to 0: cuFFT leaves them undefined). The front end
 (:mod:`dualgpu.frontend.numpy.fft`) writes every ``numpy.fft`` transform with these four
 and ops of :mod:`dualgpu.lax`.
 
@@ -108,12 +108,11 @@ def _rfft_shape(avals, axis, norm):
 
 
 def _irfft_impl(xp, x, axis, norm, n):
-    if xp is not np:  # cuFFT leaves the imaginary parts at these frequencies undefined
-        x = x.copy()
-        ends = [0] + ([n // 2] if n % 2 == 0 and n > 1 else [])
-        for k in ends:
-            at = (slice(None),) * axis + (k,)
-            x[at] = x[at].real
+    # the imaginary parts at these frequencies are ignored by pocketfft, undefined in cuFFT
+    x = x.copy()
+    for k in [0] + ([n // 2] if n % 2 == 0 and n > 1 else []):
+        at = (slice(None),) * axis + (k,)
+        x[at] = x[at].real
     return xp.fft.irfft(x, n=n, axis=axis, norm=norm).astype(_real_of(x.dtype), copy=False)
 
 
@@ -171,10 +170,6 @@ defstandalone(rfft_p, (
     '    return xp.fft.rfft(x, axis=axis, norm=norm).astype(\n'
     '        np.result_type(x.dtype, np.complex64), copy=False)\n'))
 defstandalone(irfft_p, (
-    'def irfft(x, axis, norm, n):\n'
-    '    return xp.fft.irfft(x, n=n, axis=axis, norm=norm).astype(\n'
-    '        np.finfo(x.dtype).dtype, copy=False)\n'),
-              cupy=(
     'def irfft(x, axis, norm, n):\n'
     '    x = x.copy()\n'
     '    for k in [0] + ([n // 2] if n % 2 == 0 and n > 1 else []):\n'

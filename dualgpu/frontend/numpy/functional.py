@@ -238,10 +238,13 @@ class vectorize(np.vectorize):
         return _vectorized_call(self, args, kwargs)
 
     @classmethod
-    def of(cls, numpy_vectorize: np.vectorize, pyfunc=None) -> vectorize:
-        """The front end's ``vectorize`` of a ``np.vectorize`` made outside the trace, calling
-        ``pyfunc`` (its function rebound for the trace) when given."""
-        pyfunc = numpy_vectorize.pyfunc if pyfunc is None else pyfunc
+    def of(cls, numpy_vectorize, rebind=None):
+        """The front end's ``vectorize`` for what a traced function holds: of NumPy's class,
+        this class; of a ``np.vectorize`` made outside the trace, one calling its function
+        as ``rebind`` makes it for the trace (when given)."""
+        if numpy_vectorize is np.vectorize:
+            return cls
+        pyfunc = numpy_vectorize.pyfunc if rebind is None else rebind(numpy_vectorize.pyfunc)
         if isinstance(numpy_vectorize, cls) and pyfunc is numpy_vectorize.pyfunc:
             return numpy_vectorize
         ours = cls.__new__(cls)
