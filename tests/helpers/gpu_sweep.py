@@ -121,12 +121,13 @@ def library_cases(rng, dtype):
         "fft": (lambda x: np.real(np.fft.fft(x * (1.0 + 0.5j), axis=1)) * x, (a,)),
         "ifft": (lambda x: np.imag(np.fft.ifft(x * 1j + x[::-1], axis=0, norm="ortho")) * x,
                  (a,)),
-        # the real transforms, even and odd lengths (the Nyquist frequency)
-        "rfft": (lambda x: np.abs(np.fft.rfft(x, axis=1)) ** 2 + np.abs(np.fft.rfft(x[:, :4])),
+        # the real transforms (ops the front end does not use yet), even and odd lengths
+        "rfft": (lambda x: np.abs(dg.REGISTRY["rfft"].bind(x, axis=1, norm="backward")) ** 2,
                  (a,)),
-        "irfft": (lambda x: np.fft.irfft(x * (1.0 + 0.5j), 8, axis=1) * x[:, :1]
-                  + np.fft.irfft(x[:, :3] * 1j + x[:, 1:4], axis=1, norm="ortho")[:, :1],
-                  (a,)),
+        "irfft": (lambda x: dg.REGISTRY["irfft"].bind(x[:, :3] * (1.0 + 0.5j), axis=1,
+                                                    norm="ortho", n=5) * x[:, :1]
+                  + dg.REGISTRY["irfft"].bind(x[:, :3] * 1j + x[:, 1:4], axis=1,
+                                              norm="backward", n=4)[:, :1], (a,)),
     }
 
 

@@ -3,10 +3,12 @@
 ``ifftshift``: rolls), with NumPy's arguments (``n``, ``axis``, ``s``, ``axes``, ``norm``),
 dtypes and values.
 
-Each is written with the four transforms along one axis of :mod:`dualgpu.ops.fft` (the
-complex ``fft`` and ``ifft``, the real ``rfft`` and ``irfft``, all linear) and traced ops;
-``irfft``, as NumPy's, ignores the imaginary parts of the zero- and, for even ``n``, the
-Nyquist-frequency coefficients.
+Each is written with the complex transforms along one axis of :mod:`dualgpu.ops.fft`
+(``fft`` and ``ifft``, linear, their own transposes) and traced ops: ``rfft`` is the first
+``n // 2 + 1`` coefficients of the complex transform of the real input, ``irfft`` the real
+part of the inverse transform of the Hermitian-extended spectrum (which, as NumPy's,
+ignores the imaginary parts of the zero- and, for even ``n``, the Nyquist-frequency
+coefficients).
 Derivatives follow JAX's conventions for complex values: the output of ``dg.grad`` must be
 real (``np.abs(F) ** 2``, ``F.real``), the VJP of a complex output is the transpose,
 unconjugated.
@@ -26,10 +28,10 @@ import numpy as np
 from ... import lax
 from ...core.axes import check_axis as _check_axis
 from ...errors import ArgumentTypeError, InvalidArgumentError, user_location
-from ...lax import astype, conj
+from ...lax import astype, conj, flip, real
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
-from ...ops.fft import NORMS, fft_p, ifft_p, irfft_p, rfft_p
+from ...ops.fft import NORMS, fft_p, ifft_p
 from .arguments import as_array, unsupported_kwargs
 from .indexing import take_range
 from .shapes import roll
@@ -86,28 +88,35 @@ def ifft(a, n=None, axis=-1, norm=None, out=None):
     return _complex_transform(ifft_p, "ifft", a, n, axis, norm, out)
 
 
+# rfft and irfft are written with the complex transforms, which have run on the GPU;
+# dualgpu.ops.fft's rfft_p and irfft_p (cuFFT's real transforms, half the work) take their
+# place once they have too (benchmarks/NOTES.md, "numpy.fft, first figures")
 def rfft(a, n=None, axis=-1, norm=None, out=None):
-    """``np.fft.rfft``: the non-negative frequencies of the transform of real values."""
+    """``np.fft.rfft``: the non-negative frequencies of the transform of real values (the
+    first ``n // 2 + 1`` coefficients of the complex transform)."""
     unsupported_kwargs("rfft", {"out": out})
     a = as_array(a)
     if _dtype(a).kind == "c":
         raise ArgumentTypeError(f"np.fft.rfft: the input must be real, got {_dtype(a)} "
                                 f"(at {user_location()})")
     n, axis = _axis_and_length("rfft", a, n, axis)
-    dt = np.finfo(np.result_type(_dtype(a), 1j)).dtype   # the real of NumPy's complex type
-    return rfft_p.bind(astype(_resized(a, n, axis), dt), axis=axis, norm=_norm(norm))
+    whole = fft(_resized(a, n, axis), n, axis, norm)
+    return take_range(whole, axis, 0, n // 2 + 1)
 
 
 def irfft(a, n=None, axis=-1, norm=None, out=None):
     """``np.fft.irfft``: the real signal of ``n`` points (``2 * (m - 1)`` by default) whose
-    ``rfft`` is ``a`` (cut or zero-padded to ``n // 2 + 1`` coefficients)."""
+    ``rfft`` is ``a`` (cut or zero-padded to ``n // 2 + 1`` coefficients): the real part of
+    the inverse transform of the spectrum extended by its conjugate."""
     unsupported_kwargs("irfft", {"out": out})
     a = as_array(a)
     n, axis = _axis_and_length("irfft", a, n, axis, default=lambda m: 2 * (m - 1))
     # NumPy's output dtype is the input's real dtype made inexact: float16 stays float16
     out_dtype = np.result_type(np.zeros(0, _dtype(a)).real.dtype, 1.0)
     a = astype(_resized(a, n // 2 + 1, axis), np.result_type(_dtype(a), 1j))
-    out = irfft_p.bind(a, axis=axis, norm=_norm(norm), n=n)
+    mirror = conj(flip(take_range(a, axis, 1, n - n // 2), axis=axis))
+    whole = lax.concatenate([a, mirror], axis)
+    out = real(ifft_p.bind(whole, axis=axis, norm=_norm(norm)))
     return out if _dtype(out) == out_dtype else astype(out, out_dtype)
 
 
