@@ -63,3 +63,16 @@ def test_derivatives_in_the_weights_and_through_the_edges():
 def test_refusals(call, error, match):
     with pytest.raises(error, match=match):
         dg.jit(call)(np.array([0.1, 0.5, 0.7]))
+
+
+@pytest.mark.parametrize("a, bins", [
+    (np.array([0.2, 1.0, 1.5]), [0, 1, 2]),                                 # int edges
+    (np.array([0.2, 1.0, 1.5]), np.array([0.0, 1.0, 2.0], np.float32)),    # float32 edges
+    (np.array([0.0, 1.0, 2.0]), np.array([0.0, 0.5, 2.0], np.float16)),
+])
+def test_the_given_edges_come_back_in_their_own_dtype(a, bins):
+    for f in (lambda a: np.histogram(a, bins), lambda a: np.histogram(a, bins, density=True)):
+        want, got = f(a), dg.jit(f)(a)
+        for g, x in zip(got, want):
+            assert np.asarray(g).dtype == x.dtype
+            np.testing.assert_allclose(np.asarray(g), x, rtol=1e-7)

@@ -128,10 +128,10 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     ``density``, the probability density) and the edges, as NumPy computes them."""
     a, weights = _raveled(a, weights)
     edges, n = _bin_edges(a, bins, range)
-    dt = result_type(a, edges)
-    a, edges = astype(a, dt), astype(edges, dt)
-    right = searchsorted(edges, a, side="right")
-    last = getitem(edges, -1)
+    dt = result_type(a, edges)        # the bin search's type; the edges return in their own
+    a, search = astype(a, dt), astype(edges, dt)
+    right = searchsorted(search, a, side="right")
+    last = getitem(search, -1)
     index = where(equal(a, last), n, right) - 1       # the last bin holds its right edge
     inside = logical_and(greater_equal(index, 0), less(index, n))
     counted = astype(inside, np.int64) if weights is None else \
