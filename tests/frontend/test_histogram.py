@@ -76,3 +76,17 @@ def test_the_given_edges_come_back_in_their_own_dtype(a, bins):
         for g, x in zip(got, want):
             assert np.asarray(g).dtype == x.dtype
             np.testing.assert_allclose(np.asarray(g), x, rtol=1e-7)
+
+
+def test_a_number_of_bins_keeps_the_values_between_the_outer_edges_in_the_datas_type():
+    # range=(np.float64(0), 0.1): float64 edges, but NumPy keeps float32(0.1) (compared with
+    # the weak 0.1 in float32), counted in the last bin although above the float64 edge 0.1
+    a = np.array([0.0, 0.05, 0.1, 0.2, -0.01], np.float32)
+    want = np.histogram(a, 3, range=(np.float64(0.0), 0.1))
+    for got in (dg.jit(lambda a: np.histogram(a, 3, range=(np.float64(0.0), 0.1)))(a),
+                dg.jit(lambda a, lo: np.histogram(a, 3, range=(lo, 0.1)))(a, np.float64(0.0))):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    u = np.array([0, 7, 255], np.uint8)   # a range beyond uint8's: NumPy compares exactly
+    np.testing.assert_array_equal(dg.jit(lambda u: np.histogram(u, 3, range=(-1, 300))[0])(u),
+                                  np.histogram(u, 3, range=(-1, 300))[0])

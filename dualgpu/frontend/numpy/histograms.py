@@ -25,6 +25,7 @@ from ...lax import (
     getitem,
     greater_equal,
     less,
+    less_equal,
     logical_and,
     ravel,
     true_divide,
@@ -59,6 +60,8 @@ def _raveled(a, weights):
 
 
 def _outer_edges(a, range_):
+    """The outer edges, and the types NumPy compares the data with them in (a Python number
+    stays weak, widened or not)."""
     if range_ is not None:
         first, last = range_
         if not (_is_tracer(first) or _is_tracer(last)):
@@ -76,14 +79,16 @@ def _outer_edges(a, range_):
         first, last = amin(a), amax(a)
     if _is_tracer(first) or _is_tracer(last):
         same = equal(first, last)
-        return where(same, first - 0.5, first), where(same, last + 0.5, last)
+        types = result_type(a, first - 0.5), result_type(a, last + 0.5)
+        return where(same, first - 0.5, first), where(same, last + 0.5, last), types
     if first == last:
         first, last = first - 0.5, last + 0.5
-    return first, last
+    return first, last, (result_type(a, first), result_type(a, last))
 
 
 def _bin_edges(a, bins, range_):
-    """The edges (traced or not) and their number of bins."""
+    """The edges (traced or not), their number of bins, and for a number of bins the outer
+    edges (``None`` for given edges)."""
     if isinstance(bins, str):
         if _is_tracer(a):
             raise UnsupportedOpError(
@@ -101,11 +106,12 @@ def _bin_edges(a, bins, range_):
         if n < 1:
             raise InvalidArgumentError(f"np.histogram: `bins` must be positive, when an "
                                        f"integer (at {user_location()})")
-        first, last = _outer_edges(a, range_)
+        first, last, types = _outer_edges(a, range_)
         bin_type = result_type(first, last, a)
         if np.dtype(bin_type).kind in "biu":
             bin_type = np.result_type(bin_type, float)
-        return linspace(first, last, n + 1, endpoint=True, dtype=bin_type), n
+        return linspace(first, last, n + 1, endpoint=True, dtype=bin_type), n, \
+            (first, last, types)
     edges = as_array(bins)
     if len(_shape(edges)) != 1 or _shape(edges)[0] < 2:
         raise InvalidArgumentError(f"np.histogram: `bins` must be 1d with at least 2 edges, "
@@ -113,7 +119,7 @@ def _bin_edges(a, bins, range_):
     if not _is_tracer(edges) and np.any(host_value(edges)[:-1] > host_value(edges)[1:]):
         raise InvalidArgumentError(f"np.histogram: `bins` must increase monotonically, when "
                                    f"an array (at {user_location()})")
-    return edges, _shape(edges)[0] - 1
+    return edges, _shape(edges)[0] - 1, None
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 (NumPy's name)
@@ -127,13 +133,18 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     """``np.histogram``: the counts (int64; the sums of ``weights`` in their dtype; with
     ``density``, the probability density) and the edges, as NumPy computes them."""
     a, weights = _raveled(a, weights)
-    edges, n = _bin_edges(a, bins, range)
+    edges, n, outer = _bin_edges(a, bins, range)
     dt = result_type(a, edges)        # the bin search's type; the edges return in their own
-    a, search = astype(a, dt), astype(edges, dt)
-    right = searchsorted(search, a, side="right")
-    last = getitem(search, -1)
-    index = where(equal(a, last), n, right) - 1       # the last bin holds its right edge
-    inside = logical_and(greater_equal(index, 0), less(index, n))
+    search = astype(edges, dt)
+    right = searchsorted(search, astype(a, dt), side="right")
+    index = where(equal(astype(a, dt), getitem(search, -1)), n, right) - 1  # last bin: closed
+    if outer is None:
+        inside = logical_and(greater_equal(index, 0), less(index, n))
+    else:   # NumPy's rule for a number of bins: between the outer edges in the data's type
+        first, last, types = outer     # a traced edge in the type a number would have had
+        first, last = (astype(e, t) if _is_tracer(e) else e for e, t in zip((first, last), types))
+        inside = logical_and(greater_equal(astype(a, types[0]) if _is_tracer(first) else a, first),
+                             less_equal(astype(a, types[1]) if _is_tracer(last) else a, last))
     counted = astype(inside, np.int64) if weights is None else \
         where(inside, weights, zeros_like(weights))
     index = clip(index, 0, n - 1)
