@@ -90,3 +90,13 @@ def test_a_number_of_bins_keeps_the_values_between_the_outer_edges_in_the_datas_
     u = np.array([0, 7, 255], np.uint8)   # a range beyond uint8's: NumPy compares exactly
     np.testing.assert_array_equal(dg.jit(lambda u: np.histogram(u, 3, range=(-1, 300))[0])(u),
                                   np.histogram(u, 3, range=(-1, 300))[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.complex64])
+def test_a_number_of_bins_sums_low_precision_weights_in_double_as_numpy(dtype):
+    # NumPy's bincount sums in float64 (3000 float16 ones: 3000, not float16's 2048)
+    a, w = np.zeros(3000), np.full(3000, 1.1, dtype)
+    want = np.histogram(a, 2, weights=w)[0]
+    got = dg.jit(lambda w: np.histogram(a, 2, weights=w)[0])(w)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -148,8 +148,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     counted = astype(inside, np.int64) if weights is None else \
         where(inside, weights, zeros_like(weights))
     index = clip(index, 0, n - 1)
-    counts = _sh.scatter_add.bind(counted, astype(index, np.int64), key=(("array", 0),),
-                                  shape=(n,))
+    kind = _dtype(counted)
+    if outer is not None and np.dtype(kind).kind in "fc":    # NumPy's bincount sums in double
+        counted = astype(counted, np.result_type(kind, np.float64))
+    counts = astype(_sh.scatter_add.bind(counted, astype(index, np.int64),
+                                         key=(("array", 0),), shape=(n,)), kind)
     if density:
         widths = astype(diff(edges), np.result_type(_dtype(edges), float))
         return true_divide(true_divide(counts, widths), sum_(counts)), edges
