@@ -100,3 +100,9 @@ def test_a_number_of_bins_sums_low_precision_weights_in_double_as_numpy(dtype):
     got = dg.jit(lambda w: np.histogram(a, 2, weights=w)[0])(w)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("a", [np.array([np.nan, 1.0, 2.0]), np.array([1.0, np.inf])])
+def test_a_range_read_from_constant_data_must_be_finite(a):
+    with pytest.raises(ValueError, match="autodetected range .* not finite"):
+        dg.jit(lambda w: np.histogram(a, 3, weights=w))(np.ones(a.shape))

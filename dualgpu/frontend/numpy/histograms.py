@@ -77,6 +77,10 @@ def _outer_edges(a, range_):
         # NumPy raises on a range that is not finite; read from traced data, it cannot be
         # checked before the program runs: the edges are then NaN or infinite
         first, last = amin(a), amax(a)
+        if not (_is_tracer(first) or _is_tracer(last) or
+                (np.isfinite(first) and np.isfinite(last))):
+            raise InvalidArgumentError(f"np.histogram: autodetected range of [{first}, {last}] "
+                                       f"is not finite (at {user_location()})")
     if _is_tracer(first) or _is_tracer(last):
         same = equal(first, last)
         types = result_type(a, first - 0.5), result_type(a, last + 0.5)
