@@ -106,3 +106,13 @@ def test_a_number_of_bins_sums_low_precision_weights_in_double_as_numpy(dtype):
 def test_a_range_read_from_constant_data_must_be_finite(a):
     with pytest.raises(ValueError, match="autodetected range .* not finite"):
         dg.jit(lambda w: np.histogram(a, 3, weights=w))(np.ones(a.shape))
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, w: np.histogram(a, 10, range=(1.0, 1.0 + 1e-15), weights=w),   # range constant
+    lambda a, w: np.histogram(np.array([1.0, 1.0 + 1e-15]), 10, weights=w),  # data constant
+    lambda a, w: np.histogram_bin_edges(a, 3, range=(-1e308, 1.7e308)),     # overflow: inf
+])
+def test_too_many_bins_for_a_constant_range(call):
+    with pytest.raises(ValueError, match="Too many bins"):
+        dg.jit(call)(np.ones(2), np.ones(2))

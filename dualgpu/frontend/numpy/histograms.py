@@ -114,8 +114,11 @@ def _bin_edges(a, bins, range_):
         bin_type = result_type(first, last, a)
         if np.dtype(bin_type).kind in "biu":
             bin_type = np.result_type(bin_type, float)
-        return linspace(first, last, n + 1, endpoint=True, dtype=bin_type), n, \
-            (first, last, types)
+        edges = linspace(first, last, n + 1, endpoint=True, dtype=bin_type)
+        if not _is_tracer(edges) and np.any(host_value(edges)[:-1] >= host_value(edges)[1:]):
+            raise InvalidArgumentError(f"np.histogram: Too many bins for data range. Cannot "
+                                       f"create {n} finite-sized bins (at {user_location()})")
+        return edges, n, (first, last, types)
     edges = as_array(bins)
     if len(_shape(edges)) != 1 or _shape(edges)[0] < 2:
         raise InvalidArgumentError(f"np.histogram: `bins` must be 1d with at least 2 edges, "
