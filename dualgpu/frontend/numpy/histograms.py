@@ -18,7 +18,13 @@ import operator
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, ShapeMismatchError, UnsupportedOpError, user_location
+from ...errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ShapeMismatchError,
+    UnsupportedOpError,
+    user_location,
+)
 from ...lax import (
     astype,
     equal,
@@ -104,9 +110,9 @@ def _bin_edges(a, bins, range_):
         try:
             n = operator.index(bins)
         except TypeError:
-            raise InvalidArgumentError(f"np.histogram: `bins` must be an integer, a string, "
-                                       f"or an array, got {bins!r} (at {user_location()})"
-                                       ) from None
+            raise ArgumentTypeError(f"np.histogram: `bins` must be an integer, a string, "
+                                    f"or an array, got {bins!r} (at {user_location()})"
+                                    ) from None
         if n < 1:
             raise InvalidArgumentError(f"np.histogram: `bins` must be positive, when an "
                                        f"integer (at {user_location()})")
