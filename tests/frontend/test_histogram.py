@@ -117,3 +117,11 @@ def test_a_range_read_from_constant_data_must_be_finite(a):
 def test_too_many_bins_for_a_constant_range(call):
     with pytest.raises(ValueError, match="Too many bins"):
         dg.jit(call)(np.ones(2), np.ones(2))
+
+
+def test_edges_given_as_a_list_holding_traced_values():
+    a = np.array([0.1, 0.5, 0.7, 1.0, 1.5])
+    f = dg.jit(lambda a, lo, hi: np.histogram(a, [lo, 0.6, hi]))
+    got, want = f(a, 0.0, 1.0), np.histogram(a, [0.0, 0.6, 1.0])
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

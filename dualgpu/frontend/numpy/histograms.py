@@ -106,7 +106,7 @@ def _bin_edges(a, bins, range_):
                 "number of bins would be read from the data, so the shape of the result is "
                 "not known while tracing; give bins as a number or as the edges")
         bins = np.histogram_bin_edges(host_value(a), bins, range_)
-    if np.ndim(bins) == 0 and not _is_tracer(bins):
+    if not isinstance(bins, (list, tuple)) and np.ndim(bins) == 0 and not _is_tracer(bins):
         try:
             n = operator.index(bins)
         except TypeError:
