@@ -125,3 +125,9 @@ def test_edges_given_as_a_list_holding_traced_values():
     got, want = f(a, 0.0, 1.0), np.histogram(a, [0.0, 0.6, 1.0])
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_weights_that_are_not_numbers_are_refused():
+    # NumPy fails summing strings; the scatter-add returned one string per bin
+    with pytest.raises(TypeError, match="weights"):
+        dg.jit(lambda a: np.histogram(a, 2, weights=np.array(["a", "b", "c"])))(np.ones(3))

@@ -57,6 +57,9 @@ def _raveled(a, weights):
         a = astype(a, np.uint8)
     if weights is not None:
         weights = as_array(weights)
+        if np.dtype(_dtype(weights)).kind not in "biufc":
+            raise ArgumentTypeError(f"np.histogram: weights of dtype {_dtype(weights)} are not "
+                                    f"numbers, which the counts sum (at {user_location()})")
         if _shape(weights) != _shape(a):
             raise ShapeMismatchError(f"np.histogram: weights of shape {_shape(weights)} for a "
                                      f"of shape {_shape(a)} should have the same shape "
