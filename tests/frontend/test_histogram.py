@@ -131,3 +131,11 @@ def test_weights_that_are_not_numbers_are_refused():
     # NumPy fails summing strings; the scatter-add returned one string per bin
     with pytest.raises(TypeError, match="weights"):
         dg.jit(lambda a: np.histogram(a, 2, weights=np.array(["a", "b", "c"])))(np.ones(3))
+
+
+def test_a_string_bins_refuses_weights_as_numpy():
+    a = np.array([0.1, 0.5, 0.7, 0.2])    # constant: the weights alone are traced
+    for f in (lambda w: np.histogram(a, "auto", weights=w),
+              lambda w: np.histogram_bin_edges(a, "fd", weights=w)):
+        with pytest.raises(TypeError, match="not supported for weighted data"):
+            dg.jit(f)(np.ones(4))

@@ -99,7 +99,7 @@ def _outer_edges(a, range_):
     return first, last, (result_type(a, first), result_type(a, last))
 
 
-def _bin_edges(a, bins, range_):
+def _bin_edges(a, bins, range_, weights=None):
     """The edges (traced or not), their number of bins, and for a number of bins the outer
     edges (``None`` for given edges)."""
     if isinstance(bins, str):
@@ -108,6 +108,10 @@ def _bin_edges(a, bins, range_):
                 f"np.histogram(bins={bins!r}) of traced values (at {user_location()}): the "
                 "number of bins would be read from the data, so the shape of the result is "
                 "not known while tracing; give bins as a number or as the edges")
+        if weights is not None:
+            raise ArgumentTypeError(f"np.histogram(bins={bins!r}): automated estimation of the "
+                                    "number of bins is not supported for weighted data (at "
+                                    f"{user_location()})")
         bins = np.histogram_bin_edges(host_value(a), bins, range_)
     if not isinstance(bins, (list, tuple)) and np.ndim(bins) == 0 and not _is_tracer(bins):
         try:
@@ -141,15 +145,15 @@ def _bin_edges(a, bins, range_):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 (NumPy's name)
     """``np.histogram_bin_edges``: the edges ``np.histogram`` uses (a number of bins, or the
     edges themselves; a string such as ``"auto"`` only for data known while tracing)."""
-    a, _ = _raveled(a, weights)
-    return _bin_edges(a, bins, range)[0]
+    a, weights = _raveled(a, weights)
+    return _bin_edges(a, bins, range, weights)[0]
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     """``np.histogram``: the counts (int64; the sums of ``weights`` in their dtype; with
     ``density``, the probability density) and the edges, as NumPy computes them."""
     a, weights = _raveled(a, weights)
-    edges, n, outer = _bin_edges(a, bins, range)
+    edges, n, outer = _bin_edges(a, bins, range, weights)
     dt = result_type(a, edges)        # the bin search's type; the edges return in their own
     search = astype(edges, dt)
     right = searchsorted(search, astype(a, dt), side="right")
