@@ -56,6 +56,7 @@ def test_derivatives_in_the_weights_and_through_the_edges():
     (lambda a: np.histogram(a, "auto"), dg.UnsupportedOpError, "read from the data"),
     (lambda a: np.histogram(a, 0), ValueError, "must be positive"),
     (lambda a: np.histogram(a, 2.5), TypeError, "must be an integer"),
+    (lambda a: np.histogram(a, np.sum(a > 0)), TypeError, "traced number of bins"),
     (lambda a: np.histogram(a, 2, range=(1.0, 0.0)), ValueError, "max must be larger"),
     (lambda a: np.histogram(a, 2, range=(0.0, np.inf)), ValueError, "not finite"),
     (lambda a: np.histogram(a, [1.0, 0.0, 2.0]), ValueError, "increase monotonically"),

@@ -132,6 +132,10 @@ def _bin_edges(a, bins, range_, weights=None):
             raise InvalidArgumentError(f"np.histogram: Too many bins for data range. Cannot "
                                        f"create {n} finite-sized bins (at {user_location()})")
         return edges, n, (first, last, types)
+    if _is_tracer(bins) and _shape(bins) == ():
+        raise UnsupportedOpError(f"np.histogram: a traced number of bins (at {user_location()}) "
+                                 "would set the shape of the result, which is not known while "
+                                 "tracing; give bins as a Python int or as the edges")
     edges = as_array(bins)
     if len(_shape(edges)) != 1 or _shape(edges)[0] < 2:
         raise InvalidArgumentError(f"np.histogram: `bins` must be 1d with at least 2 edges, "
