@@ -140,3 +140,14 @@ def test_a_string_bins_refuses_weights_as_numpy():
               lambda w: np.histogram_bin_edges(a, "fd", weights=w)):
         with pytest.raises(TypeError, match="not supported for weighted data"):
             dg.jit(f)(np.ones(4))
+
+
+@pytest.mark.parametrize("edges", [np.array([0.5]), np.zeros(0)])
+def test_fewer_than_two_edges_give_no_bins_as_numpy(edges):
+    a, w = np.array([0.1, 0.5, 0.9]), np.ones(3, np.float32)
+    for f in (lambda a: np.histogram(a, edges), lambda a: np.histogram(a, edges, weights=w),
+              lambda a: np.histogram(a, edges, density=True, weights=w),
+              lambda a: (np.histogram_bin_edges(a, edges),)):
+        for g, x in zip(dg.jit(f)(a), f(a)):
+            assert (np.asarray(g).dtype, np.shape(g)) == (x.dtype, x.shape)
+            np.testing.assert_array_equal(g, x)

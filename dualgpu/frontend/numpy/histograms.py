@@ -137,13 +137,13 @@ def _bin_edges(a, bins, range_, weights=None):
                                  "would set the shape of the result, which is not known while "
                                  "tracing; give bins as a Python int or as the edges")
     edges = as_array(bins)
-    if len(_shape(edges)) != 1 or _shape(edges)[0] < 2:
-        raise InvalidArgumentError(f"np.histogram: `bins` must be 1d with at least 2 edges, "
-                                   f"when an array (at {user_location()})")
+    if len(_shape(edges)) != 1:
+        raise InvalidArgumentError(f"np.histogram: `bins` must be 1d, when an array (at "
+                                   f"{user_location()})")
     if not _is_tracer(edges) and np.any(host_value(edges)[:-1] > host_value(edges)[1:]):
         raise InvalidArgumentError(f"np.histogram: `bins` must increase monotonically, when "
                                    f"an array (at {user_location()})")
-    return edges, _shape(edges)[0] - 1, None
+    return edges, max(_shape(edges)[0] - 1, 0), None
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 (NumPy's name)
@@ -158,6 +158,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     ``density``, the probability density) and the edges, as NumPy computes them."""
     a, weights = _raveled(a, weights)
     edges, n, outer = _bin_edges(a, bins, range, weights)
+    if n == 0:          # fewer than two edges: no bins, as NumPy
+        kind = np.int64 if weights is None else _dtype(weights)
+        return np.zeros(0, np.result_type(kind, np.float64) if density else kind), edges
     dt = result_type(a, edges)        # the bin search's type; the edges return in their own
     search = astype(edges, dt)
     right = searchsorted(search, astype(a, dt), side="right")
