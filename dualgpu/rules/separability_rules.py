@@ -88,10 +88,11 @@ def _axes(m: tuple) -> str:
     return ", ".join(f"axis {at.pos}" for at in m)
 
 
-def along_axis(eqn, dep, sizes) -> tuple:
-    """An op that mixes the entries of each line along its static ``axis`` and keeps the
-    shape (``sort``, ``fft``): instances may sit on any other axis."""
+def along_axis(eqn, dep, sizes, how: str | None = None) -> tuple:
+    """An op that mixes the entries of each line along its static ``axis`` and leaves the
+    other axes as they are (a scan, ``sort``, the FFTs): instances may sit on any of those.
+    ``how`` it mixes them names the coupling (by default, "<op> mixes the entries")."""
     (_, m), = dep
     if any(at.pos == eqn.params["axis"] for at in m):
-        raise Coupling(f"{eqn.prim.name} mixes the entries along an instance axis")
+        raise Coupling(f"{how or eqn.prim.name + ' mixes the entries'} along an instance axis")
     return m

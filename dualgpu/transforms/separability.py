@@ -26,7 +26,7 @@ from ..core.interpret import walk
 from ..core.ir import Aval, Eqn, Graph, Var
 from ..errors import SeparabilityError, not_users, user_location
 from ..ops.reductions import reduce_sum
-from ..rules.separability_rules import At, Coupling, aligned
+from ..rules.separability_rules import At, Coupling, aligned, along_axis
 
 
 def check_separable(graph: Graph, argnums: Sequence[int], batch_axes: Sequence[int],
@@ -163,7 +163,7 @@ def _propagate(eqn: Eqn, dep, sizes: tuple) -> list[tuple]:
     if prim.has(Flag.REDUCTION):
         return [_reduction_map(eqn, dep)]
     if prim.has(Flag.SCAN):
-        return [_scan_map(eqn, dep)]
+        return [along_axis(eqn, dep, sizes, "it accumulates")]
     raise Coupling("dualgpu cannot prove that this op keeps instances apart "
                    "(it has no separability rule)")
 
@@ -174,13 +174,6 @@ def _reduction_map(eqn: Eqn, dep) -> tuple:
     if any(at.pos in axes for at in m):
         raise Coupling("it reduces over an instance axis")
     return tuple(at.moved(at.pos - sum(1 for a in axes if a < at.pos)) for at in m)
-
-
-def _scan_map(eqn: Eqn, dep) -> tuple:
-    (_, m), = dep
-    if any(eqn.params["axis"] == at.pos for at in m):
-        raise Coupling("it accumulates along an instance axis")
-    return m
 
 
 def sum_output(graph: Graph) -> Graph:
