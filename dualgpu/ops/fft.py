@@ -40,6 +40,20 @@ from ..rules import sparsity_rules as sparsity
 from ..rules.common import deflinear
 
 NORMS = ("backward", "ortho", "forward")
+SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}  # the direction
+
+
+def _check(name, a, axis, norm, kind):
+    """The operand of a transform: ``kind`` "c" (complex) or "f" (real; the front end casts
+    first), a non-empty ``axis``, one of NumPy's norms."""
+    check_axis(axis, a.ndim, name)
+    if a.dtype.kind != kind:
+        raise DualgpuError(f"{name}: the operand must be {'complex' if kind == 'c' else 'real'}"
+                           f", got {a.dtype} (the front end casts first)")
+    if norm not in NORMS:
+        raise DualgpuError(f"{name}: norm must be one of {NORMS}, got {norm!r}")
+    if a.shape[axis] < 1:
+        raise DualgpuError(f"{name}: the transformed axis {axis} is empty")
 
 
 def _declare(name: str):
@@ -48,16 +62,8 @@ def _declare(name: str):
         return getattr(xp.fft, name)(x, axis=axis, norm=norm).astype(x.dtype, copy=False)
 
     def shape(avals, axis, norm):
-        a = avals[0]
-        check_axis(axis, a.ndim, name)
-        if a.dtype.kind != "c":
-            raise DualgpuError(f"{name}: the operand must be complex, got {a.dtype} (the "
-                               "front end casts real values first)")
-        if norm not in NORMS:
-            raise DualgpuError(f"{name}: norm must be one of {NORMS}, got {norm!r}")
-        if a.shape[axis] < 1:
-            raise DualgpuError(f"{name}: the transformed axis {axis} is empty")
-        return Aval(tuple(a.shape), a.dtype)
+        _check(name, avals[0], axis, norm, "c")
+        return Aval(tuple(avals[0].shape), avals[0].dtype)
 
     prim = defprim(name, impl, shape, kind=Flag.LIBRARY, arity=1,
                    py=f"xp.fft.{name}({{0}}, axis={{axis}}, norm={{norm}})"
@@ -84,15 +90,6 @@ def _real_of(dtype) -> np.dtype:
     return np.finfo(dtype).dtype
 
 
-def _check(name, a, axis, norm, kind):
-    check_axis(axis, a.ndim, name)
-    if a.dtype.kind != kind:
-        raise DualgpuError(f"{name}: the operand must be {'complex' if kind == 'c' else 'real'}"
-                           f", got {a.dtype} (the front end casts first)")
-    if norm not in NORMS:
-        raise DualgpuError(f"{name}: norm must be one of {NORMS}, got {norm!r}")
-
-
 def _rfft_impl(xp, x, axis, norm):
     return xp.fft.rfft(x, axis=axis, norm=norm).astype(_complex_of(x.dtype), copy=False)
 
@@ -100,8 +97,6 @@ def _rfft_impl(xp, x, axis, norm):
 def _rfft_shape(avals, axis, norm):
     a = avals[0]
     _check("rfft", a, axis, norm, "f")
-    if a.shape[axis] < 1:
-        raise DualgpuError(f"rfft: the transformed axis {axis} is empty")
     shape = list(a.shape)
     shape[axis] = shape[axis] // 2 + 1
     return Aval(tuple(shape), _complex_of(a.dtype))
@@ -135,7 +130,6 @@ irfft_p = defprim("irfft", _irfft_impl, _irfft_shape, kind=Flag.LIBRARY, arity=1
                   py="ops.irfft({0}, axis={axis}, norm={norm}, n={n})",
                   doc="np.fft.irfft along one (non-negative) axis: n real values from their "
                       "n // 2 + 1 non-negative frequencies; linear, transposed by rfft.")
-_SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
 def _pair_weights(n: int, axis: int, ndim: int, pair: float) -> np.ndarray:
@@ -152,12 +146,12 @@ def _pair_weights(n: int, axis: int, ndim: int, pair: float) -> np.ndarray:
 def _rfft_transpose(g, x, axis, norm):
     n = x.shape[axis]
     c = _pair_weights(n, axis, g.ndim, 0.5).astype(_real_of(g.dtype))
-    return irfft_p.bind(lax.conj(lax.multiply(g, c)), axis=axis, norm=_SWAPPED[norm], n=n)
+    return irfft_p.bind(lax.conj(lax.multiply(g, c)), axis=axis, norm=SWAPPED[norm], n=n)
 
 
 def _irfft_transpose(g, x, axis, norm, n):
     c = _pair_weights(n, axis, g.ndim, 2.0).astype(g.dtype)
-    return lax.multiply(lax.conj(rfft_p.bind(g, axis=axis, norm=_SWAPPED[norm])), c)
+    return lax.multiply(lax.conj(rfft_p.bind(g, axis=axis, norm=SWAPPED[norm])), c)
 
 
 deflinear(rfft_p, _rfft_transpose)

@@ -31,12 +31,10 @@ from ...errors import ArgumentTypeError, InvalidArgumentError, user_location
 from ...lax import astype, conj, flip, real
 from ...lax import dtype_of as _dtype
 from ...lax import shape_of as _shape
-from ...ops.fft import NORMS, fft_p, ifft_p
+from ...ops.fft import NORMS, SWAPPED, fft_p, ifft_p
 from .arguments import as_array, unsupported_kwargs
 from .indexing import take_range
 from .shapes import roll
-
-_SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
 def _norm(norm) -> str:
@@ -126,14 +124,14 @@ def hfft(a, n=None, axis=-1, norm=None, out=None):
     unsupported_kwargs("hfft", {"out": out})
     a = as_array(a)
     n, axis = _axis_and_length("hfft", a, n, axis, default=lambda m: 2 * (m - 1))
-    return irfft(conj(a), n, axis, _SWAPPED[_norm(norm)])
+    return irfft(conj(a), n, axis, SWAPPED[_norm(norm)])
 
 
 def ihfft(a, n=None, axis=-1, norm=None, out=None):
     """``np.fft.ihfft``: the inverse of ``hfft`` (the conjugate of ``rfft``, the norm's
     direction swapped)."""
     unsupported_kwargs("ihfft", {"out": out})
-    return conj(rfft(a, n, axis, _SWAPPED[_norm(norm)]))
+    return conj(rfft(a, n, axis, SWAPPED[_norm(norm)]))
 
 
 def _lengths_and_axes(name, a, s, axes, inverse_real=False):

@@ -214,7 +214,6 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 apply_along_axis.calls_functions = True  # type: ignore[attr-defined]
 
 
-
 class vectorize(np.vectorize):
     """``np.vectorize`` in a traced function: called with traced arguments, ``pyfunc`` is
     called once, on the arguments broadcast together (``excluded`` ones as given), rather
@@ -322,7 +321,6 @@ def _vectorized_call(vf: np.vectorize, args: tuple, kwargs: dict):
                                    f"{len(results)} outputs (at {user_location()})")
     shaped = []
     for r, ot in zip(results, otypes):
-        r = as_array(r)
-        r = astype(r, ot if ot is not None else _dtype(r))
+        r = as_array(r) if ot is None else astype(as_array(r), ot)
         shaped.append(broadcast_to(r, shape) if _shape(r) != shape else r)
     return tuple(shaped) if isinstance(out, tuple) else shaped[0]

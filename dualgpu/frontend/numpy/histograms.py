@@ -41,11 +41,11 @@ from ...lax import (
 from ...lax import dtype_of as _dtype
 from ...lax import is_tracer as _is_tracer
 from ...lax import shape_of as _shape
-from ...ops import shape as _sh
 from ...ops.sorting import searchsorted
 from .arguments import as_array, host_value
 from .construction import linspace
 from .elementwise import clip
+from .indexing import bin_sums
 from .introspection import result_type
 from .numerics import diff
 from .reductions import amax, amin, sum_
@@ -162,9 +162,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
         kind = np.int64 if weights is None else _dtype(weights)
         return np.zeros(0, np.result_type(kind, np.float64) if density else kind), edges
     dt = result_type(a, edges)        # the bin search's type; the edges return in their own
-    search = astype(edges, dt)
-    right = searchsorted(search, astype(a, dt), side="right")
-    index = where(equal(astype(a, dt), getitem(search, -1)), n, right) - 1  # last bin: closed
+    search, searched = astype(edges, dt), astype(a, dt)
+    right = searchsorted(search, searched, side="right")
+    index = where(equal(searched, getitem(search, -1)), n, right) - 1  # last bin: closed
     if outer is None:
         inside = logical_and(greater_equal(index, 0), less(index, n))
     else:   # NumPy's rule for a number of bins: between the outer edges in the data's type
@@ -178,8 +178,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
     kind = _dtype(counted)
     if outer is not None and np.dtype(kind).kind in "fc":    # NumPy's bincount sums in double
         counted = astype(counted, np.result_type(kind, np.float64))
-    counts = astype(_sh.scatter_add.bind(counted, astype(index, np.int64),
-                                         key=(("array", 0),), shape=(n,)), kind)
+    counts = astype(bin_sums(counted, index, n), kind)
     if density:
         widths = astype(diff(edges), np.result_type(_dtype(edges), float))
         return true_divide(true_divide(counts, widths), sum_(counts)), edges

@@ -98,7 +98,14 @@ def bincount(x, weights=None, minlength=0):
             "x) is read from x's values, which dg.jit does not know; call it where values "
             "are known (grad, hvp, jvp on arrays) or count outside the jit") from None
     counted = ones_like(x, dtype=np.int64) if weights is None else astype(weights, np.float64)
-    return _sh.scatter_add.bind(counted, astype(x, np.int64), key=(("array", 0),), shape=(n,))
+    return bin_sums(counted, x, n)
+
+
+def bin_sums(values, index, n: int):
+    """The sums of ``values`` over each of ``n`` bins, ``index`` (integers in ``[0, n)``)
+    naming each value's bin: ``bincount``'s and ``histogram``'s scatter-add."""
+    return _sh.scatter_add.bind(values, astype(index, np.int64), key=(("array", 0),),
+                                shape=(n,))
 
 
 def tril(m, k=0):

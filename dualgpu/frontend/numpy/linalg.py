@@ -258,17 +258,18 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     if len(_shape(A)) < 2:
         return astype(greater(sum_(astype(not_equal(A, 0), np.int64)), 0), np.int64)
     s = svdvals(A)
-    if tol is None:
-        if _shape(s)[-1] == 0:  # an empty matrix: rank 0 (NumPy's largest is initial=0)
-            return sum_(astype(greater(s, 0), np.int64), axis=-1)
-        if rtol is None:
-            rtol = max(_shape(A)[-2:]) * np.finfo(_dtype(s)).eps
-        else:
-            rtol = expand_dims(arraylike(rtol), -1) if _is_tracer(rtol) \
-                else np.asarray(rtol)[..., None]
-        tol = multiply(amax(s, axis=-1, keepdims=True), rtol)
+
+    def per_matrix(v):  # a tolerance per matrix of the stack, against its singular values
+        return expand_dims(arraylike(v), -1) if _is_tracer(v) else np.asarray(v)[..., None]
+
+    if tol is not None:
+        tol = per_matrix(tol)
+    elif _shape(s)[-1] == 0:  # an empty matrix: rank 0 (NumPy's largest is initial=0)
+        tol = 0
     else:
-        tol = expand_dims(arraylike(tol), -1) if _is_tracer(tol) else np.asarray(tol)[..., None]
+        rtol = max(_shape(A)[-2:]) * np.finfo(_dtype(s)).eps if rtol is None \
+            else per_matrix(rtol)
+        tol = multiply(amax(s, axis=-1, keepdims=True), rtol)
     return sum_(astype(greater(s, tol), np.int64), axis=-1)
 
 
